@@ -1,0 +1,63 @@
+"""First-principles parameter values (priors) with their sources, before any fit.
+
+`python -m calibration.defaults` turns these into the shipped parameter files; `mok calibrate`
+starts from them.
+"""
+
+from __future__ import annotations
+
+from mok_model.params import Params
+
+# name -> (value, source) shared by every hardware unless a family overrides it
+COMMON = {
+    "gemm_tile_m": (128, "design: the megakernel's compute tile is 128 rows"),
+    "gemm_tile_n": (128, "design: the megakernel's compute tile is 128 columns"),
+    "signal_local_us": (0.43, "probe: flag ping-pong round trip 0.86 us between two CTAs, one way"),
+    "push_signal_per_peer_us": (0.1, "prior: one L2-resident flag poll, ~200 cycles at 1.98 GHz (probe clock)"),
+    "minibatch_overhead_us": (2.0, "prior: about two grid-wide counter round trips (probe: 0.86 us each)"),
+    "schedule_us": (15.0, "prior: three small routing/schedule kernels of ~5 us each"),
+    "schedule_ns_per_route": (0.05, "prior: one 4-byte id sorted/scanned at ~80 GB/s effective"),
+    "ring_wrap_us": (2.0, "prior: one slot-recycling barrier, about two counter round trips"),
+    "capacity_headroom": (1.25, "policy: the schedule holds 25% more rows than the busiest GPU needs"),
+    "mok_fixed_us": (0.0, "prior: no residual overhead until a fit says otherwise"),
+    "mok_exposed_launches": (1.0, "design: no host sync, so only the first launch is exposed"),
+    "host_launch_scale": (1.0, "x86 host: the preset's launch_us as measured"),
+    "host_sync_us": (24.8, "probe: small op launch plus item() host sync, 24.8 us"),
+    "bwd_gemm_eff_scale": (0.9, "prior: weight-gradient GEMMs reduce over rows, a little less efficient"),
+    "nccl_eff": (0.82, "facts: 8xH100 NCCL all-to-all bus bandwidth ~370 of 450 GB/s"),
+    "nccl_ops": (16, "count: host ops after the count sync in our nccl-torch baseline (mok_kernels/baselines.py)"),
+    "deepep_sms": (24, "facts: DeepEP v2 EP8 dispatch with 24 SMs (DeepEP README)"),
+    "deepep_ops": (10, "assumption: DeepEP+PyTorch launches about 10 host ops after its count sync"),
+    "hybridep_sms": (16, "facts: HybridEP BF16 dispatch measured with 16 SMs (DeepEP Hybrid-EP docs)"),
+    "hybridep_ops": (10, "assumption: HybridEP+Megatron launches about 10 host ops after its sync"),
+    "comet_overhead": (0.1, "assumption: Comet's tile scheduling costs ~10% of compute"),
+    "comet_sms": (16, "assumption: Comet reserves 16 SMs for communication"),
+}
+
+HOPPER = {
+    "gemm_eff": (0.76, "probe: bf16 GEMM 752 TF/s at m=8192 of 989 TF/s peak"),
+    "hbm_eff": (0.875, "probe: device-to-device copy 4.20 of 4.8 TB/s"),
+    "copy_gbps_per_sm": (12.4, "probe: row gather 12.4 GB/s per 256-thread block, linear to 132 blocks"),
+    "link_eff": (0.83, "facts: HGX H100 peer copy 371-380 of 450 GB/s (NCCL issue 1264)"),
+    "signal_remote_us": (1.8, "facts: P2P write latency with software overhead 1.8-2.3 us (cuda-samples issue 230)"),
+}
+
+H200_LOCAL = {  # one H200 emulating its peers in local memory
+    **HOPPER,
+    "link_eff": (0.78, "probe: row gather 1.64 TB/s at 132 blocks over the 2.1 TB/s copy ceiling"),
+    "signal_remote_us": (0.43, "probe: emulated peers signal through local memory, one way 0.43 us"),
+}
+
+BLACKWELL = {
+    "gemm_eff": (0.76, "prior: Hopper's measured fraction (probe) until fitted"),
+    "hbm_eff": (0.875, "prior: Hopper's measured fraction (probe) until fitted"),
+    "copy_gbps_per_sm": (50.0, "facts: DeepEP v2's SM-count formula assumes 50 GB/s written per SM"),
+    "link_eff": (0.82, "facts: HybridEP kernel-only dispatch 735 of 900 GB/s on B200 EP8"),
+    "signal_remote_us": (1.8, "facts: P2P write latency with software overhead 1.8-2.3 us (cuda-samples issue 230)"),
+}
+
+
+def prior_params(hardware: str, family: dict) -> Params:
+    table = {**COMMON, **family}
+    return Params({k: v for k, (v, _) in table.items()}, hardware, None, [],
+                  {k: s for k, (_, s) in table.items()})

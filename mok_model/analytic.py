@@ -1,0 +1,228 @@
+"""Analytic cost model of one MoE layer pass under the MoK megakernel (vectorized over configs).
+
+Reads like the paper's cost model (mok-system.md section 4), per GPU g:
+
+    latency = launch + schedule + pipeline(g) + ring_buffer(g) + reduction + fixed
+    pipeline = max(compute chain, communication chain)
+      compute chain = max(shared expert, first dispatch + its signal) + M x (routed GEMMs per
+                      minibatch) + last combine + final combine signal
+      comm chain    = M x (dispatch + combine + signals per minibatch) + last minibatch's GEMMs
+
+and the pass ends when the slowest GPU ends. Every knob is an array, so the tuner evaluates
+thousands of configurations in one call; the per-GPU dimension stays explicit, so load imbalance
+from skewed routing shows as a straggler.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from .params import Params
+from .scenario import ELEMENT_BYTES, Scenario
+from .workload import traffic
+
+US = 1e-6
+
+
+@dataclass(frozen=True)
+class Loads:
+    """Per-GPU row counts that every engine needs, (P,) arrays unless noted."""
+
+    rows: np.ndarray  # routed rows computed on each GPU
+    remote_in: np.ndarray  # of those, rows that came from another GPU
+    remote_out: np.ndarray  # rows this GPU's tokens send to other GPUs
+    dedup_in: np.ndarray  # remote rows received when a token goes once per destination GPU
+    dedup_out: np.ndarray
+    expert_rows: np.ndarray  # (P, L) rows per local expert
+    out_of_domain_in: np.ndarray  # remote rows that cross the scale-out link
+    out_of_domain_out: np.ndarray
+
+
+def loads(scn: Scenario) -> Loads:
+    """Row counts of a scenario, derived from its seeded routing."""
+    t = traffic(scn)
+    P = scn.ep
+    rows_sd = t.rows.sum(axis=2)  # (P, P) source x destination
+    eye = np.eye(P, dtype=bool)
+    remote = np.where(eye, 0, rows_sd)
+    dedup = np.where(eye, 0, t.dedup_rows)
+    if scn.domains > 1:
+        dom = np.arange(P) // scn.hardware.domain_size
+        cross = dom[:, None] != dom[None, :]
+    else:
+        cross = np.zeros((P, P), bool)
+    return Loads(rows=t.received(), remote_in=remote.sum(0), remote_out=remote.sum(1),
+                 dedup_in=dedup.sum(0), dedup_out=dedup.sum(1), expert_rows=t.expert_rows(),
+                 out_of_domain_in=np.where(cross, rows_sd, 0).sum(0),
+                 out_of_domain_out=np.where(cross, rows_sd, 0).sum(1))
+
+
+def fabric_gbps(scn: Scenario, p: Params, remote_rows, cross_rows):
+    """Effective fabric bandwidth (bytes/s) for a GPU's remote rows: NVLink, and the slower
+    scale-out link for the share of rows that leave the domain."""
+    hw = scn.hardware
+    bw = hw.link_gbps * 1e9 * p["link_eff"]
+    if scn.domains == 1:
+        return bw
+    share = np.divide(cross_rows, np.maximum(remote_rows, 1))
+    slow = hw.scaleout_gbps * 1e9 * p["link_eff"]
+    # time = in-domain bytes / bw + cross bytes / slow (both ports run in parallel, take the max)
+    return 1.0 / np.maximum((1 - share) / bw, share / slow)
+
+
+def gemm_time(rows_tiles, n, k, sms, rate_per_sm, tile_m, tile_n):
+    """Time of a GEMM of `rows_tiles` row tiles x ceil(n/tile_n) column tiles on `sms` SMs,
+    run in whole waves (tile quantization), each tile 2*tile_m*tile_n*k FLOPs."""
+    tiles = rows_tiles * np.ceil(n / tile_n)
+    waves = np.ceil(tiles / sms)
+    return waves * (2.0 * tile_m * tile_n * k / rate_per_sm)
+
+
+def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
+                    width: int, shared: bool = False):
+    """Routed (or shared) SwiGLU FFN over `rows` rows in `row_tiles` tiles on `sms` SMs.
+
+    Forward: gate/up (H -> 2I) and down (I -> H). Backward: the same shapes for the data
+    gradients plus the weight gradients, at bwd_gemm_eff_scale. The result is floored by reading
+    the weights of `experts_touched` experts from HBM (and, backward, writing fp32 gradients).
+    """
+    hw, m = scn.hardware, scn.model
+    precision = "bf16" if shared else scn.precision  # the shared expert stays BF16 (published)
+    wbytes = ELEMENT_BYTES[precision]
+    H, I = m.hidden, width
+    eff = p["gemm_eff"] * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
+    rate = hw.tflops(precision) * 1e12 / hw.sms * eff
+    tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
+    t = gemm_time(row_tiles, 2 * I, H, sms, rate, tm, tn) + gemm_time(row_tiles, H, I, sms, rate, tm, tn)
+    weight_bytes = 3.0 * H * I * wbytes
+    if scn.pass_ == "bwd":
+        t = 2.0 * t  # data gradients and weight gradients: twice the forward FLOPs
+        weight_bytes += 2 * 3.0 * H * I * 4  # fp32 weight-gradient read-modify-write
+    act_bytes = rows * (2 * I) * 2.0 * (1 if scn.pass_ == "fwd" else 3)  # gate/up activations
+    floor = (experts_touched * weight_bytes + act_bytes) / (hw.hbm_tbps * 1e12 * p["hbm_eff"])
+    return np.maximum(t, floor)
+
+
+def _col(x):
+    return np.asarray(x, dtype=np.float64).reshape(-1, 1)
+
+
+def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, comm_sms,
+              macrobatch, capacity) -> dict[str, np.ndarray]:
+    """Critical-path terms (seconds) of the MoK pass for arrays of configs, each shape (C,).
+
+    dispatch_push / combine_push are boolean arrays (False = pull). Infeasible configs (capacity
+    overflow) get latency inf. Returns the breakdown terms, their sum `total`, and work totals.
+    """
+    hw, m, P = scn.hardware, scn.model, scn.ep
+    ld = loads(scn)
+    mb, cc = _col(minibatch), _col(comm_sms)
+    cx = hw.sms - cc
+    dpush, kpush = _col(dispatch_push).astype(bool), _col(combine_push).astype(bool)
+    rows = ld.rows[None, :].astype(np.float64)  # (1, P)
+    H, k = m.hidden, m.top_k
+    act = ELEMENT_BYTES[scn.precision] * H  # bytes per dispatched row
+    out = 2.0 * H  # combine returns BF16 rows
+    if scn.pass_ == "bwd":  # reverse-combine moves BF16 output gradients, reverse-dispatch BF16
+        act = out = 2.0 * H
+
+    # --- communication: bytes over min(link, comm SMs x per-SM copy rate) ---
+    sm_rate = cc * p["copy_gbps_per_sm"] * 1e9
+    link_in = np.asarray(fabric_gbps(scn, p, ld.remote_in, ld.out_of_domain_in))[None, ...]
+    link_out = np.asarray(fabric_gbps(scn, p, ld.remote_out, ld.out_of_domain_out))[None, ...]
+    r_in, r_out = ld.remote_in[None, :], ld.remote_out[None, :]
+    local_rows = rows - r_in
+    lat = hw.link_latency_us * US if P > 1 else 0.0
+
+    def move(bytes_row, my_rows_remote, peer_rows_remote, my_link, peer_link):
+        # my comm SMs move my_rows; the other end's port carries peer_rows at link speed
+        mine = my_rows_remote * bytes_row / np.minimum(my_link, sm_rate)
+        port = peer_rows_remote * bytes_row / peer_link
+        return np.maximum(mine, port) + local_rows * bytes_row / sm_rate
+
+    # pull dispatch: the receiver's SMs read its incoming rows; push: the sender's SMs write.
+    dispatch = np.where(dpush, move(act, r_out, r_in, link_out, link_in),
+                        move(act, r_in, r_out, link_in, link_out))
+    # push combine: the expert holder writes outputs home; pull: the home reads them.
+    combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in),
+                       move(out, r_out, r_in, link_in, link_out))
+
+    # --- minibatches and routed GEMMs on the compute SMs ---
+    M = np.maximum(np.ceil(rows / mb), 1.0)
+    tm = p["gemm_tile_m"]
+    base_tiles = np.ceil(ld.expert_rows / tm).sum(axis=1)[None, :]  # (1, P)
+    active = (ld.expert_rows > 0).sum(axis=1)[None, :]
+    row_tiles = base_tiles + (M - 1)  # a minibatch boundary inside an expert splits one tile
+    touched = active + (M - 1)  # ... and reloads that expert's weights
+    ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width)
+    c = ffn + p["minibatch_overhead_us"] * US  # per minibatch
+    if m.shared_experts:
+        n_tok = scn.tokens * m.shared_experts
+        shared = expert_ffn_time(scn, p, n_tok, np.ceil(scn.tokens / tm) * m.shared_experts,
+                                 m.shared_experts, cx, m.shared_width, shared=True)
+    else:
+        shared = np.zeros_like(c)
+
+    # --- signalling: pull is a local counter; push waits on a signal from every peer ---
+    remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
+    sig_dispatch = np.where(dpush, remote_wait, p["signal_local_us"] * US)  # per minibatch
+    sig_comm = np.where(dpush, remote_wait, 0.0) + np.where(kpush, 0.0, remote_wait)  # comm SMs
+    sig_end = np.where(kpush, remote_wait, p["signal_local_us"] * US)  # home waits once at the end
+
+    d, kk = dispatch / M, combine / M
+    depth = np.floor(_col(macrobatch) / mb)  # minibatches the ring buffer holds
+    overlapped = depth >= 2
+    first = d + sig_dispatch
+    compute_chain = np.maximum(shared, first) + M * c + kk + sig_end
+    comm_chain = M * (d + kk) + M * sig_comm + sig_dispatch + c + sig_end
+    serial = np.maximum(shared, first) + M * c + (M - 1) * (d + sig_dispatch + kk) + kk + M * sig_comm + sig_end
+    pipe = np.where(overlapped, np.maximum(compute_chain, comm_chain), serial)
+    wraps = np.maximum(np.ceil(rows / _col(macrobatch)) - 1, 0)
+    ring = wraps * p["ring_wrap_us"] * US
+    per_gpu = pipe + ring  # (C, P)
+
+    # --- before and after the megakernel ---
+    routes = P * scn.tokens * k
+    cap_rows = np.ceil(_col(capacity) * P * scn.tokens * min(k, scn.local_experts))
+    overflow = (cap_rows < ld.rows.max() * p["capacity_headroom"]).ravel()
+    gather_bytes = (P - 1) * scn.tokens * k * 4.0  # all-gather of top-k ids
+    schedule = (p["schedule_us"] * US + routes * p["schedule_ns_per_route"] * 1e-9
+                + (gather_bytes / (hw.link_gbps * 1e9 * p["link_eff"]) + lat if P > 1 else 0.0)
+                + cap_rows.ravel() * 8.0 / (hw.hbm_tbps * 1e12 * p["hbm_eff"]))
+    reduction = scn.tokens * H * 2.0 * (k + 2) / (hw.hbm_tbps * 1e12 * p["hbm_eff"])
+    launch = p["mok_exposed_launches"] * hw.launch_us * p["host_launch_scale"] * US
+    fixed = p["mok_fixed_us"] * US
+
+    C = per_gpu.shape[0]
+    rows_ix = np.arange(C)
+    slow = np.argmax(per_gpu, axis=1)  # (C,) the straggler ends the pass
+    typ = np.argsort(per_gpu, axis=1, kind="stable")[:, P // 2]  # the median GPU
+
+    def at(x, gpu=typ):
+        return np.broadcast_to(x, per_gpu.shape)[rows_ix, gpu]
+
+    # critical path of the typical GPU, then the straggler's excess as load_imbalance
+    comm_bound = at(comm_chain > compute_chain) & at(overlapped)
+    fill = np.where(comm_bound, at(sig_dispatch + c), at(np.maximum(shared, first)))
+    drain = np.where(comm_bound, at(sig_end), at(kk + sig_end))
+    terms = {
+        "launch": np.full(C, launch),
+        "schedule": np.broadcast_to(schedule, (C,)).copy(),
+        "pipeline_fill": fill,
+        "steady_state": at(pipe) - fill - drain,
+        "pipeline_drain": drain,
+        "ring_buffer": at(ring),
+        "load_imbalance": per_gpu[rows_ix, slow] - at(per_gpu),
+        "reduction": np.full(C, reduction),
+        "fixed": np.full(C, fixed),
+    }
+    total = sum(terms.values())
+    total = np.where(overflow, np.inf, total)
+    work = {"dispatch": at(dispatch, slow), "combine": at(combine, slow),
+            "routed_gemm": at(M * ffn, slow), "shared_expert": at(shared, slow),
+            "signals": at(M * (sig_dispatch + sig_comm) + sig_end, slow)}
+    return {"terms": terms, "total": total, "work": work, "slowest_gpu": slow,
+            "overflow": overflow, "capacity_rows": cap_rows.ravel(), "minibatches": at(M, slow),
+            "bound": np.where(comm_bound, "comm", "compute")}

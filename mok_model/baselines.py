@@ -1,0 +1,113 @@
+"""Analytic models of the baseline systems, each from how that system works.
+
+All of them read the per-expert counts on the host before sizing buffers (a device-to-host sync
+in the forward pass), then launch their remaining operations one by one from the host, so a slow
+host (Grace) shows up once the GPU runs dry. What differs is how they move rows and what overlaps:
+
+- nccl-torch: count all-to-all, host sync, permute, all_to_all_single, grouped GEMMs on all SMs,
+  the shared expert, the reverse all-to-all, unpermute and weighted sum. Nothing overlaps.
+- deepep: DeepEP dispatch/combine kernels on `deepep_sms` SMs, one row per destination GPU
+  (de-duplicated); the shared expert runs beside the dispatch on the remaining SMs.
+- hybridep: as DeepEP, with HybridEP's kernels on `hybridep_sms` SMs, inside Megatron.
+- comet: tile-level overlap of dispatch with the first GEMM and of the second GEMM with the
+  combine on `comet_sms` SMs, at a scheduling overhead `comet_overhead` of the compute.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+from .analytic import US, expert_ffn_time, fabric_gbps, loads
+from .params import Params
+from .scenario import ELEMENT_BYTES, Scenario
+
+BASELINES = ("nccl-torch", "deepep", "hybridep", "comet")
+
+
+def _exchange(scn: Scenario, p: Params, bytes_row: float, rows_in, rows_out, sms: float | None,
+              eff: float = 1.0):
+    """Time to move rows over the fabric: the busier port, limited by `sms` copy SMs (None: NCCL's
+    own channels, limited by eff instead), plus one latency per peer."""
+    ld = loads(scn)
+    link_in = fabric_gbps(scn, p, ld.remote_in, ld.out_of_domain_in) * eff
+    link_out = fabric_gbps(scn, p, ld.remote_out, ld.out_of_domain_out) * eff
+    if sms is not None:
+        cap = sms * p["copy_gbps_per_sm"] * 1e9
+        link_in, link_out = np.minimum(link_in, cap), np.minimum(link_out, cap)
+    t = np.maximum(rows_in * bytes_row / link_in, rows_out * bytes_row / link_out)
+    return t + (scn.ep - 1) * scn.hardware.link_latency_us * US
+
+
+def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
+    """Critical-path terms (seconds) of one baseline pass on its slowest GPU."""
+    hw, m, P = scn.hardware, scn.model, scn.ep
+    ld = loads(scn)
+    fwd = scn.pass_ == "fwd"
+    H, k = m.hidden, m.top_k
+    act = ELEMENT_BYTES[scn.precision] * H if fwd else 2.0 * H
+    out = 2.0 * H
+    hbm = hw.hbm_tbps * 1e12 * p["hbm_eff"]
+    launch = hw.launch_us * p["host_launch_scale"] * US
+    tm = p["gemm_tile_m"]
+    rows = ld.rows.astype(np.float64)
+    tiles = np.ceil(ld.expert_rows / tm).sum(axis=1)
+    active = (ld.expert_rows > 0).sum(axis=1)
+
+    def ffn(sms):
+        return expert_ffn_time(scn, p, rows, tiles, active, sms, m.expert_width)
+
+    def shared(sms):
+        if not m.shared_experts:
+            return np.zeros(P)
+        return np.full(P, float(expert_ffn_time(scn, p, scn.tokens, np.ceil(scn.tokens / tm),
+                                                 1, sms, m.shared_width, shared=True)))
+
+    permute = 2.0 * scn.tokens * k * act / hbm  # gather rows by expert (read + write)
+    unpermute = scn.tokens * H * 2.0 * (k + 2) / hbm  # weighted k-way sum
+    sync = (p["host_sync_us"] * p["host_launch_scale"] * US) if fwd else 0.0
+
+    if system == "nccl-torch":
+        ops = p["nccl_ops"]
+        disp = _exchange(scn, p, act, ld.remote_in, ld.remote_out, None, p["nccl_eff"])
+        comb = _exchange(scn, p, out, ld.remote_out, ld.remote_in, None, p["nccl_eff"])
+        gpu = {"permute": permute, "dispatch": disp, "routed_gemm": ffn(hw.sms),
+               "shared_expert": shared(hw.sms), "combine": comb, "unpermute": unpermute}
+        before = {}
+    elif system in ("deepep", "hybridep"):
+        sms = p["deepep_sms"] if system == "deepep" else p["hybridep_sms"]
+        ops = p["deepep_ops"] if system == "deepep" else p["hybridep_ops"]
+        disp = _exchange(scn, p, act, ld.dedup_in, ld.dedup_out, sms)
+        comb = _exchange(scn, p, out, ld.dedup_out, ld.dedup_in, sms)
+        # the shared expert runs on the SMs the dispatch kernel leaves free
+        before = {"dispatch_and_shared": np.maximum(disp, shared(hw.sms - sms))}
+        gpu = {"permute": permute, "routed_gemm": ffn(hw.sms), "combine": comb,
+               "unpermute": unpermute}
+    elif system == "comet":
+        sms = p["comet_sms"]
+        ops = p["deepep_ops"]
+        disp = _exchange(scn, p, act, ld.remote_in, ld.remote_out, sms)
+        comb = _exchange(scn, p, out, ld.remote_out, ld.remote_in, sms)
+        g = ffn(hw.sms - sms) * (1 + p["comet_overhead"])
+        # gate/up overlaps the dispatch, down overlaps the combine; each GEMM is half of g here
+        gpu = {"permute": permute, "dispatch_gemm_overlap": np.maximum(disp, g / 2),
+               "gemm_combine_overlap": np.maximum(g / 2, comb), "shared_expert": shared(hw.sms),
+               "unpermute": unpermute}
+        before = {}
+    else:
+        raise ValueError(system)
+
+    per_gpu_after = sum(gpu.values())  # (P,)
+    per_gpu_before = sum(before.values()) if before else np.zeros(P)
+    slow = int(np.argmax(per_gpu_before + per_gpu_after))
+    typ = int(np.argsort(per_gpu_before + per_gpu_after, kind="stable")[P // 2])
+    terms = {"launch": launch, "schedule": p["schedule_us"] * US}
+    terms.update({name: float(np.broadcast_to(v, (P,))[typ]) for name, v in before.items()})
+    terms["host_sync"] = sync
+    terms.update({name: float(np.broadcast_to(v, (P,))[typ]) for name, v in gpu.items()})
+    # after the sync the host launches `ops` operations one by one; the GPU waits when it is faster
+    gpu_after = float(per_gpu_after[typ])
+    terms["host_launch_exposed"] = max(0.0, ops * launch - gpu_after)
+    terms["load_imbalance"] = float((per_gpu_before + per_gpu_after)[slow] - (per_gpu_before + per_gpu_after)[typ])
+    work = {"dispatch": float(np.max(disp)), "combine": float(np.max(comb)),
+            "routed_gemm": float(ffn(hw.sms)[slow]), "shared_expert": float(shared(hw.sms)[slow])}
+    return {"terms": terms, "total": sum(terms.values()), "work": work, "slowest_gpu": slow}

@@ -1,0 +1,225 @@
+"""The `mok` command line. It only parses, calls the library and prints.
+
+Exit status: 0 success, 2 bad input (one line on stderr), 1 anything else.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from .errors import MokInputError
+from .presets import hardware_names, load_hardware, load_model, model_names
+from .scenario import ENGINES, MODES, PASSES, PRECISIONS, SYSTEMS, Config, Scenario
+
+KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad input as MokInputError (one line, exit 2)."""
+
+    def error(self, message: str):
+        raise MokInputError(f"{self.prog}: {message}")
+
+
+def _workload_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--hardware", required=True, help="preset name or FILE.toml")
+    p.add_argument("--model", required=True, help="preset name or FILE.toml")
+    p.add_argument("--ep", required=True, type=int, help="EP degree (GPUs in the EP group)")
+    p.add_argument("--tokens", required=True, type=int, help="local tokens per GPU before dispatch")
+    p.add_argument("--pass", dest="pass_", default="fwd", help=f"one of {PASSES}")
+    p.add_argument("--precision", default="bf16", help=f"one of {PRECISIONS}")
+    p.add_argument("--routing", default="uniform", help="uniform | zipf:S | hot:F | FILE")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--params", default=None, help="parameters file (default: the hardware's own)")
+    p.add_argument("--allow-params-mismatch", action="store_true",
+                   help="use a parameters file fitted for other hardware")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+
+
+def _config_flags(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--dispatch", help=f"one of {MODES}")
+    p.add_argument("--combine", help=f"one of {MODES}")
+    p.add_argument("--minibatch", type=int, help="routed rows per pipeline step")
+    p.add_argument("--comm-sms", dest="comm_sms", type=int, help="communication SMs")
+    p.add_argument("--macrobatch", type=int, help="ring-buffer capacity in routed rows")
+    p.add_argument("--capacity", type=float, help="schedule capacity multiplier in (0, 1]")
+    p.add_argument("--system", default="mok", help=f"one of {SYSTEMS}")
+
+
+def _scenario(a) -> Scenario:
+    return Scenario(load_hardware(a.hardware), load_model(a.model), a.ep, a.tokens, a.pass_,
+                    a.precision, a.routing, a.seed)
+
+
+def _knobs(a) -> dict:
+    knobs = {k: getattr(a, k) for k in KNOBS if getattr(a, k) is not None}
+    if knobs:
+        Config(**{**Config().as_dict(), **knobs,
+                  "macrobatch": max(knobs.get("macrobatch", 1 << 30), knobs.get("minibatch", 1))})
+    return knobs
+
+
+def _params_arg(a):
+    from .predict import resolve_params
+
+    return lambda scn: resolve_params(scn, a.params, a.allow_params_mismatch)
+
+
+def _print_prediction(pred, as_json: bool) -> None:
+    if as_json:
+        print(json.dumps(pred.as_json(), indent=1))
+        return
+    s = pred.scenario
+    print(f"{pred.system} ({pred.engine}) on {s.hardware.name}, {s.model.name}, EP {s.ep}, "
+          f"{s.tokens} tokens/GPU, {s.pass_}, {s.precision}, routing {s.routing}")
+    if pred.config:
+        c = pred.config
+        chosen = f" (tuner chose: {', '.join(pred.tuned)})" if pred.tuned else ""
+        print(f"knobs: dispatch={c.dispatch} combine={c.combine} minibatch={c.minibatch} "
+              f"comm_sms={c.comm_sms} macrobatch={c.macrobatch} capacity={c.capacity}{chosen}")
+    print(f"latency: {pred.latency_ms:.3f} ms (slowest GPU {pred.slowest_gpu})")
+    print("critical path (adds up to the latency):")
+    for k, v in pred.breakdown_ms.items():
+        print(f"  {k:<22} {v:9.4f} ms")
+    print("resource busy time on the slowest GPU (these overlap):")
+    for k, v in pred.work_ms.items():
+        print(f"  {k:<22} {v:9.4f} ms")
+    if pred.params:
+        print(f"parameters: {pred.params}")
+
+
+def cmd_presets(a) -> int:
+    hw = {n: {k: v for k, v in load_hardware(n).__class__.__dict__.items() if False} or _asdict(load_hardware(n))
+          for n in hardware_names()}
+    models = {n: _asdict(load_model(n)) for n in model_names()}
+    if a.json:
+        print(json.dumps({"hardware": hw, "models": models}, indent=1))
+        return 0
+    print("hardware presets:")
+    print(f"  {'name':<20}{'SMs':>5}{'bf16 TF':>9}{'fp8 TF':>8}{'HBM TB/s':>9}{'link GB/s':>10}{'domain':>7}  host")
+    for n, h in hw.items():
+        print(f"  {n:<20}{h['sms']:>5}{h['bf16_tflops']:>9.0f}{h['fp8_tflops']:>8.0f}{h['hbm_tbps']:>9.2f}"
+              f"{h['link_gbps']:>10.0f}{h['domain_size']:>7}  {h['host_cpu']}")
+    print("model presets:")
+    print(f"  {'name':<20}{'hidden':>7}{'width':>7}{'experts':>8}{'top-k':>6}{'shared':>7}")
+    for n, m in models.items():
+        print(f"  {n:<20}{m['hidden']:>7}{m['expert_width']:>7}{m['routed_experts']:>8}{m['top_k']:>6}"
+              f"{m['shared_width'] if m['shared_experts'] else 0:>7}")
+    print("aliases: kimi-k2.7-code -> kimi-k2, glm-5.2 -> glm-5; any FILE.toml with the same fields")
+    return 0
+
+
+def _asdict(obj) -> dict:
+    import dataclasses
+
+    return dataclasses.asdict(obj)
+
+
+def cmd_predict(a, engine: str) -> int:
+    from .predict import predict
+
+    scn = _scenario(a)
+    knobs = _knobs(a)
+    if a.system != "mok" and knobs:
+        raise MokInputError(f"--system {a.system} has no MoK knobs; drop {sorted(knobs)}")
+    params = _params_arg(a)(scn)
+    if engine == "sim" and getattr(a, "trace", None):
+        from .sim import simulate
+        from .predict import predict as _p
+
+        cfg = _p(scn, knobs, a.system, params).config if a.system == "mok" else None
+        pred = simulate(scn, cfg, a.system, params, trace=a.trace)
+    else:
+        pred = predict(scn, knobs, a.system, params, engine)
+    _print_prediction(pred, a.json)
+    return 0
+
+
+def cmd_tune(a) -> int:
+    from .tuner import tune
+
+    scn = _scenario(a)
+    if a.engine not in ENGINES:
+        raise MokInputError(f"--engine {a.engine!r} must be one of {ENGINES}")
+    if a.top < 1:
+        raise MokInputError(f"--top {a.top} must be >= 1")
+    params = _params_arg(a)(scn)
+    r = tune(scn, params, fixed=_knobs(a), top=a.top, engine=a.engine)
+    if a.json:
+        print(json.dumps({"best": {"config": r.best.config.as_dict(), "latency_ms": r.best.latency_ms},
+                          "top": [{"config": s.config.as_dict(), "latency_ms": s.latency_ms} for s in r.top],
+                          "evaluated": r.evaluated, "seconds": r.seconds, "engine": r.engine,
+                          **scn.describe(), "params": params.path}, indent=1))
+        return 0
+    print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
+          f"{scn.pass_} / {scn.precision}: {r.evaluated} configurations in {r.seconds:.3f} s ({r.engine})")
+    print(f"  {'rank':<5}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity")
+    for i, s in enumerate(r.top, 1):
+        c = s.config
+        print(f"  {i:<5}{s.latency_ms:>11.4f}  {c.dispatch:<8} {c.combine:<7} {c.minibatch:>9} "
+              f"{c.comm_sms:>8} {c.macrobatch:>10} {c.capacity:>8}")
+    return 0
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mok", description="Predict, tune and run MoE layers on scale-up GPU fabrics")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    sp = sub.add_parser("presets", help="hardware and model presets")
+    sp.add_argument("--json", action="store_true")
+    for name in ("predict", "simulate"):
+        sp = sub.add_parser(name, help=f"{name} one layer pass")
+        _workload_flags(sp)
+        _config_flags(sp)
+        if name == "simulate":
+            sp.add_argument("--trace", help="write a Chrome trace-event JSON file")
+    sp = sub.add_parser("tune", help="pick the knobs")
+    _workload_flags(sp)
+    for flag in ("--dispatch", "--combine"):
+        sp.add_argument(flag, help=f"fix this knob: one of {MODES}")
+    sp.add_argument("--minibatch", type=int)
+    sp.add_argument("--comm-sms", dest="comm_sms", type=int)
+    sp.add_argument("--macrobatch", type=int)
+    sp.add_argument("--capacity", type=float)
+    sp.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
+    sp.add_argument("--top", type=int, default=5)
+    for name in ("calibrate", "validate", "study", "bench"):
+        sp = sub.add_parser(name, add_help=False, help=f"see `mok {name} --help`")
+        sp.add_argument("rest", nargs=argparse.REMAINDER)
+    return p
+
+
+def _forward(cmd: str, rest: list[str]) -> int:
+    """calibrate, validate, study and bench live with their packages and parse their own flags."""
+    if cmd == "bench":
+        from mok_kernels.bench import cli
+    elif cmd == "study":
+        from studies.cli import cli
+    elif cmd == "calibrate":
+        from calibration.cli import calibrate_cli as cli
+    else:
+        from calibration.cli import validate_cli as cli
+    return cli(rest)
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = sys.argv[1:] if argv is None else argv
+    try:
+        if argv and argv[0] in ("calibrate", "validate", "study", "bench"):
+            return _forward(argv[0], argv[1:])
+        a = build_parser().parse_args(argv)
+        if a.cmd == "presets":
+            return cmd_presets(a)
+        if a.cmd in ("predict", "simulate"):
+            return cmd_predict(a, "analytic" if a.cmd == "predict" else "sim")
+        return cmd_tune(a)
+    except MokInputError as exc:
+        print(f"mok: error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,127 @@
+"""Model parameters: every efficiency or overhead constant, with provenance, in a JSON file.
+
+A parameters file names the hardware it was made for, the runs it was fitted on, and for each
+value its source. predict/simulate/tune read one; calibration writes one.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from .errors import MokInputError
+
+PARAMS_DIR = Path(__file__).parent / "params"
+SCHEMA = "mok-params/1"
+
+# name -> (lower bound, upper bound): the physically meaningful range of each parameter.
+BOUNDS: dict[str, tuple[float, float]] = {
+    "gemm_eff": (0.05, 1.0),  # fraction of peak tensor rate a full tile sustains per SM
+    "gemm_tile_m": (16, 256),  # rows of a compute tile
+    "gemm_tile_n": (16, 256),  # columns of a compute tile
+    "hbm_eff": (0.3, 1.0),  # fraction of spec HBM bandwidth reached by weight and epilogue reads
+    "copy_gbps_per_sm": (1.0, 400.0),  # bytes per second one communication SM moves
+    "link_eff": (0.3, 1.0),  # fraction of fabric bandwidth a well-fed copy reaches
+    "signal_local_us": (0.0, 20.0),  # release/acquire of a GPU-local counter
+    "signal_remote_us": (0.0, 50.0),  # one remote completion signal (fence + flag over the fabric)
+    "push_signal_per_peer_us": (0.0, 10.0),  # extra wait per peer a push consumer must hear from
+    "minibatch_overhead_us": (0.0, 100.0),  # per-minibatch pipeline step (barriers, lookups)
+    "schedule_us": (0.0, 500.0),  # routing all-gather and schedule kernels, fixed part
+    "schedule_ns_per_route": (0.0, 10.0),  # schedule building per routed row in the EP group
+    "ring_wrap_us": (0.0, 100.0),  # one wrap of the macrobatch ring buffer (slot recycling sync)
+    "capacity_headroom": (1.0, 4.0),  # capacity must exceed the largest observed load by this
+    "mok_fixed_us": (0.0, 2000.0),  # residual per-pass overhead of the megakernel
+    "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
+    "host_launch_scale": (0.5, 10.0),  # host launch time relative to the preset's launch_us
+    "host_sync_us": (0.0, 500.0),  # one device-to-host count read (sync + copy)
+    "bwd_gemm_eff_scale": (0.3, 1.5),  # backward GEMM efficiency relative to forward
+    "nccl_eff": (0.05, 1.0),  # NCCL all-to-all bandwidth fraction of the fabric
+    "nccl_ops": (1, 200),  # host-launched ops after the count sync (nccl-torch)
+    "deepep_sms": (1, 132),  # SMs a DeepEP dispatch/combine kernel takes
+    "deepep_ops": (1, 200),  # host-launched ops after the sync (deepep+torch)
+    "hybridep_sms": (1, 132),  # SMs a HybridEP kernel takes
+    "hybridep_ops": (1, 200),  # host-launched ops after the sync (hybridep+megatron)
+    "comet_overhead": (0.0, 1.0),  # Comet's fine-grained scheduling overhead, fraction of compute
+    "comet_sms": (1, 132),  # SMs Comet reserves for communication
+}
+
+
+@dataclass(frozen=True)
+class Params:
+    """Parameter values plus provenance."""
+
+    values: dict[str, float]
+    hardware: str
+    path: str | None = None
+    fitted_on: list = field(default_factory=list)
+    sources: dict = field(default_factory=dict)
+
+    def __getitem__(self, name: str) -> float:
+        return self.values[name]
+
+    def with_values(self, **changes: float) -> "Params":
+        return Params({**self.values, **changes}, self.hardware, None, self.fitted_on, self.sources)
+
+
+def _check(values: dict, where: str) -> None:
+    missing = sorted(set(BOUNDS) - set(values))
+    if missing:
+        raise MokInputError(f"{where}: parameters missing: {missing}")
+    for name, v in values.items():
+        if name not in BOUNDS:
+            raise MokInputError(f"{where}: unknown parameter {name!r}; known: {sorted(BOUNDS)}")
+        lo, hi = BOUNDS[name]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+            raise MokInputError(f"{where}: {name}={v!r} must be a number in [{lo}, {hi}]")
+
+
+def read_params(path: str | Path) -> Params:
+    """Read and validate a parameters file."""
+    path = Path(path)
+    if not path.is_file():
+        raise MokInputError(f"--params {str(path)!r}: no such file")
+    try:
+        doc = json.loads(path.read_text())
+    except json.JSONDecodeError as exc:
+        raise MokInputError(f"--params {str(path)!r}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
+        raise MokInputError(f"--params {str(path)!r}: schema must be {SCHEMA!r}")
+    entries = doc.get("values", {})
+    values = {k: (e["value"] if isinstance(e, dict) else e) for k, e in entries.items()}
+    sources = {k: e.get("source", "") for k, e in entries.items() if isinstance(e, dict)}
+    _check(values, str(path))
+    return Params(values, doc.get("hardware", ""), str(path), doc.get("fitted_on", []), sources)
+
+
+def write_params(path: str | Path, params: Params, notes: str, extra: dict | None = None) -> None:
+    """Write a parameters file with provenance (values, sources, fitted_on, notes)."""
+    _check(params.values, str(path))
+    doc = {"schema": SCHEMA, "hardware": params.hardware, "notes": notes,
+           "fitted_on": params.fitted_on,
+           "values": {k: {"value": params.values[k], "source": params.sources.get(k, "")}
+                      for k in sorted(params.values)}}
+    if extra:
+        doc.update(extra)
+    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+
+
+def load_params(path: str | Path | None, hardware_name: str, allow_other_hardware: bool = False) -> Params:
+    """The parameters for a hardware: a given file, or the shipped default for that preset.
+
+    A file made for another hardware is refused unless allow_other_hardware is set.
+    """
+    if path is None:
+        default = PARAMS_DIR / f"{hardware_name}.json"
+        if not default.is_file():
+            raise MokInputError(
+                f"no default parameters for hardware {hardware_name!r}; pass --params FILE "
+                f"(shipped: {sorted(p.stem for p in PARAMS_DIR.glob('*.json'))}) with "
+                f"--allow-params-mismatch, or fit one with `mok calibrate`")
+        return read_params(default)
+    params = read_params(path)
+    if params.hardware != hardware_name and not allow_other_hardware:
+        raise MokInputError(
+            f"--params {str(path)!r} was fitted for hardware {params.hardware!r}, not "
+            f"{hardware_name!r}; pass --allow-params-mismatch to use it anyway")
+    return params

@@ -1,0 +1,116 @@
+"""One question, two engines: `predict(scenario, config, system, params, engine)`.
+
+The analytic model and the discrete-event simulator answer through this one signature and return
+the same Prediction, so the tuner, validation and studies switch engine with one argument.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from .analytic import mok_terms
+from .baselines import BASELINES, baseline_terms
+from .errors import MokInputError
+from .params import Params, load_params
+from .scenario import ENGINES, SYSTEMS, Config, Scenario
+
+
+@dataclass
+class Prediction:
+    """Latency of one pass (slowest GPU), its critical-path breakdown and the resolved knobs."""
+
+    scenario: Scenario
+    config: Config | None  # None for baselines: they have no MoK knobs
+    system: str
+    engine: str
+    latency_ms: float
+    breakdown_ms: dict[str, float]  # critical-path terms; they add up to latency_ms
+    work_ms: dict[str, float]  # busy time of each resource on the slowest GPU (overlaps)
+    params: str | None
+    slowest_gpu: int
+    tuned: list[str] = field(default_factory=list)  # knobs the tuner chose
+    extra: dict = field(default_factory=dict)  # engine-specific results (sim: events, timelines)
+
+    def as_json(self) -> dict:
+        d = {"latency_ms": self.latency_ms, "breakdown_ms": self.breakdown_ms,
+             "work_ms": self.work_ms,
+             "config": self.config.as_dict() if self.config else None,
+             **self.scenario.describe(), "system": self.system, "engine": self.engine,
+             "params": self.params, "slowest_gpu": self.slowest_gpu, "tuned_knobs": self.tuned}
+        d.update({k: v for k, v in self.extra.items() if k != "timelines"})
+        return d
+
+
+def resolve_params(scenario: Scenario, params: Params | str | None,
+                   allow_other_hardware: bool = False) -> Params:
+    if isinstance(params, Params):
+        return params
+    return load_params(params, scenario.hardware.name, allow_other_hardware)
+
+
+def _ms(x) -> float:
+    return float(x) * 1e3
+
+
+def analytic_mok(scenario: Scenario, config: Config, p: Params) -> Prediction:
+    config.check_for(scenario)
+    r = mok_terms(scenario, p, np.array([config.dispatch == "push"]),
+                  np.array([config.combine == "push"]), np.array([config.minibatch]),
+                  np.array([config.comm_sms]), np.array([config.macrobatch]),
+                  np.array([config.capacity]))
+    if r["overflow"][0]:
+        raise MokInputError(
+            f"--capacity {config.capacity} holds {int(r['capacity_rows'][0])} rows, fewer than the "
+            f"busiest GPU's routed rows times the safety headroom {p['capacity_headroom']}: the "
+            f"schedule would overflow; raise --capacity")
+    terms = {k: _ms(v[0]) for k, v in r["terms"].items()}
+    work = {k: _ms(v[0]) for k, v in r["work"].items()}
+    return Prediction(scenario, config, "mok", "analytic", sum(terms.values()), terms, work,
+                      p.path, int(r["slowest_gpu"][0]),
+                      extra={"bound": str(r["bound"][0]), "minibatches": int(r["minibatches"][0])})
+
+
+def analytic_baseline(scenario: Scenario, system: str, p: Params) -> Prediction:
+    r = baseline_terms(scenario, p, system)
+    terms = {k: _ms(v) for k, v in r["terms"].items()}
+    return Prediction(scenario, None, system, "analytic", sum(terms.values()), terms,
+                      {k: _ms(v) for k, v in r["work"].items()}, p.path, r["slowest_gpu"])
+
+
+def predict(scenario: Scenario, config: Config | dict | None = None, system: str = "mok",
+            params: Params | str | None = None, engine: str = "analytic",
+            allow_other_hardware: bool = False) -> Prediction:
+    """Predict one pass. `config` may be a Config, a dict of some knobs (the tuner picks the
+    rest), or None (the tuner picks all)."""
+    if system not in SYSTEMS:
+        raise MokInputError(f"--system {system!r} must be one of {SYSTEMS}")
+    if engine not in ENGINES:
+        raise MokInputError(f"--engine {engine!r} must be one of {ENGINES}")
+    p = resolve_params(scenario, params, allow_other_hardware)
+    tuned: list[str] = []
+    if system == "mok" and not isinstance(config, Config):
+        from .tuner import tune
+
+        fixed = dict(config or {})
+        best = tune(scenario, p, fixed=fixed, top=1).best
+        tuned = sorted(set(best.config.as_dict()) - set(fixed))
+        config = best.config
+    if engine == "sim":
+        from .sim import simulate
+
+        pred = simulate(scenario, config if system == "mok" else None, system, p)
+    elif system == "mok":
+        pred = analytic_mok(scenario, config, p)
+    else:
+        pred = analytic_baseline(scenario, system, p)
+    pred.tuned = tuned
+    return pred
+
+
+def best_baseline(scenario: Scenario, params: Params | str | None = None,
+                  engine: str = "analytic") -> Prediction:
+    """The fastest baseline system for a workload."""
+    preds = [predict(scenario, None, s, params, engine) for s in BASELINES]
+    return min(preds, key=lambda q: q.latency_ms)

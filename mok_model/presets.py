@@ -1,0 +1,162 @@
+"""Hardware and MoE model presets: frozen dataclasses loaded from TOML, validated at the edge.
+
+Built-in presets live in presets/hardware.toml and presets/models.toml; a user passes a path to a
+TOML file with the same fields instead of a name. Every number cites its source.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import tomllib
+from dataclasses import dataclass, field
+from functools import cache
+from pathlib import Path
+
+from .errors import MokInputError
+
+_DIR = Path(__file__).parent / "presets"
+MODEL_ALIASES = {"kimi-k2.7-code": "kimi-k2", "glm-5.2": "glm-5"}
+HOST_CPUS = ("x86", "grace")
+
+
+@dataclass(frozen=True, slots=True)
+class Hardware:
+    """One GPU of a scale-up domain and its fabric (rates dense, fabric per GPU per direction)."""
+
+    name: str
+    gpu: str
+    sms: int
+    bf16_tflops: float
+    fp8_tflops: float
+    mxfp8_tflops: float  # 0 where the tensor cores have no MX block-scaled path
+    hbm_tbps: float
+    hbm_gb: float
+    link_gbps: float
+    link_latency_us: float
+    domain_size: int
+    fabric: str
+    host_cpu: str
+    launch_us: float
+    scaleout_gbps: float = 0.0  # 0: no scale-out link, EP must fit in the domain
+    scaleout_latency_us: float = 0.0
+    emulated_ranks: bool = False  # one GPU emulating the peers of an EP group in local memory
+    sources: dict = field(default_factory=dict, compare=False, hash=False)
+
+    def tflops(self, precision: str) -> float:
+        """Dense tensor rate for a precision, TFLOP/s."""
+        return {"bf16": self.bf16_tflops, "fp8": self.fp8_tflops, "mxfp8": self.mxfp8_tflops}[precision]
+
+    def with_(self, **changes) -> "Hardware":
+        """A copy with some fields changed (what-if studies), validated again."""
+        return _validated_hardware(dataclasses.replace(self, **changes))
+
+
+@dataclass(frozen=True, slots=True)
+class MoEModel:
+    """The shape of one MoE layer (SwiGLU experts)."""
+
+    name: str
+    hidden: int
+    expert_width: int
+    routed_experts: int
+    top_k: int
+    shared_experts: int = 0
+    shared_width: int = 0
+    moe_layers: int = 1
+    layers: int = 1
+    source: str = ""
+
+    def with_(self, **changes) -> "MoEModel":
+        return _validated_model(dataclasses.replace(self, **changes))
+
+
+def _positive(kind: str, name: str, key: str, value, allow_zero: bool = False) -> None:
+    ok = value >= 0 if allow_zero else value > 0
+    if not ok:
+        rule = ">= 0" if allow_zero else "> 0"
+        raise MokInputError(f"{kind} {name!r}: {key}={value!r} must be {rule}")
+
+
+def _validated_hardware(hw: Hardware) -> Hardware:
+    for key in ("sms", "bf16_tflops", "fp8_tflops", "hbm_tbps", "hbm_gb", "link_gbps",
+                "domain_size"):
+        _positive("hardware", hw.name, key, getattr(hw, key))
+    for key in ("mxfp8_tflops", "link_latency_us", "launch_us", "scaleout_gbps",
+                "scaleout_latency_us"):
+        _positive("hardware", hw.name, key, getattr(hw, key), allow_zero=True)
+    if hw.host_cpu not in HOST_CPUS:
+        raise MokInputError(f"hardware {hw.name!r}: host_cpu={hw.host_cpu!r} must be one of {HOST_CPUS}")
+    return hw
+
+
+def _validated_model(m: MoEModel) -> MoEModel:
+    for key in ("hidden", "expert_width", "routed_experts", "top_k"):
+        _positive("model", m.name, key, getattr(m, key))
+    for key in ("shared_experts", "shared_width"):
+        _positive("model", m.name, key, getattr(m, key), allow_zero=True)
+    if m.top_k > m.routed_experts:
+        raise MokInputError(
+            f"model {m.name!r}: top_k={m.top_k} must be <= routed_experts={m.routed_experts}")
+    if m.shared_experts and not m.shared_width:
+        raise MokInputError(f"model {m.name!r}: shared_experts={m.shared_experts} needs shared_width > 0")
+    return m
+
+
+def _build(cls, name: str, table: dict, validate):
+    fields = {f.name for f in dataclasses.fields(cls)}
+    unknown = sorted(set(table) - fields)
+    if unknown:
+        raise MokInputError(f"{cls.__name__} {name!r}: unknown field(s) {unknown}; allowed: {sorted(fields - {'name'})}")
+    try:
+        obj = cls(name=name, **{k: v for k, v in table.items() if k != "name"})
+    except TypeError as exc:
+        raise MokInputError(f"{cls.__name__} {name!r}: {exc}") from None
+    for f in dataclasses.fields(cls):
+        want, value = f.type, getattr(obj, f.name)
+        if want in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
+            raise MokInputError(f"{cls.__name__} {name!r}: {f.name}={value!r} must be a number")
+        if want == "int" and not isinstance(value, int):
+            raise MokInputError(f"{cls.__name__} {name!r}: {f.name}={value!r} must be an integer")
+    return validate(obj)
+
+
+@cache
+def _builtin(file: str) -> dict:
+    with (_DIR / file).open("rb") as fh:
+        return tomllib.load(fh)
+
+
+def _load(arg: str, file: str, cls, validate, aliases: dict):
+    if arg.endswith(".toml"):
+        path = Path(arg)
+        if not path.is_file():
+            raise MokInputError(f"{cls.__name__.lower()} file {arg!r} does not exist")
+        try:
+            table = tomllib.loads(path.read_text())
+        except tomllib.TOMLDecodeError as exc:
+            raise MokInputError(f"{arg}: not valid TOML ({exc})") from None
+        return _build(cls, table.pop("name", path.stem), table, validate)
+    presets = _builtin(file)
+    key = aliases.get(arg, arg)
+    if key not in presets:
+        raise MokInputError(f"unknown {cls.__name__.lower()} preset {arg!r}; choose one of "
+                            f"{sorted(presets) + sorted(aliases)} or a .toml file")
+    return _build(cls, key, dict(presets[key]), validate)
+
+
+def load_hardware(arg: str) -> Hardware:
+    """A hardware preset by name, or a TOML file with the same fields."""
+    return _load(arg, "hardware.toml", Hardware, _validated_hardware, {})
+
+
+def load_model(arg: str) -> MoEModel:
+    """A model preset by name (aliases allowed), or a TOML file with the same fields."""
+    return _load(arg, "models.toml", MoEModel, _validated_model, MODEL_ALIASES)
+
+
+def hardware_names() -> list[str]:
+    return list(_builtin("hardware.toml"))
+
+
+def model_names() -> list[str]:
+    return list(_builtin("models.toml"))

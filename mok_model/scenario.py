@@ -1,0 +1,128 @@
+"""What is asked (Scenario: hardware, model, EP, tokens, pass, precision, routing) and the knobs
+that answer it (Config). Both frozen, validated at construction with messages that name the rule."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass
+
+from .errors import MokInputError
+from .presets import Hardware, MoEModel
+
+PASSES = ("fwd", "bwd")
+PRECISIONS = ("bf16", "fp8", "mxfp8")
+MODES = ("pull", "push")
+SYSTEMS = ("mok", "nccl-torch", "deepep", "hybridep", "comet")
+ENGINES = ("analytic", "sim")
+
+# Bytes per activation/weight element moved or read, by precision. MXFP8: one E8M0 scale byte per
+# 32 E4M3 elements (mok-system.md section 1). The combine always returns BF16 outputs.
+ELEMENT_BYTES = {"bf16": 2.0, "fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32}
+
+
+@dataclass(frozen=True, slots=True)
+class Scenario:
+    """One MoE layer pass: P = ep GPUs, each with `tokens` local tokens before dispatch."""
+
+    hardware: Hardware
+    model: MoEModel
+    ep: int
+    tokens: int
+    pass_: str = "fwd"
+    precision: str = "bf16"
+    routing: str = "uniform"
+    seed: int = 0
+
+    def __post_init__(self) -> None:
+        hw, m = self.hardware, self.model
+        if not isinstance(self.ep, int) or self.ep < 1:
+            raise MokInputError(f"--ep {self.ep!r} must be an integer >= 1")
+        if not isinstance(self.tokens, int) or self.tokens < 1:
+            raise MokInputError(f"--tokens {self.tokens!r} must be an integer >= 1")
+        if self.pass_ not in PASSES:
+            raise MokInputError(f"--pass {self.pass_!r} must be one of {PASSES}")
+        if self.precision not in PRECISIONS:
+            raise MokInputError(f"--precision {self.precision!r} must be one of {PRECISIONS}")
+        if hw.tflops(self.precision) <= 0:
+            raise MokInputError(
+                f"--precision {self.precision} needs tensor cores with that path; {hw.name} "
+                f"({hw.gpu}) has none (mxfp8 needs Blackwell or later)")
+        if m.routed_experts % self.ep:
+            raise MokInputError(
+                f"--ep {self.ep}: the {m.routed_experts} routed experts of {m.name} must divide "
+                f"evenly over the EP ranks")
+        if self.ep > hw.domain_size and not hw.emulated_ranks and hw.scaleout_gbps <= 0:
+            raise MokInputError(
+                f"--ep {self.ep} is larger than {hw.name}'s scale-up domain of {hw.domain_size} "
+                f"GPUs and the hardware has no scale-out link (scaleout_gbps)")
+        if not isinstance(self.seed, int) or self.seed < 0:
+            raise MokInputError(f"--seed {self.seed!r} must be an integer >= 0")
+        from .workload import parse_routing  # late: workload imports this module
+
+        parse_routing(self.routing, m.top_k)
+
+    @property
+    def local_experts(self) -> int:
+        return self.model.routed_experts // self.ep
+
+    @property
+    def domains(self) -> int:
+        """How many scale-up domains the EP group spans (1 unless the scale-out link is used)."""
+        if self.hardware.emulated_ranks:
+            return 1
+        return -(-self.ep // self.hardware.domain_size)
+
+    def with_(self, **changes) -> "Scenario":
+        return dataclasses.replace(self, **changes)
+
+    def describe(self) -> dict:
+        return {"hardware": self.hardware.name, "model": self.model.name, "ep": self.ep,
+                "tokens": self.tokens, "pass": self.pass_, "precision": self.precision,
+                "routing": self.routing, "seed": self.seed}
+
+
+@dataclass(frozen=True, slots=True)
+class Config:
+    """The knobs of one MoK pass (mok-system.md section 3)."""
+
+    dispatch: str = "pull"
+    combine: str = "push"
+    minibatch: int = 4096  # routed rows per pipeline step on the receiving GPU
+    comm_sms: int = 40  # SMs that only move data
+    macrobatch: int = 131072  # ring-buffer capacity in routed rows
+    capacity: float = 0.5  # schedule capacity multiplier
+
+    def __post_init__(self) -> None:
+        for knob in ("dispatch", "combine"):
+            if getattr(self, knob) not in MODES:
+                raise MokInputError(f"--{knob} {getattr(self, knob)!r} must be one of {MODES}")
+        for knob in ("minibatch", "comm_sms", "macrobatch"):
+            v = getattr(self, knob)
+            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+                raise MokInputError(f"--{knob.replace('_', '-')} {v!r} must be an integer >= 1")
+        if self.macrobatch < self.minibatch:
+            raise MokInputError(
+                f"--macrobatch {self.macrobatch} must hold at least one minibatch "
+                f"(--minibatch {self.minibatch})")
+        if not (0 < self.capacity <= 1):
+            raise MokInputError(f"--capacity {self.capacity!r} must be in (0, 1]")
+
+    def check_for(self, scenario: Scenario) -> "Config":
+        """Validate the knobs against the hardware they will run on."""
+        sms = scenario.hardware.sms
+        if self.comm_sms >= sms:
+            raise MokInputError(
+                f"--comm-sms {self.comm_sms} must leave compute SMs: at most {sms - 1} on "
+                f"{scenario.hardware.name}")
+        return self
+
+    def as_dict(self) -> dict:
+        return dataclasses.asdict(self)
+
+
+def default_config(scenario: Scenario) -> Config:
+    """The published defaults, scaled to this GPU's SM count (40 fwd / 28 bwd of 148 SMs)."""
+    published = 40 if scenario.pass_ == "fwd" else 28
+    dispatch, combine = ("pull", "push") if scenario.pass_ == "fwd" else ("push", "pull")
+    comm = max(1, round(published * scenario.hardware.sms / 148))
+    return Config(dispatch=dispatch, combine=combine, comm_sms=comm)

@@ -1,0 +1,128 @@
+"""`mok tune`: pick the knobs before launch by evaluating the whole knob grid at once.
+
+The analytic engine scores every configuration of the grid in vectorized batches; the sim engine
+re-ranks the analytic top candidates by simulation.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from .analytic import mok_terms
+from .errors import MokInputError
+from .params import Params
+from .scenario import ELEMENT_BYTES, MODES, Config, Scenario
+
+MINIBATCHES = (256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768)
+CAPACITIES = (0.125, 0.25, 0.5, 0.75, 1.0)
+MACRO_FRACTIONS = (0.25, 0.5, 1.0)  # ring buffer as a share of the busiest GPU's routed rows
+BUFFER_SHARE_OF_HBM = 0.5  # policy: MoK's buffers may take at most half the HBM
+
+
+@dataclass(frozen=True)
+class Scored:
+    config: Config
+    latency_ms: float
+
+
+@dataclass(frozen=True)
+class TuneResult:
+    best: Scored
+    top: list[Scored]
+    evaluated: int
+    seconds: float
+    engine: str
+
+
+def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.ndarray]:
+    """All knob combinations to search, as parallel arrays; fixed knobs keep their value."""
+    fixed = dict(fixed or {})
+    sms = scenario.hardware.sms
+    busiest = int(_busiest_rows(scenario))
+    axes = {
+        "dispatch": [fixed["dispatch"]] if "dispatch" in fixed else list(MODES),
+        "combine": [fixed["combine"]] if "combine" in fixed else list(MODES),
+        "minibatch": [fixed["minibatch"]] if "minibatch" in fixed else list(MINIBATCHES),
+        "comm_sms": [fixed["comm_sms"]] if "comm_sms" in fixed else list(range(4, min(64, sms // 2) + 1, 4)),
+        "macro": [None] if "macrobatch" in fixed else list(MACRO_FRACTIONS),
+        "capacity": [fixed["capacity"]] if "capacity" in fixed else list(CAPACITIES),
+    }
+    combos = np.array(list(itertools.product(*[range(len(v)) for v in axes.values()])))
+    g = {name: np.asarray(vals, dtype=object)[combos[:, i]] for i, (name, vals) in enumerate(axes.items())}
+    mb = g["minibatch"].astype(np.int64)
+    if "macrobatch" in fixed:
+        macro = np.full(len(mb), int(fixed["macrobatch"]), dtype=np.int64)
+    else:  # a share of the busiest GPU's rows, rounded up to whole minibatches
+        want = np.ceil(g["macro"].astype(float) * max(busiest, 1))
+        macro = (np.maximum(np.ceil(want / mb), 1) * mb).astype(np.int64)
+    out = {"dispatch_push": g["dispatch"] == "push", "combine_push": g["combine"] == "push",
+           "minibatch": mb, "comm_sms": g["comm_sms"].astype(np.int64), "macrobatch": macro,
+           "capacity": g["capacity"].astype(float)}
+    # drop duplicates created by the macrobatch rounding
+    key = np.stack([out["dispatch_push"], out["combine_push"], out["minibatch"], out["comm_sms"],
+                    out["macrobatch"], out["capacity"] * 1000], axis=1).astype(np.int64)
+    _, keep = np.unique(key, axis=0, return_index=True)
+    keep.sort()
+    return {k: v[keep] for k, v in out.items()}
+
+
+def _busiest_rows(scenario: Scenario) -> float:
+    from .analytic import loads
+
+    return float(loads(scenario).rows.max())
+
+
+def buffer_bytes(scenario: Scenario, minibatch, macrobatch, capacity):
+    """Bytes of MoK's fixed-size buffers: ring buffer, schedule, combine slots, intermediates."""
+    m, P, N = scenario.model, scenario.ep, scenario.tokens
+    act = ELEMENT_BYTES[scenario.precision] * m.hidden
+    cap_rows = np.ceil(capacity * P * N * min(m.top_k, scenario.local_experts))
+    ring = np.minimum(macrobatch, cap_rows) * act
+    schedule = cap_rows * 8.0
+    combine_slots = N * m.top_k * m.hidden * 2.0
+    inter = minibatch * 2 * m.expert_width * 2.0 * 2  # gate/up and h for two minibatches
+    return ring + schedule + combine_slots + inter
+
+
+def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int = 5,
+         engine: str = "analytic", sim_candidates: int = 8) -> TuneResult:
+    """Search the knob grid; return the best config, the top K and how many were evaluated."""
+    t0 = time.perf_counter()
+    if "comm_sms" in fixed if fixed else False:
+        Config(comm_sms=fixed["comm_sms"]).check_for(scenario)
+    g = knob_grid(scenario, fixed)
+    n = len(g["minibatch"])
+    lat = np.empty(n)
+    chunk = max(1, 2_000_000 // max(scenario.ep, 1))
+    for s in range(0, n, chunk):
+        sl = slice(s, s + chunk)
+        lat[sl] = mok_terms(scenario, params, g["dispatch_push"][sl], g["combine_push"][sl],
+                            g["minibatch"][sl], g["comm_sms"][sl], g["macrobatch"][sl],
+                            g["capacity"][sl])["total"]
+    mem = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"])
+    lat[mem > BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9] = np.inf
+    if not np.isfinite(lat).any():
+        raise MokInputError(
+            "no knob setting is feasible: every capacity overflows or the buffers exceed half the "
+            "HBM; raise --capacity or fix fewer knobs")
+    k = max(top, sim_candidates if engine == "sim" else top)
+    order = np.lexsort((np.arange(n), lat))[:k]  # ties broken by grid order: deterministic
+    order = order[np.isfinite(lat[order])]
+
+    def config_at(i) -> Config:
+        return Config(dispatch="push" if g["dispatch_push"][i] else "pull",
+                      combine="push" if g["combine_push"][i] else "pull",
+                      minibatch=int(g["minibatch"][i]), comm_sms=int(g["comm_sms"][i]),
+                      macrobatch=int(g["macrobatch"][i]), capacity=float(g["capacity"][i]))
+
+    scored = [Scored(config_at(i), float(lat[i]) * 1e3) for i in order]
+    if engine == "sim":
+        from .sim import simulate
+
+        scored = sorted((Scored(s.config, simulate(scenario, s.config, "mok", params).latency_ms)
+                         for s in scored), key=lambda s: s.latency_ms)
+    return TuneResult(scored[0], scored[:top], n, time.perf_counter() - t0, engine)

@@ -1,0 +1,156 @@
+"""Who sends which rows where: seeded routing generators and the traffic they imply.
+
+Tokens of GPU g are rows g*N .. (g+1)*N-1 of the routing matrix; expert e lives on GPU e // L
+(L = experts per GPU) as local expert e % L.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+from .errors import MokInputError
+
+ROUTING_KINDS = ("uniform", "zipf:S", "hot:F", "FILE (.npy or whitespace text of top-k ids)")
+
+
+def parse_routing(spec: str, top_k: int) -> tuple[str, float | str | None]:
+    """Parse a --routing value into (kind, argument), or raise naming the rule."""
+    if spec == "uniform":
+        return "uniform", None
+    if spec.startswith(("zipf:", "hot:")):
+        kind, _, arg = spec.partition(":")
+        try:
+            value = float(arg)
+        except ValueError:
+            raise MokInputError(f"--routing {spec!r}: {kind} takes a number, as in {kind}:1.2") from None
+        if kind == "zipf" and not (0 < value <= 10):
+            raise MokInputError(f"--routing {spec!r}: the Zipf exponent must be in (0, 10]")
+        if kind == "hot" and not (0 < value <= 1 / top_k):
+            raise MokInputError(
+                f"--routing {spec!r}: the hot expert's share of routes must be in (0, 1/top_k = "
+                f"{1 / top_k:.4g}], since a token routes to an expert at most once")
+        return kind, value
+    if Path(spec).suffix in (".npy", ".txt", ".csv") or Path(spec).is_file():
+        return "file", spec
+    raise MokInputError(f"--routing {spec!r} must be one of {ROUTING_KINDS}")
+
+
+def _distinct(rng: np.random.Generator, draw, shape: tuple[int, int]) -> np.ndarray:
+    """Draw ids row-wise, then redraw duplicated entries until every row holds k distinct ids."""
+    ids = draw(shape)
+    for _ in range(1000):
+        srt = np.sort(ids, axis=1)
+        dup_rows = np.nonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))[0]
+        if dup_rows.size == 0:
+            return ids
+        sub = ids[dup_rows]
+        # keep each id's first occurrence in a row, redraw the later ones
+        order = np.argsort(sub, axis=1, kind="stable")
+        srt_sub = np.take_along_axis(sub, order, axis=1)
+        later = np.zeros_like(sub, dtype=bool)
+        later_sorted = np.concatenate(
+            [np.zeros((len(sub), 1), bool), srt_sub[:, 1:] == srt_sub[:, :-1]], axis=1)
+        np.put_along_axis(later, order, later_sorted, axis=1)
+        sub[later] = draw((int(later.sum()),))
+        ids[dup_rows] = sub
+    raise MokInputError("routing could not draw distinct experts per token (too much skew for top_k)")
+
+
+def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: int) -> np.ndarray:
+    """Top-k expert ids, int32 of shape (ep * tokens, top_k); deterministic in seed."""
+    kind, arg = parse_routing(spec, top_k)
+    rows = ep * tokens
+    rng = np.random.default_rng(seed)
+    if kind == "file":
+        return _routing_file(str(arg), rows, experts, top_k)
+    if kind == "uniform":
+        ids = _distinct(rng, lambda s: rng.integers(0, experts, size=s), (rows, top_k))
+    elif kind == "zipf":
+        # expert popularity falls as 1/rank^S; ranks are a seeded permutation of the experts
+        p = 1.0 / np.arange(1, experts + 1) ** float(arg)
+        p /= p.sum()
+        perm = rng.permutation(experts)
+        cdf = np.cumsum(p)
+        draw = lambda s: perm[np.minimum(np.searchsorted(cdf, rng.random(s)), experts - 1)]  # noqa: E731
+        ids = _distinct(rng, draw, (rows, top_k))
+    else:  # hot: expert 0 takes a share F of all routes; the others share the rest uniformly
+        share = float(arg)
+        ids = _distinct(rng, lambda s: rng.integers(1, experts, size=s), (rows, top_k))
+        takes_hot = rng.random(rows) < share * top_k
+        slot = rng.integers(0, top_k, size=rows)
+        ids[np.nonzero(takes_hot)[0], slot[takes_hot]] = 0
+    return ids.astype(np.int32)
+
+
+def _routing_file(path: str, rows: int, experts: int, top_k: int) -> np.ndarray:
+    p = Path(path)
+    if not p.is_file():
+        raise MokInputError(f"--routing file {path!r} does not exist")
+    try:
+        ids = np.load(p) if p.suffix == ".npy" else np.loadtxt(p, dtype=np.int64, delimiter=None, ndmin=2)
+    except ValueError as exc:
+        raise MokInputError(f"--routing file {path!r}: not a matrix of integer expert ids ({exc})") from None
+    if ids.ndim != 2 or ids.shape != (rows, top_k):
+        raise MokInputError(
+            f"--routing file {path!r} has shape {ids.shape}; it must be (ep*tokens, top_k) = ({rows}, {top_k})")
+    if ids.min() < 0 or ids.max() >= experts:
+        raise MokInputError(f"--routing file {path!r}: expert ids must lie in [0, {experts})")
+    if (np.diff(np.sort(ids, axis=1), axis=1) == 0).any():
+        raise MokInputError(f"--routing file {path!r}: a token lists the same expert twice")
+    return ids.astype(np.int32)
+
+
+@dataclass(frozen=True)
+class Traffic:
+    """Row counts implied by a routing. P GPUs, L local experts per GPU.
+
+    rows[s, d, l]: routed rows from source GPU s to local expert l of destination GPU d.
+    dedup_rows[s, d]: rows s sends to d when a token is sent once per destination GPU.
+    """
+
+    rows: np.ndarray  # (P, P, L) int64
+    dedup_rows: np.ndarray  # (P, P) int64
+
+    @property
+    def ep(self) -> int:
+        return self.rows.shape[0]
+
+    def received(self) -> np.ndarray:
+        """Routed rows each GPU computes, (P,)."""
+        return self.rows.sum(axis=(0, 2))
+
+    def expert_rows(self) -> np.ndarray:
+        """Rows per (GPU, local expert), (P, L)."""
+        return self.rows.sum(axis=0)
+
+
+def traffic_from_routing(ids: np.ndarray, ep: int, tokens: int, experts: int) -> Traffic:
+    """Count rows per (source, destination, local expert), with and without de-duplication."""
+    local = experts // ep
+    src = np.repeat(np.arange(ep), tokens)[:, None]  # (P*N, 1)
+    dst = ids // local
+    flat = (src * ep + dst) * local + ids % local
+    rows = np.bincount(flat.ravel(), minlength=ep * ep * local).reshape(ep, ep, local)
+    # one row per (token, destination): count distinct destinations per token
+    dsorted = np.sort(dst, axis=1)
+    first = np.concatenate([np.ones((len(ids), 1), bool), dsorted[:, 1:] != dsorted[:, :-1]], axis=1)
+    pair = (np.broadcast_to(src, dst.shape) * ep + dsorted)[first]
+    dedup = np.bincount(pair, minlength=ep * ep).reshape(ep, ep)
+    return Traffic(rows=rows.astype(np.int64), dedup_rows=dedup.astype(np.int64))
+
+
+@lru_cache(maxsize=64)
+def _cached_traffic(spec, ep, tokens, experts, top_k, seed) -> Traffic:
+    ids = make_routing(spec, ep, tokens, experts, top_k, seed)
+    return traffic_from_routing(ids, ep, tokens, experts)
+
+
+def traffic(scenario) -> Traffic:
+    """The traffic of a Scenario (cached: the tuner asks for it once per workload)."""
+    m = scenario.model
+    return _cached_traffic(scenario.routing, scenario.ep, scenario.tokens, m.routed_experts,
+                           m.top_k, scenario.seed)
