@@ -24,6 +24,7 @@ COMMON = {
     "host_launch_scale": (1.0, "x86 host: the preset's launch_us as measured"),
     "host_sync_us": (24.8, "probe: small op launch plus item() host sync, 24.8 us"),
     "bwd_gemm_eff_scale": (0.9, "prior: weight-gradient GEMMs reduce over rows, a little less efficient"),
+    "wgrad_bytes_per_weight": (8.0, "prior: fp32 main-grad accumulation, one read and one write"),
     "nccl_eff": (0.82, "facts: 8xH100 NCCL all-to-all bus bandwidth ~370 of 450 GB/s"),
     "nccl_ops": (16, "count: host ops after the count sync in our nccl-torch baseline (mok_kernels/baselines.py)"),
     "deepep_sms": (24, "facts: DeepEP v2 EP8 dispatch with 24 SMs (DeepEP README)"),

@@ -99,7 +99,7 @@ def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, 
     weight_bytes = 3.0 * H * I * wbytes
     if scn.pass_ == "bwd":
         t = 2.0 * t  # data gradients and weight gradients: twice the forward FLOPs
-        weight_bytes += 2 * 3.0 * H * I * 4  # fp32 weight-gradient read-modify-write
+        weight_bytes += 3.0 * H * I * p["wgrad_bytes_per_weight"]  # weight-gradient traffic
     act_bytes = rows * (2 * I) * 2.0 * (1 if scn.pass_ == "fwd" else 3)  # gate/up activations
     floor = (experts_touched * weight_bytes + act_bytes) / (hw.hbm_tbps * 1e12 * p["hbm_eff"])
     return np.maximum(t, floor)

@@ -17,7 +17,7 @@ SCHEMA = "mok-params/1"
 
 # name -> (lower bound, upper bound): the physically meaningful range of each parameter.
 BOUNDS: dict[str, tuple[float, float]] = {
-    "gemm_eff": (0.05, 1.0),  # fraction of peak tensor rate a full tile sustains per SM
+    "gemm_eff": (0.05, 0.9),  # fraction of peak tensor rate a full tile sustains per SM
     "gemm_tile_m": (16, 256),  # rows of a compute tile
     "gemm_tile_n": (16, 256),  # columns of a compute tile
     "hbm_eff": (0.3, 1.0),  # fraction of spec HBM bandwidth reached by weight and epilogue reads
@@ -35,7 +35,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
     "host_launch_scale": (0.5, 10.0),  # host launch time relative to the preset's launch_us
     "host_sync_us": (0.0, 500.0),  # one device-to-host count read (sync + copy)
-    "bwd_gemm_eff_scale": (0.3, 1.5),  # backward GEMM efficiency relative to forward
+    "bwd_gemm_eff_scale": (0.3, 1.5),
+    "wgrad_bytes_per_weight": (0.0, 16.0),  # HBM bytes of weight-gradient traffic per weight  # backward GEMM efficiency relative to forward
     "nccl_eff": (0.05, 1.0),  # NCCL all-to-all bandwidth fraction of the fabric
     "nccl_ops": (1, 200),  # host-launched ops after the count sync (nccl-torch)
     "deepep_sms": (1, 132),  # SMs a DeepEP dispatch/combine kernel takes
