@@ -1,0 +1,76 @@
+"""Run a study's grid points in parallel: local processes by default, or an existing Dask cluster.
+
+Results come back in the order of the points whatever order they finish in, so a study's outputs
+depend only on its grid and seed. Dask was chosen for clusters because it is pure Python and
+light, and its futures API (submit/map/gather) mirrors concurrent.futures.
+"""
+
+from __future__ import annotations
+
+import os
+from concurrent.futures import ProcessPoolExecutor, as_completed
+from typing import Any, Callable, Sequence
+
+from tqdm import tqdm
+
+from mok_model.errors import MokInputError
+
+from .common import Options
+
+
+def default_workers() -> int:
+    return max(1, os.cpu_count() or 1)
+
+
+def sweep(fn: Callable[[Any], Any], points: Sequence[Any], opts: Options, desc: str = "") -> list:
+    """fn(point) for every point, in point order. fn must be a module-level function (picklable).
+
+    One worker (or one point) runs in this process; otherwise a process pool of opts.workers (0 =
+    one per core), or the Dask cluster at opts.cluster. A tqdm bar shows progress on stderr."""
+    points = list(points)
+    bar = tqdm(total=len(points), desc=desc, disable=not opts.progress or len(points) < 2,
+               leave=False, dynamic_ncols=True)
+    try:
+        if opts.cluster:
+            return _dask(fn, points, opts.cluster, bar)
+        workers = opts.workers or default_workers()
+        if workers <= 1 or len(points) <= 1:
+            out = []
+            for p in points:
+                out.append(fn(p))
+                bar.update()
+            return out
+        return _processes(fn, points, min(workers, len(points)), bar)
+    finally:
+        bar.close()
+
+
+def _processes(fn, points, workers: int, bar) -> list:
+    results: list = [None] * len(points)
+    with ProcessPoolExecutor(max_workers=workers) as pool:
+        futures = {pool.submit(fn, p): i for i, p in enumerate(points)}
+        for fut in as_completed(futures):
+            results[futures[fut]] = fut.result()
+            bar.update()
+    return results
+
+
+def _dask(fn, points, address: str, bar) -> list:
+    try:
+        from dask.distributed import Client, as_completed as dask_completed
+    except ImportError:  # pragma: no cover - dask is a declared dependency
+        raise MokInputError("--cluster needs dask[distributed] installed") from None
+    try:
+        client = Client(address, timeout="10s", set_as_default=False)
+    except (OSError, TimeoutError, ValueError) as exc:
+        raise MokInputError(f"--cluster {address!r}: cannot reach a Dask scheduler there ({exc})") from None
+    try:
+        futures = client.map(fn, points, pure=False)
+        index = {f.key: i for i, f in enumerate(futures)}
+        results: list = [None] * len(points)
+        for fut in dask_completed(futures):
+            results[index[fut.key]] = fut.result()
+            bar.update()
+        return results
+    finally:
+        client.close()
