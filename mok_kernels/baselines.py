@@ -1,0 +1,136 @@
+"""Baselines as real frameworks run them (these read counts back to the host).
+
+- ``torch_grouped_rank``: one rank of an EP group with the peers' send buffers in local memory:
+  gather received rows by expert, torch._grouped_mm gate/up, SwiGLU, grouped down, weighted
+  scatter-reduce into the home rows, plus the shared expert.
+- ``gemm_only``: the same routed + shared GEMMs alone (the floor a fused kernel is held to).
+- ``nccl_torch_forward``: torch.distributed all_to_all_single dispatch and combine with host-read
+  split sizes (any backend: NCCL on GPUs, gloo on CPU).
+Without torch._grouped_mm for the dtype/device (e.g. float32), a per-expert loop is used.
+"""
+
+from __future__ import annotations
+
+import torch
+import torch.nn.functional as F
+
+from .reference import MoEWeights
+
+
+def grouped_mm(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+    """a (M, K) rows grouped by expert, b (G, K, N), offs (G,) int32 cumulative ends -> (M, N)."""
+    if a.dtype == torch.bfloat16 and hasattr(torch, "_grouped_mm"):
+        return torch._grouped_mm(a, b, offs=offs)
+    out = torch.empty(a.shape[0], b.shape[2], dtype=a.dtype, device=a.device)
+    ends = offs.tolist()
+    start = 0
+    for g, end in enumerate(ends):
+        if end > start:
+            out[start:end] = a[start:end] @ b[g]
+        start = end
+    return out
+
+
+class LocalExperts:
+    """One rank's experts packed for grouped GEMMs: gate|up fused (EL, H, 2I), down (EL, I, H)."""
+
+    def __init__(self, w: MoEWeights, lo: int, hi: int, device: str | torch.device,
+                 dtype: torch.dtype, local: bool = False) -> None:
+        """Experts lo..hi-1 of w (or all of w when ``local``: w holds only these experts)."""
+        self.lo, self.hi = lo, hi
+        self.i = int(w.wg.shape[2])
+        a, b = (0, hi - lo) if local else (lo, hi)
+        self.wgu = torch.cat([w.wg[a:b], w.wu[a:b]], dim=2).to(device, dtype).contiguous()
+        self.wd = w.wd[a:b].to(device, dtype).contiguous()
+        self.sgu = None if w.sg is None else torch.cat([w.sg, w.su], 1).to(device, dtype).contiguous()
+        self.sd = None if w.sd is None else w.sd.to(device, dtype).contiguous()
+
+    def ffn(self, xs: torch.Tensor, offs: torch.Tensor) -> torch.Tensor:
+        """Routed SwiGLU over rows grouped by local expert."""
+        gu = grouped_mm(xs, self.wgu, offs)          # (M, 2I)
+        h = F.silu(gu[:, :self.i]) * gu[:, self.i:]  # (M, I)
+        return grouped_mm(h.contiguous(), self.wd, offs)  # (M, H)
+
+    def shared(self, x: torch.Tensor) -> torch.Tensor | None:
+        """Shared SwiGLU on local tokens, or None."""
+        if self.sgu is None:
+            return None
+        gu = x @ self.sgu
+        i = self.sgu.shape[1] // 2
+        return (F.silu(gu[:, :i]) * gu[:, i:]) @ self.sd
+
+
+def torch_grouped_rank(x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor,
+                       ex: LocalExperts, rank: int, tokens: int) -> tuple[torch.Tensor, torch.Tensor | None]:
+    """Rank ``rank``'s expert work plus shared expert, eager PyTorch with host syncs.
+
+    x_all (P*N, H), ids_all (P*N, k), w_all (P*N, k) -> (weighted routed sums per source token
+    (P*N, H) float32 — the combine's payload —, shared output (N, H) or None).
+    """
+    k = ids_all.shape[1]
+    ids = ids_all.reshape(-1)
+    local = (ids >= ex.lo) & (ids < ex.hi)
+    sel = local.nonzero().squeeze(1)                      # host sync: row count
+    le = ids[sel] - ex.lo
+    le, order = torch.sort(le, stable=True)
+    sel = sel[order]
+    counts = torch.bincount(le, minlength=ex.hi - ex.lo)
+    counts.tolist()                                       # host reads counts (split sizes)
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    xs = x_all[sel // k]                                  # gather (M, H)
+    y = ex.ffn(xs, offs)                                  # (M, H)
+    wt = w_all.reshape(-1)[sel].float()
+    out = torch.zeros(x_all.shape[0], x_all.shape[1], dtype=torch.float32, device=x_all.device)
+    out.index_add_(0, sel // k, y.float() * wt[:, None])  # weighted scatter-reduce
+    x_loc = x_all[rank * tokens:(rank + 1) * tokens]
+    return out, ex.shared(x_loc)
+
+
+def gemm_only(xs: torch.Tensor, h: torch.Tensor, offs: torch.Tensor, x_loc: torch.Tensor,
+              hs: torch.Tensor | None, ex: LocalExperts) -> None:
+    """The routed grouped GEMMs (gate|up, down) and shared GEMMs alone, on ready inputs."""
+    grouped_mm(xs, ex.wgu, offs)
+    grouped_mm(h, ex.wd, offs)
+    if ex.sgu is not None and hs is not None:
+        x_loc @ ex.sgu
+        hs @ ex.sd
+
+
+def nccl_torch_forward(x: torch.Tensor, ids: torch.Tensor, wts: torch.Tensor, ex: LocalExperts,
+                       ep: int, group=None) -> torch.Tensor:
+    """One rank of an EP group over torch.distributed: x (N, H), ids/wts (N, k) -> (N, H) float32.
+
+    Dispatch and combine use all_to_all_single with split sizes read back to the host; one row
+    is sent per route. The epilogue sums the k slots in order.
+    """
+    import torch.distributed as dist
+
+    n, k = ids.shape
+    el = ex.hi - ex.lo
+    dest = (ids // el).reshape(-1)                        # (N*k,) owner rank of each route
+    order = torch.sort(dest, stable=True).indices         # routes grouped by destination
+    send_counts = torch.bincount(dest, minlength=ep)
+    recv_counts = torch.empty_like(send_counts)
+    dist.all_to_all_single(recv_counts, send_counts, group=group)
+    sc, rc = send_counts.tolist(), recv_counts.tolist()   # host sync: split sizes
+    send_rows = x[order // k].contiguous()
+    send_eid = ids.reshape(-1)[order].contiguous()
+    recv_rows = torch.empty(sum(rc), x.shape[1], dtype=x.dtype, device=x.device)
+    recv_eid = torch.empty(sum(rc), dtype=send_eid.dtype, device=x.device)
+    dist.all_to_all_single(recv_rows, send_rows, rc, sc, group=group)
+    dist.all_to_all_single(recv_eid, send_eid, rc, sc, group=group)
+    le, o = torch.sort(recv_eid - ex.lo, stable=True)
+    offs = torch.cumsum(torch.bincount(le, minlength=el), 0).to(torch.int32)
+    y_sorted = ex.ffn(recv_rows[o].contiguous(), offs)
+    y = torch.empty_like(y_sorted)
+    y[o] = y_sorted                                       # back to receive order
+    back = torch.empty(n * k, x.shape[1], dtype=x.dtype, device=x.device)
+    dist.all_to_all_single(back, y, sc, rc, group=group)
+    ys = torch.empty_like(back)
+    ys[order] = back                                      # slot order (token, j)
+    ys = ys.view(n, k, -1).float()
+    sh = ex.shared(x)
+    out = torch.zeros(n, x.shape[1], dtype=torch.float32, device=x.device) if sh is None else sh.float()
+    for j in range(k):
+        out = out + wts[:, j:j + 1].float() * ys[:, j]
+    return out

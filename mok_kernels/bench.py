@@ -1,0 +1,346 @@
+"""`mok bench`: time MoK and baselines over a grid and append mok-run/1 records.
+
+Every timing uses CUDA events after warm-up, on fresh random inputs each iteration (new token
+values and new routing drawn from the routing kind with seed + iteration), and reports median,
+p10, p90 and n. The MoK forward (schedule build + megakernel + epilogue) needs no host sync, so it
+is captured once in a CUDA graph and replayed; torch-grouped runs eagerly with its host syncs.
+Rank emulation: one rank of an EP-P group whose peers' send and combine buffers are in local HBM.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as _dt
+import itertools
+import os
+import sys
+import uuid
+from typing import Any, Callable
+
+import torch
+
+from mok_model.records import append_records
+
+from .routing import Shape, make_routing, parse_routing, shape_of
+
+SYSTEMS = ("mok", "torch-grouped", "gemm-only")
+
+
+def _floats(s: str) -> list[float]:
+    return [float(v) for v in s.split(",") if v]
+
+
+def _ints(s: str) -> list[int]:
+    return [int(v) for v in s.split(",") if v]
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    p = argparse.ArgumentParser(prog="mok bench", description=__doc__)
+    p.add_argument("--model", default="kimi-k2", help="comma list of model presets")
+    p.add_argument("--ep", default="16", help="comma list of EP sizes (emulated on one GPU)")
+    p.add_argument("--tokens", default="1024", help="comma list of local tokens per GPU")
+    p.add_argument("--dispatch", default="pull", help="comma list of pull|push")
+    p.add_argument("--combine", default="push", help="comma list of push|pull")
+    p.add_argument("--minibatch", default="4096", help="comma list of rows")
+    p.add_argument("--comm-sms", default="32", help="comma list")
+    p.add_argument("--macrobatch", default="131072",
+                   help="comma list of rows, or 'half'/'all' (half / all of the expected rows)")
+    p.add_argument("--capacity", default="0.5", help="comma list of multipliers")
+    p.add_argument("--routing", default="uniform", help="comma list: uniform, zipf:S, hot:F, onehot")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--rank", type=int, default=0, help="emulated rank")
+    p.add_argument("--systems", default="mok,torch-grouped", help=f"comma list of {SYSTEMS}")
+    p.add_argument("--iters", type=int, default=10)
+    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--no-graph", action="store_true", help="time MoK eagerly instead of a graph")
+    p.add_argument("--breakdown", action="store_true", help="also time schedule/kernel/epilogue")
+    p.add_argument("--out", required=True, help="RUNS.jsonl to append records to")
+    p.add_argument("--note", default="", help="extra text for each record's note")
+    return p.parse_args(argv)
+
+
+class BadInput(ValueError):
+    """A bad command-line value (exit status 2)."""
+
+
+def _check_args(a: argparse.Namespace) -> None:
+    for m in a.model.split(","):
+        shape_of(m)
+    for d in a.dispatch.split(","):
+        if d not in ("pull", "push"):
+            raise BadInput(f"--dispatch {d!r}: allowed pull, push")
+    for c in a.combine.split(","):
+        if c not in ("push", "pull"):
+            raise BadInput(f"--combine {c!r}: allowed push, pull")
+    for r in a.routing.split(","):
+        parse_routing(r)
+    for s in a.systems.split(","):
+        if s not in SYSTEMS:
+            raise BadInput(f"--systems {s!r}: allowed {', '.join(SYSTEMS)}")
+    for m in a.macrobatch.split(","):
+        if m not in ("half", "all") and not m.isdigit():
+            raise BadInput(f"--macrobatch {m!r}: allowed a row count, half, all")
+
+
+def stats(ts: list[float]) -> dict[str, float | int]:
+    """Median, p10, p90 and n of a list of times in ms."""
+    s = sorted(ts)
+    q = lambda f: s[min(len(s) - 1, int(round(f * (len(s) - 1))))]  # noqa: E731
+    return {"median": q(0.5), "p10": q(0.1), "p90": q(0.9), "n": len(s)}
+
+
+def time_events(step: Callable[[], None], refresh: Callable[[int], None], iters: int,
+                warmup: int) -> list[float]:
+    """Per-iteration CUDA-event times (ms) of step(), calling refresh(i) (untimed) before each."""
+    for i in range(warmup):
+        refresh(-1 - i)
+        step()
+    torch.cuda.synchronize()
+    evs = []
+    for i in range(iters):
+        refresh(i)
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
+        step()
+        e.record()
+        evs.append((s, e))
+    torch.cuda.synchronize()
+    return [s.elapsed_time(e) for s, e in evs]
+
+
+def _hardware() -> dict[str, Any]:
+    props = torch.cuda.get_device_properties(0)
+    return {"preset": "h200-1", "gpu": props.name, "gpus": 1, "sms": props.multi_processor_count,
+            "fabric": "local-hbm", "driver": f"cuda {torch.version.cuda}"}
+
+
+def _software() -> dict[str, str]:
+    try:
+        import triton
+        tv = triton.__version__
+    except ImportError:  # pragma: no cover
+        tv = "none"
+    return {"torch": torch.__version__, "triton": tv, "commit": os.environ.get("MOK_COMMIT", "unknown")}
+
+
+def make_record(*, system: str, model: str, ep: int, tokens: int, knobs: dict[str, Any],
+                routing: str, seed: int, times: list[float], breakdown: dict[str, float],
+                note: str, hardware: dict[str, Any], software: dict[str, str]) -> dict[str, Any]:
+    """One mok-run/1 record of a measured single-GPU rank-emulation run."""
+    kind, par = parse_routing(routing)
+    rt: dict[str, Any] = {"kind": kind, "seed": seed}
+    if kind in ("zipf", "hot"):
+        rt["s" if kind == "zipf" else "fraction"] = par
+    return {
+        "schema": "mok-run/1", "id": f"{system}-{model}-ep{ep}-n{tokens}-{uuid.uuid4().hex[:12]}",
+        "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
+        "hardware": hardware, "software": software, "system": system, "model": model, "ep": ep,
+        "emulated_peers": ep > 1, "tokens": tokens, "pass": "fwd", "precision": "bf16",
+        "config": knobs, "routing": rt, "latency_ms": stats(times), "breakdown_ms": breakdown,
+        "source": "measured", "note": note,
+    }
+
+
+class Workload:
+    """Weights of one rank's experts and fresh-input generators for one (model, EP, tokens)."""
+
+    def __init__(self, model: str, ep: int, tokens: int, routing: str, seed: int, rank: int) -> None:
+        from .reference import MoEWeights
+        self.model, self.ep, self.tokens, self.routing, self.seed, self.rank = (
+            model, ep, tokens, routing, seed, rank)
+        sh: Shape = shape_of(model)
+        self.shape = sh
+        if sh.experts % ep:
+            raise BadInput(f"--ep {ep}: {model} has {sh.experts} experts, not divisible")
+        self.el = sh.experts // ep
+        dev, bf = "cuda", torch.bfloat16
+        g = torch.Generator(device=dev).manual_seed(seed + 12345)
+        r = lambda *s, fan: (torch.randn(*s, generator=g, device=dev, dtype=bf) / fan ** 0.5)  # noqa
+        h, i, s = sh.hidden, sh.inter, sh.shared
+        self.w = MoEWeights(r(self.el, h, i, fan=h), r(self.el, h, i, fan=h), r(self.el, i, h, fan=i),
+                            *(r(h, s, fan=h), r(h, s, fan=h), r(s, h, fan=s)) if s else (None,) * 3)
+        pn = ep * tokens
+        self.x = torch.empty(pn, h, dtype=bf, device=dev)            # peers' send buffers
+        self.ids = torch.empty(pn, sh.topk, dtype=torch.int64, device=dev)
+        self.wts = torch.empty(pn, sh.topk, dtype=torch.float32, device=dev)
+        self.refresh(0)
+
+    def refresh(self, i: int) -> None:
+        """Fresh token values and a fresh routing draw (seed + i) into the static buffers."""
+        self.x.normal_()
+        ids, wts = make_routing(self.ep * self.tokens, self.shape.experts, self.shape.topk,
+                                self.routing, self.seed + 1000 + i, device="cuda")
+        self.ids.copy_(ids)
+        self.wts.copy_(wts)
+
+    def expected_rows(self) -> int:
+        """Rows one rank receives on average: P*N*k/P = N*k."""
+        return self.tokens * self.shape.topk
+
+    def flops(self) -> float:
+        """Forward expert FLOPs of this rank: routed rows (expected) + shared on N tokens."""
+        sh = self.shape
+        return 6.0 * sh.hidden * sh.inter * self.expected_rows() + 6.0 * sh.hidden * sh.shared * self.tokens
+
+
+def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph: bool,
+            breakdown: bool) -> tuple[list[float], dict[str, float]]:
+    """Time the MoK forward of one emulated rank; raises on stall or capacity overflow."""
+    from .megakernel import KernelConfig, MoKLayer
+    cfg = KernelConfig(**knobs)
+    layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, cfg, local_weights=True)
+    fwd = lambda: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
+    fwd()
+    torch.cuda.synchronize()
+    layer.check()
+    step = fwd
+    if graph:
+        s = torch.cuda.Stream()
+        s.wait_stream(torch.cuda.current_stream())
+        with torch.cuda.stream(s):
+            fwd()
+        torch.cuda.current_stream().wait_stream(s)
+        g = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(g):
+            fwd()
+        step = g.replay
+    times = time_events(step, wl.refresh, iters, warmup)
+    layer.check()
+    bd: dict[str, float] = {}
+    if breakdown:
+        parts: dict[str, list[float]] = {"schedule": [], "megakernel": [], "epilogue": []}
+        for i in range(3):
+            wl.refresh(100 + i)
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+            ev[0].record()
+            sched = layer.schedule(wl.ids)
+            ev[1].record()
+            layer.launch(wl.x, sched)
+            ev[2].record()
+            layer.epilogue(wl.wts)
+            ev[3].record()
+            torch.cuda.synchronize()
+            for j, k in enumerate(parts):
+                parts[k].append(ev[j].elapsed_time(ev[j + 1]))
+        layer.check()
+        bd = {k: sorted(v)[1] for k, v in parts.items()}
+    del layer
+    return times, bd
+
+
+def run_torch_grouped(wl: Workload, iters: int, warmup: int) -> list[float]:
+    """Time the eager torch-grouped rank forward."""
+    from .baselines import LocalExperts, torch_grouped_rank
+    el = wl.el
+    ex = LocalExperts(wl.w, wl.rank * el, (wl.rank + 1) * el, "cuda", torch.bfloat16, local=True)
+    step = lambda: torch_grouped_rank(wl.x, wl.ids, wl.wts, ex, wl.rank, wl.tokens)  # noqa: E731
+    return time_events(step, wl.refresh, iters, warmup)
+
+
+def run_gemm_only(wl: Workload, iters: int, warmup: int) -> list[float]:
+    """Time the same routed (grouped) and shared GEMMs alone on this rank's received rows."""
+    from .baselines import LocalExperts, gemm_only
+    el, sh = wl.el, wl.shape
+    ex = LocalExperts(wl.w, wl.rank * el, (wl.rank + 1) * el, "cuda", torch.bfloat16, local=True)
+    ids = wl.ids.reshape(-1)
+    local = (ids >= wl.rank * el) & (ids < (wl.rank + 1) * el)
+    le = torch.sort(ids[local] - wl.rank * el).values
+    offs = torch.cumsum(torch.bincount(le, minlength=el), 0).to(torch.int32)
+    m = int(le.numel())
+    xs = torch.randn(m, sh.hidden, dtype=torch.bfloat16, device="cuda")
+    h = torch.randn(m, sh.inter, dtype=torch.bfloat16, device="cuda")
+    hs = torch.randn(wl.tokens, sh.shared, dtype=torch.bfloat16, device="cuda") if sh.shared else None
+    x_loc = wl.x[:wl.tokens]
+
+    def refresh(i: int) -> None:
+        xs.normal_()
+        h.normal_()
+
+    return time_events(lambda: gemm_only(xs, h, offs, x_loc, hs, ex), refresh, iters, warmup)
+
+
+def macro_rows(spec: str, wl: Workload) -> int:
+    """'half' / 'all' of the expected received rows, or a row count."""
+    if spec == "half":
+        return max(128, (wl.expected_rows() // 2 + 127) // 128 * 128)
+    if spec == "all":
+        return 131072 if wl.expected_rows() <= 131072 else wl.expected_rows()
+    return int(spec)
+
+
+def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[dict[str, Any]]:
+    """Run every grid point; return the records (also appended to a.out as they finish)."""
+    hw, sw = _hardware(), _software()
+    cmd = "mok bench " + " ".join(sys.argv[1:]) if not a.note else a.note
+    systems = a.systems.split(",")
+    recs: list[dict[str, Any]] = []
+    mode = "single-GPU rank emulation: rank {r} of EP {ep}, peers' buffers in local HBM"
+    for model, ep, tokens, routing in itertools.product(
+            a.model.split(","), _ints(a.ep), _ints(a.tokens), a.routing.split(",")):
+        wl = Workload(model, ep, tokens, routing, a.seed, a.rank)
+        note0 = mode.format(r=a.rank, ep=ep)
+        common = dict(model=model, ep=ep, tokens=tokens, routing=routing, seed=a.seed,
+                      hardware=hw, software=sw)
+        base_knobs = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32,
+                          macrobatch=131072, capacity=0.5)
+        for sysname, fn in (("torch-grouped", run_torch_grouped), ("gemm-only", run_gemm_only)):
+            if sysname in systems:
+                t = fn(wl, a.iters, a.warmup)
+                rec = make_record(system=sysname, knobs=base_knobs, times=t, breakdown={},
+                                  note=f"{note0}; knobs not used by this system; {cmd}", **common)
+                append_records(a.out, [rec])
+                recs.append(rec)
+                log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} {sysname:14s} "
+                    f"{rec['latency_ms']['median']:.3f} ms")
+        if "mok" not in systems:
+            continue
+        for d, c, mb, cs, mac, cap in itertools.product(
+                a.dispatch.split(","), a.combine.split(","), _ints(a.minibatch),
+                _ints(a.comm_sms), a.macrobatch.split(","), _floats(a.capacity)):
+            knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
+                         macrobatch=macro_rows(mac, wl), capacity=cap)
+            try:
+                t, bd = run_mok(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown)
+            except RuntimeError as exc:
+                log(f"{model} ep{ep} n{tokens} {knobs}: FAILED {exc}")
+                continue
+            ring = max(knobs["macrobatch"], mb + 128)
+            rec = make_record(system="mok", knobs=knobs, times=t, breakdown=bd,
+                              note=f"{note0}; ring rows used {ring}; "
+                                   f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
+                              **common)
+            append_records(a.out, [rec])
+            recs.append(rec)
+            log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} mok {d}/{c} mb{mb} c{cs} "
+                f"r{knobs['macrobatch']} {rec['latency_ms']['median']:.3f} ms "
+                f"{wl.flops() / rec['latency_ms']['median'] / 1e9:.0f} TF/s")
+        del wl
+        torch.cuda.empty_cache()
+    return recs
+
+
+def cli(argv: list[str]) -> int:
+    """Entry point of `mok bench`; returns the exit status."""
+    try:
+        a = parse_args(argv)
+    except SystemExit as exc:
+        return int(exc.code or 0) and 2
+    if not torch.cuda.is_available():
+        print("mok bench: needs a CUDA GPU, and torch.cuda.is_available() is False here",
+              file=sys.stderr)
+        return 2
+    try:
+        _check_args(a)
+    except ValueError as exc:
+        print(f"mok bench: {exc}", file=sys.stderr)
+        return 2
+    try:
+        run_grid(a)
+    except BadInput as exc:
+        print(f"mok bench: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(cli(sys.argv[1:]))

@@ -1,0 +1,462 @@
+"""MoK forward megakernel in Triton: one persistent launch fuses dispatch, shared and routed expert
+SwiGLU FFNs, and combine; a small epilogue sums the k slots per token in a fixed order.
+
+Roles. Program ids < comm_sms are communication programs, the rest compute programs.
+- Dispatch, pull: comm programs gather the rows of each minibatch from the (emulated) peers' send
+  buffers into the macrobatch ring buffer, then raise the minibatch's ready counter (release).
+  Dispatch, push: comm programs act as the senders; lane l works for peer l % P and raises a
+  per-(minibatch, peer) signal, so compute waits on P signals per minibatch instead of one.
+  Before overwriting ring rows, comm waits until compute has finished the gate/up tiles that read
+  them (back-pressure of the ring buffer).
+- Compute walks a fixed item list, round-robin over compute programs: gate/up tiles of the shared
+  expert, gate/up of minibatch 0, down of the shared expert, gate/up of minibatch 1, down of
+  minibatch 0, ... Gate/up items wait (acquire) for their minibatch's ready signal(s); down items
+  wait for all gate/up tiles of their row tile. All dependencies point backwards in the list and
+  all programs are resident, so the walk cannot deadlock.
+- Combine, push: down tiles store their rows straight into the home combine buffer slot
+  (token, k). Combine, pull: down tiles store into a staging buffer and raise a per-minibatch
+  counter; comm programs, after dispatch, copy staged rows into the combine slots.
+Every spin-wait is bounded: past ``max_spin`` polls it writes an error code and the minibatch or
+tile it waited on into an error word, later waits give up at once, and ``MoKLayer.check`` raises
+MegakernelStallError naming the stalled wait.
+
+Rank modes on one GPU: ``rank=r`` runs rank r of an EP-P group whose peers' send buffers (and home
+combine buffers) live in local memory; ``rank=None`` serves P virtual ranks (all experts) in one
+launch. Triton is imported lazily so the package imports without it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import torch
+
+from .reference import MoEWeights
+from .schedule import CapacityOverflowError, Schedule, build_schedule
+
+STALL_CODES = {
+    1: "compute wait for the pull-dispatch ready counter of minibatch {info}",
+    2: "compute wait for a push-dispatch per-peer signal of minibatch {info}",
+    3: "down-projection wait for the SwiGLU tile counter of tile {info}",
+    4: "comm ring-buffer back-pressure wait on minibatch {info}",
+    5: "pull-combine wait for the down-projection counter of minibatch {info}",
+}
+
+
+class MegakernelStallError(RuntimeError):
+    """A bounded spin-wait inside the megakernel gave up."""
+
+
+@dataclass
+class KernelConfig:
+    """The six MoK knobs plus tile shapes."""
+
+    dispatch: str = "pull"          # pull | push
+    combine: str = "push"           # push | pull
+    minibatch: int = 4096           # routed rows per pipeline step
+    comm_sms: int = 32              # communication programs
+    macrobatch: int = 131072        # ring-buffer rows (raised to minibatch + block_m if smaller)
+    capacity: float = 0.5           # schedule capacity multiplier
+    block_m: int = 128
+    bn_gu: int = 128
+    bn_dn: int = 128
+    block_k: int = 64
+    num_warps: int = 8
+    num_stages: int = 3
+    copy_rows: int = 16
+    max_spin: int = 1 << 22
+    grid: int | None = None         # programs in the persistent grid (default: SM count)
+
+    def knobs(self) -> dict[str, Any]:
+        return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
+                "comm_sms": self.comm_sms, "macrobatch": self.macrobatch, "capacity": self.capacity}
+
+    def validate(self) -> None:
+        if self.dispatch not in ("pull", "push"):
+            raise ValueError(f"dispatch {self.dispatch!r}: allowed pull, push")
+        if self.combine not in ("push", "pull"):
+            raise ValueError(f"combine {self.combine!r}: allowed push, pull")
+        if self.minibatch < 1 or self.comm_sms < 1 or self.capacity <= 0:
+            raise ValueError("minibatch >= 1, comm_sms >= 1 and capacity > 0 are required")
+
+
+_KERNELS: dict[str, Any] = {}
+
+
+def _kernels() -> dict[str, Any]:
+    """Define the Triton kernels on first use (Triton is imported lazily)."""
+    if _KERNELS:
+        return _KERNELS
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def wait_geq(ptr, target, err_ptr, code, info, max_spin):
+        """Spin (acquire) until *ptr >= target; on timeout record (code, info) in err_ptr."""
+        v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+        spins = 0
+        while (v < target) & (spins < max_spin):
+            v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+            spins += 1
+            if (spins % 256) == 0:
+                if tl.load(err_ptr, volatile=True) != 0:
+                    spins = max_spin
+        if v < target:
+            old = tl.atomic_cas(err_ptr, 0, code)
+            if old == 0:
+                tl.atomic_xchg(err_ptr + 1, info)
+        tl.debug_barrier()
+
+    @triton.jit
+    def signal(ptr):
+        """Make this program's prior stores visible, then add 1 (release)."""
+        tl.debug_barrier()
+        tl.atomic_add(ptr, 1, sem="release", scope="gpu")
+
+    @triton.jit
+    def copy_rows(src_ptr, src_rows, dst_ptr, dst_rows, mask, H: tl.constexpr, CC: tl.constexpr):
+        """Copy rows src[src_rows] -> dst[dst_rows] (int64 row ids, (CR,)), 16-byte vectors."""
+        cols = tl.arange(0, CC)
+        for h0 in tl.static_range(0, H, CC):
+            v = tl.load(src_ptr + src_rows[:, None] * H + h0 + cols[None, :], mask=mask[:, None])
+            tl.store(dst_ptr + dst_rows[:, None] * H + h0 + cols[None, :], v, mask=mask[:, None])
+
+    @triton.jit
+    def mok_kernel(
+        x_src_ptr,        # (P*N, H) bf16: peers' send buffers (local memory under emulation)
+        x_loc_ptr,        # (NS, H) bf16: tokens the shared expert runs on
+        ring_ptr,         # (R, H) bf16: macrobatch ring buffer
+        h_ptr,            # (NS + C, I) bf16: SwiGLU activations, shared rows first
+        y_ptr,            # (C, H) bf16: staging rows for pull combine
+        comb_ptr,         # (P*N*k, H) bf16: home combine buffers, slot (token, j)
+        sh_out_ptr,       # (NS, H) fp32: shared-expert output
+        wg_ptr, wu_ptr,   # (EL+1, H, I) bf16: gate / up, shared expert at index EL
+        wd_ptr,           # (EL+1, I, H) bf16: down
+        recv_src_ptr, recv_slot_ptr,                  # (C,) int32
+        tile_exp_ptr, tile_row0_ptr, tile_rows_ptr,   # (T_max,) int32
+        mb_tile_ptr, mb_row_ptr, nmb_ptr,             # (MB_max+1,), (MB_max+1,), (1,) int32
+        sync_ptr, err_ptr,                            # int32 workspace (zeroed), (2,) int32
+        NS, R, N_RANK, P, EL, COMM,
+        READY_OFF, GU_OFF, DN_OFF, HC_OFF, SH_OFF,
+        PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin,
+        H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
+        BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
+    ):
+        pid = tl.program_id(0)
+        nprog = tl.num_programs(0)
+        NB_GU: tl.constexpr = I // BN_GU
+        NB_DN: tl.constexpr = H // BN_DN
+        nmb = tl.load(nmb_ptr)
+        crow = tl.arange(0, CR)
+        if pid < COMM:
+            # ---------------- communication programs ----------------
+            freed = 0
+            for mb in range(0, nmb):
+                r0 = tl.load(mb_row_ptr + mb)
+                r1 = tl.load(mb_row_ptr + mb + 1)
+                # ring back-pressure: rows < r1 - R must have been consumed by gate/up tiles
+                busy = (freed < mb) & (tl.load(mb_row_ptr + freed) < r1 - R)
+                while busy:
+                    need = (tl.load(mb_tile_ptr + freed + 1) - tl.load(mb_tile_ptr + freed)) * NB_GU
+                    wait_geq(sync_ptr + GU_OFF + freed, need, err_ptr, 4, freed, max_spin)
+                    freed += 1
+                    busy = (freed < mb) & (tl.load(mb_row_ptr + freed) < r1 - R)
+                nchunk = (r1 - r0 + CR - 1) // CR
+                if PUSH_DISPATCH == 0:
+                    for c in range(pid, nchunk, COMM):
+                        rows = r0 + c * CR + crow
+                        m = rows < r1
+                        src = tl.load(recv_src_ptr + rows, mask=m, other=0)
+                        copy_rows(x_src_ptr, src.to(tl.int64), ring_ptr, (rows % R).to(tl.int64),
+                                  m, H, CC)
+                    if (STALL == 0) | (mb > 0):
+                        signal(sync_ptr + READY_OFF + mb * P)
+                else:
+                    lanes = tl.maximum(COMM, P)
+                    for lane in range(pid, lanes, COMM):
+                        s = lane % P
+                        nsub = (lanes - s + P - 1) // P
+                        for c in range(lane // P, nchunk, nsub):
+                            rows = r0 + c * CR + crow
+                            m = rows < r1
+                            src = tl.load(recv_src_ptr + rows, mask=m, other=0)
+                            m = m & ((src // N_RANK) == s)
+                            copy_rows(x_src_ptr, src.to(tl.int64), ring_ptr,
+                                      (rows % R).to(tl.int64), m, H, CC)
+                        if (STALL == 0) | (mb > 0):
+                            signal(sync_ptr + READY_OFF + mb * P + s)
+            if PULL_COMBINE != 0:
+                for mb in range(0, nmb):
+                    r0 = tl.load(mb_row_ptr + mb)
+                    r1 = tl.load(mb_row_ptr + mb + 1)
+                    need = (tl.load(mb_tile_ptr + mb + 1) - tl.load(mb_tile_ptr + mb)) * NB_DN
+                    wait_geq(sync_ptr + DN_OFF + mb, need, err_ptr, 5, mb, max_spin)
+                    nchunk = (r1 - r0 + CR - 1) // CR
+                    for c in range(pid, nchunk, COMM):
+                        rows = r0 + c * CR + crow
+                        m = rows < r1
+                        slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
+                        copy_rows(y_ptr, rows.to(tl.int64), comb_ptr, slot.to(tl.int64), m, H, CC)
+        else:
+            # ---------------- compute programs ----------------
+            cid = pid - COMM
+            nc = nprog - COMM
+            ns_tiles = (NS + BM - 1) // BM
+            rm = tl.arange(0, BM)
+            rk = tl.arange(0, BK)
+            base = 0
+            for p in range(0, nmb + 2):
+                # ---- gate/up items of batch p (batch 0: shared expert; p >= 1: minibatch p-1)
+                mbg = tl.maximum(p - 1, 0)
+                ta = tl.load(mb_tile_ptr + tl.minimum(mbg, nmb))
+                tb = tl.load(mb_tile_ptr + tl.minimum(mbg + 1, nmb))
+                nt = tl.where(p == 0, ns_tiles, tl.where(p <= nmb, tb - ta, 0))
+                n_items = nt * NB_GU
+                first = (cid + nc - base % nc) % nc
+                if (p > 0) & (first < n_items):
+                    if PUSH_DISPATCH == 0:
+                        wait_geq(sync_ptr + READY_OFF + mbg * P, COMM, err_ptr, 1, mbg, max_spin)
+                    else:
+                        lanes = tl.maximum(COMM, P)
+                        for s in range(0, P):
+                            nsub = (lanes - s + P - 1) // P
+                            wait_geq(sync_ptr + READY_OFF + mbg * P + s, nsub, err_ptr, 2, mbg,
+                                     max_spin)
+                for it in range(first, n_items, nc):
+                    tt = it // NB_GU
+                    nb = it % NB_GU
+                    shared = p == 0
+                    tile = tl.where(shared, tt, ta + tt)
+                    if shared:
+                        row0 = tt * BM
+                        nrows = tl.minimum(NS - row0, BM)
+                        e = tt * 0 + EL
+                        a_ptrs = x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :]
+                        hrow0 = row0
+                    else:
+                        row0 = tl.load(tile_row0_ptr + tile)
+                        nrows = tl.load(tile_rows_ptr + tile)
+                        e = tl.load(tile_exp_ptr + tile)
+                        a_ptrs = ring_ptr + ((row0 + rm) % R).to(tl.int64)[:, None] * H + rk[None, :]
+                        hrow0 = NS + row0
+                    rmask = rm < nrows
+                    rn = nb * BN_GU + tl.arange(0, BN_GU)
+                    w_off = e.to(tl.int64) * H * I + rk[:, None] * I + rn[None, :]
+                    acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                    acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                    for k0 in range(0, H, BK):
+                        a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
+                        bg = tl.load(wg_ptr + w_off + k0 * I)
+                        bu = tl.load(wu_ptr + w_off + k0 * I)
+                        acc_g = tl.dot(a, bg, acc_g)
+                        acc_u = tl.dot(a, bu, acc_u)
+                    hval = acc_g * tl.sigmoid(acc_g) * acc_u
+                    h_ptrs = h_ptr + (hrow0 + rm).to(tl.int64)[:, None] * I + rn[None, :]
+                    tl.store(h_ptrs, hval.to(tl.bfloat16), mask=rmask[:, None])
+                    tl.debug_barrier()
+                    if shared:
+                        tl.atomic_add(sync_ptr + SH_OFF + tile, 1, sem="release", scope="gpu")
+                    else:
+                        tl.atomic_add(sync_ptr + HC_OFF + tile, 1, sem="release", scope="gpu")
+                        tl.atomic_add(sync_ptr + GU_OFF + mbg, 1, sem="release", scope="gpu")
+                base += n_items
+                # ---- down items of batch p-1
+                q = p - 1
+                mbd = tl.maximum(q - 1, 0)
+                da = tl.load(mb_tile_ptr + tl.minimum(mbd, nmb))
+                db = tl.load(mb_tile_ptr + tl.minimum(mbd + 1, nmb))
+                ndt = tl.where(q == 0, ns_tiles, tl.where((q >= 1) & (q <= nmb), db - da, 0))
+                nd_items = ndt * NB_DN
+                first = (cid + nc - base % nc) % nc
+                for it in range(first, nd_items, nc):
+                    tt = it // NB_DN
+                    nb = it % NB_DN
+                    shared = q == 0
+                    tile = tl.where(shared, tt, da + tt)
+                    if shared:
+                        row0 = tt * BM
+                        nrows = tl.minimum(NS - row0, BM)
+                        e = tt * 0 + EL
+                        hrow0 = row0
+                        cnt_ptr = sync_ptr + SH_OFF + tile
+                    else:
+                        row0 = tl.load(tile_row0_ptr + tile)
+                        nrows = tl.load(tile_rows_ptr + tile)
+                        e = tl.load(tile_exp_ptr + tile)
+                        hrow0 = NS + row0
+                        cnt_ptr = sync_ptr + HC_OFF + tile
+                    wait_geq(cnt_ptr, NB_GU, err_ptr, 3, tile, max_spin)
+                    rmask = rm < nrows
+                    rn = nb * BN_DN + tl.arange(0, BN_DN)
+                    a_ptrs = h_ptr + (hrow0 + rm).to(tl.int64)[:, None] * I + rk[None, :]
+                    w_off = e.to(tl.int64) * I * H + rk[:, None] * H + rn[None, :]
+                    acc = tl.zeros((BM, BN_DN), dtype=tl.float32)
+                    for k0 in range(0, I, BK):
+                        a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
+                        b = tl.load(wd_ptr + w_off + k0 * H)
+                        acc = tl.dot(a, b, acc)
+                    if shared:
+                        s_ptrs = sh_out_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rn[None, :]
+                        tl.store(s_ptrs, acc, mask=rmask[:, None])
+                    else:
+                        if PULL_COMBINE != 0:
+                            o_ptrs = y_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rn[None, :]
+                            tl.store(o_ptrs, acc.to(tl.bfloat16), mask=rmask[:, None])
+                            signal(sync_ptr + DN_OFF + mbd)
+                        else:
+                            slot = tl.load(recv_slot_ptr + row0 + rm, mask=rmask, other=0)
+                            c_ptrs = comb_ptr + slot.to(tl.int64)[:, None] * H + rn[None, :]
+                            tl.store(c_ptrs, acc.to(tl.bfloat16), mask=rmask[:, None])
+                base += nd_items
+
+    @triton.jit
+    def epilogue_kernel(sh_ptr, comb_ptr, w_ptr, out_ptr, tok0, HAS_SHARED,
+                        K: tl.constexpr, H: tl.constexpr, BH: tl.constexpr):
+        """out[t] = shared[t] + sum_{j=0..k-1} w[t, j] * comb[t, j], fp32, fixed order."""
+        t = tl.program_id(0)
+        cols = tl.program_id(1) * BH + tl.arange(0, BH)
+        g = (tok0 + t).to(tl.int64)
+        acc = tl.load(sh_ptr + t.to(tl.int64) * H + cols)
+        acc = tl.where(HAS_SHARED != 0, acc, 0.0)
+        for j in tl.static_range(K):
+            wj = tl.load(w_ptr + g * K + j)
+            y = tl.load(comb_ptr + (g * K + j) * H + cols).to(tl.float32)
+            acc += wj * y
+        tl.store(out_ptr + t.to(tl.int64) * H + cols, acc.to(tl.bfloat16))
+
+    _KERNELS.update(mok=mok_kernel, epilogue=epilogue_kernel, triton=triton)
+    return _KERNELS
+
+
+@dataclass
+class MoKLayer:
+    """Megakernel forward of one rank (``rank=r``) or of P virtual ranks (``rank=None``).
+
+    weights: all E experts (any dtype/device; packed to bf16 CUDA at construction).
+    """
+
+    weights: MoEWeights
+    ep: int
+    tokens: int                      # N: local tokens per rank
+    topk: int
+    rank: int | None
+    cfg: KernelConfig = field(default_factory=KernelConfig)
+    device: str = "cuda"
+    local_weights: bool = False      # weights hold only this rank's E/P experts (benchmarks)
+
+    def __post_init__(self) -> None:
+        self.cfg.validate()
+        w, cfg = self.weights, self.cfg
+        e, h, i = w.wg.shape
+        if self.local_weights:
+            e = e * self.ep
+        self.H, self.I, self.E = int(h), int(i), int(e)
+        if e % self.ep:
+            raise ValueError(f"E={e} not divisible by EP={self.ep}")
+        ishared = 0 if w.sg is None else int(w.sg.shape[1])
+        if ishared not in (0, self.I):
+            raise ValueError(f"megakernel needs shared width 0 or {self.I}, got {ishared}")
+        if self.H % cfg.bn_dn or self.I % cfg.bn_gu or self.H % cfg.block_k or self.I % cfg.block_k:
+            raise ValueError("H and I must be multiples of the tile sizes")
+        self.has_shared = ishared > 0
+        el = e // self.ep
+        lo, hi = (0, e) if self.rank is None else (self.rank * el, (self.rank + 1) * el)
+        self.el = hi - lo
+        if self.local_weights:
+            if self.rank is None:
+                raise ValueError("local_weights needs a rank")
+            lo, hi = 0, el
+        dev, bf = self.device, torch.bfloat16
+
+        def pack(routed: torch.Tensor, shared: torch.Tensor | None) -> torch.Tensor:
+            extra = shared if shared is not None else torch.zeros_like(routed[0])
+            return torch.cat([routed[lo:hi].to(dev, bf), extra.to(dev, bf)[None]]).contiguous()
+
+        self.wg = pack(w.wg, w.sg)   # (EL+1, H, I)
+        self.wu = pack(w.wu, w.su)   # (EL+1, H, I)
+        self.wd = pack(w.wd, w.sd)   # (EL+1, I, H)
+        p, n, k = self.ep, self.tokens, self.topk
+        self.ns = n * p if self.rank is None else n         # tokens this launch's shared expert sees
+        self.tok0 = 0 if self.rank is None else self.rank * n
+        sched = self.schedule(torch.zeros(p * n, k, dtype=torch.int64, device=dev))
+        c, self.t_max, self.mb_max = sched.capacity, sched.max_tiles, sched.max_minibatches
+        self.capacity = c
+        self.ring_rows = min(max(cfg.macrobatch, cfg.minibatch + cfg.block_m), c + cfg.block_m)
+        self.ring = torch.empty(self.ring_rows, self.H, dtype=bf, device=dev)
+        self.hbuf = torch.empty(self.ns + c, self.I, dtype=bf, device=dev)
+        self.ystage = torch.empty(c if cfg.combine == "pull" else 1, self.H, dtype=bf, device=dev)
+        self.comb = torch.randn(p * n * k, self.H, dtype=bf, device=dev)  # home combine buffers
+        self.sh_out = torch.empty(self.ns, self.H, dtype=torch.float32, device=dev)
+        self.out = torch.empty(self.ns, self.H, dtype=bf, device=dev)
+        ns_tiles = (self.ns + cfg.block_m - 1) // cfg.block_m
+        self.off = {"ready": 0}
+        self.off["gu"] = self.mb_max * p
+        self.off["dn"] = self.off["gu"] + self.mb_max + 1
+        self.off["hc"] = self.off["dn"] + self.mb_max + 1
+        self.off["sh"] = self.off["hc"] + self.t_max
+        self.sync = torch.zeros(self.off["sh"] + ns_tiles + 1, dtype=torch.int32, device=dev)
+        self.err = torch.zeros(2, dtype=torch.int32, device=dev)
+        self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
+        self.last_schedule: Schedule | None = None
+        self.stall_test = 0
+
+    def schedule(self, ids_all: torch.Tensor) -> Schedule:
+        """Build the GPU-side schedule for this layer's rank mode."""
+        return build_schedule(ids_all, ep=self.ep, num_experts=self.E, rank=self.rank,
+                              capacity_multiplier=self.cfg.capacity,
+                              minibatch=self.cfg.minibatch, block_m=self.cfg.block_m)
+
+    def launch(self, x_all: torch.Tensor, sched: Schedule) -> None:
+        """Zero the sync words and run the persistent megakernel (no host read-back)."""
+        ks, cfg = _kernels(), self.cfg
+        self.sync.zero_()
+        grid = cfg.grid or torch.cuda.get_device_properties(x_all.device).multi_processor_count
+        if cfg.comm_sms >= grid:
+            raise ValueError(f"comm_sms={cfg.comm_sms} leaves no compute programs (grid {grid})")
+        x_loc = x_all[self.tok0:self.tok0 + self.ns]
+        cc = min(1024, self.H)
+        ks["mok"][(grid,)](
+            x_all, x_loc, self.ring, self.hbuf, self.ystage, self.comb, self.sh_out,
+            self.wg, self.wu, self.wd, sched.recv_src, sched.recv_slot,
+            sched.tile_expert, sched.tile_row0, sched.tile_rows,
+            sched.mb_tile, sched.mb_row, sched.num_mb, self.sync, self.err,
+            self.ns, self.ring_rows, self.tokens, self.ep, self.el, cfg.comm_sms,
+            self.off["ready"], self.off["gu"], self.off["dn"], self.off["hc"], self.off["sh"],
+            int(cfg.dispatch == "push"), int(cfg.combine == "pull"), self.stall_test, cfg.max_spin,
+            H=self.H, I=self.I, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
+            CR=cfg.copy_rows, CC=cc, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+
+    def epilogue(self, w_all: torch.Tensor) -> torch.Tensor:
+        """Sum the k combine slots of this launch's home tokens (fixed order) plus shared output."""
+        ks = _kernels()
+        bh = min(1024, self.H)
+        ks["epilogue"][(self.ns, self.H // bh)](
+            self.sh_out, self.comb, w_all, self.out, self.tok0, int(self.has_shared),
+            K=self.topk, H=self.H, BH=bh, num_warps=4)
+        return self.out
+
+    def forward(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor) -> torch.Tensor:
+        """x_all (P*N, H) bf16, ids_all (P*N, k), w_all (P*N, k) fp32 -> home output (NS, H) bf16.
+
+        Call ``check()`` after the forward to surface capacity overflow or a stalled wait.
+        """
+        sched = self.schedule(ids_all)
+        self.last_schedule = sched
+        self.overflow_acc += sched.overflow
+        self.launch(x_all, sched)
+        return self.epilogue(w_all.float().contiguous())
+
+    def check(self) -> None:
+        """Raise MegakernelStallError / CapacityOverflowError if the last forward failed."""
+        err = self.err.tolist()
+        if err[0]:
+            what = STALL_CODES.get(err[0], "unknown wait {info}").format(info=err[1])
+            self.err.zero_()
+            raise MegakernelStallError(f"megakernel spin-wait timed out: {what}")
+        over = int(self.overflow_acc.item())
+        if over:
+            self.overflow_acc.zero_()
+            raise CapacityOverflowError(
+                f"schedule capacity overflow: {over} routed rows did not fit in the fixed capacity "
+                f"of {self.capacity} rows (multiplier {self.cfg.capacity}); raise --capacity")

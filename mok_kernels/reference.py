@@ -1,0 +1,134 @@
+"""Float32 reference MoE layer (CPU or GPU, autograd works).
+
+One MoE layer: a shared SwiGLU expert on every token plus k routed SwiGLU experts per token,
+summed with the router weights in a fixed slot order j = 0..k-1 (so results are deterministic).
+
+Multi-rank semantics (expert parallelism over P ranks): rank r owns the global experts
+r*E/P .. (r+1)*E/P - 1. ``served_outputs`` computes what one rank's experts produce for every
+route any rank sends to it; ``rank_output`` assembles rank r's layer output from the served
+outputs of all owner ranks, exactly as dispatch + expert FFN + combine + epilogue do.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+
+@dataclass
+class MoEWeights:
+    """Weights of one MoE layer. Routed experts (E, H, I) x2 and (E, I, H); shared (H, Is), (Is, H)."""
+
+    wg: torch.Tensor  # (E, H, I) gate projections
+    wu: torch.Tensor  # (E, H, I) up projections
+    wd: torch.Tensor  # (E, I, H) down projections
+    sg: torch.Tensor | None = None  # (H, Is) shared gate, None when the model has no shared expert
+    su: torch.Tensor | None = None  # (H, Is) shared up
+    sd: torch.Tensor | None = None  # (Is, H) shared down
+
+    @property
+    def num_experts(self) -> int:
+        return int(self.wg.shape[0])
+
+    def to(self, dtype: torch.dtype | None = None, device: torch.device | str | None = None) -> "MoEWeights":
+        """Return a copy with every tensor moved/cast."""
+        f = lambda t: None if t is None else t.to(device=device, dtype=dtype)  # noqa: E731
+        return MoEWeights(f(self.wg), f(self.wu), f(self.wd), f(self.sg), f(self.su), f(self.sd))
+
+
+def random_weights(e: int, h: int, i: int, i_shared: int, *, seed: int = 0,
+                   device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> MoEWeights:
+    """Random weights scaled so activations stay O(1) (std 1/sqrt(fan_in))."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+
+    def r(*shape: int, fan_in: int) -> torch.Tensor:
+        return (torch.randn(*shape, generator=g) / fan_in ** 0.5).to(device=device, dtype=dtype)
+
+    sg = su = sd = None
+    if i_shared > 0:
+        sg, su, sd = r(h, i_shared, fan_in=h), r(h, i_shared, fan_in=h), r(i_shared, h, fan_in=i_shared)
+    return MoEWeights(r(e, h, i, fan_in=h), r(e, h, i, fan_in=h), r(e, i, h, fan_in=i), sg, su, sd)
+
+
+def swiglu_ffn(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor) -> torch.Tensor:
+    """(silu(x Wg) * (x Wu)) Wd in float32. x (M, H) -> (M, H)."""
+    x = x.float()
+    return (F.silu(x @ wg.float()) * (x @ wu.float())) @ wd.float()
+
+
+def shared_output(x: torch.Tensor, w: MoEWeights) -> torch.Tensor:
+    """Shared-expert output (N, H) float32; zeros when the model has none."""
+    if w.sg is None:
+        return torch.zeros(x.shape[0], x.shape[1], dtype=torch.float32, device=x.device)
+    return swiglu_ffn(x, w.sg, w.su, w.sd)
+
+
+def routed_outputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
+                   experts: range | None = None) -> torch.Tensor:
+    """Per-route expert outputs y (N, k, H) float32: y[n, j] = FFN_{ids[n,j]}(x[n]).
+
+    Routes whose expert is not in ``experts`` (default: all) are left zero.
+    """
+    n, k = topk_ids.shape
+    y = torch.zeros(n, k, x.shape[1], dtype=torch.float32, device=x.device)
+    experts = range(w.num_experts) if experts is None else experts
+    for e in experts:
+        rows, slots = (topk_ids == e).nonzero(as_tuple=True)  # host sync: reference only
+        if rows.numel() == 0:
+            continue
+        val = swiglu_ffn(x[rows], w.wg[e], w.wu[e], w.wd[e])  # (m, H)
+        y = y.index_put((rows, slots), val)  # out of place: autograd-safe
+    return y
+
+
+def combine(shared: torch.Tensor, y: torch.Tensor, topk_w: torch.Tensor) -> torch.Tensor:
+    """Epilogue: shared + sum_j w[:, j] * y[:, j], accumulated in the fixed order j = 0..k-1."""
+    out = shared.float()
+    for j in range(y.shape[1]):
+        out = out + topk_w[:, j:j + 1].float() * y[:, j]
+    return out
+
+
+def moe_reference(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
+                  w: MoEWeights) -> torch.Tensor:
+    """Whole-layer reference output (N, H) float32 for tokens x (N, H)."""
+    return combine(shared_output(x, w), routed_outputs(x, topk_ids, w), topk_w)
+
+
+def owned_experts(rank: int, num_experts: int, ep: int) -> range:
+    """Global expert ids owned by ``rank`` in an EP group of ``ep`` ranks."""
+    if num_experts % ep:
+        raise ValueError(f"E={num_experts} is not divisible by EP={ep}")
+    el = num_experts // ep
+    return range(rank * el, (rank + 1) * el)
+
+
+def served_outputs(rank: int, x_all: torch.Tensor, ids_all: torch.Tensor, w: MoEWeights,
+                   ep: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """What rank ``rank``'s experts produce for all ranks' routes.
+
+    x_all (P, N, H), ids_all (P, N, k) -> (y (P, N, k, H) float32, served mask (P, N, k) bool).
+    y[s, n, j] is the output for source rank s, token n, slot j when rank ``rank`` owns that expert.
+    """
+    p, n, k = ids_all.shape
+    own = owned_experts(rank, w.num_experts, ep)
+    y = routed_outputs(x_all.reshape(p * n, -1), ids_all.reshape(p * n, k), w, own)
+    mask = (ids_all >= own.start) & (ids_all < own.stop)
+    return y.reshape(p, n, k, -1), mask
+
+
+def rank_output(rank: int, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor,
+                w: MoEWeights, ep: int) -> torch.Tensor:
+    """Layer output (N, H) float32 of rank ``rank`` given every rank's inputs.
+
+    x_all (P, N, H), ids_all (P, N, k), w_all (P, N, k). Each owner rank q serves its routes
+    (served_outputs); the combine brings rank ``rank``'s rows home; the epilogue sums slots in order.
+    """
+    y_home = torch.zeros(ids_all.shape[1], ids_all.shape[2], x_all.shape[2],
+                         dtype=torch.float32, device=x_all.device)
+    for q in range(ep):
+        yq, _ = served_outputs(q, x_all, ids_all, w, ep)
+        y_home = y_home + yq[rank]  # each route is served by exactly one owner
+    return combine(shared_output(x_all[rank], w), y_home, w_all[rank])

@@ -1,0 +1,227 @@
+"""CPU tests of the kernel backend: reference layer, schedule builder vs a pure-Python oracle,
+baselines, record writing, and `mok bench` refusing without CUDA."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+import torch
+
+from mok_kernels import reference as ref
+from mok_kernels.baselines import LocalExperts, torch_grouped_rank
+from mok_kernels.routing import make_routing
+from mok_kernels.schedule import CapacityOverflowError, build_schedule, capacity_rows
+
+
+def _setup(p=2, n=12, e=8, k=3, h=16, i=8, ishared=8, routing="uniform", seed=0):
+    w = ref.random_weights(e, h, i, ishared, seed=seed, dtype=torch.float64)
+    x = torch.randn(p, n, h, dtype=torch.float64, generator=torch.Generator().manual_seed(seed + 1))
+    ids, wts = make_routing(p * n, e, k, routing, seed)
+    return w, x, ids.view(p, n, k), wts.view(p, n, k).double()
+
+
+def test_reference_matches_dense_loop():
+    w, x, ids, wts = _setup()
+    out = ref.moe_reference(x[0], ids[0], wts[0], w)
+    # independent dense computation, token by token
+    for t in range(x.shape[1]):
+        acc = ref.swiglu_ffn(x[0, t:t + 1], w.sg, w.su, w.sd)[0]
+        for j in range(ids.shape[2]):
+            e = int(ids[0, t, j])
+            acc = acc + float(wts[0, t, j]) * ref.swiglu_ffn(x[0, t:t + 1], w.wg[e], w.wu[e], w.wd[e])[0]
+        assert torch.allclose(out[t], acc, rtol=1e-5, atol=1e-6)
+
+
+def test_rank_output_equals_single_device_layer():
+    w, x, ids, wts = _setup(p=4, e=8)
+    for r in range(4):
+        a = ref.rank_output(r, x, ids, wts, w, ep=4)
+        b = ref.moe_reference(x[r], ids[r], wts[r], w)
+        assert torch.allclose(a, b, rtol=1e-6, atol=1e-7)
+    # every route is served by exactly one owner
+    masks = [ref.served_outputs(q, x, ids, w, 4)[1] for q in range(4)]
+    assert torch.equal(sum(m.int() for m in masks), torch.ones_like(ids, dtype=torch.int32))
+
+
+def test_reference_autograd():
+    w, x, ids, wts = _setup()
+    xg = x[0].clone().requires_grad_(True)
+    wd = w.wd.clone().requires_grad_(True)
+    w2 = ref.MoEWeights(w.wg, w.wu, wd, w.sg, w.su, w.sd)
+    ref.moe_reference(xg, ids[0], wts[0], w2).sum().backward()
+    assert xg.grad is not None and torch.isfinite(xg.grad).all() and xg.grad.abs().sum() > 0
+    used = ids[0].unique()
+    assert wd.grad[used].abs().sum() > 0
+    unused = [e for e in range(8) if e not in used.tolist()]
+    if unused:
+        assert wd.grad[unused].abs().sum() == 0
+
+
+def test_summation_order_is_fixed():
+    w, x, ids, wts = _setup()
+    a = ref.moe_reference(x[0].float(), ids[0], wts[0].float(), w.to(torch.float32))
+    b = ref.moe_reference(x[0].float(), ids[0], wts[0].float(), w.to(torch.float32))
+    assert torch.equal(a, b)
+
+
+def oracle(ids: list[list[int]], ep: int, e: int, rank, mult: float, mb: int, bm: int) -> dict:
+    """Pure-Python schedule: routes per local expert in source order, tiles, minibatches."""
+    pn, k = len(ids), len(ids[0])
+    n, el = pn // ep, e // ep
+    cap_rank = math.ceil(mult * ep * n * min(k, el))
+    lo, hi, cap = (0, e, ep * cap_rank) if rank is None else (rank * el, (rank + 1) * el, cap_rank)
+    rows = []
+    per_exp = []
+    for ex in range(lo, hi):
+        lst = [(f // k, f) for f in range(pn * k) if ids[f // k][f % k] == ex]
+        per_exp.append(len(lst))
+        rows += [(ex - lo, s, f) for s, f in lst]
+    if rank is None:
+        over = sum(max(0, sum(per_exp[q * el:(q + 1) * el]) - cap_rank) for q in range(ep))
+    else:
+        over = max(0, len(rows) - cap)
+    kept = rows[:cap]
+    tiles = []
+    start = 0
+    for le in range(hi - lo):
+        cnt = sum(1 for r in kept if r[0] == le)
+        for j in range(0, cnt, bm):
+            tiles.append((le, start + j, min(bm, cnt - j)))
+        start += cnt
+    nmb = (len(kept) + mb - 1) // mb
+    mb_tile = []
+    for m in range(nmb + 1):
+        idx = [t for t, tile in enumerate(tiles) if tile[1] >= m * mb]
+        mb_tile.append(idx[0] if idx else len(tiles))
+    return dict(kept=kept, tiles=tiles, nmb=nmb, mb_tile=mb_tile, over=over, cap=cap)
+
+
+@pytest.mark.parametrize("ep,rank,routing,mult,mb,bm", [
+    (1, 0, "uniform", 1.0, 7, 4),
+    (4, 1, "zipf:1.2", 0.5, 10, 4),
+    (4, 0, "onehot", 0.3, 5, 8),      # overflows
+    (4, None, "uniform", 0.5, 16, 4),  # virtual ranks
+    (2, 1, "hot:0.5", 2.0, 64, 16),   # capacity above all routes
+])
+def test_schedule_matches_oracle(ep, rank, routing, mult, mb, bm):
+    e, k, n = 8, 3, 10
+    ids, _ = make_routing(ep * n, e, k, routing, seed=3)
+    s = build_schedule(ids, ep=ep, num_experts=e, rank=rank, capacity_multiplier=mult,
+                       minibatch=mb, block_m=bm)
+    o = oracle(ids.tolist(), ep, e, rank, mult, mb, bm)
+    assert s.capacity == o["cap"]
+    tot = int(s.total)
+    assert tot == len(o["kept"])
+    assert s.recv_expert[:tot].tolist() == [r[0] for r in o["kept"]]
+    assert s.recv_src[:tot].tolist() == [r[1] for r in o["kept"]]
+    assert s.recv_slot[:tot].tolist() == [r[2] for r in o["kept"]]
+    assert (s.recv_expert[tot:] == -1).all()
+    nt = int(s.num_tiles)
+    got = list(zip(s.tile_expert[:nt].tolist(), s.tile_row0[:nt].tolist(), s.tile_rows[:nt].tolist()))
+    assert got == o["tiles"]
+    assert (s.tile_rows[nt:] == 0).all() and (s.tile_row0[nt:] == tot).all()
+    assert int(s.num_mb) == o["nmb"]
+    assert s.mb_tile[:o["nmb"] + 1].tolist() == o["mb_tile"]
+    rows = [(o["tiles"][t][1] if t < nt else tot) for t in o["mb_tile"]]
+    assert s.mb_row[:o["nmb"] + 1].tolist() == rows
+    assert int(s.overflow) == o["over"]
+    if o["over"]:
+        with pytest.raises(CapacityOverflowError, match="overflow"):
+            s.check()
+    else:
+        s.check()
+
+
+def test_capacity_formula():
+    assert capacity_rows(16, 1024, 8, 384, 0.5) == 65536
+    assert capacity_rows(16, 1024, 8, 64, 1.0) == 16 * 1024 * 4
+
+
+def test_torch_grouped_rank_matches_reference():
+    p, e = 2, 8
+    w, x, ids, wts = _setup(p=p, e=e, n=16, h=16, i=8)
+    xf, wf = x.float(), w.to(torch.float32)
+    home = torch.zeros(p * 16, 16)
+    shared = None
+    for r in range(p):
+        ex = LocalExperts(wf, r * 4, (r + 1) * 4, "cpu", torch.float32)
+        part, sh = torch_grouped_rank(xf.view(p * 16, -1), ids.view(p * 16, -1),
+                                      wts.view(p * 16, -1).float(), ex, r, 16)
+        home += part
+        if r == 0:
+            shared = sh
+    want = ref.moe_reference(xf[0], ids[0], wts[0].float(), wf)
+    got = home[:16] + shared
+    assert torch.allclose(got, want, rtol=1e-4, atol=1e-5)
+
+
+def _nccl_worker(rank: int, world: int, port: int, q) -> None:
+    import torch.distributed as dist
+    from mok_kernels.baselines import nccl_torch_forward
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
+    w, x, ids, wts = _setup(p=world, e=8, n=10)
+    wf = w.to(torch.float32)
+    ex = LocalExperts(wf, rank * 4, (rank + 1) * 4, "cpu", torch.float32)
+    out = nccl_torch_forward(x[rank].float(), ids[rank], wts[rank].float(), ex, world)
+    want = ref.moe_reference(x[rank].float(), ids[rank], wts[rank].float(), wf)
+    q.put((rank, float((out - want).abs().max())))
+    dist.destroy_process_group()
+
+
+def test_nccl_torch_on_gloo_two_ranks():
+    import socket
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_nccl_worker, args=(r, 2, port, q)) for r in range(2)]
+    for pr in procs:
+        pr.start()
+    for pr in procs:
+        pr.join(120)
+        assert pr.exitcode == 0
+    errs = dict(q.get() for _ in range(2))
+    assert max(errs.values()) < 1e-4
+
+
+def test_make_record_validates_and_appends(tmp_path):
+    from mok_kernels.bench import make_record, stats
+    from mok_model.records import append_records, read_records
+    knobs = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32,
+                 macrobatch=131072, capacity=0.5)
+    hw = {"preset": "h200-1", "gpu": "NVIDIA H200", "gpus": 1, "sms": 132, "fabric": "local-hbm",
+          "driver": "x"}
+    recs = [make_record(system="mok", model="kimi-k2", ep=16, tokens=1024, knobs=knobs,
+                        routing=r, seed=0, times=[1.0, 2.0, 3.0, 1.5], breakdown={}, note="t",
+                        hardware=hw, software={"torch": "x", "triton": "y", "commit": "z"})
+            for r in ("uniform", "zipf:1.2")]
+    out = tmp_path / "runs.jsonl"
+    assert append_records(out, recs) == 2
+    back = read_records([out])
+    assert back[0]["emulated_peers"] is True and back[0]["config"] == knobs
+    assert back[1]["routing"] == {"kind": "zipf", "seed": 0, "s": 1.2}
+    assert stats([3.0, 1.0, 2.0])["median"] == 2.0
+    assert json.loads(out.read_text().splitlines()[0])["latency_ms"]["n"] == 4
+
+
+def test_bench_refuses_without_cuda(tmp_path, capsys, monkeypatch):
+    from mok_kernels import bench
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    rc = bench.cli(["--out", str(tmp_path / "r.jsonl")])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "CUDA" in err[0]
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+def test_package_imports_without_triton():
+    import importlib
+    import mok_kernels.megakernel as mk
+    importlib.reload(mk)
+    cfg = mk.KernelConfig()
+    assert set(cfg.knobs()) == {"dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity"}
+    with pytest.raises(ValueError, match="dispatch"):
+        mk.KernelConfig(dispatch="both").validate()
