@@ -186,7 +186,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # --- before and after the megakernel ---
     routes = P * scn.tokens * k
     cap_rows = np.ceil(_col(capacity) * P * scn.tokens * min(k, scn.local_experts))
-    overflow = (cap_rows < ld.rows.max() * p["capacity_headroom"]).ravel()
+    worst = P * scn.tokens * min(k, scn.local_experts)  # every token to one GPU: capacity 1.0
+    overflow = (cap_rows < min(ld.rows.max() * p["capacity_headroom"], worst)).ravel()
     gather_bytes = (P - 1) * scn.tokens * k * 4.0  # all-gather of top-k ids
     schedule = (p["schedule_us"] * US + routes * p["schedule_ns_per_route"] * 1e-9
                 + (gather_bytes / (hw.link_gbps * 1e9 * p["link_eff"]) + lat if P > 1 else 0.0)

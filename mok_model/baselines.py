@@ -84,7 +84,7 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
                "unpermute": unpermute}
     elif system == "comet":
         sms = p["comet_sms"]
-        ops = p["deepep_ops"]
+        ops = p["deepep_ops"]  # assumption: Comet's host side launches as many ops as DeepEP's
         disp = _exchange(scn, p, act, ld.remote_in, ld.remote_out, sms)
         comb = _exchange(scn, p, out, ld.remote_out, ld.remote_in, sms)
         g = ffn(hw.sms - sms) * (1 + p["comet_overhead"])

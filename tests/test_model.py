@@ -1,0 +1,198 @@
+"""The foundation: presets, workload, analytic model, baselines, tuner."""
+
+import dataclasses
+
+import numpy as np
+import pytest
+
+from mok_model.errors import MokInputError
+from mok_model.params import BOUNDS, load_params
+from mok_model.predict import analytic_mok, best_baseline, predict
+from mok_model.presets import hardware_names, load_hardware, load_model, model_names
+from mok_model.scenario import Config, Scenario
+from mok_model.tuner import tune
+from mok_model.workload import make_routing, traffic_from_routing
+
+GB300 = load_hardware("gb300-nvl72")
+KIMI = load_model("kimi-k2")
+
+
+def scn(hw=GB300, model=KIMI, ep=16, tokens=2048, **kw):
+    return Scenario(hw, model, ep, tokens, **kw)
+
+
+# ---------------------------------------------------------------- presets
+def test_every_preset_number_cites_a_source():
+    for name in hardware_names():
+        hw = load_hardware(name)
+        for f in dataclasses.fields(hw):
+            value = getattr(hw, f.name)
+            if isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0:
+                assert hw.sources.get(f.name), f"{name}.{f.name} has no source"
+    for name in model_names():
+        assert "facts.md" in load_model(name).source
+
+
+def test_every_preset_has_default_params_within_bounds():
+    for name in hardware_names():
+        p = load_params(None, name)
+        assert set(p.values) == set(BOUNDS)
+        assert p.sources and all(p.sources[k] for k in BOUNDS), name
+
+
+@pytest.mark.parametrize("bad, match", [
+    (dict(model=KIMI.with_(top_k=8), ep=7), "divide evenly"),
+    (dict(ep=96, hw=GB300.with_(scaleout_gbps=0.0)), "scale-up domain"),
+    (dict(precision="mxfp8", hw=load_hardware("h200-hgx8"), ep=8), "mxfp8"),
+    (dict(tokens=0), "tokens"),
+    (dict(routing="hot:0.5"), "hot expert"),
+])
+def test_scenario_rejects_nonsense(bad, match):
+    with pytest.raises(MokInputError, match=match):
+        scn(**bad)
+
+
+def test_model_and_hardware_validation():
+    with pytest.raises(MokInputError, match="top_k"):
+        KIMI.with_(top_k=500)
+    with pytest.raises(MokInputError, match="link_gbps"):
+        GB300.with_(link_gbps=0.0)
+
+
+def test_scaleout_allows_ep_beyond_domain():
+    s = scn(ep=128)  # gb300 has a scale-out link: two racks
+    assert s.domains == 2
+    assert predict(s).latency_ms > 0
+
+
+# ---------------------------------------------------------------- workload
+def test_routing_is_deterministic_and_distinct():
+    for spec in ("uniform", "zipf:1.2", "hot:0.1"):
+        a = make_routing(spec, 4, 256, 64, 8, seed=3)
+        b = make_routing(spec, 4, 256, 64, 8, seed=3)
+        assert np.array_equal(a, b)
+        assert (np.diff(np.sort(a, axis=1), axis=1) > 0).all()
+        assert not np.array_equal(a, make_routing(spec, 4, 256, 64, 8, seed=4))
+
+
+def test_hot_expert_takes_its_share_and_zipf_is_skewed():
+    ids = make_routing("hot:0.1", 8, 4096, 64, 8, seed=0)
+    assert abs((ids == 0).mean() - 0.1) < 0.01
+    z = np.bincount(make_routing("zipf:1.2", 8, 4096, 64, 8, 0).ravel(), minlength=64)
+    u = np.bincount(make_routing("uniform", 8, 4096, 64, 8, 0).ravel(), minlength=64)
+    assert z.max() / z.mean() > 3 > u.max() / u.mean()
+
+
+def test_traffic_counts_and_dedup(tmp_path):
+    ids = make_routing("uniform", 4, 128, 16, 4, seed=1)
+    t = traffic_from_routing(ids, 4, 128, 16)
+    assert t.rows.sum() == ids.size
+    # oracle: count by hand
+    for s in range(4):
+        for d in range(4):
+            mine = ids[s * 128:(s + 1) * 128]
+            assert t.rows[s, d].sum() == (mine // 4 == d).sum()
+            assert t.dedup_rows[s, d] == (mine // 4 == d).any(axis=1).sum()
+    path = tmp_path / "r.txt"
+    np.savetxt(path, ids, fmt="%d")
+    assert np.array_equal(make_routing(str(path), 4, 128, 16, 4, 0), ids)
+    np.savetxt(path, ids[:10], fmt="%d")
+    with pytest.raises(MokInputError, match="shape"):
+        make_routing(str(path), 4, 128, 16, 4, 0)
+
+
+# ---------------------------------------------------------------- analytic model
+def test_breakdown_adds_up_to_latency():
+    for s in (scn(), scn(pass_="bwd"), scn(routing="zipf:1.2"), scn(ep=1, tokens=512)):
+        for system in ("mok", "nccl-torch", "deepep", "hybridep", "comet"):
+            p = predict(s, None, system)
+            assert sum(p.breakdown_ms.values()) == pytest.approx(p.latency_ms, rel=1e-9)
+            assert all(v >= -1e-12 for v in p.breakdown_ms.values()), p.breakdown_ms
+
+
+def test_ep1_has_no_communication():
+    s = scn(ep=1, tokens=1024)
+    p = predict(s, Config(comm_sms=8, capacity=1.0))
+    assert p.work_ms["dispatch"] > 0  # local rows are still copied into the ring buffer
+    far = predict(s.with_(hardware=GB300.with_(link_gbps=1.0)), Config(comm_sms=8, capacity=1.0))
+    assert far.latency_ms == pytest.approx(p.latency_ms, rel=1e-12)  # the fabric plays no part
+
+
+def test_more_bandwidth_never_slows_and_more_tokens_never_speed_up():
+    for model in ("kimi-k2", "glm-5", "qwen3-30b-a3b"):
+        for ep in (8, 16, 64):
+            base = scn(model=load_model(model), ep=ep)
+            t1 = predict(base).latency_ms
+            t2 = predict(base.with_(hardware=GB300.with_(link_gbps=1800.0))).latency_ms
+            assert t2 <= t1 * (1 + 1e-9)
+            lat = [predict(base.with_(tokens=n)).latency_ms for n in (256, 512, 1024, 2048, 4096)]
+            assert all(b >= a * (1 - 1e-9) for a, b in zip(lat, lat[1:])), lat
+
+
+def test_compute_bound_case_matches_flops_over_rate():
+    m = load_model("mixtral-8x7b")
+    s = Scenario(load_hardware("h200-1"), m, 1, 65536)
+    p = load_params(None, "h200-1")
+    pred = analytic_mok(s, Config(minibatch=32768, macrobatch=1 << 20, comm_sms=4, capacity=1.0), p)
+    rows = 65536 * m.top_k
+    flops = 6.0 * m.hidden * m.expert_width * rows
+    ideal_ms = flops / (989e12 * (128 / 132) * p["gemm_eff"]) * 1e3
+    assert pred.work_ms["routed_gemm"] == pytest.approx(ideal_ms, rel=0.03)
+
+
+def test_push_signalling_grows_with_ep_pull_does_not():
+    def signals(mode, ep):
+        s = scn(model=KIMI.with_(routed_experts=4 * ep, top_k=4), ep=ep, tokens=1024,
+                hw=GB300.with_(domain_size=1024))
+        return predict(s, Config(dispatch=mode, combine="push", minibatch=2048, comm_sms=32,
+                                 macrobatch=1 << 20, capacity=1.0)).work_ms["signals"]
+    push = [signals("push", ep) for ep in (8, 32, 128)]
+    pull = [signals("pull", ep) for ep in (8, 32, 128)]
+    assert push[0] < push[1] < push[2]
+    # pull's per-minibatch signal is local; only the end-of-pass combine wait grows
+    assert (pull[2] - pull[0]) < 0.2 * (push[2] - push[0])
+
+
+def test_load_imbalance_from_a_hot_expert():
+    even = predict(scn(), Config())
+    hot = predict(scn(routing="hot:0.1"), Config())
+    assert hot.latency_ms > even.latency_ms
+    assert hot.slowest_gpu == 0  # expert 0 lives on GPU 0
+    assert hot.breakdown_ms["load_imbalance"] > even.breakdown_ms["load_imbalance"]
+
+
+def test_capacity_overflow_is_an_error():
+    with pytest.raises(MokInputError, match="overflow"):
+        predict(scn(routing="hot:0.1"), Config(capacity=0.01))
+
+
+# ---------------------------------------------------------------- published rows
+def test_published_rows_within_tolerance():
+    import json
+    from pathlib import Path
+
+    from mok_model.presets import MODEL_ALIASES
+
+    doc = json.loads((Path(__file__).parents[2] / "shared/data/published.json").read_text())
+    for row in doc["rows"]:
+        s = scn(model=load_model(MODEL_ALIASES[row["model"]]), ep=row["ep"], tokens=row["tokens"],
+                pass_=row["pass"])
+        mok = predict(s).latency_ms
+        best = best_baseline(s, systems=("nccl-torch", "deepep", "hybridep")).latency_ms
+        e_mok, e_base = mok / row["mok_ms"] - 1, best / row["best_baseline_ms"] - 1
+        print(f"{row['model']} {row['tokens']} {row['pass']}: MoK {100 * e_mok:+.1f}%, "
+              f"best baseline {100 * e_base:+.1f}%")
+        assert abs(e_mok) <= 0.10 and abs(e_base) <= 0.15
+
+
+# ---------------------------------------------------------------- tuner
+def test_tuner_beats_default_and_respects_fixed_knobs():
+    s = scn()
+    p = load_params(None, "gb300-nvl72")
+    r = tune(s, p, top=5)
+    assert r.evaluated > 5000 and len(r.top) == 5
+    assert [t.latency_ms for t in r.top] == sorted(t.latency_ms for t in r.top)
+    assert r.best.latency_ms <= predict(s, Config()).latency_ms + 1e-9
+    fixed = tune(s, p, fixed={"dispatch": "push", "minibatch": 1024})
+    assert all(t.config.dispatch == "push" and t.config.minibatch == 1024 for t in fixed.top)
+    assert tune(s, p).best == r.best  # deterministic
