@@ -1,0 +1,109 @@
+"""The `mok` command line: contract fields, and one clear line with exit 2 for bad input."""
+
+import json
+
+import pytest
+
+from mok_model.cli import main
+
+W = ["--hardware", "gb300-nvl72", "--model", "kimi-k2", "--ep", "16", "--tokens", "2048"]
+
+
+def run(capsys, argv):
+    code = main(argv)
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def test_predict_json_has_contract_fields(capsys):
+    code, out, _ = run(capsys, ["predict", *W, "--json"])
+    assert code == 0
+    d = json.loads(out)
+    for key in ("latency_ms", "breakdown_ms", "config", "hardware", "model", "ep", "tokens",
+                "pass", "precision", "system", "engine", "params"):
+        assert key in d, key
+    assert d["system"] == "mok" and d["engine"] == "analytic"
+    assert set(d["config"]) == {"dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity"}
+    code, out, _ = run(capsys, ["predict", *W, "--system", "nccl-torch", "--json"])
+    base = json.loads(out)
+    assert code == 0 and base["system"] == "nccl-torch" and base["latency_ms"] > d["latency_ms"]
+
+
+def test_predict_uses_given_knobs_and_reports_tuned_ones(capsys):
+    code, out, _ = run(capsys, ["predict", *W, "--dispatch", "push", "--minibatch", "1024", "--json"])
+    d = json.loads(out)
+    assert d["config"]["dispatch"] == "push" and d["config"]["minibatch"] == 1024
+    assert "dispatch" not in d["tuned_knobs"] and "comm_sms" in d["tuned_knobs"]
+
+
+def test_tune_json(capsys):
+    code, out, _ = run(capsys, ["tune", *W, "--top", "3", "--json"])
+    d = json.loads(out)
+    assert code == 0 and len(d["top"]) == 3 and d["evaluated"] > 1000 and d["seconds"] > 0
+    assert d["best"] == d["top"][0]
+
+
+def test_presets(capsys):
+    code, out, _ = run(capsys, ["presets", "--json"])
+    d = json.loads(out)
+    assert "rubin-ultra-nvl576" in d["hardware"] and "kimi-k2" in d["models"]
+    code, out, _ = run(capsys, ["presets"])
+    assert code == 0 and "gb300-nvl72" in out
+
+
+BAD = [
+    (["predict", *W[:-2]], "tokens"),
+    (["predict", *W, "--hardware", "gb999"], "gb999"),
+    (["predict", *W, "--model", "nope"], "nope"),
+    (["predict", *W, "--ep", "7"], "divide evenly"),
+    (["predict", *W, "--ep", "0"], "--ep"),
+    (["predict", *W, "--tokens", "-5"], "--tokens"),
+    (["predict", *W, "--tokens", "many"], "many"),
+    (["predict", *W, "--pass", "sideways"], "sideways"),
+    (["predict", *W, "--precision", "fp4"], "fp4"),
+    (["predict", *W, "--precision", "mxfp8", "--hardware", "h200-hgx8", "--ep", "8"], "mxfp8"),
+    (["predict", *W, "--routing", "zipf:abc"], "zipf"),
+    (["predict", *W, "--routing", "hot:0.9"], "hot"),
+    (["predict", *W, "--routing", "gaussian"], "gaussian"),
+    (["predict", *W, "--routing", "missing.npy"], "missing.npy"),
+    (["predict", *W, "--dispatch", "shove"], "shove"),
+    (["predict", *W, "--minibatch", "0"], "minibatch"),
+    (["predict", *W, "--comm-sms", "148"], "comm-sms"),
+    (["predict", *W, "--capacity", "1.5"], "capacity"),
+    (["predict", *W, "--minibatch", "4096", "--macrobatch", "1024"], "macrobatch"),
+    (["predict", *W, "--system", "megatron"], "megatron"),
+    (["predict", *W, "--system", "deepep", "--minibatch", "1024"], "no MoK knobs"),
+    (["predict", *W, "--params", "nowhere.json"], "nowhere.json"),
+    (["predict", *W, "--params", "mok_model/params/h200-1.json"], "fitted for hardware"),
+    (["tune", *W, "--engine", "quantum"], "quantum"),
+    (["tune", *W, "--top", "0"], "--top"),
+    (["frobnicate"], "frobnicate"),
+    (["predict", *W, "--seed", "-1"], "seed"),
+]
+
+
+@pytest.mark.parametrize("argv, needle", BAD, ids=[" ".join(a[-2:]) for a, _ in BAD])
+def test_bad_input_exits_2_with_one_line(capsys, argv, needle):
+    code, out, err = run(capsys, argv)
+    assert code == 2, (out, err)
+    lines = err.strip().splitlines()
+    assert len(lines) == 1 and needle in lines[0] and "Traceback" not in err, err
+
+
+def test_bad_toml_files(tmp_path, capsys):
+    bad = tmp_path / "hw.toml"
+    bad.write_text("sms = 'many'\n")
+    code, _, err = run(capsys, ["predict", *W, "--hardware", str(bad)])
+    assert code == 2 and "hw" in err
+    bad.write_text("this is [ not toml")
+    code, _, err = run(capsys, ["predict", *W, "--hardware", str(bad)])
+    assert code == 2 and "TOML" in err
+
+
+def test_user_toml_presets(tmp_path, capsys):
+    model = tmp_path / "tiny.toml"
+    model.write_text("hidden = 1024\nexpert_width = 512\nrouted_experts = 32\ntop_k = 4\n"
+                     "source = 'test shape'\n")
+    code, out, _ = run(capsys, ["predict", "--hardware", "gb300-nvl72", "--model", str(model),
+                                "--ep", "8", "--tokens", "512", "--json"])
+    assert code == 0 and json.loads(out)["model"] == "tiny"
