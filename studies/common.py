@@ -50,7 +50,7 @@ def params_for(hw_name: str) -> tuple[Params, str]:
     Returns the parameters and a sentence saying which were used (for the summary)."""
     if (PARAMS_DIR / f"{hw_name}.json").is_file():
         p = load_params(None, hw_name)
-        how = f"fitted on {len(p.fitted_on)} runs" if p.fitted_on else "priors, not yet fitted"
+        how = f"fitted on {', '.join(map(str, p.fitted_on))}" if p.fitted_on else "priors, not yet fitted"
         return p, f"`{hw_name}` uses its shipped parameters (mok_model/params/{hw_name}.json: {how})"
     p = load_params(None, FALLBACK_PARAMS)
     return p, (f"`{hw_name}` has no shipped parameters file yet: it borrows {FALLBACK_PARAMS}'s "
