@@ -169,7 +169,9 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
     sig_dispatch = np.where(dpush, remote_wait, p["signal_local_us"] * US)  # per minibatch
     sig_comm = np.where(dpush, remote_wait, 0.0) + np.where(kpush, 0.0, remote_wait)  # comm SMs
-    sig_end = np.where(kpush, remote_wait, p["signal_local_us"] * US)  # home waits once at the end
+    # the home learns that its last outputs are in from every peer: pushed with a completion
+    # signal, or pulled after polling the holders' readiness (remote in both modes)
+    sig_end = np.full_like(sig_comm, remote_wait if P > 1 else p["signal_local_us"] * US)
 
     d, kk = dispatch / M, combine / M
     depth = np.floor(_col(macrobatch) / mb)  # minibatches the ring buffer holds

@@ -219,6 +219,9 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
+    except BrokenPipeError:  # output piped into `head`
+        sys.stdout = None
+        return 0
 
 
 if __name__ == "__main__":

@@ -45,7 +45,8 @@ def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.nda
     busiest = int(_busiest_rows(scenario))
     axes = {
         "dispatch": [fixed["dispatch"]] if "dispatch" in fixed else list(MODES),
-        "combine": [fixed["combine"]] if "combine" in fixed else list(MODES),
+        # on ties the published choice wins: pull dispatch, push combine
+        "combine": [fixed["combine"]] if "combine" in fixed else list(reversed(MODES)),
         "minibatch": [fixed["minibatch"]] if "minibatch" in fixed else list(MINIBATCHES),
         "comm_sms": [fixed["comm_sms"]] if "comm_sms" in fixed else list(range(4, min(64, sms // 2) + 1, 4)),
         "macro": [None] if "macrobatch" in fixed else list(MACRO_FRACTIONS),

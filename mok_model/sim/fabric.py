@@ -1,0 +1,133 @@
+"""Servers, messages and joins: the event machinery shared by the MoK and baseline simulations.
+
+A message (the rows of one minibatch between one pair of endpoints) crosses a tuple of servers:
+the comm SMs that drive the copy, the sender's egress link, the receiver's ingress link. Each
+server serves the flows queued on it round-robin, one message at a time, busy for the message's
+bytes over its own rate (serialization); a message is handed to its next server when a server
+starts it (cut-through), so a stream runs at the rate of its slowest server, and it arrives
+`latency` after its last byte leaves the slowest one. A Join fires when all its messages arrived.
+"""
+
+from __future__ import annotations
+
+from collections import deque
+
+import simpy
+
+
+class SimInvariantError(RuntimeError):
+    """An internal invariant of the simulation was broken (a bug in the simulator)."""
+
+
+class Server:
+    """A resource with a byte rate serving queued flows round-robin (fair share per message)."""
+
+    __slots__ = ("env", "name", "rate", "busy", "flows", "order", "busy_s", "busy_op",
+                 "bytes_in", "bytes_out", "trace", "gpu", "tid", "wire")
+
+    def __init__(self, env: simpy.Environment, name: str, rate: float, gpu: int, tid: int,
+                 wire: bool, trace: list | None = None):
+        self.env, self.name, self.rate, self.gpu, self.tid = env, name, rate, gpu, tid
+        self.wire = wire  # a fabric link (counts bytes in and out) rather than an SM group
+        self.busy = False
+        self.flows: dict = {}
+        self.order: deque = deque()
+        self.busy_s = 0.0
+        self.busy_op: dict[str, float] = {}
+        self.bytes_in = 0.0  # bytes that entered this server
+        self.bytes_out = 0.0  # bytes of messages through it that arrived at their destination
+        self.trace = trace  # a list to append (gpu, tid, name, start, dur) to, or None
+
+    def put(self, msg: "Message") -> None:
+        q = self.flows.get(msg.flow)
+        if q is None:
+            q = self.flows[msg.flow] = deque()
+            self.order.append(msg.flow)
+        q.append(msg)
+        if not self.busy:
+            self._serve(None)
+
+    def _serve(self, _ev) -> None:
+        if not self.order:
+            self.busy = False
+            return
+        flow = self.order.popleft()
+        q = self.flows[flow]
+        msg = q.popleft()
+        if q:
+            self.order.append(flow)
+        else:
+            del self.flows[flow]
+        now = self.env.now
+        dt = msg.bytes * msg.scale / self.rate
+        end = now + dt
+        if end > msg.finish:
+            msg.finish = end
+        self.busy_s += dt
+        self.busy_op[msg.op] = self.busy_op.get(msg.op, 0.0) + dt
+        self.bytes_in += msg.bytes
+        if self.trace is not None:
+            self.trace.append((self.gpu, self.tid, msg.name, now, dt))
+        msg.k += 1
+        if msg.k < len(msg.stages):
+            msg.stages[msg.k].put(msg)
+        else:
+            msg.arrived()
+        self.busy = True
+        self.env.timeout(dt).callbacks.append(self._serve)
+
+
+class Message:
+    """Rows moved between two endpoints by one operation; `joins` hear of its arrival."""
+
+    __slots__ = ("bytes", "rows", "stages", "k", "finish", "latency", "joins", "flow", "op",
+                 "name", "scale")
+
+    def __init__(self, nbytes: float, rows: int, stages: tuple, latency: float, joins: tuple,
+                 flow, op: str, name: str, now: float, scale: float = 1.0):
+        self.bytes, self.rows, self.stages, self.latency = nbytes, rows, stages, latency
+        self.joins, self.flow, self.op, self.name, self.scale = joins, flow, op, name, scale
+        self.k = 0
+        self.finish = now
+
+    def send(self) -> None:
+        self.stages[0].put(self)
+
+    def arrived(self) -> None:
+        t = self.finish + self.latency
+        for s in self.stages:
+            if s.wire:
+                s.bytes_out += self.bytes
+        for j in self.joins:
+            j.add(t, self.rows)
+
+
+class Join:
+    """Fires `done` (value: its time) when `n` messages have arrived, at the latest arrival plus
+    `delay` (a signal), never before it was opened."""
+
+    __slots__ = ("env", "n", "t", "delay", "opened", "done", "rows", "fired_at")
+
+    def __init__(self, env: simpy.Environment, n: int, delay: float = 0.0):
+        self.env, self.n, self.delay = env, n, delay
+        self.opened = self.t = env.now
+        self.rows = 0
+        self.done = env.event()
+        self.fired_at: float | None = None
+        if n == 0:
+            self._fire()
+
+    def add(self, t: float, rows: int) -> None:
+        if self.n <= 0:
+            raise SimInvariantError("a join heard of more messages than it waits for")
+        self.n -= 1
+        self.rows += rows
+        if t > self.t:
+            self.t = t
+        if self.n == 0:
+            self._fire()
+
+    def _fire(self) -> None:
+        at = self.t + self.delay
+        self.fired_at = at
+        self.env.timeout(at - self.env.now).callbacks.append(lambda _e: self.done.succeed(at))
