@@ -1,0 +1,123 @@
+"""`simulate(scenario, config, system, params, trace)`: the discrete-event engine behind
+`predict(..., engine="sim")`, answering with the same Prediction as the analytic model."""
+
+from __future__ import annotations
+
+import time
+from pathlib import Path
+
+import numpy as np
+
+from ..analytic import mok_terms
+from ..errors import MokInputError
+from ..params import Params
+from ..scenario import SYSTEMS, Config, Scenario, default_config
+from . import trace as tr
+from .mok import MokSim
+
+TRACE_GPUS = 8  # traces stay bounded at large EP: only the first GPUs are written
+
+
+def _events(env) -> int:
+    """Events the SimPy environment scheduled (its event id counter)."""
+    eid = getattr(env, "_eid", None)
+    return int(next(eid)) if eid is not None else -1
+
+
+def _resolve(scenario: Scenario, params) -> Params:
+    from ..predict import resolve_params
+
+    return resolve_params(scenario, params)
+
+
+def _prologue(scn: Scenario, p: Params, cfg: Config) -> dict[str, float]:
+    """launch, schedule, reduction and fixed terms (seconds): the analytic formulas, reused."""
+    r = mok_terms(scn, p, np.array([cfg.dispatch == "push"]), np.array([cfg.combine == "push"]),
+                  np.array([cfg.minibatch]), np.array([cfg.comm_sms]), np.array([cfg.macrobatch]),
+                  np.array([cfg.capacity]))
+    if r["overflow"][0]:
+        raise MokInputError(
+            f"--capacity {cfg.capacity} holds {int(r['capacity_rows'][0])} rows, fewer than the "
+            f"busiest GPU's routed rows times the safety headroom {p['capacity_headroom']}: the "
+            f"schedule would overflow; raise --capacity")
+    return {k: float(r["terms"][k][0]) for k in ("launch", "schedule", "reduction", "fixed")}
+
+
+def simulate(scenario: Scenario, config: Config | None = None, system: str = "mok",
+             params: Params | str | None = None, trace: str | Path | None = None,
+             schedule: str = "published", trace_gpus: int = TRACE_GPUS,
+             max_peers: int = 128):
+    """Simulate one layer pass on every GPU; the pass ends when the slowest GPU ends.
+
+    schedule: "published" (comm and compute walk the work in different orders) or "naive"
+    (dispatch i, compute i, combine i in order). max_peers: above this many peers, peers are
+    aggregated into groups whose links and SMs are summed (keeps EP 576 fast).
+    """
+    from ..predict import Prediction
+
+    if system not in SYSTEMS:
+        raise MokInputError(f"--system {system!r} must be one of {SYSTEMS}")
+    p = _resolve(scenario, params)
+    t0 = time.perf_counter()
+    if system != "mok":
+        from .baselines import simulate_baseline
+
+        return simulate_baseline(scenario, system, p, trace, trace_gpus, max_peers)
+    cfg = (config or default_config(scenario)).check_for(scenario)
+    pre = _prologue(scenario, p, cfg)
+    sim = MokSim(scenario, p, cfg, schedule, trace_gpus if trace else 0, max_peers)
+    sim.run()
+    P = scenario.ep
+    pipe = sim.pipe_end
+    slow = int(np.argmax(pipe))
+    typ = int(np.argsort(pipe, kind="stable")[P // 2])
+    fill = float(sim.first_gemm[typ])
+    drain = float(pipe[typ] - sim.compute_end[typ])
+    ring = float(min(sim.ring_wait[typ], max(pipe[typ] - fill - drain, 0.0)))
+    terms = {"launch": pre["launch"], "schedule": pre["schedule"], "pipeline_fill": fill,
+             "steady_state": float(pipe[typ]) - fill - drain - ring, "pipeline_drain": drain,
+             "ring_buffer": ring, "load_imbalance": float(pipe[slow] - pipe[typ]),
+             "reduction": pre["reduction"], "fixed": pre["fixed"]}
+    terms_ms = {k: v * 1e3 for k, v in terms.items()}
+    latency = sum(terms_ms.values())
+    sm = sim.sm[slow]
+    plan = sim.plan
+    M = int(plan.minibatches[slow])
+    waits = (sim.remote_wait if sim.dpush else sim.sig_local) * M + (sim.remote_wait if sim.kpush else sim.sig_local)
+    work = {"dispatch": sm.busy_op.get("dispatch", 0.0), "combine": sm.busy_op.get("combine", 0.0),
+            "routed_gemm": float(plan.gate_up[slow].sum() + plan.down[slow].sum()
+                                 + M * p["minibatch_overhead_us"] * 1e-6),
+            "shared_expert": plan.shared, "signals": waits,
+            "link_egress": sim.ports[slow][("out", "nvlink")].busy_s,
+            "link_ingress": sim.ports[slow][("in", "nvlink")].busy_s,
+            "comm_sms": sm.busy_s}
+    offset = pre["launch"] + pre["schedule"]
+    spans = [(g, t, n, s + offset, d) for g, t, n, s, d in sim.spans]
+    spans += [(g, t, n, s + offset, d) for g, t, n, s, d in (sim.msg_trace or [])]
+    for g in range(P):
+        spans.append((g, tr.HOST, "launch+schedule", 0.0, offset))
+        spans.append((g, tr.HOST, "reduction", offset + float(pipe[g]), pre["reduction"]))
+    n_events = _events(sim.env)
+    wall = time.perf_counter() - t0
+    extra = {"events": n_events, "invariants": "ok", "schedule": schedule,
+             "minibatches": int(plan.minibatches[slow]), "sim_seconds": round(wall, 3),
+             "peer_groups": int(plan.groups.max()) + 1 if plan.grouped else None,
+             "gpu_end_ms": {"min": float(pipe.min() + offset) * 1e3, "median": float(pipe[typ] + offset) * 1e3,
+                            "max": float(pipe[slow] + offset) * 1e3},
+             "timelines": _timelines(spans, P)}
+    if trace:
+        extra["trace_events"] = tr.write_trace(trace, spans, trace_gpus, P,
+                                                {"system": "mok", "schedule": schedule,
+                                                 **scenario.describe(), "config": cfg.as_dict()})
+        extra["trace"] = str(trace)
+    return Prediction(scenario, cfg, "mok", "sim", latency, terms_ms,
+                      {k: v * 1e3 for k, v in work.items()}, p.path, slow, extra=extra)
+
+
+def _timelines(spans: list, P: int) -> dict[int, list]:
+    """Per GPU: [(thread, name, start_ms, dur_ms)] of compute phases and operation streams."""
+    out: dict[int, list] = {g: [] for g in range(P)}
+    for g, t, n, s, d in spans:
+        if t in (tr.HOST, tr.DISPATCH, tr.COMBINE, tr.COMPUTE_SMS) and 0 <= g < P:
+            out[g].append((tr.THREAD_NAMES[t], n, s * 1e3, d * 1e3))
+    return out

@@ -1,0 +1,353 @@
+"""Discrete-event simulation of one MoK megakernel pass on every GPU of the EP group.
+
+Per GPU: C_comm comm SMs (one server at C_comm x copy_gbps_per_sm), the compute SMs (GEMMs in whole
+waves, timed by analytic.gemm_time / expert_ffn_time per minibatch), an egress and an ingress link
+(and a NIC pair across domains), and a macrobatch ring buffer of `macrobatch` rows. Minibatches flow
+dispatch -> gate/up (+SwiGLU epilogue) -> down -> combine. Work is aggregated per minibatch per
+peer (or peer group at large EP), never per token.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+import simpy
+
+from ..analytic import US, expert_ffn_time, gemm_time
+from ..params import Params
+from ..scenario import ELEMENT_BYTES, Config, Scenario
+from ..workload import traffic
+from . import trace as tr
+from .fabric import Join, Message, Server, SimInvariantError
+from .topology import Topology, build_topology, peer_groups
+
+SCHEDULES = ("published", "naive")
+
+
+@dataclass
+class Plan:
+    """Per-GPU work of a pass, precomputed from the routing (lists indexed by GPU)."""
+
+    minibatches: np.ndarray  # (P,) M per GPU
+    endpoints: list  # per GPU: endpoint ids; [0] is the GPU itself (its local rows)
+    rows: list  # per GPU: (M, Q) routed rows per minibatch per endpoint
+    gate_up: list  # per GPU: (M,) seconds of gate/up GEMM (+ SwiGLU epilogue)
+    down: list  # per GPU: (M,) seconds of the down GEMM
+    shared: float  # seconds of the shared expert
+    groups: np.ndarray  # (P,) peer group of each GPU
+    grouped: bool
+
+
+def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms):
+    """(gate/up, down) seconds per minibatch: expert_ffn_time split in proportion to the two GEMMs."""
+    hw, m = scn.hardware, scn.model
+    ffn = expert_ffn_time(scn, p, rows, tiles, touched, sms, m.expert_width)
+    eff = p["gemm_eff"] * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
+    rate = hw.tflops(scn.precision) * 1e12 / hw.sms * eff
+    tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
+    gu = gemm_time(tiles, 2 * m.expert_width, m.hidden, sms, rate, tm, tn)
+    dn = gemm_time(tiles, m.hidden, m.expert_width, sms, rate, tm, tn)
+    share = np.divide(gu, gu + dn, out=np.full_like(gu, 0.5), where=(gu + dn) > 0)
+    return ffn * share, ffn * (1 - share)
+
+
+def make_plan(scn: Scenario, p: Params, cfg: Config, topo: Topology, max_peers: int) -> Plan:
+    """Cut every GPU's received rows (ordered by local expert, then source) into minibatches."""
+    m, P = scn.model, scn.ep
+    L = scn.local_experts
+    t = traffic(scn)
+    x = t.rows.transpose(1, 2, 0).reshape(P, L * P)  # per destination: (expert, source) flattened
+    cum = np.cumsum(x, axis=1)
+    R = cum[:, -1]
+    mb = cfg.minibatch
+    M = np.maximum(-(-R // mb), 1)
+    groups = peer_groups(topo, max_peers)
+    grouped = bool(groups.max() < P - 1)
+    G = int(groups.max()) + 1
+    onehot = np.zeros((P, G), dtype=np.int64)
+    onehot[np.arange(P), groups] = 1
+    tm = p["gemm_tile_m"]
+    endpoints, rows_l, rr, tt, aa = [], [], [], [], []
+    for d in range(P):
+        lo = np.arange(M[d]) * mb
+        hi = np.minimum(lo + mb, R[d])
+        c = np.clip(cum[d][None, :], lo[:, None], hi[:, None]) - lo[:, None]
+        cnt = np.diff(c, axis=1, prepend=0).reshape(M[d], L, P)
+        per_expert = cnt.sum(axis=2)  # (M, L)
+        per_src = cnt.sum(axis=1)  # (M, P)
+        if not grouped:
+            order = np.concatenate([[d], (d + 1 + np.arange(P - 1)) % P])
+            ep_rows = per_src[:, order]
+            eps = order
+        else:
+            remote = per_src.copy()
+            remote[:, d] = 0
+            gsum = remote @ onehot  # (M, G)
+            gorder = (groups[d] + 1 + np.arange(G)) % G  # own group (its other members) last
+            ep_rows = np.concatenate([per_src[:, [d]], gsum[:, gorder]], axis=1)
+            eps = np.concatenate([[d], P + gorder])
+        endpoints.append(eps)
+        rows_l.append(ep_rows)
+        rr.append(per_src.sum(axis=1))
+        tt.append(np.ceil(per_expert / tm).sum(axis=1))
+        aa.append((per_expert > 0).sum(axis=1))
+    cx = scn.hardware.sms - cfg.comm_sms
+    flat_r, flat_t, flat_a = (np.concatenate(v).astype(np.float64) for v in (rr, tt, aa))
+    gu, dn = _gemm_split(scn, p, flat_r, flat_t, flat_a, cx)
+    splits = np.cumsum(M)[:-1]
+    shared = 0.0
+    if m.shared_experts:
+        shared = float(expert_ffn_time(scn, p, scn.tokens * m.shared_experts,
+                                       np.ceil(scn.tokens / tm) * m.shared_experts,
+                                       m.shared_experts, cx, m.shared_width, shared=True))
+    return Plan(M, endpoints, rows_l, np.split(gu, splits), np.split(dn, splits), shared,
+                groups, grouped)
+
+
+class MokSim:
+    """One MoK pass on P GPUs; `run()` fills per-GPU times, spans and counters."""
+
+    def __init__(self, scn: Scenario, p: Params, cfg: Config, schedule: str = "published",
+                 trace_gpus: int = 0, max_peers: int = 128):
+        if schedule not in SCHEDULES:
+            raise ValueError(f"schedule {schedule!r} must be one of {SCHEDULES}")
+        self.scn, self.p, self.cfg, self.schedule = scn, p, cfg, schedule
+        self.env = env = simpy.Environment()
+        self.topo = topo = build_topology(scn, p)
+        self.plan = plan = make_plan(scn, p, cfg, topo, max_peers)
+        hw, m, P = scn.hardware, scn.model, scn.ep
+        self.P = P
+        self.act = ELEMENT_BYTES[scn.precision] * m.hidden
+        self.out = 2.0 * m.hidden
+        if scn.pass_ == "bwd":
+            self.act = self.out = 2.0 * m.hidden
+        self.dpush = cfg.dispatch == "push"
+        self.kpush = cfg.combine == "push"
+        self.remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
+        self.sig_local = p["signal_local_us"] * US
+        self.spans: list = []  # (gpu, tid, name, start, dur)
+        self.msg_trace: list | None = [] if trace_gpus else None
+        sm_rate = cfg.comm_sms * p["copy_gbps_per_sm"] * 1e9
+        kinds = list(topo.graph.graph["links"])
+
+        def servers(owner: int, size: int, gpu: int | None):
+            traced = self.msg_trace if gpu is not None and gpu < trace_gpus else None
+            g = gpu if gpu is not None else -1
+            sm = Server(env, f"comm_sms{owner}", sm_rate * size, g, tr.COMM_SMS, False, traced)
+            ports = {k: Server(env, f"{k[0]}_{k[1]}{owner}", topo.link(*k)[0] * size, g,
+                               tr.LINK_TIDS[k], True, traced) for k in kinds}
+            return sm, ports
+
+        self.sm, self.ports = [], []
+        for g in range(P):
+            sm, ports = servers(g, 1, g)
+            self.sm.append(sm)
+            self.ports.append(ports)
+        self.rep = list(range(P))  # a representative GPU of each endpoint (for routes)
+        if plan.grouped:
+            for k in range(int(plan.groups.max()) + 1):
+                members = np.nonzero(plan.groups == k)[0]
+                sm, ports = servers(P + k, len(members), None)
+                self.sm.append(sm)
+                self.ports.append(ports)
+                self.rep.append(int(members[0]))
+        self.ring = [simpy.Container(env, capacity=cfg.macrobatch, init=cfg.macrobatch) for _ in range(P)]
+        # per-endpoint inbox of combined rows (a home GPU, or a peer group at large EP)
+        n_in = np.zeros(len(self.sm), dtype=np.int64)
+        self.expected_home_rows = np.zeros(len(self.sm), dtype=np.int64)
+        for d in range(P):
+            np.add.at(n_in, plan.endpoints[d], (plan.rows[d] > 0).sum(axis=0))
+            np.add.at(self.expected_home_rows, plan.endpoints[d], plan.rows[d].sum(axis=0))
+        self.inbox = [Join(env, int(n)) for n in n_in]
+        self.ready = [[env.event() for _ in range(M)] for M in plan.minibatches]
+        self.computed = [[env.event() for _ in range(M)] for M in plan.minibatches]
+        self.dispatch_joins: list[list] = [[None] * M for M in plan.minibatches]
+        self.combine_joins: list[list] = [[None] * M for M in plan.minibatches]
+        self.combine_opened = [np.zeros(M, dtype=int) for M in plan.minibatches]
+        self.first_gemm = np.zeros(P)
+        self.compute_end = np.zeros(P)
+        self.ring_wait = np.zeros(P)
+        self.violations: list[str] = []
+        self._routes: dict = {}
+
+    # --- fabric helpers ---
+    def _path(self, src: int, dst: int) -> tuple[tuple, float]:
+        """(link servers, latency) for data from endpoint src to endpoint dst."""
+        key = (src, dst)
+        hit = self._routes.get(key)
+        if hit is None:
+            hops = self.topo.route(self.rep[src], self.rep[dst])
+            ends = (src, dst)
+            links = tuple(self.ports[ends[0] if d == "out" else ends[1]][(d, k)] for d, k in hops)
+            lat = sum(self.topo.link(d, k)[1] for d, k in hops)
+            hit = self._routes[key] = (links, lat)
+        return hit
+
+    def _check(self, ok: bool, what: str) -> None:
+        if not ok:
+            self.violations.append(what)
+
+    # --- operations ---
+    def open_dispatch(self, d: int, i: int) -> Join:
+        rows = self.plan.rows[d][i]
+        eps = self.plan.endpoints[d]
+        nz = np.nonzero(rows)[0]
+        delay = self.remote_wait if self.dpush else self.sig_local
+        join = Join(self.env, len(nz), delay)
+        self.dispatch_joins[d][i] = join
+        now, name, flow = self.env.now, f"dispatch mb{i}", ("dispatch", d)
+        for j in nz:
+            r = int(rows[j])
+            if j == 0:
+                stages, lat = (self.sm[d],), 0.0
+            else:
+                e = int(eps[j])
+                links, lat = self._path(e, d)
+                stages = ((self.sm[e] if self.dpush else self.sm[d]),) + links
+            Message(r * self.act, r, stages, lat, (join,), flow, "dispatch", name, now).send()
+        ev = self.ready[d][i]
+        join.done.callbacks.append(lambda e, ev=ev: ev.succeed(e.value))
+        join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
+            (d, tr.DISPATCH, f"dispatch mb{i}", t0, e.value - t0)))
+        return join
+
+    def open_combine(self, d: int, i: int) -> Join:
+        self.combine_opened[d][i] += 1
+        self._check(self.env.now >= self.compute_end_mb(d, i), f"combine gpu{d} mb{i} before its compute")
+        rows = self.plan.rows[d][i]
+        eps = self.plan.endpoints[d]
+        nz = np.nonzero(rows)[0]
+        join = Join(self.env, len(nz))
+        self.combine_joins[d][i] = join
+        now, name, flow = self.env.now, f"combine mb{i}", ("combine", d)
+        msgs = []
+        for j in nz:
+            r = int(rows[j])
+            e = int(eps[j])
+            if j == 0:
+                stages, lat = (self.sm[d],), 0.0
+            else:
+                links, lat = self._path(d, e)
+                stages = ((self.sm[d] if self.kpush else self.sm[e]),) + links
+            msgs.append(Message(r * self.out, r, stages, lat, (join, self.inbox[e]), flow,
+                                "combine", name, now))
+        if self.kpush or not msgs:
+            for msg in msgs:
+                msg.send()
+        else:  # pull: each home reads once it has seen the owner's ready flag (remote signal)
+            self.env.timeout(self.remote_wait).callbacks.append(lambda _e: [x.send() for x in msgs])
+        join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
+            (d, tr.COMBINE, f"combine mb{i}", t0, e.value - t0)))
+        return join
+
+    def compute_end_mb(self, d: int, i: int) -> float:
+        ev = self.computed[d][i]
+        return ev.value if ev.triggered else float("inf")
+
+    # --- per-GPU processes ---
+    def _wraps(self, cum: int, r: int) -> int:
+        mac = self.cfg.macrobatch
+        return max(-(-(cum + r) // mac) - max(-(-cum // mac), 1), 0)
+
+    def _take_ring(self, d: int, r: int, cum: int):
+        t0 = self.env.now
+        if r > 0:
+            yield self.ring[d].get(r)
+        w = self._wraps(cum, r)
+        if w:
+            yield self.env.timeout(w * self.p["ring_wrap_us"] * US)
+        self.ring_wait[d] += self.env.now - t0
+        if self.env.now > t0:
+            self.spans.append((d, tr.COMM_SMS if self.msg_trace is None else tr.DISPATCH,
+                               "ring wait", t0, self.env.now - t0))
+
+    def comm(self, d: int):
+        cum = 0
+        for i in range(int(self.plan.minibatches[d])):
+            r = int(self.plan.rows[d][i].sum())
+            yield from self._take_ring(d, r, cum)
+            cum += r
+            self.open_dispatch(d, i)
+            if self.schedule == "naive":  # comm walks dispatch i, combine i, in order
+                yield self.ready[d][i]
+                t = yield self.computed[d][i]
+                yield self.env.timeout(max(t + self.sig_local - self.env.now, 0.0))
+                yield self.open_combine(d, i).done
+
+    def compute(self, d: int):
+        env, plan, P = self.env, self.plan, self.P
+        if self.schedule == "published" and plan.shared > 0:
+            yield from self._run(d, "shared expert", plan.shared)
+        for i in range(int(plan.minibatches[d])):
+            t_ready = yield self.ready[d][i]
+            self._check(env.now >= t_ready, f"gate/up gpu{d} mb{i} before its dispatch")
+            if i == 0:
+                self.first_gemm[d] = env.now
+            yield from self._run(d, f"gate_up+swiglu mb{i}", plan.gate_up[d][i])
+            r = int(plan.rows[d][i].sum())
+            if r > 0:
+                self.ring[d].put(r)
+            yield from self._run(d, f"down mb{i}", plan.down[d][i] + self.p["minibatch_overhead_us"] * US)
+            self.computed[d][i].succeed(env.now)
+            if self.schedule == "published":  # a local signal tells the comm SMs to combine
+                env.timeout(self.sig_local).callbacks.append(lambda _e, d=d, i=i: self.open_combine(d, i))
+        self.compute_end[d] = env.now
+        if self.schedule == "naive" and plan.shared > 0:
+            yield from self._run(d, "shared expert", plan.shared)
+            self.compute_end[d] = env.now
+        del P
+
+    def _run(self, d: int, name: str, dur: float):
+        t0 = self.env.now
+        yield self.env.timeout(dur)
+        self.spans.append((d, tr.COMPUTE_SMS, name, t0, dur))
+
+    def run(self) -> None:
+        for d in range(self.P):
+            self.env.process(self.compute(d))
+            self.env.process(self.comm(d))
+        self.env.run()
+        self._finish()
+
+    # --- results and invariants ---
+    def _finish(self) -> None:
+        P, plan = self.P, self.plan
+        sig_end = self.remote_wait if self.kpush else self.sig_local
+        home_t = np.zeros(P)
+        owner_t = np.zeros(P)
+        for g in range(P):
+            eps = [g] + ([P + int(plan.groups[g])] if plan.grouped else [])
+            home_t[g] = max(self.inbox[e].fired_at for e in eps)
+            cj = self.combine_joins[g]
+            self._check(all(j is not None for j in cj), f"gpu{g}: a minibatch was never combined")
+            owner_t[g] = max(j.fired_at for j in cj if j is not None)
+        self.home_done = home_t
+        self.pipe_end = np.maximum.reduce([home_t + sig_end, owner_t, self.compute_end])
+        # invariants: every dispatched row combined exactly once, bytes conserved per link
+        t = traffic(self.scn)
+        for d in range(P):
+            disp = sum(j.rows for j in self.dispatch_joins[d])
+            comb = sum(j.rows for j in self.combine_joins[d])
+            want = int(t.rows[:, d, :].sum())
+            self._check(disp == want, f"gpu{d}: dispatched {disp} rows, routing says {want}")
+            self._check(comb == disp, f"gpu{d}: combined {comb} rows of {disp} dispatched")
+            self._check(bool((self.combine_opened[d] == 1).all()), f"gpu{d}: a minibatch combined twice or never")
+        got = np.array([j.rows for j in self.inbox])
+        self._check(bool((got == self.expected_home_rows).all()), "home rows differ from the rows sent home")
+        self._check(int(got.sum()) == P * self.scn.tokens * self.scn.model.top_k,
+                    "combined rows differ from tokens x top_k")
+        sent = recv = 0.0
+        for ports in self.ports:
+            for (direction, _), s in ports.items():
+                self._check(abs(s.bytes_in - s.bytes_out) <= 1e-6 * max(s.bytes_in, 1),
+                            f"link {s.name}: {s.bytes_in} bytes in, {s.bytes_out} out")
+                if direction == "out":
+                    sent += s.bytes_in
+                else:
+                    recv += s.bytes_in
+        self._check(abs(sent - recv) <= 1e-6 * max(sent, 1), f"bytes sent {sent} != received {recv}")
+        for s in self.sm + [x for ps in self.ports for x in ps.values()]:
+            self._check(not s.order, f"{s.name}: messages left in its queue")
+        if self.violations:
+            raise SimInvariantError("; ".join(self.violations[:5]))

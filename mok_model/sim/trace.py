@@ -1,0 +1,38 @@
+"""Chrome trace-event JSON (opens in Perfetto / chrome://tracing): one process per GPU, one
+thread per SM group, operation stream and link; events named by phase and minibatch."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+# thread ids of one GPU's process
+HOST, COMM_SMS, DISPATCH, COMBINE, COMPUTE_SMS = 0, 1, 2, 3, 4
+LINK_TIDS = {("out", "nvlink"): 5, ("in", "nvlink"): 6, ("out", "nic"): 7, ("in", "nic"): 8}
+THREAD_NAMES = {HOST: "host / prologue+epilogue", COMM_SMS: "comm SMs", DISPATCH: "dispatch stream",
+                COMBINE: "combine stream", COMPUTE_SMS: "compute SMs", 5: "nvlink egress",
+                6: "nvlink ingress", 7: "scale-out NIC egress", 8: "scale-out NIC ingress"}
+
+
+def write_trace(path: str | Path, spans: list, gpus: int, ep: int, meta: dict) -> int:
+    """Write spans [(gpu, tid, name, start_s, dur_s), ...] of GPUs < `gpus`; return events written."""
+    events: list[dict] = []
+    used = sorted({(g, t) for g, t, *_ in spans if g < gpus})
+    for g in sorted({g for g, _ in used}):
+        events.append({"name": "process_name", "ph": "M", "pid": g, "tid": 0,
+                       "args": {"name": f"GPU {g}"}})
+        events.append({"name": "process_sort_index", "ph": "M", "pid": g, "tid": 0,
+                       "args": {"sort_index": g}})
+    for g, t in used:
+        events.append({"name": "thread_name", "ph": "M", "pid": g, "tid": t,
+                       "args": {"name": THREAD_NAMES.get(t, str(t))}})
+    for g, t, name, start, dur in spans:
+        if g < gpus:
+            events.append({"name": name, "ph": "X", "pid": g, "tid": t,
+                           "ts": round(start * 1e6, 4), "dur": round(dur * 1e6, 4)})
+    doc = {"traceEvents": events, "displayTimeUnit": "ms",
+           "metadata": {**meta, "traced_gpus": min(gpus, ep), "ep": ep,
+                        "note": (f"only the first {min(gpus, ep)} of {ep} GPUs are traced"
+                                 if gpus < ep else "all GPUs traced")}}
+    Path(path).write_text(json.dumps(doc))
+    return len(events)
