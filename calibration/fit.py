@@ -1,48 +1,140 @@
-"""Fit model parameters to run records: bounded least squares on relative error (scipy)."""
+"""Fit model parameters to run records: bounded least squares on relative error (scipy).
+
+Prediction of many records is batched: records that share a workload (hardware, model, EP,
+tokens, pass, precision, routing) and name every knob are scored in one vectorized call of the
+analytic model; the tuner runs only for records whose config is incomplete.
+"""
 
 from __future__ import annotations
 
+import json
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 from scipy.optimize import least_squares
 
+from mok_model.analytic import mok_terms
 from mok_model.errors import MokInputError
 from mok_model.params import BOUNDS, Params
 from mok_model.predict import predict
 from mok_model.presets import load_hardware, load_model
-from mok_model.scenario import Config, Scenario
+from mok_model.records import KNOBS
+from mok_model.scenario import SYSTEMS, Config, Scenario
+
+
+def routing_spec(rec: dict) -> str:
+    """The model's --routing string for a record's routing object.
+
+    "arg" is the model's own parameter. Records written by `mok bench` name the kernel's
+    parameter instead: {"kind": "zipf", "s": S} (same meaning) or {"kind": "hot", "fraction": F}
+    / {"kind": "onehot"}, where F is the share of tokens whose first route goes to expert 0; the
+    model's hot:X is expert 0's share of all routes, so X = F / top_k.
+    """
+    routing = rec["routing"]
+    kind = routing.get("kind", "uniform")
+    if kind == "uniform":
+        return "uniform"
+    if kind == "zipf":
+        return f"zipf:{routing.get('arg', routing.get('s'))}"
+    if kind in ("hot", "onehot"):
+        if "arg" in routing:
+            return f"hot:{routing['arg']}"
+        frac = 1.0 if kind == "onehot" else float(routing.get("fraction", 0.0))
+        top_k = _model(_model_key(rec)).top_k
+        return f"hot:{frac / top_k:.6g}"
+    if kind == "file":
+        return str(routing.get("arg", routing.get("path")))
+    raise MokInputError(f"routing kind {kind!r} is not one of uniform, zipf, hot, onehot, file")
+
+
+def _model_key(rec: dict) -> str:
+    m = rec["model"]
+    return json.dumps(m, sort_keys=True) if isinstance(m, dict) else m
+
+
+@lru_cache(maxsize=256)
+def _model(key: str):
+    if key.startswith("{"):
+        m = json.loads(key)
+        return load_model("kimi-k2").with_(**{k: v for k, v in m.items() if k != "name"},
+                                          name=m.get("name", "custom"))
+    return load_model(key)
+
+
+@lru_cache(maxsize=1024)
+def _scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
+              routing: str, seed: int) -> Scenario:
+    return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed)
+
+
+def workload_key(rec: dict) -> tuple:
+    """What a record measured, without the knobs: records with equal keys share a Scenario."""
+    return (rec["hardware"]["preset"], _model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
+            rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)))
 
 
 def record_scenario(rec: dict) -> Scenario:
     """The Scenario a run record measured."""
-    m = rec["model"]
-    if isinstance(m, dict):
-        model = load_model("kimi-k2").with_(**{k: v for k, v in m.items() if k != "name"},
-                                            name=m.get("name", "custom"))
-    else:
-        model = load_model(m)
-    routing = rec["routing"]
-    spec = routing.get("kind", "uniform")
-    if spec in ("zipf", "hot"):
-        spec = f"{spec}:{routing['arg']}"
-    return Scenario(load_hardware(rec["hardware"]["preset"]), model, rec["ep"], rec["tokens"],
-                    rec["pass"], rec["precision"], spec, int(routing.get("seed", 0)))
+    return _scenario(*workload_key(rec))
 
 
 def record_config(rec: dict) -> Config | dict:
-    """A full Config when the record names every knob, else the knobs it names (tuner fills)."""
+    """A full Config when the record names every knob, else the knobs it names (tuner fills).
+
+    The kernel's ring buffer always holds at least one minibatch, so a recorded macrobatch
+    smaller than the minibatch is read as one minibatch.
+    """
     cfg = rec.get("config") or {}
-    if all(k in cfg for k in ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")):
-        return Config(**{k: cfg[k] for k in ("dispatch", "combine", "minibatch", "comm_sms",
-                                             "macrobatch", "capacity")})
-    return dict(cfg)
+    if all(k in cfg for k in KNOBS):
+        knobs = {k: cfg[k] for k in KNOBS}
+        knobs["macrobatch"] = max(int(knobs["macrobatch"]), int(knobs["minibatch"]))
+        return Config(**knobs)
+    return {k: cfg[k] for k in KNOBS if k in cfg}
+
+
+def predictable(rec: dict) -> bool:
+    """Whether the model predicts this record's system (microbenchmarks and kernel-only systems
+    such as torch-grouped or gemm-only are not MoE layer systems the model knows)."""
+    return rec["system"] in SYSTEMS
 
 
 def predict_record(rec: dict, params: Params, engine: str = "analytic") -> float:
     """Predicted latency (ms) of the run a record describes."""
-    scn = record_scenario(rec)
-    return predict(scn, record_config(rec), rec["system"], params, engine).latency_ms
+    return float(predict_records([rec], params, engine)[0])
+
+
+def predict_records(records: list[dict], params: Params, engine: str = "analytic") -> np.ndarray:
+    """Predicted latency (ms) of every record, batched per workload (nan: system not modelled).
+
+    A run that happened did not overflow its schedule, so a full-config MoK record is scored
+    without the model's capacity-headroom refusal (the tuner keeps that rule for its choices).
+    """
+    out = np.full(len(records), np.nan)
+    batches: dict[tuple, list[tuple[int, Config]]] = {}
+    for i, rec in enumerate(records):
+        if not predictable(rec):
+            continue
+        scn = record_scenario(rec)
+        cfg = record_config(rec)
+        if rec["system"] == "mok" and isinstance(cfg, Config) and engine == "analytic":
+            cfg.check_for(scn)
+            batches.setdefault(workload_key(rec), []).append((i, cfg))
+        else:
+            system = rec["system"]
+            out[i] = predict(scn, cfg if system == "mok" else None, system, params, engine).latency_ms
+    for key, items in batches.items():
+        scn = _scenario(*key)
+        cfgs = [c for _, c in items]
+        r = mok_terms(scn, params,
+                      np.array([c.dispatch == "push" for c in cfgs]),
+                      np.array([c.combine == "push" for c in cfgs]),
+                      np.array([c.minibatch for c in cfgs]), np.array([c.comm_sms for c in cfgs]),
+                      np.array([c.macrobatch for c in cfgs]), np.array([c.capacity for c in cfgs]))
+        total = sum(np.asarray(v, float) for v in r["terms"].values()) * 1e3
+        for (i, _), v in zip(items, total):
+            out[i] = v
+    return out
 
 
 @dataclass
@@ -52,29 +144,37 @@ class FitResult:
     cost: float
 
 
-def fit(records: list[dict], base: Params, free: list[str], engine: str = "analytic") -> FitResult:
+def fit(records: list[dict], base: Params, free: list[str], engine: str = "analytic",
+        max_nfev: int = 200) -> FitResult:
     """Fit the `free` parameters to the records' median latencies (relative error, bounded)."""
+    records = [r for r in records if predictable(r)]
     if not records:
-        raise MokInputError("no records to fit")
+        raise MokInputError("no records of a modelled system to fit")
     unknown = [f for f in free if f not in BOUNDS]
     if unknown:
-        raise MokInputError(f"cannot fit unknown parameters {unknown}")
+        raise MokInputError(f"cannot fit unknown parameters {unknown}; known: {sorted(BOUNDS)}")
     measured = np.array([r["latency_ms"]["median"] for r in records])
     lo = np.array([BOUNDS[f][0] for f in free], float)
     hi = np.array([BOUNDS[f][1] for f in free], float)
     x0 = np.clip([base[f] for f in free], lo, hi)
     scale = np.maximum(np.abs(x0), 1e-3)
+    # a parameter whose prior is 0 gets a scale from its range, so steps are meaningful
+    scale = np.where(np.abs(x0) < 1e-9, np.maximum((hi - lo) * 0.01, 1e-3), scale)
 
     def residual(x):
         p = base.with_values(**dict(zip(free, (x * scale).tolist())))
-        pred = np.array([predict_record(r, p, engine) for r in records])
+        pred = predict_records(records, p, engine)
         return np.where(np.isfinite(pred), pred / measured - 1.0, 10.0)
 
-    sol = least_squares(residual, x0 / scale, bounds=(lo / scale, hi / scale), diff_step=1e-3,
-                        max_nfev=200)
-    values = dict(zip(free, (sol.x * scale).tolist()))
+    if free:
+        sol = least_squares(residual, x0 / scale, bounds=(lo / scale, hi / scale), diff_step=1e-3,
+                            max_nfev=max_nfev)
+        x, cost = sol.x, float(sol.cost)
+    else:
+        x, cost = x0 / scale, float(0.5 * np.sum(residual(x0 / scale) ** 2))
+    values = dict(zip(free, (x * scale).tolist()))
     p = base.with_values(**values)
-    res = residual(sol.x)
+    res = residual(x)
     rows = [{"id": r["id"], "measured_ms": float(m), "predicted_ms": float(m * (1 + e)),
              "rel_error": float(e)} for r, m, e in zip(records, measured, res)]
-    return FitResult(p, rows, float(sol.cost))
+    return FitResult(p, rows, cost)

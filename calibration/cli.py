@@ -1,0 +1,273 @@
+"""`mok calibrate` and `mok validate`: fit a parameters file to run records, and judge one.
+
+    mok calibrate RUN_FILES... --out PARAMS.json [--holdout-by KEY [--holdout VALUE]]
+                  [--hardware NAME] [--engine analytic|sim] [--free P1,P2] [--json]
+    mok validate  RUN_FILES... --params PARAMS.json [--engine analytic|sim] [--plot FILE.png]
+                  [--color-by KNOB] [--heldout-only] [--allow-params-mismatch] [--json]
+
+Both print `mok: error: ...` (one line) and return 2 on bad input.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections import Counter
+from pathlib import Path
+
+from mok_model.errors import MokInputError
+from mok_model.params import Params, read_params, write_params
+from mok_model.records import read_records
+from mok_model.scenario import ENGINES
+
+from .fit import fit, predictable
+from .micro import fit_micro
+from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
+from .split import check_key, split
+from .validate import evaluate, plot, validate
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):
+        raise MokInputError(f"{self.prog}: {message}")
+
+
+def priors_for(hardware: str) -> Params:
+    """First-principles parameters for a hardware: Hopper families or Blackwell-and-later."""
+    if hardware == "h200-1":
+        return prior_params(hardware, H200_LOCAL)
+    if hardware.startswith(("h100", "h200")):
+        return prior_params(hardware, HOPPER)
+    return prior_params(hardware, BLACKWELL)
+
+
+def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
+    """The few residual parameters the layer records can identify.
+
+    MoK records: gemm_eff (unless a micro-gemm fixed it) and mok_fixed_us; minibatch_overhead_us
+    when the records vary the minibatch; copy_gbps_per_sm when they vary the comm SMs (unless a
+    micro-copy fixed it); wgrad_bytes_per_weight with backward records. Baselines: nccl_eff and
+    host_launch_scale with nccl-torch records.
+    """
+    mok = [r for r in records if r["system"] == "mok"]
+    free: list[str] = []
+    if mok:
+        if "gemm_eff" not in micro_fitted:
+            free.append("gemm_eff")
+        free.append("mok_fixed_us")
+        knob_values = lambda k: {(r.get("config") or {}).get(k) for r in mok} - {None}  # noqa: E731
+        if len(knob_values("minibatch")) > 1:
+            free.append("minibatch_overhead_us")
+        if len(knob_values("comm_sms")) > 1 and "copy_gbps_per_sm" not in micro_fitted:
+            free.append("copy_gbps_per_sm")
+        if any(r["pass"] == "bwd" for r in mok):
+            free.append("wgrad_bytes_per_weight")
+    systems = {r["system"] for r in records}
+    if "nccl-torch" in systems:
+        free += ["host_launch_scale", "nccl_eff"]
+    return free
+
+
+def _hardware_of(records: list[dict], wanted: str | None) -> tuple[str, list[dict]]:
+    names = sorted({r["hardware"]["preset"] for r in records})
+    if wanted is None:
+        if len(names) > 1:
+            raise MokInputError(f"the records span hardware {names}; pass --hardware NAME to fit "
+                                f"one of them (a parameters file is for one hardware)")
+        return names[0], records
+    kept = [r for r in records if r["hardware"]["preset"] == wanted]
+    if not kept:
+        raise MokInputError(f"--hardware {wanted!r}: no records of it; the records have {names}")
+    return wanted, kept
+
+
+def _check_engine(engine: str) -> None:
+    if engine not in ENGINES:
+        raise MokInputError(f"--engine {engine!r} must be one of {ENGINES}")
+    if engine == "sim":
+        try:
+            import mok_model.sim  # noqa: F401
+        except ImportError:
+            raise MokInputError("--engine sim: the simulator (mok_model/sim) is not available "
+                                "in this checkout; use --engine analytic") from None
+
+
+def _summary(v) -> dict:
+    return {"n": v.n, "mape": v.mape, "max_ape": v.max_ape, "spearman": v.spearman,
+            "spearman_groups": v.groups}
+
+
+def _fmt(name: str, v) -> str:
+    rho = "n/a (no workload with >= 3 configurations)" if v.spearman is None else f"{v.spearman:.3f} over {v.groups} workload(s)"
+    return (f"{name}: n={v.n}  MAPE {100 * v.mape:.2f}%  max APE {100 * v.max_ape:.2f}%  "
+            f"Spearman {rho}")
+
+
+def run_calibrate(a: argparse.Namespace) -> dict:
+    """Fit and write the parameters file; return what was done (the --json document)."""
+    _check_engine(a.engine)
+    if a.holdout is not None and a.holdout_by is None:
+        raise MokInputError("--holdout VALUE needs --holdout-by KEY")
+    if a.holdout_by is not None:
+        check_key(a.holdout_by)
+    records = read_records(a.runs)
+    hardware, records = _hardware_of(records, a.hardware)
+    notes: list[str] = []
+    other = Counter(r["system"] for r in records
+                    if not predictable(r) and not r["system"].startswith("micro-"))
+    if other:
+        notes.append(f"records of systems the model does not predict were not used: {dict(other)}")
+    base = read_params(a.base) if a.base else priors_for(hardware)
+    base = Params(base.values, hardware, None, [], dict(base.sources))
+    micro = fit_micro(records, base)
+    notes += micro.notes
+    layer = [r for r in records if predictable(r)]
+    if not layer:
+        raise MokInputError("no MoE layer records (system mok or a modelled baseline) to fit")
+    split_doc = None
+    train, held = layer, []
+    if a.holdout_by:
+        train, held, value = split(layer, a.holdout_by, a.holdout)
+        split_doc = {"by": a.holdout_by, "heldout": value, "train_n": len(train),
+                     "heldout_n": len(held), "heldout_ids": [r["id"] for r in held]}
+    free = a.free.split(",") if a.free else default_free(train, set(micro.fitted))
+    result = fit(train, micro.params, free, a.engine)
+    runs = [str(Path(p)) for p in a.runs]
+    sources = dict(micro.params.sources)
+    for k, how in micro.fitted.items():
+        sources[k] = f"stage 1, fitted to microbenchmark records ({how}) in {runs}"
+    where = f"held out {a.holdout_by}={split_doc['heldout']}" if split_doc else "no hold-out"
+    for k in free:
+        sources[k] = (f"stage 2, fitted to {len(train)} layer records in {runs} ({where}); "
+                      f"bounded least squares on relative error")
+    params = Params(result.params.values, hardware, None, runs, sources)
+    train_v = evaluate(train, [r["measured_ms"] for r in result.residuals],
+                       [r["predicted_ms"] for r in result.residuals])
+    held_v = validate(held, params, a.engine) if held else None
+    doc = {"out": a.out, "hardware": hardware, "engine": a.engine, "fitted_on": runs,
+           "stages": {"micro": {"fitted": micro.fitted, "n": len(micro.residuals),
+                                "residuals": micro.residuals},
+                      "layer": {"free": free, "values": {k: params[k] for k in free},
+                                "n": len(train)}},
+           "split": split_doc, "train": _summary(train_v),
+           "heldout": _summary(held_v) if held_v else None, "notes": notes}
+    extra = {"split": split_doc, "engine": a.engine, "stages": doc["stages"],
+             "residuals": result.residuals, "train_metrics": doc["train"],
+             "heldout_metrics": doc["heldout"],
+             "heldout_residuals": held_v.rows if held_v else []}
+    write_params(a.out, params,
+                 f"Fitted by `mok calibrate` from {hardware} priors (calibration/priors.py): "
+                 f"stage 1 {sorted(micro.fitted) or 'skipped'}, stage 2 {free}; {where}. "
+                 + " ".join(notes), extra)
+    if not a.json:
+        for n in notes:
+            print(f"note: {n}")
+        if micro.fitted:
+            print("stage 1 (microbenchmarks): " + ", ".join(
+                f"{k}={params[k]:.4g}" for k in sorted(micro.fitted)))
+        print(f"stage 2 ({len(train)} layer records, {where}): " + ", ".join(
+            f"{k}={params[k]:.4g}" for k in free))
+        print(_fmt("fit (train)", train_v))
+        if held_v:
+            print(_fmt(f"held out ({a.holdout_by}={split_doc['heldout']})", held_v))
+        print(f"wrote {a.out}")
+    return doc
+
+
+def calibrate_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mok calibrate", description="Fit a parameters file to run records.")
+    p.add_argument("runs", nargs="+", metavar="RUN_FILES", help="mok-run/1 JSONL files")
+    p.add_argument("--out", required=True, help="parameters file to write")
+    p.add_argument("--holdout-by", default=None,
+                   help="hold out a whole group: tokens, model, ep, pass, precision, routing, "
+                        "system, or a knob name")
+    p.add_argument("--holdout", default=None,
+                   help="the group value to hold out (default: the largest / last)")
+    p.add_argument("--hardware", default=None, help="fit this hardware's records only")
+    p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
+    p.add_argument("--free", default=None, help="comma list of stage-2 parameters to fit")
+    p.add_argument("--base", default=None, help="start from this parameters file, not priors")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    return p
+
+
+def validate_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="mok validate", description="Compare predictions with run records.")
+    p.add_argument("runs", nargs="+", metavar="RUN_FILES", help="mok-run/1 JSONL files")
+    p.add_argument("--params", required=True, help="parameters file")
+    p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
+    p.add_argument("--plot", default=None, help="write predicted vs measured (PNG)")
+    p.add_argument("--color-by", default="minibatch", help="knob or field colouring the plot")
+    p.add_argument("--heldout-only", action="store_true",
+                   help="only the records the parameters file's split held out")
+    p.add_argument("--allow-params-mismatch", action="store_true",
+                   help="use a parameters file fitted for other hardware")
+    p.add_argument("--json", action="store_true", help="print one JSON document")
+    return p
+
+
+def run_validate(a: argparse.Namespace) -> dict:
+    """Predict every layer record with the parameters file; return the --json document."""
+    _check_engine(a.engine)
+    if a.plot and not a.plot.lower().endswith(".png"):
+        raise MokInputError(f"--plot {a.plot!r} must name a .png file")
+    records = read_records(a.runs)
+    params = read_params(a.params)
+    skipped = Counter(r["system"] for r in records if not predictable(r))
+    records = [r for r in records if predictable(r)]
+    if a.heldout_only:
+        split_doc = json.loads(Path(a.params).read_text()).get("split")
+        if not split_doc:
+            raise MokInputError(f"--heldout-only: {a.params} was fitted without a hold-out split")
+        ids = set(split_doc["heldout_ids"])
+        records = [r for r in records if r["id"] in ids]
+    if not records:
+        raise MokInputError("no MoE layer records to validate (micro-* and kernel-only systems "
+                            "such as torch-grouped are not predicted)")
+    other = sorted({r["hardware"]["preset"] for r in records} - {params.hardware})
+    if other and not a.allow_params_mismatch:
+        first = next(r for r in records if r["hardware"]["preset"] in other)
+        raise MokInputError(
+            f"--params {a.params!r} was fitted for hardware {params.hardware!r}, but "
+            f"{first['_file']}:{first['_line']} is a run on {first['hardware']['preset']!r}; pass "
+            f"--allow-params-mismatch to use it anyway")
+    v = validate(records, params, a.engine)
+    if skipped:
+        print(f"mok validate: not predicted (no model of these systems): {dict(skipped)}",
+              file=sys.stderr)
+    if a.plot:
+        plot(records, v, a.plot, a.color_by)
+    doc = v.as_json()
+    if not a.json:
+        for row in v.rows:
+            print(f"{row['id']:<56} measured {row['measured_ms']:9.4f} ms  predicted "
+                  f"{row['predicted_ms']:9.4f} ms  APE {100 * row['ape']:6.2f}%")
+        print(_fmt(f"validation with {a.params} ({a.engine})", v))
+        if a.plot:
+            print(f"wrote {a.plot}")
+    return doc
+
+
+def _main(parser_fn, run_fn, argv: list[str]) -> int:
+    try:
+        a = parser_fn().parse_args(argv)
+        doc = run_fn(a)
+        if a.json:
+            print(json.dumps(doc, indent=1))
+        return 0
+    except MokInputError as exc:
+        print(f"mok: error: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+
+
+def calibrate_cli(argv: list[str]) -> int:
+    """Entry point of `mok calibrate`; returns the exit status."""
+    return _main(calibrate_parser, run_calibrate, argv)
+
+
+def validate_cli(argv: list[str]) -> int:
+    """Entry point of `mok validate`; returns the exit status."""
+    return _main(validate_parser, run_validate, argv)
