@@ -28,7 +28,8 @@ COMMON = {
     "nccl_eff": (0.82, "facts: 8xH100 NCCL all-to-all bus bandwidth ~370 of 450 GB/s"),
     "nccl_ops": (16, "count: host ops after the count sync in our nccl-torch baseline (mok_kernels/baselines.py)"),
     "deepep_sms": (24, "facts: DeepEP v2 EP8 dispatch with 24 SMs (DeepEP README)"),
-    "deepep_ops": (20, "count: the 16 torch ops of the expert compute plus DeepEP's layout, dispatch, combine and event calls"),
+    "deepep_ops": (20, "count: the 16 torch ops of the expert compute plus DeepEP's layout, dispatch, "
+                       "combine and event calls"),
     "hybridep_sms": (16, "facts: HybridEP BF16 dispatch measured with 16 SMs (DeepEP Hybrid-EP docs)"),
     "hybridep_ops": (20, "count: as DeepEP+PyTorch, HybridEP's calls replacing DeepEP's inside Megatron"),
     "comet_overhead": (0.1, "assumption: Comet's tile scheduling costs ~10% of compute"),

@@ -91,8 +91,7 @@ def _print_prediction(pred, as_json: bool) -> None:
 
 
 def cmd_presets(a) -> int:
-    hw = {n: {k: v for k, v in load_hardware(n).__class__.__dict__.items() if False} or _asdict(load_hardware(n))
-          for n in hardware_names()}
+    hw = {n: _asdict(load_hardware(n)) for n in hardware_names()}
     models = {n: _asdict(load_model(n)) for n in model_names()}
     if a.json:
         print(json.dumps({"hardware": hw, "models": models}, indent=1))

@@ -35,8 +35,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
     "host_launch_scale": (0.5, 10.0),  # host launch time relative to the preset's launch_us
     "host_sync_us": (0.0, 500.0),  # one device-to-host count read (sync + copy)
-    "bwd_gemm_eff_scale": (0.3, 1.5),
-    "wgrad_bytes_per_weight": (0.0, 16.0),  # HBM bytes of weight-gradient traffic per weight  # backward GEMM efficiency relative to forward
+    "bwd_gemm_eff_scale": (0.3, 1.5),  # backward GEMM efficiency relative to forward
+    "wgrad_bytes_per_weight": (0.0, 16.0),  # HBM bytes of weight-gradient traffic per weight
     "nccl_eff": (0.05, 1.0),  # NCCL all-to-all bandwidth fraction of the fabric
     "nccl_ops": (1, 200),  # host-launched ops after the count sync (nccl-torch)
     "deepep_sms": (1, 132),  # SMs a DeepEP dispatch/combine kernel takes
@@ -85,7 +85,8 @@ def read_params(path: str | Path) -> Params:
     try:
         doc = json.loads(path.read_text())
     except json.JSONDecodeError as exc:
-        raise MokInputError(f"--params {str(path)!r}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        raise MokInputError(
+            f"--params {str(path)!r}: not JSON ({exc.msg}, line {exc.lineno})") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise MokInputError(f"--params {str(path)!r}: schema must be {SCHEMA!r}")
     entries = doc.get("values", {})

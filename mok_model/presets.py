@@ -106,7 +106,8 @@ def _build(cls, name: str, table: dict, validate):
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(table) - fields)
     if unknown:
-        raise MokInputError(f"{cls.__name__} {name!r}: unknown field(s) {unknown}; allowed: {sorted(fields - {'name'})}")
+        raise MokInputError(
+            f"{cls.__name__} {name!r}: unknown field(s) {unknown}; allowed: {sorted(fields - {'name'})}")
     try:
         obj = cls(name=name, **{k: v for k, v in table.items() if k != "name"})
     except TypeError as exc:

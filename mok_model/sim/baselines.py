@@ -1,0 +1,245 @@
+"""Discrete-event simulation of the baseline systems (nccl-torch, deepep, hybridep, comet).
+
+Same structure as mok_model/baselines.py, but every GPU runs its own timeline: separate kernels in
+order, a device-to-host count sync (forward), then host-launched operations (a slow host leaves
+the GPU idle), and the dispatch/combine exchanges through the same simulated fabric (per-peer
+messages over each GPU's egress and ingress links), so a slow peer delays everyone it sends to.
+"""
+
+from __future__ import annotations
+
+import time
+
+import numpy as np
+import simpy
+
+from ..analytic import US, expert_ffn_time
+from ..baselines import BASELINES, baseline_terms
+from ..params import Params
+from ..scenario import ELEMENT_BYTES, Scenario
+from ..workload import traffic
+from . import trace as tr
+from .fabric import Join, Message, Server, SimInvariantError
+from .topology import build_topology, peer_groups
+
+
+def _durations(scn: Scenario, p: Params) -> dict:
+    """Per-GPU kernel durations (seconds) from the analytic primitives, as baselines.py uses them."""
+    hw, m = scn.hardware, scn.model
+    from ..analytic import loads
+
+    ld = loads(scn)
+    fwd = scn.pass_ == "fwd"
+    H, k = m.hidden, m.top_k
+    act = ELEMENT_BYTES[scn.precision] * H if fwd else 2.0 * H
+    hbm = hw.hbm_tbps * 1e12 * p["hbm_eff"]
+    tm = p["gemm_tile_m"]
+    rows = ld.rows.astype(np.float64)
+    tiles = np.ceil(ld.expert_rows / tm).sum(axis=1)
+    active = (ld.expert_rows > 0).sum(axis=1)
+
+    def ffn(sms):
+        return np.broadcast_to(expert_ffn_time(scn, p, rows, tiles, active, sms, m.expert_width),
+                               (scn.ep,))
+
+    def shared(sms):
+        if not m.shared_experts:
+            return 0.0
+        return float(expert_ffn_time(scn, p, scn.tokens, np.ceil(scn.tokens / tm), 1, sms,
+                                     m.shared_width, shared=True))
+
+    return {"act": act, "out": 2.0 * H, "ffn": ffn, "shared": shared,
+            "permute": 2.0 * scn.tokens * k * act / hbm,
+            "unpermute": scn.tokens * H * 2.0 * (k + 2) / hbm,
+            "sync": (p["host_sync_us"] * p["host_launch_scale"] * US) if fwd else 0.0,
+            "launch": hw.launch_us * p["host_launch_scale"] * US}
+
+
+def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: int,
+                      max_peers: int):
+    """One baseline pass on every GPU; returns a Prediction (engine "sim")."""
+    from ..predict import Prediction
+
+    if system not in BASELINES:
+        raise ValueError(system)
+    t_wall = time.perf_counter()
+    hw, P = scn.hardware, scn.ep
+    env = simpy.Environment()
+    topo = build_topology(scn, p)
+    groups = peer_groups(topo, max_peers)
+    grouped = bool(groups.max() < P - 1)
+    G = int(groups.max()) + 1
+    du = _durations(scn, p)
+    t = traffic(scn)
+    routed = t.rows.sum(axis=2)
+    mat = (t.dedup_rows if system in ("deepep", "hybridep") else routed).copy()
+    np.fill_diagonal(mat, 0)  # local rows stay on the GPU (inside permute)
+    sms = {"deepep": p["deepep_sms"], "hybridep": p["hybridep_sms"], "comet": p["comet_sms"]}.get(system)
+    scale = 1.0 / p["nccl_eff"] if system == "nccl-torch" else 1.0
+    ops = {"nccl-torch": p["nccl_ops"], "deepep": p["deepep_ops"], "hybridep": p["hybridep_ops"],
+           "comet": p["deepep_ops"]}[system]
+    kinds = list(topo.graph.graph["links"])
+    msg_trace: list | None = [] if trace else None
+    spans: list = []
+
+    def node(owner: int, size: int, gpu: int):
+        traced = msg_trace if 0 <= gpu < trace_gpus else None
+        drv = (Server(env, f"copy_sms{owner}", sms * p["copy_gbps_per_sm"] * 1e9 * size, gpu,
+                      tr.COMM_SMS, False, traced) if sms else None)
+        return drv, {k: Server(env, f"{k[0]}_{k[1]}{owner}", topo.link(*k)[0] * size, gpu,
+                               tr.LINK_TIDS[k], True, traced) for k in kinds}
+
+    nodes = [node(g, 1, g) for g in range(P)]
+    rep = list(range(P))
+    if grouped:
+        for k in range(G):
+            members = np.nonzero(groups == k)[0]
+            nodes.append(node(P + k, len(members), -1))
+            rep.append(int(members[0]))
+    onehot = np.zeros((P, G), dtype=np.int64)
+    onehot[np.arange(P), groups] = 1
+
+    def outgoing(m: np.ndarray) -> list:
+        """Per sender: [(endpoint, rows)] with rows > 0; endpoints are GPUs or peer groups."""
+        res = []
+        for s in range(P):  # staggered: sender s starts with the peer after it (no incast)
+            if grouped:
+                row = m[s] @ onehot
+                order = (groups[s] + 1 + np.arange(G)) % G
+                res.append([(P + int(k), int(row[k])) for k in order if row[k]])
+            else:
+                order = (s + 1 + np.arange(P)) % P
+                res.append([(int(d), int(m[s, d])) for d in order if m[s, d]])
+        return res
+
+    def my_ep(g: int) -> int:
+        return P + int(groups[g]) if grouped else g
+
+    exchanges = {}
+    for name, m, nbytes in (("dispatch", mat, du["act"]), ("combine", mat.T.copy(), du["out"])):
+        out = outgoing(m)
+        n_in = np.zeros(len(nodes), dtype=int)
+        for lst in out:
+            for e, _ in lst:
+                n_in[e] += 1
+        exchanges[name] = (out, [Join(env, int(n)) for n in n_in], nbytes)
+
+    def exchange(g: int, name: str):
+        out, inbox, nbytes = exchanges[name]
+        t0 = env.now
+        sent = Join(env, len(out[g]))
+        drv = nodes[g][0]
+        for e, r in out[g]:
+            hops = topo.route(rep[g], rep[e])
+            links = tuple(nodes[g if d == "out" else e][1][(d, k)] for d, k in hops)
+            lat = sum(topo.link(d, k)[1] for d, k in hops)
+            stages = ((drv,) if drv else ()) + links
+            Message(r * nbytes, r, stages, lat, (sent, inbox[e]), ("x", name, g), name,
+                    f"{name}", t0, scale).send()
+        yield simpy.AllOf(env, [sent.done, inbox[my_ep(g)].done])
+        spans.append((g, tr.DISPATCH if name == "dispatch" else tr.COMBINE, name, t0, env.now - t0))
+
+    def compute(g: int, name: str, dur: float):
+        t0 = env.now
+        yield env.timeout(float(dur))
+        spans.append((g, tr.COMPUTE_SMS, name, t0, dur))
+
+    def both(g: int, a, b):
+        yield simpy.AllOf(env, [env.process(a), env.process(b)])
+
+    ffn_all = du["ffn"](hw.sms)
+    ends = np.zeros(P)
+    phase_t: list[dict] = [dict() for _ in range(P)]
+
+    def gpu(g: int):
+        def timed(label, gen):
+            t0 = env.now
+            yield from gen
+            phase_t[g][label] = phase_t[g].get(label, 0.0) + env.now - t0
+
+        if system in ("deepep", "hybridep"):
+            yield from timed("dispatch_and_shared",
+                             both(g, exchange(g, "dispatch"),
+                                  compute(g, "shared expert", du["shared"](hw.sms - sms))))
+        if du["sync"]:
+            yield from timed("host_sync", compute(g, "host sync (count read)", du["sync"]))
+        if system == "nccl-torch":
+            seq = [("permute", compute(g, "permute", du["permute"])),
+                   ("dispatch", exchange(g, "dispatch")),
+                   ("routed_gemm", compute(g, "routed gemm", ffn_all[g])),
+                   ("shared_expert", compute(g, "shared expert", du["shared"](hw.sms))),
+                   ("combine", exchange(g, "combine")),
+                   ("unpermute", compute(g, "unpermute", du["unpermute"]))]
+        elif system in ("deepep", "hybridep"):
+            seq = [("permute", compute(g, "permute", du["permute"])),
+                   ("routed_gemm", compute(g, "routed gemm", ffn_all[g])),
+                   ("combine", exchange(g, "combine")),
+                   ("unpermute", compute(g, "unpermute", du["unpermute"]))]
+        else:  # comet: gate/up overlaps the dispatch, down overlaps the combine
+            gg = float(du["ffn"](hw.sms - sms)[g]) * (1 + p["comet_overhead"])
+            seq = [("permute", compute(g, "permute", du["permute"])),
+                   ("dispatch_gemm_overlap", both(g, exchange(g, "dispatch"), compute(g, "gate/up", gg / 2))),
+                   ("gemm_combine_overlap", both(g, compute(g, "down", gg / 2), exchange(g, "combine"))),
+                   ("shared_expert", compute(g, "shared expert", du["shared"](hw.sms))),
+                   ("unpermute", compute(g, "unpermute", du["unpermute"]))]
+        host0 = env.now
+        for j, (label, gen) in enumerate(seq):
+            launched = host0 + ops * du["launch"] * j / len(seq)  # the host launches ops one by one
+            if env.now < launched:
+                t0 = env.now
+                yield env.timeout(launched - env.now)
+                phase_t[g]["host_launch_exposed"] = phase_t[g].get("host_launch_exposed", 0.0) + env.now - t0
+                spans.append((g, tr.HOST, "waiting for host launches", t0, env.now - t0))
+            yield from timed(label, gen)
+        ends[g] = env.now
+
+    for g in range(P):
+        env.process(gpu(g))
+    env.run()
+    # invariants: every routed row crossed once each way, bytes conserved per link
+    violations = []
+    for name, (out, inbox, nbytes) in exchanges.items():
+        want = mat if name == "dispatch" else mat.T
+        if sum(j.rows for j in inbox) != int(want.sum()) or any(j.n for j in inbox):
+            violations.append(f"{name}: rows received differ from rows sent")
+    sent = recv = 0.0
+    for _, ports in nodes:
+        for (d, _), s in ports.items():
+            if abs(s.bytes_in - s.bytes_out) > 1e-6 * max(s.bytes_in, 1):
+                violations.append(f"link {s.name}: bytes in != bytes out")
+            sent, recv = (sent + s.bytes_in, recv) if d == "out" else (sent, recv + s.bytes_in)
+    if abs(sent - recv) > 1e-6 * max(sent, 1):
+        violations.append("bytes sent != bytes received")
+    if violations:
+        raise SimInvariantError("; ".join(violations[:5]))
+
+    ref = baseline_terms(scn, p, system)["terms"]
+    slow = int(np.argmax(ends))
+    typ = int(np.argsort(ends, kind="stable")[P // 2])
+    terms = {"launch": float(ref["launch"]), "schedule": float(ref["schedule"])}
+    for label, v in phase_t[typ].items():
+        terms[label] = float(v)
+    terms["load_imbalance"] = float(ends[slow] - ends[typ])
+    offset = terms["launch"] + terms["schedule"]
+    latency = sum(terms.values()) * 1e3
+    drv = nodes[slow][0]
+    work = {"dispatch": phase_t[slow].get("dispatch", phase_t[slow].get("dispatch_and_shared", 0.0)),
+            "combine": phase_t[slow].get("combine", 0.0), "routed_gemm": float(ffn_all[slow]),
+            "shared_expert": du["shared"](hw.sms),
+            "link_egress": nodes[slow][1][("out", "nvlink")].busy_s,
+            "link_ingress": nodes[slow][1][("in", "nvlink")].busy_s}
+    if drv:
+        work["copy_sms"] = drv.busy_s
+    all_spans = [(g, tid, n, s + offset, d) for g, tid, n, s, d in spans + (msg_trace or [])]
+    extra = {"events": int(next(env._eid)) if hasattr(env, "_eid") else -1, "invariants": "ok",
+             "sim_seconds": round(time.perf_counter() - t_wall, 3),
+             "peer_groups": G if grouped else None,
+             "timelines": {g: [(tr.THREAD_NAMES[tid], n, s * 1e3, d * 1e3)
+                               for gg, tid, n, s, d in all_spans if gg == g and tid != tr.COMM_SMS
+                               and tid not in tr.LINK_TIDS.values()] for g in range(P)}}
+    if trace:
+        extra["trace_events"] = tr.write_trace(trace, all_spans, trace_gpus, P,
+                                                {"system": system, **scn.describe()})
+        extra["trace"] = str(trace)
+    return Prediction(scn, None, system, "sim", latency, {k: v * 1e3 for k, v in terms.items()},
+                      {k: v * 1e3 for k, v in work.items()}, p.path, slow, extra=extra)
