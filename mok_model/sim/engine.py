@@ -101,6 +101,7 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     wall = time.perf_counter() - t0
     extra = {"events": n_events, "invariants": "ok", "schedule": schedule,
              "minibatches": int(plan.minibatches[slow]), "sim_seconds": round(wall, 3),
+             "dispatch_signal_wait_ms": float(np.median(sim.signal_wait)) * 1e3,
              "peer_groups": int(plan.groups.max()) + 1 if plan.grouped else None,
              "gpu_end_ms": {"min": float(pipe.min() + offset) * 1e3, "median": float(pipe[typ] + offset) * 1e3,
                             "max": float(pipe[slow] + offset) * 1e3},

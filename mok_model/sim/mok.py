@@ -323,6 +323,9 @@ class MokSim:
             self._check(all(j is not None for j in cj), f"gpu{g}: a minibatch was never combined")
             owner_t[g] = max(j.fired_at for j in cj if j is not None)
         self.home_done = home_t
+        # measured wait between a minibatch's last dispatched byte and its compute being told
+        self.signal_wait = np.array([sum(j.fired_at - j.t for j in self.dispatch_joins[g] if j is not None)
+                                     for g in range(P)])
         self.pipe_end = np.maximum.reduce([home_t + sig_end, owner_t, self.compute_end])
         # invariants: every dispatched row combined exactly once, bytes conserved per link
         t = traffic(self.scn)
