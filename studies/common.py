@@ -114,12 +114,15 @@ def md_table(rows: list[dict], cols: list[str], headers: list[str] | None = None
     return "\n".join(lines)
 
 
+PREDICTED = "Every number below is a model prediction unless it is marked *published* or *measured*."
+
+
 def write_summary(path: Path, title: str, sections: list[tuple[str, str]], opts: Options,
-                  png_name: str) -> None:
+                  png_name: str, provenance: str = PREDICTED) -> None:
     """A short markdown summary: the plot, then sections of (heading, body)."""
     head = [f"# {title}", "", f"![{title}]({png_name})", "",
             f"Engine: `{opts.engine}`; seed {opts.seed}; grid: {'reduced (--quick)' if opts.quick else 'full'}. "
-            "Every number below is a model prediction unless it is marked *published*.", ""]
+            + provenance, ""]
     body = []
     for heading, text in sections:
         body += [f"## {heading}", "", text.strip(), ""]

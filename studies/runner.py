@@ -57,7 +57,7 @@ def _processes(fn, points, workers: int, bar) -> list:
 
 def _dask(fn, points, address: str, bar) -> list:
     try:
-        from dask.distributed import Client, as_completed as dask_completed
+        from dask.distributed import Client
     except ImportError:  # pragma: no cover - dask is a declared dependency
         raise MokInputError("--cluster needs dask[distributed] installed") from None
     try:
@@ -66,10 +66,9 @@ def _dask(fn, points, address: str, bar) -> list:
         raise MokInputError(f"--cluster {address!r}: cannot reach a Dask scheduler there ({exc})") from None
     try:
         futures = client.map(fn, points, pure=False)
-        index = {f.key: i for i, f in enumerate(futures)}
-        results: list = [None] * len(points)
-        for fut in dask_completed(futures):
-            results[index[fut.key]] = fut.result()
+        results = []
+        for fut in futures:  # in point order; the cluster runs them all meanwhile
+            results.append(fut.result())
             bar.update()
         return results
     finally:
