@@ -67,6 +67,7 @@ class KernelConfig:
     copy_rows: int = 16
     max_spin: int = 1 << 22
     grid: int | None = None         # programs in the persistent grid (default: SM count)
+    skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
 
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
@@ -103,9 +104,8 @@ def _kernels() -> dict[str, Any]:
                 if tl.load(err_ptr, volatile=True) != 0:
                     spins = max_spin
         if v < target:
-            old = tl.atomic_cas(err_ptr, 0, code)
-            if old == 0:
-                tl.atomic_xchg(err_ptr + 1, info)
+            tl.atomic_or(err_ptr, 1 << code)          # bit per kind of wait
+            tl.atomic_xchg(err_ptr + code, info)      # what it waited on
         tl.debug_barrier()
 
     @triton.jit
@@ -139,7 +139,7 @@ def _kernels() -> dict[str, Any]:
         sync_ptr, err_ptr,                            # int32 workspace (zeroed), (2,) int32
         NS, R, N_RANK, P, EL, COMM,
         READY_OFF, GU_OFF, DN_OFF, HC_OFF, SH_OFF,
-        PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin,
+        PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin, NO_COPY,
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
     ):
@@ -164,7 +164,7 @@ def _kernels() -> dict[str, Any]:
                     busy = (freed < mb) & (tl.load(mb_row_ptr + freed) < r1 - R)
                 nchunk = (r1 - r0 + CR - 1) // CR
                 if PUSH_DISPATCH == 0:
-                    for c in range(pid, nchunk, COMM):
+                    for c in range(pid, nchunk * (1 - NO_COPY), COMM):
                         rows = r0 + c * CR + crow
                         m = rows < r1
                         src = tl.load(recv_src_ptr + rows, mask=m, other=0)
@@ -396,7 +396,7 @@ class MoKLayer:
         self.off["hc"] = self.off["dn"] + self.mb_max + 1
         self.off["sh"] = self.off["hc"] + self.t_max
         self.sync = torch.zeros(self.off["sh"] + ns_tiles + 1, dtype=torch.int32, device=dev)
-        self.err = torch.zeros(2, dtype=torch.int32, device=dev)
+        self.err = torch.zeros(8, dtype=torch.int32, device=dev)   # [bitmask, info per code]
         self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
         self.last_schedule: Schedule | None = None
         self.stall_test = 0
@@ -424,6 +424,7 @@ class MoKLayer:
             self.ns, self.ring_rows, self.tokens, self.ep, self.el, cfg.comm_sms,
             self.off["ready"], self.off["gu"], self.off["dn"], self.off["hc"], self.off["sh"],
             int(cfg.dispatch == "push"), int(cfg.combine == "pull"), self.stall_test, cfg.max_spin,
+            int(cfg.skip_copy),
             H=self.H, I=self.I, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=cc, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
@@ -451,9 +452,9 @@ class MoKLayer:
         """Raise MegakernelStallError / CapacityOverflowError if the last forward failed."""
         err = self.err.tolist()
         if err[0]:
-            what = STALL_CODES.get(err[0], "unknown wait {info}").format(info=err[1])
+            waits = [STALL_CODES[c].format(info=err[c]) for c in sorted(STALL_CODES) if err[0] >> c & 1]
             self.err.zero_()
-            raise MegakernelStallError(f"megakernel spin-wait timed out: {what}")
+            raise MegakernelStallError("megakernel spin-wait timed out: " + "; then ".join(waits))
         over = int(self.overflow_acc.item())
         if over:
             self.overflow_acc.zero_()

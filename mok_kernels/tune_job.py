@@ -1,0 +1,62 @@
+"""Device job: time megakernel tile/knob variants against the grouped-GEMM floor (prints a table).
+
+    PYTHONPATH=. python3 -m mok_kernels.tune_job [--tokens 1024] [--models glm-5,kimi-k2]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from .bench import Workload, run_gemm_only, run_mok, run_torch_grouped, stats
+
+BASE = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=16, macrobatch=131072,
+            capacity=0.5)
+VARIANTS = {
+    "A base bn_dn128 st3": {},
+    "B bn_dn256": dict(bn_dn=256),
+    "C bn_dn256 st4": dict(bn_dn=256, num_stages=4),
+    "D bn_dn128 st4": dict(num_stages=4),
+    "E B c8": dict(bn_dn=256, comm_sms=8),
+    "F B skip_copy": dict(bn_dn=256, skip_copy=True),
+    "G B mb8192": dict(bn_dn=256, minibatch=8192),
+    "H B mb2048 c24": dict(bn_dn=256, minibatch=2048, comm_sms=24),
+    "I B bm64": dict(bn_dn=256, block_m=64),
+    "J B push/pull": dict(bn_dn=256, dispatch="push", combine="pull"),
+}
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--tokens", default="1024")
+    p.add_argument("--models", default="glm-5,kimi-k2")
+    p.add_argument("--variants", default="")
+    a = p.parse_args(argv)
+    names = [v for v in VARIANTS if not a.variants or v[0] in a.variants]
+    rows = []
+    for model in a.models.split(","):
+        for n in [int(t) for t in a.tokens.split(",")]:
+            wl = Workload(model, 16, n, "uniform", 0, 0)
+            g = stats(run_gemm_only(wl, 10, 3))["median"]
+            tg = stats(run_torch_grouped(wl, 10, 3))["median"]
+            for name in names:
+                knobs = dict(BASE, **VARIANTS[name])
+                try:
+                    t, bd = run_mok(wl, knobs, 10, 3, True, False)
+                    m = stats(t)["median"]
+                except Exception as exc:  # report and continue
+                    print(f"{model} {n} {name}: FAILED {exc!r}"[:300])
+                    continue
+                rows.append((model, n, name, m, g, tg, wl.flops() / m / 1e9))
+                print(f"{model:8s} {n:5d} {name:22s} mok {m:.3f} gemm {g:.3f} tg {tg:.3f} "
+                      f"mok/gemm {m / g:.2f} tg/mok {tg / m:.2f} {wl.flops() / m / 1e9:.0f} TF/s",
+                      flush=True)
+            del wl
+            torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
