@@ -173,7 +173,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # signal, or pulled after polling the holders' readiness (remote in both modes)
     sig_end = np.full_like(sig_comm, remote_wait if P > 1 else p["signal_local_us"] * US)
 
-    d, kk = dispatch / M, combine / M
+    # per minibatch: its share of the bytes plus one message latency (peers' messages overlap)
+    d, kk = dispatch / M + lat, combine / M + lat
     depth = np.floor(_col(macrobatch) / mb)  # minibatches the ring buffer holds
     overlapped = depth >= 2
     first = d + sig_dispatch
@@ -223,7 +224,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     }
     total = sum(terms.values())
     total = np.where(overflow, np.inf, total)
-    work = {"dispatch": at(dispatch, slow), "combine": at(combine, slow),
+    work = {"dispatch": at(M * d, slow), "combine": at(M * kk, slow),
             "routed_gemm": at(M * ffn, slow), "shared_expert": at(shared, slow),
             "signals": at(M * (sig_dispatch + sig_comm) + sig_end, slow)}
     return {"terms": terms, "total": total, "work": work, "slowest_gpu": slow,

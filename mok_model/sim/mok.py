@@ -167,7 +167,8 @@ class MokSim:
         self.combine_opened = [np.zeros(M, dtype=int) for M in plan.minibatches]
         self.first_gemm = np.zeros(P)
         self.compute_end = np.zeros(P)
-        self.ring_wait = np.zeros(P)
+        self.ring_wait = np.zeros(P)  # comm SMs blocked on a full ring or recycling slots
+        self.ring_wrap = np.zeros(P)  # of which slot-recycling (wrap) time
         self.violations: list[str] = []
         self._routes: dict = {}
 
@@ -257,6 +258,7 @@ class MokSim:
         w = self._wraps(cum, r)
         if w:
             yield self.env.timeout(w * self.p["ring_wrap_us"] * US)
+            self.ring_wrap[d] += w * self.p["ring_wrap_us"] * US
         self.ring_wait[d] += self.env.now - t0
         if self.env.now > t0:
             self.spans.append((d, tr.COMM_SMS if self.msg_trace is None else tr.DISPATCH,
@@ -324,8 +326,9 @@ class MokSim:
             owner_t[g] = max(j.fired_at for j in cj if j is not None)
         self.home_done = home_t
         # measured wait between a minibatch's last dispatched byte and its compute being told
-        self.signal_wait = np.array([sum(j.fired_at - j.t for j in self.dispatch_joins[g] if j is not None)
+        self.signal_wait = np.array([np.mean([j.fired_at - j.t for j in self.dispatch_joins[g]])
                                      for g in range(P)])
+        self.owner_done = owner_t
         self.pipe_end = np.maximum.reduce([home_t + sig_end, owner_t, self.compute_end])
         # invariants: every dispatched row combined exactly once, bytes conserved per link
         t = traffic(self.scn)
