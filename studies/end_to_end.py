@@ -113,14 +113,16 @@ def run(opts: Options):
 
     h = next(r for r in rows if r["tokens"] == HEADLINE_TOKENS and r["mfu"] == HEADLINE_MFU)
     head = {"speedup at 4096 tok/GPU, MFU 40%": f"{h['speedup']:.2f}x (published {PUBLISHED}x)",
-            "tokens/s/GPU (MoK, DeepEP)": f"{h['mok_tokens_per_s_per_gpu']:.0f}, {h['deepep_tokens_per_s_per_gpu']:.0f}"}
+            "tokens/s/GPU (MoK, DeepEP)":
+                f"{h['mok_tokens_per_s_per_gpu']:.0f}, {h['deepep_tokens_per_s_per_gpu']:.0f}"}
     fl = non_moe_flops_per_token(load_model(MODEL))
     _, pnote = params_for(HARDWARE)
     sections = [
         ("Setup", f"""
 {GPUS} {HARDWARE} GPUs: {GPUS // EP} EP groups of {EP}, each inside one NVL72 rack (two groups per
 rack, so 8 racks with 8 GPUs per rack idle or used elsewhere: assumption), {MODEL} ({load_model(MODEL).moe_layers}
-MoE layers of {load_model(MODEL).layers}), {PRECISION.upper()} routed experts, BF16 shared expert, uniform seeded routing.
+MoE layers of {load_model(MODEL).layers}), {PRECISION.upper()} routed experts, BF16 shared expert, uniform
+seeded routing.
 Per GPU and micro-batch: {', '.join(map(str, tokens))} tokens. MoE layer forward and backward latency from the model
 (MoK knobs tuned; DeepEP = the `deepep` baseline: DeepEP dispatch/combine + PyTorch grouped GEMMs).
 """),
@@ -128,20 +130,23 @@ Per GPU and micro-batch: {', '.join(map(str, tokens))} tokens. MoE layer forward
 At {HEADLINE_TOKENS} tokens per GPU and {HEADLINE_MFU:.0%} MFU for the non-MoE part: MoK
 **{h['mok_tokens_per_s_per_gpu']:.0f}** vs DeepEP **{h['deepep_tokens_per_s_per_gpu']:.0f}** tokens/s/GPU,
 **{h['speedup']:.2f}x** (published, *measured*: {PUBLISHED}x). """ + _mfu_sentence(h) + "\n"),
-        ("Results", md_table(rows, ["tokens", "mfu", "non_moe_ms", "mok_moe_fwd_ms", "mok_moe_bwd_ms", "deepep_moe_fwd_ms",
+        ("Results", md_table(rows, ["tokens", "mfu", "non_moe_ms", "mok_moe_fwd_ms", "mok_moe_bwd_ms",
+                                    "deepep_moe_fwd_ms",
                                     "deepep_moe_bwd_ms", "mok_tokens_per_s_per_gpu", "deepep_tokens_per_s_per_gpu",
                                     "speedup", "mfu_for_published"])),
-        ("Assumptions behind the numbers", f"""
+        ("Assumptions behind the numbers", """
 - Non-MoE training FLOPs per token (3 x forward), in GFLOP: """ + ", ".join(f"{k} {v / 1e9:.1f}" for k, v in fl.items())
          + f""". From Kimi K2's public config as we know it (MLA with {ATTN['heads']} heads, q_lora {ATTN['q_lora']},
-  kv_lora {ATTN['kv_lora']}, qk {ATTN['qk_nope']}+{ATTN['qk_rope']}, v {ATTN['v_head']}; vocab {VOCAB:,}; one dense layer
+  kv_lora {ATTN['kv_lora']}, qk {ATTN['qk_nope']}+{ATTN['qk_rope']}, v {ATTN['v_head']}; vocab {VOCAB:,}; one
+  dense layer
   with FFN width {DENSE_FFN:,}); sequence length {SEQ} with causal attention (mean context S/2). Not in our
   facts file: assumptions.
 - That part runs in BF16 at an MFU of {', '.join(f'{m:.0%}' for m in MFUS)} (assumed; not measured) of
   {load_hardware(HARDWARE).bf16_tflops:.0f} TFLOP/s.
 - Ideal parallelism: no pipeline bubble; data-parallel gradient reduction, optimizer, embedding and
   loss are hidden or excluded; the same non-MoE time for both systems.
-- MoE layer latency: the model's single-layer prediction times {load_model(MODEL).moe_layers}; each layer is independent.
+- MoE layer latency: the model's single-layer prediction times {load_model(MODEL).moe_layers}; layers are
+  independent.
 - {pnote}.
 """),
     ]

@@ -97,7 +97,8 @@ def run(opts: Options):
     mape_b = sum(abs(r["err_same_baseline_pct"]) for r in pubd) / len(pubd) if pubd else float("nan")
     head = {"published rows matched": len(pubd), "MoK mean |error|": f"{mape:.1f}%",
             "published-best-baseline mean |error|": f"{mape_b:.1f}%",
-            "predicted speedup range": f"{min(r['speedup'] for r in rows):.2f}x to {max(r['speedup'] for r in rows):.2f}x"}
+            "predicted speedup range":
+                f"{min(r['speedup'] for r in rows):.2f}x to {max(r['speedup'] for r in rows):.2f}x"}
     _, pnote = params_for(HARDWARE)
     p = params_for(HARDWARE)[0]
     fitted = "the published rows themselves (in-sample: these errors are fit residuals, not validation)" \

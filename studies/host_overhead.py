@@ -47,7 +47,8 @@ def run(opts: Options):
     write_csv(opts.out / f"{NAME}.csv", rows)
 
     def lat(t, p, s, system):
-        return next(r["latency_ms"] for r in rows if (r["tokens"], r["pass"], r["host_launch_scale"], r["system"]) == (t, p, s, system))
+        return next(r["latency_ms"] for r in rows
+                    if (r["tokens"], r["pass"], r["host_launch_scale"], r["system"]) == (t, p, s, system))
 
     speed = []
     for t in tokens:
@@ -61,7 +62,8 @@ def run(opts: Options):
     fig, ax = new_figure(2)
     t0 = 2048 if 2048 in tokens else tokens[0]
     for system in SYSTEMS:
-        ax[0, 0].plot(scales, [lat(t0, "fwd", s, system) for s in scales], "-o", ms=3, lw=2.5 if system == "mok" else 1.3,
+        ax[0, 0].plot(scales, [lat(t0, "fwd", s, system) for s in scales], "-o", ms=3,
+                      lw=2.5 if system == "mok" else 1.3,
                       label=system)
     ax[0, 0].set(xlabel="host launch time / x86 launch time", ylabel="forward latency (ms)",
                  title=f"{MODEL}, EP {EP}, {t0} tokens/GPU, forward")
@@ -85,7 +87,8 @@ def run(opts: Options):
     slope = {s: (lat(t0, "fwd", hi, s) - lat(t0, "fwd", lo, s)) / (hi - lo) for s in SYSTEMS}
     x86 = [r for r in speed if r["host_launch_scale"] == 1.0]
     grace = [r for r in speed if r["host_launch_scale"] == round(fitted, 3)]
-    head = {"fwd latency added per unit of host_launch_scale": ", ".join(f"{k} {v * 1e3:.0f} µs" for k, v in slope.items()),
+    per_unit = ", ".join(f"{k} {v * 1e3:.0f} µs" for k, v in slope.items())
+    head = {"fwd latency added per unit of host_launch_scale": per_unit,
             "speedup x86 -> Grace (fitted)": ", ".join(
                 f"{a['tokens']} {a['pass']}: {a['speedup']:.2f}x -> {b['speedup']:.2f}x" for a, b in zip(x86, grace))}
     _, pnote = params_for(HARDWARE)
@@ -97,7 +100,7 @@ forward and backward. MoK's knobs are tuned at every point; baselines are nccl-t
 hybridep, comet. host_launch_scale swept over {', '.join(f'{s:g}' for s in scales)}.
 """),
         ("Headline", f"""
-Per unit of host_launch_scale (forward, {t0} tokens): """ + "; ".join(f"{k} +{v * 1e3:.1f} µs" for k, v in slope.items()) + f""".
+Per unit of host_launch_scale (forward, {t0} tokens): {per_unit}.
 MoK exposes {p['mok_exposed_launches']:g} launch and no host sync; the baselines expose a count sync
 (forward) and every launch the GPU cannot hide.
 

@@ -85,14 +85,16 @@ def run(opts: Options):
     best = max(rows, key=lambda r: r["speedup"])
     head = {"max MoK speedup over best baseline": f"{best['speedup']:.2f}x ({best['model']}; published headline "
                                                   f"{PUBLISHED_HEADLINE}x)",
-            "MoK TFLOP/s range": f"{min(r['mok_tflops'] for r in rows):.0f} to {max(r['mok_tflops'] for r in rows):.0f}"}
+            "MoK TFLOP/s range":
+                f"{min(r['mok_tflops'] for r in rows):.0f} to {max(r['mok_tflops'] for r in rows):.0f}"}
     _, pnote = params_for(HARDWARE)
     sections = [
         ("Setup", f"""
 {HARDWARE}, EP {EP}, {TOKENS} tokens per GPU, forward, {PRECISION.upper()} routed experts (BF16 shared
 expert), uniform seeded routing, MoK knobs tuned per model.
 Presets: """ + ("; ".join(f"{k} {v}" for k, v in notes.items()) or "all run unpadded") + "."),
-        ("Headline", f"MoK's largest speedup over the strongest baseline: **{best['speedup']:.2f}x** on {best['model']} "
+        ("Headline", f"MoK's largest speedup over the strongest baseline: **{best['speedup']:.2f}x** on "
+                     f"{best['model']} "
                      f"(published headline, *measured*: up to {PUBLISHED_HEADLINE}x; the publication's model set is "
                      "not listed in our sources)."),
         ("Results", md_table(rows, ["model", "routed_experts", "mok_tflops", "nccl-torch_tflops", "deepep_tflops",

@@ -77,7 +77,8 @@ def run(opts: Options):
     save_figure(fig, opts.out / f"{NAME}.png")
 
     ratios = [c["best_over_worst"] for c in cur]
-    head = {"best-over-worst range": f"{min(ratios):.2f}x to {max(ratios):.2f}x (published {PUBLISHED[0]}x to {PUBLISHED[1]}x)"}
+    head = {"best-over-worst range":
+            f"{min(ratios):.2f}x to {max(ratios):.2f}x (published {PUBLISHED[0]}x to {PUBLISHED[1]}x)"}
     _, pnote = params_for(HARDWARE)
     sections = [
         ("Setup", f"""

@@ -90,11 +90,13 @@ def run(opts: Options, runs_dir: Path | None = None):
         ("Data", f"{v.n} measured records from {len(files)} file(s): " + ", ".join(f"`{Path(f).name}`" for f in files)
          + f". Hardware presets: {', '.join(presets)}."),
         ("Headline", f"MAPE **{100 * v.mape:.1f}%**, max APE {100 * v.max_ape:.1f}%, Spearman {rho} over "
-                     f"{v.groups} workload(s) with >= 3 configurations. Mean tuner regret: {head['regret (mean, max)']}."),
+                     f"{v.groups} workload(s) with >= 3 configurations. Tuner regret (mean, max): "
+                     f"{head['regret (mean, max)']}."),
         ("Regret", "For each workload the model picks the measured configuration it predicts fastest; regret = its "
                    "measured latency / the fastest measured - 1.\n\n"
          + (md_table(reg, ["hardware", "model", "ep", "tokens", "pass", "precision", "configs", "best_measured_ms",
-                           "model_pick_measured_ms", "regret_pct"]) if reg else "No workload has two or more measured MoK configurations.")),
+                           "model_pick_measured_ms", "regret_pct"])
+            if reg else "No workload has two or more measured MoK configurations.")),
         ("Assumptions behind the numbers", "- Measured latencies are the records' medians; predictions use the "
          "parameters below. If those parameters were fitted on these same runs, the errors are in-sample fit "
          "residuals; `mok validate --holdout-by` reports held-out error.\n- " + "\n- ".join(notes) + "."),

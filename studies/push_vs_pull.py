@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import math
 
-import numpy as np
 
 from mok_model.analytic import loads
 from mok_model.predict import predict

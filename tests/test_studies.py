@@ -133,7 +133,8 @@ def test_ep_table(tmp_path):
             assert r["err_mok_pct"] == pytest.approx(100 * (r["mok_ms"] / r["pub_mok_ms"] - 1))
     for m in ("kimi-k2", "glm-5"):
         for t in (1024, 2048):
-            f, b = (next(r for r in res.rows if (r["model"], r["tokens"], r["pass"]) == (m, t, p)) for p in ("fwd", "bwd"))
+            f, b = (next(r for r in res.rows if (r["model"], r["tokens"], r["pass"]) == (m, t, p))
+                    for p in ("fwd", "bwd"))
             assert b["mok_ms"] > f["mok_ms"], "backward does about twice the FLOPs of forward"
 
 
