@@ -21,6 +21,7 @@ from mok_model.predict import predict
 from mok_model.presets import load_hardware, load_model
 from mok_model.records import KNOBS
 from mok_model.scenario import SYSTEMS, Config, Scenario
+from mok_model.tuner import tune
 
 
 def routing_spec(rec: dict) -> str:
@@ -104,11 +105,26 @@ def predict_record(rec: dict, params: Params, engine: str = "analytic") -> float
     return float(predict_records([rec], params, engine)[0])
 
 
-def predict_records(records: list[dict], params: Params, engine: str = "analytic") -> np.ndarray:
+def resolve_configs(records: list[dict], params: Params) -> list[Config | None]:
+    """The tuner's config (under `params`) for each MoK record that leaves knobs open, else None."""
+    out: list[Config | None] = []
+    for rec in records:
+        cfg = record_config(rec) if predictable(rec) and rec["system"] == "mok" else None
+        if isinstance(cfg, dict):
+            out.append(tune(record_scenario(rec), params, fixed=cfg, top=1).best.config)
+        else:
+            out.append(None)
+    return out
+
+
+def predict_records(records: list[dict], params: Params, engine: str = "analytic",
+                    resolved: list[Config | None] | None = None) -> np.ndarray:
     """Predicted latency (ms) of every record, batched per workload (nan: system not modelled).
 
     A run that happened did not overflow its schedule, so a full-config MoK record is scored
     without the model's capacity-headroom refusal (the tuner keeps that rule for its choices).
+    `resolved` (from resolve_configs) fixes the knobs the records leave open; without it the
+    tuner chooses them under `params`.
     """
     out = np.full(len(records), np.nan)
     batches: dict[tuple, list[tuple[int, Config]]] = {}
@@ -117,6 +133,8 @@ def predict_records(records: list[dict], params: Params, engine: str = "analytic
             continue
         scn = record_scenario(rec)
         cfg = record_config(rec)
+        if resolved is not None and resolved[i] is not None:
+            cfg = resolved[i]
         if rec["system"] == "mok" and isinstance(cfg, Config) and engine == "analytic":
             cfg.check_for(scn)
             batches.setdefault(workload_key(rec), []).append((i, cfg))
@@ -145,7 +163,7 @@ class FitResult:
 
 
 def fit(records: list[dict], base: Params, free: list[str], engine: str = "analytic",
-        max_nfev: int = 200) -> FitResult:
+        max_nfev: int = 200, rounds: int = 6) -> FitResult:
     """Fit the `free` parameters to the records' median latencies (relative error, bounded)."""
     records = [r for r in records if predictable(r)]
     if not records:
@@ -161,20 +179,33 @@ def fit(records: list[dict], base: Params, free: list[str], engine: str = "analy
     # a parameter whose prior is 0 gets a scale from its range, so steps are meaningful
     scale = np.where(np.abs(x0) < 1e-9, np.maximum((hi - lo) * 0.01, 1e-3), scale)
 
-    def residual(x):
+    def residual(x, resolved=None):
         p = base.with_values(**dict(zip(free, (x * scale).tolist())))
-        pred = predict_records(records, p, engine)
+        pred = predict_records(records, p, engine, resolved)
         return np.where(np.isfinite(pred), pred / measured - 1.0, 10.0)
 
-    if free:
-        sol = least_squares(residual, x0 / scale, bounds=(lo / scale, hi / scale), diff_step=1e-3,
-                            max_nfev=max_nfev)
-        x, cost = sol.x, float(sol.cost)
-    else:
-        x, cost = x0 / scale, float(0.5 * np.sum(residual(x0 / scale) ** 2))
+    # Records without full knobs are scored at the tuner's choice, which is piecewise constant
+    # in the parameters: fit with the choice held fixed, re-tune under the new parameters, and
+    # repeat until the choice no longer changes (a fixed point; usually two or three rounds).
+    x, cost = x0 / scale, 0.0
+    open_knobs = engine == "analytic" and any(
+        r["system"] == "mok" and isinstance(record_config(r), dict) for r in records)
+    resolved = None
+    for _ in range(rounds if open_knobs else 1):
+        if open_knobs:
+            resolved = resolve_configs(records, base.with_values(**dict(zip(free, (x * scale).tolist()))))
+        if free:
+            sol = least_squares(residual, x, bounds=(lo / scale, hi / scale), diff_step=1e-3,
+                                max_nfev=max_nfev, args=(resolved,))
+            x, cost = sol.x, float(sol.cost)
+        if open_knobs and resolved == resolve_configs(
+                records, base.with_values(**dict(zip(free, (x * scale).tolist())))):
+            break
+    if not free:
+        cost = float(0.5 * np.sum(residual(x) ** 2))
     values = dict(zip(free, (x * scale).tolist()))
     p = base.with_values(**values)
-    res = residual(x)
+    res = residual(x)  # final scores with the tuner choosing under the fitted parameters
     rows = [{"id": r["id"], "measured_ms": float(m), "predicted_ms": float(m * (1 + e)),
              "rel_error": float(e)} for r, m, e in zip(records, measured, res)]
     return FitResult(p, rows, cost)
