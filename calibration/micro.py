@@ -1,73 +1,150 @@
 """Stage 1 of calibration: parameters read off microbenchmark records (system "micro-*").
 
-Each microbenchmark isolates one cost term of the model, so its parameters are fitted to it
-alone, before the megakernel runs fit the few residual terms:
+The records are those calibration/microbench.py writes (sizes and derived rates in "metrics").
+Each microbenchmark isolates one cost term of the analytic model, so its parameters are fitted to
+it alone (bounded least squares on relative error), before the megakernel runs fit the residual
+terms:
 
-- micro-copy:   bytes moved by C SMs       -> copy_gbps_per_sm, link_eff
-                (time = bytes / min(C x copy rate, link bandwidth x link_eff))
-- micro-flag:   flag round trip between SMs -> signal_local_us (one way = half a round trip)
-- micro-gemm:   a GEMM of M rows on S SMs   -> gemm_eff (tile-quantized model of analytic.py)
-- micro-sync:   launch + device-to-host read -> host_sync_us
+- micro-copy      row gather with S programs, `bytes` read+written  -> copy_gbps_per_sm, link_eff
+                  (moved bytes = bytes / 2; time = moved / min(S x copy rate, link x link_eff))
+- micro-flag      release/acquire ping-pong round trip              -> signal_local_us (one way)
+- micro-gemm-sms  the megakernel's compute alone (copy skipped) on C programs -> gemm_eff
+                  (shared expert + minibatches of routed GEMMs, as analytic.py computes them)
+- micro-gemm      torch._grouped_mm over expert shapes -> gemm_eff only when micro-gemm-sms is
+                  absent (another GEMM implementation than the megakernel's)
+- micro-schedule  GPU schedule build (graph replay) vs tokens      -> schedule_us, schedule_ns_per_route
+- micro-reduce    the k-slot epilogue reduction                    -> hbm_eff
+- micro-launch    op + .item() host round trip                     -> host_sync_us
 
-A record's sizes are read from its "config" (falling back to top-level fields); the names
-accepted for each are listed in FIELDS. A micro system this module does not know, or a record
-that lacks a size it needs, is reported in the stage's notes, never silently used or dropped.
+Any other micro system, or a record without the sizes it needs, is listed in the notes and not used.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Callable
 
 import numpy as np
 from scipy.optimize import least_squares
 
-from mok_model.analytic import gemm_time
+from mok_model.analytic import expert_ffn_time, loads, mok_terms
 from mok_model.params import BOUNDS, Params
-from mok_model.presets import load_hardware
 
-FIELDS = {
-    "sms": ("sms", "comm_sms", "blocks", "ctas"),
-    "bytes": ("bytes", "total_bytes", "nbytes"),
-    "rows": ("rows", "m", "M"),
-    "n": ("n", "N", "cols"),
-    "k": ("k", "K", "depth"),
-    "round_trip": ("round_trip", "roundtrip"),
-}
-
-
-def _get(rec: dict, what: str):
-    for src in (rec.get("config") or {}, rec.get("micro") or {}, rec):
-        for name in FIELDS[what]:
-            if name in src and isinstance(src[name], (int, float)) and not isinstance(src[name], bool):
-                return float(src[name])
-    return None
-
-
-def kind(rec: dict) -> str:
-    """micro-copy, micro-flag, ... by the system name's prefix (micro-copy-pull -> copy)."""
-    name = rec["system"][len("micro-"):]
-    for k in ("copy", "flag", "signal", "gemm", "sync", "launch"):
-        if name.startswith(k):
-            return {"signal": "flag", "launch": "sync"}.get(k, k)
-    return name
+from .fit import record_scenario
 
 
 @dataclass
 class MicroResult:
     params: Params
-    fitted: dict[str, str] = field(default_factory=dict)  # parameter -> how it was fitted
+    fitted: dict[str, str] = field(default_factory=dict)  # parameter -> microbenchmark
     notes: list[str] = field(default_factory=list)
     residuals: list[dict] = field(default_factory=list)
 
 
-def _lsq(fun, x0, lo, hi) -> np.ndarray:
-    x0 = np.clip(np.asarray(x0, float), lo, hi)
-    return least_squares(fun, x0, bounds=(lo, hi), x_scale=np.maximum(np.abs(x0), 1e-3)).x
+def _metric(rec: dict, *names: str):
+    for src in (rec.get("metrics") or {}, rec.get("config") or {}):
+        for n in names:
+            v = src.get(n)
+            if isinstance(v, (int, float)) and not isinstance(v, bool):
+                return float(v)
+    return None
 
 
-def _rows(recs, pred) -> list[dict]:
-    return [{"id": r["id"], "measured_ms": r["latency_ms"]["median"], "predicted_ms": float(p),
-             "rel_error": float(p / r["latency_ms"]["median"] - 1)} for r, p in zip(recs, pred)]
+def fit_terms(recs: list[dict], base: Params, names: list[str],
+              model: Callable[[Params], np.ndarray]) -> tuple[dict[str, float], list[dict]]:
+    """Fit `names` so that model(params) (seconds per record) matches the records' medians."""
+    t = np.array([r["latency_ms"]["median"] for r in recs]) * 1e-3
+    lo = np.array([BOUNDS[n][0] for n in names], float)
+    hi = np.array([BOUNDS[n][1] for n in names], float)
+    x0 = np.clip([base[n] for n in names], lo, hi)
+    scale = np.where(np.abs(x0) > 1e-9, np.abs(x0), np.maximum((hi - lo) * 0.01, 1e-3))
+
+    def res(x):
+        return model(base.with_values(**dict(zip(names, (x * scale).tolist())))) / t - 1.0
+
+    sol = least_squares(res, x0 / scale, bounds=(lo / scale, hi / scale), diff_step=1e-3)
+    values = dict(zip(names, (sol.x * scale).tolist()))
+    pred = model(base.with_values(**values)) * 1e3
+    rows = [{"id": r["id"], "system": r["system"], "measured_ms": float(m * 1e3),
+             "predicted_ms": float(p), "rel_error": float(p / (m * 1e3) - 1)}
+            for r, m, p in zip(recs, t, pred)]
+    return values, rows
+
+
+def _copy_model(recs):
+    hw = record_scenario(recs[0]).hardware
+    sms = np.array([_metric(r, "sms") for r in recs])
+    moved = np.array([_metric(r, "bytes") for r in recs]) / 2.0
+
+    def model(p):
+        return moved / np.minimum(sms * p["copy_gbps_per_sm"] * 1e9, hw.link_gbps * 1e9 * p["link_eff"])
+    return model
+
+
+def _compute_model(recs):
+    """The megakernel's compute chain alone on C compute programs (rank 0 of the record's EP)."""
+    scns = [record_scenario(r) for r in recs]
+    progs = np.array([_metric(r, "compute_programs") for r in recs])
+    mbs = np.array([(r.get("config") or {}).get("minibatch", 4096) for r in recs], float)
+
+    def model(p):
+        out = []
+        for scn, cx, mb in zip(scns, progs, mbs):
+            ld, m = loads(scn), scn.model
+            rows = float(ld.rows[0])
+            M = max(np.ceil(rows / mb), 1.0)
+            tiles = np.ceil(ld.expert_rows[0] / p["gemm_tile_m"]).sum() + (M - 1)
+            touched = (ld.expert_rows[0] > 0).sum() + (M - 1)
+            ffn = expert_ffn_time(scn, p, rows / M, tiles / M, touched / M, cx, m.expert_width)
+            shared = 0.0
+            if m.shared_experts:
+                shared = expert_ffn_time(scn, p, scn.tokens * m.shared_experts,
+                                         np.ceil(scn.tokens / p["gemm_tile_m"]) * m.shared_experts,
+                                         m.shared_experts, cx, m.shared_width, shared=True)
+            out.append(shared + M * (ffn + p["minibatch_overhead_us"] * 1e-6))
+        return np.array(out, float)
+    return model
+
+
+def _grouped_gemm_model(recs):
+    scns = [record_scenario(r) for r in recs]
+    rpe = np.array([_metric(r, "rows_per_expert") for r in recs])
+    el = np.array([_metric(r, "experts") for r in recs])
+
+    def model(p):
+        return np.array([float(expert_ffn_time(s, p, r * e, e * np.ceil(r / p["gemm_tile_m"]), e,
+                                               s.hardware.sms, s.model.expert_width))
+                         for s, r, e in zip(scns, rpe, el)])
+    return model
+
+
+def _schedule_model(recs):
+    scns = [record_scenario(r) for r in recs]
+
+    def model(p):
+        a = lambda *v: np.array(v)  # noqa: E731
+        return np.array([float(mok_terms(s, p, a(False), a(True), a(4096), a(32), a(131072),
+                                         a(0.5))["terms"]["schedule"][0]) for s in scns])
+    return model
+
+
+def _reduce_model(recs):
+    scns = [record_scenario(r) for r in recs]
+    n = np.array([_metric(r, "tokens") or s.tokens for r, s in zip(recs, scns)])
+
+    def model(p):
+        return np.array([t * s.model.hidden * 2.0 * (s.model.top_k + 2)
+                         / (s.hardware.hbm_tbps * 1e12 * p["hbm_eff"]) for t, s in zip(n, scns)])
+    return model
+
+
+# micro system -> (parameters, metrics it needs, model builder)
+STAGES: dict[str, tuple[list[str], tuple[str, ...], Callable]] = {
+    "micro-copy": (["copy_gbps_per_sm", "link_eff"], ("sms", "bytes"), _copy_model),
+    "micro-gemm-sms": (["gemm_eff"], ("compute_programs",), _compute_model),
+    "micro-schedule": (["schedule_us", "schedule_ns_per_route"], (), _schedule_model),
+    "micro-reduce": (["hbm_eff"], (), _reduce_model),
+}
 
 
 def fit_micro(records: list[dict], base: Params) -> MicroResult:
@@ -79,65 +156,41 @@ def fit_micro(records: list[dict], base: Params) -> MicroResult:
         return out
     by: dict[str, list[dict]] = {}
     for r in micro:
-        by.setdefault(kind(r), []).append(r)
-    values: dict[str, float] = {}
-    for k, recs in sorted(by.items()):
-        hw = load_hardware(recs[0]["hardware"]["preset"])
-        t = np.array([r["latency_ms"]["median"] for r in recs]) * 1e-3  # seconds
-        if k == "copy":
-            sms, nbytes = [np.array([_get(r, f) for r in recs], dtype=object) for f in ("sms", "bytes")]
-            ok = np.array([s is not None and b is not None for s, b in zip(sms, nbytes)])
-            if not ok.any():
-                out.notes.append(f"micro-copy: {len(recs)} records lack sms and bytes; skipped")
-                continue
-            recs, t = [r for r, o in zip(recs, ok) if o], t[ok]
-            sms, nbytes = sms[ok].astype(float), nbytes[ok].astype(float)
-            link = hw.link_gbps * 1e9
-
-            def model(x, sms=sms, nbytes=nbytes, link=link):
-                return nbytes / np.minimum(sms * x[0] * 1e9, link * x[1])
-
-            x = _lsq(lambda x: model(x) / t - 1, [base["copy_gbps_per_sm"], base["link_eff"]],
-                     [BOUNDS["copy_gbps_per_sm"][0], BOUNDS["link_eff"][0]],
-                     [BOUNDS["copy_gbps_per_sm"][1], BOUNDS["link_eff"][1]])
-            values.update(copy_gbps_per_sm=float(x[0]), link_eff=float(x[1]))
-            out.fitted.update(copy_gbps_per_sm="micro-copy", link_eff="micro-copy")
-            out.residuals += _rows(recs, model(x) * 1e3)
-        elif k == "flag":
-            rt = [bool(_get(r, "round_trip")) for r in recs]
-            one_way = np.array([tt * 1e6 / (2 if f else 1) for tt, f in zip(t, rt)])
-            values["signal_local_us"] = float(np.clip(np.median(one_way), *BOUNDS["signal_local_us"]))
-            out.fitted["signal_local_us"] = "micro-flag (median one-way latency)"
-            out.residuals += _rows(recs, [values["signal_local_us"] * (2 if f else 1) * 1e-3 for f in rt])
-        elif k == "gemm":
-            dims = {f: [_get(r, f) for r in recs] for f in ("rows", "n", "k", "sms")}
-            ok = np.array([all(dims[f][i] is not None for f in ("rows", "n", "k"))
-                           for i in range(len(recs))])
-            if not ok.any():
-                out.notes.append(f"micro-gemm: {len(recs)} records lack rows, n, k; skipped")
-                continue
-            recs, t = [r for r, o in zip(recs, ok) if o], t[ok]
-            m = np.array([d for d, o in zip(dims["rows"], ok) if o], float)
-            n = np.array([d for d, o in zip(dims["n"], ok) if o], float)
-            kk = np.array([d for d, o in zip(dims["k"], ok) if o], float)
-            s = np.array([d if d is not None else hw.sms for d, o in zip(dims["sms"], ok) if o], float)
-            tm, tn = base["gemm_tile_m"], base["gemm_tile_n"]
-
-            def model(x, m=m, n=n, kk=kk, s=s):
-                rate = hw.tflops(recs[0]["precision"]) * 1e12 / hw.sms * x[0]
-                return gemm_time(np.ceil(m / tm), n, kk, s, rate, tm, tn)
-
-            x = _lsq(lambda x: model(x) / t - 1, [base["gemm_eff"]], [BOUNDS["gemm_eff"][0]],
-                     [BOUNDS["gemm_eff"][1]])
-            values["gemm_eff"] = float(x[0])
-            out.fitted["gemm_eff"] = "micro-gemm (tile-quantized GEMM time)"
-            out.residuals += _rows(recs, model(x) * 1e3)
-        elif k == "sync":
-            values["host_sync_us"] = float(np.clip(np.median(t) * 1e6, *BOUNDS["host_sync_us"]))
-            out.fitted["host_sync_us"] = "micro-sync (median launch + device-to-host read)"
-            out.residuals += _rows(recs, [values["host_sync_us"] * 1e-3] * len(recs))
-        else:
-            out.notes.append(f"micro-{k}: {len(recs)} records of a microbenchmark this stage "
-                             f"does not model; not used")
-    out.params = base.with_values(**values)
+        by.setdefault(r["system"], []).append(r)
+    stages = dict(STAGES)
+    if "micro-gemm-sms" not in by:
+        stages["micro-gemm"] = (["gemm_eff"], ("rows_per_expert", "experts"), _grouped_gemm_model)
+    p = base
+    for system, (names, needs, builder) in stages.items():
+        recs = [r for r in by.get(system, []) if all(_metric(r, n) is not None for n in needs)]
+        if len(by.get(system, [])) > len(recs):
+            out.notes.append(f"{system}: {len(by[system]) - len(recs)} records lack {needs}; not used")
+        if not recs:
+            continue
+        values, rows = fit_terms(recs, p, names, builder(recs))
+        p = p.with_values(**values)
+        out.fitted.update({n: system for n in names})
+        out.residuals += rows
+    if "micro-flag" in by:
+        rt = [(_metric(r, "roundtrip_us") or r["latency_ms"]["median"] * 1e3) for r in by["micro-flag"]]
+        v = float(np.clip(np.median(rt) / 2, *BOUNDS["signal_local_us"]))
+        p = p.with_values(signal_local_us=v)
+        out.fitted["signal_local_us"] = "micro-flag"
+        out.residuals += [{"id": r["id"], "system": "micro-flag", "measured_ms": x * 1e-3,
+                           "predicted_ms": 2 * v * 1e-3, "rel_error": 2 * v / x - 1}
+                          for r, x in zip(by["micro-flag"], rt)]
+    if "micro-launch" in by:
+        xs = [_metric(r, "op_plus_item_us") for r in by["micro-launch"]]
+        xs = [x for x in xs if x is not None]
+        if xs:
+            p = p.with_values(host_sync_us=float(np.clip(np.median(xs), *BOUNDS["host_sync_us"])))
+            out.fitted["host_sync_us"] = "micro-launch (op + .item())"
+    used = set(stages) | {"micro-flag", "micro-launch"}
+    for system in sorted(set(by) - used):
+        out.notes.append(f"{system}: {len(by[system])} records of a microbenchmark the model has "
+                         f"no separate term for; not used")
+    if "micro-gemm" in by and "micro-gemm-sms" in by:
+        out.notes.append("micro-gemm (torch._grouped_mm) not used for gemm_eff: micro-gemm-sms "
+                         "measures the megakernel's own GEMMs")
+    out.params = p
     return out
