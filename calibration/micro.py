@@ -185,11 +185,11 @@ def fit_micro(records: list[dict], base: Params) -> MicroResult:
         if xs:
             p = p.with_values(host_sync_us=float(np.clip(np.median(xs), *BOUNDS["host_sync_us"])))
             out.fitted["host_sync_us"] = "micro-launch (op + .item())"
-    used = set(stages) | {"micro-flag", "micro-launch"}
+    used = set(stages) | {"micro-flag", "micro-launch", "micro-gemm"}
     for system in sorted(set(by) - used):
         out.notes.append(f"{system}: {len(by[system])} records of a microbenchmark the model has "
                          f"no separate term for; not used")
-    if "micro-gemm" in by and "micro-gemm-sms" in by:
+    if "micro-gemm" in by and "micro-gemm-sms" in by:  # stages held micro-gemm only without it
         out.notes.append("micro-gemm (torch._grouped_mm) not used for gemm_eff: micro-gemm-sms "
                          "measures the megakernel's own GEMMs")
     out.params = p
