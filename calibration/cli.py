@@ -99,7 +99,8 @@ def _summary(v) -> dict:
 
 
 def _fmt(name: str, v) -> str:
-    rho = "n/a (no workload with >= 3 configurations)" if v.spearman is None else f"{v.spearman:.3f} over {v.groups} workload(s)"
+    rho = ("n/a (no workload with >= 3 configurations)" if v.spearman is None
+           else f"{v.spearman:.3f} over {v.groups} workload(s)")
     return (f"{name}: n={v.n}  MAPE {100 * v.mape:.2f}%  max APE {100 * v.max_ape:.2f}%  "
             f"Spearman {rho}")
 
@@ -214,7 +215,8 @@ def run_validate(a: argparse.Namespace) -> dict:
         raise MokInputError(f"--plot {a.plot!r} must name a .png file")
     records = read_records(a.runs)
     params = read_params(a.params)
-    skipped = Counter(r["system"] for r in records if not predictable(r))
+    skipped = Counter(r["system"] for r in records
+                      if not predictable(r) and not r["system"].startswith("micro-"))
     records = [r for r in records if predictable(r)]
     if a.heldout_only:
         split_doc = json.loads(Path(a.params).read_text()).get("split")
