@@ -116,6 +116,12 @@ def plot(records: list[dict], v: Validation, path: str, color_by: str = "minibat
     ax.set_yscale("log")
     ax.set_xlim(lo, hi)
     ax.set_ylim(lo, hi)
+    from matplotlib.ticker import LogLocator, ScalarFormatter
+
+    for axis in (ax.xaxis, ax.yaxis):
+        axis.set_major_locator(LogLocator(base=10, subs=(1.0, 2.0, 5.0)))
+        axis.set_major_formatter(ScalarFormatter())
+        axis.set_minor_formatter(ScalarFormatter() if hi / lo < 4 else plt.NullFormatter())
     ax.set_xlabel("measured latency (ms)")
     ax.set_ylabel("predicted latency (ms)")
     rho = "n/a" if v.spearman is None else f"{v.spearman:.3f}"
