@@ -70,7 +70,10 @@ def run(opts: Options):
                     markeredgecolor="black")
         ax.axvspan(2048, 16384, color="green", alpha=0.06)
         ax.set(xscale="log", title=model, xlabel="minibatch (routed rows)", ylabel="M tokens/s per GPU")
-        ax.legend(fontsize=7, title="best/worst", title_fontsize=7)
+        ticks = [b for b in mbs if b in (1024, 2048, 4096, 8192, 16384, 32768)]
+        ax.set_xticks(ticks, [f"{b // 1024}k" for b in ticks])
+        ax.minorticks_off()
+        ax.legend(fontsize=7, title="best/worst", title_fontsize=7, loc="best")
     for ax in axes.ravel()[len(models):]:
         ax.set_visible(False)
     fig.suptitle("MoK forward throughput vs minibatch size (★ best; shaded: published recommended range)")

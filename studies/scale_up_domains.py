@@ -103,6 +103,9 @@ def run(opts: Options):
                  title=f"{MODEL}, {TOKENS} tokens/GPU (flat = perfect weak scaling)")
     ax[0, 1].set(xscale="log", yscale="log", xlabel="EP = GPUs in the domain", ylabel="tuned minibatch (rows)",
                  title="Best minibatch per point (other knobs in the CSV)")
+    mbs = sorted({r["minibatch"] for r in rows})
+    ax[0, 1].set_yticks(mbs, [str(b) for b in mbs])
+    ax[0, 1].minorticks_off()
     for a in ax.ravel():
         a.set_xticks(eps, [str(e) for e in eps])
         a.legend(fontsize=7)
