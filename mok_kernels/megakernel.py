@@ -60,14 +60,15 @@ class KernelConfig:
     capacity: float = 0.5           # schedule capacity multiplier
     block_m: int = 128
     bn_gu: int = 128
-    bn_dn: int = 128
+    bn_dn: int = 256
     block_k: int = 64
     num_warps: int = 8
-    num_stages: int = 3
+    num_stages: int = 4
     copy_rows: int = 16
     max_spin: int = 1 << 22
     grid: int | None = None         # programs in the persistent grid (default: SM count)
     skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
+    join: bool = True               # comm programs join compute after dispatch (push combine)
 
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
@@ -139,7 +140,7 @@ def _kernels() -> dict[str, Any]:
         sync_ptr, err_ptr,                            # int32 workspace (zeroed), (2,) int32
         NS, R, N_RANK, P, EL, COMM,
         READY_OFF, GU_OFF, DN_OFF, HC_OFF, SH_OFF,
-        PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin, NO_COPY,
+        PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin, NO_COPY, WORK_OFF, JOIN,
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
     ):
@@ -198,36 +199,50 @@ def _kernels() -> dict[str, Any]:
                         m = rows < r1
                         slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
                         copy_rows(y_ptr, rows.to(tl.int64), comb_ptr, slot.to(tl.int64), m, H, CC)
-        else:
-            # ---------------- compute programs ----------------
-            cid = pid - COMM
-            nc = nprog - COMM
+        if (pid >= COMM) | ((JOIN != 0) & (PULL_COMBINE == 0)):
+            # ---------------- compute (comm programs join once dispatch is done) ----------------
+            # Items are taken from one atomic counter in list order: sections
+            # gu(0=shared), dn(-1), gu(1), dn(0), gu(2), dn(1), ... ; batch b>=1 is minibatch b-1.
             ns_tiles = (NS + BM - 1) // BM
+            tiles_used = tl.load(mb_tile_ptr + nmb)
+            total = (ns_tiles + tiles_used) * (NB_GU + NB_DN)
             rm = tl.arange(0, BM)
             rk = tl.arange(0, BK)
-            base = 0
-            for p in range(0, nmb + 2):
-                # ---- gate/up items of batch p (batch 0: shared expert; p >= 1: minibatch p-1)
-                mbg = tl.maximum(p - 1, 0)
-                ta = tl.load(mb_tile_ptr + tl.minimum(mbg, nmb))
-                tb = tl.load(mb_tile_ptr + tl.minimum(mbg + 1, nmb))
-                nt = tl.where(p == 0, ns_tiles, tl.where(p <= nmb, tb - ta, 0))
-                n_items = nt * NB_GU
-                first = (cid + nc - base % nc) % nc
-                if (p > 0) & (first < n_items):
-                    if PUSH_DISPATCH == 0:
-                        wait_geq(sync_ptr + READY_OFF + mbg * P, COMM, err_ptr, 1, mbg, max_spin)
-                    else:
-                        lanes = tl.maximum(COMM, P)
-                        for s in range(0, P):
-                            nsub = (lanes - s + P - 1) // P
-                            wait_geq(sync_ptr + READY_OFF + mbg * P + s, nsub, err_ptr, 2, mbg,
-                                     max_spin)
-                for it in range(first, n_items, nc):
-                    tt = it // NB_GU
-                    nb = it % NB_GU
-                    shared = p == 0
-                    tile = tl.where(shared, tt, ta + tt)
+            sec = -1
+            sec_start = 0
+            sec_end = 0
+            waited = 0
+            g = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
+            while g < total:
+                g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
+                while g >= sec_end:
+                    sec += 1
+                    sec_start = sec_end
+                    bb = sec // 2 - (sec % 2)          # batch of this section
+                    bc = tl.minimum(tl.maximum(bb, 1), nmb)
+                    ntb = tl.load(mb_tile_ptr + bc) - tl.load(mb_tile_ptr + bc - 1)
+                    nt = tl.where(bb == 0, ns_tiles, tl.where((bb >= 1) & (bb <= nmb), ntb, 0))
+                    sec_end += nt * tl.where(sec % 2 == 0, NB_GU, NB_DN)
+                item = g - sec_start
+                is_gu = sec % 2 == 0
+                b = sec // 2 - (sec % 2)
+                mbi = tl.maximum(b - 1, 0)                  # minibatch index of batch b
+                t_base = tl.load(mb_tile_ptr + tl.minimum(mbi, nmb))
+                shared = b == 0
+                if is_gu:
+                    if (b > 0) & (waited < b):
+                        if PUSH_DISPATCH == 0:
+                            wait_geq(sync_ptr + READY_OFF + mbi * P, COMM, err_ptr, 1, mbi, max_spin)
+                        else:
+                            lanes = tl.maximum(COMM, P)
+                            for s in range(0, P):
+                                nsub = (lanes - s + P - 1) // P
+                                wait_geq(sync_ptr + READY_OFF + mbi * P + s, nsub, err_ptr, 2, mbi,
+                                         max_spin)
+                        waited = b
+                    tt = item // NB_GU
+                    nb = item % NB_GU
+                    tile = tl.where(shared, tt, t_base + tt)
                     if shared:
                         row0 = tt * BM
                         nrows = tl.minimum(NS - row0, BM)
@@ -259,56 +274,46 @@ def _kernels() -> dict[str, Any]:
                         tl.atomic_add(sync_ptr + SH_OFF + tile, 1, sem="release", scope="gpu")
                     else:
                         tl.atomic_add(sync_ptr + HC_OFF + tile, 1, sem="release", scope="gpu")
-                        tl.atomic_add(sync_ptr + GU_OFF + mbg, 1, sem="release", scope="gpu")
-                base += n_items
-                # ---- down items of batch p-1
-                q = p - 1
-                mbd = tl.maximum(q - 1, 0)
-                da = tl.load(mb_tile_ptr + tl.minimum(mbd, nmb))
-                db = tl.load(mb_tile_ptr + tl.minimum(mbd + 1, nmb))
-                ndt = tl.where(q == 0, ns_tiles, tl.where((q >= 1) & (q <= nmb), db - da, 0))
-                nd_items = ndt * NB_DN
-                first = (cid + nc - base % nc) % nc
-                for it in range(first, nd_items, nc):
-                    tt = it // NB_DN
-                    nb = it % NB_DN
-                    shared = q == 0
-                    tile = tl.where(shared, tt, da + tt)
+                        tl.atomic_add(sync_ptr + GU_OFF + mbi, 1, sem="release", scope="gpu")
+                else:
+                    tt_d = item // NB_DN
+                    nb_d = item % NB_DN
+                    tile_d = tl.where(shared, tt_d, t_base + tt_d)
                     if shared:
-                        row0 = tt * BM
-                        nrows = tl.minimum(NS - row0, BM)
-                        e = tt * 0 + EL
-                        hrow0 = row0
-                        cnt_ptr = sync_ptr + SH_OFF + tile
+                        row0_d = tt_d * BM
+                        nrows_d = tl.minimum(NS - row0_d, BM)
+                        e_d = tt_d * 0 + EL
+                        hrow0_d = row0_d
+                        cnt_ptr_d = sync_ptr + SH_OFF + tile_d
                     else:
-                        row0 = tl.load(tile_row0_ptr + tile)
-                        nrows = tl.load(tile_rows_ptr + tile)
-                        e = tl.load(tile_exp_ptr + tile)
-                        hrow0 = NS + row0
-                        cnt_ptr = sync_ptr + HC_OFF + tile
-                    wait_geq(cnt_ptr, NB_GU, err_ptr, 3, tile, max_spin)
-                    rmask = rm < nrows
-                    rn = nb * BN_DN + tl.arange(0, BN_DN)
-                    a_ptrs = h_ptr + (hrow0 + rm).to(tl.int64)[:, None] * I + rk[None, :]
-                    w_off = e.to(tl.int64) * I * H + rk[:, None] * H + rn[None, :]
-                    acc = tl.zeros((BM, BN_DN), dtype=tl.float32)
+                        row0_d = tl.load(tile_row0_ptr + tile_d)
+                        nrows_d = tl.load(tile_rows_ptr + tile_d)
+                        e_d = tl.load(tile_exp_ptr + tile_d)
+                        hrow0_d = NS + row0_d
+                        cnt_ptr_d = sync_ptr + HC_OFF + tile_d
+                    wait_geq(cnt_ptr_d, NB_GU, err_ptr, 3, tile_d, max_spin)
+                    rmask_d = rm < nrows_d
+                    rn_d = nb_d * BN_DN + tl.arange(0, BN_DN)
+                    a_ptrs_d = h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :]
+                    w_off_d = e_d.to(tl.int64) * I * H + rk[:, None] * H + rn_d[None, :]
+                    acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
                     for k0 in range(0, I, BK):
-                        a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
-                        b = tl.load(wd_ptr + w_off + k0 * H)
-                        acc = tl.dot(a, b, acc)
+                        a_d = tl.load(a_ptrs_d + k0, mask=rmask_d[:, None], other=0.0)
+                        bw_d = tl.load(wd_ptr + w_off_d + k0 * H)
+                        acc_d = tl.dot(a_d, bw_d, acc_d)
                     if shared:
-                        s_ptrs = sh_out_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rn[None, :]
-                        tl.store(s_ptrs, acc, mask=rmask[:, None])
+                        s_ptrs_d = sh_out_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
+                        tl.store(s_ptrs_d, acc_d, mask=rmask_d[:, None])
                     else:
                         if PULL_COMBINE != 0:
-                            o_ptrs = y_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rn[None, :]
-                            tl.store(o_ptrs, acc.to(tl.bfloat16), mask=rmask[:, None])
-                            signal(sync_ptr + DN_OFF + mbd)
+                            o_ptrs_d = y_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
+                            tl.store(o_ptrs_d, acc_d.to(tl.bfloat16), mask=rmask_d[:, None])
+                            signal(sync_ptr + DN_OFF + mbi)
                         else:
-                            slot = tl.load(recv_slot_ptr + row0 + rm, mask=rmask, other=0)
-                            c_ptrs = comb_ptr + slot.to(tl.int64)[:, None] * H + rn[None, :]
-                            tl.store(c_ptrs, acc.to(tl.bfloat16), mask=rmask[:, None])
-                base += nd_items
+                            slot_d = tl.load(recv_slot_ptr + row0_d + rm, mask=rmask_d, other=0)
+                            c_ptrs_d = comb_ptr + slot_d.to(tl.int64)[:, None] * H + rn_d[None, :]
+                            tl.store(c_ptrs_d, acc_d.to(tl.bfloat16), mask=rmask_d[:, None])
+                g = g_next
 
     @triton.jit
     def epilogue_kernel(sh_ptr, comb_ptr, w_ptr, out_ptr, tok0, HAS_SHARED,
@@ -395,7 +400,8 @@ class MoKLayer:
         self.off["dn"] = self.off["gu"] + self.mb_max + 1
         self.off["hc"] = self.off["dn"] + self.mb_max + 1
         self.off["sh"] = self.off["hc"] + self.t_max
-        self.sync = torch.zeros(self.off["sh"] + ns_tiles + 1, dtype=torch.int32, device=dev)
+        self.off["work"] = self.off["sh"] + ns_tiles + 1
+        self.sync = torch.zeros(self.off["work"] + 1, dtype=torch.int32, device=dev)
         self.err = torch.zeros(8, dtype=torch.int32, device=dev)   # [bitmask, info per code]
         self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
         self.last_schedule: Schedule | None = None
@@ -424,7 +430,7 @@ class MoKLayer:
             self.ns, self.ring_rows, self.tokens, self.ep, self.el, cfg.comm_sms,
             self.off["ready"], self.off["gu"], self.off["dn"], self.off["hc"], self.off["sh"],
             int(cfg.dispatch == "push"), int(cfg.combine == "pull"), self.stall_test, cfg.max_spin,
-            int(cfg.skip_copy),
+            int(cfg.skip_copy), self.off["work"], int(cfg.join),
             H=self.H, I=self.I, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=cc, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 

@@ -76,8 +76,19 @@ class Schedule:
 
 
 def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: int | None,
-                   capacity_multiplier: float, minibatch: int, block_m: int = 128) -> Schedule:
-    """Build the schedule on ids_all's device from all-gathered top-k ids (P*N, k)."""
+                   capacity_multiplier: float, minibatch: int, block_m: int = 128,
+                   use_triton: bool | None = None) -> Schedule:
+    """Build the schedule on ids_all's device from all-gathered top-k ids (P*N, k).
+
+    On CUDA the fused Triton path (a few kernels plus one sort) is used unless use_triton=False;
+    elsewhere (and as the checked fallback) plain tensor ops compute the same arrays.
+    """
+    if use_triton is None:
+        use_triton = ids_all.is_cuda
+    if use_triton:
+        return _build_schedule_triton(ids_all, ep=ep, num_experts=num_experts, rank=rank,
+                                      capacity_multiplier=capacity_multiplier,
+                                      minibatch=minibatch, block_m=block_m)
     pn, k = ids_all.shape
     if num_experts % ep or pn % ep:
         raise ValueError(f"E={num_experts} and P*N={pn} must be divisible by EP={ep}")
@@ -154,3 +165,185 @@ def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: in
         total=total.reshape(1).to(i32), tile_expert=te.to(i32), tile_row0=row0.to(i32),
         tile_rows=trows.to(i32), num_tiles=num_tiles.reshape(1).to(i32), mb_tile=mb_tile.to(i32),
         mb_row=mb_row.to(i32), num_mb=num_mb.reshape(1).to(i32), overflow=over.reshape(1).to(i32))
+
+
+_SK: dict = {}
+
+
+def _sched_kernels() -> dict:
+    """Triton kernels of the fused schedule builder (Triton imported lazily)."""
+    if _SK:
+        return _SK
+    import triton
+    import triton.language as tl
+
+    @triton.jit
+    def keys_kernel(ids_ptr, key_ptr, cnt_ptr, F, e0, nloc, NBIN: tl.constexpr, BLK: tl.constexpr):
+        """key = bucket * F + f (bucket = local expert, nloc for others); histogram of buckets."""
+        f = tl.program_id(0) * BLK + tl.arange(0, BLK)
+        m = f < F
+        le = tl.load(ids_ptr + f, mask=m, other=0).to(tl.int32) - e0
+        local = (le >= 0) & (le < nloc)
+        bucket = tl.where(local, le, nloc)
+        key = bucket.to(tl.int64) * F + f
+        tl.store(key_ptr + f, key.to(key_ptr.dtype.element_ty), mask=m)
+        hist = tl.histogram(tl.where(m, bucket, NBIN - 1), NBIN)
+        bins = tl.arange(0, NBIN)
+        tl.atomic_add(cnt_ptr + bins, hist, mask=(bins <= nloc) & (hist > 0), sem="relaxed")
+
+    @triton.jit
+    def recv_kernel(key_ptr, cnt_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, nloc,
+                    NBE: tl.constexpr, BLK: tl.constexpr):
+        """Received rows from the sorted keys: source row, combine slot, local expert."""
+        e = tl.arange(0, NBE)
+        total = tl.minimum(tl.sum(tl.load(cnt_ptr + e, mask=e < nloc, other=0)), C)
+        pos = tl.program_id(0) * BLK + tl.arange(0, BLK)
+        mc = pos < C
+        valid = pos < total
+        key = tl.load(key_ptr + pos, mask=valid, other=0)
+        f = (key % F).to(tl.int32)
+        b = (key // F).to(tl.int32)
+        tl.store(slot_ptr + pos, tl.where(valid, f, 0), mask=mc)
+        tl.store(src_ptr + pos, tl.where(valid, f // K, 0), mask=mc)
+        tl.store(exp_ptr + pos, tl.where(valid, b, -1), mask=mc)
+
+    @triton.jit
+    def tiles_kernel(cnt_ptr, te_ptr, tr0_ptr, trows_ptr, off_ptr, C, nloc, T_MAX,
+                     NBE: tl.constexpr, BM: tl.constexpr, BT: tl.constexpr):
+        """Program e < nloc writes expert e's tiles; later programs fill unused tiles."""
+        pid = tl.program_id(0)
+        e = tl.arange(0, NBE)
+        em = e < nloc
+        cnt = tl.load(cnt_ptr + e, mask=em, other=0)
+        cum = tl.cumsum(cnt, 0)
+        start = cum - cnt
+        kept = tl.minimum(cum, C) - tl.minimum(start, C)
+        ntile = (kept + BM - 1) // BM
+        tcum = tl.cumsum(ntile, 0)
+        num_tiles = tl.sum(ntile)
+        total = tl.minimum(tl.sum(cnt), C)
+        if pid < nloc:
+            sel = e == pid
+            my_off = tl.sum(tl.where(sel, tl.minimum(start, C), 0))
+            my_kept = tl.sum(tl.where(sel, kept, 0))
+            my_nt = tl.sum(tl.where(sel, ntile, 0))
+            my_t0 = tl.sum(tl.where(sel, tcum - ntile, 0))
+            tl.store(off_ptr + pid, my_off)
+            if pid == nloc - 1:
+                tl.store(off_ptr + nloc, total)
+            j0 = 0
+            while j0 < my_nt:
+                j = j0 + tl.arange(0, BT)
+                mj = j < my_nt
+                tl.store(te_ptr + my_t0 + j, pid + j * 0, mask=mj)
+                tl.store(tr0_ptr + my_t0 + j, my_off + j * BM, mask=mj)
+                tl.store(trows_ptr + my_t0 + j, tl.minimum(my_kept - j * BM, BM), mask=mj)
+                j0 += BT
+        else:
+            t = (pid - nloc) * BT + tl.arange(0, BT)
+            mt = (t >= num_tiles) & (t < T_MAX)
+            tl.store(te_ptr + t, t * 0, mask=mt)
+            tl.store(tr0_ptr + t, t * 0 + total, mask=mt)
+            tl.store(trows_ptr + t, t * 0, mask=mt)
+
+    @triton.jit
+    def mb_kernel(cnt_ptr, tr0_ptr, mbt_ptr, mbr_ptr, scal_ptr, C, nloc, T_MAX, MB_MAX, MB,
+                  P, EL, CAP_RANK, PER_RANK, NBE: tl.constexpr, BM: tl.constexpr,
+                  LOG2T: tl.constexpr, BLK: tl.constexpr):
+        """Minibatch boundaries by binary search over tile starts; scalars by program 0."""
+        e = tl.arange(0, NBE)
+        em = e < nloc
+        cnt = tl.load(cnt_ptr + e, mask=em, other=0)
+        cum = tl.cumsum(cnt, 0)
+        kept = tl.minimum(cum, C) - tl.minimum(cum - cnt, C)
+        num_tiles = tl.sum((kept + BM - 1) // BM)
+        total_in = tl.sum(cnt)
+        total = tl.minimum(total_in, C)
+        m = tl.program_id(0) * BLK + tl.arange(0, BLK)
+        mm = m <= MB_MAX
+        target = m * MB
+        lo = m * 0
+        hi = m * 0 + T_MAX
+        for _ in tl.static_range(LOG2T):     # lower_bound(tile_row0, m * MB)
+            mid = (lo + hi) // 2
+            active = lo < hi
+            v = tl.load(tr0_ptr + mid, mask=active & (mid < T_MAX), other=0)
+            less = v < target
+            new_lo = tl.where(active & less, mid + 1, lo)
+            hi = tl.where(active & (~less), mid, hi)
+            lo = new_lo
+        first = tl.minimum(lo, num_tiles)
+        tl.store(mbt_ptr + m, first, mask=mm)
+        r = tl.load(tr0_ptr + first, mask=mm & (first < T_MAX), other=0)
+        tl.store(mbr_ptr + m, tl.where(first < T_MAX, r, total), mask=mm)
+        if tl.program_id(0) == 0:
+            if PER_RANK != 0:
+                over = total_in * 0
+                q = 0
+                while q < P:
+                    rq = tl.sum(tl.where((e >= q * EL) & (e < (q + 1) * EL), cnt, 0))
+                    over += tl.maximum(rq - CAP_RANK, 0)
+                    q += 1
+            else:
+                over = tl.maximum(total_in - C, 0)
+            tl.store(scal_ptr + 0, total)
+            tl.store(scal_ptr + 1, num_tiles)
+            tl.store(scal_ptr + 2, (total + MB - 1) // MB)
+            tl.store(scal_ptr + 3, over)
+
+    _SK.update(keys=keys_kernel, recv=recv_kernel, tiles=tiles_kernel, mb=mb_kernel)
+    return _SK
+
+
+def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: int | None,
+                           capacity_multiplier: float, minibatch: int, block_m: int) -> Schedule:
+    """Fused CUDA path of build_schedule: same arrays, ~8 graph nodes instead of ~60."""
+    ks = _sched_kernels()
+    pn, k = ids_all.shape
+    if num_experts % ep or pn % ep:
+        raise ValueError(f"E={num_experts} and P*N={pn} must be divisible by EP={ep}")
+    dev, i32 = ids_all.device, torch.int32
+    n, el = pn // ep, num_experts // ep
+    cap_rank = capacity_rows(ep, n, k, num_experts, capacity_multiplier)
+    if rank is None:
+        e0, nloc, cap = 0, num_experts, ep * cap_rank
+    else:
+        e0, nloc, cap = rank * el, el, cap_rank
+    f_all = pn * k
+    nbe = max(16, 1 << (nloc - 1).bit_length())
+    nbin = max(16, 1 << (nloc + 1).bit_length())
+    t_max = (cap + block_m - 1) // block_m + nloc
+    mb_max = max(1, (cap + minibatch - 1) // minibatch)
+    ints = torch.zeros(nloc + 1 + 4, dtype=i32, device=dev)           # counts (+dump), scalars
+    counts_all, scal = ints[:nloc + 1], ints[nloc + 1:]
+    kdt = torch.int32 if (nloc + 1) * f_all < 2 ** 31 else torch.int64
+    keys = torch.empty(f_all, dtype=kdt, device=dev)
+    blk = 1024
+    ks["keys"][(triton_cdiv(f_all, blk),)](ids_all.reshape(-1), keys, counts_all, f_all, e0, nloc,
+                                           NBIN=nbin, BLK=blk, num_warps=4)
+    skeys = torch.sort(keys).values          # only positions < total (<= F) are read
+    recv = torch.empty(3, cap, dtype=i32, device=dev)
+    ks["recv"][(triton_cdiv(cap, blk),)](skeys, counts_all, recv[0], recv[1], recv[2], f_all, cap,
+                                         k, nloc, NBE=nbe, BLK=blk, num_warps=4)
+    tiles = torch.empty(3, t_max, dtype=i32, device=dev)
+    offsets = torch.empty(nloc + 1, dtype=i32, device=dev)
+    bt = 128
+    ks["tiles"][(nloc + triton_cdiv(t_max, bt),)](counts_all, tiles[0], tiles[1], tiles[2], offsets,
+                                                  cap, nloc, t_max, NBE=nbe, BM=block_m, BT=bt,
+                                                  num_warps=4)
+    mbs = torch.empty(2, mb_max + 1, dtype=i32, device=dev)
+    log2t = max(1, t_max.bit_length())
+    ks["mb"][(triton_cdiv(mb_max + 1, 256),)](counts_all, tiles[1], mbs[0], mbs[1], scal, cap, nloc,
+                                              t_max, mb_max, minibatch, ep, el, cap_rank,
+                                              int(rank is None), NBE=nbe, BM=block_m, LOG2T=log2t,
+                                              BLK=256, num_warps=4)
+    return Schedule(
+        ep=ep, tokens=n, topk=k, rank=rank, expert_base=e0, num_local=nloc, capacity=cap,
+        block_m=block_m, minibatch=minibatch, recv_src=recv[0], recv_slot=recv[1],
+        recv_expert=recv[2], counts=counts_all[:nloc], offsets=offsets, total=scal[0:1],
+        tile_expert=tiles[0], tile_row0=tiles[1], tile_rows=tiles[2], num_tiles=scal[1:2],
+        mb_tile=mbs[0], mb_row=mbs[1], num_mb=scal[2:3], overflow=scal[3:4])
+
+
+def triton_cdiv(a: int, b: int) -> int:
+    return (a + b - 1) // b

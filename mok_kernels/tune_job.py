@@ -15,16 +15,16 @@ from .bench import Workload, run_gemm_only, run_mok, run_torch_grouped, stats
 BASE = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=16, macrobatch=131072,
             capacity=0.5)
 VARIANTS = {
-    "A base bn_dn128 st3": {},
-    "B bn_dn256": dict(bn_dn=256),
-    "C bn_dn256 st4": dict(bn_dn=256, num_stages=4),
-    "D bn_dn128 st4": dict(num_stages=4),
-    "E B c8": dict(bn_dn=256, comm_sms=8),
-    "F B skip_copy": dict(bn_dn=256, skip_copy=True),
-    "G B mb8192": dict(bn_dn=256, minibatch=8192),
-    "H B mb2048 c24": dict(bn_dn=256, minibatch=2048, comm_sms=24),
-    "I B bm64": dict(bn_dn=256, block_m=64),
-    "J B push/pull": dict(bn_dn=256, dispatch="push", combine="pull"),
+    "A default(join,bn256,st4)": {},
+    "B no join": dict(join=False),
+    "C c8": dict(comm_sms=8),
+    "D c24": dict(comm_sms=24),
+    "E mb2048": dict(minibatch=2048),
+    "F mb8192": dict(minibatch=8192),
+    "G skip_copy": dict(skip_copy=True),
+    "H push/push": dict(dispatch="push"),
+    "I pull/pull": dict(combine="pull"),
+    "J st3": dict(num_stages=3),
 }
 
 

@@ -134,3 +134,19 @@ def test_torch_grouped_matches_reference():
     want = ref.moe_reference(x[rank * N:(rank + 1) * N].float(), ids[rank * N:(rank + 1) * N],
                              wts[rank * N:(rank + 1) * N], wf)
     assert rel(got, want) <= 1e-2
+
+
+@pytest.mark.parametrize("ep,rank,routing,mult,mb,bm", [
+    (16, 3, "uniform", 0.5, 300, 128), (8, None, "zipf:1.2", 0.5, 1000, 128),
+    (4, 0, "onehot", 0.2, 256, 64), (1, 0, "hot:0.3", 1.0, 4096, 128)])
+def test_fused_schedule_equals_tensor_ops(ep, rank, routing, mult, mb, bm):
+    import dataclasses
+    from mok_kernels.schedule import build_schedule
+    ids, _ = make_routing(ep * 512, 64, 8, routing, 5, device="cuda")
+    kw = dict(ep=ep, num_experts=64, rank=rank, capacity_multiplier=mult, minibatch=mb, block_m=bm)
+    a = build_schedule(ids, use_triton=False, **kw)
+    b = build_schedule(ids, use_triton=True, **kw)
+    for f in dataclasses.fields(a):
+        x, y = getattr(a, f.name), getattr(b, f.name)
+        if isinstance(x, torch.Tensor):
+            assert torch.equal(x.long(), y.long()), f.name
