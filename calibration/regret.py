@@ -26,6 +26,7 @@ from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params, read_params
 from mok_model.records import read_records
 from mok_model.scenario import Config, default_config
+from mok_model.tuner import tune
 
 from .cli import default_free, priors_for
 from .fit import fit, predict_records, record_config, record_scenario, workload_key
@@ -69,6 +70,9 @@ def workload_regret(recs: list[dict], params: Params, engine: str = "analytic") 
     dflt = default_config(scn)
     near = min(range(len(cfgs)), key=lambda i: (_distance(cfgs[i], dflt), i))
     rank = {i: j for j, i in enumerate(np.argsort(measured, kind="stable"))}
+    # for information: the tuner over its own full grid, and the measured config nearest to it
+    free = tune(scn, params, top=1).best.config if engine == "analytic" else None
+    near_free = min(range(len(cfgs)), key=lambda i: (_distance(cfgs[i], free), i)) if free else None
     return {
         "workload": scn.describe(), "configs": len(cfgs), "records": len(recs),
         "best_measured": {"config": cfgs[best].as_dict(), "measured_ms": float(measured[best])},
@@ -79,6 +83,10 @@ def workload_regret(recs: list[dict], params: Params, engine: str = "analytic") 
                     "published_default": dflt.as_dict(), "measured_ms": float(measured[near]),
                     "regret": float(measured[near] / measured[best] - 1)},
         "worst_over_best": float(measured.max() / measured[best]),
+        "tuner_full_grid": None if free is None else {
+            "config": free.as_dict(), "in_measured_grid": _distance(cfgs[near_free], free) == 0,
+            "nearest_measured": cfgs[near_free].as_dict(),
+            "nearest_regret": float(measured[near_free] / measured[best] - 1)},
     }
 
 
