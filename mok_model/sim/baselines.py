@@ -19,7 +19,7 @@ from ..params import Params
 from ..scenario import ELEMENT_BYTES, Scenario
 from ..workload import traffic
 from . import trace as tr
-from .fabric import Join, Message, Server, SimInvariantError
+from .fabric import Join, Message, Server, SimInvariantError, chunks
 from .topology import build_topology, peer_groups
 
 
@@ -56,7 +56,7 @@ def _durations(scn: Scenario, p: Params) -> dict:
 
 
 def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: int,
-                      max_peers: int):
+                      max_peers: int, chunk_bytes: float = 2 ** 20):
     """One baseline pass on every GPU; returns a Prediction (engine "sim")."""
     from ..predict import Prediction
 
@@ -118,24 +118,25 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     exchanges = {}
     for name, m, nbytes in (("dispatch", mat, du["act"]), ("combine", mat.T.copy(), du["out"])):
         out = outgoing(m)
-        n_in = np.zeros(len(nodes), dtype=int)
+        n_in = np.zeros(len(nodes), dtype=np.int64)
         for lst in out:
-            for e, _ in lst:
-                n_in[e] += 1
+            for e, r in lst:
+                n_in[e] += r
         exchanges[name] = (out, [Join(env, int(n)) for n in n_in], nbytes)
 
     def exchange(g: int, name: str):
         out, inbox, nbytes = exchanges[name]
         t0 = env.now
-        sent = Join(env, len(out[g]))
+        sent = Join(env, sum(r for _, r in out[g]))
         drv = nodes[g][0]
         for e, r in out[g]:
             hops = topo.route(rep[g], rep[e])
             links = tuple(nodes[g if d == "out" else e][1][(d, k)] for d, k in hops)
             lat = sum(topo.link(d, k)[1] for d, k in hops)
             stages = ((drv,) if drv else ()) + links
-            Message(r * nbytes, r, stages, lat, (sent, inbox[e]), ("x", name, g), name,
-                    f"{name}", t0, scale).send()
+            for rc in chunks(r, nbytes, chunk_bytes):
+                Message(rc * nbytes, rc, stages, lat, (sent, inbox[e]), ("x", name, g), name,
+                        name, t0, scale).send()
         yield simpy.AllOf(env, [sent.done, inbox[my_ep(g)].done])
         spans.append((g, tr.DISPATCH if name == "dispatch" else tr.COMBINE, name, t0, env.now - t0))
 

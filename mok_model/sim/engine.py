@@ -46,12 +46,13 @@ def _prologue(scn: Scenario, p: Params, cfg: Config) -> dict[str, float]:
 def simulate(scenario: Scenario, config: Config | None = None, system: str = "mok",
              params: Params | str | None = None, trace: str | Path | None = None,
              schedule: str = "published", trace_gpus: int = TRACE_GPUS,
-             max_peers: int = 128):
+             max_peers: int = 128, chunk_bytes: float = 2 ** 20):
     """Simulate one layer pass on every GPU; the pass ends when the slowest GPU ends.
 
     schedule: "published" (comm and compute walk the work in different orders) or "naive"
     (dispatch i, compute i, combine i in order). max_peers: above this many peers, peers are
-    aggregated into groups whose links and SMs are summed (keeps EP 576 fast).
+    aggregated into groups whose links and SMs are summed (keeps EP 576 fast). chunk_bytes:
+    larger messages are cut into chunks of at most this size, so links share at a fine grain.
     """
     from ..predict import Prediction
 
@@ -62,10 +63,10 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     if system != "mok":
         from .baselines import simulate_baseline
 
-        return simulate_baseline(scenario, system, p, trace, trace_gpus, max_peers)
+        return simulate_baseline(scenario, system, p, trace, trace_gpus, max_peers, chunk_bytes)
     cfg = (config or default_config(scenario)).check_for(scenario)
     pre = _prologue(scenario, p, cfg)
-    sim = MokSim(scenario, p, cfg, schedule, trace_gpus if trace else 0, max_peers)
+    sim = MokSim(scenario, p, cfg, schedule, trace_gpus if trace else 0, max_peers, chunk_bytes)
     sim.run()
     P = scenario.ep
     pipe = sim.pipe_end

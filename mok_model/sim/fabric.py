@@ -102,8 +102,16 @@ class Message:
             j.add(t, self.rows)
 
 
+def chunks(rows: int, bytes_row: float, max_bytes: float) -> list[int]:
+    """Row counts of the chunks a message of `rows` rows is cut into (each at most max_bytes,
+    whole rows), so that large transfers share links at a fine grain."""
+    n = max(1, min(rows, -(-int(rows * bytes_row) // int(max_bytes))))
+    q, r = divmod(rows, n)
+    return [q + 1] * r + [q] * (n - r)
+
+
 class Join:
-    """Fires `done` (value: its time) when `n` messages have arrived, at the latest arrival plus
+    """Fires `done` (value: its time) when `n` rows have arrived, at the latest arrival plus
     `delay` (a signal), never before it was opened."""
 
     __slots__ = ("env", "n", "t", "delay", "opened", "done", "rows", "fired_at")
@@ -118,9 +126,9 @@ class Join:
             self._fire()
 
     def add(self, t: float, rows: int) -> None:
-        if self.n <= 0:
-            raise SimInvariantError("a join heard of more messages than it waits for")
-        self.n -= 1
+        if rows > self.n or rows <= 0 or t < self.env.now:
+            raise SimInvariantError(f"a join got {rows} rows at {t} (waits for {self.n}, now {self.env.now})")
+        self.n -= rows
         self.rows += rows
         if t > self.t:
             self.t = t

@@ -19,7 +19,7 @@ from ..params import Params
 from ..scenario import ELEMENT_BYTES, Config, Scenario
 from ..workload import traffic
 from . import trace as tr
-from .fabric import Join, Message, Server, SimInvariantError
+from .fabric import Join, Message, Server, SimInvariantError, chunks
 from .topology import Topology, build_topology, peer_groups
 
 SCHEDULES = ("published", "naive")
@@ -109,10 +109,11 @@ class MokSim:
     """One MoK pass on P GPUs; `run()` fills per-GPU times, spans and counters."""
 
     def __init__(self, scn: Scenario, p: Params, cfg: Config, schedule: str = "published",
-                 trace_gpus: int = 0, max_peers: int = 128):
+                 trace_gpus: int = 0, max_peers: int = 128, chunk_bytes: float = 2 ** 20):
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule {schedule!r} must be one of {SCHEDULES}")
         self.scn, self.p, self.cfg, self.schedule = scn, p, cfg, schedule
+        self.chunk = chunk_bytes
         self.env = env = simpy.Environment()
         self.topo = topo = build_topology(scn, p)
         self.plan = plan = make_plan(scn, p, cfg, topo, max_peers)
@@ -154,12 +155,10 @@ class MokSim:
                 self.rep.append(int(members[0]))
         self.ring = [simpy.Container(env, capacity=cfg.macrobatch, init=cfg.macrobatch) for _ in range(P)]
         # per-endpoint inbox of combined rows (a home GPU, or a peer group at large EP)
-        n_in = np.zeros(len(self.sm), dtype=np.int64)
         self.expected_home_rows = np.zeros(len(self.sm), dtype=np.int64)
         for d in range(P):
-            np.add.at(n_in, plan.endpoints[d], (plan.rows[d] > 0).sum(axis=0))
             np.add.at(self.expected_home_rows, plan.endpoints[d], plan.rows[d].sum(axis=0))
-        self.inbox = [Join(env, int(n)) for n in n_in]
+        self.inbox = [Join(env, int(n)) for n in self.expected_home_rows]
         self.ready = [[env.event() for _ in range(M)] for M in plan.minibatches]
         self.computed = [[env.event() for _ in range(M)] for M in plan.minibatches]
         self.dispatch_joins: list[list] = [[None] * M for M in plan.minibatches]
@@ -171,6 +170,7 @@ class MokSim:
         self.ring_wrap = np.zeros(P)  # of which slot-recycling (wrap) time
         self.violations: list[str] = []
         self._routes: dict = {}
+        self._pending: dict[int, list] = {}
 
     # --- fabric helpers ---
     def _path(self, src: int, dst: int) -> tuple[tuple, float]:
@@ -185,6 +185,22 @@ class MokSim:
             hit = self._routes[key] = (links, lat)
         return hit
 
+    def _enqueue(self, driver: int, owner: int, msg: Message) -> None:
+        """Queue a message on another GPU's SMs. Requests that reach a driver at the same instant
+        are started in its staggered order (peer after itself first), as real kernels do, so
+        that all drivers do not write to the same GPU at once (incast)."""
+        pend = self._pending.get(driver)
+        if pend is None:
+            pend = self._pending[driver] = []
+            self.env.timeout(0).callbacks.append(lambda _e, drv=driver: self._flush(drv))
+        pend.append(((self.rep[owner] - self.rep[driver]) % self.P, msg))
+
+    def _flush(self, driver: int) -> None:
+        pend = self._pending.pop(driver)
+        pend.sort(key=lambda x: x[0])  # stable: a peer's minibatches stay in order
+        for _, msg in pend:
+            msg.send()
+
     def _check(self, ok: bool, what: str) -> None:
         if not ok:
             self.violations.append(what)
@@ -195,18 +211,22 @@ class MokSim:
         eps = self.plan.endpoints[d]
         nz = np.nonzero(rows)[0]
         delay = self.remote_wait if self.dpush else self.sig_local
-        join = Join(self.env, len(nz), delay)
+        join = Join(self.env, int(rows.sum()), delay)
         self.dispatch_joins[d][i] = join
         now, name, flow = self.env.now, f"dispatch mb{i}", ("dispatch", d)
         for j in nz:
-            r = int(rows[j])
+            e = int(eps[j])
             if j == 0:
                 stages, lat = (self.sm[d],), 0.0
             else:
-                e = int(eps[j])
                 links, lat = self._path(e, d)
                 stages = ((self.sm[e] if self.dpush else self.sm[d]),) + links
-            Message(r * self.act, r, stages, lat, (join,), flow, "dispatch", name, now).send()
+            for rc in chunks(int(rows[j]), self.act, self.chunk):
+                msg = Message(rc * self.act, rc, stages, lat, (join,), (flow, e), "dispatch", name, now)
+                if self.dpush and j:  # the peer's SMs write, in their own staggered order
+                    self._enqueue(e, d, msg)
+                else:
+                    msg.send()
         ev = self.ready[d][i]
         join.done.callbacks.append(lambda e, ev=ev: ev.succeed(e.value))
         join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
@@ -219,25 +239,29 @@ class MokSim:
         rows = self.plan.rows[d][i]
         eps = self.plan.endpoints[d]
         nz = np.nonzero(rows)[0]
-        join = Join(self.env, len(nz))
+        join = Join(self.env, int(rows.sum()))
         self.combine_joins[d][i] = join
         now, name, flow = self.env.now, f"combine mb{i}", ("combine", d)
-        msgs = []
+        later = []
         for j in nz:
-            r = int(rows[j])
             e = int(eps[j])
             if j == 0:
                 stages, lat = (self.sm[d],), 0.0
             else:
                 links, lat = self._path(d, e)
                 stages = ((self.sm[d] if self.kpush else self.sm[e]),) + links
-            msgs.append(Message(r * self.out, r, stages, lat, (join, self.inbox[e]), flow,
-                                "combine", name, now))
-        if self.kpush or not msgs:
-            for msg in msgs:
-                msg.send()
-        else:  # pull: each home reads once it has seen the owner's ready flag (remote signal)
-            self.env.timeout(self.remote_wait).callbacks.append(lambda _e: [x.send() for x in msgs])
+            for rc in chunks(int(rows[j]), self.out, self.chunk):
+                msg = Message(rc * self.out, rc, stages, lat, (join, self.inbox[e]), (flow, e),
+                              "combine", name, now)
+                if self.kpush or j == 0:
+                    msg.send()
+                else:
+                    later.append((e, msg))
+        if later:  # pull: each home reads once it has seen the owner's ready flag (remote signal)
+            def go(_e, later=later):
+                for e, msg in later:
+                    self._enqueue(e, d, msg)
+            self.env.timeout(self.remote_wait).callbacks.append(go)
         join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
             (d, tr.COMBINE, f"combine mb{i}", t0, e.value - t0)))
         return join
@@ -318,6 +342,12 @@ class MokSim:
         sig_end = self.remote_wait if self.kpush else self.sig_local
         home_t = np.zeros(P)
         owner_t = np.zeros(P)
+        unfired = [f"gpu{d} {op} mb{i}" for d in range(P) for op, js in
+                   (("dispatch", self.dispatch_joins[d]), ("combine", self.combine_joins[d]))
+                   for i, j in enumerate(js) if j is None or j.fired_at is None]
+        unfired += [f"inbox {e}" for e, j in enumerate(self.inbox) if j.fired_at is None]
+        if unfired:
+            raise SimInvariantError(f"operations never completed (rows lost): {unfired[:5]}")
         for g in range(P):
             eps = [g] + ([P + int(plan.groups[g])] if plan.grouped else [])
             home_t[g] = max(self.inbox[e].fired_at for e in eps)

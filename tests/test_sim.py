@@ -1,0 +1,247 @@
+"""Discrete-event simulator: invariants, agreement with the analytic model where they should agree,
+and the behaviours the design is about (signalling, ring buffer, hot expert, comm SMs)."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+
+from mok_model.params import load_params
+from mok_model.predict import analytic_mok, predict
+from mok_model.presets import load_hardware, load_model
+from mok_model.scenario import Config, Scenario
+from mok_model.sim import SimInvariantError, simulate
+from mok_model.sim.fabric import Server
+from mok_model.sim.mok import MokSim
+
+GB300 = load_hardware("gb300-nvl72")
+P_GB300 = load_params(None, "gb300-nvl72")
+KIMI = load_model("kimi-k2")
+ONE_MB = 1 << 22  # a minibatch larger than any GPU's rows: one pipeline step
+
+
+def scn(ep=16, tokens=2048, routing="uniform", model=None, hw=GB300, seed=0, **kw) -> Scenario:
+    m = model or KIMI.with_(routed_experts=4 * ep)
+    return Scenario(hw, m, ep, tokens, routing=routing, seed=seed, **kw)
+
+
+def sim(s: Scenario, cfg: Config, **kw):
+    return simulate(s, cfg, "mok", P_GB300 if s.hardware.name == "gb300-nvl72" else None, **kw)
+
+
+def spans(pred, gpu: int) -> dict[str, tuple[float, float]]:
+    """name -> (start_ms, end_ms) of one GPU's compute phases and operation streams."""
+    return {n: (s, s + d) for _, n, s, d in pred.extra["timelines"][gpu]}
+
+
+# ---------------------------------------------------------------- invariants
+
+
+@pytest.mark.parametrize("cfg", [Config(minibatch=2048, capacity=1.0),
+                                 Config(dispatch="push", combine="pull", minibatch=4096, capacity=1.0),
+                                 Config(minibatch=2048, macrobatch=4096, capacity=1.0)])
+def test_invariants_hold_and_breakdown_adds_up(cfg):
+    p = sim(scn(ep=8, routing="zipf:1.2"), cfg)
+    assert p.extra["invariants"] == "ok" and p.extra["events"] > 0
+    assert math.isclose(sum(p.breakdown_ms.values()), p.latency_ms, rel_tol=1e-9)
+    assert all(v >= -1e-12 for v in p.breakdown_ms.values()), p.breakdown_ms
+
+
+def test_no_event_before_its_dependency():
+    p = sim(scn(ep=8), Config(minibatch=2048, macrobatch=4096))
+    for g in range(8):
+        sp = spans(p, g)
+        M = sum(1 for n in sp if n.startswith("dispatch mb"))
+        assert M >= 4
+        for i in range(M):
+            assert sp[f"gate_up+swiglu mb{i}"][0] >= sp[f"dispatch mb{i}"][1] - 1e-12
+            assert sp[f"down mb{i}"][0] >= sp[f"gate_up+swiglu mb{i}"][1] - 1e-12
+            assert sp[f"combine mb{i}"][0] >= sp[f"down mb{i}"][1] - 1e-12
+        assert sp["reduction"][0] >= max(e for n, (_, e) in sp.items() if n.startswith("combine")) - 1e-12
+
+
+def test_same_seed_same_result_other_seed_differs():
+    a = sim(scn(ep=8, routing="zipf:1.0", seed=3), Config(minibatch=2048, capacity=1.0))
+    b = sim(scn(ep=8, routing="zipf:1.0", seed=3), Config(minibatch=2048, capacity=1.0))
+    c = sim(scn(ep=8, routing="zipf:1.0", seed=4), Config(minibatch=2048, capacity=1.0))
+    assert a.latency_ms == b.latency_ms and a.breakdown_ms == b.breakdown_ms
+    assert a.extra["events"] == b.extra["events"] and a.extra["timelines"] == b.extra["timelines"]
+    assert c.latency_ms != a.latency_ms
+
+
+def test_a_lost_message_breaks_an_invariant(monkeypatch):
+    """Drop one message on a link: the checker must notice (rows or bytes not conserved)."""
+    put = Server.put
+    dropped = []
+
+    def lossy(self, msg):
+        if self.wire and not dropped:
+            dropped.append(msg)
+            return
+        put(self, msg)
+
+    monkeypatch.setattr(Server, "put", lossy)
+    with pytest.raises(SimInvariantError):
+        sim(scn(ep=4), Config(minibatch=2048, capacity=1.0))
+
+
+def test_a_row_lost_from_the_schedule_breaks_an_invariant():
+    s = scn(ep=4)
+    m = MokSim(s, P_GB300, Config(minibatch=2048, capacity=1.0))
+    j = int(np.nonzero(m.plan.rows[1][0][1:])[0][0]) + 1
+    m.plan.rows[1][0][j] -= 1  # the schedule forgets one routed row from a peer
+    with pytest.raises(SimInvariantError, match="dispatched|rows lost"):
+        m.run()
+
+
+# ---------------------------------------------------------------- agreement with the analytic model
+
+
+def _grid() -> list[tuple[Scenario, Config]]:
+    out = []
+    h200 = load_hardware("h200-hgx8")
+    b300 = load_hardware("b300-dgx8")
+    models = {"kimi": KIMI, "dsv3": load_model("deepseek-v3"), "qwen30": load_model("qwen3-30b-a3b")}
+    for name, m in models.items():
+        for ep in (8, 16, 32):
+            for tokens in (512, 4096):
+                for mode in (("pull", "push"), ("push", "pull")):
+                    mm = m.with_(routed_experts=ep * max(1, m.routed_experts // ep))
+                    out.append((scn(ep=ep, tokens=tokens, model=mm),
+                                Config(dispatch=mode[0], combine=mode[1], minibatch=ONE_MB,
+                                       macrobatch=ONE_MB, capacity=1.0)))
+    for hw in (h200, b300):
+        for tokens in (1024, 8192):
+            for prec in ("bf16", "fp8"):
+                out.append((scn(ep=8, tokens=tokens, model=KIMI, hw=hw, precision=prec),
+                            Config(minibatch=ONE_MB, macrobatch=ONE_MB, comm_sms=24, capacity=1.0)))
+    return out
+
+
+def test_single_minibatch_agrees_with_analytic_within_5_percent():
+    grid = _grid()
+    assert len(grid) >= 30
+    worst = (0.0, None)
+    for s, cfg in grid:
+        p = None if s.hardware.name != "gb300-nvl72" else P_GB300
+        a = analytic_mok(s, cfg, p or load_params(None, s.hardware.name))
+        b = simulate(s, cfg, "mok", p)
+        assert b.extra["minibatches"] == 1
+        err = abs(b.latency_ms - a.latency_ms) / a.latency_ms
+        if err > worst[0]:
+            worst = (err, f"{s.hardware.name} {s.model.name} EP{s.ep} N{s.tokens} {s.precision} "
+                          f"{cfg.dispatch}/{cfg.combine}: sim {b.latency_ms:.4f} ms, analytic {a.latency_ms:.4f} ms")
+    print(f"\nworst of {len(grid)} single-minibatch workloads: {worst[0]:.2%} ({worst[1]})")
+    assert worst[0] < 0.05, worst
+
+
+def test_predict_and_tune_switch_engine_with_one_argument():
+    s = scn(ep=8, tokens=1024)
+    a = predict(s, {"minibatch": 2048}, "mok", P_GB300, engine="analytic")
+    b = predict(s, {"minibatch": 2048}, "mok", P_GB300, engine="sim")
+    assert b.engine == "sim" and b.config == a.config
+    assert abs(b.latency_ms - a.latency_ms) / a.latency_ms < 0.15
+    assert "timelines" not in b.as_json() and b.as_json()["invariants"] == "ok"
+
+
+# ---------------------------------------------------------------- behaviours
+
+
+def test_push_signal_wait_grows_with_ep_pull_stays_flat():
+    waits = {"push": [], "pull": []}
+    for mode in waits:
+        for ep in (8, 16, 32, 64):
+            p = sim(scn(ep=ep, tokens=1024), Config(dispatch=mode, minibatch=4096))
+            waits[mode].append(p.extra["dispatch_signal_wait_ms"])
+    push, pull = np.array(waits["push"]), np.array(waits["pull"])
+    assert (np.diff(push) > 0).all() and push[-1] > 2 * push[0], push
+    assert np.ptp(pull) <= 1e-3 * pull.max(), pull
+    assert (push > pull).all()
+
+
+def test_half_macrobatch_costs_a_few_percent_not_a_collapse():
+    s = scn(ep=16, tokens=4096)
+    rows = int(np.max(sim(s, Config(minibatch=ONE_MB, macrobatch=ONE_MB)).extra["gpu_end_ms"]["max"]) * 0)  # noqa
+    busiest = 16 * 4096 * KIMI.top_k // 16  # routed rows per GPU, on average
+    full = sim(s, Config(minibatch=4096, macrobatch=2 * busiest))
+    half = sim(s, Config(minibatch=4096, macrobatch=busiest // 2))
+    ratio = half.latency_ms / full.latency_ms
+    print(f"\nmacrobatch half / all rows: {ratio:.4f} (ring wait {half.extra['ring_wait_ms']:.3f} ms)")
+    assert half.extra["ring_wait_ms"] > 0  # the ring did fill and push back
+    assert 0.999 <= ratio < 1.08
+    del rows
+
+
+def test_hot_expert_slows_the_pass_through_its_owner():
+    s_uni, s_hot = scn(ep=16, tokens=4096), scn(ep=16, tokens=4096, routing="hot:0.1")
+    uni = sim(s_uni, Config(minibatch=4096))
+    hot = sim(s_hot, Config(minibatch=4096))
+    assert hot.latency_ms > 1.5 * uni.latency_ms
+    assert hot.extra["busiest_gpu"] == 0  # expert 0 lives on GPU 0, whose work ends last
+    ends = [max(e for _, n, s, d in hot.extra["timelines"][g] for e in [s + d] if n.startswith("down"))
+            for g in range(16)]
+    assert int(np.argmax(ends)) == 0
+    # every GPU waits for GPU 0's combine, so the pass ends no earlier than GPU 0's last push
+    sp0 = spans(hot, 0)
+    last_combine = max(e for n, (_, e) in sp0.items() if n.startswith("combine"))
+    assert hot.extra["gpu_end_ms"]["max"] >= last_combine - 1e-9
+
+
+def test_few_comm_sms_make_dispatch_sm_bound_many_link_bound():
+    s = scn(ep=16, tokens=4096)
+    dur = {}
+    for c in (4, 8, 40, 60):
+        p = sim(s, Config(minibatch=ONE_MB, macrobatch=ONE_MB, comm_sms=c))
+        dur[c] = spans(p, 0)["dispatch mb0"]
+        dur[c] = dur[c][1] - dur[c][0]
+        if c == 4:
+            assert p.work_ms["comm_sms"] > 2 * p.work_ms["link_ingress"]  # SMs, not links, are busy
+    assert 1.9 < dur[4] / dur[8] < 2.1  # SM-bound: twice the SMs, half the time
+    assert abs(dur[40] / dur[60] - 1) < 0.05  # link-bound: more SMs do not help
+
+
+def test_published_schedule_beats_naive_in_order_schedule():
+    s = scn(ep=16, tokens=4096)
+    pub = sim(s, Config(minibatch=4096))
+    naive = sim(s, Config(minibatch=4096), schedule="naive")
+    assert naive.extra["invariants"] == "ok"
+    assert naive.latency_ms > 1.2 * pub.latency_ms
+
+
+def test_multi_domain_cross_traffic_uses_the_scale_out_link():
+    hw = GB300.with_(domain_size=8)
+    s = Scenario(hw, KIMI.with_(routed_experts=64), 16, 1024)
+    one = sim(scn(ep=16, tokens=1024), Config(minibatch=ONE_MB, macrobatch=ONE_MB))
+    two = simulate(s, Config(minibatch=ONE_MB, macrobatch=ONE_MB), "mok", P_GB300)
+    assert two.latency_ms > 1.5 * one.latency_ms  # half the rows cross a 100 GB/s NIC
+    a = analytic_mok(s, Config(minibatch=ONE_MB, macrobatch=ONE_MB), P_GB300)
+    assert abs(two.latency_ms - a.latency_ms) / a.latency_ms < 0.10
+
+
+@pytest.mark.parametrize("system", ["nccl-torch", "deepep", "hybridep", "comet"])
+def test_baselines_simulate_through_the_same_fabric(system):
+    s = scn(ep=8, tokens=2048)
+    p = simulate(s, None, system, P_GB300)
+    a = predict(s, None, system, P_GB300)
+    assert p.extra["invariants"] == "ok" and p.engine == "sim" and p.config is None
+    assert math.isclose(sum(p.breakdown_ms.values()), p.latency_ms, rel_tol=1e-9)
+    assert abs(p.latency_ms - a.latency_ms) / a.latency_ms < 0.25
+    assert p.latency_ms > sim(s, Config(minibatch=4096)).latency_ms  # MoK beats every baseline here
+
+
+def test_trace_is_chrome_json_bounded_for_large_ep(tmp_path):
+    f = tmp_path / "t.json"
+    p = sim(scn(ep=32, tokens=1024), Config(minibatch=4096), trace=f, trace_gpus=4)
+    doc = json.loads(f.read_text())
+    ev = doc["traceEvents"]
+    assert {e["pid"] for e in ev} == {0, 1, 2, 3}
+    assert doc["metadata"]["traced_gpus"] == 4 and "first 4 of 32" in doc["metadata"]["note"]
+    names = {e["name"] for e in ev if e["ph"] == "X"}
+    assert {"dispatch mb0", "combine mb0", "down mb0", "shared expert"} <= names
+    threads = {e["args"]["name"] for e in ev if e["name"] == "thread_name"}
+    assert {"comm SMs", "compute SMs", "nvlink egress", "nvlink ingress"} <= threads
+    assert all(e["dur"] >= 0 for e in ev if e["ph"] == "X")
+    assert p.extra["trace_events"] == len(ev)
