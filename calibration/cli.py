@@ -24,7 +24,7 @@ from mok_model.scenario import ENGINES
 from .fit import fit, predictable
 from .micro import fit_micro
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
-from .split import check_key, split
+from .split import check_key, group_values, split
 from .validate import evaluate, plot, validate
 
 
@@ -128,7 +128,10 @@ def run_calibrate(a: argparse.Namespace) -> dict:
         raise MokInputError("no MoE layer records (system mok or a modelled baseline) to fit")
     split_doc = None
     train, held = layer, []
-    if a.holdout_by:
+    cv = None
+    if a.holdout_by and a.holdout == "all":
+        cv = cross_validate(layer, a.holdout_by, micro.params, a.free, set(micro.fitted), a.engine)
+    elif a.holdout_by:
         train, held, value = split(layer, a.holdout_by, a.holdout)
         split_doc = {"by": a.holdout_by, "heldout": value, "train_n": len(train),
                      "heldout_n": len(held), "heldout_ids": [r["id"] for r in held]}
@@ -152,11 +155,13 @@ def run_calibrate(a: argparse.Namespace) -> dict:
                       "layer": {"free": free, "values": {k: params[k] for k in free},
                                 "n": len(train)}},
            "split": split_doc, "train": _summary(train_v),
-           "heldout": _summary(held_v) if held_v else None, "notes": notes}
+           "heldout": _summary(held_v) if held_v else None,
+           "cross_validation": {k: v for k, v in cv.items() if k != "rows"} if cv else None,
+           "notes": notes}
     extra = {"split": split_doc, "engine": a.engine, "stages": doc["stages"],
              "residuals": result.residuals, "train_metrics": doc["train"],
              "heldout_metrics": doc["heldout"],
-             "heldout_residuals": held_v.rows if held_v else []}
+             "heldout_residuals": held_v.rows if held_v else [], "cross_validation": cv}
     write_params(a.out, params,
                  f"Fitted by `mok calibrate` from {hardware} priors (calibration/priors.py): "
                  f"stage 1 {sorted(micro.fitted) or 'skipped'}, stage 2 {free}; {where}. "
@@ -172,8 +177,37 @@ def run_calibrate(a: argparse.Namespace) -> dict:
         print(_fmt("fit (train)", train_v))
         if held_v:
             print(_fmt(f"held out ({a.holdout_by}={split_doc['heldout']})", held_v))
+        if cv:
+            for f in cv["folds"]:
+                print(_fmt(f"  fold: held out {a.holdout_by}={f['heldout']}", _NS(**f)))
+            print(_fmt(f"cross-validation by {a.holdout_by} (pooled held-out predictions)",
+                       _NS(**cv["pooled"])))
+            print("the parameters file holds the fit to all records; the folds only judge it")
         print(f"wrote {a.out}")
     return doc
+
+
+class _NS:
+    def __init__(self, **kw) -> None:
+        self.__dict__.update(kw)
+        self.groups = kw.get("spearman_groups", 0)
+
+
+def cross_validate(layer: list[dict], by: str, base: Params, free_arg: str | None,
+                   micro_fitted: set[str], engine: str) -> dict:
+    """Hold out each group of `by` in turn: fit on the rest, predict the group; pooled metrics."""
+    folds, held_all, pred_all = [], [], []
+    for value in group_values(layer, by):
+        train, held, _ = split(layer, by, value)
+        free = free_arg.split(",") if free_arg else default_free(train, micro_fitted)
+        res = fit(train, base, free, engine)
+        v = validate(held, res.params, engine)
+        folds.append({"heldout": value, **_summary(v), "free": free,
+                      "values": {k: res.params[k] for k in free}})
+        held_all += held
+        pred_all += [r["predicted_ms"] for r in v.rows]
+    pooled = evaluate(held_all, [r["latency_ms"]["median"] for r in held_all], pred_all)
+    return {"by": by, "folds": folds, "pooled": _summary(pooled), "rows": pooled.rows}
 
 
 def calibrate_parser() -> argparse.ArgumentParser:
@@ -184,7 +218,8 @@ def calibrate_parser() -> argparse.ArgumentParser:
                    help="hold out a whole group: tokens, model, ep, pass, precision, routing, "
                         "system, or a knob name")
     p.add_argument("--holdout", default=None,
-                   help="the group value to hold out (default: the largest / last)")
+                   help="the group value to hold out (default: the largest / last); 'all': "
+                        "each group in turn (cross-validation; the file holds the fit to all)")
     p.add_argument("--hardware", default=None, help="fit this hardware's records only")
     p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
     p.add_argument("--free", default=None, help="comma list of stage-2 parameters to fit")

@@ -163,3 +163,34 @@ def test_write_params_roundtrip_keeps_split(tmp_path):
     p = priors_for("h200-1")
     write_params(tmp_path / "p.json", p, "test", {"split": {"by": "tokens"}})
     assert json.loads((tmp_path / "p.json").read_text())["split"] == {"by": "tokens"}
+
+
+def test_regret_zero_on_model_generated_sweep(syn, tmp_path, capsys):
+    from calibration import regret
+
+    path, recs = syn
+    truth = tmp_path / "truth.json"
+    write_params(truth, priors_for("h200-1").with_values(**TRUE), "synthetic truth")
+    assert regret.main([str(path), "--params", str(truth), "--min-configs", "6", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert len(doc["workloads"]) == 4
+    for w in doc["workloads"]:
+        assert w["configs"] == 6 and w["tuned"]["regret"] == pytest.approx(0.0, abs=1e-12)
+        assert w["default"]["regret"] >= 0.0
+
+
+def test_regret_without_sweeps_says_so(tmp_path, capsys):
+    from calibration import regret
+
+    assert regret.main([str(PUBLISHED)]) == 0
+    assert "no regret to report" in capsys.readouterr().out
+
+
+def test_cross_validation_holds_out_each_group(syn, tmp_path, capsys):
+    path, recs = syn
+    out = tmp_path / "cv.json"
+    assert calibrate_cli([str(path), "--out", str(out), "--holdout-by", "model", "--holdout", "all",
+                          "--free", "gemm_eff,mok_fixed_us", "--json"]) == 0
+    cv = json.loads(capsys.readouterr().out)["cross_validation"]
+    assert [f["heldout"] for f in cv["folds"]] == ["glm-5", "kimi-k2"]
+    assert cv["pooled"]["n"] == len(recs) and cv["pooled"]["mape"] < 0.01
