@@ -129,13 +129,15 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
         t0 = env.now
         sent = Join(env, sum(r for _, r in out[g]))
         drv = nodes[g][0]
+        op = 0 if name == "dispatch" else 1
+        flow = (2 * g + op) * len(nodes)
         for e, r in out[g]:
             hops = topo.route(rep[g], rep[e])
             links = tuple(nodes[g if d == "out" else e][1][(d, k)] for d, k in hops)
             lat = sum(topo.link(d, k)[1] for d, k in hops)
             stages = ((drv,) if drv else ()) + links
             for rc in chunks(r, nbytes, chunk_bytes):
-                Message(rc * nbytes, rc, stages, lat, (sent, inbox[e]), ("x", name, g), name,
+                Message(rc * nbytes, rc, stages, lat, (sent, inbox[e]), flow + e, op,
                         name, t0, scale).send()
         yield simpy.AllOf(env, [sent.done, inbox[my_ep(g)].done])
         spans.append((g, tr.DISPATCH if name == "dispatch" else tr.COMBINE, name, t0, env.now - t0))
@@ -199,7 +201,7 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     env.run()
     # invariants: every routed row crossed once each way, bytes conserved per link
     violations = []
-    for name, (out, inbox, nbytes) in exchanges.items():
+    for name, (_, inbox, _) in exchanges.items():
         want = mat if name == "dispatch" else mat.T
         if sum(j.rows for j in inbox) != int(want.sum()) or any(j.n for j in inbox):
             violations.append(f"{name}: rows received differ from rows sent")

@@ -87,7 +87,7 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     plan = sim.plan
     M = int(plan.minibatches[slow])
     waits = (sim.remote_wait if sim.dpush else sim.sig_local) * M + (sim.remote_wait if sim.kpush else sim.sig_local)
-    work = {"dispatch": sm.busy_op.get("dispatch", 0.0), "combine": sm.busy_op.get("combine", 0.0),
+    work = {"dispatch": sm.busy_op[0], "combine": sm.busy_op[1],
             "routed_gemm": float(plan.gate_up[slow].sum() + plan.down[slow].sum()
                                  + M * p["minibatch_overhead_us"] * 1e-6),
             "shared_expert": plan.shared, "signals": waits,

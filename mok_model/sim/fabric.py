@@ -14,6 +14,7 @@ from collections import deque
 
 import simpy
 
+OPS = ("dispatch", "combine")  # Message.op indexes this
 
 class SimInvariantError(RuntimeError):
     """An internal invariant of the simulation was broken (a bug in the simulator)."""
@@ -23,7 +24,7 @@ class Server:
     """A resource with a byte rate serving queued flows round-robin (fair share per message)."""
 
     __slots__ = ("env", "name", "rate", "busy", "flows", "order", "busy_s", "busy_op",
-                 "bytes_in", "bytes_out", "trace", "gpu", "tid", "wire")
+                 "bytes_in", "bytes_out", "trace", "gpu", "tid", "wire", "_cb")
 
     def __init__(self, env: simpy.Environment, name: str, rate: float, gpu: int, tid: int,
                  wire: bool, trace: list | None = None):
@@ -33,10 +34,11 @@ class Server:
         self.flows: dict = {}
         self.order: deque = deque()
         self.busy_s = 0.0
-        self.busy_op: dict[str, float] = {}
+        self.busy_op = [0.0] * len(OPS)  # busy seconds per operation
         self.bytes_in = 0.0  # bytes that entered this server
         self.bytes_out = 0.0  # bytes of messages through it that arrived at their destination
         self.trace = trace  # a list to append (gpu, tid, name, start, dur) to, or None
+        self._cb = self._serve
 
     def put(self, msg: "Message") -> None:
         q = self.flows.get(msg.flow)
@@ -64,7 +66,7 @@ class Server:
         if end > msg.finish:
             msg.finish = end
         self.busy_s += dt
-        self.busy_op[msg.op] = self.busy_op.get(msg.op, 0.0) + dt
+        self.busy_op[msg.op] += dt
         self.bytes_in += msg.bytes
         if self.trace is not None:
             self.trace.append((self.gpu, self.tid, msg.name, now, dt))
@@ -74,17 +76,18 @@ class Server:
         else:
             msg.arrived()
         self.busy = True
-        self.env.timeout(dt).callbacks.append(self._serve)
+        self.env.timeout(dt).callbacks.append(self._cb)
 
 
 class Message:
-    """Rows moved between two endpoints by one operation; `joins` hear of its arrival."""
+    """Rows moved between two endpoints by one operation (index into OPS); `joins` hear of its
+    arrival. `flow` (an int) names the stream it belongs to: servers share round-robin by flow."""
 
     __slots__ = ("bytes", "rows", "stages", "k", "finish", "latency", "joins", "flow", "op",
                  "name", "scale")
 
     def __init__(self, nbytes: float, rows: int, stages: tuple, latency: float, joins: tuple,
-                 flow, op: str, name: str, now: float, scale: float = 1.0):
+                 flow: int, op: int, name: str, now: float, scale: float = 1.0):
         self.bytes, self.rows, self.stages, self.latency = nbytes, rows, stages, latency
         self.joins, self.flow, self.op, self.name, self.scale = joins, flow, op, name, scale
         self.k = 0

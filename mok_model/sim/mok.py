@@ -117,7 +117,7 @@ class MokSim:
         self.env = env = simpy.Environment()
         self.topo = topo = build_topology(scn, p)
         self.plan = plan = make_plan(scn, p, cfg, topo, max_peers)
-        hw, m, P = scn.hardware, scn.model, scn.ep
+        m, P = scn.model, scn.ep
         self.P = P
         self.act = ELEMENT_BYTES[scn.precision] * m.hidden
         self.out = 2.0 * m.hidden
@@ -153,6 +153,7 @@ class MokSim:
                 self.sm.append(sm)
                 self.ports.append(ports)
                 self.rep.append(int(members[0]))
+        self.E = len(self.sm)  # endpoints: GPUs, then peer groups
         self.ring = [simpy.Container(env, capacity=cfg.macrobatch, init=cfg.macrobatch) for _ in range(P)]
         # per-endpoint inbox of combined rows (a home GPU, or a peer group at large EP)
         self.expected_home_rows = np.zeros(len(self.sm), dtype=np.int64)
@@ -169,21 +170,25 @@ class MokSim:
         self.ring_wait = np.zeros(P)  # comm SMs blocked on a full ring or recycling slots
         self.ring_wrap = np.zeros(P)  # of which slot-recycling (wrap) time
         self.violations: list[str] = []
-        self._routes: dict = {}
+        # routes per pair of domains: ((is egress side, link key), ...) and latency
+        self._dom = [int(topo.domain[r]) for r in self.rep]
+        self._hops = {}
+        for a in set(self._dom):
+            for b in set(self._dom):
+                ra = next(r for r, x in zip(self.rep, self._dom) if x == a)
+                rb = next((r for r, x in zip(self.rep, self._dom) if x == b and r != ra), ra)
+                hops = topo.route(ra, rb) if ra != rb else (("out", "nvlink"), ("in", "nvlink"))
+                self._hops[a, b] = (tuple((d == "out", (d, k)) for d, k in hops),
+                                    sum(topo.link(d, k)[1] for d, k in hops))
         self._pending: dict[int, list] = {}
 
     # --- fabric helpers ---
     def _path(self, src: int, dst: int) -> tuple[tuple, float]:
         """(link servers, latency) for data from endpoint src to endpoint dst."""
-        key = (src, dst)
-        hit = self._routes.get(key)
-        if hit is None:
-            hops = self.topo.route(self.rep[src], self.rep[dst])
-            ends = (src, dst)
-            links = tuple(self.ports[ends[0] if d == "out" else ends[1]][(d, k)] for d, k in hops)
-            lat = sum(self.topo.link(d, k)[1] for d, k in hops)
-            hit = self._routes[key] = (links, lat)
-        return hit
+        dom = self._dom
+        hops, lat = self._hops[dom[src], dom[dst]]
+        ports = self.ports
+        return tuple(ports[src if out else dst][key] for out, key in hops), lat
 
     def _enqueue(self, driver: int, owner: int, msg: Message) -> None:
         """Queue a message on another GPU's SMs. Requests that reach a driver at the same instant
@@ -213,7 +218,8 @@ class MokSim:
         delay = self.remote_wait if self.dpush else self.sig_local
         join = Join(self.env, int(rows.sum()), delay)
         self.dispatch_joins[d][i] = join
-        now, name, flow = self.env.now, f"dispatch mb{i}", ("dispatch", d)
+        now, name = self.env.now, f"dispatch mb{i}"
+        flow = 2 * d * self.E
         for j in nz:
             e = int(eps[j])
             if j == 0:
@@ -222,7 +228,7 @@ class MokSim:
                 links, lat = self._path(e, d)
                 stages = ((self.sm[e] if self.dpush else self.sm[d]),) + links
             for rc in chunks(int(rows[j]), self.act, self.chunk):
-                msg = Message(rc * self.act, rc, stages, lat, (join,), (flow, e), "dispatch", name, now)
+                msg = Message(rc * self.act, rc, stages, lat, (join,), flow + e, 0, name, now)
                 if self.dpush and j:  # the peer's SMs write, in their own staggered order
                     self._enqueue(e, d, msg)
                 else:
@@ -241,7 +247,8 @@ class MokSim:
         nz = np.nonzero(rows)[0]
         join = Join(self.env, int(rows.sum()))
         self.combine_joins[d][i] = join
-        now, name, flow = self.env.now, f"combine mb{i}", ("combine", d)
+        now, name = self.env.now, f"combine mb{i}"
+        flow = (2 * d + 1) * self.E
         later = []
         for j in nz:
             e = int(eps[j])
@@ -251,8 +258,8 @@ class MokSim:
                 links, lat = self._path(d, e)
                 stages = ((self.sm[d] if self.kpush else self.sm[e]),) + links
             for rc in chunks(int(rows[j]), self.out, self.chunk):
-                msg = Message(rc * self.out, rc, stages, lat, (join, self.inbox[e]), (flow, e),
-                              "combine", name, now)
+                msg = Message(rc * self.out, rc, stages, lat, (join, self.inbox[e]), flow + e,
+                              1, name, now)
                 if self.kpush or j == 0:
                     msg.send()
                 else:
@@ -302,7 +309,7 @@ class MokSim:
                 yield self.open_combine(d, i).done
 
     def compute(self, d: int):
-        env, plan, P = self.env, self.plan, self.P
+        env, plan = self.env, self.plan
         if self.schedule == "published" and plan.shared > 0:
             yield from self._run(d, "shared expert", plan.shared)
         for i in range(int(plan.minibatches[d])):
@@ -322,7 +329,6 @@ class MokSim:
         if self.schedule == "naive" and plan.shared > 0:
             yield from self._run(d, "shared expert", plan.shared)
             self.compute_end[d] = env.now
-        del P
 
     def _run(self, d: int, name: str, dur: float):
         t0 = self.env.now
