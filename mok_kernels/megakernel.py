@@ -69,6 +69,7 @@ class KernelConfig:
     grid: int | None = None         # programs in the persistent grid (default: SM count)
     skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
     join: bool = True               # comm programs join compute after dispatch (push combine)
+    fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
 
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
@@ -132,7 +133,8 @@ def _kernels() -> dict[str, Any]:
         y_ptr,            # (C, H) bf16: staging rows for pull combine
         comb_ptr,         # (P*N*k, H) bf16: home combine buffers, slot (token, j)
         sh_out_ptr,       # (NS, H) fp32: shared-expert output
-        wg_ptr, wu_ptr,   # (EL+1, H, I) bf16: gate / up, shared expert at index EL
+        wg_ptr, wu_ptr,   # (EL+1, H, I) bf16 gate / up; FUSE_GU: wg_ptr is (EL+1, H, 2I) gate|up
+                          # interleaved in BN_GU-column blocks and wu_ptr is unused
         wd_ptr,           # (EL+1, I, H) bf16: down
         recv_src_ptr, recv_slot_ptr,                  # (C,) int32
         tile_exp_ptr, tile_row0_ptr, tile_rows_ptr,   # (T_max,) int32
@@ -143,6 +145,7 @@ def _kernels() -> dict[str, Any]:
         PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin, NO_COPY, WORK_OFF, JOIN,
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
+        FUSE_GU: tl.constexpr,
     ):
         pid = tl.program_id(0)
         nprog = tl.num_programs(0)
@@ -257,15 +260,26 @@ def _kernels() -> dict[str, Any]:
                         hrow0 = NS + row0
                     rmask = rm < nrows
                     rn = nb * BN_GU + tl.arange(0, BN_GU)
-                    w_off = e.to(tl.int64) * H * I + rk[:, None] * I + rn[None, :]
-                    acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
-                    acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
-                    for k0 in range(0, H, BK):
-                        a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
-                        bg = tl.load(wg_ptr + w_off + k0 * I)
-                        bu = tl.load(wu_ptr + w_off + k0 * I)
-                        acc_g = tl.dot(a, bg, acc_g)
-                        acc_u = tl.dot(a, bu, acc_u)
+                    if FUSE_GU:
+                        # gate|up interleaved per BN_GU block: one (BK x 2*BN_GU) tile per step
+                        rn2 = nb * 2 * BN_GU + tl.arange(0, 2 * BN_GU)
+                        w_off2 = e.to(tl.int64) * H * 2 * I + rk[:, None] * (2 * I) + rn2[None, :]
+                        acc2 = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
+                        for k0 in range(0, H, BK):
+                            a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
+                            bgu = tl.load(wg_ptr + w_off2 + k0 * (2 * I))
+                            acc2 = tl.dot(a, bgu, acc2)
+                        acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
+                    else:
+                        w_off = e.to(tl.int64) * H * I + rk[:, None] * I + rn[None, :]
+                        acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                        acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                        for k0 in range(0, H, BK):
+                            a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
+                            bg = tl.load(wg_ptr + w_off + k0 * I)
+                            bu = tl.load(wu_ptr + w_off + k0 * I)
+                            acc_g = tl.dot(a, bg, acc_g)
+                            acc_u = tl.dot(a, bu, acc_u)
                     hval = acc_g * tl.sigmoid(acc_g) * acc_u
                     h_ptrs = h_ptr + (hrow0 + rm).to(tl.int64)[:, None] * I + rn[None, :]
                     tl.store(h_ptrs, hval.to(tl.bfloat16), mask=rmask[:, None])
@@ -380,6 +394,12 @@ class MoKLayer:
 
         self.wg = pack(w.wg, w.sg)   # (EL+1, H, I)
         self.wu = pack(w.wu, w.su)   # (EL+1, H, I)
+        if cfg.fuse_gu:              # (EL+1, H, 2I): [gate block j | up block j] for each j
+            ne, bn = self.wg.shape[0], cfg.bn_gu
+            self.wg = torch.stack([self.wg.view(ne, self.H, self.I // bn, bn),
+                                   self.wu.view(ne, self.H, self.I // bn, bn)], dim=3
+                                  ).reshape(ne, self.H, 2 * self.I).contiguous()
+            self.wu = self.wg[:1, :1, :1]
         self.wd = pack(w.wd, w.sd)   # (EL+1, I, H)
         p, n, k = self.ep, self.tokens, self.topk
         self.ns = n * p if self.rank is None else n         # tokens this launch's shared expert sees
@@ -432,7 +452,8 @@ class MoKLayer:
             int(cfg.dispatch == "push"), int(cfg.combine == "pull"), self.stall_test, cfg.max_spin,
             int(cfg.skip_copy), self.off["work"], int(cfg.join),
             H=self.H, I=self.I, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
-            CR=cfg.copy_rows, CC=cc, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+            CR=cfg.copy_rows, CC=cc, FUSE_GU=cfg.fuse_gu, num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages)
 
     def epilogue(self, w_all: torch.Tensor) -> torch.Tensor:
         """Sum the k combine slots of this launch's home tokens (fixed order) plus shared output."""

@@ -15,16 +15,12 @@ from .bench import Workload, run_gemm_only, run_mok, run_torch_grouped, stats
 BASE = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=16, macrobatch=131072,
             capacity=0.5)
 VARIANTS = {
-    "A default(join,bn256,st4)": {},
-    "B no join": dict(join=False),
-    "C c8": dict(comm_sms=8),
-    "D c24": dict(comm_sms=24),
-    "E mb2048": dict(minibatch=2048),
-    "F mb8192": dict(minibatch=8192),
-    "G skip_copy": dict(skip_copy=True),
-    "H push/push": dict(dispatch="push"),
-    "I pull/pull": dict(combine="pull"),
-    "J st3": dict(num_stages=3),
+    "A default(fuse_gu)": {},
+    "B no fuse_gu": dict(fuse_gu=False),
+    "C fuse mb2048": dict(minibatch=2048),
+    "D fuse c32": dict(comm_sms=32),
+    "E fuse skip_copy": dict(skip_copy=True),
+    "F fuse st3": dict(num_stages=3),
 }
 
 
