@@ -24,10 +24,12 @@ class Server:
     """A resource with a byte rate serving queued flows round-robin (fair share per message)."""
 
     __slots__ = ("env", "name", "rate", "busy", "flows", "order", "busy_s", "busy_op",
-                 "bytes_in", "bytes_out", "trace", "gpu", "tid", "wire", "_cb")
+                 "bytes_in", "bytes_out", "trace", "gpu", "tid", "wire", "_cb", "window",
+                 "inflight", "flow_div")
 
     def __init__(self, env: simpy.Environment, name: str, rate: float, gpu: int, tid: int,
-                 wire: bool, trace: list | None = None):
+                 wire: bool, trace: list | None = None, window: int | None = None,
+                 flow_div: int = 1):
         self.env, self.name, self.rate, self.gpu, self.tid = env, name, rate, gpu, tid
         self.wire = wire  # a fabric link (counts bytes in and out) rather than an SM group
         self.busy = False
@@ -39,18 +41,23 @@ class Server:
         self.bytes_out = 0.0  # bytes of messages through it that arrived at their destination
         self.trace = trace  # a list to append (gpu, tid, name, start, dur) to, or None
         self._cb = self._serve
+        # a driver (comm SMs) keeps at most `window` of its messages in flight: it starts no
+        # new copy until an earlier one has reached its last link
+        self.window, self.inflight = window, 0
+        self.flow_div = flow_div  # flows are msg.flow // flow_div here (SMs: one per stream)
 
     def put(self, msg: "Message") -> None:
-        q = self.flows.get(msg.flow)
+        key = msg.flow // self.flow_div
+        q = self.flows.get(key)
         if q is None:
-            q = self.flows[msg.flow] = deque()
-            self.order.append(msg.flow)
+            q = self.flows[key] = deque()
+            self.order.append(key)
         q.append(msg)
         if not self.busy:
             self._serve(None)
 
     def _serve(self, _ev) -> None:
-        if not self.order:
+        if not self.order or (self.window is not None and self.inflight >= self.window):
             self.busy = False
             return
         flow = self.order.popleft()
@@ -70,13 +77,16 @@ class Server:
         self.bytes_in += msg.bytes
         if self.trace is not None:
             self.trace.append((self.gpu, self.tid, msg.name, now, dt))
+        self.busy = True
+        self.env.timeout(dt).callbacks.append(self._cb)
+        if self.window is not None:
+            self.inflight += 1
+            msg.driver = self
         msg.k += 1
         if msg.k < len(msg.stages):
             msg.stages[msg.k].put(msg)
         else:
             msg.arrived()
-        self.busy = True
-        self.env.timeout(dt).callbacks.append(self._cb)
 
 
 class Message:
@@ -84,7 +94,7 @@ class Message:
     arrival. `flow` (an int) names the stream it belongs to: servers share round-robin by flow."""
 
     __slots__ = ("bytes", "rows", "stages", "k", "finish", "latency", "joins", "flow", "op",
-                 "name", "scale")
+                 "name", "scale", "driver")
 
     def __init__(self, nbytes: float, rows: int, stages: tuple, latency: float, joins: tuple,
                  flow: int, op: int, name: str, now: float, scale: float = 1.0):
@@ -92,11 +102,17 @@ class Message:
         self.joins, self.flow, self.op, self.name, self.scale = joins, flow, op, name, scale
         self.k = 0
         self.finish = now
+        self.driver: Server | None = None
 
     def send(self) -> None:
         self.stages[0].put(self)
 
     def arrived(self) -> None:
+        drv = self.driver
+        if drv is not None:  # the copy reached its last link: the driver may start another
+            drv.inflight -= 1
+            if not drv.busy:
+                drv._serve(None)
         t = self.finish + self.latency
         for s in self.stages:
             if s.wire:

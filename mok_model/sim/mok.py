@@ -23,6 +23,7 @@ from .fabric import Join, Message, Server, SimInvariantError, chunks
 from .topology import Topology, build_topology, peer_groups
 
 SCHEDULES = ("published", "naive")
+INFLIGHT_PER_SM = 2  # copies each comm SM keeps in flight (double buffering)
 
 
 @dataclass
@@ -131,11 +132,13 @@ class MokSim:
         self.msg_trace: list | None = [] if trace_gpus else None
         sm_rate = cfg.comm_sms * p["copy_gbps_per_sm"] * 1e9
         kinds = list(topo.graph.graph["links"])
+        E = P + (int(plan.groups.max()) + 1 if plan.grouped else 0)  # endpoints: GPUs, peer groups
 
         def servers(owner: int, size: int, gpu: int | None):
             traced = self.msg_trace if gpu is not None and gpu < trace_gpus else None
             g = gpu if gpu is not None else -1
-            sm = Server(env, f"comm_sms{owner}", sm_rate * size, g, tr.COMM_SMS, False, traced)
+            sm = Server(env, f"comm_sms{owner}", sm_rate * size, g, tr.COMM_SMS, False, traced,
+                        window=INFLIGHT_PER_SM * cfg.comm_sms * size, flow_div=E)
             ports = {k: Server(env, f"{k[0]}_{k[1]}{owner}", topo.link(*k)[0] * size, g,
                                tr.LINK_TIDS[k], True, traced) for k in kinds}
             return sm, ports
@@ -153,7 +156,7 @@ class MokSim:
                 self.sm.append(sm)
                 self.ports.append(ports)
                 self.rep.append(int(members[0]))
-        self.E = len(self.sm)  # endpoints: GPUs, then peer groups
+        self.E = E
         self.ring = [simpy.Container(env, capacity=cfg.macrobatch, init=cfg.macrobatch) for _ in range(P)]
         # per-endpoint inbox of combined rows (a home GPU, or a peer group at large EP)
         self.expected_home_rows = np.zeros(len(self.sm), dtype=np.int64)
