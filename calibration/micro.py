@@ -50,6 +50,26 @@ def _metric(rec: dict, *names: str):
     return None
 
 
+SIZES = ("sms", "bytes", "rows_per_expert", "experts", "compute_programs", "tokens", "rows")
+
+
+def latest(micro: list[dict]) -> tuple[list[dict], int]:
+    """Keep the newest record of each (system, model, tokens, sizes): microbenchmarks are re-run
+    after kernel changes and records are append-only."""
+    newest: dict[tuple, dict] = {}
+    for r in micro:
+        key = _key_of(r)
+        if key not in newest or r["date"] >= newest[key]["date"]:
+            newest[key] = r
+    kept = [r for r in micro if newest.get(_key_of(r)) is r]
+    return kept, len(micro) - len(kept)
+
+
+def _key_of(r: dict) -> tuple:
+    m = r["model"] if isinstance(r["model"], str) else str(sorted(r["model"].items()))
+    return (r["system"], m, r["tokens"], tuple(_metric(r, s) for s in SIZES))
+
+
 def fit_terms(recs: list[dict], base: Params, names: list[str],
               model: Callable[[Params], np.ndarray]) -> tuple[dict[str, float], list[dict]]:
     """Fit `names` so that model(params) (seconds per record) matches the records' medians."""
@@ -154,6 +174,10 @@ def fit_micro(records: list[dict], base: Params) -> MicroResult:
     if not micro:
         out.notes.append("no microbenchmark records (system micro-*): stage 1 skipped, priors kept")
         return out
+    micro, superseded = latest(micro)
+    if superseded:
+        out.notes.append(f"{superseded} micro records superseded by a later measurement of the "
+                         f"same benchmark and size; only the latest are used")
     by: dict[str, list[dict]] = {}
     for r in micro:
         by.setdefault(r["system"], []).append(r)
