@@ -18,14 +18,14 @@ from pathlib import Path
 
 from mok_model.errors import MokInputError
 from mok_model.params import Params, read_params, write_params
-from mok_model.records import read_records
+from mok_model.records import KNOBS, read_records
 from mok_model.scenario import ENGINES
 
 from .fit import fit, predictable
 from .micro import fit_micro
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
 from .split import check_key, group_values, split
-from .validate import evaluate, plot, validate
+from .validate import error_by, evaluate, plot, validate
 
 
 class _Parser(argparse.ArgumentParser):
@@ -281,6 +281,12 @@ def run_validate(a: argparse.Namespace) -> dict:
             print(f"{row['id']:<56} measured {row['measured_ms']:9.4f} ms  predicted "
                   f"{row['predicted_ms']:9.4f} ms  APE {100 * row['ape']:6.2f}%")
         print(_fmt(f"validation with {a.params} ({a.engine})", v))
+        print("mean signed error / MAPE by value (bias shows where the model's form misses):")
+        for key in ("model", "tokens", "system") + KNOBS:
+            by = error_by(records, v, key)
+            if len(by) > 1:
+                print(f"  {key:<10} " + "  ".join(f"{k}: {100 * b:+.1f}%/{100 * m:.1f}% (n={n})"
+                                                  for k, (b, m, n) in by.items()))
         if a.plot:
             print(f"wrote {a.plot}")
     return doc

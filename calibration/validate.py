@@ -88,6 +88,16 @@ def knob_value(rec: dict, knob: str):
     return v
 
 
+def error_by(records: list[dict], v: Validation, key: str) -> dict[str, tuple[float, float, int]]:
+    """Mean signed relative error, MAPE and count of the rows per value of a knob or field."""
+    groups: dict[str, list[float]] = {}
+    for rec, row in zip(records, v.rows):
+        groups.setdefault(str(knob_value(rec, key)), []).append(row["predicted_ms"] / row["measured_ms"] - 1)
+    order = sorted(groups, key=lambda s: (len(s), s))
+    return {k: (float(np.mean(groups[k])), float(np.mean(np.abs(groups[k]))), len(groups[k]))
+            for k in order}
+
+
 def plot(records: list[dict], v: Validation, path: str, color_by: str = "minibatch",
          title: str = "") -> None:
     """Predicted vs measured on log axes, points coloured by a knob, y = x and +-10% lines."""
