@@ -12,6 +12,7 @@ from mok_model.params import Params
 COMMON = {
     "gemm_tile_m": (128, "design: the megakernel's compute tile is 128 rows"),
     "gemm_tile_n": (128, "design: the megakernel's compute tile is 128 columns"),
+    "push_copy_scale": (1.0, "prior: pushing and pulling SMs copy equally fast until measured"),
     "signal_local_us": (0.43, "probe: flag ping-pong round trip 0.86 us between two CTAs, one way"),
     "push_signal_per_peer_us": (0.1, "prior: one L2-resident flag poll, ~200 cycles at 1.98 GHz (probe clock)"),
     "minibatch_overhead_us": (2.0, "prior: about two grid-wide counter round trips (probe: 0.86 us each)"),
@@ -36,7 +37,9 @@ COMMON = {
     "comet_sms": (16, "assumption: Comet reserves 16 SMs for communication"),
 }
 
-HOPPER = {
+HOPPER = {  # what our megakernel would be on a Hopper box
+    "comm_join_share": (1.0, "design: mok_kernels/megakernel.py (join=True): comm programs take compute items after the dispatch"),
+    "combine_in_epilogue": (1.0, "design: mok_kernels/megakernel.py: push combine stores rows from the down-projection epilogue"),
     "gemm_eff": (0.76, "probe: bf16 GEMM 752 TF/s at m=8192 of 989 TF/s peak"),
     "hbm_eff": (0.875, "probe: device-to-device copy 4.20 of 4.8 TB/s"),
     "copy_gbps_per_sm": (12.4, "probe: row gather 12.4 GB/s per 256-thread block, linear to 132 blocks"),
@@ -50,7 +53,9 @@ H200_LOCAL = {  # one H200 emulating its peers in local memory
     "signal_remote_us": (0.43, "probe: emulated peers signal through local memory, one way 0.43 us"),
 }
 
-BLACKWELL = {
+BLACKWELL = {  # the published kernel on Blackwell
+    "comm_join_share": (0.0, "design: the published kernel's comm SMs only move data (mok-system.md section 2)"),
+    "combine_in_epilogue": (0.0, "design: the published kernel's comm SMs push the outputs home (mok-system.md)"),
     "gemm_eff": (0.76, "prior: Hopper's measured fraction (probe) until fitted"),
     "hbm_eff": (0.875, "prior: Hopper's measured fraction (probe) until fitted"),
     "copy_gbps_per_sm": (50.0, "facts: DeepEP v2's SM-count formula assumes 50 GB/s written per SM"),

@@ -136,18 +136,19 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     local_rows = rows - r_in
     lat = hw.link_latency_us * US if P > 1 else 0.0
 
-    def move(bytes_row, my_rows_remote, peer_rows_remote, my_link, peer_link):
+    def move(bytes_row, my_rows_remote, peer_rows_remote, my_link, peer_link, rate):
         # my comm SMs move my_rows; the other end's port carries peer_rows at link speed
-        mine = my_rows_remote * bytes_row / np.minimum(my_link, sm_rate)
+        mine = my_rows_remote * bytes_row / np.minimum(my_link, rate)
         port = peer_rows_remote * bytes_row / peer_link
-        return np.maximum(mine, port) + local_rows * bytes_row / sm_rate
+        return np.maximum(mine, port) + local_rows * bytes_row / rate
 
+    push_rate = sm_rate * p["push_copy_scale"]
     # pull dispatch: the receiver's SMs read its incoming rows; push: the sender's SMs write.
-    dispatch = np.where(dpush, move(act, r_out, r_in, link_out, link_in),
-                        move(act, r_in, r_out, link_in, link_out))
+    dispatch = np.where(dpush, move(act, r_out, r_in, link_out, link_in, push_rate),
+                        move(act, r_in, r_out, link_in, link_out, sm_rate))
     # push combine: the expert holder writes outputs home; pull: the home reads them.
-    combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in),
-                       move(out, r_out, r_in, link_in, link_out))
+    combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in, push_rate),
+                       move(out, r_out, r_in, link_in, link_out, sm_rate))
 
     # --- minibatches and routed GEMMs on the compute SMs ---
     M = np.maximum(np.ceil(rows / mb), 1.0)
@@ -175,13 +176,29 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
 
     # per minibatch: its share of the bytes plus one message latency (peers' messages overlap)
     d, kk = dispatch / M + lat, combine / M + lat
+    # implementation choices (parameters file): a push combine may store the outputs from the
+    # down-projection epilogue (compute SMs, bounded by the fabric only) instead of the comm SMs;
+    # comm SMs may join the compute once the dispatch is done (a share of them, fitted) when
+    # the combine does not need them.
+    epilogue = kpush & (p["combine_in_epilogue"] >= 0.5)
+    kk_comm = np.where(epilogue, 0.0, kk)  # combine work left on the comm SMs, per minibatch
+    fabric_only = np.maximum(r_in * out / link_out, r_out * out / link_in)
+    kf = fabric_only / M + lat
+    # comm SMs can only join when they have no combine left to do
+    joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
+    c_join = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
+                             m.expert_width) + p["minibatch_overhead_us"] * US
     depth = np.floor(_col(macrobatch) / mb)  # minibatches the ring buffer holds
     overlapped = depth >= 2
     first = d + sig_dispatch
-    compute_chain = np.maximum(shared, first) + M * c + kk + sig_end
-    comm_chain = M * (d + kk) + M * sig_comm + sig_dispatch + c + sig_end
-    serial = np.maximum(shared, first) + M * c + (M - 1) * (d + sig_dispatch + kk) + kk + M * sig_comm + sig_end
-    pipe = np.where(overlapped, np.maximum(compute_chain, comm_chain), serial)
+    start = np.maximum(shared, first)
+    dispatch_end = M * (d + sig_comm) + (M - 1) * kk_comm
+    before_join = np.clip((dispatch_end - start) / c, 0.0, M)  # minibatches computed before it
+    compute_chain = start + before_join * c + (M - before_join) * c_join + kk_comm + sig_end
+    comm_chain = M * (d + kk_comm) + M * sig_comm + sig_dispatch + c + sig_end
+    fabric_chain = np.where(epilogue, start + M * kf + sig_end, 0.0)
+    serial = start + M * c + (M - 1) * (d + sig_dispatch + kk_comm) + kk_comm + M * sig_comm + sig_end
+    pipe = np.where(overlapped, np.maximum(np.maximum(compute_chain, comm_chain), fabric_chain), serial)
     wraps = np.maximum(np.ceil(rows / _col(macrobatch)) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US
     per_gpu = pipe + ring  # (C, P)
@@ -210,7 +227,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # critical path of the typical GPU, then the straggler's excess as load_imbalance
     comm_bound = at(comm_chain > compute_chain) & at(overlapped)
     fill = np.where(comm_bound, at(sig_dispatch + c), at(np.maximum(shared, first)))
-    drain = np.where(comm_bound, at(sig_end), at(kk + sig_end))
+    drain = np.where(comm_bound, at(sig_end), at(kk_comm + sig_end))
     terms = {
         "launch": np.full(C, launch),
         "schedule": np.broadcast_to(schedule, (C,)).copy(),

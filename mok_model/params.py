@@ -22,6 +22,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "gemm_tile_n": (16, 256),  # columns of a compute tile
     "hbm_eff": (0.3, 1.0),  # fraction of spec HBM bandwidth reached by weight and epilogue reads
     "copy_gbps_per_sm": (1.0, 400.0),  # bytes per second one communication SM moves
+    "push_copy_scale": (0.05, 1.0),  # a pushing comm SM's copy rate relative to a pulling one's
     "link_eff": (0.3, 1.0),  # fraction of fabric bandwidth a well-fed copy reaches
     "signal_local_us": (0.0, 20.0),  # release/acquire of a GPU-local counter
     "signal_remote_us": (0.0, 50.0),  # one remote completion signal (fence + flag over the fabric)
@@ -31,6 +32,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "schedule_ns_per_route": (0.0, 10.0),  # schedule building per routed row in the EP group
     "ring_wrap_us": (0.0, 100.0),  # one wrap of the macrobatch ring buffer (slot recycling sync)
     "capacity_headroom": (1.0, 4.0),  # capacity must exceed the largest observed load by this
+    "comm_join_share": (0.0, 1.0),  # share of comm SMs that join the compute after the dispatch
+    "combine_in_epilogue": (0.0, 1.0),  # 1: push combine stores from the down-GEMM epilogue
     "mok_fixed_us": (0.0, 2000.0),  # residual per-pass overhead of the megakernel
     "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
     "host_launch_scale": (0.5, 10.0),  # host launch time relative to the preset's launch_us

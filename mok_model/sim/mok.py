@@ -35,6 +35,8 @@ class Plan:
     rows: list  # per GPU: (M, Q) routed rows per minibatch per endpoint
     gate_up: list  # per GPU: (M,) seconds of gate/up GEMM (+ SwiGLU epilogue)
     down: list  # per GPU: (M,) seconds of the down GEMM
+    gate_up_joined: list  # the same once a share of the comm SMs joined the compute
+    down_joined: list
     shared: float  # seconds of the shared expert
     groups: np.ndarray  # (P,) peer group of each GPU
     grouped: bool
@@ -96,14 +98,25 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, topo: Topology, max_peers: 
     cx = scn.hardware.sms - cfg.comm_sms
     flat_r, flat_t, flat_a = (np.concatenate(v).astype(np.float64) for v in (rr, tt, aa))
     gu, dn = _gemm_split(scn, p, flat_r, flat_t, flat_a, cx)
+    share = _param(p, "comm_join_share")
+    gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, cx + share * cfg.comm_sms)
+                  if share > 0 else (gu, dn))
     splits = np.cumsum(M)[:-1]
     shared = 0.0
     if m.shared_experts:
         shared = float(expert_ffn_time(scn, p, scn.tokens * m.shared_experts,
                                        np.ceil(scn.tokens / tm) * m.shared_experts,
                                        m.shared_experts, cx, m.shared_width, shared=True))
-    return Plan(M, endpoints, rows_l, np.split(gu, splits), np.split(dn, splits), shared,
-                groups, grouped)
+    return Plan(M, endpoints, rows_l, np.split(gu, splits), np.split(dn, splits),
+                np.split(gu_j, splits), np.split(dn_j, splits), shared, groups, grouped)
+
+
+def _param(p: Params, name: str, default: float = 0.0) -> float:
+    """An optional implementation-choice parameter (older parameter files lack it)."""
+    try:
+        return float(p[name])
+    except KeyError:
+        return default
 
 
 class MokSim:
@@ -126,6 +139,12 @@ class MokSim:
             self.act = self.out = 2.0 * m.hidden
         self.dpush = cfg.dispatch == "push"
         self.kpush = cfg.combine == "push"
+        # implementation choices (parameters file), as in the analytic model: a push combine
+        # stored from the down-GEMM epilogue (fabric only, no comm SMs), and comm SMs that join
+        # the compute once every dispatch of their GPU is done
+        self.epilogue = self.kpush and _param(p, "combine_in_epilogue") >= 0.5
+        self.joins = _param(p, "comm_join_share") > 0
+        self.dispatched = np.zeros(P, dtype=int)
         self.remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
         self.sig_local = p["signal_local_us"] * US
         self.spans: list = []  # (gpu, tid, name, start, dur)
@@ -238,6 +257,7 @@ class MokSim:
                     msg.send()
         ev = self.ready[d][i]
         join.done.callbacks.append(lambda e, ev=ev: ev.succeed(e.value))
+        join.done.callbacks.append(lambda e, d=d: self._count_dispatched(d))
         join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
             (d, tr.DISPATCH, f"dispatch mb{i}", t0, e.value - t0)))
         return join
@@ -276,6 +296,33 @@ class MokSim:
             (d, tr.COMBINE, f"combine mb{i}", t0, e.value - t0)))
         return join
 
+    def _count_dispatched(self, d: int) -> None:
+        self.dispatched[d] += 1
+
+    def open_epilogue_combine(self, d: int, i: int, t_end: float) -> Join:
+        """Push combine from the down-GEMM epilogue: rows leave over the fabric as the GEMM
+        runs, none before it ends; local rows are written in place."""
+        self.combine_opened[d][i] += 1
+        rows = self.plan.rows[d][i]
+        eps = self.plan.endpoints[d]
+        join = Join(self.env, int(rows.sum()))
+        self.combine_joins[d][i] = join
+        now, name = self.env.now, f"combine mb{i}"
+        flow = (2 * d + 1) * self.E
+        for j in np.nonzero(rows)[0]:
+            e, r = int(eps[j]), int(rows[j])
+            if j == 0:
+                join.add(t_end, r)
+                self.inbox[e].add(t_end, r)
+                continue
+            links, lat = self._path(d, e)
+            for rc in chunks(r, self.out, self.chunk):
+                Message(rc * self.out, rc, links, lat, (join, self.inbox[e]), flow + e, 1, name,
+                        t_end).send()
+        join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
+            (d, tr.COMBINE, f"combine mb{i} (epilogue)", t0, e.value - t0)))
+        return join
+
     def compute_end_mb(self, d: int, i: int) -> float:
         ev = self.computed[d][i]
         return ev.value if ev.triggered else float("inf")
@@ -308,6 +355,9 @@ class MokSim:
             if self.schedule == "naive":  # comm walks dispatch i, combine i, in order
                 yield self.ready[d][i]
                 t = yield self.computed[d][i]
+                if self.epilogue:
+                    yield self.combine_joins[d][i].done
+                    continue
                 yield self.env.timeout(max(t + self.sig_local - self.env.now, 0.0))
                 yield self.open_combine(d, i).done
 
@@ -315,18 +365,24 @@ class MokSim:
         env, plan = self.env, self.plan
         if self.schedule == "published" and plan.shared > 0:
             yield from self._run(d, "shared expert", plan.shared)
-        for i in range(int(plan.minibatches[d])):
+        M = int(plan.minibatches[d])
+        for i in range(M):
             t_ready = yield self.ready[d][i]
             self._check(env.now >= t_ready, f"gate/up gpu{d} mb{i} before its dispatch")
             if i == 0:
                 self.first_gemm[d] = env.now
-            yield from self._run(d, f"gate_up+swiglu mb{i}", plan.gate_up[d][i])
+            joined = self.joins and self.dispatched[d] == M  # comm SMs help once dispatch is done
+            gu = (plan.gate_up_joined if joined else plan.gate_up)[d][i]
+            dn = (plan.down_joined if joined else plan.down)[d][i] + self.p["minibatch_overhead_us"] * US
+            yield from self._run(d, f"gate_up+swiglu mb{i}", gu)
             r = int(plan.rows[d][i].sum())
             if r > 0:
                 self.ring[d].put(r)
-            yield from self._run(d, f"down mb{i}", plan.down[d][i] + self.p["minibatch_overhead_us"] * US)
+            if self.epilogue:
+                self.open_epilogue_combine(d, i, env.now + dn)
+            yield from self._run(d, f"down mb{i}", dn)
             self.computed[d][i].succeed(env.now)
-            if self.schedule == "published":  # a local signal tells the comm SMs to combine
+            if self.schedule == "published" and not self.epilogue:  # a local signal: combine
                 env.timeout(self.sig_local).callbacks.append(lambda _e, d=d, i=i: self.open_combine(d, i))
         self.compute_end[d] = env.now
         if self.schedule == "naive" and plan.shared > 0:
