@@ -120,13 +120,17 @@ def _grid() -> list[tuple[Scenario, Config]]:
     return out
 
 
+PUBLISHED = {"combine_in_epilogue": 0.0, "comm_join_share": 0.0}  # the published kernel's choices
+
+
 def test_single_minibatch_agrees_with_analytic_within_5_percent():
+    """The published design (comm SMs push the combine, never compute) on every grid point."""
     grid = _grid()
     assert len(grid) >= 30
     worst = (0.0, None)
     for s, cfg in grid:
-        p = None if s.hardware.name != "gb300-nvl72" else P_GB300
-        a = analytic_mok(s, cfg, p or load_params(None, s.hardware.name))
+        p = load_params(None, s.hardware.name).with_values(**PUBLISHED)
+        a = analytic_mok(s, cfg, p)
         b = simulate(s, cfg, "mok", p)
         assert b.extra["minibatches"] == 1
         err = abs(b.latency_ms - a.latency_ms) / a.latency_ms
@@ -135,6 +139,28 @@ def test_single_minibatch_agrees_with_analytic_within_5_percent():
                           f"{cfg.dispatch}/{cfg.combine}: sim {b.latency_ms:.4f} ms, analytic {a.latency_ms:.4f} ms")
     print(f"\nworst of {len(grid)} single-minibatch workloads: {worst[0]:.2%} ({worst[1]})")
     assert worst[0] < 0.05, worst
+
+
+def test_epilogue_combine_leaves_comm_sms_free_and_waits_for_the_down_gemm():
+    s = scn(ep=8, tokens=2048)
+    p = P_GB300.with_values(combine_in_epilogue=1.0, comm_join_share=0.0)
+    e = simulate(s, Config(minibatch=4096), "mok", p)
+    c = simulate(s, Config(minibatch=4096), "mok", P_GB300.with_values(**PUBLISHED))
+    assert e.extra["invariants"] == "ok"
+    assert e.work_ms["combine"] == 0 and c.work_ms["combine"] > 0  # no comm-SM time on combine
+    sp = spans(e, 0)
+    for i in range(e.extra["minibatches"]):
+        assert sp[f"combine mb{i} (epilogue)"][1] >= sp[f"down mb{i}"][1] - 1e-12
+
+
+def test_comm_sms_joining_the_compute_shorten_the_gemms_after_dispatch():
+    s = scn(ep=8, tokens=2048)
+    cfg = Config(minibatch=ONE_MB, macrobatch=ONE_MB, comm_sms=40)
+    on = simulate(s, cfg, "mok", P_GB300.with_values(comm_join_share=1.0, combine_in_epilogue=0.0))
+    off = simulate(s, cfg, "mok", P_GB300.with_values(**PUBLISHED))
+    d_on, d_off = spans(on, 0)["down mb0"], spans(off, 0)["down mb0"]
+    ratio = (d_on[1] - d_on[0]) / (d_off[1] - d_off[0])
+    assert ratio < 0.95 and on.latency_ms < off.latency_ms  # 148 instead of 108 SMs
 
 
 def test_predict_and_tune_switch_engine_with_one_argument():
