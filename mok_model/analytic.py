@@ -193,8 +193,14 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     first = d + sig_dispatch
     start = np.maximum(shared, first)
     dispatch_end = M * (d + sig_comm) + (M - 1) * kk_comm
-    before_join = np.clip((dispatch_end - start) / c, 0.0, M)  # minibatches computed before it
-    compute_chain = start + before_join * c + (M - before_join) * c_join + kk_comm + sig_end
+    # compute is work-conserving: shared and routed tiles (SM-seconds, waves included) run on
+    # the compute SMs, joined by comm SMs once the dispatch ends; no minibatch starts before
+    # its rows are in, and the last one not before the dispatch ends.
+    work = (shared + M * c) * cx
+    work_time = np.where(work <= cx * dispatch_end, work / cx,
+                         dispatch_end + (work - cx * dispatch_end) / joined)
+    compute_chain = (np.maximum(np.maximum(work_time, first + M * c_join),
+                                dispatch_end + sig_dispatch + c_join) + kk_comm + sig_end)
     comm_chain = M * (d + kk_comm) + M * sig_comm + sig_dispatch + c + sig_end
     fabric_chain = np.where(epilogue, start + M * kf + sig_end, 0.0)
     serial = start + M * c + (M - 1) * (d + sig_dispatch + kk_comm) + kk_comm + M * sig_comm + sig_end
@@ -220,6 +226,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     rows_ix = np.arange(C)
     slow = np.argmax(per_gpu, axis=1)  # (C,) the straggler ends the pass
     typ = np.argsort(per_gpu, axis=1, kind="stable")[:, P // 2]  # the median GPU
+    if hw.emulated_ranks:  # one GPU runs rank 0 of the group: its time is what is measured
+        slow = typ = np.zeros(C, dtype=np.int64)
 
     def at(x, gpu=typ):
         return np.broadcast_to(x, per_gpu.shape)[rows_ix, gpu]
