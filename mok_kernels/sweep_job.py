@@ -33,6 +33,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--iters", type=int, default=6)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--deadline-s", type=float, default=520)
+    p.add_argument("--routing", default="uniform")
     a = p.parse_args(argv)
     t0 = time.time()
     hw, sw = _hardware(), _software()
@@ -45,8 +46,8 @@ def main(argv: list[str]) -> int:
     total = 0
     for wspec in a.workloads.split(","):
         model, n = wspec.split(":")
-        wl = Workload(model, 16, int(n), "uniform", 0, 0)
-        common = dict(model=model, ep=16, tokens=int(n), routing="uniform", seed=0,
+        wl = Workload(model, 16, int(n), a.routing, 0, 0)
+        common = dict(model=model, ep=16, tokens=int(n), routing=a.routing, seed=0,
                       hardware=hw, software=sw)
         recs = []
         base = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32,
@@ -76,7 +77,7 @@ def main(argv: list[str]) -> int:
         total += len(recs)
         tg = recs[0]["latency_ms"]["median"]
         gm = recs[1]["latency_ms"]["median"]
-        print(f"{wspec}: {len(recs) - 2} mok configs, best {best[0]:.3f} ms {best[1]}; "
+        print(f"{wspec} {a.routing}: {len(recs) - 2} mok configs, best {best[0]:.3f} ms {best[1]}; "
               f"gemm-only {gm:.3f}, torch-grouped {tg:.3f}; elapsed {time.time() - t0:.0f} s",
               flush=True)
         del wl
