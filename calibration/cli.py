@@ -17,7 +17,7 @@ from collections import Counter
 from pathlib import Path
 
 from mok_model.errors import MokInputError
-from mok_model.params import Params, read_params, write_params
+from mok_model.params import BOUNDS, Params, read_params, write_params
 from mok_model.records import KNOBS, read_records
 from mok_model.scenario import ENGINES
 
@@ -47,8 +47,8 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
 
     MoK records: gemm_eff (unless a micro-gemm fixed it) and mok_fixed_us; minibatch_overhead_us
     when the records vary the minibatch; copy_gbps_per_sm when they vary the comm SMs (unless a
-    micro-copy fixed it); wgrad_bytes_per_weight with backward records. Baselines: nccl_eff and
-    host_launch_scale with nccl-torch records.
+    micro-copy fixed it); push_copy_scale when they mix push and pull; wgrad_bytes_per_weight
+    with backward records. Baselines: nccl_eff and host_launch_scale with nccl-torch records.
     """
     mok = [r for r in records if r["system"] == "mok"]
     free: list[str] = []
@@ -61,6 +61,9 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
             free.append("minibatch_overhead_us")
         if len(knob_values("comm_sms")) > 1 and "copy_gbps_per_sm" not in micro_fitted:
             free.append("copy_gbps_per_sm")
+        modes = knob_values("dispatch") | knob_values("combine")
+        if "push" in modes and "pull" in modes and "push_copy_scale" in BOUNDS:
+            free.append("push_copy_scale")
         if any(r["pass"] == "bwd" for r in mok):
             free.append("wgrad_bytes_per_weight")
     systems = {r["system"] for r in records}
