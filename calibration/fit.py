@@ -83,13 +83,14 @@ def record_scenario(rec: dict) -> Scenario:
 def record_config(rec: dict) -> Config | dict:
     """A full Config when the record names every knob, else the knobs it names (tuner fills).
 
-    The kernel's ring buffer always holds at least one minibatch, so a recorded macrobatch
-    smaller than the minibatch is read as one minibatch.
+    The kernel raises a ring buffer smaller than one minibatch to one minibatch plus one row
+    tile (mok_kernels/megakernel.py, KernelConfig.macrobatch), and so does this reading.
     """
     cfg = rec.get("config") or {}
     if all(k in cfg for k in KNOBS):
         knobs = {k: cfg[k] for k in KNOBS}
-        knobs["macrobatch"] = max(int(knobs["macrobatch"]), int(knobs["minibatch"]))
+        if int(knobs["macrobatch"]) < int(knobs["minibatch"]):
+            knobs["macrobatch"] = int(knobs["minibatch"]) + 128
         return Config(**knobs)
     return {k: cfg[k] for k in KNOBS if k in cfg}
 

@@ -38,6 +38,7 @@ COMMON = {
 }
 
 HOPPER = {  # what our megakernel would be on a Hopper box
+    "wave_sync": (0.0, "design: mok_kernels/megakernel.py hands out tiles from a dynamic work counter across minibatches"),
     "comm_join_share": (1.0, "design: mok_kernels/megakernel.py (join=True): comm programs take compute items after the dispatch"),
     "combine_in_epilogue": (1.0, "design: mok_kernels/megakernel.py: push combine stores rows from the down-projection epilogue"),
     "gemm_eff": (0.76, "probe: bf16 GEMM 752 TF/s at m=8192 of 989 TF/s peak"),
@@ -54,6 +55,7 @@ H200_LOCAL = {  # one H200 emulating its peers in local memory
 }
 
 BLACKWELL = {  # the published kernel on Blackwell
+    "wave_sync": (1.0, "design: a minibatch must fill every compute SM in whole waves (mok-system.md section 2)"),
     "comm_join_share": (0.0, "design: the published kernel's comm SMs only move data (mok-system.md section 2)"),
     "combine_in_epilogue": (0.0, "design: the published kernel's comm SMs push the outputs home (mok-system.md)"),
     "gemm_eff": (0.76, "prior: Hopper's measured fraction (probe) until fitted"),

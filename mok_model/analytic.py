@@ -72,21 +72,23 @@ def fabric_gbps(scn: Scenario, p: Params, remote_rows, cross_rows):
     return 1.0 / np.maximum((1 - share) / bw, share / slow)
 
 
-def gemm_time(rows_tiles, n, k, sms, rate_per_sm, tile_m, tile_n):
-    """Time of a GEMM of `rows_tiles` row tiles x ceil(n/tile_n) column tiles on `sms` SMs,
-    run in whole waves (tile quantization), each tile 2*tile_m*tile_n*k FLOPs."""
+def gemm_time(rows_tiles, n, k, sms, rate_per_sm, tile_m, tile_n, wave_sync: float = 1.0):
+    """Time of a GEMM of `rows_tiles` row tiles x ceil(n/tile_n) column tiles on `sms` SMs, each
+    tile 2*tile_m*tile_n*k FLOPs. With wave_sync 1 the tiles run in whole waves (tile
+    quantization); with 0 they stream into the next GEMM's tiles (a persistent kernel with a
+    dynamic work counter), so only the fractional waves count."""
     tiles = rows_tiles * np.ceil(n / tile_n)
-    waves = np.ceil(tiles / sms)
+    waves = wave_sync * np.ceil(tiles / sms) + (1.0 - wave_sync) * (tiles / sms)
     return waves * (2.0 * tile_m * tile_n * k / rate_per_sm)
 
 
 def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
-                    width: int, shared: bool = False):
+                    width: int, shared: bool = False, wave_sync: float = 1.0):
     """Routed (or shared) SwiGLU FFN over `rows` rows in `row_tiles` tiles on `sms` SMs.
 
     Forward: gate/up (H -> 2I) and down (I -> H). Backward: the same shapes for the data
     gradients plus the weight gradients, at bwd_gemm_eff_scale. The result is floored by reading
-    the weights of `experts_touched` experts from HBM (and, backward, writing fp32 gradients).
+    the weights of `experts_touched` experts from HBM (and, backward, the weight-gradient traffic).
     """
     hw, m = scn.hardware, scn.model
     precision = "bf16" if shared else scn.precision  # the shared expert stays BF16 (published)
@@ -95,7 +97,8 @@ def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, 
     eff = p["gemm_eff"] * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
     rate = hw.tflops(precision) * 1e12 / hw.sms * eff
     tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
-    t = gemm_time(row_tiles, 2 * I, H, sms, rate, tm, tn) + gemm_time(row_tiles, H, I, sms, rate, tm, tn)
+    t = (gemm_time(row_tiles, 2 * I, H, sms, rate, tm, tn, wave_sync)
+         + gemm_time(row_tiles, H, I, sms, rate, tm, tn, wave_sync))
     weight_bytes = 3.0 * H * I * wbytes
     if scn.pass_ == "bwd":
         t = 2.0 * t  # data gradients and weight gradients: twice the forward FLOPs
@@ -157,12 +160,13 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     active = (ld.expert_rows > 0).sum(axis=1)[None, :]
     row_tiles = base_tiles + (M - 1)  # a minibatch boundary inside an expert splits one tile
     touched = active + (M - 1)  # ... and reloads that expert's weights
-    ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width)
+    ws = p["wave_sync"]
+    ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws)
     c = ffn + p["minibatch_overhead_us"] * US  # per minibatch
     if m.shared_experts:
         n_tok = scn.tokens * m.shared_experts
         shared = expert_ffn_time(scn, p, n_tok, np.ceil(scn.tokens / tm) * m.shared_experts,
-                                 m.shared_experts, cx, m.shared_width, shared=True)
+                                 m.shared_experts, cx, m.shared_width, shared=True, wave_sync=ws)
     else:
         shared = np.zeros_like(c)
 
@@ -187,12 +191,16 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # comm SMs can only join when they have no combine left to do
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
     c_join = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
-                             m.expert_width) + p["minibatch_overhead_us"] * US
-    depth = np.floor(_col(macrobatch) / mb)  # minibatches the ring buffer holds
-    overlapped = depth >= 2
+                             m.expert_width, wave_sync=ws) + p["minibatch_overhead_us"] * US
     first = d + sig_dispatch
     start = np.maximum(shared, first)
     dispatch_end = M * (d + sig_comm) + (M - 1) * kk_comm
+    # a ring buffer without a spare row tile beyond the minibatch in flight lets the comm SMs
+    # refill slots only as the gate/up tiles (2/3 of the FLOPs) release them: the dispatch
+    # ends with the last minibatch, and comm SMs that would join the compute join late
+    tight = _col(macrobatch) < mb + p["gemm_tile_m"]
+    dispatch_end = np.where(tight, np.maximum(dispatch_end, start + (M - 1) * c * (2 / 3) + d),
+                            dispatch_end)
     # compute is work-conserving: shared and routed tiles (SM-seconds, waves included) run on
     # the compute SMs, joined by comm SMs once the dispatch ends; no minibatch starts before
     # its rows are in, and the last one not before the dispatch ends.
@@ -203,8 +211,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
                                 dispatch_end + sig_dispatch + c_join) + kk_comm + sig_end)
     comm_chain = M * (d + kk_comm) + M * sig_comm + sig_dispatch + c + sig_end
     fabric_chain = np.where(epilogue, start + M * kf + sig_end, 0.0)
-    serial = start + M * c + (M - 1) * (d + sig_dispatch + kk_comm) + kk_comm + M * sig_comm + sig_end
-    pipe = np.where(overlapped, np.maximum(np.maximum(compute_chain, comm_chain), fabric_chain), serial)
+    pipe = np.maximum(np.maximum(compute_chain, comm_chain), fabric_chain)
     wraps = np.maximum(np.ceil(rows / _col(macrobatch)) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US
     per_gpu = pipe + ring  # (C, P)
@@ -233,7 +240,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         return np.broadcast_to(x, per_gpu.shape)[rows_ix, gpu]
 
     # critical path of the typical GPU, then the straggler's excess as load_imbalance
-    comm_bound = at(comm_chain > compute_chain) & at(overlapped)
+    comm_bound = at(comm_chain > compute_chain)
     fill = np.where(comm_bound, at(sig_dispatch + c), at(np.maximum(shared, first)))
     drain = np.where(comm_bound, at(sig_end), at(kk_comm + sig_end))
     terms = {

@@ -119,6 +119,27 @@ def _param(p: Params, name: str, default: float = 0.0) -> float:
         return default
 
 
+class _Gated:
+    """Forwards message arrivals to a Join, held back until a process (a GEMM) has ended."""
+
+    __slots__ = ("join", "proc", "held")
+
+    def __init__(self, join: Join, proc):
+        self.join, self.proc, self.held = join, proc, []
+
+    def add(self, t: float, rows: int) -> None:
+        if self.proc.processed:
+            self.join.add(max(t, self.proc.value), rows)
+            return
+        if not self.held:
+            self.proc.callbacks.append(self._release)
+        self.held.append((t, rows))
+
+    def _release(self, ev) -> None:
+        for t, rows in self.held:
+            self.join.add(max(t, ev.value), rows)
+
+
 class MokSim:
     """One MoK pass on P GPUs; `run()` fills per-GPU times, spans and counters."""
 
@@ -145,6 +166,7 @@ class MokSim:
         self.epilogue = self.kpush and _param(p, "combine_in_epilogue") >= 0.5
         self.joins = _param(p, "comm_join_share") > 0
         self.dispatched = np.zeros(P, dtype=int)
+        self.all_dispatched = [env.event() for _ in range(P)]
         self.remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
         self.sig_local = p["signal_local_us"] * US
         self.spans: list = []  # (gpu, tid, name, start, dur)
@@ -298,10 +320,31 @@ class MokSim:
 
     def _count_dispatched(self, d: int) -> None:
         self.dispatched[d] += 1
+        if self.dispatched[d] == int(self.plan.minibatches[d]):
+            self.all_dispatched[d].succeed(self.env.now)
 
-    def open_epilogue_combine(self, d: int, i: int, t_end: float) -> Join:
+    def _gemm(self, d: int, name: str, alone: float, joined: float):
+        """A GEMM of `alone` seconds on the compute SMs, or `joined` once the comm SMs join
+        (when the GPU's last dispatch completes, possibly in the middle of this GEMM: they
+        take over tiles, so the remaining fraction runs at the joined rate)."""
+        env = self.env
+        ev = self.all_dispatched[d]
+        if not self.joins or ev.triggered:
+            yield from self._run(d, name, joined if self.joins else alone)
+            return env.now
+        t0 = env.now
+        timer = env.timeout(alone)
+        yield timer | ev
+        if not timer.processed and env.now < t0 + alone:  # joined part-way
+            left = (1.0 - (env.now - t0) / alone) * joined if alone > 0 else 0.0
+            yield env.timeout(left)
+        self.spans.append((d, tr.COMPUTE_SMS, name, t0, env.now - t0))
+        return env.now
+
+    def open_epilogue_combine(self, d: int, i: int, gemm) -> Join:
         """Push combine from the down-GEMM epilogue: rows leave over the fabric as the GEMM
-        runs, none before it ends; local rows are written in place."""
+        runs; the combine completes no earlier than the GEMM (the `gemm` process) ends; local
+        rows are written in place."""
         self.combine_opened[d][i] += 1
         rows = self.plan.rows[d][i]
         eps = self.plan.endpoints[d]
@@ -309,16 +352,22 @@ class MokSim:
         self.combine_joins[d][i] = join
         now, name = self.env.now, f"combine mb{i}"
         flow = (2 * d + 1) * self.E
+        local = []
         for j in np.nonzero(rows)[0]:
             e, r = int(eps[j]), int(rows[j])
             if j == 0:
-                join.add(t_end, r)
-                self.inbox[e].add(t_end, r)
+                local.append((e, r))
                 continue
             links, lat = self._path(d, e)
             for rc in chunks(r, self.out, self.chunk):
-                Message(rc * self.out, rc, links, lat, (join, self.inbox[e]), flow + e, 1, name,
-                        t_end).send()
+                Message(rc * self.out, rc, links, lat, (_Gated(join, gemm), _Gated(self.inbox[e], gemm)),
+                        flow + e, 1, name, now).send()
+
+        def done(_e):
+            for e, r in local:
+                join.add(self.env.now, r)
+                self.inbox[e].add(self.env.now, r)
+        gemm.callbacks.append(done)
         join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
             (d, tr.COMBINE, f"combine mb{i} (epilogue)", t0, e.value - t0)))
         return join
@@ -371,16 +420,18 @@ class MokSim:
             self._check(env.now >= t_ready, f"gate/up gpu{d} mb{i} before its dispatch")
             if i == 0:
                 self.first_gemm[d] = env.now
-            joined = self.joins and self.dispatched[d] == M  # comm SMs help once dispatch is done
-            gu = (plan.gate_up_joined if joined else plan.gate_up)[d][i]
-            dn = (plan.down_joined if joined else plan.down)[d][i] + self.p["minibatch_overhead_us"] * US
-            yield from self._run(d, f"gate_up+swiglu mb{i}", gu)
+            ovh = self.p["minibatch_overhead_us"] * US
+            yield from self._gemm(d, f"gate_up+swiglu mb{i}", plan.gate_up[d][i], plan.gate_up_joined[d][i])
             r = int(plan.rows[d][i].sum())
             if r > 0:
                 self.ring[d].put(r)
-            if self.epilogue:
-                self.open_epilogue_combine(d, i, env.now + dn)
-            yield from self._run(d, f"down mb{i}", dn)
+            gemm = self._gemm(d, f"down mb{i}", plan.down[d][i] + ovh, plan.down_joined[d][i] + ovh)
+            if self.epilogue:  # rows leave as tiles finish, none arrives before the GEMM ends
+                proc = env.process(gemm)
+                self.open_epilogue_combine(d, i, proc)
+                yield proc
+            else:
+                yield from gemm
             self.computed[d][i].succeed(env.now)
             if self.schedule == "published" and not self.epilogue:  # a local signal: combine
                 env.timeout(self.sig_local).callbacks.append(lambda _e, d=d, i=i: self.open_combine(d, i))
