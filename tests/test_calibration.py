@@ -139,7 +139,7 @@ def test_spearman_hand_examples():
 def test_record_config_reads_kernel_records():
     rec = {"config": {"dispatch": "pull", "combine": "push", "minibatch": 4096, "comm_sms": 32,
                       "macrobatch": 2048, "capacity": 0.5}}
-    assert record_config(rec).macrobatch == 4096  # the ring always holds one minibatch
+    assert record_config(rec).macrobatch == 4096 + 128  # as the kernel: one minibatch + a row tile
     assert record_config({"config": {"minibatch": 2048}}) == {"minibatch": 2048}
 
 
