@@ -1,0 +1,125 @@
+"""Run the whole calibration check on a set of run records and print it as Markdown:
+calibrate held out by token count and by model shape (each group in turn), validate the
+held-out predictions (analytic and, optionally, the simulator), and tuner regret.
+
+    python -m calibration.report RUN_FILES... [--out DIR] [--sim] [--free P1,P2]
+
+Every number it prints comes from the commands it prints (run in-process, same code paths).
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import io
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from .cli import calibrate_cli, validate_cli
+from .regret import main as regret_main
+
+
+def _run(fn, argv: list[str]) -> tuple[int, str]:
+    buf = io.StringIO()
+    with contextlib.redirect_stdout(buf):
+        rc = fn(argv)
+    return rc, buf.getvalue()
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None else f"{100 * x:.2f}%"
+
+
+def _rho(x) -> str:
+    return "n/a" if x is None else f"{x:.3f}"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m calibration.report", description=__doc__)
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--out", default="calibration/out", help="where parameter files and plots go")
+    p.add_argument("--sim", action="store_true", help="also validate with the simulator")
+    p.add_argument("--free", default=None, help="stage-2 parameters (default: calibrate's choice)")
+    a = p.parse_args(argv)
+    out = Path(a.out)
+    out.mkdir(parents=True, exist_ok=True)
+    free = ["--free", a.free] if a.free else []
+    commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
+                            text=True).stdout.strip()
+    dirty = subprocess.run(["git", "status", "--porcelain", "mok_model", "calibration"],
+                           capture_output=True, text=True).stdout.splitlines()
+    dirty_paths = sorted({ln[3:] for ln in dirty if not ln.startswith("??")})
+    print(f"Code: commit {commit}" + (f", with uncommitted changes in {', '.join(dirty_paths)}"
+                                      if dirty_paths else ", clean (mok_model/, calibration/)") + ".")
+    print(f"Records: {' '.join(a.runs)}\n")
+
+    # fit on everything (the shipped-style file) and validate it (training error)
+    allp = out / "h200-all.json"
+    argv_all = [*a.runs, "--out", str(allp), *free, "--json"]
+    rc, txt = _run(calibrate_cli, argv_all)
+    if rc:
+        print(f"calibrate failed (exit {rc})")
+        return rc
+    doc = json.loads(txt)
+    print(f"    mok calibrate {' '.join(argv_all[:-1])}")
+    fitted = doc["stages"]["micro"]["fitted"]
+    print("\nStage 1 (micro): " + (", ".join(f"{k} from {v}" for k, v in fitted.items()) or "skipped"))
+    print("Stage 2 values: " + ", ".join(f"{k}={v:.4g}" for k, v in doc["stages"]["layer"]["values"].items()))
+    for n in doc["notes"]:
+        print(f"Note: {n}")
+    print("\n| fitted on | judged on | n | MAPE | max APE | Spearman |")
+    print("|---|---|---:|---:|---:|---:|")
+    t = doc["train"]
+    print(f"| all | the same records (training error) | {t['n']} | {_pct(t['mape'])} | "
+          f"{_pct(t['max_ape'])} | {_rho(t['spearman'])} |")
+    cmds = []
+    for by in ("tokens", "model"):
+        path = out / f"h200-cv-{by}.json"
+        argv_cv = [*a.runs, "--out", str(path), "--holdout-by", by, "--holdout", "all", *free,
+                   "--json"]
+        rc, txt = _run(calibrate_cli, argv_cv)
+        cmds.append("mok calibrate " + " ".join(argv_cv[:-1]))
+        cv = json.loads(txt)["cross_validation"]
+        for f in cv["folds"]:
+            print(f"| all but {by}={f['heldout']} | {by}={f['heldout']} (held out) | {f['n']} | "
+                  f"{_pct(f['mape'])} | {_pct(f['max_ape'])} | {_rho(f['spearman'])} |")
+        q = cv["pooled"]
+        print(f"| **each {by} group in turn** | **pooled held-out** | {q['n']} | "
+              f"**{_pct(q['mape'])}** | **{_pct(q['max_ape'])}** | **{_rho(q['spearman'])}** |")
+    print()
+    for c in cmds:
+        print(f"    {c}")
+    plot = out / "h200-validate.png"
+    argv_v = [*a.runs, "--params", str(allp), "--plot", str(plot), "--json"]
+    _run(validate_cli, argv_v)
+    print(f"    mok validate {' '.join(argv_v[:-1])}")
+    if a.sim:
+        for by in ("tokens", "model"):
+            # the simulator with the analytic fit's parameters, on each held-out group
+            rows = []
+            for f in json.loads((out / f"h200-cv-{by}.json").read_text())["cross_validation"]["folds"]:
+                held = out / f"h200-{by}-{f['heldout']}.json"
+                argv_h = [*a.runs, "--out", str(held), "--holdout-by", by, "--holdout", f["heldout"],
+                          *free, "--json"]
+                _run(calibrate_cli, argv_h)
+                argv_s = [*a.runs, "--params", str(held), "--heldout-only", "--engine", "sim",
+                          "--json"]
+                rc, txt = _run(validate_cli, argv_s)
+                v = json.loads(txt)
+                rows.append((f["heldout"], v))
+                print(f"    mok validate {' '.join(argv_s[:-1])}")
+            for value, v in rows:
+                print(f"sim, held out {by}={value}: n={v['n']} MAPE {_pct(v['mape'])} max "
+                      f"{_pct(v['max_ape'])} Spearman {_rho(v['spearman'])}")
+    for by in ("tokens", "model"):
+        argv_r = [*a.runs, "--refit-by", by]
+        rc, txt = _run(regret_main, argv_r)
+        print(f"\n    python -m calibration.regret {' '.join(argv_r)}\n")
+        print("\n".join("    " + ln for ln in txt.strip().splitlines()))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
