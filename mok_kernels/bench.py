@@ -1,7 +1,8 @@
 """`mok bench`: time MoK and baselines over a grid and append mok-run/1 records.
 
 Every timing uses CUDA events after warm-up, on fresh random inputs each iteration (new token
-values and new routing drawn from the routing kind with seed + iteration), and reports median,
+values and new routes drawn from the routing kind with seed + iteration; a zipf workload keeps
+the expert popularity order of its seed), and reports median,
 p10, p90 and n. The MoK forward (schedule build + megakernel + epilogue) needs no host sync, so it
 is captured once in a CUDA graph and replayed; torch-grouped runs eagerly with its host syncs.
 Rank emulation: one rank of an EP-P group whose peers' send and combine buffers are in local HBM.
@@ -169,7 +170,8 @@ class Workload:
         """Fresh token values and a fresh routing draw (seed + i) into the static buffers."""
         self.x.normal_()
         ids, wts = make_routing(self.ep * self.tokens, self.shape.experts, self.shape.topk,
-                                self.routing, self.seed + 1000 + i, device="cuda")
+                                self.routing, self.seed + 1000 + i, device="cuda",
+                                popularity_seed=self.seed)   # fixed expert popularity
         self.ids.copy_(ids)
         self.wts.copy_(wts)
 

@@ -55,19 +55,23 @@ def parse_routing(spec: str) -> tuple[str, float]:
 
 
 def make_routing(n: int, e: int, k: int, spec: str, seed: int,
-                 device: str | torch.device = "cpu") -> tuple[torch.Tensor, torch.Tensor]:
+                 device: str | torch.device = "cpu",
+                 popularity_seed: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw top-k routes: ids (n, k) int64 distinct per token, router weights (n, k) float32 (sum 1).
 
     uniform: every expert equally likely; zipf:S: expert popularity ~ 1/rank^S over a random
     permutation; hot:F: a fraction F of tokens put slot 0 on expert 0; onehot: every token's
-    slot 0 is expert 0 (the rest uniform).
+    slot 0 is expert 0 (the rest uniform). The zipf popularity order is drawn from
+    ``popularity_seed`` (default: ``seed``), so a benchmark can keep one expert popularity and
+    draw fresh tokens per iteration.
     """
     kind, par = parse_routing(spec)
     dev = torch.device(device)
     g = torch.Generator(device=dev).manual_seed(seed)
     logp = torch.zeros(e, device=dev)
     if kind == "zipf":
-        ranks = torch.randperm(e, generator=g, device=dev).float() + 1.0
+        gp = torch.Generator(device=dev).manual_seed(seed if popularity_seed is None else popularity_seed)
+        ranks = torch.randperm(e, generator=gp, device=dev).float() + 1.0
         logp = -par * torch.log(ranks)
     u = torch.rand(n, e, generator=g, device=dev).clamp_min(1e-20)
     score = logp[None, :] - torch.log(-torch.log(u))  # Gumbel-top-k: k distinct draws

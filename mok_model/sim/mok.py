@@ -45,12 +45,13 @@ class Plan:
 def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms):
     """(gate/up, down) seconds per minibatch: expert_ffn_time split in proportion to the two GEMMs."""
     hw, m = scn.hardware, scn.model
-    ffn = expert_ffn_time(scn, p, rows, tiles, touched, sms, m.expert_width)
+    ws = _param(p, "wave_sync", 1.0)
+    ffn = expert_ffn_time(scn, p, rows, tiles, touched, sms, m.expert_width, wave_sync=ws)
     eff = p["gemm_eff"] * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
     rate = hw.tflops(scn.precision) * 1e12 / hw.sms * eff
     tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
-    gu = gemm_time(tiles, 2 * m.expert_width, m.hidden, sms, rate, tm, tn)
-    dn = gemm_time(tiles, m.hidden, m.expert_width, sms, rate, tm, tn)
+    gu = gemm_time(tiles, 2 * m.expert_width, m.hidden, sms, rate, tm, tn, ws)
+    dn = gemm_time(tiles, m.hidden, m.expert_width, sms, rate, tm, tn, ws)
     share = np.divide(gu, gu + dn, out=np.full_like(gu, 0.5), where=(gu + dn) > 0)
     return ffn * share, ffn * (1 - share)
 
@@ -98,7 +99,9 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, topo: Topology, max_peers: 
     cx = scn.hardware.sms - cfg.comm_sms
     flat_r, flat_t, flat_a = (np.concatenate(v).astype(np.float64) for v in (rr, tt, aa))
     gu, dn = _gemm_split(scn, p, flat_r, flat_t, flat_a, cx)
-    share = _param(p, "comm_join_share")
+    # comm SMs join the compute only when the combine does not need them (epilogue push)
+    epilogue = cfg.combine == "push" and _param(p, "combine_in_epilogue") >= 0.5
+    share = _param(p, "comm_join_share") if epilogue else 0.0
     gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, cx + share * cfg.comm_sms)
                   if share > 0 else (gu, dn))
     splits = np.cumsum(M)[:-1]
@@ -106,7 +109,8 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, topo: Topology, max_peers: 
     if m.shared_experts:
         shared = float(expert_ffn_time(scn, p, scn.tokens * m.shared_experts,
                                        np.ceil(scn.tokens / tm) * m.shared_experts,
-                                       m.shared_experts, cx, m.shared_width, shared=True))
+                                       m.shared_experts, cx, m.shared_width, shared=True,
+                                       wave_sync=_param(p, "wave_sync", 1.0)))
     return Plan(M, endpoints, rows_l, np.split(gu, splits), np.split(dn, splits),
                 np.split(gu_j, splits), np.split(dn_j, splits), shared, groups, grouped)
 
@@ -164,7 +168,7 @@ class MokSim:
         # stored from the down-GEMM epilogue (fabric only, no comm SMs), and comm SMs that join
         # the compute once every dispatch of their GPU is done
         self.epilogue = self.kpush and _param(p, "combine_in_epilogue") >= 0.5
-        self.joins = _param(p, "comm_join_share") > 0
+        self.joins = self.epilogue and _param(p, "comm_join_share") > 0
         self.dispatched = np.zeros(P, dtype=int)
         self.all_dispatched = [env.event() for _ in range(P)]
         self.remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
