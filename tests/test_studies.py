@@ -43,6 +43,14 @@ def test_list_and_bad_input(capsys):
         assert err.count("\n") == 0 and err.startswith("mok study: error:"), err
 
 
+def test_mok_cli_forwards_study(capsys):
+    from mok_model.cli import main
+
+    assert main(["study", "--list"]) == 0
+    assert "push-vs-pull" in capsys.readouterr().out
+    assert main(["study", "nope"]) == 2
+
+
 def test_cli_writes_into_out_name(tmp_path, capsys):
     assert study_cli.cli(["minibatch-sweep", "--quick", "--out", str(tmp_path), "--workers", "1",
                           "--no-progress"]) == 0
@@ -91,7 +99,7 @@ def test_minibatch_sweep(tmp_path):
     cur = curves(res.rows)
     assert len(cur) == 4  # 2 models x 2 token counts
     for c in cur:
-        assert c["best_over_worst"] >= 1.0
+        assert c["best_over_worst"] >= c["best_over_worst_recommended"] >= 1.0
         sel = [r for r in res.rows if (r["model"], r["tokens"]) == (c["model"], c["tokens"])]
         assert max(r["tokens_per_s_per_gpu"] for r in sel) == pytest.approx(
             next(r["tokens_per_s_per_gpu"] for r in sel if r["minibatch"] == c["best_minibatch"]))
