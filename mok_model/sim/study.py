@@ -48,7 +48,7 @@ def main(argv: list[str] | None = None) -> int:
     print("### A. minibatch size (pull/push, 40 comm SMs, ring = all rows)\n" + head)
     for mb in ((4096, one) if a.quick else (1024, 2048, 4096, 8192, 16384, one)):
         print(_row(f"minibatch {mb if mb != one else 'all rows (1 step)'}", base,
-                   Config(minibatch=mb, macrobatch=max(mb, 1 << 17))))
+                   Config(minibatch=mb, macrobatch=max(2 * mb, 1 << 17))))
     print("\n### B. comm SMs (minibatch 4096)\n" + head)
     for c in ((4, 40) if a.quick else (4, 8, 16, 24, 40, 64)):
         print(_row(f"comm SMs {c}", base, Config(minibatch=4096, comm_sms=c)))
@@ -71,7 +71,7 @@ def main(argv: list[str] | None = None) -> int:
     print("\n### F. two scale-up domains (domain of 8 GPUs, 100 GB/s NIC), one step\n" + head)
     for ep in (16,) if a.quick else (16, 32):
         s = Scenario(hw.with_(domain_size=8), kimi.with_(routed_experts=4 * ep), ep, 2048)
-        print(_row(f"EP {ep}, {ep // 8} domains", s, Config(minibatch=one, macrobatch=one)))
+        print(_row(f"EP {ep}, {ep // 8} domains", s, Config(minibatch=one, macrobatch=2 * one)))
         print(_row(f"EP {ep}, {ep // 8} domains, minibatch 4096", s, Config(minibatch=4096)))
     print("\n### G. baselines (EP 16, 4096 tokens)\n" + head)
     for system in ("nccl-torch", "deepep", "comet"):
