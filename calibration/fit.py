@@ -191,17 +191,21 @@ def fit(records: list[dict], base: Params, free: list[str], engine: str = "analy
     x, cost = x0 / scale, 0.0
     open_knobs = engine == "analytic" and any(
         r["system"] == "mok" and isinstance(record_config(r), dict) for r in records)
-    resolved = None
+    def tuned(x):
+        return resolve_configs(records, base.with_values(**dict(zip(free, (x * scale).tolist()))))
+
+    resolved = tuned(x) if open_knobs else None
     for _ in range(rounds if open_knobs else 1):
-        if open_knobs:
-            resolved = resolve_configs(records, base.with_values(**dict(zip(free, (x * scale).tolist()))))
         if free:
             sol = least_squares(residual, x, bounds=(lo / scale, hi / scale), diff_step=1e-3,
                                 max_nfev=max_nfev, args=(resolved,))
             x, cost = sol.x, float(sol.cost)
-        if open_knobs and resolved == resolve_configs(
-                records, base.with_values(**dict(zip(free, (x * scale).tolist())))):
+        if not open_knobs:
             break
+        again = tuned(x)
+        if again == resolved:
+            break
+        resolved = again
     if not free:
         cost = float(0.5 * np.sum(residual(x) ** 2))
     values = dict(zip(free, (x * scale).tolist()))
