@@ -270,4 +270,6 @@ def test_trace_is_chrome_json_bounded_for_large_ep(tmp_path):
     threads = {e["args"]["name"] for e in ev if e["name"] == "thread_name"}
     assert {"comm SMs", "compute SMs", "nvlink egress", "nvlink ingress"} <= threads
     assert all(e["dur"] >= 0 for e in ev if e["ph"] == "X")
+    down = [e for e in ev if e["name"] == "down mb0"]
+    assert down and all(a["args"]["waves"] == -(-a["args"]["tiles"] // a["args"]["sms"]) for a in down)
     assert p.extra["trace_events"] == len(ev)

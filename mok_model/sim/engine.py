@@ -114,7 +114,8 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     if trace:
         extra["trace_events"] = tr.write_trace(trace, spans, trace_gpus, P,
                                                 {"system": "mok", "schedule": schedule,
-                                                 **scenario.describe(), "config": cfg.as_dict()})
+                                                 **scenario.describe(), "config": cfg.as_dict()},
+                                                sim.span_args)
         extra["trace"] = str(trace)
     return Prediction(scenario, cfg, "mok", "sim", latency, terms_ms,
                       {k: v * 1e3 for k, v in work.items()}, p.path, slow, extra=extra)

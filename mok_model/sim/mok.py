@@ -1,10 +1,17 @@
 """Discrete-event simulation of one MoK megakernel pass on every GPU of the EP group.
 
-Per GPU: C_comm comm SMs (one server at C_comm x copy_gbps_per_sm), the compute SMs (GEMMs in whole
-waves, timed by analytic.gemm_time / expert_ffn_time per minibatch), an egress and an ingress link
-(and a NIC pair across domains), and a macrobatch ring buffer of `macrobatch` rows. Minibatches flow
+Per GPU: C_comm comm SMs (one server at C_comm x copy_gbps_per_sm that keeps at most
+INFLIGHT_PER_SM x C_comm copies in flight), the compute SMs (GEMMs in waves, timed by
+analytic.gemm_time / expert_ffn_time for each real minibatch), an egress and an ingress link (and a
+NIC pair across domains), and a macrobatch ring buffer of `macrobatch` rows. Minibatches flow
 dispatch -> gate/up (+SwiGLU epilogue) -> down -> combine. Work is aggregated per minibatch per
-peer (or peer group at large EP), never per token.
+peer (or peer group at large EP), cut into chunks of at most chunk_bytes, never per token.
+
+Orders: received rows are sorted by local expert, then source (the schedule's order), and cut
+into minibatches; a GPU's comm SMs walk its minibatches in order (one stream per operation,
+dispatch and combine share the SMs round-robin); links serve (operation, owner, peer) streams
+round-robin; a GPU driving copies for others (push dispatch, pull combine) starts the requests
+that reach it at one instant with the peer after itself (no incast).
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ class Plan:
     down: list  # per GPU: (M,) seconds of the down GEMM
     gate_up_joined: list  # the same once a share of the comm SMs joined the compute
     down_joined: list
+    row_tiles: list  # per GPU: (M,) row tiles of the real minibatch (tile quantization)
     shared: float  # seconds of the shared expert
     groups: np.ndarray  # (P,) peer group of each GPU
     grouped: bool
@@ -112,7 +120,8 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, topo: Topology, max_peers: 
                                        m.shared_experts, cx, m.shared_width, shared=True,
                                        wave_sync=_param(p, "wave_sync", 1.0)))
     return Plan(M, endpoints, rows_l, np.split(gu, splits), np.split(dn, splits),
-                np.split(gu_j, splits), np.split(dn_j, splits), shared, groups, grouped)
+                np.split(gu_j, splits), np.split(dn_j, splits), [np.asarray(x) for x in tt],
+                shared, groups, grouped)
 
 
 def _param(p: Params, name: str, default: float = 0.0) -> float:
@@ -174,6 +183,7 @@ class MokSim:
         self.remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
         self.sig_local = p["signal_local_us"] * US
         self.spans: list = []  # (gpu, tid, name, start, dur)
+        self.span_args: dict = {}  # (gpu, name) -> trace args (rows, tiles, waves)
         self.msg_trace: list | None = [] if trace_gpus else None
         sm_rate = cfg.comm_sms * p["copy_gbps_per_sm"] * 1e9
         kinds = list(topo.graph.graph["links"])
@@ -425,6 +435,7 @@ class MokSim:
             if i == 0:
                 self.first_gemm[d] = env.now
             ovh = self.p["minibatch_overhead_us"] * US
+            self._gemm_args(d, i)
             yield from self._gemm(d, f"gate_up+swiglu mb{i}", plan.gate_up[d][i], plan.gate_up_joined[d][i])
             r = int(plan.rows[d][i].sum())
             if r > 0:
@@ -445,9 +456,22 @@ class MokSim:
             self.compute_end[d] = env.now
 
     def _run(self, d: int, name: str, dur: float):
-        t0 = self.env.now
+        t0, dur = self.env.now, float(dur)
         yield self.env.timeout(dur)
         self.spans.append((d, tr.COMPUTE_SMS, name, t0, dur))
+
+    def _gemm_args(self, d: int, i: int) -> None:
+        """Trace args of minibatch i's GEMMs: rows, row tiles, and whole waves on the SMs."""
+        m, p = self.scn.model, self.p
+        sms = self.scn.hardware.sms - self.cfg.comm_sms
+        if self.joins and self.all_dispatched[d].triggered:
+            sms += int(_param(p, "comm_join_share") * self.cfg.comm_sms)
+        tiles = int(self.plan.row_tiles[d][i])
+        rows = int(self.plan.rows[d][i].sum())
+        for name, n in ((f"gate_up+swiglu mb{i}", 2 * m.expert_width), (f"down mb{i}", m.hidden)):
+            out_tiles = tiles * -(-n // int(p["gemm_tile_n"]))
+            self.span_args[(d, name)] = {"rows": rows, "row_tiles": tiles, "tiles": out_tiles,
+                                         "sms": sms, "waves": -(-out_tiles // sms)}
 
     def run(self) -> None:
         for d in range(self.P):

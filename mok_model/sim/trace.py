@@ -14,8 +14,11 @@ THREAD_NAMES = {HOST: "host / prologue+epilogue", COMM_SMS: "comm SMs", DISPATCH
                 6: "nvlink ingress", 7: "scale-out NIC egress", 8: "scale-out NIC ingress"}
 
 
-def write_trace(path: str | Path, spans: list, gpus: int, ep: int, meta: dict) -> int:
-    """Write spans [(gpu, tid, name, start_s, dur_s), ...] of GPUs < `gpus`; return events written."""
+def write_trace(path: str | Path, spans: list, gpus: int, ep: int, meta: dict,
+                args: dict | None = None) -> int:
+    """Write spans [(gpu, tid, name, start_s, dur_s), ...] of GPUs < `gpus`, with args[(gpu, name)]
+    on the compute-SM events; return the number of events written."""
+    args = args or {}
     events: list[dict] = []
     used = sorted({(g, t) for g, t, *_ in spans if g < gpus})
     for g in sorted({g for g, _ in used}):
@@ -28,8 +31,11 @@ def write_trace(path: str | Path, spans: list, gpus: int, ep: int, meta: dict) -
                        "args": {"name": THREAD_NAMES.get(t, str(t))}})
     for g, t, name, start, dur in spans:
         if g < gpus:
-            events.append({"name": name, "ph": "X", "pid": g, "tid": t,
-                           "ts": round(start * 1e6, 4), "dur": round(dur * 1e6, 4)})
+            ev = {"name": name, "ph": "X", "pid": g, "tid": t,
+                  "ts": round(float(start) * 1e6, 4), "dur": round(float(dur) * 1e6, 4)}
+            if t == COMPUTE_SMS and (g, name) in args:
+                ev["args"] = args[(g, name)]
+            events.append(ev)
     doc = {"traceEvents": events, "displayTimeUnit": "ms",
            "metadata": {**meta, "traced_gpus": min(gpus, ep), "ep": ep,
                         "note": (f"only the first {min(gpus, ep)} of {ep} GPUs are traced"
