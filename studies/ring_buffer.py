@@ -31,19 +31,21 @@ def _point(pt: dict) -> dict:
     half_rows = math.ceil(busiest / 2)
     # HALF, same knobs: only the ring shrinks (at least one minibatch)
     c = full.config
-    same = Config(c.dispatch, c.combine, c.minibatch, c.comm_sms, max(half_rows, c.minibatch), c.capacity)
-    half_same = predict(scn, same, "mok", params, pt["engine"])
+    if c.minibatch <= half_rows:
+        same = Config(c.dispatch, c.combine, c.minibatch, c.comm_sms, half_rows, c.capacity)
+        half_same_ms = predict(scn, same, "mok", params, pt["engine"]).latency_ms
+    else:  # the tuned minibatch does not fit in half the rows: no "same knobs" half ring exists
+        half_same_ms = float("nan")
     # HALF, re-tuned: the tuner may pick another minibatch to live with the smaller ring
     half_tuned = _tuned(scn, params, half_rows, pt["engine"])
     return {"model": pt["model"], "tokens": pt["tokens"], "pass": pt["pass"], "busiest_rows": busiest,
             "all_macrobatch": full.config.macrobatch, "all_ms": full.latency_ms,
             "all_minibatch": full.config.minibatch,
-            "half_macrobatch": same.macrobatch, "half_ring_minibatches": same.macrobatch // c.minibatch,
-            "half_same_knobs_ms": half_same.latency_ms,
+            "half_macrobatch": half_rows, "half_ring_minibatches": half_rows // c.minibatch,
+            "half_same_knobs_ms": half_same_ms,
             "half_retuned_ms": half_tuned.latency_ms, "half_retuned_minibatch": half_tuned.config.minibatch,
-            "overhead_same_knobs_pct": 100 * (half_same.latency_ms / full.latency_ms - 1),
-            "overhead_retuned_pct": 100 * (half_tuned.latency_ms / full.latency_ms - 1),
-            "ring_wraps_half": half_same.breakdown_ms.get("ring_buffer", float("nan"))}
+            "overhead_same_knobs_pct": 100 * (half_same_ms / full.latency_ms - 1),
+            "overhead_retuned_pct": 100 * (half_tuned.latency_ms / full.latency_ms - 1)}
 
 
 def _tuned(scn: Scenario, params, macrobatch: int, engine: str):
@@ -84,7 +86,7 @@ def run(opts: Options):
         ax[0, j].legend(fontsize=7)
     save_figure(fig, opts.out / f"{NAME}.png")
 
-    same = [r["overhead_same_knobs_pct"] for r in rows]
+    same = [r["overhead_same_knobs_pct"] for r in rows if not math.isnan(r["overhead_same_knobs_pct"])] or [math.nan]
     ret = [r["overhead_retuned_pct"] for r in rows]
     big = [r for r in rows if r["overhead_same_knobs_pct"] > 1.0]
     shallow = sum(r["half_ring_minibatches"] < 2 for r in big)
@@ -97,7 +99,8 @@ def run(opts: Options):
 {HARDWARE}, EP {EP}, MXFP8 routed experts, forward and backward, uniform seeded routing. Models:
 {', '.join(models)}; tokens per GPU {', '.join(map(str, tokens))}. "All" = ring buffer of exactly the
 busiest GPU's routed rows, other knobs tuned (minibatch over the tuner's sizes up to the ring).
-"Half, same knobs" = the same knobs with the ring halved (ceil(rows/2), at least one minibatch).
+"Half, same knobs" = the same knobs with the ring halved (ceil(rows/2)); "-" where the tuned
+minibatch is larger than half the rows (no such ring exists).
 "Half, re-tuned" = the best minibatch for the half-size ring.
 """),
         ("Headline", f"Halving the ring costs **{min(same):.2f}% to {max(same):.2f}%** latency with the same knobs and "

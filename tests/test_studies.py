@@ -109,9 +109,12 @@ def test_ring_buffer(tmp_path):
     res = _run("ring-buffer", tmp_path)
     assert len(res.rows) == 4
     for r in res.rows:
-        assert r["half_macrobatch"] < r["all_macrobatch"] or r["half_macrobatch"] == r["all_minibatch"]
+        assert r["half_macrobatch"] < r["all_macrobatch"]
         assert r["overhead_retuned_pct"] >= -1e-6, "a smaller ring is never faster"
-        assert r["overhead_same_knobs_pct"] >= -1e-6
+        if r["all_minibatch"] <= r["half_macrobatch"]:
+            assert r["overhead_same_knobs_pct"] >= r["overhead_retuned_pct"] - 1e-6, "re-tuning never hurts"
+        else:
+            assert np.isnan(r["overhead_same_knobs_pct"])
 
 
 def test_host_overhead(tmp_path):
