@@ -63,7 +63,10 @@ def main(argv: list[str] | None = None) -> int:
         res = study(name).run(opts)
         heads[name] = (study(name).TITLE, res.headline, time.perf_counter() - t0)
         print(f"{name}: {time.perf_counter() - t0:.1f} s")
-    write_index(heads)
+    if set(heads) == set(STUDIES):
+        write_index(heads)
+    else:
+        print("README.md not rewritten: run every study (no --only) to rebuild the index")
     return 0
 
 
