@@ -66,10 +66,13 @@ def run(opts: Options, runs_dir: Path | None = None):
     presets = sorted({r["hardware"]["preset"] for r in records})
     predicted = np.full(len(records), math.nan)
     notes = []
+    in_sample = False
     for hw in presets:
         ix = [i for i, r in enumerate(records) if r["hardware"]["preset"] == hw]
         params, note = params_for(hw)
         notes.append(note)
+        fitted = {Path(f).name for f in params.fitted_on}
+        in_sample |= bool(fitted & {Path(f).name for f in files})
         predicted[ix] = predict_records([records[i] for i in ix], params, opts.engine)
     ok = np.isfinite(predicted)
     recs = [r for r, k in zip(records, ok) if k]
@@ -98,8 +101,10 @@ def run(opts: Options, runs_dir: Path | None = None):
                            "model_pick_measured_ms", "regret_pct"])
             if reg else "No workload has two or more measured MoK configurations.")),
         ("Assumptions behind the numbers", "- Measured latencies are the records' medians; predictions use the "
-         "parameters below. If those parameters were fitted on these same runs, the errors are in-sample fit "
-         "residuals; `mok validate --holdout-by` reports held-out error.\n- " + "\n- ".join(notes) + "."),
+         "parameters below. " + ("They were fitted on some of these run files, so these errors are partly "
+                                 "in-sample; `mok calibrate --holdout-by KEY` reports held-out error."
+                                 if in_sample else "They were not fitted on these run files: the errors are "
+                                 "out-of-sample.") + "\n- " + "\n- ".join(notes) + "."),
     ]
     write_summary(opts.out / "summary.md", TITLE, sections, opts, png.name,
                   "Measured = the records' medians; predicted = the model with the parameters named below.")
