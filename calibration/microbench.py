@@ -131,7 +131,7 @@ def bench_gemm(out: list) -> None:
 
 def bench_gemm_sms(out: list) -> None:
     """Megakernel throughput vs compute programs (8 comm programs, copy skipped)."""
-    from mok_kernels.bench import Workload, run_mok
+    from mok_kernels.bench import Workload
     wl = Workload("glm-5", 16, 2048, "uniform", 0, 0)
     for nc in (16, 32, 64, 96, 124):
         knobs = dict(KNOBS0, comm_sms=8, minibatch=4096)
@@ -140,15 +140,13 @@ def bench_gemm_sms(out: list) -> None:
         layer = MoKLayer(wl.w, 16, 2048, 8, 0, cfg, local_weights=True)
         layer.ring.normal_()   # copy is skipped: give the GEMMs random rows, not stale memory
         sched = layer.schedule(wl.ids)
-        t = time_events(lambda: layer.launch(wl.x, sched), lambda i: None, 5, 2)
+        t = time_events(lambda ly=layer, sc=sched: ly.launch(wl.x, sc), lambda i: None, 5, 2)
         layer.check()
         tf = wl.flops() / stats(t)["median"] / 1e9
         out.append(rec("micro-gemm-sms", t, {"compute_programs": nc, "TFLOPs": tf},
                        f"MoK megakernel, glm-5 EP16 rank 0, 2048 tokens, copy skipped, {nc} compute "
                        f"programs: {tf:.0f} TF/s", model="glm-5", tokens=2048))
         print(f"mok compute programs={nc:4d} {tf:6.0f} TF/s")
-        del layer
-    del wl
 
 
 def bench_swiglu_reduce(out: list) -> None:
@@ -168,9 +166,10 @@ def bench_swiglu_reduce(out: list) -> None:
         comb = torch.randn(n * k, h, device="cuda", dtype=torch.bfloat16)
         w = torch.rand(n, k, device="cuda")
         o = torch.empty(n, h, device="cuda", dtype=torch.bfloat16)
-        t = time_events(lambda: ks["epilogue"][(n, h // 1024)](sh, comb, w, o, 0, 1, K=k, H=h,
-                                                                BH=1024, num_warps=4),
-                        lambda j: None, 10, 3)
+        def step(n=n, h=h, k=k, sh=sh, comb=comb, w=w, o=o) -> None:
+            ks["epilogue"][(n, h // 1024)](sh, comb, w, o, 0, 1, K=k, H=h, BH=1024, num_warps=4)
+
+        t = time_events(step, lambda j: None, 10, 3)
         nb = n * k * h * 2 + n * h * 4 + n * h * 2
         gbs = nb / stats(t)["median"] / 1e6
         out.append(rec("micro-reduce", t, {"GBps": gbs, "tokens": n},

@@ -226,7 +226,6 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
                 parts[k].append(ev[j].elapsed_time(ev[j + 1]))
         layer.check()
         bd = {k: sorted(v)[1] for k, v in parts.items()}
-    del layer
     return times, bd
 
 

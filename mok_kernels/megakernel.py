@@ -8,11 +8,14 @@ Roles. Program ids < comm_sms are communication programs, the rest compute progr
   per-(minibatch, peer) signal, so compute waits on P signals per minibatch instead of one.
   Before overwriting ring rows, comm waits until compute has finished the gate/up tiles that read
   them (back-pressure of the ring buffer).
-- Compute walks a fixed item list, round-robin over compute programs: gate/up tiles of the shared
-  expert, gate/up of minibatch 0, down of the shared expert, gate/up of minibatch 1, down of
-  minibatch 0, ... Gate/up items wait (acquire) for their minibatch's ready signal(s); down items
-  wait for all gate/up tiles of their row tile. All dependencies point backwards in the list and
-  all programs are resident, so the walk cannot deadlock.
+- Compute takes items from one atomic work counter, in a fixed list order: gate/up tiles of the
+  shared expert, gate/up of minibatch 0, down of the shared expert, gate/up of minibatch 1, down
+  of minibatch 0, ... Gate/up items wait (acquire) for their minibatch's ready signal(s); down
+  items wait for all gate/up tiles of their row tile. Every dependency points backwards in the
+  list and every taken item belongs to a running program, so the walk cannot deadlock. With push
+  combine the comm programs join this walk once their dispatch is done (``join``).
+- Gate and up weights are packed interleaved per BN_GU-column block, so one (BK x 2*BN_GU) tile
+  and one tensor-core instruction per k-step feed both (``fuse_gu``).
 - Combine, push: down tiles store their rows straight into the home combine buffer slot
   (token, k). Combine, pull: down tiles store into a staging buffer and raise a per-minibatch
   counter; comm programs, after dispatch, copy staged rows into the combine slots.
@@ -148,7 +151,6 @@ def _kernels() -> dict[str, Any]:
         FUSE_GU: tl.constexpr,
     ):
         pid = tl.program_id(0)
-        nprog = tl.num_programs(0)
         NB_GU: tl.constexpr = I // BN_GU
         NB_DN: tl.constexpr = H // BN_DN
         nmb = tl.load(nmb_ptr)
