@@ -101,26 +101,38 @@ def _copy_model(recs):
     return model
 
 
+# calibration/microbench.py bench_gemm_sms: 8 comm programs (copy skipped), push combine, 4096-row
+# minibatches; its records' "config" holds the defaults, not these values
+GEMM_SMS_COMM, GEMM_SMS_MINIBATCH = 8, 4096
+
+
 def _compute_model(recs):
-    """The megakernel's compute chain alone on C compute programs (rank 0 of the record's EP)."""
+    """The megakernel's compute alone on C compute programs (rank 0 of the record's EP): the
+    shared expert and the minibatches of routed GEMMs; the comm programs, with nothing to copy,
+    join the compute as the analytic model lets them (comm_join_share with an epilogue combine)."""
     scns = [record_scenario(r) for r in recs]
     progs = np.array([_metric(r, "compute_programs") for r in recs])
-    mbs = np.array([(r.get("config") or {}).get("minibatch", 4096) for r in recs], float)
+    mbs = np.full(len(recs), float(GEMM_SMS_MINIBATCH))
 
     def model(p):
         out = []
+        ws = p.values.get("wave_sync", 1.0)
+        join = p.values.get("comm_join_share", 0.0) if p.values.get("combine_in_epilogue", 0.0) >= 0.5 else 0.0
         for scn, cx, mb in zip(scns, progs, mbs):
+            cx = cx + join * GEMM_SMS_COMM
             ld, m = loads(scn), scn.model
             rows = float(ld.rows[0])
             M = max(np.ceil(rows / mb), 1.0)
             tiles = np.ceil(ld.expert_rows[0] / p["gemm_tile_m"]).sum() + (M - 1)
             touched = (ld.expert_rows[0] > 0).sum() + (M - 1)
-            ffn = expert_ffn_time(scn, p, rows / M, tiles / M, touched / M, cx, m.expert_width)
+            ffn = expert_ffn_time(scn, p, rows / M, tiles / M, touched / M, cx, m.expert_width,
+                                  wave_sync=ws)
             shared = 0.0
             if m.shared_experts:
                 shared = expert_ffn_time(scn, p, scn.tokens * m.shared_experts,
                                          np.ceil(scn.tokens / p["gemm_tile_m"]) * m.shared_experts,
-                                         m.shared_experts, cx, m.shared_width, shared=True)
+                                         m.shared_experts, cx, m.shared_width, shared=True,
+                                         wave_sync=ws)
             out.append(shared + M * (ffn + p["minibatch_overhead_us"] * 1e-6))
         return np.array(out, float)
     return model

@@ -273,3 +273,15 @@ def test_trace_is_chrome_json_bounded_for_large_ep(tmp_path):
     down = [e for e in ev if e["name"] == "down mb0"]
     assert down and all(a["args"]["waves"] == -(-a["args"]["tiles"] // a["args"]["sms"]) for a in down)
     assert p.extra["trace_events"] == len(ev)
+
+
+@pytest.mark.parametrize("mode", [("pull", "push"), ("push", "pull")])
+def test_peer_groups_at_large_ep_stay_close_to_per_peer_simulation(mode):
+    """Large EP aggregates peers into groups (summed links and SMs); it must not move the answer."""
+    s = scn(ep=32, tokens=1024)
+    cfg = Config(dispatch=mode[0], combine=mode[1], minibatch=2048)
+    exact = sim(s, cfg)
+    grouped = sim(s, cfg, max_peers=8)
+    assert exact.extra["peer_groups"] is None and grouped.extra["peer_groups"] == 8
+    assert grouped.extra["invariants"] == "ok" and grouped.extra["events"] < exact.extra["events"]
+    assert abs(grouped.latency_ms - exact.latency_ms) / exact.latency_ms < 0.03
