@@ -225,3 +225,11 @@ def test_predicted_vs_measured_with_synthetic_runs(tmp_path):
     want = sorted(abs(1 / f - 1) for f in factors)
     assert np.allclose(ape, want, atol=1e-6)
     assert (opts.out / "predicted-vs-measured-regret.csv").is_file()
+
+
+def test_engine_option_reaches_the_simulator(tmp_path):
+    pytest.importorskip("mok_model.sim")
+    sim = _run("minibatch-sweep", tmp_path / "sim", engine="sim")
+    ana = _run("minibatch-sweep", tmp_path / "ana")
+    assert "Engine: `sim`" in sim.summary.read_text()
+    assert [r["latency_ms"] for r in sim.rows] != [r["latency_ms"] for r in ana.rows]
