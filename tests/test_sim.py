@@ -265,11 +265,16 @@ def test_trace_is_chrome_json_bounded_for_large_ep(tmp_path):
     ev = doc["traceEvents"]
     assert {e["pid"] for e in ev} == {0, 1, 2, 3}
     assert doc["metadata"]["traced_gpus"] == 4 and "first 4 of 32" in doc["metadata"]["note"]
-    names = {e["name"] for e in ev if e["ph"] == "X"}
+    names = {e["name"] for e in ev if e["ph"] in ("X", "b")}
     assert {"dispatch mb0", "combine mb0", "down mb0", "shared expert"} <= names
     threads = {e["args"]["name"] for e in ev if e["name"] == "thread_name"}
     assert {"comm SMs", "compute SMs", "nvlink egress", "nvlink ingress"} <= threads
     assert all(e["dur"] >= 0 for e in ev if e["ph"] == "X")
+    for g in range(4):  # complete events never overlap on one thread (Perfetto needs nesting)
+        for t in {e["tid"] for e in ev if e["pid"] == g and e["ph"] == "X"}:
+            xs = sorted((e["ts"], e["ts"] + e["dur"]) for e in ev
+                        if e["pid"] == g and e["tid"] == t and e["ph"] == "X")
+            assert all(b[0] >= a[1] - 1e-3 for a, b in zip(xs, xs[1:])), (g, t)
     down = [e for e in ev if e["name"] == "down mb0"]
     assert down and all(a["args"]["waves"] == -(-a["args"]["tiles"] // a["args"]["sms"]) for a in down)
     assert p.extra["trace_events"] == len(ev)

@@ -1,5 +1,7 @@
 """Chrome trace-event JSON (opens in Perfetto / chrome://tracing): one process per GPU, one
-thread per SM group, operation stream and link; events named by phase and minibatch."""
+thread per SM group, operation stream and link; events named by phase and minibatch. SM groups,
+links and the host are complete ("X") events that never overlap on their thread; the dispatch
+and combine streams, whose minibatches overlap in time, are async ("b"/"e") slices."""
 
 from __future__ import annotations
 
@@ -29,13 +31,22 @@ def write_trace(path: str | Path, spans: list, gpus: int, ep: int, meta: dict,
     for g, t in used:
         events.append({"name": "thread_name", "ph": "M", "pid": g, "tid": t,
                        "args": {"name": THREAD_NAMES.get(t, str(t))}})
+    n_async = 0
     for g, t, name, start, dur in spans:
-        if g < gpus:
-            ev = {"name": name, "ph": "X", "pid": g, "tid": t,
-                  "ts": round(float(start) * 1e6, 4), "dur": round(float(dur) * 1e6, 4)}
-            if t == COMPUTE_SMS and (g, name) in args:
-                ev["args"] = args[(g, name)]
-            events.append(ev)
+        if g >= gpus:
+            continue
+        ts, d = round(float(start) * 1e6, 4), round(float(dur) * 1e6, 4)
+        if t in (DISPATCH, COMBINE):  # operation streams overlap in time: async slices
+            n_async += 1
+            cat = THREAD_NAMES[t]
+            events.append({"name": name, "ph": "b", "cat": cat, "id": n_async, "pid": g, "tid": t, "ts": ts})
+            events.append({"name": name, "ph": "e", "cat": cat, "id": n_async, "pid": g, "tid": t,
+                           "ts": round(ts + d, 4)})
+            continue
+        ev = {"name": name, "ph": "X", "pid": g, "tid": t, "ts": ts, "dur": d}
+        if t == COMPUTE_SMS and (g, name) in args:
+            ev["args"] = args[(g, name)]
+        events.append(ev)
     doc = {"traceEvents": events, "displayTimeUnit": "ms",
            "metadata": {**meta, "traced_gpus": min(gpus, ep), "ep": ep,
                         "note": (f"only the first {min(gpus, ep)} of {ep} GPUs are traced"
