@@ -35,8 +35,19 @@ def _ints(s: str) -> list[int]:
     return [int(v) for v in s.split(",") if v]
 
 
+class BadInput(ValueError):
+    """A bad command-line value (exit status 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    """argparse that reports bad flags as BadInput (one line, exit status 2) instead of usage."""
+
+    def error(self, message: str) -> None:  # type: ignore[override]
+        raise BadInput(message)
+
+
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = argparse.ArgumentParser(prog="mok bench", description=__doc__)
+    p = _Parser(prog="mok bench", description=__doc__)
     p.add_argument("--model", default="kimi-k2", help="comma list of model presets")
     p.add_argument("--ep", default="16", help="comma list of EP sizes (emulated on one GPU)")
     p.add_argument("--tokens", default="1024", help="comma list of local tokens per GPU")
@@ -58,10 +69,6 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--out", required=True, help="RUNS.jsonl to append records to")
     p.add_argument("--note", default="", help="extra text for each record's note")
     return p.parse_args(argv)
-
-
-class BadInput(ValueError):
-    """A bad command-line value (exit status 2)."""
 
 
 def _check_args(a: argparse.Namespace) -> None:
@@ -324,8 +331,11 @@ def cli(argv: list[str]) -> int:
     """Entry point of `mok bench`; returns the exit status."""
     try:
         a = parse_args(argv)
-    except SystemExit as exc:
-        return int(exc.code or 0) and 2
+    except BadInput as exc:
+        print(f"mok bench: {exc}", file=sys.stderr)
+        return 2
+    except SystemExit as exc:   # --help
+        return int(exc.code or 0)
     if not torch.cuda.is_available():
         print("mok bench: needs a CUDA GPU, and torch.cuda.is_available() is False here",
               file=sys.stderr)

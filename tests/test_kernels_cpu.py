@@ -225,3 +225,10 @@ def test_package_imports_without_triton():
     assert set(cfg.knobs()) == {"dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity"}
     with pytest.raises(ValueError, match="dispatch"):
         mk.KernelConfig(dispatch="both").validate()
+
+
+def test_bench_bad_flag_is_one_line(capsys):
+    from mok_kernels import bench
+    rc = bench.cli(["--out", "x.jsonl", "--iters", "many"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "--iters" in err[0]
