@@ -223,6 +223,7 @@ def test_few_comm_sms_make_dispatch_sm_bound_many_link_bound():
         dur[c] = dur[c][1] - dur[c][0]
         if c == 4:
             assert p.work_ms["comm_sms"] > 2 * p.work_ms["link_ingress"]  # SMs, not links, are busy
+            assert p.extra["limiter"] == "comm SMs" and p.extra["bound"] == "comm"
     assert 1.9 < dur[4] / dur[8] < 2.1  # SM-bound: twice the SMs, half the time
     assert abs(dur[40] / dur[60] - 1) < 0.05  # link-bound: more SMs do not help
 

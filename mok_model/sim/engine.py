@@ -94,6 +94,11 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
             "link_egress": sim.ports[slow][("out", "nvlink")].busy_s,
             "link_ingress": sim.ports[slow][("in", "nvlink")].busy_s,
             "comm_sms": sm.busy_s}
+    # the busiest resource of the median GPU names what bounds the pass (as the analytic "bound")
+    busy = {"compute SMs": float(plan.gate_up[typ].sum() + plan.down[typ].sum() + plan.shared),
+            "comm SMs": sim.sm[typ].busy_s,
+            "links": max(s.busy_s for s in sim.ports[typ].values())}
+    limiter = max(busy, key=busy.get)
     offset = pre["launch"] + pre["schedule"]
     spans = [(g, t, n, s + offset, d) for g, t, n, s, d in sim.spans]
     spans += [(g, t, n, s + offset, d) for g, t, n, s, d in (sim.msg_trace or [])]
@@ -107,6 +112,7 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
              "dispatch_signal_wait_ms": float(np.median(sim.signal_wait)) * 1e3,  # per minibatch
              "ring_wait_ms": float(sim.ring_wait[typ]) * 1e3,
              "busiest_gpu": int(np.argmax(sim.owner_done)),  # whose own work ends last
+             "bound": "compute" if limiter == "compute SMs" else "comm", "limiter": limiter,
              "peer_groups": int(plan.groups.max()) + 1 if plan.grouped else None,
              "gpu_end_ms": {"min": float(pipe.min() + offset) * 1e3, "median": float(pipe[typ] + offset) * 1e3,
                             "max": float(pipe[slow] + offset) * 1e3},
