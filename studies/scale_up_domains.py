@@ -76,6 +76,16 @@ def scaling(rows: list[dict]) -> list[dict]:
     return out
 
 
+def knob_lines(rows: list[dict]) -> str:
+    """One markdown bullet per series listing the tuned knobs at each EP."""
+    out = []
+    for s in dict.fromkeys(r["series"] for r in rows):
+        sel = sorted((r for r in rows if r["series"] == s), key=lambda r: r["ep"])
+        out.append(f"- {s}: " + "; ".join(f"EP {r['ep']}: {r['dispatch']}/{r['combine']}, {r['minibatch']}, "
+                                          f"{r['comm_sms']}" for r in sel))
+    return "\n".join(out)
+
+
 def growth(rows: list[dict], series: str) -> list[tuple[str, float]]:
     """Breakdown terms of one series ranked by how much they grow from its smallest to largest EP."""
     sel = sorted((r for r in rows if r["series"] == series), key=lambda r: r["ep"])
@@ -126,7 +136,8 @@ the presets as shipped, up to their domain size.
 """),
         ("Where it stops scaling", f"Efficiency = latency at the smallest EP / latency at this EP (1 = flat); "
                                    f"\"stops scaling\" = first EP below {EFFICIENT}.\n\n"
-         + md_table(summ, ["series", "eps", "efficiency_at_largest", "stops_scaling_at", "distinct_best_knobs"])),
+         + md_table(summ, ["series", "eps", "efficiency_at_largest", "stops_scaling_at", "distinct_best_knobs"])
+         + "\n\nBest knobs per EP (dispatch/combine, minibatch, comm SMs):\n\n" + knob_lines(rows)),
         ("All points", md_table(rows, ["series", "ep", "routed_experts", "mok_ms", "efficiency", "best_baseline_ms",
                                        "speedup", "dispatch", "combine", "minibatch", "comm_sms", "bound"])),
         ("Assumptions behind the numbers", "- Experts not divisible by EP are padded: " + "; ".join(pads)
