@@ -46,8 +46,8 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
     """The few residual parameters the layer records can identify.
 
     MoK records: gemm_eff (unless a micro-gemm fixed it) and mok_fixed_us; minibatch_overhead_us
-    when the records vary the minibatch; copy_gbps_per_sm when they vary the comm SMs (unless a
-    micro-copy fixed it); push_copy_scale when they mix push and pull; wgrad_bytes_per_weight
+    when the records vary the minibatch; copy_gbps_per_sm when they vary the comm SMs (starting
+    from micro-copy's value when there is one); push_copy_scale when they mix push and pull; wgrad_bytes_per_weight
     with backward records. Baselines: nccl_eff and host_launch_scale with nccl-torch records.
     """
     mok = [r for r in records if r["system"] == "mok"]
@@ -59,7 +59,9 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
         knob_values = lambda k: {(r.get("config") or {}).get(k) for r in mok} - {None}  # noqa: E731
         if len(knob_values("minibatch")) > 1:
             free.append("minibatch_overhead_us")
-        if len(knob_values("comm_sms")) > 1 and "copy_gbps_per_sm" not in micro_fitted:
+        if len(knob_values("comm_sms")) > 1:
+            # refitted even after micro-copy: a stand-alone gather owns the whole GPU, while in
+            # the megakernel the comm SMs copy beside compute SMs that share HBM and L2
             free.append("copy_gbps_per_sm")
         modes = knob_values("dispatch") | knob_values("combine")
         if "push" in modes and "pull" in modes and "push_copy_scale" in BOUNDS:

@@ -2,7 +2,7 @@
 model predicts fastest among exactly the measured configs, and report how much slower it measured
 than the best measured config; the published default config's regret beside it.
 
-    python -m calibration.regret [RUN_FILES...] [--params FILE | --refit-by tokens|model]
+    python -m calibration.regret [RUN_FILES...] [--params FILE | --refit-by tokens|model [--free P,..]]
                                  [--min-configs N] [--engine analytic|sim] [--json]
 
 --params scores with one parameters file (the hardware's shipped one by default). --refit-by KEY
@@ -90,11 +90,11 @@ def workload_regret(recs: list[dict], params: Params, engine: str = "analytic") 
     }
 
 
-def refit_params(train: list[dict], hardware: str) -> Params:
+def refit_params(train: list[dict], hardware: str, free: list[str] | None = None) -> Params:
     """`mok calibrate`'s two stages from priors on the given records."""
     micro = fit_micro(train, priors_for(hardware))
     layer = [r for r in train if r["system"] == "mok"]
-    return fit(layer, micro.params, default_free(layer, set(micro.fitted))).params
+    return fit(layer, micro.params, free or default_free(layer, set(micro.fitted))).params
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -104,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--params", default=None, help="parameters file (default: the hardware's own)")
     p.add_argument("--refit-by", default=None, help="score each workload with a fit that held "
                    "out its group of this key (tokens, model, ...)")
+    p.add_argument("--free", default=None, help="with --refit-by: stage-2 parameters to fit "
+                   "(default: mok calibrate's choice)")
     p.add_argument("--min-configs", type=int, default=8, help="configs that make a sweep")
     p.add_argument("--engine", default="analytic")
     p.add_argument("--allow-params-mismatch", action="store_true")
@@ -140,7 +142,8 @@ def _run(a: argparse.Namespace) -> int:
             if not any(r["system"] == "mok" for r in train):
                 raise MokInputError(f"--refit-by {a.refit_by}: no MoK records outside "
                                     f"{a.refit_by}={held} to fit")
-            params, how = refit_params(train, hw), f"refit without {a.refit_by}={held}"
+            params = refit_params(train, hw, a.free.split(",") if a.free else None)
+            how = f"refit without {a.refit_by}={held}"
         elif a.params:
             params = read_params(a.params)
             if params.hardware != hw and not a.allow_params_mismatch:

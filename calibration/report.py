@@ -114,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"sim, held out {by}={value}: n={v['n']} MAPE {_pct(v['mape'])} max "
                       f"{_pct(v['max_ape'])} Spearman {_rho(v['spearman'])}")
     for by in ("tokens", "model"):
-        argv_r = [*a.runs, "--refit-by", by]
+        argv_r = [*a.runs, "--refit-by", by, *free]
         rc, txt = _run(regret_main, argv_r)
         print(f"\n    python -m calibration.regret {' '.join(argv_r)}\n")
         print("\n".join("    " + ln for ln in txt.strip().splitlines()))
