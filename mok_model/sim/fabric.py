@@ -25,7 +25,7 @@ class Server:
 
     __slots__ = ("env", "name", "rate", "busy", "flows", "order", "busy_s", "busy_op",
                  "bytes_in", "bytes_out", "trace", "gpu", "tid", "wire", "_cb", "window",
-                 "inflight", "flow_div")
+                 "inflight", "flow_div", "window_latency")
 
     def __init__(self, env: simpy.Environment, name: str, rate: float, gpu: int, tid: int,
                  wire: bool, trace: list | None = None, window: int | None = None,
@@ -44,6 +44,9 @@ class Server:
         # a driver (comm SMs) keeps at most `window` of its messages in flight: it starts no
         # new copy until an earlier one has reached its last link
         self.window, self.inflight = window, 0
+        # copies over slower, higher-latency paths (scale-out NICs: GPU-initiated RDMA) are
+        # posted and left to the NIC: they do not hold a window slot
+        self.window_latency = float("inf")
         self.flow_div = flow_div  # flows are msg.flow // flow_div here (SMs: one per stream)
 
     def put(self, msg: "Message") -> None:
@@ -79,7 +82,7 @@ class Server:
             self.trace.append((self.gpu, self.tid, msg.name, now, dt))
         self.busy = True
         self.env.timeout(dt).callbacks.append(self._cb)
-        if self.window is not None:
+        if self.window is not None and msg.latency < self.window_latency:
             self.inflight += 1
             msg.driver = self
         msg.k += 1

@@ -194,6 +194,8 @@ class MokSim:
             g = gpu if gpu is not None else -1
             sm = Server(env, f"comm_sms{owner}", sm_rate * size, g, tr.COMM_SMS, False, traced,
                         window=INFLIGHT_PER_SM * cfg.comm_sms * size, flow_div=E)
+            if ("out", "nic") in topo.graph.graph["links"]:
+                sm.window_latency = topo.link("out", "nic")[1] * 0.999
             ports = {k: Server(env, f"{k[0]}_{k[1]}{owner}", topo.link(*k)[0] * size, g,
                                tr.LINK_TIDS[k], True, traced) for k in kinds}
             return sm, ports
