@@ -156,6 +156,7 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     held_v = validate(held, params, a.engine) if held else None
     doc = {"out": a.out, "hardware": hardware, "engine": a.engine, "fitted_on": runs,
            "stages": {"micro": {"fitted": micro.fitted, "n": len(micro.residuals),
+                                "values": {k: micro.params[k] for k in micro.fitted},
                                 "residuals": micro.residuals},
                       "layer": {"free": free, "values": {k: params[k] for k in free},
                                 "n": len(train)}},

@@ -17,7 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from .cli import calibrate_cli, validate_cli
+from .cli import calibrate_cli, priors_for, validate_cli
 from .regret import main as regret_main
 
 
@@ -34,6 +34,44 @@ def _pct(x) -> str:
 
 def _rho(x) -> str:
     return "n/a" if x is None else f"{x:.3f}"
+
+
+def _bias_table(runs: list[str], params: Path) -> None:
+    """Mean signed error / MAPE per knob value of the fit to all records."""
+    from mok_model.params import read_params
+    from mok_model.records import KNOBS, read_records
+
+    from .fit import predictable
+    from .validate import error_by, validate
+
+    recs = [r for r in read_records(runs) if predictable(r)]
+    v = validate(recs, read_params(params))
+    print("\n| knob | value: mean signed error / MAPE (n) |\n|---|---|")
+    for key in ("model", "tokens") + KNOBS:
+        by = error_by(recs, v, key)
+        if len(by) > 1:
+            print(f"| {key} | " + "; ".join(f"{k}: {100 * b:+.1f}% / {100 * m:.1f}% ({n})"
+                                         for k, (b, m, n) in by.items()) + " |")
+
+
+def _regret_table(rows: list[dict]) -> None:
+    def cfg(c: dict) -> str:
+        return f"{c['dispatch']}/{c['combine']} mb {c['minibatch']} c {c['comm_sms']} r {c['macrobatch']}"
+
+    print("| workload | configs | best measured | tuned pick (predicted ms) | measured ms | regret | "
+          "rank | default* ms | default regret |")
+    print("|---|---:|---|---|---:|---:|---:|---:|---:|")
+    for r in rows:
+        w, t, b, d = r["workload"], r["tuned"], r["best_measured"], r["default"]
+        print(f"| {w['model']} {w['tokens']} | {r['configs']} | {cfg(b['config'])}: "
+              f"{b['measured_ms']:.3f} ms | {cfg(t['config'])} ({t['predicted_ms']:.3f}) | "
+              f"{t['measured_ms']:.3f} | {100 * t['regret']:.2f}% | {t['measured_rank']} | "
+              f"{d['measured_ms']:.3f} | {100 * d['regret']:.2f}% |")
+    reg = [r["tuned"]["regret"] for r in rows]
+    ok = sum(x <= 0.03 for x in reg)
+    print(f"\nTuned regret: mean {100 * sum(reg) / len(reg):.2f}%, max {100 * max(reg):.2f}%; "
+          f"<= 3% on {ok} of {len(reg)} workloads. *default: the measured config nearest to "
+          f"the published default scaled to this GPU.")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -65,8 +103,16 @@ def main(argv: list[str] | None = None) -> int:
     doc = json.loads(txt)
     print(f"    mok calibrate {' '.join(argv_all[:-1])}")
     fitted = doc["stages"]["micro"]["fitted"]
-    print("\nStage 1 (micro): " + (", ".join(f"{k} from {v}" for k, v in fitted.items()) or "skipped"))
-    print("Stage 2 values: " + ", ".join(f"{k}={v:.4g}" for k, v in doc["stages"]["layer"]["values"].items()))
+    prior = priors_for(doc["hardware"])
+    print("\n| stage | parameter | prior | fitted | fitted to | its records' errors |")
+    print("|---|---|---:|---:|---|---|")
+    res = doc["stages"]["micro"]["residuals"]
+    for k, src in fitted.items():
+        e = [r["rel_error"] for r in res if src.startswith(r["system"])]
+        rng = f"{100 * min(e):+.1f}% .. {100 * max(e):+.1f}%" if e else ""
+        print(f"| 1 | {k} | {prior[k]:.4g} | {doc['stages']['micro']['values'][k]:.4g} | {src} | {rng} |")
+    for k, v in doc["stages"]["layer"]["values"].items():
+        print(f"| 2 | {k} | {prior[k]:.4g} | {v:.4g} | {doc['stages']['layer']['n']} layer records | |")
     for n in doc["notes"]:
         print(f"Note: {n}")
     print("\n| fitted on | judged on | n | MAPE | max APE | Spearman |")
@@ -113,11 +159,12 @@ def main(argv: list[str] | None = None) -> int:
             for value, v in rows:
                 print(f"sim, held out {by}={value}: n={v['n']} MAPE {_pct(v['mape'])} max "
                       f"{_pct(v['max_ape'])} Spearman {_rho(v['spearman'])}")
+    _bias_table(a.runs, allp)
     for by in ("tokens", "model"):
-        argv_r = [*a.runs, "--refit-by", by, *free]
+        argv_r = [*a.runs, "--refit-by", by, *free, "--json"]
         rc, txt = _run(regret_main, argv_r)
-        print(f"\n    python -m calibration.regret {' '.join(argv_r)}\n")
-        print("\n".join("    " + ln for ln in txt.strip().splitlines()))
+        print(f"\n    python -m calibration.regret {' '.join(argv_r[:-1])}\n")
+        _regret_table(json.loads(txt)["workloads"])
     return 0
 
 
