@@ -58,7 +58,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--macrobatch", default="131072",
                    help="comma list of rows, or 'half'/'all' (half / all of the expected rows)")
     p.add_argument("--capacity", default="0.5", help="comma list of multipliers")
-    p.add_argument("--routing", default="uniform", help="comma list: uniform, zipf:S, hot:F, onehot")
+    p.add_argument("--routing", default="uniform",
+                   help="comma list: uniform, zipf:S, hot:X (expert 0's share of routes), onehot")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rank", type=int, default=0, help="emulated rank")
     p.add_argument("--systems", default="mok,torch-grouped", help=f"comma list of {SYSTEMS}")
@@ -81,7 +82,8 @@ def _check_args(a: argparse.Namespace) -> None:
         if c not in ("push", "pull"):
             raise BadInput(f"--combine {c!r}: allowed push, pull")
     for r in a.routing.split(","):
-        parse_routing(r)
+        for m in a.model.split(","):
+            parse_routing(r, shape_of(m).topk)
     for s in a.systems.split(","):
         if s not in SYSTEMS:
             raise BadInput(f"--systems {s!r}: allowed {', '.join(SYSTEMS)}")
@@ -138,7 +140,7 @@ def make_record(*, system: str, model: str, ep: int, tokens: int, knobs: dict[st
     kind, par = parse_routing(routing)
     rt: dict[str, Any] = {"kind": kind, "seed": seed}
     if kind in ("zipf", "hot"):
-        rt["s" if kind == "zipf" else "fraction"] = par
+        rt["arg"] = par  # as `mok predict --routing KIND:ARG` reads it
     return {
         "schema": "mok-run/1", "id": f"{system}-{model}-ep{ep}-n{tokens}-{uuid.uuid4().hex[:12]}",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

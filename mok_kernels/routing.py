@@ -6,19 +6,9 @@ from dataclasses import dataclass
 
 import torch
 
-# Shapes from shared data/facts.md (SwiGLU experts): hidden, expert width, experts, top-k, shared width.
-SHAPES: dict[str, tuple[int, int, int, int, int]] = {
-    "deepseek-v3": (7168, 2048, 256, 8, 2048),
-    "kimi-k2": (7168, 2048, 384, 8, 2048),
-    "glm-4.5": (5120, 1536, 160, 8, 1536),
-    "glm-5": (6144, 2048, 256, 8, 2048),
-    "qwen3-235b-a22b": (4096, 1536, 128, 8, 0),
-    "qwen3-30b-a3b": (2048, 768, 128, 8, 0),
-    "gpt-oss-120b": (2880, 2880, 128, 4, 0),
-    "mixtral-8x7b": (4096, 14336, 8, 2, 0),
-    "minimax-m2": (3072, 1536, 256, 8, 0),
-}
-ALIASES = {"kimi-k2.7-code": "kimi-k2", "glm-5.2": "glm-5"}
+from mok_model.errors import MokInputError
+from mok_model.presets import load_model
+from mok_model.workload import parse_routing as model_routing
 
 
 @dataclass(frozen=True)
@@ -37,21 +27,31 @@ class Shape:
 
 
 def shape_of(name: str) -> Shape:
-    """Look up a preset shape by name (aliases allowed); ValueError names the allowed ones."""
-    name = ALIASES.get(name, name)
-    if name not in SHAPES:
-        raise ValueError(f"unknown model {name!r}; allowed: {', '.join(sorted(SHAPES))}")
-    return Shape(*SHAPES[name])
+    """A model preset's layer geometry (mok_model presets; aliases allowed). ValueError names the
+    allowed ones."""
+    try:
+        m = load_model(name)
+    except MokInputError as exc:
+        raise ValueError(str(exc)) from None
+    shared = m.shared_width * m.shared_experts
+    return Shape(m.hidden, m.expert_width, m.routed_experts, m.top_k, shared)
 
 
-def parse_routing(spec: str) -> tuple[str, float]:
-    """'uniform' | 'zipf:S' | 'hot:F' | 'onehot' -> (kind, parameter)."""
-    if spec in ("uniform", "onehot"):
-        return spec, 0.0
-    kind, _, val = spec.partition(":")
-    if kind in ("zipf", "hot") and val:
-        return kind, float(val)
-    raise ValueError(f"bad routing {spec!r}; allowed: uniform, zipf:S, hot:F, onehot")
+def parse_routing(spec: str, top_k: int | None = None) -> tuple[str, float]:
+    """'uniform' | 'zipf:S' | 'hot:X' | 'onehot' -> (kind, parameter), as `mok predict` reads them.
+
+    hot:X gives expert 0 a share X of all routes (at most 1/top_k); onehot routes every token
+    once to expert 0 (hot:1/top_k). ValueError names the rule.
+    """
+    if spec == "onehot":
+        return "onehot", 0.0
+    try:
+        kind, arg = model_routing(spec, top_k or 1)
+    except MokInputError as exc:
+        raise ValueError(str(exc)) from None
+    if kind == "file":
+        raise ValueError(f"bad routing {spec!r}; the kernel takes uniform, zipf:S, hot:X, onehot")
+    return kind, float(arg or 0.0)
 
 
 def make_routing(n: int, e: int, k: int, spec: str, seed: int,
@@ -60,12 +60,12 @@ def make_routing(n: int, e: int, k: int, spec: str, seed: int,
     """Draw top-k routes: ids (n, k) int64 distinct per token, router weights (n, k) float32 (sum 1).
 
     uniform: every expert equally likely; zipf:S: expert popularity ~ 1/rank^S over a random
-    permutation; hot:F: a fraction F of tokens put slot 0 on expert 0; onehot: every token's
-    slot 0 is expert 0 (the rest uniform). The zipf popularity order is drawn from
+    permutation; hot:X: expert 0 takes a share X of all routes (a share X*k of the tokens put
+    slot 0 on it); onehot: every token's slot 0 is expert 0 (the rest uniform). The zipf popularity order is drawn from
     ``popularity_seed`` (default: ``seed``), so a benchmark can keep one expert popularity and
     draw fresh tokens per iteration.
     """
-    kind, par = parse_routing(spec)
+    kind, par = parse_routing(spec, k)
     dev = torch.device(device)
     g = torch.Generator(device=dev).manual_seed(seed)
     logp = torch.zeros(e, device=dev)
@@ -76,7 +76,7 @@ def make_routing(n: int, e: int, k: int, spec: str, seed: int,
     u = torch.rand(n, e, generator=g, device=dev).clamp_min(1e-20)
     score = logp[None, :] - torch.log(-torch.log(u))  # Gumbel-top-k: k distinct draws
     if kind in ("hot", "onehot"):
-        frac = 1.0 if kind == "onehot" else par
+        frac = 1.0 if kind == "onehot" else par * k
         hot = torch.rand(n, generator=g, device=dev) < frac
         score[:, 0] = torch.where(hot, torch.full_like(score[:, 0], float("inf")), score[:, 0])
     ids = score.topk(k, dim=1).indices  # (n, k); slot 0 holds the largest score

@@ -199,8 +199,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # refill slots only as the gate/up tiles (2/3 of the FLOPs) release them: the dispatch
     # ends with the last minibatch, and comm SMs that would join the compute join late
     tight = _col(macrobatch) < mb + p["gemm_tile_m"]
-    dispatch_end = np.where(tight, np.maximum(dispatch_end, start + (M - 1) * c * (2 / 3) + d),
-                            dispatch_end)
+    dispatch_end = np.where(tight & (M > 1),
+                            np.maximum(dispatch_end, start + (M - 1) * c * (2 / 3) + d), dispatch_end)
     # compute is work-conserving: shared and routed tiles (SM-seconds, waves included) run on
     # the compute SMs, joined by comm SMs once the dispatch ends; no minibatch starts before
     # its rows are in, and the last one not before the dispatch ends.
@@ -209,8 +209,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
                          dispatch_end + (work - cx * dispatch_end) / joined)
     compute_chain = (np.maximum(np.maximum(work_time, first + M * c_join),
                                 dispatch_end + sig_dispatch + c_join) + kk_comm + sig_end)
-    comm_chain = M * (d + kk_comm) + M * sig_comm + sig_dispatch + c + sig_end
-    fabric_chain = np.where(epilogue, start + M * kf + sig_end, 0.0)
+    # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join)
+    comm_chain = M * (d + kk_comm) + M * sig_comm + sig_dispatch + np.where(epilogue, c_join, c) + sig_end
+    # epilogue stores start once the first minibatch's gate/up (2/3 of its FLOPs) is done
+    fabric_chain = np.where(epilogue, start + c * (2 / 3) + M * kf + sig_end, 0.0)
     pipe = np.maximum(np.maximum(compute_chain, comm_chain), fabric_chain)
     wraps = np.maximum(np.ceil(rows / _col(macrobatch)) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US

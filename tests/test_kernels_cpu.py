@@ -103,7 +103,7 @@ def oracle(ids: list[list[int]], ep: int, e: int, rank, mult: float, mb: int, bm
     (4, 1, "zipf:1.2", 0.5, 10, 4),
     (4, 0, "onehot", 0.3, 5, 8),      # overflows
     (4, None, "uniform", 0.5, 16, 4),  # virtual ranks
-    (2, 1, "hot:0.5", 2.0, 64, 16),   # capacity above all routes
+    (2, 1, "hot:0.3", 2.0, 64, 16),   # capacity above all routes
 ])
 def test_schedule_matches_oracle(ep, rank, routing, mult, mb, bm):
     e, k, n = 8, 3, 10
@@ -203,7 +203,7 @@ def test_make_record_validates_and_appends(tmp_path):
     assert append_records(out, recs) == 2
     back = read_records([out])
     assert back[0]["emulated_peers"] is True and back[0]["config"] == knobs
-    assert back[1]["routing"] == {"kind": "zipf", "seed": 0, "s": 1.2}
+    assert back[1]["routing"] == {"kind": "zipf", "seed": 0, "arg": 1.2}
     assert stats([3.0, 1.0, 2.0])["median"] == 2.0
     assert json.loads(out.read_text().splitlines()[0])["latency_ms"]["n"] == 4
 
