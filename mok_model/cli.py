@@ -14,6 +14,7 @@ from .presets import hardware_names, load_hardware, load_model, model_names
 from .scenario import ENGINES, MODES, PASSES, PRECISIONS, SYSTEMS, Config, Scenario
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
+SCHEDULES = ("published", "naive")
 
 
 class _Parser(argparse.ArgumentParser):
@@ -124,12 +125,15 @@ def cmd_predict(a, engine: str) -> int:
     if a.system != "mok" and knobs:
         raise MokInputError(f"--system {a.system} has no MoK knobs; drop {sorted(knobs)}")
     params = _params_arg(a)(scn)
-    if engine == "sim" and getattr(a, "trace", None):
+    if engine == "sim":
         from .sim import simulate
-        from .predict import predict as _p
 
-        cfg = _p(scn, knobs, a.system, params).config if a.system == "mok" else None
-        pred = simulate(scn, cfg, a.system, params, trace=a.trace)
+        if a.schedule not in SCHEDULES:
+            raise MokInputError(f"--schedule {a.schedule!r} must be one of {SCHEDULES}")
+        tuned = predict(scn, knobs, a.system, params) if a.system == "mok" else None
+        pred = simulate(scn, tuned.config if tuned else None, a.system, params, trace=a.trace,
+                        schedule=a.schedule)
+        pred.tuned = tuned.tuned if tuned else []
     else:
         pred = predict(scn, knobs, a.system, params, engine)
     _print_prediction(pred, a.json)
@@ -173,6 +177,8 @@ def build_parser() -> argparse.ArgumentParser:
         _config_flags(sp)
         if name == "simulate":
             sp.add_argument("--trace", help="write a Chrome trace-event JSON file")
+            sp.add_argument("--schedule", default="published",
+                            help=f"one of {SCHEDULES}: the published overlap order or in-order")
     sp = sub.add_parser("tune", help="pick the knobs")
     _workload_flags(sp)
     for flag in ("--dispatch", "--combine"):

@@ -107,3 +107,18 @@ def test_user_toml_presets(tmp_path, capsys):
     code, out, _ = run(capsys, ["predict", "--hardware", "gb300-nvl72", "--model", str(model),
                                 "--ep", "8", "--tokens", "512", "--json"])
     assert code == 0 and json.loads(out)["model"] == "tiny"
+
+
+def test_simulate_json_trace_and_schedule(tmp_path, capsys):
+    trace = tmp_path / "pass.json"
+    w = ["--hardware", "gb300-nvl72", "--model", "kimi-k2", "--ep", "8", "--tokens", "512"]
+    code, out, _ = run(capsys, ["simulate", *w, "--trace", str(trace), "--json"])
+    d = json.loads(out)
+    assert code == 0 and d["engine"] == "sim" and d["invariants"] == "ok"
+    events = json.loads(trace.read_text())
+    events = events["traceEvents"] if isinstance(events, dict) else events
+    assert {e["pid"] for e in events if e.get("ph") == "X"} == set(range(8))
+    code, out, _ = run(capsys, ["simulate", *w, "--schedule", "naive", "--json"])
+    assert code == 0 and json.loads(out)["latency_ms"] > d["latency_ms"]
+    code, _, err = run(capsys, ["simulate", *w, "--schedule", "random"])
+    assert code == 2 and "--schedule" in err
