@@ -19,8 +19,9 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from .errors import MokInputError
 from .params import Params
-from .scenario import ELEMENT_BYTES, Scenario
+from .scenario import ELEMENT_BYTES, Config, Scenario
 from .workload import traffic
 
 US = 1e-6
@@ -264,3 +265,17 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     return {"terms": terms, "total": total, "work": work, "slowest_gpu": slow,
             "overflow": overflow, "capacity_rows": cap_rows.ravel(), "minibatches": at(M, slow),
             "bound": np.where(comm_bound, "comm", "compute")}
+
+
+def mok_config_terms(scn: Scenario, p: Params, config: Config) -> dict:
+    """mok_terms for one Config (arrays of length 1); a capacity that would overflow is refused."""
+    config.check_for(scn)
+    r = mok_terms(scn, p, np.array([config.dispatch == "push"]), np.array([config.combine == "push"]),
+                  np.array([config.minibatch]), np.array([config.comm_sms]),
+                  np.array([config.macrobatch]), np.array([config.capacity]))
+    if r["overflow"][0]:
+        raise MokInputError(
+            f"--capacity {config.capacity} holds {int(r['capacity_rows'][0])} rows, fewer than the "
+            f"busiest GPU's routed rows times the safety headroom {p['capacity_headroom']}: the "
+            f"schedule would overflow; raise --capacity")
+    return r

@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-import numpy as np
 
-from .analytic import mok_terms
+from .analytic import mok_config_terms
 from .baselines import BASELINES, baseline_terms
 from .errors import MokInputError
 from .params import Params, load_params
@@ -55,16 +54,7 @@ def _ms(x) -> float:
 
 
 def analytic_mok(scenario: Scenario, config: Config, p: Params) -> Prediction:
-    config.check_for(scenario)
-    r = mok_terms(scenario, p, np.array([config.dispatch == "push"]),
-                  np.array([config.combine == "push"]), np.array([config.minibatch]),
-                  np.array([config.comm_sms]), np.array([config.macrobatch]),
-                  np.array([config.capacity]))
-    if r["overflow"][0]:
-        raise MokInputError(
-            f"--capacity {config.capacity} holds {int(r['capacity_rows'][0])} rows, fewer than the "
-            f"busiest GPU's routed rows times the safety headroom {p['capacity_headroom']}: the "
-            f"schedule would overflow; raise --capacity")
+    r = mok_config_terms(scenario, p, config)
     terms = {k: _ms(v[0]) for k, v in r["terms"].items()}
     work = {k: _ms(v[0]) for k, v in r["work"].items()}
     return Prediction(scenario, config, "mok", "analytic", sum(terms.values()), terms, work,

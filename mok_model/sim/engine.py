@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analytic import mok_terms
+from ..analytic import mok_config_terms
 from ..errors import MokInputError
 from ..params import Params
 from ..scenario import SYSTEMS, Config, Scenario, default_config
@@ -32,14 +32,7 @@ def _resolve(scenario: Scenario, params) -> Params:
 
 def _prologue(scn: Scenario, p: Params, cfg: Config) -> dict[str, float]:
     """launch, schedule, reduction and fixed terms (seconds): the analytic formulas, reused."""
-    r = mok_terms(scn, p, np.array([cfg.dispatch == "push"]), np.array([cfg.combine == "push"]),
-                  np.array([cfg.minibatch]), np.array([cfg.comm_sms]), np.array([cfg.macrobatch]),
-                  np.array([cfg.capacity]))
-    if r["overflow"][0]:
-        raise MokInputError(
-            f"--capacity {cfg.capacity} holds {int(r['capacity_rows'][0])} rows, fewer than the "
-            f"busiest GPU's routed rows times the safety headroom {p['capacity_headroom']}: the "
-            f"schedule would overflow; raise --capacity")
+    r = mok_config_terms(scn, p, cfg)
     return {k: float(r["terms"][k][0]) for k in ("launch", "schedule", "reduction", "fixed")}
 
 
