@@ -291,3 +291,17 @@ def test_peer_groups_at_large_ep_stay_close_to_per_peer_simulation(mode):
     assert exact.extra["peer_groups"] is None and grouped.extra["peer_groups"] == 8
     assert grouped.extra["invariants"] == "ok" and grouped.extra["events"] < exact.extra["events"]
     assert abs(grouped.latency_ms - exact.latency_ms) / exact.latency_ms < 0.03
+
+
+def test_baselines_run_with_merged_peer_groups():
+    """With peers merged into groups, a group's own rows cross no link (regression: EP 144)."""
+    from mok_model.params import load_params
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.scenario import Scenario
+    from mok_model.sim import simulate
+
+    scn = Scenario(load_hardware("gb300-nvl72"), load_model("kimi-k2"), 16, 256)
+    p = load_params(None, "gb300-nvl72")
+    for system in ("nccl-torch", "deepep"):
+        pred = simulate(scn, None, system, p, max_peers=4)
+        assert pred.extra["invariants"] == "ok" and pred.latency_ms > 0
