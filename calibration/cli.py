@@ -140,6 +140,11 @@ def run_calibrate(a: argparse.Namespace) -> dict:
         train, held, value = split(layer, a.holdout_by, a.holdout)
         split_doc = {"by": a.holdout_by, "heldout": value, "train_n": len(train),
                      "heldout_n": len(held), "heldout_ids": [r["id"] for r in held]}
+    if a.thin < 1:
+        raise MokInputError(f"--thin {a.thin} must be >= 1")
+    train = train[::a.thin]
+    if split_doc:
+        split_doc.update(train_n=len(train), thin=a.thin)
     free = a.free.split(",") if a.free else default_free(train, set(micro.fitted))
     result = fit(train, micro.params, free, a.engine)
     runs = [str(Path(p)) for p in a.runs]
@@ -230,6 +235,8 @@ def calibrate_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
     p.add_argument("--free", default=None, help="comma list of stage-2 parameters to fit")
     p.add_argument("--base", default=None, help="start from this parameters file, not priors")
+    p.add_argument("--thin", type=int, default=1, help="fit on every K-th training record (file "
+                   "order; for the slow sim engine); the held-out group is kept whole")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return p
 
@@ -241,6 +248,7 @@ def validate_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
     p.add_argument("--plot", default=None, help="write predicted vs measured (PNG)")
     p.add_argument("--color-by", default="minibatch", help="knob or field colouring the plot")
+    p.add_argument("--thin", type=int, default=1, help="every K-th record only (file order)")
     p.add_argument("--heldout-only", action="store_true",
                    help="only the records the parameters file's split held out")
     p.add_argument("--allow-params-mismatch", action="store_true",
@@ -265,6 +273,9 @@ def run_validate(a: argparse.Namespace) -> dict:
             raise MokInputError(f"--heldout-only: {a.params} was fitted without a hold-out split")
         ids = set(split_doc["heldout_ids"])
         records = [r for r in records if r["id"] in ids]
+    if a.thin < 1:
+        raise MokInputError(f"--thin {a.thin} must be >= 1")
+    records = records[::a.thin]
     if not records:
         raise MokInputError("no MoE layer records to validate (micro-* and kernel-only systems "
                             "such as torch-grouped are not predicted)")
