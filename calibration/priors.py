@@ -13,6 +13,7 @@ COMMON = {
     "gemm_tile_m": (128, "design: the megakernel's compute tile is 128 rows"),
     "gemm_tile_n": (128, "design: the megakernel's compute tile is 128 columns"),
     "push_copy_scale": (1.0, "prior: pushing and pulling SMs copy equally fast until measured"),
+    "sm_scaling": (1.0, "prior: GEMM throughput linear in the SMs used, until measured"),
     "signal_local_us": (0.43, "probe: flag ping-pong round trip 0.86 us between two CTAs, one way"),
     "push_signal_per_peer_us": (0.1, "prior: one L2-resident flag poll, ~200 cycles at 1.98 GHz (probe clock)"),
     "minibatch_overhead_us": (2.0, "prior: about two grid-wide counter round trips (probe: 0.86 us each)"),

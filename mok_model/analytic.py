@@ -96,7 +96,9 @@ def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, 
     wbytes = ELEMENT_BYTES[precision]
     H, I = m.hidden, width
     eff = p["gemm_eff"] * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
-    rate = hw.tflops(precision) * 1e12 / hw.sms * eff
+    # per-SM rate; with fewer SMs each one runs faster when sm_scaling < 1 (less HBM and L2
+    # contention): the GPU's rate grows as (SMs used)^sm_scaling
+    rate = hw.tflops(precision) * 1e12 / hw.sms * eff * (hw.sms / sms) ** (1.0 - p["sm_scaling"])
     tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
     t = (gemm_time(row_tiles, 2 * I, H, sms, rate, tm, tn, wave_sync)
          + gemm_time(row_tiles, H, I, sms, rate, tm, tn, wave_sync))
@@ -193,15 +195,19 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
     c_join = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
                              m.expert_width, wave_sync=ws) + p["minibatch_overhead_us"] * US
-    first = d + sig_dispatch
+    # minibatches are full but for the last: the first one moves min(minibatch, rows) rows
+    full = np.minimum(mb, rows) / np.maximum(rows, 1.0)  # a full minibatch's share of the rows
+    d_full, c_full = dispatch * full + lat, c * M * full
+    first = d_full + sig_dispatch
     start = np.maximum(shared, first)
     dispatch_end = M * (d + sig_comm) + (M - 1) * kk_comm
-    # a ring buffer without a spare row tile beyond the minibatch in flight lets the comm SMs
-    # refill slots only as the gate/up tiles (2/3 of the FLOPs) release them: the dispatch
-    # ends with the last minibatch, and comm SMs that would join the compute join late
-    tight = _col(macrobatch) < mb + p["gemm_tile_m"]
-    dispatch_end = np.where(tight & (M > 1),
-                            np.maximum(dispatch_end, start + (M - 1) * c * (2 / 3) + d), dispatch_end)
+    # a ring buffer smaller than the routed rows recycles slots as the gate/up tiles (2/3 of the
+    # FLOPs) release them: the last rows arrive only after compute has consumed all but a ring's
+    # worth, so the dispatch ends late, and comm SMs that would join the compute join late
+    backlog = np.maximum(rows - _col(macrobatch), 0.0) / mb  # minibatches' worth held back
+    dispatch_end = np.where(backlog > 0,
+                            np.maximum(dispatch_end, start + backlog * c_full * (2 / 3) + d_full),
+                            dispatch_end)
     # compute is work-conserving: shared and routed tiles (SM-seconds, waves included) run on
     # the compute SMs, joined by comm SMs once the dispatch ends; no minibatch starts before
     # its rows are in, and the last one not before the dispatch ends.
