@@ -8,7 +8,8 @@ terms:
 - micro-copy      row gather with S programs, `bytes` read+written  -> copy_gbps_per_sm, link_eff
                   (moved bytes = bytes / 2; time = moved / min(S x copy rate, link x link_eff))
 - micro-flag      release/acquire ping-pong round trip              -> signal_local_us (one way)
-- micro-gemm-sms  the megakernel's compute alone (copy skipped) on C programs -> gemm_eff
+- micro-gemm-sms  the megakernel's compute alone (copy skipped) on C programs -> gemm_eff and
+                  sm_scaling (how the GEMM rate grows with the SMs used)
                   (shared expert + minibatches of routed GEMMs, as analytic.py computes them)
 - micro-gemm      torch._grouped_mm over expert shapes -> gemm_eff only when micro-gemm-sms is
                   absent (another GEMM implementation than the megakernel's)
@@ -173,7 +174,8 @@ def _reduce_model(recs):
 # micro system -> (parameters, metrics it needs, model builder)
 STAGES: dict[str, tuple[list[str], tuple[str, ...], Callable]] = {
     "micro-copy": (["copy_gbps_per_sm", "link_eff"], ("sms", "bytes"), _copy_model),
-    "micro-gemm-sms": (["gemm_eff"], ("compute_programs",), _compute_model),
+    "micro-gemm-sms": (["gemm_eff"] + (["sm_scaling"] if "sm_scaling" in BOUNDS else []),
+                       ("compute_programs",), _compute_model),
     "micro-schedule": (["schedule_us", "schedule_ns_per_route"], (), _schedule_model),
     "micro-reduce": (["hbm_eff"], (), _reduce_model),
 }
