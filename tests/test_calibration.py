@@ -194,3 +194,26 @@ def test_cross_validation_holds_out_each_group(syn, tmp_path, capsys):
     cv = json.loads(capsys.readouterr().out)["cross_validation"]
     assert [f["heldout"] for f in cv["folds"]] == ["glm-5", "kimi-k2"]
     assert cv["pooled"]["n"] == len(recs) and cv["pooled"]["mape"] < 0.01
+
+
+def test_micro_stage_recovers_copy_and_flag_parameters():
+    from calibration.micro import fit_micro
+
+    base = priors_for("h200-1")
+    link = 2100e9  # h200-1 preset link_gbps
+    truth_rate, truth_eff = 30.0, 0.9
+    recs = []
+    for i, sms in enumerate((1, 2, 4, 8, 16, 32, 64, 96, 132)):
+        nbytes = 2 * 32768 * 7168 * 2  # read + write
+        t = nbytes / 2 / min(sms * truth_rate * 1e9, link * truth_eff)
+        rec = _record(1000 + i, "kimi-k2", 1024, Config(), t * 1e3)
+        rec.update(system="micro-copy", metrics={"sms": sms, "bytes": nbytes}, date=f"2026-01-0{1 + i % 9}")
+        recs.append(rec)
+    flag = _record(2000, "kimi-k2", 1024, Config(), 0.0012)
+    flag.update(system="micro-flag", metrics={"roundtrip_us": 1.2})
+    res = fit_micro(recs + [flag], base)
+    assert res.params["copy_gbps_per_sm"] == pytest.approx(truth_rate, rel=0.01)
+    assert res.params["link_eff"] == pytest.approx(truth_eff, rel=0.01)
+    assert res.params["signal_local_us"] == pytest.approx(0.6)
+    assert set(res.fitted) == {"copy_gbps_per_sm", "link_eff", "signal_local_us"}
+    assert fit_micro([], base).notes and fit_micro([], base).params is base
