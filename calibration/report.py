@@ -2,7 +2,7 @@
 calibrate held out by token count and by model shape (each group in turn), validate the
 held-out predictions (analytic and, optionally, the simulator), and tuner regret.
 
-    python -m calibration.report RUN_FILES... [--out DIR] [--sim] [--free P1,P2]
+    python -m calibration.report RUN_FILES... [--out DIR] [--sim] [--free P1,P2] [--also FILES...]
 
 Every number it prints comes from the commands it prints (run in-process, same code paths).
 """
@@ -54,6 +54,30 @@ def _bias_table(runs: list[str], params: Path) -> None:
                                          for k, (b, m, n) in by.items()) + " |")
 
 
+def _also_table(files: list[str], params: Path) -> None:
+    """Records kept out of every fit (other routing), judged per routing with the fit to all."""
+    from mok_model.params import read_params
+    from mok_model.records import read_records
+
+    from .fit import predictable
+    from .split import group_value
+    from .validate import validate
+
+    recs = [r for r in read_records(files) if predictable(r)]
+    print(f"\n    mok validate {' '.join(files)} --params {params}\n")
+    print("| records never fitted on | routing | n | MAPE | max APE | mean signed error | Spearman |")
+    print("|---|---|---:|---:|---:|---:|---:|")
+    p = read_params(params)
+    groups: dict[str, list[dict]] = {}
+    for r in recs:
+        groups.setdefault(group_value(r, "routing"), []).append(r)
+    for name, rs in sorted(groups.items()):
+        v = validate(rs, p)
+        bias = sum(x["predicted_ms"] / x["measured_ms"] - 1 for x in v.rows) / v.n
+        print(f"| {', '.join(sorted({r['_file'].split('/')[-1] for r in rs}))} | {name} | {v.n} | "
+              f"{_pct(v.mape)} | {_pct(v.max_ape)} | {100 * bias:+.2f}% | {_rho(v.spearman)} |")
+
+
 def _regret_table(rows: list[dict]) -> None:
     def cfg(c: dict) -> str:
         return f"{c['dispatch']}/{c['combine']} mb {c['minibatch']} c {c['comm_sms']} r {c['macrobatch']}"
@@ -80,6 +104,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", default="calibration/out", help="where parameter files and plots go")
     p.add_argument("--sim", action="store_true", help="also validate with the simulator")
     p.add_argument("--free", default=None, help="stage-2 parameters (default: calibrate's choice)")
+    p.add_argument("--also", nargs="+", default=[], help="run files never fitted on, validated "
+                   "with the fit to all RUN_FILES (e.g. skewed-routing sweeps)")
     a = p.parse_args(argv)
     out = Path(a.out)
     out.mkdir(parents=True, exist_ok=True)
@@ -160,6 +186,8 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"sim, held out {by}={value}: n={v['n']} MAPE {_pct(v['mape'])} max "
                       f"{_pct(v['max_ape'])} Spearman {_rho(v['spearman'])}")
     _bias_table(a.runs, allp)
+    if a.also:
+        _also_table(a.also, allp)
     for by in ("tokens", "model"):
         argv_r = [*a.runs, "--refit-by", by, *free, "--json"]
         rc, txt = _run(regret_main, argv_r)

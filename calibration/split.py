@@ -20,8 +20,9 @@ def group_value(rec: dict, by: str) -> str:
         m = rec["model"]
         return m.get("name", json.dumps(m, sort_keys=True)) if isinstance(m, dict) else m
     if by == "routing":
-        r = rec["routing"]
-        return ":".join(str(r[k]) for k in sorted(r) if k != "seed")
+        from .fit import routing_spec  # the model's reading (hot fractions become route shares)
+
+        return routing_spec(rec)
     return str(rec[by])
 
 
