@@ -132,16 +132,21 @@ def predict_records(records: list[dict], params: Params, engine: str = "analytic
     for i, rec in enumerate(records):
         if not predictable(rec):
             continue
-        scn = record_scenario(rec)
-        cfg = record_config(rec)
-        if resolved is not None and resolved[i] is not None:
-            cfg = resolved[i]
-        if rec["system"] == "mok" and isinstance(cfg, Config) and engine == "analytic":
-            cfg.check_for(scn)
-            batches.setdefault(workload_key(rec), []).append((i, cfg))
-        else:
-            system = rec["system"]
-            out[i] = predict(scn, cfg if system == "mok" else None, system, params, engine).latency_ms
+        try:
+            scn = record_scenario(rec)
+            cfg = record_config(rec)
+            if resolved is not None and resolved[i] is not None:
+                cfg = resolved[i]
+            if rec["system"] == "mok" and isinstance(cfg, Config) and engine == "analytic":
+                cfg.check_for(scn)
+                batches.setdefault(workload_key(rec), []).append((i, cfg))
+            else:
+                system = rec["system"]
+                out[i] = predict(scn, cfg if system == "mok" else None, system, params,
+                                 engine).latency_ms
+        except MokInputError as exc:  # name the record that the model cannot take
+            where = f"{rec['_file']}:{rec['_line']}" if "_file" in rec else f"record {rec['id']!r}"
+            raise MokInputError(f"{where}: {exc}") from None
     for key, items in batches.items():
         scn = _scenario(*key)
         cfgs = [c for _, c in items]

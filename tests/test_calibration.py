@@ -217,3 +217,15 @@ def test_micro_stage_recovers_copy_and_flag_parameters():
     assert res.params["signal_local_us"] == pytest.approx(0.6)
     assert set(res.fitted) == {"copy_gbps_per_sm", "link_eff", "signal_local_us"}
     assert fit_micro([], base).notes and fit_micro([], base).params is base
+
+
+def test_mok_cli_forwards_and_names_unpredictable_record(tmp_path, capsys):
+    from mok_model.cli import main
+
+    rec = _record(0, "kimi-k2", 1024, Config(comm_sms=200), 1.0)
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    assert main(["validate", str(path), "--params", "mok_model/params/h200-1.json"]) == 2
+    err = capsys.readouterr().err
+    assert f"{path}:1" in err and "comm-sms" in err
+    assert main(["calibrate", "--help"]) == 0
