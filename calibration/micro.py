@@ -124,7 +124,11 @@ def _compute_model(recs):
             ld, m = loads(scn), scn.model
             rows = float(ld.rows[0])
             M = max(np.ceil(rows / mb), 1.0)
-            tiles = np.ceil(ld.expert_rows[0] / p["gemm_tile_m"]).sum() + (M - 1)
+            # a minibatch boundary inside an expert splits a tile, unless the kernel cuts
+            # minibatches on tile boundaries (mok_kernels/schedule.py does; parameter name
+            # proposed to the model: tile_aligned_minibatches)
+            split = 1.0 - p.values.get("tile_aligned_minibatches", 0.0)
+            tiles = np.ceil(ld.expert_rows[0] / p["gemm_tile_m"]).sum() + split * (M - 1)
             touched = (ld.expert_rows[0] > 0).sum() + (M - 1)
             ffn = expert_ffn_time(scn, p, rows / M, tiles / M, touched / M, cx, m.expert_width,
                                   wave_sync=ws)
