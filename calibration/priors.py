@@ -39,6 +39,7 @@ COMMON = {
 }
 
 HOPPER = {  # what our megakernel would be on a Hopper box
+    "tile_aligned_minibatches": (1.0, "design: mok_kernels/schedule.py cuts minibatches on row-tile boundaries"),
     "wave_sync": (0.0, "design: mok_kernels/megakernel.py hands out tiles from a dynamic work counter across minibatches"),
     "comm_join_share": (1.0, "design: mok_kernels/megakernel.py (join=True): comm programs take compute items after the dispatch"),
     "combine_in_epilogue": (1.0, "design: mok_kernels/megakernel.py: push combine stores rows from the down-projection epilogue"),
@@ -56,6 +57,7 @@ H200_LOCAL = {  # one H200 emulating its peers in local memory
 }
 
 BLACKWELL = {  # the published kernel on Blackwell
+    "tile_aligned_minibatches": (0.0, "design: a published minibatch is a fixed number of routed rows (mok-system.md)"),
     "wave_sync": (1.0, "design: a minibatch must fill every compute SM in whole waves (mok-system.md section 2)"),
     "comm_join_share": (0.0, "design: the published kernel's comm SMs only move data (mok-system.md section 2)"),
     "combine_in_epilogue": (0.0, "design: the published kernel's comm SMs push the outputs home (mok-system.md)"),

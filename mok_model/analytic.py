@@ -161,8 +161,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     tm = p["gemm_tile_m"]
     base_tiles = np.ceil(ld.expert_rows / tm).sum(axis=1)[None, :]  # (1, P)
     active = (ld.expert_rows > 0).sum(axis=1)[None, :]
-    row_tiles = base_tiles + (M - 1)  # a minibatch boundary inside an expert splits one tile
-    touched = active + (M - 1)  # ... and reloads that expert's weights
+    # a minibatch boundary inside an expert splits one tile, unless minibatches are cut on tile
+    # boundaries; it reloads that expert's weights either way
+    row_tiles = base_tiles + (1.0 - p["tile_aligned_minibatches"]) * (M - 1)
+    touched = active + (M - 1)
     ws = p["wave_sync"]
     ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws)
     c = ffn + p["minibatch_overhead_us"] * US  # per minibatch

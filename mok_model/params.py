@@ -19,6 +19,7 @@ SCHEMA = "mok-params/1"
 BOUNDS: dict[str, tuple[float, float]] = {
     "gemm_eff": (0.05, 0.9),  # fraction of peak tensor rate a full tile sustains per SM
     "sm_scaling": (0.3, 1.0),  # GEMM rate grows as (SMs used)^sm_scaling (1: linear)
+    "tile_aligned_minibatches": (0.0, 1.0),  # 1: minibatches are cut on row-tile boundaries
     "wave_sync": (0.0, 1.0),  # 1: each minibatch's GEMM tiles run in whole waves; 0: they stream
     "gemm_tile_m": (16, 256),  # rows of a compute tile
     "gemm_tile_n": (16, 256),  # columns of a compute tile
