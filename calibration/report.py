@@ -87,7 +87,8 @@ def _regret_table(rows: list[dict]) -> None:
     print("|---|---:|---|---|---:|---:|---:|---:|---:|")
     for r in rows:
         w, t, b, d = r["workload"], r["tuned"], r["best_measured"], r["default"]
-        print(f"| {w['model']} {w['tokens']} | {r['configs']} | {cfg(b['config'])}: "
+        name = f"{w['model']} {w['tokens']}" + ("" if w["routing"] == "uniform" else f" {w['routing']}")
+        print(f"| {name} | {r['configs']} | {cfg(b['config'])}: "
               f"{b['measured_ms']:.3f} ms | {cfg(t['config'])} ({t['predicted_ms']:.3f}) | "
               f"{t['measured_ms']:.3f} | {100 * t['regret']:.2f}% | {t['measured_rank']} | "
               f"{d['measured_ms']:.3f} | {100 * d['regret']:.2f}% |")
@@ -188,6 +189,10 @@ def main(argv: list[str] | None = None) -> int:
     _bias_table(a.runs, allp)
     if a.also:
         _also_table(a.also, allp)
+        argv_r = [*a.also, "--params", str(allp), "--json"]
+        rc, txt = _run(regret_main, argv_r)
+        print(f"\n    python -m calibration.regret {' '.join(argv_r[:-1])}\n")
+        _regret_table(json.loads(txt)["workloads"])
     for by in ("tokens", "model"):
         argv_r = [*a.runs, "--refit-by", by, *free, "--json"]
         rc, txt = _run(regret_main, argv_r)
