@@ -20,6 +20,7 @@ COMMON = {
     "schedule_us": (15.0, "prior: three small routing/schedule kernels of ~5 us each"),
     "schedule_ns_per_route": (0.05, "prior: one 4-byte id sorted/scanned at ~80 GB/s effective"),
     "ring_wrap_us": (2.0, "prior: one slot-recycling barrier, about two counter round trips"),
+    "ring_refill_overlap": (0.5, "prior: slots free tile by tile, so about half the gate/up overlaps the refill"),
     "capacity_headroom": (1.25, "policy: the schedule holds 25% more rows than the busiest GPU needs"),
     "mok_fixed_us": (0.0, "prior: no residual overhead until a fit says otherwise"),
     "mok_exposed_launches": (1.0, "design: no host sync, so only the first launch is exposed"),

@@ -222,7 +222,17 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     comm_chain = M * (d + kk_comm) + M * sig_comm + sig_dispatch + np.where(epilogue, c_join, c) + sig_end
     # epilogue stores start once the first minibatch's gate/up (2/3 of its FLOPs) is done
     fabric_chain = np.where(epilogue, start + c * (2 / 3) + M * kf + sig_end, 0.0)
-    pipe = np.maximum(np.maximum(compute_chain, comm_chain), fabric_chain)
+    # a ring of under two minibatches that must recycle: the next minibatch's rows come in as
+    # the gate/up tiles (2/3 of the FLOPs) free their slots, so a step lasts the part of gate/up
+    # that the refill cannot overlap (ring_refill_overlap) plus the dispatch (and pull combine)
+    # work that did not fit in the spare part of the ring
+    depth = _col(macrobatch) / mb
+    recycled = (rows > _col(macrobatch)) & (depth < 2)
+    c_ring = np.where(epilogue, c_join, c)  # comm SMs idle between refills help where they may
+    step = np.maximum(c_ring, c_ring * (2 / 3) * (1 - p["ring_refill_overlap"])
+                      + (d + kk_comm) * np.clip(2 - depth, 0.0, 1.0))
+    ring_chain = np.where(recycled, start + M * step + kk_comm + sig_end, 0.0)
+    pipe = np.maximum(np.maximum(compute_chain, comm_chain), np.maximum(fabric_chain, ring_chain))
     wraps = np.maximum(np.ceil(rows / _col(macrobatch)) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US
     per_gpu = pipe + ring  # (C, P)
