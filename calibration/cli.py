@@ -46,9 +46,10 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
     """The few residual parameters the layer records can identify.
 
     MoK records: gemm_eff (unless a micro-gemm fixed it) and mok_fixed_us; minibatch_overhead_us
-    when the records vary the minibatch; copy_gbps_per_sm when they vary the comm SMs (starting
-    from micro-copy's value when there is one); push_copy_scale when they mix push and pull; wgrad_bytes_per_weight
-    with backward records. Baselines: nccl_eff and host_launch_scale with nccl-torch records.
+    when the records vary the minibatch; copy_gbps_per_sm, sm_scaling and comm_join_share when
+    they vary the comm SMs (starting from the microbenchmarks' values); push_copy_scale
+    when they mix push and pull; ring_refill_overlap when a ring holds under two minibatches;
+    wgrad_bytes_per_weight with backward records. Baselines: nccl_eff and host_launch_scale with nccl-torch records.
     """
     mok = [r for r in records if r["system"] == "mok"]
     free: list[str] = []
@@ -66,6 +67,13 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
         modes = knob_values("dispatch") | knob_values("combine")
         if "push" in modes and "pull" in modes and "push_copy_scale" in BOUNDS:
             free.append("push_copy_scale")
+        if len(knob_values("comm_sms")) > 1:
+            # how the compute scales with the SMs left to it, and how many comm SMs join it
+            # after the dispatch, are only seen when the comm SMs vary
+            free += ["sm_scaling", "comm_join_share"]
+        rings = {(c.get("macrobatch"), c.get("minibatch")) for c in (r.get("config") or {} for r in mok)}
+        if any(m and b and m < 2 * b for m, b in rings):
+            free.append("ring_refill_overlap")
         if any(r["pass"] == "bwd" for r in mok):
             free.append("wgrad_bytes_per_weight")
     systems = {r["system"] for r in records}
