@@ -6,8 +6,9 @@
   (calibration/runs/published/gb300_table1.jsonl, made from ../shared/data/published.json).
 - gb200-nvl72, vr-nvl72, rubin-ultra-nvl576: the GB300 fit transferred (same kernel design,
   Grace/Vera hosts); b200-hgx8, b300-dgx8: the same with an x86 host (host_launch_scale 1).
-- h200-1, h200-hgx8, h100-hgx8: priors from our H200 probe (h200-1 is re-fitted by
-  `mok calibrate` on H200 megakernel runs).
+- h200-hgx8, h100-hgx8: priors from our H200 probe and public figures.
+- h200-1: `mok calibrate` on the committed H200 runs (microbenchmarks, then the megakernel sweep)
+  from those priors.
 """
 
 from __future__ import annotations
@@ -17,11 +18,14 @@ from pathlib import Path
 from mok_model.params import PARAMS_DIR, Params, write_params
 from mok_model.records import append_records, read_records
 
+from .cli import calibrate_cli
 from .fit import fit
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
 from .published import published_records
 
 RUNS = Path(__file__).parent / "runs" / "published" / "gb300_table1.jsonl"
+H200_RUNS = [Path(__file__).parent / "runs" / "h200" / f
+             for f in ("micro.jsonl", "mok_sweep.jsonl", "bench_megakernel.jsonl")]
 FREE = ["gemm_eff", "mok_fixed_us", "wgrad_bytes_per_weight", "host_launch_scale", "nccl_eff"]
 
 
@@ -32,6 +36,7 @@ def published_file() -> Path:
 
 
 def main() -> None:
+    """Run from the repository root (the parameter files name their runs relative to it)."""
     runs = published_file()
     records = read_records([runs])
     result = fit(records, prior_params("gb300-nvl72", BLACKWELL), FREE)
@@ -57,6 +62,10 @@ def main() -> None:
         write_params(PARAMS_DIR / f"{name}.json", prior_params(name, family),
                      "Priors from our H200 probe (../shared/data/h200_probe.json) and public "
                      "figures (facts.md); not yet fitted.")
+    root = Path(__file__).resolve().parents[1]
+    calibrate_cli([str(f.relative_to(root)) for f in H200_RUNS]
+                  + ["--out", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
+                     "--base", str((PARAMS_DIR / "h200-1.json").relative_to(root))])
     for row in result.residuals:
         print(f"{row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "
               f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
