@@ -41,9 +41,12 @@ COMMON = {
 
 HOPPER = {  # what our megakernel would be on a Hopper box
     "tile_aligned_minibatches": (1.0, "design: mok_kernels/schedule.py cuts minibatches on row-tile boundaries"),
-    "wave_sync": (0.0, "design: mok_kernels/megakernel.py hands out tiles from a dynamic work counter across minibatches"),
-    "comm_join_share": (1.0, "design: mok_kernels/megakernel.py (join=True): comm programs take compute items after the dispatch"),
-    "combine_in_epilogue": (1.0, "design: mok_kernels/megakernel.py: push combine stores rows from the down-projection epilogue"),
+    "wave_sync": (0.0, "design: mok_kernels/megakernel.py hands out tiles from a dynamic work counter "
+                       "across minibatches"),
+    "comm_join_share": (1.0, "design: mok_kernels/megakernel.py (join=True): comm programs take compute "
+                             "items after the dispatch"),
+    "combine_in_epilogue": (1.0, "design: mok_kernels/megakernel.py: push combine stores rows from the "
+                                 "down-projection epilogue"),
     "gemm_eff": (0.76, "probe: bf16 GEMM 752 TF/s at m=8192 of 989 TF/s peak"),
     "hbm_eff": (0.875, "probe: device-to-device copy 4.20 of 4.8 TB/s"),
     "copy_gbps_per_sm": (12.4, "probe: row gather 12.4 GB/s per 256-thread block, linear to 132 blocks"),

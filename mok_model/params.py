@@ -33,8 +33,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "minibatch_overhead_us": (0.0, 100.0),  # per-minibatch pipeline step (barriers, lookups)
     "schedule_us": (0.0, 500.0),  # routing all-gather and schedule kernels, fixed part
     "schedule_ns_per_route": (0.0, 10.0),  # schedule building per routed row in the EP group
-    "ring_wrap_us": (0.0, 100.0),
-    "ring_refill_overlap": (0.0, 1.0),  # share of a minibatch's gate/up a tight ring's refill overlaps  # one wrap of the macrobatch ring buffer (slot recycling sync)
+    "ring_wrap_us": (0.0, 100.0),  # one wrap of the macrobatch ring buffer (slot recycling sync)
+    "ring_refill_overlap": (0.0, 1.0),  # share of a minibatch's gate/up a tight ring's refill overlaps
     "capacity_headroom": (1.0, 4.0),  # capacity must exceed the largest observed load by this
     "comm_join_share": (0.0, 1.0),  # share of comm SMs that join the compute after the dispatch
     "combine_in_epilogue": (0.0, 1.0),  # 1: push combine stores from the down-GEMM epilogue

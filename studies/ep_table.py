@@ -1,15 +1,15 @@
 """The EP-16 table: MoK and each baseline, forward and backward, for kimi-k2 and glm-5 at 1,024,
 2,048 and 4,096 tokens per GPU, with the best baseline and the speedup, next to the published rows
-(shared data/published.json) with the per-row error."""
+(shared data/published.json, as committed in calibration/runs/published/) with the per-row error."""
 
 from __future__ import annotations
 
-import json
 from pathlib import Path
 
 from mok_model.baselines import BASELINES
 from mok_model.predict import predict
-from mok_model.presets import MODEL_ALIASES, load_hardware, load_model
+from mok_model.presets import load_hardware, load_model
+from mok_model.records import read_records
 from mok_model.scenario import Scenario
 
 from .common import Options, md_table, new_figure, outputs, params_for, save_figure, write_csv, write_summary
@@ -21,15 +21,21 @@ HARDWARE, EP, PRECISION = "gb300-nvl72", 16, "bf16"
 MODELS = ("kimi-k2", "glm-5")
 TOKENS = (1024, 2048, 4096)
 CODES = {"N": "nccl-torch", "D": "deepep", "H": "hybridep"}
-PUBLISHED_JSON = Path(__file__).resolve().parents[2] / "shared" / "data" / "published.json"
+PUBLISHED_RUNS = Path(__file__).resolve().parents[1] / "calibration/runs/published/gb300_table1.jsonl"
 
 
-def published_rows(path: Path = PUBLISHED_JSON) -> dict[tuple, dict]:
-    """Published rows keyed by (model preset, tokens, pass); empty if the file is absent."""
-    if not path.is_file():
-        return {}
-    doc = json.loads(path.read_text())
-    return {(MODEL_ALIASES.get(r["model"], r["model"]), r["tokens"], r["pass"]): r for r in doc["rows"]}
+def published_rows(path: Path = PUBLISHED_RUNS) -> dict[tuple, dict]:
+    """Published rows keyed by (model preset, tokens, pass), from the committed records of
+    ../shared/data/published.json (calibration/published.py): MoK and best-baseline latencies."""
+    codes = {system: code for code, system in CODES.items()}
+    rows: dict[tuple, dict] = {}
+    for rec in read_records([path]):
+        row = rows.setdefault((rec["model"], rec["tokens"], rec["pass"]), {})
+        if rec["system"] == "mok":
+            row["mok_ms"] = rec["latency_ms"]["median"]
+        else:
+            row.update(best_baseline=codes[rec["system"]], best_baseline_ms=rec["latency_ms"]["median"])
+    return rows
 
 
 def _point(pt: dict) -> dict:
