@@ -2,15 +2,21 @@
 
 Reads like the paper's cost model (mok-system.md section 4), per GPU g:
 
-    latency = launch + schedule + pipeline(g) + ring_buffer(g) + reduction + fixed
-    pipeline = max(compute chain, communication chain)
-      compute chain = max(shared expert, first dispatch + its signal) + M x (routed GEMMs per
-                      minibatch) + last combine + final combine signal
-      comm chain    = M x (dispatch + combine + signals per minibatch) + last minibatch's GEMMs
+    latency = launch + schedule + pipeline(g) + ring wraps(g) + reduction + fixed
+    pipeline = the longest of four chains:
+      compute chain = shared expert and routed GEMM tiles (whole waves or streamed), run on the
+                      compute SMs and, once the dispatch ends, on the comm SMs that join them;
+                      no minibatch before its rows are in
+      comm chain    = M x (dispatch + combine + signals per minibatch) + the last GEMMs
+      fabric chain  = the combine's bytes over the links when the GEMM epilogue stores them
+      ring chain    = a ring of under two minibatches that must recycle slots: each step waits
+                      for gate/up tiles to free them
 
 and the pass ends when the slowest GPU ends. Every knob is an array, so the tuner evaluates
 thousands of configurations in one call; the per-GPU dimension stays explicit, so load imbalance
-from skewed routing shows as a straggler.
+from skewed routing shows as a straggler. Implementation choices that differ between the
+published kernel and ours (who stores the combine, whether comm SMs join the compute, how
+minibatches are cut, whole-wave tiles) are parameters, with their sources, not code.
 """
 
 from __future__ import annotations
@@ -213,9 +219,9 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # compute is work-conserving: shared and routed tiles (SM-seconds, waves included) run on
     # the compute SMs, joined by comm SMs once the dispatch ends; no minibatch starts before
     # its rows are in, and the last one not before the dispatch ends.
-    work = (shared + M * c) * cx
-    work_time = np.where(work <= cx * dispatch_end, work / cx,
-                         dispatch_end + (work - cx * dispatch_end) / joined)
+    sm_seconds = (shared + M * c) * cx
+    work_time = np.where(sm_seconds <= cx * dispatch_end, sm_seconds / cx,
+                         dispatch_end + (sm_seconds - cx * dispatch_end) / joined)
     compute_chain = (np.maximum(np.maximum(work_time, first + M * c_join),
                                 dispatch_end + sig_dispatch + c_join) + kk_comm + sig_end)
     # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join)
