@@ -75,6 +75,21 @@ class Schedule:
                 f"fixed capacity of {self.capacity} rows; raise the capacity multiplier")
 
 
+def _span(ids_all: torch.Tensor, ep: int, num_experts: int, rank: int | None,
+          capacity_multiplier: float) -> tuple[int, int, int, int, int, int, int, int]:
+    """What one rank serves, or all P virtual ranks when rank is None:
+    (P*N, k, N, experts per rank, first served expert, experts served, capacity rows, capacity
+    rows per rank). ValueError names a shape that does not divide over the ranks."""
+    pn, k = ids_all.shape
+    if num_experts % ep or pn % ep:
+        raise ValueError(f"E={num_experts} and P*N={pn} must be divisible by EP={ep}")
+    n, el = pn // ep, num_experts // ep
+    cap_rank = capacity_rows(ep, n, k, num_experts, capacity_multiplier)
+    if rank is None:
+        return pn, k, n, el, 0, num_experts, ep * cap_rank, cap_rank
+    return pn, k, n, el, rank * el, el, cap_rank, cap_rank
+
+
 def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: int | None,
                    capacity_multiplier: float, minibatch: int, block_m: int = 128,
                    use_triton: bool | None = None) -> Schedule:
@@ -83,25 +98,16 @@ def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: in
     On CUDA the fused Triton path (a few kernels plus one sort) is used unless use_triton=False;
     elsewhere (and as the checked fallback) plain tensor ops compute the same arrays.
     """
+    if minibatch < 1 or block_m < 1:
+        raise ValueError("minibatch and block_m must be >= 1")
     if use_triton is None:
         use_triton = ids_all.is_cuda
     if use_triton:
         return _build_schedule_triton(ids_all, ep=ep, num_experts=num_experts, rank=rank,
                                       capacity_multiplier=capacity_multiplier,
                                       minibatch=minibatch, block_m=block_m)
-    pn, k = ids_all.shape
-    if num_experts % ep or pn % ep:
-        raise ValueError(f"E={num_experts} and P*N={pn} must be divisible by EP={ep}")
-    if minibatch < 1 or block_m < 1:
-        raise ValueError("minibatch and block_m must be >= 1")
+    pn, k, n, el, e0, nloc, cap, cap_rank = _span(ids_all, ep, num_experts, rank, capacity_multiplier)
     dev = ids_all.device
-    n = pn // ep
-    el = num_experts // ep
-    cap_rank = capacity_rows(ep, n, k, num_experts, capacity_multiplier)
-    if rank is None:
-        e0, nloc, cap = 0, num_experts, ep * cap_rank
-    else:
-        e0, nloc, cap = rank * el, el, cap_rank
     f_all = pn * k
     i32 = torch.int32
 
@@ -299,16 +305,8 @@ def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, 
                            capacity_multiplier: float, minibatch: int, block_m: int) -> Schedule:
     """Fused CUDA path of build_schedule: same arrays, ~8 graph nodes instead of ~60."""
     ks = _sched_kernels()
-    pn, k = ids_all.shape
-    if num_experts % ep or pn % ep:
-        raise ValueError(f"E={num_experts} and P*N={pn} must be divisible by EP={ep}")
+    pn, k, n, el, e0, nloc, cap, cap_rank = _span(ids_all, ep, num_experts, rank, capacity_multiplier)
     dev, i32 = ids_all.device, torch.int32
-    n, el = pn // ep, num_experts // ep
-    cap_rank = capacity_rows(ep, n, k, num_experts, capacity_multiplier)
-    if rank is None:
-        e0, nloc, cap = 0, num_experts, ep * cap_rank
-    else:
-        e0, nloc, cap = rank * el, el, cap_rank
     f_all = pn * k
     nbe = max(16, 1 << (nloc - 1).bit_length())
     nbin = max(16, 1 << (nloc + 1).bit_length())

@@ -55,10 +55,12 @@ def _scenario(a) -> Scenario:
 
 
 def _knobs(a) -> dict:
+    """The knobs given on the command line, each validated; the tuner picks the rest."""
     knobs = {k: getattr(a, k) for k in KNOBS if getattr(a, k) is not None}
-    if knobs:
-        Config(**{**Config().as_dict(), **knobs,
-                  "macrobatch": max(knobs.get("macrobatch", 1 << 30), knobs.get("minibatch", 1))})
+    trial = {**Config().as_dict(), **knobs}
+    if "macrobatch" not in knobs:  # the tuner sizes the ring; only a given one must hold a minibatch
+        trial["macrobatch"] = max(trial["macrobatch"], trial["minibatch"])
+    Config(**trial)
     return knobs
 
 

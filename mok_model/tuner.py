@@ -93,7 +93,7 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
          engine: str = "analytic", sim_candidates: int = 8) -> TuneResult:
     """Search the knob grid; return the best config, the top K and how many were evaluated."""
     t0 = time.perf_counter()
-    if "comm_sms" in fixed if fixed else False:
+    if fixed and "comm_sms" in fixed:
         Config(comm_sms=fixed["comm_sms"]).check_for(scenario)
     g = knob_grid(scenario, fixed)
     n = len(g["minibatch"])
