@@ -65,6 +65,8 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     pipe = sim.pipe_end
     slow = int(np.argmax(pipe))
     typ = int(np.argsort(pipe, kind="stable")[P // 2])
+    if scenario.hardware.emulated_ranks:  # one GPU runs rank 0 of the group: what is measured
+        slow = typ = 0
     fill = float(sim.first_gemm[typ])
     drain = float(pipe[typ] - sim.compute_end[typ])
     # back-pressure waits overlap compute (they show as "ring wait" spans); slot recycling is

@@ -71,7 +71,7 @@ class Server:
         else:
             del self.flows[flow]
         now = self.env.now
-        dt = msg.bytes * msg.scale / self.rate
+        dt = msg.bytes * (msg.scale if self.wire else msg.scale * msg.sm_scale) / self.rate
         end = now + dt
         if end > msg.finish:
             msg.finish = end
@@ -97,12 +97,13 @@ class Message:
     arrival. `flow` (an int) names the stream it belongs to: servers share round-robin by flow."""
 
     __slots__ = ("bytes", "rows", "stages", "k", "finish", "latency", "joins", "flow", "op",
-                 "name", "scale", "driver")
+                 "name", "scale", "sm_scale", "driver")
 
     def __init__(self, nbytes: float, rows: int, stages: tuple, latency: float, joins: tuple,
-                 flow: int, op: int, name: str, now: float, scale: float = 1.0):
+                 flow: int, op: int, name: str, now: float, scale: float = 1.0, sm_scale: float = 1.0):
         self.bytes, self.rows, self.stages, self.latency = nbytes, rows, stages, latency
         self.joins, self.flow, self.op, self.name, self.scale = joins, flow, op, name, scale
+        self.sm_scale = sm_scale  # extra cost factor on the SMs that drive the copy (not on links)
         self.k = 0
         self.finish = now
         self.driver: Server | None = None

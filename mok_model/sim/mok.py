@@ -71,19 +71,19 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, topo: Topology, max_peers: 
     t = traffic(scn)
     x = t.rows.transpose(1, 2, 0).reshape(P, L * P)  # per destination: (expert, source) flattened
     cum = np.cumsum(x, axis=1)
-    R = cum[:, -1]
     mb = cfg.minibatch
-    M = np.maximum(-(-R // mb), 1)
+    tm = p["gemm_tile_m"]
+    aligned = _param(p, "tile_aligned_minibatches") >= 0.5
+    bounds = [_minibatch_rows(x[d].reshape(L, P).sum(axis=1), mb, tm, aligned) for d in range(P)]
+    M = np.array([len(lo) for lo, _ in bounds], dtype=np.int64)
     groups = peer_groups(topo, max_peers)
     grouped = bool(groups.max() < P - 1)
     G = int(groups.max()) + 1
     onehot = np.zeros((P, G), dtype=np.int64)
     onehot[np.arange(P), groups] = 1
-    tm = p["gemm_tile_m"]
     endpoints, rows_l, rr, tt, aa = [], [], [], [], []
     for d in range(P):
-        lo = np.arange(M[d]) * mb
-        hi = np.minimum(lo + mb, R[d])
+        lo, hi = bounds[d]
         c = np.clip(cum[d][None, :], lo[:, None], hi[:, None]) - lo[:, None]
         cnt = np.diff(c, axis=1, prepend=0).reshape(M[d], L, P)
         per_expert = cnt.sum(axis=2)  # (M, L)
@@ -122,6 +122,24 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, topo: Topology, max_peers: 
     return Plan(M, endpoints, rows_l, np.split(gu, splits), np.split(dn, splits),
                 np.split(gu_j, splits), np.split(dn_j, splits), [np.asarray(x) for x in tt],
                 shared, groups, grouped)
+
+
+def _minibatch_rows(expert_rows: np.ndarray, mb: int, tm: int, aligned: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(first row, end row) of each minibatch of one GPU's expert-sorted rows. By rows: every
+    `mb` rows. Tile-aligned (our kernel, mok_kernels/schedule.py): minibatch m holds the row
+    tiles (at most tm rows of one expert) whose first row lies in [m*mb, (m+1)*mb)."""
+    R = int(expert_rows.sum())
+    if R == 0:
+        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    if not aligned:
+        lo = np.arange(-(-R // mb), dtype=np.int64) * mb
+        return lo, np.minimum(lo + mb, R)
+    offsets = np.concatenate([[0], np.cumsum(expert_rows)[:-1]])
+    starts = np.concatenate([o + np.arange(0, n, tm) for o, n in zip(offsets, expert_rows) if n > 0])
+    mids = starts // mb
+    first = np.searchsorted(mids, np.unique(mids), side="left")
+    lo = starts[first].astype(np.int64)
+    return lo, np.append(lo[1:], R)
 
 
 def _param(p: Params, name: str, default: float = 0.0) -> float:
@@ -178,6 +196,10 @@ class MokSim:
         # the compute once every dispatch of their GPU is done
         self.epilogue = self.kpush and _param(p, "combine_in_epilogue") >= 0.5
         self.joins = self.epilogue and _param(p, "comm_join_share") > 0
+        # a pushing comm SM copies at push_copy_scale of a pulling one's rate (as analytic.move)
+        push_scale = 1.0 / _param(p, "push_copy_scale", 1.0)
+        self.dispatch_sm_scale = push_scale if self.dpush else 1.0
+        self.combine_sm_scale = push_scale if self.kpush else 1.0
         self.dispatched = np.zeros(P, dtype=int)
         self.all_dispatched = [env.event() for _ in range(P)]
         self.remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
@@ -214,7 +236,15 @@ class MokSim:
                 self.ports.append(ports)
                 self.rep.append(int(members[0]))
         self.E = E
-        self.ring = [simpy.Container(env, capacity=cfg.macrobatch, init=cfg.macrobatch) for _ in range(P)]
+        # the ring must hold one minibatch: tile-aligned minibatches span up to minibatch +
+        # tile_m - 1 rows, and the kernel raises a smaller ring to that (KernelConfig.macrobatch)
+        widest = max(int(r.sum(axis=1).max()) for r in plan.rows)
+        self.ring_rows = max(cfg.macrobatch, widest)
+        self.ring = [simpy.Container(env, capacity=self.ring_rows, init=self.ring_rows) for _ in range(P)]
+        # a GPU whose rows do not all fit in the ring recycles slots: the comm SMs take slots
+        # per copy as the gate/up tiles free them (see _free_ring)
+        self.tight = [int(r.sum()) > self.ring_rows for r in plan.rows]
+        self.refill_overlap = _param(p, "ring_refill_overlap")
         # per-endpoint inbox of combined rows (a home GPU, or a peer group at large EP)
         self.expected_home_rows = np.zeros(len(self.sm), dtype=np.int64)
         for d in range(P):
@@ -271,7 +301,9 @@ class MokSim:
             self.violations.append(what)
 
     # --- operations ---
-    def open_dispatch(self, d: int, i: int) -> Join:
+    def open_dispatch(self, d: int, i: int):
+        """Dispatch minibatch i of GPU d (a generator: on a tight ring, each copy first takes its
+        rows' slots in the ring, in order)."""
         rows = self.plan.rows[d][i]
         eps = self.plan.endpoints[d]
         nz = np.nonzero(rows)[0]
@@ -288,7 +320,10 @@ class MokSim:
                 links, lat = self._path(e, d)
                 stages = ((self.sm[e] if self.dpush else self.sm[d]),) + links
             for rc in chunks(int(rows[j]), self.act, self.chunk):
-                msg = Message(rc * self.act, rc, stages, lat, (join,), flow + e, 0, name, now)
+                msg = Message(rc * self.act, rc, stages, lat, (join,), flow + e, 0, name, now,
+                              sm_scale=self.dispatch_sm_scale)
+                if self.tight[d]:
+                    yield from self._take_slots(d, rc)
                 if self.dpush and j:  # the peer's SMs write, in their own staggered order
                     self._enqueue(e, d, msg)
                 else:
@@ -320,7 +355,7 @@ class MokSim:
                 stages = ((self.sm[d] if self.kpush else self.sm[e]),) + links
             for rc in chunks(int(rows[j]), self.out, self.chunk):
                 msg = Message(rc * self.out, rc, stages, lat, (join, self.inbox[e]), flow + e,
-                              1, name, now)
+                              1, name, now, sm_scale=self.combine_sm_scale)
                 if self.kpush or j == 0:
                     msg.send()
                 else:
@@ -356,6 +391,11 @@ class MokSim:
             yield env.timeout(left)
         self.spans.append((d, tr.COMPUTE_SMS, name, t0, env.now - t0))
         return env.now
+
+    def _gemm_estimate(self, d: int, i: int) -> float:
+        """Seconds the gate/up GEMM of minibatch i takes if it runs at the rate it starts at."""
+        joined = self.joins and self.all_dispatched[d].triggered
+        return float((self.plan.gate_up_joined if joined else self.plan.gate_up)[d][i])
 
     def open_epilogue_combine(self, d: int, i: int, gemm) -> Join:
         """Push combine from the down-GEMM epilogue: rows leave over the fabric as the GEMM
@@ -397,18 +437,56 @@ class MokSim:
         mac = self.cfg.macrobatch
         return max(-(-(cum + r) // mac) - max(-(-cum // mac), 1), 0)
 
-    def _take_ring(self, d: int, r: int, cum: int):
+    def _ring_span(self, d: int, t0: float) -> None:
+        if self.env.now > t0:
+            self.ring_wait[d] += self.env.now - t0
+            self.spans.append((d, tr.COMM_SMS if self.msg_trace is None else tr.DISPATCH,
+                               "ring wait", t0, self.env.now - t0))
+
+    def _take_slots(self, d: int, r: int):
+        """Back-pressure: the comm SMs wait until the ring has `r` free row slots."""
         t0 = self.env.now
-        if r > 0:
+        yield self.ring[d].get(r)
+        self._ring_span(d, t0)
+
+    def _take_ring(self, d: int, r: int, cum: int):
+        """Before a minibatch's copies: its slot-recycling barriers (ring_wrap_us per wrap), and
+        on a ring that holds all rows, its slots at once (they are never short)."""
+        t0 = self.env.now
+        if r > 0 and not self.tight[d]:
             yield self.ring[d].get(r)
         w = self._wraps(cum, r)
         if w:
             yield self.env.timeout(w * self.p["ring_wrap_us"] * US)
             self.ring_wrap[d] += w * self.p["ring_wrap_us"] * US
-        self.ring_wait[d] += self.env.now - t0
-        if self.env.now > t0:
-            self.spans.append((d, tr.COMM_SMS if self.msg_trace is None else tr.DISPATCH,
-                               "ring wait", t0, self.env.now - t0))
+        self._ring_span(d, t0)
+
+    def _free_ring(self, d: int, i: int, gemm_start: float, gemm_s: float, done):
+        """Gate/up tiles free their rows' ring slots row tile by row tile, in order. The refill
+        overlaps the last ring_refill_overlap share of the gate/up GEMM (the params file; 0:
+        all slots are freed when the GEMM ends, as a per-minibatch counter does); whatever is
+        left is freed when the GEMM ends (`done`, e.g. earlier once comm SMs joined)."""
+        r = int(self.plan.rows[d][i].sum())
+        tiles = max(int(self.plan.row_tiles[d][i]), 1)
+        q, rem = divmod(r, tiles)
+        parts = [q + 1] * rem + [q] * (tiles - rem)
+        t_first = gemm_start + (1.0 - self.refill_overlap) * gemm_s
+        freed = 0
+        for k, n in enumerate(parts):
+            at = t_first + self.refill_overlap * gemm_s * (k + 1) / tiles
+            if done.triggered or at >= gemm_start + gemm_s:
+                break
+            if at > self.env.now:
+                yield self.env.timeout(at - self.env.now) | done
+                if done.triggered:
+                    break
+            if n:
+                self.ring[d].put(n)
+                freed += n
+        if not done.triggered:
+            yield done
+        if r - freed:
+            self.ring[d].put(r - freed)
 
     def comm(self, d: int):
         cum = 0
@@ -416,7 +494,7 @@ class MokSim:
             r = int(self.plan.rows[d][i].sum())
             yield from self._take_ring(d, r, cum)
             cum += r
-            self.open_dispatch(d, i)
+            yield from self.open_dispatch(d, i)
             if self.schedule == "naive":  # comm walks dispatch i, combine i, in order
                 yield self.ready[d][i]
                 t = yield self.computed[d][i]
@@ -438,9 +516,14 @@ class MokSim:
                 self.first_gemm[d] = env.now
             ovh = self.p["minibatch_overhead_us"] * US
             self._gemm_args(d, i)
-            yield from self._gemm(d, f"gate_up+swiglu mb{i}", plan.gate_up[d][i], plan.gate_up_joined[d][i])
             r = int(plan.rows[d][i].sum())
-            if r > 0:
+            if self.tight[d]:  # slots come free while the gate/up tiles run
+                gu_done = env.event()
+                env.process(self._free_ring(d, i, env.now, self._gemm_estimate(d, i), gu_done))
+            yield from self._gemm(d, f"gate_up+swiglu mb{i}", plan.gate_up[d][i], plan.gate_up_joined[d][i])
+            if self.tight[d]:
+                gu_done.succeed(env.now)
+            elif r > 0:
                 self.ring[d].put(r)
             gemm = self._gemm(d, f"down mb{i}", plan.down[d][i] + ovh, plan.down_joined[d][i] + ovh)
             if self.epilogue:  # rows leave as tiles finish, none arrives before the GEMM ends
@@ -485,7 +568,8 @@ class MokSim:
     # --- results and invariants ---
     def _finish(self) -> None:
         P, plan = self.P, self.plan
-        sig_end = self.remote_wait if self.kpush else self.sig_local
+        # the home learns that its last outputs are in from every peer (remote in both modes)
+        sig_end = self.remote_wait if P > 1 else self.sig_local
         home_t = np.zeros(P)
         owner_t = np.zeros(P)
         unfired = [f"gpu{d} {op} mb{i}" for d in range(P) for op, js in
@@ -505,7 +589,12 @@ class MokSim:
         self.signal_wait = np.array([np.mean([j.fired_at - j.t for j in self.dispatch_joins[g]])
                                      for g in range(P)])
         self.owner_done = owner_t
-        self.pipe_end = np.maximum.reduce([home_t + sig_end, owner_t, self.compute_end])
+        if self.scn.hardware.emulated_ranks:
+            # one GPU runs one rank of the group, its peers' buffers in local memory: it ends when
+            # its own GEMMs and combines are done and signalled; no peer's outputs come home
+            self.pipe_end = np.maximum(owner_t, self.compute_end) + sig_end
+        else:
+            self.pipe_end = np.maximum.reduce([home_t + sig_end, owner_t, self.compute_end])
         # invariants: every dispatched row combined exactly once, bytes conserved per link
         t = traffic(self.scn)
         for d in range(P):
