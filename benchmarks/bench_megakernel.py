@@ -10,6 +10,7 @@ Each MoK config is 'dispatch/combine/minibatch/comm_sms'; the table shows the be
 from __future__ import annotations
 
 import argparse
+import itertools
 import sys
 
 import torch
@@ -27,6 +28,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--tokens", default="1024,2048,4096")
     p.add_argument("--ep", type=int, default=16)
     p.add_argument("--configs", default="pull/push/2048/32,pull/push/4096/24")
+    p.add_argument("--variants", default="",
+                   help="';'-separated KernelConfig tile options to compare, e.g. 'tma=1;block_m=64,num_warps=4'")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--out", default="")
     a = p.parse_args(argv)
@@ -41,21 +44,24 @@ def main(argv: list[str]) -> int:
             g = run_gemm_only(wl, a.iters, 3)
             tg = run_torch_grouped(wl, a.iters, 3)
             best = None
-            for c in a.configs.split(","):
+            for c, var in itertools.product(a.configs.split(","), a.variants.split(";")):
+                tiles = {k: int(v) for k, v in (o.split("=") for o in var.split(",") if o)}
                 d, cb, mb, cs = c.split("/")
                 knobs = dict(dispatch=d, combine=cb, minibatch=int(mb), comm_sms=int(cs),
                              macrobatch=131072, capacity=0.5)
-                t, bd = run_mok(wl, knobs, a.iters, 3, True, True)
+                t, bd = run_mok(wl, knobs, a.iters, 3, True, True, **tiles)
                 med = sorted(t)[len(t) // 2]
                 if a.out:
                     rec = make_record(system="mok", model=model, ep=a.ep, tokens=n, knobs=knobs,
                                       routing="uniform", seed=0, times=t, breakdown=bd,
                                       note="single-GPU rank emulation (rank 0), peers' buffers in "
-                                           "local HBM; graph replay; benchmarks/bench_megakernel.py",
-                                      hardware=hw, software=sw)
+                                           f"local HBM; graph replay; tile options {tiles or 'default'}; "
+                                           "benchmarks/bench_megakernel.py", hardware=hw, software=sw)
                     append_records(a.out, [rec])
+                label = f"{c} {var}".strip()
+                print(f"  {model} {n} {label}: {med:.3f} ms", flush=True)
                 if best is None or med < best[0]:
-                    best = (med, c, bd)
+                    best = (med, label, bd)
             gm, tm = sorted(g)[len(g) // 2], sorted(tg)[len(tg) // 2]
             fl = wl.flops()
             copy_bytes = 2 * wl.expected_rows() * wl.shape.hidden * 2 * 2  # dispatch+combine r+w

@@ -195,10 +195,13 @@ class Workload:
 
 
 def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph: bool,
-            breakdown: bool) -> tuple[list[float], dict[str, float]]:
-    """Time the MoK forward of one emulated rank; raises on stall or capacity overflow."""
+            breakdown: bool, **tiles: Any) -> tuple[list[float], dict[str, float]]:
+    """Time the MoK forward of one emulated rank; raises on stall or capacity overflow.
+
+    ``tiles``: KernelConfig implementation options beyond the knobs (e.g. tma=True).
+    """
     from .megakernel import KernelConfig, MoKLayer
-    cfg = KernelConfig(**knobs)
+    cfg = KernelConfig(**knobs, **tiles)
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, cfg, local_weights=True)
     fwd = lambda: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
     fwd()

@@ -23,9 +23,12 @@ Every spin-wait is bounded: past ``max_spin`` polls it writes an error code and 
 tile it waited on into an error word, later waits give up at once, and ``MoKLayer.check`` raises
 MegakernelStallError naming the stalled wait.
 
-Rank modes on one GPU: ``rank=r`` runs rank r of an EP-P group whose peers' send buffers (and home
-combine buffers) live in local memory; ``rank=None`` serves P virtual ranks (all experts) in one
-launch. Triton is imported lazily so the package imports without it.
+Peers. Send rows and combine slots are addressed through per-rank offset tables (peers.py), so the
+same kernel runs: ``group=G`` on real GPUs (each rank one process; buffers in torch symmetric
+memory; a GPU-side group barrier before the launch and before the epilogue; pull dispatch only);
+``rank=r`` on one GPU as rank r of an EP-P group whose peers' send buffers (and home combine
+buffers) live in local memory; ``rank=None`` as P virtual ranks (all experts) in one launch.
+Triton is imported lazily so the package imports without it.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ from typing import Any
 
 import torch
 
+from .peers import SymmetricPeers, emulated_offsets
 from .reference import MoEWeights
 from .schedule import CapacityOverflowError, Schedule, build_schedule
 
@@ -73,6 +77,7 @@ class KernelConfig:
     skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
     join: bool = True               # comm programs join compute after dispatch (push combine)
     fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
+    tma: bool = False               # weight tiles through TMA descriptors (needs fuse_gu)
 
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
@@ -85,6 +90,8 @@ class KernelConfig:
             raise ValueError(f"combine {self.combine!r}: allowed push, pull")
         if self.minibatch < 1 or self.comm_sms < 1 or self.capacity <= 0:
             raise ValueError("minibatch >= 1, comm_sms >= 1 and capacity > 0 are required")
+        if self.tma and not self.fuse_gu:
+            raise ValueError("tma=True needs fuse_gu=True")
 
 
 _KERNELS: dict[str, Any] = {}
@@ -120,30 +127,40 @@ def _kernels() -> dict[str, Any]:
         tl.atomic_add(ptr, 1, sem="release", scope="gpu")
 
     @triton.jit
-    def copy_rows(src_ptr, src_rows, dst_ptr, dst_rows, mask, H: tl.constexpr, CC: tl.constexpr):
-        """Copy rows src[src_rows] -> dst[dst_rows] (int64 row ids, (CR,)), 16-byte vectors."""
+    def peer_row(off_ptr, gid, per_peer, H: tl.constexpr):
+        """Element offset of global row gid: row gid % per_peer of peer gid // per_peer's buffer,
+        whose start is off_ptr[peer] elements from the kernel's base pointer."""
+        base = tl.multiple_of(tl.load(off_ptr + gid // per_peer), 16)
+        return base + (gid % per_peer).to(tl.int64) * H
+
+    @triton.jit
+    def copy_rows(src_ptr, src_off, dst_ptr, dst_off, mask, H: tl.constexpr, CC: tl.constexpr):
+        """Copy rows at element offsets src_off -> dst_off (int64, (CR,)), 16-byte vectors."""
         cols = tl.arange(0, CC)
         for h0 in tl.static_range(0, H, CC):
-            v = tl.load(src_ptr + src_rows[:, None] * H + h0 + cols[None, :], mask=mask[:, None])
-            tl.store(dst_ptr + dst_rows[:, None] * H + h0 + cols[None, :], v, mask=mask[:, None])
+            v = tl.load(src_ptr + src_off[:, None] + h0 + cols[None, :], mask=mask[:, None])
+            tl.store(dst_ptr + dst_off[:, None] + h0 + cols[None, :], v, mask=mask[:, None])
 
     @triton.jit
     def mok_kernel(
-        x_src_ptr,        # (P*N, H) bf16: peers' send buffers (local memory under emulation)
+        x_src_ptr,        # bf16 base of the send buffers; peer s's (N, H) rows at + x_off[s]
+        x_off_ptr,        # (P,) int64 element offsets (peer pointers, relative to x_src_ptr)
         x_loc_ptr,        # (NS, H) bf16: tokens the shared expert runs on
         ring_ptr,         # (R, H) bf16: macrobatch ring buffer
         h_ptr,            # (NS + C, I) bf16: SwiGLU activations, shared rows first
         y_ptr,            # (C, H) bf16: staging rows for pull combine
-        comb_ptr,         # (P*N*k, H) bf16: home combine buffers, slot (token, j)
+        comb_ptr,         # bf16 base of the home combine buffers; rank r's (N*k, H) slots
+        comb_off_ptr,     # (P,) int64 at + comb_off[r]; slot (token, j) = token*k + j
         sh_out_ptr,       # (NS, H) fp32: shared-expert output
         wg_ptr, wu_ptr,   # (EL+1, H, I) bf16 gate / up; FUSE_GU: wg_ptr is (EL+1, H, 2I) gate|up
                           # interleaved in BN_GU-column blocks and wu_ptr is unused
         wd_ptr,           # (EL+1, I, H) bf16: down
+        wgu_desc, wd_desc,  # TMA descriptors of the gate|up and down weights as 2-D, or None
         recv_src_ptr, recv_slot_ptr,                  # (C,) int32
         tile_exp_ptr, tile_row0_ptr, tile_rows_ptr,   # (T_max,) int32
         mb_tile_ptr, mb_row_ptr, nmb_ptr,             # (MB_max+1,), (MB_max+1,), (1,) int32
         sync_ptr, err_ptr,                            # int32 workspace (zeroed), (2,) int32
-        NS, R, N_RANK, P, EL, COMM,
+        NS, R, N_RANK, SLOTS, P, EL, COMM,
         READY_OFF, GU_OFF, DN_OFF, HC_OFF, SH_OFF,
         PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin, NO_COPY, WORK_OFF, JOIN,
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
@@ -174,8 +191,8 @@ def _kernels() -> dict[str, Any]:
                         rows = r0 + c * CR + crow
                         m = rows < r1
                         src = tl.load(recv_src_ptr + rows, mask=m, other=0)
-                        copy_rows(x_src_ptr, src.to(tl.int64), ring_ptr, (rows % R).to(tl.int64),
-                                  m, H, CC)
+                        copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
+                                  (rows % R).to(tl.int64) * H, m, H, CC)
                     if (STALL == 0) | (mb > 0):
                         signal(sync_ptr + READY_OFF + mb * P)
                 else:
@@ -188,8 +205,8 @@ def _kernels() -> dict[str, Any]:
                             m = rows < r1
                             src = tl.load(recv_src_ptr + rows, mask=m, other=0)
                             m = m & ((src // N_RANK) == s)
-                            copy_rows(x_src_ptr, src.to(tl.int64), ring_ptr,
-                                      (rows % R).to(tl.int64), m, H, CC)
+                            copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
+                                      (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s)
             if PULL_COMBINE != 0:
@@ -203,7 +220,8 @@ def _kernels() -> dict[str, Any]:
                         rows = r0 + c * CR + crow
                         m = rows < r1
                         slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
-                        copy_rows(y_ptr, rows.to(tl.int64), comb_ptr, slot.to(tl.int64), m, H, CC)
+                        copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr,
+                                  peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
         if (pid >= COMM) | ((JOIN != 0) & (PULL_COMBINE == 0)):
             # ---------------- compute (comm programs join once dispatch is done) ----------------
             # Items are taken from one atomic counter in list order: sections
@@ -269,7 +287,10 @@ def _kernels() -> dict[str, Any]:
                         acc2 = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
                         for k0 in range(0, H, BK):
                             a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
-                            bgu = tl.load(wg_ptr + w_off2 + k0 * (2 * I))
+                            if wgu_desc is None:
+                                bgu = tl.load(wg_ptr + w_off2 + k0 * (2 * I))
+                            else:
+                                bgu = wgu_desc.load([e * H + k0, nb * 2 * BN_GU])
                             acc2 = tl.dot(a, bgu, acc2)
                         acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
                     else:
@@ -315,7 +336,10 @@ def _kernels() -> dict[str, Any]:
                     acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
                     for k0 in range(0, I, BK):
                         a_d = tl.load(a_ptrs_d + k0, mask=rmask_d[:, None], other=0.0)
-                        bw_d = tl.load(wd_ptr + w_off_d + k0 * H)
+                        if wd_desc is None:
+                            bw_d = tl.load(wd_ptr + w_off_d + k0 * H)
+                        else:
+                            bw_d = wd_desc.load([e_d * I + k0, nb_d * BN_DN])
                         acc_d = tl.dot(a_d, bw_d, acc_d)
                     if shared:
                         s_ptrs_d = sh_out_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
@@ -327,7 +351,8 @@ def _kernels() -> dict[str, Any]:
                             signal(sync_ptr + DN_OFF + mbi)
                         else:
                             slot_d = tl.load(recv_slot_ptr + row0_d + rm, mask=rmask_d, other=0)
-                            c_ptrs_d = comb_ptr + slot_d.to(tl.int64)[:, None] * H + rn_d[None, :]
+                            c_off_d = peer_row(comb_off_ptr, slot_d, SLOTS, H)
+                            c_ptrs_d = comb_ptr + c_off_d[:, None] + rn_d[None, :]
                             tl.store(c_ptrs_d, acc_d.to(tl.bfloat16), mask=rmask_d[:, None])
                 g = g_next
 
@@ -365,10 +390,19 @@ class MoKLayer:
     cfg: KernelConfig = field(default_factory=KernelConfig)
     device: str = "cuda"
     local_weights: bool = False      # weights hold only this rank's E/P experts (benchmarks)
+    group: Any = None                # torch.distributed group: real GPUs over symmetric memory
 
     def __post_init__(self) -> None:
         self.cfg.validate()
         w, cfg = self.weights, self.cfg
+        if self.group is not None:
+            import torch.distributed as dist
+            size, me = dist.get_world_size(self.group), dist.get_rank(self.group)
+            if size != self.ep or self.rank not in (None, me):
+                raise ValueError(f"group of {size} ranks (this one {me}) but ep={self.ep}, rank={self.rank}")
+            if cfg.dispatch == "push":
+                raise ValueError("dispatch='push' is emulated on one GPU only; across GPUs use pull")
+            self.rank = me
         e, h, i = w.wg.shape
         if self.local_weights:
             e = e * self.ep
@@ -405,7 +439,8 @@ class MoKLayer:
         self.wd = pack(w.wd, w.sd)   # (EL+1, I, H)
         p, n, k = self.ep, self.tokens, self.topk
         self.ns = n * p if self.rank is None else n         # tokens this launch's shared expert sees
-        self.tok0 = 0 if self.rank is None else self.rank * n
+        # first home token of this launch in the send/combine/weight arrays it is given
+        self.tok0 = 0 if self.rank is None or self.group is not None else self.rank * n
         sched = self.schedule(torch.zeros(p * n, k, dtype=torch.int64, device=dev))
         c, self.t_max, self.mb_max = sched.capacity, sched.max_tiles, sched.max_minibatches
         self.capacity = c
@@ -413,7 +448,14 @@ class MoKLayer:
         self.ring = torch.empty(self.ring_rows, self.H, dtype=bf, device=dev)
         self.hbuf = torch.empty(self.ns + c, self.I, dtype=bf, device=dev)
         self.ystage = torch.empty(c if cfg.combine == "pull" else 1, self.H, dtype=bf, device=dev)
-        self.comb = torch.randn(p * n * k, self.H, dtype=bf, device=dev)  # home combine buffers
+        if self.group is None:      # one GPU: every rank's buffers are slices of local tensors
+            self.peers = None
+            self.comb = torch.randn(p * n * k, self.H, dtype=bf, device=dev)  # home combine buffers
+            self.x_off = emulated_offsets(p, n, self.H, dev)
+            self.comb_off = emulated_offsets(p, n * k, self.H, dev)
+        else:
+            self.peers = SymmetricPeers(self.group, n, k, self.H, dev)
+            self.comb, self.x_off, self.comb_off = self.peers.comb, self.peers.x_off, self.peers.comb_off
         self.sh_out = torch.empty(self.ns, self.H, dtype=torch.float32, device=dev)
         self.out = torch.empty(self.ns, self.H, dtype=bf, device=dev)
         ns_tiles = (self.ns + cfg.block_m - 1) // cfg.block_m
@@ -445,17 +487,32 @@ class MoKLayer:
         x_loc = x_all[self.tok0:self.tok0 + self.ns]
         cc = min(1024, self.H)
         ks["mok"][(grid,)](
-            x_all, x_loc, self.ring, self.hbuf, self.ystage, self.comb, self.sh_out,
-            self.wg, self.wu, self.wd, sched.recv_src, sched.recv_slot,
+            x_all, self.x_off, x_loc, self.ring, self.hbuf, self.ystage, self.comb, self.comb_off,
+            self.sh_out, self.wg, self.wu, self.wd, *self.weight_descriptors(),
+            sched.recv_src, sched.recv_slot,
             sched.tile_expert, sched.tile_row0, sched.tile_rows,
             sched.mb_tile, sched.mb_row, sched.num_mb, self.sync, self.err,
-            self.ns, self.ring_rows, self.tokens, self.ep, self.el, cfg.comm_sms,
+            self.ns, self.ring_rows, self.tokens, self.tokens * self.topk, self.ep, self.el,
+            cfg.comm_sms,
             self.off["ready"], self.off["gu"], self.off["dn"], self.off["hc"], self.off["sh"],
             int(cfg.dispatch == "push"), int(cfg.combine == "pull"), self.stall_test, cfg.max_spin,
             int(cfg.skip_copy), self.off["work"], int(cfg.join),
             H=self.H, I=self.I, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=cc, FUSE_GU=cfg.fuse_gu, num_warps=cfg.num_warps,
             num_stages=cfg.num_stages)
+
+    def weight_descriptors(self) -> tuple[Any, Any]:
+        """Host TMA descriptors of the gate|up and down weights as 2-D matrices, or (None, None)."""
+        if not self.cfg.tma:
+            return None, None
+        if not hasattr(self, "_descs"):
+            from triton.tools.tensor_descriptor import TensorDescriptor
+            cfg = self.cfg
+            gu = self.wg.view(-1, 2 * self.I)
+            dn = self.wd.view(-1, self.H)
+            self._descs = (TensorDescriptor.from_tensor(gu, [cfg.block_k, 2 * cfg.bn_gu]),
+                           TensorDescriptor.from_tensor(dn, [cfg.block_k, cfg.bn_dn]))
+        return self._descs
 
     def epilogue(self, w_all: torch.Tensor) -> torch.Tensor:
         """Sum the k combine slots of this launch's home tokens (fixed order) plus shared output."""
@@ -469,13 +526,29 @@ class MoKLayer:
     def forward(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor) -> torch.Tensor:
         """x_all (P*N, H) bf16, ids_all (P*N, k), w_all (P*N, k) fp32 -> home output (NS, H) bf16.
 
+        With ``group`` (real GPUs) each rank passes only its own tokens: x (N, H), ids and w (N, k).
         Call ``check()`` after the forward to surface capacity overflow or a stalled wait.
         """
+        if self.peers is not None:
+            return self._forward_group(x_all, ids_all, w_all)
         sched = self.schedule(ids_all)
         self.last_schedule = sched
         self.overflow_acc += sched.overflow
         self.launch(x_all, sched)
         return self.epilogue(w_all.float().contiguous())
+
+    def _forward_group(self, x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
+        """Real multi-GPU forward: all-gather the ids, publish x, one megakernel, then combine."""
+        peers = self.peers
+        ids_all = peers.all_gather(ids)
+        peers.send.copy_(x)
+        sched = self.schedule(ids_all)
+        self.last_schedule = sched
+        self.overflow_acc += sched.overflow
+        peers.barrier()            # every send buffer written before any rank pulls from it
+        self.launch(peers.send, sched)
+        peers.barrier()            # every pushed combine row landed before the epilogue reads it
+        return self.epilogue(w.float().contiguous())
 
     def check(self) -> None:
         """Raise MegakernelStallError / CapacityOverflowError if the last forward failed."""

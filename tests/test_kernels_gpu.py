@@ -34,10 +34,10 @@ def setup(ep, routing, seed):
 
 
 def run_case(ep, rank, routing, dispatch="pull", combine="push", minibatch=300, capacity=1.0,
-             comm=8, macro=131072, seed=0):
+             comm=8, macro=131072, seed=0, **tiles):
     w, wf, x, ids, wts = setup(ep, routing, seed)
     cfg = KernelConfig(dispatch=dispatch, combine=combine, minibatch=minibatch, comm_sms=comm,
-                       macrobatch=macro, capacity=capacity)
+                       macrobatch=macro, capacity=capacity, **tiles)
     layer = MoKLayer(w, ep, N, K, rank, cfg)
     y = ref.routed_outputs(x.float(), ids, wf)                  # (P*N, k, H) every route
     el = E // ep
@@ -78,6 +78,23 @@ def test_megakernel_matches_reference(ep, rank, routing, dispatch, combine, mb):
     r_out, r_served, _, _ = run_case(ep, rank, routing, dispatch, combine, mb)
     assert r_served <= 1e-2, r_served
     assert r_out <= 1e-2, r_out
+
+
+@pytest.mark.parametrize("ep,rank,routing,dispatch,combine,mb", [CASES[2], CASES[5], CASES[7]])
+def test_tma_weight_tiles_match_reference(ep, rank, routing, dispatch, combine, mb):
+    r_out, r_served, _, _ = run_case(ep, rank, routing, dispatch, combine, mb, tma=True)
+    assert r_served <= 1e-2, r_served
+    assert r_out <= 1e-2, r_out
+
+
+def test_group_on_real_gpus():
+    """Real ranks (one process per GPU, symmetric memory, NCCL baseline); all GPUs of the host."""
+    import subprocess
+    import sys
+    res = subprocess.run([sys.executable, "-m", "mok_kernels.group_check", "--iters", "3"],
+                         capture_output=True, text=True, timeout=600)
+    print(res.stdout, res.stderr)
+    assert res.returncode == 0, res.stdout + res.stderr
 
 
 def test_small_ring_back_pressure():
