@@ -46,20 +46,23 @@ class Plan:
     down_joined: list
     row_tiles: list  # per GPU: (M,) row tiles of the real minibatch (tile quantization)
     shared: float  # seconds of the shared expert
+    shared_split: tuple  # (gate/up, down, gate/up joined, down joined) seconds of the shared expert
     groups: np.ndarray  # (P,) peer group of each GPU
     grouped: bool
 
 
-def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms):
-    """(gate/up, down) seconds per minibatch: expert_ffn_time split in proportion to the two GEMMs."""
+def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: bool = False):
+    """(gate/up, down) seconds per minibatch (or of the shared expert): expert_ffn_time split in
+    proportion to the two GEMMs."""
     hw, m = scn.hardware, scn.model
     ws = _param(p, "wave_sync", 1.0)
-    ffn = expert_ffn_time(scn, p, rows, tiles, touched, sms, m.expert_width, wave_sync=ws)
+    width = m.shared_width if shared else m.expert_width
+    ffn = expert_ffn_time(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws)
     eff = p["gemm_eff"] * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
     rate = hw.tflops(scn.precision) * 1e12 / hw.sms * eff
     tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
-    gu = gemm_time(tiles, 2 * m.expert_width, m.hidden, sms, rate, tm, tn, ws)
-    dn = gemm_time(tiles, m.hidden, m.expert_width, sms, rate, tm, tn, ws)
+    gu = np.asarray(gemm_time(tiles, 2 * width, m.hidden, sms, rate, tm, tn, ws), dtype=np.float64)
+    dn = np.asarray(gemm_time(tiles, m.hidden, width, sms, rate, tm, tn, ws), dtype=np.float64)
     share = np.divide(gu, gu + dn, out=np.full_like(gu, 0.5), where=(gu + dn) > 0)
     return ffn * share, ffn * (1 - share)
 
@@ -113,15 +116,16 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, topo: Topology, max_peers: 
     gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, cx + share * cfg.comm_sms)
                   if share > 0 else (gu, dn))
     splits = np.cumsum(M)[:-1]
-    shared = 0.0
+    shared, shared_split = 0.0, (0.0, 0.0, 0.0, 0.0)
     if m.shared_experts:
-        shared = float(expert_ffn_time(scn, p, scn.tokens * m.shared_experts,
-                                       np.ceil(scn.tokens / tm) * m.shared_experts,
-                                       m.shared_experts, cx, m.shared_width, shared=True,
-                                       wave_sync=_param(p, "wave_sync", 1.0)))
+        sh = (scn.tokens * m.shared_experts, np.ceil(scn.tokens / tm) * m.shared_experts, m.shared_experts)
+        sg, sd = _gemm_split(scn, p, *sh, cx, shared=True)
+        sgj, sdj = _gemm_split(scn, p, *sh, cx + share * cfg.comm_sms, shared=True) if share > 0 else (sg, sd)
+        shared = float(sg + sd)
+        shared_split = (float(sg), float(sd), float(sgj), float(sdj))
     return Plan(M, endpoints, rows_l, np.split(gu, splits), np.split(dn, splits),
                 np.split(gu_j, splits), np.split(dn_j, splits), [np.asarray(x) for x in tt],
-                shared, groups, grouped)
+                shared, shared_split, groups, grouped)
 
 
 def _minibatch_rows(expert_rows: np.ndarray, mb: int, tm: int, aligned: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -505,38 +509,86 @@ class MokSim:
                 yield self.open_combine(d, i).done
 
     def compute(self, d: int):
+        """The compute SMs take GEMMs from one work list, in order: gate/up of the shared expert,
+        gate/up of minibatch 0, down of the shared expert, then gate/up of minibatch i+1 before
+        down of minibatch i (mok_kernels/megakernel.py's work counter), so a minibatch's rows
+        are released to the ring as early as they can be. Work-conserving: while a gate/up waits
+        for its rows, the next GEMM in the list that can run does."""
+        if self.schedule == "naive":
+            yield from self._compute_in_order(d)
+            return
         env, plan = self.env, self.plan
-        if self.schedule == "published" and plan.shared > 0:
-            yield from self._run(d, "shared expert", plan.shared)
         M = int(plan.minibatches[d])
+        work = [("gu", -1)] if plan.shared > 0 else []
         for i in range(M):
-            t_ready = yield self.ready[d][i]
-            self._check(env.now >= t_ready, f"gate/up gpu{d} mb{i} before its dispatch")
-            if i == 0:
-                self.first_gemm[d] = env.now
-            ovh = self.p["minibatch_overhead_us"] * US
-            self._gemm_args(d, i)
-            r = int(plan.rows[d][i].sum())
-            if self.tight[d]:  # slots come free while the gate/up tiles run
-                gu_done = env.event()
-                env.process(self._free_ring(d, i, env.now, self._gemm_estimate(d, i), gu_done))
-            yield from self._gemm(d, f"gate_up+swiglu mb{i}", plan.gate_up[d][i], plan.gate_up_joined[d][i])
-            if self.tight[d]:
-                gu_done.succeed(env.now)
-            elif r > 0:
-                self.ring[d].put(r)
-            gemm = self._gemm(d, f"down mb{i}", plan.down[d][i] + ovh, plan.down_joined[d][i] + ovh)
-            if self.epilogue:  # rows leave as tiles finish, none arrives before the GEMM ends
-                proc = env.process(gemm)
-                self.open_epilogue_combine(d, i, proc)
-                yield proc
+            work.append(("gu", i))
+            work.append(("dn", i - 1))
+        work.append(("dn", M - 1))
+        work = [w for w in work if w[1] >= 0 or plan.shared > 0]
+        def runnable(w) -> bool:  # gate/up once its rows are in, down once its gate/up ran
+            kind, i = w
+            return (("gu", i) not in work) if kind == "dn" else (i < 0 or self.ready[d][i].triggered)
+
+        while work:
+            k = next((k for k, w in enumerate(work) if runnable(w)), len(work))
+            if k == len(work):  # nothing can run: wait for the first minibatch still in flight
+                yield self.ready[d][work[0][1]]
+                continue
+            kind, i = work.pop(k)
+            if kind == "gu":
+                yield from self._gate_up(d, i)
             else:
-                yield from gemm
-            self.computed[d][i].succeed(env.now)
-            if self.schedule == "published" and not self.epilogue:  # a local signal: combine
-                env.timeout(self.sig_local).callbacks.append(lambda _e, d=d, i=i: self.open_combine(d, i))
+                yield from self._down(d, i)
         self.compute_end[d] = env.now
-        if self.schedule == "naive" and plan.shared > 0:
+
+    def _gate_up(self, d: int, i: int):
+        env, plan = self.env, self.plan
+        if i < 0:
+            sg, _, sgj, _ = plan.shared_split
+            yield from self._gemm(d, "shared expert", sg, sgj)  # its gate/up
+            return
+        t_ready = self.ready[d][i].value
+        self._check(env.now >= t_ready, f"gate/up gpu{d} mb{i} before its dispatch")
+        if i == 0:
+            self.first_gemm[d] = env.now
+        self._gemm_args(d, i)
+        r = int(plan.rows[d][i].sum())
+        if self.tight[d]:  # slots come free while the gate/up tiles run
+            gu_done = env.event()
+            env.process(self._free_ring(d, i, env.now, self._gemm_estimate(d, i), gu_done))
+        yield from self._gemm(d, f"gate_up+swiglu mb{i}", plan.gate_up[d][i], plan.gate_up_joined[d][i])
+        if self.tight[d]:
+            gu_done.succeed(env.now)
+        elif r > 0:
+            self.ring[d].put(r)
+
+    def _down(self, d: int, i: int):
+        env, plan = self.env, self.plan
+        if i < 0:
+            _, sd, _, sdj = plan.shared_split
+            yield from self._gemm(d, "shared expert down", sd, sdj)
+            return
+        ovh = self.p["minibatch_overhead_us"] * US
+        gemm = self._gemm(d, f"down mb{i}", plan.down[d][i] + ovh, plan.down_joined[d][i] + ovh)
+        if self.epilogue:  # rows leave as tiles finish, none arrives before the GEMM ends
+            proc = env.process(gemm)
+            self.open_epilogue_combine(d, i, proc)
+            yield proc
+        else:
+            yield from gemm
+        self.computed[d][i].succeed(env.now)
+        if self.schedule == "published" and not self.epilogue:  # a local signal: combine
+            env.timeout(self.sig_local).callbacks.append(lambda _e, d=d, i=i: self.open_combine(d, i))
+
+    def _compute_in_order(self, d: int):
+        """Naive schedule: dispatch i, compute i, combine i in order; the shared expert last."""
+        env, plan = self.env, self.plan
+        for i in range(int(plan.minibatches[d])):
+            yield self.ready[d][i]
+            yield from self._gate_up(d, i)
+            yield from self._down(d, i)
+        self.compute_end[d] = env.now
+        if plan.shared > 0:
             yield from self._run(d, "shared expert", plan.shared)
             self.compute_end[d] = env.now
 
@@ -568,8 +620,8 @@ class MokSim:
     # --- results and invariants ---
     def _finish(self) -> None:
         P, plan = self.P, self.plan
-        # the home learns that its last outputs are in from every peer (remote in both modes)
-        sig_end = self.remote_wait if P > 1 else self.sig_local
+        # pushed outputs come with a completion signal from every peer; pulled ones are local
+        sig_end = self.remote_wait if self.kpush else self.sig_local
         home_t = np.zeros(P)
         owner_t = np.zeros(P)
         unfired = [f"gpu{d} {op} mb{i}" for d in range(P) for op, js in
