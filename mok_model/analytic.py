@@ -97,6 +97,13 @@ def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, 
     gradients plus the weight gradients, at bwd_gemm_eff_scale. The result is floored by reading
     the weights of `experts_touched` experts from HBM (and, backward, the weight-gradient traffic).
     """
+    t, floor = expert_ffn_parts(scn, p, rows, row_tiles, experts_touched, sms, width, shared, wave_sync)
+    return np.maximum(t, floor)
+
+
+def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
+                     width: int, shared: bool = False, wave_sync: float = 1.0):
+    """(tile time, HBM floor) of expert_ffn_time, apart (the simulator streams the floor)."""
     hw, m = scn.hardware, scn.model
     precision = "bf16" if shared else scn.precision  # the shared expert stays BF16 (published)
     wbytes = ELEMENT_BYTES[precision]
@@ -114,7 +121,7 @@ def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, 
         weight_bytes += 3.0 * H * I * p["wgrad_bytes_per_weight"]  # weight-gradient traffic
     act_bytes = rows * (2 * I) * 2.0 * (1 if scn.pass_ == "fwd" else 3)  # gate/up activations
     floor = (experts_touched * weight_bytes + act_bytes) / (hw.hbm_tbps * 1e12 * p["hbm_eff"])
-    return np.maximum(t, floor)
+    return t, floor
 
 
 def _col(x):

@@ -21,7 +21,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..analytic import US, expert_ffn_time, gemm_time
+from ..analytic import US, expert_ffn_parts, gemm_time
 from ..params import Params
 from ..scenario import ELEMENT_BYTES, Config, Scenario
 from ..workload import traffic
@@ -47,17 +47,41 @@ class Plan:
     row_tiles: list  # per GPU: (M,) row tiles of the real minibatch (tile quantization)
     shared: float  # seconds of the shared expert
     shared_split: tuple  # (gate/up, down, gate/up joined, down joined) seconds of the shared expert
+    join_scale: float  # compute SMs / compute SMs once the comm SMs joined
     groups: np.ndarray  # (P,) peer group of each GPU
     grouped: bool
 
 
-def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: bool = False):
-    """(gate/up, down) seconds per minibatch (or of the shared expert): expert_ffn_time split in
-    proportion to the two GEMMs."""
+def _stream_floor(t: np.ndarray, floor: np.ndarray, wave_sync: float, splits) -> np.ndarray:
+    """FFN seconds per minibatch from its tile time and its HBM floor (weights of the experts it
+    touches). With whole waves (wave_sync 1) each minibatch is floored by its own reads; when
+    tiles stream from one work counter (wave_sync 0) the next minibatches' weights load while
+    earlier tiles run, so the floor binds on the running totals of each GPU's minibatches:
+    end_i = max(end_{i-1} + t_i, floor_1 + ... + floor_i)."""
+    whole = np.maximum(t, floor)
+    if wave_sync >= 1.0:
+        return whole
+    out = []
+    for tt, ff in zip(np.split(t, splits), np.split(floor, splits)):
+        ends = np.empty_like(tt)
+        end, cum = 0.0, np.cumsum(ff)
+        for i in range(len(tt)):
+            end = max(end + tt[i], cum[i])
+            ends[i] = end
+        out.append(np.diff(ends, prepend=0.0))
+    return wave_sync * whole + (1.0 - wave_sync) * np.concatenate(out)
+
+
+def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: bool = False, splits=()):
+    """(gate/up, down) seconds per minibatch (or of the shared expert): the FFN time (analytic's
+    expert_ffn_parts, the floor streamed per GPU: `splits` cut the flat minibatches into GPUs)
+    split in proportion to the two GEMMs."""
     hw, m = scn.hardware, scn.model
     ws = _param(p, "wave_sync", 1.0)
     width = m.shared_width if shared else m.expert_width
-    ffn = expert_ffn_time(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws)
+    t_tiles, floor = expert_ffn_parts(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws)
+    ffn = _stream_floor(np.atleast_1d(np.asarray(t_tiles, np.float64)),
+                        np.atleast_1d(np.asarray(floor, np.float64)), ws, splits)
     eff = p["gemm_eff"] * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
     rate = hw.tflops(scn.precision) * 1e12 / hw.sms * eff
     tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
@@ -109,23 +133,25 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, topo: Topology, max_peers: 
         aa.append((per_expert > 0).sum(axis=1))
     cx = scn.hardware.sms - cfg.comm_sms
     flat_r, flat_t, flat_a = (np.concatenate(v).astype(np.float64) for v in (rr, tt, aa))
-    gu, dn = _gemm_split(scn, p, flat_r, flat_t, flat_a, cx)
+    splits = np.cumsum(M)[:-1]
+    gu, dn = _gemm_split(scn, p, flat_r, flat_t, flat_a, cx, splits=splits)
     # comm SMs join the compute only when the combine does not need them (epilogue push)
     epilogue = cfg.combine == "push" and _param(p, "combine_in_epilogue") >= 0.5
     share = _param(p, "comm_join_share") if epilogue else 0.0
-    gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, cx + share * cfg.comm_sms)
-                  if share > 0 else (gu, dn))
-    splits = np.cumsum(M)[:-1]
+    # the joining SMs take tiles from the same work list: the GEMM's remaining SM-seconds are
+    # shared by cx + share x C_comm SMs (work-conserving, as analytic.mok_terms' work_time)
+    join_scale = cx / (cx + share * cfg.comm_sms)
+    gu_j, dn_j = gu * join_scale, dn * join_scale
     shared, shared_split = 0.0, (0.0, 0.0, 0.0, 0.0)
     if m.shared_experts:
         sh = (scn.tokens * m.shared_experts, np.ceil(scn.tokens / tm) * m.shared_experts, m.shared_experts)
         sg, sd = _gemm_split(scn, p, *sh, cx, shared=True)
-        sgj, sdj = _gemm_split(scn, p, *sh, cx + share * cfg.comm_sms, shared=True) if share > 0 else (sg, sd)
-        shared = float(sg + sd)
-        shared_split = (float(sg), float(sd), float(sgj), float(sdj))
+        sgj, sdj = sg * join_scale, sd * join_scale
+        shared_split = tuple(float(np.asarray(x).reshape(-1)[0]) for x in (sg, sd, sgj, sdj))
+        shared = shared_split[0] + shared_split[1]
     return Plan(M, endpoints, rows_l, np.split(gu, splits), np.split(dn, splits),
                 np.split(gu_j, splits), np.split(dn_j, splits), [np.asarray(x) for x in tt],
-                shared, shared_split, groups, grouped)
+                shared, shared_split, join_scale, groups, grouped)
 
 
 def _minibatch_rows(expert_rows: np.ndarray, mb: int, tm: int, aligned: bool) -> tuple[np.ndarray, np.ndarray]:
@@ -569,7 +595,7 @@ class MokSim:
             yield from self._gemm(d, "shared expert down", sd, sdj)
             return
         ovh = self.p["minibatch_overhead_us"] * US
-        gemm = self._gemm(d, f"down mb{i}", plan.down[d][i] + ovh, plan.down_joined[d][i] + ovh)
+        gemm = self._gemm(d, f"down mb{i}", plan.down[d][i] + ovh, plan.down_joined[d][i] + ovh * plan.join_scale)
         if self.epilogue:  # rows leave as tiles finish, none arrives before the GEMM ends
             proc = env.process(gemm)
             self.open_epilogue_combine(d, i, proc)
