@@ -77,7 +77,7 @@ class KernelConfig:
     skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
     join: bool = True               # comm programs join compute after dispatch (push combine)
     fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
-    tma: bool = False               # weight tiles through TMA descriptors (needs fuse_gu)
+    tma: bool = True                # weight tiles through TMA descriptors (needs fuse_gu)
 
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,

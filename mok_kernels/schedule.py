@@ -184,34 +184,65 @@ def _sched_kernels() -> dict:
     import triton.language as tl
 
     @triton.jit
-    def keys_kernel(ids_ptr, key_ptr, cnt_ptr, F, e0, nloc, NBIN: tl.constexpr, BLK: tl.constexpr):
-        """key = bucket * F + f (bucket = local expert, nloc for others); histogram of buckets."""
-        f = tl.program_id(0) * BLK + tl.arange(0, BLK)
+    def hist_kernel(ids_ptr, bh_ptr, bs_ptr, cnt_ptr, F, e0, nloc, NBIN: tl.constexpr,
+                    BLK: tl.constexpr):
+        """Per block of BLK routes: bucket histogram (bucket = local expert, nloc for others) and
+        its exclusive prefix; global bucket counts by atomics."""
+        b = tl.program_id(0)
+        f = b * BLK + tl.arange(0, BLK)
         m = f < F
         le = tl.load(ids_ptr + f, mask=m, other=0).to(tl.int32) - e0
-        local = (le >= 0) & (le < nloc)
-        bucket = tl.where(local, le, nloc)
-        key = bucket.to(tl.int64) * F + f
-        tl.store(key_ptr + f, key.to(key_ptr.dtype.element_ty), mask=m)
+        bucket = tl.where((le >= 0) & (le < nloc), le, nloc)
         hist = tl.histogram(tl.where(m, bucket, NBIN - 1), NBIN)
         bins = tl.arange(0, NBIN)
+        tl.store(bh_ptr + b * NBIN + bins, hist)
+        tl.store(bs_ptr + b * NBIN + bins, tl.cumsum(hist, 0) - hist)
         tl.atomic_add(cnt_ptr + bins, hist, mask=(bins <= nloc) & (hist > 0), sem="relaxed")
 
     @triton.jit
-    def recv_kernel(key_ptr, cnt_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, nloc,
-                    NBE: tl.constexpr, BLK: tl.constexpr):
-        """Received rows from the sorted keys: source row, combine slot, local expert."""
+    def scan_kernel(bh_ptr, cnt_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, NB, C, nloc,
+                    NBE: tl.constexpr, NBIN: tl.constexpr, BB: tl.constexpr, BLK: tl.constexpr):
+        """Program e < nloc: first row of expert e's routes in each block (expert start plus the
+        earlier blocks' counts). Later programs: rows past the kept total get empty entries."""
+        pid = tl.program_id(0)
         e = tl.arange(0, NBE)
-        total = tl.minimum(tl.sum(tl.load(cnt_ptr + e, mask=e < nloc, other=0)), C)
-        pos = tl.program_id(0) * BLK + tl.arange(0, BLK)
-        mc = pos < C
-        valid = pos < total
-        key = tl.load(key_ptr + pos, mask=valid, other=0)
-        f = (key % F).to(tl.int32)
-        b = (key // F).to(tl.int32)
-        tl.store(slot_ptr + pos, tl.where(valid, f, 0), mask=mc)
-        tl.store(src_ptr + pos, tl.where(valid, f // K, 0), mask=mc)
-        tl.store(exp_ptr + pos, tl.where(valid, b, -1), mask=mc)
+        cnt = tl.load(cnt_ptr + e, mask=e < nloc, other=0)
+        if pid < nloc:
+            carry = tl.sum(tl.where(e < pid, cnt, 0))
+            for c0 in range(0, NB, BB):
+                j = c0 + tl.arange(0, BB)
+                v = tl.load(bh_ptr + j * NBIN + pid, mask=j < NB, other=0)
+                tl.store(base_ptr + j * NBIN + pid, carry + tl.cumsum(v, 0) - v, mask=j < NB)
+                carry += tl.sum(v)
+        else:
+            total = tl.minimum(tl.sum(cnt), C)
+            pos = (pid - nloc) * BLK + tl.arange(0, BLK)
+            m = (pos >= total) & (pos < C)
+            tl.store(slot_ptr + pos, pos * 0, mask=m)
+            tl.store(src_ptr + pos, pos * 0, mask=m)
+            tl.store(exp_ptr + pos, pos * 0 - 1, mask=m)
+
+    @triton.jit
+    def place_kernel(ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, e0, nloc,
+                     NBIN: tl.constexpr, BLK: tl.constexpr):
+        """Stable counting sort, last step: each block orders its routes by bucket (in-block sort
+        of bucket*BLK + lane) and writes every kept local route to its row."""
+        b = tl.program_id(0)
+        lane = tl.arange(0, BLK)
+        f = b * BLK + lane
+        m = f < F
+        le = tl.load(ids_ptr + f, mask=m, other=0).to(tl.int32) - e0
+        bucket = tl.where((le >= 0) & (le < nloc), le, nloc)
+        key = tl.sort(tl.where(m, bucket, NBIN - 1) * BLK + lane, 0)
+        sb = key // BLK
+        fr = b * BLK + key % BLK
+        local = sb < nloc
+        start = tl.load(bs_ptr + b * NBIN + sb, mask=local, other=0)
+        pos = tl.load(base_ptr + b * NBIN + sb, mask=local, other=0) + lane - start
+        keep = local & (pos < C)
+        tl.store(slot_ptr + pos, fr, mask=keep)
+        tl.store(src_ptr + pos, fr // K, mask=keep)
+        tl.store(exp_ptr + pos, sb, mask=keep)
 
     @triton.jit
     def tiles_kernel(cnt_ptr, te_ptr, tr0_ptr, trows_ptr, off_ptr, C, nloc, T_MAX,
@@ -297,13 +328,15 @@ def _sched_kernels() -> dict:
             tl.store(scal_ptr + 2, (total + MB - 1) // MB)
             tl.store(scal_ptr + 3, over)
 
-    _SK.update(keys=keys_kernel, recv=recv_kernel, tiles=tiles_kernel, mb=mb_kernel)
+    _SK.update(hist=hist_kernel, scan=scan_kernel, place=place_kernel, tiles=tiles_kernel,
+               mb=mb_kernel)
     return _SK
 
 
 def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: int | None,
                            capacity_multiplier: float, minibatch: int, block_m: int) -> Schedule:
-    """Fused CUDA path of build_schedule: same arrays, ~8 graph nodes instead of ~60."""
+    """Fused CUDA path of build_schedule: same arrays from 5 Triton kernels (a stable counting
+    sort of the routes by local expert, then tiles and minibatches) instead of ~60 tensor ops."""
     ks = _sched_kernels()
     pn, k, n, el, e0, nloc, cap, cap_rank = _span(ids_all, ep, num_experts, rank, capacity_multiplier)
     dev, i32 = ids_all.device, torch.int32
@@ -314,15 +347,18 @@ def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, 
     mb_max = max(1, (cap + minibatch - 1) // minibatch)
     ints = torch.zeros(nloc + 1 + 4, dtype=i32, device=dev)           # counts (+dump), scalars
     counts_all, scal = ints[:nloc + 1], ints[nloc + 1:]
-    kdt = torch.int32 if (nloc + 1) * f_all < 2 ** 31 else torch.int64
-    keys = torch.empty(f_all, dtype=kdt, device=dev)
     blk = 1024
-    ks["keys"][(triton_cdiv(f_all, blk),)](ids_all.reshape(-1), keys, counts_all, f_all, e0, nloc,
-                                           NBIN=nbin, BLK=blk, num_warps=4)
-    skeys = torch.sort(keys).values          # only positions < total (<= F) are read
+    nb = triton_cdiv(f_all, blk)
+    ids_flat = ids_all.reshape(-1)
+    scratch = torch.empty(3, nb * nbin, dtype=i32, device=dev)   # block hist, its prefix, bases
+    ks["hist"][(nb,)](ids_flat, scratch[0], scratch[1], counts_all, f_all, e0, nloc, NBIN=nbin,
+                      BLK=blk, num_warps=4)
     recv = torch.empty(3, cap, dtype=i32, device=dev)
-    ks["recv"][(triton_cdiv(cap, blk),)](skeys, counts_all, recv[0], recv[1], recv[2], f_all, cap,
-                                         k, nloc, NBE=nbe, BLK=blk, num_warps=4)
+    ks["scan"][(nloc + triton_cdiv(cap, blk),)](scratch[0], counts_all, scratch[2], recv[0], recv[1],
+                                                recv[2], nb, cap, nloc, NBE=nbe, NBIN=nbin, BB=1024,
+                                                BLK=blk, num_warps=4)
+    ks["place"][(nb,)](ids_flat, scratch[1], scratch[2], recv[0], recv[1], recv[2], f_all, cap, k,
+                       e0, nloc, NBIN=nbin, BLK=blk, num_warps=4)
     tiles = torch.empty(3, t_max, dtype=i32, device=dev)
     offsets = torch.empty(nloc + 1, dtype=i32, device=dev)
     bt = 128

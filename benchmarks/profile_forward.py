@@ -1,0 +1,47 @@
+"""Per-kernel GPU times of one MoK forward (schedule kernels, megakernel, epilogue) via
+torch.profiler, for finding what the forward spends outside the megakernel.
+
+    PYTHONPATH=. python3 benchmarks/profile_forward.py [--model kimi-k2] [--tokens 2048] [--ep 16]
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--model", default="kimi-k2")
+    p.add_argument("--tokens", type=int, default=2048)
+    p.add_argument("--ep", type=int, default=16)
+    p.add_argument("--minibatch", type=int, default=4096)
+    p.add_argument("--comm-sms", type=int, default=16)
+    a = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("profile_forward: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    from torch.profiler import ProfilerActivity, profile
+
+    from mok_kernels.bench import Workload
+    from mok_kernels.megakernel import KernelConfig, MoKLayer
+    wl = Workload(a.model, a.ep, a.tokens, "uniform", 0, 0)
+    cfg = KernelConfig(minibatch=a.minibatch, comm_sms=a.comm_sms, tma=True)
+    layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, 0, cfg, local_weights=True)
+    for _ in range(3):
+        layer.forward(wl.x, wl.ids, wl.wts)
+    torch.cuda.synchronize()
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        for i in range(5):
+            wl.refresh(i)
+            layer.forward(wl.x, wl.ids, wl.wts)
+        torch.cuda.synchronize()
+    layer.check()
+    print(prof.key_averages().table(sort_by="cuda_time_total", row_limit=25, max_name_column_width=60))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
