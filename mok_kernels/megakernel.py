@@ -4,10 +4,13 @@ SwiGLU FFNs, and combine; a small epilogue sums the k slots per token in a fixed
 Roles. Program ids < comm_sms are communication programs, the rest compute programs.
 - Dispatch, pull: comm programs gather the rows of each minibatch from the (emulated) peers' send
   buffers into the macrobatch ring buffer, then raise the minibatch's ready counter (release).
-  Dispatch, push: comm programs act as the senders; lane l works for peer l % P and raises a
-  per-(minibatch, peer) signal, so compute waits on P signals per minibatch instead of one.
-  Before overwriting ring rows, comm waits until compute has finished the gate/up tiles that read
-  them (back-pressure of the ring buffer).
+  Dispatch, push: the senders write their own tokens' rows into the receiver's ring and raise a
+  per-(minibatch, sender) signal, so compute waits on P signals per minibatch instead of one.
+  With P virtual ranks in one launch the senders' comm programs do this (lane l serves receiver
+  l % P, minibatch by minibatch); with one emulated rank, whose senders are absent, the rank's
+  own comm programs act for them (lane l copies peer l % P's rows).
+  Before overwriting ring rows, the writer waits until the receiver's compute has finished the
+  gate/up tiles that read them (back-pressure of the ring buffer).
 - Compute takes items from one atomic work counter, in a fixed list order: gate/up tiles of the
   shared expert, gate/up of minibatch 0, down of the shared expert, gate/up of minibatch 1, down
   of minibatch 0, ... Gate/up items wait (acquire) for their minibatch's ready signal(s); down
@@ -27,7 +30,8 @@ Peers. Send rows and combine slots are addressed through per-rank offset tables 
 same kernel runs: ``group=G`` on real GPUs (each rank one process; buffers in torch symmetric
 memory; a GPU-side group barrier before the launch and before the epilogue; pull dispatch only);
 ``rank=r`` on one GPU as rank r of an EP-P group whose peers' send buffers (and home combine
-buffers) live in local memory; ``rank=None`` as P virtual ranks (all experts) in one launch.
+buffers) live in local memory; ``rank=None`` as P virtual ranks in one launch, each with its own
+programs (a 1/P slice of the grid), schedule, ring, activations, sync words and experts.
 Triton is imported lazily so the package imports without it.
 """
 
@@ -40,7 +44,7 @@ import torch
 
 from .peers import SymmetricPeers, emulated_offsets
 from .reference import MoEWeights
-from .schedule import CapacityOverflowError, Schedule, build_schedule
+from .schedule import CapacityOverflowError, Schedule, build_schedule, stack_schedules
 
 STALL_CODES = {
     1: "compute wait for the pull-dispatch ready counter of minibatch {info}",
@@ -163,17 +167,70 @@ def _kernels() -> dict[str, Any]:
         NS, R, N_RANK, SLOTS, P, EL, COMM,
         READY_OFF, GU_OFF, DN_OFF, HC_OFF, SH_OFF,
         PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin, NO_COPY, WORK_OFF, JOIN,
+        GRID_V, C_STRIDE, T_STRIDE, MB_STRIDE, SYNC_STRIDE, H_ROWS, Y_ROWS,
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
         FUSE_GU: tl.constexpr,
     ):
-        pid = tl.program_id(0)
+        # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
+        # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
+        VR = tl.program_id(0) // GRID_V
+        pid = tl.program_id(0) % GRID_V
+        vr = VR.to(tl.int64)
+        ring0, sync0, src0, mbr0, mbt0, nmb0 = ring_ptr, sync_ptr, recv_src_ptr, mb_row_ptr, mb_tile_ptr, nmb_ptr
+        ring_ptr += vr * R * H
+        h_ptr += vr * H_ROWS * I
+        y_ptr += vr * Y_ROWS * H
+        x_loc_ptr += vr * NS * H
+        sh_out_ptr += vr * NS * H
+        sync_ptr += vr * SYNC_STRIDE
+        recv_src_ptr += vr * C_STRIDE
+        recv_slot_ptr += vr * C_STRIDE
+        tile_exp_ptr += vr * T_STRIDE
+        tile_row0_ptr += vr * T_STRIDE
+        tile_rows_ptr += vr * T_STRIDE
+        mb_tile_ptr += vr * MB_STRIDE
+        mb_row_ptr += vr * MB_STRIDE
+        nmb_ptr += vr
+        E_BASE = VR * (EL + 1)                        # this rank's experts in the stacked weights
         NB_GU: tl.constexpr = I // BN_GU
         NB_DN: tl.constexpr = H // BN_DN
         nmb = tl.load(nmb_ptr)
         crow = tl.arange(0, CR)
-        if pid < COMM:
-            # ---------------- communication programs ----------------
+        if (pid < COMM) & (PUSH_DISPATCH == 2):
+            # ------- push dispatch by the senders: this rank's tokens into every receiver's ring -------
+            nmb_all = nmb
+            for q in range(0, P):
+                nmb_all = tl.maximum(nmb_all, tl.load(nmb0 + q))
+            lanes = tl.maximum(COMM, P)
+            for mb in range(0, nmb_all):               # minibatch-major: no sender runs ahead
+                for lane in range(pid, lanes, COMM):
+                    q = lane % P                       # receiver
+                    nsub = (lanes - q + P - 1) // P
+                    mbr_q = mbr0 + q * MB_STRIDE
+                    mbt_q = mbt0 + q * MB_STRIDE
+                    syn_q = sync0 + q.to(tl.int64) * SYNC_STRIDE
+                    if mb < tl.load(nmb0 + q):
+                        r0 = tl.load(mbr_q + mb)
+                        r1 = tl.load(mbr_q + mb + 1)
+                        j = 0                          # receiver's ring back-pressure
+                        while (j < mb) & (tl.load(mbr_q + j) < r1 - R):
+                            need = (tl.load(mbt_q + j + 1) - tl.load(mbt_q + j)) * NB_GU
+                            wait_geq(syn_q + GU_OFF + j, need, err_ptr, 4, j, max_spin)
+                            j += 1
+                        nchunk = (r1 - r0 + CR - 1) // CR
+                        for c in range(lane // P, nchunk, nsub):
+                            rows = r0 + c * CR + crow
+                            m = rows < r1
+                            src = tl.load(src0 + q * C_STRIDE + rows, mask=m, other=0)
+                            m = m & ((src // N_RANK) == VR)
+                            copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                      ring0 + q.to(tl.int64) * R * H, (rows % R).to(tl.int64) * H,
+                                      m, H, CC)
+                        if (STALL == 0) | (mb > 0):
+                            signal(syn_q + READY_OFF + mb * P + VR)
+        if (pid < COMM) & (PUSH_DISPATCH != 2):
+            # ---------------- communication programs: pull (or emulated push) ----------------
             freed = 0
             for mb in range(0, nmb):
                 r0 = tl.load(mb_row_ptr + mb)
@@ -209,19 +266,19 @@ def _kernels() -> dict[str, Any]:
                                       (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s)
-            if PULL_COMBINE != 0:
-                for mb in range(0, nmb):
-                    r0 = tl.load(mb_row_ptr + mb)
-                    r1 = tl.load(mb_row_ptr + mb + 1)
-                    need = (tl.load(mb_tile_ptr + mb + 1) - tl.load(mb_tile_ptr + mb)) * NB_DN
-                    wait_geq(sync_ptr + DN_OFF + mb, need, err_ptr, 5, mb, max_spin)
-                    nchunk = (r1 - r0 + CR - 1) // CR
-                    for c in range(pid, nchunk, COMM):
-                        rows = r0 + c * CR + crow
-                        m = rows < r1
-                        slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
-                        copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr,
-                                  peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
+        if (pid < COMM) & (PULL_COMBINE != 0):
+            for mb in range(0, nmb):
+                r0 = tl.load(mb_row_ptr + mb)
+                r1 = tl.load(mb_row_ptr + mb + 1)
+                need = (tl.load(mb_tile_ptr + mb + 1) - tl.load(mb_tile_ptr + mb)) * NB_DN
+                wait_geq(sync_ptr + DN_OFF + mb, need, err_ptr, 5, mb, max_spin)
+                nchunk = (r1 - r0 + CR - 1) // CR
+                for c in range(pid, nchunk, COMM):
+                    rows = r0 + c * CR + crow
+                    m = rows < r1
+                    slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
+                    copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr,
+                              peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
         if (pid >= COMM) | ((JOIN != 0) & (PULL_COMBINE == 0)):
             # ---------------- compute (comm programs join once dispatch is done) ----------------
             # Items are taken from one atomic counter in list order: sections
@@ -259,7 +316,10 @@ def _kernels() -> dict[str, Any]:
                         else:
                             lanes = tl.maximum(COMM, P)
                             for s in range(0, P):
-                                nsub = (lanes - s + P - 1) // P
+                                # lanes that raise signal (mbi, s): this rank's lanes for peer s
+                                # (emulated push) or sender s's lanes for this rank (real push)
+                                q = tl.where(PUSH_DISPATCH == 1, s, VR)
+                                nsub = (lanes - q + P - 1) // P
                                 wait_geq(sync_ptr + READY_OFF + mbi * P + s, nsub, err_ptr, 2, mbi,
                                          max_spin)
                         waited = b
@@ -269,13 +329,13 @@ def _kernels() -> dict[str, Any]:
                     if shared:
                         row0 = tt * BM
                         nrows = tl.minimum(NS - row0, BM)
-                        e = tt * 0 + EL
+                        e = tt * 0 + EL + E_BASE
                         a_ptrs = x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :]
                         hrow0 = row0
                     else:
                         row0 = tl.load(tile_row0_ptr + tile)
                         nrows = tl.load(tile_rows_ptr + tile)
-                        e = tl.load(tile_exp_ptr + tile)
+                        e = tl.load(tile_exp_ptr + tile) + E_BASE
                         a_ptrs = ring_ptr + ((row0 + rm) % R).to(tl.int64)[:, None] * H + rk[None, :]
                         hrow0 = NS + row0
                     rmask = rm < nrows
@@ -319,13 +379,13 @@ def _kernels() -> dict[str, Any]:
                     if shared:
                         row0_d = tt_d * BM
                         nrows_d = tl.minimum(NS - row0_d, BM)
-                        e_d = tt_d * 0 + EL
+                        e_d = tt_d * 0 + EL + E_BASE
                         hrow0_d = row0_d
                         cnt_ptr_d = sync_ptr + SH_OFF + tile_d
                     else:
                         row0_d = tl.load(tile_row0_ptr + tile_d)
                         nrows_d = tl.load(tile_rows_ptr + tile_d)
-                        e_d = tl.load(tile_exp_ptr + tile_d)
+                        e_d = tl.load(tile_exp_ptr + tile_d) + E_BASE
                         hrow0_d = NS + row0_d
                         cnt_ptr_d = sync_ptr + HC_OFF + tile_d
                     wait_geq(cnt_ptr_d, NB_GU, err_ptr, 3, tile_d, max_spin)
@@ -415,39 +475,44 @@ class MoKLayer:
         if self.H % cfg.bn_dn or self.I % cfg.bn_gu or self.H % cfg.block_k or self.I % cfg.block_k:
             raise ValueError("H and I must be multiples of the tile sizes")
         self.has_shared = ishared > 0
-        el = e // self.ep
-        lo, hi = (0, e) if self.rank is None else (self.rank * el, (self.rank + 1) * el)
-        self.el = hi - lo
-        if self.local_weights:
-            if self.rank is None:
-                raise ValueError("local_weights needs a rank")
-            lo, hi = 0, el
+        p, n, k = self.ep, self.tokens, self.topk
+        self.el = el = e // p
+        self.vranks = p if self.rank is None else 1          # ranks this launch serves
+        if self.local_weights and self.rank is None:
+            raise ValueError("local_weights needs a rank")
+        served = range(p) if self.rank is None else [self.rank]
         dev, bf = self.device, torch.bfloat16
 
         def pack(routed: torch.Tensor, shared: torch.Tensor | None) -> torch.Tensor:
-            extra = shared if shared is not None else torch.zeros_like(routed[0])
-            return torch.cat([routed[lo:hi].to(dev, bf), extra.to(dev, bf)[None]]).contiguous()
+            """Each served rank's experts followed by the shared expert: (vranks*(EL+1), ...)."""
+            extra = (shared if shared is not None else torch.zeros_like(routed[0])).to(dev, bf)[None]
+            parts = []
+            for r in served:
+                lo = 0 if self.local_weights else r * el
+                parts += [routed[lo:lo + el].to(dev, bf), extra]
+            return torch.cat(parts).contiguous()
 
-        self.wg = pack(w.wg, w.sg)   # (EL+1, H, I)
-        self.wu = pack(w.wu, w.su)   # (EL+1, H, I)
-        if cfg.fuse_gu:              # (EL+1, H, 2I): [gate block j | up block j] for each j
+        self.wg = pack(w.wg, w.sg)   # (V*(EL+1), H, I)
+        self.wu = pack(w.wu, w.su)   # (V*(EL+1), H, I)
+        if cfg.fuse_gu:              # (V*(EL+1), H, 2I): [gate block j | up block j] for each j
             ne, bn = self.wg.shape[0], cfg.bn_gu
             self.wg = torch.stack([self.wg.view(ne, self.H, self.I // bn, bn),
                                    self.wu.view(ne, self.H, self.I // bn, bn)], dim=3
                                   ).reshape(ne, self.H, 2 * self.I).contiguous()
             self.wu = self.wg[:1, :1, :1]
-        self.wd = pack(w.wd, w.sd)   # (EL+1, I, H)
-        p, n, k = self.ep, self.tokens, self.topk
-        self.ns = n * p if self.rank is None else n         # tokens this launch's shared expert sees
+        self.wd = pack(w.wd, w.sd)   # (V*(EL+1), I, H)
+        v = self.vranks
+        self.ns = n                  # home tokens per rank (the shared expert's rows)
         # first home token of this launch in the send/combine/weight arrays it is given
         self.tok0 = 0 if self.rank is None or self.group is not None else self.rank * n
         sched = self.schedule(torch.zeros(p * n, k, dtype=torch.int64, device=dev))
         c, self.t_max, self.mb_max = sched.capacity, sched.max_tiles, sched.max_minibatches
-        self.capacity = c
+        self.capacity = c            # rows per rank
         self.ring_rows = min(max(cfg.macrobatch, cfg.minibatch + cfg.block_m), c + cfg.block_m)
-        self.ring = torch.empty(self.ring_rows, self.H, dtype=bf, device=dev)
-        self.hbuf = torch.empty(self.ns + c, self.I, dtype=bf, device=dev)
-        self.ystage = torch.empty(c if cfg.combine == "pull" else 1, self.H, dtype=bf, device=dev)
+        self.y_rows = c if cfg.combine == "pull" else 1
+        self.ring = torch.empty(v * self.ring_rows, self.H, dtype=bf, device=dev)
+        self.hbuf = torch.empty(v * (n + c), self.I, dtype=bf, device=dev)
+        self.ystage = torch.empty(v * self.y_rows, self.H, dtype=bf, device=dev)
         if self.group is None:      # one GPU: every rank's buffers are slices of local tensors
             self.peers = None
             self.comb = torch.randn(p * n * k, self.H, dtype=bf, device=dev)  # home combine buffers
@@ -456,37 +521,46 @@ class MoKLayer:
         else:
             self.peers = SymmetricPeers(self.group, n, k, self.H, dev)
             self.comb, self.x_off, self.comb_off = self.peers.comb, self.peers.x_off, self.peers.comb_off
-        self.sh_out = torch.empty(self.ns, self.H, dtype=torch.float32, device=dev)
-        self.out = torch.empty(self.ns, self.H, dtype=bf, device=dev)
-        ns_tiles = (self.ns + cfg.block_m - 1) // cfg.block_m
-        self.off = {"ready": 0}
+        self.sh_out = torch.empty(v * n, self.H, dtype=torch.float32, device=dev)
+        self.out = torch.empty(v * n, self.H, dtype=bf, device=dev)
+        ns_tiles = (n + cfg.block_m - 1) // cfg.block_m
+        self.off = {"ready": 0}      # sync words of one rank; rank r's start at r * sync_stride
         self.off["gu"] = self.mb_max * p
         self.off["dn"] = self.off["gu"] + self.mb_max + 1
         self.off["hc"] = self.off["dn"] + self.mb_max + 1
         self.off["sh"] = self.off["hc"] + self.t_max
         self.off["work"] = self.off["sh"] + ns_tiles + 1
-        self.sync = torch.zeros(self.off["work"] + 1, dtype=torch.int32, device=dev)
+        self.sync_stride = self.off["work"] + 1
+        self.sync = torch.zeros(v * self.sync_stride, dtype=torch.int32, device=dev)
         self.err = torch.zeros(8, dtype=torch.int32, device=dev)   # [bitmask, info per code]
         self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
         self.last_schedule: Schedule | None = None
         self.stall_test = 0
 
     def schedule(self, ids_all: torch.Tensor) -> Schedule:
-        """Build the GPU-side schedule for this layer's rank mode."""
-        return build_schedule(ids_all, ep=self.ep, num_experts=self.E, rank=self.rank,
-                              capacity_multiplier=self.cfg.capacity,
-                              minibatch=self.cfg.minibatch, block_m=self.cfg.block_m)
+        """Build the GPU-side schedule of every rank this launch serves (stacked for P virtual ranks)."""
+        ranks = range(self.ep) if self.rank is None else [self.rank]
+        scheds = [build_schedule(ids_all, ep=self.ep, num_experts=self.E, rank=r,
+                                 capacity_multiplier=self.cfg.capacity,
+                                 minibatch=self.cfg.minibatch, block_m=self.cfg.block_m)
+                  for r in ranks]
+        return scheds[0] if len(scheds) == 1 else stack_schedules(scheds)
 
     def launch(self, x_all: torch.Tensor, sched: Schedule) -> None:
         """Zero the sync words and run the persistent megakernel (no host read-back)."""
-        ks, cfg = _kernels(), self.cfg
+        ks, cfg, v = _kernels(), self.cfg, self.vranks
         self.sync.zero_()
         grid = cfg.grid or torch.cuda.get_device_properties(x_all.device).multi_processor_count
-        if cfg.comm_sms >= grid:
-            raise ValueError(f"comm_sms={cfg.comm_sms} leaves no compute programs (grid {grid})")
-        x_loc = x_all[self.tok0:self.tok0 + self.ns]
+        per_rank = grid // v
+        if cfg.comm_sms >= per_rank:
+            raise ValueError(f"comm_sms={cfg.comm_sms} leaves no compute programs "
+                             f"({per_rank} programs per rank, grid {grid}, {v} rank(s))")
+        # push dispatch: the senders' own comm programs when they run in this launch (virtual
+        # ranks); otherwise this rank's comm programs act for the absent senders (emulation)
+        push = 0 if cfg.dispatch == "pull" else (2 if v > 1 else 1)
+        x_loc = x_all[self.tok0:self.tok0 + v * self.ns]
         cc = min(1024, self.H)
-        ks["mok"][(grid,)](
+        ks["mok"][(per_rank * v,)](
             x_all, self.x_off, x_loc, self.ring, self.hbuf, self.ystage, self.comb, self.comb_off,
             self.sh_out, self.wg, self.wu, self.wd, *self.weight_descriptors(),
             sched.recv_src, sched.recv_slot,
@@ -495,8 +569,10 @@ class MoKLayer:
             self.ns, self.ring_rows, self.tokens, self.tokens * self.topk, self.ep, self.el,
             cfg.comm_sms,
             self.off["ready"], self.off["gu"], self.off["dn"], self.off["hc"], self.off["sh"],
-            int(cfg.dispatch == "push"), int(cfg.combine == "pull"), self.stall_test, cfg.max_spin,
+            push, int(cfg.combine == "pull"), self.stall_test, cfg.max_spin,
             int(cfg.skip_copy), self.off["work"], int(cfg.join),
+            per_rank, self.capacity, self.t_max, self.mb_max + 1, self.sync_stride,
+            self.ns + self.capacity, self.y_rows,
             H=self.H, I=self.I, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=cc, FUSE_GU=cfg.fuse_gu, num_warps=cfg.num_warps,
             num_stages=cfg.num_stages)
@@ -518,7 +594,7 @@ class MoKLayer:
         """Sum the k combine slots of this launch's home tokens (fixed order) plus shared output."""
         ks = _kernels()
         bh = min(1024, self.H)
-        ks["epilogue"][(self.ns, self.H // bh)](
+        ks["epilogue"][(self.vranks * self.ns, self.H // bh)](
             self.sh_out, self.comb, w_all, self.out, self.tok0, int(self.has_shared),
             K=self.topk, H=self.H, BH=bh, num_warps=4)
         return self.out

@@ -14,6 +14,7 @@ boundaries fall on tile boundaries and a minibatch spans fewer than minibatch + 
 
 from __future__ import annotations
 
+import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -59,11 +60,11 @@ class Schedule:
 
     @property
     def max_tiles(self) -> int:
-        return int(self.tile_row0.numel())
+        return int(self.tile_row0.shape[-1])
 
     @property
     def max_minibatches(self) -> int:
-        return int(self.mb_tile.numel()) - 1
+        return int(self.mb_tile.shape[-1]) - 1
 
     def check(self) -> None:
         """Raise CapacityOverflowError if rows overflowed the capacity (reads the device flag)."""
@@ -73,6 +74,19 @@ class Schedule:
             raise CapacityOverflowError(
                 f"schedule capacity overflow: {over} routed rows to {who} did not fit in the "
                 f"fixed capacity of {self.capacity} rows; raise the capacity multiplier")
+
+
+def stack_schedules(scheds: list[Schedule]) -> Schedule:
+    """Per-rank schedules of ranks 0..P-1 as one whose arrays are (P, ...), for P virtual ranks
+    served by one launch (rank r's arrays at row r); ``overflow`` is the sum over the ranks."""
+    first = scheds[0]
+    kw = {}
+    for f in dataclasses.fields(first):
+        val = getattr(first, f.name)
+        kw[f.name] = torch.stack([getattr(s, f.name) for s in scheds]) if isinstance(val, torch.Tensor) else val
+    kw.update(rank=None, expert_base=0, num_local=first.num_local * len(scheds),
+              overflow=kw["overflow"].sum().reshape(1).to(torch.int32))
+    return Schedule(**kw)
 
 
 def _span(ids_all: torch.Tensor, ep: int, num_experts: int, rank: int | None,

@@ -98,9 +98,16 @@ def test_group_on_real_gpus():
     assert res.returncode == 0, res.stdout + res.stderr
 
 
-def test_small_ring_back_pressure():
-    # ring of minibatch + block_m rows: comm must wait for compute to free rows
-    r_out, r_served, _, _ = run_case(4, None, "uniform", "pull", "push", 256, macro=1, comm=16)
+@pytest.mark.parametrize("dispatch", ["pull", "push"])
+def test_small_ring_back_pressure(dispatch):
+    # ring of minibatch + block_m rows: comm (pull: the receiver's; push: every sender's) must
+    # wait for the receiver's compute to free rows
+    r_out, r_served, _, _ = run_case(4, None, "uniform", dispatch, "push", 256, macro=1, comm=16)
+    assert r_out <= 1e-2 and r_served <= 1e-2
+
+
+def test_eight_virtual_ranks_push_push():
+    r_out, r_served, _, _ = run_case(8, None, "zipf:1.2", "push", "push", 300)
     assert r_out <= 1e-2 and r_served <= 1e-2
 
 
