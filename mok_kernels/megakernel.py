@@ -155,7 +155,7 @@ def _kernels() -> dict[str, Any]:
         y_ptr,            # (C, H) bf16: staging rows for pull combine
         comb_ptr,         # bf16 base of the home combine buffers; rank r's (N*k, H) slots
         comb_off_ptr,     # (P,) int64 at + comb_off[r]; slot (token, j) = token*k + j
-        sh_out_ptr,       # (NS, H) fp32: shared-expert output
+        sh_out_ptr,       # (NS, H) bf16: shared-expert output
         wg_ptr, wu_ptr,   # (EL+1, H, I) bf16 gate / up; FUSE_GU: wg_ptr is (EL+1, H, 2I) gate|up
                           # interleaved in BN_GU-column blocks and wu_ptr is unused
         wd_ptr,           # (EL+1, I, H) bf16: down
@@ -403,7 +403,7 @@ def _kernels() -> dict[str, Any]:
                         acc_d = tl.dot(a_d, bw_d, acc_d)
                     if shared:
                         s_ptrs_d = sh_out_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
-                        tl.store(s_ptrs_d, acc_d, mask=rmask_d[:, None])
+                        tl.store(s_ptrs_d, acc_d.to(tl.bfloat16), mask=rmask_d[:, None])
                     else:
                         if PULL_COMBINE != 0:
                             o_ptrs_d = y_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
@@ -423,7 +423,7 @@ def _kernels() -> dict[str, Any]:
         t = tl.program_id(0)
         cols = tl.program_id(1) * BH + tl.arange(0, BH)
         g = (tok0 + t).to(tl.int64)
-        acc = tl.load(sh_ptr + t.to(tl.int64) * H + cols)
+        acc = tl.load(sh_ptr + t.to(tl.int64) * H + cols).to(tl.float32)
         acc = tl.where(HAS_SHARED != 0, acc, 0.0)
         for j in tl.static_range(K):
             wj = tl.load(w_ptr + g * K + j)
@@ -521,7 +521,7 @@ class MoKLayer:
         else:
             self.peers = SymmetricPeers(self.group, n, k, self.H, dev)
             self.comb, self.x_off, self.comb_off = self.peers.comb, self.peers.x_off, self.peers.comb_off
-        self.sh_out = torch.empty(v * n, self.H, dtype=torch.float32, device=dev)
+        self.sh_out = torch.empty(v * n, self.H, dtype=bf, device=dev)
         self.out = torch.empty(v * n, self.H, dtype=bf, device=dev)
         ns_tiles = (n + cfg.block_m - 1) // cfg.block_m
         self.off = {"ready": 0}      # sync words of one rank; rank r's start at r * sync_stride

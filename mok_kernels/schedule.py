@@ -361,7 +361,7 @@ def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, 
     mb_max = max(1, (cap + minibatch - 1) // minibatch)
     ints = torch.zeros(nloc + 1 + 4, dtype=i32, device=dev)           # counts (+dump), scalars
     counts_all, scal = ints[:nloc + 1], ints[nloc + 1:]
-    blk = 1024
+    blk = 512
     nb = triton_cdiv(f_all, blk)
     ids_flat = ids_all.reshape(-1)
     scratch = torch.empty(3, nb * nbin, dtype=i32, device=dev)   # block hist, its prefix, bases
