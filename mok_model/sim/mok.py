@@ -1,17 +1,28 @@
 """Discrete-event simulation of one MoK megakernel pass on every GPU of the EP group.
 
 Per GPU: C_comm comm SMs (one server at C_comm x copy_gbps_per_sm that keeps at most
-INFLIGHT_PER_SM x C_comm copies in flight), the compute SMs (GEMMs in waves, timed by
-analytic.gemm_time / expert_ffn_time for each real minibatch), an egress and an ingress link (and a
-NIC pair across domains), and a macrobatch ring buffer of `macrobatch` rows. Minibatches flow
-dispatch -> gate/up (+SwiGLU epilogue) -> down -> combine. Work is aggregated per minibatch per
-peer (or peer group at large EP), cut into chunks of at most chunk_bytes, never per token.
+INFLIGHT_PER_SM x C_comm copies in flight; a pushing copy costs the SMs 1 / push_copy_scale
+more), the compute SMs (GEMMs timed by analytic.gemm_time / expert_ffn_parts for each real
+minibatch), an egress and an ingress link (and a NIC pair across domains), and a macrobatch ring
+buffer of `macrobatch` rows. Minibatches flow dispatch -> gate/up (+SwiGLU epilogue) -> down ->
+combine. Work is aggregated per minibatch per peer (or peer group at large EP), cut into chunks
+of at most chunk_bytes, never per token.
 
 Orders: received rows are sorted by local expert, then source (the schedule's order), and cut
-into minibatches; a GPU's comm SMs walk its minibatches in order (one stream per operation,
-dispatch and combine share the SMs round-robin); links serve (operation, owner, peer) streams
-round-robin; a GPU driving copies for others (push dispatch, pull combine) starts the requests
-that reach it at one instant with the peer after itself (no incast).
+into minibatches (by rows, or on row-tile boundaries: tile_aligned_minibatches); a GPU's comm
+SMs walk its minibatches in order (one stream per operation, dispatch and combine share the SMs
+round-robin); links serve (operation, owner, peer) streams round-robin; a GPU driving copies for
+others (push dispatch, pull combine) starts the requests that reach it at one instant with the
+peer after itself (no incast). The compute SMs walk one work list (shared gate/up, gate/up 0,
+shared down, gate/up i+1 before down i), taking the first GEMM that can run.
+
+The implementation choices of the parameters file act as in analytic.mok_terms: a push combine
+stored from the down-GEMM epilogue (combine_in_epilogue), comm SMs that join the compute once
+their GPU's dispatch is done (comm_join_share: the GEMMs' remaining SM-seconds are shared by
+more SMs), tiles that stream across minibatches (wave_sync 0: the HBM floor binds on running
+totals), a ring that frees a minibatch's slots row tile by row tile over the last
+ring_refill_overlap share of its gate/up, and, on emulated hardware, the pass of rank 0 (the
+rank the one GPU runs) rather than of the slowest GPU.
 """
 
 from __future__ import annotations
