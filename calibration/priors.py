@@ -47,6 +47,8 @@ HOPPER = {  # what our megakernel would be on a Hopper box
                              "items after the dispatch"),
     "combine_in_epilogue": (1.0, "design: mok_kernels/megakernel.py: push combine stores rows from the "
                                  "down-projection epilogue"),
+    "combine_after_dispatch": (1.0, "design: mok_kernels/megakernel.py: comm programs run every "
+                                    "minibatch's dispatch before the first pull-combine copy"),
     "gemm_eff": (0.76, "probe: bf16 GEMM 752 TF/s at m=8192 of 989 TF/s peak"),
     "hbm_eff": (0.875, "probe: device-to-device copy 4.20 of 4.8 TB/s"),
     "copy_gbps_per_sm": (12.4, "probe: row gather 12.4 GB/s per 256-thread block, linear to 132 blocks"),
@@ -65,6 +67,8 @@ BLACKWELL = {  # the published kernel on Blackwell
     "wave_sync": (1.0, "design: a minibatch must fill every compute SM in whole waves (mok-system.md section 2)"),
     "comm_join_share": (0.0, "design: the published kernel's comm SMs only move data (mok-system.md section 2)"),
     "combine_in_epilogue": (0.0, "design: the published kernel's comm SMs push the outputs home (mok-system.md)"),
+    "combine_after_dispatch": (0.0, "design: the published comm SMs interleave minibatch i's combine with "
+                                    "the next dispatches (mok-system.md)"),
     "gemm_eff": (0.76, "prior: Hopper's measured fraction (probe) until fitted"),
     "hbm_eff": (0.875, "prior: Hopper's measured fraction (probe) until fitted"),
     "copy_gbps_per_sm": (50.0, "facts: DeepEP v2's SM-count formula assumes 50 GB/s written per SM"),

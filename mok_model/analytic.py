@@ -215,7 +215,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     d_full, c_full = dispatch * full + lat, c * M * full
     first = d_full + sig_dispatch
     start = np.maximum(shared, first)
-    dispatch_end = M * (d + sig_comm) + (M - 1) * kk_comm
+    # comm SMs either interleave each minibatch's pull combine with the next dispatches, or
+    # (combine_after_dispatch) finish every dispatch before the first combine copy
+    after = p["combine_after_dispatch"] >= 0.5
+    dispatch_end = M * (d + sig_comm) + (0.0 if after else (M - 1) * kk_comm)
     # a ring buffer smaller than the routed rows recycles slots as the gate/up tiles (2/3 of the
     # FLOPs) release them: the last rows arrive only after compute has consumed all but a ring's
     # worth, so the dispatch ends late, and comm SMs that would join the compute join late
@@ -232,7 +235,12 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     compute_chain = (np.maximum(np.maximum(work_time, first + M * c_join),
                                 dispatch_end + sig_dispatch + c_join) + kk_comm + sig_end)
     # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join)
-    comm_chain = M * (d + kk_comm) + M * sig_comm + sig_dispatch + np.where(epilogue, c_join, c) + sig_end
+    c_last = np.where(epilogue, c_join, c)
+    if after:  # combines of the earlier minibatches overlap the last one's GEMMs
+        comm_chain = (M * (d + sig_comm) + sig_dispatch + np.maximum((M - 1) * kk_comm, c_last)
+                      + kk_comm + sig_end)
+    else:
+        comm_chain = M * (d + kk_comm) + M * sig_comm + sig_dispatch + c_last + sig_end
     # epilogue stores start once the first minibatch's gate/up (2/3 of its FLOPs) is done
     fabric_chain = np.where(epilogue, start + c * (2 / 3) + M * kf + sig_end, 0.0)
     # a ring of under two minibatches that must recycle: the next minibatch's rows come in as
@@ -242,9 +250,11 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     depth = _col(macrobatch) / mb
     recycled = (rows > _col(macrobatch)) & (depth < 2)
     c_ring = np.where(epilogue, c_join, c)  # comm SMs idle between refills help where they may
+    step_comm = d if after else d + kk_comm
     step = np.maximum(c_ring, c_ring * (2 / 3) * (1 - p["ring_refill_overlap"])
-                      + (d + kk_comm) * np.clip(2 - depth, 0.0, 1.0))
-    ring_chain = np.where(recycled, start + M * step + kk_comm + sig_end, 0.0)
+                      + step_comm * np.clip(2 - depth, 0.0, 1.0))
+    ring_end = start + M * step + ((M - 1) * kk_comm if after else 0.0)
+    ring_chain = np.where(recycled, ring_end + kk_comm + sig_end, 0.0)
     pipe = np.maximum(np.maximum(compute_chain, comm_chain), np.maximum(fabric_chain, ring_chain))
     wraps = np.maximum(np.ceil(rows / _col(macrobatch)) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US

@@ -38,6 +38,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "capacity_headroom": (1.0, 4.0),  # capacity must exceed the largest observed load by this
     "comm_join_share": (0.0, 1.0),  # share of comm SMs that join the compute after the dispatch
     "combine_in_epilogue": (0.0, 1.0),  # 1: push combine stores from the down-GEMM epilogue
+    "combine_after_dispatch": (0.0, 1.0),  # 1: comm SMs finish every dispatch before pull combines
     "mok_fixed_us": (0.0, 2000.0),  # residual per-pass overhead of the megakernel
     "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
     "host_launch_scale": (0.5, 10.0),  # host launch time relative to the preset's launch_us

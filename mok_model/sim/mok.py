@@ -237,6 +237,8 @@ class MokSim:
         # the compute once every dispatch of their GPU is done
         self.epilogue = self.kpush and _param(p, "combine_in_epilogue") >= 0.5
         self.joins = self.epilogue and _param(p, "comm_join_share") > 0
+        # comm SMs may finish every dispatch of their GPU before the first pull-combine copy
+        self.combine_after_dispatch = _param(p, "combine_after_dispatch", 0.0) >= 0.5
         # a pushing comm SM copies at push_copy_scale of a pulling one's rate (as analytic.move)
         push_scale = 1.0 / _param(p, "push_copy_scale", 1.0)
         self.dispatch_sm_scale = push_scale if self.dpush else 1.0
@@ -615,7 +617,10 @@ class MokSim:
             yield from gemm
         self.computed[d][i].succeed(env.now)
         if self.schedule == "published" and not self.epilogue:  # a local signal: combine
-            env.timeout(self.sig_local).callbacks.append(lambda _e, d=d, i=i: self.open_combine(d, i))
+            go = env.timeout(self.sig_local)
+            if self.combine_after_dispatch and not self.all_dispatched[d].triggered:
+                go = env.all_of([go, self.all_dispatched[d]])
+            go.callbacks.append(lambda _e, d=d, i=i: self.open_combine(d, i))
 
     def _compute_in_order(self, d: int):
         """Naive schedule: dispatch i, compute i, combine i in order; the shared expert last."""
