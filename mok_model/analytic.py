@@ -163,11 +163,15 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
 
     push_rate = sm_rate * p["push_copy_scale"]
     # pull dispatch: the receiver's SMs read its incoming rows; push: the sender's SMs write.
-    dispatch = np.where(dpush, move(act, r_out, r_in, link_out, link_in, push_rate),
-                        move(act, r_in, r_out, link_in, link_out, sm_rate))
     # push combine: the expert holder writes outputs home; pull: the home reads them.
-    combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in, push_rate),
-                       move(out, r_out, r_in, link_in, link_out, sm_rate))
+    # Emulated peers are absent: the one GPU's comm programs act for them, so they move the rows
+    # it receives (dispatch) and the outputs it holds (combine) in every mode.
+    sender_push = move(act, r_in, r_out, link_in, link_out, push_rate) if hw.emulated_ranks \
+        else move(act, r_out, r_in, link_out, link_in, push_rate)
+    dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, sm_rate))
+    home_pull = move(out, r_in, r_out, link_out, link_in, sm_rate) if hw.emulated_ranks \
+        else move(out, r_out, r_in, link_in, link_out, sm_rate)
+    combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in, push_rate), home_pull)
 
     # --- minibatches and routed GEMMs on the compute SMs ---
     M = np.maximum(np.ceil(rows / mb), 1.0)

@@ -232,6 +232,10 @@ class MokSim:
             self.act = self.out = 2.0 * m.hidden
         self.dpush = cfg.dispatch == "push"
         self.kpush = cfg.combine == "push"
+        # emulated peers are absent: the one GPU's comm SMs act for them, so they move the rows
+        # it receives (push dispatch too) and the outputs it holds (pull combine too)
+        self.emulated = scn.hardware.emulated_ranks
+        self.sender_push = self.dpush and not self.emulated
         # implementation choices (parameters file), as in the analytic model: a push combine
         # stored from the down-GEMM epilogue (fabric only, no comm SMs), and comm SMs that join
         # the compute once every dispatch of their GPU is done
@@ -361,13 +365,13 @@ class MokSim:
                 stages, lat = (self.sm[d],), 0.0
             else:
                 links, lat = self._path(e, d)
-                stages = ((self.sm[e] if self.dpush else self.sm[d]),) + links
+                stages = ((self.sm[e] if self.sender_push else self.sm[d]),) + links
             for rc in chunks(int(rows[j]), self.act, self.chunk):
                 msg = Message(rc * self.act, rc, stages, lat, (join,), flow + e, 0, name, now,
                               sm_scale=self.dispatch_sm_scale)
                 if self.tight[d]:
                     yield from self._take_slots(d, rc)
-                if self.dpush and j:  # the peer's SMs write, in their own staggered order
+                if self.sender_push and j:  # the peer's SMs write, in their own staggered order
                     self._enqueue(e, d, msg)
                 else:
                     msg.send()
@@ -395,11 +399,11 @@ class MokSim:
                 stages, lat = (self.sm[d],), 0.0
             else:
                 links, lat = self._path(d, e)
-                stages = ((self.sm[d] if self.kpush else self.sm[e]),) + links
+                stages = ((self.sm[d] if self.kpush or self.emulated else self.sm[e]),) + links
             for rc in chunks(int(rows[j]), self.out, self.chunk):
                 msg = Message(rc * self.out, rc, stages, lat, (join, self.inbox[e]), flow + e,
                               1, name, now, sm_scale=self.combine_sm_scale)
-                if self.kpush or j == 0:
+                if self.kpush or self.emulated or j == 0:
                     msg.send()
                 else:
                     later.append((e, msg))
