@@ -30,26 +30,13 @@ def _rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).norm() / b.norm()) if torch.isfinite(a).all() else float("inf")
 
 
-def _median_ms(step, iters: int) -> float:
-    for _ in range(3):
-        step()
-    evs = []
-    for _ in range(iters):
-        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        s.record()
-        step()
-        e.record()
-        evs.append((s, e))
-    torch.cuda.synchronize()
-    return sorted(s.elapsed_time(e) for s, e in evs)[iters // 2]
-
-
 def worker(rank: int, world: int, port: int, a: argparse.Namespace, results) -> None:
     """One rank: build the same inputs as every rank (CPU generator), run, compare, report."""
     import torch.distributed as dist
 
     from . import reference as ref
     from .baselines import LocalExperts, nccl_torch_forward
+    from .bench import stats, time_events
     from .megakernel import KernelConfig, MoKLayer
     from .routing import make_routing
 
@@ -66,6 +53,11 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace, results) -> 
     home = slice(rank * n, (rank + 1) * n)
     want = ref.moe_reference(x_all[home].float(), ids_all[home], wts_all[home], wf).to(dev)
     x, ids, wts = x_all[home].to(dev), ids_all[home].to(dev), wts_all[home].to(dev)
+    x_t = x.clone()                                   # timed on fresh token values
+
+    def median_ms(step) -> float:
+        return stats(time_events(step, lambda i: x_t.normal_(), a.iters, 3))["median"]
+
     report = {"rank": rank}
     for combine in a.combine.split(","):
         cfg = KernelConfig(dispatch="pull", combine=combine, minibatch=a.minibatch, comm_sms=8,
@@ -76,11 +68,11 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace, results) -> 
         layer.check()
         same = all(torch.equal(layer.forward(x, ids, wts), out) for _ in range(3))
         report[f"mok-{combine}"] = {"rel_err": _rel(out, want), "bits_identical": same,
-                                    "ms": _median_ms(lambda lay=layer: lay.forward(x, ids, wts), a.iters)}
+                                    "ms": median_ms(lambda lay=layer: lay.forward(x_t, ids, wts))}
     ex = LocalExperts(w, rank * E // world, (rank + 1) * E // world, dev, torch.bfloat16)
     y = nccl_torch_forward(x, ids, wts, ex, world)
     report["nccl-torch"] = {"rel_err": _rel(y, want), "bits_identical": True,
-                            "ms": _median_ms(lambda: nccl_torch_forward(x, ids, wts, ex, world), a.iters)}
+                            "ms": median_ms(lambda: nccl_torch_forward(x_t, ids, wts, ex, world))}
     results.put(report)
     dist.barrier()
     dist.destroy_process_group()

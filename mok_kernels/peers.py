@@ -51,8 +51,6 @@ class SymmetricPeers:
         self.group = group
         self.rank, self.size = dist.get_rank(group), dist.get_world_size(group)
         name = group.group_name
-        if hasattr(symm_mem, "enable_symm_mem_for_group"):   # needed before torch 2.9, no-op after
-            symm_mem.enable_symm_mem_for_group(name)
         bf = torch.bfloat16
         self.send = symm_mem.empty(tokens, hidden, dtype=bf, device=device)
         self.comb = symm_mem.empty(tokens * topk, hidden, dtype=bf, device=device)
