@@ -161,6 +161,36 @@ def test_load_imbalance_from_a_hot_expert():
     assert hot.breakdown_ms["load_imbalance"] > even.breakdown_ms["load_imbalance"]
 
 
+@pytest.mark.parametrize("engine", ["analytic", "sim"])
+def test_emulated_peers_copies_are_the_receivers(engine):
+    # one H200 emulating EP 16: its comm SMs copy the rows it receives in every mode, so under a
+    # hot expert on rank 0 a push dispatch costs what a pull does at push_copy_scale, never less;
+    # on real GPUs the senders' SMs push and the hot receiver's own SMs are spared
+    h200 = load_hardware("h200-1")
+    params = load_params(None, "h200-1")
+    cfg = dict(combine="push", minibatch=4096, comm_sms=16, macrobatch=131072, capacity=1.0)
+    s = scn(hw=h200, routing="hot:0.125")
+    push = predict(s, Config(dispatch="push", **cfg), params=params, engine=engine)
+    pull = predict(s, Config(dispatch="pull", **cfg), params=params, engine=engine)
+    assert push.latency_ms >= pull.latency_ms
+    if engine == "analytic":
+        assert push.work_ms["dispatch"] >= pull.work_ms["dispatch"]
+        real = scn(hw=h200.with_(emulated_ranks=False, domain_size=16), routing="hot:0.125")
+        push_real = predict(real, Config(dispatch="push", **cfg), params=params)
+        assert push_real.work_ms["dispatch"] < push.work_ms["dispatch"]
+
+
+def test_comm_order_after_dispatch_never_slower_with_pull_combine():
+    h200 = load_hardware("h200-1")
+    params = load_params(None, "h200-1")
+    s = scn(hw=h200, tokens=2048)
+    cfg = Config(dispatch="push", combine="pull", minibatch=4096, comm_sms=8, macrobatch=131072,
+                 capacity=0.5)
+    after = predict(s, cfg, params=params.with_values(combine_after_dispatch=1.0)).latency_ms
+    interleaved = predict(s, cfg, params=params.with_values(combine_after_dispatch=0.0)).latency_ms
+    assert after < interleaved   # combines of earlier minibatches overlap the last GEMMs
+
+
 def test_capacity_overflow_is_an_error():
     with pytest.raises(MokInputError, match="overflow"):
         predict(scn(routing="hot:0.1"), Config(capacity=0.01))
