@@ -125,6 +125,24 @@ def _kernels() -> dict[str, Any]:
         tl.debug_barrier()
 
     @triton.jit
+    def tile_of(tt, shared, t_base, tile_row0_ptr, tile_rows_ptr, tile_exp_ptr, NS, EL, E_BASE,
+                BM: tl.constexpr):
+        """Row tile tt of a section: (tile id, first row, rows, expert in the stacked weights,
+        first SwiGLU-activation row). The shared expert's tiles cover the NS home tokens."""
+        tile = tl.where(shared, tt, t_base + tt)
+        if shared:
+            row0 = tt * BM
+            nrows = tl.minimum(NS - row0, BM)
+            e = tt * 0 + EL + E_BASE
+            hrow0 = row0
+        else:
+            row0 = tl.load(tile_row0_ptr + tile)
+            nrows = tl.load(tile_rows_ptr + tile)
+            e = tl.load(tile_exp_ptr + tile) + E_BASE
+            hrow0 = NS + row0
+        return tile, row0, nrows, e, hrow0
+
+    @triton.jit
     def signal(ptr):
         """Make this program's prior stores visible, then add 1 (release)."""
         tl.debug_barrier()
@@ -325,19 +343,13 @@ def _kernels() -> dict[str, Any]:
                         waited = b
                     tt = item // NB_GU
                     nb = item % NB_GU
-                    tile = tl.where(shared, tt, t_base + tt)
+                    tile, row0, nrows, e, hrow0 = tile_of(tt, shared, t_base, tile_row0_ptr,
+                                                          tile_rows_ptr, tile_exp_ptr, NS, EL,
+                                                          E_BASE, BM)
                     if shared:
-                        row0 = tt * BM
-                        nrows = tl.minimum(NS - row0, BM)
-                        e = tt * 0 + EL + E_BASE
                         a_ptrs = x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :]
-                        hrow0 = row0
                     else:
-                        row0 = tl.load(tile_row0_ptr + tile)
-                        nrows = tl.load(tile_rows_ptr + tile)
-                        e = tl.load(tile_exp_ptr + tile) + E_BASE
                         a_ptrs = ring_ptr + ((row0 + rm) % R).to(tl.int64)[:, None] * H + rk[None, :]
-                        hrow0 = NS + row0
                     rmask = rm < nrows
                     rn = nb * BN_GU + tl.arange(0, BN_GU)
                     if FUSE_GU:
@@ -375,19 +387,10 @@ def _kernels() -> dict[str, Any]:
                 else:
                     tt_d = item // NB_DN
                     nb_d = item % NB_DN
-                    tile_d = tl.where(shared, tt_d, t_base + tt_d)
-                    if shared:
-                        row0_d = tt_d * BM
-                        nrows_d = tl.minimum(NS - row0_d, BM)
-                        e_d = tt_d * 0 + EL + E_BASE
-                        hrow0_d = row0_d
-                        cnt_ptr_d = sync_ptr + SH_OFF + tile_d
-                    else:
-                        row0_d = tl.load(tile_row0_ptr + tile_d)
-                        nrows_d = tl.load(tile_rows_ptr + tile_d)
-                        e_d = tl.load(tile_exp_ptr + tile_d) + E_BASE
-                        hrow0_d = NS + row0_d
-                        cnt_ptr_d = sync_ptr + HC_OFF + tile_d
+                    tile_d, row0_d, nrows_d, e_d, hrow0_d = tile_of(
+                        tt_d, shared, t_base, tile_row0_ptr, tile_rows_ptr, tile_exp_ptr, NS, EL,
+                        E_BASE, BM)
+                    cnt_ptr_d = sync_ptr + tl.where(shared, SH_OFF, HC_OFF) + tile_d
                     wait_geq(cnt_ptr_d, NB_GU, err_ptr, 3, tile_d, max_spin)
                     rmask_d = rm < nrows_d
                     rn_d = nb_d * BN_DN + tl.arange(0, BN_DN)
