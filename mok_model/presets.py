@@ -40,6 +40,16 @@ class Hardware:
     scaleout_gbps: float = 0.0  # 0: no scale-out link, EP must fit in the domain
     scaleout_latency_us: float = 0.0
     emulated_ranks: bool = False  # one GPU emulating the peers of an EP group in local memory
+    # topology of the fabric (sim/network.py): NVLink switch planes per GPU, switch tiers of a
+    # domain, GPUs per first-tier (leaf) switch group, oversubscription of the spine links and
+    # of the scale-out rails, latency added per switch-to-switch hop, and a --degrade spec
+    switch_planes: int = 1
+    switch_tiers: int = 1
+    leaf_gpus: int = 0  # 0: the whole domain on one tier
+    tier_oversubscription: float = 1.0
+    tier_latency_us: float = 0.0
+    rail_oversubscription: float = 1.0
+    degrade: str = ""
     sources: dict = field(default_factory=dict, compare=False, hash=False)
 
     def tflops(self, precision: str) -> float:
@@ -82,10 +92,22 @@ def _validated_hardware(hw: Hardware) -> Hardware:
                 "domain_size"):
         _positive("hardware", hw.name, key, getattr(hw, key))
     for key in ("mxfp8_tflops", "link_latency_us", "launch_us", "scaleout_gbps",
-                "scaleout_latency_us"):
+                "scaleout_latency_us", "tier_latency_us", "leaf_gpus"):
         _positive("hardware", hw.name, key, getattr(hw, key), allow_zero=True)
     if hw.host_cpu not in HOST_CPUS:
         raise MokInputError(f"hardware {hw.name!r}: host_cpu={hw.host_cpu!r} must be one of {HOST_CPUS}")
+    _positive("hardware", hw.name, "switch_planes", hw.switch_planes)
+    if hw.switch_tiers not in (1, 2):
+        raise MokInputError(f"hardware {hw.name!r}: switch_tiers={hw.switch_tiers!r} must be 1 or 2")
+    for key in ("tier_oversubscription", "rail_oversubscription"):
+        if not getattr(hw, key) >= 1.0:
+            raise MokInputError(f"hardware {hw.name!r}: {key}={getattr(hw, key)!r} must be >= 1 (1 = non-blocking)")
+    if hw.switch_tiers == 2 and not (0 < hw.leaf_gpus <= hw.domain_size and hw.domain_size % hw.leaf_gpus == 0):
+        raise MokInputError(f"hardware {hw.name!r}: two switch tiers need leaf_gpus dividing "
+                            f"domain_size {hw.domain_size} (got {hw.leaf_gpus})")
+    from .sim.network import parse_degrade  # late: the simulator imports this module
+
+    parse_degrade(hw.degrade)
     return hw
 
 

@@ -19,8 +19,8 @@ from ..params import Params
 from ..scenario import ELEMENT_BYTES, Scenario
 from ..workload import traffic
 from . import trace as tr
-from .fabric import Join, Message, Server, SimInvariantError, chunks
-from .topology import build_topology, peer_groups
+from .fabric import Driver, Fluid, Join, Message, SimInvariantError, check_fluid, chunks
+from .network import Fabric, build_network, fabric_summary, merge_time, peer_groups
 
 
 def _durations(scn: Scenario, p: Params) -> dict:
@@ -56,7 +56,7 @@ def _durations(scn: Scenario, p: Params) -> dict:
 
 
 def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: int,
-                      max_peers: int, chunk_bytes: float = 2 ** 20):
+                      max_peers: int, chunk_bytes: float = 2 ** 20, merge_s: float | None = None):
     """One baseline pass on every GPU; returns a Prediction (engine "sim")."""
     from ..predict import Prediction
 
@@ -65,8 +65,8 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     t_wall = time.perf_counter()
     hw, P = scn.hardware, scn.ep
     env = simpy.Environment()
-    topo = build_topology(scn, p)
-    groups = peer_groups(topo, max_peers)
+    net = build_network(scn, p)
+    groups = peer_groups(net.leaf, max_peers)
     grouped = bool(groups.max() < P - 1)
     G = int(groups.max()) + 1
     du = _durations(scn, p)
@@ -78,24 +78,13 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     scale = 1.0 / p["nccl_eff"] if system == "nccl-torch" else 1.0
     ops = {"nccl-torch": p["nccl_ops"], "deepep": p["deepep_ops"], "hybridep": p["hybridep_ops"],
            "comet": p["deepep_ops"]}[system]
-    kinds = list(topo.graph.graph["links"])
     msg_trace: list | None = [] if trace else None
     spans: list = []
-
-    def node(owner: int, size: int, gpu: int):
-        traced = msg_trace if 0 <= gpu < trace_gpus else None
-        drv = (Server(env, f"copy_sms{owner}", sms * p["copy_gbps_per_sm"] * 1e9 * size, gpu,
-                      tr.COMM_SMS, False, traced) if sms else None)
-        return drv, {k: Server(env, f"{k[0]}_{k[1]}{owner}", topo.link(*k)[0] * size, gpu,
-                               tr.LINK_TIDS[k], True, traced) for k in kinds}
-
-    nodes = [node(g, 1, g) for g in range(P)]
-    rep = list(range(P))
-    if grouped:
-        for k in range(G):
-            members = np.nonzero(groups == k)[0]
-            nodes.append(node(P + k, len(members), -1))
-            rep.append(int(members[0]))
+    fab = Fabric(net, groups if grouped else None, sms * p["copy_gbps_per_sm"] * 1e9 if sms else 0.0)
+    fluid = Fluid(env, fab.cap, merge_time(scn) if merge_s is None else merge_s)
+    drivers = [Driver(fluid, fab.sm[e], f"copy_sms{e}", e if e < P else -1) if sms else None
+               for e in range(len(fab.members))]
+    nodes = fab.members
     onehot = np.zeros((P, G), dtype=np.int64)
     onehot[np.arange(P), groups] = 1
 
@@ -128,17 +117,20 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
         out, inbox, nbytes = exchanges[name]
         t0 = env.now
         sent = Join(env, sum(r for _, r in out[g]))
-        drv = nodes[g][0]
+        drv = drivers[g]
         op = 0 if name == "dispatch" else 1
         flow = (2 * g + op) * len(nodes)
         for e, r in out[g]:
-            hops = topo.route(rep[g], rep[e])
-            links = tuple(nodes[g if d == "out" else e][1][(d, k)] for d, k in hops)
-            lat = sum(topo.link(d, k)[1] for d, k in hops)
-            stages = ((drv,) if drv else ()) + links
+            links, lat, nic = fab.path(g, e)
+            trc = ()
+            if msg_trace is not None:
+                o, i = (tr.LINK_TIDS[("out", "nic")], tr.LINK_TIDS[("in", "nic")]) if nic else \
+                    (tr.LINK_TIDS[("out", "nvlink")], tr.LINK_TIDS[("in", "nvlink")])
+                trc = tuple((msg_trace, x, t) for x, t in ((g, tr.COMM_SMS), (g, o), (e, i))
+                            if x < min(P, trace_gpus) and (t != tr.COMM_SMS or drv))
             for rc in chunks(r, nbytes, chunk_bytes):
-                Message(rc * nbytes, rc, stages, lat, (sent, inbox[e]), flow + e, op,
-                        name, t0, scale).send()
+                Message(rc * nbytes, rc, links, lat, (sent, inbox[e]), flow + e, op,
+                        name, t0, scale, trace=trc).send(drv, fluid)
         yield simpy.AllOf(env, [sent.done, inbox[my_ep(g)].done])
         spans.append((g, tr.DISPATCH if name == "dispatch" else tr.COMBINE, name, t0, env.now - t0))
 
@@ -205,14 +197,7 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
         want = mat if name == "dispatch" else mat.T
         if sum(j.rows for j in inbox) != int(want.sum()) or any(j.n for j in inbox):
             violations.append(f"{name}: rows received differ from rows sent")
-    sent = recv = 0.0
-    for _, ports in nodes:
-        for (d, _), s in ports.items():
-            if abs(s.bytes_in - s.bytes_out) > 1e-6 * max(s.bytes_in, 1):
-                violations.append(f"link {s.name}: bytes in != bytes out")
-            sent, recv = (sent + s.bytes_in, recv) if d == "out" else (sent, recv + s.bytes_in)
-    if abs(sent - recv) > 1e-6 * max(sent, 1):
-        violations.append("bytes sent != bytes received")
+    violations += check_fluid(fluid, fab.names, [d for d in drivers if d])
     if violations:
         raise SimInvariantError("; ".join(violations[:5]))
 
@@ -225,18 +210,19 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     terms["load_imbalance"] = float(ends[slow] - ends[typ])
     offset = terms["launch"] + terms["schedule"]
     latency = sum(terms.values()) * 1e3
-    drv = nodes[slow][0]
+    drv = drivers[slow]
+    busy = {k: float(fluid.bytes_in[fab.port[k, slow]] / fab.cap[fab.port[k, slow]])
+            for k in ("nvlink-up", "nvlink-down")}
     work = {"dispatch": phase_t[slow].get("dispatch", phase_t[slow].get("dispatch_and_shared", 0.0)),
             "combine": phase_t[slow].get("combine", 0.0), "routed_gemm": float(ffn_all[slow]),
             "shared_expert": du["shared"](hw.sms),
-            "link_egress": nodes[slow][1][("out", "nvlink")].busy_s,
-            "link_ingress": nodes[slow][1][("in", "nvlink")].busy_s}
+            "link_egress": busy["nvlink-up"], "link_ingress": busy["nvlink-down"]}
     if drv:
         work["copy_sms"] = drv.busy_s
     all_spans = [(g, tid, n, s + offset, d) for g, tid, n, s, d in spans + (msg_trace or [])]
     extra = {"events": int(next(env._eid)) if hasattr(env, "_eid") else -1, "invariants": "ok",
              "sim_seconds": round(time.perf_counter() - t_wall, 3),
-             "peer_groups": G if grouped else None,
+             "peer_groups": G if grouped else None, "fabric": fabric_summary(net, fluid),
              "timelines": {g: [(tr.THREAD_NAMES[tid], n, s * 1e3, d * 1e3)
                                for gg, tid, n, s, d in all_spans if gg == g and tid != tr.COMM_SMS
                                and tid not in tr.LINK_TIDS.values()] for g in range(P)}}

@@ -14,6 +14,7 @@ from ..params import Params
 from ..scenario import SYSTEMS, Config, Scenario, default_config
 from . import trace as tr
 from .mok import MokSim
+from .network import fabric_summary, merge_time
 
 TRACE_GPUS = 8  # traces stay bounded at large EP: only the first GPUs are written
 
@@ -39,13 +40,14 @@ def _prologue(scn: Scenario, p: Params, cfg: Config) -> dict[str, float]:
 def simulate(scenario: Scenario, config: Config | None = None, system: str = "mok",
              params: Params | str | None = None, trace: str | Path | None = None,
              schedule: str = "published", trace_gpus: int = TRACE_GPUS,
-             max_peers: int = 128, chunk_bytes: float = 2 ** 20):
+             max_peers: int = 128, chunk_bytes: float = 2 ** 20, merge_s: float | None = None):
     """Simulate one layer pass on every GPU; the pass ends when the slowest GPU ends.
 
     schedule: "published" (comm and compute walk the work in different orders) or "naive"
     (dispatch i, compute i, combine i in order). max_peers: above this many peers, peers are
     aggregated into groups whose links and SMs are summed (keeps EP 576 fast). chunk_bytes:
-    larger messages are cut into chunks of at most this size, so links share at a fine grain.
+    larger messages are cut into chunks of at most this size. merge_s: flow starts and ends
+    closer than this share one max-min recomputation (default: merge_time(scenario)).
     """
     from ..predict import Prediction
 
@@ -56,10 +58,11 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     if system != "mok":
         from .baselines import simulate_baseline
 
-        return simulate_baseline(scenario, system, p, trace, trace_gpus, max_peers, chunk_bytes)
+        return simulate_baseline(scenario, system, p, trace, trace_gpus, max_peers, chunk_bytes, merge_s)
     cfg = (config or default_config(scenario)).check_for(scenario)
     pre = _prologue(scenario, p, cfg)
-    sim = MokSim(scenario, p, cfg, schedule, trace_gpus if trace else 0, max_peers, chunk_bytes)
+    sim = MokSim(scenario, p, cfg, schedule, trace_gpus if trace else 0, max_peers, chunk_bytes,
+                 merge_time(scenario) if merge_s is None else merge_s)
     sim.run()
     P = scenario.ep
     pipe = sim.pipe_end
@@ -86,13 +89,13 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
             "routed_gemm": float(plan.gate_up[slow].sum() + plan.down[slow].sum()
                                  + M * p["minibatch_overhead_us"] * 1e-6),
             "shared_expert": plan.shared, "signals": waits,
-            "link_egress": sim.ports[slow][("out", "nvlink")].busy_s,
-            "link_ingress": sim.ports[slow][("in", "nvlink")].busy_s,
+            "link_egress": sim.link_busy(slow)["nvlink-up"],
+            "link_ingress": sim.link_busy(slow)["nvlink-down"],
             "comm_sms": sm.busy_s}
     # the busiest resource of the median GPU names what bounds the pass (as the analytic "bound")
     busy = {"compute SMs": float(plan.gate_up[typ].sum() + plan.down[typ].sum() + plan.shared),
             "comm SMs": sim.sm[typ].busy_s,
-            "links": max(s.busy_s for s in sim.ports[typ].values())}
+            "links": max(sim.link_busy(typ).values())}
     limiter = max(busy, key=busy.get)
     offset = pre["launch"] + pre["schedule"]
     spans = [(g, t, n, s + offset, d) for g, t, n, s, d in sim.spans]
@@ -111,7 +114,8 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
              "peer_groups": int(plan.groups.max()) + 1 if plan.grouped else None,
              "gpu_end_ms": {"min": float(pipe.min() + offset) * 1e3, "median": float(pipe[typ] + offset) * 1e3,
                             "max": float(pipe[slow] + offset) * 1e3},
-             "timelines": _timelines(spans, P)}
+             "timelines": _timelines(spans, P),
+             "fabric": fabric_summary(sim.net, sim.fluid)}
     if trace:
         extra["trace_events"] = tr.write_trace(trace, spans, trace_gpus, P,
                                                 {"system": "mok", "schedule": schedule,

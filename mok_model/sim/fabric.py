@@ -1,53 +1,174 @@
-"""Servers, messages and joins: the event machinery shared by the MoK and baseline simulations.
+"""Flows, drivers and joins: the event machinery shared by the MoK and baseline simulations.
 
-A message (the rows of one minibatch between one pair of endpoints) crosses a tuple of servers:
-the comm SMs that drive the copy, the sender's egress link, the receiver's ingress link. Each
-server serves the flows queued on it round-robin, one message at a time, busy for the message's
-bytes over its own rate (serialization); a message is handed to its next server when a server
-starts it (cut-through), so a stream runs at the rate of its slowest server, and it arrives
-`latency` after its last byte leaves the slowest one. A Join fires when all its messages arrived.
+A message (the rows of one minibatch between two endpoints) is one flow over a tuple of
+resources: the comm SMs that drive the copy (a resource of C_comm x copy rate) and the links of
+its route (sim/network.py). `Fluid` shares every resource max-min fairly among the flows
+crossing it (progressive filling), recomputing the rates whenever a flow starts or ends; changes
+closer than `merge_s` apart share one recomputation (a flow may start up to merge_s late, and
+frees its resources up to merge_s early; its own finish time stays exact). A message arrives
+`latency` (its route's hop latencies) after its last byte. A `Driver` (comm SMs) starts its
+queued messages round-robin by stream, at most `window` in flight. A Join fires when all its
+messages arrived.
 """
 
 from __future__ import annotations
 
 from collections import deque
 
+import numpy as np
 import simpy
 
+from .network import maxmin
+
 OPS = ("dispatch", "combine")  # Message.op indexes this
+EPS_T = 1e-12  # seconds: float rounding tolerated by the causality checks
+
 
 class SimInvariantError(RuntimeError):
     """An internal invariant of the simulation was broken (a bug in the simulator)."""
 
 
-class Server:
-    """A resource with a byte rate serving queued flows round-robin (fair share per message)."""
+class Fluid:
+    """Active flows over resources with capacities (bytes/s), max-min fair rates."""
 
-    __slots__ = ("env", "name", "rate", "busy", "flows", "order", "busy_s", "busy_op",
-                 "bytes_in", "bytes_out", "trace", "gpu", "tid", "wire", "_cb", "window",
-                 "inflight", "flow_div", "window_latency")
+    def __init__(self, env: simpy.Environment, cap: np.ndarray, merge_s: float = 0.0, hops: int = 3):
+        self.env, self.merge = env, float(merge_s)
+        self.R = len(cap)
+        self.cap = np.append(np.asarray(cap, np.float64), np.inf)  # id R: padding
+        n = 64
+        self.res = np.full((n, hops), self.R, dtype=np.int64)
+        self.w = np.zeros((n, hops))
+        self.left = np.zeros(n)
+        self.rate = np.zeros(n)
+        self.active = np.zeros(n, dtype=bool)
+        self.cb: list = [None] * n
+        self.meta: list = [None] * n
+        self.free = list(range(n - 1, -1, -1))
+        self.t = env.now  # time `left` refers to
+        self.t_solve = -np.inf
+        self.pending = False
+        self.token = 0
+        self.in_wake = False
+        self.bytes_in = np.zeros(self.R + 1)  # bytes x load that entered each resource
+        self.bytes_out = np.zeros(self.R + 1)  # ... and of flows that completed
+        self.solves = 0
+        self.flows = 0
 
-    def __init__(self, env: simpy.Environment, name: str, rate: float, gpu: int, tid: int,
-                 wire: bool, trace: list | None = None, window: int | None = None,
+    def start(self, res: tuple, w: tuple, nbytes: float, done, meta=None) -> None:
+        """Start a flow of nbytes over resources `res` (loads `w` per unit rate); `done(t)` is
+        called with its finish time."""
+        if not self.free:
+            self._grow()
+        s = self.free.pop()
+        k = len(res)
+        if k > self.res.shape[1]:  # a longer route: widen the table
+            extra = k - self.res.shape[1]
+            self.res = np.concatenate([self.res, np.full((len(self.res), extra), self.R)], axis=1)
+            self.w = np.concatenate([self.w, np.zeros((len(self.w), extra))], axis=1)
+        self.res[s, :k] = res
+        self.res[s, k:] = self.R
+        self.w[s, :k] = w
+        self.w[s, k:] = 0.0
+        self.left[s] = nbytes
+        self.rate[s] = 0.0
+        self.active[s] = True
+        self.cb[s] = done
+        self.meta[s] = (res, w, nbytes, self.env.now) if meta is None else meta
+        self.bytes_in[list(res)] += nbytes * np.asarray(w)
+        self.flows += 1
+        self._request()
+
+    def _grow(self) -> None:
+        n = len(self.left)
+        self.res = np.concatenate([self.res, np.full_like(self.res, self.R)])
+        self.w = np.concatenate([self.w, np.zeros_like(self.w)])
+        for a in ("left", "rate"):
+            setattr(self, a, np.concatenate([getattr(self, a), np.zeros(n)]))
+        self.active = np.concatenate([self.active, np.zeros(n, dtype=bool)])
+        self.cb += [None] * n
+        self.meta += [None] * n
+        self.free = list(range(2 * n - 1, n - 1, -1))
+
+    def _request(self) -> None:
+        if self.pending or self.in_wake:
+            return
+        self.pending = True
+        delay = max(self.t_solve + self.merge - self.env.now, 0.0)
+        self.env.timeout(delay).callbacks.append(self._on_request)
+
+    def _on_request(self, _e) -> None:
+        self.pending = False
+        self._advance()
+        self._solve()
+
+    def _advance(self) -> None:
+        now = self.env.now
+        dt = now - self.t
+        if dt > 0:
+            a = self.active
+            self.left[a] -= self.rate[a] * dt
+        self.t = now
+
+    def _solve(self) -> None:
+        self.t_solve = self.env.now
+        self.token += 1
+        idx = np.flatnonzero(self.active)
+        if not len(idx):
+            return
+        self.solves += 1
+        r = maxmin(self.res[idx], self.w[idx], self.cap)
+        self.rate[idx] = r
+        fin = self.left[idx] / r
+        nxt = float(fin.min())
+        tok = self.token
+        self.env.timeout(max(nxt, 0.0)).callbacks.append(lambda _e, tok=tok: self._wake(tok))
+
+    def _wake(self, tok: int) -> None:
+        if tok != self.token:  # a later recomputation replaced this wake-up
+            return
+        self._advance()
+        idx = np.flatnonzero(self.active)
+        rate = self.rate[idx]
+        due = self.left[idx] <= rate * self.merge + 1e-9 * np.maximum(self.left[idx] + rate * 1e-6, 1.0)
+        done = idx[due]
+        now = self.env.now
+        fins = now + np.maximum(self.left[done], 0.0) / self.rate[done]
+        order = np.lexsort((done, fins))  # deterministic: by finish time, then slot
+        self.in_wake = True
+        calls = []
+        for j in order:
+            s = int(done[j])
+            self.active[s] = False
+            self.left[s] = 0.0
+            res, w, nbytes, _ = self.meta[s][:4]
+            self.bytes_out[list(res)] += nbytes * np.asarray(w)
+            calls.append((self.cb[s], float(fins[j])))
+            self.cb[s] = self.meta[s] = None
+            self.free.append(s)
+        for cb, t in calls:
+            cb(t)
+        self.in_wake = False
+        self._solve()
+
+
+class Driver:
+    """Comm SMs: a resource of the Fluid that starts its queued messages round-robin by stream,
+    keeping at most `window` in flight (copies over routes slower than `window_latency`, i.e.
+    scale-out NICs, are posted and hold no slot)."""
+
+    __slots__ = ("fluid", "rid", "name", "window", "inflight", "flows", "order", "flow_div",
+                 "window_latency", "busy_s", "busy_op", "gpu", "cap")
+
+    def __init__(self, fluid: Fluid, rid: int | None, name: str, gpu: int, window: int | None = None,
                  flow_div: int = 1):
-        self.env, self.name, self.rate, self.gpu, self.tid = env, name, rate, gpu, tid
-        self.wire = wire  # a fabric link (counts bytes in and out) rather than an SM group
-        self.busy = False
+        self.fluid, self.rid, self.name, self.gpu = fluid, rid, name, gpu
+        self.cap = float(fluid.cap[rid]) if rid is not None else np.inf
+        self.window, self.inflight, self.flow_div = window, 0, flow_div
+        self.window_latency = float("inf")
         self.flows: dict = {}
         self.order: deque = deque()
         self.busy_s = 0.0
-        self.busy_op = [0.0] * len(OPS)  # busy seconds per operation
-        self.bytes_in = 0.0  # bytes that entered this server
-        self.bytes_out = 0.0  # bytes of messages through it that arrived at their destination
-        self.trace = trace  # a list to append (gpu, tid, name, start, dur) to, or None
-        self._cb = self._serve
-        # a driver (comm SMs) keeps at most `window` of its messages in flight: it starts no
-        # new copy until an earlier one has reached its last link
-        self.window, self.inflight = window, 0
-        # copies over slower, higher-latency paths (scale-out NICs: GPU-initiated RDMA) are
-        # posted and left to the NIC: they do not hold a window slot
-        self.window_latency = float("inf")
-        self.flow_div = flow_div  # flows are msg.flow // flow_div here (SMs: one per stream)
+        self.busy_op = [0.0] * len(OPS)
 
     def put(self, msg: "Message") -> None:
         key = msg.flow // self.flow_div
@@ -56,76 +177,94 @@ class Server:
             q = self.flows[key] = deque()
             self.order.append(key)
         q.append(msg)
-        if not self.busy:
-            self._serve(None)
+        self._pump()
 
-    def _serve(self, _ev) -> None:
-        if not self.order or (self.window is not None and self.inflight >= self.window):
-            self.busy = False
-            return
-        flow = self.order.popleft()
-        q = self.flows[flow]
-        msg = q.popleft()
-        if q:
-            self.order.append(flow)
-        else:
-            del self.flows[flow]
-        now = self.env.now
-        dt = msg.bytes * (msg.scale if self.wire else msg.scale * msg.sm_scale) / self.rate
-        end = now + dt
-        if end > msg.finish:
-            msg.finish = end
-        self.busy_s += dt
-        self.busy_op[msg.op] += dt
-        self.bytes_in += msg.bytes
-        if self.trace is not None:
-            self.trace.append((self.gpu, self.tid, msg.name, now, dt))
-        self.busy = True
-        self.env.timeout(dt).callbacks.append(self._cb)
-        if self.window is not None and msg.latency < self.window_latency:
-            self.inflight += 1
-            msg.driver = self
-        msg.k += 1
-        if msg.k < len(msg.stages):
-            msg.stages[msg.k].put(msg)
-        else:
-            msg.arrived()
+    def _pump(self) -> None:
+        while self.order and (self.window is None or self.inflight < self.window):
+            key = self.order.popleft()
+            q = self.flows[key]
+            msg = q.popleft()
+            if q:
+                self.order.append(key)
+            else:
+                del self.flows[key]
+            if self.window is not None and msg.latency < self.window_latency:
+                self.inflight += 1
+                msg.driver = self
+            msg.start(self)
+
+    def release(self) -> None:
+        self.inflight -= 1
+        self._pump()
 
 
 class Message:
-    """Rows moved between two endpoints by one operation (index into OPS); `joins` hear of its
-    arrival. `flow` (an int) names the stream it belongs to: servers share round-robin by flow."""
+    """Rows moved between two endpoints by one operation (index into OPS) over `path`
+    ((resource id, load), ...); `joins` hear of its arrival. `flow` (an int) names its stream."""
 
-    __slots__ = ("bytes", "rows", "stages", "k", "finish", "latency", "joins", "flow", "op",
-                 "name", "scale", "sm_scale", "driver")
+    __slots__ = ("bytes", "rows", "path", "latency", "joins", "flow", "op", "name", "scale",
+                 "sm_scale", "driver", "t0", "trace")
 
-    def __init__(self, nbytes: float, rows: int, stages: tuple, latency: float, joins: tuple,
-                 flow: int, op: int, name: str, now: float, scale: float = 1.0, sm_scale: float = 1.0):
-        self.bytes, self.rows, self.stages, self.latency = nbytes, rows, stages, latency
+    def __init__(self, nbytes: float, rows: int, path: tuple, latency: float, joins: tuple,
+                 flow: int, op: int, name: str, now: float, scale: float = 1.0, sm_scale: float = 1.0,
+                 trace: tuple = ()):
+        self.bytes, self.rows, self.path, self.latency = nbytes, rows, path, latency
         self.joins, self.flow, self.op, self.name, self.scale = joins, flow, op, name, scale
         self.sm_scale = sm_scale  # extra cost factor on the SMs that drive the copy (not on links)
-        self.k = 0
-        self.finish = now
-        self.driver: Server | None = None
+        self.driver: Driver | None = None
+        self.t0 = now
+        self.trace = trace  # ((list, gpu, tid), ...) link threads to append this flow's span to
 
-    def send(self) -> None:
-        if not self.stages:  # both ends in one node (merged peers): nothing crosses a link
-            self.arrived()
+    def send(self, driver: Driver | None, fluid: Fluid) -> None:
+        """Queue on the driver's SMs (None: the fabric alone moves it, e.g. NICs or epilogue)."""
+        if driver is None:
+            if not self.path:  # both ends in one node (merged peers): nothing crosses a link
+                self.arrived(fluid.env.now)
+                return
+            self._go(fluid, (), ())
             return
-        self.stages[0].put(self)
+        driver.put(self)
 
-    def arrived(self) -> None:
+    def start(self, driver: Driver) -> None:
+        res, w = (driver.rid,), (self.sm_scale,)
+        if driver.rid is None:
+            res, w = (), ()
+        self.t0 = driver.fluid.env.now
+        if driver.rid is not None:
+            sec = self.bytes * self.scale * self.sm_scale / driver.cap
+            driver.busy_s += sec
+            driver.busy_op[self.op] += sec
+        if not res and not self.path:
+            self.arrived(driver.fluid.env.now)
+            return
+        self._go(driver.fluid, res, w)
+
+    def _go(self, fluid: Fluid, res: tuple, w: tuple) -> None:
+        rr = res + tuple(r for r, _ in self.path)
+        ww = w + tuple(x for _, x in self.path)
+        fluid.start(rr, ww, self.bytes * self.scale, self.arrived)
+
+    def arrived(self, t: float) -> None:
         drv = self.driver
-        if drv is not None:  # the copy reached its last link: the driver may start another
-            drv.inflight -= 1
-            if not drv.busy:
-                drv._serve(None)
-        t = self.finish + self.latency
-        for s in self.stages:
-            if s.wire:
-                s.bytes_out += self.bytes
+        for lst, gpu, tid in self.trace:
+            lst.append((gpu, tid, self.name, self.t0, t - self.t0))
+        if drv is not None:  # the copy is done: the driver may start another
+            drv.release()
+        t += self.latency
         for j in self.joins:
             j.add(t, self.rows)
+
+
+def check_fluid(fluid: Fluid, names: list, drivers: list) -> list[str]:
+    """Violations of conservation: bytes into every resource = bytes out, every flow done,
+    no driver with queued or in-flight copies."""
+    out = []
+    bad = np.flatnonzero(np.abs(fluid.bytes_in - fluid.bytes_out) > 1e-6 * np.maximum(fluid.bytes_in, 1.0))
+    out += [f"link {names[r]}: {fluid.bytes_in[r]} bytes in, {fluid.bytes_out[r]} out" for r in bad[:3]]
+    if fluid.active.any():
+        out.append(f"{int(fluid.active.sum())} flows never finished")
+    out += [f"{d.name}: messages left in its queue" for d in drivers if d.order or d.inflight]
+    return out
 
 
 def chunks(rows: int, bytes_row: float, max_bytes: float) -> list[int]:
@@ -152,7 +291,7 @@ class Join:
             self._fire()
 
     def add(self, t: float, rows: int) -> None:
-        if rows > self.n or rows <= 0 or t < self.env.now:
+        if rows > self.n or rows <= 0 or t < self.env.now - EPS_T:
             raise SimInvariantError(f"a join got {rows} rows at {t} (waits for {self.n}, now {self.env.now})")
         self.n -= rows
         self.rows += rows
@@ -164,4 +303,4 @@ class Join:
     def _fire(self) -> None:
         at = self.t + self.delay
         self.fired_at = at
-        self.env.timeout(at - self.env.now).callbacks.append(lambda _e: self.done.succeed(at))
+        self.env.timeout(max(at - self.env.now, 0.0)).callbacks.append(lambda _e: self.done.succeed(at))

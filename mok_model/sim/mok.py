@@ -37,8 +37,8 @@ from ..params import Params
 from ..scenario import ELEMENT_BYTES, Config, Scenario
 from ..workload import traffic
 from . import trace as tr
-from .fabric import Join, Message, Server, SimInvariantError, chunks
-from .topology import Topology, build_topology, peer_groups
+from .fabric import EPS_T, Driver, Fluid, Join, Message, SimInvariantError, check_fluid, chunks
+from .network import Fabric, Network, build_network, peer_groups
 
 SCHEDULES = ("published", "naive")
 INFLIGHT_PER_SM = 2  # copies each comm SM keeps in flight (double buffering)
@@ -102,7 +102,7 @@ def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: boo
     return ffn * share, ffn * (1 - share)
 
 
-def make_plan(scn: Scenario, p: Params, cfg: Config, topo: Topology, max_peers: int) -> Plan:
+def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: int) -> Plan:
     """Cut every GPU's received rows (ordered by local expert, then source) into minibatches."""
     m, P = scn.model, scn.ep
     L = scn.local_experts
@@ -114,7 +114,7 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, topo: Topology, max_peers: 
     aligned = _param(p, "tile_aligned_minibatches") >= 0.5
     bounds = [_minibatch_rows(x[d].reshape(L, P).sum(axis=1), mb, tm, aligned) for d in range(P)]
     M = np.array([len(lo) for lo, _ in bounds], dtype=np.int64)
-    groups = peer_groups(topo, max_peers)
+    groups = peer_groups(net.leaf, max_peers)
     grouped = bool(groups.max() < P - 1)
     G = int(groups.max()) + 1
     onehot = np.zeros((P, G), dtype=np.int64)
@@ -216,14 +216,15 @@ class MokSim:
     """One MoK pass on P GPUs; `run()` fills per-GPU times, spans and counters."""
 
     def __init__(self, scn: Scenario, p: Params, cfg: Config, schedule: str = "published",
-                 trace_gpus: int = 0, max_peers: int = 128, chunk_bytes: float = 2 ** 20):
+                 trace_gpus: int = 0, max_peers: int = 128, chunk_bytes: float = 2 ** 20,
+                 merge_s: float = 0.0):
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule {schedule!r} must be one of {SCHEDULES}")
         self.scn, self.p, self.cfg, self.schedule = scn, p, cfg, schedule
         self.chunk = chunk_bytes
         self.env = env = simpy.Environment()
-        self.topo = topo = build_topology(scn, p)
-        self.plan = plan = make_plan(scn, p, cfg, topo, max_peers)
+        self.net = net = build_network(scn, p)
+        self.plan = plan = make_plan(scn, p, cfg, net, max_peers)
         m, P = scn.model, scn.ep
         self.P = P
         self.act = ELEMENT_BYTES[scn.precision] * m.hidden
@@ -255,33 +256,19 @@ class MokSim:
         self.span_args: dict = {}  # (gpu, name) -> trace args (rows, tiles, waves)
         self.msg_trace: list | None = [] if trace_gpus else None
         sm_rate = cfg.comm_sms * p["copy_gbps_per_sm"] * 1e9
-        kinds = list(topo.graph.graph["links"])
         E = P + (int(plan.groups.max()) + 1 if plan.grouped else 0)  # endpoints: GPUs, peer groups
-
-        def servers(owner: int, size: int, gpu: int | None):
-            traced = self.msg_trace if gpu is not None and gpu < trace_gpus else None
-            g = gpu if gpu is not None else -1
-            sm = Server(env, f"comm_sms{owner}", sm_rate * size, g, tr.COMM_SMS, False, traced,
-                        window=INFLIGHT_PER_SM * cfg.comm_sms * size, flow_div=E)
-            if ("out", "nic") in topo.graph.graph["links"]:
-                sm.window_latency = topo.link("out", "nic")[1] * 0.999
-            ports = {k: Server(env, f"{k[0]}_{k[1]}{owner}", topo.link(*k)[0] * size, g,
-                               tr.LINK_TIDS[k], True, traced) for k in kinds}
-            return sm, ports
-
-        self.sm, self.ports = [], []
-        for g in range(P):
-            sm, ports = servers(g, 1, g)
-            self.sm.append(sm)
-            self.ports.append(ports)
-        self.rep = list(range(P))  # a representative GPU of each endpoint (for routes)
-        if plan.grouped:
-            for k in range(int(plan.groups.max()) + 1):
-                members = np.nonzero(plan.groups == k)[0]
-                sm, ports = servers(P + k, len(members), None)
-                self.sm.append(sm)
-                self.ports.append(ports)
-                self.rep.append(int(members[0]))
+        self.fab = fab = Fabric(net, plan.groups if plan.grouped else None, sm_rate)
+        self.fluid = fluid = Fluid(env, fab.cap, merge_s)
+        self.trace_gpus = trace_gpus
+        nic_lat = scn.hardware.scaleout_latency_us * 1e-6 * 0.999  # NIC copies are posted
+        self.sm = []
+        for e, m in enumerate(fab.members):
+            drv = Driver(fluid, fab.sm[e], f"comm_sms{e}", e if e < P else -1,
+                         window=INFLIGHT_PER_SM * cfg.comm_sms * len(m), flow_div=E)
+            if scn.domains > 1:
+                drv.window_latency = nic_lat
+            self.sm.append(drv)
+        self.rep = fab.rep
         self.E = E
         # the ring must hold one minibatch: tile-aligned minibatches span up to minibatch +
         # tile_m - 1 rows, and the kernel raises a smaller ring to that (KernelConfig.macrobatch)
@@ -307,25 +294,20 @@ class MokSim:
         self.ring_wait = np.zeros(P)  # comm SMs blocked on a full ring or recycling slots
         self.ring_wrap = np.zeros(P)  # of which slot-recycling (wrap) time
         self.violations: list[str] = []
-        # routes per pair of domains: ((is egress side, link key), ...) and latency
-        self._dom = [int(topo.domain[r]) for r in self.rep]
-        self._hops = {}
-        for a in set(self._dom):
-            for b in set(self._dom):
-                ra = next(r for r, x in zip(self.rep, self._dom) if x == a)
-                rb = next((r for r, x in zip(self.rep, self._dom) if x == b and r != ra), ra)
-                hops = topo.route(ra, rb) if ra != rb else (("out", "nvlink"), ("in", "nvlink"))
-                self._hops[a, b] = (tuple((d == "out", (d, k)) for d, k in hops),
-                                    sum(topo.link(d, k)[1] for d, k in hops))
         self._pending: dict[int, list] = {}
 
     # --- fabric helpers ---
-    def _path(self, src: int, dst: int) -> tuple[tuple, float]:
-        """(link servers, latency) for data from endpoint src to endpoint dst."""
-        dom = self._dom
-        hops, lat = self._hops[dom[src], dom[dst]]
-        ports = self.ports
-        return tuple(ports[src if out else dst][key] for out, key in hops), lat
+    def _path(self, src: int, dst: int, driver: int) -> tuple[tuple, float, tuple]:
+        """(route, latency, trace targets) for data from endpoint src to endpoint dst, driven by
+        the comm SMs of endpoint `driver` (-1: none)."""
+        path, lat, nic = self.fab.path(src, dst)
+        tr_ = ()
+        if self.msg_trace is not None:
+            out_t, in_t = (tr.LINK_TIDS[("out", "nic")], tr.LINK_TIDS[("in", "nic")]) if nic else \
+                (tr.LINK_TIDS[("out", "nvlink")], tr.LINK_TIDS[("in", "nvlink")])
+            tr_ = tuple((self.msg_trace, g, t) for g, t in ((driver, tr.COMM_SMS), (src, out_t), (dst, in_t))
+                        if 0 <= g < min(self.P, self.trace_gpus))
+        return path, lat, tr_
 
     def _enqueue(self, driver: int, owner: int, msg: Message) -> None:
         """Queue a message on another GPU's SMs. Requests that reach a driver at the same instant
@@ -341,7 +323,18 @@ class MokSim:
         pend = self._pending.pop(driver)
         pend.sort(key=lambda x: x[0])  # stable: a peer's minibatches stay in order
         for _, msg in pend:
-            msg.send()
+            msg.send(self.sm[driver], self.fluid)
+
+    def link_busy(self, g: int) -> dict[str, float]:
+        """Seconds each NVLink/NIC port of GPU g was busy (bytes through it / its rate)."""
+        f, fab = self.fluid, self.fab
+        return {k: float(f.bytes_in[fab.port[k, g]] / fab.cap[fab.port[k, g]])
+                for k in ("nvlink-up", "nvlink-down", "nic-up", "nic-down") if (k, g) in fab.port}
+
+    def _check_fabric(self) -> None:
+        """Bytes that entered every link (and SM group) left it; nothing queued or in flight."""
+        for v in check_fluid(self.fluid, self.fab.names, self.sm):
+            self.violations.append(v)
 
     def _check(self, ok: bool, what: str) -> None:
         if not ok:
@@ -361,20 +354,20 @@ class MokSim:
         flow = 2 * d * self.E
         for j in nz:
             e = int(eps[j])
+            drv = e if self.sender_push and j else d
             if j == 0:
-                stages, lat = (self.sm[d],), 0.0
+                links, lat, trc = (), 0.0, ()
             else:
-                links, lat = self._path(e, d)
-                stages = ((self.sm[e] if self.sender_push else self.sm[d]),) + links
+                links, lat, trc = self._path(e, d, drv)
             for rc in chunks(int(rows[j]), self.act, self.chunk):
-                msg = Message(rc * self.act, rc, stages, lat, (join,), flow + e, 0, name, now,
-                              sm_scale=self.dispatch_sm_scale)
+                msg = Message(rc * self.act, rc, links, lat, (join,), flow + e, 0, name, now,
+                              sm_scale=self.dispatch_sm_scale, trace=trc)
                 if self.tight[d]:
                     yield from self._take_slots(d, rc)
                 if self.sender_push and j:  # the peer's SMs write, in their own staggered order
                     self._enqueue(e, d, msg)
                 else:
-                    msg.send()
+                    msg.send(self.sm[d], self.fluid)
         ev = self.ready[d][i]
         join.done.callbacks.append(lambda e, ev=ev: ev.succeed(e.value))
         join.done.callbacks.append(lambda e, d=d: self._count_dispatched(d))
@@ -384,7 +377,7 @@ class MokSim:
 
     def open_combine(self, d: int, i: int) -> Join:
         self.combine_opened[d][i] += 1
-        self._check(self.env.now >= self.compute_end_mb(d, i), f"combine gpu{d} mb{i} before its compute")
+        self._check(self.env.now >= self.compute_end_mb(d, i) - EPS_T, f"combine gpu{d} mb{i} before its compute")
         rows = self.plan.rows[d][i]
         eps = self.plan.endpoints[d]
         nz = np.nonzero(rows)[0]
@@ -395,16 +388,16 @@ class MokSim:
         later = []
         for j in nz:
             e = int(eps[j])
+            drv = d if self.kpush or self.emulated or j == 0 else e
             if j == 0:
-                stages, lat = (self.sm[d],), 0.0
+                links, lat, trc = (), 0.0, ()
             else:
-                links, lat = self._path(d, e)
-                stages = ((self.sm[d] if self.kpush or self.emulated else self.sm[e]),) + links
+                links, lat, trc = self._path(d, e, drv)
             for rc in chunks(int(rows[j]), self.out, self.chunk):
-                msg = Message(rc * self.out, rc, stages, lat, (join, self.inbox[e]), flow + e,
-                              1, name, now, sm_scale=self.combine_sm_scale)
+                msg = Message(rc * self.out, rc, links, lat, (join, self.inbox[e]), flow + e,
+                              1, name, now, sm_scale=self.combine_sm_scale, trace=trc)
                 if self.kpush or self.emulated or j == 0:
-                    msg.send()
+                    msg.send(self.sm[d], self.fluid)
                 else:
                     later.append((e, msg))
         if later:  # pull: each home reads once it has seen the owner's ready flag (remote signal)
@@ -461,10 +454,10 @@ class MokSim:
             if j == 0:
                 local.append((e, r))
                 continue
-            links, lat = self._path(d, e)
+            links, lat, trc = self._path(d, e, -1)
             for rc in chunks(r, self.out, self.chunk):
                 Message(rc * self.out, rc, links, lat, (_Gated(join, gemm), _Gated(self.inbox[e], gemm)),
-                        flow + e, 1, name, now).send()
+                        flow + e, 1, name, now, trace=trc).send(None, self.fluid)
 
         def done(_e):
             for e, r in local:
@@ -591,7 +584,7 @@ class MokSim:
             yield from self._gemm(d, "shared expert", sg, sgj)  # its gate/up
             return
         t_ready = self.ready[d][i].value
-        self._check(env.now >= t_ready, f"gate/up gpu{d} mb{i} before its dispatch")
+        self._check(env.now >= t_ready - EPS_T, f"gate/up gpu{d} mb{i} before its dispatch")
         if i == 0:
             self.first_gemm[d] = env.now
         self._gemm_args(d, i)
@@ -706,17 +699,6 @@ class MokSim:
         self._check(bool((got == self.expected_home_rows).all()), "home rows differ from the rows sent home")
         self._check(int(got.sum()) == P * self.scn.tokens * self.scn.model.top_k,
                     "combined rows differ from tokens x top_k")
-        sent = recv = 0.0
-        for ports in self.ports:
-            for (direction, _), s in ports.items():
-                self._check(abs(s.bytes_in - s.bytes_out) <= 1e-6 * max(s.bytes_in, 1),
-                            f"link {s.name}: {s.bytes_in} bytes in, {s.bytes_out} out")
-                if direction == "out":
-                    sent += s.bytes_in
-                else:
-                    recv += s.bytes_in
-        self._check(abs(sent - recv) <= 1e-6 * max(sent, 1), f"bytes sent {sent} != received {recv}")
-        for s in self.sm + [x for ps in self.ports for x in ps.values()]:
-            self._check(not s.order, f"{s.name}: messages left in its queue")
+        self._check_fabric()
         if self.violations:
             raise SimInvariantError("; ".join(self.violations[:5]))

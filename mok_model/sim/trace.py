@@ -1,7 +1,8 @@
 """Chrome trace-event JSON (opens in Perfetto / chrome://tracing): one process per GPU, one
-thread per SM group, operation stream and link; events named by phase and minibatch. SM groups,
-links and the host are complete ("X") events that never overlap on their thread; the dispatch
-and combine streams, whose minibatches overlap in time, are async ("b"/"e") slices."""
+thread per SM group, operation stream and link; events named by phase and minibatch. The compute
+SMs and the host are complete ("X") events that never overlap on their thread; the dispatch and
+combine streams, the comm SMs' copies and the links' flows, which overlap in time (flows share
+them), are async ("b"/"e") slices."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from pathlib import Path
 # thread ids of one GPU's process
 HOST, COMM_SMS, DISPATCH, COMBINE, COMPUTE_SMS = 0, 1, 2, 3, 4
 LINK_TIDS = {("out", "nvlink"): 5, ("in", "nvlink"): 6, ("out", "nic"): 7, ("in", "nic"): 8}
+ASYNC = {DISPATCH, COMBINE, COMM_SMS, *LINK_TIDS.values()}
 THREAD_NAMES = {HOST: "host / prologue+epilogue", COMM_SMS: "comm SMs", DISPATCH: "dispatch stream",
                 COMBINE: "combine stream", COMPUTE_SMS: "compute SMs", 5: "nvlink egress",
                 6: "nvlink ingress", 7: "scale-out NIC egress", 8: "scale-out NIC ingress"}
@@ -36,7 +38,7 @@ def write_trace(path: str | Path, spans: list, gpus: int, ep: int, meta: dict,
         if g >= gpus:
             continue
         ts, d = round(float(start) * 1e6, 4), round(float(dur) * 1e6, 4)
-        if t in (DISPATCH, COMBINE):  # operation streams overlap in time: async slices
+        if t in ASYNC:  # operation streams, copies and flows overlap in time: async slices
             n_async += 1
             cat = THREAD_NAMES[t]
             events.append({"name": name, "ph": "b", "cat": cat, "id": n_async, "pid": g, "tid": t, "ts": ts})

@@ -1,0 +1,344 @@
+"""The fabric as a network: a networkx graph of link resources, routes, and flows that share
+every link max-min fairly (flow level, progressive filling).
+
+Graph (from the hardware preset's topology fields): GPU nodes; per scale-up domain one tier of
+NVLink switches (`switch_planes` planes: every GPU has one link group to each plane and stripes
+its traffic over them in proportion to their links), or two tiers (leaf switches of `leaf_gpus`
+GPUs joined by spine links of `leaf_gpus x link / tier_oversubscription` per leaf and
+direction); when the EP group spans domains, one scale-out NIC per GPU on a rail-optimized
+network (GPU of local rank r on rail switch r; rails joined by a spine). A route is the
+shortest path (NVLink preferred over NICs); its links are resources with a byte rate, and a
+flow's latency is the sum of its hops' latencies.
+
+Striped planes are exact as one resource per GPU and direction: every flow of a GPU loads plane p
+with the same share w_p of its rate, so sum_f w_p x_f <= c_p for all p is sum_f x_f <=
+min_p c_p / w_p. A failed plane (factor 0) leaves the striping; a degraded one slows it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import networkx as nx
+import numpy as np
+
+from ..errors import MokInputError
+
+DEGRADE_HELP = ("--degrade takes TARGET:FACTOR[,TARGET:FACTOR...] with FACTOR in [0, 1]; TARGET is "
+                "gpuN (its NVLink links, both directions), gpuN.pK (its link to plane K), nicN "
+                "(its scale-out NIC), leafD.L (leaf L of domain D: its spine links), tier (every "
+                "leaf-to-spine link) or rails (every rail-to-spine link)")
+_TARGET = re.compile(r"^(gpu(\d+)(\.p(\d+))?|nic(\d+)|leaf(\d+)\.(\d+)|tier|rails)$")
+
+
+def parse_degrade(spec: str) -> list[tuple[str, float]]:
+    """[(target, factor)] of a --degrade spec; raises MokInputError naming the bad part."""
+    out = []
+    for part in filter(None, (s.strip() for s in (spec or "").split(","))):
+        target, _, f = part.partition(":")
+        try:
+            factor = float(f)
+        except ValueError:
+            factor = -1.0
+        if not _TARGET.match(target) or not (0.0 <= factor <= 1.0):
+            raise MokInputError(f"--degrade {part!r}: {DEGRADE_HELP}")
+        out.append((target, factor))
+    return out
+
+
+@dataclass
+class Network:
+    """Link resources of one EP group: capacities (bytes/s), routes as resource tuples."""
+
+    graph: nx.DiGraph
+    names: list  # resource names
+    cap: np.ndarray  # (R,) bytes per second
+    domain: np.ndarray  # (P,) scale-up domain of each GPU
+    leaf: np.ndarray  # (P,) first-tier switch (global index) of each GPU
+    rail: np.ndarray  # (P,) rail (local rank) of each GPU
+    res: dict  # (kind, index) -> resource id
+    _templates: dict
+
+    def hops(self, a: int, b: int) -> tuple:
+        """Link kinds of the route gpu a -> gpu b, e.g. ("nvlink-up", "nvlink-down"): the
+        networkx shortest path of the first pair of each class (same domain, leaf, rail)."""
+        key = (self.domain[a] == self.domain[b], self.leaf[a] == self.leaf[b], self.rail[a] == self.rail[b])
+        t = self._templates.get(key)
+        if t is None:
+            path = nx.shortest_path(self.graph, f"gpu{a}", f"gpu{b}", weight="cost")
+            t = tuple(self.graph.edges[u, v]["kind"] for u, v in zip(path, path[1:]))
+            self._templates[key] = t
+        return t
+
+    def latency(self, kinds: tuple) -> float:
+        """Seconds of a route's hop latencies."""
+        return sum(self.graph.graph["latency"][k] for k in kinds)
+
+
+def _plane_shares(hw) -> np.ndarray:
+    return np.full(hw.switch_planes, 1.0 / hw.switch_planes)
+
+
+def _port(nominal: float, shares: np.ndarray, factors: np.ndarray) -> float:
+    """Capacity of a GPU's striped link group: failed planes leave the striping, the rest carry
+    their share of the traffic, so the slowest plane relative to its share binds."""
+    alive = factors > 0
+    if not alive.any():
+        return 0.0
+    w = shares[alive] / shares[alive].sum()
+    return float(np.min(nominal * shares[alive] * factors[alive] / w))
+
+
+def build_network(scn, p) -> Network:
+    """The graph and link resources of scenario `scn` (its hardware's topology and --degrade)."""
+    hw, P = scn.hardware, scn.ep
+    eff = p["link_eff"]
+    D = scn.domains
+    size = hw.domain_size if D > 1 else max(P, 1)
+    gpu = np.arange(P)
+    domain = gpu // size if D > 1 else np.zeros(P, dtype=int)
+    local = gpu % size if D > 1 else gpu
+    two = hw.switch_tiers >= 2 and hw.leaf_gpus < size
+    per_leaf = hw.leaf_gpus if two else size
+    leaves_per_dom = -(-size // per_leaf)
+    leaf = domain * leaves_per_dom + local // per_leaf
+    rail = local
+    nv = hw.link_gbps * 1e9 * eff
+    so = hw.scaleout_gbps * 1e9 * eff
+    lat = {"nvlink-up": hw.link_latency_us * 1e-6, "nvlink-down": 0.0,
+           "tier-up": hw.tier_latency_us * 1e-6, "tier-down": 0.0,
+           "nic-up": hw.scaleout_latency_us * 1e-6, "nic-down": 0.0, "rail-up": 0.0, "rail-down": 0.0}
+    deg = parse_degrade(hw.degrade)
+    shares = _plane_shares(hw)
+    plane_f = np.ones((P, hw.switch_planes))
+    nic_f = np.ones(P)
+    leaf_f = np.ones(int(leaf.max()) + 1 if P else 1)
+    rail_f = 1.0
+    for target, f in deg:
+        m = _TARGET.match(target)
+        if m.group(2) is not None:
+            g = int(m.group(2))
+            if g >= P:
+                raise MokInputError(f"--degrade {target}: the EP group has GPUs 0..{P - 1}")
+            if m.group(4) is not None:
+                k = int(m.group(4))
+                if k >= hw.switch_planes:
+                    raise MokInputError(f"--degrade {target}: {hw.name} has planes 0..{hw.switch_planes - 1}")
+                plane_f[g, k] *= f
+            else:
+                plane_f[g] *= f
+        elif m.group(5) is not None:
+            g = int(m.group(5))
+            if g >= P or D == 1:
+                raise MokInputError(f"--degrade {target}: no such scale-out NIC (GPUs 0..{P - 1}, "
+                                    f"{D} domain(s))")
+            nic_f[g] *= f
+        elif m.group(6) is not None:
+            k = int(m.group(6)) * leaves_per_dom + int(m.group(7))
+            if not two or int(m.group(7)) >= leaves_per_dom or k >= len(leaf_f):
+                raise MokInputError(f"--degrade {target}: {hw.name} at EP {P} has no such leaf "
+                                    f"(two tiers: {two})")
+            leaf_f[k] *= f
+        elif target == "tier":
+            if not two:
+                raise MokInputError(f"--degrade tier: {hw.name} at EP {P} has one switch tier")
+            leaf_f *= f
+        else:
+            if D == 1:
+                raise MokInputError("--degrade rails: the EP group does not leave its domain")
+            rail_f *= f
+    g_ = nx.DiGraph(latency=lat)
+    for k in range(len(leaf_f)):
+        g_.add_node(f"sw{k}", kind="switch")
+        if two:
+            g_.add_edge(f"sw{k}", f"spine{k // leaves_per_dom}", kind="tier-up", cost=1.0)
+            g_.add_edge(f"spine{k // leaves_per_dom}", f"sw{k}", kind="tier-down", cost=1.0)
+    for g in range(P):
+        n = f"gpu{g}"
+        g_.add_node(n, kind="gpu")
+        g_.add_edge(n, f"sw{leaf[g]}", kind="nvlink-up", cost=1.0, planes=list(plane_f[g]))
+        g_.add_edge(f"sw{leaf[g]}", n, kind="nvlink-down", cost=1.0, planes=list(plane_f[g]))
+        if D > 1:
+            g_.add_edge(n, f"rail{rail[g]}", kind="nic-up", cost=10.0)
+            g_.add_edge(f"rail{rail[g]}", n, kind="nic-down", cost=10.0)
+    if D > 1:
+        for r in range(size):
+            g_.add_edge(f"rail{r}", "railspine", kind="rail-up", cost=10.0)
+            g_.add_edge("railspine", f"rail{r}", kind="rail-down", cost=10.0)
+    names, caps, res = [], [], {}
+
+    def add(key, name, c):
+        res[key] = len(names)
+        names.append(name)
+        caps.append(c)
+
+    for g in range(P):
+        c = _port(nv, shares, plane_f[g])
+        add(("nvlink-up", g), f"gpu{g} nvlink out", c)
+        add(("nvlink-down", g), f"gpu{g} nvlink in", c)
+        if D > 1:
+            add(("nic-up", g), f"gpu{g} nic out", so * nic_f[g])
+            add(("nic-down", g), f"gpu{g} nic in", so * nic_f[g])
+    if two:
+        up = per_leaf * nv / hw.tier_oversubscription
+        for k in range(len(leaf_f)):
+            add(("tier-up", k), f"leaf{k // leaves_per_dom}.{k % leaves_per_dom} to spine", up * leaf_f[k])
+            add(("tier-down", k), f"spine to leaf{k // leaves_per_dom}.{k % leaves_per_dom}", up * leaf_f[k])
+    if D > 1:
+        up = D * so / hw.rail_oversubscription
+        for r in range(size):
+            add(("rail-up", r), f"rail{r} to spine", up * rail_f)
+            add(("rail-down", r), f"spine to rail{r}", up * rail_f)
+    dead = [n for n, c in zip(names, caps) if c <= 0]
+    if dead:
+        raise MokInputError(f"--degrade {hw.degrade!r} leaves no bandwidth on {dead[0]}: the pass "
+                            f"could never finish (degrade by a factor above 0, or fail one plane: gpuN.pK:0)")
+    return Network(g_, names, np.array(caps, dtype=np.float64), domain, leaf, rail, res, {})
+
+
+# ---------------------------------------------------------------- max-min fair sharing
+
+
+def maxmin(res: np.ndarray, w: np.ndarray, cap: np.ndarray, rtol: float = 1e-9) -> np.ndarray:
+    """Max-min fair rates (progressive filling). res (F, H) resource ids per flow (pad with an
+    id whose cap is inf), w (F, H) the load one unit of the flow's rate puts on each (0 for
+    pads), cap (R,) capacities.
+
+    Progressive filling raises every unfrozen flow together; a resource saturates at level
+    (cap - load of frozen flows) / (load per unit of unfrozen flows), and its flows freeze there.
+    Freezing a flow below another resource's level only raises that level, so every resource
+    whose level is the lowest among the resources it shares unfrozen flows with saturates at
+    exactly its level: each round freezes all of them at once (the same answer, fewer rounds)."""
+    F, H = res.shape
+    rate = np.zeros(F)
+    if F == 0:
+        return rate
+    R = len(cap)
+    frozen_load = np.zeros(R)
+    live = np.ones(F, dtype=bool)
+    pos = w > 0
+    while True:
+        idx = np.flatnonzero(live)
+        if not len(idx):
+            return rate
+        r, ww, pp = res[idx], w[idx], pos[idx]
+        load = np.bincount(r.ravel(), ww.ravel(), minlength=R)
+        with np.errstate(divide="ignore", invalid="ignore"):
+            level = np.where(load > 0, np.maximum(cap - frozen_load, 0.0) / load, np.inf)
+        lv = np.where(pp, level[r], np.inf)  # (n, H)
+        fmin = lv.min(axis=1)  # the lowest level among each flow's resources
+        if not np.isfinite(fmin).all():
+            raise ValueError("a flow crosses no finite resource")
+        # a resource is not (yet) a bottleneck if one of its flows meets a lower level elsewhere
+        lower = pp & (fmin[:, None] < lv * (1.0 - rtol))
+        blocked = np.bincount(r[lower], minlength=R) > 0
+        bott = np.isfinite(level) & ~blocked
+        hit = (bott[r] & pp).any(axis=1)
+        f = idx[hit]
+        rate[f] = fmin[hit]
+        frozen_load += np.bincount(r[hit].ravel(), (ww[hit] * fmin[hit][:, None]).ravel(), minlength=R)
+        live[f] = False
+
+
+def peer_groups(cells: np.ndarray, max_peers: int) -> np.ndarray:
+    """Group index of every GPU, (P,). GPUs stay their own group while P - 1 <= max_peers;
+    beyond that, contiguous GPUs of one cell (leaf switch) are merged so a GPU sees about
+    max_peers peers."""
+    P = len(cells)
+    if P - 1 <= max_peers:
+        return np.arange(P)
+    size = -(-P // max_peers)
+    grp = np.empty(P, dtype=int)
+    nxt = 0
+    for k in np.unique(cells):
+        members = np.nonzero(cells == k)[0]
+        grp[members] = nxt + np.arange(len(members)) // size
+        nxt = grp[members].max() + 1
+    return grp
+
+
+class Fabric:
+    """The simulation's view of the network: endpoints (GPUs, then merged peer groups whose
+    ports are their members' summed), each with its comm SMs as a resource when sm_rate > 0,
+    and routes between endpoints as ((resource id, load), ...) with their latency."""
+
+    def __init__(self, net: Network, groups: np.ndarray | None, sm_rate: float):
+        P = len(net.domain)
+        self.net, self.P = net, P
+        self.members = [np.array([g]) for g in range(P)]
+        if groups is not None:
+            self.members += [np.nonzero(groups == k)[0] for k in range(int(groups.max()) + 1)]
+        self.rep = [int(m[0]) for m in self.members]
+        caps = list(net.cap)
+        names = list(net.names)
+        self.port: dict = {}
+        for e, m in enumerate(self.members):
+            for kind in ("nvlink-up", "nvlink-down", "nic-up", "nic-down"):
+                if (kind, 0) not in net.res:
+                    continue
+                if e < P:
+                    self.port[kind, e] = net.res[kind, e]
+                else:
+                    self.port[kind, e] = len(caps)
+                    caps.append(float(sum(net.cap[net.res[kind, int(g)]] for g in m)))
+                    names.append(f"group{e - P} {kind}")
+        self.sm: list = [None] * len(self.members)
+        if sm_rate > 0:
+            for e, m in enumerate(self.members):
+                self.sm[e] = len(caps)
+                caps.append(sm_rate * len(m))
+                names.append(f"endpoint{e} comm SMs")
+        self.cap = np.array(caps, dtype=np.float64)
+        self.names = names
+        self._paths: dict = {}
+
+    def path(self, a: int, b: int) -> tuple[tuple, float, bool]:
+        """((resource id, load), ...), latency (s) and whether it leaves the domain (NIC), of a
+        message from endpoint a to endpoint b."""
+        key = (a, b)
+        hit = self._paths.get(key)
+        if hit is not None:
+            return hit
+        net = self.net
+        ra, rb = self.rep[a], self.rep[b]
+        if ra == rb:  # a GPU and the group it belongs to: another member stands in for the group
+            other = [int(g) for g in self.members[b if b >= self.P else a] if int(g) != ra]
+            if b >= self.P and other:
+                rb = other[0]
+            elif a >= self.P and other:
+                ra = other[0]
+        kinds = net.hops(ra, rb) if ra != rb else ("nvlink-up", "nvlink-down")
+        out: list = []
+        for k in kinds:
+            if k in ("nvlink-up", "nic-up"):
+                out.append((self.port[k, a], 1.0))
+            elif k in ("nvlink-down", "nic-down"):
+                out.append((self.port[k, b], 1.0))
+            elif k in ("tier-up", "tier-down"):
+                out.append((net.res[k, int(net.leaf[ra if k == "tier-up" else rb])], 1.0))
+            else:  # rails: a group's traffic spreads over its members' rails
+                m = self.members[a if k == "rail-up" else b]
+                ids, cnt = np.unique(net.rail[m], return_counts=True)
+                out += [(net.res[k, int(r)], c / len(m)) for r, c in zip(ids, cnt)]
+        hit = (tuple(out), net.latency(kinds), "nic-up" in kinds)
+        self._paths[key] = hit
+        return hit
+
+
+MERGE_PER_PEER_S = 2e-9  # see merge_time
+
+
+def merge_time(scn) -> float:
+    """Seconds within which flow starts and ends share one max-min recomputation: 0 (exact)
+    up to 64 GPUs, then 2 ns per GPU (1.15 us at EP 576): a simulator setting that bounds the
+    recomputations at large EP (docs/sim-study.md measures what it moves)."""
+    return 0.0 if scn.ep <= 64 else MERGE_PER_PEER_S * scn.ep
+
+
+def fabric_summary(net: Network, fluid) -> dict:
+    """What the network model did: topology, links, flows and rate recomputations."""
+    kinds = sorted({k for _, _, k in net.graph.edges(data="kind")})
+    return {"nodes": net.graph.number_of_nodes(), "links": net.graph.number_of_edges(),
+            "link_kinds": kinds, "flows": int(fluid.flows), "rate_solves": int(fluid.solves),
+            "merge_us": fluid.merge * 1e6}
