@@ -14,7 +14,7 @@ from mok_model.predict import analytic_mok, predict
 from mok_model.presets import load_hardware, load_model
 from mok_model.scenario import Config, Scenario
 from mok_model.sim import SimInvariantError, simulate
-from mok_model.sim.fabric import Server
+from mok_model.sim.fabric import Fluid
 from mok_model.sim.mok import MokSim
 
 GB300 = load_hardware("gb300-nvl72")
@@ -73,17 +73,17 @@ def test_same_seed_same_result_other_seed_differs():
 
 
 def test_a_lost_message_breaks_an_invariant(monkeypatch):
-    """Drop one message on a link: the checker must notice (rows or bytes not conserved)."""
-    put = Server.put
+    """Drop one flow that crosses a link: the checker must notice (rows or bytes not conserved)."""
+    start = Fluid.start
     dropped = []
 
-    def lossy(self, msg):
-        if self.wire and not dropped:
-            dropped.append(msg)
+    def lossy(self, res, w, nbytes, done):
+        if len(res) > 1 and not dropped:
+            dropped.append(res)
             return
-        put(self, msg)
+        start(self, res, w, nbytes, done)
 
-    monkeypatch.setattr(Server, "put", lossy)
+    monkeypatch.setattr(Fluid, "start", lossy)
     with pytest.raises(SimInvariantError):
         sim(scn(ep=4), Config(minibatch=2048, capacity=1.0))
 

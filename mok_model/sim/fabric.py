@@ -39,6 +39,7 @@ class Fluid:
         self.res = np.full((n, hops), self.R, dtype=np.int64)
         self.w = np.zeros((n, hops))
         self.left = np.zeros(n)
+        self.size = np.zeros(n)
         self.rate = np.zeros(n)
         self.active = np.zeros(n, dtype=bool)
         self.cb: list = [None] * n
@@ -49,32 +50,36 @@ class Fluid:
         self.pending = False
         self.token = 0
         self.in_wake = False
-        self.bytes_in = np.zeros(self.R + 1)  # bytes x load that entered each resource
-        self.bytes_out = np.zeros(self.R + 1)  # ... and of flows that completed
+        self.bytes_in = [0.0] * (self.R + 1)  # bytes x load that entered each resource
+        self.bytes_out = [0.0] * (self.R + 1)  # ... and of flows that completed
         self.solves = 0
         self.flows = 0
+        self.watch = np.ones(self.R + 1, dtype=bool)  # resources that bound the last solution
+        self.watch[self.R] = False
+        self.sticky = np.zeros(self.R, dtype=bool)  # resources once found over capacity
 
-    def start(self, res: tuple, w: tuple, nbytes: float, done, meta=None) -> None:
+    def start(self, res: tuple, w: tuple, nbytes: float, done) -> None:
         """Start a flow of nbytes over resources `res` (loads `w` per unit rate); `done(t)` is
         called with its finish time."""
         if not self.free:
             self._grow()
         s = self.free.pop()
         k = len(res)
-        if k > self.res.shape[1]:  # a longer route: widen the table
-            extra = k - self.res.shape[1]
-            self.res = np.concatenate([self.res, np.full((len(self.res), extra), self.R)], axis=1)
-            self.w = np.concatenate([self.w, np.zeros((len(self.w), extra))], axis=1)
-        self.res[s, :k] = res
-        self.res[s, k:] = self.R
-        self.w[s, :k] = w
-        self.w[s, k:] = 0.0
-        self.left[s] = nbytes
+        H = self.res.shape[1]
+        if k > H:  # a longer route: widen the table
+            self.res = np.concatenate([self.res, np.full((len(self.res), k - H), self.R)], axis=1)
+            self.w = np.concatenate([self.w, np.zeros((len(self.w), k - H))], axis=1)
+            H = k
+        self.res[s] = res + (self.R,) * (H - k)
+        self.w[s] = w + (0.0,) * (H - k)
+        self.left[s] = self.size[s] = nbytes
         self.rate[s] = 0.0
         self.active[s] = True
         self.cb[s] = done
-        self.meta[s] = (res, w, nbytes, self.env.now) if meta is None else meta
-        self.bytes_in[list(res)] += nbytes * np.asarray(w)
+        self.meta[s] = (res, w, nbytes)
+        bi = self.bytes_in
+        for r, x in zip(res, w):
+            bi[r] += nbytes * x
         self.flows += 1
         self._request()
 
@@ -82,7 +87,7 @@ class Fluid:
         n = len(self.left)
         self.res = np.concatenate([self.res, np.full_like(self.res, self.R)])
         self.w = np.concatenate([self.w, np.zeros_like(self.w)])
-        for a in ("left", "rate"):
+        for a in ("left", "rate", "size"):
             setattr(self, a, np.concatenate([getattr(self, a), np.zeros(n)]))
         self.active = np.concatenate([self.active, np.zeros(n, dtype=bool)])
         self.cb += [None] * n
@@ -116,32 +121,56 @@ class Fluid:
         if not len(idx):
             return
         self.solves += 1
-        r = maxmin(self.res[idx], self.w[idx], self.cap)
+        r = self._rates(self.res[idx], self.w[idx])
         self.rate[idx] = r
-        fin = self.left[idx] / r
-        nxt = float(fin.min())
+        nxt = float((np.maximum(self.left[idx], 0.0) / r).min())
         tok = self.token
-        self.env.timeout(max(nxt, 0.0)).callbacks.append(lambda _e, tok=tok: self._wake(tok))
+        self.env.timeout(nxt).callbacks.append(lambda _e, tok=tok: self._wake(tok))
+
+    def _rates(self, res: np.ndarray, w: np.ndarray) -> np.ndarray:
+        """maxmin over the resources that bound the last solution (plus every resource of a
+        flow that crosses none of them), checked against all: a max-min fair allocation under
+        fewer constraints that meets all of them is the max-min fair allocation under all (it
+        is unique). A resource found over capacity is watched from then on and the solve redone."""
+        R, cap = self.R, self.cap
+        while True:
+            m = self.watch[res]
+            row = m.any(axis=1)
+            if not row.all():
+                m[~row] = res[~row] != R
+            cols = m.any(axis=0)
+            rate = maxmin(np.where(m, res, R)[:, cols], np.where(m, w, 0.0)[:, cols], cap)
+            load = np.bincount(res.ravel(), (w * rate[:, None]).ravel(), minlength=R + 1)[:R]
+            over = load > cap[:R] * (1.0 + 1e-9)
+            if not over.any():
+                self.watch[:R] = (load >= cap[:R] * (1.0 - 1e-9)) | self.sticky
+                return rate
+            self.sticky |= over
+            self.watch[:R] |= over
 
     def _wake(self, tok: int) -> None:
         if tok != self.token:  # a later recomputation replaced this wake-up
             return
         self._advance()
         idx = np.flatnonzero(self.active)
-        rate = self.rate[idx]
-        due = self.left[idx] <= rate * self.merge + 1e-9 * np.maximum(self.left[idx] + rate * 1e-6, 1.0)
+        rate, left = self.rate[idx], np.maximum(self.left[idx], 0.0)
+        with np.errstate(divide="ignore"):  # flows started since the last solve have no rate yet
+            t_left = left / rate
+        # flows that end within merge_s (and the one this wake-up was for, despite rounding)
+        due = (left <= rate * self.merge + 1e-9 * self.size[idx]) | (t_left <= t_left.min())
         done = idx[due]
-        now = self.env.now
-        fins = now + np.maximum(self.left[done], 0.0) / self.rate[done]
+        fins = self.env.now + left[due] / rate[due]
         order = np.lexsort((done, fins))  # deterministic: by finish time, then slot
         self.in_wake = True
+        self.active[done] = False
+        self.left[done] = 0.0
+        bo = self.bytes_out
         calls = []
-        for j in order:
+        for j in order.tolist():
             s = int(done[j])
-            self.active[s] = False
-            self.left[s] = 0.0
-            res, w, nbytes, _ = self.meta[s][:4]
-            self.bytes_out[list(res)] += nbytes * np.asarray(w)
+            res, w, nbytes = self.meta[s]
+            for r, x in zip(res, w):
+                bo[r] += nbytes * x
             calls.append((self.cb[s], float(fins[j])))
             self.cb[s] = self.meta[s] = None
             self.free.append(s)
@@ -200,7 +229,7 @@ class Driver:
 
 class Message:
     """Rows moved between two endpoints by one operation (index into OPS) over `path`
-    ((resource id, load), ...); `joins` hear of its arrival. `flow` (an int) names its stream."""
+    ((resource ids), (loads)); `joins` hear of its arrival. `flow` (an int) names its stream."""
 
     __slots__ = ("bytes", "rows", "path", "latency", "joins", "flow", "op", "name", "scale",
                  "sm_scale", "driver", "t0", "trace")
@@ -218,7 +247,7 @@ class Message:
     def send(self, driver: Driver | None, fluid: Fluid) -> None:
         """Queue on the driver's SMs (None: the fabric alone moves it, e.g. NICs or epilogue)."""
         if driver is None:
-            if not self.path:  # both ends in one node (merged peers): nothing crosses a link
+            if not self.path[0]:  # both ends in one node (merged peers): nothing crosses a link
                 self.arrived(fluid.env.now)
                 return
             self._go(fluid, (), ())
@@ -234,15 +263,14 @@ class Message:
             sec = self.bytes * self.scale * self.sm_scale / driver.cap
             driver.busy_s += sec
             driver.busy_op[self.op] += sec
-        if not res and not self.path:
+        if not res and not self.path[0]:
             self.arrived(driver.fluid.env.now)
             return
         self._go(driver.fluid, res, w)
 
     def _go(self, fluid: Fluid, res: tuple, w: tuple) -> None:
-        rr = res + tuple(r for r, _ in self.path)
-        ww = w + tuple(x for _, x in self.path)
-        fluid.start(rr, ww, self.bytes * self.scale, self.arrived)
+        ids, loads = self.path
+        fluid.start(res + ids, w + loads, self.bytes * self.scale, self.arrived)
 
     def arrived(self, t: float) -> None:
         drv = self.driver
@@ -259,8 +287,9 @@ def check_fluid(fluid: Fluid, names: list, drivers: list) -> list[str]:
     """Violations of conservation: bytes into every resource = bytes out, every flow done,
     no driver with queued or in-flight copies."""
     out = []
-    bad = np.flatnonzero(np.abs(fluid.bytes_in - fluid.bytes_out) > 1e-6 * np.maximum(fluid.bytes_in, 1.0))
-    out += [f"link {names[r]}: {fluid.bytes_in[r]} bytes in, {fluid.bytes_out[r]} out" for r in bad[:3]]
+    bi, bo = np.array(fluid.bytes_in), np.array(fluid.bytes_out)
+    bad = np.flatnonzero(np.abs(bi - bo) > 1e-6 * np.maximum(bi, 1.0))
+    out += [f"link {names[r]}: {bi[r]} bytes in, {bo[r]} out" for r in bad[:3]]
     if fluid.active.any():
         out.append(f"{int(fluid.active.sum())} flows never finished")
     out += [f"{d.name}: messages left in its queue" for d in drivers if d.order or d.inflight]

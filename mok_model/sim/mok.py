@@ -42,6 +42,7 @@ from .network import Fabric, Network, build_network, peer_groups
 
 SCHEDULES = ("published", "naive")
 INFLIGHT_PER_SM = 2  # copies each comm SM keeps in flight (double buffering)
+NO_PATH = ((), ())  # local rows: the comm SMs copy them, no link
 
 
 @dataclass
@@ -356,7 +357,7 @@ class MokSim:
             e = int(eps[j])
             drv = e if self.sender_push and j else d
             if j == 0:
-                links, lat, trc = (), 0.0, ()
+                links, lat, trc = NO_PATH, 0.0, ()
             else:
                 links, lat, trc = self._path(e, d, drv)
             for rc in chunks(int(rows[j]), self.act, self.chunk):
@@ -390,7 +391,7 @@ class MokSim:
             e = int(eps[j])
             drv = d if self.kpush or self.emulated or j == 0 else e
             if j == 0:
-                links, lat, trc = (), 0.0, ()
+                links, lat, trc = NO_PATH, 0.0, ()
             else:
                 links, lat, trc = self._path(d, e, drv)
             for rc in chunks(int(rows[j]), self.out, self.chunk):

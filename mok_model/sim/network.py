@@ -60,10 +60,14 @@ class Network:
     res: dict  # (kind, index) -> resource id
     _templates: dict
 
+    def __post_init__(self) -> None:
+        self._lists = (self.domain.tolist(), self.leaf.tolist(), self.rail.tolist())
+
     def hops(self, a: int, b: int) -> tuple:
         """Link kinds of the route gpu a -> gpu b, e.g. ("nvlink-up", "nvlink-down"): the
         networkx shortest path of the first pair of each class (same domain, leaf, rail)."""
-        key = (self.domain[a] == self.domain[b], self.leaf[a] == self.leaf[b], self.rail[a] == self.rail[b])
+        d, lf, rl = self._lists
+        key = (d[a] == d[b], lf[a] == lf[b], rl[a] == rl[b])
         t = self._templates.get(key)
         if t is None:
             path = nx.shortest_path(self.graph, f"gpu{a}", f"gpu{b}", weight="cost")
@@ -210,45 +214,40 @@ def maxmin(res: np.ndarray, w: np.ndarray, cap: np.ndarray, rtol: float = 1e-9) 
     Freezing a flow below another resource's level only raises that level, so every resource
     whose level is the lowest among the resources it shares unfrozen flows with saturates at
     exactly its level: each round freezes all of them at once (the same answer, fewer rounds)."""
-    F, H = res.shape
+    F = len(res)
     rate = np.zeros(F)
-    if F == 0:
-        return rate
     R = len(cap)
-    frozen_load = np.zeros(R)
-    live = np.ones(F, dtype=bool)
-    pos = w > 0
-    while True:
-        idx = np.flatnonzero(live)
-        if not len(idx):
-            return rate
-        r, ww, pp = res[idx], w[idx], pos[idx]
+    free = cap.astype(np.float64).copy()  # capacity not taken by frozen flows
+    ids = np.arange(F)
+    r, ww = np.ascontiguousarray(res.T), np.ascontiguousarray(w.T)  # (H, n): fast column ops
+    while len(ids):
         load = np.bincount(r.ravel(), ww.ravel(), minlength=R)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            level = np.where(load > 0, np.maximum(cap - frozen_load, 0.0) / load, np.inf)
-        lv = np.where(pp, level[r], np.inf)  # (n, H)
-        fmin = lv.min(axis=1)  # the lowest level among each flow's resources
+        level = np.full(R, np.inf)
+        nz = load > 0
+        level[nz] = np.maximum(free[nz], 0.0) / load[nz]
+        lv = level[r]  # (H, n): pads (w = 0) sit at inf
+        fmin = lv.min(axis=0)  # the lowest level among each flow's resources
         if not np.isfinite(fmin).all():
             raise ValueError("a flow crosses no finite resource")
         # a resource is not (yet) a bottleneck if one of its flows meets a lower level elsewhere
-        lower = pp & (fmin[:, None] < lv * (1.0 - rtol))
-        blocked = np.bincount(r[lower], minlength=R) > 0
-        bott = np.isfinite(level) & ~blocked
-        hit = (bott[r] & pp).any(axis=1)
-        f = idx[hit]
-        rate[f] = fmin[hit]
-        frozen_load += np.bincount(r[hit].ravel(), (ww[hit] * fmin[hit][:, None]).ravel(), minlength=R)
-        live[f] = False
+        blocked = np.bincount(r[fmin < lv * (1.0 - rtol)], minlength=R) > 0
+        hit = (~blocked & np.isfinite(level))[r].any(axis=0)
+        rate[ids[hit]] = fmin[hit]
+        free -= np.bincount(r[:, hit].ravel(), (ww[:, hit] * fmin[hit]).ravel(), minlength=R)
+        keep = ~hit
+        ids, r, ww = ids[keep], r[:, keep], ww[:, keep]
+    return rate
 
 
 def peer_groups(cells: np.ndarray, max_peers: int) -> np.ndarray:
     """Group index of every GPU, (P,). GPUs stay their own group while P - 1 <= max_peers;
     beyond that, contiguous GPUs of one cell (leaf switch) are merged so a GPU sees about
-    max_peers peers."""
+    max_peers / 2 peer groups (flows, and so max-min solves, scale with the groups: EP 576
+    simulates in about half the time, docs/sim-study.md gives what it moves)."""
     P = len(cells)
     if P - 1 <= max_peers:
         return np.arange(P)
-    size = -(-P // max_peers)
+    size = -(-P // max(max_peers // 2, 1))
     grp = np.empty(P, dtype=int)
     nxt = 0
     for k in np.unique(cells):
@@ -294,7 +293,7 @@ class Fabric:
         self._paths: dict = {}
 
     def path(self, a: int, b: int) -> tuple[tuple, float, bool]:
-        """((resource id, load), ...), latency (s) and whether it leaves the domain (NIC), of a
+        """((resource ids), (loads)), latency (s) and whether it leaves the domain (NIC), of a
         message from endpoint a to endpoint b."""
         key = (a, b)
         hit = self._paths.get(key)
@@ -316,24 +315,25 @@ class Fabric:
             elif k in ("nvlink-down", "nic-down"):
                 out.append((self.port[k, b], 1.0))
             elif k in ("tier-up", "tier-down"):
-                out.append((net.res[k, int(net.leaf[ra if k == "tier-up" else rb])], 1.0))
+                out.append((net.res[k, net._lists[1][ra if k == "tier-up" else rb]], 1.0))
             else:  # rails: a group's traffic spreads over its members' rails
                 m = self.members[a if k == "rail-up" else b]
                 ids, cnt = np.unique(net.rail[m], return_counts=True)
                 out += [(net.res[k, int(r)], c / len(m)) for r, c in zip(ids, cnt)]
-        hit = (tuple(out), net.latency(kinds), "nic-up" in kinds)
+        hit = ((tuple(r for r, _ in out), tuple(x for _, x in out)), net.latency(kinds), "nic-up" in kinds)
         self._paths[key] = hit
         return hit
 
 
-MERGE_PER_PEER_S = 2e-9  # see merge_time
+MERGE_MIN_S, MERGE_PER_GPU_S = 2e-6, 1e-8  # see merge_time
 
 
 def merge_time(scn) -> float:
-    """Seconds within which flow starts and ends share one max-min recomputation: 0 (exact)
-    up to 64 GPUs, then 2 ns per GPU (1.15 us at EP 576): a simulator setting that bounds the
-    recomputations at large EP (docs/sim-study.md measures what it moves)."""
-    return 0.0 if scn.ep <= 64 else MERGE_PER_PEER_S * scn.ep
+    """Seconds within which flow starts and ends share one max-min recomputation: 2 us, or
+    10 ns per GPU above 200 GPUs (5.8 us at EP 576). A simulator setting, not a hardware one:
+    it bounds the recomputations (each costs a max-min solve over every active flow);
+    docs/sim-study.md measures what it moves against exact recomputation (merge_s=0)."""
+    return max(MERGE_MIN_S, MERGE_PER_GPU_S * scn.ep)
 
 
 def fabric_summary(net: Network, fluid) -> dict:
