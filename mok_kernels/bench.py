@@ -231,7 +231,7 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
             ev[1].record()
             layer.launch(wl.x, sched)
             ev[2].record()
-            layer.epilogue(wl.wts)
+            layer.epilogue(wl.wts, sched)
             ev[3].record()
             torch.cuda.synchronize()
             for j, k in enumerate(parts):

@@ -82,6 +82,7 @@ class KernelConfig:
     join: bool = True               # comm programs join compute after dispatch (push combine)
     fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
     tma: bool = True                # weight tiles through TMA descriptors (needs fuse_gu)
+    on_error: str = "trap"          # stalled wait / overflow: trap the launch, or raise in forward
 
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
@@ -96,6 +97,12 @@ class KernelConfig:
             raise ValueError("minibatch >= 1, comm_sms >= 1 and capacity > 0 are required")
         if self.tma and not self.fuse_gu:
             raise ValueError("tma=True needs fuse_gu=True")
+        if self.on_error not in ("trap", "raise"):
+            raise ValueError(f"on_error {self.on_error!r}: allowed trap, raise")
+        for name in ("block_m", "bn_gu", "bn_dn", "block_k", "copy_rows"):
+            v = getattr(self, name)
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
 
 
 _KERNELS: dict[str, Any] = {}
@@ -160,8 +167,12 @@ def _kernels() -> dict[str, Any]:
         """Copy rows at element offsets src_off -> dst_off (int64, (CR,)), 16-byte vectors."""
         cols = tl.arange(0, CC)
         for h0 in tl.static_range(0, H, CC):
-            v = tl.load(src_ptr + src_off[:, None] + h0 + cols[None, :], mask=mask[:, None])
-            tl.store(dst_ptr + dst_off[:, None] + h0 + cols[None, :], v, mask=mask[:, None])
+            if h0 + CC <= H:
+                m2 = mask[:, None]
+            else:                                   # last chunk of a row: H is not a multiple of CC
+                m2 = mask[:, None] & (cols[None, :] < H - h0)
+            v = tl.load(src_ptr + src_off[:, None] + h0 + cols[None, :], mask=m2)
+            tl.store(dst_ptr + dst_off[:, None] + h0 + cols[None, :], v, mask=m2)
 
     @triton.jit
     def mok_kernel(
@@ -212,7 +223,7 @@ def _kernels() -> dict[str, Any]:
         nmb_ptr += vr
         E_BASE = VR * (EL + 1)                        # this rank's experts in the stacked weights
         NB_GU: tl.constexpr = I // BN_GU
-        NB_DN: tl.constexpr = H // BN_DN
+        NB_DN: tl.constexpr = (H + BN_DN - 1) // BN_DN    # last down block may pass H: masked
         nmb = tl.load(nmb_ptr)
         crow = tl.arange(0, CR)
         if (pid < COMM) & (PUSH_DISPATCH == 2):
@@ -394,45 +405,62 @@ def _kernels() -> dict[str, Any]:
                     wait_geq(cnt_ptr_d, NB_GU, err_ptr, 3, tile_d, max_spin)
                     rmask_d = rm < nrows_d
                     rn_d = nb_d * BN_DN + tl.arange(0, BN_DN)
+                    cmask_d = rn_d < H
+                    omask_d = rmask_d[:, None] & cmask_d[None, :]
                     a_ptrs_d = h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :]
                     w_off_d = e_d.to(tl.int64) * I * H + rk[:, None] * H + rn_d[None, :]
                     acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
                     for k0 in range(0, I, BK):
                         a_d = tl.load(a_ptrs_d + k0, mask=rmask_d[:, None], other=0.0)
                         if wd_desc is None:
-                            bw_d = tl.load(wd_ptr + w_off_d + k0 * H)
+                            bw_d = tl.load(wd_ptr + w_off_d + k0 * H, mask=cmask_d[None, :], other=0.0)
                         else:
                             bw_d = wd_desc.load([e_d * I + k0, nb_d * BN_DN])
                         acc_d = tl.dot(a_d, bw_d, acc_d)
                     if shared:
                         s_ptrs_d = sh_out_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
-                        tl.store(s_ptrs_d, acc_d.to(tl.bfloat16), mask=rmask_d[:, None])
+                        tl.store(s_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
                     else:
                         if PULL_COMBINE != 0:
                             o_ptrs_d = y_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
-                            tl.store(o_ptrs_d, acc_d.to(tl.bfloat16), mask=rmask_d[:, None])
+                            tl.store(o_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
                             signal(sync_ptr + DN_OFF + mbi)
                         else:
                             slot_d = tl.load(recv_slot_ptr + row0_d + rm, mask=rmask_d, other=0)
                             c_off_d = peer_row(comb_off_ptr, slot_d, SLOTS, H)
                             c_ptrs_d = comb_ptr + c_off_d[:, None] + rn_d[None, :]
-                            tl.store(c_ptrs_d, acc_d.to(tl.bfloat16), mask=rmask_d[:, None])
+                            tl.store(c_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
                 g = g_next
 
     @triton.jit
-    def epilogue_kernel(sh_ptr, comb_ptr, w_ptr, out_ptr, tok0, HAS_SHARED,
-                        K: tl.constexpr, H: tl.constexpr, BH: tl.constexpr):
-        """out[t] = shared[t] + sum_{j=0..k-1} w[t, j] * comb[t, j], fp32, fixed order."""
+    def trap():
+        """Abort the whole launch: the caller's next synchronization raises a CUDA error."""
+        tl.inline_asm_elementwise("trap; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
+                                  pack=1)
+
+    @triton.jit
+    def epilogue_kernel(sh_ptr, comb_ptr, w_ptr, out_ptr, err_ptr, over_ptr, tok0, HAS_SHARED,
+                        TRAP: tl.constexpr, K: tl.constexpr, H: tl.constexpr, BH: tl.constexpr):
+        """out[t] = shared[t] + sum_{j=0..k-1} w[t, j] * comb[t, j], fp32, fixed order.
+
+        If the megakernel recorded a stalled wait or the schedule overflowed, the output is NaN
+        and, with TRAP, the launch traps: no caller can use the result without knowing."""
         t = tl.program_id(0)
         cols = tl.program_id(1) * BH + tl.arange(0, BH)
+        cm = cols < H
         g = (tok0 + t).to(tl.int64)
-        acc = tl.load(sh_ptr + t.to(tl.int64) * H + cols).to(tl.float32)
+        acc = tl.load(sh_ptr + t.to(tl.int64) * H + cols, mask=cm, other=0.0).to(tl.float32)
         acc = tl.where(HAS_SHARED != 0, acc, 0.0)
         for j in tl.static_range(K):
             wj = tl.load(w_ptr + g * K + j)
-            y = tl.load(comb_ptr + (g * K + j) * H + cols).to(tl.float32)
+            y = tl.load(comb_ptr + (g * K + j) * H + cols, mask=cm, other=0.0).to(tl.float32)
             acc += wj * y
-        tl.store(out_ptr + t.to(tl.int64) * H + cols, acc.to(tl.bfloat16))
+        failed = (tl.load(err_ptr, volatile=True) | tl.load(over_ptr, volatile=True)) != 0
+        acc = tl.where(failed, float("nan"), acc)
+        tl.store(out_ptr + t.to(tl.int64) * H + cols, acc.to(tl.bfloat16), mask=cm)
+        if TRAP:
+            if failed:
+                trap()
 
     _KERNELS.update(mok=mok_kernel, epilogue=epilogue_kernel, triton=triton)
     return _KERNELS
@@ -475,8 +503,14 @@ class MoKLayer:
         ishared = 0 if w.sg is None else int(w.sg.shape[1])
         if ishared not in (0, self.I):
             raise ValueError(f"megakernel needs shared width 0 or {self.I}, got {ishared}")
-        if self.H % cfg.bn_dn or self.I % cfg.bn_gu or self.H % cfg.block_k or self.I % cfg.block_k:
-            raise ValueError("H and I must be multiples of the tile sizes")
+        if self.H % cfg.block_k:
+            raise ValueError(f"hidden size H={self.H} is not a multiple of {cfg.block_k} (block_k, "
+                             f"the gate/up GEMM's K step); the megakernel runs H = {cfg.block_k}*n")
+        # I is zero-padded to whole gate/up column blocks: padded columns give SwiGLU 0 and meet
+        # zero rows of the down weights, so they add exactly nothing. The last down column block
+        # may pass H: it is masked (and TMA fills the missing weight columns with zeros).
+        step = max(cfg.bn_gu, cfg.block_k)
+        self.Ip = -(-self.I // step) * step
         self.has_shared = ishared > 0
         p, n, k = self.ep, self.tokens, self.topk
         self.el = el = e // p
@@ -486,24 +520,30 @@ class MoKLayer:
         served = range(p) if self.rank is None else [self.rank]
         dev, bf = self.device, torch.bfloat16
 
-        def pack(routed: torch.Tensor, shared: torch.Tensor | None) -> torch.Tensor:
-            """Each served rank's experts followed by the shared expert: (vranks*(EL+1), ...)."""
+        def pack(routed: torch.Tensor, shared: torch.Tensor | None, i_dim: int) -> torch.Tensor:
+            """Each served rank's experts then the shared expert, I zero-padded to Ip:
+            (vranks*(EL+1), ...)."""
             extra = (shared if shared is not None else torch.zeros_like(routed[0])).to(dev, bf)[None]
             parts = []
             for r in served:
                 lo = 0 if self.local_weights else r * el
                 parts += [routed[lo:lo + el].to(dev, bf), extra]
-            return torch.cat(parts).contiguous()
+            out = torch.cat(parts)
+            if self.Ip != self.I:
+                pad = [0, 0] * (out.dim() - 1 - i_dim) + [0, self.Ip - self.I]
+                out = torch.nn.functional.pad(out, pad)
+            return out.contiguous()
 
-        self.wg = pack(w.wg, w.sg)   # (V*(EL+1), H, I)
-        self.wu = pack(w.wu, w.su)   # (V*(EL+1), H, I)
-        if cfg.fuse_gu:              # (V*(EL+1), H, 2I): [gate block j | up block j] for each j
+        ip = self.Ip
+        self.wg = pack(w.wg, w.sg, 2)   # (V*(EL+1), H, Ip)
+        self.wu = pack(w.wu, w.su, 2)   # (V*(EL+1), H, Ip)
+        if cfg.fuse_gu:                 # (V*(EL+1), H, 2Ip): [gate block j | up block j] for each j
             ne, bn = self.wg.shape[0], cfg.bn_gu
-            self.wg = torch.stack([self.wg.view(ne, self.H, self.I // bn, bn),
-                                   self.wu.view(ne, self.H, self.I // bn, bn)], dim=3
-                                  ).reshape(ne, self.H, 2 * self.I).contiguous()
+            self.wg = torch.stack([self.wg.view(ne, self.H, ip // bn, bn),
+                                   self.wu.view(ne, self.H, ip // bn, bn)], dim=3
+                                  ).reshape(ne, self.H, 2 * ip).contiguous()
             self.wu = self.wg[:1, :1, :1]
-        self.wd = pack(w.wd, w.sd)   # (V*(EL+1), I, H)
+        self.wd = pack(w.wd, w.sd, 1)   # (V*(EL+1), Ip, H)
         v = self.vranks
         self.ns = n                  # home tokens per rank (the shared expert's rows)
         # first home token of this launch in the send/combine/weight arrays it is given
@@ -514,7 +554,7 @@ class MoKLayer:
         self.ring_rows = min(max(cfg.macrobatch, cfg.minibatch + cfg.block_m), c + cfg.block_m)
         self.y_rows = c if cfg.combine == "pull" else 1
         self.ring = torch.empty(v * self.ring_rows, self.H, dtype=bf, device=dev)
-        self.hbuf = torch.empty(v * (n + c), self.I, dtype=bf, device=dev)
+        self.hbuf = torch.empty(v * (n + c), ip, dtype=bf, device=dev)
         self.ystage = torch.empty(v * self.y_rows, self.H, dtype=bf, device=dev)
         if self.group is None:      # one GPU: every rank's buffers are slices of local tensors
             self.peers = None
@@ -562,7 +602,7 @@ class MoKLayer:
         # ranks); otherwise this rank's comm programs act for the absent senders (emulation)
         push = 0 if cfg.dispatch == "pull" else (2 if v > 1 else 1)
         x_loc = x_all[self.tok0:self.tok0 + v * self.ns]
-        cc = min(1024, self.H)
+        cc = min(1024, ks["triton"].next_power_of_2(self.H))   # copy chunk (last one masked)
         ks["mok"][(per_rank * v,)](
             x_all, self.x_off, x_loc, self.ring, self.hbuf, self.ystage, self.comb, self.comb_off,
             self.sh_out, self.wg, self.wu, self.wd, *self.weight_descriptors(),
@@ -576,7 +616,7 @@ class MoKLayer:
             int(cfg.skip_copy), self.off["work"], int(cfg.join),
             per_rank, self.capacity, self.t_max, self.mb_max + 1, self.sync_stride,
             self.ns + self.capacity, self.y_rows,
-            H=self.H, I=self.I, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
+            H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=cc, FUSE_GU=cfg.fuse_gu, num_warps=cfg.num_warps,
             num_stages=cfg.num_stages)
 
@@ -587,26 +627,34 @@ class MoKLayer:
         if not hasattr(self, "_descs"):
             from triton.tools.tensor_descriptor import TensorDescriptor
             cfg = self.cfg
-            gu = self.wg.view(-1, 2 * self.I)
+            gu = self.wg.view(-1, 2 * self.Ip)
             dn = self.wd.view(-1, self.H)
             self._descs = (TensorDescriptor.from_tensor(gu, [cfg.block_k, 2 * cfg.bn_gu]),
                            TensorDescriptor.from_tensor(dn, [cfg.block_k, cfg.bn_dn]))
         return self._descs
 
-    def epilogue(self, w_all: torch.Tensor) -> torch.Tensor:
-        """Sum the k combine slots of this launch's home tokens (fixed order) plus shared output."""
+    def epilogue(self, w_all: torch.Tensor, sched: Schedule) -> torch.Tensor:
+        """Sum the k combine slots of this launch's home tokens (fixed order) plus shared output;
+        NaN output and (on_error="trap") a trapped launch if the pass failed."""
         ks = _kernels()
-        bh = min(1024, self.H)
-        ks["epilogue"][(self.vranks * self.ns, self.H // bh)](
-            self.sh_out, self.comb, w_all, self.out, self.tok0, int(self.has_shared),
-            K=self.topk, H=self.H, BH=bh, num_warps=4)
+        bh = min(1024, ks["triton"].next_power_of_2(self.H))
+        ks["epilogue"][(self.vranks * self.ns, -(-self.H // bh))](
+            self.sh_out, self.comb, w_all, self.out, self.err, sched.overflow, self.tok0,
+            int(self.has_shared), TRAP=self.cfg.on_error == "trap", K=self.topk, H=self.H, BH=bh,
+            num_warps=4)
+        if self.cfg.on_error == "raise":
+            self.check()           # one host read per forward; raises before the output is used
         return self.out
 
     def forward(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor) -> torch.Tensor:
         """x_all (P*N, H) bf16, ids_all (P*N, k), w_all (P*N, k) fp32 -> home output (NS, H) bf16.
 
         With ``group`` (real GPUs) each rank passes only its own tokens: x (N, H), ids and w (N, k).
-        Call ``check()`` after the forward to surface capacity overflow or a stalled wait.
+        A stalled wait or a capacity overflow never yields usable output: the output is NaN and,
+        with ``on_error="trap"`` (default, no host synchronization, graph-capturable) the launch
+        traps, so the caller's next synchronization raises a CUDA error; with
+        ``on_error="raise"`` the forward reads the error word and raises MegakernelStallError or
+        CapacityOverflowError naming the cause. ``check()`` reads it on demand.
         """
         if self.peers is not None:
             return self._forward_group(x_all, ids_all, w_all)
@@ -614,7 +662,7 @@ class MoKLayer:
         self.last_schedule = sched
         self.overflow_acc += sched.overflow
         self.launch(x_all, sched)
-        return self.epilogue(w_all.float().contiguous())
+        return self.epilogue(w_all.float().contiguous(), sched)
 
     def _forward_group(self, x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         """Real multi-GPU forward: all-gather the ids, publish x, one megakernel, then combine."""
@@ -627,7 +675,7 @@ class MoKLayer:
         peers.barrier()            # every send buffer written before any rank pulls from it
         self.launch(peers.send, sched)
         peers.barrier()            # every pushed combine row landed before the epilogue reads it
-        return self.epilogue(w.float().contiguous())
+        return self.epilogue(w.float().contiguous(), sched)
 
     def check(self) -> None:
         """Raise MegakernelStallError / CapacityOverflowError if the last forward failed."""

@@ -232,3 +232,23 @@ def test_bench_bad_flag_is_one_line(capsys):
     rc = bench.cli(["--out", "x.jsonl", "--iters", "many"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "--iters" in err[0]
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(h=100, i=128), r"hidden size H=100 is not a multiple of 64"),
+    (dict(h=128, i=128, ishared=64), r"shared width 0 or 128, got 64"),
+])
+def test_megakernel_refuses_shapes_it_cannot_run(kw, match):
+    """Refused at construction with the rule, before any GPU allocation (runs on the CPU)."""
+    from mok_kernels.megakernel import MoKLayer
+    w = ref.random_weights(4, kw["h"], kw["i"], kw.get("ishared", kw["i"]), seed=0)
+    with pytest.raises(ValueError, match=match):
+        MoKLayer(w, 2, 8, 2, 0, device="cpu")
+
+
+@pytest.mark.parametrize("bad,match", [(dict(on_error="ignore"), "on_error"),
+                                       (dict(bn_dn=96), "powers of two")])
+def test_kernel_config_refuses_bad_values(bad, match):
+    from mok_kernels.megakernel import KernelConfig
+    with pytest.raises(ValueError, match=match):
+        KernelConfig(**bad).validate()
