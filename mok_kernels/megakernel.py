@@ -37,12 +37,13 @@ Triton is imported lazily so the package imports without it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from .peers import SymmetricPeers, emulated_offsets
+from .peers import ArenaLayout, LocalGroup, SymmetricArena, emulated_offsets
 from .reference import MoEWeights
 from .schedule import CapacityOverflowError, Schedule, build_schedule, stack_schedules
 
@@ -52,6 +53,10 @@ STALL_CODES = {
     3: "down-projection wait for the SwiGLU tile counter of tile {info}",
     4: "comm ring-buffer back-pressure wait on minibatch {info}",
     5: "pull-combine wait for the down-projection counter of minibatch {info}",
+    6: "wait for rank {info}'s schedule of this pass",
+    7: "epilogue wait for rank {info}'s combine rows",
+    8: "pass-entry wait for rank {info} to finish the previous pass",
+    9: "routing-exchange wait for rank {info}'s tokens and ids",
 }
 
 
@@ -116,12 +121,13 @@ def _kernels() -> dict[str, Any]:
     import triton.language as tl
 
     @triton.jit
-    def wait_geq(ptr, target, err_ptr, code, info, max_spin):
-        """Spin (acquire) until *ptr >= target; on timeout record (code, info) in err_ptr."""
-        v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+    def wait_geq(ptr, target, err_ptr, code, info, max_spin, SCOPE: tl.constexpr):
+        """Spin (acquire at SCOPE: "gpu", or "sys" for words other GPUs write) until
+        *ptr >= target; on timeout record (code, info) in err_ptr."""
+        v = tl.atomic_add(ptr, 0, sem="acquire", scope=SCOPE)
         spins = 0
         while (v < target) & (spins < max_spin):
-            v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+            v = tl.atomic_add(ptr, 0, sem="acquire", scope=SCOPE)
             spins += 1
             if (spins % 256) == 0:
                 if tl.load(err_ptr, volatile=True) != 0:
@@ -150,10 +156,26 @@ def _kernels() -> dict[str, Any]:
         return tile, row0, nrows, e, hrow0
 
     @triton.jit
-    def signal(ptr):
-        """Make this program's prior stores visible, then add 1 (release)."""
+    def signal(ptr, SCOPE: tl.constexpr):
+        """Make this program's prior stores visible at SCOPE, then add 1 (release)."""
         tl.debug_barrier()
-        tl.atomic_add(ptr, 1, sem="release", scope="gpu")
+        tl.atomic_add(ptr, 1, sem="release", scope=SCOPE)
+
+    @triton.jit
+    def publish(flag_ptr, p32_ptr, idx, value, P):
+        """Write ``value`` into word ``idx`` of every rank's flags (release, system scope)."""
+        tl.debug_barrier()
+        for q in range(0, P):
+            tl.atomic_xchg(flag_ptr + tl.load(p32_ptr + q) + idx, value, sem="release", scope="sys")
+
+    @triton.jit
+    def peer_off(tab_ptr, q, stride, GROUP: tl.constexpr):
+        """Element offset of rank q's copy of a per-rank array: from the rank's offset table in
+        group mode (its arena), q * stride for virtual ranks stacked in one launch."""
+        if GROUP:
+            return tl.load(tab_ptr + q)
+        else:
+            return q.to(tl.int64) * stride
 
     @triton.jit
     def peer_row(off_ptr, gid, per_peer, H: tl.constexpr):
@@ -192,14 +214,17 @@ def _kernels() -> dict[str, Any]:
         recv_src_ptr, recv_slot_ptr,                  # (C,) int32
         tile_exp_ptr, tile_row0_ptr, tile_rows_ptr,   # (T_max,) int32
         mb_tile_ptr, mb_row_ptr, nmb_ptr,             # (MB_max+1,), (MB_max+1,), (1,) int32
-        sync_ptr, err_ptr,                            # int32 workspace (zeroed), (2,) int32
+        sync_ptr, err_ptr,                            # int32 workspace (zeroed), (16,) int32
+        flag_ptr, p32_ptr,   # group: int32 epoch flags (never zeroed); (P,) int64 int32-element
+                             # offsets of every rank's arena (x_off/comb_off: the bf16 ones)
+        ME, SCHED_RDY, CDONE, EPOCH_W, DNALL_OFF,
         NS, R, N_RANK, SLOTS, P, EL, COMM,
         READY_OFF, GU_OFF, DN_OFF, HC_OFF, SH_OFF,
         PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin, NO_COPY, WORK_OFF, JOIN,
         GRID_V, C_STRIDE, T_STRIDE, MB_STRIDE, SYNC_STRIDE, H_ROWS, Y_ROWS,
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
-        FUSE_GU: tl.constexpr,
+        FUSE_GU: tl.constexpr, GROUP: tl.constexpr, SC: tl.constexpr,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -226,38 +251,53 @@ def _kernels() -> dict[str, Any]:
         NB_DN: tl.constexpr = (H + BN_DN - 1) // BN_DN    # last down block may pass H: masked
         nmb = tl.load(nmb_ptr)
         crow = tl.arange(0, CR)
+        if GROUP:
+            # one rank per GPU (or per launch): its id, and the pass's epoch set by the prologue
+            me = ME
+            epoch = tl.load(flag_ptr + EPOCH_W, volatile=True)
+            if pid == 0:
+                publish(flag_ptr, p32_ptr, SCHED_RDY + ME, epoch, P)  # peers may read my schedule
+                if tl.load(mb_tile_ptr + nmb) == 0:                  # no routed rows to combine
+                    publish(flag_ptr, p32_ptr, CDONE + ME, epoch, P)
+        else:
+            me = VR
+            epoch = 0
         if (pid < COMM) & (PUSH_DISPATCH == 2):
             # ------- push dispatch by the senders: this rank's tokens into every receiver's ring -------
+            if GROUP:
+                for q in range(0, P):                  # receivers' schedules are built
+                    wait_geq(flag_ptr + SCHED_RDY + q, epoch, err_ptr, 6, q, max_spin, "sys")
             nmb_all = nmb
             for q in range(0, P):
-                nmb_all = tl.maximum(nmb_all, tl.load(nmb0 + q))
+                nmb_all = tl.maximum(nmb_all, tl.load(nmb0 + peer_off(p32_ptr, q, 1, GROUP)))
             lanes = tl.maximum(COMM, P)
             for mb in range(0, nmb_all):               # minibatch-major: no sender runs ahead
                 for lane in range(pid, lanes, COMM):
                     q = lane % P                       # receiver
                     nsub = (lanes - q + P - 1) // P
-                    mbr_q = mbr0 + q * MB_STRIDE
-                    mbt_q = mbt0 + q * MB_STRIDE
-                    syn_q = sync0 + q.to(tl.int64) * SYNC_STRIDE
-                    if mb < tl.load(nmb0 + q):
+                    mbr_q = mbr0 + peer_off(p32_ptr, q, MB_STRIDE, GROUP)
+                    mbt_q = mbt0 + peer_off(p32_ptr, q, MB_STRIDE, GROUP)
+                    syn_q = sync0 + peer_off(p32_ptr, q, SYNC_STRIDE, GROUP)
+                    src_q = src0 + peer_off(p32_ptr, q, C_STRIDE, GROUP)
+                    ring_q = ring0 + peer_off(x_off_ptr, q, R * H, GROUP)
+                    if mb < tl.load(nmb0 + peer_off(p32_ptr, q, 1, GROUP)):
                         r0 = tl.load(mbr_q + mb)
                         r1 = tl.load(mbr_q + mb + 1)
                         j = 0                          # receiver's ring back-pressure
                         while (j < mb) & (tl.load(mbr_q + j) < r1 - R):
                             need = (tl.load(mbt_q + j + 1) - tl.load(mbt_q + j)) * NB_GU
-                            wait_geq(syn_q + GU_OFF + j, need, err_ptr, 4, j, max_spin)
+                            wait_geq(syn_q + GU_OFF + j, need, err_ptr, 4, j, max_spin, SC)
                             j += 1
                         nchunk = (r1 - r0 + CR - 1) // CR
                         for c in range(lane // P, nchunk, nsub):
                             rows = r0 + c * CR + crow
                             m = rows < r1
-                            src = tl.load(src0 + q * C_STRIDE + rows, mask=m, other=0)
-                            m = m & ((src // N_RANK) == VR)
+                            src = tl.load(src_q + rows, mask=m, other=0)
+                            m = m & ((src // N_RANK) == me)
                             copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                      ring0 + q.to(tl.int64) * R * H, (rows % R).to(tl.int64) * H,
-                                      m, H, CC)
+                                      ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
-                            signal(syn_q + READY_OFF + mb * P + VR)
+                            signal(syn_q + READY_OFF + mb * P + me, SC)
         if (pid < COMM) & (PUSH_DISPATCH != 2):
             # ---------------- communication programs: pull (or emulated push) ----------------
             freed = 0
@@ -268,7 +308,7 @@ def _kernels() -> dict[str, Any]:
                 busy = (freed < mb) & (tl.load(mb_row_ptr + freed) < r1 - R)
                 while busy:
                     need = (tl.load(mb_tile_ptr + freed + 1) - tl.load(mb_tile_ptr + freed)) * NB_GU
-                    wait_geq(sync_ptr + GU_OFF + freed, need, err_ptr, 4, freed, max_spin)
+                    wait_geq(sync_ptr + GU_OFF + freed, need, err_ptr, 4, freed, max_spin, "gpu")
                     freed += 1
                     busy = (freed < mb) & (tl.load(mb_row_ptr + freed) < r1 - R)
                 nchunk = (r1 - r0 + CR - 1) // CR
@@ -280,7 +320,7 @@ def _kernels() -> dict[str, Any]:
                         copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
                                   (rows % R).to(tl.int64) * H, m, H, CC)
                     if (STALL == 0) | (mb > 0):
-                        signal(sync_ptr + READY_OFF + mb * P)
+                        signal(sync_ptr + READY_OFF + mb * P, "gpu")
                 else:
                     lanes = tl.maximum(COMM, P)
                     for lane in range(pid, lanes, COMM):
@@ -294,20 +334,42 @@ def _kernels() -> dict[str, Any]:
                             copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
                                       (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
-                            signal(sync_ptr + READY_OFF + mb * P + s)
-        if (pid < COMM) & (PULL_COMBINE != 0):
-            for mb in range(0, nmb):
-                r0 = tl.load(mb_row_ptr + mb)
-                r1 = tl.load(mb_row_ptr + mb + 1)
-                need = (tl.load(mb_tile_ptr + mb + 1) - tl.load(mb_tile_ptr + mb)) * NB_DN
-                wait_geq(sync_ptr + DN_OFF + mb, need, err_ptr, 5, mb, max_spin)
-                nchunk = (r1 - r0 + CR - 1) // CR
-                for c in range(pid, nchunk, COMM):
-                    rows = r0 + c * CR + crow
-                    m = rows < r1
-                    slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
-                    copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr,
-                              peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
+                            signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
+        if GROUP:
+            if (pid < COMM) & (PULL_COMBINE != 0):
+                # pull combine across ranks: the home's comm programs read every owner's staged rows
+                # of each finished minibatch and keep those whose combine slot is home here
+                for q in range(0, P):
+                    wait_geq(flag_ptr + SCHED_RDY + q, epoch, err_ptr, 6, q, max_spin, "sys")
+                    o32 = tl.load(p32_ptr + q)
+                    oy = tl.load(x_off_ptr + q)
+                    for mb in range(0, tl.load(nmb_ptr + o32)):
+                        r0 = tl.load(mb_row_ptr + o32 + mb)
+                        r1 = tl.load(mb_row_ptr + o32 + mb + 1)
+                        need = (tl.load(mb_tile_ptr + o32 + mb + 1) - tl.load(mb_tile_ptr + o32 + mb)) * NB_DN
+                        wait_geq(sync_ptr + o32 + DN_OFF + mb, need, err_ptr, 5, mb, max_spin, "sys")
+                        nchunk = (r1 - r0 + CR - 1) // CR
+                        for c in range(pid, nchunk, COMM):
+                            rows = r0 + c * CR + crow
+                            m = rows < r1
+                            slot = tl.load(recv_slot_ptr + o32 + rows, mask=m, other=0)
+                            m = m & ((slot // SLOTS) == me)
+                            copy_rows(y_ptr + oy, rows.to(tl.int64) * H, comb_ptr,
+                                      peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
+        else:
+            if (pid < COMM) & (PULL_COMBINE != 0):
+                for mb in range(0, nmb):
+                    r0 = tl.load(mb_row_ptr + mb)
+                    r1 = tl.load(mb_row_ptr + mb + 1)
+                    need = (tl.load(mb_tile_ptr + mb + 1) - tl.load(mb_tile_ptr + mb)) * NB_DN
+                    wait_geq(sync_ptr + DN_OFF + mb, need, err_ptr, 5, mb, max_spin, "gpu")
+                    nchunk = (r1 - r0 + CR - 1) // CR
+                    for c in range(pid, nchunk, COMM):
+                        rows = r0 + c * CR + crow
+                        m = rows < r1
+                        slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
+                        copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr,
+                                  peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
         if (pid >= COMM) | ((JOIN != 0) & (PULL_COMBINE == 0)):
             # ---------------- compute (comm programs join once dispatch is done) ----------------
             # Items are taken from one atomic counter in list order: sections
@@ -341,16 +403,16 @@ def _kernels() -> dict[str, Any]:
                 if is_gu:
                     if (b > 0) & (waited < b):
                         if PUSH_DISPATCH == 0:
-                            wait_geq(sync_ptr + READY_OFF + mbi * P, COMM, err_ptr, 1, mbi, max_spin)
+                            wait_geq(sync_ptr + READY_OFF + mbi * P, COMM, err_ptr, 1, mbi, max_spin, "gpu")
                         else:
                             lanes = tl.maximum(COMM, P)
                             for s in range(0, P):
                                 # lanes that raise signal (mbi, s): this rank's lanes for peer s
                                 # (emulated push) or sender s's lanes for this rank (real push)
-                                q = tl.where(PUSH_DISPATCH == 1, s, VR)
+                                q = tl.where(PUSH_DISPATCH == 1, s, me)
                                 nsub = (lanes - q + P - 1) // P
                                 wait_geq(sync_ptr + READY_OFF + mbi * P + s, nsub, err_ptr, 2, mbi,
-                                         max_spin)
+                                         max_spin, SC)
                         waited = b
                     tt = item // NB_GU
                     nb = item % NB_GU
@@ -394,7 +456,7 @@ def _kernels() -> dict[str, Any]:
                         tl.atomic_add(sync_ptr + SH_OFF + tile, 1, sem="release", scope="gpu")
                     else:
                         tl.atomic_add(sync_ptr + HC_OFF + tile, 1, sem="release", scope="gpu")
-                        tl.atomic_add(sync_ptr + GU_OFF + mbi, 1, sem="release", scope="gpu")
+                        tl.atomic_add(sync_ptr + GU_OFF + mbi, 1, sem="release", scope=SC)
                 else:
                     tt_d = item // NB_DN
                     nb_d = item % NB_DN
@@ -402,7 +464,7 @@ def _kernels() -> dict[str, Any]:
                         tt_d, shared, t_base, tile_row0_ptr, tile_rows_ptr, tile_exp_ptr, NS, EL,
                         E_BASE, BM)
                     cnt_ptr_d = sync_ptr + tl.where(shared, SH_OFF, HC_OFF) + tile_d
-                    wait_geq(cnt_ptr_d, NB_GU, err_ptr, 3, tile_d, max_spin)
+                    wait_geq(cnt_ptr_d, NB_GU, err_ptr, 3, tile_d, max_spin, "gpu")
                     rmask_d = rm < nrows_d
                     rn_d = nb_d * BN_DN + tl.arange(0, BN_DN)
                     cmask_d = rn_d < H
@@ -424,12 +486,19 @@ def _kernels() -> dict[str, Any]:
                         if PULL_COMBINE != 0:
                             o_ptrs_d = y_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
                             tl.store(o_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
-                            signal(sync_ptr + DN_OFF + mbi)
+                            signal(sync_ptr + DN_OFF + mbi, SC)
                         else:
                             slot_d = tl.load(recv_slot_ptr + row0_d + rm, mask=rmask_d, other=0)
                             c_off_d = peer_row(comb_off_ptr, slot_d, SLOTS, H)
                             c_ptrs_d = comb_ptr + c_off_d[:, None] + rn_d[None, :]
                             tl.store(c_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
+                            if GROUP:
+                                # the last routed down tile tells every home its rows have landed
+                                tl.debug_barrier()
+                                done = tl.atomic_add(sync_ptr + DNALL_OFF, 1, sem="acq_rel",
+                                                     scope="sys")
+                                if done == tiles_used * NB_DN - 1:
+                                    publish(flag_ptr, p32_ptr, CDONE + ME, epoch, P)
                 g = g_next
 
     @triton.jit
@@ -440,7 +509,7 @@ def _kernels() -> dict[str, Any]:
 
     @triton.jit
     def epilogue_kernel(sh_ptr, comb_ptr, w_ptr, out_ptr, err_ptr, over_ptr, tok0, HAS_SHARED,
-                        TRAP: tl.constexpr, K: tl.constexpr, H: tl.constexpr, BH: tl.constexpr):
+                        TRAP, K: tl.constexpr, H: tl.constexpr, BH: tl.constexpr):
         """out[t] = shared[t] + sum_{j=0..k-1} w[t, j] * comb[t, j], fp32, fixed order.
 
         If the megakernel recorded a stalled wait or the schedule overflowed, the output is NaN
@@ -458,11 +527,52 @@ def _kernels() -> dict[str, Any]:
         failed = (tl.load(err_ptr, volatile=True) | tl.load(over_ptr, volatile=True)) != 0
         acc = tl.where(failed, float("nan"), acc)
         tl.store(out_ptr + t.to(tl.int64) * H + cols, acc.to(tl.bfloat16), mask=cm)
-        if TRAP:
-            if failed:
-                trap()
+        if (TRAP != 0) & failed:
+            trap()
 
-    _KERNELS.update(mok=mok_kernel, epilogue=epilogue_kernel, triton=triton)
+    @triton.jit
+    def prologue_kernel(x_ptr, ids_ptr, send_ptr, ids_all_ptr, flag_ptr, p32_ptr, p64_ptr, err_ptr,
+                        ME, P, N, NK, max_spin, FIN, RDY, EPOCH_W, ENTER,
+                        H: tl.constexpr, CC: tl.constexpr, CR: tl.constexpr, BI: tl.constexpr):
+        """Group mode, before each pass: wait until every rank has finished the previous pass
+        (so its buffers may be reused), publish this rank's tokens in its send buffer and its
+        top-k ids in every rank's routing region, then (last program) tell every rank and wait
+        until every rank has done the same. Epoch flags only grow: nothing is reset, so a CUDA
+        graph replays the pass."""
+        pid = tl.program_id(0)
+        G = tl.num_programs(0)
+        epoch = tl.load(flag_ptr + EPOCH_W, volatile=True) + 1
+        if pid == 0:
+            publish(flag_ptr, p32_ptr, FIN + ME, epoch - 1, P)     # my previous pass is over
+        for q in range(0, P):
+            wait_geq(flag_ptr + FIN + q, epoch - 1, err_ptr, 8, q, max_spin, "sys")
+        crow = tl.arange(0, CR)
+        for c in range(pid, (N + CR - 1) // CR, G):
+            rows = (c * CR + crow).to(tl.int64)
+            copy_rows(x_ptr, rows * H, send_ptr, rows * H, rows < N, H, CC)
+        cols = tl.arange(0, BI)
+        for c in range(pid, (NK + BI - 1) // BI, G):
+            j = c * BI + cols
+            v = tl.load(ids_ptr + j, mask=j < NK)
+            for q in range(0, P):
+                tl.store(ids_all_ptr + tl.load(p64_ptr + q) + ME * NK + j, v, mask=j < NK)
+        tl.debug_barrier()
+        arrived = tl.atomic_add(flag_ptr + ENTER, 1, sem="acq_rel", scope="sys")
+        if arrived == epoch * G - 1:                 # the last program of this rank's prologue
+            publish(flag_ptr, p32_ptr, RDY + ME, epoch, P)
+            for q in range(0, P):
+                wait_geq(flag_ptr + RDY + q, epoch, err_ptr, 9, q, max_spin, "sys")
+            tl.atomic_xchg(flag_ptr + EPOCH_W, epoch, sem="release", scope="gpu")
+
+    @triton.jit
+    def wait_combined_kernel(flag_ptr, err_ptr, P, CDONE, EPOCH_W, max_spin):
+        """Group mode, push combine: wait until every rank's rows for this home have landed."""
+        epoch = tl.load(flag_ptr + EPOCH_W, volatile=True)
+        for q in range(0, P):
+            wait_geq(flag_ptr + CDONE + q, epoch, err_ptr, 7, q, max_spin, "sys")
+
+    _KERNELS.update(mok=mok_kernel, epilogue=epilogue_kernel, prologue=prologue_kernel,
+                    wait_combined=wait_combined_kernel, triton=triton)
     return _KERNELS
 
 
@@ -481,18 +591,23 @@ class MoKLayer:
     cfg: KernelConfig = field(default_factory=KernelConfig)
     device: str = "cuda"
     local_weights: bool = False      # weights hold only this rank's E/P experts (benchmarks)
-    group: Any = None                # torch.distributed group: real GPUs over symmetric memory
+    group: Any = None                # torch.distributed group (real GPUs, symmetric memory) or
+                                     # a peers.LocalGroup (P launches on one GPU)
 
     def __post_init__(self) -> None:
         self.cfg.validate()
         w, cfg = self.weights, self.cfg
-        if self.group is not None:
+        self.local_group = isinstance(self.group, LocalGroup)
+        if self.local_group:
+            if self.group.size != self.ep or self.rank is None or not 0 <= self.rank < self.ep:
+                raise ValueError(f"LocalGroup of {self.group.size} ranks needs ep={self.group.size} "
+                                 f"and rank in 0..{self.group.size - 1}; got ep={self.ep}, "
+                                 f"rank={self.rank}")
+        elif self.group is not None:
             import torch.distributed as dist
             size, me = dist.get_world_size(self.group), dist.get_rank(self.group)
             if size != self.ep or self.rank not in (None, me):
                 raise ValueError(f"group of {size} ranks (this one {me}) but ep={self.ep}, rank={self.rank}")
-            if cfg.dispatch == "push":
-                raise ValueError("dispatch='push' is emulated on one GPU only; across GPUs use pull")
             self.rank = me
         e, h, i = w.wg.shape
         if self.local_weights:
@@ -553,19 +668,6 @@ class MoKLayer:
         self.capacity = c            # rows per rank
         self.ring_rows = min(max(cfg.macrobatch, cfg.minibatch + cfg.block_m), c + cfg.block_m)
         self.y_rows = c if cfg.combine == "pull" else 1
-        self.ring = torch.empty(v * self.ring_rows, self.H, dtype=bf, device=dev)
-        self.hbuf = torch.empty(v * (n + c), ip, dtype=bf, device=dev)
-        self.ystage = torch.empty(v * self.y_rows, self.H, dtype=bf, device=dev)
-        if self.group is None:      # one GPU: every rank's buffers are slices of local tensors
-            self.peers = None
-            self.comb = torch.randn(p * n * k, self.H, dtype=bf, device=dev)  # home combine buffers
-            self.x_off = emulated_offsets(p, n, self.H, dev)
-            self.comb_off = emulated_offsets(p, n * k, self.H, dev)
-        else:
-            self.peers = SymmetricPeers(self.group, n, k, self.H, dev)
-            self.comb, self.x_off, self.comb_off = self.peers.comb, self.peers.x_off, self.peers.comb_off
-        self.sh_out = torch.empty(v * n, self.H, dtype=bf, device=dev)
-        self.out = torch.empty(v * n, self.H, dtype=bf, device=dev)
         ns_tiles = (n + cfg.block_m - 1) // cfg.block_m
         self.off = {"ready": 0}      # sync words of one rank; rank r's start at r * sync_stride
         self.off["gu"] = self.mb_max * p
@@ -573,12 +675,56 @@ class MoKLayer:
         self.off["hc"] = self.off["dn"] + self.mb_max + 1
         self.off["sh"] = self.off["hc"] + self.t_max
         self.off["work"] = self.off["sh"] + ns_tiles + 1
-        self.sync_stride = self.off["work"] + 1
-        self.sync = torch.zeros(v * self.sync_stride, dtype=torch.int32, device=dev)
-        self.err = torch.zeros(8, dtype=torch.int32, device=dev)   # [bitmask, info per code]
+        self.off["dnall"] = self.off["work"] + 1
+        self.sync_stride = self.off["dnall"] + 1
+        self.hbuf = torch.empty(v * (n + c), ip, dtype=bf, device=dev)
+        self.sh_out = torch.empty(v * n, self.H, dtype=bf, device=dev)
+        self.out = torch.empty(v * n, self.H, dtype=bf, device=dev)
+        self.err = torch.zeros(16, dtype=torch.int32, device=dev)  # [bitmask, info per code]
+        if self.group is None:      # one GPU: every rank's buffers are slices of local tensors
+            self.arena = None
+            self.ring = torch.empty(v * self.ring_rows, self.H, dtype=bf, device=dev)
+            self.ystage = torch.empty(v * self.y_rows, self.H, dtype=bf, device=dev)
+            self.comb = torch.randn(p * n * k, self.H, dtype=bf, device=dev)  # home combine buffers
+            self.x_off = emulated_offsets(p, n, self.H, dev)
+            self.comb_off = emulated_offsets(p, n * k, self.H, dev)
+            self.sync = torch.zeros(v * self.sync_stride, dtype=torch.int32, device=dev)
+            self.flags = self.p32 = self.sync    # unused placeholders outside group mode
+        else:
+            self._init_group(sched)
         self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
         self.last_schedule: Schedule | None = None
         self.stall_test = 0
+
+    # pass-level flags of group mode (int32 words in each rank's arena; epochs, never reset)
+    FLAG_FIN, FLAG_RDY, FLAG_SCHED, FLAG_CDONE = 0, 1, 2, 3     # x P words each
+    FLAG_EPOCH, FLAG_ENTER = 0, 1                                  # after the 4*P words
+
+    def _init_group(self, sched: Schedule) -> None:
+        """Group mode: every buffer a peer touches lives in this rank's arena (same layout on
+        every rank), mapped into every peer; offsets to each peer's arena in three units."""
+        p, n, k, h, c = self.ep, self.tokens, self.topk, self.H, self.capacity
+        bf, i32 = torch.bfloat16, torch.int32
+        layout = ArenaLayout({
+            "send": (bf, (n, h)), "ring": (bf, (self.ring_rows, h)), "comb": (bf, (n * k, h)),
+            "ystage": (bf, (self.y_rows, h)), "ids": (torch.int64, (p * n, k)),
+            "recv_src": (i32, (c,)), "recv_slot": (i32, (c,)),
+            "mb_tile": (i32, (self.mb_max + 1,)), "mb_row": (i32, (self.mb_max + 1,)),
+            "nmb": (i32, (1,)), "sync": (i32, (self.sync_stride,)), "flags": (i32, (4 * p + 2,))})
+        if self.local_group:
+            buf, byte_off = self.group.arena(self.rank, layout.nbytes)
+        else:
+            self._symm = SymmetricArena(self.group, layout.nbytes, self.device)
+            buf, byte_off = self._symm.buf, self._symm.offsets
+        self.arena = layout.views(buf)
+        a = self.arena
+        self.ring, self.ystage, self.comb, self.sync = a["ring"], a["ystage"], a["comb"], a["sync"]
+        self.flags = a["flags"]
+        self.x_off = self.comb_off = byte_off // 2     # bf16 elements (send, ring, comb, ystage)
+        self.p32 = byte_off // 4                       # int32 elements (schedule, sync, flags)
+        self.p64 = byte_off // 8                       # int64 elements (ids)
+        self.flag_epoch = 4 * p + self.FLAG_EPOCH
+        self.flag_enter = 4 * p + self.FLAG_ENTER
 
     def schedule(self, ids_all: torch.Tensor) -> Schedule:
         """Build the GPU-side schedule of every rank this launch serves (stacked for P virtual ranks)."""
@@ -589,26 +735,33 @@ class MoKLayer:
                   for r in ranks]
         return scheds[0] if len(scheds) == 1 else stack_schedules(scheds)
 
-    def launch(self, x_all: torch.Tensor, sched: Schedule) -> None:
+    def launch(self, x_all: torch.Tensor, sched: Schedule, x_loc: torch.Tensor | None = None) -> None:
         """Zero the sync words and run the persistent megakernel (no host read-back)."""
         ks, cfg, v = _kernels(), self.cfg, self.vranks
         self.sync.zero_()
         grid = cfg.grid or torch.cuda.get_device_properties(x_all.device).multi_processor_count
+        if self.local_group and not cfg.grid:
+            grid //= self.ep       # P concurrent launches share the one GPU's SMs
         per_rank = grid // v
         if cfg.comm_sms >= per_rank:
             raise ValueError(f"comm_sms={cfg.comm_sms} leaves no compute programs "
                              f"({per_rank} programs per rank, grid {grid}, {v} rank(s))")
         # push dispatch: the senders' own comm programs when they run in this launch (virtual
         # ranks); otherwise this rank's comm programs act for the absent senders (emulation)
-        push = 0 if cfg.dispatch == "pull" else (2 if v > 1 else 1)
-        x_loc = x_all[self.tok0:self.tok0 + v * self.ns]
+        group = self.group is not None
+        push = 0 if cfg.dispatch == "pull" else (2 if v > 1 or group else 1)
+        if x_loc is None:
+            x_loc = x_all[self.tok0:self.tok0 + v * self.ns]
+        p = self.ep
         cc = min(1024, ks["triton"].next_power_of_2(self.H))   # copy chunk (last one masked)
         ks["mok"][(per_rank * v,)](
             x_all, self.x_off, x_loc, self.ring, self.hbuf, self.ystage, self.comb, self.comb_off,
             self.sh_out, self.wg, self.wu, self.wd, *self.weight_descriptors(),
             sched.recv_src, sched.recv_slot,
             sched.tile_expert, sched.tile_row0, sched.tile_rows,
-            sched.mb_tile, sched.mb_row, sched.num_mb, self.sync, self.err,
+            sched.mb_tile, sched.mb_row, sched.num_mb, self.sync, self.err, self.flags, self.p32,
+            self.rank if group else 0, self.FLAG_SCHED * p, self.FLAG_CDONE * p,
+            4 * p + self.FLAG_EPOCH, self.off["dnall"],
             self.ns, self.ring_rows, self.tokens, self.tokens * self.topk, self.ep, self.el,
             cfg.comm_sms,
             self.off["ready"], self.off["gu"], self.off["dn"], self.off["hc"], self.off["sh"],
@@ -617,8 +770,8 @@ class MoKLayer:
             per_rank, self.capacity, self.t_max, self.mb_max + 1, self.sync_stride,
             self.ns + self.capacity, self.y_rows,
             H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
-            CR=cfg.copy_rows, CC=cc, FUSE_GU=cfg.fuse_gu, num_warps=cfg.num_warps,
-            num_stages=cfg.num_stages)
+            CR=cfg.copy_rows, CC=cc, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def weight_descriptors(self) -> tuple[Any, Any]:
         """Host TMA descriptors of the gate|up and down weights as 2-D matrices, or (None, None)."""
@@ -640,10 +793,8 @@ class MoKLayer:
         bh = min(1024, ks["triton"].next_power_of_2(self.H))
         ks["epilogue"][(self.vranks * self.ns, -(-self.H // bh))](
             self.sh_out, self.comb, w_all, self.out, self.err, sched.overflow, self.tok0,
-            int(self.has_shared), TRAP=self.cfg.on_error == "trap", K=self.topk, H=self.H, BH=bh,
+            int(self.has_shared), int(self.cfg.on_error == "trap"), K=self.topk, H=self.H, BH=bh,
             num_warps=4)
-        if self.cfg.on_error == "raise":
-            self.check()           # one host read per forward; raises before the output is used
         return self.out
 
     def forward(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor) -> torch.Tensor:
@@ -656,25 +807,47 @@ class MoKLayer:
         ``on_error="raise"`` the forward reads the error word and raises MegakernelStallError or
         CapacityOverflowError naming the cause. ``check()`` reads it on demand.
         """
-        if self.peers is not None:
-            return self._forward_group(x_all, ids_all, w_all)
-        sched = self.schedule(ids_all)
-        self.last_schedule = sched
-        self.overflow_acc += sched.overflow
-        self.launch(x_all, sched)
-        return self.epilogue(w_all.float().contiguous(), sched)
+        if self.group is not None:
+            out = self._forward_group(x_all, ids_all, w_all)
+        else:
+            sched = self.schedule(ids_all)
+            self.last_schedule = sched
+            self.overflow_acc += sched.overflow
+            self.launch(x_all, sched)
+            out = self.epilogue(w_all.float().contiguous(), sched)
+        if self.cfg.on_error == "raise" and not self.local_group:
+            self.check()           # one host read per forward; raises before the output is used
+        return out
 
     def _forward_group(self, x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """Real multi-GPU forward: all-gather the ids, publish x, one megakernel, then combine."""
-        peers = self.peers
-        ids_all = peers.all_gather(ids)
-        peers.send.copy_(x)
-        sched = self.schedule(ids_all)
-        self.last_schedule = sched
+        """One rank of a group: prologue (pass-entry wait, tokens and ids published to every
+        rank), local schedule, one persistent megakernel whose signals cross GPUs, and (push
+        combine) a one-program wait for every rank's rows before the epilogue. No host sync."""
+        ks, cfg, a, p, n, k = _kernels(), self.cfg, self.arena, self.ep, self.tokens, self.topk
+        if x.shape != (n, self.H) or ids.shape != (n, k) or w.shape != (n, k):
+            raise ValueError(f"group mode takes this rank's x ({n}, {self.H}), ids and w ({n}, {k});"
+                             f" got {tuple(x.shape)}, {tuple(ids.shape)}, {tuple(w.shape)}")
+        x = x.to(torch.bfloat16).contiguous()
+        cr = cfg.copy_rows
+        ks["prologue"][(min(16, -(-n // cr)),)](
+            x, ids.to(torch.int64).contiguous(), a["send"], a["ids"], self.flags, self.p32,
+            self.p64, self.err, self.rank, p, n, n * k, cfg.max_spin,
+            self.FLAG_FIN * p, self.FLAG_RDY * p, self.flag_epoch, self.flag_enter,
+            H=self.H, CC=min(1024, ks["triton"].next_power_of_2(self.H)), CR=cr, BI=1024,
+            num_warps=4)
+        sched = self.schedule(a["ids"])
         self.overflow_acc += sched.overflow
-        peers.barrier()            # every send buffer written before any rank pulls from it
-        self.launch(peers.send, sched)
-        peers.barrier()            # every pushed combine row landed before the epilogue reads it
+        for name, src in (("recv_src", sched.recv_src), ("recv_slot", sched.recv_slot),
+                          ("mb_tile", sched.mb_tile), ("mb_row", sched.mb_row),
+                          ("nmb", sched.num_mb)):
+            a[name].copy_(src)     # where peers read this rank's schedule
+        sched = dataclasses.replace(sched, recv_src=a["recv_src"], recv_slot=a["recv_slot"],
+                                    mb_tile=a["mb_tile"], mb_row=a["mb_row"], num_mb=a["nmb"])
+        self.last_schedule = sched
+        self.launch(a["send"], sched, x_loc=x)
+        if cfg.combine == "push":
+            ks["wait_combined"][(1,)](self.flags, self.err, p, self.FLAG_CDONE * p,
+                                      self.flag_epoch, cfg.max_spin, num_warps=1)
         return self.epilogue(w.float().contiguous(), sched)
 
     def check(self) -> None:
@@ -690,3 +863,47 @@ class MoKLayer:
             raise CapacityOverflowError(
                 f"schedule capacity overflow: {over} routed rows did not fit in the fixed capacity "
                 f"of {self.capacity} rows (multiplier {self.cfg.capacity}); raise --capacity")
+
+
+def group_forward(layers: list[MoKLayer], xs: list[torch.Tensor], ids: list[torch.Tensor],
+                  ws: list[torch.Tensor]) -> list[torch.Tensor]:
+    """One pass of every rank of a LocalGroup, each on its own stream (concurrent launches on
+    one GPU); with on_error="raise", checks every rank after all were launched."""
+    group = layers[0].group
+    if not group.warm:
+        _warm_up(layers, xs, ids, ws)
+    cur = torch.cuda.current_stream()
+    outs = []
+    for layer, x, i, w, st in zip(layers, xs, ids, ws, group.streams):
+        st.wait_stream(cur)
+        with torch.cuda.stream(st):
+            outs.append(layer.forward(x, i, w))
+    for st in group.streams:
+        cur.wait_stream(st)
+    if layers[0].cfg.on_error == "raise":
+        for layer in layers:
+            layer.check()
+    return outs
+
+
+def _warm_up(layers: list[MoKLayer], xs: list[torch.Tensor], ids: list[torch.Tensor],
+             ws: list[torch.Tensor]) -> None:
+    """Load every kernel each rank launches before ranks run concurrently on one GPU.
+
+    CUDA loads kernels lazily, and loading may synchronize the context: a rank whose first
+    launch of a kernel waits for the GPU to drain, while another rank's kernel spins waiting for
+    this one, deadlocks (the CUDA programming guide's lazy-loading caveat). So each rank runs one
+    pass alone with waits that give up at once, then every arena and error word is zeroed."""
+    group, cfg0 = layers[0].group, [(lay.cfg.max_spin, lay.cfg.on_error) for lay in layers]
+    for lay, x, i, w in zip(layers, xs, ids, ws):
+        lay.cfg.max_spin, lay.cfg.on_error = 256, "raise"   # same compiled variants, no trap
+        lay.forward(x, i, w)
+        torch.cuda.synchronize()
+    for lay, (spin, mode) in zip(layers, cfg0):
+        lay.cfg.max_spin, lay.cfg.on_error = spin, mode
+        lay.err.zero_()
+        lay.overflow_acc.zero_()
+    for arena in group.arenas:
+        arena.zero_()
+    torch.cuda.synchronize()
+    group.warm = True
