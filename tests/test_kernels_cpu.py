@@ -157,20 +157,25 @@ def test_torch_grouped_rank_matches_reference():
     assert torch.allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-def _nccl_worker(rank: int, world: int, port: int, q) -> None:
+def _nccl_worker(rank: int, world: int, port: int, q, system: str = "nccl-torch") -> None:
     import torch.distributed as dist
-    from mok_kernels.baselines import nccl_torch_forward
+    from mok_kernels.baselines import CapacityA2A, nccl_torch_forward
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    w, x, ids, wts = _setup(p=world, e=8, n=10)
+    w, x, ids, wts = _setup(p=world, e=8, n=10, routing="onehot" if system == "graph-a2a" else "uniform")
     wf = w.to(torch.float32)
     ex = LocalExperts(wf, rank * 4, (rank + 1) * 4, "cpu", torch.float32)
-    out = nccl_torch_forward(x[rank].float(), ids[rank], wts[rank].float(), ex, world)
+    if system == "graph-a2a":   # onehot: rank 0 receives far more rows than rank 1
+        a2a = CapacityA2A(ex, world, 10, ids.shape[-1], x.shape[-1], "cpu", dtype=torch.float32)
+        out = a2a.forward(x[rank].float(), ids[rank], wts[rank].float())
+    else:
+        out = nccl_torch_forward(x[rank].float(), ids[rank], wts[rank].float(), ex, world)
     want = ref.moe_reference(x[rank].float(), ids[rank], wts[rank].float(), wf)
     q.put((rank, float((out - want).abs().max())))
     dist.destroy_process_group()
 
 
-def test_nccl_torch_on_gloo_two_ranks():
+@pytest.mark.parametrize("system", ["nccl-torch", "graph-a2a"])
+def test_unfused_baselines_on_gloo_two_ranks(system):
     import socket
     import torch.multiprocessing as mp
     with socket.socket() as s:
@@ -178,7 +183,7 @@ def test_nccl_torch_on_gloo_two_ranks():
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_nccl_worker, args=(r, 2, port, q)) for r in range(2)]
+    procs = [ctx.Process(target=_nccl_worker, args=(r, 2, port, q, system)) for r in range(2)]
     for pr in procs:
         pr.start()
     for pr in procs:

@@ -332,3 +332,26 @@ def test_local_group_missing_rank_raises():
     assert torch.isnan(layer0.out.float()).all()
     with pytest.raises(MegakernelStallError, match="rank 1"):
         layer0.check()
+
+
+def test_bench_on_real_gpus(tmp_path):
+    """`mok bench --gpus N` on every GPU of the host: each configuration checked and recorded."""
+    import subprocess
+    import sys
+    from mok_model.records import read_records
+    gpus = torch.cuda.device_count()
+    out = tmp_path / "runs.jsonl"
+    cmd = [sys.executable, "-m", "mok_kernels.bench", "--gpus", str(gpus), "--model",
+           "qwen3-30b-a3b", "--tokens", "256", "--dispatch", "pull,push", "--combine", "push,pull",
+           "--minibatch", "512", "--comm-sms", "16", "--iters", "3", "--warmup", "1",
+           "--out", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    print(res.stdout, res.stderr[-3000:])
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = read_records([out])
+    assert sorted(r["system"] for r in recs) == sorted(["mok"] * 4 + ["nccl-torch", "graph-a2a",
+                                                                      "gemm-only"])
+    for r in recs:
+        assert r["hardware"]["gpus"] == gpus and r["hardware"]["fabric"] == "nvlink4"
+        assert r["emulated_peers"] is False and r["ep"] == gpus
+        assert len(r["rank_ms"]) == gpus and max(r["rel_err_vs_fp32"]) <= 2e-2
