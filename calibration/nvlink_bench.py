@@ -218,12 +218,12 @@ class Fabric:
         return 0, self.peer_off + R * H
 
     def copy(self, programs: int, pairs: list[tuple[int, int]], reps: int = 1,
-             rows: int | None = None, split: int | None = None) -> Callable[[], None]:
+             split: int | None = None) -> Callable[[], None]:
+        """A launch of `programs` copy programs over (src, dst) pairs (one, or two split)."""
         flat = [x for p in (pairs * 2)[:2] for x in p]
         offs = torch.tensor(flat, dtype=torch.int64, device=self.dev)
-        k, n = kernels()["copy"], rows or self.rows
-        sp = programs if split is None else split
-        return lambda: k[(programs,)](self.buf, offs, n, reps, sp, H=H, CR=CR, CC=CC,
+        k, sp = kernels()["copy"], programs if split is None else split
+        return lambda: k[(programs,)](self.buf, offs, self.rows, reps, sp, H=H, CR=CR, CC=CC,
                                       num_warps=WARPS)
 
     def record(self, system: str, times: list[float], metrics: dict[str, Any], note: str,
@@ -478,6 +478,10 @@ def main(argv: list[str]) -> int:
     if a.emulate:
         return run(a)
     if "RANK" in os.environ:                       # torchrun
+        if int(os.environ["WORLD_SIZE"]) < 2:
+            print("nvlink_bench: torchrun with 1 process: use --nproc-per-node 2+ or --emulate",
+                  file=sys.stderr)
+            return 2
         _init(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
               int(os.environ.get("LOCAL_RANK", 0)), None)
         rc = run(a)

@@ -83,3 +83,7 @@ def test_emulate_quick_writes_valid_records(tmp_path):
     for x in recs:
         if x["system"] == "micro-nvlink-gemm-copy":
             assert 0 < x["metrics"]["ratio"] < 1.3
+    # the fit reads them (emulated: only when allowed, for the one-GPU preset)
+    from calibration.fit_fabric import main as fit_main
+    assert fit_main([str(out), "--out", str(tmp_path / "p.json")]) == 2
+    assert fit_main([str(out), "--out", str(tmp_path / "p.json"), "--allow-emulated"]) == 0
