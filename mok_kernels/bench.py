@@ -61,7 +61,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--comm-sms", default="32", help="comma list")
     p.add_argument("--macrobatch", default="131072",
                    help="comma list of rows, or 'half'/'all' (half / all of the expected rows)")
-    p.add_argument("--capacity", default="0.5", help="comma list of multipliers")
+    p.add_argument("--capacity", default=None,
+                   help="comma list of multipliers (default 0.5 on one GPU; 1.0 with --gpus, "
+                        "which no routing overflows)")
     p.add_argument("--routing", default="uniform",
                    help="comma list: uniform, zipf:S, hot:X (expert 0's share of routes), onehot")
     p.add_argument("--seed", type=int, default=0)
@@ -81,9 +83,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         if a.ep not in (None, str(a.gpus)):
             raise BadInput(f"--ep {a.ep} with --gpus {a.gpus}: on real GPUs EP is the GPU count")
         a.ep = str(a.gpus)
+        a.capacity = a.capacity or "1.0"
         a.systems = a.systems or "mok,nccl-torch,graph-a2a,gemm-only"
     else:
         a.ep = a.ep or "16"
+        a.capacity = a.capacity or "0.5"
         a.systems = a.systems or "mok,torch-grouped"
     return a
 

@@ -23,6 +23,23 @@ def emulated_offsets(ep: int, rows_per_rank: int, hidden: int, device: Any) -> t
     return torch.arange(ep, dtype=torch.int64, device=device) * (rows_per_rank * hidden)
 
 
+ALIGN_ELEMS = 16   # the kernels assume every buffer start is a multiple of 16 elements
+
+
+def pointer_offsets(ptrs: list[int], local: torch.Tensor) -> torch.Tensor:
+    """Peer pointers -> element offsets from ``local``'s data pointer, checked for alignment."""
+    size = local.element_size()
+    base = local.data_ptr()
+    offs = []
+    for r, p in enumerate(ptrs):
+        d = p - base
+        if d % (size * ALIGN_ELEMS):
+            raise ValueError(f"peer {r}'s buffer at {p:#x} is not {size * ALIGN_ELEMS}-byte aligned "
+                             f"relative to the local buffer at {base:#x}")
+        offs.append(d // size)
+    return torch.tensor(offs, dtype=torch.int64, device=local.device)
+
+
 # --------------------------------------------------------------------------------------------
 # Group mode: one arena per rank, identical layout on every rank, mapped into every peer.
 
