@@ -81,7 +81,8 @@ class KernelConfig:
     num_warps: int = 8
     num_stages: int = 4
     copy_rows: int = 16
-    max_spin: int = 1 << 22
+    max_spin: int | None = None     # polls before a wait gives up; None: 2**22 on one GPU,
+                                    # 2**27 across real GPUs (a peer may be compiling a kernel)
     grid: int | None = None         # programs in the persistent grid (default: SM count)
     skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
     join: bool = True               # comm programs join compute after dispatch (push combine)
@@ -726,6 +727,13 @@ class MoKLayer:
         self.flag_epoch = 4 * p + self.FLAG_EPOCH
         self.flag_enter = 4 * p + self.FLAG_ENTER
 
+    @property
+    def max_spin(self) -> int:
+        """Polls before a spin-wait gives up (KernelConfig.max_spin, or its default here)."""
+        if self.cfg.max_spin is not None:
+            return self.cfg.max_spin
+        return 1 << 27 if self.group is not None and not self.local_group else 1 << 22
+
     def schedule(self, ids_all: torch.Tensor) -> Schedule:
         """Build the GPU-side schedule of every rank this launch serves (stacked for P virtual ranks)."""
         ranks = range(self.ep) if self.rank is None else [self.rank]
@@ -765,7 +773,7 @@ class MoKLayer:
             self.ns, self.ring_rows, self.tokens, self.tokens * self.topk, self.ep, self.el,
             cfg.comm_sms,
             self.off["ready"], self.off["gu"], self.off["dn"], self.off["hc"], self.off["sh"],
-            push, int(cfg.combine == "pull"), self.stall_test, cfg.max_spin,
+            push, int(cfg.combine == "pull"), self.stall_test, self.max_spin,
             int(cfg.skip_copy), self.off["work"], int(cfg.join),
             per_rank, self.capacity, self.t_max, self.mb_max + 1, self.sync_stride,
             self.ns + self.capacity, self.y_rows,
@@ -831,7 +839,7 @@ class MoKLayer:
         cr = cfg.copy_rows
         ks["prologue"][(min(16, -(-n // cr)),)](
             x, ids.to(torch.int64).contiguous(), a["send"], a["ids"], self.flags, self.p32,
-            self.p64, self.err, self.rank, p, n, n * k, cfg.max_spin,
+            self.p64, self.err, self.rank, p, n, n * k, self.max_spin,
             self.FLAG_FIN * p, self.FLAG_RDY * p, self.flag_epoch, self.flag_enter,
             H=self.H, CC=min(1024, ks["triton"].next_power_of_2(self.H)), CR=cr, BI=1024,
             num_warps=4)
@@ -847,7 +855,7 @@ class MoKLayer:
         self.launch(a["send"], sched, x_loc=x)
         if cfg.combine == "push":
             ks["wait_combined"][(1,)](self.flags, self.err, p, self.FLAG_CDONE * p,
-                                      self.flag_epoch, cfg.max_spin, num_warps=1)
+                                      self.flag_epoch, self.max_spin, num_warps=1)
         return self.epilogue(w.float().contiguous(), sched)
 
     def check(self) -> None:
