@@ -18,6 +18,7 @@ sample of each rank's tokens; a configuration that fails is not recorded and the
 from __future__ import annotations
 
 import argparse
+import gc
 import socket
 import sys
 from typing import Any
@@ -192,6 +193,12 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
         want = wl.reference()
         for system, knobs, step, check in _systems(a, wl):
             err, times = float("inf"), []
+            # free the previous configuration's buffers (symmetric memory included) at the same
+            # point on every rank: Python's cyclic collector otherwise runs at points that differ
+            # between ranks (rank 0 writes the records)
+            gc.collect()
+            torch.cuda.synchronize()
+            dist.barrier()
             wl.refresh(0)        # the inputs `want` was computed on (timing refreshes them)
             try:
                 if isinstance(step, Exception):
