@@ -21,14 +21,18 @@ Roles. Program ids < comm_sms are communication programs, the rest compute progr
   and one tensor-core instruction per k-step feed both (``fuse_gu``).
 - Combine, push: down tiles store their rows straight into the home combine buffer slot
   (token, k). Combine, pull: down tiles store into a staging buffer and raise a per-minibatch
-  counter; comm programs, after dispatch, copy staged rows into the combine slots.
-Every spin-wait is bounded: past ``max_spin`` polls it writes an error code and the minibatch or
-tile it waited on into an error word, later waits give up at once, and ``MoKLayer.check`` raises
-MegakernelStallError naming the stalled wait.
+  counter; comm programs, after dispatch, copy staged rows into the combine slots (in group mode
+  the home's comm programs read the owners' staged rows).
+Every spin-wait is bounded: past ``max_spin`` polls it writes an error code and the minibatch,
+tile or rank it waited on into an error word and later waits give up at once; the epilogue then
+writes NaN and traps the launch (``on_error="trap"``) or the forward raises MegakernelStallError
+naming the stalled wait (``on_error="raise"``).
 
 Peers. Send rows and combine slots are addressed through per-rank offset tables (peers.py), so the
-same kernel runs: ``group=G`` on real GPUs (each rank one process; buffers in torch symmetric
-memory; a GPU-side group barrier before the launch and before the epilogue; pull dispatch only);
+same kernel runs: ``group=G`` across real GPUs, one process each, and ``group=LocalGroup(P)`` as
+P concurrent launches on one GPU: every buffer a peer touches lives in one arena per rank
+(symmetric memory on real GPUs), a prologue exchanges routing and enters the pass on epoch flags,
+and every cross-rank signal inside the megakernel is a system-scope release/acquire (``GROUP``);
 ``rank=r`` on one GPU as rank r of an EP-P group whose peers' send buffers (and home combine
 buffers) live in local memory; ``rank=None`` as P virtual ranks in one launch, each with its own
 programs (a 1/P slice of the grid), schedule, ring, activations, sync words and experts.
