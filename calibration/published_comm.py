@@ -11,7 +11,8 @@ dispatch, BF16 combine; "algorithm bandwidth" in GB/s. The benchmark that prints
 (tests/test_hybrid_ep.py of the same repository) divides the bytes of the BF16 rows a rank
 receives (one row per token and destination rank, the rank's own rows included) by the time.
 
-Each record keeps the published bandwidth in `value` (GB/s). `latency_ms.median` is derived, and
+Each record keeps the published bandwidth in `value` (GB/s) and says in `measurement` whether it
+timed the kernel alone ("kernel") or the Torch API call ("torch-api"). `latency_ms.median` is derived, and
 says so: the expected received bytes of that setup (P x 4096 tokens x the chance that a token has
 at least one of its 8 experts on a given rank x 7168 x 2 bytes) over the published bandwidth.
 No NCCL all-to-all figure on NVL72 with a stated setup was found (searched: nccl-tests issues and
@@ -93,7 +94,7 @@ def published_comm_records() -> list[dict]:
                     "model": {"hidden": HIDDEN, "top_k": TOP_K, "routed_experts": LOCAL_EXPERTS * ranks,
                               "shared_experts": 0},
                     "ep": ranks, "emulated_peers": False, "tokens": TOKENS, "pass": "fwd", "precision": "bf16",
-                    "config": {"comm_sms": sms, "measured": how},
+                    "config": {"comm_sms": sms}, "measurement": how,
                     "routing": {"kind": "uniform", "seed": 0},
                     "latency_ms": {"median": round(ms, 4)},
                     "value": {"gbps": gbps, "quantity": "algorithm bandwidth: BF16 bytes received per rank "
@@ -145,7 +146,7 @@ def check(records: list[dict], p: Params) -> list[dict]:
     rows = []
     for rec in records:
         pred = predict_gbps(rec, p)
-        how = rec["config"]["measured"]
+        how = rec["measurement"]
         g = pred["kernel_gbps"] if how == "kernel" else pred["api_gbps"]
         pub = rec["value"]["gbps"]
         rows.append({"id": rec["id"], "system": rec["system"], "measured": how, "ep": rec["ep"],
