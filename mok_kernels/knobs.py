@@ -202,11 +202,14 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
 
 # ---------------------------------------------------------------- knob tables
 
-def build_table(hardware: str, model: str, ep: int, buckets: list[int] | tuple[int, ...],
-                params: str | None = None, allow_params_mismatch: bool = False,
-                given: dict | None = None, command: str = "") -> dict:
-    """A knob table: the tuner's choice (as `choose_knobs` makes it) for each token bucket."""
-    hw, m = load_hardware(hardware), load_model(model)
+def build_table(hardware: str, model: str | MoEModel | dict, ep: int,
+                buckets: list[int] | tuple[int, ...], params: str | None = None,
+                allow_params_mismatch: bool = False, given: dict | None = None,
+                command: str = "") -> dict:
+    """A knob table: the tuner's choice (as `choose_knobs` makes it) for each token bucket.
+    `model`: a preset name or TOML file, a MoEModel, or a layer shape dict."""
+    hw = load_hardware(hardware)
+    m = load_model(model) if isinstance(model, str) else layer_model(model)
     buckets = sorted(set(int(b) for b in buckets))
     if not buckets or buckets[0] < 1:
         raise MokInputError(f"--tokens-buckets {buckets}: need token counts >= 1")
@@ -233,7 +236,10 @@ def write_table(path: str | os.PathLike, doc: dict) -> None:
     _validate_table(doc, str(path))
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    umask = os.umask(0)
+    os.umask(umask)
     try:
+        os.chmod(tmp, 0o666 & ~umask)       # mkstemp's 0600 -> what open() would have given
         with os.fdopen(fd, "w") as fh:
             fh.write(json.dumps(doc, indent=1) + "\n")
             fh.flush()
