@@ -152,22 +152,36 @@ def _check_given(given: dict) -> None:
         raise MokInputError(f"unknown knob(s) {unknown}; knobs are {KNOBS}")
 
 
+def _preset_sms(name: str) -> int | None:
+    try:
+        return load_hardware(name).sms
+    except MokInputError:  # a hardware TOML file's own name
+        return None
+
+
 def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, tokens: int,
-                 params: str | None = None, given: dict | None = None) -> Choice:
+                 params: str | Params | None = None, given: dict | None = None) -> Choice:
     """The tuner's knobs for one question (uncached), with the capacity kept safe."""
     hw, model = _hardware(hardware), layer_model(shape)
     given = dict(given or {})
     _check_given(given)
-    p = _params(hw, params)
+    if "macrobatch" in given and "minibatch" not in given:
+        raise MokInputError(f"macrobatch={given['macrobatch']} given without minibatch: give both "
+                            f"(the ring holds whole minibatches) or neither")
+    p = params if isinstance(params, Params) else _params(hw, params)
     scn = Scenario(hw, model, ep, tokens)
-    best = tune(scn, p, fixed=given, top=1).best
     source = f"tuner: {hw.name} params {p.path}"
-    if hw.sms != load_hardware(hw.name).sms:
+    if hw.sms != _preset_sms(hw.name):
         source += f" at {hw.sms} SMs per rank"
     safe = safe_capacity(ep, tokens, model.top_k, model.routed_experts)
-    if "capacity" not in given and best.config.capacity < safe:
-        best = tune(scn, p, fixed={**given, "capacity": safe}, top=1).best
-        source += f"; capacity raised to {safe} (uniform-routing bound)"
+    try:
+        best = tune(scn, p, fixed=given, top=1).best
+        if "capacity" not in given and best.config.capacity < safe:
+            best = tune(scn, p, fixed={**given, "capacity": safe}, top=1).best
+            source += f"; capacity raised to {safe} (uniform-routing bound)"
+    except MokInputError as exc:
+        raise MokInputError(f"choosing knobs for {hw.name} / {model.name} / EP {ep} / {tokens} "
+                            f"tokens with {given or 'no knobs'} given: {exc}") from None
     if given:
         source += f"; given: {', '.join(k for k in KNOBS if k in given)}"
     return Choice(best.config.as_dict(), source, best.latency_ms)
@@ -214,12 +228,11 @@ def build_table(hardware: str, model: str | MoEModel | dict, ep: int,
     if not buckets or buckets[0] < 1:
         raise MokInputError(f"--tokens-buckets {buckets}: need token counts >= 1")
     p = load_params(params, hw.name, allow_params_mismatch)
-    _PARAMS[(hw.name, params)] = p
     given = {k: v for k, v in (given or {}).items() if v is not None}
     t0 = time.perf_counter()
     rows = []
     for n in buckets:
-        c = tuned_choice(hw, m, ep, n, params, given)
+        c = tuned_choice(hw, m, ep, n, p, given)
         rows.append({"tokens": n, "config": c.knobs, "predicted_ms": c.predicted_ms,
                      "source": c.source})
     return {"schema": TABLE_SCHEMA, "hardware": hw.name, "sms": hw.sms, "model": m.name,

@@ -53,6 +53,11 @@ def test_explicit_knobs_win_and_the_tuner_fills_the_rest():
                 load_params(None, "h200-1"), fixed=given, top=1).best
     assert c.knobs == best.config.as_dict()
     assert c.source.endswith("given: dispatch, minibatch")
+    with pytest.raises(ValueError, match="macrobatch=4096 given without minibatch"):
+        knobs.choose_knobs("h200-1", KIMI, 16, 1024, given={"macrobatch": 4096})
+    with pytest.raises(ValueError, match="choosing knobs for h200-1 / kimi-k2 / EP 16 / 1024 tokens") as e:
+        knobs.choose_knobs("h200-1", KIMI, 16, 1024, given={"capacity": 0.01})   # overflows
+    assert "\n" not in str(e.value)
     every = dict(dispatch="pull", combine="pull", minibatch=300, comm_sms=7, macrobatch=999,
                  capacity=0.9)
     assert knobs.choose_knobs(None, KIMI, 16, 1024, given=every) == knobs.Choice(every, "given")
