@@ -204,7 +204,8 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
     hw = None if hardware is None else _hardware(hardware)
     model = layer_model(shape)
     if table is not None:
-        return _table_choice(load_table(table), hw, model, ep, tokens, given)
+        return _table_choice({**load_table(table), "_path": str(table)}, hw, model, ep, tokens,
+                             given)
     if hw is None:
         raise MokInputError("no hardware to ask the model for: name a hardware preset or a knob table")
     key = (hw, params, tuple(sorted(shape_of(model).items())), ep, tokens,
@@ -247,8 +248,11 @@ def write_table(path: str | os.PathLike, doc: dict) -> None:
     """Write a knob table atomically (a temporary file in the same folder, then rename)."""
     path = Path(path)
     _validate_table(doc, str(path))
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise KnobTableError(f"knob table {path}: cannot write ({exc.strerror})") from None
     umask = os.umask(0)
     os.umask(umask)
     try:

@@ -235,6 +235,12 @@ def test_tune_table_flags_are_checked(tmp_path, capsys):
         err = capsys.readouterr().err.strip().splitlines()
         assert rc == 2 and len(err) == 1 and needle in err[0]
     assert not out.exists()
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    rc = main(["tune", "--table", str(blocker / "t.json"), "--hardware", "h200-1", "--model",
+               "kimi-k2", "--ep", "16", "--tokens-buckets", "64"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "cannot write" in err[0]
     rc = main(["tune", "--hardware", "h200-1", "--model", "kimi-k2", "--ep", "16"])
     assert rc == 2 and "--tokens" in capsys.readouterr().err
 
