@@ -57,7 +57,8 @@ class KnobTableError(MokInputError):
 
 @dataclass(frozen=True)
 class Choice:
-    """Resolved knobs, where they came from, and the model's latency for them (ms, or None)."""
+    """Resolved knobs, where they came from, and the model's latency for them (ms; from a table:
+    the bucket's prediction at the bucket's token count; None where no prediction applies)."""
 
     knobs: dict[str, Any]
     source: str
@@ -368,12 +369,14 @@ def _table_choice(doc: dict, hw: Hardware | None, model: MoEModel, ep: int, toke
     knobs = {**b["config"], **given}
     source = f"table {doc['_path']} bucket {b['tokens']}"
     safe = safe_capacity(ep, tokens, model.top_k, model.routed_experts)
-    if "capacity" not in given and knobs["capacity"] < safe:
+    raised = "capacity" not in given and knobs["capacity"] < safe
+    if raised:
         knobs["capacity"] = safe
         source += f"; capacity raised to {safe} (uniform-routing bound for {tokens} tokens)"
     if given:
         source += f"; given: {', '.join(k for k in KNOBS if k in given)}"
-    return Choice(knobs, source, b["predicted_ms"] if not given else None)
+    # the bucket's prediction holds for the bucket's own knobs and token count only
+    return Choice(knobs, source, None if given or raised else b["predicted_ms"])
 
 
 # ---------------------------------------------------------------- MoKLayer's resolution
