@@ -160,7 +160,13 @@ def cmd_tune_table(a) -> int:
         raise MokInputError(f"--tokens-buckets {a.tokens_buckets!r}: a comma list of token "
                             f"counts, e.g. 64,128,256") from None
     knobs = _knobs(a)
-    command = "mok " + " ".join(shlex.quote(x) for x in a.argv)
+    words = ["mok", "tune", "--table", a.table, "--hardware", a.hardware, "--model", a.model,
+             "--ep", str(a.ep), "--tokens-buckets", ",".join(str(b) for b in sorted(set(buckets)))]
+    words += ["--params", a.params] if a.params else []
+    words += ["--allow-params-mismatch"] if a.allow_params_mismatch else []
+    for k, v in knobs.items():
+        words += [f"--{k.replace('_', '-')}", str(v)]
+    command = " ".join(shlex.quote(w) for w in words)   # the command that rewrites this table
     doc = build_table(a.hardware, a.model, a.ep, buckets, a.params, a.allow_params_mismatch,
                       knobs, command)
     write_table(a.table, doc)
@@ -263,7 +269,6 @@ def main(argv: list[str] | None = None) -> int:
         if argv and argv[0] in ("calibrate", "validate", "study", "bench"):
             return _forward(argv[0], argv[1:])
         a = build_parser().parse_args(argv)
-        a.argv = argv
         if a.cmd == "presets":
             return cmd_presets(a)
         if a.cmd in ("predict", "simulate"):
