@@ -45,6 +45,20 @@ def test_choice_is_the_tuners_and_cached_calls_are_fast():
     assert cached_ms < 10.0
 
 
+def test_choice_is_the_same_in_another_process():
+    """Every rank of a group chooses on its own; the arena layout needs the same answer."""
+    import subprocess
+    import sys
+
+    code = ("import json; from mok_kernels import knobs; "
+            "print(json.dumps([knobs.choose_knobs(h, s, p, n).knobs for h, s, p, n in "
+            f"[('h200-hgx8', {KIMI!r}, 8, 1024), ('h200-1', {KIMI!r}, 16, 100)]]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    here = [knobs.choose_knobs("h200-hgx8", KIMI, 8, 1024).knobs,
+            knobs.choose_knobs("h200-1", KIMI, 16, 100).knobs]
+    assert json.loads(out.stdout) == here
+
+
 def test_explicit_knobs_win_and_the_tuner_fills_the_rest():
     given = {"dispatch": "push", "minibatch": 512}
     c = knobs.choose_knobs("h200-1", KIMI, 16, 1024, given=given)
