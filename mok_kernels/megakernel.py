@@ -70,14 +70,16 @@ class MegakernelStallError(RuntimeError):
 
 @dataclass
 class KernelConfig:
-    """The six MoK knobs plus tile shapes."""
+    """The six MoK knobs plus tile shapes. A knob left None is chosen by MoKLayer from the model
+    (or a knob table) before launch; validate() checks the knobs that are set."""
 
-    dispatch: str = "pull"          # pull | push
-    combine: str = "push"           # push | pull
-    minibatch: int = 4096           # routed rows per pipeline step
-    comm_sms: int = 32              # communication programs
-    macrobatch: int = 131072        # ring-buffer rows (raised to minibatch + block_m if smaller)
-    capacity: float = 0.5           # schedule capacity multiplier
+    # the six knobs: None = chosen by MoKLayer before launch (mok_kernels/knobs.py)
+    dispatch: str | None = None     # pull | push
+    combine: str | None = None      # push | pull
+    minibatch: int | None = None    # routed rows per pipeline step
+    comm_sms: int | None = None     # communication programs
+    macrobatch: int | None = None   # ring-buffer rows (raised to minibatch + block_m if smaller)
+    capacity: float | None = None   # schedule capacity multiplier
     block_m: int = 128
     bn_gu: int = 128
     bn_dn: int = 256
@@ -99,12 +101,16 @@ class KernelConfig:
                 "comm_sms": self.comm_sms, "macrobatch": self.macrobatch, "capacity": self.capacity}
 
     def validate(self) -> None:
-        if self.dispatch not in ("pull", "push"):
-            raise ValueError(f"dispatch {self.dispatch!r}: allowed pull, push")
-        if self.combine not in ("push", "pull"):
-            raise ValueError(f"combine {self.combine!r}: allowed push, pull")
-        if self.minibatch < 1 or self.comm_sms < 1 or self.capacity <= 0:
-            raise ValueError("minibatch >= 1, comm_sms >= 1 and capacity > 0 are required")
+        if self.dispatch not in ("pull", "push", None):
+            raise ValueError(f"dispatch {self.dispatch!r}: allowed pull, push (None: chosen)")
+        if self.combine not in ("push", "pull", None):
+            raise ValueError(f"combine {self.combine!r}: allowed push, pull (None: chosen)")
+        for name, low in (("minibatch", 1), ("comm_sms", 1), ("macrobatch", 1)):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
+                raise ValueError(f"{name}={v!r}: an integer >= {low} is required (None: chosen)")
+        if self.capacity is not None and not self.capacity > 0:
+            raise ValueError(f"capacity={self.capacity!r}: must be > 0 (None: chosen)")
         if self.tma and not self.fuse_gu:
             raise ValueError("tma=True needs fuse_gu=True")
         if self.on_error not in ("trap", "raise"):
@@ -598,6 +604,9 @@ class MoKLayer:
     local_weights: bool = False      # weights hold only this rank's E/P experts (benchmarks)
     group: Any = None                # torch.distributed group (real GPUs, symmetric memory) or
                                      # a peers.LocalGroup (P launches on one GPU)
+    hardware: str | None = None      # preset the unset knobs are chosen for (default: from the GPU)
+    knob_table: str | None = None    # knob table (`mok tune --table`) to take unset knobs from
+    knob_params: str | None = None   # parameters file for the choice (default: the hardware's)
 
     def __post_init__(self) -> None:
         self.cfg.validate()
@@ -626,6 +635,10 @@ class MoKLayer:
         if self.H % cfg.block_k:
             raise ValueError(f"hidden size H={self.H} is not a multiple of {cfg.block_k} (block_k, "
                              f"the gate/up GEMM's K step); the megakernel runs H = {cfg.block_k}*n")
+        from .knobs import resolve_layer   # unset knobs: the model's choice (knobs.py)
+        self.cfg, self.knob_source = resolve_layer(self)
+        cfg = self.cfg
+        cfg.validate()
         # I is zero-padded to whole gate/up column blocks: padded columns give SwiGLU 0 and meet
         # zero rows of the down weights, so they add exactly nothing. The last down column block
         # may pass H: it is masked (and TMA fills the missing weight columns with zeros).

@@ -16,6 +16,8 @@ from mok_kernels.megakernel import KernelConfig, MegakernelStallError, MoKLayer 
 from mok_kernels.schedule import CapacityOverflowError  # noqa: E402
 
 E, K, H, I, N = 32, 4, 256, 128, 200
+# knobs these tests rely on, given explicitly: unset knobs are now chosen by the model
+OLD_DEFAULTS = dict(dispatch="pull", combine="push", macrobatch=131072)
 
 
 def rel(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -126,7 +128,8 @@ def test_bits_identical_over_runs():
 
 def test_stalled_wait_raises():
     w, wf, x, ids, wts = setup(4, "uniform", 1)
-    cfg = KernelConfig(minibatch=256, comm_sms=8, capacity=1.0, max_spin=3000, on_error="raise")
+    cfg = KernelConfig(minibatch=256, comm_sms=8, capacity=1.0, max_spin=3000, on_error="raise",
+                       **OLD_DEFAULTS)
     layer = MoKLayer(w, 4, N, K, 1, cfg)
     layer.stall_test = 1   # comm programs never signal minibatch 0
     with pytest.raises(MegakernelStallError, match="ready counter of minibatch 0"):
@@ -139,7 +142,8 @@ def test_stalled_wait_raises():
 
 def test_capacity_overflow_raises():
     w, wf, x, ids, wts = setup(16, "onehot", 2)
-    layer = MoKLayer(w, 16, N, K, 0, KernelConfig(minibatch=512, capacity=0.1, on_error="raise"))
+    layer = MoKLayer(w, 16, N, K, 0, KernelConfig(minibatch=512, capacity=0.1, comm_sms=32,
+                                                  on_error="raise", **OLD_DEFAULTS))
     with pytest.raises(CapacityOverflowError, match="overflow"):
         layer.forward(x, ids, wts)
     assert torch.isnan(layer.out.float()).all()
@@ -154,11 +158,13 @@ kind = sys.argv[1]
 if kind == "stall":
     w, wf, x, ids, wts = setup(4, "uniform", 1)
     layer = MoKLayer(w, 4, N, K, 1, KernelConfig(minibatch=256, comm_sms=8, capacity=1.0,
+                                                 dispatch="pull", combine="push", macrobatch=131072,
                                                  max_spin=3000))
     layer.stall_test = 1
 else:
     w, wf, x, ids, wts = setup(16, "onehot", 2)
-    layer = MoKLayer(w, 16, N, K, 0, KernelConfig(minibatch=512, capacity=0.1))
+    layer = MoKLayer(w, 16, N, K, 0, KernelConfig(minibatch=512, capacity=0.1, comm_sms=32,
+                                                  dispatch="pull", combine="push", macrobatch=131072))
 out = layer.forward(x, ids, wts)     # default on_error="trap": no host sync here
 value = float(out.float().sum())     # the caller's own synchronization
 print("OUTPUT USED", value)
@@ -324,7 +330,8 @@ def test_local_group_missing_rank_raises():
     from mok_kernels.peers import LocalGroup
     group = LocalGroup(2)
     w, wf, x, ids, wts = setup(2, "uniform", 0)
-    cfg = KernelConfig(capacity=1.0, comm_sms=8, minibatch=256, max_spin=20000, on_error="raise")
+    cfg = KernelConfig(capacity=1.0, comm_sms=8, minibatch=256, max_spin=20000, on_error="raise",
+                       **OLD_DEFAULTS)
     layer0 = MoKLayer(w, 2, N, K, 0, cfg, group=group)
     MoKLayer(w, 2, N, K, 1, cfg, group=group)     # allocates rank 1's arena, never launched
     layer0.forward(x[:N], ids[:N], wts[:N])
