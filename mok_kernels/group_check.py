@@ -64,7 +64,7 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace, results) -> 
     for dispatch in a.dispatch.split(","):
         for combine in a.combine.split(","):
             cfg = KernelConfig(dispatch=dispatch, combine=combine, minibatch=a.minibatch,
-                               comm_sms=8, capacity=1.0)
+                               comm_sms=8, capacity=1.0, macrobatch=131072)
             layer = MoKLayer(w, world, n, K, None, cfg, device=str(dev), group=dist.group.WORLD)
             out = layer.forward(x, ids, wts).clone()
             torch.cuda.synchronize(dev)
