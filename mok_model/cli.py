@@ -13,6 +13,7 @@ import sys
 from .errors import MokInputError
 from .presets import hardware_names, load_hardware, load_model, model_names
 from .scenario import ENGINES, MODES, PASSES, PRECISIONS, SYSTEMS, Config, Scenario
+from .sim.fabric import SimInvariantError
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 SCHEDULES = ("published", "naive")
@@ -134,6 +135,8 @@ def cmd_predict(a, engine: str) -> int:
         if a.schedule not in SCHEDULES:
             raise MokInputError(f"--schedule {a.schedule!r} must be one of {SCHEDULES}")
         tuned = predict(scn, knobs, a.system, params) if a.system == "mok" else None
+        if a.degrade:  # links of the simulated network; knobs left unset are tuned on the healthy one
+            scn = scn.with_(hardware=scn.hardware.with_(degrade=a.degrade))
         pred = simulate(scn, tuned.config if tuned else None, a.system, params, trace=a.trace,
                         schedule=a.schedule)
         pred.tuned = tuned.tuned if tuned else []
@@ -229,6 +232,9 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--trace", help="write a Chrome trace-event JSON file")
             sp.add_argument("--schedule", default="published",
                             help=f"one of {SCHEDULES}: the published overlap order or in-order")
+            sp.add_argument("--degrade", default="",
+                            help="degraded or failed links, e.g. gpu3:0.5 or gpu3.p0:0,tier:0.5 "
+                                 "(README, 'The simulator')")
     sp = sub.add_parser("tune", help="pick the knobs")
     _workload_flags(sp)
     for flag in ("--dispatch", "--combine"):
@@ -277,6 +283,10 @@ def main(argv: list[str] | None = None) -> int:
     except MokInputError as exc:
         print(f"mok: error: {exc}", file=sys.stderr)
         return 2
+    except SimInvariantError as exc:  # a simulator bug: one line, never a traceback
+        print(f"mok: internal error: the simulation broke an invariant ({exc}); please report it",
+              file=sys.stderr)
+        return 1
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     except BrokenPipeError:  # output piped into `head`

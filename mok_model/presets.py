@@ -46,9 +46,9 @@ class Hardware:
     switch_planes: int = 1
     switch_tiers: int = 1
     leaf_gpus: int = 0  # 0: the whole domain on one tier
-    tier_oversubscription: float = 1.0
+    tier_oversubscription: float = 0.0  # 0 or 1: non-blocking
     tier_latency_us: float = 0.0
-    rail_oversubscription: float = 1.0
+    rail_oversubscription: float = 0.0  # 0 or 1: non-blocking
     degrade: str = ""
     sources: dict = field(default_factory=dict, compare=False, hash=False)
 
@@ -100,8 +100,9 @@ def _validated_hardware(hw: Hardware) -> Hardware:
     if hw.switch_tiers not in (1, 2):
         raise MokInputError(f"hardware {hw.name!r}: switch_tiers={hw.switch_tiers!r} must be 1 or 2")
     for key in ("tier_oversubscription", "rail_oversubscription"):
-        if not getattr(hw, key) >= 1.0:
-            raise MokInputError(f"hardware {hw.name!r}: {key}={getattr(hw, key)!r} must be >= 1 (1 = non-blocking)")
+        if not (getattr(hw, key) == 0 or getattr(hw, key) >= 1.0):
+            raise MokInputError(f"hardware {hw.name!r}: {key}={getattr(hw, key)!r} must be >= 1 "
+                                f"(1 or 0 = non-blocking)")
     if hw.switch_tiers == 2 and not (0 < hw.leaf_gpus <= hw.domain_size and hw.domain_size % hw.leaf_gpus == 0):
         raise MokInputError(f"hardware {hw.name!r}: two switch tiers need leaf_gpus dividing "
                             f"domain_size {hw.domain_size} (got {hw.leaf_gpus})")

@@ -270,6 +270,9 @@ class MokSim:
                 drv.window_latency = nic_lat
             self.sm.append(drv)
         self.rep = fab.rep
+        # a remote read (pull) is a round trip: the request out, the rows back (as
+        # analytic.mok_terms); emulated peers read local HBM, whose latency is in the copy rate
+        self.read_trips = 1.0 if self.emulated else 2.0
         self.E = E
         # the ring must hold one minibatch: tile-aligned minibatches span up to minibatch +
         # tile_m - 1 rows, and the kernel raises a smaller ring to that (KernelConfig.macrobatch)
@@ -360,6 +363,8 @@ class MokSim:
                 links, lat, trc = NO_PATH, 0.0, ()
             else:
                 links, lat, trc = self._path(e, d, drv)
+                if not self.sender_push:
+                    lat *= self.read_trips
             for rc in chunks(int(rows[j]), self.act, self.chunk):
                 msg = Message(rc * self.act, rc, links, lat, (join,), flow + e, 0, name, now,
                               sm_scale=self.dispatch_sm_scale, trace=trc)
@@ -394,6 +399,8 @@ class MokSim:
                 links, lat, trc = NO_PATH, 0.0, ()
             else:
                 links, lat, trc = self._path(d, e, drv)
+                if not (self.kpush or self.emulated):
+                    lat *= self.read_trips
             for rc in chunks(int(rows[j]), self.out, self.chunk):
                 msg = Message(rc * self.out, rc, links, lat, (join, self.inbox[e]), flow + e,
                               1, name, now, sm_scale=self.combine_sm_scale, trace=trc)

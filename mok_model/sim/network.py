@@ -7,8 +7,9 @@ its traffic over them in proportion to their links), or two tiers (leaf switches
 GPUs joined by spine links of `leaf_gpus x link / tier_oversubscription` per leaf and
 direction); when the EP group spans domains, one scale-out NIC per GPU on a rail-optimized
 network (GPU of local rank r on rail switch r; rails joined by a spine). A route is the
-shortest path (NVLink preferred over NICs); its links are resources with a byte rate, and a
-flow's latency is the sum of its hops' latencies.
+shortest path (NVLink preferred over NICs; traffic between rails crosses the rail spine: NCCL's
+PXN, NVLink to the rail-aligned GPU first, is not modelled); its links are resources with a byte
+rate, and a flow's latency is the sum of its hops' latencies.
 
 Striped planes are exact as one resource per GPU and direction: every flow of a GPU loads plane p
 with the same share w_p of its rate, so sum_f w_p x_f <= c_p for all p is sum_f x_f <=
@@ -168,8 +169,8 @@ def build_network(scn, p) -> Network:
             g_.add_edge(f"rail{rail[g]}", n, kind="nic-down", cost=10.0)
     if D > 1:
         for r in range(size):
-            g_.add_edge(f"rail{r}", "railspine", kind="rail-up", cost=10.0)
-            g_.add_edge("railspine", f"rail{r}", kind="rail-down", cost=10.0)
+            g_.add_edge(f"rail{r}", "railspine", kind="rail-up", cost=0.5)
+            g_.add_edge("railspine", f"rail{r}", kind="rail-down", cost=0.5)
     names, caps, res = [], [], {}
 
     def add(key, name, c):
@@ -185,12 +186,12 @@ def build_network(scn, p) -> Network:
             add(("nic-up", g), f"gpu{g} nic out", so * nic_f[g])
             add(("nic-down", g), f"gpu{g} nic in", so * nic_f[g])
     if two:
-        up = per_leaf * nv / hw.tier_oversubscription
+        up = per_leaf * nv / max(hw.tier_oversubscription, 1.0)
         for k in range(len(leaf_f)):
             add(("tier-up", k), f"leaf{k // leaves_per_dom}.{k % leaves_per_dom} to spine", up * leaf_f[k])
             add(("tier-down", k), f"spine to leaf{k // leaves_per_dom}.{k % leaves_per_dom}", up * leaf_f[k])
     if D > 1:
-        up = D * so / hw.rail_oversubscription
+        up = D * so / max(hw.rail_oversubscription, 1.0)
         for r in range(size):
             add(("rail-up", r), f"rail{r} to spine", up * rail_f)
             add(("rail-down", r), f"spine to rail{r}", up * rail_f)
