@@ -21,6 +21,7 @@ LINKS = (1.0, 2.0, 4.0)
 PRESETS = {"vr-nvl72": (8, 72), "rubin-ultra-nvl576": (8, 72, 144, 576)}
 RACKS = (8, 72, 144, 576, 1024)  # gb300-nvl72 as shipped: EP > 72 crosses racks over scale-out
 EFFICIENT = 0.8  # "stops scaling": weak-scaling efficiency below this
+SIM_FROM = 72  # points past this EP also run the simulator (network model): both engines shown
 
 
 def _hardware(pt: dict):
@@ -35,16 +36,26 @@ def _point(pt: dict) -> dict:
     model, note = pad_experts(load_model(MODEL), pt["ep"])
     scn = Scenario(hw, model, pt["ep"], TOKENS, "fwd", PRECISION, "uniform", pt["seed"])
     params, _ = params_for(pname)
-    mok = predict(scn, None, "mok", params, pt["engine"])
+    ana = predict(scn, None, "mok", params)  # knobs tuned on the analytic model
+    sim = (predict(scn, ana.config, "mok", params, "sim")
+           if pt["ep"] > SIM_FROM or pt["engine"] == "sim" else None)
+    mok = sim if pt["engine"] == "sim" else ana
     base = {b: predict(scn, None, b, params, pt["engine"]).latency_ms for b in BASELINES}
     best = min(base, key=base.get)
     c = mok.config
-    return {"series": pt["series"], "link_x": pt["link"], "ep": pt["ep"], "routed_experts": model.routed_experts,
-            "domains": scn.domains, "mok_ms": mok.latency_ms, "tokens_per_s_per_gpu": TOKENS / (mok.latency_ms * 1e-3),
-            "best_baseline": best, "best_baseline_ms": base[best], "speedup": base[best] / mok.latency_ms,
-            "dispatch": c.dispatch, "combine": c.combine, "minibatch": c.minibatch, "comm_sms": c.comm_sms,
-            "capacity": c.capacity, "bound": mok.extra.get("bound", ""), "padding": note,
-            **{f"t_{k}_ms": v for k, v in mok.breakdown_ms.items()}}
+    row = {"series": pt["series"], "link_x": pt["link"], "ep": pt["ep"], "routed_experts": model.routed_experts,
+           "domains": scn.domains, "mok_ms": mok.latency_ms, "tokens_per_s_per_gpu": TOKENS / (mok.latency_ms * 1e-3),
+           "mok_analytic_ms": ana.latency_ms, "mok_sim_ms": sim.latency_ms if sim else "",
+           "sim_vs_analytic": (sim.latency_ms - ana.latency_ms) / ana.latency_ms if sim else "",
+           "best_baseline": best, "best_baseline_ms": base[best], "speedup": base[best] / mok.latency_ms,
+           "dispatch": c.dispatch, "combine": c.combine, "minibatch": c.minibatch, "comm_sms": c.comm_sms,
+           "capacity": c.capacity, "bound": mok.extra.get("bound", ""), "padding": note,
+           **{f"t_{k}_ms": v for k, v in ana.breakdown_ms.items()}}
+    if sim:
+        row.update({f"sim_{k}_ms": v for k, v in sim.breakdown_ms.items()})
+        row["sim_link_busy_ms"] = max(sim.work_ms["link_egress"], sim.work_ms["link_ingress"])
+        row["sim_limiter"] = sim.extra["limiter"]
+    return row
 
 
 def points(opts: Options) -> list[dict]:
@@ -86,13 +97,38 @@ def knob_lines(rows: list[dict]) -> str:
     return "\n".join(out)
 
 
-def growth(rows: list[dict], series: str) -> list[tuple[str, float]]:
-    """Breakdown terms of one series ranked by how much they grow from its smallest to largest EP."""
-    sel = sorted((r for r in rows if r["series"] == series), key=lambda r: r["ep"])
+def growth(rows: list[dict], series: str, prefix: str = "t_") -> list[tuple[str, float]]:
+    """Breakdown terms (analytic "t_", simulator "sim_") of one series ranked by how much they
+    grow from its smallest to its largest EP that has them."""
+    sel = sorted((r for r in rows if r["series"] == series and f"{prefix}steady_state_ms" in r),
+                 key=lambda r: r["ep"])
+    if len(sel) < 2:
+        return []
     lo, hi = sel[0], sel[-1]
-    terms = [k for k in hi if k.startswith("t_")]
-    d = {k[2:-3]: hi[k] - lo.get(k, 0.0) for k in terms}
+    terms = [k for k in hi if k.startswith(prefix) and k.endswith("_ms") and k != "sim_link_busy_ms"]
+    d = {k[len(prefix):-3]: hi[k] - lo.get(k, 0.0) for k in terms}
     return sorted(d.items(), key=lambda kv: -kv[1])
+
+
+def drivers(rows: list[dict]) -> str:
+    """Which terms drive the answer: per series, what grows with EP in each engine, and the two
+    engines side by side where both ran."""
+    out = []
+    for s in dict.fromkeys(r["series"] for r in rows):
+        sel = sorted((r for r in rows if r["series"] == s), key=lambda r: r["ep"])
+        ga = growth(rows, s)
+        gs = growth(rows, s, "sim_")
+        line = (f"- {s}: analytic, EP {sel[0]['ep']} -> {sel[-1]['ep']}: "
+                + ", ".join(f"{k} {v:+.3f} ms" for k, v in ga[:3]))
+        both = [r for r in sel if r["mok_sim_ms"] != ""]
+        if len(both) >= 2:
+            line += (f"; simulator, EP {both[0]['ep']} -> {both[-1]['ep']}: "
+                     + ", ".join(f"{k} {v:+.3f} ms" for k, v in gs[:3]))
+        if both:
+            line += "; sim vs analytic " + ", ".join(f"EP {r['ep']} {r['sim_vs_analytic']:+.1%} "
+                                                     f"({r['sim_limiter']})" for r in both)
+        out.append(line)
+    return "\n".join(out)
 
 
 def run(opts: Options):
@@ -138,12 +174,22 @@ the presets as shipped, up to their domain size.
                                    f"\"stops scaling\" = first EP below {EFFICIENT}.\n\n"
          + md_table(summ, ["series", "eps", "efficiency_at_largest", "stops_scaling_at", "distinct_best_knobs"])
          + "\n\nBest knobs per EP (dispatch/combine, minibatch, comm SMs):\n\n" + knob_lines(rows)),
-        ("All points", md_table(rows, ["series", "ep", "routed_experts", "mok_ms", "efficiency", "best_baseline_ms",
+        ("All points", md_table(rows, ["series", "ep", "routed_experts", "mok_ms", "mok_analytic_ms", "mok_sim_ms",
+                                       "sim_vs_analytic", "efficiency", "best_baseline_ms",
                                        "speedup", "dispatch", "combine", "minibatch", "comm_sms", "bound"])),
+        ("Which terms drive the answer", f"""
+Points past EP {SIM_FROM} run both engines: the analytic model, and the simulator with the network
+model (flows max-min fair over the preset's topology: one switch tier for the "gb300 domain"
+what-ifs, two tiers for rubin-ultra-nvl576, NVL72 racks on a rail-optimized scale-out network),
+with the knobs the analytic tuner picked. `mok_ms`, the efficiency and the speedup use the
+`{opts.engine}` engine; baselines use it too. Terms that grow most with EP (ms added):
+
+""" + drivers(rows)),
         ("Assumptions behind the numbers", "- Experts not divisible by EP are padded: " + "; ".join(pads)
          + ". Padding keeps top_k and widths, so each GPU still receives about tokens x top_k rows.\n"
-         "- A domain of N GPUs is assumed one hop with the same per-link latency (0.6 µs prior); switch "
-         "radix and multi-hop latency of a real 1,024-GPU domain are not modelled.\n"
+         "- A \"gb300 domain\" of N GPUs is a what-if: one switch tier with the same per-link latency "
+         "(0.6 µs prior); the switch radix a real 1,024-GPU tier would need is not modelled. "
+         "rubin-ultra-nvl576 has two tiers (leaves of 144 dies, presets/hardware.toml).\n"
          f"- What grows with EP in \"{first}\" (ms added from the smallest to the largest EP, model "
          "breakdown terms): " + ", ".join(f"{k} +{v:.3f}" for k, v in grew[:4]) + ". The schedule "
          "term holds the all-gather of every GPU's routing decisions and the schedule build over all "

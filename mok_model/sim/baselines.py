@@ -220,7 +220,8 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     if drv:
         work["copy_sms"] = drv.busy_s
     all_spans = [(g, tid, n, s + offset, d) for g, tid, n, s, d in spans + (msg_trace or [])]
-    extra = {"events": int(next(env._eid)) if hasattr(env, "_eid") else -1, "invariants": "ok",
+    extra = {"events": (int(next(env._eid)) if hasattr(env, "_eid") else 0) + 2 * fluid.flows,
+             "invariants": "ok",
              "sim_seconds": round(time.perf_counter() - t_wall, 3),
              "peer_groups": G if grouped else None, "fabric": fabric_summary(net, fluid),
              "timelines": {g: [(tr.THREAD_NAMES[tid], n, s * 1e3, d * 1e3)

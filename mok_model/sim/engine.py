@@ -103,7 +103,7 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     for g in range(P):
         spans.append((g, tr.HOST, "launch+schedule", 0.0, offset))
         spans.append((g, tr.HOST, "reduction", offset + float(pipe[g]), pre["reduction"]))
-    n_events = _events(sim.env)
+    n_events = _events(sim.env) + 2 * sim.fluid.flows  # SimPy events, flow starts and ends
     wall = time.perf_counter() - t0
     extra = {"events": n_events, "invariants": "ok", "schedule": schedule,
              "minibatches": int(plan.minibatches[slow]), "sim_seconds": round(wall, 3),

@@ -221,20 +221,21 @@ def maxmin(res: np.ndarray, w: np.ndarray, cap: np.ndarray, rtol: float = 1e-9) 
     free = cap.astype(np.float64).copy()  # capacity not taken by frozen flows
     ids = np.arange(F)
     r, ww = np.ascontiguousarray(res.T), np.ascontiguousarray(w.T)  # (H, n): fast column ops
+    keep_frac = 1.0 - rtol
     while len(ids):
         load = np.bincount(r.ravel(), ww.ravel(), minlength=R)
-        level = np.full(R, np.inf)
-        nz = load > 0
-        level[nz] = np.maximum(free[nz], 0.0) / load[nz]
+        level = np.divide(np.maximum(free, 0.0), load, out=np.full(R, np.inf), where=load > 0)
         lv = level[r]  # (H, n): pads (w = 0) sit at inf
         fmin = lv.min(axis=0)  # the lowest level among each flow's resources
-        if not np.isfinite(fmin).all():
-            raise ValueError("a flow crosses no finite resource")
         # a resource is not (yet) a bottleneck if one of its flows meets a lower level elsewhere
-        blocked = np.bincount(r[fmin < lv * (1.0 - rtol)], minlength=R) > 0
-        hit = (~blocked & np.isfinite(level))[r].any(axis=0)
-        rate[ids[hit]] = fmin[hit]
-        free -= np.bincount(r[:, hit].ravel(), (ww[:, hit] * fmin[hit]).ravel(), minlength=R)
+        # (pads always are: every flow meets a finite level)
+        blocked = np.bincount(r[fmin < lv * keep_frac], minlength=R)
+        hit = (blocked == 0)[r].any(axis=0)
+        if not hit.any():
+            raise ValueError("a flow crosses no finite resource")
+        fh = fmin[hit]
+        rate[ids[hit]] = fh
+        free -= np.bincount(r[:, hit].ravel(), (ww[:, hit] * fh).ravel(), minlength=R)
         keep = ~hit
         ids, r, ww = ids[keep], r[:, keep], ww[:, keep]
     return rate
@@ -326,12 +327,12 @@ class Fabric:
         return hit
 
 
-MERGE_MIN_S, MERGE_PER_GPU_S = 2e-6, 1e-8  # see merge_time
+MERGE_MIN_S, MERGE_PER_GPU_S = 4e-6, 1e-8  # see merge_time
 
 
 def merge_time(scn) -> float:
-    """Seconds within which flow starts and ends share one max-min recomputation: 2 us, or
-    10 ns per GPU above 200 GPUs (5.8 us at EP 576). A simulator setting, not a hardware one:
+    """Seconds within which flow starts and ends share one max-min recomputation: 4 us, or
+    10 ns per GPU above 400 GPUs (5.8 us at EP 576). A simulator setting, not a hardware one:
     it bounds the recomputations (each costs a max-min solve over every active flow);
     docs/sim-study.md measures what it moves against exact recomputation (merge_s=0)."""
     return max(MERGE_MIN_S, MERGE_PER_GPU_S * scn.ep)
