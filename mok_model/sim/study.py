@@ -20,8 +20,9 @@ from . import simulate
 HW = "gb300-nvl72"
 
 
-def _row(label: str, scn: Scenario, cfg: Config | None, system: str = "mok", **kw) -> str:
-    p = load_params(None, HW)
+def _row(label: str, scn: Scenario, cfg: Config | None, system: str = "mok", hw_params: str = HW,
+         **kw) -> str:
+    p = load_params(None, hw_params)
     s = simulate(scn, cfg, system, p, **kw)
     a = analytic_mok(scn, cfg, p) if system == "mok" else analytic_baseline(scn, system, p)
     d = (s.latency_ms - a.latency_ms) / a.latency_ms
@@ -76,8 +77,28 @@ def main(argv: list[str] | None = None) -> int:
     print("\n### G. baselines (EP 16, 4096 tokens)\n" + head)
     for system in ("nccl-torch", "deepep", "comet"):
         print(_row(system, base, None, system))
+    large_ep(a.quick)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     return 0
+
+
+def large_ep(quick: bool = False) -> None:
+    """H. Balanced routing past one NVL72 (the network model's tiers and rails), default knobs
+    but one fixed minibatch of 4096 rows, kimi-k2 with 2 experts per GPU, 2048 tokens/GPU."""
+    head = ("| case | sim ms | analytic ms | sim vs analytic | sim fill / steady / drain / imbalance "
+            "| analytic fill / steady / drain / imbalance |\n|---|---|---|---|---|---|")
+    print("\n### H. past one NVL72: tiers and rails (kimi-k2, 2 experts per GPU, 2048 tokens, "
+          "minibatch 4096)\n" + head)
+    kimi = load_model("kimi-k2")
+    gb = load_hardware(HW)
+    u = load_hardware("rubin-ultra-nvl576")
+    cases = [("GB300 NVL72, EP 72", gb, 72, HW), ("GB300, 2 racks on rails, EP 144", gb, 144, HW),
+             ("Rubin Ultra NVL576, EP 144 (one leaf)", u, 144, u.name),
+             ("Rubin Ultra NVL576, EP 576 (4 leaves, two tiers)", u, 576, u.name),
+             ("Rubin Ultra NVL576, EP 576, spine 2:1 oversubscribed", u.with_(tier_oversubscription=2.0), 576, u.name)]
+    for label, hw, ep, pn in (cases[:2] if quick else cases):
+        s = Scenario(hw, kimi.with_(routed_experts=2 * ep), ep, 2048)
+        print(_row(label, s, Config(minibatch=4096), hw_params=pn))
 
 
 if __name__ == "__main__":
