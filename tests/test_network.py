@@ -172,3 +172,16 @@ def test_long_link_latencies_run(latency_us):
     for cfg in (Config(minibatch=512, comm_sms=64), Config(dispatch="push", combine="pull", minibatch=1024)):
         p = simulate(s, cfg, "mok", load_params(None, "h200-hgx8"))
         assert p.extra["invariants"] == "ok"
+
+
+def test_a_broken_invariant_is_one_line_not_a_traceback(monkeypatch, capsys):
+    from mok_model.sim import fabric
+
+    def broken(*_a, **_k):
+        raise fabric.SimInvariantError("a join got 3 rows at 1.0 (waits for 2, now 1.0)")
+
+    monkeypatch.setattr("mok_model.sim.simulate", broken)
+    rc = main(["simulate", "--hardware", "gb300-nvl72", "--model", "kimi-k2", "--ep", "8",
+               "--tokens", "512"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 1 and len(err) == 1 and "invariant" in err[0] and "Traceback" not in err[0]
