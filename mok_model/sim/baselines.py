@@ -2,8 +2,8 @@
 
 Same structure as mok_model/baselines.py, but every GPU runs its own timeline: separate kernels in
 order, a device-to-host count sync (forward), then host-launched operations (a slow host leaves
-the GPU idle), and the dispatch/combine exchanges through the same simulated fabric (per-peer
-messages over each GPU's egress and ingress links), so a slow peer delays everyone it sends to.
+the GPU idle), and the dispatch/combine exchanges through the same simulated network (per-peer
+flows over the routes of sim/network.py), so a slow peer delays everyone it sends to.
 """
 
 from __future__ import annotations

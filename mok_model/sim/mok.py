@@ -1,17 +1,18 @@
 """Discrete-event simulation of one MoK megakernel pass on every GPU of the EP group.
 
-Per GPU: C_comm comm SMs (one server at C_comm x copy_gbps_per_sm that keeps at most
-INFLIGHT_PER_SM x C_comm copies in flight; a pushing copy costs the SMs 1 / push_copy_scale
-more), the compute SMs (GEMMs timed by analytic.gemm_time / expert_ffn_parts for each real
-minibatch), an egress and an ingress link (and a NIC pair across domains), and a macrobatch ring
-buffer of `macrobatch` rows. Minibatches flow dispatch -> gate/up (+SwiGLU epilogue) -> down ->
+Per GPU: C_comm comm SMs (a resource of C_comm x copy_gbps_per_sm that keeps at most
+INFLIGHT_PER_SM x C_comm copies in flight; a pushing copy loads it 1 / push_copy_scale more),
+the compute SMs (GEMMs timed by analytic.gemm_time / expert_ffn_parts for each real minibatch),
+its links in the network (sim/network.py: NVLink planes, switch tiers, scale-out NICs and rails;
+every copy a flow sharing them max-min fairly), and a macrobatch ring buffer of `macrobatch`
+rows. Minibatches flow dispatch -> gate/up (+SwiGLU epilogue) -> down ->
 combine. Work is aggregated per minibatch per peer (or peer group at large EP), cut into chunks
 of at most chunk_bytes, never per token.
 
 Orders: received rows are sorted by local expert, then source (the schedule's order), and cut
 into minibatches (by rows, or on row-tile boundaries: tile_aligned_minibatches); a GPU's comm
 SMs walk its minibatches in order (one stream per operation, dispatch and combine share the SMs
-round-robin); links serve (operation, owner, peer) streams round-robin; a GPU driving copies for
+round-robin); flows share every link and SM group max-min fairly; a GPU driving copies for
 others (push dispatch, pull combine) starts the requests that reach it at one instant with the
 peer after itself (no incast). The compute SMs walk one work list (shared gate/up, gate/up 0,
 shared down, gate/up i+1 before down i), taking the first GEMM that can run.
