@@ -60,6 +60,7 @@ class Network:
     rail: np.ndarray  # (P,) rail (local rank) of each GPU
     res: dict  # (kind, index) -> resource id
     _templates: dict
+    slack: set = None  # switch-to-switch resources that can never bind (see build_network)
 
     def __post_init__(self) -> None:
         self._lists = (self.domain.tolist(), self.leaf.tolist(), self.rail.tolist())
@@ -199,7 +200,20 @@ def build_network(scn, p) -> Network:
     if dead:
         raise MokInputError(f"--degrade {hw.degrade!r} leaves no bandwidth on {dead[0]}: the pass "
                             f"could never finish (degrade by a factor above 0, or fail one plane: gpuN.pK:0)")
-    return Network(g_, names, np.array(caps, dtype=np.float64), domain, leaf, rail, res, {})
+    # a spine or rail link at least as fast as all the ports that feed it can never bind (every
+    # flow through it also crosses one of them): routes leave it out, which changes no rate
+    cap = np.array(caps, dtype=np.float64)
+    slack = set()
+    feeds = [("tier-up", "nvlink-up", leaf), ("tier-down", "nvlink-down", leaf),
+             ("rail-up", "nic-up", rail), ("rail-down", "nic-down", rail)]
+    for kind, port, cell in feeds:
+        for k in np.unique(cell):
+            rid = res.get((kind, int(k)))
+            if rid is not None:
+                fed = sum(cap[res[port, int(g)]] for g in np.nonzero(cell == k)[0])
+                if cap[rid] >= fed * (1.0 - 1e-12):
+                    slack.add(rid)
+    return Network(g_, names, cap, domain, leaf, rail, res, {}, slack)
 
 
 # ---------------------------------------------------------------- max-min fair sharing
@@ -322,6 +336,7 @@ class Fabric:
                 m = self.members[a if k == "rail-up" else b]
                 ids, cnt = np.unique(net.rail[m], return_counts=True)
                 out += [(net.res[k, int(r)], c / len(m)) for r, c in zip(ids, cnt)]
+        out = [(r, x) for r, x in out if r not in net.slack]
         hit = ((tuple(r for r, _ in out), tuple(x for _, x in out)), net.latency(kinds), "nic-up" in kinds)
         self._paths[key] = hit
         return hit
