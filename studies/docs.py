@@ -31,7 +31,8 @@ simulator (mok_model/sim). None needs the simulator. Full grids with `--engine s
 development machine (measured 2026-11-29): push-vs-pull 143 s, minibatch-sweep 13 s, ring-buffer
 117 s, host-overhead 61 s, ep-table 6 s, layer-throughput 21 s, end-to-end 14 s,
 predicted-vs-measured 2 s; scale-up-domains stopped on a simulator error (nccl-torch baseline at
-EP >= 144) at that time.
+EP >= 144) at that time. Since issue 11 scale-up-domains runs the simulator (network model) on
+its points past EP 72 with either engine and shows both engines side by side.
 """
 
 
