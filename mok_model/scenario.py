@@ -48,18 +48,21 @@ class Scenario:
                 f"--precision {self.precision} needs tensor cores with that path; {hw.name} "
                 f"({hw.gpu}) has none (mxfp8 needs Blackwell or later)")
         if m.routed_experts % self.ep:
+            fits = [d for d in range(1, m.routed_experts + 1) if m.routed_experts % d == 0]
             raise MokInputError(
                 f"--ep {self.ep}: the {m.routed_experts} routed experts of {m.name} must divide "
-                f"evenly over the EP ranks")
+                f"evenly over the EP ranks (uneven expert placement is not modelled); EP sizes "
+                f"that work for {m.name}: {', '.join(map(str, fits))}")
         if self.ep > hw.domain_size and not hw.emulated_ranks and hw.scaleout_gbps <= 0:
             raise MokInputError(
                 f"--ep {self.ep} is larger than {hw.name}'s scale-up domain of {hw.domain_size} "
                 f"GPUs and the hardware has no scale-out link (scaleout_gbps)")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise MokInputError(f"--seed {self.seed!r} must be an integer >= 0")
-        from .workload import parse_routing  # late: workload imports this module
+        from .workload import check_routing_memory, parse_routing  # late: workload imports this
 
         parse_routing(self.routing, m.top_k)
+        check_routing_memory(self.ep, self.tokens, m.top_k, self.routing)
 
     @property
     def local_experts(self) -> int:
