@@ -34,21 +34,36 @@ def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = N
                             f"another path")
     if p.exists() and not os.access(p, os.W_OK):
         raise MokInputError(f"{flag} {str(path)!r} exists and is not writable; name another path")
+    _probe(parent, flag, path)
     return p
 
 
+def _probe(folder: Path, flag: str, path) -> None:
+    """Create and remove a file in `folder`: the one test of writability that never lies."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise MokInputError(f"{flag} {str(path)!r}: cannot write in {str(folder)!r} "
+                            f"({exc.strerror or exc}); name another path") from None
+
+
 def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
-    """Refuse an output folder that is a file, lies under a file, or cannot be created/written."""
+    """Create an output folder, or refuse one that is a file, lies under a file, or cannot be
+    created or written."""
     p = Path(path)
     for q in [p, *p.parents]:
         if q.exists():
             if not q.is_dir():
                 what = "is a file" if q == p else f"lies under the file {str(q)!r}"
                 raise MokInputError(f"{flag} {str(path)!r} {what}; name a folder")
-            if not os.access(q, os.W_OK | os.X_OK):
-                raise MokInputError(f"{flag} {str(path)!r}: {str(q)!r} is not writable; name "
-                                    f"another folder")
             break
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MokInputError(f"{flag} {str(path)!r}: cannot create it ({exc.strerror or exc}); name "
+                            f"another folder") from None
+    _probe(p, flag, path)
     return p
 
 

@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..fileio import atomic_write_text
+
 # thread ids of one GPU's process
 HOST, COMM_SMS, DISPATCH, COMBINE, COMPUTE_SMS = 0, 1, 2, 3, 4
 LINK_TIDS = {("out", "nvlink"): 5, ("in", "nvlink"): 6, ("out", "nic"): 7, ("in", "nic"): 8}
@@ -51,5 +53,5 @@ def write_trace(path: str | Path, spans: list, gpus: int, ep: int, meta: dict,
            "metadata": {**meta, "traced_gpus": min(gpus, ep), "ep": ep,
                         "note": (f"only the first {min(gpus, ep)} of {ep} GPUs are traced"
                                  if gpus < ep else "all GPUs traced")}}
-    Path(path).write_text(json.dumps(doc))
+    atomic_write_text(path, json.dumps(doc))
     return len(events)
