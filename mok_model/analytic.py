@@ -319,8 +319,11 @@ def mok_config_terms(scn: Scenario, p: Params, config: Config) -> dict:
                   np.array([config.minibatch]), np.array([config.comm_sms]),
                   np.array([config.macrobatch]), np.array([config.capacity]))
     if r["overflow"][0]:
+        need = min(float(loads(scn).rows.max()) * p["capacity_headroom"],
+                   scn.ep * scn.tokens * min(scn.model.top_k, scn.local_experts))
+        least = np.ceil(1000 * need / (scn.ep * scn.tokens * min(scn.model.top_k, scn.local_experts))) / 1000
         raise MokInputError(
             f"--capacity {config.capacity} holds {int(r['capacity_rows'][0])} rows, fewer than the "
-            f"busiest GPU's routed rows times the safety headroom {p['capacity_headroom']}: the "
-            f"schedule would overflow; raise --capacity")
+            f"busiest GPU's {int(loads(scn).rows.max())} routed rows times the safety headroom "
+            f"{p['capacity_headroom']}: the schedule would overflow; use --capacity {least:g} or more")
     return r

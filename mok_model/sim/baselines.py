@@ -55,7 +55,7 @@ def _durations(scn: Scenario, p: Params) -> dict:
             "launch": hw.launch_us * p["host_launch_scale"] * US}
 
 
-def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: int,
+def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: frozenset,
                       max_peers: int, chunk_bytes: float = 2 ** 20):
     """One baseline pass on every GPU; returns a Prediction (engine "sim")."""
     from ..predict import Prediction
@@ -83,7 +83,7 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     spans: list = []
 
     def node(owner: int, size: int, gpu: int):
-        traced = msg_trace if 0 <= gpu < trace_gpus else None
+        traced = msg_trace if gpu in trace_gpus else None
         drv = (Server(env, f"copy_sms{owner}", sms * p["copy_gbps_per_sm"] * 1e9 * size, gpu,
                       tr.COMM_SMS, False, traced) if sms else None)
         return drv, {k: Server(env, f"{k[0]}_{k[1]}{owner}", topo.link(*k)[0] * size, gpu,

@@ -36,6 +36,15 @@ def _prologue(scn: Scenario, p: Params, cfg: Config) -> dict[str, float]:
     return {k: float(r["terms"][k][0]) for k in ("launch", "schedule", "reduction", "fixed")}
 
 
+def traced_set(ep: int, trace_gpus: int, slowest: int) -> frozenset[int]:
+    """The GPUs a trace keeps: the first trace_gpus, the last of them swapped for the slowest GPU
+    when it is not among them (a trace always shows the GPU that ends the pass)."""
+    kept = list(range(min(trace_gpus, ep)))
+    if slowest not in kept:
+        kept = kept[:-1] + [slowest] if kept else [slowest]
+    return frozenset(kept)
+
+
 def simulate(scenario: Scenario, config: Config | None = None, system: str = "mok",
              params: Params | str | None = None, trace: str | Path | None = None,
              schedule: str = "published", trace_gpus: int = TRACE_GPUS,
@@ -46,7 +55,28 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     (dispatch i, compute i, combine i in order). max_peers: above this many peers, peers are
     aggregated into groups whose links and SMs are summed (keeps EP 576 fast). chunk_bytes:
     larger messages are cut into chunks of at most this size, so links share at a fine grain.
+    A trace keeps trace_gpus GPUs, always including the slowest: the GPU with the most routed
+    rows is guessed first, and a missed guess reruns the (deterministic) simulation.
     """
+    if not trace:
+        return _simulate(scenario, config, system, params, None, schedule, frozenset(), max_peers,
+                         chunk_bytes)
+    from ..analytic import loads
+
+    guess = 0 if scenario.hardware.emulated_ranks else int(np.argmax(loads(scenario).rows))
+    kept = traced_set(scenario.ep, trace_gpus, guess)
+    pred = _simulate(scenario, config, system, params, trace, schedule, kept, max_peers, chunk_bytes)
+    if pred.slowest_gpu not in kept:
+        kept = traced_set(scenario.ep, trace_gpus, pred.slowest_gpu)
+        pred = _simulate(scenario, config, system, params, trace, schedule, kept, max_peers,
+                         chunk_bytes)
+    pred.extra["traced_gpus"] = sorted(kept)
+    return pred
+
+
+def _simulate(scenario: Scenario, config: Config | None, system: str, params, trace,
+              schedule: str, trace_gpus: frozenset[int], max_peers: int, chunk_bytes: float):
+    """One simulation; message spans are recorded for the GPUs in trace_gpus."""
     from ..predict import Prediction
 
     if system not in SYSTEMS:
@@ -59,7 +89,7 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
         return simulate_baseline(scenario, system, p, trace, trace_gpus, max_peers, chunk_bytes)
     cfg = (config or default_config(scenario)).check_for(scenario)
     pre = _prologue(scenario, p, cfg)
-    sim = MokSim(scenario, p, cfg, schedule, trace_gpus if trace else 0, max_peers, chunk_bytes)
+    sim = MokSim(scenario, p, cfg, schedule, trace_gpus, max_peers, chunk_bytes)
     sim.run()
     P = scenario.ep
     pipe = sim.pipe_end
