@@ -18,6 +18,10 @@ ENGINES = ("analytic", "sim")
 # Bytes per activation/weight element moved or read, by precision. MXFP8: one E8M0 scale byte per
 # 32 E4M3 elements (mok-system.md section 1). The combine always returns BF16 outputs.
 ELEMENT_BYTES = {"bf16": 2.0, "fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32}
+# HBM bytes per element to quantize BF16 rows: FP8 with one scale per row reads the row twice
+# (its absolute maximum, then the scaled values) and writes one byte; MXFP8 takes each
+# 32-element block's scale in the same pass, so it reads once and writes 1 + 1/32 bytes.
+QUANTIZE_BYTES = {"bf16": 0.0, "fp8": 2.0 + 2.0 + 1.0, "mxfp8": 2.0 + 1.0 + 1.0 / 32}
 
 
 @dataclass(frozen=True, slots=True)

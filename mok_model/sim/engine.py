@@ -33,7 +33,7 @@ def _resolve(scenario: Scenario, params) -> Params:
 def _prologue(scn: Scenario, p: Params, cfg: Config) -> dict[str, float]:
     """launch, schedule, reduction and fixed terms (seconds): the analytic formulas, reused."""
     r = mok_config_terms(scn, p, cfg)
-    return {k: float(r["terms"][k][0]) for k in ("launch", "schedule", "reduction", "fixed")}
+    return {k: float(r["terms"][k][0]) for k in ("launch", "schedule", "reduction", "quantize", "fixed")}
 
 
 def traced_set(ep: int, trace_gpus: int, slowest: int) -> frozenset[int]:
@@ -105,7 +105,7 @@ def _simulate(scenario: Scenario, config: Config | None, system: str, params, tr
     terms = {"launch": pre["launch"], "schedule": pre["schedule"], "pipeline_fill": fill,
              "steady_state": float(pipe[typ]) - fill - drain - ring, "pipeline_drain": drain,
              "ring_buffer": ring, "load_imbalance": float(pipe[slow] - pipe[typ]),
-             "reduction": pre["reduction"], "fixed": pre["fixed"]}
+             "reduction": pre["reduction"], "quantize": pre["quantize"], "fixed": pre["fixed"]}
     terms_ms = {k: v * 1e3 for k, v in terms.items()}
     latency = sum(terms_ms.values())
     sm = sim.sm[slow]
