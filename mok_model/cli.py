@@ -264,7 +264,7 @@ def cmd_tune(a) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mok", description="Predict, tune and run MoE layers on scale-up GPU fabrics")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser, metavar="COMMAND")
     sp = sub.add_parser("presets", help="hardware and model presets")
     sp.add_argument("--json", action="store_true")
     for name in ("predict", "simulate"):

@@ -21,10 +21,10 @@ def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = N
     """Refuse an output file that cannot be written: a missing or unwritable folder, a folder
     given as the file, an unwritable existing file, or (if `suffix`) the wrong extension."""
     p = Path(path)
-    if suffix and p.suffix.lower() != suffix:
-        raise MokInputError(f"{flag} {str(path)!r} must name a {suffix} file")
     if p.is_dir():
         raise MokInputError(f"{flag} {str(path)!r} is a folder; name a file inside it")
+    if suffix and p.suffix.lower() != suffix:
+        raise MokInputError(f"{flag} {str(path)!r} must name a {suffix} file")
     parent = p.parent if str(p.parent) else Path(".")
     if not parent.is_dir():
         raise MokInputError(f"{flag} {str(path)!r}: folder {str(parent)!r} does not exist; create it "

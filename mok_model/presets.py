@@ -103,29 +103,33 @@ def _validated_model(m: MoEModel) -> MoEModel:
     return m
 
 
+def _kind(cls) -> str:
+    return {"Hardware": "hardware", "MoEModel": "model"}.get(cls.__name__, cls.__name__)
+
+
 def _build(cls, name: str, table: dict, validate):
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(table) - fields)
     if unknown:
         raise MokInputError(
-            f"{cls.__name__} {name!r}: unknown field(s) {unknown}; allowed: {sorted(fields - {'name'})}")
+            f"{_kind(cls)} {name!r}: unknown field(s) {unknown}; allowed: {sorted(fields - {'name'})}")
     required = sorted(f.name for f in dataclasses.fields(cls)
                       if f.name != "name" and f.default is dataclasses.MISSING
                       and f.default_factory is dataclasses.MISSING)
     missing = [k for k in required if k not in table]
     if missing:
-        raise MokInputError(f"{cls.__name__.lower()} {name!r}: missing field(s) {missing}; a "
-                            f"{cls.__name__.lower()} needs {required}")
+        raise MokInputError(f"{_kind(cls)} {name!r}: missing field(s) {missing}; a "
+                            f"{_kind(cls)} needs {required}")
     obj = cls(name=name, **{k: v for k, v in table.items() if k != "name"})
     for f in dataclasses.fields(cls):
         want, value = f.type, getattr(obj, f.name)
         if want in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise MokInputError(f"{cls.__name__} {name!r}: {f.name}={value!r} must be a number")
+            raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={value!r} must be a number")
         if want == "int" and not isinstance(value, int):
-            raise MokInputError(f"{cls.__name__} {name!r}: {f.name}={value!r} must be an integer")
+            raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={value!r} must be an integer")
         kinds = {"str": (str, "a string"), "bool": (bool, "true or false"), "dict": (dict, "a table")}
         if want in kinds and not isinstance(value, kinds[want][0]):
-            raise MokInputError(f"{cls.__name__} {name!r}: {f.name}={value!r} must be {kinds[want][1]}")
+            raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={value!r} must be {kinds[want][1]}")
     return validate(obj)
 
 
@@ -139,7 +143,7 @@ def _load(arg: str, file: str, cls, validate, aliases: dict):
     if arg.endswith(".toml"):
         path = Path(arg)
         if not path.is_file():
-            raise MokInputError(f"{cls.__name__.lower()} file {arg!r} does not exist")
+            raise MokInputError(f"{_kind(cls)} file {arg!r} does not exist")
         try:
             table = tomllib.loads(path.read_text())
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
@@ -151,7 +155,7 @@ def _load(arg: str, file: str, cls, validate, aliases: dict):
     presets = _builtin(file)
     key = aliases.get(arg, arg)
     if key not in presets:
-        raise MokInputError(f"unknown {cls.__name__.lower()} preset {arg!r}; choose one of "
+        raise MokInputError(f"unknown {_kind(cls)} preset {arg!r}; choose one of "
                             f"{sorted(presets) + sorted(aliases)} or a .toml file")
     return _build(cls, key, dict(presets[key]), validate)
 

@@ -50,6 +50,7 @@ def options(a: argparse.Namespace) -> Options:
         except ImportError:
             raise MokInputError("--engine sim: the simulator (mok_model.sim) is not available in "
                                 "this checkout; use --engine analytic") from None
+    check_output_dir(a.out, "--out")
     out = check_output_dir(Path(a.out) / a.name, "--out")
     return Options(out=out, engine=a.engine, workers=a.workers, cluster=a.cluster, seed=a.seed,
                    quick=a.quick, progress=not a.no_progress)
