@@ -36,8 +36,10 @@ class Prediction:
         """What a reader must know to read the numbers: domains spanned, emulated peers."""
         s, out = self.scenario, []
         if s.domains > 1:
+            where = ("term scale_out" if "scale_out" in self.breakdown_ms else
+                     "the simulator routes them over the NICs; its terms include that time")
             out.append(f"the EP group spans {s.domains} scale-up domains of {s.hardware.domain_size} "
-                       f"GPUs; rows between domains cross the scale-out link (term scale_out)")
+                       f"GPUs; rows between domains cross the scale-out link ({where})")
         if s.hardware.emulated_ranks and s.ep > 1:
             out.append(f"{s.hardware.name} emulates the {s.ep - 1} peers in local memory; the "
                        f"latency is rank 0's")
