@@ -164,7 +164,8 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     train, held = layer, []
     cv = None
     if a.holdout_by and a.holdout == "all":
-        cv = cross_validate(layer, a.holdout_by, micro.params, a.free, set(micro.fitted), a.engine)
+        with busy(f"cross-validating by {a.holdout_by} ({a.engine})", True):
+            cv = cross_validate(layer, a.holdout_by, micro.params, a.free, set(micro.fitted), a.engine)
     elif a.holdout_by:
         train, held, value = split(layer, a.holdout_by, a.holdout)
         split_doc = {"by": a.holdout_by, "heldout": value, "train_n": len(train),

@@ -109,9 +109,20 @@ def _infeasible(scn: Scenario, params: Params, fixed: dict, overflow, mem, limit
     smallest = float(mem[fits].min() if fits.any() else mem.min())
     given = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()
                       if k in ("minibatch", "macrobatch", "capacity")) or "every knob setting"
+    hint = ""
+    if "minibatch" in fixed:  # the largest of the tuner's minibatches whose buffers fit
+        ok = [mb for mb in MINIBATCHES if mb < fixed["minibatch"]
+              and _least_buffers(scn, {**fixed, "minibatch": mb}) <= limit]
+        hint = f" (the largest minibatch that fits: {max(ok)})" if ok else ""
     return (f"{given}: MoK's buffers need at least {smallest / 1e9:.3g} GB per GPU, more than the "
             f"{limit / 1e9:.3g} GB (half of {scn.hardware.name}'s HBM) they may take; lower "
-            f"--minibatch, --macrobatch or --capacity, or --tokens")
+            f"--minibatch{hint}, --macrobatch or --capacity, or --tokens")
+
+
+def _least_buffers(scn: Scenario, fixed: dict) -> float:
+    """The smallest buffer bytes over the knob grid with some knobs fixed."""
+    g = knob_grid(scn, fixed)
+    return float(buffer_bytes(scn, g["minibatch"], g["macrobatch"], g["capacity"]).min())
 
 
 def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int = 5,
