@@ -40,6 +40,11 @@ class Prediction:
                      "the simulator routes them over the NICs; its terms include that time")
             out.append(f"the EP group spans {s.domains} scale-up domains of {s.hardware.domain_size} "
                        f"GPUs; rows between domains cross the scale-out link ({where})")
+        if s.uneven:
+            q, r = divmod(s.model.routed_experts, s.ep)
+            out.append(f"EP {s.ep} does not divide the {s.model.routed_experts} experts of "
+                       f"{s.model.name}: {r} GPUs hold {q + 1} experts and {s.ep - r} hold {q} "
+                       f"(uneven placement); the GPUs with more receive more rows")
         if s.hardware.emulated_ranks and s.ep > 1:
             out.append(f"{s.hardware.name} emulates the {s.ep - 1} peers in local memory; the "
                        f"latency is rank 0's")

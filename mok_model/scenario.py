@@ -51,12 +51,10 @@ class Scenario:
             raise MokInputError(
                 f"--precision {self.precision} needs tensor cores with that path; {hw.name} "
                 f"({hw.gpu}) has none (mxfp8 needs Blackwell or later)")
-        if m.routed_experts % self.ep:
-            fits = [d for d in range(1, m.routed_experts + 1) if m.routed_experts % d == 0]
+        if self.ep > m.routed_experts:
             raise MokInputError(
-                f"--ep {self.ep}: the {m.routed_experts} routed experts of {m.name} must divide "
-                f"evenly over the EP ranks (uneven expert placement is not modelled); EP sizes "
-                f"that work for {m.name}: {', '.join(map(str, fits))}")
+                f"--ep {self.ep} is more than the {m.routed_experts} routed experts of {m.name}: "
+                f"some GPUs would hold no expert; use --ep {m.routed_experts} or less")
         if self.ep > hw.domain_size and not hw.emulated_ranks and hw.scaleout_gbps <= 0:
             raise MokInputError(
                 f"--ep {self.ep} is larger than {hw.name}'s scale-up domain of {hw.domain_size} "
@@ -70,7 +68,13 @@ class Scenario:
 
     @property
     def local_experts(self) -> int:
-        return self.model.routed_experts // self.ep
+        """Expert slots per GPU: ceil(experts / EP) (some GPUs hold one fewer when uneven)."""
+        return -(-self.model.routed_experts // self.ep)
+
+    @property
+    def uneven(self) -> bool:
+        """Whether EP leaves some GPUs with one expert fewer than others."""
+        return self.model.routed_experts % self.ep != 0
 
     @property
     def domains(self) -> int:

@@ -1,7 +1,8 @@
 """Who sends which rows where: seeded routing generators and the traffic they imply.
 
 Tokens of GPU g are rows g*N .. (g+1)*N-1 of the routing matrix; expert e lives on GPU e // L
-(L = experts per GPU) as local expert e % L.
+(L = experts per GPU) as local expert e % L. When EP does not divide the experts, the first
+experts % EP GPUs hold one expert more (expert_home).
 """
 
 from __future__ import annotations
@@ -214,12 +215,26 @@ class Traffic:
         return self.rows.sum(axis=0)
 
 
+def expert_home(experts: int, ep: int) -> tuple[np.ndarray, np.ndarray]:
+    """(GPU, local slot) of every expert. Experts are placed in order, as evenly as they go:
+    when EP does not divide them, the first experts % EP GPUs hold one expert more."""
+    q, r = divmod(experts, ep)
+    e = np.arange(experts)
+    big = r * (q + 1)  # experts on the GPUs that hold q + 1
+    rest = np.maximum(e - big, 0)
+    gpu = np.where(e < big, e // (q + 1), r + rest // max(q, 1))
+    slot = np.where(e < big, e % (q + 1), rest % max(q, 1))
+    return gpu, slot
+
+
 def traffic_from_routing(ids: np.ndarray, ep: int, tokens: int, experts: int) -> Traffic:
-    """Count rows per (source, destination, local expert), with and without de-duplication."""
-    local = experts // ep
+    """Count rows per (source, destination, local expert), with and without de-duplication.
+    Every GPU has ceil(experts / ep) local slots; a GPU that holds fewer leaves one empty."""
+    local = -(-experts // ep)
+    gpu_of, slot_of = expert_home(experts, ep)
     src = np.repeat(np.arange(ep), tokens)[:, None]  # (P*N, 1)
-    dst = ids // local
-    flat = (src * ep + dst) * local + ids % local
+    dst = gpu_of[ids]
+    flat = (src * ep + dst) * local + slot_of[ids]
     rows = np.bincount(flat.ravel(), minlength=ep * ep * local).reshape(ep, ep, local)
     # one row per (token, destination): count distinct destinations per token
     dsorted = np.sort(dst, axis=1)

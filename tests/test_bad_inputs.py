@@ -71,7 +71,8 @@ CASES = [
     # the workload flags
     ([*W[:4], "--ep", "0", "--tokens", "64"], "--ep: 0 must be an integer >= 1"),
     ([*W[:4], "--ep", "x", "--tokens", "64"], "'x' must be an integer >= 1"),
-    ([*W[:4], "--ep", "72", "--tokens", "64"], "EP sizes that work for kimi-k2: 1, 2, 3"),
+    ([*W[:2], "--model", "mixtral-8x7b", "--ep", "16", "--tokens", "64"],
+     "--ep 16 is more than the 8 routed experts of mixtral-8x7b"),
     ([*W[:6], "--tokens", "0"], "--tokens: 0 must be an integer >= 1"),
     ([*W[:6], "--tokens", "1.5"], "'1.5' must be an integer"),
     ([*W[:6], "--tokens", "1000000000000"], "GB, more than half of this machine's"),

@@ -94,7 +94,24 @@ def test_steep_zipf_draws_distinct_experts(s):
     assert (make_routing(f"zipf:{s}", 4, 256, 384, 8, seed=1) == ids).all()  # deterministic
 
 
-def test_ep_that_does_not_divide_lists_the_sizes_that_do():
-    with pytest.raises(MokInputError, match=r"EP sizes that work for kimi-k2: 1, 2, 3, 4, 6, 8, 12, 16, 24, "
-                                            r"32, 48, 64, 96, 128, 192, 384"):
-        scn(ep=72)
+def test_uneven_expert_placement():
+    """EP 72 on kimi-k2's 384 experts: 24 GPUs hold 6 experts, 48 hold 5; every route lands once,
+    the GPUs with 6 receive about 6/5 of the rows under uniform routing, and they set the pace."""
+    from mok_model.analytic import loads
+    from mok_model.workload import expert_home, traffic
+
+    gpu, slot = expert_home(384, 72)
+    assert np.bincount(gpu).tolist() == [6] * 24 + [5] * 48
+    assert len(set(zip(gpu.tolist(), slot.tolist()))) == 384 and slot.max() == 5
+    g16, s16 = expert_home(384, 16)  # even division: expert e on GPU e // 24, slot e % 24
+    assert (g16 == np.arange(384) // 24).all() and (s16 == np.arange(384) % 24).all()
+    s = scn(ep=72, tokens=512)
+    assert s.uneven and s.local_experts == 6
+    assert traffic(s).rows.sum() == 72 * 512 * 8
+    rows = loads(s).rows
+    assert rows[:24].mean() / rows[24:].mean() == pytest.approx(6 / 5, rel=0.03)
+    pred = predict(s, CFG)
+    assert pred.slowest_gpu < 24 and any("uneven placement" in n for n in pred.notes())
+    assert not predict(scn(ep=64, tokens=512), CFG).notes()
+    with pytest.raises(MokInputError, match="more than the 8 routed experts"):
+        scn(model="mixtral-8x7b", ep=16)
