@@ -41,7 +41,7 @@ def test_every_preset_has_default_params_within_bounds():
 
 
 @pytest.mark.parametrize("bad, match", [
-    (dict(model=KIMI.with_(top_k=8), ep=7), "divide evenly"),
+    (dict(model=KIMI.with_(top_k=8), ep=385), "more than the 384 routed experts"),
     (dict(ep=96, hw=GB300.with_(scaleout_gbps=0.0)), "scale-up domain"),
     (dict(precision="mxfp8", hw=load_hardware("h200-hgx8"), ep=8), "mxfp8"),
     (dict(tokens=0), "tokens"),
