@@ -100,7 +100,7 @@ def _scenario(a) -> Scenario:
     if scn.domains > 1:
         warn(f"--ep {scn.ep} spans {scn.domains} scale-up domains of {hw.name} ({hw.domain_size} "
              f"GPUs each): rows between domains cross the scale-out link ({hw.scaleout_gbps:g} GB/s "
-             f"per GPU vs {hw.link_gbps:g} GB/s NVLink); the output notes where that time shows")
+             f"per GPU vs {hw.link_gbps:g} GB/s NVLink); the breakdown shows it as scale_out")
     from .workload import parse_routing, routing_bytes
 
     need = routing_bytes(scn.ep, scn.tokens, model.top_k)

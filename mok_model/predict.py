@@ -36,10 +36,8 @@ class Prediction:
         """What a reader must know to read the numbers: domains spanned, emulated peers."""
         s, out = self.scenario, []
         if s.domains > 1:
-            where = ("term scale_out" if "scale_out" in self.breakdown_ms else
-                     "the simulator routes them over the NICs; its terms include that time")
             out.append(f"the EP group spans {s.domains} scale-up domains of {s.hardware.domain_size} "
-                       f"GPUs; rows between domains cross the scale-out link ({where})")
+                       f"GPUs; rows between domains cross the scale-out link (term scale_out)")
         if s.uneven:
             q, r = divmod(s.model.routed_experts, s.ep)
             out.append(f"EP {s.ep} does not divide the {s.model.routed_experts} experts of "

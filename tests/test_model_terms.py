@@ -115,3 +115,13 @@ def test_uneven_expert_placement():
     assert not predict(scn(ep=64, tokens=512), CFG).notes()
     with pytest.raises(MokInputError, match="more than the 8 routed experts"):
         scn(model="mixtral-8x7b", ep=16)
+
+
+def test_simulator_reports_the_same_scale_out_term():
+    s = scn("h200-hgx8", tokens=256)
+    span = predict(s, CFG, engine="sim")
+    one = predict(one_domain(s), CFG, engine="sim")
+    b = span.breakdown_ms
+    assert b["scale_out"] == pytest.approx(span.latency_ms - one.latency_ms) and b["scale_out"] > 0
+    assert sum(b.values()) == pytest.approx(span.latency_ms)
+    assert set(b) == set(predict(s, CFG).breakdown_ms)  # one set of terms, both engines

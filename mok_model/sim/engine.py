@@ -58,19 +58,27 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     A trace keeps trace_gpus GPUs, always including the slowest: the GPU with the most routed
     rows is guessed first, and a missed guess reruns the (deterministic) simulation.
     """
-    if not trace:
-        return _simulate(scenario, config, system, params, None, schedule, frozenset(), max_peers,
-                         chunk_bytes)
-    from ..analytic import loads
+    from ..analytic import loads, one_domain
 
-    guess = 0 if scenario.hardware.emulated_ranks else int(np.argmax(loads(scenario).rows))
-    kept = traced_set(scenario.ep, trace_gpus, guess)
-    pred = _simulate(scenario, config, system, params, trace, schedule, kept, max_peers, chunk_bytes)
-    if pred.slowest_gpu not in kept:
-        kept = traced_set(scenario.ep, trace_gpus, pred.slowest_gpu)
+    if not trace:
+        pred = _simulate(scenario, config, system, params, None, schedule, frozenset(), max_peers,
+                         chunk_bytes)
+    else:
+        guess = 0 if scenario.hardware.emulated_ranks else int(np.argmax(loads(scenario).rows))
+        kept = traced_set(scenario.ep, trace_gpus, guess)
         pred = _simulate(scenario, config, system, params, trace, schedule, kept, max_peers,
                          chunk_bytes)
-    pred.extra["traced_gpus"] = sorted(kept)
+        if pred.slowest_gpu not in kept:
+            kept = traced_set(scenario.ep, trace_gpus, pred.slowest_gpu)
+            pred = _simulate(scenario, config, system, params, trace, schedule, kept, max_peers,
+                             chunk_bytes)
+        pred.extra["traced_gpus"] = sorted(kept)
+    if scenario.domains > 1:
+        # spanning domains is its own term, as in the analytic model: the other terms are those of
+        # the same pass simulated on one domain, scale_out what the scale-out links add
+        one = _simulate(one_domain(scenario), config, system, params, None, schedule, frozenset(),
+                        max_peers, chunk_bytes)
+        pred.breakdown_ms = {**one.breakdown_ms, "scale_out": pred.latency_ms - one.latency_ms}
     return pred
 
 
