@@ -18,7 +18,7 @@ from mok_model.analytic import mok_terms
 from mok_model.errors import MokInputError
 from mok_model.params import BOUNDS, Params
 from mok_model.predict import predict
-from mok_model.presets import load_hardware, load_model
+from mok_model.presets import load_hardware, load_model, model_from_shape
 from mok_model.records import KNOBS
 from mok_model.scenario import SYSTEMS, Config, Scenario
 from mok_model.tuner import tune
@@ -57,9 +57,7 @@ def _model_key(rec: dict) -> str:
 @lru_cache(maxsize=256)
 def _model(key: str):
     if key.startswith("{"):
-        m = json.loads(key)
-        return load_model("kimi-k2").with_(**{k: v for k, v in m.items() if k != "name"},
-                                          name=m.get("name", "custom"))
+        return model_from_shape(json.loads(key))
     return load_model(key)
 
 

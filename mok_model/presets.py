@@ -170,6 +170,14 @@ def load_model(arg: str) -> MoEModel:
     return _load(arg, "models.toml", MoEModel, _validated_model, MODEL_ALIASES)
 
 
+def model_from_shape(shape: dict, base: str = "kimi-k2") -> MoEModel:
+    """A model from a shape dict (a run record's "model" object): the fields it names over a
+    preset's, each checked like a TOML file's."""
+    table = {k: v for k, v in dataclasses.asdict(load_model(base)).items() if k != "name"}
+    table.update({k: v for k, v in shape.items() if k != "name"})
+    return _build(MoEModel, str(shape.get("name", "custom")), table, _validated_model)
+
+
 def hardware_names() -> list[str]:
     return list(_builtin("hardware.toml"))
 
