@@ -43,6 +43,7 @@ def files(tmp_path_factory) -> Path:
     rec = json.loads(Path(REPO / PUBLISHED).read_text().splitlines()[0])
     (d / "badfield.jsonl").write_text(json.dumps({**rec, "ep": "sixteen"}) + "\n")
     (d / "badknob.jsonl").write_text(json.dumps({**rec, "config": {"minibatch": "x"}}) + "\n")
+    (d / "badshape.jsonl").write_text(json.dumps({**rec, "model": {"hidden": 64, "kind": "x"}}) + "\n")
     (d / "other-hw.jsonl").write_text(json.dumps({**rec, "hardware": {**rec["hardware"],
                                                                       "preset": "h200-1"}}) + "\n")
     hw = (REPO / "mok_model/presets/hardware.toml").read_text()
@@ -174,6 +175,7 @@ VALIDATE_CASES = [
     ([PUBLISHED, "--params", PARAMS, "--engine", "x"], "--engine 'x' must be one of"),
     ([PUBLISHED, "--params", PARAMS, "--heldout-only"], "fitted without a hold-out split"),
     (["{d}/other-hw.jsonl", "--params", PARAMS], "--allow-params-mismatch"),
+    (["{d}/badshape.jsonl", "--params", PARAMS], "badshape.jsonl:1: model 'custom': unknown field(s) ['kind']"),
 ]
 STUDY_CASES = [
     (["nope"], "unknown study 'nope'"),
