@@ -28,7 +28,8 @@ def main(argv: list[str]) -> int:
     from mok_kernels.bench import Workload
     from mok_kernels.megakernel import KernelConfig, MoKLayer
     wl = Workload(a.model, a.ep, a.tokens, "uniform", 0, 0)
-    cfg = KernelConfig(minibatch=a.minibatch, comm_sms=a.comm_sms, tma=True)
+    cfg = KernelConfig(minibatch=a.minibatch, comm_sms=a.comm_sms, tma=True, dispatch="pull",
+                       combine="push", macrobatch=131072, capacity=0.5)
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, 0, cfg, local_weights=True)
     for _ in range(3):
         layer.forward(wl.x, wl.ids, wl.wts)

@@ -6,7 +6,11 @@
   (calibration/runs/published/gb300_table1.jsonl, made from the published rows in docs/sources.md).
 - gb200-nvl72, vr-nvl72, rubin-ultra-nvl576: the GB300 fit transferred (same kernel design,
   Grace/Vera hosts); b200-hgx8, b300-dgx8: the same with an x86 host (host_launch_scale 1).
-- h200-hgx8, h100-hgx8: priors from our H200 probe and public figures.
+- h200-hgx8: priors, then the fabric parameters fitted to NVLink microbenchmarks on two real
+  H200s (calibration/runs/h200x2/nvlink_micro_*.jsonl, calibration/fit_fabric.py), then the
+  compute terms fitted to the real 2-GPU megakernel runs (calibration/runs/h200x2/bench_*.jsonl,
+  MoK records; the fabric values stay as measured) and the NCCL terms to the nccl-torch ones.
+- h100-hgx8: priors from our H200 probe and public figures.
 - h200-1: `mok calibrate` on the committed H200 runs (microbenchmarks, then the megakernel sweep)
   from those priors.
 """
@@ -18,8 +22,11 @@ from pathlib import Path
 from mok_model.params import PARAMS_DIR, Params, write_params
 from mok_model.records import append_records, read_records
 
+from mok_model.presets import load_hardware
+
 from .cli import calibrate_cli
 from .fit import fit
+from .fit_fabric import fit_fabric
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
 from .published import published_records
 
@@ -27,6 +34,10 @@ RUNS = Path(__file__).parent / "runs" / "published" / "gb300_table1.jsonl"
 H200_RUNS = [Path(__file__).parent / "runs" / "h200" / f
              for f in ("micro.jsonl", "mok_sweep.jsonl", "bench_megakernel.jsonl")]
 FREE = ["gemm_eff", "mok_fixed_us", "wgrad_bytes_per_weight", "host_launch_scale", "nccl_eff"]
+H200X2 = Path(__file__).parent / "runs" / "h200x2"
+H200X2_MOK_FREE = ["gemm_eff", "mok_fixed_us", "minibatch_overhead_us", "sm_scaling",
+                   "comm_join_share"]
+H200X2_NCCL_FREE = ["nccl_eff", "host_launch_scale"]
 
 
 def published_file() -> Path:
@@ -58,17 +69,49 @@ def main() -> None:
         write_params(PARAMS_DIR / f"{name}.json", Params(values, name, None, [rel], sources),
                      "Transferred from the gb300-nvl72 fit (same kernel design); no runs on this "
                      "hardware yet.")
-    for name, family in (("h200-1", H200_LOCAL), ("h200-hgx8", HOPPER), ("h100-hgx8", HOPPER)):
+    for name, family in (("h200-1", H200_LOCAL), ("h100-hgx8", HOPPER)):
         write_params(PARAMS_DIR / f"{name}.json", prior_params(name, family),
                      "Priors from our H200 probe and public figures (both in docs/sources.md); "
                      "not yet fitted.")
     root = Path(__file__).resolve().parents[1]
+    fit_h200_hgx8(root)
     calibrate_cli([str(f.relative_to(root)) for f in H200_RUNS]
                   + ["--out", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
                      "--base", str((PARAMS_DIR / "h200-1.json").relative_to(root))])
     for row in result.residuals:
         print(f"{row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "
               f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
+
+
+def fit_h200_hgx8(root: Path) -> None:
+    """h200-hgx8 from two real H200s: fabric from microbenchmarks, then compute and NCCL terms
+    from the 2-GPU layer runs (fabric values kept as measured)."""
+    rel = lambda p: str(p.relative_to(root))  # noqa: E731
+    micro_files = sorted(H200X2.glob("nvlink_micro_*.jsonl"))
+    layer_files = sorted(H200X2.glob("bench_*.jsonl"))
+    base = prior_params("h200-hgx8", HOPPER)
+    fab = fit_fabric(read_records(micro_files), base, load_hardware("h200-hgx8").link_gbps)
+    runs = read_records(layer_files)
+    layer = fit([r for r in runs if r["system"] in ("mok", "nccl-torch")], fab.params,
+                H200X2_MOK_FREE + H200X2_NCCL_FREE)         # jointly: both use the launch terms
+    sources = dict(base.sources)
+    for name, f in fab.fitted.items():
+        sources[name] = (f"measured: {f['how']} ({len(f['records'])} records in "
+                         f"{', '.join(rel(Path(x).resolve()) for x in f['files'])})")
+    layers = ", ".join(rel(f) for f in layer_files)
+    for name in H200X2_MOK_FREE:
+        sources[name] = f"fitted to the real 2-GPU MoK records in {layers} (fabric held as measured)"
+    for name in H200X2_NCCL_FREE:
+        sources[name] = f"fitted to the real 2-GPU nccl-torch records in {layers}"
+    params = Params(layer.params.values, "h200-hgx8", None,
+                    [rel(f) for f in micro_files + layer_files], sources)
+    write_params(PARAMS_DIR / "h200-hgx8.json", params,
+                 "H200 priors; fabric parameters measured on two real H200s (NV18) by "
+                 "calibration/nvlink_bench.py and fitted by calibration/fit_fabric.py; compute and "
+                 "NCCL terms fitted to the real 2-GPU layer runs. EP > 2 is extrapolation.",
+                 {"fabric_fit": {"fitted": fab.fitted, "notes": fab.notes,
+                                 "measurements": fab.measurements},
+                  "residuals": layer.residuals})
 
 
 if __name__ == "__main__":

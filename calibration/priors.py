@@ -15,7 +15,6 @@ COMMON = {
     "push_copy_scale": (1.0, "prior: pushing and pulling SMs copy equally fast until measured"),
     "sm_scaling": (1.0, "prior: GEMM throughput linear in the SMs used, until measured"),
     "signal_local_us": (0.43, "probe: flag ping-pong round trip 0.86 us between two CTAs, one way"),
-    "push_signal_per_peer_us": (0.1, "prior: one L2-resident flag poll, ~200 cycles at 1.98 GHz (probe clock)"),
     "minibatch_overhead_us": (2.0, "prior: about two grid-wide counter round trips (probe: 0.86 us each)"),
     "schedule_us": (15.0, "prior: three small routing/schedule kernels of ~5 us each"),
     "schedule_ns_per_route": (0.05, "prior: one 4-byte id sorted/scanned at ~80 GB/s effective"),
@@ -54,12 +53,19 @@ HOPPER = {  # what our megakernel would be on a Hopper box
     "copy_gbps_per_sm": (12.4, "probe: row gather 12.4 GB/s per 256-thread block, linear to 132 blocks"),
     "link_eff": (0.83, "facts: HGX H100 peer copy 371-380 of 450 GB/s (NCCL issue 1264)"),
     "signal_remote_us": (1.8, "facts: P2P write latency with software overhead 1.8-2.3 us (cuda-samples issue 230)"),
+    "push_signal_per_peer_us": (1.2, "prior: a pushing sender releases its peers in turn, each system-scope "
+                                     "release atomic waiting for the previous one's acknowledgment: one "
+                                     "NVLink round trip, 2 x the preset's 0.6 us hop latency (facts: "
+                                     "simulators use 500-700 ns, ASTRA-sim issue 59); not measured yet "
+                                     "(calibration/fit_fabric.py fits it from micro-nvlink-signal)"),
 }
 
 H200_LOCAL = {  # one H200 emulating its peers in local memory
     **HOPPER,
     "link_eff": (0.78, "probe: row gather 1.64 TB/s at 132 blocks over the 2.1 TB/s copy ceiling"),
     "signal_remote_us": (0.43, "probe: emulated peers signal through local memory, one way 0.43 us"),
+    "push_signal_per_peer_us": (0.1, "prior: emulated peers' flags are local: one L2-resident flag poll, "
+                                     "~200 cycles at 1.98 GHz (probe clock)"),
 }
 
 BLACKWELL = {  # the published kernel on Blackwell
@@ -74,6 +80,11 @@ BLACKWELL = {  # the published kernel on Blackwell
     "copy_gbps_per_sm": (50.0, "facts: DeepEP v2's SM-count formula assumes 50 GB/s written per SM"),
     "link_eff": (0.82, "facts: HybridEP kernel-only dispatch 735 of 900 GB/s on B200 EP8"),
     "signal_remote_us": (1.8, "facts: P2P write latency with software overhead 1.8-2.3 us (cuda-samples issue 230)"),
+    "push_signal_per_peer_us": (1.2, "prior: a pushing sender releases its peers in turn, each system-scope "
+                                     "release atomic waiting for the previous one's acknowledgment: one "
+                                     "NVLink round trip, 2 x the preset's 0.6 us hop latency (facts: "
+                                     "simulators use 500-700 ns, ASTRA-sim issue 59); not measured yet "
+                                     "(calibration/fit_fabric.py fits it from micro-nvlink-signal)"),
 }
 
 

@@ -11,7 +11,9 @@ from scipy.stats import rankdata
 
 from mok_model.params import Params
 
-from .fit import predict_records, workload_key
+from mok_model.records import workload_key
+
+from .scoring import predict_records
 
 
 def spearman(x, y) -> float:

@@ -6,6 +6,9 @@
 - ``gemm_only``: the same routed + shared GEMMs alone (the floor a fused kernel is held to).
 - ``nccl_torch_forward``: torch.distributed all_to_all_single dispatch and combine with host-read
   split sizes (any backend: NCCL on GPUs, gloo on CPU).
+- ``CapacityA2A``: the strong unfused baseline: fixed-capacity all-to-all (worst-case rows per
+  peer, so nothing is ever dropped) + grouped GEMMs + combine, all on the device with no host
+  sync, so the whole forward is captured in one CUDA graph.
 Without torch._grouped_mm for the dtype/device (e.g. float32), a per-expert loop is used.
 """
 
@@ -134,3 +137,59 @@ def nccl_torch_forward(x: torch.Tensor, ids: torch.Tensor, wts: torch.Tensor, ex
     for j in range(k):
         out = out + wts[:, j:j + 1].float() * ys[:, j]
     return out
+
+
+class CapacityA2A:
+    """One rank of the graph-capturable unfused forward: x (N, H), ids/wts (N, k) -> (N, H) fp32.
+
+    Every peer gets a fixed block of ``cap = N * min(k, EL)`` rows (the most one rank can send to
+    one peer), so split sizes are static: no count exchange, no host read, nothing dropped.
+    Receivers sort the rows by local expert on the device (padding last) and run the grouped
+    GEMMs; the outputs return in the same blocks and are summed in slot order.
+    """
+
+    def __init__(self, ex: LocalExperts, ep: int, tokens: int, topk: int, hidden: int,
+                 device: torch.device | str, group=None, dtype: torch.dtype = torch.bfloat16) -> None:
+        self.ex, self.ep, self.n, self.k, self.group = ex, ep, tokens, topk, group
+        self.el = ex.hi - ex.lo
+        self.cap = tokens * min(topk, self.el)
+        self.send = torch.zeros(ep * self.cap, hidden, dtype=dtype, device=device)
+        self.recv = torch.empty_like(self.send)
+        self.back = torch.empty_like(self.send)
+        self.send_eid = torch.empty(ep * self.cap, dtype=torch.int32, device=device)
+        self.recv_eid = torch.empty_like(self.send_eid)
+
+    def forward(self, x: torch.Tensor, ids: torch.Tensor, wts: torch.Tensor) -> torch.Tensor:
+        import torch.distributed as dist
+
+        n, k, p, cap, el = self.n, self.k, self.ep, self.cap, self.el
+        flat = ids.reshape(-1)
+        dest = flat // el                                     # (N*k,) owner of each route
+        dest_s, order = torch.sort(dest, stable=True)         # routes grouped by owner
+        counts = torch.zeros(p, dtype=torch.int64, device=x.device)
+        counts.scatter_add_(0, dest, torch.ones_like(dest))
+        start = torch.cumsum(counts, 0) - counts
+        pos = torch.arange(n * k, device=x.device) - start[dest_s]
+        slot = dest_s * cap + pos                             # row in the fixed send blocks
+        self.send[slot] = x[order // k]
+        self.send_eid.fill_(-1)
+        self.send_eid[slot] = (flat[order] % el).to(torch.int32)
+        dist.all_to_all_single(self.recv, self.send, group=self.group)
+        dist.all_to_all_single(self.recv_eid, self.send_eid, group=self.group)
+        key = torch.where(self.recv_eid < 0, el, self.recv_eid).to(torch.int64)
+        key_s, o = torch.sort(key, stable=True)               # by local expert, padding last
+        per = torch.zeros(el + 1, dtype=torch.int64, device=x.device)
+        per.scatter_add_(0, key, torch.ones_like(key))
+        offs = torch.cumsum(per[:el], 0).to(torch.int32)
+        y_sorted = self.ex.ffn(self.recv[o], offs)            # rows past offs[-1]: padding
+        self.back[o] = y_sorted
+        self.recv.copy_(self.back)
+        dist.all_to_all_single(self.back, self.recv, group=self.group)
+        ys = torch.empty(n * k, x.shape[1], dtype=x.dtype, device=x.device)
+        ys[order] = self.back[slot]                           # slot order (token, j)
+        ys = ys.view(n, k, -1).float()
+        sh = self.ex.shared(x)
+        out = torch.zeros(n, x.shape[1], dtype=torch.float32, device=x.device) if sh is None else sh.float()
+        for j in range(k):
+            out = out + wts[:, j:j + 1].float() * ys[:, j]
+        return out

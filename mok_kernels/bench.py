@@ -49,7 +49,11 @@ class _Parser(argparse.ArgumentParser):
 def parse_args(argv: list[str]) -> argparse.Namespace:
     p = _Parser(prog="mok bench", description=__doc__)
     p.add_argument("--model", default="kimi-k2", help="comma list of model presets")
-    p.add_argument("--ep", default="16", help="comma list of EP sizes (emulated on one GPU)")
+    p.add_argument("--ep", default=None,
+                   help="comma list of EP sizes (emulated on one GPU; default 16); with --gpus N "
+                        "the EP size is N")
+    p.add_argument("--gpus", type=int, default=0,
+                   help="N real GPUs, one process each (EP = N); 0: one GPU emulating its peers")
     p.add_argument("--tokens", default="1024", help="comma list of local tokens per GPU")
     p.add_argument("--dispatch", default="pull", help="comma list of pull|push")
     p.add_argument("--combine", default="push", help="comma list of push|pull")
@@ -57,19 +61,35 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--comm-sms", default="32", help="comma list")
     p.add_argument("--macrobatch", default="131072",
                    help="comma list of rows, or 'half'/'all' (half / all of the expected rows)")
-    p.add_argument("--capacity", default="0.5", help="comma list of multipliers")
+    p.add_argument("--capacity", default=None,
+                   help="comma list of multipliers (default 0.5 on one GPU; 1.0 with --gpus, "
+                        "which no routing overflows)")
     p.add_argument("--routing", default="uniform",
                    help="comma list: uniform, zipf:S, hot:X (expert 0's share of routes), onehot")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--rank", type=int, default=0, help="emulated rank")
-    p.add_argument("--systems", default="mok,torch-grouped", help=f"comma list of {SYSTEMS}")
+    p.add_argument("--systems", default=None,
+                   help=f"comma list of {SYSTEMS} (one GPU; default mok,torch-grouped) or, with "
+                        f"--gpus, of mok, nccl-torch, graph-a2a, gemm-only (default all)")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--no-graph", action="store_true", help="time MoK eagerly instead of a graph")
     p.add_argument("--breakdown", action="store_true", help="also time schedule/kernel/epilogue")
     p.add_argument("--out", required=True, help="RUNS.jsonl to append records to")
     p.add_argument("--note", default="", help="extra text for each record's note")
-    return p.parse_args(argv)
+    a = p.parse_args(argv)
+    a.argv = list(argv)
+    if a.gpus:
+        if a.ep not in (None, str(a.gpus)):
+            raise BadInput(f"--ep {a.ep} with --gpus {a.gpus}: on real GPUs EP is the GPU count")
+        a.ep = str(a.gpus)
+        a.capacity = a.capacity or "1.0"
+        a.systems = a.systems or "mok,nccl-torch,graph-a2a,gemm-only"
+    else:
+        a.ep = a.ep or "16"
+        a.capacity = a.capacity or "0.5"
+        a.systems = a.systems or "mok,torch-grouped"
+    return a
 
 
 def _check_args(a: argparse.Namespace) -> None:
@@ -84,9 +104,27 @@ def _check_args(a: argparse.Namespace) -> None:
     for r in a.routing.split(","):
         for m in a.model.split(","):
             parse_routing(r, shape_of(m).topk)
+    from .bench_group import GROUP_SYSTEMS
+    allowed = GROUP_SYSTEMS if a.gpus else SYSTEMS
     for s in a.systems.split(","):
-        if s not in SYSTEMS:
-            raise BadInput(f"--systems {s!r}: allowed {', '.join(SYSTEMS)}")
+        if s not in allowed:
+            raise BadInput(f"--systems {s!r}: allowed {', '.join(allowed)}"
+                           + (" with --gpus" if a.gpus else ""))
+    if a.gpus:
+        have = torch.cuda.device_count()
+        if not 1 <= a.gpus <= have:
+            raise BadInput(f"--gpus {a.gpus}: this machine has {have} GPU(s)")
+        for m in a.model.split(","):
+            if shape_of(m).experts % a.gpus:
+                raise BadInput(f"--gpus {a.gpus}: {m}'s {shape_of(m).experts} experts do not "
+                               f"divide over {a.gpus} GPUs")
+    for v in _ints(a.ep) + _ints(a.tokens) + _ints(a.minibatch) + _ints(a.comm_sms):
+        if v < 1:
+            raise BadInput(f"--ep/--tokens/--minibatch/--comm-sms value {v}: must be >= 1")
+    out = os.path.abspath(a.out)
+    if os.path.isdir(out) or not os.access(os.path.dirname(out), os.W_OK):
+        raise BadInput(f"--out {a.out}: not a writable file path (a directory, or its folder "
+                       f"is missing or read-only)")
     for m in a.macrobatch.split(","):
         if m not in ("half", "all") and not m.isdigit():
             raise BadInput(f"--macrobatch {m!r}: allowed a row count, half, all")
@@ -231,7 +269,7 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
             ev[1].record()
             layer.launch(wl.x, sched)
             ev[2].record()
-            layer.epilogue(wl.wts)
+            layer.epilogue(wl.wts, sched)
             ev[3].record()
             torch.cuda.synchronize()
             for j, k in enumerate(parts):
@@ -350,6 +388,9 @@ def cli(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"mok bench: {exc}", file=sys.stderr)
         return 2
+    if a.gpus:
+        from .bench_group import run
+        return run(a)
     try:
         run_grid(a)
     except BadInput as exc:

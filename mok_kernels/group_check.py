@@ -2,7 +2,9 @@
 buffers in torch symmetric memory, NCCL for the baseline; check every rank against the float32
 reference and time both with CUDA events.
 
-    python -m mok_kernels.group_check [--gpus N] [--tokens 200] [--combine push,pull] [--iters 10]
+    python -m mok_kernels.group_check [--gpus N] [--tokens 200] [--dispatch pull,push]
+        [--combine push,pull] [--iters 10]
+Each MoK configuration is also captured in a CUDA graph and replayed (bits must not change).
 
 Exit status 0 when every rank's output is within 1e-2 of the reference and bit-identical over
 repeats; 1 otherwise; 2 on bad input (for example fewer GPUs than asked for).
@@ -59,16 +61,32 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace, results) -> 
         return stats(time_events(step, lambda i: x_t.normal_(), a.iters, 3))["median"]
 
     report = {"rank": rank}
-    for combine in a.combine.split(","):
-        cfg = KernelConfig(dispatch="pull", combine=combine, minibatch=a.minibatch, comm_sms=8,
-                           capacity=1.0)
-        layer = MoKLayer(w, world, n, K, None, cfg, device=str(dev), group=dist.group.WORLD)
-        out = layer.forward(x, ids, wts).clone()
-        torch.cuda.synchronize(dev)
-        layer.check()
-        same = all(torch.equal(layer.forward(x, ids, wts), out) for _ in range(3))
-        report[f"mok-{combine}"] = {"rel_err": _rel(out, want), "bits_identical": same,
-                                    "ms": median_ms(lambda lay=layer: lay.forward(x_t, ids, wts))}
+    for dispatch in a.dispatch.split(","):
+        for combine in a.combine.split(","):
+            cfg = KernelConfig(dispatch=dispatch, combine=combine, minibatch=a.minibatch,
+                               comm_sms=8, capacity=1.0, macrobatch=131072)
+            layer = MoKLayer(w, world, n, K, None, cfg, device=str(dev), group=dist.group.WORLD)
+            out = layer.forward(x, ids, wts).clone()
+            torch.cuda.synchronize(dev)
+            layer.check()
+            same = all(torch.equal(layer.forward(x, ids, wts), out) for _ in range(3))
+            # the pass replayed from a CUDA graph: epoch flags, nothing reset by the host
+            side = torch.cuda.Stream(dev)
+            side.wait_stream(torch.cuda.current_stream(dev))
+            with torch.cuda.stream(side):
+                layer.forward(x, ids, wts)
+            torch.cuda.current_stream(dev).wait_stream(side)
+            graph = torch.cuda.CUDAGraph()
+            with torch.cuda.graph(graph):
+                out_g = layer.forward(x, ids, wts)
+            for _ in range(3):
+                graph.replay()
+                same &= torch.equal(out_g, out)
+            torch.cuda.synchronize(dev)
+            layer.check()
+            report[f"mok-{dispatch}-{combine}"] = {
+                "rel_err": _rel(out, want), "bits_identical": same,
+                "ms": median_ms(lambda lay=layer: lay.forward(x_t, ids, wts))}
     ex = LocalExperts(w, rank * E // world, (rank + 1) * E // world, dev, torch.bfloat16)
     y = nccl_torch_forward(x, ids, wts, ex, world)
     report["nccl-torch"] = {"rel_err": _rel(y, want), "bits_identical": True,
@@ -84,6 +102,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--tokens", type=int, default=200)
     p.add_argument("--minibatch", type=int, default=300)
     p.add_argument("--routing", default="uniform")
+    p.add_argument("--dispatch", default="pull,push")
     p.add_argument("--combine", default="push,pull")
     p.add_argument("--iters", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)

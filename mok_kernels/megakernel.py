@@ -21,14 +21,18 @@ Roles. Program ids < comm_sms are communication programs, the rest compute progr
   and one tensor-core instruction per k-step feed both (``fuse_gu``).
 - Combine, push: down tiles store their rows straight into the home combine buffer slot
   (token, k). Combine, pull: down tiles store into a staging buffer and raise a per-minibatch
-  counter; comm programs, after dispatch, copy staged rows into the combine slots.
-Every spin-wait is bounded: past ``max_spin`` polls it writes an error code and the minibatch or
-tile it waited on into an error word, later waits give up at once, and ``MoKLayer.check`` raises
-MegakernelStallError naming the stalled wait.
+  counter; comm programs, after dispatch, copy staged rows into the combine slots (in group mode
+  the home's comm programs read the owners' staged rows).
+Every spin-wait is bounded: past ``max_spin`` polls it writes an error code and the minibatch,
+tile or rank it waited on into an error word and later waits give up at once; the epilogue then
+writes NaN and traps the launch (``on_error="trap"``) or the forward raises MegakernelStallError
+naming the stalled wait (``on_error="raise"``).
 
 Peers. Send rows and combine slots are addressed through per-rank offset tables (peers.py), so the
-same kernel runs: ``group=G`` on real GPUs (each rank one process; buffers in torch symmetric
-memory; a GPU-side group barrier before the launch and before the epilogue; pull dispatch only);
+same kernel runs: ``group=G`` across real GPUs, one process each, and ``group=LocalGroup(P)`` as
+P concurrent launches on one GPU: every buffer a peer touches lives in one arena per rank
+(symmetric memory on real GPUs), a prologue exchanges routing and enters the pass on epoch flags,
+and every cross-rank signal inside the megakernel is a system-scope release/acquire (``GROUP``);
 ``rank=r`` on one GPU as rank r of an EP-P group whose peers' send buffers (and home combine
 buffers) live in local memory; ``rank=None`` as P virtual ranks in one launch, each with its own
 programs (a 1/P slice of the grid), schedule, ring, activations, sync words and experts.
@@ -37,12 +41,13 @@ Triton is imported lazily so the package imports without it.
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
-from .peers import SymmetricPeers, emulated_offsets
+from .peers import ArenaLayout, LocalGroup, SymmetricArena, emulated_offsets
 from .reference import MoEWeights
 from .schedule import CapacityOverflowError, Schedule, build_schedule, stack_schedules
 
@@ -52,6 +57,10 @@ STALL_CODES = {
     3: "down-projection wait for the SwiGLU tile counter of tile {info}",
     4: "comm ring-buffer back-pressure wait on minibatch {info}",
     5: "pull-combine wait for the down-projection counter of minibatch {info}",
+    6: "wait for rank {info}'s schedule of this pass",
+    7: "epilogue wait for rank {info}'s combine rows",
+    8: "pass-entry wait for rank {info} to finish the previous pass",
+    9: "routing-exchange wait for rank {info}'s tokens and ids",
 }
 
 
@@ -61,14 +70,16 @@ class MegakernelStallError(RuntimeError):
 
 @dataclass
 class KernelConfig:
-    """The six MoK knobs plus tile shapes."""
+    """The six MoK knobs plus tile shapes. A knob left None is chosen by MoKLayer from the model
+    (or a knob table) before launch; validate() checks the knobs that are set."""
 
-    dispatch: str = "pull"          # pull | push
-    combine: str = "push"           # push | pull
-    minibatch: int = 4096           # routed rows per pipeline step
-    comm_sms: int = 32              # communication programs
-    macrobatch: int = 131072        # ring-buffer rows (raised to minibatch + block_m if smaller)
-    capacity: float = 0.5           # schedule capacity multiplier
+    # the six knobs: None = chosen by MoKLayer before launch (mok_kernels/knobs.py)
+    dispatch: str | None = None     # pull | push
+    combine: str | None = None      # push | pull
+    minibatch: int | None = None    # routed rows per pipeline step
+    comm_sms: int | None = None     # communication programs
+    macrobatch: int | None = None   # ring-buffer rows (raised to minibatch + block_m if smaller)
+    capacity: float | None = None   # schedule capacity multiplier
     block_m: int = 128
     bn_gu: int = 128
     bn_dn: int = 256
@@ -76,26 +87,38 @@ class KernelConfig:
     num_warps: int = 8
     num_stages: int = 4
     copy_rows: int = 16
-    max_spin: int = 1 << 22
+    max_spin: int | None = None     # polls before a wait gives up; None: 2**22 on one GPU,
+                                    # 2**27 across real GPUs (a peer may be compiling a kernel)
     grid: int | None = None         # programs in the persistent grid (default: SM count)
     skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
     join: bool = True               # comm programs join compute after dispatch (push combine)
     fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
     tma: bool = True                # weight tiles through TMA descriptors (needs fuse_gu)
+    on_error: str = "trap"          # stalled wait / overflow: trap the launch, or raise in forward
 
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
                 "comm_sms": self.comm_sms, "macrobatch": self.macrobatch, "capacity": self.capacity}
 
     def validate(self) -> None:
-        if self.dispatch not in ("pull", "push"):
-            raise ValueError(f"dispatch {self.dispatch!r}: allowed pull, push")
-        if self.combine not in ("push", "pull"):
-            raise ValueError(f"combine {self.combine!r}: allowed push, pull")
-        if self.minibatch < 1 or self.comm_sms < 1 or self.capacity <= 0:
-            raise ValueError("minibatch >= 1, comm_sms >= 1 and capacity > 0 are required")
+        if self.dispatch not in ("pull", "push", None):
+            raise ValueError(f"dispatch {self.dispatch!r}: allowed pull, push (None: chosen)")
+        if self.combine not in ("push", "pull", None):
+            raise ValueError(f"combine {self.combine!r}: allowed push, pull (None: chosen)")
+        for name, low in (("minibatch", 1), ("comm_sms", 1), ("macrobatch", 1)):
+            v = getattr(self, name)
+            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
+                raise ValueError(f"{name}={v!r}: an integer >= {low} is required (None: chosen)")
+        if self.capacity is not None and not self.capacity > 0:
+            raise ValueError(f"capacity={self.capacity!r}: must be > 0 (None: chosen)")
         if self.tma and not self.fuse_gu:
             raise ValueError("tma=True needs fuse_gu=True")
+        if self.on_error not in ("trap", "raise"):
+            raise ValueError(f"on_error {self.on_error!r}: allowed trap, raise")
+        for name in ("block_m", "bn_gu", "bn_dn", "block_k", "copy_rows"):
+            v = getattr(self, name)
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
 
 
 _KERNELS: dict[str, Any] = {}
@@ -109,12 +132,13 @@ def _kernels() -> dict[str, Any]:
     import triton.language as tl
 
     @triton.jit
-    def wait_geq(ptr, target, err_ptr, code, info, max_spin):
-        """Spin (acquire) until *ptr >= target; on timeout record (code, info) in err_ptr."""
-        v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+    def wait_geq(ptr, target, err_ptr, code, info, max_spin, SCOPE: tl.constexpr):
+        """Spin (acquire at SCOPE: "gpu", or "sys" for words other GPUs write) until
+        *ptr >= target; on timeout record (code, info) in err_ptr."""
+        v = tl.atomic_add(ptr, 0, sem="acquire", scope=SCOPE)
         spins = 0
         while (v < target) & (spins < max_spin):
-            v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+            v = tl.atomic_add(ptr, 0, sem="acquire", scope=SCOPE)
             spins += 1
             if (spins % 256) == 0:
                 if tl.load(err_ptr, volatile=True) != 0:
@@ -143,10 +167,26 @@ def _kernels() -> dict[str, Any]:
         return tile, row0, nrows, e, hrow0
 
     @triton.jit
-    def signal(ptr):
-        """Make this program's prior stores visible, then add 1 (release)."""
+    def signal(ptr, SCOPE: tl.constexpr):
+        """Make this program's prior stores visible at SCOPE, then add 1 (release)."""
         tl.debug_barrier()
-        tl.atomic_add(ptr, 1, sem="release", scope="gpu")
+        tl.atomic_add(ptr, 1, sem="release", scope=SCOPE)
+
+    @triton.jit
+    def publish(flag_ptr, p32_ptr, idx, value, P):
+        """Write ``value`` into word ``idx`` of every rank's flags (release, system scope)."""
+        tl.debug_barrier()
+        for q in range(0, P):
+            tl.atomic_xchg(flag_ptr + tl.load(p32_ptr + q) + idx, value, sem="release", scope="sys")
+
+    @triton.jit
+    def peer_off(tab_ptr, q, stride, GROUP: tl.constexpr):
+        """Element offset of rank q's copy of a per-rank array: from the rank's offset table in
+        group mode (its arena), q * stride for virtual ranks stacked in one launch."""
+        if GROUP:
+            return tl.load(tab_ptr + q)
+        else:
+            return q.to(tl.int64) * stride
 
     @triton.jit
     def peer_row(off_ptr, gid, per_peer, H: tl.constexpr):
@@ -160,8 +200,12 @@ def _kernels() -> dict[str, Any]:
         """Copy rows at element offsets src_off -> dst_off (int64, (CR,)), 16-byte vectors."""
         cols = tl.arange(0, CC)
         for h0 in tl.static_range(0, H, CC):
-            v = tl.load(src_ptr + src_off[:, None] + h0 + cols[None, :], mask=mask[:, None])
-            tl.store(dst_ptr + dst_off[:, None] + h0 + cols[None, :], v, mask=mask[:, None])
+            if h0 + CC <= H:
+                m2 = mask[:, None]
+            else:                                   # last chunk of a row: H is not a multiple of CC
+                m2 = mask[:, None] & (cols[None, :] < H - h0)
+            v = tl.load(src_ptr + src_off[:, None] + h0 + cols[None, :], mask=m2)
+            tl.store(dst_ptr + dst_off[:, None] + h0 + cols[None, :], v, mask=m2)
 
     @triton.jit
     def mok_kernel(
@@ -181,14 +225,17 @@ def _kernels() -> dict[str, Any]:
         recv_src_ptr, recv_slot_ptr,                  # (C,) int32
         tile_exp_ptr, tile_row0_ptr, tile_rows_ptr,   # (T_max,) int32
         mb_tile_ptr, mb_row_ptr, nmb_ptr,             # (MB_max+1,), (MB_max+1,), (1,) int32
-        sync_ptr, err_ptr,                            # int32 workspace (zeroed), (2,) int32
+        sync_ptr, err_ptr,                            # int32 workspace (zeroed), (16,) int32
+        flag_ptr, p32_ptr,   # group: int32 epoch flags (never zeroed); (P,) int64 int32-element
+                             # offsets of every rank's arena (x_off/comb_off: the bf16 ones)
+        ME, SCHED_RDY, CDONE, EPOCH_W, DNALL_OFF,
         NS, R, N_RANK, SLOTS, P, EL, COMM,
         READY_OFF, GU_OFF, DN_OFF, HC_OFF, SH_OFF,
         PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin, NO_COPY, WORK_OFF, JOIN,
         GRID_V, C_STRIDE, T_STRIDE, MB_STRIDE, SYNC_STRIDE, H_ROWS, Y_ROWS,
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
-        FUSE_GU: tl.constexpr,
+        FUSE_GU: tl.constexpr, GROUP: tl.constexpr, SC: tl.constexpr,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -212,41 +259,56 @@ def _kernels() -> dict[str, Any]:
         nmb_ptr += vr
         E_BASE = VR * (EL + 1)                        # this rank's experts in the stacked weights
         NB_GU: tl.constexpr = I // BN_GU
-        NB_DN: tl.constexpr = H // BN_DN
+        NB_DN: tl.constexpr = (H + BN_DN - 1) // BN_DN    # last down block may pass H: masked
         nmb = tl.load(nmb_ptr)
         crow = tl.arange(0, CR)
+        if GROUP:
+            # one rank per GPU (or per launch): its id, and the pass's epoch set by the prologue
+            me = ME
+            epoch = tl.load(flag_ptr + EPOCH_W, volatile=True)
+            if pid == 0:
+                publish(flag_ptr, p32_ptr, SCHED_RDY + ME, epoch, P)  # peers may read my schedule
+                if tl.load(mb_tile_ptr + nmb) == 0:                  # no routed rows to combine
+                    publish(flag_ptr, p32_ptr, CDONE + ME, epoch, P)
+        else:
+            me = VR
+            epoch = 0
         if (pid < COMM) & (PUSH_DISPATCH == 2):
             # ------- push dispatch by the senders: this rank's tokens into every receiver's ring -------
+            if GROUP:
+                for q in range(0, P):                  # receivers' schedules are built
+                    wait_geq(flag_ptr + SCHED_RDY + q, epoch, err_ptr, 6, q, max_spin, "sys")
             nmb_all = nmb
             for q in range(0, P):
-                nmb_all = tl.maximum(nmb_all, tl.load(nmb0 + q))
+                nmb_all = tl.maximum(nmb_all, tl.load(nmb0 + peer_off(p32_ptr, q, 1, GROUP)))
             lanes = tl.maximum(COMM, P)
             for mb in range(0, nmb_all):               # minibatch-major: no sender runs ahead
                 for lane in range(pid, lanes, COMM):
                     q = lane % P                       # receiver
                     nsub = (lanes - q + P - 1) // P
-                    mbr_q = mbr0 + q * MB_STRIDE
-                    mbt_q = mbt0 + q * MB_STRIDE
-                    syn_q = sync0 + q.to(tl.int64) * SYNC_STRIDE
-                    if mb < tl.load(nmb0 + q):
+                    mbr_q = mbr0 + peer_off(p32_ptr, q, MB_STRIDE, GROUP)
+                    mbt_q = mbt0 + peer_off(p32_ptr, q, MB_STRIDE, GROUP)
+                    syn_q = sync0 + peer_off(p32_ptr, q, SYNC_STRIDE, GROUP)
+                    src_q = src0 + peer_off(p32_ptr, q, C_STRIDE, GROUP)
+                    ring_q = ring0 + peer_off(x_off_ptr, q, R * H, GROUP)
+                    if mb < tl.load(nmb0 + peer_off(p32_ptr, q, 1, GROUP)):
                         r0 = tl.load(mbr_q + mb)
                         r1 = tl.load(mbr_q + mb + 1)
                         j = 0                          # receiver's ring back-pressure
                         while (j < mb) & (tl.load(mbr_q + j) < r1 - R):
                             need = (tl.load(mbt_q + j + 1) - tl.load(mbt_q + j)) * NB_GU
-                            wait_geq(syn_q + GU_OFF + j, need, err_ptr, 4, j, max_spin)
+                            wait_geq(syn_q + GU_OFF + j, need, err_ptr, 4, j, max_spin, SC)
                             j += 1
                         nchunk = (r1 - r0 + CR - 1) // CR
                         for c in range(lane // P, nchunk, nsub):
                             rows = r0 + c * CR + crow
                             m = rows < r1
-                            src = tl.load(src0 + q * C_STRIDE + rows, mask=m, other=0)
-                            m = m & ((src // N_RANK) == VR)
+                            src = tl.load(src_q + rows, mask=m, other=0)
+                            m = m & ((src // N_RANK) == me)
                             copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                      ring0 + q.to(tl.int64) * R * H, (rows % R).to(tl.int64) * H,
-                                      m, H, CC)
+                                      ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
-                            signal(syn_q + READY_OFF + mb * P + VR)
+                            signal(syn_q + READY_OFF + mb * P + me, SC)
         if (pid < COMM) & (PUSH_DISPATCH != 2):
             # ---------------- communication programs: pull (or emulated push) ----------------
             freed = 0
@@ -257,7 +319,7 @@ def _kernels() -> dict[str, Any]:
                 busy = (freed < mb) & (tl.load(mb_row_ptr + freed) < r1 - R)
                 while busy:
                     need = (tl.load(mb_tile_ptr + freed + 1) - tl.load(mb_tile_ptr + freed)) * NB_GU
-                    wait_geq(sync_ptr + GU_OFF + freed, need, err_ptr, 4, freed, max_spin)
+                    wait_geq(sync_ptr + GU_OFF + freed, need, err_ptr, 4, freed, max_spin, "gpu")
                     freed += 1
                     busy = (freed < mb) & (tl.load(mb_row_ptr + freed) < r1 - R)
                 nchunk = (r1 - r0 + CR - 1) // CR
@@ -269,7 +331,7 @@ def _kernels() -> dict[str, Any]:
                         copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
                                   (rows % R).to(tl.int64) * H, m, H, CC)
                     if (STALL == 0) | (mb > 0):
-                        signal(sync_ptr + READY_OFF + mb * P)
+                        signal(sync_ptr + READY_OFF + mb * P, "gpu")
                 else:
                     lanes = tl.maximum(COMM, P)
                     for lane in range(pid, lanes, COMM):
@@ -283,20 +345,42 @@ def _kernels() -> dict[str, Any]:
                             copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
                                       (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
-                            signal(sync_ptr + READY_OFF + mb * P + s)
-        if (pid < COMM) & (PULL_COMBINE != 0):
-            for mb in range(0, nmb):
-                r0 = tl.load(mb_row_ptr + mb)
-                r1 = tl.load(mb_row_ptr + mb + 1)
-                need = (tl.load(mb_tile_ptr + mb + 1) - tl.load(mb_tile_ptr + mb)) * NB_DN
-                wait_geq(sync_ptr + DN_OFF + mb, need, err_ptr, 5, mb, max_spin)
-                nchunk = (r1 - r0 + CR - 1) // CR
-                for c in range(pid, nchunk, COMM):
-                    rows = r0 + c * CR + crow
-                    m = rows < r1
-                    slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
-                    copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr,
-                              peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
+                            signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
+        if GROUP:
+            if (pid < COMM) & (PULL_COMBINE != 0):
+                # pull combine across ranks: the home's comm programs read every owner's staged rows
+                # of each finished minibatch and keep those whose combine slot is home here
+                for q in range(0, P):
+                    wait_geq(flag_ptr + SCHED_RDY + q, epoch, err_ptr, 6, q, max_spin, "sys")
+                    o32 = tl.load(p32_ptr + q)
+                    oy = tl.load(x_off_ptr + q)
+                    for mb in range(0, tl.load(nmb_ptr + o32)):
+                        r0 = tl.load(mb_row_ptr + o32 + mb)
+                        r1 = tl.load(mb_row_ptr + o32 + mb + 1)
+                        need = (tl.load(mb_tile_ptr + o32 + mb + 1) - tl.load(mb_tile_ptr + o32 + mb)) * NB_DN
+                        wait_geq(sync_ptr + o32 + DN_OFF + mb, need, err_ptr, 5, mb, max_spin, "sys")
+                        nchunk = (r1 - r0 + CR - 1) // CR
+                        for c in range(pid, nchunk, COMM):
+                            rows = r0 + c * CR + crow
+                            m = rows < r1
+                            slot = tl.load(recv_slot_ptr + o32 + rows, mask=m, other=0)
+                            m = m & ((slot // SLOTS) == me)
+                            copy_rows(y_ptr + oy, rows.to(tl.int64) * H, comb_ptr,
+                                      peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
+        else:
+            if (pid < COMM) & (PULL_COMBINE != 0):
+                for mb in range(0, nmb):
+                    r0 = tl.load(mb_row_ptr + mb)
+                    r1 = tl.load(mb_row_ptr + mb + 1)
+                    need = (tl.load(mb_tile_ptr + mb + 1) - tl.load(mb_tile_ptr + mb)) * NB_DN
+                    wait_geq(sync_ptr + DN_OFF + mb, need, err_ptr, 5, mb, max_spin, "gpu")
+                    nchunk = (r1 - r0 + CR - 1) // CR
+                    for c in range(pid, nchunk, COMM):
+                        rows = r0 + c * CR + crow
+                        m = rows < r1
+                        slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
+                        copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr,
+                                  peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
         if (pid >= COMM) | ((JOIN != 0) & (PULL_COMBINE == 0)):
             # ---------------- compute (comm programs join once dispatch is done) ----------------
             # Items are taken from one atomic counter in list order: sections
@@ -330,16 +414,16 @@ def _kernels() -> dict[str, Any]:
                 if is_gu:
                     if (b > 0) & (waited < b):
                         if PUSH_DISPATCH == 0:
-                            wait_geq(sync_ptr + READY_OFF + mbi * P, COMM, err_ptr, 1, mbi, max_spin)
+                            wait_geq(sync_ptr + READY_OFF + mbi * P, COMM, err_ptr, 1, mbi, max_spin, "gpu")
                         else:
                             lanes = tl.maximum(COMM, P)
                             for s in range(0, P):
                                 # lanes that raise signal (mbi, s): this rank's lanes for peer s
                                 # (emulated push) or sender s's lanes for this rank (real push)
-                                q = tl.where(PUSH_DISPATCH == 1, s, VR)
+                                q = tl.where(PUSH_DISPATCH == 1, s, me)
                                 nsub = (lanes - q + P - 1) // P
                                 wait_geq(sync_ptr + READY_OFF + mbi * P + s, nsub, err_ptr, 2, mbi,
-                                         max_spin)
+                                         max_spin, SC)
                         waited = b
                     tt = item // NB_GU
                     nb = item % NB_GU
@@ -383,7 +467,7 @@ def _kernels() -> dict[str, Any]:
                         tl.atomic_add(sync_ptr + SH_OFF + tile, 1, sem="release", scope="gpu")
                     else:
                         tl.atomic_add(sync_ptr + HC_OFF + tile, 1, sem="release", scope="gpu")
-                        tl.atomic_add(sync_ptr + GU_OFF + mbi, 1, sem="release", scope="gpu")
+                        tl.atomic_add(sync_ptr + GU_OFF + mbi, 1, sem="release", scope=SC)
                 else:
                     tt_d = item // NB_DN
                     nb_d = item % NB_DN
@@ -391,50 +475,115 @@ def _kernels() -> dict[str, Any]:
                         tt_d, shared, t_base, tile_row0_ptr, tile_rows_ptr, tile_exp_ptr, NS, EL,
                         E_BASE, BM)
                     cnt_ptr_d = sync_ptr + tl.where(shared, SH_OFF, HC_OFF) + tile_d
-                    wait_geq(cnt_ptr_d, NB_GU, err_ptr, 3, tile_d, max_spin)
+                    wait_geq(cnt_ptr_d, NB_GU, err_ptr, 3, tile_d, max_spin, "gpu")
                     rmask_d = rm < nrows_d
                     rn_d = nb_d * BN_DN + tl.arange(0, BN_DN)
+                    cmask_d = rn_d < H
+                    omask_d = rmask_d[:, None] & cmask_d[None, :]
                     a_ptrs_d = h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :]
                     w_off_d = e_d.to(tl.int64) * I * H + rk[:, None] * H + rn_d[None, :]
                     acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
                     for k0 in range(0, I, BK):
                         a_d = tl.load(a_ptrs_d + k0, mask=rmask_d[:, None], other=0.0)
                         if wd_desc is None:
-                            bw_d = tl.load(wd_ptr + w_off_d + k0 * H)
+                            bw_d = tl.load(wd_ptr + w_off_d + k0 * H, mask=cmask_d[None, :], other=0.0)
                         else:
                             bw_d = wd_desc.load([e_d * I + k0, nb_d * BN_DN])
                         acc_d = tl.dot(a_d, bw_d, acc_d)
                     if shared:
                         s_ptrs_d = sh_out_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
-                        tl.store(s_ptrs_d, acc_d.to(tl.bfloat16), mask=rmask_d[:, None])
+                        tl.store(s_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
                     else:
                         if PULL_COMBINE != 0:
                             o_ptrs_d = y_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
-                            tl.store(o_ptrs_d, acc_d.to(tl.bfloat16), mask=rmask_d[:, None])
-                            signal(sync_ptr + DN_OFF + mbi)
+                            tl.store(o_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
+                            signal(sync_ptr + DN_OFF + mbi, SC)
                         else:
                             slot_d = tl.load(recv_slot_ptr + row0_d + rm, mask=rmask_d, other=0)
                             c_off_d = peer_row(comb_off_ptr, slot_d, SLOTS, H)
                             c_ptrs_d = comb_ptr + c_off_d[:, None] + rn_d[None, :]
-                            tl.store(c_ptrs_d, acc_d.to(tl.bfloat16), mask=rmask_d[:, None])
+                            tl.store(c_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
+                            if GROUP:
+                                # the last routed down tile tells every home its rows have landed
+                                tl.debug_barrier()
+                                done = tl.atomic_add(sync_ptr + DNALL_OFF, 1, sem="acq_rel",
+                                                     scope="sys")
+                                if done == tiles_used * NB_DN - 1:
+                                    publish(flag_ptr, p32_ptr, CDONE + ME, epoch, P)
                 g = g_next
 
     @triton.jit
-    def epilogue_kernel(sh_ptr, comb_ptr, w_ptr, out_ptr, tok0, HAS_SHARED,
-                        K: tl.constexpr, H: tl.constexpr, BH: tl.constexpr):
-        """out[t] = shared[t] + sum_{j=0..k-1} w[t, j] * comb[t, j], fp32, fixed order."""
+    def trap():
+        """Abort the whole launch: the caller's next synchronization raises a CUDA error."""
+        tl.inline_asm_elementwise("trap; mov.u32 $0, 0;", "=r", [], dtype=tl.int32, is_pure=False,
+                                  pack=1)
+
+    @triton.jit
+    def epilogue_kernel(sh_ptr, comb_ptr, w_ptr, out_ptr, err_ptr, over_ptr, tok0, HAS_SHARED,
+                        TRAP, K: tl.constexpr, H: tl.constexpr, BH: tl.constexpr):
+        """out[t] = shared[t] + sum_{j=0..k-1} w[t, j] * comb[t, j], fp32, fixed order.
+
+        If the megakernel recorded a stalled wait or the schedule overflowed, the output is NaN
+        and, with TRAP, the launch traps: no caller can use the result without knowing."""
         t = tl.program_id(0)
         cols = tl.program_id(1) * BH + tl.arange(0, BH)
+        cm = cols < H
         g = (tok0 + t).to(tl.int64)
-        acc = tl.load(sh_ptr + t.to(tl.int64) * H + cols).to(tl.float32)
+        acc = tl.load(sh_ptr + t.to(tl.int64) * H + cols, mask=cm, other=0.0).to(tl.float32)
         acc = tl.where(HAS_SHARED != 0, acc, 0.0)
         for j in tl.static_range(K):
             wj = tl.load(w_ptr + g * K + j)
-            y = tl.load(comb_ptr + (g * K + j) * H + cols).to(tl.float32)
+            y = tl.load(comb_ptr + (g * K + j) * H + cols, mask=cm, other=0.0).to(tl.float32)
             acc += wj * y
-        tl.store(out_ptr + t.to(tl.int64) * H + cols, acc.to(tl.bfloat16))
+        failed = (tl.load(err_ptr, volatile=True) | tl.load(over_ptr, volatile=True)) != 0
+        acc = tl.where(failed, float("nan"), acc)
+        tl.store(out_ptr + t.to(tl.int64) * H + cols, acc.to(tl.bfloat16), mask=cm)
+        if (TRAP != 0) & failed:
+            trap()
 
-    _KERNELS.update(mok=mok_kernel, epilogue=epilogue_kernel, triton=triton)
+    @triton.jit
+    def prologue_kernel(x_ptr, ids_ptr, send_ptr, ids_all_ptr, flag_ptr, p32_ptr, p64_ptr, err_ptr,
+                        ME, P, N, NK, max_spin, FIN, RDY, EPOCH_W, ENTER,
+                        H: tl.constexpr, CC: tl.constexpr, CR: tl.constexpr, BI: tl.constexpr):
+        """Group mode, before each pass: wait until every rank has finished the previous pass
+        (so its buffers may be reused), publish this rank's tokens in its send buffer and its
+        top-k ids in every rank's routing region, then (last program) tell every rank and wait
+        until every rank has done the same. Epoch flags only grow: nothing is reset, so a CUDA
+        graph replays the pass."""
+        pid = tl.program_id(0)
+        G = tl.num_programs(0)
+        epoch = tl.load(flag_ptr + EPOCH_W, volatile=True) + 1
+        if pid == 0:
+            publish(flag_ptr, p32_ptr, FIN + ME, epoch - 1, P)     # my previous pass is over
+        for q in range(0, P):
+            wait_geq(flag_ptr + FIN + q, epoch - 1, err_ptr, 8, q, max_spin, "sys")
+        crow = tl.arange(0, CR)
+        for c in range(pid, (N + CR - 1) // CR, G):
+            rows = (c * CR + crow).to(tl.int64)
+            copy_rows(x_ptr, rows * H, send_ptr, rows * H, rows < N, H, CC)
+        cols = tl.arange(0, BI)
+        for c in range(pid, (NK + BI - 1) // BI, G):
+            j = c * BI + cols
+            v = tl.load(ids_ptr + j, mask=j < NK)
+            for q in range(0, P):
+                tl.store(ids_all_ptr + tl.load(p64_ptr + q) + ME * NK + j, v, mask=j < NK)
+        tl.debug_barrier()
+        arrived = tl.atomic_add(flag_ptr + ENTER, 1, sem="acq_rel", scope="sys")
+        if arrived == epoch * G - 1:                 # the last program of this rank's prologue
+            publish(flag_ptr, p32_ptr, RDY + ME, epoch, P)
+            for q in range(0, P):
+                wait_geq(flag_ptr + RDY + q, epoch, err_ptr, 9, q, max_spin, "sys")
+            tl.atomic_xchg(flag_ptr + EPOCH_W, epoch, sem="release", scope="gpu")
+
+    @triton.jit
+    def wait_combined_kernel(flag_ptr, err_ptr, P, CDONE, EPOCH_W, max_spin):
+        """Group mode, push combine: wait until every rank's rows for this home have landed."""
+        epoch = tl.load(flag_ptr + EPOCH_W, volatile=True)
+        for q in range(0, P):
+            wait_geq(flag_ptr + CDONE + q, epoch, err_ptr, 7, q, max_spin, "sys")
+
+    _KERNELS.update(mok=mok_kernel, epilogue=epilogue_kernel, prologue=prologue_kernel,
+                    wait_combined=wait_combined_kernel, triton=triton)
     return _KERNELS
 
 
@@ -453,18 +602,26 @@ class MoKLayer:
     cfg: KernelConfig = field(default_factory=KernelConfig)
     device: str = "cuda"
     local_weights: bool = False      # weights hold only this rank's E/P experts (benchmarks)
-    group: Any = None                # torch.distributed group: real GPUs over symmetric memory
+    group: Any = None                # torch.distributed group (real GPUs, symmetric memory) or
+                                     # a peers.LocalGroup (P launches on one GPU)
+    hardware: str | None = None      # preset the unset knobs are chosen for (default: from the GPU)
+    knob_table: str | None = None    # knob table (`mok tune --table`) to take unset knobs from
+    knob_params: str | None = None   # parameters file for the choice (default: the hardware's)
 
     def __post_init__(self) -> None:
         self.cfg.validate()
         w, cfg = self.weights, self.cfg
-        if self.group is not None:
+        self.local_group = isinstance(self.group, LocalGroup)
+        if self.local_group:
+            if self.group.size != self.ep or self.rank is None or not 0 <= self.rank < self.ep:
+                raise ValueError(f"LocalGroup of {self.group.size} ranks needs ep={self.group.size} "
+                                 f"and rank in 0..{self.group.size - 1}; got ep={self.ep}, "
+                                 f"rank={self.rank}")
+        elif self.group is not None:
             import torch.distributed as dist
             size, me = dist.get_world_size(self.group), dist.get_rank(self.group)
             if size != self.ep or self.rank not in (None, me):
                 raise ValueError(f"group of {size} ranks (this one {me}) but ep={self.ep}, rank={self.rank}")
-            if cfg.dispatch == "push":
-                raise ValueError("dispatch='push' is emulated on one GPU only; across GPUs use pull")
             self.rank = me
         e, h, i = w.wg.shape
         if self.local_weights:
@@ -475,8 +632,18 @@ class MoKLayer:
         ishared = 0 if w.sg is None else int(w.sg.shape[1])
         if ishared not in (0, self.I):
             raise ValueError(f"megakernel needs shared width 0 or {self.I}, got {ishared}")
-        if self.H % cfg.bn_dn or self.I % cfg.bn_gu or self.H % cfg.block_k or self.I % cfg.block_k:
-            raise ValueError("H and I must be multiples of the tile sizes")
+        if self.H % cfg.block_k:
+            raise ValueError(f"hidden size H={self.H} is not a multiple of {cfg.block_k} (block_k, "
+                             f"the gate/up GEMM's K step); the megakernel runs H = {cfg.block_k}*n")
+        from .knobs import resolve_layer   # unset knobs: the model's choice (knobs.py)
+        self.cfg, self.knob_source = resolve_layer(self)
+        cfg = self.cfg
+        cfg.validate()
+        # I is zero-padded to whole gate/up column blocks: padded columns give SwiGLU 0 and meet
+        # zero rows of the down weights, so they add exactly nothing. The last down column block
+        # may pass H: it is masked (and TMA fills the missing weight columns with zeros).
+        step = max(cfg.bn_gu, cfg.block_k)
+        self.Ip = -(-self.I // step) * step
         self.has_shared = ishared > 0
         p, n, k = self.ep, self.tokens, self.topk
         self.el = el = e // p
@@ -486,24 +653,30 @@ class MoKLayer:
         served = range(p) if self.rank is None else [self.rank]
         dev, bf = self.device, torch.bfloat16
 
-        def pack(routed: torch.Tensor, shared: torch.Tensor | None) -> torch.Tensor:
-            """Each served rank's experts followed by the shared expert: (vranks*(EL+1), ...)."""
+        def pack(routed: torch.Tensor, shared: torch.Tensor | None, i_dim: int) -> torch.Tensor:
+            """Each served rank's experts then the shared expert, I zero-padded to Ip:
+            (vranks*(EL+1), ...)."""
             extra = (shared if shared is not None else torch.zeros_like(routed[0])).to(dev, bf)[None]
             parts = []
             for r in served:
                 lo = 0 if self.local_weights else r * el
                 parts += [routed[lo:lo + el].to(dev, bf), extra]
-            return torch.cat(parts).contiguous()
+            out = torch.cat(parts)
+            if self.Ip != self.I:
+                pad = [0, 0] * (out.dim() - 1 - i_dim) + [0, self.Ip - self.I]
+                out = torch.nn.functional.pad(out, pad)
+            return out.contiguous()
 
-        self.wg = pack(w.wg, w.sg)   # (V*(EL+1), H, I)
-        self.wu = pack(w.wu, w.su)   # (V*(EL+1), H, I)
-        if cfg.fuse_gu:              # (V*(EL+1), H, 2I): [gate block j | up block j] for each j
+        ip = self.Ip
+        self.wg = pack(w.wg, w.sg, 2)   # (V*(EL+1), H, Ip)
+        self.wu = pack(w.wu, w.su, 2)   # (V*(EL+1), H, Ip)
+        if cfg.fuse_gu:                 # (V*(EL+1), H, 2Ip): [gate block j | up block j] for each j
             ne, bn = self.wg.shape[0], cfg.bn_gu
-            self.wg = torch.stack([self.wg.view(ne, self.H, self.I // bn, bn),
-                                   self.wu.view(ne, self.H, self.I // bn, bn)], dim=3
-                                  ).reshape(ne, self.H, 2 * self.I).contiguous()
+            self.wg = torch.stack([self.wg.view(ne, self.H, ip // bn, bn),
+                                   self.wu.view(ne, self.H, ip // bn, bn)], dim=3
+                                  ).reshape(ne, self.H, 2 * ip).contiguous()
             self.wu = self.wg[:1, :1, :1]
-        self.wd = pack(w.wd, w.sd)   # (V*(EL+1), I, H)
+        self.wd = pack(w.wd, w.sd, 1)   # (V*(EL+1), Ip, H)
         v = self.vranks
         self.ns = n                  # home tokens per rank (the shared expert's rows)
         # first home token of this launch in the send/combine/weight arrays it is given
@@ -513,19 +686,6 @@ class MoKLayer:
         self.capacity = c            # rows per rank
         self.ring_rows = min(max(cfg.macrobatch, cfg.minibatch + cfg.block_m), c + cfg.block_m)
         self.y_rows = c if cfg.combine == "pull" else 1
-        self.ring = torch.empty(v * self.ring_rows, self.H, dtype=bf, device=dev)
-        self.hbuf = torch.empty(v * (n + c), self.I, dtype=bf, device=dev)
-        self.ystage = torch.empty(v * self.y_rows, self.H, dtype=bf, device=dev)
-        if self.group is None:      # one GPU: every rank's buffers are slices of local tensors
-            self.peers = None
-            self.comb = torch.randn(p * n * k, self.H, dtype=bf, device=dev)  # home combine buffers
-            self.x_off = emulated_offsets(p, n, self.H, dev)
-            self.comb_off = emulated_offsets(p, n * k, self.H, dev)
-        else:
-            self.peers = SymmetricPeers(self.group, n, k, self.H, dev)
-            self.comb, self.x_off, self.comb_off = self.peers.comb, self.peers.x_off, self.peers.comb_off
-        self.sh_out = torch.empty(v * n, self.H, dtype=bf, device=dev)
-        self.out = torch.empty(v * n, self.H, dtype=bf, device=dev)
         ns_tiles = (n + cfg.block_m - 1) // cfg.block_m
         self.off = {"ready": 0}      # sync words of one rank; rank r's start at r * sync_stride
         self.off["gu"] = self.mb_max * p
@@ -533,12 +693,63 @@ class MoKLayer:
         self.off["hc"] = self.off["dn"] + self.mb_max + 1
         self.off["sh"] = self.off["hc"] + self.t_max
         self.off["work"] = self.off["sh"] + ns_tiles + 1
-        self.sync_stride = self.off["work"] + 1
-        self.sync = torch.zeros(v * self.sync_stride, dtype=torch.int32, device=dev)
-        self.err = torch.zeros(8, dtype=torch.int32, device=dev)   # [bitmask, info per code]
+        self.off["dnall"] = self.off["work"] + 1
+        self.sync_stride = self.off["dnall"] + 1
+        self.hbuf = torch.empty(v * (n + c), ip, dtype=bf, device=dev)
+        self.sh_out = torch.empty(v * n, self.H, dtype=bf, device=dev)
+        self.out = torch.empty(v * n, self.H, dtype=bf, device=dev)
+        self.err = torch.zeros(16, dtype=torch.int32, device=dev)  # [bitmask, info per code]
+        if self.group is None:      # one GPU: every rank's buffers are slices of local tensors
+            self.arena = None
+            self.ring = torch.empty(v * self.ring_rows, self.H, dtype=bf, device=dev)
+            self.ystage = torch.empty(v * self.y_rows, self.H, dtype=bf, device=dev)
+            self.comb = torch.randn(p * n * k, self.H, dtype=bf, device=dev)  # home combine buffers
+            self.x_off = emulated_offsets(p, n, self.H, dev)
+            self.comb_off = emulated_offsets(p, n * k, self.H, dev)
+            self.sync = torch.zeros(v * self.sync_stride, dtype=torch.int32, device=dev)
+            self.flags = self.p32 = self.sync    # unused placeholders outside group mode
+        else:
+            self._init_group(sched)
         self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
         self.last_schedule: Schedule | None = None
         self.stall_test = 0
+
+    # pass-level flags of group mode (int32 words in each rank's arena; epochs, never reset)
+    FLAG_FIN, FLAG_RDY, FLAG_SCHED, FLAG_CDONE = 0, 1, 2, 3     # x P words each
+    FLAG_EPOCH, FLAG_ENTER = 0, 1                                  # after the 4*P words
+
+    def _init_group(self, sched: Schedule) -> None:
+        """Group mode: every buffer a peer touches lives in this rank's arena (same layout on
+        every rank), mapped into every peer; offsets to each peer's arena in three units."""
+        p, n, k, h, c = self.ep, self.tokens, self.topk, self.H, self.capacity
+        bf, i32 = torch.bfloat16, torch.int32
+        layout = ArenaLayout({
+            "send": (bf, (n, h)), "ring": (bf, (self.ring_rows, h)), "comb": (bf, (n * k, h)),
+            "ystage": (bf, (self.y_rows, h)), "ids": (torch.int64, (p * n, k)),
+            "recv_src": (i32, (c,)), "recv_slot": (i32, (c,)),
+            "mb_tile": (i32, (self.mb_max + 1,)), "mb_row": (i32, (self.mb_max + 1,)),
+            "nmb": (i32, (1,)), "sync": (i32, (self.sync_stride,)), "flags": (i32, (4 * p + 2,))})
+        if self.local_group:
+            buf, byte_off = self.group.arena(self.rank, layout.nbytes)
+        else:
+            self._symm = SymmetricArena(self.group, layout.nbytes, self.device)
+            buf, byte_off = self._symm.buf, self._symm.offsets
+        self.arena = layout.views(buf)
+        a = self.arena
+        self.ring, self.ystage, self.comb, self.sync = a["ring"], a["ystage"], a["comb"], a["sync"]
+        self.flags = a["flags"]
+        self.x_off = self.comb_off = byte_off // 2     # bf16 elements (send, ring, comb, ystage)
+        self.p32 = byte_off // 4                       # int32 elements (schedule, sync, flags)
+        self.p64 = byte_off // 8                       # int64 elements (ids)
+        self.flag_epoch = 4 * p + self.FLAG_EPOCH
+        self.flag_enter = 4 * p + self.FLAG_ENTER
+
+    @property
+    def max_spin(self) -> int:
+        """Polls before a spin-wait gives up (KernelConfig.max_spin, or its default here)."""
+        if self.cfg.max_spin is not None:
+            return self.cfg.max_spin
+        return 1 << 27 if self.group is not None and not self.local_group else 1 << 22
 
     def schedule(self, ids_all: torch.Tensor) -> Schedule:
         """Build the GPU-side schedule of every rank this launch serves (stacked for P virtual ranks)."""
@@ -549,36 +760,43 @@ class MoKLayer:
                   for r in ranks]
         return scheds[0] if len(scheds) == 1 else stack_schedules(scheds)
 
-    def launch(self, x_all: torch.Tensor, sched: Schedule) -> None:
+    def launch(self, x_all: torch.Tensor, sched: Schedule, x_loc: torch.Tensor | None = None) -> None:
         """Zero the sync words and run the persistent megakernel (no host read-back)."""
         ks, cfg, v = _kernels(), self.cfg, self.vranks
         self.sync.zero_()
         grid = cfg.grid or torch.cuda.get_device_properties(x_all.device).multi_processor_count
+        if self.local_group and not cfg.grid:
+            grid //= self.ep       # P concurrent launches share the one GPU's SMs
         per_rank = grid // v
         if cfg.comm_sms >= per_rank:
             raise ValueError(f"comm_sms={cfg.comm_sms} leaves no compute programs "
                              f"({per_rank} programs per rank, grid {grid}, {v} rank(s))")
         # push dispatch: the senders' own comm programs when they run in this launch (virtual
         # ranks); otherwise this rank's comm programs act for the absent senders (emulation)
-        push = 0 if cfg.dispatch == "pull" else (2 if v > 1 else 1)
-        x_loc = x_all[self.tok0:self.tok0 + v * self.ns]
-        cc = min(1024, self.H)
+        group = self.group is not None
+        push = 0 if cfg.dispatch == "pull" else (2 if v > 1 or group else 1)
+        if x_loc is None:
+            x_loc = x_all[self.tok0:self.tok0 + v * self.ns]
+        p = self.ep
+        cc = min(1024, ks["triton"].next_power_of_2(self.H))   # copy chunk (last one masked)
         ks["mok"][(per_rank * v,)](
             x_all, self.x_off, x_loc, self.ring, self.hbuf, self.ystage, self.comb, self.comb_off,
             self.sh_out, self.wg, self.wu, self.wd, *self.weight_descriptors(),
             sched.recv_src, sched.recv_slot,
             sched.tile_expert, sched.tile_row0, sched.tile_rows,
-            sched.mb_tile, sched.mb_row, sched.num_mb, self.sync, self.err,
+            sched.mb_tile, sched.mb_row, sched.num_mb, self.sync, self.err, self.flags, self.p32,
+            self.rank if group else 0, self.FLAG_SCHED * p, self.FLAG_CDONE * p,
+            4 * p + self.FLAG_EPOCH, self.off["dnall"],
             self.ns, self.ring_rows, self.tokens, self.tokens * self.topk, self.ep, self.el,
             cfg.comm_sms,
             self.off["ready"], self.off["gu"], self.off["dn"], self.off["hc"], self.off["sh"],
-            push, int(cfg.combine == "pull"), self.stall_test, cfg.max_spin,
+            push, int(cfg.combine == "pull"), self.stall_test, self.max_spin,
             int(cfg.skip_copy), self.off["work"], int(cfg.join),
             per_rank, self.capacity, self.t_max, self.mb_max + 1, self.sync_stride,
             self.ns + self.capacity, self.y_rows,
-            H=self.H, I=self.I, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
-            CR=cfg.copy_rows, CC=cc, FUSE_GU=cfg.fuse_gu, num_warps=cfg.num_warps,
-            num_stages=cfg.num_stages)
+            H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
+            CR=cfg.copy_rows, CC=cc, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
+            num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def weight_descriptors(self) -> tuple[Any, Any]:
         """Host TMA descriptors of the gate|up and down weights as 2-D matrices, or (None, None)."""
@@ -587,47 +805,75 @@ class MoKLayer:
         if not hasattr(self, "_descs"):
             from triton.tools.tensor_descriptor import TensorDescriptor
             cfg = self.cfg
-            gu = self.wg.view(-1, 2 * self.I)
+            gu = self.wg.view(-1, 2 * self.Ip)
             dn = self.wd.view(-1, self.H)
             self._descs = (TensorDescriptor.from_tensor(gu, [cfg.block_k, 2 * cfg.bn_gu]),
                            TensorDescriptor.from_tensor(dn, [cfg.block_k, cfg.bn_dn]))
         return self._descs
 
-    def epilogue(self, w_all: torch.Tensor) -> torch.Tensor:
-        """Sum the k combine slots of this launch's home tokens (fixed order) plus shared output."""
+    def epilogue(self, w_all: torch.Tensor, sched: Schedule) -> torch.Tensor:
+        """Sum the k combine slots of this launch's home tokens (fixed order) plus shared output;
+        NaN output and (on_error="trap") a trapped launch if the pass failed."""
         ks = _kernels()
-        bh = min(1024, self.H)
-        ks["epilogue"][(self.vranks * self.ns, self.H // bh)](
-            self.sh_out, self.comb, w_all, self.out, self.tok0, int(self.has_shared),
-            K=self.topk, H=self.H, BH=bh, num_warps=4)
+        bh = min(1024, ks["triton"].next_power_of_2(self.H))
+        ks["epilogue"][(self.vranks * self.ns, -(-self.H // bh))](
+            self.sh_out, self.comb, w_all, self.out, self.err, sched.overflow, self.tok0,
+            int(self.has_shared), int(self.cfg.on_error == "trap"), K=self.topk, H=self.H, BH=bh,
+            num_warps=4)
         return self.out
 
     def forward(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor) -> torch.Tensor:
         """x_all (P*N, H) bf16, ids_all (P*N, k), w_all (P*N, k) fp32 -> home output (NS, H) bf16.
 
         With ``group`` (real GPUs) each rank passes only its own tokens: x (N, H), ids and w (N, k).
-        Call ``check()`` after the forward to surface capacity overflow or a stalled wait.
+        A stalled wait or a capacity overflow never yields usable output: the output is NaN and,
+        with ``on_error="trap"`` (default, no host synchronization, graph-capturable) the launch
+        traps, so the caller's next synchronization raises a CUDA error; with
+        ``on_error="raise"`` the forward reads the error word and raises MegakernelStallError or
+        CapacityOverflowError naming the cause. ``check()`` reads it on demand.
         """
-        if self.peers is not None:
-            return self._forward_group(x_all, ids_all, w_all)
-        sched = self.schedule(ids_all)
-        self.last_schedule = sched
-        self.overflow_acc += sched.overflow
-        self.launch(x_all, sched)
-        return self.epilogue(w_all.float().contiguous())
+        if self.group is not None:
+            out = self._forward_group(x_all, ids_all, w_all)
+        else:
+            sched = self.schedule(ids_all)
+            self.last_schedule = sched
+            self.overflow_acc += sched.overflow
+            self.launch(x_all, sched)
+            out = self.epilogue(w_all.float().contiguous(), sched)
+        if self.cfg.on_error == "raise" and not self.local_group:
+            self.check()           # one host read per forward; raises before the output is used
+        return out
 
     def _forward_group(self, x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
-        """Real multi-GPU forward: all-gather the ids, publish x, one megakernel, then combine."""
-        peers = self.peers
-        ids_all = peers.all_gather(ids)
-        peers.send.copy_(x)
-        sched = self.schedule(ids_all)
-        self.last_schedule = sched
+        """One rank of a group: prologue (pass-entry wait, tokens and ids published to every
+        rank), local schedule, one persistent megakernel whose signals cross GPUs, and (push
+        combine) a one-program wait for every rank's rows before the epilogue. No host sync."""
+        ks, cfg, a, p, n, k = _kernels(), self.cfg, self.arena, self.ep, self.tokens, self.topk
+        if x.shape != (n, self.H) or ids.shape != (n, k) or w.shape != (n, k):
+            raise ValueError(f"group mode takes this rank's x ({n}, {self.H}), ids and w ({n}, {k});"
+                             f" got {tuple(x.shape)}, {tuple(ids.shape)}, {tuple(w.shape)}")
+        x = x.to(torch.bfloat16).contiguous()
+        cr = cfg.copy_rows
+        ks["prologue"][(min(16, -(-n // cr)),)](
+            x, ids.to(torch.int64).contiguous(), a["send"], a["ids"], self.flags, self.p32,
+            self.p64, self.err, self.rank, p, n, n * k, self.max_spin,
+            self.FLAG_FIN * p, self.FLAG_RDY * p, self.flag_epoch, self.flag_enter,
+            H=self.H, CC=min(1024, ks["triton"].next_power_of_2(self.H)), CR=cr, BI=1024,
+            num_warps=4)
+        sched = self.schedule(a["ids"])
         self.overflow_acc += sched.overflow
-        peers.barrier()            # every send buffer written before any rank pulls from it
-        self.launch(peers.send, sched)
-        peers.barrier()            # every pushed combine row landed before the epilogue reads it
-        return self.epilogue(w.float().contiguous())
+        for name, src in (("recv_src", sched.recv_src), ("recv_slot", sched.recv_slot),
+                          ("mb_tile", sched.mb_tile), ("mb_row", sched.mb_row),
+                          ("nmb", sched.num_mb)):
+            a[name].copy_(src)     # where peers read this rank's schedule
+        sched = dataclasses.replace(sched, recv_src=a["recv_src"], recv_slot=a["recv_slot"],
+                                    mb_tile=a["mb_tile"], mb_row=a["mb_row"], num_mb=a["nmb"])
+        self.last_schedule = sched
+        self.launch(a["send"], sched, x_loc=x)
+        if cfg.combine == "push":
+            ks["wait_combined"][(1,)](self.flags, self.err, p, self.FLAG_CDONE * p,
+                                      self.flag_epoch, self.max_spin, num_warps=1)
+        return self.epilogue(w.float().contiguous(), sched)
 
     def check(self) -> None:
         """Raise MegakernelStallError / CapacityOverflowError if the last forward failed."""
@@ -642,3 +888,47 @@ class MoKLayer:
             raise CapacityOverflowError(
                 f"schedule capacity overflow: {over} routed rows did not fit in the fixed capacity "
                 f"of {self.capacity} rows (multiplier {self.cfg.capacity}); raise --capacity")
+
+
+def group_forward(layers: list[MoKLayer], xs: list[torch.Tensor], ids: list[torch.Tensor],
+                  ws: list[torch.Tensor]) -> list[torch.Tensor]:
+    """One pass of every rank of a LocalGroup, each on its own stream (concurrent launches on
+    one GPU); with on_error="raise", checks every rank after all were launched."""
+    group = layers[0].group
+    if not group.warm:
+        _warm_up(layers, xs, ids, ws)
+    cur = torch.cuda.current_stream()
+    outs = []
+    for layer, x, i, w, st in zip(layers, xs, ids, ws, group.streams):
+        st.wait_stream(cur)
+        with torch.cuda.stream(st):
+            outs.append(layer.forward(x, i, w))
+    for st in group.streams:
+        cur.wait_stream(st)
+    if layers[0].cfg.on_error == "raise":
+        for layer in layers:
+            layer.check()
+    return outs
+
+
+def _warm_up(layers: list[MoKLayer], xs: list[torch.Tensor], ids: list[torch.Tensor],
+             ws: list[torch.Tensor]) -> None:
+    """Load every kernel each rank launches before ranks run concurrently on one GPU.
+
+    CUDA loads kernels lazily, and loading may synchronize the context: a rank whose first
+    launch of a kernel waits for the GPU to drain, while another rank's kernel spins waiting for
+    this one, deadlocks (the CUDA programming guide's lazy-loading caveat). So each rank runs one
+    pass alone with waits that give up at once, then every arena and error word is zeroed."""
+    group, cfg0 = layers[0].group, [(lay.cfg.max_spin, lay.cfg.on_error) for lay in layers]
+    for lay, x, i, w in zip(layers, xs, ids, ws):
+        lay.cfg.max_spin, lay.cfg.on_error = 256, "raise"   # same compiled variants, no trap
+        lay.forward(x, i, w)
+        torch.cuda.synchronize()
+    for lay, (spin, mode) in zip(layers, cfg0):
+        lay.cfg.max_spin, lay.cfg.on_error = spin, mode
+        lay.err.zero_()
+        lay.overflow_acc.zero_()
+    for arena in group.arenas:
+        arena.zero_()
+    torch.cuda.synchronize()
+    group.warm = True

@@ -1,12 +1,14 @@
-"""Where each rank's send buffer and home combine buffer live, as the megakernel addresses them.
+"""Where each rank's buffers live, as the megakernel addresses them.
 
 The megakernel reads peer s's send rows at ``x_base + x_off[s]`` and writes home rank r's combine
-slots at ``comb_base + comb_off[r]`` (element offsets, int64 on the GPU). Two sources of tables:
+slots at ``comb_base + comb_off[r]`` (element offsets, int64 on the GPU). Sources of tables:
 
-- ``emulated_offsets``: one GPU; all ranks' buffers are slices of one local tensor.
-- ``SymmetricPeers``: real GPUs of one scale-up domain; buffers are torch symmetric-memory
-  allocations mapped into every peer's address space, and the offsets are the peer pointers
-  relative to this rank's own buffer.
+- ``emulated_offsets``: one launch on one GPU; all ranks' buffers are slices of one local tensor.
+- group mode: every buffer a peer touches (send, ring, combine slots, staged rows, routing ids,
+  schedule, signal words) lives in one *arena* per rank with the same layout on every rank
+  (``ArenaLayout``), so one table of arena offsets addresses any peer's copy of any region:
+  ``SymmetricArena`` (real GPUs: torch symmetric memory, mapped into every peer) or
+  ``LocalGroup`` (P concurrent launches on one GPU, arenas in local HBM: the same protocol).
 """
 
 from __future__ import annotations
@@ -15,12 +17,13 @@ from typing import Any
 
 import torch
 
-ALIGN_ELEMS = 16   # the kernel assumes every buffer start is a multiple of 16 elements (32 bytes)
-
 
 def emulated_offsets(ep: int, rows_per_rank: int, hidden: int, device: Any) -> torch.Tensor:
     """Offsets of P equal slices of one (P * rows_per_rank, hidden) tensor."""
     return torch.arange(ep, dtype=torch.int64, device=device) * (rows_per_rank * hidden)
+
+
+ALIGN_ELEMS = 16   # the kernels assume every buffer start is a multiple of 16 elements
 
 
 def pointer_offsets(ptrs: list[int], local: torch.Tensor) -> torch.Tensor:
@@ -37,35 +40,97 @@ def pointer_offsets(ptrs: list[int], local: torch.Tensor) -> torch.Tensor:
     return torch.tensor(offs, dtype=torch.int64, device=local.device)
 
 
-class SymmetricPeers:
-    """Send and home combine buffers of one EP group in torch symmetric memory (any GPU count).
+# --------------------------------------------------------------------------------------------
+# Group mode: one arena per rank, identical layout on every rank, mapped into every peer.
 
-    ``send`` (N, H) and ``comb`` (N*k, H) are this rank's buffers; every rank maps every peer's.
-    ``barrier()`` is a GPU-side barrier of the group on the current stream (no host sync).
+ARENA_ALIGN = 256   # bytes; every region starts on this boundary
+
+
+class ArenaLayout:
+    """Byte offsets of the regions of one rank's arena (the same on every rank of the group).
+
+    Regions, with their dtype and shape: ``send`` bf16 (N, H) tokens peers pull; ``ring`` bf16
+    (R, H) rows pushed or pulled in; ``comb`` bf16 (N*k, H) combine slots; ``ystage`` bf16
+    (Y, H) rows staged for pull combine; ``ids`` int64 (P*N, k) the exchanged routing;
+    ``recv_src``/``recv_slot`` int32 (C,), ``mb_tile``/``mb_row`` int32 (MB+1,), ``nmb`` int32
+    (1,) this rank's schedule as peers read it; ``sync`` int32 (S,) per-pass counters (zeroed
+    locally before each pass); ``flags`` int32 (F,) pass-level epoch flags (never zeroed).
     """
 
-    def __init__(self, group: Any, tokens: int, topk: int, hidden: int, device: Any) -> None:
+    def __init__(self, regions: dict[str, tuple[torch.dtype, tuple[int, ...]]]) -> None:
+        self.regions = regions
+        self.offset: dict[str, int] = {}
+        pos = 0
+        for name, (dt, shape) in regions.items():
+            self.offset[name] = pos
+            nbytes = torch.Size(shape).numel() * torch.empty((), dtype=dt).element_size()
+            pos += -(-max(nbytes, 1) // ARENA_ALIGN) * ARENA_ALIGN
+        self.nbytes = pos
+
+    def views(self, arena: torch.Tensor) -> dict[str, torch.Tensor]:
+        """Typed views of a (nbytes,) uint8 arena."""
+        out = {}
+        for name, (dt, shape) in self.regions.items():
+            o = self.offset[name]
+            n = torch.Size(shape).numel() * torch.empty((), dtype=dt).element_size()
+            out[name] = arena[o:o + n].view(dt).view(shape)
+        return out
+
+
+def byte_offsets(ptrs: list[int], base: int, device: Any) -> torch.Tensor:
+    """Peer arena pointers -> int64 byte offsets from this rank's arena, checked for alignment."""
+    offs = []
+    for r, p in enumerate(ptrs):
+        if (p - base) % ARENA_ALIGN:
+            raise ValueError(f"rank {r}'s arena at {p:#x} is not {ARENA_ALIGN}-byte aligned "
+                             f"relative to this rank's arena at {base:#x}")
+        offs.append(p - base)
+    return torch.tensor(offs, dtype=torch.int64, device=device)
+
+
+class LocalGroup:
+    """P ranks of an EP group on one GPU, each a separate launch on its own stream with its own
+    arena: the group protocol exactly as on real GPUs, but the peers' memory is local HBM.
+
+    Pass one LocalGroup as ``group=`` to P MoKLayers (ranks 0..P-1) and run their forwards on
+    ``streams[r]`` (see ``mok_kernels.megakernel.group_forward``)."""
+
+    def __init__(self, ep: int, device: Any = "cuda") -> None:
+        self.size, self.device = ep, torch.device(device)
+        self.arenas: list[torch.Tensor] = []
+        self.streams = [torch.cuda.Stream(self.device) for _ in range(ep)]
+        self.warm = False          # group_forward loads every kernel once before concurrent runs
+
+    def arena(self, rank: int, nbytes: int) -> tuple[torch.Tensor, torch.Tensor]:
+        """This rank's zeroed arena and the byte offsets of every rank's arena from it."""
+        if not self.arenas:
+            self.arenas = [torch.zeros(nbytes, dtype=torch.uint8, device=self.device)
+                           for _ in range(self.size)]
+        if self.arenas[0].numel() != nbytes:
+            raise ValueError(f"ranks of one LocalGroup need equal arenas ({self.arenas[0].numel()} "
+                             f"vs {nbytes} bytes): same shape, EP, tokens and knobs on every rank")
+        ptrs = [a.data_ptr() for a in self.arenas]
+        return self.arenas[rank], byte_offsets(ptrs, ptrs[rank], self.device)
+
+    def barrier(self) -> None:
+        torch.cuda.synchronize(self.device)
+
+
+class SymmetricArena:
+    """This rank's arena in torch symmetric memory, mapped into every peer of ``group``."""
+
+    def __init__(self, group: Any, nbytes: int, device: Any) -> None:
         import torch.distributed as dist
         import torch.distributed._symmetric_memory as symm_mem
 
         self.group = group
         self.rank, self.size = dist.get_rank(group), dist.get_world_size(group)
-        name = group.group_name
-        bf = torch.bfloat16
-        self.send = symm_mem.empty(tokens, hidden, dtype=bf, device=device)
-        self.comb = symm_mem.empty(tokens * topk, hidden, dtype=bf, device=device)
-        self._send_handle = symm_mem.rendezvous(self.send, name)
-        self._comb_handle = symm_mem.rendezvous(self.comb, name)
-        self.x_off = pointer_offsets(list(self._send_handle.buffer_ptrs), self.send)
-        self.comb_off = pointer_offsets(list(self._comb_handle.buffer_ptrs), self.comb)
+        self.buf = symm_mem.empty(nbytes, dtype=torch.uint8, device=device)
+        self.buf.zero_()
+        self._handle = symm_mem.rendezvous(self.buf, group.group_name)
+        self.offsets = byte_offsets(list(self._handle.buffer_ptrs), self.buf.data_ptr(), device)
+        self.barrier()             # every arena zeroed before any peer signals into it
 
     def barrier(self) -> None:
-        """Every rank's prior writes (local and remote) are visible to every rank after this."""
-        self._send_handle.barrier(channel=0)
-
-    def all_gather(self, t: torch.Tensor) -> torch.Tensor:
-        """(N, ...) on every rank -> (P*N, ...) in rank order, on the GPU (no host read-back)."""
-        import torch.distributed as dist
-        out = torch.empty((self.size * t.shape[0], *t.shape[1:]), dtype=t.dtype, device=t.device)
-        dist.all_gather_into_tensor(out, t.contiguous(), group=self.group)
-        return out
+        """GPU-side barrier of the group on the current stream (construction only)."""
+        self._handle.barrier(channel=0)

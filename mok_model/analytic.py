@@ -154,6 +154,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     r_in, r_out = ld.remote_in[None, :], ld.remote_out[None, :]
     local_rows = rows - r_in
     lat = hw.link_latency_us * US if P > 1 else 0.0
+    # a remote read (pull) is a round trip, request out and rows back; a remote write (push) is
+    # one way (its acknowledgment is waited for by the completion release below). Emulated peers
+    # read local HBM, whose latency is part of the measured copy rate.
+    lat_read = lat if hw.emulated_ranks else 2.0 * lat
 
     def move(bytes_row, my_rows_remote, peer_rows_remote, my_link, peer_link, rate):
         # my comm SMs move my_rows; the other end's port carries peer_rows at link speed
@@ -192,16 +196,25 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     else:
         shared = np.zeros_like(c)
 
-    # --- signalling: pull is a local counter; push waits on a signal from every peer ---
-    remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
-    sig_dispatch = np.where(dpush, remote_wait, p["signal_local_us"] * US)  # per minibatch
-    sig_comm = np.where(dpush, remote_wait, 0.0) + np.where(kpush, 0.0, remote_wait)  # comm SMs
+    # --- signalling (mok-system.md 2.1): pull is a local counter; push waits on every peer ---
+    # After its rows of a minibatch, a pushing sender releases each of its P-1 receivers in
+    # turn (a system-scope release atomic, each waiting for the previous one's acknowledgment:
+    # push_signal_per_peer_us apiece, on its comm SMs); a receiver's compute starts when the
+    # last flag lands, signal_remote_us later. Every receiver hears from every peer, rows or
+    # not, once per minibatch. Pull: the receiver's own comm SMs release a GPU-local counter.
+    release = (P - 1) * p["push_signal_per_peer_us"] * US if P > 1 else 0.0
+    remote_wait = release + p["signal_remote_us"] * US if P > 1 else 0.0
+    sig_dispatch = np.where(dpush, remote_wait, p["signal_local_us"] * US)  # data in -> compute
+    sig_after = np.where(dpush, remote_wait - release, p["signal_local_us"] * US)  # after comm SMs
+    # comm SMs per minibatch: a push dispatch's releases; a pull combine's polls of the holders
+    sig_comm = np.where(dpush, release, 0.0) + np.where(kpush, 0.0, remote_wait)
     # the home learns that its last outputs are in from every peer: pushed with a completion
     # signal, or pulled after polling the holders' readiness (remote in both modes)
     sig_end = np.full_like(sig_comm, remote_wait if P > 1 else p["signal_local_us"] * US)
 
     # per minibatch: its share of the bytes plus one message latency (peers' messages overlap)
-    d, kk = dispatch / M + lat, combine / M + lat
+    d = dispatch / M + np.where(dpush, lat, lat_read)
+    kk = combine / M + np.where(kpush, lat, lat_read)
     # implementation choices (parameters file): a push combine may store the outputs from the
     # down-projection epilogue (compute SMs, bounded by the fabric only) instead of the comm SMs;
     # comm SMs may join the compute once the dispatch is done (a share of them, fitted) when
@@ -216,7 +229,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
                              m.expert_width, wave_sync=ws) + p["minibatch_overhead_us"] * US
     # minibatches are full but for the last: the first one moves min(minibatch, rows) rows
     full = np.minimum(mb, rows) / np.maximum(rows, 1.0)  # a full minibatch's share of the rows
-    d_full, c_full = dispatch * full + lat, c * M * full
+    d_full, c_full = dispatch * full + np.where(dpush, lat, lat_read), c * M * full
     first = d_full + sig_dispatch
     start = np.maximum(shared, first)
     # comm SMs either interleave each minibatch's pull combine with the next dispatches, or
@@ -237,14 +250,14 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     work_time = np.where(sm_seconds <= cx * dispatch_end, sm_seconds / cx,
                          dispatch_end + (sm_seconds - cx * dispatch_end) / joined)
     compute_chain = (np.maximum(np.maximum(work_time, first + M * c_join),
-                                dispatch_end + sig_dispatch + c_join) + kk_comm + sig_end)
+                                dispatch_end + sig_after + c_join) + kk_comm + sig_end)
     # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join)
     c_last = np.where(epilogue, c_join, c)
     if after:  # combines of the earlier minibatches overlap the last one's GEMMs
-        comm_chain = (M * (d + sig_comm) + sig_dispatch + np.maximum((M - 1) * kk_comm, c_last)
+        comm_chain = (M * (d + sig_comm) + sig_after + np.maximum((M - 1) * kk_comm, c_last)
                       + kk_comm + sig_end)
     else:
-        comm_chain = M * (d + kk_comm) + M * sig_comm + sig_dispatch + c_last + sig_end
+        comm_chain = M * (d + kk_comm) + M * sig_comm + sig_after + c_last + sig_end
     # epilogue stores start once the first minibatch's gate/up (2/3 of its FLOPs) is done
     fabric_chain = np.where(epilogue, start + c * (2 / 3) + M * kf + sig_end, 0.0)
     # a ring of under two minibatches that must recycle: the next minibatch's rows come in as
@@ -319,7 +332,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     total = np.where(overflow, np.inf, total)
     work = {"dispatch": at(M * d, slow), "combine": at(M * kk, slow),
             "routed_gemm": at(M * ffn, slow), "shared_expert": at(shared, slow),
-            "signals": at(M * (sig_dispatch + sig_comm) + sig_end, slow)}
+            "signals": at(M * (sig_dispatch + np.where(kpush, 0.0, remote_wait)) + sig_end, slow)}
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
             "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}

@@ -10,6 +10,7 @@ import dataclasses
 import json
 import math
 import os
+import shlex
 import sys
 
 from .errors import MokInputError
@@ -237,10 +238,57 @@ def cmd_predict(a, engine: str) -> int:
     return 0
 
 
+def cmd_tune_table(a) -> int:
+    """`mok tune --table FILE.json`: the tuner's knobs per token bucket, written atomically."""
+    from mok_kernels.knobs import DEFAULT_BUCKETS, build_table, write_table
+
+    if a.tokens is not None:
+        raise MokInputError("--table tunes every bucket of --tokens-buckets; drop --tokens")
+    if a.engine != "analytic" or a.pass_ != "fwd" or a.precision != "bf16" or a.routing != "uniform" \
+            or a.seed != 0:
+        raise MokInputError("--table is the megakernel's choice: analytic engine, --pass fwd, "
+                            "--precision bf16, --routing uniform, --seed 0 (the defaults)")
+    try:
+        buckets = ([int(b) for b in a.tokens_buckets.split(",")] if a.tokens_buckets
+                   else list(DEFAULT_BUCKETS))
+    except ValueError:
+        raise MokInputError(f"--tokens-buckets {a.tokens_buckets!r}: a comma list of token "
+                            f"counts, e.g. 64,128,256") from None
+    knobs = _knobs(a)
+    words = ["mok", "tune", "--table", a.table, "--hardware", a.hardware, "--model", a.model,
+             "--ep", str(a.ep), "--tokens-buckets", ",".join(str(b) for b in sorted(set(buckets)))]
+    words += ["--params", a.params] if a.params else []
+    words += ["--allow-params-mismatch"] if a.allow_params_mismatch else []
+    for k, v in knobs.items():
+        words += [f"--{k.replace('_', '-')}", str(v)]
+    command = " ".join(shlex.quote(w) for w in words)   # the command that rewrites this table
+    doc = build_table(a.hardware, a.model, a.ep, buckets, a.params, a.allow_params_mismatch,
+                      knobs, command)
+    write_table(a.table, doc)
+    if a.json:
+        print(json.dumps({"table": a.table, **doc}, indent=1))
+        return 0
+    print(f"knob table {a.table}: {doc['hardware']} / {doc['model']} / EP {doc['ep']}, "
+          f"{len(doc['buckets'])} buckets in {doc['seconds']:.2f} s, params {doc['params']}")
+    print(f"  {'tokens':>7}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity")
+    for b in doc["buckets"]:
+        c = b["config"]
+        print(f"  {b['tokens']:>7}{b['predicted_ms']:>11.4f}  {c['dispatch']:<8} {c['combine']:<7} "
+              f"{c['minibatch']:>9} {c['comm_sms']:>8} {c['macrobatch']:>10} {c['capacity']:>8}")
+    return 0
+
+
 def cmd_tune(a) -> int:
     from .tuner import tune
 
     choice("--engine", ENGINES, a.engine)
+    if a.table:
+        return cmd_tune_table(a)
+    if a.tokens is None:
+        raise MokInputError("the following arguments are required: --tokens (or --table FILE.json "
+                            "with --tokens-buckets; see `mok tune --help`)")
+    if a.tokens_buckets:
+        raise MokInputError("--tokens-buckets needs --table FILE.json")
     scn = _scenario(a)
     knobs = _knobs(a)
     _warn_knobs(scn, knobs)
@@ -285,6 +333,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--capacity", type=capacity_arg)
     sp.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
     sp.add_argument("--top", type=int_at_least(1), default=5)
+    sp.add_argument("--table", help="write a knob table FILE.json per token bucket (MoKLayer's "
+                                    "knob_table); replaces --tokens")
+    sp.add_argument("--tokens-buckets", dest="tokens_buckets",
+                    help="token buckets of --table (default 64,128,...,8192)")
+    sp._option_string_actions["--tokens"].required = False  # --table tunes buckets instead
     for name in ("calibrate", "validate", "study", "bench"):
         sp = sub.add_parser(name, add_help=False, help=f"see `mok {name} --help`")
         sp.add_argument("rest", nargs=argparse.REMAINDER)

@@ -1,17 +1,22 @@
 """Run records (schema mok-run/1): one JSON object per measured or published run.
 
 Records are append-only JSON lines. Readers validate every line and stop at the first bad one,
-naming file and line; nothing is skipped silently.
+naming file and line; nothing is skipped silently. The second half of this module reads a record
+as the model's question: the Scenario it measured and the Config it ran (fitting, validation and
+studies all use this one reading).
 """
 
 from __future__ import annotations
 
 import json
 import os
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import MokInputError
+from .presets import load_hardware, load_model, model_from_shape
+from .scenario import SYSTEMS, Config, Scenario
 
 SCHEMA = "mok-run/1"
 PASSES = ("fwd", "bwd")
@@ -151,3 +156,81 @@ def _ends_with_newline(path: Path) -> bool:
     with path.open("rb") as fh:
         fh.seek(-1, os.SEEK_END)
         return fh.read(1) == b"\n"
+
+
+# ---- a record as the model's question: Scenario and Config ----
+
+def routing_spec(rec: dict) -> str:
+    """The model's --routing string for a record's routing object.
+
+    "arg" is the model's own parameter. Records written by `mok bench` name the kernel's
+    parameter instead: {"kind": "zipf", "s": S} (same meaning) or {"kind": "hot", "fraction": F}
+    / {"kind": "onehot"}, where F is the share of tokens whose first route goes to expert 0; the
+    model's hot:X is expert 0's share of all routes, so X = F / top_k.
+    """
+    routing = rec["routing"]
+    kind = routing.get("kind", "uniform")
+    if kind == "uniform":
+        return "uniform"
+    if kind == "zipf":
+        return f"zipf:{routing.get('arg', routing.get('s'))}"
+    if kind in ("hot", "onehot"):
+        if "arg" in routing:
+            return f"hot:{routing['arg']}"
+        frac = 1.0 if kind == "onehot" else float(routing.get("fraction", 0.0))
+        top_k = _model(_model_key(rec)).top_k
+        return f"hot:{frac / top_k:.6g}"
+    if kind == "file":
+        return str(routing.get("arg", routing.get("path")))
+    raise MokInputError(f"routing kind {kind!r} is not one of uniform, zipf, hot, onehot, file")
+
+
+def _model_key(rec: dict) -> str:
+    m = rec["model"]
+    return json.dumps(m, sort_keys=True) if isinstance(m, dict) else m
+
+
+@lru_cache(maxsize=256)
+def _model(key: str):
+    if key.startswith("{"):
+        return model_from_shape(json.loads(key))
+    return load_model(key)
+
+
+@lru_cache(maxsize=1024)
+def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
+                      routing: str, seed: int) -> Scenario:
+    """The Scenario of a workload key (see workload_key); cached, records share it."""
+    return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed)
+
+
+def workload_key(rec: dict) -> tuple:
+    """What a record measured, without the knobs: records with equal keys share a Scenario."""
+    return (rec["hardware"]["preset"], _model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
+            rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)))
+
+
+def record_scenario(rec: dict) -> Scenario:
+    """The Scenario a run record measured."""
+    return workload_scenario(*workload_key(rec))
+
+
+def record_config(rec: dict) -> Config | dict:
+    """A full Config when the record names every knob, else the knobs it names (tuner fills).
+
+    The kernel raises a ring buffer smaller than one minibatch to one minibatch plus one row
+    tile (mok_kernels/megakernel.py, KernelConfig.macrobatch), and so does this reading.
+    """
+    cfg = rec.get("config") or {}
+    if all(k in cfg for k in KNOBS):
+        knobs = {k: cfg[k] for k in KNOBS}
+        if int(knobs["macrobatch"]) < int(knobs["minibatch"]):
+            knobs["macrobatch"] = int(knobs["minibatch"]) + 128
+        return Config(**knobs)
+    return {k: cfg[k] for k in KNOBS if k in cfg}
+
+
+def predictable(rec: dict) -> bool:
+    """Whether the model predicts this record's system (microbenchmarks and kernel-only systems
+    such as torch-grouped or gemm-only are not MoE layer systems the model knows)."""
+    return rec["system"] in SYSTEMS

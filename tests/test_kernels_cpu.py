@@ -157,20 +157,25 @@ def test_torch_grouped_rank_matches_reference():
     assert torch.allclose(got, want, rtol=1e-4, atol=1e-5)
 
 
-def _nccl_worker(rank: int, world: int, port: int, q) -> None:
+def _nccl_worker(rank: int, world: int, port: int, q, system: str = "nccl-torch") -> None:
     import torch.distributed as dist
-    from mok_kernels.baselines import nccl_torch_forward
+    from mok_kernels.baselines import CapacityA2A, nccl_torch_forward
     dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=world)
-    w, x, ids, wts = _setup(p=world, e=8, n=10)
+    w, x, ids, wts = _setup(p=world, e=8, n=10, routing="onehot" if system == "graph-a2a" else "uniform")
     wf = w.to(torch.float32)
     ex = LocalExperts(wf, rank * 4, (rank + 1) * 4, "cpu", torch.float32)
-    out = nccl_torch_forward(x[rank].float(), ids[rank], wts[rank].float(), ex, world)
+    if system == "graph-a2a":   # onehot: rank 0 receives far more rows than rank 1
+        a2a = CapacityA2A(ex, world, 10, ids.shape[-1], x.shape[-1], "cpu", dtype=torch.float32)
+        out = a2a.forward(x[rank].float(), ids[rank], wts[rank].float())
+    else:
+        out = nccl_torch_forward(x[rank].float(), ids[rank], wts[rank].float(), ex, world)
     want = ref.moe_reference(x[rank].float(), ids[rank], wts[rank].float(), wf)
     q.put((rank, float((out - want).abs().max())))
     dist.destroy_process_group()
 
 
-def test_nccl_torch_on_gloo_two_ranks():
+@pytest.mark.parametrize("system", ["nccl-torch", "graph-a2a"])
+def test_unfused_baselines_on_gloo_two_ranks(system):
     import socket
     import torch.multiprocessing as mp
     with socket.socket() as s:
@@ -178,7 +183,7 @@ def test_nccl_torch_on_gloo_two_ranks():
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_nccl_worker, args=(r, 2, port, q)) for r in range(2)]
+    procs = [ctx.Process(target=_nccl_worker, args=(r, 2, port, q, system)) for r in range(2)]
     for pr in procs:
         pr.start()
     for pr in procs:
@@ -232,3 +237,23 @@ def test_bench_bad_flag_is_one_line(capsys):
     rc = bench.cli(["--out", "x.jsonl", "--iters", "many"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 2 and len(err) == 1 and "--iters" in err[0]
+
+
+@pytest.mark.parametrize("kw,match", [
+    (dict(h=100, i=128), r"hidden size H=100 is not a multiple of 64"),
+    (dict(h=128, i=128, ishared=64), r"shared width 0 or 128, got 64"),
+])
+def test_megakernel_refuses_shapes_it_cannot_run(kw, match):
+    """Refused at construction with the rule, before any GPU allocation (runs on the CPU)."""
+    from mok_kernels.megakernel import MoKLayer
+    w = ref.random_weights(4, kw["h"], kw["i"], kw.get("ishared", kw["i"]), seed=0)
+    with pytest.raises(ValueError, match=match):
+        MoKLayer(w, 2, 8, 2, 0, device="cpu")
+
+
+@pytest.mark.parametrize("bad,match", [(dict(on_error="ignore"), "on_error"),
+                                       (dict(bn_dn=96), "powers of two")])
+def test_kernel_config_refuses_bad_values(bad, match):
+    from mok_kernels.megakernel import KernelConfig
+    with pytest.raises(ValueError, match=match):
+        KernelConfig(**bad).validate()

@@ -16,6 +16,8 @@ from mok_kernels.megakernel import KernelConfig, MegakernelStallError, MoKLayer 
 from mok_kernels.schedule import CapacityOverflowError  # noqa: E402
 
 E, K, H, I, N = 32, 4, 256, 128, 200
+# knobs these tests rely on, given explicitly: unset knobs are now chosen by the model
+OLD_DEFAULTS = dict(dispatch="pull", combine="push", macrobatch=131072)
 
 
 def rel(a: torch.Tensor, b: torch.Tensor) -> float:
@@ -24,40 +26,44 @@ def rel(a: torch.Tensor, b: torch.Tensor) -> float:
     return float((a - b).norm() / b.norm())
 
 
-def setup(ep, routing, seed):
-    w = ref.random_weights(E, H, I, I, seed=seed).to(torch.bfloat16).to(device="cuda")
+def setup(ep, routing, seed, e=E, h=H, i=I, i_shared=None, n=N, k=K):
+    i_shared = i if i_shared is None else i_shared
+    w = ref.random_weights(e, h, i, i_shared, seed=seed).to(torch.bfloat16).to(device="cuda")
     wf = w.to(torch.float32)
     g = torch.Generator(device="cuda").manual_seed(seed + 7)
-    x = torch.randn(ep * N, H, device="cuda", generator=g).to(torch.bfloat16)
-    ids, wts = make_routing(ep * N, E, K, routing, seed, device="cuda")
+    x = torch.randn(ep * n, h, device="cuda", generator=g).to(torch.bfloat16)
+    ids, wts = make_routing(ep * n, e, k, routing, seed, device="cuda")
     return w, wf, x, ids, wts
 
 
 def run_case(ep, rank, routing, dispatch="pull", combine="push", minibatch=300, capacity=1.0,
-             comm=8, macro=131072, seed=0, **tiles):
-    w, wf, x, ids, wts = setup(ep, routing, seed)
+             comm=8, macro=131072, seed=0, shape=None, **tiles):
+    """One forward compared with the float32 reference. ``shape``: setup()'s e, h, i, i_shared,
+    n, k (default the small test shape)."""
+    sh = dict(e=E, h=H, i=I, n=N, k=K) | (shape or {})
+    e, h, n, k = sh["e"], sh["h"], sh["n"], sh["k"]
+    w, wf, x, ids, wts = setup(ep, routing, seed, **sh)
     cfg = KernelConfig(dispatch=dispatch, combine=combine, minibatch=minibatch, comm_sms=comm,
-                       macrobatch=macro, capacity=capacity, **tiles)
-    layer = MoKLayer(w, ep, N, K, rank, cfg)
+                       macrobatch=macro, capacity=capacity, on_error="raise", **tiles)
+    layer = MoKLayer(w, ep, n, k, rank, cfg)
     y = ref.routed_outputs(x.float(), ids, wf)                  # (P*N, k, H) every route
-    el = E // ep
+    el = e // ep
     if rank is not None:
         lo, hi = rank * el, (rank + 1) * el
         served = (ids >= lo) & (ids < hi)                       # routes this rank serves
-        home = slice(rank * N, (rank + 1) * N)
+        home = slice(rank * n, (rank + 1) * n)
         # peers' pushed combine outputs for home routes served elsewhere: from the reference
         fill = (~served[home]).reshape(-1).nonzero().squeeze(1)
-        layer.comb[rank * N * K + fill] = y[home].reshape(-1, H)[fill].to(torch.bfloat16)
+        layer.comb[rank * n * k + fill] = y[home].reshape(-1, h)[fill].to(torch.bfloat16)
     else:
         served = torch.ones_like(ids, dtype=torch.bool)
-        home = slice(0, ep * N)
+        home = slice(0, ep * n)
     layer.comb[served.reshape(-1).nonzero().squeeze(1)] = float("nan")   # poison served slots
     out = layer.forward(x, ids, wts)
     torch.cuda.synchronize()
-    layer.check()
     want = ref.combine(ref.shared_output(x[home].float(), wf), y[home], wts[home])
     sv = served.reshape(-1).nonzero().squeeze(1)
-    r_served = rel(layer.comb[sv], y.reshape(-1, H)[sv])
+    r_served = rel(layer.comb[sv], y.reshape(-1, h)[sv])
     return rel(out, want), r_served, layer, (x, ids, wts)
 
 
@@ -122,26 +128,104 @@ def test_bits_identical_over_runs():
 
 def test_stalled_wait_raises():
     w, wf, x, ids, wts = setup(4, "uniform", 1)
-    cfg = KernelConfig(minibatch=256, comm_sms=8, capacity=1.0, max_spin=3000)
+    cfg = KernelConfig(minibatch=256, comm_sms=8, capacity=1.0, max_spin=3000, on_error="raise",
+                       **OLD_DEFAULTS)
     layer = MoKLayer(w, 4, N, K, 1, cfg)
     layer.stall_test = 1   # comm programs never signal minibatch 0
-    layer.forward(x, ids, wts)
-    torch.cuda.synchronize()
     with pytest.raises(MegakernelStallError, match="ready counter of minibatch 0"):
-        layer.check()
+        layer.forward(x, ids, wts)          # raises: the caller never gets the output
+    assert torch.isnan(layer.out.float()).all()   # and the buffer it would have read is NaN
     layer.stall_test = 0
-    layer.forward(x, ids, wts)
-    torch.cuda.synchronize()
-    layer.check()
+    out = layer.forward(x, ids, wts)
+    assert torch.isfinite(out.float()).all()
 
 
 def test_capacity_overflow_raises():
     w, wf, x, ids, wts = setup(16, "onehot", 2)
-    layer = MoKLayer(w, 16, N, K, 0, KernelConfig(minibatch=512, capacity=0.1))
-    layer.forward(x, ids, wts)
-    torch.cuda.synchronize()
+    layer = MoKLayer(w, 16, N, K, 0, KernelConfig(minibatch=512, capacity=0.1, comm_sms=32,
+                                                  on_error="raise", **OLD_DEFAULTS))
     with pytest.raises(CapacityOverflowError, match="overflow"):
-        layer.check()
+        layer.forward(x, ids, wts)
+    assert torch.isnan(layer.out.float()).all()
+
+
+TRAP_SCRIPT = """
+import sys, torch
+sys.path.insert(0, {root!r})
+from tests.test_kernels_gpu import setup, N, K
+from mok_kernels.megakernel import KernelConfig, MoKLayer
+kind = sys.argv[1]
+if kind == "stall":
+    w, wf, x, ids, wts = setup(4, "uniform", 1)
+    layer = MoKLayer(w, 4, N, K, 1, KernelConfig(minibatch=256, comm_sms=8, capacity=1.0,
+                                                 dispatch="pull", combine="push", macrobatch=131072,
+                                                 max_spin=3000))
+    layer.stall_test = 1
+else:
+    w, wf, x, ids, wts = setup(16, "onehot", 2)
+    layer = MoKLayer(w, 16, N, K, 0, KernelConfig(minibatch=512, capacity=0.1, comm_sms=32,
+                                                  dispatch="pull", combine="push", macrobatch=131072))
+out = layer.forward(x, ids, wts)     # default on_error="trap": no host sync here
+value = float(out.float().sum())     # the caller's own synchronization
+print("OUTPUT USED", value)
+"""
+
+
+@pytest.mark.parametrize("kind", ["stall", "overflow"])
+def test_default_trap_never_returns_output(kind):
+    """on_error="trap": the launch traps and the caller's next synchronization fails."""
+    import pathlib
+    import subprocess
+    import sys
+    root = str(pathlib.Path(__file__).resolve().parents[1])
+    res = subprocess.run([sys.executable, "-c", TRAP_SCRIPT.format(root=root), kind],
+                         capture_output=True, text=True, timeout=300, cwd=root)
+    assert res.returncode != 0, res.stdout
+    assert "OUTPUT USED" not in res.stdout
+    assert "CUDA error" in res.stderr or "illegal instruction" in res.stderr, res.stderr[-2000:]
+
+
+# Production tile counts: >= 2 gate/up and >= 2 down column blocks, >= 2 copy chunks, H not a
+# multiple of 1024, I not a multiple of the gate/up block (gpt-oss, 2880), every model preset's
+# (hidden, expert width, shared width) with a few experts per rank.
+def _preset_shapes():
+    import tomllib
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[1] / "mok_model" / "presets" / "models.toml"
+    models = tomllib.loads(path.read_text())
+    return [pytest.param(dict(h=m["hidden"], i=m["expert_width"], i_shared=m["shared_width"]),
+                         id=name) for name, m in models.items()]
+
+
+MODES = [(8, 3, "pull", "push"), (4, None, "push", "pull"), (8, 5, "push", "push"),
+         (4, None, "pull", "pull")]
+
+
+@pytest.mark.parametrize("shape", _preset_shapes())
+def test_every_model_preset_shape(shape):
+    if shape["i_shared"] not in (0, shape["i"]):
+        pytest.skip("shared width differs from expert width: refused at construction")
+    idx = (shape["h"] // 64 + shape["i"] // 64) % len(MODES)   # spread modes over shapes
+    ep, rank, dispatch, combine = MODES[idx]
+    shape = dict(shape, e=2 * ep, n=192, k=4)
+    r_out, r_served, _, _ = run_case(ep, rank, "zipf:1.2", dispatch, combine, 300, shape=shape)
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+
+
+@pytest.mark.parametrize("h,i,mode", [(1536, 512, 0), (2560, 1536, 1), (3584, 768, 2),
+                                      (6400, 1024, 3), (768, 384, 1), (2880, 2880, 0)])
+def test_hidden_sizes_not_multiple_of_1024(h, i, mode):
+    ep, rank, dispatch, combine = MODES[mode]
+    shape = dict(h=h, i=i, e=2 * ep, n=160, k=4)
+    r_out, r_served, _, _ = run_case(ep, rank, "uniform", dispatch, combine, 256, shape=shape)
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+
+
+def test_pointer_weight_tiles_at_gpt_oss_shape():
+    # non-TMA weight loads: the masked last down block of H = 2880 and the padded I
+    shape = dict(h=2880, i=2880, e=8, n=160, k=4)
+    r_out, r_served, _, _ = run_case(4, None, "uniform", "pull", "push", 256, shape=shape, tma=False)
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
 
 
 def test_torch_grouped_matches_reference():
@@ -175,3 +259,106 @@ def test_fused_schedule_equals_tensor_ops(ep, rank, routing, mult, mb, bm):
         x, y = getattr(a, f.name), getattr(b, f.name)
         if isinstance(x, torch.Tensor):
             assert torch.equal(x.long(), y.long()), f.name
+
+
+# ---- group mode: P separate launches (one per rank, own stream, own arena) on one GPU run the
+# cross-GPU protocol (epoch flags, routing exchange, remote rings, signals, pull/push) unchanged.
+
+def run_local_group(ep, dispatch, combine, shape=None, routing="zipf:1.2", passes=2, seed=0,
+                    minibatch=300, macro=131072, **kw):
+    from mok_kernels.megakernel import group_forward
+    from mok_kernels.peers import LocalGroup
+    sh = dict(e=E, h=H, i=I, n=N, k=K) | (shape or {})
+    n, k = sh["n"], sh["k"]
+    group = LocalGroup(ep)
+    cfg = KernelConfig(dispatch=dispatch, combine=combine, minibatch=minibatch, comm_sms=8,
+                       capacity=1.0, macrobatch=macro, on_error="raise", **kw)
+    w = None
+    errs, outs = [], []
+    for p_i in range(passes):                  # fresh tokens and routing every pass (epochs)
+        w_, wf, x, ids, wts = setup(ep, routing, seed + p_i, **sh)
+        if w is None:
+            w = w_
+            layers = [MoKLayer(w, ep, n, k, r, cfg, group=group) for r in range(ep)]
+        else:                                  # same weights every pass
+            wf = w.to(torch.float32)
+        sl = [slice(r * n, (r + 1) * n) for r in range(ep)]
+        got = group_forward(layers, [x[s] for s in sl], [ids[s] for s in sl], [wts[s] for s in sl])
+        torch.cuda.synchronize()
+        for r in range(ep):
+            want = ref.moe_reference(x[sl[r]].float(), ids[sl[r]], wts[sl[r]], wf)
+            errs.append(rel(got[r], want))
+        outs.append([o.clone() for o in got])
+    return errs, layers, outs
+
+
+@pytest.mark.parametrize("ep,dispatch,combine", [(2, "pull", "push"), (2, "push", "pull"),
+                                                 (2, "push", "push"), (2, "pull", "pull"),
+                                                 (4, "push", "push"), (4, "pull", "pull")])
+def test_local_group_matches_reference(ep, dispatch, combine):
+    errs, _, _ = run_local_group(ep, dispatch, combine, passes=3)
+    assert max(errs) <= 1e-2, errs
+
+
+@pytest.mark.parametrize("dispatch,combine", [("push", "push"), ("pull", "pull")])
+def test_local_group_production_shape(dispatch, combine):
+    # H = 2880 (gpt-oss): masked copy chunk and down block, padded I; >= 2 of every block
+    shape = dict(h=2880, i=2880, e=8, n=160, k=4)
+    errs, _, _ = run_local_group(2, dispatch, combine, shape=shape, passes=2, minibatch=256)
+    assert max(errs) <= 1e-2, errs
+
+
+def test_local_group_ring_back_pressure_across_ranks():
+    # ring of minibatch + block_m rows: senders wait on the receiver's gate/up counters remotely
+    errs, _, _ = run_local_group(2, "push", "push", routing="uniform", minibatch=256, macro=1,
+                                 passes=2)
+    assert max(errs) <= 1e-2, errs
+
+
+def test_local_group_bits_identical_over_passes():
+    errs, layers, outs = run_local_group(2, "push", "pull", passes=1)
+    from mok_kernels.megakernel import group_forward
+    w, wf, x, ids, wts = setup(2, "zipf:1.2", 0)
+    sl = [slice(0, N), slice(N, 2 * N)]
+    for _ in range(5):
+        got = group_forward(layers, [x[s] for s in sl], [ids[s] for s in sl], [wts[s] for s in sl])
+        assert all(torch.equal(g, o) for g, o in zip(got, outs[0]))
+
+
+def test_local_group_missing_rank_raises():
+    """Rank 1 never runs: rank 0's pass-entry exchange gives up and names rank 1."""
+    from mok_kernels.peers import LocalGroup
+    group = LocalGroup(2)
+    w, wf, x, ids, wts = setup(2, "uniform", 0)
+    cfg = KernelConfig(capacity=1.0, comm_sms=8, minibatch=256, max_spin=20000, on_error="raise",
+                       **OLD_DEFAULTS)
+    layer0 = MoKLayer(w, 2, N, K, 0, cfg, group=group)
+    MoKLayer(w, 2, N, K, 1, cfg, group=group)     # allocates rank 1's arena, never launched
+    layer0.forward(x[:N], ids[:N], wts[:N])
+    torch.cuda.synchronize()
+    assert torch.isnan(layer0.out.float()).all()
+    with pytest.raises(MegakernelStallError, match="rank 1"):
+        layer0.check()
+
+
+def test_bench_on_real_gpus(tmp_path):
+    """`mok bench --gpus N` on every GPU of the host: each configuration checked and recorded."""
+    import subprocess
+    import sys
+    from mok_model.records import read_records
+    gpus = torch.cuda.device_count()
+    out = tmp_path / "runs.jsonl"
+    cmd = [sys.executable, "-m", "mok_kernels.bench", "--gpus", str(gpus), "--model",
+           "qwen3-30b-a3b", "--tokens", "256", "--dispatch", "pull,push", "--combine", "push,pull",
+           "--minibatch", "512", "--comm-sms", "16", "--iters", "3", "--warmup", "1",
+           "--out", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    print(res.stdout, res.stderr[-3000:])
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = read_records([out])
+    assert sorted(r["system"] for r in recs) == sorted(["mok"] * 4 + ["nccl-torch", "graph-a2a",
+                                                                      "gemm-only"])
+    for r in recs:
+        assert r["hardware"]["gpus"] == gpus and r["hardware"]["fabric"] == "nvlink4"
+        assert r["emulated_peers"] is False and r["ep"] == gpus
+        assert len(r["rank_ms"]) == gpus and max(r["rel_err_vs_fp32"]) <= 2e-2

@@ -83,13 +83,24 @@ def test_seed_reproducible(tmp_path):
 
 def test_push_vs_pull(tmp_path):
     res = _run("push-vs-pull", tmp_path)
-    for hw in {r["hardware"] for r in res.rows}:
-        push = sorted((r for r in res.rows if r["hardware"] == hw and r["mode"] == "push"), key=lambda r: r["ep"])
-        pull = sorted((r for r in res.rows if r["hardware"] == hw and r["mode"] == "pull"), key=lambda r: r["ep"])
+    bench = [r for r in res.rows if r["part"] == "dispatch-bench"]
+    for hw in {r["hardware"] for r in bench}:
+        push = sorted((r for r in bench if r["hardware"] == hw and r["mode"] == "push"), key=lambda r: r["ep"])
+        pull = sorted((r for r in bench if r["hardware"] == hw and r["mode"] == "pull"), key=lambda r: r["ep"])
         sig = [r["signal_ms"] for r in push]
         assert all(b > a for a, b in zip(sig, sig[1:])), "push signalling must grow with EP"
         assert all(p["signal_ms"] < q["signal_ms"] for p, q in zip(pull, push))
         assert all(p["dispatch_ms"] <= q["dispatch_ms"] + EPS for p, q in zip(pull, push))
+    # the whole-layer sweep: pull never loses; at 1-8 tokens the gap grows with EP and is
+    # positive from EP 72 on (the quick grid: EP 8, 16, 72, 144)
+    sweep = [r for r in res.rows if r["part"] == "token-sweep"]
+    assert {r["tokens"] for r in sweep} >= {1, 8, 8192}
+    assert all(r["push_over_pull"] > -1e-3 for r in sweep)
+    for hw in {r["hardware"] for r in sweep}:
+        small = sorted((r for r in sweep if r["hardware"] == hw and r["tokens"] == 8), key=lambda r: r["ep"])
+        gaps = [r["push_over_pull"] for r in small]
+        assert all(b > a for a, b in zip(gaps, gaps[1:])), gaps
+        assert all(r["push_over_pull"] > 0.01 for r in small if r["ep"] >= 72)
 
 
 def test_minibatch_sweep(tmp_path):

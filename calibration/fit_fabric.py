@@ -1,0 +1,228 @@
+"""Fit a hardware's fabric parameters to NVLink microbenchmark records (calibration/nvlink_bench.py).
+
+    python -m calibration.fit_fabric RUN_FILES... --out PARAMS.json [--base PARAMS.json]
+                                     [--hardware NAME] [--allow-emulated] [--json]
+
+Starts from --base (default: the shipped mok_model/params/<hardware>.json) and replaces, where a
+measurement exists, and only there:
+
+- copy_gbps_per_sm   micro-nvlink-copy, pull: time = bytes / min(S x rate, L_pull), fitted over S
+- push_copy_scale    micro-nvlink-copy, push: the same fit's per-SM rate / the pull rate
+- link_eff           micro-nvlink-bidir (both directions at once, as in an all-to-all): mean
+                     per-direction rate / the preset's link_gbps; without bidir records, the
+                     mean of the one-way saturation rates L_pull and L_push
+- signal_remote_us   micro-nvlink-signal with one slot: half the median round trip
+- push_signal_per_peer_us  micro-nvlink-signal: slope of the round trip over the slot count
+
+Each replaced value's source names the records (files, count, system), what was fitted and the
+command; "fabric_fit" in the file holds the record ids per parameter, the residuals and the
+measurements the model has no term for (GEMM rate beside copying SMs). Emulated-peer records (one
+GPU, local HBM) are refused unless --allow-emulated. Bad input: one line `mok: error: ...`, exit 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from dataclasses import dataclass, field
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from mok_model.errors import MokInputError
+from mok_model.params import BOUNDS, PARAMS_DIR, Params, read_params, write_params
+from mok_model.presets import load_hardware
+from mok_model.records import read_records
+
+SYSTEMS = ("micro-nvlink-copy", "micro-nvlink-bidir", "micro-nvlink-signal", "micro-nvlink-gemm-copy")
+
+
+@dataclass
+class FabricFit:
+    params: Params
+    fitted: dict[str, dict] = field(default_factory=dict)  # name -> value, how, record ids, files
+    notes: list[str] = field(default_factory=list)
+    residuals: list[dict] = field(default_factory=list)
+    measurements: dict = field(default_factory=dict)
+
+
+def _m(rec: dict, name: str):
+    return (rec.get("metrics") or {}).get(name)
+
+
+def copy_seconds(sms: np.ndarray, nbytes: np.ndarray, gbps_per_sm: float, link_gbps: float) -> np.ndarray:
+    """The analytic model's copy time: bytes over min(programs x per-SM rate, link rate)."""
+    return nbytes / np.minimum(sms * gbps_per_sm * 1e9, link_gbps * 1e9)
+
+
+def fit_sweep(recs: list[dict]) -> tuple[float, float, list[dict]]:
+    """(per-SM GB/s, saturated GB/s, residual rows) fitted to copy records over programs S
+    (least squares on log time; both parameters free)."""
+    sms = np.array([float(_m(r, "sms")) for r in recs])
+    nb = np.array([float(_m(r, "bytes")) for r in recs])
+    t = np.array([r["latency_ms"]["median"] * 1e-3 for r in recs])
+    rate = nb / t / 1e9
+    x0 = np.log([np.max(rate[sms <= np.min(sms) * 2] / sms[sms <= np.min(sms) * 2]), np.max(rate)])
+
+    def res(x):
+        return np.log(copy_seconds(sms, nb, np.exp(x[0]), np.exp(x[1])) / t)
+
+    sol = least_squares(res, x0, x_scale=1.0)
+    c, link = np.exp(sol.x)
+    pred = copy_seconds(sms, nb, c, link) * 1e3
+    rows = [{"id": r["id"], "system": r["system"], "direction": _m(r, "direction"), "sms": s,
+             "measured_ms": float(tm * 1e3), "predicted_ms": float(p), "rel_error": float(p / (tm * 1e3) - 1)}
+            for r, s, tm, p in zip(recs, sms.tolist(), t, pred)]
+    return float(c), float(link), rows
+
+
+def _clip(name: str, v: float, notes: list[str]) -> float:
+    lo, hi = BOUNDS[name]
+    if not lo <= v <= hi:
+        notes.append(f"{name}: measured {v:.4g} lies outside the model's bounds [{lo}, {hi}] "
+                     f"(mok_model/params.py); clipped to {min(max(v, lo), hi):.4g}")
+    return float(min(max(v, lo), hi))
+
+
+def fit_fabric(records: list[dict], base: Params, link_gbps: float) -> FabricFit:
+    """Replace the fabric parameters of `base` that the micro-nvlink-* records measure."""
+    by: dict[str, list[dict]] = {}
+    for r in records:
+        if r["system"] in SYSTEMS:
+            by.setdefault(r["system"], []).append(r)
+    out = FabricFit(base)
+    if not by:
+        out.notes.append(f"no records of {SYSTEMS}: nothing fitted, every value is the base's")
+        return out
+    values: dict[str, float] = {}
+
+    def put(name: str, v: float, how: str, recs: list[dict]) -> None:
+        values[name] = _clip(name, v, out.notes)
+        out.fitted[name] = {"value": values[name], "how": how, "records": [r["id"] for r in recs],
+                            "files": sorted({r.get("_file", "?") for r in recs})}
+
+    copies = by.get("micro-nvlink-copy", [])
+    sweeps = {}
+    for d in ("pull", "push"):
+        recs = [r for r in copies if _m(r, "direction") == d and _m(r, "sms") and _m(r, "bytes")]
+        if len({_m(r, "sms") for r in recs}) >= 2:
+            c, link, rows = fit_sweep(recs)
+            sweeps[d] = (c, link, recs)
+            out.residuals += rows
+            out.measurements[f"copy_{d}"] = {"gbps_per_sm": c, "saturated_gbps": link,
+                                             "link_fraction": link / link_gbps}
+        elif recs:
+            out.notes.append(f"micro-nvlink-copy {d}: {len(recs)} records at fewer than two program "
+                             f"counts; a per-SM rate and a link rate need at least two; not used")
+    if "pull" in sweeps:
+        c, link, recs = sweeps["pull"]
+        put("copy_gbps_per_sm", c, f"pull (remote read) sweep: {c:.2f} GB/s per copy program, "
+            f"saturating at {link:.0f} GB/s", recs)
+    if "push" in sweeps and "pull" in sweeps:
+        cp, lp, recs = sweeps["push"]
+        put("push_copy_scale", cp / sweeps["pull"][0], f"push (remote write) sweep: {cp:.2f} GB/s "
+            f"per copy program over the pull sweep's {sweeps['pull'][0]:.2f}", recs + sweeps["pull"][2])
+    bidir = [r for r in by.get("micro-nvlink-bidir", []) if _m(r, "bytes")]
+    if bidir:
+        per_dir = [float(_m(r, "bytes")) / (r["latency_ms"]["median"] * 1e-3) / 1e9 for r in bidir]
+        each = ", ".join(f"{_m(r, 'direction')} {g:.0f}" for r, g in zip(bidir, per_dir))
+        put("link_eff", float(np.mean(per_dir)) / link_gbps,
+            f"both directions at once: {each} GB/s per direction over {link_gbps:.0f} GB/s", bidir)
+    elif sweeps:
+        each = ", ".join(f"{d} {s[1]:.0f}" for d, s in sweeps.items())
+        put("link_eff", float(np.mean([s[1] for s in sweeps.values()])) / link_gbps,
+            f"one-way saturation {each} GB/s over {link_gbps:.0f} GB/s (no both-directions records)",
+            [r for s in sweeps.values() for r in s[2]])
+
+    sig = [r for r in by.get("micro-nvlink-signal", []) if _m(r, "peers")]
+    rt = np.array([float(_m(r, "roundtrip_us") or r["latency_ms"]["median"] * 1e3) for r in sig])
+    peers = np.array([float(_m(r, "peers")) for r in sig])
+    one = [r for r, p in zip(sig, peers) if p == 1]
+    if one:
+        v = float(np.median(rt[peers == 1]))
+        put("signal_remote_us", v / 2, f"half the median system-scope flag round trip {v:.3f} us "
+            f"(one slot)", one)
+    if len(set(peers.tolist())) >= 2:
+        slope, icpt = np.polyfit(peers, rt, 1)
+        put("push_signal_per_peer_us", float(slope), f"round trip over slots signalled: "
+            f"{icpt:.3f} + {slope:.3f} us per slot (one writer's release atomics plus the "
+            f"consumer's polls, in series; an upper bound on concurrent writers' cost)", sig)
+        out.residuals += [{"id": r["id"], "system": r["system"], "peers": int(p),
+                           "measured_ms": float(x) * 1e-3, "predicted_ms": float(icpt + slope * p) * 1e-3,
+                           "rel_error": float((icpt + slope * p) / x - 1)} for r, p, x in zip(sig, peers, rt)]
+    elif sig:
+        out.notes.append("micro-nvlink-signal: one slot count only; push_signal_per_peer_us not fitted")
+
+    gc = by.get("micro-nvlink-gemm-copy", [])
+    if gc:
+        sms = int(gc[0]["hardware"].get("sms") or 132)
+        out.measurements["gemm_beside_copy"] = [
+            {"copy_sms": _m(r, "copy_sms"), "gemm_rate_vs_alone": _m(r, "ratio"),
+             "if_gemm_lost_only_those_sms": (sms - _m(r, "copy_sms")) / sms,
+             "copy_outlasted_gemm": _m(r, "copy_outlasted_gemm"), "id": r["id"]} for r in gc]
+        out.notes.append("micro-nvlink-gemm-copy: the model has no interference term (compute SMs = "
+                         "SMs - comm SMs); the measured ratios are under fabric_fit.measurements")
+    out.params = base.with_values(**values)
+    return out
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m calibration.fit_fabric", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", nargs="+")
+    p.add_argument("--out", required=True)
+    p.add_argument("--base", default=None, help="parameters to start from (default: shipped)")
+    p.add_argument("--hardware", default=None, help="preset (default: the records' one preset)")
+    p.add_argument("--allow-emulated", action="store_true", help="accept emulated-peer records")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    try:
+        records = [r for r in read_records(a.runs) if r["system"] in SYSTEMS]
+        if not records:
+            raise MokInputError(f"no records of {', '.join(SYSTEMS)} in {' '.join(a.runs)}")
+        emulated = [r for r in records if r["emulated_peers"]]
+        if emulated and not a.allow_emulated:
+            r = emulated[0]
+            raise MokInputError(f"{r['_file']}:{r['_line']}: emulated_peers is true (one GPU, the peer in "
+                                f"local HBM): not a fabric measurement; pass --allow-emulated to fit it anyway")
+        presets = sorted({r["hardware"]["preset"] for r in records})
+        hw_name = a.hardware or (presets[0] if len(presets) == 1 else None)
+        if hw_name is None or presets != [hw_name]:
+            raise MokInputError(f"records of hardware {presets}; --hardware names one preset and "
+                                f"every record must be of it")
+        base = read_params(a.base or PARAMS_DIR / f"{hw_name}.json")
+        if base.hardware != hw_name:
+            raise MokInputError(f"--base {a.base} is for hardware {base.hardware!r}, not {hw_name!r}")
+        link = load_hardware(hw_name).link_gbps
+        res = fit_fabric(records, base, link)
+    except MokInputError as exc:
+        print(f"mok: error: {exc}", file=sys.stderr)
+        return 2
+    cmd = "python -m calibration.fit_fabric " + " ".join(argv)
+    files = sorted({r["_file"] for r in records})
+    sources = dict(base.sources)
+    for name, f in res.fitted.items():
+        systems = ", ".join(sorted({r["system"] for r in records if r["id"] in f["records"]}))
+        sources[name] = (f"measured: fitted to {len(f['records'])} {systems} records in "
+                         f"{', '.join(f['files'])}: {f['how']} (`{cmd}`)")
+    fitted_on = list(base.fitted_on) + [x for x in files if x not in base.fitted_on]
+    params = Params(res.params.values, hw_name, None, fitted_on, sources)
+    write_params(a.out, params, f"{base.path}, with the fabric parameters {sorted(res.fitted) or 'none'} "
+                 f"replaced by fits to NVLink microbenchmark records ({cmd}).",
+                 {"fabric_fit": {"command": cmd, "fitted": res.fitted, "notes": res.notes,
+                                 "measurements": res.measurements, "residuals": res.residuals}})
+    if a.json:
+        print(json.dumps({"out": a.out, "fitted": {k: v["value"] for k, v in res.fitted.items()},
+                          "notes": res.notes, "measurements": res.measurements}))
+    else:
+        for name, f in res.fitted.items():
+            print(f"{name:26s} {base[name]:>10.4g} -> {f['value']:<10.4g} {f['how']}")
+        for n in res.notes:
+            print(f"note: {n}")
+        print(f"wrote {a.out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

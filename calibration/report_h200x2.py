@@ -1,0 +1,88 @@
+"""The real 2-GPU report (docs/calibration.md, "Real 2-GPU runs"): registered predictions against
+the runs, then held-out figures of the h200-hgx8 fit.
+
+    python -m calibration.report_h200x2
+
+1. calibration/predictions/h200x2_*.jsonl (committed before the runs) against the MoK records of
+   calibration/runs/h200x2/bench_*.jsonl: signed error per run, MAPE and max per engine.
+2. The fabric fitted to the NVLink microbenchmarks, then the layer terms (calibration/defaults.py's
+   free list) refitted without one token count / one model at a time and predicted on it: MAPE,
+   max error, grouped Spearman, and tuner regret (the model's pick among the measured MoK
+   configurations of a held-out workload against the best measured one).
+"""
+
+from __future__ import annotations
+
+import collections
+import json
+from pathlib import Path
+
+from mok_model.presets import load_hardware
+from mok_model.records import read_records
+
+from .defaults import H200X2, H200X2_MOK_FREE, H200X2_NCCL_FREE
+from .fit import fit, workload_key
+from .fit_fabric import fit_fabric
+from .priors import HOPPER, prior_params
+from .validate import evaluate, validate
+
+PREDICTIONS = Path(__file__).parent / "predictions"
+
+
+def registered(runs: list[dict]) -> None:
+    mok = [r for r in runs if r["system"] == "mok"]
+    for path in sorted(PREDICTIONS.glob("h200x2_*.jsonl")):
+        preds = [json.loads(line) for line in path.open()]
+        for engine in ("analytic", "sim"):
+            errs = []
+            for p in (p for p in preds if p["engine"] == engine and p["system"] == "mok"):
+                c = p["config"]
+                hit = [r for r in mok if r["model"] == p["model"] and r["tokens"] == p["tokens"]
+                       and r["routing"]["kind"] == "uniform" and all(
+                           r["config"][k] == c[k] for k in ("dispatch", "combine", "minibatch",
+                                                             "comm_sms"))]
+                if len(hit) == 1:
+                    m = hit[0]["latency_ms"]["median"]
+                    errs.append((p["predicted_ms"] - m) / m)
+            if errs:
+                print(f"registered {path.name} {engine:8s}: n {len(errs)} MAPE "
+                      f"{100 * sum(map(abs, errs)) / len(errs):.1f}% max {100 * max(map(abs, errs)):.1f}% "
+                      f"(signed {100 * min(errs):+.0f}% .. {100 * max(errs):+.0f}%)")
+
+
+def held_out(runs: list[dict]) -> None:
+    micro = read_records(sorted(H200X2.glob("nvlink_micro_*.jsonl")))
+    fab = fit_fabric(micro, prior_params("h200-hgx8", HOPPER),
+                     load_hardware("h200-hgx8").link_gbps).params
+    layer = [r for r in runs if r["system"] in ("mok", "nccl-torch")]
+    free = H200X2_MOK_FREE + H200X2_NCCL_FREE
+    for engine in ("analytic", "sim"):
+        for by in ("tokens", "model"):
+            recs, meas, pred, regrets = [], [], [], []
+            for g in sorted({str(r[by]) for r in layer}):
+                test = [r for r in layer if str(r[by]) == g]
+                params = fit([r for r in layer if str(r[by]) != g], fab, free).params
+                v = validate(test, params, engine)
+                recs += test
+                meas += [x["measured_ms"] for x in v.rows]
+                pred += [x["predicted_ms"] for x in v.rows]
+                per = collections.defaultdict(list)
+                for r, x in zip(test, v.rows):
+                    if r["system"] == "mok":
+                        per[workload_key(r)].append((x["predicted_ms"], x["measured_ms"]))
+                regrets += [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values()]
+            ev = evaluate(recs, meas, pred)
+            rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"
+            print(f"{engine:8s} held out by {by:6s}: n {ev.n} MAPE {100 * ev.mape:.1f}% max "
+                  f"{100 * ev.max_ape:.1f}% Spearman {rho} ({ev.groups} groups); regret max "
+                  f"{100 * max(regrets):.1f}% over {len(regrets)} workloads")
+
+
+def main() -> None:
+    runs = read_records(sorted(H200X2.glob("bench_*.jsonl")))
+    registered(runs)
+    held_out(runs)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,432 @@
+"""Knobs chosen before launch: the megakernel's six knobs (dispatch, combine, minibatch, comm_sms,
+macrobatch, capacity) from the model, for this hardware, layer shape, EP degree and token count.
+
+Two sources, one reading:
+- the tuner (`mok_model.tuner.tune`, analytic engine, BF16 forward, uniform routing, seed 0: the
+  same question as `mok tune --hardware H --model SHAPE --ep P --tokens N`), answered once per
+  question and cached in the process;
+- a knob table written by `mok tune --table FILE.json`: the tuner's choice per token bucket; a
+  layer takes the nearest bucket at or above its token count.
+Knobs given explicitly always win; the tuner chooses the others with the given ones fixed (a table
+fills them from its bucket).
+
+Capacity. The schedule holds C = ceil(capacity * P * N * min(k, E/P)) rows per rank
+(mok_kernels/schedule.py). Whatever the tuner or a table says, the chosen capacity is raised, if
+needed, to the smallest of the tuner's capacities (`tuner.CAPACITIES`) whose C covers the
+uniform-routing bound `uniform_need_rows`: with every token routed to k distinct experts drawn
+uniformly and independently of other tokens, no rank receives more rows than that bound except
+with probability below OVERFLOW_PROBABILITY per pass (Bernstein's inequality, union bound over the
+P ranks). Under skewed routing (hot experts, a collapsed router) a rank can receive more: the
+kernel then raises its overflow flag and the forward traps the launch (on_error="trap") or raises
+CapacityOverflowError (on_error="raise"); it never drops rows silently. Give capacity explicitly
+(up to 1.0, which never overflows) for skewed routing.
+
+Nothing here imports torch or Triton: `mok tune --table` uses it on machines without either.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime
+import json
+import math
+import os
+import tempfile
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from mok_model.errors import MokInputError
+from mok_model.params import Params, load_params
+from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
+from mok_model.scenario import Config, Scenario
+from mok_model.tuner import CAPACITIES, tune
+
+KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
+TABLE_SCHEMA = "mok-knobs/1"
+DEFAULT_BUCKETS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
+# policy: a uniform-routing pass overflows the chosen capacity with probability below this
+OVERFLOW_PROBABILITY = 1e-9
+SHAPE_KEYS = ("hidden", "expert_width", "routed_experts", "top_k", "shared_width")
+
+
+class KnobTableError(MokInputError):
+    """A knob table that cannot be used: names the file and the problem in one line."""
+
+
+@dataclass(frozen=True)
+class Choice:
+    """Resolved knobs, where they came from, and the model's latency for them (ms; from a table:
+    the bucket's prediction at the bucket's token count; None where no prediction applies)."""
+
+    knobs: dict[str, Any]
+    source: str
+    predicted_ms: float | None = None
+
+
+# ---------------------------------------------------------------- layer shape -> model preset
+
+def shape_of(model: MoEModel) -> dict[str, int]:
+    """The shape the megakernel sees: shared_width is the total shared width (0: none)."""
+    return {"hidden": model.hidden, "expert_width": model.expert_width,
+            "routed_experts": model.routed_experts, "top_k": model.top_k,
+            "shared_width": model.shared_experts * model.shared_width}
+
+
+def layer_model(shape: MoEModel | dict) -> MoEModel:
+    """A MoEModel for a layer shape {hidden, expert_width, routed_experts, top_k, shared_width}:
+    the model preset with that shape when one exists (first in preset order), else "custom"."""
+    if isinstance(shape, MoEModel):
+        return shape
+    missing = [k for k in SHAPE_KEYS if k not in shape]
+    if missing:
+        raise MokInputError(f"layer shape {shape!r} lacks {missing}")
+    want = {k: int(shape[k]) for k in SHAPE_KEYS}
+    for name in model_names():
+        m = load_model(name)
+        if shape_of(m) == want:
+            return m
+    base = load_model(model_names()[0])
+    sw = want["shared_width"]
+    return base.with_(name="custom", hidden=want["hidden"], expert_width=want["expert_width"],
+                      routed_experts=want["routed_experts"], top_k=want["top_k"],
+                      shared_experts=1 if sw else 0, shared_width=sw, moe_layers=1, layers=1,
+                      source="a MoKLayer's weight shapes")
+
+
+# ---------------------------------------------------------------- capacity under uniform routing
+
+def capacity_rows(ep: int, tokens: int, top_k: int, routed_experts: int, capacity: float) -> int:
+    """Rows one rank's schedule holds: the kernel's formula (mok_kernels/schedule.py)."""
+    return max(1, math.ceil(capacity * ep * tokens * min(top_k, routed_experts // ep)))
+
+
+def uniform_need_rows(ep: int, tokens: int, top_k: int, routed_experts: int,
+                      probability: float = OVERFLOW_PROBABILITY) -> int:
+    """Rows a rank must hold so that uniform routing overflows it with probability < `probability`.
+
+    Each of the P*N tokens sends X_t rows to a given rank, 0 <= X_t <= c = min(k, E/P), mean k/P,
+    variance at most k (1/P)(1 - 1/P) (k distinct experts drawn without replacement vary less
+    than with replacement); tokens are independent. Bernstein: P(sum - N k >= t) <=
+    exp(-t^2 / (2 (n var + c t / 3))); solved for t at probability/P per rank. Capped at the worst
+    case P*N*c (capacity 1.0).
+    """
+    p, n, k = ep, tokens, top_k
+    c = min(k, routed_experts // p)
+    var = k * (1.0 / p) * (1.0 - 1.0 / p)
+    big_l = math.log(p / probability)
+    a = big_l * c / 3.0
+    t = a + math.sqrt(a * a + 2.0 * big_l * p * n * var)
+    return min(math.ceil(n * k + t), p * n * c)
+
+
+def safe_capacity(ep: int, tokens: int, top_k: int, routed_experts: int) -> float:
+    """The smallest of the tuner's capacities whose schedule holds the uniform-routing need."""
+    need = uniform_need_rows(ep, tokens, top_k, routed_experts)
+    for cap in sorted(CAPACITIES):
+        if capacity_rows(ep, tokens, top_k, routed_experts, cap) >= need:
+            return cap
+    return 1.0
+
+
+# ---------------------------------------------------------------- the tuner's choice
+
+_CACHE: dict[tuple, Choice] = {}
+_PARAMS: dict[tuple, Params] = {}
+
+
+def _hardware(hardware: str | Hardware) -> Hardware:
+    return hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
+
+
+def _params(hw: Hardware, params: str | None) -> Params:
+    key = (hw.name, params)
+    if key not in _PARAMS:
+        _PARAMS[key] = load_params(params, hw.name)
+    return _PARAMS[key]
+
+
+def _check_given(given: dict) -> None:
+    unknown = sorted(set(given) - set(KNOBS))
+    if unknown:
+        raise MokInputError(f"unknown knob(s) {unknown}; knobs are {KNOBS}")
+
+
+def _preset_sms(name: str) -> int | None:
+    try:
+        return load_hardware(name).sms
+    except MokInputError:  # a hardware TOML file's own name
+        return None
+
+
+def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, tokens: int,
+                 params: str | Params | None = None, given: dict | None = None) -> Choice:
+    """The tuner's knobs for one question (uncached), with the capacity kept safe."""
+    hw, model = _hardware(hardware), layer_model(shape)
+    given = dict(given or {})
+    _check_given(given)
+    if "macrobatch" in given and "minibatch" not in given:
+        raise MokInputError(f"macrobatch={given['macrobatch']} given without minibatch: give both "
+                            f"(the ring holds whole minibatches) or neither")
+    p = params if isinstance(params, Params) else _params(hw, params)
+    scn = Scenario(hw, model, ep, tokens)
+    source = f"tuner: {hw.name} params {p.path}"
+    if hw.sms != _preset_sms(hw.name):
+        source += f" at {hw.sms} SMs per rank"
+    safe = safe_capacity(ep, tokens, model.top_k, model.routed_experts)
+    try:
+        best = tune(scn, p, fixed=given, top=1).best
+        if "capacity" not in given and best.config.capacity < safe:
+            best = tune(scn, p, fixed={**given, "capacity": safe}, top=1).best
+            source += f"; capacity raised to {safe} (uniform-routing bound)"
+    except MokInputError as exc:
+        raise MokInputError(f"choosing knobs for {hw.name} / {model.name} / EP {ep} / {tokens} "
+                            f"tokens with {given or 'no knobs'} given: {exc}") from None
+    if given:
+        source += f"; given: {', '.join(k for k in KNOBS if k in given)}"
+    return Choice(best.config.as_dict(), source, best.latency_ms)
+
+
+def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: int, tokens: int,
+                 table: str | os.PathLike | None = None, params: str | None = None,
+                 given: dict | None = None) -> Choice:
+    """The knobs for one layer: `given` knobs win; the rest from `table` (its bucket for
+    `tokens`) when one is named, else from the tuner for `hardware` (cached per question).
+
+    `hardware`: a preset name, a Hardware (e.g. with the SMs one rank gets), or None with a table
+    (then the table's hardware is taken as is). Raises MokInputError (a ValueError) naming the
+    problem when no choice can be made.
+    """
+    given = {k: v for k, v in (given or {}).items() if v is not None}
+    _check_given(given)
+    if len(given) == len(KNOBS):
+        return Choice({k: given[k] for k in KNOBS}, "given")
+    hw = None if hardware is None else _hardware(hardware)
+    model = layer_model(shape)
+    if table is not None:
+        return _table_choice({**load_table(table), "_path": str(table)}, hw, model, ep, tokens,
+                             given)
+    if hw is None:
+        raise MokInputError("no hardware to ask the model for: name a hardware preset or a knob table")
+    key = (hw, params, tuple(sorted(shape_of(model).items())), ep, tokens,
+           tuple(sorted(given.items())))
+    if key not in _CACHE:
+        _CACHE[key] = tuned_choice(hw, model, ep, tokens, params, given)
+    return _CACHE[key]
+
+
+# ---------------------------------------------------------------- knob tables
+
+def build_table(hardware: str, model: str | MoEModel | dict, ep: int,
+                buckets: list[int] | tuple[int, ...], params: str | None = None,
+                allow_params_mismatch: bool = False, given: dict | None = None,
+                command: str = "") -> dict:
+    """A knob table: the tuner's choice (as `choose_knobs` makes it) for each token bucket.
+    `model`: a preset name or TOML file, a MoEModel, or a layer shape dict."""
+    hw = load_hardware(hardware)
+    m = load_model(model) if isinstance(model, str) else layer_model(model)
+    buckets = sorted(set(int(b) for b in buckets))
+    if not buckets or buckets[0] < 1:
+        raise MokInputError(f"--tokens-buckets {buckets}: need token counts >= 1")
+    p = load_params(params, hw.name, allow_params_mismatch)
+    given = {k: v for k, v in (given or {}).items() if v is not None}
+    t0 = time.perf_counter()
+    rows = []
+    for n in buckets:
+        c = tuned_choice(hw, m, ep, n, p, given)
+        rows.append({"tokens": n, "config": c.knobs, "predicted_ms": c.predicted_ms,
+                     "source": c.source})
+    return {"schema": TABLE_SCHEMA, "hardware": hw.name, "sms": hw.sms, "model": m.name,
+            "shape": shape_of(m), "ep": ep, "pass": "fwd", "precision": "bf16",
+            "routing": "uniform", "seed": 0, "engine": "analytic", "params": p.path,
+            "given": given, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+                timespec="seconds"), "command": command,
+            "seconds": round(time.perf_counter() - t0, 3), "buckets": rows}
+
+
+def write_table(path: str | os.PathLike, doc: dict) -> None:
+    """Write a knob table atomically (a temporary file in the same folder, then rename)."""
+    path = Path(path)
+    _validate_table(doc, str(path))
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as exc:
+        raise KnobTableError(f"knob table {path}: cannot write ({exc.strerror})") from None
+    umask = os.umask(0)
+    os.umask(umask)
+    try:
+        os.chmod(tmp, 0o666 & ~umask)       # mkstemp's 0600 -> what open() would have given
+        with os.fdopen(fd, "w") as fh:
+            fh.write(json.dumps(doc, indent=1) + "\n")
+            fh.flush()
+            os.fsync(fh.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+_TABLE_FIELDS: dict[str, type | tuple[type, ...]] = {
+    "schema": str, "hardware": str, "sms": int, "model": str, "shape": dict, "ep": int,
+    "pass": str, "precision": str, "params": (str, type(None)), "date": str, "command": str,
+    "buckets": list}
+
+
+def _validate_table(doc: Any, where: str) -> None:
+    def bad(msg: str) -> KnobTableError:
+        return KnobTableError(f"knob table {where}: {msg}")
+
+    if not isinstance(doc, dict):
+        raise bad("must be a JSON object")
+    if doc.get("schema") != TABLE_SCHEMA:
+        raise bad(f"schema {doc.get('schema')!r} is not {TABLE_SCHEMA!r}")
+    for key, kind in _TABLE_FIELDS.items():
+        if key not in doc:
+            raise bad(f"missing field {key!r}")
+        v = doc[key]
+        if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
+            raise bad(f"field {key!r}={v!r} has the wrong type")
+    if doc["ep"] < 1 or doc["sms"] < 1:
+        raise bad(f"ep={doc['ep']} and sms={doc['sms']} must be >= 1")
+    for k in SHAPE_KEYS:
+        v = doc["shape"].get(k)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+            raise bad(f"shape.{k}={v!r} must be an integer >= 0")
+    if not doc["buckets"]:
+        raise bad("no buckets")
+    last = 0
+    for i, b in enumerate(doc["buckets"]):
+        if not isinstance(b, dict):
+            raise bad(f"bucket {i} must be an object")
+        n = b.get("tokens")
+        if isinstance(n, bool) or not isinstance(n, int) or n <= last:
+            raise bad(f"bucket {i}: tokens={n!r} must be an integer above the previous bucket's {last}")
+        last = n
+        cfg = b.get("config")
+        if not isinstance(cfg, dict) or sorted(cfg) != sorted(KNOBS):
+            raise bad(f"bucket {n}: config must name exactly the knobs {KNOBS}")
+        try:
+            Config(**cfg)
+        except MokInputError as exc:
+            raise bad(f"bucket {n}: {exc}") from None
+        ms = b.get("predicted_ms")
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not ms > 0:
+            raise bad(f"bucket {n}: predicted_ms={ms!r} must be a positive number")
+
+
+_TABLES: dict[tuple, dict] = {}
+
+
+def load_table(path: str | os.PathLike) -> dict:
+    """Read and validate a knob table (cached by path, size and modification time)."""
+    path = Path(path)
+    if not path.is_file():
+        raise KnobTableError(f"knob table {path}: no such file")
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key not in _TABLES:
+        try:
+            doc = json.loads(path.read_text())
+        except json.JSONDecodeError as exc:
+            raise KnobTableError(f"knob table {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
+        _validate_table(doc, str(path))
+        doc["_path"] = str(path)
+        _TABLES[key] = doc
+    return _TABLES[key]
+
+
+def table_bucket(doc: dict, tokens: int) -> dict:
+    """The nearest bucket at or above `tokens`; refuses a token count above the last bucket."""
+    for b in doc["buckets"]:
+        if b["tokens"] >= tokens:
+            return b
+    top = doc["buckets"][-1]["tokens"]
+    raise KnobTableError(f"knob table {doc['_path']}: {tokens} tokens is above its largest bucket "
+                         f"({top}); write the table with a larger --tokens-buckets")
+
+
+def _table_choice(doc: dict, hw: Hardware | None, model: MoEModel, ep: int, tokens: int,
+                  given: dict) -> Choice:
+    where = f"knob table {doc['_path']}"
+    if doc["pass"] != "fwd" or doc["precision"] != "bf16":
+        raise KnobTableError(f"{where}: tuned for {doc['pass']} {doc['precision']}; the megakernel "
+                             f"runs the bf16 forward")
+    if hw is not None and doc["hardware"] != hw.name:
+        raise KnobTableError(f"{where}: tuned for hardware {doc['hardware']!r}, this layer runs on "
+                             f"{hw.name!r}")
+    if hw is not None and doc["sms"] != hw.sms:
+        raise KnobTableError(f"{where}: tuned for {doc['sms']} SMs per rank, this layer's ranks "
+                             f"have {hw.sms}")
+    if doc["shape"] != shape_of(model):
+        raise KnobTableError(f"{where}: tuned for model {doc['model']!r} of shape {doc['shape']}, "
+                             f"this layer's shape is {shape_of(model)}")
+    if doc["ep"] != ep:
+        raise KnobTableError(f"{where}: tuned for EP {doc['ep']}, this layer has EP {ep}")
+    b = table_bucket(doc, tokens)
+    knobs = {**b["config"], **given}
+    source = f"table {doc['_path']} bucket {b['tokens']}"
+    safe = safe_capacity(ep, tokens, model.top_k, model.routed_experts)
+    raised = "capacity" not in given and knobs["capacity"] < safe
+    if raised:
+        knobs["capacity"] = safe
+        source += f"; capacity raised to {safe} (uniform-routing bound for {tokens} tokens)"
+    if given:
+        source += f"; given: {', '.join(k for k in KNOBS if k in given)}"
+    # the bucket's prediction holds for the bucket's own knobs and token count only
+    return Choice(knobs, source, None if given or raised else b["predicted_ms"])
+
+
+# ---------------------------------------------------------------- MoKLayer's resolution
+
+def hardware_for_gpu(gpu_name: str, group_mode: bool) -> str:
+    """The hardware preset for a GPU: h200-1 (ranks emulated on one H200) or h200-hgx8 (real
+    ranks, one per GPU). Other GPUs have no preset mapping yet: name one explicitly."""
+    if "H200" in gpu_name:
+        return "h200-hgx8" if group_mode else "h200-1"
+    raise MokInputError(f"GPU {gpu_name!r} has no hardware preset for choosing knobs; pass "
+                        f"hardware=<preset> (with a knob table: the table's hardware), or set "
+                        f"every knob")
+
+
+def resolve_layer(layer: Any) -> tuple[Any, str]:
+    """(KernelConfig with every knob set, knob source) for a MoKLayer whose weights and rank
+    mode are known. Called once from MoKLayer.__post_init__."""
+    cfg = layer.cfg
+    given = {k: getattr(cfg, k) for k in KNOBS if getattr(cfg, k) is not None}
+    if len(given) == len(KNOBS):
+        return cfg, "given"
+    group_mode = layer.group is not None and not getattr(layer, "local_group", False)
+    hw = None
+    if layer.hardware is not None:
+        hw = _hardware(layer.hardware)
+    else:
+        import torch
+
+        dev = torch.device(layer.device)
+        if dev.type == "cuda" and torch.cuda.is_available():
+            hw = load_hardware(hardware_for_gpu(torch.cuda.get_device_name(dev), group_mode))
+        elif layer.knob_table is None:
+            raise MokInputError(f"knobs {[k for k in KNOBS if k not in given]} are unset and device "
+                                f"{layer.device!r} is not a CUDA GPU to choose for; pass "
+                                f"hardware=<preset> or knob_table=FILE, or set every knob")
+    if hw is not None:  # SMs one rank's programs get: P launches or P virtual ranks share a GPU
+        grid = cfg.grid or hw.sms
+        if getattr(layer, "local_group", False) and not cfg.grid:
+            grid //= layer.ep
+        per_rank = grid // (layer.ep if layer.rank is None and not group_mode else 1)
+        if per_rank < 8:
+            raise MokInputError(f"{per_rank} programs per rank are too few to choose knobs for; "
+                                f"set comm_sms and the other knobs")
+        if per_rank != hw.sms:
+            hw = hw.with_(sms=per_rank)
+    w = layer.weights
+    e, h, i = (int(x) for x in w.wg.shape)
+    if layer.local_weights:
+        e *= layer.ep
+    shape = {"hidden": h, "expert_width": i, "routed_experts": e, "top_k": layer.topk,
+             "shared_width": 0 if w.sg is None else int(w.sg.shape[1])}
+    c = choose_knobs(hw, shape, layer.ep, layer.tokens, layer.knob_table, layer.knob_params, given)
+    return dataclasses.replace(cfg, **c.knobs), c.source

@@ -1,0 +1,295 @@
+"""Knobs chosen before launch (mok_kernels/knobs.py): the tuner's choice per shape, knob tables,
+the capacity bound, and MoKLayer's resolution (CPU: the layer is built, never launched)."""
+
+from __future__ import annotations
+
+import json
+import statistics
+import time
+
+import pytest
+import torch
+
+from mok_kernels import knobs
+from mok_kernels import reference as ref
+from mok_kernels.megakernel import KernelConfig, MoKLayer
+from mok_kernels.schedule import capacity_rows as kernel_capacity_rows
+from mok_model.cli import main
+from mok_model.params import load_params
+from mok_model.presets import load_hardware, load_model
+from mok_model.scenario import Scenario
+from mok_model.tuner import tune
+
+KIMI = knobs.shape_of(load_model("kimi-k2"))
+
+
+def test_choice_is_the_tuners_and_cached_calls_are_fast():
+    """Same answer as `mok tune` for the same question; deterministic; < 10 ms once cached."""
+    knobs._CACHE.clear()
+    t0 = time.perf_counter()
+    c = knobs.choose_knobs("h200-1", KIMI, 16, 2048)
+    first_ms = (time.perf_counter() - t0) * 1e3
+    best = tune(Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 16, 2048),
+                load_params(None, "h200-1"), top=1).best
+    assert c.knobs == best.config.as_dict() and c.predicted_ms == pytest.approx(best.latency_ms)
+    assert c.source.startswith("tuner: h200-1 params ") and c.source.endswith("h200-1.json")
+    again = knobs.tuned_choice("h200-1", KIMI, 16, 2048)      # uncached: same numbers
+    assert again == c
+    times = []
+    for _ in range(50):
+        t0 = time.perf_counter()
+        assert knobs.choose_knobs("h200-1", KIMI, 16, 2048) == c
+        times.append(time.perf_counter() - t0)
+    cached_ms = statistics.median(times) * 1e3
+    print(f"\nchoose_knobs kimi-k2 EP16 2048: first {first_ms:.1f} ms, cached {cached_ms:.3f} ms")
+    assert cached_ms < 10.0
+
+
+def test_choice_is_the_same_in_another_process():
+    """Every rank of a group chooses on its own; the arena layout needs the same answer."""
+    import subprocess
+    import sys
+
+    code = ("import json; from mok_kernels import knobs; "
+            "print(json.dumps([knobs.choose_knobs(h, s, p, n).knobs for h, s, p, n in "
+            f"[('h200-hgx8', {KIMI!r}, 8, 1024), ('h200-1', {KIMI!r}, 16, 100)]]))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    here = [knobs.choose_knobs("h200-hgx8", KIMI, 8, 1024).knobs,
+            knobs.choose_knobs("h200-1", KIMI, 16, 100).knobs]
+    assert json.loads(out.stdout) == here
+
+
+def test_explicit_knobs_win_and_the_tuner_fills_the_rest():
+    given = {"dispatch": "push", "minibatch": 512}
+    c = knobs.choose_knobs("h200-1", KIMI, 16, 1024, given=given)
+    assert c.knobs["dispatch"] == "push" and c.knobs["minibatch"] == 512
+    best = tune(Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 16, 1024),
+                load_params(None, "h200-1"), fixed=given, top=1).best
+    assert c.knobs == best.config.as_dict()
+    assert c.source.endswith("given: dispatch, minibatch")
+    with pytest.raises(ValueError, match="macrobatch=4096 given without minibatch"):
+        knobs.choose_knobs("h200-1", KIMI, 16, 1024, given={"macrobatch": 4096})
+    with pytest.raises(ValueError, match="choosing knobs for h200-1 / kimi-k2 / EP 16 / 1024 tokens") as e:
+        knobs.choose_knobs("h200-1", KIMI, 16, 1024, given={"capacity": 0.01})   # overflows
+    assert "\n" not in str(e.value)
+    every = dict(dispatch="pull", combine="pull", minibatch=300, comm_sms=7, macrobatch=999,
+                 capacity=0.9)
+    assert knobs.choose_knobs(None, KIMI, 16, 1024, given=every) == knobs.Choice(every, "given")
+
+
+def small_weights(e=32, h=256, i=128, shared=True):
+    return ref.random_weights(e, h, i, i if shared else 0, seed=0)
+
+
+def test_layer_resolves_unset_knobs_once_and_keeps_given_ones():
+    w = small_weights()
+    layer = MoKLayer(w, 4, 200, 4, 1, KernelConfig(minibatch=512, on_error="raise"), device="cpu",
+                     hardware="h200-1")
+    assert layer.cfg.minibatch == 512 and layer.cfg.on_error == "raise"
+    assert None not in layer.cfg.knobs().values()
+    shape = dict(hidden=256, expert_width=128, routed_experts=32, top_k=4, shared_width=128)
+    assert layer.cfg.knobs() == knobs.choose_knobs("h200-1", shape, 4, 200,
+                                                   given={"minibatch": 512}).knobs
+    assert layer.knob_source.startswith("tuner: h200-1 params ")
+    assert layer.knob_source.endswith("given: minibatch")
+    full = KernelConfig(dispatch="pull", combine="push", minibatch=256, comm_sms=8,
+                        macrobatch=4096, capacity=1.0)
+    layer = MoKLayer(w, 4, 200, 4, 1, full, device="cpu")      # no GPU needed: nothing to choose
+    assert layer.knob_source == "given" and layer.cfg.knobs() == full.knobs()
+
+
+def test_virtual_ranks_choose_for_their_share_of_the_sms():
+    w = small_weights()
+    layer = MoKLayer(w, 4, 200, 4, None, device="cpu", hardware="h200-1")
+    assert "at 33 SMs per rank" in layer.knob_source         # 132 SMs over 4 virtual ranks
+    assert layer.cfg.comm_sms < 33
+
+
+def test_layer_without_gpu_or_hardware_refuses_in_one_line():
+    with pytest.raises(ValueError) as e:
+        MoKLayer(small_weights(), 4, 200, 4, 1, device="cpu")
+    msg = str(e.value)
+    assert "\n" not in msg and "not a CUDA GPU" in msg and "hardware=" in msg
+
+
+@pytest.mark.parametrize("gpu,group,want", [("NVIDIA H200", False, "h200-1"),
+                                            ("NVIDIA H200", True, "h200-hgx8")])
+def test_hardware_for_gpu(gpu, group, want):
+    assert knobs.hardware_for_gpu(gpu, group) == want
+
+
+def test_unknown_gpu_is_refused():
+    with pytest.raises(ValueError, match="no hardware preset"):
+        knobs.hardware_for_gpu("NVIDIA A100-SXM4-80GB", False)
+
+
+# ---------------------------------------------------------------- knob tables
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory):
+    path = tmp_path_factory.mktemp("knobs") / "kimi.json"
+    rc = main(["tune", "--table", str(path), "--hardware", "h200-1", "--model", "kimi-k2",
+               "--ep", "16", "--tokens-buckets", "128,64,512"])
+    assert rc == 0
+    return path
+
+
+def test_table_round_trips(table, capsys):
+    doc = json.loads(table.read_text())
+    assert [b["tokens"] for b in doc["buckets"]] == [64, 128, 512]
+    assert (doc["hardware"], doc["model"], doc["ep"]) == ("h200-1", "kimi-k2", 16)
+    assert doc["params"].endswith("h200-1.json") and doc["date"] and doc["command"].startswith(
+        "mok tune --table")
+    assert list(table.parent.iterdir()) == [table]            # atomic: no temporary left behind
+    for b in doc["buckets"]:
+        c = knobs.choose_knobs("h200-1", KIMI, 16, b["tokens"])
+        assert b["config"] == c.knobs and b["predicted_ms"] == pytest.approx(c.predicted_ms)
+        t = knobs.choose_knobs("h200-1", KIMI, 16, b["tokens"], table=table)
+        assert t.knobs == c.knobs and t.source == f"table {table} bucket {b['tokens']}"
+    assert knobs.load_table(table)["buckets"] == doc["buckets"]
+
+
+def test_table_bucket_is_the_nearest_at_or_above(table):
+    doc = knobs.load_table(table)
+    assert [knobs.table_bucket(doc, n)["tokens"] for n in (1, 64, 65, 128, 129, 512)] == \
+        [64, 64, 128, 128, 512, 512]
+    with pytest.raises(knobs.KnobTableError, match="513 tokens is above its largest bucket"):
+        knobs.table_bucket(doc, 513)
+
+
+def test_table_capacity_is_raised_for_fewer_tokens(table):
+    """Bucket 64's capacity is safe for 64 tokens; 1 token per rank needs the worst case."""
+    c = knobs.choose_knobs("h200-1", KIMI, 16, 1, table=table)
+    assert c.knobs["capacity"] == 1.0 and "capacity raised to 1.0" in c.source
+
+
+@pytest.mark.parametrize("hw,shape,ep,match", [
+    ("h200-hgx8", KIMI, 16, "tuned for hardware 'h200-1'"),
+    ("h200-1", {**KIMI, "hidden": 4096}, 16, "tuned for model 'kimi-k2'"),
+    ("h200-1", KIMI, 8, "tuned for EP 16, this layer has EP 8"),
+])
+def test_table_for_other_hardware_model_or_ep_is_refused(table, hw, shape, ep, match):
+    with pytest.raises(knobs.KnobTableError, match=match) as e:
+        knobs.choose_knobs(hw, shape, ep, 100, table=table)
+    assert "\n" not in str(e.value)
+
+
+def _mutations():
+    def drop(key):
+        return lambda d: d.pop(key)
+
+    def bucket(i, **kv):
+        return lambda d: d["buckets"][i].update(kv)
+
+    def config(i, **kv):
+        return lambda d: d["buckets"][i]["config"].update(kv)
+
+    return [
+        (lambda d: d.update(schema="mok-knobs/0"), "schema 'mok-knobs/0'"),
+        (drop("ep"), "missing field 'ep'"),
+        (lambda d: d.update(ep="16"), "field 'ep'='16' has the wrong type"),
+        (lambda d: d.update(buckets=[]), "no buckets"),
+        (bucket(1, tokens=64), "bucket 1: tokens=64 must be an integer above"),
+        (lambda d: d["buckets"][0]["config"].pop("capacity"), "bucket 64: config must name"),
+        (config(0, dispatch="both"), "bucket 64: --dispatch 'both'"),
+        (config(2, capacity=0.0), "bucket 512: --capacity 0.0"),
+        (bucket(0, predicted_ms=-1.0), "bucket 64: predicted_ms=-1.0"),
+        (lambda d: d["shape"].update(top_k="8"), "shape.top_k='8'"),
+    ]
+
+
+@pytest.mark.parametrize("mutate,match", _mutations())
+def test_bad_table_is_refused_with_one_line(table, tmp_path, mutate, match):
+    doc = json.loads(table.read_text())
+    mutate(doc)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps(doc))
+    with pytest.raises(knobs.KnobTableError) as e:
+        knobs.load_table(bad)
+    msg = str(e.value)
+    assert "\n" not in msg and msg.startswith(f"knob table {bad}: ") and match in msg
+
+
+def test_table_that_is_not_json_or_absent(tmp_path):
+    bad = tmp_path / "t.json"
+    bad.write_text("{oops")
+    with pytest.raises(knobs.KnobTableError, match="not JSON"):
+        knobs.load_table(bad)
+    with pytest.raises(knobs.KnobTableError, match="no such file"):
+        knobs.load_table(tmp_path / "absent.json")
+
+
+def test_layer_loads_a_table(tmp_path):
+    """MoKLayer(..., knob_table=) takes the bucket at or above its token count, and given knobs."""
+    shape = dict(hidden=256, expert_width=128, routed_experts=32, top_k=4, shared_width=128)
+    path = tmp_path / "small.json"
+    knobs.write_table(path, knobs.build_table("h200-1", shape, 4, [64, 256], command="test"))
+    doc = knobs.load_table(path)
+    assert doc["model"] == "custom" and doc["shape"] == shape
+    layer = MoKLayer(small_weights(), 4, 200, 4, 1, device="cpu", hardware="h200-1",
+                     knob_table=str(path))
+    assert layer.cfg.knobs() == doc["buckets"][1]["config"]
+    assert layer.knob_source == f"table {path} bucket 256"
+    layer = MoKLayer(small_weights(), 4, 200, 4, 1, KernelConfig(comm_sms=8), device="cpu",
+                     hardware="h200-1", knob_table=str(path))
+    assert layer.cfg.knobs() == {**doc["buckets"][1]["config"], "comm_sms": 8}
+    assert layer.knob_source.endswith("given: comm_sms")
+    with pytest.raises(knobs.KnobTableError, match="tuned for EP 4, this layer has EP 8"):
+        MoKLayer(small_weights(), 8, 200, 4, 1, device="cpu", hardware="h200-1",
+                 knob_table=str(path))
+
+
+def test_tune_table_flags_are_checked(tmp_path, capsys):
+    out = tmp_path / "t.json"
+    for argv, needle in [(["--tokens", "64"], "drop --tokens"),
+                         (["--tokens-buckets", "64,x"], "--tokens-buckets '64,x'"),
+                         (["--routing", "zipf:1.2"], "--routing uniform")]:
+        rc = main(["tune", "--table", str(out), "--hardware", "h200-1", "--model", "kimi-k2",
+                   "--ep", "16", *argv])
+        err = capsys.readouterr().err.strip().splitlines()
+        assert rc == 2 and len(err) == 1 and needle in err[0]
+    assert not out.exists()
+    blocker = tmp_path / "file"
+    blocker.write_text("")
+    rc = main(["tune", "--table", str(blocker / "t.json"), "--hardware", "h200-1", "--model",
+               "kimi-k2", "--ep", "16", "--tokens-buckets", "64"])
+    err = capsys.readouterr().err.strip().splitlines()
+    assert rc == 2 and len(err) == 1 and "cannot write" in err[0]
+    rc = main(["tune", "--hardware", "h200-1", "--model", "kimi-k2", "--ep", "16"])
+    assert rc == 2 and "--tokens" in capsys.readouterr().err
+
+
+# ---------------------------------------------------------------- capacity
+
+def test_capacity_rows_is_the_kernels_formula():
+    for ep, n, k, e, cap in [(16, 2048, 8, 384, 0.125), (4, 200, 4, 32, 0.3), (8, 1, 8, 128, 1.0)]:
+        assert knobs.capacity_rows(ep, n, k, e, cap) == kernel_capacity_rows(ep, n, k, e, cap)
+
+
+@pytest.mark.parametrize("model,ep", [("kimi-k2", 16), ("kimi-k2", 8), ("qwen3-30b-a3b", 32),
+                                      ("glm-5", 4)])
+@pytest.mark.parametrize("tokens", [1, 16, 64, 200, 2048])
+def test_chosen_capacity_holds_the_uniform_routing_need(model, ep, tokens):
+    m = load_model(model)
+    c = knobs.choose_knobs("h200-1", knobs.shape_of(m), ep, tokens)
+    need = knobs.uniform_need_rows(ep, tokens, m.top_k, m.routed_experts)
+    held = knobs.capacity_rows(ep, tokens, m.top_k, m.routed_experts, c.knobs["capacity"])
+    assert held >= need
+    assert need > tokens * m.top_k                 # above the mean: the bound has a margin
+
+
+@pytest.mark.parametrize("ep,tokens,e,k", [(16, 64, 64, 8), (8, 16, 64, 4), (4, 200, 32, 4)])
+def test_uniform_bound_covers_sampled_routings(ep, tokens, e, k):
+    """The bound is above the busiest rank's rows in 200 uniform routings drawn by the kernel's
+    own generator (tokens are independent: one draw of 200 passes' tokens); it stays at most the
+    worst case."""
+    from mok_kernels.routing import make_routing
+
+    passes = 200
+    need = knobs.uniform_need_rows(ep, tokens, k, e)
+    ids, _ = make_routing(passes * ep * tokens, e, k, "uniform", 0)
+    rank = ids.reshape(passes, ep * tokens * k) // (e // ep)
+    rows = torch.zeros(passes, ep, dtype=torch.int64).scatter_add_(1, rank, torch.ones_like(rank))
+    assert int(rows.sum()) == passes * ep * tokens * k
+    busiest = int(rows.max())
+    assert busiest <= need <= ep * tokens * min(k, e // ep)
