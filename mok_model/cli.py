@@ -12,6 +12,7 @@ import math
 import os
 import shlex
 import sys
+from pathlib import Path
 
 from .errors import MokInputError
 from .fileio import check_output_file, warn
@@ -244,6 +245,8 @@ def cmd_tune_table(a) -> int:
 
     if a.tokens is not None:
         raise MokInputError("--table tunes every bucket of --tokens-buckets; drop --tokens")
+    if Path(a.table).is_dir():
+        raise MokInputError(f"--table {a.table!r} is a folder; name a FILE.json inside it")
     if a.engine != "analytic" or a.pass_ != "fwd" or a.precision != "bf16" or a.routing != "uniform" \
             or a.seed != 0:
         raise MokInputError("--table is the megakernel's choice: analytic engine, --pass fwd, "

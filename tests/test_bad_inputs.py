@@ -143,6 +143,10 @@ TUNE_CASES = [
     ([*W, "--engine", "quantum"], "--engine 'quantum' must be one of analytic, sim"),
     ([*W, "--top", "0"], "--top: 0 must be an integer >= 1"),
     ([*W, "--capacity", "2"], "must be a number in (0, 1]"),
+    ([*W[:6], "--table", "{d}/folder"], "is a folder"),
+    ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", "x"], "a comma list of token counts"),
+    ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", "0"], "need token counts >= 1"),
+    ([*W, "--tokens-buckets", "64"], "--tokens-buckets needs --table"),
 ]
 CALIBRATE_CASES = [
     (["{d}/none.jsonl", "--out", "{d}/p.json"], "no such run-record file"),
