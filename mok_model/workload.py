@@ -95,7 +95,8 @@ def _distinct(rng: np.random.Generator, draw, shape: tuple[int, int]) -> np.ndar
         np.put_along_axis(later, order, later_sorted, axis=1)
         sub[later] = draw((int(later.sum()),))
         ids[dup_rows] = sub
-    raise MokInputError("routing could not draw distinct experts per token (too much skew for top_k)")
+    raise MokInputError("--routing: could not draw top_k distinct experts per token from this "
+                        "distribution in 1000 rounds; use a milder zipf:S or hot:F, or a file")
 
 
 # Redrawing duplicates stalls when the experts outside a token's top_k - 1 likeliest hold under
@@ -140,6 +141,9 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
             ids = _distinct(rng, draw, (rows, top_k))
     else:  # hot: expert 0 takes a share F of all routes; the others share the rest uniformly
         share = float(arg)
+        if top_k > experts - 1:
+            raise MokInputError(f"--routing {spec!r}: the other {experts - 1} experts cannot fill a "
+                                f"token's top_k = {top_k} slots; use uniform or zipf:S")
         ids = _distinct(rng, lambda s: rng.integers(1, experts, size=s), (rows, top_k))
         takes_hot = rng.random(rows) < share * top_k
         slot = rng.integers(0, top_k, size=rows)

@@ -55,6 +55,7 @@ def files(tmp_path_factory) -> Path:
     (d / "hw-string.toml").write_text(body.replace("sms = 148", 'sms = "many"'))
     (d / "hw-unknown.toml").write_text(body + "\nwarp_drive = 1\n")
     (d / "broken.toml").write_text("sms = = 3\n")
+    (d / "model-full.toml").write_text("hidden = 64\nexpert_width = 64\nrouted_experts = 4\ntop_k = 4\n")
     (d / "model-topk.toml").write_text("hidden = 64\nexpert_width = 64\nrouted_experts = 4\ntop_k = 8\n")
     (d / "params-bad.json").write_text("{")
     (d / "params-schema.json").write_text('{"schema": "other"}')
@@ -97,6 +98,8 @@ CASES = [
     ([*W, "--routing", "zipf:0"], "Zipf exponent must be in (0, 10]"),
     ([*W, "--routing", "zipf:11"], "Zipf exponent must be in (0, 10]"),
     ([*W, "--routing", "hot:0.5"], "at most once"),
+    ([*W[:2], "--model", "{d}/model-full.toml", "--ep", "2", "--tokens", "8", "--routing", "hot:0.25"],
+     "cannot fill a token's top_k = 4 slots"),
     ([*W, "--routing", "{d}/none.npy"], "does not exist"),
     ([*W, "--routing", "{d}/sub/none"], "does not exist"),
     ([*W, "--routing", "{d}/empty.txt"], "is empty"),
