@@ -282,6 +282,7 @@ def cmd_tune_table(a) -> int:
 
 
 def cmd_tune(a) -> int:
+    from .predict import scenario_notes
     from .tuner import tune
 
     choice("--engine", ENGINES, a.engine)
@@ -301,10 +302,13 @@ def cmd_tune(a) -> int:
         print(json.dumps({"best": {"config": r.best.config.as_dict(), "latency_ms": r.best.latency_ms},
                           "top": [{"config": s.config.as_dict(), "latency_ms": s.latency_ms} for s in r.top],
                           "evaluated": r.evaluated, "seconds": r.seconds, "engine": r.engine,
-                          **scn.describe(), "domains": scn.domains, "params": params.path}, indent=1))
+                          **scn.describe(), "domains": scn.domains, "notes": scenario_notes(scn),
+                          "params": params.path}, indent=1))
         return 0
     print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
           f"{scn.pass_} / {scn.precision}: {r.evaluated} configurations in {r.seconds:.3f} s ({r.engine})")
+    for note in scenario_notes(scn):
+        print(f"note: {note}")
     print(f"  {'rank':<5}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity")
     for i, s in enumerate(r.top, 1):
         c = s.config

@@ -33,20 +33,8 @@ class Prediction:
     extra: dict = field(default_factory=dict)  # engine-specific results (sim: events, timelines)
 
     def notes(self) -> list[str]:
-        """What a reader must know to read the numbers: domains spanned, emulated peers."""
-        s, out = self.scenario, []
-        if s.domains > 1:
-            out.append(f"the EP group spans {s.domains} scale-up domains of {s.hardware.domain_size} "
-                       f"GPUs; rows between domains cross the scale-out link (term scale_out)")
-        if s.uneven:
-            q, r = divmod(s.model.routed_experts, s.ep)
-            out.append(f"EP {s.ep} does not divide the {s.model.routed_experts} experts of "
-                       f"{s.model.name}: {r} GPUs hold {q + 1} experts and {s.ep - r} hold {q} "
-                       f"(uneven placement); the GPUs with more receive more rows")
-        if s.hardware.emulated_ranks and s.ep > 1:
-            out.append(f"{s.hardware.name} emulates the {s.ep - 1} peers in local memory; the "
-                       f"latency is rank 0's")
-        return out + list(self.extra.get("notes", []))
+        """What a reader must know to read the numbers (scenario_notes, then the engine's)."""
+        return scenario_notes(self.scenario) + list(self.extra.get("notes", []))
 
     def as_json(self) -> dict:
         d = {"latency_ms": self.latency_ms, "breakdown_ms": self.breakdown_ms,
@@ -57,6 +45,24 @@ class Prediction:
              "domains": self.scenario.domains, "notes": self.notes()}
         d.update({k: v for k, v in self.extra.items() if k not in ("timelines", "notes")})
         return d
+
+
+def scenario_notes(s: Scenario) -> list[str]:
+    """Facts about a scenario that change how its numbers read: domains spanned, uneven expert
+    placement, emulated peers."""
+    out = []
+    if s.domains > 1:
+        out.append(f"the EP group spans {s.domains} scale-up domains of {s.hardware.domain_size} "
+                   f"GPUs; rows between domains cross the scale-out link (term scale_out)")
+    if s.uneven:
+        q, r = divmod(s.model.routed_experts, s.ep)
+        out.append(f"EP {s.ep} does not divide the {s.model.routed_experts} experts of "
+                   f"{s.model.name}: {r} GPUs hold {q + 1} experts and {s.ep - r} hold {q} "
+                   f"(uneven placement); the GPUs with more receive more rows")
+    if s.hardware.emulated_ranks and s.ep > 1:
+        out.append(f"{s.hardware.name} emulates the {s.ep - 1} peers in local memory; the "
+                   f"latency is rank 0's")
+    return out
 
 
 def resolve_params(scenario: Scenario, params: Params | str | None,
