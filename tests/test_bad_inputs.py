@@ -164,6 +164,8 @@ CALIBRATE_CASES = [
     ([PUBLISHED, "--out", "{d}/p.txt"], "must name a .json file"),
     ([PUBLISHED, "--out", "{d}/p.json", "--holdout", "1024"], "--holdout VALUE needs --holdout-by"),
     ([PUBLISHED, "--out", "{d}/p.json", "--holdout-by", "colour"], "colour"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--holdout-by", "tokens", "--holdout", "999"],
+     "--holdout '999' is not a value of tokens"),
     ([PUBLISHED, "--out", "{d}/p.json", "--free", "warp"], "--free 'warp': unknown parameter"),
     ([PUBLISHED, "--out", "{d}/p.json", "--thin", "0"], "--thin: 0 must be an integer >= 1"),
     ([PUBLISHED, "--out", "{d}/p.json", "--engine", "x"], "--engine 'x' must be one of"),
