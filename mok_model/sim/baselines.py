@@ -14,7 +14,7 @@ import numpy as np
 import simpy
 
 from ..analytic import US, expert_ffn_time
-from ..baselines import BASELINES, baseline_terms
+from ..baselines import BASELINES, baseline_terms, host_ops
 from ..params import Params
 from ..scenario import ELEMENT_BYTES, Scenario
 from ..workload import traffic
@@ -55,7 +55,7 @@ def _durations(scn: Scenario, p: Params) -> dict:
             "launch": hw.launch_us * p["host_launch_scale"] * US}
 
 
-def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: int,
+def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: frozenset,
                       max_peers: int, chunk_bytes: float = 2 ** 20):
     """One baseline pass on every GPU; returns a Prediction (engine "sim")."""
     from ..predict import Prediction
@@ -76,14 +76,13 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     np.fill_diagonal(mat, 0)  # local rows stay on the GPU (inside permute)
     sms = {"deepep": p["deepep_sms"], "hybridep": p["hybridep_sms"], "comet": p["comet_sms"]}.get(system)
     scale = 1.0 / p["nccl_eff"] if system == "nccl-torch" else 1.0
-    ops = {"nccl-torch": p["nccl_ops"], "deepep": p["deepep_ops"], "hybridep": p["hybridep_ops"],
-           "comet": p["deepep_ops"]}[system]
+    ops = host_ops(scn, p, system)
     kinds = list(topo.graph.graph["links"])
     msg_trace: list | None = [] if trace else None
     spans: list = []
 
     def node(owner: int, size: int, gpu: int):
-        traced = msg_trace if 0 <= gpu < trace_gpus else None
+        traced = msg_trace if gpu in trace_gpus else None
         drv = (Server(env, f"copy_sms{owner}", sms * p["copy_gbps_per_sm"] * 1e9 * size, gpu,
                       tr.COMM_SMS, False, traced) if sms else None)
         return drv, {k: Server(env, f"{k[0]}_{k[1]}{owner}", topo.link(*k)[0] * size, gpu,
@@ -223,6 +222,7 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     for label, v in phase_t[typ].items():
         terms[label] = float(v)
     terms["load_imbalance"] = float(ends[slow] - ends[typ])
+    terms["quantize"] = float(ref["quantize"])  # serial before the dispatch, as in the analytic model
     offset = terms["launch"] + terms["schedule"]
     latency = sum(terms.values()) * 1e3
     drv = nodes[slow][0]

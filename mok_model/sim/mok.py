@@ -216,7 +216,8 @@ class MokSim:
     """One MoK pass on P GPUs; `run()` fills per-GPU times, spans and counters."""
 
     def __init__(self, scn: Scenario, p: Params, cfg: Config, schedule: str = "published",
-                 trace_gpus: int = 0, max_peers: int = 128, chunk_bytes: float = 2 ** 20):
+                 trace_gpus: frozenset = frozenset(), max_peers: int = 128,
+                 chunk_bytes: float = 2 ** 20):
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule {schedule!r} must be one of {SCHEDULES}")
         self.scn, self.p, self.cfg, self.schedule = scn, p, cfg, schedule
@@ -259,7 +260,7 @@ class MokSim:
         E = P + (int(plan.groups.max()) + 1 if plan.grouped else 0)  # endpoints: GPUs, peer groups
 
         def servers(owner: int, size: int, gpu: int | None):
-            traced = self.msg_trace if gpu is not None and gpu < trace_gpus else None
+            traced = self.msg_trace if gpu is not None and gpu in trace_gpus else None
             g = gpu if gpu is not None else -1
             sm = Server(env, f"comm_sms{owner}", sm_rate * size, g, tr.COMM_SMS, False, traced,
                         window=INFLIGHT_PER_SM * cfg.comm_sms * size, flow_div=E)
