@@ -16,7 +16,9 @@ import sys
 from collections import Counter
 from pathlib import Path
 
+from mok_model.cli import int_at_least
 from mok_model.errors import MokInputError
+from mok_model.fileio import check_output_file, warn
 from mok_model.params import BOUNDS, Params, read_params, write_params
 from mok_model.records import KNOBS, read_records
 from mok_model.scenario import ENGINES
@@ -28,9 +30,18 @@ from .split import check_key, group_values, split
 from .validate import error_by, evaluate, plot, validate
 
 
+def busy(desc: str, show: bool):
+    """An elapsed-time progress bar on stderr where the job may be long."""
+    import contextlib
+
+    from mok_model.progress import busy as _busy
+
+    return _busy(desc) if show else contextlib.nullcontext()
+
+
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
-        raise MokInputError(f"{self.prog}: {message}")
+        raise MokInputError(f"{message} (see `{self.prog} --help`)")
 
 
 def priors_for(hardware: str) -> Params:
@@ -84,6 +95,8 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
 
 def _hardware_of(records: list[dict], wanted: str | None) -> tuple[str, list[dict]]:
     names = sorted({r["hardware"]["preset"] for r in records})
+    if not names:
+        raise MokInputError("the run-record files hold no records to fit")
     if wanted is None:
         if len(names) > 1:
             raise MokInputError(f"the records span hardware {names}; pass --hardware NAME to fit "
@@ -121,10 +134,18 @@ def _fmt(name: str, v) -> str:
 def run_calibrate(a: argparse.Namespace) -> dict:
     """Fit and write the parameters file; return what was done (the --json document)."""
     _check_engine(a.engine)
+    check_output_file(a.out, "--out", ".json")
     if a.holdout is not None and a.holdout_by is None:
         raise MokInputError("--holdout VALUE needs --holdout-by KEY")
     if a.holdout_by is not None:
         check_key(a.holdout_by)
+    if a.free is not None:
+        unknown = [f for f in a.free.split(",") if f not in BOUNDS]
+        if unknown or not a.free:
+            raise MokInputError(f"--free {a.free!r}: unknown parameter(s) {unknown}; choose from "
+                                f"{', '.join(sorted(BOUNDS))}")
+    if a.base is not None:
+        read_params(a.base)
     records = read_records(a.runs)
     hardware, records = _hardware_of(records, a.hardware)
     notes: list[str] = []
@@ -143,7 +164,8 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     train, held = layer, []
     cv = None
     if a.holdout_by and a.holdout == "all":
-        cv = cross_validate(layer, a.holdout_by, micro.params, a.free, set(micro.fitted), a.engine)
+        with busy(f"cross-validating by {a.holdout_by} ({a.engine})", True):
+            cv = cross_validate(layer, a.holdout_by, micro.params, a.free, set(micro.fitted), a.engine)
     elif a.holdout_by:
         train, held, value = split(layer, a.holdout_by, a.holdout)
         split_doc = {"by": a.holdout_by, "heldout": value, "train_n": len(train),
@@ -154,7 +176,14 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     if split_doc:
         split_doc.update(train_n=len(train), thin=a.thin)
     free = a.free.split(",") if a.free else default_free(train, set(micro.fitted))
-    result = fit(train, micro.params, free, a.engine)
+    if 0 < len(train) <= len(free):
+        warn(f"fitting {len(free)} parameters {free} to {len(train)} layer record(s): the fit is "
+             f"underdetermined and its training error says nothing; add records or pass fewer "
+             f"--free parameters")
+        notes.append(f"underdetermined: {len(free)} parameters fitted to {len(train)} records")
+    with busy(f"fitting {len(free)} parameters to {len(train)} records ({a.engine})",
+              a.engine == "sim" or len(train) > 200):
+        result = fit(train, micro.params, free, a.engine)
     runs = [str(Path(p)) for p in a.runs]
     sources = dict(micro.params.sources)
     for k, how in micro.fitted.items():
@@ -166,7 +195,8 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     params = Params(result.params.values, hardware, None, runs, sources)
     train_v = evaluate(train, [r["measured_ms"] for r in result.residuals],
                        [r["predicted_ms"] for r in result.residuals])
-    held_v = validate(held, params, a.engine) if held else None
+    with busy(f"predicting {len(held)} held-out records ({a.engine})", bool(held)):
+        held_v = validate(held, params, a.engine) if held else None
     doc = {"out": a.out, "hardware": hardware, "engine": a.engine, "fitted_on": runs,
            "stages": {"micro": {"fitted": micro.fitted, "n": len(micro.residuals),
                                 "values": {k: micro.params[k] for k in micro.fitted},
@@ -243,7 +273,7 @@ def calibrate_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
     p.add_argument("--free", default=None, help="comma list of stage-2 parameters to fit")
     p.add_argument("--base", default=None, help="start from this parameters file, not priors")
-    p.add_argument("--thin", type=int, default=1, help="fit on every K-th training record (file "
+    p.add_argument("--thin", type=int_at_least(1), default=1, help="fit on every K-th training record (file "
                    "order; for the slow sim engine); the held-out group is kept whole")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return p
@@ -256,7 +286,7 @@ def validate_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
     p.add_argument("--plot", default=None, help="write predicted vs measured (PNG)")
     p.add_argument("--color-by", default="minibatch", help="knob or field colouring the plot")
-    p.add_argument("--thin", type=int, default=1, help="every K-th record only (file order)")
+    p.add_argument("--thin", type=int_at_least(1), default=1, help="every K-th record only (file order)")
     p.add_argument("--heldout-only", action="store_true",
                    help="only the records the parameters file's split held out")
     p.add_argument("--allow-params-mismatch", action="store_true",
@@ -268,18 +298,21 @@ def validate_parser() -> argparse.ArgumentParser:
 def run_validate(a: argparse.Namespace) -> dict:
     """Predict every layer record with the parameters file; return the --json document."""
     _check_engine(a.engine)
-    if a.plot and not a.plot.lower().endswith(".png"):
-        raise MokInputError(f"--plot {a.plot!r} must name a .png file")
+    if a.plot:
+        check_output_file(a.plot, "--plot", ".png")
     records = read_records(a.runs)
     params = read_params(a.params)
+    known = ("model", "tokens", "ep", "pass", "precision", "system", "source", "date") + KNOBS
+    if a.color_by not in known:
+        raise MokInputError(f"--color-by {a.color_by!r} must be one of {', '.join(known)}")
     skipped = Counter(r["system"] for r in records
                       if not predictable(r) and not r["system"].startswith("micro-"))
     records = [r for r in records if predictable(r)]
     if a.heldout_only:
         split_doc = json.loads(Path(a.params).read_text()).get("split")
-        if not split_doc:
+        if not isinstance(split_doc, dict) or not isinstance(split_doc.get("heldout_ids"), list):
             raise MokInputError(f"--heldout-only: {a.params} was fitted without a hold-out split")
-        ids = set(split_doc["heldout_ids"])
+        ids = set(map(str, split_doc["heldout_ids"]))
         records = [r for r in records if r["id"] in ids]
     if a.thin < 1:
         raise MokInputError(f"--thin {a.thin} must be >= 1")
@@ -294,7 +327,8 @@ def run_validate(a: argparse.Namespace) -> dict:
             f"--params {a.params!r} was fitted for hardware {params.hardware!r}, but "
             f"{first['_file']}:{first['_line']} is a run on {first['hardware']['preset']!r}; pass "
             f"--allow-params-mismatch to use it anyway")
-    v = validate(records, params, a.engine)
+    with busy(f"predicting {len(records)} records ({a.engine})", a.engine == "sim"):
+        v = validate(records, params, a.engine)
     if skipped:
         print(f"mok validate: not predicted (no model of these systems): {dict(skipped)}",
               file=sys.stderr)

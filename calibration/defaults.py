@@ -3,7 +3,7 @@
     python -m calibration.defaults
 
 - gb300-nvl72: the Blackwell priors fitted to the published GB300 NVL72 rows
-  (calibration/runs/published/gb300_table1.jsonl, made from ../shared/data/published.json).
+  (calibration/runs/published/gb300_table1.jsonl, made from the published rows in docs/sources.md).
 - gb200-nvl72, vr-nvl72, rubin-ultra-nvl576: the GB300 fit transferred (same kernel design,
   Grace/Vera hosts); b200-hgx8, b300-dgx8: the same with an x86 host (host_launch_scale 1).
 - h200-hgx8: priors, then the fabric parameters fitted to NVLink microbenchmarks on two real
@@ -71,8 +71,8 @@ def main() -> None:
                      "hardware yet.")
     for name, family in (("h200-1", H200_LOCAL), ("h100-hgx8", HOPPER)):
         write_params(PARAMS_DIR / f"{name}.json", prior_params(name, family),
-                     "Priors from our H200 probe (../shared/data/h200_probe.json) and public "
-                     "figures (facts.md); not yet fitted.")
+                     "Priors from our H200 probe and public figures (both in docs/sources.md); "
+                     "not yet fitted.")
     root = Path(__file__).resolve().parents[1]
     fit_h200_hgx8(root)
     calibrate_cli([str(f.relative_to(root)) for f in H200_RUNS]

@@ -22,6 +22,8 @@ GPU, local HBM) are refused unless --allow-emulated. Bad input: one line `mok: e
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import argparse
 import json
 import sys
@@ -85,6 +87,16 @@ def _clip(name: str, v: float, notes: list[str]) -> float:
     return float(min(max(v, lo), hi))
 
 
+def _in_repo(path: str) -> str:
+    """A record file's path relative to the repository when it lies inside it (a parameters file
+    must not cite paths that only exist on the machine that fitted it)."""
+    root = Path(__file__).resolve().parents[1]
+    try:
+        return str(Path(path).resolve().relative_to(root))
+    except ValueError:
+        return path
+
+
 def fit_fabric(records: list[dict], base: Params, link_gbps: float) -> FabricFit:
     """Replace the fabric parameters of `base` that the micro-nvlink-* records measure."""
     by: dict[str, list[dict]] = {}
@@ -100,7 +112,7 @@ def fit_fabric(records: list[dict], base: Params, link_gbps: float) -> FabricFit
     def put(name: str, v: float, how: str, recs: list[dict]) -> None:
         values[name] = _clip(name, v, out.notes)
         out.fitted[name] = {"value": values[name], "how": how, "records": [r["id"] for r in recs],
-                            "files": sorted({r.get("_file", "?") for r in recs})}
+                            "files": sorted({_in_repo(r.get("_file", "?")) for r in recs})}
 
     copies = by.get("micro-nvlink-copy", [])
     sweeps = {}

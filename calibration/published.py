@@ -1,4 +1,4 @@
-"""The published GB300 NVL72 rows (../shared/data/published.json) as mok-run/1 records.
+"""The published GB300 NVL72 rows (docs/sources.md, "Published layer latencies") as mok-run/1 records.
 
 Each row gives two records: the MoK latency and the best baseline's ("N" = nccl-torch).
 The table does not state the precision or the knobs: the records say bf16 (an assumption, stated

@@ -141,5 +141,8 @@ def plot(records: list[dict], v: Validation, path: str, color_by: str = "minibat
                           f"Spearman {rho}", fontsize=10)
     ax.legend(fontsize=7, loc="upper left", ncol=1 if len(keys) < 12 else 2)
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    from mok_model.fileio import atomic_path
+
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format="png")
     plt.close(fig)

@@ -156,6 +156,19 @@ def time_events(step: Callable[[], None], refresh: Callable[[int], None], iters:
     return [s.elapsed_time(e) for s, e in evs]
 
 
+def capture_graph(fn: Callable[[], Any]) -> Callable[[], None]:
+    """Capture fn() in a CUDA graph (after one warm-up call on a side stream); return its replay."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        fn()
+    torch.cuda.current_stream().wait_stream(side)
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        fn()
+    return g.replay
+
+
 def _hardware() -> dict[str, Any]:
     props = torch.cuda.get_device_properties(0)
     return {"preset": "h200-1", "gpu": props.name, "gpus": 1, "sms": props.multi_processor_count,
@@ -245,17 +258,7 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
     fwd()
     torch.cuda.synchronize()
     layer.check()
-    step = fwd
-    if graph:
-        s = torch.cuda.Stream()
-        s.wait_stream(torch.cuda.current_stream())
-        with torch.cuda.stream(s):
-            fwd()
-        torch.cuda.current_stream().wait_stream(s)
-        g = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(g):
-            fwd()
-        step = g.replay
+    step = capture_graph(fwd) if graph else fwd
     times = time_events(step, wl.refresh, iters, warmup)
     layer.check()
     bd: dict[str, float] = {}

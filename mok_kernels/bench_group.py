@@ -25,7 +25,7 @@ from typing import Any
 
 import torch
 
-from .bench import _ints, _software, make_record, stats, time_events
+from .bench import _ints, _software, capture_graph, make_record, stats, time_events
 from .routing import make_routing, shape_of
 
 GROUP_SYSTEMS = ("mok", "nccl-torch", "graph-a2a", "gemm-only")
@@ -106,19 +106,6 @@ def _time(step, wl: RankWorkload, iters: int, warmup: int) -> list[float]:
     return time_events(step, wl.refresh, iters, warmup)
 
 
-def _graph(fn):
-    """Capture fn() in a CUDA graph (after one warm-up call on a side stream); return replay."""
-    side = torch.cuda.Stream()
-    side.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(side):
-        fn()
-    torch.cuda.current_stream().wait_stream(side)
-    g = torch.cuda.CUDAGraph()
-    with torch.cuda.graph(g):
-        fn()
-    return g.replay
-
-
 def _systems(a: argparse.Namespace, wl: RankWorkload):
     """Yield (system, knobs, step, check) for every configuration of one workload."""
     import itertools
@@ -139,7 +126,7 @@ def _systems(a: argparse.Namespace, wl: RankWorkload):
     if "graph-a2a" in systems:
         a2a = CapacityA2A(ex, wl.ep, wl.tokens, wl.shape.topk, wl.shape.hidden, wl.dev)
         fwd = lambda: a2a.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
-        yield "graph-a2a", base, _graph(fwd), fwd
+        yield "graph-a2a", base, capture_graph(fwd), fwd
     if "gemm-only" in systems:
         ids_all = torch.empty(wl.ep * wl.tokens, wl.shape.topk, dtype=wl.ids.dtype, device=wl.dev)
         dist.all_gather_into_tensor(ids_all, wl.ids)
@@ -208,7 +195,7 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
                     layer.cfg.on_error = "raise"
                     err = _rel(fwd(), want)
                     layer.cfg.on_error = "trap"           # no host sync inside the graph
-                    step = _graph(fwd)
+                    step = capture_graph(fwd)
                 elif check is not None:
                     err = _rel(check(), want)
                 else:

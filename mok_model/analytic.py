@@ -27,7 +27,7 @@ import numpy as np
 
 from .errors import MokInputError
 from .params import Params
-from .scenario import ELEMENT_BYTES, Config, Scenario
+from .scenario import ELEMENT_BYTES, QUANTIZE_BYTES, Config, Scenario
 from .workload import traffic
 
 US = 1e-6
@@ -287,6 +287,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
                 + (gather_bytes / (hw.link_gbps * 1e9 * p["link_eff"]) + lat if P > 1 else 0.0)
                 + cap_rows.ravel() * 8.0 / (hw.hbm_tbps * 1e12 * p["hbm_eff"]))
     reduction = scn.tokens * H * 2.0 * (k + 2) / (hw.hbm_tbps * 1e12 * p["hbm_eff"])
+    quantize = quantize_time(scn, p)
     launch = p["mok_exposed_launches"] * hw.launch_us * p["host_launch_scale"] * US
     fixed = p["mok_fixed_us"] * US
 
@@ -301,7 +302,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         return np.broadcast_to(x, per_gpu.shape)[rows_ix, gpu]
 
     # critical path of the typical GPU, then the straggler's excess as load_imbalance
-    comm_bound = at(comm_chain > compute_chain)
+    comm_bound = at(comm_chain > compute_chain)  # which chain shapes the critical path
+    # what bounds the pass: the busier resource of the median GPU, the fabric (dispatch and
+    # combine) or the SMs' GEMMs (the compute chain may be critical only by waiting for rows)
+    comm_busier = at(M * (d + kk)) > at(shared + M * c)
     fill = np.where(comm_bound, at(sig_dispatch + c), at(np.maximum(shared, first)))
     drain = np.where(comm_bound, at(sig_end), at(kk_comm + sig_end))
     terms = {
@@ -313,16 +317,39 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         "ring_buffer": at(ring),
         "load_imbalance": per_gpu[rows_ix, slow] - at(per_gpu),
         "reduction": np.full(C, reduction),
+        "quantize": np.full(C, quantize),
         "fixed": np.full(C, fixed),
     }
     total = sum(terms.values())
+    if scn.domains > 1:
+        # spanning domains is its own term: the same pass with every peer on NVLink gives the
+        # other terms; scale_out is what the scale-out link adds to the slowest GPU's time
+        one = mok_terms(one_domain(scn), p, dispatch_push, combine_push, minibatch, comm_sms,
+                        macrobatch, capacity)
+        terms = dict(one["terms"])
+        terms["scale_out"] = total - one["finite_total"]
+    finite_total = total
     total = np.where(overflow, np.inf, total)
     work = {"dispatch": at(M * d, slow), "combine": at(M * kk, slow),
             "routed_gemm": at(M * ffn, slow), "shared_expert": at(shared, slow),
             "signals": at(M * (sig_dispatch + np.where(kpush, 0.0, remote_wait)) + sig_end, slow)}
-    return {"terms": terms, "total": total, "work": work, "slowest_gpu": slow,
-            "overflow": overflow, "capacity_rows": cap_rows.ravel(), "minibatches": at(M, slow),
-            "bound": np.where(comm_bound, "comm", "compute")}
+    return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
+            "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
+            "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
+
+
+def one_domain(scn: Scenario) -> Scenario:
+    """The same scenario with one scale-up domain holding the whole EP group (no scale-out)."""
+    return scn.with_(hardware=scn.hardware.with_(domain_size=max(scn.hardware.domain_size, scn.ep)))
+
+
+def quantize_time(scn: Scenario, p: Params) -> float:
+    """Seconds to quantize BF16 rows for FP8/MXFP8 GEMMs (HBM-bound; 0 for BF16): forward, the
+    local tokens before the dispatch; backward, the tokens x top_k output-gradient rows a GPU
+    computes on (on average). Bytes per element in QUANTIZE_BYTES."""
+    rows = scn.tokens * (1 if scn.pass_ == "fwd" else scn.model.top_k)
+    hw = scn.hardware
+    return rows * scn.model.hidden * QUANTIZE_BYTES[scn.precision] / (hw.hbm_tbps * 1e12 * p["hbm_eff"])
 
 
 def mok_config_terms(scn: Scenario, p: Params, config: Config) -> dict:
@@ -332,8 +359,11 @@ def mok_config_terms(scn: Scenario, p: Params, config: Config) -> dict:
                   np.array([config.minibatch]), np.array([config.comm_sms]),
                   np.array([config.macrobatch]), np.array([config.capacity]))
     if r["overflow"][0]:
+        need = min(float(loads(scn).rows.max()) * p["capacity_headroom"],
+                   scn.ep * scn.tokens * min(scn.model.top_k, scn.local_experts))
+        least = np.ceil(1000 * need / (scn.ep * scn.tokens * min(scn.model.top_k, scn.local_experts))) / 1000
         raise MokInputError(
             f"--capacity {config.capacity} holds {int(r['capacity_rows'][0])} rows, fewer than the "
-            f"busiest GPU's routed rows times the safety headroom {p['capacity_headroom']}: the "
-            f"schedule would overflow; raise --capacity")
+            f"busiest GPU's {int(loads(scn).rows.max())} routed rows times the safety headroom "
+            f"{p['capacity_headroom']}: the schedule would overflow; use --capacity {least:g} or more")
     return r

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .analytic import US, expert_ffn_time, fabric_gbps, loads
+from .analytic import US, expert_ffn_time, fabric_gbps, loads, one_domain, quantize_time
 from .params import Params
 from .scenario import ELEMENT_BYTES, Scenario
 
@@ -36,6 +36,18 @@ def _exchange(scn: Scenario, p: Params, bytes_row: float, rows_in, rows_out, sms
         link_in, link_out = np.minimum(link_in, cap), np.minimum(link_out, cap)
     t = np.maximum(rows_in * bytes_row / link_in, rows_out * bytes_row / link_out)
     return t + (scn.ep - 1) * scn.hardware.link_latency_us * US
+
+
+def host_ops(scn: Scenario, p: Params, system: str) -> float:
+    """Operations the host launches one by one after the count sync (forward), or in the whole
+    backward pass: autograd launches each forward operation's backward, and every GEMM's
+    backward is two GEMMs (data and weight gradients): two routed ones, plus two for a shared
+    expert."""
+    ops = {"nccl-torch": p["nccl_ops"], "deepep": p["deepep_ops"], "hybridep": p["hybridep_ops"],
+           "comet": p["deepep_ops"]}[system]  # assumption: Comet's host launches as many as DeepEP's
+    if scn.pass_ == "bwd":
+        ops += 2 + (2 if scn.model.shared_experts else 0)
+    return ops
 
 
 def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
@@ -67,7 +79,6 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
     sync = (p["host_sync_us"] * p["host_launch_scale"] * US) if fwd else 0.0
 
     if system == "nccl-torch":
-        ops = p["nccl_ops"]
         disp = _exchange(scn, p, act, ld.remote_in, ld.remote_out, None, p["nccl_eff"])
         comb = _exchange(scn, p, out, ld.remote_out, ld.remote_in, None, p["nccl_eff"])
         gpu = {"permute": permute, "dispatch": disp, "routed_gemm": ffn(hw.sms),
@@ -75,7 +86,6 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
         before = {}
     elif system in ("deepep", "hybridep"):
         sms = p["deepep_sms"] if system == "deepep" else p["hybridep_sms"]
-        ops = p["deepep_ops"] if system == "deepep" else p["hybridep_ops"]
         disp = _exchange(scn, p, act, ld.dedup_in, ld.dedup_out, sms)
         comb = _exchange(scn, p, out, ld.dedup_out, ld.dedup_in, sms)
         # the shared expert runs on the SMs the dispatch kernel leaves free
@@ -84,7 +94,6 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
                "unpermute": unpermute}
     elif system == "comet":
         sms = p["comet_sms"]
-        ops = p["deepep_ops"]  # assumption: Comet's host side launches as many ops as DeepEP's
         disp = _exchange(scn, p, act, ld.remote_in, ld.remote_out, sms)
         comb = _exchange(scn, p, out, ld.remote_out, ld.remote_in, sms)
         g = ffn(hw.sms - sms) * (1 + p["comet_overhead"])
@@ -105,9 +114,15 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
     terms["host_sync"] = sync
     terms.update({name: float(np.broadcast_to(v, (P,))[typ]) for name, v in gpu.items()})
     # after the sync the host launches `ops` operations one by one; the GPU waits when it is faster
+    ops = host_ops(scn, p, system)
     gpu_after = float(per_gpu_after[typ])
     terms["host_launch_exposed"] = max(0.0, ops * launch - gpu_after)
     terms["load_imbalance"] = float((per_gpu_before + per_gpu_after)[slow] - (per_gpu_before + per_gpu_after)[typ])
+    terms["quantize"] = quantize_time(scn, p)  # serial, before the dispatch (0 for BF16)
+    if scn.domains > 1:  # spanning domains is its own term, as in analytic.mok_terms
+        one = baseline_terms(one_domain(scn), p, system)["terms"]
+        one["scale_out"] = sum(terms.values()) - sum(one.values())
+        terms = one
     work = {"dispatch": float(np.max(disp)), "combine": float(np.max(comb)),
             "routed_gemm": float(ffn(hw.sms)[slow]), "shared_expert": float(shared(hw.sms)[slow])}
     return {"terms": terms, "total": sum(terms.values()), "work": work, "slowest_gpu": slow}

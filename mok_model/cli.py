@@ -6,11 +6,16 @@ Exit status: 0 success, 2 bad input (one line on stderr), 1 anything else.
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
+import math
+import os
 import shlex
 import sys
+from pathlib import Path
 
 from .errors import MokInputError
+from .fileio import check_output_file, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
 from .scenario import ENGINES, MODES, PASSES, PRECISIONS, SYSTEMS, Config, Scenario
 from .sim.fabric import SimInvariantError
@@ -23,18 +28,51 @@ class _Parser(argparse.ArgumentParser):
     """argparse that reports bad input as MokInputError (one line, exit 2)."""
 
     def error(self, message: str):
-        raise MokInputError(f"{self.prog}: {message}")
+        raise MokInputError(f"{message} (see `{self.prog} --help`)")
+
+
+def int_at_least(low: int):
+    """An argparse type: an integer >= low, refused with the rule otherwise."""
+    def parse(text: str) -> int:
+        try:
+            v = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} must be an integer >= {low}") from None
+        if v < low:
+            raise argparse.ArgumentTypeError(f"{text} must be an integer >= {low}")
+        return v
+    parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def capacity_arg(text: str) -> float:
+    """An argparse type: a number in (0, 1]."""
+    try:
+        v = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} must be a number in (0, 1]") from None
+    if not (math.isfinite(v) and 0 < v <= 1):
+        raise argparse.ArgumentTypeError(f"{text} must be a number in (0, 1]")
+    return v
+
+
+def choice(flag: str, allowed: tuple[str, ...], value: str) -> str:
+    """Refuse a value that is not one of `allowed`, naming them."""
+    if value not in allowed:
+        raise MokInputError(f"{flag} {value!r} must be one of {', '.join(allowed)}")
+    return value
 
 
 def _workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--hardware", required=True, help="preset name or FILE.toml")
     p.add_argument("--model", required=True, help="preset name or FILE.toml")
-    p.add_argument("--ep", required=True, type=int, help="EP degree (GPUs in the EP group)")
-    p.add_argument("--tokens", required=True, type=int, help="local tokens per GPU before dispatch")
+    p.add_argument("--ep", required=True, type=int_at_least(1), help="EP degree (GPUs in the EP group)")
+    p.add_argument("--tokens", required=True, type=int_at_least(1),
+                   help="local tokens per GPU before dispatch")
     p.add_argument("--pass", dest="pass_", default="fwd", help=f"one of {PASSES}")
     p.add_argument("--precision", default="bf16", help=f"one of {PRECISIONS}")
     p.add_argument("--routing", default="uniform", help="uniform | zipf:S | hot:F | FILE")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int_at_least(0), default=0)
     p.add_argument("--params", default=None, help="parameters file (default: the hardware's own)")
     p.add_argument("--allow-params-mismatch", action="store_true",
                    help="use a parameters file fitted for other hardware")
@@ -44,20 +82,65 @@ def _workload_flags(p: argparse.ArgumentParser) -> None:
 def _config_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--dispatch", help=f"one of {MODES}")
     p.add_argument("--combine", help=f"one of {MODES}")
-    p.add_argument("--minibatch", type=int, help="routed rows per pipeline step")
-    p.add_argument("--comm-sms", dest="comm_sms", type=int, help="communication SMs")
-    p.add_argument("--macrobatch", type=int, help="ring-buffer capacity in routed rows")
-    p.add_argument("--capacity", type=float, help="schedule capacity multiplier in (0, 1]")
+    p.add_argument("--minibatch", type=int_at_least(1), help="routed rows per pipeline step")
+    p.add_argument("--comm-sms", dest="comm_sms", type=int_at_least(1), help="communication SMs")
+    p.add_argument("--macrobatch", type=int_at_least(1), help="ring-buffer capacity in routed rows")
+    p.add_argument("--capacity", type=capacity_arg, help="schedule capacity multiplier in (0, 1]")
     p.add_argument("--system", default="mok", help=f"one of {SYSTEMS}")
 
 
 def _scenario(a) -> Scenario:
-    return Scenario(load_hardware(a.hardware), load_model(a.model), a.ep, a.tokens, a.pass_,
-                    a.precision, a.routing, a.seed)
+    """The Scenario of the flags, validated; warnings for legal but suspicious settings."""
+    choice("--pass", PASSES, a.pass_)
+    choice("--precision", PRECISIONS, a.precision)
+    hw, model = load_hardware(a.hardware), load_model(a.model)
+    _warn_shadowing(a.hardware, hw, hardware_names(), load_hardware, "hardware",
+                    "its default parameters are that preset's fitted file "
+                    f"(mok_model/params/{hw.name}.json); pass --params FILE fitted to your hardware "
+                    "or rename it")
+    _warn_shadowing(a.model, model, model_names(), load_model, "model", "rename it")
+    scn = Scenario(hw, model, a.ep, a.tokens, a.pass_, a.precision, a.routing, a.seed)
+    if scn.domains > 1:
+        warn(f"--ep {scn.ep} spans {scn.domains} scale-up domains of {hw.name} ({hw.domain_size} "
+             f"GPUs each): rows between domains cross the scale-out link ({hw.scaleout_gbps:g} GB/s "
+             f"per GPU vs {hw.link_gbps:g} GB/s NVLink); the breakdown shows it as scale_out")
+    from .workload import parse_routing, routing_bytes
+
+    need = routing_bytes(scn.ep, scn.tokens, model.top_k)
+    if need > 2e9 and parse_routing(scn.routing, model.top_k)[0] != "file":
+        warn(f"--tokens {scn.tokens} at --ep {scn.ep}: drawing the routing takes about "
+             f"{need / 1e9:.1f} GB of memory")
+    return scn
+
+
+def _warn_shadowing(arg: str, obj, names: list[str], load, kind: str, advice: str) -> None:
+    """Warn when a TOML file carries a preset's name but not that preset's numbers."""
+    if not arg.endswith(".toml") or obj.name not in names:
+        return
+    preset = load(obj.name)
+    differ = [f.name for f in dataclasses.fields(obj)
+              if f.compare and f.name != "source" and getattr(obj, f.name) != getattr(preset, f.name)]
+    if differ:
+        warn(f"{kind} file {arg!r} is named {obj.name!r} like the preset but differs in {differ}; "
+             f"{advice}")
+
+
+def _warn_knobs(scn: Scenario, knobs: dict) -> None:
+    """Warn about legal knob values far outside what the tuner searches."""
+    mb, cc = knobs.get("minibatch"), knobs.get("comm_sms")
+    if mb is not None and mb < 128:
+        warn(f"--minibatch {mb} is below one 128-row GEMM tile: every minibatch runs padded tiles "
+             f"and reloads its experts' weights (the tuner searches 256 and up)")
+    if cc is not None and cc > scn.hardware.sms // 2:
+        warn(f"--comm-sms {cc} leaves {scn.hardware.sms - cc} of {scn.hardware.sms} SMs to the "
+             f"GEMMs (the tuner searches 4 to {min(64, scn.hardware.sms // 2)})")
 
 
 def _knobs(a) -> dict:
     """The knobs given on the command line, each validated; the tuner picks the rest."""
+    for knob in ("dispatch", "combine"):
+        if getattr(a, knob) is not None:
+            choice(f"--{knob}", MODES, getattr(a, knob))
     knobs = {k: getattr(a, k) for k in KNOBS if getattr(a, k) is not None}
     trial = {**Config().as_dict(), **knobs}
     if "macrobatch" not in knobs:  # the tuner sizes the ring; only a given one must hold a minibatch
@@ -85,6 +168,8 @@ def _print_prediction(pred, as_json: bool) -> None:
         print(f"knobs: dispatch={c.dispatch} combine={c.combine} minibatch={c.minibatch} "
               f"comm_sms={c.comm_sms} macrobatch={c.macrobatch} capacity={c.capacity}{chosen}")
     print(f"latency: {pred.latency_ms:.3f} ms (slowest GPU {pred.slowest_gpu})")
+    for note in pred.notes():
+        print(f"note: {note}")
     print("critical path (adds up to the latency):")
     for k, v in pred.breakdown_ms.items():
         print(f"  {k:<22} {v:9.4f} ms")
@@ -124,25 +209,36 @@ def _asdict(obj) -> dict:
 def cmd_predict(a, engine: str) -> int:
     from .predict import predict
 
+    choice("--system", SYSTEMS, a.system)
+    if engine == "sim":
+        choice("--schedule", SCHEDULES, a.schedule)
+        if a.trace:
+            check_output_file(a.trace, "--trace")
     scn = _scenario(a)
     knobs = _knobs(a)
     if a.system != "mok" and knobs:
         raise MokInputError(f"--system {a.system} has no MoK knobs; drop {sorted(knobs)}")
+    if "comm_sms" in knobs:
+        Config(comm_sms=knobs["comm_sms"]).check_for(scn)
+    _warn_knobs(scn, knobs)
     params = _params_arg(a)(scn)
     if engine == "sim":
+        from .progress import busy
         from .sim import simulate
 
-        if a.schedule not in SCHEDULES:
-            raise MokInputError(f"--schedule {a.schedule!r} must be one of {SCHEDULES}")
         tuned = predict(scn, knobs, a.system, params) if a.system == "mok" else None
         if a.degrade:  # links of the simulated network; knobs left unset are tuned on the healthy one
             scn = scn.with_(hardware=scn.hardware.with_(degrade=a.degrade))
-        pred = simulate(scn, tuned.config if tuned else None, a.system, params, trace=a.trace,
-                        schedule=a.schedule)
+        with busy(f"simulating {a.system} at EP {scn.ep}"):
+            pred = simulate(scn, tuned.config if tuned else None, a.system, params, trace=a.trace,
+                            schedule=a.schedule)
         pred.tuned = tuned.tuned if tuned else []
     else:
         pred = predict(scn, knobs, a.system, params, engine)
     _print_prediction(pred, a.json)
+    if engine == "sim" and a.trace and not a.json:
+        kept = pred.extra.get("traced_gpus")
+        print(f"wrote {a.trace} (GPUs {kept}; the slowest, {pred.slowest_gpu}, among them)")
     return 0
 
 
@@ -152,6 +248,8 @@ def cmd_tune_table(a) -> int:
 
     if a.tokens is not None:
         raise MokInputError("--table tunes every bucket of --tokens-buckets; drop --tokens")
+    if Path(a.table).is_dir():
+        raise MokInputError(f"--table {a.table!r} is a folder; name a FILE.json inside it")
     if a.engine != "analytic" or a.pass_ != "fwd" or a.precision != "bf16" or a.routing != "uniform" \
             or a.seed != 0:
         raise MokInputError("--table is the megakernel's choice: analytic engine, --pass fwd, "
@@ -187,30 +285,33 @@ def cmd_tune_table(a) -> int:
 
 
 def cmd_tune(a) -> int:
+    from .predict import scenario_notes
     from .tuner import tune
 
+    choice("--engine", ENGINES, a.engine)
     if a.table:
         return cmd_tune_table(a)
     if a.tokens is None:
-        raise MokInputError("mok tune: the following arguments are required: --tokens "
-                            "(or --table FILE.json with --tokens-buckets)")
+        raise MokInputError("the following arguments are required: --tokens (or --table FILE.json "
+                            "with --tokens-buckets; see `mok tune --help`)")
     if a.tokens_buckets:
         raise MokInputError("--tokens-buckets needs --table FILE.json")
     scn = _scenario(a)
-    if a.engine not in ENGINES:
-        raise MokInputError(f"--engine {a.engine!r} must be one of {ENGINES}")
-    if a.top < 1:
-        raise MokInputError(f"--top {a.top} must be >= 1")
+    knobs = _knobs(a)
+    _warn_knobs(scn, knobs)
     params = _params_arg(a)(scn)
-    r = tune(scn, params, fixed=_knobs(a), top=a.top, engine=a.engine)
+    r = tune(scn, params, fixed=knobs, top=a.top, engine=a.engine)
     if a.json:
         print(json.dumps({"best": {"config": r.best.config.as_dict(), "latency_ms": r.best.latency_ms},
                           "top": [{"config": s.config.as_dict(), "latency_ms": s.latency_ms} for s in r.top],
                           "evaluated": r.evaluated, "seconds": r.seconds, "engine": r.engine,
-                          **scn.describe(), "params": params.path}, indent=1))
+                          **scn.describe(), "domains": scn.domains, "notes": scenario_notes(scn),
+                          "params": params.path}, indent=1))
         return 0
     print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
           f"{scn.pass_} / {scn.precision}: {r.evaluated} configurations in {r.seconds:.3f} s ({r.engine})")
+    for note in scenario_notes(scn):
+        print(f"note: {note}")
     print(f"  {'rank':<5}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity")
     for i, s in enumerate(r.top, 1):
         c = s.config
@@ -221,7 +322,7 @@ def cmd_tune(a) -> int:
 
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="mok", description="Predict, tune and run MoE layers on scale-up GPU fabrics")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser)
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser, metavar="COMMAND")
     sp = sub.add_parser("presets", help="hardware and model presets")
     sp.add_argument("--json", action="store_true")
     for name in ("predict", "simulate"):
@@ -239,12 +340,12 @@ def build_parser() -> argparse.ArgumentParser:
     _workload_flags(sp)
     for flag in ("--dispatch", "--combine"):
         sp.add_argument(flag, help=f"fix this knob: one of {MODES}")
-    sp.add_argument("--minibatch", type=int)
-    sp.add_argument("--comm-sms", dest="comm_sms", type=int)
-    sp.add_argument("--macrobatch", type=int)
-    sp.add_argument("--capacity", type=float)
+    sp.add_argument("--minibatch", type=int_at_least(1))
+    sp.add_argument("--comm-sms", dest="comm_sms", type=int_at_least(1))
+    sp.add_argument("--macrobatch", type=int_at_least(1))
+    sp.add_argument("--capacity", type=capacity_arg)
     sp.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
-    sp.add_argument("--top", type=int, default=5)
+    sp.add_argument("--top", type=int_at_least(1), default=5)
     sp.add_argument("--table", help="write a knob table FILE.json per token bucket (MoKLayer's "
                                     "knob_table); replaces --tokens")
     sp.add_argument("--tokens-buckets", dest="tokens_buckets",
@@ -274,7 +375,9 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if argv and argv[0] in ("calibrate", "validate", "study", "bench"):
             return _forward(argv[0], argv[1:])
-        a = build_parser().parse_args(argv)
+        a, extra = build_parser().parse_known_args(argv)
+        if extra:
+            raise MokInputError(f"unrecognized arguments: {' '.join(extra)} (see `mok {a.cmd} --help`)")
         if a.cmd == "presets":
             return cmd_presets(a)
         if a.cmd in ("predict", "simulate"):
@@ -292,6 +395,15 @@ def main(argv: list[str] | None = None) -> int:
     except BrokenPipeError:  # output piped into `head`
         sys.stdout = None
         return 0
+    except KeyboardInterrupt:
+        print("mok: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - a bug or the system, not the input: one line, exit 1
+        if os.environ.get("MOK_DEBUG"):
+            raise
+        print(f"mok: internal error: {type(exc).__name__}: {exc} (rerun with MOK_DEBUG=1 for the "
+              f"traceback, and please report it)", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import MokInputError
+from .fileio import atomic_write_text
 
 PARAMS_DIR = Path(__file__).parent / "params"
 SCHEMA = "mok-params/1"
@@ -81,7 +82,7 @@ def _check(values: dict, where: str) -> None:
         if name not in BOUNDS:
             raise MokInputError(f"{where}: unknown parameter {name!r}; known: {sorted(BOUNDS)}")
         lo, hi = BOUNDS[name]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:  # nan fails
             raise MokInputError(f"{where}: {name}={v!r} must be a number in [{lo}, {hi}]")
 
 
@@ -91,13 +92,23 @@ def read_params(path: str | Path) -> Params:
     if not path.is_file():
         raise MokInputError(f"--params {str(path)!r}: no such file")
     try:
-        doc = json.loads(path.read_text())
+        doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise MokInputError(
             f"--params {str(path)!r}: not JSON ({exc.msg}, line {exc.lineno})") from None
+    except UnicodeDecodeError:
+        raise MokInputError(f"--params {str(path)!r}: not UTF-8 text; a parameters file is JSON") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise MokInputError(f"--params {str(path)!r}: schema must be {SCHEMA!r}")
     entries = doc.get("values", {})
+    if not isinstance(entries, dict):
+        raise MokInputError(f"--params {str(path)!r}: values must be an object of name -> "
+                            f"{{value, source}}")
+    bad = [k for k, e in entries.items() if isinstance(e, dict) and "value" not in e]
+    if bad:
+        raise MokInputError(f"--params {str(path)!r}: {bad[0]} has no 'value'")
+    if not isinstance(doc.get("hardware", ""), str):
+        raise MokInputError(f"--params {str(path)!r}: hardware must be a preset name")
     values = {k: (e["value"] if isinstance(e, dict) else e) for k, e in entries.items()}
     sources = {k: e.get("source", "") for k, e in entries.items() if isinstance(e, dict)}
     _check(values, str(path))
@@ -113,7 +124,7 @@ def write_params(path: str | Path, params: Params, notes: str, extra: dict | Non
                       for k in sorted(params.values)}}
     if extra:
         doc.update(extra)
-    Path(path).write_text(json.dumps(doc, indent=1) + "\n")
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
 
 
 def load_params(path: str | Path | None, hardware_name: str, allow_other_hardware: bool = False) -> Params:

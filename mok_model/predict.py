@@ -32,14 +32,37 @@ class Prediction:
     tuned: list[str] = field(default_factory=list)  # knobs the tuner chose
     extra: dict = field(default_factory=dict)  # engine-specific results (sim: events, timelines)
 
+    def notes(self) -> list[str]:
+        """What a reader must know to read the numbers (scenario_notes, then the engine's)."""
+        return scenario_notes(self.scenario) + list(self.extra.get("notes", []))
+
     def as_json(self) -> dict:
         d = {"latency_ms": self.latency_ms, "breakdown_ms": self.breakdown_ms,
              "work_ms": self.work_ms,
              "config": self.config.as_dict() if self.config else None,
              **self.scenario.describe(), "system": self.system, "engine": self.engine,
-             "params": self.params, "slowest_gpu": self.slowest_gpu, "tuned_knobs": self.tuned}
-        d.update({k: v for k, v in self.extra.items() if k != "timelines"})
+             "params": self.params, "slowest_gpu": self.slowest_gpu, "tuned_knobs": self.tuned,
+             "domains": self.scenario.domains, "notes": self.notes()}
+        d.update({k: v for k, v in self.extra.items() if k not in ("timelines", "notes")})
         return d
+
+
+def scenario_notes(s: Scenario) -> list[str]:
+    """Facts about a scenario that change how its numbers read: domains spanned, uneven expert
+    placement, emulated peers."""
+    out = []
+    if s.domains > 1:
+        out.append(f"the EP group spans {s.domains} scale-up domains of {s.hardware.domain_size} "
+                   f"GPUs; rows between domains cross the scale-out link (term scale_out)")
+    if s.uneven:
+        q, r = divmod(s.model.routed_experts, s.ep)
+        out.append(f"EP {s.ep} does not divide the {s.model.routed_experts} experts of "
+                   f"{s.model.name}: {r} GPUs hold {q + 1} experts and {s.ep - r} hold {q} "
+                   f"(uneven placement); the GPUs with more receive more rows")
+    if s.hardware.emulated_ranks and s.ep > 1:
+        out.append(f"{s.hardware.name} emulates the {s.ep - 1} peers in local memory; the "
+                   f"latency is rank 0's")
+    return out
 
 
 def resolve_params(scenario: Scenario, params: Params | str | None,
@@ -62,11 +85,28 @@ def analytic_mok(scenario: Scenario, config: Config, p: Params) -> Prediction:
                       extra={"bound": str(r["bound"][0]), "minibatches": int(r["minibatches"][0])})
 
 
+def deepep_hybridep_note(scenario: Scenario, p: Params) -> str | None:
+    """Why DeepEP and HybridEP come out alike where they do: both copy kernels outrun the link."""
+    hw = scenario.hardware
+    link = hw.link_gbps * p["link_eff"]
+    caps = {s: p[f"{s}_sms"] * p["copy_gbps_per_sm"] for s in ("deepep", "hybridep")}
+    if scenario.domains > 1 or min(caps.values()) < link:
+        return None
+    return (f"DeepEP ({p['deepep_sms']:g} SMs, {caps['deepep']:.0f} GB/s) and HybridEP "
+            f"({p['hybridep_sms']:g} SMs, {caps['hybridep']:.0f} GB/s) both copy faster than the "
+            f"{link:.0f} GB/s the NVLink port carries, so inside one domain both exchanges are "
+            f"link-bound and equal"
+            + (f", and both launch {p['deepep_ops']:g} host operations" if p["deepep_ops"] == p["hybridep_ops"] else "")
+            + "; they differ only in the SMs left to the shared expert beside the dispatch")
+
+
 def analytic_baseline(scenario: Scenario, system: str, p: Params) -> Prediction:
     r = baseline_terms(scenario, p, system)
     terms = {k: _ms(v) for k, v in r["terms"].items()}
+    note = deepep_hybridep_note(scenario, p) if system in ("deepep", "hybridep") else None
     return Prediction(scenario, None, system, "analytic", sum(terms.values()), terms,
-                      {k: _ms(v) for k, v in r["work"].items()}, p.path, r["slowest_gpu"])
+                      {k: _ms(v) for k, v in r["work"].items()}, p.path, r["slowest_gpu"],
+                      extra={"notes": [note] if note else []})
 
 
 def predict(scenario: Scenario, config: Config | dict | None = None, system: str = "mok",

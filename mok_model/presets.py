@@ -7,6 +7,7 @@ TOML file with the same fields instead of a name. Every number cites its source.
 from __future__ import annotations
 
 import dataclasses
+import math
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -81,9 +82,9 @@ class MoEModel:
 
 
 def _positive(kind: str, name: str, key: str, value, allow_zero: bool = False) -> None:
-    ok = value >= 0 if allow_zero else value > 0
+    ok = (value >= 0 if allow_zero else value > 0) and math.isfinite(value)
     if not ok:
-        rule = ">= 0" if allow_zero else "> 0"
+        rule = "finite and >= 0" if allow_zero else "finite and > 0"
         raise MokInputError(f"{kind} {name!r}: {key}={value!r} must be {rule}")
 
 
@@ -103,8 +104,8 @@ def _validated_hardware(hw: Hardware) -> Hardware:
         if not (getattr(hw, key) == 0 or getattr(hw, key) >= 1.0):
             raise MokInputError(f"hardware {hw.name!r}: {key}={getattr(hw, key)!r} must be >= 1 "
                                 f"(1 or 0 = non-blocking)")
-    if hw.switch_tiers == 2 and not (0 < hw.leaf_gpus <= hw.domain_size and hw.domain_size % hw.leaf_gpus == 0):
-        raise MokInputError(f"hardware {hw.name!r}: two switch tiers need leaf_gpus dividing "
+    if hw.switch_tiers == 2 and not 0 < hw.leaf_gpus <= hw.domain_size:
+        raise MokInputError(f"hardware {hw.name!r}: two switch tiers need 0 < leaf_gpus <= "
                             f"domain_size {hw.domain_size} (got {hw.leaf_gpus})")
     from .sim.network import parse_degrade  # late: the simulator imports this module
 
@@ -125,22 +126,33 @@ def _validated_model(m: MoEModel) -> MoEModel:
     return m
 
 
+def _kind(cls) -> str:
+    return {"Hardware": "hardware", "MoEModel": "model"}.get(cls.__name__, cls.__name__)
+
+
 def _build(cls, name: str, table: dict, validate):
     fields = {f.name for f in dataclasses.fields(cls)}
     unknown = sorted(set(table) - fields)
     if unknown:
         raise MokInputError(
-            f"{cls.__name__} {name!r}: unknown field(s) {unknown}; allowed: {sorted(fields - {'name'})}")
-    try:
-        obj = cls(name=name, **{k: v for k, v in table.items() if k != "name"})
-    except TypeError as exc:
-        raise MokInputError(f"{cls.__name__} {name!r}: {exc}") from None
+            f"{_kind(cls)} {name!r}: unknown field(s) {unknown}; allowed: {sorted(fields - {'name'})}")
+    required = sorted(f.name for f in dataclasses.fields(cls)
+                      if f.name != "name" and f.default is dataclasses.MISSING
+                      and f.default_factory is dataclasses.MISSING)
+    missing = [k for k in required if k not in table]
+    if missing:
+        raise MokInputError(f"{_kind(cls)} {name!r}: missing field(s) {missing}; a "
+                            f"{_kind(cls)} needs {required}")
+    obj = cls(name=name, **{k: v for k, v in table.items() if k != "name"})
     for f in dataclasses.fields(cls):
         want, value = f.type, getattr(obj, f.name)
         if want in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise MokInputError(f"{cls.__name__} {name!r}: {f.name}={value!r} must be a number")
+            raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={value!r} must be a number")
         if want == "int" and not isinstance(value, int):
-            raise MokInputError(f"{cls.__name__} {name!r}: {f.name}={value!r} must be an integer")
+            raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={value!r} must be an integer")
+        kinds = {"str": (str, "a string"), "bool": (bool, "true or false"), "dict": (dict, "a table")}
+        if want in kinds and not isinstance(value, kinds[want][0]):
+            raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={value!r} must be {kinds[want][1]}")
     return validate(obj)
 
 
@@ -154,16 +166,19 @@ def _load(arg: str, file: str, cls, validate, aliases: dict):
     if arg.endswith(".toml"):
         path = Path(arg)
         if not path.is_file():
-            raise MokInputError(f"{cls.__name__.lower()} file {arg!r} does not exist")
+            raise MokInputError(f"{_kind(cls)} file {arg!r} does not exist")
         try:
             table = tomllib.loads(path.read_text())
-        except tomllib.TOMLDecodeError as exc:
+        except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise MokInputError(f"{arg}: not valid TOML ({exc})") from None
-        return _build(cls, table.pop("name", path.stem), table, validate)
+        name = table.pop("name", path.stem)
+        if not isinstance(name, str) or not name:
+            raise MokInputError(f"{arg}: name={name!r} must be a non-empty string")
+        return _build(cls, name, table, validate)
     presets = _builtin(file)
     key = aliases.get(arg, arg)
     if key not in presets:
-        raise MokInputError(f"unknown {cls.__name__.lower()} preset {arg!r}; choose one of "
+        raise MokInputError(f"unknown {_kind(cls)} preset {arg!r}; choose one of "
                             f"{sorted(presets) + sorted(aliases)} or a .toml file")
     return _build(cls, key, dict(presets[key]), validate)
 
@@ -176,6 +191,14 @@ def load_hardware(arg: str) -> Hardware:
 def load_model(arg: str) -> MoEModel:
     """A model preset by name (aliases allowed), or a TOML file with the same fields."""
     return _load(arg, "models.toml", MoEModel, _validated_model, MODEL_ALIASES)
+
+
+def model_from_shape(shape: dict, base: str = "kimi-k2") -> MoEModel:
+    """A model from a shape dict (a run record's "model" object): the fields it names over a
+    preset's, each checked like a TOML file's."""
+    table = {k: v for k, v in dataclasses.asdict(load_model(base)).items() if k != "name"}
+    table.update({k: v for k, v in shape.items() if k != "name"})
+    return _build(MoEModel, str(shape.get("name", "custom")), table, _validated_model)
 
 
 def hardware_names() -> list[str]:

@@ -18,6 +18,10 @@ ENGINES = ("analytic", "sim")
 # Bytes per activation/weight element moved or read, by precision. MXFP8: one E8M0 scale byte per
 # 32 E4M3 elements (mok-system.md section 1). The combine always returns BF16 outputs.
 ELEMENT_BYTES = {"bf16": 2.0, "fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32}
+# HBM bytes per element to quantize BF16 rows: FP8 with one scale per row reads the row twice
+# (its absolute maximum, then the scaled values) and writes one byte; MXFP8 takes each
+# 32-element block's scale in the same pass, so it reads once and writes 1 + 1/32 bytes.
+QUANTIZE_BYTES = {"bf16": 0.0, "fp8": 2.0 + 2.0 + 1.0, "mxfp8": 2.0 + 1.0 + 1.0 / 32}
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,23 +51,30 @@ class Scenario:
             raise MokInputError(
                 f"--precision {self.precision} needs tensor cores with that path; {hw.name} "
                 f"({hw.gpu}) has none (mxfp8 needs Blackwell or later)")
-        if m.routed_experts % self.ep:
+        if self.ep > m.routed_experts:
             raise MokInputError(
-                f"--ep {self.ep}: the {m.routed_experts} routed experts of {m.name} must divide "
-                f"evenly over the EP ranks")
+                f"--ep {self.ep} is more than the {m.routed_experts} routed experts of {m.name}: "
+                f"some GPUs would hold no expert; use --ep {m.routed_experts} or less")
         if self.ep > hw.domain_size and not hw.emulated_ranks and hw.scaleout_gbps <= 0:
             raise MokInputError(
                 f"--ep {self.ep} is larger than {hw.name}'s scale-up domain of {hw.domain_size} "
                 f"GPUs and the hardware has no scale-out link (scaleout_gbps)")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise MokInputError(f"--seed {self.seed!r} must be an integer >= 0")
-        from .workload import parse_routing  # late: workload imports this module
+        from .workload import check_routing_memory, parse_routing  # late: workload imports this
 
         parse_routing(self.routing, m.top_k)
+        check_routing_memory(self.ep, self.tokens, m.top_k, self.routing)
 
     @property
     def local_experts(self) -> int:
-        return self.model.routed_experts // self.ep
+        """Expert slots per GPU: ceil(experts / EP) (some GPUs hold one fewer when uneven)."""
+        return -(-self.model.routed_experts // self.ep)
+
+    @property
+    def uneven(self) -> bool:
+        """Whether EP leaves some GPUs with one expert fewer than others."""
+        return self.model.routed_experts % self.ep != 0
 
     @property
     def domains(self) -> int:

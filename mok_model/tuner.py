@@ -89,6 +89,42 @@ def buffer_bytes(scenario: Scenario, minibatch, macrobatch, capacity):
     return ring + schedule + combine_slots + inter
 
 
+def min_capacity(scenario: Scenario, params: Params) -> float:
+    """The smallest --capacity whose schedule holds the busiest GPU's rows x capacity_headroom
+    (as analytic.mok_terms' overflow rule; capacity 1.0 always fits)."""
+    per_unit = scenario.ep * scenario.tokens * min(scenario.model.top_k, scenario.local_experts)
+    need = min(_busiest_rows(scenario) * params["capacity_headroom"], per_unit)
+    return float(need / per_unit)
+
+
+def _infeasible(scn: Scenario, params: Params, fixed: dict, overflow, mem, limit: float) -> str:
+    """Why no knob setting fits: the capacity that overflows or the buffers that exceed the HBM."""
+    if overflow.all():
+        need = min_capacity(scn, params)
+        return (f"--capacity {fixed.get('capacity')} overflows: the busiest GPU receives "
+                f"{int(_busiest_rows(scn))} routed rows and the schedule must hold them x headroom "
+                f"{params['capacity_headroom']:g}; use --capacity {np.ceil(need * 1000) / 1000:g} or "
+                f"more (or leave it to the tuner)")
+    fits = ~overflow
+    smallest = float(mem[fits].min() if fits.any() else mem.min())
+    given = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()
+                      if k in ("minibatch", "macrobatch", "capacity")) or "every knob setting"
+    hint = ""
+    if "minibatch" in fixed:  # the largest of the tuner's minibatches whose buffers fit
+        ok = [mb for mb in MINIBATCHES if mb < fixed["minibatch"]
+              and _least_buffers(scn, {**fixed, "minibatch": mb}) <= limit]
+        hint = f" (the largest minibatch that fits: {max(ok)})" if ok else ""
+    return (f"{given}: MoK's buffers need at least {smallest / 1e9:.3g} GB per GPU, more than the "
+            f"{limit / 1e9:.3g} GB (half of {scn.hardware.name}'s HBM) they may take; lower "
+            f"--minibatch{hint}, --macrobatch or --capacity, or --tokens")
+
+
+def _least_buffers(scn: Scenario, fixed: dict) -> float:
+    """The smallest buffer bytes over the knob grid with some knobs fixed."""
+    g = knob_grid(scn, fixed)
+    return float(buffer_bytes(scn, g["minibatch"], g["macrobatch"], g["capacity"]).min())
+
+
 def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int = 5,
          engine: str = "analytic", sim_candidates: int = 8) -> TuneResult:
     """Search the knob grid; return the best config, the top K and how many were evaluated."""
@@ -98,18 +134,18 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     g = knob_grid(scenario, fixed)
     n = len(g["minibatch"])
     lat = np.empty(n)
+    overflow = np.zeros(n, dtype=bool)
     chunk = max(1, 2_000_000 // max(scenario.ep, 1))
     for s in range(0, n, chunk):
         sl = slice(s, s + chunk)
-        lat[sl] = mok_terms(scenario, params, g["dispatch_push"][sl], g["combine_push"][sl],
-                            g["minibatch"][sl], g["comm_sms"][sl], g["macrobatch"][sl],
-                            g["capacity"][sl])["total"]
+        r = mok_terms(scenario, params, g["dispatch_push"][sl], g["combine_push"][sl],
+                      g["minibatch"][sl], g["comm_sms"][sl], g["macrobatch"][sl], g["capacity"][sl])
+        lat[sl], overflow[sl] = r["total"], r["overflow"]
     mem = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"])
-    lat[mem > BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9] = np.inf
+    limit = BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9
+    lat[mem > limit] = np.inf
     if not np.isfinite(lat).any():
-        raise MokInputError(
-            "no knob setting is feasible: every capacity overflows or the buffers exceed half the "
-            "HBM; raise --capacity or fix fewer knobs")
+        raise MokInputError(_infeasible(scenario, params, fixed or {}, overflow, mem, limit))
     k = max(top, sim_candidates if engine == "sim" else top)
     order = np.lexsort((np.arange(n), lat))[:k]  # ties broken by grid order: deterministic
     order = order[np.isfinite(lat[order])]
@@ -124,6 +160,9 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     if engine == "sim":
         from .sim import simulate
 
+        from .progress import bar
+
         scored = sorted((Scored(s.config, simulate(scenario, s.config, "mok", params).latency_ms)
-                         for s in scored), key=lambda s: s.latency_ms)
+                         for s in bar(scored, f"simulating {len(scored)} candidates at EP {scenario.ep}")),
+                        key=lambda s: s.latency_ms)
     return TuneResult(scored[0], scored[:top], n, time.perf_counter() - t0, engine)

@@ -1,11 +1,14 @@
 """Who sends which rows where: seeded routing generators and the traffic they imply.
 
 Tokens of GPU g are rows g*N .. (g+1)*N-1 of the routing matrix; expert e lives on GPU e // L
-(L = experts per GPU) as local expert e % L.
+(L = experts per GPU) as local expert e % L. When EP does not divide the experts, the first
+experts % EP GPUs hold one expert more (expert_home).
 """
 
 from __future__ import annotations
 
+import os
+import warnings
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -15,6 +18,7 @@ import numpy as np
 from .errors import MokInputError
 
 ROUTING_KINDS = ("uniform", "zipf:S", "hot:F", "FILE (.npy or whitespace text of top-k ids)")
+ROUTING_SUFFIXES = (".npy", ".txt", ".csv")
 
 
 def parse_routing(spec: str, top_k: int) -> tuple[str, float | str | None]:
@@ -34,9 +38,43 @@ def parse_routing(spec: str, top_k: int) -> tuple[str, float | str | None]:
                 f"--routing {spec!r}: the hot expert's share of routes must be in (0, 1/top_k = "
                 f"{1 / top_k:.4g}], since a token routes to an expert at most once")
         return kind, value
-    if Path(spec).suffix in (".npy", ".txt", ".csv") or Path(spec).is_file():
+    p = Path(spec)
+    if p.is_file():
         return "file", spec
-    raise MokInputError(f"--routing {spec!r} must be one of {ROUTING_KINDS}")
+    if p.suffix in ROUTING_SUFFIXES or "/" in spec or p.exists():
+        raise MokInputError(f"--routing file {spec!r} does not exist (or is not a file)")
+    raise MokInputError(f"--routing {spec!r} is neither an existing file nor one of {ROUTING_KINDS}")
+
+
+# Peak bytes per route (token x top-k slot) that drawing a routing and counting its traffic
+# allocate: measured with tracemalloc at 16 x 65,536 tokens, top-8 (uniform 37, zipf:1.2 47).
+ROUTE_BYTES = 48
+
+
+def physical_memory_bytes() -> int:
+    """This machine's physical memory (0 where the OS does not say)."""
+    try:
+        return int(os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE"))
+    except (ValueError, OSError, AttributeError):
+        return 0
+
+
+def routing_bytes(ep: int, tokens: int, top_k: int) -> float:
+    """Estimated peak memory of drawing a seeded routing and counting its traffic."""
+    return float(ep) * tokens * top_k * ROUTE_BYTES
+
+
+def check_routing_memory(ep: int, tokens: int, top_k: int, spec: str) -> float:
+    """Refuse a generated routing that would not fit in half this machine's memory; return its
+    estimated bytes (a routing file is as large as the file itself)."""
+    need = routing_bytes(ep, tokens, top_k)
+    have = physical_memory_bytes()
+    if have and need > have / 2 and parse_routing(spec, top_k)[0] != "file":
+        raise MokInputError(
+            f"--tokens {tokens} at --ep {ep}: drawing the routing ({ep * tokens} tokens x top-{top_k}) "
+            f"needs about {need / 1e9:.3g} GB, more than half of this machine's {have / 1e9:.3g} GB; "
+            f"lower --tokens or --ep")
+    return need
 
 
 def _distinct(rng: np.random.Generator, draw, shape: tuple[int, int]) -> np.ndarray:
@@ -57,7 +95,28 @@ def _distinct(rng: np.random.Generator, draw, shape: tuple[int, int]) -> np.ndar
         np.put_along_axis(later, order, later_sorted, axis=1)
         sub[later] = draw((int(later.sum()),))
         ids[dup_rows] = sub
-    raise MokInputError("routing could not draw distinct experts per token (too much skew for top_k)")
+    raise MokInputError("--routing: could not draw top_k distinct experts per token from this "
+                        "distribution in 1000 rounds; use a milder zipf:S or hot:F, or a file")
+
+
+# Redrawing duplicates stalls when the experts outside a token's top_k - 1 likeliest hold under
+# this share of the routes (zipf:3 and above at top-8): such routings draw each token's k
+# distinct experts at once by the Gumbel-top-k trick (the same sampling without replacement).
+GUMBEL_BELOW = 0.02
+
+
+def _without_replacement(rng: np.random.Generator, p: np.ndarray, perm: np.ndarray,
+                         shape: tuple[int, int]) -> np.ndarray:
+    """k distinct ids per row, drawn with probabilities p without replacement (Gumbel-top-k)."""
+    rows, k = shape
+    logp = np.log(p)
+    out = np.empty(shape, dtype=np.int64)
+    step = max(1, 2 ** 22 // len(p))  # rows per chunk: about 32 MB of keys
+    for s in range(0, rows, step):
+        n = min(step, rows - s)
+        keys = logp + rng.gumbel(size=(n, len(p)))
+        out[s:s + n] = perm[np.argpartition(-keys, k - 1, axis=1)[:, :k]]
+    return out
 
 
 def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: int) -> np.ndarray:
@@ -74,11 +133,17 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
         p = 1.0 / np.arange(1, experts + 1) ** float(arg)
         p /= p.sum()
         perm = rng.permutation(experts)
-        cdf = np.cumsum(p)
-        draw = lambda s: perm[np.minimum(np.searchsorted(cdf, rng.random(s)), experts - 1)]  # noqa: E731
-        ids = _distinct(rng, draw, (rows, top_k))
+        if 1.0 - np.sort(p)[::-1][:top_k - 1].sum() < GUMBEL_BELOW:
+            ids = _without_replacement(rng, p, perm, (rows, top_k))
+        else:
+            cdf = np.cumsum(p)
+            draw = lambda s: perm[np.minimum(np.searchsorted(cdf, rng.random(s)), experts - 1)]  # noqa: E731
+            ids = _distinct(rng, draw, (rows, top_k))
     else:  # hot: expert 0 takes a share F of all routes; the others share the rest uniformly
         share = float(arg)
+        if top_k > experts - 1:
+            raise MokInputError(f"--routing {spec!r}: the other {experts - 1} experts cannot fill a "
+                                f"token's top_k = {top_k} slots; use uniform or zipf:S")
         ids = _distinct(rng, lambda s: rng.integers(1, experts, size=s), (rows, top_k))
         takes_hot = rng.random(rows) < share * top_k
         slot = rng.integers(0, top_k, size=rows)
@@ -86,14 +151,40 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
     return ids.astype(np.int32)
 
 
+def _load_ids(p: Path) -> np.ndarray:
+    """The raw matrix of a routing file: .npy (integer array) or text (whitespace; .csv: commas)."""
+    where = f"--routing file {str(p)!r}"
+    if p.stat().st_size == 0:
+        raise MokInputError(f"{where} is empty; it needs one line of top-k expert ids per token")
+    if p.suffix == ".npy":
+        try:
+            ids = np.load(p, allow_pickle=False)
+        except (ValueError, OSError, EOFError) as exc:
+            raise MokInputError(f"{where}: not a NumPy .npy array ({str(exc).splitlines()[0]}); save "
+                                f"one with numpy.save") from None
+        if not isinstance(ids, np.ndarray) or ids.dtype.kind not in "iuf":
+            raise MokInputError(f"{where}: holds {getattr(ids, 'dtype', type(ids))} values; it "
+                                f"must hold integer expert ids")
+        if ids.dtype.kind == "f":
+            if ids.size and not (np.isfinite(ids).all() and (ids == np.round(ids)).all()):
+                raise MokInputError(f"{where}: holds non-integer values (dtype {ids.dtype}); expert "
+                                    f"ids must be whole numbers (save an integer array)")
+        return ids.astype(np.int64)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            return np.loadtxt(p, dtype=np.int64, delimiter="," if p.suffix == ".csv" else None,
+                              ndmin=2)
+    except (ValueError, UnicodeDecodeError) as exc:
+        detail = str(exc).splitlines()[0][:120] if str(exc) else type(exc).__name__
+        raise MokInputError(f"{where}: not a matrix of integer expert ids ({detail})") from None
+
+
 def _routing_file(path: str, rows: int, experts: int, top_k: int) -> np.ndarray:
     p = Path(path)
     if not p.is_file():
         raise MokInputError(f"--routing file {path!r} does not exist")
-    try:
-        ids = np.load(p) if p.suffix == ".npy" else np.loadtxt(p, dtype=np.int64, delimiter=None, ndmin=2)
-    except ValueError as exc:
-        raise MokInputError(f"--routing file {path!r}: not a matrix of integer expert ids ({exc})") from None
+    ids = _load_ids(p)
     if ids.ndim != 2 or ids.shape != (rows, top_k):
         raise MokInputError(
             f"--routing file {path!r} has shape {ids.shape}; it must be (ep*tokens, top_k) = ({rows}, {top_k})")
@@ -128,12 +219,26 @@ class Traffic:
         return self.rows.sum(axis=0)
 
 
+def expert_home(experts: int, ep: int) -> tuple[np.ndarray, np.ndarray]:
+    """(GPU, local slot) of every expert. Experts are placed in order, as evenly as they go:
+    when EP does not divide them, the first experts % EP GPUs hold one expert more."""
+    q, r = divmod(experts, ep)
+    e = np.arange(experts)
+    big = r * (q + 1)  # experts on the GPUs that hold q + 1
+    rest = np.maximum(e - big, 0)
+    gpu = np.where(e < big, e // (q + 1), r + rest // max(q, 1))
+    slot = np.where(e < big, e % (q + 1), rest % max(q, 1))
+    return gpu, slot
+
+
 def traffic_from_routing(ids: np.ndarray, ep: int, tokens: int, experts: int) -> Traffic:
-    """Count rows per (source, destination, local expert), with and without de-duplication."""
-    local = experts // ep
+    """Count rows per (source, destination, local expert), with and without de-duplication.
+    Every GPU has ceil(experts / ep) local slots; a GPU that holds fewer leaves one empty."""
+    local = -(-experts // ep)
+    gpu_of, slot_of = expert_home(experts, ep)
     src = np.repeat(np.arange(ep), tokens)[:, None]  # (P*N, 1)
-    dst = ids // local
-    flat = (src * ep + dst) * local + ids % local
+    dst = gpu_of[ids]
+    flat = (src * ep + dst) * local + slot_of[ids]
     rows = np.bincount(flat.ravel(), minlength=ep * ep * local).reshape(ep, ep, local)
     # one row per (token, destination): count distinct destinations per token
     dsorted = np.sort(dst, axis=1)

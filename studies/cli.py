@@ -8,7 +8,9 @@ import sys
 import time
 from pathlib import Path
 
+from mok_model.cli import int_at_least
 from mok_model.errors import MokInputError
+from mok_model.fileio import check_output_dir
 from mok_model.scenario import ENGINES
 
 from .common import Options
@@ -17,7 +19,7 @@ from .registry import STUDIES, study
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):
-        raise MokInputError(f"mok study: {message}")
+        raise MokInputError(f"{message} (see `mok study --help`)")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -26,9 +28,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--list", action="store_true", help="list the studies and exit")
     p.add_argument("--out", default="studies/out", help="output folder; the study writes DIR/NAME/")
     p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
-    p.add_argument("--workers", type=int, default=0, help="local processes (0: one per core)")
+    p.add_argument("--workers", type=int_at_least(0), default=0, help="local processes (0: one per core)")
     p.add_argument("--cluster", default=None, help="address of a running Dask scheduler")
-    p.add_argument("--seed", type=int, default=0, help="routing seed (outputs reproduce from it)")
+    p.add_argument("--seed", type=int_at_least(0), default=0, help="routing seed (outputs reproduce from it)")
     p.add_argument("--quick", action="store_true", help="reduced grid (tests, smoke runs)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
@@ -48,7 +50,8 @@ def options(a: argparse.Namespace) -> Options:
         except ImportError:
             raise MokInputError("--engine sim: the simulator (mok_model.sim) is not available in "
                                 "this checkout; use --engine analytic") from None
-    out = Path(a.out) / a.name
+    check_output_dir(a.out, "--out")
+    out = check_output_dir(Path(a.out) / a.name, "--out")
     return Options(out=out, engine=a.engine, workers=a.workers, cluster=a.cluster, seed=a.seed,
                    quick=a.quick, progress=not a.no_progress)
 

@@ -14,6 +14,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 from mok_model.errors import MokInputError  # noqa: E402
+from mok_model.fileio import atomic_path, atomic_write_text  # noqa: E402
 from mok_model.params import PARAMS_DIR, Params, load_params  # noqa: E402
 from mok_model.presets import Hardware, MoEModel  # noqa: E402
 
@@ -81,7 +82,7 @@ def write_csv(path: Path, rows: list[dict]) -> None:
     cols: list[str] = []
     for r in rows:
         cols += [k for k in r if k not in cols]
-    with path.open("w", newline="") as fh:
+    with atomic_path(path) as tmp, tmp.open("w", newline="") as fh:
         w = csv.DictWriter(fh, fieldnames=cols)
         w.writeheader()
         for r in rows:
@@ -126,7 +127,7 @@ def write_summary(path: Path, title: str, sections: list[tuple[str, str]], opts:
     body = []
     for heading, text in sections:
         body += [f"## {heading}", "", text.strip(), ""]
-    path.write_text("\n".join(head + body))
+    atomic_write_text(path, "\n".join(head + body))
 
 
 def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float = 4.4):
@@ -139,7 +140,8 @@ def new_figure(ncols: int = 1, nrows: int = 1, width: float = 6.4, height: float
 
 def save_figure(fig, path: Path) -> None:
     fig.tight_layout()
-    fig.savefig(path, dpi=120)
+    with atomic_path(path) as tmp:
+        fig.savefig(tmp, dpi=120, format=Path(path).suffix.lstrip(".") or "png")
     plt.close(fig)
 
 

@@ -9,6 +9,8 @@ import argparse
 import time
 from pathlib import Path
 
+from mok_model.fileio import atomic_write_text
+
 from .common import Options
 from .registry import STUDIES, study
 
@@ -47,7 +49,7 @@ def write_index(headlines: dict[str, tuple[str, dict, float]]) -> None:
                   f"{title}. ({secs:.0f} s on a 2-core machine, analytic engine)", ""]
         lines += [f"- {k}: {v}" for k, v in head.items()]
         lines += ["", f"[![{name}]({name}/{name}.png)]({name}/summary.md)", ""]
-    (DOCS / "README.md").write_text("\n".join(lines))
+    atomic_write_text(DOCS / "README.md", "\n".join(lines))
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -26,7 +26,7 @@ PUBLISHED_RUNS = Path(__file__).resolve().parents[1] / "calibration/runs/publish
 
 def published_rows(path: Path = PUBLISHED_RUNS) -> dict[tuple, dict]:
     """Published rows keyed by (model preset, tokens, pass), from the committed records of
-    ../shared/data/published.json (calibration/published.py): MoK and best-baseline latencies."""
+    docs/sources.md (calibration/published.py): MoK and best-baseline latencies."""
     codes = {system: code for code, system in CODES.items()}
     rows: dict[tuple, dict] = {}
     for rec in read_records([path]):

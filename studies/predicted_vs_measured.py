@@ -13,6 +13,8 @@ import numpy as np
 
 from mok_model.records import read_records
 
+from mok_model.fileio import atomic_write_text
+
 from .common import Options, md_table, new_figure, outputs, params_for, save_figure, write_csv, write_summary
 
 NAME = "predicted-vs-measured"
@@ -114,7 +116,7 @@ def run(opts: Options, runs_dir: Path | None = None):
 def _no_runs(opts: Options, runs_dir: Path, files: list[str]):
     """Empty outputs and a summary that says there is nothing measured to compare with."""
     csv_path, png = opts.out / f"{NAME}.csv", opts.out / f"{NAME}.png"
-    csv_path.write_text("id,measured_ms,predicted_ms,ape\n")
+    atomic_write_text(csv_path, "id,measured_ms,predicted_ms,ape\n")
     fig, ax = new_figure(1)
     ax[0, 0].text(0.5, 0.5, f"No measured runs yet\n({runs_dir.name}/*.jsonl: {len(files)} file(s))",
                   ha="center", va="center", fontsize=14, transform=ax[0, 0].transAxes)

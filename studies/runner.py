@@ -28,7 +28,7 @@ def sweep(fn: Callable[[Any], Any], points: Sequence[Any], opts: Options, desc: 
     One worker (or one point) runs in this process; otherwise a process pool of opts.workers (0 =
     one per core), or the Dask cluster at opts.cluster. A tqdm bar shows progress on stderr."""
     points = list(points)
-    bar = tqdm(total=len(points), desc=desc, disable=not opts.progress or len(points) < 2,
+    bar = tqdm(total=len(points), desc=desc, disable=not opts.progress or len(points) < 2, delay=2.0,
                leave=False, dynamic_ncols=True)
     try:
         if opts.cluster:

@@ -55,7 +55,7 @@ BAD = [
     (["predict", *W[:-2]], "tokens"),
     (["predict", *W, "--hardware", "gb999"], "gb999"),
     (["predict", *W, "--model", "nope"], "nope"),
-    (["predict", *W, "--ep", "7"], "divide evenly"),
+    (["predict", *W, "--ep", "385"], "more than the 384 routed experts"),
     (["predict", *W, "--ep", "0"], "--ep"),
     (["predict", *W, "--tokens", "-5"], "--tokens"),
     (["predict", *W, "--tokens", "many"], "many"),

@@ -30,7 +30,7 @@ def test_every_preset_number_cites_a_source():
             if isinstance(value, (int, float)) and not isinstance(value, bool) and value != 0:
                 assert hw.sources.get(f.name), f"{name}.{f.name} has no source"
     for name in model_names():
-        assert "facts.md" in load_model(name).source
+        assert "docs/sources.md" in load_model(name).source
 
 
 def test_every_preset_has_default_params_within_bounds():
@@ -41,7 +41,7 @@ def test_every_preset_has_default_params_within_bounds():
 
 
 @pytest.mark.parametrize("bad, match", [
-    (dict(model=KIMI.with_(top_k=8), ep=7), "divide evenly"),
+    (dict(model=KIMI.with_(top_k=8), ep=385), "more than the 384 routed experts"),
     (dict(ep=96, hw=GB300.with_(scaleout_gbps=0.0)), "scale-up domain"),
     (dict(precision="mxfp8", hw=load_hardware("h200-hgx8"), ep=8), "mxfp8"),
     (dict(tokens=0), "tokens"),
@@ -202,7 +202,7 @@ def test_capacity_overflow_is_an_error():
 
 # ---------------------------------------------------------------- published rows
 def test_published_rows_within_tolerance():
-    """The committed records of ../shared/data/published.json (calibration/published.py)."""
+    """The committed records of docs/sources.md (calibration/published.py)."""
     from pathlib import Path
 
     from calibration.fit import record_scenario

@@ -14,7 +14,7 @@ import numpy as np
 import simpy
 
 from ..analytic import US, expert_ffn_time
-from ..baselines import BASELINES, baseline_terms
+from ..baselines import BASELINES, baseline_terms, host_ops
 from ..params import Params
 from ..scenario import ELEMENT_BYTES, Scenario
 from ..workload import traffic
@@ -55,7 +55,7 @@ def _durations(scn: Scenario, p: Params) -> dict:
             "launch": hw.launch_us * p["host_launch_scale"] * US}
 
 
-def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: int,
+def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: frozenset,
                       max_peers: int, chunk_bytes: float = 2 ** 20, merge_s: float | None = None):
     """One baseline pass on every GPU; returns a Prediction (engine "sim")."""
     from ..predict import Prediction
@@ -76,8 +76,7 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     np.fill_diagonal(mat, 0)  # local rows stay on the GPU (inside permute)
     sms = {"deepep": p["deepep_sms"], "hybridep": p["hybridep_sms"], "comet": p["comet_sms"]}.get(system)
     scale = 1.0 / p["nccl_eff"] if system == "nccl-torch" else 1.0
-    ops = {"nccl-torch": p["nccl_ops"], "deepep": p["deepep_ops"], "hybridep": p["hybridep_ops"],
-           "comet": p["deepep_ops"]}[system]
+    ops = host_ops(scn, p, system)
     msg_trace: list | None = [] if trace else None
     spans: list = []
     fab = Fabric(net, groups if grouped else None, sms * p["copy_gbps_per_sm"] * 1e9 if sms else 0.0)
@@ -127,7 +126,7 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
                 o, i = (tr.LINK_TIDS[("out", "nic")], tr.LINK_TIDS[("in", "nic")]) if nic else \
                     (tr.LINK_TIDS[("out", "nvlink")], tr.LINK_TIDS[("in", "nvlink")])
                 trc = tuple((msg_trace, x, t) for x, t in ((g, tr.COMM_SMS), (g, o), (e, i))
-                            if x < min(P, trace_gpus) and (t != tr.COMM_SMS or drv))
+                            if x in trace_gpus and (t != tr.COMM_SMS or drv))
             for rc in chunks(r, nbytes, chunk_bytes):
                 Message(rc * nbytes, rc, links, lat, (sent, inbox[e]), flow + e, op,
                         name, t0, scale, trace=trc).send(drv, fluid)
@@ -208,6 +207,7 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     for label, v in phase_t[typ].items():
         terms[label] = float(v)
     terms["load_imbalance"] = float(ends[slow] - ends[typ])
+    terms["quantize"] = float(ref["quantize"])  # serial before the dispatch, as in the analytic model
     offset = terms["launch"] + terms["schedule"]
     latency = sum(terms.values()) * 1e3
     drv = drivers[slow]

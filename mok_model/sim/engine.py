@@ -34,7 +34,16 @@ def _resolve(scenario: Scenario, params) -> Params:
 def _prologue(scn: Scenario, p: Params, cfg: Config) -> dict[str, float]:
     """launch, schedule, reduction and fixed terms (seconds): the analytic formulas, reused."""
     r = mok_config_terms(scn, p, cfg)
-    return {k: float(r["terms"][k][0]) for k in ("launch", "schedule", "reduction", "fixed")}
+    return {k: float(r["terms"][k][0]) for k in ("launch", "schedule", "reduction", "quantize", "fixed")}
+
+
+def traced_set(ep: int, trace_gpus: int, slowest: int) -> frozenset[int]:
+    """The GPUs a trace keeps: the first trace_gpus, the last of them swapped for the slowest GPU
+    when it is not among them (a trace always shows the GPU that ends the pass)."""
+    kept = list(range(min(trace_gpus, ep)))
+    if slowest not in kept:
+        kept = kept[:-1] + [slowest] if kept else [slowest]
+    return frozenset(kept)
 
 
 def simulate(scenario: Scenario, config: Config | None = None, system: str = "mok",
@@ -48,7 +57,37 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     aggregated into groups whose links and SMs are summed (keeps EP 576 fast). chunk_bytes:
     larger messages are cut into chunks of at most this size. merge_s: flow starts and ends
     closer than this share one max-min recomputation (default: merge_time(scenario)).
+    A trace keeps trace_gpus GPUs, always including the slowest: the GPU with the most routed
+    rows is guessed first, and a missed guess reruns the (deterministic) simulation.
     """
+    from ..analytic import loads, one_domain
+
+    if not trace:
+        pred = _simulate(scenario, config, system, params, None, schedule, frozenset(), max_peers,
+                         chunk_bytes, merge_s)
+    else:
+        guess = 0 if scenario.hardware.emulated_ranks else int(np.argmax(loads(scenario).rows))
+        kept = traced_set(scenario.ep, trace_gpus, guess)
+        pred = _simulate(scenario, config, system, params, trace, schedule, kept, max_peers,
+                         chunk_bytes, merge_s)
+        if pred.slowest_gpu not in kept:
+            kept = traced_set(scenario.ep, trace_gpus, pred.slowest_gpu)
+            pred = _simulate(scenario, config, system, params, trace, schedule, kept, max_peers,
+                             chunk_bytes, merge_s)
+        pred.extra["traced_gpus"] = sorted(kept)
+    if scenario.domains > 1:
+        # spanning domains is its own term, as in the analytic model: the other terms are those of
+        # the same pass simulated on one domain, scale_out what the scale-out links add
+        one = _simulate(one_domain(scenario), config, system, params, None, schedule, frozenset(),
+                        max_peers, chunk_bytes, merge_s)
+        pred.breakdown_ms = {**one.breakdown_ms, "scale_out": pred.latency_ms - one.latency_ms}
+    return pred
+
+
+def _simulate(scenario: Scenario, config: Config | None, system: str, params, trace,
+              schedule: str, trace_gpus: frozenset[int], max_peers: int, chunk_bytes: float,
+              merge_s: float | None):
+    """One simulation; message spans are recorded for the GPUs in trace_gpus."""
     from ..predict import Prediction
 
     if system not in SYSTEMS:
@@ -61,7 +100,7 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
         return simulate_baseline(scenario, system, p, trace, trace_gpus, max_peers, chunk_bytes, merge_s)
     cfg = (config or default_config(scenario)).check_for(scenario)
     pre = _prologue(scenario, p, cfg)
-    sim = MokSim(scenario, p, cfg, schedule, trace_gpus if trace else 0, max_peers, chunk_bytes,
+    sim = MokSim(scenario, p, cfg, schedule, trace_gpus, max_peers, chunk_bytes,
                  merge_time(scenario) if merge_s is None else merge_s)
     sim.run()
     P = scenario.ep
@@ -78,7 +117,7 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     terms = {"launch": pre["launch"], "schedule": pre["schedule"], "pipeline_fill": fill,
              "steady_state": float(pipe[typ]) - fill - drain - ring, "pipeline_drain": drain,
              "ring_buffer": ring, "load_imbalance": float(pipe[slow] - pipe[typ]),
-             "reduction": pre["reduction"], "fixed": pre["fixed"]}
+             "reduction": pre["reduction"], "quantize": pre["quantize"], "fixed": pre["fixed"]}
     terms_ms = {k: v * 1e3 for k, v in terms.items()}
     latency = sum(terms_ms.values())
     sm = sim.sm[slow]

@@ -218,8 +218,8 @@ class MokSim:
     """One MoK pass on P GPUs; `run()` fills per-GPU times, spans and counters."""
 
     def __init__(self, scn: Scenario, p: Params, cfg: Config, schedule: str = "published",
-                 trace_gpus: int = 0, max_peers: int = 128, chunk_bytes: float = 2 ** 20,
-                 merge_s: float = 0.0):
+                 trace_gpus: frozenset = frozenset(), max_peers: int = 128,
+                 chunk_bytes: float = 2 ** 20, merge_s: float = 0.0):
         if schedule not in SCHEDULES:
             raise ValueError(f"schedule {schedule!r} must be one of {SCHEDULES}")
         self.scn, self.p, self.cfg, self.schedule = scn, p, cfg, schedule
@@ -311,7 +311,7 @@ class MokSim:
             out_t, in_t = (tr.LINK_TIDS[("out", "nic")], tr.LINK_TIDS[("in", "nic")]) if nic else \
                 (tr.LINK_TIDS[("out", "nvlink")], tr.LINK_TIDS[("in", "nvlink")])
             tr_ = tuple((self.msg_trace, g, t) for g, t in ((driver, tr.COMM_SMS), (src, out_t), (dst, in_t))
-                        if 0 <= g < min(self.P, self.trace_gpus))
+                        if g in self.trace_gpus)
         return path, lat, tr_
 
     def _enqueue(self, driver: int, owner: int, msg: Message) -> None:

@@ -9,6 +9,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..fileio import atomic_write_text
+
 # thread ids of one GPU's process
 HOST, COMM_SMS, DISPATCH, COMBINE, COMPUTE_SMS = 0, 1, 2, 3, 4
 LINK_TIDS = {("out", "nvlink"): 5, ("in", "nvlink"): 6, ("out", "nic"): 7, ("in", "nic"): 8}
@@ -18,13 +20,13 @@ THREAD_NAMES = {HOST: "host / prologue+epilogue", COMM_SMS: "comm SMs", DISPATCH
                 6: "nvlink ingress", 7: "scale-out NIC egress", 8: "scale-out NIC ingress"}
 
 
-def write_trace(path: str | Path, spans: list, gpus: int, ep: int, meta: dict,
+def write_trace(path: str | Path, spans: list, gpus: frozenset, ep: int, meta: dict,
                 args: dict | None = None) -> int:
-    """Write spans [(gpu, tid, name, start_s, dur_s), ...] of GPUs < `gpus`, with args[(gpu, name)]
-    on the compute-SM events; return the number of events written."""
+    """Write spans [(gpu, tid, name, start_s, dur_s), ...] of the GPUs in `gpus`, with
+    args[(gpu, name)] on the compute-SM events; return the number of events written."""
     args = args or {}
     events: list[dict] = []
-    used = sorted({(g, t) for g, t, *_ in spans if g < gpus})
+    used = sorted({(g, t) for g, t, *_ in spans if g in gpus})
     for g in sorted({g for g, _ in used}):
         events.append({"name": "process_name", "ph": "M", "pid": g, "tid": 0,
                        "args": {"name": f"GPU {g}"}})
@@ -35,7 +37,7 @@ def write_trace(path: str | Path, spans: list, gpus: int, ep: int, meta: dict,
                        "args": {"name": THREAD_NAMES.get(t, str(t))}})
     n_async = 0
     for g, t, name, start, dur in spans:
-        if g >= gpus:
+        if g not in gpus:
             continue
         ts, d = round(float(start) * 1e6, 4), round(float(dur) * 1e6, 4)
         if t in ASYNC:  # operation streams, copies and flows overlap in time: async slices
@@ -50,8 +52,8 @@ def write_trace(path: str | Path, spans: list, gpus: int, ep: int, meta: dict,
             ev["args"] = args[(g, name)]
         events.append(ev)
     doc = {"traceEvents": events, "displayTimeUnit": "ms",
-           "metadata": {**meta, "traced_gpus": min(gpus, ep), "ep": ep,
-                        "note": (f"only the first {min(gpus, ep)} of {ep} GPUs are traced"
-                                 if gpus < ep else "all GPUs traced")}}
-    Path(path).write_text(json.dumps(doc))
+           "metadata": {**meta, "traced_gpus": sorted(gpus), "ep": ep,
+                        "note": (f"GPUs {sorted(gpus)} of {ep} are traced (the first ones and the "
+                                 f"slowest)" if len(gpus) < ep else "all GPUs traced")}}
+    atomic_write_text(path, json.dumps(doc))
     return len(events)

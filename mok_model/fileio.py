@@ -1,0 +1,94 @@
+"""Files the tools write, checked before the work starts and written atomically; warnings.
+
+Every output path is checked up front (its folder exists and is writable, it is not a folder),
+so a long job never ends in a traceback that loses its result. Writes go to a temporary file in
+the same folder, renamed over the target when complete: a reader never sees half a file.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import sys
+import tempfile
+from pathlib import Path
+from typing import Iterator
+
+from .errors import MokInputError
+
+
+def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = None) -> Path:
+    """Refuse an output file that cannot be written: a missing or unwritable folder, a folder
+    given as the file, an unwritable existing file, or (if `suffix`) the wrong extension."""
+    p = Path(path)
+    if p.is_dir():
+        raise MokInputError(f"{flag} {str(path)!r} is a folder; name a file inside it")
+    if suffix and p.suffix.lower() != suffix:
+        raise MokInputError(f"{flag} {str(path)!r} must name a {suffix} file")
+    parent = p.parent if str(p.parent) else Path(".")
+    if not parent.is_dir():
+        raise MokInputError(f"{flag} {str(path)!r}: folder {str(parent)!r} does not exist; create it "
+                            f"first or name another path")
+    if not os.access(parent, os.W_OK | os.X_OK):
+        raise MokInputError(f"{flag} {str(path)!r}: folder {str(parent)!r} is not writable; name "
+                            f"another path")
+    if p.exists() and not os.access(p, os.W_OK):
+        raise MokInputError(f"{flag} {str(path)!r} exists and is not writable; name another path")
+    _probe(parent, flag, path)
+    return p
+
+
+def _probe(folder: Path, flag: str, path) -> None:
+    """Create and remove a file in `folder`: the one test of writability that never lies."""
+    try:
+        with tempfile.TemporaryFile(dir=folder):
+            pass
+    except OSError as exc:
+        raise MokInputError(f"{flag} {str(path)!r}: cannot write in {str(folder)!r} "
+                            f"({exc.strerror or exc}); name another path") from None
+
+
+def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
+    """Create an output folder, or refuse one that is a file, lies under a file, or cannot be
+    created or written."""
+    p = Path(path)
+    for q in [p, *p.parents]:
+        if q.exists():
+            if not q.is_dir():
+                what = "is a file" if q == p else f"lies under the file {str(q)!r}"
+                raise MokInputError(f"{flag} {str(path)!r} {what}; name a folder")
+            break
+    try:
+        p.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise MokInputError(f"{flag} {str(path)!r}: cannot create it ({exc.strerror or exc}); name "
+                            f"another folder") from None
+    _probe(p, flag, path)
+    return p
+
+
+@contextlib.contextmanager
+def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
+    """Yield a temporary path beside `path`; on success rename it over `path`, else remove it."""
+    p = Path(path)
+    fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp" + p.suffix, dir=p.parent or ".")
+    os.close(fd)
+    try:
+        yield Path(tmp)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, p)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def atomic_write_text(path: str | os.PathLike, text: str) -> None:
+    """Write text to `path` atomically (temporary file in the same folder, then rename)."""
+    with atomic_path(path) as tmp:
+        tmp.write_text(text)
+
+
+def warn(message: str) -> None:
+    """One line on stderr for a legal but suspicious input; never on stdout."""
+    print(f"mok: warning: {message}", file=sys.stderr)

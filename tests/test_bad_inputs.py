@@ -1,0 +1,329 @@
+"""Every bad input over every command, flag and file: exit 2, one line on stderr naming the value
+and the rule, no traceback, nothing written. Run in-process (fast); one case through a real
+subprocess proves the installed entry point behaves the same."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mok_model.cli import main
+
+PUBLISHED = "calibration/runs/published/gb300_table1.jsonl"
+PARAMS = "mok_model/params/gb300-nvl72.json"
+W = ["--hardware", "gb300-nvl72", "--model", "kimi-k2", "--ep", "16", "--tokens", "64"]
+REPO = Path(__file__).resolve().parents[1]
+
+
+@pytest.fixture(scope="module")
+def files(tmp_path_factory) -> Path:
+    """Bad input files of every kind, made once."""
+    d = tmp_path_factory.mktemp("bad")
+    rows = 16 * 64
+    (d / "empty.txt").write_text("")
+    (d / "empty.jsonl").write_text("")
+    (d / "blank.jsonl").write_text("\n\n")
+    (d / "binary.jsonl").write_bytes(b"\xff\xfe\x00\x81binary")
+    (d / "binary.npy").write_bytes(b"\x93NUMPY garbage")
+    (d / "words.txt").write_text("a b c d e f g h\n")
+    np.save(d / "float.npy", np.random.default_rng(0).random((rows, 8)) * 300)
+    np.save(d / "shape.npy", np.zeros((3, 8), dtype=np.int64))
+    ids = np.tile(np.arange(8), (rows, 1))
+    np.save(d / "range.npy", ids + 380)
+    dup = ids.copy()
+    dup[:, 1] = 0
+    np.save(d / "dup.npy", dup)
+    (d / "notjson.jsonl").write_text("{not json\n")
+    rec = json.loads(Path(REPO / PUBLISHED).read_text().splitlines()[0])
+    (d / "badfield.jsonl").write_text(json.dumps({**rec, "ep": "sixteen"}) + "\n")
+    (d / "badknob.jsonl").write_text(json.dumps({**rec, "config": {"minibatch": "x"}}) + "\n")
+    (d / "badshape.jsonl").write_text(json.dumps({**rec, "model": {"hidden": 64, "kind": "x"}}) + "\n")
+    (d / "other-hw.jsonl").write_text(json.dumps({**rec, "hardware": {**rec["hardware"],
+                                                                      "preset": "h200-1"}}) + "\n")
+    hw = (REPO / "mok_model/presets/hardware.toml").read_text()
+    block = hw[hw.index("[gb300-nvl72]"):hw.index("[gb300-nvl72.sources]")]
+    body = block.split("\n", 1)[1]
+    (d / "hw-missing.toml").write_text(body.replace("sms = 148\n", ""))
+    (d / "hw-negative.toml").write_text(body.replace("sms = 148", "sms = -1"))
+    (d / "hw-inf.toml").write_text(body.replace("hbm_tbps = 8.0", "hbm_tbps = inf"))
+    (d / "hw-string.toml").write_text(body.replace("sms = 148", 'sms = "many"'))
+    (d / "hw-unknown.toml").write_text(body + "\nwarp_drive = 1\n")
+    (d / "broken.toml").write_text("sms = = 3\n")
+    (d / "model-full.toml").write_text("hidden = 64\nexpert_width = 64\nrouted_experts = 4\ntop_k = 4\n")
+    (d / "model-topk.toml").write_text("hidden = 64\nexpert_width = 64\nrouted_experts = 4\ntop_k = 8\n")
+    (d / "params-bad.json").write_text("{")
+    (d / "params-schema.json").write_text('{"schema": "other"}')
+    (d / "params-values.json").write_text('{"schema": "mok-params/1", "values": [1, 2]}')
+    p = json.loads((REPO / PARAMS).read_text())
+    p["values"]["gemm_eff"]["value"] = 7.0
+    (d / "params-range.json").write_text(json.dumps(p))
+    (d / "a-file").write_text("x")
+    (d / "folder").mkdir()
+    return d
+
+
+# (argv with {d} for the files folder, text the one line must contain)
+CASES = [
+    # the workload flags
+    ([*W[:4], "--ep", "0", "--tokens", "64"], "--ep: 0 must be an integer >= 1"),
+    ([*W[:4], "--ep", "x", "--tokens", "64"], "'x' must be an integer >= 1"),
+    ([*W[:2], "--model", "mixtral-8x7b", "--ep", "16", "--tokens", "64"],
+     "--ep 16 is more than the 8 routed experts of mixtral-8x7b"),
+    ([*W[:6], "--tokens", "0"], "--tokens: 0 must be an integer >= 1"),
+    ([*W[:6], "--tokens", "1.5"], "'1.5' must be an integer"),
+    ([*W[:6], "--tokens", "1000000000000"], "GB, more than half of this machine's"),
+    (["--hardware", "nope", *W[2:]], "unknown hardware preset 'nope'"),
+    (["--hardware", "{d}/none.toml", *W[2:]], "does not exist"),
+    (["--hardware", "{d}/broken.toml", *W[2:]], "not valid TOML"),
+    (["--hardware", "{d}/hw-missing.toml", *W[2:]], "missing field(s) ['sms']"),
+    (["--hardware", "{d}/hw-negative.toml", *W[2:]], "sms=-1 must be finite and > 0"),
+    (["--hardware", "{d}/hw-inf.toml", *W[2:]], "hbm_tbps=inf must be finite"),
+    (["--hardware", "{d}/hw-string.toml", *W[2:]], "sms='many' must be a number"),
+    (["--hardware", "{d}/hw-unknown.toml", *W[2:]], "unknown field(s) ['warp_drive']"),
+    ([*W[:2], "--model", "nope", *W[4:]], "unknown model preset 'nope'"),
+    ([*W[:2], "--model", "{d}/model-topk.toml", *W[4:]], "top_k=8 must be <= routed_experts=4"),
+    ([*W, "--pass", "sideways"], "--pass 'sideways' must be one of fwd, bwd"),
+    ([*W, "--precision", "fp4"], "--precision 'fp4' must be one of bf16, fp8, mxfp8"),
+    (["--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8", "--tokens", "64",
+      "--precision", "mxfp8"], "mxfp8 needs Blackwell"),
+    ([*W, "--seed", "-1"], "--seed: -1 must be an integer >= 0"),
+    ([*W, "--routing", "bogus"], "neither an existing file nor one of"),
+    ([*W, "--routing", "zipf:x"], "zipf takes a number"),
+    ([*W, "--routing", "zipf:0"], "Zipf exponent must be in (0, 10]"),
+    ([*W, "--routing", "zipf:11"], "Zipf exponent must be in (0, 10]"),
+    ([*W, "--routing", "hot:0.5"], "at most once"),
+    ([*W[:2], "--model", "{d}/model-full.toml", "--ep", "2", "--tokens", "8", "--routing", "hot:0.25"],
+     "cannot fill a token's top_k = 4 slots"),
+    ([*W, "--routing", "{d}/none.npy"], "does not exist"),
+    ([*W, "--routing", "{d}/sub/none"], "does not exist"),
+    ([*W, "--routing", "{d}/empty.txt"], "is empty"),
+    ([*W, "--routing", "{d}/words.txt"], "not a matrix of integer expert ids"),
+    ([*W, "--routing", "{d}/binary.npy"], "not a NumPy .npy array"),
+    ([*W, "--routing", "{d}/float.npy"], "non-integer values"),
+    ([*W, "--routing", "{d}/shape.npy"], "has shape (3, 8)"),
+    ([*W, "--routing", "{d}/range.npy"], "must lie in [0, 384)"),
+    ([*W, "--routing", "{d}/dup.npy"], "the same expert twice"),
+    # the knobs
+    ([*W, "--system", "megatron"], "--system 'megatron' must be one of mok"),
+    ([*W, "--system", "nccl-torch", "--minibatch", "256"], "has no MoK knobs"),
+    ([*W, "--dispatch", "shove"], "--dispatch 'shove' must be one of pull, push"),
+    ([*W, "--combine", "shove"], "--combine 'shove' must be one of pull, push"),
+    ([*W, "--minibatch", "0"], "--minibatch: 0 must be an integer >= 1"),
+    ([*W, "--comm-sms", "0"], "--comm-sms: 0 must be an integer >= 1"),
+    ([*W, "--comm-sms", "148"], "at most 147"),
+    ([*W, "--macrobatch", "0"], "--macrobatch: 0 must be an integer >= 1"),
+    ([*W, "--macrobatch", "100", "--minibatch", "256"], "must hold at least one minibatch"),
+    ([*W, "--capacity", "0"], "must be a number in (0, 1]"),
+    ([*W, "--capacity", "1.5"], "must be a number in (0, 1]"),
+    ([*W, "--capacity", "nan"], "must be a number in (0, 1]"),
+    ([*W, "--capacity", "0.001"], "use --capacity 0.0"),
+    ([*W, "--minibatch", "100000000"], "MoK's buffers need at least"),
+    # parameters files
+    ([*W, "--params", "{d}/none.json"], "no such file"),
+    ([*W, "--params", "{d}/params-bad.json"], "not JSON"),
+    ([*W, "--params", "{d}/binary.jsonl"], "not UTF-8"),
+    ([*W, "--params", "{d}/params-schema.json"], "schema must be 'mok-params/1'"),
+    ([*W, "--params", "{d}/params-values.json"], "values must be an object"),
+    ([*W, "--params", "{d}/params-range.json"], "gemm_eff=7.0 must be a number in"),
+    ([*W, "--params", "mok_model/params/h200-1.json"], "pass --allow-params-mismatch"),
+    # argparse itself
+    ([*W, "--frobnicate"], "unrecognized arguments: --frobnicate (see `mok predict --help`)"),
+    (W[:4], "the following arguments are required: --ep, --tokens"),
+]
+SIM_CASES = [
+    ([*W, "--schedule", "eager"], "--schedule 'eager' must be one of published, naive"),
+    ([*W, "--trace", "{d}/missing/t.json"], "does not exist; create it first"),
+    ([*W, "--trace", "{d}/folder"], "is a folder"),
+    ([*W, "--trace", "{d}/a-file/t.json"], "does not exist"),
+]
+TUNE_CASES = [
+    ([*W, "--engine", "quantum"], "--engine 'quantum' must be one of analytic, sim"),
+    ([*W, "--top", "0"], "--top: 0 must be an integer >= 1"),
+    ([*W, "--capacity", "2"], "must be a number in (0, 1]"),
+    ([*W[:6], "--table", "{d}/folder"], "is a folder"),
+    ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", "x"], "a comma list of token counts"),
+    ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", "0"], "need token counts >= 1"),
+    ([*W, "--tokens-buckets", "64"], "--tokens-buckets needs --table"),
+]
+CALIBRATE_CASES = [
+    (["{d}/none.jsonl", "--out", "{d}/p.json"], "no such run-record file"),
+    (["{d}/empty.jsonl", "--out", "{d}/p.json"], "holds no run records"),
+    (["{d}/blank.jsonl", "--out", "{d}/p.json"], "holds no run records"),
+    (["{d}/binary.jsonl", "--out", "{d}/p.json"], "not UTF-8 text"),
+    (["{d}/notjson.jsonl", "--out", "{d}/p.json"], "notjson.jsonl:1: not JSON"),
+    (["{d}/badfield.jsonl", "--out", "{d}/p.json"], "badfield.jsonl:1: field 'ep'='sixteen'"),
+    (["{d}/badknob.jsonl", "--out", "{d}/p.json"], "config.minibatch='x' must be an integer"),
+    ([PUBLISHED, "--out", "{d}/missing/p.json"], "does not exist; create it first"),
+    ([PUBLISHED, "--out", "{d}/folder"], "is a folder"),
+    ([PUBLISHED, "--out", "{d}/p.txt"], "must name a .json file"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--holdout", "1024"], "--holdout VALUE needs --holdout-by"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--holdout-by", "colour"], "colour"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--holdout-by", "tokens", "--holdout", "999"],
+     "--holdout '999' is not a value of tokens"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--free", "warp"], "--free 'warp': unknown parameter"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--thin", "0"], "--thin: 0 must be an integer >= 1"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--engine", "x"], "--engine 'x' must be one of"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--hardware", "h100-hgx8"], "no records of it"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--base", "{d}/params-bad.json"], "not JSON"),
+    ([PUBLISHED], "the following arguments are required: --out"),
+]
+VALIDATE_CASES = [
+    ([PUBLISHED, "--params", "{d}/none.json"], "no such file"),
+    (["{d}/binary.jsonl", "--params", PARAMS], "not UTF-8 text"),
+    (["{d}/empty.jsonl", "--params", PARAMS], "holds no run records"),
+    ([PUBLISHED, "--params", PARAMS, "--plot", "{d}/missing/x.png"], "does not exist"),
+    ([PUBLISHED, "--params", PARAMS, "--plot", "{d}/x.svg"], "must name a .png file"),
+    ([PUBLISHED, "--params", PARAMS, "--color-by", "mood"], "--color-by 'mood' must be one of"),
+    ([PUBLISHED, "--params", PARAMS, "--thin", "0"], "--thin: 0 must be an integer >= 1"),
+    ([PUBLISHED, "--params", PARAMS, "--engine", "x"], "--engine 'x' must be one of"),
+    ([PUBLISHED, "--params", PARAMS, "--heldout-only"], "fitted without a hold-out split"),
+    (["{d}/other-hw.jsonl", "--params", PARAMS], "--allow-params-mismatch"),
+    (["{d}/badshape.jsonl", "--params", PARAMS], "badshape.jsonl:1: model 'custom': unknown field(s) ['kind']"),
+]
+STUDY_CASES = [
+    (["nope"], "unknown study 'nope'"),
+    ([], "give a study NAME or --list"),
+    (["ep-table", "--out", "{d}/a-file"], "is a file"),
+    (["ep-table", "--out", "{d}/a-file/deeper"], "lies under the file"),
+    (["ep-table", "--engine", "x"], "--engine 'x' must be one of"),
+    (["ep-table", "--workers", "-1"], "--workers: -1 must be an integer >= 0"),
+    (["ep-table", "--seed", "-1"], "--seed: -1 must be an integer >= 0"),
+]
+
+
+def _run(argv: list[str], d: Path, capsys) -> tuple[int, str, str]:
+    argv = [a.replace("{d}", str(d)) for a in argv]
+    rc = main(argv)
+    cap = capsys.readouterr()
+    return rc, cap.out, cap.err
+
+
+def _one_line_error(rc: int, out: str, err: str, want: str) -> None:
+    assert rc == 2, (rc, err)
+    assert out == ""  # nothing on stdout: no half result, no JSON
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert err.startswith(("mok: error: ", "mok study: error: ")), err
+    assert "error: mok" not in err  # no doubled prefix
+    assert want in err, err
+
+
+def _cases(prefix: list[str], cases):
+    return [pytest.param([*prefix, *argv], want, id=" ".join([*prefix, *argv])[:90])
+            for argv, want in cases]
+
+
+ALL = (_cases(["predict"], CASES) + _cases(["simulate"], SIM_CASES) + _cases(["tune"], TUNE_CASES)
+       + _cases(["calibrate"], CALIBRATE_CASES) + _cases(["validate"], VALIDATE_CASES)
+       + _cases(["study"], STUDY_CASES) + _cases(["presets"], [(["--frobnicate"], "unrecognized")]))
+
+
+@pytest.mark.parametrize("argv, want", ALL)
+def test_bad_input_is_one_line_and_exit_2(argv, want, files, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    rc, out, err = _run(argv, files, capsys)
+    _one_line_error(rc, out, err, want)
+    assert not list(files.glob(".*.tmp*")), "a temporary file was left behind"
+    assert not (files / "p.json").exists(), "calibrate wrote a file although it refused the input"
+
+
+def test_the_installed_entry_point_prints_one_line(files):
+    """Through a real process: exit 2, one line, no traceback (as a user sees it)."""
+    r = subprocess.run([sys.executable, "-m", "mok_model.cli", "simulate", *W, "--trace",
+                        str(files / "missing" / "t.json")], capture_output=True, text=True,
+                       cwd=REPO, env={**os.environ, "MOK_PROGRESS": "0"})
+    _one_line_error(r.returncode, r.stdout, r.stderr, "does not exist; create it first")
+
+
+def test_unexpected_failure_is_one_line_exit_1(monkeypatch, capsys):
+    """A bug (not the input) is still one line, exit 1, and says how to see the traceback."""
+    import mok_model.cli as cli
+
+    def boom(a):
+        raise RuntimeError("kaput")
+
+    monkeypatch.setattr(cli, "cmd_presets", boom)
+    assert main(["presets"]) == 1
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "internal error: RuntimeError: kaput" in err and "MOK_DEBUG" in err
+
+
+# --- legal but suspicious: accepted, with a warning on stderr and the answer on stdout ---
+
+WARNINGS = [
+    (["predict", "--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "16", "--tokens", "64"],
+     "spans 2 scale-up domains"),
+    (["predict", *W, "--minibatch", "1"], "below one 128-row GEMM tile"),
+    (["predict", *W, "--comm-sms", "140"], "leaves 8 of 148 SMs"),
+    (["calibrate", PUBLISHED, "--out", "{d}/one.json", "--thin", "10"], "underdetermined"),
+]
+
+
+@pytest.mark.parametrize("argv, want", WARNINGS, ids=[w for _, w in WARNINGS])
+def test_suspicious_input_warns_and_runs(argv, want, files, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    rc, out, err = _run(argv, files, capsys)
+    assert rc == 0 and out, err
+    assert f"mok: warning: {want}" in err or want in err, err
+    assert "Traceback" not in err
+
+
+def test_hardware_toml_named_like_a_preset_warns(files, capsys, monkeypatch):
+    monkeypatch.chdir(REPO)
+    hw = (REPO / "mok_model/presets/hardware.toml").read_text()
+    body = hw[hw.index("[gb300-nvl72]"):hw.index("[gb300-nvl72.sources]")].split("\n", 1)[1]
+    same = files / "same.toml"
+    same.write_text('name = "gb300-nvl72"\n' + body)
+    faster = files / "faster.toml"
+    faster.write_text('name = "gb300-nvl72"\n' + body.replace("link_gbps = 900.0", "link_gbps = 1800.0"))
+    rc, _, err = _run(["predict", "--hardware", str(same), *W[2:]], files, capsys)
+    assert rc == 0 and "warning" not in err  # the preset's own numbers: its parameters fit
+    rc, _, err = _run(["predict", "--hardware", str(faster), *W[2:]], files, capsys)
+    assert rc == 0 and "named 'gb300-nvl72' like the preset but differs in ['link_gbps']" in err
+
+
+def test_domains_and_notes_in_json(capsys):
+    rc = main(["predict", "--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "16",
+               "--tokens", "64", "--json"])
+    cap = capsys.readouterr()
+    d = json.loads(cap.out)  # warnings and progress never reach stdout
+    assert rc == 0 and d["domains"] == 2 and any("scale-out" in n for n in d["notes"])
+    assert d["breakdown_ms"]["scale_out"] > 0
+
+
+def test_progress_bar_is_on_stderr_never_stdout(capsys, monkeypatch):
+    import mok_model.progress as progress
+
+    monkeypatch.setattr(progress, "DELAY_S", 0.0)
+    rc = main(["tune", *W, "--engine", "sim", "--top", "2", "--json"])
+    cap = capsys.readouterr()
+    assert rc == 0 and json.loads(cap.out)["engine"] == "sim"
+    assert "simulating 8 candidates" in cap.err
+
+
+def test_outputs_are_written_atomically(tmp_path, capsys):
+    """A trace replaces an existing file whole, and no temporary file stays behind."""
+    f = tmp_path / "t.json"
+    f.write_text("old")
+    assert main(["simulate", *W, "--trace", str(f), "--json"]) == 0
+    d = json.loads(capsys.readouterr().out)
+    assert json.loads(f.read_text())["metadata"]["traced_gpus"] == d["traced_gpus"]
+    assert d["slowest_gpu"] in d["traced_gpus"]
+    assert [p.name for p in tmp_path.iterdir()] == ["t.json"]
+
+
+def test_append_never_glues_onto_a_line_without_newline(tmp_path):
+    from mok_model.records import append_records, read_records
+
+    recs = [json.loads(x) for x in (REPO / PUBLISHED).read_text().splitlines()[:2]]
+    f = tmp_path / "r.jsonl"
+    f.write_text(json.dumps(recs[0]))  # no trailing newline
+    append_records(f, [recs[1]])
+    assert [r["id"] for r in read_records([f])] == [recs[0]["id"], recs[1]["id"]]
+    with pytest.raises(Exception, match="already present"):
+        append_records(f, [recs[1]])

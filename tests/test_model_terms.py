@@ -1,0 +1,130 @@
+"""The model terms issue 12 asked for: baseline backward vs forward, quantization, spanning scale-up
+domains, the DeepEP/HybridEP note, skewed Zipf routing, EP sizes that do not divide."""
+
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from mok_model.analytic import one_domain
+from mok_model.errors import MokInputError
+from mok_model.params import load_params
+from mok_model.predict import predict
+from mok_model.presets import load_hardware, load_model
+from mok_model.scenario import QUANTIZE_BYTES, Config, Scenario
+from mok_model.workload import make_routing
+
+CFG = Config(minibatch=2048, comm_sms=32, macrobatch=65536, capacity=0.5)
+
+
+def scn(hw="gb300-nvl72", model="kimi-k2", ep=16, tokens=1024, **kw) -> Scenario:
+    return Scenario(load_hardware(hw), load_model(model), ep, tokens, **kw)
+
+
+@pytest.mark.parametrize("tokens", [256, 512, 1024])
+def test_nccl_backward_not_faster_than_forward_where_published_says_so(tokens):
+    """Published nccl-torch at 1,024 tokens: backward 2.413 ms > forward 2.334 ms; the host
+    launches more operations backward (two GEMMs per forward GEMM), so small token counts keep
+    that order."""
+    fwd = predict(scn(tokens=tokens), None, "nccl-torch").latency_ms
+    bwd = predict(scn(tokens=tokens, pass_="bwd"), None, "nccl-torch").latency_ms
+    assert bwd > fwd
+
+
+@pytest.mark.parametrize("system", ["mok", "nccl-torch", "deepep"])
+def test_quantize_costs_hbm_time_fp8_more_than_mxfp8(system):
+    cfg = CFG if system == "mok" else None
+    q = {pr: predict(scn(precision=pr), cfg, system).breakdown_ms["quantize"]
+         for pr in ("bf16", "fp8", "mxfp8")}
+    assert q["bf16"] == 0 and q["fp8"] > q["mxfp8"] > 0
+    s, p = scn(), load_params(None, "gb300-nvl72")
+    want = s.tokens * s.model.hidden * QUANTIZE_BYTES["fp8"] / (s.hardware.hbm_tbps * 1e12 * p["hbm_eff"])
+    assert q["fp8"] == pytest.approx(want * 1e3)
+
+
+def test_quantize_is_the_same_term_in_both_engines():
+    a = predict(scn(tokens=256, precision="mxfp8"), CFG, "mok").breakdown_ms["quantize"]
+    b = predict(scn(tokens=256, precision="mxfp8"), CFG, "mok", engine="sim").breakdown_ms["quantize"]
+    assert a == pytest.approx(b) and a > 0
+
+
+@pytest.mark.parametrize("system", ["mok", "nccl-torch"])
+def test_spanning_domains_is_its_own_term(system):
+    """h200-hgx8 at EP 16 spans two 8-GPU domains: scale_out is the latency above the same pass
+    on one domain, the other terms are that pass's, and the breakdown still adds up."""
+    s = scn("h200-hgx8", tokens=512)
+    cfg = CFG if system == "mok" else None
+    span, one = predict(s, cfg, system), predict(one_domain(s), cfg, system)
+    b = span.breakdown_ms
+    assert b["scale_out"] == pytest.approx(span.latency_ms - one.latency_ms)
+    assert b["scale_out"] > 0.1 * span.latency_ms
+    assert sum(b.values()) == pytest.approx(span.latency_ms)
+    assert b["load_imbalance"] == pytest.approx(one.breakdown_ms["load_imbalance"])
+    assert "scale_out" not in one.breakdown_ms and one_domain(s).domains == 1
+
+
+def test_bound_names_the_busier_resource():
+    """Across two domains joined by a slow scale-out link the dispatch outlasts the GEMMs: the
+    pass is communication-bound, although the compute chain (which waits for rows) is longest."""
+    slow_nic = load_hardware("h200-hgx8").with_(scaleout_gbps=5.0)
+    pred = predict(Scenario(slow_nic, load_model("kimi-k2"), 16, 2048), CFG)
+    w = pred.work_ms
+    assert w["dispatch"] > 2 * w["routed_gemm"] and pred.extra["bound"] == "comm"
+    one = predict(scn(tokens=4096), CFG)  # one NVL72 domain: the GEMMs take longer
+    assert one.work_ms["routed_gemm"] > one.work_ms["dispatch"] and one.extra["bound"] == "compute"
+
+
+def test_deepep_and_hybridep_say_why_they_coincide():
+    s = scn()
+    d, h = predict(s, None, "deepep"), predict(s, None, "hybridep")
+    if d.latency_ms == pytest.approx(h.latency_ms):
+        assert any("link-bound" in n for n in d.notes()) and d.notes() == h.notes()
+    # with copy SMs slower than the link the two differ, and no such note is printed
+    p = load_params(None, "gb300-nvl72").with_values(copy_gbps_per_sm=10.0)
+    d, h = predict(s, None, "deepep", p), predict(s, None, "hybridep", p)
+    assert d.latency_ms != pytest.approx(h.latency_ms)
+    assert not any("link-bound" in n for n in d.notes())
+
+
+@pytest.mark.parametrize("s", [3, 5, 10])
+def test_steep_zipf_draws_distinct_experts(s):
+    ids = make_routing(f"zipf:{s}", 4, 256, 384, 8, seed=1)
+    assert ids.shape == (1024, 8)
+    srt = np.sort(ids, axis=1)
+    assert (srt[:, 1:] != srt[:, :-1]).all()  # k distinct experts per token
+    top = np.bincount(ids.ravel()).max()
+    assert top >= 0.95 * 1024  # the likeliest expert is in almost every token
+    assert (make_routing(f"zipf:{s}", 4, 256, 384, 8, seed=1) == ids).all()  # deterministic
+
+
+def test_uneven_expert_placement():
+    """EP 72 on kimi-k2's 384 experts: 24 GPUs hold 6 experts, 48 hold 5; every route lands once,
+    the GPUs with 6 receive about 6/5 of the rows under uniform routing, and they set the pace."""
+    from mok_model.analytic import loads
+    from mok_model.workload import expert_home, traffic
+
+    gpu, slot = expert_home(384, 72)
+    assert np.bincount(gpu).tolist() == [6] * 24 + [5] * 48
+    assert len(set(zip(gpu.tolist(), slot.tolist()))) == 384 and slot.max() == 5
+    g16, s16 = expert_home(384, 16)  # even division: expert e on GPU e // 24, slot e % 24
+    assert (g16 == np.arange(384) // 24).all() and (s16 == np.arange(384) % 24).all()
+    s = scn(ep=72, tokens=512)
+    assert s.uneven and s.local_experts == 6
+    assert traffic(s).rows.sum() == 72 * 512 * 8
+    rows = loads(s).rows
+    assert rows[:24].mean() / rows[24:].mean() == pytest.approx(6 / 5, rel=0.03)
+    pred = predict(s, CFG)
+    assert pred.slowest_gpu < 24 and any("uneven placement" in n for n in pred.notes())
+    assert not predict(scn(ep=64, tokens=512), CFG).notes()
+    with pytest.raises(MokInputError, match="more than the 8 routed experts"):
+        scn(model="mixtral-8x7b", ep=16)
+
+
+def test_simulator_reports_the_same_scale_out_term():
+    s = scn("h200-hgx8", tokens=256)
+    span = predict(s, CFG, engine="sim")
+    one = predict(one_domain(s), CFG, engine="sim")
+    b = span.breakdown_ms
+    assert b["scale_out"] == pytest.approx(span.latency_ms - one.latency_ms) and b["scale_out"] > 0
+    assert sum(b.values()) == pytest.approx(span.latency_ms)
+    assert set(b) == set(predict(s, CFG).breakdown_ms)  # one set of terms, both engines
