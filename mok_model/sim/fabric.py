@@ -122,6 +122,8 @@ class Fluid:
             return
         self.solves += 1
         r = self._rates(self.res[idx], self.w[idx])
+        if not (r > 0).all():
+            raise SimInvariantError(f"{int((r <= 0).sum())} flows got no bandwidth at t={self.env.now}")
         self.rate[idx] = r
         nxt = float((np.maximum(self.left[idx], 0.0) / r).min())
         tok = self.token
