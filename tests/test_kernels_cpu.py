@@ -257,3 +257,29 @@ def test_kernel_config_refuses_bad_values(bad, match):
     from mok_kernels.megakernel import KernelConfig
     with pytest.raises(ValueError, match=match):
         KernelConfig(**bad).validate()
+
+
+def test_arena_layout_regions_are_aligned_typed_and_disjoint():
+    """Group mode's per-rank arena: every region on a 256-byte boundary, typed, no overlap."""
+    from mok_kernels.peers import ARENA_ALIGN, ArenaLayout, byte_offsets
+    regions = {"send": (torch.bfloat16, (5, 96)), "ids": (torch.int64, (7, 3)),
+               "nmb": (torch.int32, (1,)), "flags": (torch.int32, (10,))}
+    lay = ArenaLayout(regions)
+    buf = torch.zeros(lay.nbytes, dtype=torch.uint8)
+    views = lay.views(buf)
+    spans = []
+    for name, (dt, shape) in regions.items():
+        v = views[name]
+        assert v.dtype == dt and tuple(v.shape) == shape
+        assert lay.offset[name] % ARENA_ALIGN == 0
+        spans.append((lay.offset[name], lay.offset[name] + v.numel() * v.element_size()))
+        v.fill_(1)                                   # writes stay inside the region
+    spans.sort()
+    assert all(a[1] <= b[0] for a, b in zip(spans, spans[1:])) and spans[-1][1] <= lay.nbytes
+    inside = torch.zeros(lay.nbytes, dtype=torch.bool)
+    for a, b in spans:
+        inside[a:b] = True
+    assert not buf[~inside].any()                    # padding between regions untouched
+    assert byte_offsets([1024, 1024 + 4096], 1024, "cpu").tolist() == [0, 4096]
+    with pytest.raises(ValueError, match="aligned"):
+        byte_offsets([1024, 1024 + 100], 1024, "cpu")
