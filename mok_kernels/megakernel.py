@@ -668,6 +668,10 @@ class MoKLayer:
             return out.contiguous()
 
         ip = self.Ip
+        # the copy loop's and the epilogue's column chunk: a power of two, the last one masked
+        self.chunk = min(1024, 1 << (self.H - 1).bit_length())
+        self.flag_epoch = 4 * p + self.FLAG_EPOCH      # group mode's epoch and prologue words
+        self.flag_enter = 4 * p + self.FLAG_ENTER
         self.wg = pack(w.wg, w.sg, 2)   # (V*(EL+1), H, Ip)
         self.wu = pack(w.wu, w.su, 2)   # (V*(EL+1), H, Ip)
         if cfg.fuse_gu:                 # (V*(EL+1), H, 2Ip): [gate block j | up block j] for each j
@@ -709,7 +713,7 @@ class MoKLayer:
             self.sync = torch.zeros(v * self.sync_stride, dtype=torch.int32, device=dev)
             self.flags = self.p32 = self.sync    # unused placeholders outside group mode
         else:
-            self._init_group(sched)
+            self._init_group()
         self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
         self.last_schedule: Schedule | None = None
         self.stall_test = 0
@@ -718,7 +722,7 @@ class MoKLayer:
     FLAG_FIN, FLAG_RDY, FLAG_SCHED, FLAG_CDONE = 0, 1, 2, 3     # x P words each
     FLAG_EPOCH, FLAG_ENTER = 0, 1                                  # after the 4*P words
 
-    def _init_group(self, sched: Schedule) -> None:
+    def _init_group(self) -> None:
         """Group mode: every buffer a peer touches lives in this rank's arena (same layout on
         every rank), mapped into every peer; offsets to each peer's arena in three units."""
         p, n, k, h, c = self.ep, self.tokens, self.topk, self.H, self.capacity
@@ -741,8 +745,6 @@ class MoKLayer:
         self.x_off = self.comb_off = byte_off // 2     # bf16 elements (send, ring, comb, ystage)
         self.p32 = byte_off // 4                       # int32 elements (schedule, sync, flags)
         self.p64 = byte_off // 8                       # int64 elements (ids)
-        self.flag_epoch = 4 * p + self.FLAG_EPOCH
-        self.flag_enter = 4 * p + self.FLAG_ENTER
 
     @property
     def max_spin(self) -> int:
@@ -778,7 +780,6 @@ class MoKLayer:
         if x_loc is None:
             x_loc = x_all[self.tok0:self.tok0 + v * self.ns]
         p = self.ep
-        cc = min(1024, ks["triton"].next_power_of_2(self.H))   # copy chunk (last one masked)
         ks["mok"][(per_rank * v,)](
             x_all, self.x_off, x_loc, self.ring, self.hbuf, self.ystage, self.comb, self.comb_off,
             self.sh_out, self.wg, self.wu, self.wd, *self.weight_descriptors(),
@@ -786,7 +787,7 @@ class MoKLayer:
             sched.tile_expert, sched.tile_row0, sched.tile_rows,
             sched.mb_tile, sched.mb_row, sched.num_mb, self.sync, self.err, self.flags, self.p32,
             self.rank if group else 0, self.FLAG_SCHED * p, self.FLAG_CDONE * p,
-            4 * p + self.FLAG_EPOCH, self.off["dnall"],
+            self.flag_epoch, self.off["dnall"],
             self.ns, self.ring_rows, self.tokens, self.tokens * self.topk, self.ep, self.el,
             cfg.comm_sms,
             self.off["ready"], self.off["gu"], self.off["dn"], self.off["hc"], self.off["sh"],
@@ -795,7 +796,7 @@ class MoKLayer:
             per_rank, self.capacity, self.t_max, self.mb_max + 1, self.sync_stride,
             self.ns + self.capacity, self.y_rows,
             H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
-            CR=cfg.copy_rows, CC=cc, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
+            CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def weight_descriptors(self) -> tuple[Any, Any]:
@@ -815,10 +816,9 @@ class MoKLayer:
         """Sum the k combine slots of this launch's home tokens (fixed order) plus shared output;
         NaN output and (on_error="trap") a trapped launch if the pass failed."""
         ks = _kernels()
-        bh = min(1024, ks["triton"].next_power_of_2(self.H))
-        ks["epilogue"][(self.vranks * self.ns, -(-self.H // bh))](
+        ks["epilogue"][(self.vranks * self.ns, -(-self.H // self.chunk))](
             self.sh_out, self.comb, w_all, self.out, self.err, sched.overflow, self.tok0,
-            int(self.has_shared), int(self.cfg.on_error == "trap"), K=self.topk, H=self.H, BH=bh,
+            int(self.has_shared), int(self.cfg.on_error == "trap"), K=self.topk, H=self.H, BH=self.chunk,
             num_warps=4)
         return self.out
 
@@ -858,7 +858,7 @@ class MoKLayer:
             x, ids.to(torch.int64).contiguous(), a["send"], a["ids"], self.flags, self.p32,
             self.p64, self.err, self.rank, p, n, n * k, self.max_spin,
             self.FLAG_FIN * p, self.FLAG_RDY * p, self.flag_epoch, self.flag_enter,
-            H=self.H, CC=min(1024, ks["triton"].next_power_of_2(self.H)), CR=cr, BI=1024,
+            H=self.H, CC=self.chunk, CR=cr, BI=1024,
             num_warps=4)
         sched = self.schedule(a["ids"])
         self.overflow_acc += sched.overflow
