@@ -99,6 +99,16 @@ def gemm_only(xs: torch.Tensor, h: torch.Tensor, offs: torch.Tensor, x_loc: torc
         hs @ ex.sd
 
 
+def home_output(x: torch.Tensor, ys: torch.Tensor, wts: torch.Tensor, ex: LocalExperts) -> torch.Tensor:
+    """Shared expert on the home tokens plus the k returned rows ys (N, k, H) weighted in slot
+    order: (N, H) float32."""
+    sh = ex.shared(x)
+    out = torch.zeros(x.shape[0], x.shape[1], dtype=torch.float32, device=x.device) if sh is None else sh.float()
+    for j in range(ys.shape[1]):
+        out = out + wts[:, j:j + 1].float() * ys[:, j]
+    return out
+
+
 def nccl_torch_forward(x: torch.Tensor, ids: torch.Tensor, wts: torch.Tensor, ex: LocalExperts,
                        ep: int, group=None) -> torch.Tensor:
     """One rank of an EP group over torch.distributed: x (N, H), ids/wts (N, k) -> (N, H) float32.
@@ -132,11 +142,7 @@ def nccl_torch_forward(x: torch.Tensor, ids: torch.Tensor, wts: torch.Tensor, ex
     ys = torch.empty_like(back)
     ys[order] = back                                      # slot order (token, j)
     ys = ys.view(n, k, -1).float()
-    sh = ex.shared(x)
-    out = torch.zeros(n, x.shape[1], dtype=torch.float32, device=x.device) if sh is None else sh.float()
-    for j in range(k):
-        out = out + wts[:, j:j + 1].float() * ys[:, j]
-    return out
+    return home_output(x, ys, wts, ex)
 
 
 class CapacityA2A:
@@ -188,8 +194,4 @@ class CapacityA2A:
         ys = torch.empty(n * k, x.shape[1], dtype=x.dtype, device=x.device)
         ys[order] = self.back[slot]                           # slot order (token, j)
         ys = ys.view(n, k, -1).float()
-        sh = self.ex.shared(x)
-        out = torch.zeros(n, x.shape[1], dtype=torch.float32, device=x.device) if sh is None else sh.float()
-        for j in range(k):
-            out = out + wts[:, j:j + 1].float() * ys[:, j]
-        return out
+        return home_output(x, ys, wts, self.ex)
