@@ -77,6 +77,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--breakdown", action="store_true", help="also time schedule/kernel/epilogue")
     p.add_argument("--out", required=True, help="RUNS.jsonl to append records to")
     p.add_argument("--note", default="", help="extra text for each record's note")
+    p.add_argument("--timeout", type=int, default=300,
+                   help="with --gpus: seconds a rank waits in a collective before the run fails")
     a = p.parse_args(argv)
     a.argv = list(argv)
     if a.gpus:
@@ -118,6 +120,8 @@ def _check_args(a: argparse.Namespace) -> None:
             if shape_of(m).experts % a.gpus:
                 raise BadInput(f"--gpus {a.gpus}: {m}'s {shape_of(m).experts} experts do not "
                                f"divide over {a.gpus} GPUs")
+    if a.timeout < 10:
+        raise BadInput(f"--timeout {a.timeout}: must be >= 10 seconds")
     for v in _ints(a.ep) + _ints(a.tokens) + _ints(a.minibatch) + _ints(a.comm_sms):
         if v < 1:
             raise BadInput(f"--ep/--tokens/--minibatch/--comm-sms value {v}: must be >= 1")

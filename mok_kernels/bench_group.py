@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+from datetime import timedelta
 import socket
 import sys
 from typing import Any
@@ -107,7 +108,9 @@ def _time(step, wl: RankWorkload, iters: int, warmup: int) -> list[float]:
 
 
 def _systems(a: argparse.Namespace, wl: RankWorkload):
-    """Yield (system, knobs, step, check) for every configuration of one workload."""
+    """Yield (system, knobs, step, check) for every configuration of one workload; for MoK,
+    step builds the layer (the caller builds it after closing the previous one, on every rank
+    at the same point: building and closing a layer are collective)."""
     import itertools
 
     import torch.distributed as dist
@@ -147,14 +150,10 @@ def _systems(a: argparse.Namespace, wl: RankWorkload):
         knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                      macrobatch=int(a.macrobatch) if a.macrobatch.isdigit() else 131072,
                      capacity=cap)
-        try:
-            layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, None, KernelConfig(**knobs),
-                             device=str(wl.dev), local_weights=True, group=dist.group.WORLD)
-        except ValueError as exc:                         # a knob this shape cannot take
-            yield "mok", knobs, exc, None
-            continue
-        fwd = lambda lay=layer: lay.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
-        yield "mok", knobs, ("graph", layer, fwd), fwd
+        build = lambda kn=knobs: MoKLayer(  # noqa: E731
+            wl.w, wl.ep, wl.tokens, wl.shape.topk, None, KernelConfig(**kn), device=str(wl.dev),
+            local_weights=True, group=dist.group.WORLD)
+        yield "mok", knobs, build, None
 
 
 def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
@@ -166,8 +165,9 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
     from mok_model.records import append_records
     dev = torch.device("cuda", rank)
     torch.cuda.set_device(dev)
+    # a hung peer ends the run within the timeout instead of holding the machine
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
-                            world_size=world, device_id=dev)
+                            world_size=world, device_id=dev, timeout=timedelta(seconds=a.timeout))
     props = torch.cuda.get_device_properties(dev)
     hw = {"preset": "h200-hgx8" if "H200" in props.name else "unknown", "gpu": props.name,
           "gpus": world, "sms": props.multi_processor_count, "fabric": "nvlink4",
@@ -187,11 +187,11 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
             torch.cuda.synchronize()
             dist.barrier()
             wl.refresh(0)        # the inputs `want` was computed on (timing refreshes them)
+            layer = None
             try:
-                if isinstance(step, Exception):
-                    raise step
-                if isinstance(step, tuple):               # mok: check eagerly, then capture
-                    _, layer, fwd = step
+                if system == "mok":                       # check eagerly, then capture
+                    layer = step()
+                    fwd = lambda: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
                     layer.cfg.on_error = "raise"
                     err = _rel(fwd(), want)
                     layer.cfg.on_error = "trap"           # no host sync inside the graph
@@ -201,16 +201,22 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
                 else:
                     err = 0.0                             # gemm-only: nothing to compare
             except (RuntimeError, ValueError) as exc:     # stall, overflow, a refused knob
-                print(f"rank {rank}: {model} n{tokens} {system} {knobs}: {exc}", file=sys.stderr)
+                print(f"rank {rank}: {model} n{tokens} {routing} {system} {knobs}: {exc}",
+                      file=sys.stderr, flush=True)
             ok = torch.tensor([int(err <= TOL)], device=dev)
             dist.all_reduce(ok, op=dist.ReduceOp.MIN)     # every rank agrees before timing
             if not ok.item():
+                if layer is not None:
+                    layer.close()
                 failures += 1
                 if rank == 0:
                     print(f"{model} n{tokens} {routing} {system} {knobs}: FAILED "
                           f"(rank 0 relative error {err:.2e}, allowed {TOL})", flush=True)
                 continue
             times = _time(step, wl, a.iters, a.warmup)
+            if layer is not None:
+                del step                                  # the graph holds the layer's buffers
+                layer.close()
             per_rank: list[Any] = [None] * world
             errs: list[Any] = [None] * world
             dist.all_gather_object(per_rank, times)

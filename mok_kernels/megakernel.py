@@ -849,6 +849,8 @@ class MoKLayer:
         rank), local schedule, one persistent megakernel whose signals cross GPUs, and (push
         combine) a one-program wait for every rank's rows before the epilogue. No host sync."""
         ks, cfg, a, p, n, k = _kernels(), self.cfg, self.arena, self.ep, self.tokens, self.topk
+        if a is None:
+            raise ValueError("this layer was closed (its symmetric arena went back to the pool)")
         if x.shape != (n, self.H) or ids.shape != (n, k) or w.shape != (n, k):
             raise ValueError(f"group mode takes this rank's x ({n}, {self.H}), ids and w ({n}, {k});"
                              f" got {tuple(x.shape)}, {tuple(ids.shape)}, {tuple(w.shape)}")
@@ -874,6 +876,14 @@ class MoKLayer:
             ks["wait_combined"][(1,)](self.flags, self.err, p, self.FLAG_CDONE * p,
                                       self.flag_epoch, self.max_spin, num_warps=1)
         return self.epilogue(w.float().contiguous(), sched)
+
+    def close(self) -> None:
+        """Group mode on real GPUs: hand this rank's symmetric arena back to the pool, so the next
+        layer of that size reuses it without a new rendezvous. Collective: every rank closes its
+        layer at the same point. The layer cannot run afterwards. A no-op in the other modes."""
+        if getattr(self, "_symm", None) is not None:
+            self._symm.release()
+            self._symm = self.arena = None
 
     def check(self) -> None:
         """Raise MegakernelStallError / CapacityOverflowError if the last forward failed."""

@@ -116,8 +116,24 @@ class LocalGroup:
         torch.cuda.synchronize(self.device)
 
 
+_FREE_ARENAS: dict[tuple[str, str, int], list[tuple[torch.Tensor, Any]]] = {}
+
+
+def size_class(nbytes: int) -> int:
+    """Arena bytes actually allocated: nbytes rounded up to a power of two (at least 2 MiB), so
+    layers of nearby shapes reuse one another's released arenas."""
+    return max(1 << 21, 1 << (max(nbytes, 1) - 1).bit_length())
+
+
 class SymmetricArena:
-    """This rank's arena in torch symmetric memory, mapped into every peer of ``group``."""
+    """This rank's arena in torch symmetric memory, mapped into every peer of ``group``.
+
+    Arenas are pooled per (group, device, size class): ``release()`` hands this one back, and the
+    next arena of that class reuses it (zeroed behind a group barrier) with no new allocation and
+    no new rendezvous. Symmetric memory is never freed while the process runs, so an address is
+    never mapped twice (a fresh allocation at a freed address could meet a stale peer mapping).
+    Every rank must create and release arenas in the same order: build and close layers
+    collectively, as the whole group does with any collective."""
 
     def __init__(self, group: Any, nbytes: int, device: Any) -> None:
         import torch.distributed as dist
@@ -125,12 +141,27 @@ class SymmetricArena:
 
         self.group = group
         self.rank, self.size = dist.get_rank(group), dist.get_world_size(group)
-        self.buf = symm_mem.empty(nbytes, dtype=torch.uint8, device=device)
-        self.buf.zero_()
-        self._handle = symm_mem.rendezvous(self.buf, group.group_name)
-        self.offsets = byte_offsets(list(self._handle.buffer_ptrs), self.buf.data_ptr(), device)
+        self.key = (group.group_name, str(torch.device(device)), size_class(nbytes))
+        free = _FREE_ARENAS.get(self.key)
+        if free:
+            whole, self._handle = free.pop()
+        else:
+            whole = symm_mem.empty(self.key[2], dtype=torch.uint8, device=device)
+            self._handle = symm_mem.rendezvous(whole, group.group_name)
+        self._whole = whole
+        self.buf = whole[:nbytes]
+        self.offsets = byte_offsets(list(self._handle.buffer_ptrs), whole.data_ptr(), device)
+        self.barrier()             # a reused arena: every peer is done with its last user
+        whole.zero_()
         self.barrier()             # every arena zeroed before any peer signals into it
 
     def barrier(self) -> None:
         """GPU-side barrier of the group on the current stream (construction only)."""
         self._handle.barrier(channel=0)
+
+    def release(self) -> None:
+        """Hand the arena back to the pool (once); the layer that held it must not run again."""
+        if self._whole is not None:
+            torch.cuda.synchronize(self._whole.device)
+            _FREE_ARENAS.setdefault(self.key, []).append((self._whole, self._handle))
+            self._whole = self.buf = None

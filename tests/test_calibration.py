@@ -229,3 +229,22 @@ def test_mok_cli_forwards_and_names_unpredictable_record(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"{path}:1" in err and "comm-sms" in err
     assert main(["calibrate", "--help"]) == 0
+
+
+def test_register_predicts_the_bench_grid_once(tmp_path, capsys):
+    """One analytic and one simulator prediction per MoK configuration and per workload's
+    nccl-torch pass; an existing registration is never overwritten."""
+    from calibration.register import main
+    out = tmp_path / "reg.jsonl"
+    args = ["--gpus", "2", "--model", "glm-5", "--tokens", "256,1024", "--routing",
+            "uniform,hot:0.1", "--dispatch", "pull,push", "--combine", "push", "--out", str(out)]
+    assert main(args) == 0
+    rows = [json.loads(line) for line in out.open()]
+    assert len(rows) == 2 * 2 * (1 + 2) * 2
+    assert {r["engine"] for r in rows} == {"analytic", "sim"}
+    assert all(r["predicted_ms"] > 0 and r["ep"] == 2 for r in rows)
+    assert {r["routing"]["kind"] for r in rows} == {"uniform", "hot"}
+    before = out.read_text()
+    assert main(args) == 2
+    assert out.read_text() == before
+    assert "exists" in capsys.readouterr().err

@@ -283,3 +283,11 @@ def test_arena_layout_regions_are_aligned_typed_and_disjoint():
     assert byte_offsets([1024, 1024 + 4096], 1024, "cpu").tolist() == [0, 4096]
     with pytest.raises(ValueError, match="aligned"):
         byte_offsets([1024, 1024 + 100], 1024, "cpu")
+
+
+def test_symmetric_arena_size_classes():
+    from mok_kernels.peers import size_class
+    assert size_class(1) == 1 << 21
+    assert size_class((1 << 21) + 1) == 1 << 22
+    assert size_class(3 << 30) == 4 << 30
+    assert all(size_class(n) >= n for n in (5, 1 << 21, 123_456_789))

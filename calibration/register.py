@@ -1,0 +1,101 @@
+"""Register the model's predictions for a `mok bench --gpus N` grid before it runs.
+
+    python -m calibration.register --gpus 2 --model glm-5,kimi-k2 --tokens 256,4096 \\
+        --routing uniform,zipf:1.2 --dispatch pull,push --combine push,pull --minibatch 4096 \\
+        --comm-sms 32 --out calibration/predictions/h200x2_NAME.jsonl
+
+The grid arguments are the bench's own. For every MoK configuration and every workload's
+nccl-torch pass, the analytic model and the simulator predict the record the bench will write
+(the same reading of a record as validation uses: mok_model.records), with the parameters the
+hardware ships now. The file must not exist: a registration is written once, committed, and only
+then are the runs made (compare with calibration.report_h200x2).
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import os
+import sys
+from datetime import datetime, timezone
+
+from mok_kernels.routing import parse_routing
+from mok_model.params import PARAMS_DIR, load_params
+from mok_model.predict import predict
+from mok_model.records import record_config, record_scenario
+from mok_model.sim import simulate
+
+
+def _ints(s: str) -> list[int]:
+    return [int(v) for v in s.split(",")]
+
+
+def planned_records(a: argparse.Namespace) -> list[dict]:
+    """The records (without times) the bench grid will write, MoK and nccl-torch."""
+    out = []
+    for model, tokens, routing in itertools.product(a.model.split(","), _ints(a.tokens),
+                                                    a.routing.split(",")):
+        kind, par = parse_routing(routing)
+        rt = {"kind": kind, "seed": a.seed} | ({} if kind == "uniform" else {"arg": par})
+        base = {"model": model, "ep": a.gpus, "tokens": tokens, "pass": "fwd",
+                "precision": "bf16", "routing": rt, "hardware": {"preset": a.hardware}}
+        out.append(base | {"system": "nccl-torch", "config": {}})
+        for d, c, mb, cs in itertools.product(a.dispatch.split(","), a.combine.split(","),
+                                              _ints(a.minibatch), _ints(a.comm_sms)):
+            cfg = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs, macrobatch=a.macrobatch,
+                       capacity=a.capacity)
+            out.append(base | {"system": "mok", "config": cfg})
+    return out
+
+
+def register(a: argparse.Namespace) -> int:
+    if os.path.exists(a.out):
+        print(f"register: --out {a.out} exists; a registration is written once (name a new file)",
+              file=sys.stderr)
+        return 2
+    params = load_params(None, a.hardware)
+    params_path = PARAMS_DIR / f"{a.hardware}.json"
+    rows = []
+    for rec in planned_records(a):
+        scn, system = record_scenario(rec), rec["system"]
+        cfg = record_config(rec) if system == "mok" else None
+        for engine in ("analytic", "sim"):
+            if engine == "analytic":
+                pred = predict(scn, cfg, system, params)
+            else:
+                pred = simulate(scn, cfg, system, params)
+            rows.append({"engine": engine, "system": system, "model": rec["model"],
+                         "ep": rec["ep"], "tokens": rec["tokens"], "routing": rec["routing"],
+                         "config": rec["config"], "hardware": a.hardware,
+                         "params": str(params_path.relative_to(PARAMS_DIR.parent.parent)),
+                         "predicted_ms": pred.latency_ms,
+                         "registered": datetime.now(timezone.utc).isoformat(timespec="seconds")})
+    import json
+    with open(a.out, "x") as f:
+        for r in rows:
+            f.write(json.dumps(r, sort_keys=True) + "\n")
+    print(f"registered {len(rows)} predictions in {a.out}")
+    return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m calibration.register", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--hardware", default="h200-hgx8")
+    p.add_argument("--gpus", type=int, required=True)
+    p.add_argument("--model", required=True)
+    p.add_argument("--tokens", required=True)
+    p.add_argument("--routing", default="uniform")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--dispatch", default="pull")
+    p.add_argument("--combine", default="push")
+    p.add_argument("--minibatch", default="4096")
+    p.add_argument("--comm-sms", default="32")
+    p.add_argument("--macrobatch", type=int, default=131072)
+    p.add_argument("--capacity", type=float, default=1.0)
+    p.add_argument("--out", required=True)
+    return register(p.parse_args(argv))
+
+
+if __name__ == "__main__":
+    sys.exit(main())
