@@ -32,7 +32,8 @@ PREDICTIONS = Path(__file__).parent / "predictions"
 def _same_run(p: dict, r: dict) -> bool:
     """A registered prediction and the record of the run it predicted (made after it)."""
     routing = p.get("routing", {"kind": "uniform"})
-    return (r["date"] >= p["registered"] and r["system"] == p["system"] and r["model"] == p["model"] and r["tokens"] == p["tokens"]
+    return (r["date"] >= p["registered"] and r["system"] == p["system"]
+            and r["model"] == p["model"] and r["tokens"] == p["tokens"]
             and r["routing"]["kind"] == routing["kind"]
             and r["routing"].get("arg") == routing.get("arg")
             and all(r["config"][k] == v for k, v in p["config"].items()

@@ -191,7 +191,7 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
             try:
                 if system == "mok":                       # check eagerly, then capture
                     layer = step()
-                    fwd = lambda: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
+                    fwd = lambda lay=layer, w=wl: lay.forward(w.x, w.ids, w.wts)  # noqa: E731
                     layer.cfg.on_error = "raise"
                     err = _rel(fwd(), want)
                     layer.cfg.on_error = "trap"           # no host sync inside the graph

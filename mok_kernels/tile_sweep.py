@@ -1,0 +1,126 @@
+"""Device job: the megakernel's tile shapes per shape class (single-GPU rank emulation).
+
+    PYTHONPATH=. python3 -m mok_kernels.tile_sweep --out $OUT/tiles.jsonl [--deadline-s 400]
+
+For each workload (model:EP:tokens, rank 0, uniform routing) it times the GEMMs alone and MoK
+under every tile candidate (block_m, bn_gu, bn_dn, num_warps, num_stages) at fixed knobs, after
+checking a sample of the routed rows this rank served and of its shared-expert rows against
+float32. Records carry the tiles in ``tiles``; a candidate that fails its check is printed and
+not recorded. The table in mok_kernels/tiles.py is read from these records.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+import torch
+
+from mok_model.records import append_records
+
+from .bench import Workload, _hardware, _software, make_record, run_gemm_only, time_events
+
+CANDIDATES = {          # name: (block_m, bn_gu, bn_dn, num_warps, num_stages)
+    "m128-g128-d256-w8-s4": (128, 128, 256, 8, 4),
+    "m64-g128-d256-w8-s4": (64, 128, 256, 8, 4),
+    "m128-g64-d256-w8-s4": (128, 64, 256, 8, 4),
+    "m128-g128-d128-w8-s4": (128, 128, 128, 8, 4),
+    "m64-g64-d128-w4-s4": (64, 64, 128, 4, 4),
+    "m128-g128-d256-w8-s3": (128, 128, 256, 8, 3),
+}
+WORKLOADS = ("qwen3-235b-a22b:2:4096,qwen3-235b-a22b:2:8192,gpt-oss-120b:2:8192,kimi-k2:2:4096,"
+             "glm-5:2:8192,qwen3-30b-a3b:8:4096,qwen3-30b-a3b:8:512,kimi-k2:16:256,"
+             "kimi-k2:16:1024,llama4-maverick:8:4096")
+SAMPLE = 64
+TOL = 2e-2
+
+
+def _rel(got: torch.Tensor, want: torch.Tensor) -> float:
+    got = got.float()
+    return float("inf") if not torch.isfinite(got).all() else float((got - want).norm() / want.norm())
+
+
+def check(layer, wl: Workload) -> float:
+    """Relative error of SAMPLE served routed rows (their combine slots) and SAMPLE shared-expert
+    rows of this rank against float32."""
+    from .reference import swiglu_ffn
+    k, el, lo = wl.shape.topk, wl.el, wl.rank * wl.el
+    flat = wl.ids.reshape(-1)
+    served = ((flat >= lo) & (flat < lo + el)).nonzero().squeeze(1)
+    served = served[torch.linspace(0, served.numel() - 1, min(SAMPLE, served.numel()),
+                                   device=served.device).long()]
+    w = wl.w
+    want = torch.stack([swiglu_ffn(wl.x[s // k][None].float(), w.wg[e].float(), w.wu[e].float(),
+                                   w.wd[e].float())[0]
+                        for s, e in zip(served.tolist(), (flat[served] - lo).tolist())])
+    err = _rel(layer.comb[served], want)
+    if w.sg is not None:
+        m = min(SAMPLE, wl.tokens)
+        home = wl.x[wl.rank * wl.tokens:wl.rank * wl.tokens + m].float()
+        err = max(err, _rel(layer.sh_out[:m], swiglu_ffn(home, w.sg.float(), w.su.float(),
+                                                          w.sd.float())))
+    return err
+
+
+def main(argv: list[str]) -> int:
+    from .megakernel import KernelConfig, MoKLayer
+    from .bench import capture_graph
+    p = argparse.ArgumentParser()
+    p.add_argument("--out", required=True)
+    p.add_argument("--workloads", default=WORKLOADS)
+    p.add_argument("--candidates", default=",".join(CANDIDATES))
+    p.add_argument("--iters", type=int, default=8)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--deadline-s", type=float, default=400)
+    a = p.parse_args(argv)
+    t0, hw, sw = time.time(), _hardware(), _software()
+    cmd = "python3 -m mok_kernels.tile_sweep " + " ".join(argv)
+    for spec in a.workloads.split(","):
+        model, ep, n = spec.split(":")
+        ep, n = int(ep), int(n)
+        wl = Workload(model, ep, n, "uniform", 0, 0)
+        knobs = dict(dispatch="pull", combine="push", minibatch=2048,
+                     comm_sms=16 if n * wl.shape.topk >= 16384 else 32, macrobatch=131072,
+                     capacity=1.0)
+        common = dict(model=model, ep=ep, tokens=n, routing="uniform", seed=0, hardware=hw,
+                      software=sw, knobs=knobs, breakdown={})
+        note = f"single-GPU rank emulation: rank 0 of EP {ep}; graph replay; {cmd}"
+        recs = [make_record(system="gemm-only", times=run_gemm_only(wl, a.iters, a.warmup),
+                            note=note, **common)]
+        line = [f"{spec}: gemm-only {recs[0]['latency_ms']['median']:.3f}"]
+        for name in a.candidates.split(","):
+            if time.time() - t0 > a.deadline_s:
+                break
+            bm, bg, bd, nw, ns = CANDIDATES[name]
+            tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns)
+            try:
+                layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0,
+                                 KernelConfig(**knobs, **tiles, on_error="raise"),
+                                 local_weights=True)
+                fwd = lambda lay=layer, w=wl: lay.forward(w.x, w.ids, w.wts)  # noqa: E731
+                fwd()
+                err = check(layer, wl)
+                if err > TOL:
+                    raise RuntimeError(f"relative error {err:.2e} > {TOL}")
+                layer.cfg.on_error = "trap"
+                times = time_events(capture_graph(fwd), wl.refresh, a.iters, a.warmup)
+            except (RuntimeError, ValueError) as exc:
+                print(f"{spec} {name}: FAILED {exc}", flush=True)
+                continue
+            rec = make_record(system="mok", times=times, note=note, **common)
+            rec["tiles"] = tiles
+            rec["rel_err_vs_fp32"] = err
+            recs.append(rec)
+            line.append(f"{name} {rec['latency_ms']['median']:.3f}")
+        append_records(a.out, recs)
+        print("; ".join(line) + f" ({time.time() - t0:.0f} s)", flush=True)
+        del wl
+        torch.cuda.empty_cache()
+        if time.time() - t0 > a.deadline_s:
+            break
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
