@@ -77,6 +77,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--breakdown", action="store_true", help="also time schedule/kernel/epilogue")
     p.add_argument("--out", required=True, help="RUNS.jsonl to append records to")
     p.add_argument("--note", default="", help="extra text for each record's note")
+    p.add_argument("--auto", action="store_true",
+                   help="also run MoK with every knob chosen by the model before launch and "
+                        "print its regret against the best configuration of the sweep")
     p.add_argument("--timeout", type=int, default=300,
                    help="with --gpus: seconds a rank waits in a collective before the run fails")
     a = p.parse_args(argv)
@@ -206,6 +209,23 @@ def make_record(*, system: str, model: str, ep: int, tokens: int, knobs: dict[st
     }
 
 
+def auto_record(rec: dict, source: str, swept: list[float]) -> dict:
+    """Mark a record as the automatic pick (``--auto``): where its knobs came from and its
+    regret against the best swept configuration of the same run (None without a sweep)."""
+    rec["auto"] = {"knob_source": source, "best_swept_ms": min(swept) if swept else None,
+                   "regret": rec["latency_ms"]["median"] / min(swept) - 1 if swept else None}
+    return rec
+
+
+def auto_line(rec: dict, label: str) -> str:
+    """One log line for an automatic pick."""
+    c, au = rec["config"], rec["auto"]
+    regret = "no sweep" if au["regret"] is None else (
+        f"regret {100 * au['regret']:+.1f}% vs best swept {au['best_swept_ms']:.3f} ms")
+    return (f"{label} mok AUTO {c['dispatch']}/{c['combine']} mb{c['minibatch']} c{c['comm_sms']} "
+            f"r{c['macrobatch']} cap{c['capacity']} {rec['latency_ms']['median']:.3f} ms; {regret}")
+
+
 class Workload:
     """Weights of one rank's experts and fresh-input generators for one (model, EP, tokens)."""
 
@@ -250,14 +270,19 @@ class Workload:
 
 
 def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph: bool,
-            breakdown: bool, **tiles: Any) -> tuple[list[float], dict[str, float]]:
+            breakdown: bool, chosen: dict | None = None,
+            **tiles: Any) -> tuple[list[float], dict[str, float]]:
     """Time the MoK forward of one emulated rank; raises on stall or capacity overflow.
 
+    Knobs left out of ``knobs`` are chosen by MoKLayer before launch; ``chosen``, if given, is
+    filled with the knobs the layer ran ("knobs") and where they came from ("source").
     ``tiles``: KernelConfig implementation options beyond the knobs (e.g. tma=True).
     """
     from .megakernel import KernelConfig, MoKLayer
     cfg = KernelConfig(**knobs, **tiles)
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, cfg, local_weights=True)
+    if chosen is not None:
+        chosen.update(knobs=layer.cfg.knobs(), source=layer.knob_source)
     fwd = lambda: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
     fwd()
     torch.cuda.synchronize()
@@ -352,6 +377,7 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                     f"{rec['latency_ms']['median']:.3f} ms")
         if "mok" not in systems:
             continue
+        swept = []
         for d, c, mb, cs, mac, cap in itertools.product(
                 a.dispatch.split(","), a.combine.split(","), _ints(a.minibatch),
                 _ints(a.comm_sms), a.macrobatch.split(","), _floats(a.capacity)):
@@ -369,9 +395,24 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                               **common)
             append_records(a.out, [rec])
             recs.append(rec)
+            swept.append(rec["latency_ms"]["median"])
             log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} mok {d}/{c} mb{mb} c{cs} "
                 f"r{knobs['macrobatch']} {rec['latency_ms']['median']:.3f} ms "
                 f"{wl.flops() / rec['latency_ms']['median'] / 1e9:.0f} TF/s")
+        if a.auto:
+            chosen: dict = {}
+            try:
+                t, bd = run_mok(wl, {}, a.iters, a.warmup, not a.no_graph, a.breakdown, chosen)
+            except RuntimeError as exc:
+                log(f"{model} ep{ep} n{tokens} auto: FAILED {exc}")
+                continue
+            rec = auto_record(make_record(
+                system="mok", knobs=chosen["knobs"], times=t, breakdown=bd,
+                note=f"{note0}; {'graph replay' if not a.no_graph else 'eager'}; {cmd}",
+                **common), chosen["source"], swept)
+            append_records(a.out, [rec])
+            recs.append(rec)
+            log(auto_line(rec, f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s}"))
         del wl
         torch.cuda.empty_cache()
     return recs

@@ -26,7 +26,8 @@ from typing import Any
 
 import torch
 
-from .bench import _ints, _software, capture_graph, make_record, stats, time_events
+from .bench import (_ints, _software, auto_line, auto_record, capture_graph, make_record,
+                    stats, time_events)
 from .routing import make_routing, shape_of
 
 GROUP_SYSTEMS = ("mok", "nccl-torch", "graph-a2a", "gemm-only")
@@ -154,6 +155,10 @@ def _systems(a: argparse.Namespace, wl: RankWorkload):
             wl.w, wl.ep, wl.tokens, wl.shape.topk, None, KernelConfig(**kn), device=str(wl.dev),
             local_weights=True, group=dist.group.WORLD)
         yield "mok", knobs, build, None
+    if a.auto:                  # every knob chosen by the model before launch (h200-hgx8)
+        yield "mok-auto", {}, lambda: MoKLayer(
+            wl.w, wl.ep, wl.tokens, wl.shape.topk, None, KernelConfig(), device=str(wl.dev),
+            local_weights=True, group=dist.group.WORLD), None
 
 
 def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
@@ -178,6 +183,7 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
                                                     a.routing.split(",")):
         wl = RankWorkload(model, world, rank, tokens, routing, a.seed, dev)
         want = wl.reference()
+        swept: list[float] = []             # MoK medians of this workload's sweep (--auto)
         for system, knobs, step, check in _systems(a, wl):
             err, times = float("inf"), []
             # free the previous configuration's buffers (symmetric memory included) at the same
@@ -189,8 +195,9 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
             wl.refresh(0)        # the inputs `want` was computed on (timing refreshes them)
             layer = None
             try:
-                if system == "mok":                       # check eagerly, then capture
+                if system in ("mok", "mok-auto"):         # check eagerly, then capture
                     layer = step()
+                    knobs = layer.cfg.knobs() if system == "mok-auto" else knobs
                     fwd = lambda lay=layer, w=wl: lay.forward(w.x, w.ids, w.wts)  # noqa: E731
                     layer.cfg.on_error = "raise"
                     err = _rel(fwd(), want)
@@ -223,7 +230,7 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
             dist.all_gather_object(errs, err)
             if rank == 0:
                 slowest = [max(r[i] for r in per_rank) for i in range(len(times))]
-                rec = make_record(system=system, model=model, ep=world, tokens=tokens,
+                rec = make_record(system=system.replace("-auto", ""), model=model, ep=world, tokens=tokens,
                                   knobs=knobs, routing=routing, seed=a.seed, times=slowest,
                                   breakdown={}, hardware=hw, software=sw,
                                   note=f"{world} real GPUs, one process each; latency = slowest "
@@ -231,11 +238,20 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
                 rec["emulated_peers"] = False
                 rec["rank_ms"] = per_rank
                 rec["rel_err_vs_fp32"] = errs
+                if system == "mok-auto":
+                    rec = auto_record(rec, layer.knob_source, swept)
                 append_records(a.out, [rec])
+                if system == "mok":
+                    swept.append(rec["latency_ms"]["median"])
                 label = "/".join(str(knobs[k]) for k in ("dispatch", "combine", "minibatch",
                                                           "comm_sms")) if system == "mok" else ""
-                print(f"{model:8s} gpus{world} n{tokens:<5d} {routing:8s} {system:10s} {label:18s} "
-                      f"{stats(slowest)['median']:.3f} ms (max rel err {max(errs):.1e})", flush=True)
+                if system == "mok-auto":
+                    print(auto_line(rec, f"{model:8s} gpus{world} n{tokens:<5d} {routing:8s}"),
+                          flush=True)
+                else:
+                    print(f"{model:8s} gpus{world} n{tokens:<5d} {routing:8s} {system:10s} "
+                          f"{label:18s} {stats(slowest)['median']:.3f} ms (max rel err "
+                          f"{max(errs):.1e})", flush=True)
         del wl
         torch.cuda.empty_cache()
     dist.barrier()
