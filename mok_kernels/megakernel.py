@@ -717,8 +717,6 @@ class MoKLayer:
         self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
         self.last_schedule: Schedule | None = None
         self.stall_test = 0
-        if self.group is not None and not self.local_group:
-            self._warm_group()
 
     # pass-level flags of group mode (int32 words in each rank's arena; epochs, never reset)
     FLAG_FIN, FLAG_RDY, FLAG_SCHED, FLAG_CDONE = 0, 1, 2, 3     # x P words each
@@ -740,7 +738,6 @@ class MoKLayer:
         else:
             self._symm = SymmetricArena(self.group, layout.nbytes, self.device)
             buf, byte_off = self._symm.buf, self._symm.offsets
-        self._arena_buf = buf
         self.arena = layout.views(buf)
         a = self.arena
         self.ring, self.ystage, self.comb, self.sync = a["ring"], a["ystage"], a["comb"], a["sync"]
@@ -748,30 +745,6 @@ class MoKLayer:
         self.x_off = self.comb_off = byte_off // 2     # bf16 elements (send, ring, comb, ystage)
         self.p32 = byte_off // 4                       # int32 elements (schedule, sync, flags)
         self.p64 = byte_off // 8                       # int64 elements (ids)
-
-    def _warm_group(self) -> None:
-        """Real GPUs: compile and load every kernel of a pass before any rank waits on another.
-
-        Triton compiles a new variant at its first launch and CUDA loads kernels lazily (loading
-        may wait for the device to drain), so a rank's first pass can start seconds after its
-        peers' and their waits give up. Here each rank runs one pass on dummy tokens whose waits
-        give up at once (what peers write meanwhile is junk), every rank synchronizes, and the
-        arena, error word and overflow counter are zeroed between two group barriers."""
-        n, k, dev = self.tokens, self.topk, self.device
-        ids = (torch.arange(n * k, device=dev) % self.E).view(n, k)
-        spin, mode = self.cfg.max_spin, self.cfg.on_error
-        self.cfg.max_spin, self.cfg.on_error = 256, "raise"   # same compiled variants, no trap
-        try:
-            self._forward_group(torch.zeros(n, self.H, dtype=torch.bfloat16, device=dev), ids,
-                                torch.zeros(n, k, dtype=torch.float32, device=dev))
-        finally:
-            self.cfg.max_spin, self.cfg.on_error = spin, mode
-        torch.cuda.synchronize(dev)
-        self._symm.barrier()       # every rank's warm-up pass is over
-        self._arena_buf.zero_()
-        self.err.zero_()
-        self.overflow_acc.zero_()
-        self._symm.barrier()       # every arena clean before the first real pass
 
     @property
     def max_spin(self) -> int:
