@@ -248,3 +248,19 @@ def test_register_predicts_the_bench_grid_once(tmp_path, capsys):
     assert main(args) == 2
     assert out.read_text() == before
     assert "exists" in capsys.readouterr().err
+
+
+def test_transfer_uses_only_h200_values(capsys):
+    """GB300 by stated ratios: every transferred value is the H200 fit's x its ratio, the rest
+    are Blackwell design priors; the published rows are predicted (finite) from them."""
+    from calibration.priors import BLACKWELL, prior_params
+    from calibration.transfer import H200, TRANSFER, main, transferred_params
+    from mok_model.params import read_params
+    p, h200, prior = transferred_params(), read_params(H200), prior_params("gb300-nvl72", BLACKWELL)
+    for name, (ratio, _) in TRANSFER.items():
+        assert p[name] == h200[name] * ratio
+    for name in set(prior.values) - set(TRANSFER):
+        assert p[name] == prior[name]
+    assert main(["--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert all(math.isfinite(r["predicted_ms"]) for s in doc["systems"].values() for r in s["rows"])
