@@ -26,6 +26,7 @@ forward is not differentiated (as with any bf16 kernel and an fp32 backward).
 
 from __future__ import annotations
 
+import warnings
 from collections import OrderedDict
 from typing import Any, Callable
 
@@ -184,22 +185,27 @@ class MegakernelForward:
     ep=1 (default): one rank holds every expert (``MoKLayer(rank=0)``); ep=P > 1: P virtual
     ranks in one launch (``rank=None``), the tokens split evenly between them (padded with
     zero-weight tokens up to a multiple of P). One MoKLayer is built per (tokens, shape, device)
-    and kept (the ``max_layers`` most recent), and layers of the same shape share it: the
+    and kept (the ``max_layers`` most recent; building one asks the tuner, 0.1-0.5 s for a new
+    token count), and layers of the same shape share it: the
     weights are re-packed into it at every call, so one layer's buffers serve every MoE layer of
     a model. Knobs left unset in ``cfg`` are chosen by the model at construction (knobs.py);
     the default config takes capacity 1.0 (a trained router is skewed, and at EP 1 every route
     lands on the one rank) and ``on_error="raise"`` (a failed pass raises instead of trapping
-    the launch, at the price of one host read per forward).
+    the launch, at the price of one host read per forward). ``bucket``: tokens per rank are
+    rounded up to a multiple of it (more zero-weight padding tokens, each costing k routed rows),
+    so batches of varying length reuse a few layers instead of building one per length.
     """
 
     name = "megakernel"
 
     def __init__(self, ep: int = 1, cfg: Any = None, hardware: str | None = None,
-                 knob_table: str | None = None, max_layers: int = 2) -> None:
+                 knob_table: str | None = None, max_layers: int = 2, bucket: int = 1) -> None:
         from .megakernel import KernelConfig
         if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
             raise ValueError(f"ep={ep!r}: an integer >= 1 is required")
-        self.ep = ep
+        if isinstance(bucket, bool) or not isinstance(bucket, int) or bucket < 1:
+            raise ValueError(f"bucket={bucket!r}: an integer >= 1 is required")
+        self.ep, self.bucket = ep, bucket
         self.cfg = cfg if cfg is not None else KernelConfig(capacity=1.0, on_error="raise")
         self.hardware, self.knob_table, self.max_layers = hardware, knob_table, max(1, max_layers)
         self.layers: OrderedDict[tuple, Any] = OrderedDict()
@@ -248,7 +254,7 @@ class MegakernelForward:
             raise ValueError(f"the megakernel cannot run this layer: {why}")
         n_all, k = topk_ids.shape
         p = self.ep
-        n = max(1, -(-n_all // p))
+        n = -(-max(1, -(-n_all // p)) // self.bucket) * self.bucket   # tokens per rank
         pad = n * p - n_all
         xb = x.to(torch.bfloat16)
         ids, wts = topk_ids.long(), topk_w.float()
@@ -263,6 +269,7 @@ class MegakernelForward:
 
 
 _DEFAULT_MEGAKERNEL: MegakernelForward | None = None
+_WARNED: set[str] = set()
 
 
 def default_megakernel() -> MegakernelForward:
@@ -288,7 +295,14 @@ def resolve_forward(backend: str | Forward, x: torch.Tensor, w: MoEWeights, topk
         return mk
     if backend == "auto":
         mk = default_megakernel()
-        return mk if mk.why_not(x, w, topk) is None else TorchForward()
+        why = mk.why_not(x, w, topk)
+        if why is None:
+            return mk
+        if x.is_cuda and why not in _WARNED:       # on a GPU the fallback is worth a word, once
+            _WARNED.add(why)
+            warnings.warn(f"mok: the megakernel cannot run this layer ({why}); the PyTorch forward "
+                          f"runs it", stacklevel=3)
+        return TorchForward()
     raise ValueError(f"backend {backend!r}: allowed auto, megakernel, torch, or a forward callable")
 
 

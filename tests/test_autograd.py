@@ -169,13 +169,13 @@ class CpuMegakernel(MegakernelForward):
         return None
 
 
-@pytest.mark.parametrize("ep,n", [(1, 50), (4, 50), (4, 48)])
-def test_megakernel_forward_reloads_weights_and_pads(monkeypatch, ep, n):
+@pytest.mark.parametrize("ep,n,bucket", [(1, 50, 1), (4, 50, 1), (4, 48, 1), (1, 50, 16), (4, 50, 8)])
+def test_megakernel_forward_reloads_weights_and_pads(monkeypatch, ep, n, bucket):
     from mok_kernels.megakernel import KernelConfig, MoKLayer
     monkeypatch.setattr(MoKLayer, "forward", reference_launch)
     cfg = KernelConfig(dispatch="pull", combine="push", minibatch=256, comm_sms=8, macrobatch=512,
                        capacity=1.0, on_error="raise")
-    fwd = CpuMegakernel(ep=ep, cfg=cfg)
+    fwd = CpuMegakernel(ep=ep, cfg=cfg, bucket=bucket)
     x, ids, tw, _, _ = setup("zipf:1.5", True)
     x, ids, tw = x[:n], ids[:n], tw[:n]
     outs = []
@@ -187,6 +187,8 @@ def test_megakernel_forward_reloads_weights_and_pads(monkeypatch, ep, n):
         assert rel(out, want) <= 1e-2
         outs.append(out)
     assert len(fwd.layers) == 1                     # one layer, reused
+    (layer,) = fwd.layers.values()
+    assert layer.tokens * ep >= n and layer.tokens % bucket == 0
     assert not torch.equal(outs[0], outs[1])        # the reused output buffer was copied out
     # gradients flow through the Function with this forward
     xs = x.clone().requires_grad_()
