@@ -35,6 +35,7 @@ import torch
 from .reference import MoEWeights
 
 Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, MoEWeights], torch.Tensor]
+Routes = tuple[torch.Tensor, torch.Tensor, list]     # group_routes: token, slot, routes per expert
 
 
 # ---------------------------------------------------------------------------------------------
@@ -78,15 +79,16 @@ def accumulation_dtype(x: torch.Tensor) -> torch.dtype:
 
 
 def torch_forward(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
-                  w: MoEWeights) -> torch.Tensor:
+                  w: MoEWeights, routes: Routes | None = None) -> torch.Tensor:
     """The layer in PyTorch, float32: shared expert, then each expert's weighted rows added in
-    increasing expert order (deterministic; no atomics). x (N, H) -> (N, H) in x's dtype."""
+    increasing expert order (deterministic; no atomics). x (N, H) -> (N, H) in x's dtype.
+    ``routes``: group_routes(topk_ids, E) when already computed."""
     acc = accumulation_dtype(x)
     xf = x.to(acc)
     out = torch.zeros_like(xf)
     if w.sg is not None:
         out = _swiglu(xf, w.sg.to(acc), w.su.to(acc), w.sd.to(acc))
-    tok, slot, counts = group_routes(topk_ids, w.num_experts)
+    tok, slot, counts = routes or group_routes(topk_ids, w.num_experts)
     for e, a, b in _expert_slices(counts):
         r, s = tok[a:b], slot[a:b]
         y = _swiglu(xf[r], w.wg[e].to(acc), w.wu[e].to(acc), w.wd[e].to(acc))   # (m, H)
@@ -125,8 +127,8 @@ def _ffn_backward(xe: torch.Tensor, dy: torch.Tensor, wg: torch.Tensor, wu: torc
 
 
 def torch_backward(gout: torch.Tensor, x: torch.Tensor, topk_ids: torch.Tensor,
-                   topk_w: torch.Tensor, w: MoEWeights,
-                   needs: tuple[bool, ...]) -> tuple[torch.Tensor | None, ...]:
+                   topk_w: torch.Tensor, w: MoEWeights, needs: tuple[bool, ...],
+                   routes: Routes | None = None) -> tuple[torch.Tensor | None, ...]:
     """Gradients (dx, dtopk_w, dwg, dwu, dwd, dsg, dsu, dsd) of sum(gout * layer(x)); None where
     ``needs`` (x, topk_w, wg, wu, wd, sg, su, sd) is False. Deterministic (experts in increasing
     id order, plain writes to distinct rows), float32 inside (float64 for float64 tokens), each
@@ -147,7 +149,7 @@ def torch_backward(gout: torch.Tensor, x: torch.Tensor, topk_ids: torch.Tensor,
         if need_x:
             dx = dx + res["dx"]
     if need_x or need_tw or any(need_r):
-        tok, slot, counts = group_routes(topk_ids, w.num_experts)
+        tok, slot, counts = routes or group_routes(topk_ids, w.num_experts)
         for e, a, b in _expert_slices(counts):
             r, s = tok[a:b], slot[a:b]
             xe, ge = xf[r], g[r]                       # (m, H)
@@ -320,8 +322,13 @@ class MoKFunction(torch.autograd.Function):
                 wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor, sg: torch.Tensor | None,
                 su: torch.Tensor | None, sd: torch.Tensor | None, fwd: Forward) -> torch.Tensor:
         w = MoEWeights(wg, wu, wd, sg, su, sd)
-        out = fwd(x, topk_ids, topk_w, w)
+        routes = group_routes(topk_ids, w.num_experts)     # checks the ids before any launch
+        if isinstance(fwd, TorchForward):
+            out = torch_forward(x, topk_ids, topk_w, w, routes)
+        else:
+            out = fwd(x, topk_ids, topk_w, w)
         ctx.save_for_backward(x, topk_ids, topk_w, wg, wu, wd, sg, su, sd)
+        ctx.routes = routes                                 # the backward's expert grouping
         return out
 
     @staticmethod
@@ -330,7 +337,7 @@ class MoKFunction(torch.autograd.Function):
         nig = ctx.needs_input_grad
         needs = (nig[0], nig[2], nig[3], nig[4], nig[5], nig[6], nig[7], nig[8])
         dx, dtw, dwg, dwu, dwd, dsg, dsu, dsd = torch_backward(
-            gout, x, ids, tw, MoEWeights(wg, wu, wd, sg, su, sd), needs)
+            gout, x, ids, tw, MoEWeights(wg, wu, wd, sg, su, sd), needs, ctx.routes)
         return dx, None, dtw, dwg, dwu, dwd, dsg, dsu, dsd, None
 
 

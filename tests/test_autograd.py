@@ -194,6 +194,10 @@ def test_megakernel_forward_reloads_weights_and_pads(monkeypatch, ep, n, bucket)
     xs = x.clone().requires_grad_()
     mok_moe(xs, ids, tw, w, backend=fwd).sum().backward()
     assert xs.grad is not None and torch.isfinite(xs.grad).all()
+    bad = ids.clone()
+    bad[0, 1] = bad[0, 0]
+    with pytest.raises(ValueError, match="distinct"):   # refused before any launch
+        mok_moe(x, bad, tw, w, backend=fwd)
 
 
 def test_plain_training_loop_matches_reference_loss_curve():
