@@ -117,23 +117,23 @@ def block_weights(block: nn.Module, *, grad: bool = False) -> MoEWeights:
 
 
 def _write_block_weights(block: nn.Module, w: MoEWeights) -> None:
-    """Inverse of block_weights: put MoK-layout weights into the block's own parameters."""
+    """Inverse of block_weights: put MoK-layout weights into the block's own parameters, in the
+    MoK weights' dtype and device (the module may have been moved or cast since the swap)."""
     fam = family_of(block)
     ex = block.experts
     with torch.no_grad():
         if isinstance(ex, nn.ModuleList):
             for e, m in enumerate(ex):
                 for p, src in zip(_mlp_params(m, _MLP_NAMES[fam], f"experts[{e}]"), (w.wg, w.wu, w.wd)):
-                    p.data = src[e].detach().t().contiguous().to(p.dtype)
+                    p.data = src[e].detach().t().contiguous()
         else:
-            dt = ex.down_proj.dtype
             ex.gate_up_proj.data = torch.cat([w.wg.detach().transpose(1, 2),
-                                              w.wu.detach().transpose(1, 2)], dim=1).contiguous().to(dt)
-            ex.down_proj.data = w.wd.detach().transpose(1, 2).contiguous().to(dt)
+                                              w.wu.detach().transpose(1, 2)], dim=1).contiguous()
+            ex.down_proj.data = w.wd.detach().transpose(1, 2).contiguous()
         if fam == "deepseek_v3":
             for p, src in zip(_mlp_params(block.shared_experts, _MLP_NAMES[fam], "shared_experts"),
                               (w.sg, w.su, w.sd)):
-                p.data = src.detach().t().contiguous().to(p.dtype)
+                p.data = src.detach().t().contiguous()
 
 
 def _release_block_weights(block: nn.Module) -> None:

@@ -176,3 +176,16 @@ def test_training_loss_curve_matches_original(fam):
         assert not any(isinstance(m, MoKSparseMoE) for m in replaced.modules())
         assert replaced.state_dict().keys() == original.state_dict().keys()
         assert abs(float(replaced(input_ids=ids, labels=ids).loss) - float(want)) <= 1e-5 * float(want)
+
+
+def test_restore_after_a_cast_keeps_the_modules_dtype():
+    block = tiny_block("deepseek_v3")
+    seq = torch.nn.Sequential(copy.deepcopy(block))
+    assert replace_moe_blocks(seq, backend="torch") == 1
+    seq = seq.to(torch.bfloat16)
+    x = torch.randn(2, 3, 64).to(torch.bfloat16)
+    want = first(seq(x))
+    assert restore_moe_blocks(seq) == 1
+    assert type(seq[0]) is type(block)
+    assert all(p.dtype == torch.bfloat16 for p in seq[0].parameters())
+    assert rel(first(seq(x)), want) <= 2e-2
