@@ -646,41 +646,17 @@ class MoKLayer:
         self.Ip = -(-self.I // step) * step
         self.has_shared = ishared > 0
         p, n, k = self.ep, self.tokens, self.topk
-        self.el = el = e // p
+        self.el = e // p
         self.vranks = p if self.rank is None else 1          # ranks this launch serves
         if self.local_weights and self.rank is None:
             raise ValueError("local_weights needs a rank")
-        served = range(p) if self.rank is None else [self.rank]
         dev, bf = self.device, torch.bfloat16
-
-        def pack(routed: torch.Tensor, shared: torch.Tensor | None, i_dim: int) -> torch.Tensor:
-            """Each served rank's experts then the shared expert, I zero-padded to Ip:
-            (vranks*(EL+1), ...)."""
-            extra = (shared if shared is not None else torch.zeros_like(routed[0])).to(dev, bf)[None]
-            parts = []
-            for r in served:
-                lo = 0 if self.local_weights else r * el
-                parts += [routed[lo:lo + el].to(dev, bf), extra]
-            out = torch.cat(parts)
-            if self.Ip != self.I:
-                pad = [0, 0] * (out.dim() - 1 - i_dim) + [0, self.Ip - self.I]
-                out = torch.nn.functional.pad(out, pad)
-            return out.contiguous()
-
         ip = self.Ip
         # the copy loop's and the epilogue's column chunk: a power of two, the last one masked
         self.chunk = min(1024, 1 << (self.H - 1).bit_length())
         self.flag_epoch = 4 * p + self.FLAG_EPOCH      # group mode's epoch and prologue words
         self.flag_enter = 4 * p + self.FLAG_ENTER
-        self.wg = pack(w.wg, w.sg, 2)   # (V*(EL+1), H, Ip)
-        self.wu = pack(w.wu, w.su, 2)   # (V*(EL+1), H, Ip)
-        if cfg.fuse_gu:                 # (V*(EL+1), H, 2Ip): [gate block j | up block j] for each j
-            ne, bn = self.wg.shape[0], cfg.bn_gu
-            self.wg = torch.stack([self.wg.view(ne, self.H, ip // bn, bn),
-                                   self.wu.view(ne, self.H, ip // bn, bn)], dim=3
-                                  ).reshape(ne, self.H, 2 * ip).contiguous()
-            self.wu = self.wg[:1, :1, :1]
-        self.wd = pack(w.wd, w.sd, 1)   # (V*(EL+1), Ip, H)
+        self.wg, self.wu, self.wd = self._pack(w)
         v = self.vranks
         self.ns = n                  # home tokens per rank (the shared expert's rows)
         # first home token of this launch in the send/combine/weight arrays it is given
@@ -717,6 +693,52 @@ class MoKLayer:
         self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
         self.last_schedule: Schedule | None = None
         self.stall_test = 0
+
+    def _pack(self, w: MoEWeights) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
+        """The kernel's weights, bf16 on the device: each served rank's E/P experts then the
+        shared expert (zeros when there is none), I zero-padded to Ip. gate (V*(EL+1), H, Ip),
+        up the same, down (V*(EL+1), Ip, H); with fuse_gu gate is (V*(EL+1), H, 2Ip), [gate
+        block j | up block j] for each BN_GU block j, and up a placeholder view of it."""
+        served = range(self.ep) if self.rank is None else [self.rank]
+        dev, bf, el = self.device, torch.bfloat16, self.el
+
+        def pack(routed: torch.Tensor, shared: torch.Tensor | None, i_dim: int) -> torch.Tensor:
+            extra = (shared if shared is not None else torch.zeros_like(routed[0])).to(dev, bf)[None]
+            parts = []
+            for r in served:
+                lo = 0 if self.local_weights else r * el
+                parts += [routed[lo:lo + el].to(dev, bf), extra]
+            out = torch.cat(parts)
+            if self.Ip != self.I:
+                pad = [0, 0] * (out.dim() - 1 - i_dim) + [0, self.Ip - self.I]
+                out = torch.nn.functional.pad(out, pad)
+            return out.contiguous()
+
+        wg = pack(w.wg, w.sg, 2)   # (V*(EL+1), H, Ip)
+        wu = pack(w.wu, w.su, 2)   # (V*(EL+1), H, Ip)
+        if self.cfg.fuse_gu:       # (V*(EL+1), H, 2Ip): [gate block j | up block j] for each j
+            ne, bn, ip = wg.shape[0], self.cfg.bn_gu, self.Ip
+            wg = torch.stack([wg.view(ne, self.H, ip // bn, bn), wu.view(ne, self.H, ip // bn, bn)],
+                             dim=3).reshape(ne, self.H, 2 * ip).contiguous()
+            wu = wg[:1, :1, :1]
+        return wg, wu, pack(w.wd, w.sd, 1)   # down (V*(EL+1), Ip, H)
+
+    def load_weights(self, w: MoEWeights) -> None:
+        """Replace the layer's weights in place (training changes them every step): the same
+        packing as at construction, copied into the same buffers, so the TMA descriptors and any
+        captured CUDA graph stay valid. ``w`` must have the construction's shapes."""
+        e = int(w.wg.shape[0]) * (self.ep if self.local_weights else 1)
+        ishared = 0 if w.sg is None else int(w.sg.shape[1])
+        want = (self.E, self.H, self.I, self.I if self.has_shared else 0)
+        if (e, int(w.wg.shape[1]), int(w.wg.shape[2]), ishared) != want:
+            raise ValueError(f"load_weights: (E, H, I, shared width) {(e, *w.wg.shape[1:], ishared)} "
+                             f"differ from the layer's {want}")
+        wg, wu, wd = self._pack(w)
+        self.wg.copy_(wg)
+        if not self.cfg.fuse_gu:
+            self.wu.copy_(wu)
+        self.wd.copy_(wd)
+        self.weights = w
 
     # pass-level flags of group mode (int32 words in each rank's arena; epochs, never reset)
     FLAG_FIN, FLAG_RDY, FLAG_SCHED, FLAG_CDONE = 0, 1, 2, 3     # x P words each

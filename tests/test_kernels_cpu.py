@@ -291,3 +291,22 @@ def test_symmetric_arena_size_classes():
     assert size_class((1 << 21) + 1) == 1 << 22
     assert size_class(3 << 30) == 4 << 30
     assert all(size_class(n) >= n for n in (5, 1 << 21, 123_456_789))
+
+
+@pytest.mark.parametrize("ep,rank,fuse", [(1, 0, True), (4, None, True), (4, 2, False)])
+def test_load_weights_packs_like_construction(ep, rank, fuse):
+    """Training reloads the weights every step: in place (same buffers, so TMA descriptors stay
+    valid) and bit for bit the packing a fresh layer makes (runs on the CPU, no launch)."""
+    from mok_kernels.megakernel import KernelConfig, MoKLayer
+    cfg = dict(dispatch="pull", combine="push", minibatch=256, comm_sms=8, macrobatch=512,
+               capacity=1.0, fuse_gu=fuse, tma=fuse)
+    w0, w1 = (ref.random_weights(8, 128, 96, 96, seed=s) for s in (0, 1))
+    layer = MoKLayer(w0, ep, 16, 2, rank, KernelConfig(**cfg), device="cpu")
+    fresh = MoKLayer(w1, ep, 16, 2, rank, KernelConfig(**cfg), device="cpu")
+    ptrs = [t.data_ptr() for t in (layer.wg, layer.wu, layer.wd)]
+    layer.load_weights(w1)
+    assert [t.data_ptr() for t in (layer.wg, layer.wu, layer.wd)] == ptrs
+    for a, b in zip((layer.wg, layer.wu, layer.wd), (fresh.wg, fresh.wu, fresh.wd)):
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="differ from the layer"):
+        layer.load_weights(ref.random_weights(8, 128, 64, 64, seed=2))

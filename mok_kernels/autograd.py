@@ -1,0 +1,369 @@
+"""Training with the MoK layer: an autograd Function over the megakernel forward.
+
+``mok_moe(x, topk_ids, topk_w, weights)`` is one MoE layer (shared SwiGLU expert plus k routed
+SwiGLU experts per token, summed with the router weights, as in reference.py) that autograd can
+differentiate with respect to the tokens ``x``, the router weights ``topk_w`` (the top-k gate
+values: the router that produced them stays in the caller's graph) and every expert weight
+(routed gate/up/down and the shared expert's). ``topk_ids`` are integers and get no gradient.
+
+Forward. On CUDA, where the shape allows it, the MoK megakernel (``MoKLayer.forward``) computes
+the output on one GPU: EP 1 by default (one rank holding every expert), or P virtual ranks in one
+launch (``MegakernelForward(ep=P)``). Its weights are re-packed to bf16 from the given tensors
+at every forward (``MoKLayer.load_weights``), because training changes them every step. On the
+CPU, or where the megakernel refuses the shape, the forward is the PyTorch one below, computed
+in float32 from the given tensors and returned in x's dtype.
+
+Backward. **This is NOT the fused persistent backward megakernel that issue 14 asks for.** It is
+a reference-quality PyTorch backward that makes training possible now: it recomputes each
+expert's SwiGLU activations from the saved inputs (nothing but the inputs is kept from the
+forward), experts taken one at a time in increasing id order, the rows of each expert in
+increasing token order, every product and sum in float32, and each token's gradient gathered
+with plain indexed writes to distinct rows (no atomics, no scatter-add). So the gradients are
+bitwise identical from run to run on one machine. They are the exact float32 gradients of the
+layer at the given (possibly bf16) inputs and weights: the bf16 rounding inside the megakernel's
+forward is not differentiated (as with any bf16 kernel and an fp32 backward).
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections import OrderedDict
+from typing import Any, Callable
+
+import torch
+
+from .reference import MoEWeights
+
+Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, MoEWeights], torch.Tensor]
+Routes = tuple[torch.Tensor, torch.Tensor, list]     # group_routes: token, slot, routes per expert
+
+
+# ---------------------------------------------------------------------------------------------
+# routes grouped by expert (the one host synchronization of a pass)
+
+def group_routes(topk_ids: torch.Tensor, num_experts: int) -> tuple[torch.Tensor, torch.Tensor, list[int]]:
+    """Routes sorted by expert: (token (N*k,), slot (N*k,), routes per expert [E]).
+
+    The sort is stable over the token-major route index, so each expert's rows come in
+    increasing token order. ValueError names an id outside [0, E) or a token that picks one
+    expert twice (a token routes to an expert at most once)."""
+    n, k = topk_ids.shape
+    flat = topk_ids.reshape(-1).long()
+    order = torch.sort(flat, stable=True).indices
+    counts = torch.bincount(flat.clamp(0, num_experts), minlength=num_experts + 1)
+    bad = (flat < 0).sum() + counts[num_experts]
+    dup = (topk_ids.sort(dim=1).values.diff(dim=1) == 0).sum() if k > 1 else bad * 0
+    info = torch.cat([counts[:num_experts], torch.stack([bad, dup])]).tolist()   # one host sync
+    if info[-2]:
+        raise ValueError(f"{info[-2]} expert ids outside [0, {num_experts})")
+    if info[-1]:
+        raise ValueError(f"{info[-1]} routes repeat an expert already picked by the same token; "
+                         f"each token's top-k ids must be distinct")
+    return order // k, order % k, info[:num_experts]
+
+
+def _expert_slices(counts: list[int]):
+    start = 0
+    for e, m in enumerate(counts):
+        if m:
+            yield e, start, start + m
+        start += m
+
+
+# ---------------------------------------------------------------------------------------------
+# PyTorch forward and backward (float32)
+
+def accumulation_dtype(x: torch.Tensor) -> torch.dtype:
+    """float32, or float64 for float64 tokens (so gradcheck can check the backward)."""
+    return torch.float64 if x.dtype == torch.float64 else torch.float32
+
+
+def torch_forward(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
+                  w: MoEWeights, routes: Routes | None = None) -> torch.Tensor:
+    """The layer in PyTorch, float32: shared expert, then each expert's weighted rows added in
+    increasing expert order (deterministic; no atomics). x (N, H) -> (N, H) in x's dtype.
+    ``routes``: group_routes(topk_ids, E) when already computed."""
+    acc = accumulation_dtype(x)
+    xf = x.to(acc)
+    out = torch.zeros_like(xf)
+    if w.sg is not None:
+        out = _swiglu(xf, w.sg.to(acc), w.su.to(acc), w.sd.to(acc))
+    tok, slot, counts = routes or group_routes(topk_ids, w.num_experts)
+    for e, a, b in _expert_slices(counts):
+        r, s = tok[a:b], slot[a:b]
+        y = _swiglu(xf[r], w.wg[e].to(acc), w.wu[e].to(acc), w.wd[e].to(acc))   # (m, H)
+        out[r] = out[r] + topk_w[r, s].to(acc)[:, None] * y       # distinct rows: plain writes
+    return out.to(x.dtype)
+
+
+def _swiglu(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor) -> torch.Tensor:
+    return (torch.nn.functional.silu(x @ wg) * (x @ wu)) @ wd
+
+
+def _ffn_backward(xe: torch.Tensor, dy: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor,
+                  wd: torch.Tensor, need_x: bool, need_w: tuple[bool, bool, bool],
+                  want_y: bool) -> dict[str, torch.Tensor]:
+    """Gradients of y = (silu(xe wg) * (xe wu)) wd given dy, activations recomputed; float32.
+    Returns the requested ones among dx, dwg, dwu, dwd, and y itself when ``want_y``."""
+    g, u = xe @ wg, xe @ wu                            # (m, I)
+    sig = torch.sigmoid(g)
+    s = g * sig                                        # silu(g)
+    a = s * u                                          # (m, I) SwiGLU activation
+    res: dict[str, torch.Tensor] = {}
+    if want_y:
+        res["y"] = a @ wd
+    if need_w[2]:
+        res["dwd"] = a.t() @ dy                        # (I, H)
+    da = dy @ wd.t()                                   # (m, I)
+    du = da * s
+    dg = da * u * (sig * (1 + g * (1 - sig)))          # silu'(g) = sig (1 + g (1 - sig))
+    if need_w[0]:
+        res["dwg"] = xe.t() @ dg                       # (H, I)
+    if need_w[1]:
+        res["dwu"] = xe.t() @ du
+    if need_x:
+        res["dx"] = dg @ wg.t() + du @ wu.t()          # (m, H)
+    return res
+
+
+def torch_backward(gout: torch.Tensor, x: torch.Tensor, topk_ids: torch.Tensor,
+                   topk_w: torch.Tensor, w: MoEWeights, needs: tuple[bool, ...],
+                   routes: Routes | None = None) -> tuple[torch.Tensor | None, ...]:
+    """Gradients (dx, dtopk_w, dwg, dwu, dwd, dsg, dsu, dsd) of sum(gout * layer(x)); None where
+    ``needs`` (x, topk_w, wg, wu, wd, sg, su, sd) is False. Deterministic (experts in increasing
+    id order, plain writes to distinct rows), float32 inside (float64 for float64 tokens), each
+    gradient returned in its input's dtype."""
+    need_x, need_tw, need_r = needs[0], needs[1], needs[2:5]
+    need_s = needs[5:8] if w.sg is not None else (False, False, False)
+    acc = accumulation_dtype(x)
+    g, xf = gout.to(acc), x.to(acc)
+    n, h = xf.shape
+    dx = torch.zeros(n, h, dtype=acc, device=x.device) if need_x else None
+    dtw = torch.zeros(topk_w.shape, dtype=acc, device=x.device) if need_tw else None
+    zero = lambda t: torch.zeros(t.shape, dtype=acc, device=t.device)  # noqa: E731
+    dr = [zero(t) if need else None for t, need in zip((w.wg, w.wu, w.wd), need_r)]
+    ds: list[torch.Tensor | None] = [None, None, None]
+    if w.sg is not None and (need_x or any(need_s)):   # shared expert: every token, weight 1
+        res = _ffn_backward(xf, g, w.sg.to(acc), w.su.to(acc), w.sd.to(acc), need_x, need_s, False)
+        ds = [res.get(name) for name in ("dwg", "dwu", "dwd")]
+        if need_x:
+            dx = dx + res["dx"]
+    if need_x or need_tw or any(need_r):
+        tok, slot, counts = routes or group_routes(topk_ids, w.num_experts)
+        for e, a, b in _expert_slices(counts):
+            r, s = tok[a:b], slot[a:b]
+            xe, ge = xf[r], g[r]                       # (m, H)
+            wts = topk_w[r, s].to(acc)                 # (m,)
+            res = _ffn_backward(xe, ge * wts[:, None], w.wg[e].to(acc), w.wu[e].to(acc),
+                                w.wd[e].to(acc), need_x, need_r, need_tw)
+            if need_tw:
+                dtw[r, s] = (ge * res["y"]).sum(dim=1)
+            for d, name in zip(dr, ("dwg", "dwu", "dwd")):
+                if d is not None:
+                    d[e] = res[name]
+            if need_x:
+                dx[r] = dx[r] + res["dx"]              # distinct rows: plain writes
+    cast = lambda d, t: None if d is None else d.to(t.dtype)  # noqa: E731
+    return (cast(dx, x), cast(dtw, topk_w), *(cast(d, t) for d, t in zip(dr, (w.wg, w.wu, w.wd))),
+            *(cast(d, t) for d, t in zip(ds, (w.sg, w.su, w.sd))))
+
+
+# ---------------------------------------------------------------------------------------------
+# forward backends
+
+class TorchForward:
+    """The PyTorch float32 forward (any device)."""
+
+    name = "torch"
+
+    def __call__(self, x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
+                 w: MoEWeights) -> torch.Tensor:
+        return torch_forward(x, topk_ids, topk_w, w)
+
+
+class MegakernelForward:
+    """The forward on the MoK megakernel, one GPU.
+
+    ep=1 (default): one rank holds every expert (``MoKLayer(rank=0)``); ep=P > 1: P virtual
+    ranks in one launch (``rank=None``), the tokens split evenly between them (padded with
+    zero-weight tokens up to a multiple of P). One MoKLayer is built per (tokens, shape, device)
+    and kept (the ``max_layers`` most recent; building one asks the tuner, 0.1-0.5 s for a new
+    token count), and layers of the same shape share it: the
+    weights are re-packed into it at every call, so one layer's buffers serve every MoE layer of
+    a model. Knobs left unset in ``cfg`` are chosen by the model at construction (knobs.py);
+    the default config takes capacity 1.0 (a trained router is skewed, and at EP 1 every route
+    lands on the one rank) and ``on_error="raise"`` (a failed pass raises instead of trapping
+    the launch, at the price of one host read per forward). ``bucket``: tokens per rank are
+    rounded up to a multiple of it (more zero-weight padding tokens, each costing k routed rows),
+    so batches of varying length reuse a few layers instead of building one per length.
+    """
+
+    name = "megakernel"
+
+    def __init__(self, ep: int = 1, cfg: Any = None, hardware: str | None = None,
+                 knob_table: str | None = None, max_layers: int = 2, bucket: int = 1) -> None:
+        from .megakernel import KernelConfig
+        if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
+            raise ValueError(f"ep={ep!r}: an integer >= 1 is required")
+        if isinstance(bucket, bool) or not isinstance(bucket, int) or bucket < 1:
+            raise ValueError(f"bucket={bucket!r}: an integer >= 1 is required")
+        self.ep, self.bucket = ep, bucket
+        self.cfg = cfg if cfg is not None else KernelConfig(capacity=1.0, on_error="raise")
+        self.hardware, self.knob_table, self.max_layers = hardware, knob_table, max(1, max_layers)
+        self.layers: OrderedDict[tuple, Any] = OrderedDict()
+
+    def why_not(self, x: torch.Tensor, w: MoEWeights, topk: int) -> str | None:
+        """Why this forward cannot take the inputs (None when it can)."""
+        if not x.is_cuda:
+            return f"x is on {x.device}, the megakernel runs on CUDA"
+        e, h, i = (int(d) for d in w.wg.shape)
+        ishared = 0 if w.sg is None else int(w.sg.shape[1])
+        if h % self.cfg.block_k:
+            return f"hidden size {h} is not a multiple of {self.cfg.block_k}"
+        if ishared not in (0, i):
+            return f"shared expert width {ishared} is neither 0 nor the expert width {i}"
+        if e % self.ep:
+            return f"{e} experts do not split over ep={self.ep}"
+        if topk > e:
+            return f"top-{topk} of {e} experts"
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            return "Triton is not installed"
+        return None
+
+    def layer_for(self, n: int, topk: int, w: MoEWeights, device: torch.device) -> Any:
+        """The cached MoKLayer for n tokens per rank (built on first use), weights loaded."""
+        from .megakernel import MoKLayer
+        key = (n, topk, tuple(w.wg.shape), None if w.sg is None else tuple(w.sg.shape), str(device))
+        layer = self.layers.pop(key, None)
+        if layer is None:
+            while len(self.layers) >= self.max_layers:
+                self.layers.popitem(last=False)[1].close()
+            import dataclasses
+            layer = MoKLayer(w, self.ep, n, topk, 0 if self.ep == 1 else None,
+                             dataclasses.replace(self.cfg), device=str(device),
+                             hardware=self.hardware, knob_table=self.knob_table)
+        else:
+            layer.load_weights(w)
+        self.layers[key] = layer
+        return layer
+
+    def __call__(self, x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
+                 w: MoEWeights) -> torch.Tensor:
+        why = self.why_not(x, w, topk_ids.shape[1])
+        if why is not None:
+            raise ValueError(f"the megakernel cannot run this layer: {why}")
+        n_all, k = topk_ids.shape
+        p = self.ep
+        n = -(-max(1, -(-n_all // p)) // self.bucket) * self.bucket   # tokens per rank
+        pad = n * p - n_all
+        xb = x.to(torch.bfloat16)
+        ids, wts = topk_ids.long(), topk_w.float()
+        if pad:   # zero tokens with zero weights on k distinct experts: they add exactly nothing
+            dev = x.device
+            xb = torch.cat([xb, torch.zeros(pad, x.shape[1], dtype=xb.dtype, device=dev)])
+            ids = torch.cat([ids, torch.arange(k, device=dev).expand(pad, k)])
+            wts = torch.cat([wts, torch.zeros(pad, k, dtype=wts.dtype, device=dev)])
+        layer = self.layer_for(n, k, w, x.device)
+        out = layer.forward(xb.contiguous(), ids.contiguous(), wts.contiguous())   # (P*n, H) bf16
+        return out[:n_all].to(x.dtype, copy=True)      # the layer reuses its output buffer
+
+
+_DEFAULT_MEGAKERNEL: MegakernelForward | None = None
+_WARNED: set[str] = set()
+
+
+def default_megakernel() -> MegakernelForward:
+    """The process's shared EP-1 megakernel forward (``backend="megakernel"`` / ``"auto"``)."""
+    global _DEFAULT_MEGAKERNEL
+    if _DEFAULT_MEGAKERNEL is None:
+        _DEFAULT_MEGAKERNEL = MegakernelForward()
+    return _DEFAULT_MEGAKERNEL
+
+
+def resolve_forward(backend: str | Forward, x: torch.Tensor, w: MoEWeights, topk: int) -> Forward:
+    """backend "auto" (the megakernel where it can run these inputs, else PyTorch), "torch",
+    "megakernel" (ValueError when it cannot run them), or any forward callable."""
+    if callable(backend):
+        return backend
+    if backend == "torch":
+        return TorchForward()
+    if backend == "megakernel":
+        mk = default_megakernel()
+        why = mk.why_not(x, w, topk)
+        if why is not None:
+            raise ValueError(f"backend='megakernel' cannot run this layer: {why}")
+        return mk
+    if backend == "auto":
+        mk = default_megakernel()
+        why = mk.why_not(x, w, topk)
+        if why is None:
+            return mk
+        if x.is_cuda and why not in _WARNED:       # on a GPU the fallback is worth a word, once
+            _WARNED.add(why)
+            warnings.warn(f"mok: the megakernel cannot run this layer ({why}); the PyTorch forward "
+                          f"runs it", stacklevel=3)
+        return TorchForward()
+    raise ValueError(f"backend {backend!r}: allowed auto, megakernel, torch, or a forward callable")
+
+
+# ---------------------------------------------------------------------------------------------
+# the autograd Function
+
+class MoKFunction(torch.autograd.Function):
+    """forward: ``fwd(x, topk_ids, topk_w, weights)`` (the megakernel or PyTorch); backward: the
+    deterministic PyTorch backward above (NOT yet the fused backward megakernel). Inputs: x
+    (N, H), topk_ids (N, k) integer, topk_w (N, k), wg/wu (E, H, I), wd (E, I, H), sg/su
+    (H, Is), sd (Is, H) or None (no shared expert), fwd. Output (N, H) in x's dtype."""
+
+    @staticmethod
+    def forward(ctx: Any, x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
+                wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor, sg: torch.Tensor | None,
+                su: torch.Tensor | None, sd: torch.Tensor | None, fwd: Forward) -> torch.Tensor:
+        w = MoEWeights(wg, wu, wd, sg, su, sd)
+        routes = group_routes(topk_ids, w.num_experts)     # checks the ids before any launch
+        if isinstance(fwd, TorchForward):
+            out = torch_forward(x, topk_ids, topk_w, w, routes)
+        else:
+            out = fwd(x, topk_ids, topk_w, w)
+        ctx.save_for_backward(x, topk_ids, topk_w, wg, wu, wd, sg, su, sd)
+        ctx.routes = routes                                 # the backward's expert grouping
+        return out
+
+    @staticmethod
+    def backward(ctx: Any, gout: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
+        x, ids, tw, wg, wu, wd, sg, su, sd = ctx.saved_tensors
+        nig = ctx.needs_input_grad
+        needs = (nig[0], nig[2], nig[3], nig[4], nig[5], nig[6], nig[7], nig[8])
+        dx, dtw, dwg, dwu, dwd, dsg, dsu, dsd = torch_backward(
+            gout, x, ids, tw, MoEWeights(wg, wu, wd, sg, su, sd), needs, ctx.routes)
+        return dx, None, dtw, dwg, dwu, dwd, dsg, dsu, dsd, None
+
+
+def mok_moe(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor, weights: MoEWeights,
+            *, backend: str | Forward = "auto") -> torch.Tensor:
+    """One MoE layer that autograd can train: x (N, H), topk_ids (N, k) distinct expert ids per
+    token, topk_w (N, k) router weights, ``weights`` (reference.MoEWeights; any float dtype) ->
+    (N, H) in x's dtype: shared expert + sum_j topk_w[:, j] * expert_{ids[:, j]}(x).
+
+    backend: "auto" (the megakernel on CUDA where the shape allows it, else PyTorch), "torch",
+    "megakernel", or a forward callable such as ``MegakernelForward(ep=4)``. Gradients flow to
+    x, topk_w and every weight; the backward is PyTorch (module docstring: not yet the fused
+    backward megakernel)."""
+    if x.dim() != 2 or topk_ids.dim() != 2 or topk_ids.shape != topk_w.shape \
+            or topk_ids.shape[0] != x.shape[0]:
+        raise ValueError(f"x (N, H), topk_ids and topk_w (N, k) are required; got x "
+                         f"{tuple(x.shape)}, ids {tuple(topk_ids.shape)}, w {tuple(topk_w.shape)}")
+    if topk_ids.dtype.is_floating_point or topk_ids.dtype == torch.bool:
+        raise ValueError(f"topk_ids must be integers, got {topk_ids.dtype}")
+    e, h, i = weights.wg.shape
+    if h != x.shape[1] or weights.wu.shape != weights.wg.shape or weights.wd.shape != (e, i, h):
+        raise ValueError(f"weights: wg/wu (E, H, I) and wd (E, I, H) with H = {x.shape[1]}; got "
+                         f"{tuple(weights.wg.shape)}, {tuple(weights.wu.shape)}, {tuple(weights.wd.shape)}")
+    if weights.sg is not None and (weights.sg.shape[0] != h or weights.su.shape != weights.sg.shape
+                                   or weights.sd.shape != weights.sg.shape[::-1]):
+        raise ValueError("shared expert: sg/su (H, Is) and sd (Is, H) are required")
+    fwd = resolve_forward(backend, x, weights, int(topk_ids.shape[1]))
+    return MoKFunction.apply(x, topk_ids, topk_w, weights.wg, weights.wu, weights.wd,
+                             weights.sg, weights.su, weights.sd, fwd)
