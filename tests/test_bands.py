@@ -14,7 +14,7 @@ from calibration.cli import calibrate_cli, priors_for
 from calibration.fit import fit, predict_record
 from mok_model.band import band
 from mok_model.cli import main
-from mok_model.params import BOUNDS, read_params, write_params
+from mok_model.params import PARAMS_DIR, BOUNDS, read_params, write_params
 from mok_model.predict import predict
 from mok_model.presets import load_hardware, load_model
 from mok_model.records import append_records
@@ -222,3 +222,22 @@ def test_write_read_roundtrip_keeps_block(fitted, tmp_path):
     out = tmp_path / "again.json"
     write_params(out, p, "copy")
     assert read_params(out).uncertainty == p.uncertainty
+
+
+def test_shipped_files(capsys):
+    """Fitted files carry a block, transferred ones carry the gb300 samples (marked), priors
+    none; the block's fitted values are the file's values."""
+    for name in ("gb300-nvl72", "h200-1", "h200-hgx8"):
+        p = read_params(PARAMS_DIR / f"{name}.json")
+        assert p.uncertainty and p.uncertainty["method"] == "bootstrap", name
+        for f, s in p.uncertainty["summary"].items():
+            assert s["value"] == pytest.approx(p[f], rel=1e-9, abs=1e-12), (name, f)
+    for name in ("gb200-nvl72", "vr-nvl72", "rubin-ultra-nvl576", "b200-hgx8", "b300-dgx8"):
+        u = read_params(PARAMS_DIR / f"{name}.json").uncertainty
+        assert u and u["transferred_from"] == "gb300-nvl72", name
+        assert ("host_launch_scale" in u["free"]) == (name not in ("b200-hgx8", "b300-dgx8"))
+    assert read_params(PARAMS_DIR / "h100-hgx8.json").uncertainty is None
+    assert main(["predict", "--hardware", "gb200-nvl72", "--model", "kimi-k2", "--ep", "16",
+                 "--tokens", "2048"]) == 0
+    out = capsys.readouterr().out
+    assert "90% band" in out and "transferred" in out
