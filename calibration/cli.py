@@ -1,7 +1,8 @@
 """`mok calibrate` and `mok validate`: fit a parameters file to run records, and judge one.
 
     mok calibrate RUN_FILES... --out PARAMS.json [--holdout-by KEY [--holdout VALUE]]
-                  [--hardware NAME] [--engine analytic|sim] [--free P1,P2] [--json]
+                  [--hardware NAME] [--engine analytic|sim] [--free P1,P2]
+                  [--band bootstrap|linear|none] [--band-samples N] [--band-seed S] [--json]
     mok validate  RUN_FILES... --params PARAMS.json [--engine analytic|sim] [--plot FILE.png]
                   [--color-by KNOB] [--heldout-only] [--allow-params-mismatch] [--json]
 
@@ -23,7 +24,7 @@ from mok_model.params import BOUNDS, Params, read_params, write_params
 from mok_model.records import KNOBS, read_records
 from mok_model.scenario import ENGINES
 
-from .fit import fit, predictable
+from .fit import BAND_SAMPLES, BAND_SEED, BANDS, fit, predictable
 from .micro import fit_micro
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
 from .split import check_key, group_values, split
@@ -146,6 +147,9 @@ def run_calibrate(a: argparse.Namespace) -> dict:
                                 f"{', '.join(sorted(BOUNDS))}")
     if a.base is not None:
         read_params(a.base)
+    band = a.band or ("bootstrap" if a.engine == "analytic" else "linear")
+    if band not in BANDS:
+        raise MokInputError(f"--band {band!r} must be one of {', '.join(BANDS)}")
     records = read_records(a.runs)
     hardware, records = _hardware_of(records, a.hardware)
     notes: list[str] = []
@@ -181,9 +185,12 @@ def run_calibrate(a: argparse.Namespace) -> dict:
              f"underdetermined and its training error says nothing; add records or pass fewer "
              f"--free parameters")
         notes.append(f"underdetermined: {len(free)} parameters fitted to {len(train)} records")
-    with busy(f"fitting {len(free)} parameters to {len(train)} records ({a.engine})",
+    what = f", then {a.band_samples} {band} samples of them" if BANDS[band] else ""
+    with busy(f"fitting {len(free)} parameters to {len(train)} records ({a.engine}){what}",
               a.engine == "sim" or len(train) > 200):
-        result = fit(train, micro.params, free, a.engine)
+        result = fit(train, micro.params, free, a.engine, band=band, band_samples=a.band_samples,
+                     band_seed=a.band_seed)
+    notes += result.notes
     runs = [str(Path(p)) for p in a.runs]
     sources = dict(micro.params.sources)
     for k, how in micro.fitted.items():
@@ -192,7 +199,8 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     for k in free:
         sources[k] = (f"stage 2, fitted to {len(train)} layer records in {runs} ({where}); "
                       f"bounded least squares on relative error")
-    params = Params(result.params.values, hardware, None, runs, sources)
+    params = Params(result.params.values, hardware, None, runs, sources, result.uncertainty)
+    unc = result.uncertainty
     train_v = evaluate(train, [r["measured_ms"] for r in result.residuals],
                        [r["predicted_ms"] for r in result.residuals])
     with busy(f"predicting {len(held)} held-out records ({a.engine})", bool(held)):
@@ -206,6 +214,7 @@ def run_calibrate(a: argparse.Namespace) -> dict:
            "split": split_doc, "train": _summary(train_v),
            "heldout": _summary(held_v) if held_v else None,
            "cross_validation": {k: v for k, v in cv.items() if k != "rows"} if cv else None,
+           "uncertainty": {k: v for k, v in unc.items() if k != "samples"} if unc else None,
            "notes": notes}
     extra = {"split": split_doc, "engine": a.engine, "stages": doc["stages"],
              "residuals": result.residuals, "train_metrics": doc["train"],
@@ -223,6 +232,12 @@ def run_calibrate(a: argparse.Namespace) -> dict:
                 f"{k}={params[k]:.4g}" for k in sorted(micro.fitted)))
         print(f"stage 2 ({len(train)} layer records, {where}): " + ", ".join(
             f"{k}={params[k]:.4g}" for k in free))
+        if unc:
+            print(f"uncertainty ({unc['method']}, {unc['n']} samples over {unc['groups']} "
+                  f"workloads, seed {unc['seed']}; 5th-95th percentile): " + ", ".join(
+                      f"{k} {v['p05']:.4g}..{v['p95']:.4g}" for k, v in unc["summary"].items()))
+        else:
+            print("uncertainty: none estimated (predictions with this file have no band)")
         print(_fmt("fit (train)", train_v))
         if held_v:
             print(_fmt(f"held out ({a.holdout_by}={split_doc['heldout']})", held_v))
@@ -275,6 +290,15 @@ def calibrate_parser() -> argparse.ArgumentParser:
     p.add_argument("--base", default=None, help="start from this parameters file, not priors")
     p.add_argument("--thin", type=int_at_least(1), default=1, help="fit on every K-th training record (file "
                    "order; for the slow sim engine); the held-out group is kept whole")
+    p.add_argument("--band", default=None,
+                   help="the fitted parameters' uncertainty, stored in the file for prediction "
+                        "bands: bootstrap (refit to resampled workloads; default with the analytic "
+                        "engine), linear (the same, linearized at the optimum; default with sim), "
+                        "none")
+    p.add_argument("--band-samples", type=int_at_least(2), default=BAND_SAMPLES,
+                   help=f"parameter vectors to sample (default {BAND_SAMPLES})")
+    p.add_argument("--band-seed", type=int_at_least(0), default=BAND_SEED,
+                   help=f"seed of the workload resampling (default {BAND_SEED})")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return p
 

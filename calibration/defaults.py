@@ -13,6 +13,11 @@
 - h100-hgx8: priors from our H200 probe and public figures.
 - h200-1: `mok calibrate` on the committed H200 runs (microbenchmarks, then the megakernel sweep)
   from those priors.
+
+Every fitted file also gets the fit's uncertainty block (a bootstrap over whole workloads,
+calibration/fit.py); the transferred files carry gb300-nvl72's samples, marked as transferred
+(an x86 host's host_launch_scale is set, not fitted, so its column is dropped); priors-only
+files have none, and their predictions say so.
 """
 
 from __future__ import annotations
@@ -50,11 +55,12 @@ def main() -> None:
     """Run from the repository root (the parameter files name their runs relative to it)."""
     runs = published_file()
     records = read_records([runs])
-    result = fit(records, prior_params("gb300-nvl72", BLACKWELL), FREE)
+    result = fit(records, prior_params("gb300-nvl72", BLACKWELL), FREE, band="bootstrap")
     gb300 = result.params
     rel = str(runs.relative_to(Path(__file__).resolve().parents[1]))
     fitted_src = {k: f"fitted to {rel} (bounded least squares on relative error)" for k in FREE}
-    gb300 = Params(gb300.values, "gb300-nvl72", None, [rel], {**gb300.sources, **fitted_src})
+    gb300 = Params(gb300.values, "gb300-nvl72", None, [rel], {**gb300.sources, **fitted_src},
+                   result.uncertainty)
     write_params(PARAMS_DIR / "gb300-nvl72.json", gb300,
                  "Blackwell priors (calibration/priors.py) with five parameters fitted to the "
                  "published GB300 NVL72 rows; nothing else was tuned toward published numbers.",
@@ -66,7 +72,10 @@ def main() -> None:
         if x86:
             values["host_launch_scale"] = 1.0
             sources["host_launch_scale"] = "x86 host: the preset's launch_us as measured"
-        write_params(PARAMS_DIR / f"{name}.json", Params(values, name, None, [rel], sources),
+        write_params(PARAMS_DIR / f"{name}.json",
+                     Params(values, name, None, [rel], sources,
+                            transferred(gb300.uncertainty, "gb300-nvl72",
+                                        ["host_launch_scale"] if x86 else [])),
                      "Transferred from the gb300-nvl72 fit (same kernel design); no runs on this "
                      "hardware yet.")
     for name, family in (("h200-1", H200_LOCAL), ("h100-hgx8", HOPPER)):
@@ -83,6 +92,20 @@ def main() -> None:
               f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
 
 
+def transferred(block: dict | None, source: str, drop: list[str]) -> dict | None:
+    """An uncertainty block carried to a file whose values were transferred from `source`'s
+    fit, without the columns of parameters the transfer sets rather than takes (`drop`)."""
+    if block is None:
+        return None
+    keep = [i for i, f in enumerate(block["free"]) if f not in drop]
+    if not keep:
+        return None
+    return {**block, "free": [block["free"][i] for i in keep],
+            "summary": {f: v for f, v in block["summary"].items() if f not in drop},
+            "samples": [[row[i] for i in keep] for row in block["samples"]],
+            "transferred_from": source}
+
+
 def fit_h200_hgx8(root: Path) -> None:
     """h200-hgx8 from two real H200s: fabric from microbenchmarks, then compute and NCCL terms
     from the 2-GPU layer runs (fabric values kept as measured)."""
@@ -93,7 +116,8 @@ def fit_h200_hgx8(root: Path) -> None:
     fab = fit_fabric(read_records(micro_files), base, load_hardware("h200-hgx8").link_gbps)
     runs = read_records(layer_files)
     layer = fit([r for r in runs if r["system"] in ("mok", "nccl-torch")], fab.params,
-                H200X2_MOK_FREE + H200X2_NCCL_FREE)         # jointly: both use the launch terms
+                H200X2_MOK_FREE + H200X2_NCCL_FREE,         # jointly: both use the launch terms
+                band="bootstrap")
     sources = dict(base.sources)
     for name, f in fab.fitted.items():
         sources[name] = (f"measured: {f['how']} ({len(f['records'])} records in "
@@ -104,7 +128,7 @@ def fit_h200_hgx8(root: Path) -> None:
     for name in H200X2_NCCL_FREE:
         sources[name] = f"fitted to the real 2-GPU nccl-torch records in {layers}"
     params = Params(layer.params.values, "h200-hgx8", None,
-                    [rel(f) for f in micro_files + layer_files], sources)
+                    [rel(f) for f in micro_files + layer_files], sources, layer.uncertainty)
     write_params(PARAMS_DIR / "h200-hgx8.json", params,
                  "H200 priors; fabric parameters measured on two real H200s (NV18) by "
                  "calibration/nvlink_bench.py and fitted by calibration/fit_fabric.py; compute and "

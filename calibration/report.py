@@ -150,8 +150,9 @@ def main(argv: list[str] | None = None) -> int:
     cmds = []
     for by in ("tokens", "model"):
         path = out / f"h200-cv-{by}.json"
+        # these files only judge the fit (their folds); no band needed
         argv_cv = [*a.runs, "--out", str(path), "--holdout-by", by, "--holdout", "all", *free,
-                   "--json"]
+                   "--band", "none", "--json"]
         rc, txt = _run(calibrate_cli, argv_cv)
         cmds.append("mok calibrate " + " ".join(argv_cv[:-1]))
         cv = json.loads(txt)["cross_validation"]
@@ -175,7 +176,7 @@ def main(argv: list[str] | None = None) -> int:
             for f in json.loads((out / f"h200-cv-{by}.json").read_text())["cross_validation"]["folds"]:
                 held = out / f"h200-{by}-{f['heldout']}.json"
                 argv_h = [*a.runs, "--out", str(held), "--holdout-by", by, "--holdout", f["heldout"],
-                          *free, "--json"]
+                          *free, "--band", "none", "--json"]
                 _run(calibrate_cli, argv_h)
                 argv_s = [*a.runs, "--params", str(held), "--heldout-only", "--engine", "sim",
                           "--json"]

@@ -167,9 +167,12 @@ def _print_prediction(pred, as_json: bool) -> None:
         chosen = f" (tuner chose: {', '.join(pred.tuned)})" if pred.tuned else ""
         print(f"knobs: dispatch={c.dispatch} combine={c.combine} minibatch={c.minibatch} "
               f"comm_sms={c.comm_sms} macrobatch={c.macrobatch} capacity={c.capacity}{chosen}")
-    print(f"latency: {pred.latency_ms:.3f} ms (slowest GPU {pred.slowest_gpu})")
+    band = f"; {pred.band.text()}" if pred.band is not None else ""
+    print(f"latency: {pred.latency_ms:.3f} ms (slowest GPU {pred.slowest_gpu}{band})")
     for note in pred.notes():
         print(f"note: {note}")
+    for caveat in pred.band.caveats if pred.band is not None else ():
+        print(f"note: band: {caveat}")
     print("critical path (adds up to the latency):")
     for k, v in pred.breakdown_ms.items():
         print(f"  {k:<22} {v:9.4f} ms")
@@ -235,6 +238,7 @@ def cmd_predict(a, engine: str) -> int:
         pred.tuned = tuned.tuned if tuned else []
     else:
         pred = predict(scn, knobs, a.system, params, engine)
+    pred.with_band(params)
     _print_prediction(pred, a.json)
     if engine == "sim" and a.trace and not a.json:
         kept = pred.extra.get("traced_gpus")

@@ -66,12 +66,24 @@ class Params:
     path: str | None = None
     fitted_on: list = field(default_factory=list)
     sources: dict = field(default_factory=dict)
+    # the fit's parameter samples (see UNCERTAINTY_METHODS and docs/calibration.md), or None
+    uncertainty: dict | None = None
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
 
     def with_values(self, **changes: float) -> "Params":
+        """The same parameters with some values changed; the fit's samples no longer describe
+        them, so the copy has no uncertainty block."""
         return Params({**self.values, **changes}, self.hardware, None, self.fitted_on, self.sources)
+
+    def samples(self) -> list["Params"]:
+        """One Params per sampled parameter vector of the uncertainty block ([] without one)."""
+        u = self.uncertainty
+        if not u:
+            return []
+        return [Params({**self.values, **dict(zip(u["free"], row))}, self.hardware, None,
+                       self.fitted_on, self.sources) for row in u["samples"]]
 
 
 def _check(values: dict, where: str) -> None:
@@ -84,6 +96,39 @@ def _check(values: dict, where: str) -> None:
         lo, hi = BOUNDS[name]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:  # nan fails
             raise MokInputError(f"{where}: {name}={v!r} must be a number in [{lo}, {hi}]")
+
+
+# how an uncertainty block's samples were drawn (calibration/fit.py estimate_uncertainty)
+UNCERTAINTY_METHODS = ("bootstrap", "bootstrap-linear")
+
+
+def check_uncertainty(block, where: str) -> dict:
+    """Validate an optional "uncertainty" block: method, seed, n, free (parameter names) and
+    samples (n vectors, one value per free parameter, each within its bounds)."""
+    def bad(why: str):
+        return MokInputError(f"{where}: uncertainty block {why}")
+    if not isinstance(block, dict):
+        raise bad("must be an object")
+    if block.get("method") not in UNCERTAINTY_METHODS:
+        raise bad(f"method {block.get('method')!r} must be one of {UNCERTAINTY_METHODS}")
+    free, samples, n = block.get("free"), block.get("samples"), block.get("n")
+    if not isinstance(free, list) or not free or any(f not in BOUNDS for f in free) \
+            or len(set(free)) != len(free):
+        raise bad(f"free {free!r} must be a list of distinct parameter names")
+    if not isinstance(samples, list) or isinstance(n, bool) or not isinstance(n, int) \
+            or n < 2 or len(samples) != n:
+        raise bad(f"needs n >= 2 and n sample vectors (n={n!r}, "
+                  f"{len(samples) if isinstance(samples, list) else 'no'} samples)")
+    if isinstance(block.get("seed"), bool) or not isinstance(block.get("seed"), int):
+        raise bad(f"seed {block.get('seed')!r} must be an integer")
+    for i, row in enumerate(samples):
+        if not isinstance(row, list) or len(row) != len(free):
+            raise bad(f"sample {i} must list {len(free)} values (one per free parameter)")
+        for name, v in zip(free, row):
+            lo, hi = BOUNDS[name]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
+                raise bad(f"sample {i}: {name}={v!r} must be a number in [{lo}, {hi}]")
+    return block
 
 
 def read_params(path: str | Path) -> Params:
@@ -112,18 +157,27 @@ def read_params(path: str | Path) -> Params:
     values = {k: (e["value"] if isinstance(e, dict) else e) for k, e in entries.items()}
     sources = {k: e.get("source", "") for k, e in entries.items() if isinstance(e, dict)}
     _check(values, str(path))
-    return Params(values, doc.get("hardware", ""), str(path), doc.get("fitted_on", []), sources)
+    block = doc.get("uncertainty")
+    if block is not None:
+        check_uncertainty(block, f"--params {str(path)!r}")
+    return Params(values, doc.get("hardware", ""), str(path), doc.get("fitted_on", []), sources,
+                  block)
 
 
 def write_params(path: str | Path, params: Params, notes: str, extra: dict | None = None) -> None:
-    """Write a parameters file with provenance (values, sources, fitted_on, notes)."""
+    """Write a parameters file with provenance (values, sources, fitted_on, notes) and, when the
+    parameters carry one, the fit's uncertainty block (last, after any `extra` fields)."""
     _check(params.values, str(path))
+    if params.uncertainty is not None:
+        check_uncertainty(params.uncertainty, str(path))
     doc = {"schema": SCHEMA, "hardware": params.hardware, "notes": notes,
            "fitted_on": params.fitted_on,
            "values": {k: {"value": params.values[k], "source": params.sources.get(k, "")}
                       for k in sorted(params.values)}}
     if extra:
         doc.update(extra)
+    if params.uncertainty is not None:
+        doc["uncertainty"] = params.uncertainty
     atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
 
 

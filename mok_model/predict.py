@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 
 
 from .analytic import mok_config_terms
+from .band import LEVEL, Band, band
 from .baselines import BASELINES, baseline_terms
 from .errors import MokInputError
 from .params import Params, load_params
@@ -31,6 +32,7 @@ class Prediction:
     slowest_gpu: int
     tuned: list[str] = field(default_factory=list)  # knobs the tuner chose
     extra: dict = field(default_factory=dict)  # engine-specific results (sim: events, timelines)
+    band: Band | None = None  # the fit's uncertainty band, once with_band() computed it
 
     def notes(self) -> list[str]:
         """What a reader must know to read the numbers (scenario_notes, then the engine's)."""
@@ -44,7 +46,15 @@ class Prediction:
              "params": self.params, "slowest_gpu": self.slowest_gpu, "tuned_knobs": self.tuned,
              "domains": self.scenario.domains, "notes": self.notes()}
         d.update({k: v for k, v in self.extra.items() if k not in ("timelines", "notes")})
+        if self.band is not None:
+            d["band_ms"] = self.band.as_json()
+            d["band_note"] = self.band.full_note
         return d
+
+    def with_band(self, params: Params, level: float = LEVEL) -> "Prediction":
+        """Attach the uncertainty band of the parameters' fit (mok_model.band); returns self."""
+        self.band = band(self, params, level)
+        return self
 
 
 def scenario_notes(s: Scenario) -> list[str]:

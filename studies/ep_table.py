@@ -43,8 +43,11 @@ def _point(pt: dict) -> dict:
                    PRECISION, "uniform", pt["seed"])
     params, _ = params_for(HARDWARE)
     row = {"model": pt["model"], "tokens": pt["tokens"], "pass": pt["pass"]}
-    mok = predict(scn, None, "mok", params, pt["engine"])
+    mok = predict(scn, None, "mok", params, pt["engine"]).with_band(params)
     row["mok_ms"] = mok.latency_ms
+    # the fit's 90% band (mok_model/band.py; analytic engine only, NaN without a band)
+    row["mok_lo_ms"] = mok.band.lo if mok.band.lo is not None else float("nan")
+    row["mok_hi_ms"] = mok.band.hi if mok.band.hi is not None else float("nan")
     for b in BASELINES:
         row[f"{b}_ms"] = predict(scn, None, b, params, pt["engine"]).latency_ms
     best = min(BASELINES, key=lambda b: row[f"{b}_ms"])
@@ -53,6 +56,21 @@ def _point(pt: dict) -> dict:
                mok_config=f"{mok.config.dispatch}/{mok.config.combine} mb={mok.config.minibatch} "
                           f"comm={mok.config.comm_sms}")
     return row
+
+
+def _band_note(engine: str) -> str:
+    """What the MoK band columns are, for the summary."""
+    from mok_model.band import no_band
+
+    params, _ = params_for(HARDWARE)
+    why = no_band(params, engine)
+    if why:
+        return f"empty ({why})."
+    u = params.uncertainty
+    return (f"the central 90% of the MoK latency re-predicted with the {u['n']} parameter vectors "
+            f"of a {u['method']} over the {u['groups']} workloads of the fit ({', '.join(u['free'])} "
+            f"refitted, knobs held): the fit's uncertainty, not the model's error on other "
+            f"workloads. The published rows are the fit's own records.")
 
 
 def with_published(rows: list[dict], pub: dict[tuple, dict]) -> list[dict]:
@@ -85,6 +103,13 @@ def run(opts: Options):
         for i, s in enumerate(("mok",) + BASELINES):
             ax[0, j].bar([k + (i - 2) * w for k in x], [r[f"{s}_ms"] for r in sel], w, label=s,
                          color="tab:red" if s == "mok" else None, alpha=1 if s == "mok" else 0.6)
+        band = [(k, r) for k, r in zip(x, sel) if r["mok_lo_ms"] == r["mok_lo_ms"]]  # not NaN
+        if band:
+            ax[0, j].errorbar([k - 2 * w for k, _ in band], [r["mok_ms"] for _, r in band],
+                              yerr=[[r["mok_ms"] - r["mok_lo_ms"] for _, r in band],
+                                    [r["mok_hi_ms"] - r["mok_ms"] for _, r in band]],
+                              fmt="none", ecolor="black", capsize=3, lw=1,
+                              label="MoK 90% band (fit)")
         pm = [(k, r) for k, r in zip(x, sel) if "pub_mok_ms" in r]
         ax[0, j].plot([k - 2 * w for k, _ in pm], [r["pub_mok_ms"] for _, r in pm], "k*", ms=11,
                       label="published MoK")
@@ -99,6 +124,7 @@ def run(opts: Options):
     save_figure(fig, opts.out / f"{NAME}.png")
 
     pubd = [r for r in rows if "pub_mok_ms" in r]
+    band_note = _band_note(opts.engine)
     mape = sum(abs(r["err_mok_pct"]) for r in pubd) / len(pubd) if pubd else float("nan")
     mape_b = sum(abs(r["err_same_baseline_pct"]) for r in pubd) / len(pubd) if pubd else float("nan")
     head = {"published rows matched": len(pubd), "MoK mean |error|": f"{mape:.1f}%",
@@ -120,7 +146,8 @@ kimi-k2.7-code and glm-5 for glm-5.2 (same geometry as published.json states).
 the published best baseline's latency (the same system, nccl-torch): **{mape_b:.1f}%**. The
 parameters were fitted on {fitted}. Rows without a published counterpart are predictions.
 """),
-        ("Predicted table", md_table(rows, ["model", "tokens", "pass", "mok_ms"] + [f"{b}_ms" for b in BASELINES]
+        ("Predicted table", md_table(rows, ["model", "tokens", "pass", "mok_ms", "mok_lo_ms", "mok_hi_ms"]
+                                     + [f"{b}_ms" for b in BASELINES]
                                      + ["best_baseline", "speedup", "mok_config"])),
         ("Against the published rows", md_table(pubd, ["model", "tokens", "pass", "mok_ms", "pub_mok_ms", "err_mok_pct",
                                                        "pub_best_baseline", "pub_best_baseline_ms",
@@ -128,6 +155,7 @@ parameters were fitted on {fitted}. Rows without a published counterpart are pre
                                                        "err_speedup_pct"])),
         ("Assumptions behind the numbers", f"""
 - Published latencies are *measured* by the publication (Table 1); every other number is predicted.
+- mok_lo_ms-mok_hi_ms (error bars on the MoK bars): {band_note}
 - The published best baseline is compared with our prediction of the same system; our own best
   baseline may be another system.
 - {pnote}.

@@ -151,6 +151,7 @@ def test_ep_table(tmp_path):
     assert res.headline["published rows matched"] == 5
     for r in res.rows:
         assert r["speedup"] == pytest.approx(r["best_baseline_ms"] / r["mok_ms"])
+        assert r["mok_lo_ms"] <= r["mok_ms"] <= r["mok_hi_ms"]  # the fit's band (gb300 is fitted)
         if "pub_mok_ms" in r:
             assert r["err_mok_pct"] == pytest.approx(100 * (r["mok_ms"] / r["pub_mok_ms"] - 1))
     for m in ("kimi-k2", "glm-5"):
