@@ -132,7 +132,8 @@ class SymmetricArena:
     next arena of that class reuses it (zeroed behind a group barrier) with no new allocation and
     no new rendezvous. Symmetric memory is never freed while the process runs, so an address is
     never mapped twice (with an allocation and rendezvous per layer, a 2-GPU grid once stalled at
-    a new layer's first pass; with the pool, 467 layers in a row did not). Every rank must create and release arenas in the same order: build and close layers
+    a new layer's first pass; with the pool, the 384 layers of the next two grids did not).
+    Every rank must create and release arenas in the same order: build and close layers
     collectively, as the whole group does with any collective."""
 
     def __init__(self, group: Any, nbytes: int, device: Any) -> None:
