@@ -40,11 +40,11 @@ def _same_run(p: dict, r: dict) -> bool:
                     if k in ("dispatch", "combine", "minibatch", "comm_sms")))
 
 
-def registered(runs: list[dict]) -> None:
+def registered(runs: list[dict], pattern: str = "h200x2_*.jsonl") -> None:
     """Each registration file against the runs it was made for, per engine and system: MAPE,
     max error, signed range, Spearman within workloads (MoK) and the regret of the registered
     pick among each workload's measured MoK configurations."""
-    for path in sorted(PREDICTIONS.glob("h200x2_*.jsonl")):
+    for path in sorted(PREDICTIONS.glob(pattern)):
         preds = [json.loads(line) for line in path.open()]
         for engine in ("analytic", "sim"):
             for system in ("mok", "nccl-torch"):
