@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import argparse
 import itertools
+import json
 import os
 import sys
 from datetime import datetime, timezone
 
 from mok_kernels.routing import parse_routing
+from mok_model.errors import MokInputError
 from mok_model.params import PARAMS_DIR, load_params
 from mok_model.predict import predict
 from mok_model.records import record_config, record_scenario
@@ -49,10 +51,13 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
 
 
 def register(a: argparse.Namespace) -> int:
+    folder = os.path.dirname(os.path.abspath(a.out))
     if os.path.exists(a.out):
-        print(f"register: --out {a.out} exists; a registration is written once (name a new file)",
-              file=sys.stderr)
-        return 2
+        raise MokInputError(f"--out {a.out} exists; a registration is written once (name a new file)")
+    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
+        raise MokInputError(f"--out {a.out}: folder {folder} is missing or not writable")
+    if a.gpus < 1:
+        raise MokInputError(f"--gpus {a.gpus}: must be >= 1")
     params = load_params(None, a.hardware)
     params_path = PARAMS_DIR / f"{a.hardware}.json"
     rows = []
@@ -70,7 +75,6 @@ def register(a: argparse.Namespace) -> int:
                          "params": str(params_path.relative_to(PARAMS_DIR.parent.parent)),
                          "predicted_ms": pred.latency_ms,
                          "registered": datetime.now(timezone.utc).isoformat(timespec="seconds")})
-    import json
     with open(a.out, "x") as f:
         for r in rows:
             f.write(json.dumps(r, sort_keys=True) + "\n")
@@ -94,7 +98,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--macrobatch", type=int, default=131072)
     p.add_argument("--capacity", type=float, default=1.0)
     p.add_argument("--out", required=True)
-    return register(p.parse_args(argv))
+    try:
+        return register(p.parse_args(argv))
+    except (MokInputError, ValueError) as exc:       # bad grid values: one line, exit 2
+        print(f"register: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

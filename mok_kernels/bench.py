@@ -403,7 +403,7 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
             chosen: dict = {}
             try:
                 t, bd = run_mok(wl, {}, a.iters, a.warmup, not a.no_graph, a.breakdown, chosen)
-            except RuntimeError as exc:
+            except (RuntimeError, ValueError) as exc:     # a stall, or no knob choice possible
                 log(f"{model} ep{ep} n{tokens} auto: FAILED {exc}")
                 continue
             rec = auto_record(make_record(
