@@ -151,15 +151,18 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     # comm SMs join the compute only when the combine does not need them (epilogue push)
     epilogue = cfg.combine == "push" and _param(p, "combine_in_epilogue") >= 0.5
     share = _param(p, "comm_join_share") if epilogue else 0.0
-    # the joining SMs take tiles from the same work list: the GEMM's remaining SM-seconds are
-    # shared by cx + share x C_comm SMs (work-conserving, as analytic.mok_terms' work_time)
-    join_scale = cx / (cx + share * cfg.comm_sms)
-    gu_j, dn_j = gu * join_scale, dn * join_scale
+    # the joining SMs take tiles from the same work list: the GEMMs run on cx + share x C_comm
+    # SMs, but the HBM floor (weights streamed once per GPU) does not shrink with more SMs, so the
+    # joined times are the FFN times on the joined SMs (as analytic.mok_terms' c_join)
+    joined = cx + share * cfg.comm_sms
+    join_scale = cx / joined
+    gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, joined, splits=splits)
+                  if share > 0 else (gu, dn))
     shared, shared_split = 0.0, (0.0, 0.0, 0.0, 0.0)
     if m.shared_experts:
         sh = (scn.tokens * m.shared_experts, np.ceil(scn.tokens / tm) * m.shared_experts, m.shared_experts)
         sg, sd = _gemm_split(scn, p, *sh, cx, shared=True)
-        sgj, sdj = sg * join_scale, sd * join_scale
+        sgj, sdj = _gemm_split(scn, p, *sh, joined, shared=True) if share > 0 else (sg, sd)
         shared_split = tuple(float(np.asarray(x).reshape(-1)[0]) for x in (sg, sd, sgj, sdj))
         shared = shared_split[0] + shared_split[1]
     return Plan(M, endpoints, rows_l, np.split(gu, splits), np.split(dn, splits),
