@@ -20,7 +20,7 @@ import os
 import sys
 from datetime import datetime, timezone
 
-from mok_kernels.routing import parse_routing
+from mok_kernels.routing import routing_record
 from mok_model.errors import MokInputError
 from mok_model.params import PARAMS_DIR, load_params
 from mok_model.predict import predict
@@ -37,10 +37,8 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
     out = []
     for model, tokens, routing in itertools.product(a.model.split(","), _ints(a.tokens),
                                                     a.routing.split(",")):
-        kind, par = parse_routing(routing)
-        rt = {"kind": kind, "seed": a.seed} | ({} if kind == "uniform" else {"arg": par})
-        base = {"model": model, "ep": a.gpus, "tokens": tokens, "pass": "fwd",
-                "precision": "bf16", "routing": rt, "hardware": {"preset": a.hardware}}
+        base = {"model": model, "ep": a.gpus, "tokens": tokens, "pass": "fwd", "precision": "bf16",
+                "routing": routing_record(routing, a.seed), "hardware": {"preset": a.hardware}}
         out.append(base | {"system": "nccl-torch", "config": {}})
         for d, c, mb, cs in itertools.product(a.dispatch.split(","), a.combine.split(","),
                                               _ints(a.minibatch), _ints(a.comm_sms)):

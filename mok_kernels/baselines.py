@@ -188,8 +188,7 @@ class CapacityA2A:
         per.scatter_add_(0, key, torch.ones_like(key))
         offs = torch.cumsum(per[:el], 0).to(torch.int32)
         y_sorted = self.ex.ffn(self.recv[o], offs)            # rows past offs[-1]: padding
-        self.back[o] = y_sorted
-        self.recv.copy_(self.back)
+        self.recv[o] = y_sorted                               # outputs in the received blocks
         dist.all_to_all_single(self.back, self.recv, group=self.group)
         ys = torch.empty(n * k, x.shape[1], dtype=x.dtype, device=x.device)
         ys[order] = self.back[slot]                           # slot order (token, j)

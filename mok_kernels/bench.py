@@ -22,7 +22,7 @@ import torch
 
 from mok_model.records import append_records
 
-from .routing import Shape, make_routing, parse_routing, shape_of
+from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
 
 SYSTEMS = ("mok", "torch-grouped", "gemm-only")
 
@@ -195,16 +195,13 @@ def make_record(*, system: str, model: str, ep: int, tokens: int, knobs: dict[st
                 routing: str, seed: int, times: list[float], breakdown: dict[str, float],
                 note: str, hardware: dict[str, Any], software: dict[str, str]) -> dict[str, Any]:
     """One mok-run/1 record of a measured single-GPU rank-emulation run."""
-    kind, par = parse_routing(routing)
-    rt: dict[str, Any] = {"kind": kind, "seed": seed}
-    if kind in ("zipf", "hot"):
-        rt["arg"] = par  # as `mok predict --routing KIND:ARG` reads it
     return {
         "schema": "mok-run/1", "id": f"{system}-{model}-ep{ep}-n{tokens}-{uuid.uuid4().hex[:12]}",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "hardware": hardware, "software": software, "system": system, "model": model, "ep": ep,
         "emulated_peers": ep > 1, "tokens": tokens, "pass": "fwd", "precision": "bf16",
-        "config": knobs, "routing": rt, "latency_ms": stats(times), "breakdown_ms": breakdown,
+        "config": knobs, "routing": routing_record(routing, seed), "latency_ms": stats(times),
+        "breakdown_ms": breakdown,
         "source": "measured", "note": note,
     }
 

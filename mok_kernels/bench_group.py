@@ -19,9 +19,9 @@ from __future__ import annotations
 
 import argparse
 import gc
-from datetime import timedelta
 import socket
 import sys
+from datetime import timedelta
 from typing import Any
 
 import torch

@@ -137,11 +137,8 @@ class SymmetricArena:
     collectively, as the whole group does with any collective."""
 
     def __init__(self, group: Any, nbytes: int, device: Any) -> None:
-        import torch.distributed as dist
         import torch.distributed._symmetric_memory as symm_mem
 
-        self.group = group
-        self.rank, self.size = dist.get_rank(group), dist.get_world_size(group)
         self.key = (group.group_name, str(torch.device(device)), size_class(nbytes))
         free = _FREE_ARENAS.get(self.key)
         if free:

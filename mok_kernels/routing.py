@@ -54,6 +54,13 @@ def parse_routing(spec: str, top_k: int | None = None) -> tuple[str, float]:
     return kind, float(arg or 0.0)
 
 
+def routing_record(spec: str, seed: int) -> dict:
+    """The run record's routing object for a kernel routing spec: kind, seed and, for zipf and
+    hot, "arg" as `mok predict --routing KIND:ARG` reads it (mok_model.records.routing_spec)."""
+    kind, par = parse_routing(spec)
+    return {"kind": kind, "seed": seed} | ({"arg": par} if kind in ("zipf", "hot") else {})
+
+
 def make_routing(n: int, e: int, k: int, spec: str, seed: int,
                  device: str | torch.device = "cpu",
                  popularity_seed: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:

@@ -7,49 +7,24 @@ import pytest
 import torch
 
 from mok_kernels import knobs
-from mok_kernels import reference as ref
-from mok_kernels.routing import make_routing
 
 pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available():  # pragma: no cover - CPU CI
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
 from mok_kernels.megakernel import KernelConfig, MoKLayer  # noqa: E402
+from test_kernels_gpu import E, H, I, K, N, compare_with_reference, setup  # noqa: E402
 
-E, K, H, I, N = 32, 4, 256, 128, 200
 SHAPE = dict(hidden=H, expert_width=I, routed_experts=E, top_k=K, shared_width=I)
-
-
-def rel(a: torch.Tensor, b: torch.Tensor) -> float:
-    a, b = a.float(), b.float()
-    assert torch.isfinite(a).all()
-    return float((a - b).norm() / b.norm())
 
 
 def forward_vs_reference(ep: int, rank: int | None, seed: int = 0, **layer_kw):
     """(relative error of the layer's output, the layer) for a layer built with no knobs."""
-    w = ref.random_weights(E, H, I, I, seed=seed).to(torch.bfloat16).to(device="cuda")
-    wf = w.to(torch.float32)
-    g = torch.Generator(device="cuda").manual_seed(seed + 7)
-    x = torch.randn(ep * N, H, device="cuda", generator=g).to(torch.bfloat16)
-    ids, wts = make_routing(ep * N, E, K, "uniform", seed, device="cuda")
+    w, wf, x, ids, wts = setup(ep, "uniform", seed)
     layer = MoKLayer(w, ep, N, K, rank, KernelConfig(on_error="raise"), **layer_kw)
-    y = ref.routed_outputs(x.float(), ids, wf)                  # (P*N, k, H) every route
-    el = E // ep
-    if rank is not None:
-        served = (ids >= rank * el) & (ids < (rank + 1) * el)
-        home = slice(rank * N, (rank + 1) * N)
-        fill = (~served[home]).reshape(-1).nonzero().squeeze(1)   # peers' pushed outputs
-        layer.comb[rank * N * K + fill] = y[home].reshape(-1, H)[fill].to(torch.bfloat16)
-    else:
-        served = torch.ones_like(ids, dtype=torch.bool)
-        home = slice(0, ep * N)
-    layer.comb[served.reshape(-1).nonzero().squeeze(1)] = float("nan")   # poison served slots
-    out = layer.forward(x, ids, wts)
-    torch.cuda.synchronize()
+    err, _ = compare_with_reference(layer, x, ids, wts, wf, rank)
     layer.check()
-    want = ref.combine(ref.shared_output(x[home].float(), wf), y[home], wts[home])
-    return rel(out, want), layer
+    return err, layer
 
 
 def _hardware() -> str | None:
