@@ -101,7 +101,7 @@ def fit(records: list[dict], base: Params, free: list[str], engine: str = "analy
             pred = predict_records(sub, q, engine, [resolved[i] for i in keep] if resolved else None)
             return np.where(np.isfinite(pred), pred / measured[keep] - 1.0, 10.0)
 
-        resolved = tuned(x) if open_knobs else None
+        # `resolved` is already the tuner's choice at the final x: the loop above ends with it
         block, notes = estimate_uncertainty(records, scored, x, lo / scale, hi / scale, scale, free,
                                             BANDS[band], band_samples, band_seed, max_nfev)
         if block is not None:
