@@ -18,6 +18,7 @@ sample of each rank's tokens; a configuration that fails is not recorded and the
 from __future__ import annotations
 
 import argparse
+import faulthandler
 import gc
 import socket
 import sys
@@ -193,6 +194,10 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
             torch.cuda.synchronize()
             dist.barrier()
             wl.refresh(0)        # the inputs `want` was computed on (timing refreshes them)
+            # a rank still inside this configuration after most of the collective timeout
+            # prints every thread's stack, so a hang names where each rank stands (re-armed per
+            # configuration)
+            faulthandler.dump_traceback_later(max(5, a.timeout * 3 // 4), exit=False)
             layer = None
             try:
                 if system in ("mok", "mok-auto"):         # check eagerly, then capture
@@ -254,6 +259,7 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
                           f"{max(errs):.1e})", flush=True)
         del wl
         torch.cuda.empty_cache()
+    faulthandler.cancel_dump_traceback_later()
     dist.barrier()
     dist.destroy_process_group()
     if failures:
