@@ -137,8 +137,15 @@ class SymmetricArena:
     collectively, as the whole group does with any collective."""
 
     def __init__(self, group: Any, nbytes: int, device: Any) -> None:
+        import torch.distributed as dist
         import torch.distributed._symmetric_memory as symm_mem
 
+        # Every rank idle and here before any symmetric allocation, rendezvous or GPU barrier.
+        # Without this, host work between the caller's last collective and this point (the
+        # tuner choosing knobs, a garbage collection) made one rank's GPU barrier below wait
+        # forever at the second layer of a process (2 H200s, 2026-11-30: mok_kernels/NOTES.md).
+        torch.cuda.synchronize(device)
+        dist.barrier(group=group)
         self.key = (group.group_name, str(torch.device(device)), size_class(nbytes))
         free = _FREE_ARENAS.get(self.key)
         if free:
@@ -153,9 +160,12 @@ class SymmetricArena:
         whole.zero_()
         self.barrier()             # every arena zeroed before any peer signals into it
 
+    BARRIER_TIMEOUT_MS = 60_000
+
     def barrier(self) -> None:
-        """GPU-side barrier of the group on the current stream (construction only)."""
-        self._handle.barrier(channel=0)
+        """GPU-side barrier of the group on the current stream (construction only); a peer
+        that never arrives traps the kernel after BARRIER_TIMEOUT_MS instead of hanging."""
+        self._handle.barrier(channel=0, timeout_ms=self.BARRIER_TIMEOUT_MS)
 
     def release(self) -> None:
         """Hand the arena back to the pool (once); the layer that held it must not run again."""
