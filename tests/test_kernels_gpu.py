@@ -372,3 +372,24 @@ def test_bench_on_real_gpus(tmp_path):
         assert r["hardware"]["gpus"] == gpus and r["hardware"]["fabric"] == "nvlink4"
         assert r["emulated_peers"] is False and r["ep"] == gpus
         assert len(r["rank_ms"]) == gpus and max(r["rel_err_vs_fp32"]) <= 2e-2
+
+
+@pytest.mark.skipif(torch.cuda.device_count() < 2, reason="needs 2 GPUs")
+def test_auto_layer_after_swept_layers_on_real_gpus(tmp_path):
+    """The model's pick built after swept layers in one process (the tuner runs inside the new
+    layer's construction, then a new symmetric arena): stalled on 2 H200s before SymmetricArena
+    synchronized the group first (NOTES.md, grid E)."""
+    import subprocess
+    import sys
+    from mok_model.records import read_records
+    out = tmp_path / "runs.jsonl"
+    cmd = [sys.executable, "-m", "mok_kernels.bench", "--gpus", "2", "--model", "deepseek-v3",
+           "--tokens", "2048", "--dispatch", "pull", "--combine", "push", "--minibatch", "4096",
+           "--comm-sms", "32", "--systems", "mok", "--auto", "--iters", "3", "--warmup", "1",
+           "--timeout", "120", "--out", str(out)]
+    res = subprocess.run(cmd, capture_output=True, text=True, timeout=600)
+    print(res.stdout, res.stderr[-3000:])
+    assert res.returncode == 0, res.stderr[-3000:]
+    recs = read_records([out])
+    assert len(recs) == 2 and sum("auto" in r for r in recs) == 1
+    assert all(max(r["rel_err_vs_fp32"]) <= 2e-2 for r in recs)
