@@ -47,7 +47,8 @@ from typing import Any
 
 import torch
 
-from .peers import ArenaLayout, LocalGroup, SymmetricArena, emulated_offsets
+from .peers import (ArenaLayout, LocalGroup, SymmetricArena, check_same_on_every_rank,
+                    emulated_offsets)
 from .reference import MoEWeights
 from .schedule import CapacityOverflowError, Schedule, build_schedule, stack_schedules
 
@@ -758,6 +759,12 @@ class MoKLayer:
         if self.local_group:
             buf, byte_off = self.group.arena(self.rank, layout.nbytes)
         else:
+            check_same_on_every_rank(self.group, {
+                "shape (E, H, I, top-k, shared)": (self.E, self.H, self.I, self.topk, self.has_shared),
+                "tokens per rank": n, "arena bytes": layout.nbytes,
+                "kernel config": {f.name: getattr(self.cfg, f.name)
+                                  for f in dataclasses.fields(self.cfg)
+                                  if f.name not in ("on_error", "max_spin")}})
             self._symm = SymmetricArena(self.group, layout.nbytes, self.device)
             buf, byte_off = self._symm.buf, self._symm.offsets
         self.arena = layout.views(buf)

@@ -88,6 +88,24 @@ def byte_offsets(ptrs: list[int], base: int, device: Any) -> torch.Tensor:
     return torch.tensor(offs, dtype=torch.int64, device=device)
 
 
+def check_same_on_every_rank(group: Any, what: dict[str, Any]) -> None:
+    """Collective: raise ValueError on every rank unless every rank of ``group`` passed equal
+    ``what`` (shape, knobs, arena size: the protocol assumes one layout and one schedule rule).
+    Naming the first value that differs and the ranks' values."""
+    import torch.distributed as dist
+
+    mine = sorted(what.items())
+    every: list[Any] = [None] * dist.get_world_size(group)
+    dist.all_gather_object(every, mine, group=group)
+    for key, value in mine:
+        seen = [dict(r)[key] for r in every]
+        if any(v != value for v in seen):
+            raise ValueError(f"ranks disagree on {key}: {', '.join(f'rank {q} {v!r}' for q, v in enumerate(seen))}; "
+                             f"every rank of a group must build the layer with the same shape, "
+                             f"tokens and knobs (a knob table or parameters file that differs "
+                             f"between hosts does this)")
+
+
 class LocalGroup:
     """P ranks of an EP group on one GPU, each a separate launch on its own stream with its own
     arena: the group protocol exactly as on real GPUs, but the peers' memory is local HBM.

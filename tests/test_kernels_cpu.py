@@ -310,3 +310,40 @@ def test_load_weights_packs_like_construction(ep, rank, fuse):
         assert torch.equal(a, b)
     with pytest.raises(ValueError, match="differ from the layer"):
         layer.load_weights(ref.random_weights(8, 128, 64, 64, seed=2))
+
+
+def _agree_worker(rank: int, port: int, q, minibatch: int) -> None:
+    import torch.distributed as dist
+    from mok_kernels.peers import check_same_on_every_rank
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank, world_size=2)
+    try:
+        check_same_on_every_rank(dist.group.WORLD, {
+            "tokens per rank": 256, "knobs": {"minibatch": minibatch + rank * (minibatch == 512)}})
+        q.put((rank, "ok"))
+    except ValueError as exc:
+        q.put((rank, str(exc)))
+    dist.destroy_process_group()
+
+
+@pytest.mark.parametrize("minibatch", [1024, 512])
+def test_ranks_must_agree_on_shape_and_knobs(minibatch):
+    # at 512 rank 1 asks for minibatch 513: every rank refuses, naming the value and each rank's
+    import socket
+    import torch.multiprocessing as mp
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    ctx = mp.get_context("spawn")
+    q = ctx.Queue()
+    procs = [ctx.Process(target=_agree_worker, args=(r, port, q, minibatch)) for r in range(2)]
+    for pr in procs:
+        pr.start()
+    for pr in procs:
+        pr.join(120)
+        assert pr.exitcode == 0
+    got = dict(q.get() for _ in range(2))
+    if minibatch == 1024:
+        assert got == {0: "ok", 1: "ok"}
+    else:
+        for msg in got.values():
+            assert "ranks disagree on knobs" in msg and "rank 1 {'minibatch': 513}" in msg
