@@ -91,6 +91,9 @@ def _pow2_divisor(n: int, cap: int) -> int:
 
 _BWD: dict[str, Any] = {}
 _HELPERS = ("wait_geq", "signal", "tile_of", "peer_row", "copy_rows", "trap")
+# Triton device functions the kernels call by name: the forward's helpers and wgrad_tile, set by
+# _bwd_kernels() before any kernel is compiled
+wait_geq = signal = tile_of = peer_row = copy_rows = trap = wgrad_tile = None
 
 
 def _bwd_kernels() -> dict[str, Any]:
