@@ -65,3 +65,61 @@ def test_refused_layers():
     with pytest.raises(ValueError, match="fuse_gu"):
         MoKBackward(lay)
     assert why_not_backward(layer()[0]) is None
+
+
+def test_torch_autograd_baseline_gives_the_reference_gradients():
+    """The torch-autograd bench baseline (one rank's unfused forward under autograd) computes the
+    gradients of that rank's outputs: its experts' and shared weights', x's and the router's."""
+    from mok_kernels.baselines import LocalExperts, torch_autograd_rank
+    ep, n, e, k, rank = 2, 12, 8, 2, 1
+    w = ref.random_weights(e, 32, 16, 16, seed=1)
+    ids, wts = make_routing(ep * n, e, k, "zipf:1.2", 0)
+    g = torch.Generator().manual_seed(2)
+    x, dout = torch.randn(ep * n, 32, generator=g), torch.randn(ep * n, 32, generator=g)
+    ex = LocalExperts(w, 4, 8, "cpu", torch.float32)
+    params = [t.clone().requires_grad_() for t in (ex.wgu, ex.wd, ex.sgu, ex.sd)]
+    xs, ts = x.clone().requires_grad_(), wts.clone().requires_grad_()
+    torch_autograd_rank(xs, ids, ts, dout, params, 4, 8, rank, n).backward()
+    # reference: routed outputs of experts 4..7 for every token, shared on the rank's tokens
+    xr, tr = x.clone().requires_grad_(), wts.clone().requires_grad_()
+    wr = [t.clone().requires_grad_() for t in (w.wg, w.wu, w.wd, w.sg, w.su, w.sd)]
+    y = ref.routed_outputs(xr, ids, ref.MoEWeights(*wr), range(4, 8))
+    home = slice(rank * n, (rank + 1) * n)
+    out = ref.combine(torch.zeros_like(xr), y, tr)
+    loss = (out * dout).sum() + (ref.swiglu_ffn(xr[home], *wr[3:]) * dout[home]).sum()
+    loss.backward()
+    close = lambda a, b: torch.allclose(a, b, rtol=1e-4, atol=1e-5)  # noqa: E731
+    assert close(xs.grad, xr.grad) and close(ts.grad, tr.grad)
+    assert close(params[0].grad, torch.cat([wr[0].grad[4:], wr[1].grad[4:]], 2))
+    assert close(params[1].grad, wr[2].grad[4:])
+    assert close(params[2].grad, torch.cat([wr[3].grad, wr[4].grad], 1))
+    assert close(params[3].grad, wr[5].grad)
+
+
+def test_backward_gemms_baseline_runs_and_wgrad_is_per_expert():
+    from mok_kernels.baselines import BackwardGemms, LocalExperts, wgrad_grouped
+    w = ref.random_weights(4, 32, 16, 16, seed=1)
+    ex = LocalExperts(w, 0, 4, "cpu", torch.float32)
+    offs = torch.tensor([3, 3, 10, 12], dtype=torch.int32)
+    gemms = BackwardGemms(ex, offs, 12, 8)
+    gemms.refresh()
+    gemms()
+    a, b = torch.randn(12, 5), torch.randn(12, 7)
+    got = wgrad_grouped(a, b, offs)
+    assert torch.allclose(got[2], a[3:10].t() @ b[3:10]) and torch.count_nonzero(got[1]) == 0
+
+
+def test_bench_pass_flag(tmp_path, capsys):
+    from mok_kernels import bench
+    a = bench.parse_args(["--pass", "bwd", "--out", str(tmp_path / "r.jsonl")])
+    assert a.pass_ == "bwd" and a.systems == "mok,gemm-only,torch-autograd"
+    for argv, word in ((["--pass", "both"], "--pass"), (["--pass", "bwd", "--systems", "torch-grouped"],
+                                                        "--systems")):
+        with pytest.raises(bench.BadInput, match=word):
+            bench._check_args(bench.parse_args(argv + ["--out", str(tmp_path / "r.jsonl")]))
+    rec = bench.make_record(system="torch-autograd", model="kimi-k2", ep=16, tokens=64,
+                            knobs={}, routing="uniform", seed=0, times=[1.0], breakdown={},
+                            note="", hardware={"preset": "h200-1"}, software={}, pass_="bwd")
+    from mok_model.records import validate_record
+    validate_record(rec)
+    assert rec["pass"] == "bwd"
