@@ -334,18 +334,19 @@ def _bwd_kernels() -> dict[str, Any]:
                         wgu_e = wgu_ptr + e.to(tl.int64) * H * (2 * I)
                         a_p = dgu_ptr + hrows[:, None] * (2 * I) + rkx[None, :]
                         b_p = wgu_e + hc[None, :].to(tl.int64) * (2 * I) + rkx[:, None]   # Wgu^T
-                        acc = tl.zeros((BM, BN_X), dtype=tl.float32)
+                        acc_x = tl.zeros((BM, BN_X), dtype=tl.float32)
                         for k0 in range(0, 2 * I, BK_X):
                             a = tl.load(a_p + k0, mask=rmask[:, None], other=0.0)
                             bw = tl.load(b_p + k0, mask=hm[None, :], other=0.0)
-                            acc = tl.dot(a, bw, acc)
-                        om = rmask[:, None] & hm[None, :]
+                            acc_x = tl.dot(a, bw, acc_x)
+                        om_x = rmask[:, None] & hm[None, :]
                         if shared:
-                            tl.store(shdx_ptr + rows[:, None] * H + hc[None, :], acc, mask=om)
+                            tl.store(shdx_ptr + rows[:, None] * H + hc[None, :], acc_x, mask=om_x)
                         else:
                             slot = tl.load(recv_slot_ptr + row0 + rm, mask=rmask, other=0)
                             c_off = peer_row(dxs_off_ptr, slot, SLOTS, H)
-                            tl.store(dxs_ptr + c_off[:, None] + hc[None, :], acc.to(tl.bfloat16), mask=om)
+                            tl.store(dxs_ptr + c_off[:, None] + hc[None, :], acc_x.to(tl.bfloat16),
+                                     mask=om_x)
                             if nbx == 0:
                                 dsum = tl.zeros((BM,), dtype=tl.float32)
                                 for j in range(0, NB_A):             # fixed column-block order
@@ -379,13 +380,13 @@ def _bwd_kernels() -> dict[str, Any]:
                         hcols = hb * BW_H + tl.arange(0, BW_H)
                         hm = hcols < H
                         ccols = cb * BW + tl.arange(0, BW)
-                        acc = tl.zeros((BW_H, BW), dtype=tl.float32)
-                        acc = wgrad_tile(acc, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
+                        acc_gu = tl.zeros((BW_H, BW), dtype=tl.float32)
+                        acc_gu = wgrad_tile(acc_gu, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
                                          ccols < 2 * I, shared, t_lo, t_hi, tile_row0_ptr,
                                          tile_rows_ptr, cnt, NB_A, NS, err_ptr, max_spin,
                                          False, True, BM, BKR)
-                        o = dwgu_ptr + e.to(tl.int64) * H * (2 * I)
-                        tl.store(o + hcols[:, None].to(tl.int64) * (2 * I) + ccols[None, :], acc,
+                        o_gu = dwgu_ptr + e.to(tl.int64) * H * (2 * I)
+                        tl.store(o_gu + hcols[:, None].to(tl.int64) * (2 * I) + ccols[None, :], acc_gu,
                                  mask=hm[:, None])
                     else:
                         # dWd[e][i block, h block] = sum_rows (w h)^T dOut
@@ -395,12 +396,12 @@ def _bwd_kernels() -> dict[str, Any]:
                         icols = ib * BW + tl.arange(0, BW)
                         hcols = hb * BW_H + tl.arange(0, BW_H)
                         hm = hcols < H
-                        acc = tl.zeros((BW, BW_H), dtype=tl.float32)
-                        acc = wgrad_tile(acc, hs_ptr, I, icols, icols < I, gsrc, H, hcols, hm,
+                        acc_dn = tl.zeros((BW, BW_H), dtype=tl.float32)
+                        acc_dn = wgrad_tile(acc_dn, hs_ptr, I, icols, icols < I, gsrc, H, hcols, hm,
                                          shared, t_lo, t_hi, tile_row0_ptr, tile_rows_ptr, cnt,
                                          NB_A, NS, err_ptr, max_spin, True, False, BM, BKR)
-                        o = dwd_ptr + e.to(tl.int64) * I * H
-                        tl.store(o + icols[:, None].to(tl.int64) * H + hcols[None, :], acc,
+                        o_dn = dwd_ptr + e.to(tl.int64) * I * H
+                        tl.store(o_dn + icols[:, None].to(tl.int64) * H + hcols[None, :], acc_dn,
                                  mask=hm[None, :])
                 g = g_next
 
