@@ -13,15 +13,22 @@ at every forward (``MoKLayer.load_weights``), because training changes them ever
 CPU, or where the megakernel refuses the shape, the forward is the PyTorch one below, computed
 in float32 from the given tensors and returned in x's dtype.
 
-Backward. **This is NOT the fused persistent backward megakernel that issue 14 asks for.** It is
-a reference-quality PyTorch backward that makes training possible now: it recomputes each
-expert's SwiGLU activations from the saved inputs (nothing but the inputs is kept from the
-forward), experts taken one at a time in increasing id order, the rows of each expert in
-increasing token order, every product and sum in float32, and each token's gradient gathered
-with plain indexed writes to distinct rows (no atomics, no scatter-add). So the gradients are
-bitwise identical from run to run on one machine. They are the exact float32 gradients of the
-layer at the given (possibly bf16) inputs and weights: the bf16 rounding inside the megakernel's
-forward is not differentiated (as with any bf16 kernel and an fp32 backward).
+Backward. Two implementations, both bitwise identical from run to run on one machine:
+- With the megakernel forward (``MegakernelForward``) on CUDA, where backward.py accepts the
+  layer: the backward megakernel (backward.py: one persistent Triton launch, the forward's
+  communication/compute roles, SwiGLU activations recomputed from the saved inputs, fixed-order
+  sums, no atomics on data). BF16 operands (x, dOut, the bf16-packed weights, the bf16 [dg|du]
+  and w*h it stores), float32 accumulation; every gradient returned in its input's dtype. Its
+  error against float32 autograd is that of a bf16 kernel (tested <= 2e-2 relative norm).
+- Otherwise (the PyTorch forward, CPU, a layer the backward megakernel refuses): a
+  reference-quality PyTorch backward. It recomputes each expert's SwiGLU activations from the
+  saved inputs (nothing but the inputs is kept from the forward), experts taken one at a time in
+  increasing id order, the rows of each expert in increasing token order, every product and sum
+  in float32, and each token's gradient gathered with plain indexed writes to distinct rows (no
+  atomics, no scatter-add). They are the exact float32 gradients of the layer at the given
+  (possibly bf16) inputs and weights.
+Neither differentiates the bf16 rounding inside the megakernel's forward (as with any bf16 kernel
+and a backward from the saved inputs).
 """
 
 from __future__ import annotations
@@ -270,6 +277,40 @@ class MegakernelForward:
         return out[:n_all].to(x.dtype, copy=True)      # the layer reuses its output buffer
 
 
+    def backward(self, gout: torch.Tensor, x: torch.Tensor, topk_ids: torch.Tensor,
+                 topk_w: torch.Tensor, w: MoEWeights,
+                 needs: tuple[bool, ...]) -> tuple[torch.Tensor | None, ...] | None:
+        """Gradients (dx, dtopk_w, dwg, dwu, dwd, dsg, dsu, dsd) of sum(gout * layer(x)) from the
+        backward megakernel (backward.py) on the layer this forward ran, None where ``needs`` is
+        False; or None when the backward megakernel cannot run this layer (the caller then runs
+        the PyTorch backward). The layer's weights are re-packed first (layers of one shape share
+        it); tokens are padded as in the forward (zero tokens, weights and output gradients)."""
+        from .backward import MoKBackward, why_not_backward
+        n_all, k = topk_ids.shape
+        p = self.ep
+        n = -(-max(1, -(-n_all // p)) // self.bucket) * self.bucket
+        pad = n * p - n_all
+        layer = self.layer_for(n, k, w, x.device)
+        if why_not_backward(layer) is not None:
+            return None
+        bwd = getattr(layer, "mok_backward", None)
+        if bwd is None:
+            bwd = layer.mok_backward = MoKBackward(layer)
+        xb, gb = x.to(torch.bfloat16), gout.to(torch.bfloat16)
+        ids, wts = topk_ids.long(), topk_w.float()
+        if pad:
+            dev = x.device
+            zeros = torch.zeros(pad, x.shape[1], dtype=torch.bfloat16, device=dev)
+            xb, gb = torch.cat([xb, zeros]), torch.cat([gb, zeros])
+            ids = torch.cat([ids, torch.arange(k, device=dev).expand(pad, k)])
+            wts = torch.cat([wts, torch.zeros(pad, k, dtype=wts.dtype, device=dev)])
+        res = bwd.run(xb.contiguous(), ids.contiguous(), wts.contiguous(), gb.contiguous())
+        grads = (res.dx[:n_all], res.dw[:n_all], *bwd.weight_grads(res))
+        like = (x, topk_w, w.wg, w.wu, w.wd, w.sg, w.su, w.sd)
+        return tuple(None if not need or g is None else g.to(t.dtype, copy=True)
+                     for g, t, need in zip(grads, like, needs))
+
+
 _DEFAULT_MEGAKERNEL: MegakernelForward | None = None
 _WARNED: set[str] = set()
 
@@ -313,7 +354,8 @@ def resolve_forward(backend: str | Forward, x: torch.Tensor, w: MoEWeights, topk
 
 class MoKFunction(torch.autograd.Function):
     """forward: ``fwd(x, topk_ids, topk_w, weights)`` (the megakernel or PyTorch); backward: the
-    deterministic PyTorch backward above (NOT yet the fused backward megakernel). Inputs: x
+    backward megakernel when ``fwd`` is a MegakernelForward whose layer it accepts, else the
+    deterministic PyTorch backward above (module docstring). Inputs: x
     (N, H), topk_ids (N, k) integer, topk_w (N, k), wg/wu (E, H, I), wd (E, I, H), sg/su
     (H, Is), sd (Is, H) or None (no shared expert), fwd. Output (N, H) in x's dtype."""
 
@@ -329,6 +371,7 @@ class MoKFunction(torch.autograd.Function):
             out = fwd(x, topk_ids, topk_w, w)
         ctx.save_for_backward(x, topk_ids, topk_w, wg, wu, wd, sg, su, sd)
         ctx.routes = routes                                 # the backward's expert grouping
+        ctx.fwd = fwd
         return out
 
     @staticmethod
@@ -336,8 +379,13 @@ class MoKFunction(torch.autograd.Function):
         x, ids, tw, wg, wu, wd, sg, su, sd = ctx.saved_tensors
         nig = ctx.needs_input_grad
         needs = (nig[0], nig[2], nig[3], nig[4], nig[5], nig[6], nig[7], nig[8])
-        dx, dtw, dwg, dwu, dwd, dsg, dsu, dsd = torch_backward(
-            gout, x, ids, tw, MoEWeights(wg, wu, wd, sg, su, sd), needs, ctx.routes)
+        w = MoEWeights(wg, wu, wd, sg, su, sd)
+        grads = None
+        if isinstance(ctx.fwd, MegakernelForward) and gout.is_cuda and any(needs):
+            grads = ctx.fwd.backward(gout, x, ids, tw, w, needs)
+        if grads is None:
+            grads = torch_backward(gout, x, ids, tw, w, needs, ctx.routes)
+        dx, dtw, dwg, dwu, dwd, dsg, dsu, dsd = grads
         return dx, None, dtw, dwg, dwu, dwd, dsg, dsu, dsd, None
 
 
@@ -349,8 +397,8 @@ def mok_moe(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor, weigh
 
     backend: "auto" (the megakernel on CUDA where the shape allows it, else PyTorch), "torch",
     "megakernel", or a forward callable such as ``MegakernelForward(ep=4)``. Gradients flow to
-    x, topk_w and every weight; the backward is PyTorch (module docstring: not yet the fused
-    backward megakernel)."""
+    x, topk_w and every weight; the backward is the backward megakernel after a megakernel
+    forward where it accepts the layer, else PyTorch (module docstring)."""
     if x.dim() != 2 or topk_ids.dim() != 2 or topk_ids.shape != topk_w.shape \
             or topk_ids.shape[0] != x.shape[0]:
         raise ValueError(f"x (N, H), topk_ids and topk_w (N, k) are required; got x "

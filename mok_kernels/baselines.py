@@ -6,6 +6,8 @@
 - ``gemm_only``: the same routed + shared GEMMs alone (the floor a fused kernel is held to).
 - ``nccl_torch_forward``: torch.distributed all_to_all_single dispatch and combine with host-read
   split sizes (any backend: NCCL on GPUs, gloo on CPU).
+- ``BackwardGemms`` / ``torch_autograd_rank``: the backward pass's GEMMs alone, and torch
+  autograd through the unfused rank forward (``mok bench --pass bwd``).
 - ``CapacityA2A``: the strong unfused baseline: fixed-capacity all-to-all (worst-case rows per
   peer, so nothing is ever dropped) + grouped GEMMs + combine, all on the device with no host
   sync, so the whole forward is captured in one CUDA graph.
@@ -194,3 +196,99 @@ class CapacityA2A:
         ys[order] = self.back[slot]                           # slot order (token, j)
         ys = ys.view(n, k, -1).float()
         return home_output(x, ys, wts, self.ex)
+
+
+# ---------------------------------------------------------------------------------------------
+# backward pass baselines (`mok bench --pass bwd`)
+
+def wgrad_grouped(a: torch.Tensor, b: torch.Tensor, offs: torch.Tensor,
+                  ends: list[int] | None = None) -> torch.Tensor:
+    """Per-group a_g^T b_g: a (M, Ka), b (M, Nb) rows grouped by expert (offs (G,) int32 ends) ->
+    (G, Ka, Nb). torch._grouped_mm's 2-D x 2-D form (groups along K) where it runs, else a loop
+    over ``ends`` (the host copy of offs)."""
+    if ends is None and a.dtype == torch.bfloat16 and hasattr(torch, "_grouped_mm"):
+        return torch._grouped_mm(a.t(), b, offs=offs)
+    ends = offs.tolist() if ends is None else ends
+    out = torch.zeros(len(ends), a.shape[1], b.shape[1], dtype=a.dtype, device=a.device)
+    start = 0
+    for g, end in enumerate(ends):
+        if end > start:
+            out[g] = a[start:end].t() @ b[start:end]
+        start = end
+    return out
+
+
+class BackwardGemms:
+    """One rank's backward GEMMs alone on ready inputs (the floor the backward megakernel is held
+    to): dgrad dA = dY Wd^T and dX = [dg|du] Wgu^T (grouped), wgrad dWd = h^T dY and
+    dWgu = x^T [dg|du] (grouped along K), the shared expert's four on the home tokens. Weights
+    are transposed once here (outside any timing), which favours the baseline."""
+
+    def __init__(self, ex: LocalExperts, offs: torch.Tensor, m: int, tokens: int) -> None:
+        self.ex, self.offs = ex, offs
+        h, i2 = ex.wgu.shape[1], ex.wgu.shape[2]
+        dev, dt = ex.wgu.device, ex.wgu.dtype
+        self.wd_t = ex.wd.transpose(1, 2).contiguous()       # (EL, H, I)
+        self.wgu_t = ex.wgu.transpose(1, 2).contiguous()     # (EL, 2I, H)
+        r = lambda *s: torch.randn(*s, dtype=dt, device=dev)  # noqa: E731
+        self.xs, self.dy, self.h, self.dgu = r(m, h), r(m, h), r(m, i2 // 2), r(m, i2)
+        self.shared = ex.sgu is not None
+        if self.shared:
+            self.sd_t, self.sgu_t = ex.sd.t().contiguous(), ex.sgu.t().contiguous()
+            self.xl, self.dyl = r(tokens, h), r(tokens, h)
+            self.hl, self.dgul = r(tokens, i2 // 2), r(tokens, i2)
+        self.ends: list[int] | None = None
+        try:                                                   # grouped wgrad available?
+            wgrad_grouped(self.h, self.dy, offs)
+        except (RuntimeError, NotImplementedError):
+            self.ends = offs.tolist()
+
+    def refresh(self) -> None:
+        for t in (self.xs, self.dy, self.h, self.dgu):
+            t.normal_()
+
+    def __call__(self) -> None:
+        grouped_mm(self.dy, self.wd_t, self.offs)              # dA
+        grouped_mm(self.dgu, self.wgu_t, self.offs)            # dX
+        wgrad_grouped(self.h, self.dy, self.offs, self.ends)   # dWd
+        wgrad_grouped(self.xs, self.dgu, self.offs, self.ends)  # dWg|dWu
+        if self.shared:
+            self.dyl @ self.sd_t
+            self.dgul @ self.sgu_t
+            self.hl.t() @ self.dyl
+            self.xl.t() @ self.dgul
+
+
+def torch_autograd_rank(x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor,
+                        dout_all: torch.Tensor, params: list[torch.Tensor], lo: int, hi: int,
+                        rank: int, tokens: int) -> torch.Tensor:
+    """The unfused rank forward of ``torch_grouped_rank`` built for torch autograd: gather the
+    rows routed to experts lo..hi-1, grouped GEMMs gate|up and down, SwiGLU, the weighted
+    scatter-reduce into every source token's combine payload, plus the shared expert on the
+    rank's home tokens. params: leaf tensors [wgu (EL, H, 2I), wd (EL, I, H), and, with a shared
+    expert, sgu (H, 2I), sd (I, H)]; x_all and w_all leaves too. Returns the scalar whose
+    backward is the rank's backward pass: sum(dOut * outputs)."""
+    k = ids_all.shape[1]
+    ids = ids_all.reshape(-1)
+    local = (ids >= lo) & (ids < hi)
+    sel = local.nonzero().squeeze(1)
+    le, order = torch.sort(ids[sel] - lo, stable=True)
+    sel = sel[order]
+    counts = torch.bincount(le, minlength=hi - lo)
+    offs = torch.cumsum(counts, 0).to(torch.int32)
+    wgu, wd = params[0], params[1]
+    i = wgu.shape[2] // 2
+    xs = x_all[sel // k]
+    gu = grouped_mm(xs, wgu, offs)
+    y = grouped_mm(F.silu(gu[:, :i]) * gu[:, i:], wd, offs)
+    wt = w_all.reshape(-1)[sel].float()
+    out = torch.zeros(x_all.shape[0], x_all.shape[1], dtype=torch.float32, device=x_all.device)
+    out = out.index_add(0, sel // k, y.float() * wt[:, None])
+    loss = (out * dout_all.float()).sum()
+    if len(params) > 2:
+        home = slice(rank * tokens, (rank + 1) * tokens)
+        gs = x_all[home] @ params[2]
+        i_s = params[2].shape[1] // 2
+        ys = (F.silu(gs[:, :i_s]) * gs[:, i_s:]) @ params[3]
+        loss = loss + (ys.float() * dout_all[home].float()).sum()
+    return loss

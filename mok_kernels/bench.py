@@ -25,6 +25,9 @@ from mok_model.records import append_records
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
 
 SYSTEMS = ("mok", "torch-grouped", "gemm-only")
+# --pass bwd: the backward megakernel, the same rank's backward GEMMs alone, torch autograd
+# through the unfused rank forward (one GPU, rank emulation)
+SYSTEMS_BWD = ("mok", "gemm-only", "torch-autograd")
 
 
 def _floats(s: str) -> list[float]:
@@ -52,6 +55,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--ep", default=None,
                    help="comma list of EP sizes (emulated on one GPU; default 16); with --gpus N "
                         "the EP size is N")
+    p.add_argument("--pass", dest="pass_", default="fwd",
+                   help="fwd, or bwd: the backward pass (backward megakernel vs the backward "
+                        "GEMMs alone and torch autograd; one GPU only)")
     p.add_argument("--gpus", type=int, default=0,
                    help="N real GPUs, one process each (EP = N); 0: one GPU emulating its peers")
     p.add_argument("--tokens", default="1024", help="comma list of local tokens per GPU")
@@ -93,7 +99,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     else:
         a.ep = a.ep or "16"
         a.capacity = a.capacity or "0.5"
-        a.systems = a.systems or "mok,torch-grouped"
+        a.systems = a.systems or ("mok,gemm-only,torch-autograd" if a.pass_ == "bwd"
+                                  else "mok,torch-grouped")
     return a
 
 
@@ -109,8 +116,15 @@ def _check_args(a: argparse.Namespace) -> None:
     for r in a.routing.split(","):
         for m in a.model.split(","):
             parse_routing(r, shape_of(m).topk)
+    if a.pass_ not in ("fwd", "bwd"):
+        raise BadInput(f"--pass {a.pass_!r}: allowed fwd, bwd")
+    if a.pass_ == "bwd" and a.auto:
+        raise BadInput("--pass bwd with --auto: the knob choice is the forward's; give the knobs")
+    if a.pass_ == "bwd" and a.gpus:
+        raise BadInput("--pass bwd with --gpus: the backward megakernel has no group mode yet; "
+                       "it runs one GPU emulating its peers")
     from .bench_group import GROUP_SYSTEMS
-    allowed = GROUP_SYSTEMS if a.gpus else SYSTEMS
+    allowed = GROUP_SYSTEMS if a.gpus else SYSTEMS_BWD if a.pass_ == "bwd" else SYSTEMS
     for s in a.systems.split(","):
         if s not in allowed:
             raise BadInput(f"--systems {s!r}: allowed {', '.join(allowed)}"
@@ -193,13 +207,14 @@ def _software() -> dict[str, str]:
 
 def make_record(*, system: str, model: str, ep: int, tokens: int, knobs: dict[str, Any],
                 routing: str, seed: int, times: list[float], breakdown: dict[str, float],
-                note: str, hardware: dict[str, Any], software: dict[str, str]) -> dict[str, Any]:
-    """One mok-run/1 record of a measured single-GPU rank-emulation run."""
+                note: str, hardware: dict[str, Any], software: dict[str, str],
+                pass_: str = "fwd") -> dict[str, Any]:
+    """One mok-run/1 record of a measured single-GPU rank-emulation run (``pass_`` fwd or bwd)."""
     return {
         "schema": "mok-run/1", "id": f"{system}-{model}-ep{ep}-n{tokens}-{uuid.uuid4().hex[:12]}",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "hardware": hardware, "software": software, "system": system, "model": model, "ep": ep,
-        "emulated_peers": ep > 1, "tokens": tokens, "pass": "fwd", "precision": "bf16",
+        "emulated_peers": ep > 1, "tokens": tokens, "pass": pass_, "precision": "bf16",
         "config": knobs, "routing": routing_record(routing, seed), "latency_ms": stats(times),
         "breakdown_ms": breakdown,
         "source": "measured", "note": note,
@@ -245,11 +260,14 @@ class Workload:
         self.x = torch.empty(pn, h, dtype=bf, device=dev)            # peers' send buffers
         self.ids = torch.empty(pn, sh.topk, dtype=torch.int64, device=dev)
         self.wts = torch.empty(pn, sh.topk, dtype=torch.float32, device=dev)
+        self.dout = torch.empty(pn, h, dtype=bf, device=dev)          # output gradients (bwd)
         self.refresh(0)
 
     def refresh(self, i: int) -> None:
-        """Fresh token values and a fresh routing draw (seed + i) into the static buffers."""
+        """Fresh token values, output gradients and a fresh routing draw (seed + i) into the
+        static buffers."""
         self.x.normal_()
+        self.dout.normal_()
         ids, wts = make_routing(self.ep * self.tokens, self.shape.experts, self.shape.topk,
                                 self.routing, self.seed + 1000 + i, device="cuda",
                                 popularity_seed=self.seed)   # fixed expert popularity
@@ -339,6 +357,76 @@ def run_gemm_only(wl: Workload, iters: int, warmup: int) -> list[float]:
     return time_events(lambda: gemm_only(xs, h, offs, x_loc, hs, ex), refresh, iters, warmup)
 
 
+def run_mok_bwd(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph: bool,
+                breakdown: bool) -> tuple[list[float], dict[str, float]]:
+    """Time the backward megakernel of one emulated rank (schedule build + megakernel +
+    epilogue; the forward is not timed); raises on stall or capacity overflow."""
+    from .backward import MoKBackward
+    from .megakernel import KernelConfig, MoKLayer
+    layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, KernelConfig(**knobs),
+                     local_weights=True)
+    bwd = MoKBackward(layer)
+    step = lambda: bwd.run(wl.x, wl.ids, wl.wts, wl.dout)  # noqa: E731
+    step()
+    torch.cuda.synchronize()
+    bwd.check()
+    times = time_events(capture_graph(step) if graph else step, wl.refresh, iters, warmup)
+    bwd.check()
+    bd: dict[str, float] = {}
+    if breakdown:
+        parts: dict[str, list[float]] = {"schedule": [], "megakernel": [], "epilogue": []}
+        for i in range(3):
+            wl.refresh(100 + i)
+            ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+            ev[0].record()
+            sched = layer.schedule(wl.ids)
+            ev[1].record()
+            bwd.launch(wl.x, wl.dout, wl.wts.reshape(-1), sched)
+            ev[2].record()
+            bwd.epilogue(sched)
+            ev[3].record()
+            torch.cuda.synchronize()
+            for j, k in enumerate(parts):
+                parts[k].append(ev[j].elapsed_time(ev[j + 1]))
+        bwd.check()
+        bd = {k: sorted(v)[1] for k, v in parts.items()}
+    return times, bd
+
+
+def run_gemm_only_bwd(wl: Workload, iters: int, warmup: int) -> list[float]:
+    """Time the same rank's backward GEMMs alone (dgrad + wgrad, grouped; shared expert too)."""
+    from .baselines import BackwardGemms, LocalExperts
+    el = wl.el
+    ex = LocalExperts(wl.w, wl.rank * el, (wl.rank + 1) * el, "cuda", torch.bfloat16, local=True)
+    ids = wl.ids.reshape(-1)
+    local = (ids >= wl.rank * el) & (ids < (wl.rank + 1) * el)
+    le = torch.sort(ids[local] - wl.rank * el).values
+    offs = torch.cumsum(torch.bincount(le, minlength=el), 0).to(torch.int32)
+    gemms = BackwardGemms(ex, offs, int(le.numel()), wl.tokens)
+    return time_events(gemms, lambda i: gemms.refresh(), iters, warmup)
+
+
+def run_torch_autograd(wl: Workload, iters: int, warmup: int) -> list[float]:
+    """Time torch autograd's backward through the unfused rank forward (the forward, with its
+    host syncs, runs untimed before each iteration)."""
+    from .baselines import LocalExperts, torch_autograd_rank
+    el = wl.el
+    ex = LocalExperts(wl.w, wl.rank * el, (wl.rank + 1) * el, "cuda", torch.bfloat16, local=True)
+    params = [t.detach().requires_grad_() for t in (ex.wgu, ex.wd, ex.sgu, ex.sd) if t is not None]
+    state: dict[str, Any] = {}
+
+    def refresh(i: int) -> None:
+        wl.refresh(i)
+        for t in params:
+            t.grad = None
+        x = wl.x.detach().requires_grad_()
+        w = wl.wts.detach().requires_grad_()
+        state["loss"] = torch_autograd_rank(x, wl.ids, w, wl.dout, params, wl.rank * el,
+                                            (wl.rank + 1) * el, wl.rank, wl.tokens)
+
+    return time_events(lambda: state["loss"].backward(), refresh, iters, warmup)
+
+
 def macro_rows(spec: str, wl: Workload) -> int:
     """'half' / 'all' of the expected received rows, or a row count."""
     if spec == "half":
@@ -359,11 +447,17 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
             a.model.split(","), _ints(a.ep), _ints(a.tokens), a.routing.split(",")):
         wl = Workload(model, ep, tokens, routing, a.seed, a.rank)
         note0 = mode.format(r=a.rank, ep=ep)
+        bwd = a.pass_ == "bwd"
         common = dict(model=model, ep=ep, tokens=tokens, routing=routing, seed=a.seed,
-                      hardware=hw, software=sw)
+                      hardware=hw, software=sw, pass_=a.pass_)
         base_knobs = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32,
                           macrobatch=131072, capacity=0.5)
-        for sysname, fn in (("torch-grouped", run_torch_grouped), ("gemm-only", run_gemm_only)):
+        baselines = ((("gemm-only", run_gemm_only_bwd), ("torch-autograd", run_torch_autograd))
+                     if bwd else (("torch-grouped", run_torch_grouped), ("gemm-only", run_gemm_only)))
+        if bwd:
+            note0 += ("; backward pass (forward not timed): pull dispatch of x and dOut rows, dX "
+                      "pushed to the home slots, whatever dispatch/combine/macrobatch say")
+        for sysname, fn in baselines:
             if sysname in systems:
                 t = fn(wl, a.iters, a.warmup)
                 rec = make_record(system=sysname, knobs=base_knobs, times=t, breakdown={},
@@ -381,13 +475,14 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
             knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                          macrobatch=macro_rows(mac, wl), capacity=cap)
             try:
-                t, bd = run_mok(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown)
+                runner = run_mok_bwd if bwd else run_mok
+                t, bd = runner(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown)
             except RuntimeError as exc:
                 log(f"{model} ep{ep} n{tokens} {knobs}: FAILED {exc}")
                 continue
             ring = max(knobs["macrobatch"], mb + 128)
             rec = make_record(system="mok", knobs=knobs, times=t, breakdown=bd,
-                              note=f"{note0}; ring rows used {ring}; "
+                              note=f"{note0}; " + ("" if bwd else f"ring rows used {ring}; ") +
                                    f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
                               **common)
             append_records(a.out, [rec])

@@ -584,7 +584,10 @@ def _kernels() -> dict[str, Any]:
             wait_geq(flag_ptr + CDONE + q, epoch, err_ptr, 7, q, max_spin, "sys")
 
     _KERNELS.update(mok=mok_kernel, epilogue=epilogue_kernel, prologue=prologue_kernel,
-                    wait_combined=wait_combined_kernel, triton=triton)
+                    wait_combined=wait_combined_kernel, triton=triton,
+                    # device helpers the backward megakernel (backward.py) calls
+                    wait_geq=wait_geq, signal=signal, tile_of=tile_of, peer_row=peer_row,
+                    copy_rows=copy_rows, trap=trap)
     return _KERNELS
 
 

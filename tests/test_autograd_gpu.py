@@ -56,6 +56,8 @@ def test_megakernel_forward_gradients_match_fp32_reference(ep, n, routing):
     fwd = MegakernelForward(ep=ep)
     got = grads(lambda *a: mok_moe(*a, backend=fwd), x, ids, tw, w, cot)
     assert len(fwd.layers) == 1, "the megakernel forward did not run"
+    layer = next(iter(fwd.layers.values()))
+    assert getattr(layer, "mok_backward", None) is not None, "the backward megakernel did not run"
     want = grads(ref.moe_reference, x, ids, tw, w, cot)
     assert got[0].dtype == torch.bfloat16
     assert rel(got[0], want[0]) <= 1e-2                       # bf16 forward

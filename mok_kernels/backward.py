@@ -1,0 +1,612 @@
+"""MoK backward megakernel in Triton: one persistent launch per backward pass with the forward's
+roles (communication programs, compute programs taking items from one atomic counter in a fixed
+list order, bounded spin-waits on counters), then a small epilogue that sums each token's k
+gradient slots in a fixed order. BF16 operands, float32 accumulation; no atomics on data, so the
+gradients are bitwise identical from run to run.
+
+Inputs: what the forward was given (tokens x, top-k ids, router weights w, the layer's packed
+weights) and the output gradient dOut of every home token. Per routed row (token t, slot j,
+expert e) with h = silu(g) * u, g = x Wg[e], u = x Wu[e], y = h Wd[e]:
+  dA = dOut[t] Wd[e]^T,  dw[t, j] = dOut[t] . y = sum_i dA_i h_i,  dH = w[t, j] dA,
+  dg = dH * u * silu'(g),  du = dH * silu(g),  dX = [dg|du] [Wg|Wu]^T,
+  dWd[e] += (w h)^T dOut[t],  dWg|dWu[e] += x^T [dg|du];
+the shared expert the same on the home tokens with weight 1 (and no router-weight gradient).
+
+Roles. Program ids < comm_sms are communication programs, the rest compute programs.
+- Reverse of combine (dispatch of output gradients), pull: comm programs copy, minibatch by
+  minibatch, each scheduled row's token x and its dOut row from the (emulated) peers' buffers
+  into two local row buffers of the schedule's full capacity, then raise the minibatch's ready
+  counter (release). The rows are dispatched again rather than kept from the forward: the
+  forward's ring is overwritten as it goes, and the weight-gradient items read every row of an
+  expert again at the end, so the backward keeps C rows of x and of dOut (no ring reuse).
+- Compute walks one list (atomic work counter), every dependency pointing backwards:
+  A(shared), A(mb 0), X(shared), A(mb 1), X(mb 0), ..., X(last mb), then W items.
+  A item (row tile, BN_A columns of I): recomputes g, u for the tile (the forward's gate/up GEMM,
+  K = H) and, in the same K loop, dA = dOut Wd^T; stores [dg|du] (bf16, in the gate|up interleaved
+  layout of the packed weights), w*h (bf16, for dWd) and the tile's partial dw per column block
+  (fp32); raises the tile's counter. Recomputing g, u costs one more GEMM (4HI of the backward's
+  12HI FLOPs per row) but holds nothing from the forward; saving g and u instead would keep
+  (N + C) x 2I bf16 per MoE layer from forward to backward.
+  X item (row tile, BN_X columns of H): waits for the tile's A items, dX = [dg|du] Wgu^T
+  (K = 2I) stored straight into the home slot (token, j) (reverse of dispatch, push); the first
+  column block also sums the tile's partial dw in fixed column order into the slot's dw word.
+  The shared expert's dX goes to a home buffer.
+  W item (expert, weight tile): owns one tile of dWg|dWu (rows of H x columns of 2I) or of dWd
+  (rows of I x columns of H) and sums over the expert's row tiles in row order (waiting for each
+  tile's A items), float32 accumulator stored as float32: deterministic and complete (an expert
+  that received nothing gets zeros).
+- Epilogue: dx[t] = shared dX[t] + sum_{j=0..k-1} slot (t, j), float32, fixed order; dw from the
+  slots. A stalled wait or a capacity overflow makes dx and dw NaN and traps the launch
+  (``on_error="trap"``) or makes ``run`` raise MegakernelStallError / CapacityOverflowError
+  (``on_error="raise"``, which also fills the weight gradients with NaN).
+
+Modes: ``rank=None`` (P virtual ranks in one launch, each with its slice of the grid, schedule,
+row buffers, sync words and experts) and ``rank=r`` (one emulated rank of an EP-P group whose
+peers' tokens and dOut rows, and the home dX / dw slots, live in local memory). Not yet: group
+mode (real GPUs / LocalGroup), push dispatch of the gradients, pull combine of dX, TMA weight
+loads. Triton is imported lazily.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+import torch
+
+from .megakernel import MegakernelStallError, MoKLayer, _kernels
+from .schedule import CapacityOverflowError, Schedule
+
+BWD_STALL_CODES = {
+    10: "backward: gradient-row wait for the dispatch ready counter of minibatch {info}",
+    11: "backward: dX wait for the SwiGLU-backward items of row tile {info}",
+    12: "backward: weight-gradient wait for the SwiGLU-backward items of row tile {info}",
+}
+
+
+@dataclass
+class BackwardTiles:
+    """Tile shapes of the backward megakernel (the knobs, block_m and block_k come from the
+    forward layer's KernelConfig). 0 = chosen from the layer's shape."""
+
+    bn_a: int = 64          # I columns per SwiGLU-backward (A) item: 3 accumulators of BM x bn_a
+    bn_x: int = 128         # H columns per dX item
+    bk_x: int = 0           # K step of the dX GEMM over 2I (0: 64, or the largest dividing 2I)
+    bw: int = 0             # I / 2I side of a weight-gradient tile (0: 128 or the largest dividing I)
+    bw_h: int = 128         # H side of a weight-gradient tile
+    bk_rows: int = 64       # rows per step of the weight-gradient reduction
+    num_warps: int = 8
+    num_stages: int = 3
+
+
+def _pow2_divisor(n: int, cap: int) -> int:
+    """Largest power of two <= cap dividing n (at least 16)."""
+    d = cap
+    while d > 16 and n % d:
+        d //= 2
+    if n % d:
+        raise ValueError(f"{n} is not a multiple of 16")
+    return d
+
+
+_BWD: dict[str, Any] = {}
+_HELPERS = ("wait_geq", "signal", "tile_of", "peer_row", "copy_rows", "trap")
+# Triton device functions the kernels call by name: the forward's helpers and wgrad_tile, set by
+# _bwd_kernels() before any kernel is compiled
+wait_geq = signal = tile_of = peer_row = copy_rows = trap = wgrad_tile = None
+
+
+def _bwd_kernels() -> dict[str, Any]:
+    """Define the backward kernels on first use (Triton imported lazily); the device helpers are
+    the forward's (megakernel._kernels)."""
+    if _BWD:
+        return _BWD
+    import triton
+    import triton.language as tl
+
+    # the forward's device helpers as module globals: the kernels below resolve them by name
+    # (globals rather than closure cells, which the Triton interpreter does not see)
+    mk = _kernels()
+    globals().update({name: mk[name] for name in _HELPERS})
+
+    @triton.jit
+    def _wgrad_tile(acc, a_ptr, a_ld, a_cols, a_cm, b_ptr, b_ld, b_cols, b_cm, shared, t_lo, t_hi,
+                   tile_row0_ptr, tile_rows_ptr, cnt_ptr, need, NS, err_ptr, max_spin,
+                   A_H: tl.constexpr, B_H: tl.constexpr, BM: tl.constexpr, BKR: tl.constexpr):
+        """acc += A^T B summed over the rows of row tiles t_lo..t_hi-1 in order, each after its
+        A items are done (counter >= need). A (rows x a_cols) at a_ptr, leading dimension a_ld;
+        B likewise. A_H / B_H: the operand lives in a buffer with the shared rows first (row
+        hrow0), else in the dispatched-row buffer (row row0)."""
+        rr = tl.arange(0, BKR)
+        for t in range(t_lo, t_hi):
+            wait_geq(cnt_ptr + t, need, err_ptr, 12, t, max_spin, "gpu")
+            if shared:
+                row0 = t * BM
+                nrows = tl.minimum(NS - row0, BM)
+                hrow0 = row0
+            else:
+                row0 = tl.load(tile_row0_ptr + t)
+                nrows = tl.load(tile_rows_ptr + t)
+                hrow0 = NS + row0
+            if A_H:
+                ra0 = hrow0
+            else:
+                ra0 = row0
+            if B_H:
+                rb0 = hrow0
+            else:
+                rb0 = row0
+            for r in range(0, nrows, BKR):
+                m = (r + rr) < nrows
+                ra = (ra0 + r + rr).to(tl.int64)
+                rb = (rb0 + r + rr).to(tl.int64)
+                a = tl.load(a_ptr + ra[:, None] * a_ld + a_cols[None, :],
+                            mask=m[:, None] & a_cm[None, :], other=0.0)
+                b = tl.load(b_ptr + rb[:, None] * b_ld + b_cols[None, :],
+                            mask=m[:, None] & b_cm[None, :], other=0.0)
+                acc = tl.dot(tl.trans(a), b, acc)
+        return acc
+
+    globals()["wgrad_tile"] = _wgrad_tile
+
+    @triton.jit
+    def mok_bwd_kernel(
+        x_src_ptr,        # bf16 base of the peers' tokens; peer s's (N, H) rows at + x_off[s]
+        g_src_ptr,        # bf16 base of the peers' output gradients dOut, same layout as x
+        x_off_ptr,        # (P,) int64 element offsets of each peer's rows
+        x_loc_ptr,        # (NS, H) bf16 home tokens (shared expert)
+        g_loc_ptr,        # (NS, H) bf16 their dOut
+        w_ptr,            # (P*N*k,) fp32 router weights by global slot (token*k + j)
+        xr_ptr, gr_ptr,   # (C, H) bf16 dispatched token rows and dOut rows
+        dgu_ptr,          # (NS + C, 2I) bf16 [dg|du], gate|up interleaved per BN_GU block
+        hs_ptr,           # (NS + C, I) bf16 w * h (1 * h for the shared rows)
+        dwp_ptr,          # (C, NB_A) fp32 partial router-weight gradient per column block
+        dxs_ptr,          # bf16 base of the home dX slot buffers; rank r's (N*k, H) slots
+        dxs_off_ptr,      # (P,) int64 at + dxs_off[r]; slot (token, j) = token*k + j
+        dws_ptr,          # (P*N*k,) fp32 router-weight gradient per global slot
+        shdx_ptr,         # (NS, H) fp32 shared-expert dX
+        wgu_ptr,          # (EL+1, H, 2I) bf16 gate|up interleaved per BN_GU-column block
+        wd_ptr,           # (EL+1, I, H) bf16 down
+        dwgu_ptr,         # (EL+1, H, 2I) fp32 gradient of the packed gate|up weights
+        dwd_ptr,          # (EL+1, I, H) fp32 gradient of the down weights
+        recv_src_ptr, recv_slot_ptr,                  # (C,) int32
+        tile_exp_ptr, tile_row0_ptr, tile_rows_ptr,   # (T_max,) int32
+        mb_tile_ptr, mb_row_ptr, nmb_ptr,             # (MB_max+1,), (MB_max+1,), (1,) int32
+        etile_ptr,        # (EL+1,) int32 first row tile of each local expert, then the end
+        sync_ptr, err_ptr,                            # int32 workspace (zeroed), (16,) int32
+        NS, N_RANK, SLOTS, EL, COMM, HAS_SHARED,
+        READY_OFF, TC_OFF, SH_OFF, WORK_OFF,
+        STALL, max_spin, JOIN,
+        GRID_V, C_STRIDE, T_STRIDE, MB_STRIDE, E_STRIDE, SYNC_STRIDE,
+        H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
+        BN_A: tl.constexpr, BN_X: tl.constexpr, BK: tl.constexpr, BK_X: tl.constexpr,
+        BW: tl.constexpr, BW_H: tl.constexpr, BKR: tl.constexpr, CR: tl.constexpr,
+        CC: tl.constexpr,
+    ):
+        # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its slice of every
+        # per-rank buffer (one rank per launch: VR = 0).
+        VR = tl.program_id(0) // GRID_V
+        pid = tl.program_id(0) % GRID_V
+        vr = VR.to(tl.int64)
+        cap = C_STRIDE
+        xr_ptr += vr * cap * H
+        gr_ptr += vr * cap * H
+        dgu_ptr += vr * (NS + cap) * (2 * I)
+        hs_ptr += vr * (NS + cap) * I
+        x_loc_ptr += vr * NS * H
+        g_loc_ptr += vr * NS * H
+        shdx_ptr += vr * NS * H
+        sync_ptr += vr * SYNC_STRIDE
+        recv_src_ptr += vr * C_STRIDE
+        recv_slot_ptr += vr * C_STRIDE
+        tile_exp_ptr += vr * T_STRIDE
+        tile_row0_ptr += vr * T_STRIDE
+        tile_rows_ptr += vr * T_STRIDE
+        mb_tile_ptr += vr * MB_STRIDE
+        mb_row_ptr += vr * MB_STRIDE
+        nmb_ptr += vr
+        etile_ptr += vr * E_STRIDE
+        E_BASE = VR * (EL + 1)                        # this rank's experts in the stacked weights
+        NB_A: tl.constexpr = I // BN_A
+        NB_X: tl.constexpr = (H + BN_X - 1) // BN_X
+        dwp_ptr += vr * cap * NB_A
+        nmb = tl.load(nmb_ptr)
+        crow = tl.arange(0, CR)
+        if pid < COMM:
+            # ------- reverse of combine, pull: token rows and their dOut rows into local rows -------
+            for mb in range(0, nmb):
+                r0 = tl.load(mb_row_ptr + mb)
+                r1 = tl.load(mb_row_ptr + mb + 1)
+                nchunk = (r1 - r0 + CR - 1) // CR
+                for c in range(pid, nchunk, COMM):
+                    rows = r0 + c * CR + crow
+                    m = rows < r1
+                    src = tl.load(recv_src_ptr + rows, mask=m, other=0)
+                    s_off = peer_row(x_off_ptr, src, N_RANK, H)
+                    d_off = rows.to(tl.int64) * H
+                    copy_rows(x_src_ptr, s_off, xr_ptr, d_off, m, H, CC)
+                    copy_rows(g_src_ptr, s_off, gr_ptr, d_off, m, H, CC)
+                if (STALL == 0) | (mb > 0):
+                    signal(sync_ptr + READY_OFF + mb, "gpu")
+        if (pid >= COMM) | (JOIN != 0):
+            # ---------------- compute (comm programs join once their dispatch is done) ----------------
+            ns_tiles = tl.where(HAS_SHARED != 0, (NS + BM - 1) // BM, 0)
+            tiles_used = tl.load(mb_tile_ptr + nmb)
+            total_ax = (ns_tiles + tiles_used) * (NB_A + NB_X)
+            NC_GU: tl.constexpr = 2 * I // BW         # dWg|dWu tile columns
+            NB_HW: tl.constexpr = (H + BW_H - 1) // BW_H
+            NWT_GU: tl.constexpr = NB_HW * NC_GU
+            NWT: tl.constexpr = NWT_GU + (I // BW) * NB_HW
+            total = total_ax + (EL + HAS_SHARED) * NWT
+            rm = tl.arange(0, BM)
+            rk = tl.arange(0, BK)
+            rkx = tl.arange(0, BK_X)
+            sec = -1
+            sec_start = 0
+            sec_end = 0
+            waited = 0
+            g = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
+            while g < total:
+                g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
+                if g < total_ax:
+                    # sections A(0=shared), X(-1), A(1), X(0), A(2), X(1), ...; batch b>=1 is
+                    # minibatch b-1 (the forward's walk, gate/up -> A, down -> X)
+                    while g >= sec_end:
+                        sec += 1
+                        sec_start = sec_end
+                        bb = sec // 2 - (sec % 2)
+                        bc = tl.minimum(tl.maximum(bb, 1), nmb)
+                        ntb = tl.load(mb_tile_ptr + bc) - tl.load(mb_tile_ptr + bc - 1)
+                        nt = tl.where(bb == 0, ns_tiles, tl.where((bb >= 1) & (bb <= nmb), ntb, 0))
+                        sec_end += nt * tl.where(sec % 2 == 0, NB_A, NB_X)
+                    item = g - sec_start
+                    is_a = sec % 2 == 0
+                    b = sec // 2 - (sec % 2)
+                    mbi = tl.maximum(b - 1, 0)
+                    t_base = tl.load(mb_tile_ptr + tl.minimum(mbi, nmb))
+                    shared = b == 0
+                    if is_a:
+                        if (b > 0) & (waited < b):
+                            wait_geq(sync_ptr + READY_OFF + mbi, COMM, err_ptr, 10, mbi, max_spin, "gpu")
+                            waited = b
+                        tt = item // NB_A
+                        nb = item % NB_A
+                        tile, row0, nrows, e, hrow0 = tile_of(tt, shared, t_base, tile_row0_ptr,
+                                                              tile_rows_ptr, tile_exp_ptr, NS, EL,
+                                                              E_BASE, BM)
+                        rmask = rm < nrows
+                        rows = (row0 + rm).to(tl.int64)
+                        if shared:
+                            xa = x_loc_ptr + rows[:, None] * H + rk[None, :]
+                            ga = g_loc_ptr + rows[:, None] * H + rk[None, :]
+                            wr = tl.where(rmask, 1.0, 0.0)
+                        else:
+                            xa = xr_ptr + rows[:, None] * H + rk[None, :]
+                            ga = gr_ptr + rows[:, None] * H + rk[None, :]
+                            slot = tl.load(recv_slot_ptr + row0 + rm, mask=rmask, other=0)
+                            wr = tl.load(w_ptr + slot, mask=rmask, other=0.0)
+                        ca = nb * BN_A + tl.arange(0, BN_A)                  # columns of I
+                        cg = (ca // BN_GU) * (2 * BN_GU) + ca % BN_GU        # gate, interleaved
+                        cu = cg + BN_GU                                      # up
+                        wgu_e = wgu_ptr + e.to(tl.int64) * H * (2 * I)
+                        wd_e = wd_ptr + e.to(tl.int64) * I * H
+                        acc_g = tl.zeros((BM, BN_A), dtype=tl.float32)
+                        acc_u = tl.zeros((BM, BN_A), dtype=tl.float32)
+                        acc_d = tl.zeros((BM, BN_A), dtype=tl.float32)
+                        for k0 in range(0, H, BK):
+                            a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
+                            d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
+                            kk = (k0 + rk)[:, None]
+                            bg = tl.load(wgu_e + kk * (2 * I) + cg[None, :])
+                            bu = tl.load(wgu_e + kk * (2 * I) + cu[None, :])
+                            bd = tl.load(wd_e + ca[None, :] * H + kk)        # Wd^T (BK x BN_A)
+                            acc_g = tl.dot(a, bg, acc_g)
+                            acc_u = tl.dot(a, bu, acc_u)
+                            acc_d = tl.dot(d, bd, acc_d)
+                        sig = tl.sigmoid(acc_g)
+                        s = acc_g * sig                                      # silu(g)
+                        hval = s * acc_u
+                        dh = acc_d * wr[:, None]
+                        du = dh * s
+                        dg = dh * acc_u * (sig * (1.0 + acc_g * (1.0 - sig)))
+                        hrows = (hrow0 + rm).to(tl.int64)
+                        om = rmask[:, None]
+                        tl.store(dgu_ptr + hrows[:, None] * (2 * I) + cg[None, :], dg.to(tl.bfloat16), mask=om)
+                        tl.store(dgu_ptr + hrows[:, None] * (2 * I) + cu[None, :], du.to(tl.bfloat16), mask=om)
+                        tl.store(hs_ptr + hrows[:, None] * I + ca[None, :],
+                                 (hval * wr[:, None]).to(tl.bfloat16), mask=om)
+                        if b > 0:
+                            tl.store(dwp_ptr + rows * NB_A + nb, tl.sum(acc_d * hval, axis=1), mask=rmask)
+                        signal(sync_ptr + tl.where(shared, SH_OFF, TC_OFF) + tile, "gpu")
+                    else:
+                        tt = item // NB_X
+                        nbx = item % NB_X
+                        tile, row0, nrows, e, hrow0 = tile_of(tt, shared, t_base, tile_row0_ptr,
+                                                              tile_rows_ptr, tile_exp_ptr, NS, EL,
+                                                              E_BASE, BM)
+                        wait_geq(sync_ptr + tl.where(shared, SH_OFF, TC_OFF) + tile, NB_A, err_ptr,
+                                 11, tile, max_spin, "gpu")
+                        rmask = rm < nrows
+                        rows = (row0 + rm).to(tl.int64)
+                        hrows = (hrow0 + rm).to(tl.int64)
+                        hc = nbx * BN_X + tl.arange(0, BN_X)
+                        hm = hc < H
+                        wgu_e = wgu_ptr + e.to(tl.int64) * H * (2 * I)
+                        a_p = dgu_ptr + hrows[:, None] * (2 * I) + rkx[None, :]
+                        b_p = wgu_e + hc[None, :].to(tl.int64) * (2 * I) + rkx[:, None]   # Wgu^T
+                        acc_x = tl.zeros((BM, BN_X), dtype=tl.float32)
+                        for k0 in range(0, 2 * I, BK_X):
+                            a = tl.load(a_p + k0, mask=rmask[:, None], other=0.0)
+                            bw = tl.load(b_p + k0, mask=hm[None, :], other=0.0)
+                            acc_x = tl.dot(a, bw, acc_x)
+                        om_x = rmask[:, None] & hm[None, :]
+                        if shared:
+                            tl.store(shdx_ptr + rows[:, None] * H + hc[None, :], acc_x, mask=om_x)
+                        else:
+                            slot = tl.load(recv_slot_ptr + row0 + rm, mask=rmask, other=0)
+                            c_off = peer_row(dxs_off_ptr, slot, SLOTS, H)
+                            tl.store(dxs_ptr + c_off[:, None] + hc[None, :], acc_x.to(tl.bfloat16),
+                                     mask=om_x)
+                            if nbx == 0:
+                                dsum = tl.zeros((BM,), dtype=tl.float32)
+                                for j in range(0, NB_A):             # fixed column-block order
+                                    dsum += tl.load(dwp_ptr + rows * NB_A + j, mask=rmask, other=0.0)
+                                tl.store(dws_ptr + slot, dsum, mask=rmask)
+                else:
+                    # ---- weight gradients: one item per (expert, weight tile), shared expert first ----
+                    wi = g - total_ax
+                    ew = wi // NWT + (1 - HAS_SHARED)         # 0: shared, 1..EL: local expert ew-1
+                    item = wi % NWT
+                    shared = ew == 0
+                    le = tl.maximum(ew - 1, 0)
+                    e = E_BASE + tl.where(shared, EL, le)
+                    if shared:
+                        t_lo = ns_tiles * 0
+                        t_hi = ns_tiles
+                    else:
+                        t_lo = tl.load(etile_ptr + le)
+                        t_hi = tl.load(etile_ptr + le + 1)
+                    cnt = sync_ptr + tl.where(shared, SH_OFF, TC_OFF)
+                    if shared:
+                        xsrc = x_loc_ptr
+                        gsrc = g_loc_ptr
+                    else:
+                        xsrc = xr_ptr
+                        gsrc = gr_ptr
+                    if item < NWT_GU:
+                        # dWg|dWu[e][h block, c block] = sum_rows x^T [dg|du]
+                        hb = item // NC_GU
+                        cb = item % NC_GU
+                        hcols = hb * BW_H + tl.arange(0, BW_H)
+                        hm = hcols < H
+                        ccols = cb * BW + tl.arange(0, BW)
+                        acc_gu = tl.zeros((BW_H, BW), dtype=tl.float32)
+                        acc_gu = wgrad_tile(acc_gu, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
+                                         ccols < 2 * I, shared, t_lo, t_hi, tile_row0_ptr,
+                                         tile_rows_ptr, cnt, NB_A, NS, err_ptr, max_spin,
+                                         False, True, BM, BKR)
+                        o_gu = dwgu_ptr + e.to(tl.int64) * H * (2 * I)
+                        tl.store(o_gu + hcols[:, None].to(tl.int64) * (2 * I) + ccols[None, :], acc_gu,
+                                 mask=hm[:, None])
+                    else:
+                        # dWd[e][i block, h block] = sum_rows (w h)^T dOut
+                        it = item - NWT_GU
+                        ib = it // NB_HW
+                        hb = it % NB_HW
+                        icols = ib * BW + tl.arange(0, BW)
+                        hcols = hb * BW_H + tl.arange(0, BW_H)
+                        hm = hcols < H
+                        acc_dn = tl.zeros((BW, BW_H), dtype=tl.float32)
+                        acc_dn = wgrad_tile(acc_dn, hs_ptr, I, icols, icols < I, gsrc, H, hcols, hm,
+                                         shared, t_lo, t_hi, tile_row0_ptr, tile_rows_ptr, cnt,
+                                         NB_A, NS, err_ptr, max_spin, True, False, BM, BKR)
+                        o_dn = dwd_ptr + e.to(tl.int64) * I * H
+                        tl.store(o_dn + icols[:, None].to(tl.int64) * H + hcols[None, :], acc_dn,
+                                 mask=hm[None, :])
+                g = g_next
+
+    @triton.jit(do_not_specialize=["TRAP"])    # trap or raise: one compiled variant
+    def bwd_epilogue_kernel(shdx_ptr, dxs_ptr, dws_ptr, dx_ptr, dw_ptr, err_ptr, over_ptr, tok0,
+                            HAS_SHARED, TRAP, K: tl.constexpr, KP: tl.constexpr, H: tl.constexpr,
+                            BH: tl.constexpr):
+        """dx[t] = shared dX[t] + sum_{j=0..k-1} dX slot (t, j) and dw[t] = dw slots (t, :),
+        float32, fixed order; NaN (and, with TRAP, a trapped launch) if the pass failed."""
+        t = tl.program_id(0)
+        cols = tl.program_id(1) * BH + tl.arange(0, BH)
+        cm = cols < H
+        g = (tok0 + t).to(tl.int64)
+        acc = tl.load(shdx_ptr + t.to(tl.int64) * H + cols, mask=cm & (HAS_SHARED != 0), other=0.0)
+        for j in tl.static_range(K):
+            acc += tl.load(dxs_ptr + (g * K + j) * H + cols, mask=cm, other=0.0).to(tl.float32)
+        failed = (tl.load(err_ptr, volatile=True) | tl.load(over_ptr, volatile=True)) != 0
+        acc = tl.where(failed, float("nan"), acc)
+        tl.store(dx_ptr + t.to(tl.int64) * H + cols, acc, mask=cm)
+        if tl.program_id(1) == 0:
+            jj = tl.arange(0, KP)
+            dw = tl.load(dws_ptr + g * K + jj, mask=jj < K, other=0.0)
+            dw = tl.where(failed, float("nan"), dw)
+            tl.store(dw_ptr + t.to(tl.int64) * K + jj, dw, mask=jj < K)
+        if (TRAP != 0) & failed:
+            trap()
+
+    _BWD.update(bwd=mok_bwd_kernel, epilogue=bwd_epilogue_kernel)
+    return _BWD
+
+
+@dataclass
+class BackwardResult:
+    """Gradients of one backward pass, as the kernel leaves them (views of the pass's buffers,
+    overwritten by the next pass). dx (V*N, H) and dw (V*N, k) float32 for the launch's home
+    tokens; dwgu (V*(EL+1), H, 2Ip) and dwd (V*(EL+1), Ip, H) float32 in the packed layout: each
+    served rank's EL experts then its shared expert (computed on that rank's home tokens)."""
+
+    dx: torch.Tensor
+    dw: torch.Tensor
+    dwgu: torch.Tensor
+    dwd: torch.Tensor
+
+
+class MoKBackward:
+    """The backward megakernel of a forward MoKLayer (``rank=r`` or ``rank=None``): its packed
+    weights, schedule settings, knobs (comm_sms, minibatch, capacity, block_m, block_k, copy_rows,
+    max_spin, on_error, join) and grid. Dispatch is pull and dX goes back by push whatever the
+    forward's dispatch/combine knobs say. Buffers are allocated once, here."""
+
+    def __init__(self, layer: MoKLayer, tiles: BackwardTiles | None = None) -> None:
+        why = why_not_backward(layer)
+        if why is not None:
+            raise ValueError(f"the backward megakernel cannot run this layer: {why}")
+        self.layer, self.tiles = layer, tiles or BackwardTiles()
+        lay, t, cfg = layer, self.tiles, layer.cfg
+        self.bn_a = min(t.bn_a, cfg.bn_gu)
+        self.bk_x = t.bk_x or _pow2_divisor(2 * lay.Ip, 64)
+        self.bw = t.bw or _pow2_divisor(lay.Ip, 128)
+        for name, v in (("bn_a", self.bn_a), ("bn_x", t.bn_x), ("bw_h", t.bw_h), ("bk_rows", t.bk_rows)):
+            if v < 16 or v & (v - 1):
+                raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
+        if lay.Ip % self.bn_a or (2 * lay.Ip) % self.bk_x or lay.Ip % self.bw:
+            raise ValueError(f"padded expert width {lay.Ip} does not split into bn_a={self.bn_a}, "
+                             f"bk_x={self.bk_x}, bw={self.bw}")
+        p, n, k, h, ip, v = lay.ep, lay.tokens, lay.topk, lay.H, lay.Ip, lay.vranks
+        c, dev, bf, f32 = lay.capacity, lay.device, torch.bfloat16, torch.float32
+        self.nb_a = ip // self.bn_a
+        ns_tiles = (n + cfg.block_m - 1) // cfg.block_m
+        self.off = {"ready": 0, "tc": lay.mb_max, "sh": lay.mb_max + lay.t_max}
+        self.off["work"] = self.off["sh"] + ns_tiles + 1
+        self.sync_stride = self.off["work"] + 1
+        self.xr = torch.empty(v * c, h, dtype=bf, device=dev)
+        self.gr = torch.empty(v * c, h, dtype=bf, device=dev)
+        self.dgu = torch.empty(v * (n + c), 2 * ip, dtype=bf, device=dev)
+        self.hs = torch.empty(v * (n + c), ip, dtype=bf, device=dev)
+        self.dwp = torch.empty(v * c, self.nb_a, dtype=f32, device=dev)
+        self.dxs = torch.zeros(p * n * k, h, dtype=bf, device=dev)      # home dX slots
+        self.dws = torch.zeros(p * n * k, dtype=f32, device=dev)        # home dw slots
+        self.shdx = torch.zeros(v * n, h, dtype=f32, device=dev)
+        ne = v * (lay.el + 1)
+        self.dwgu = torch.empty(ne, h, 2 * ip, dtype=f32, device=dev)
+        self.dwd = torch.empty(ne, ip, h, dtype=f32, device=dev)
+        self.dx = torch.empty(v * n, h, dtype=f32, device=dev)
+        self.dw = torch.empty(v * n, k, dtype=f32, device=dev)
+        self.sync = torch.zeros(v * self.sync_stride, dtype=torch.int32, device=dev)
+        self.err = torch.zeros(16, dtype=torch.int32, device=dev)
+        self.dxs_off = lay.comb_off            # the same (P, N*k, H) slot layout as the forward's
+        self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)
+        self.stall_test = 0
+        self.last_schedule: Schedule | None = None
+
+    def expert_tiles(self, sched: Schedule) -> torch.Tensor:
+        """(V, EL+1) int32: first row tile of each local expert, then the tile count (tensor ops,
+        no host read)."""
+        off = sched.offsets.reshape(-1, self.layer.el + 1).long()
+        bm = self.layer.cfg.block_m
+        nt = (off[:, 1:] - off[:, :-1] + bm - 1) // bm
+        return torch.cat([torch.zeros_like(nt[:, :1]), nt.cumsum(1)], 1).to(torch.int32).contiguous()
+
+    def launch(self, x_all: torch.Tensor, dout_all: torch.Tensor, w_all: torch.Tensor,
+               sched: Schedule) -> None:
+        """Zero the sync words and run the persistent backward megakernel (no host read)."""
+        ks, lay, cfg, t = _bwd_kernels(), self.layer, self.layer.cfg, self.tiles
+        v = lay.vranks
+        self.sync.zero_()
+        if cfg.grid:
+            grid = cfg.grid
+        else:
+            grid = torch.cuda.get_device_properties(x_all.device).multi_processor_count
+        per_rank = grid // v
+        if cfg.comm_sms >= per_rank and not cfg.join:
+            raise ValueError(f"comm_sms={cfg.comm_sms} leaves no compute programs "
+                             f"({per_rank} programs per rank, grid {grid}, {v} rank(s))")
+        x_loc = x_all[lay.tok0:lay.tok0 + v * lay.ns]
+        g_loc = dout_all[lay.tok0:lay.tok0 + v * lay.ns]
+        etile = self.expert_tiles(sched)
+        ks["bwd"][(per_rank * v,)](
+            x_all, dout_all, lay.x_off, x_loc, g_loc, w_all, self.xr, self.gr, self.dgu, self.hs,
+            self.dwp, self.dxs, self.dxs_off, self.dws, self.shdx, lay.wg, lay.wd, self.dwgu,
+            self.dwd, sched.recv_src, sched.recv_slot, sched.tile_expert, sched.tile_row0,
+            sched.tile_rows, sched.mb_tile, sched.mb_row, sched.num_mb, etile, self.sync, self.err,
+            lay.ns, lay.tokens, lay.tokens * lay.topk, lay.el, cfg.comm_sms, int(lay.has_shared),
+            self.off["ready"], self.off["tc"], self.off["sh"], self.off["work"],
+            self.stall_test, lay.max_spin, int(cfg.join),
+            per_rank, lay.capacity, lay.t_max, lay.mb_max + 1, lay.el + 1, self.sync_stride,
+            H=lay.H, I=lay.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_A=self.bn_a, BN_X=t.bn_x,
+            BK=cfg.block_k, BK_X=self.bk_x, BW=self.bw, BW_H=t.bw_h, BKR=t.bk_rows,
+            CR=cfg.copy_rows, CC=lay.chunk, num_warps=t.num_warps, num_stages=t.num_stages)
+
+    def epilogue(self, sched: Schedule) -> None:
+        """Sum each home token's k dX slots and the shared dX (fixed order) into dx, copy dw; NaN
+        and (on_error="trap") a trapped launch if the pass failed."""
+        lay = self.layer
+        k = lay.topk
+        _bwd_kernels()["epilogue"][(lay.vranks * lay.ns, -(-lay.H // lay.chunk))](
+            self.shdx, self.dxs, self.dws, self.dx, self.dw, self.err, sched.overflow, lay.tok0,
+            int(lay.has_shared), int(lay.cfg.on_error == "trap"), K=k,
+            KP=max(2, 1 << (k - 1).bit_length()), H=lay.H, BH=lay.chunk, num_warps=4)
+
+    def run(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor,
+            dout_all: torch.Tensor) -> BackwardResult:
+        """One backward pass. x_all, dout_all (P*N, H) bf16 (every rank's tokens and output
+        gradients: peers' rows in local memory), ids_all (P*N, k), w_all (P*N, k) fp32 -> the
+        gradients of this launch's ranks (BackwardResult). The forward layer's packed weights
+        must be the ones of the pass (``MoKLayer.load_weights``)."""
+        lay = self.layer
+        sched = lay.schedule(ids_all)
+        self.last_schedule = sched
+        self.overflow_acc += sched.overflow
+        x_all = x_all.to(torch.bfloat16).contiguous()
+        dout_all = dout_all.to(torch.bfloat16).contiguous()
+        self.launch(x_all, dout_all, w_all.float().contiguous().reshape(-1), sched)
+        self.epilogue(sched)
+        if lay.cfg.on_error == "raise":
+            self.check()
+        return BackwardResult(self.dx, self.dw, self.dwgu, self.dwd)
+
+    def check(self) -> None:
+        """Raise MegakernelStallError / CapacityOverflowError if the last pass failed (the weight
+        gradients are set to NaN first, so a caught error leaves nothing usable)."""
+        err = self.err.tolist()
+        over = int(self.overflow_acc.item())
+        if err[0] or over:
+            self.dwgu.fill_(float("nan"))
+            self.dwd.fill_(float("nan"))
+        if err[0]:
+            waits = [BWD_STALL_CODES[c].format(info=err[c]) for c in sorted(BWD_STALL_CODES)
+                     if err[0] >> c & 1]
+            self.err.zero_()
+            raise MegakernelStallError("backward megakernel spin-wait timed out: "
+                                       + "; then ".join(waits))
+        if over:
+            self.overflow_acc.zero_()
+            raise CapacityOverflowError(
+                f"schedule capacity overflow: {over} routed rows did not fit in the fixed capacity "
+                f"of {self.layer.capacity} rows (multiplier {self.layer.cfg.capacity})")
+
+    def weight_grads(self, res: BackwardResult | None = None) -> tuple[torch.Tensor, ...]:
+        """Unpack the weight gradients: (dwg, dwu (V*EL, H, I), dwd (V*EL, I, H) of the served
+        ranks' experts in global order, and dsg, dsu (H, I), dsd (I, H) of the shared expert
+        summed over the served ranks in rank order, or None without a shared expert), float32."""
+        lay = self.layer
+        res = res or BackwardResult(self.dx, self.dw, self.dwgu, self.dwd)
+        v, el, h, ip, i, bn = lay.vranks, lay.el, lay.H, lay.Ip, lay.I, lay.cfg.bn_gu
+        gu = res.dwgu.view(v, el + 1, h, ip // bn, 2, bn)
+        dg = gu[:, :, :, :, 0].reshape(v, el + 1, h, ip)[..., :i]
+        du = gu[:, :, :, :, 1].reshape(v, el + 1, h, ip)[..., :i]
+        dd = res.dwd.view(v, el + 1, ip, h)[:, :, :i]
+        routed = [t[:, :el].reshape(v * el, *t.shape[2:]).contiguous() for t in (dg, du, dd)]
+        if not lay.has_shared:
+            return (*routed, None, None, None)
+        shared = []
+        for t in (dg, du, dd):
+            acc = t[0, el].clone()
+            for r in range(1, v):                      # fixed rank order
+                acc += t[r, el]
+            shared.append(acc)
+        return (*routed, *shared)
+
+
+def why_not_backward(layer: MoKLayer) -> str | None:
+    """Why the backward megakernel cannot run a forward layer (None when it can)."""
+    if layer.group is not None:
+        return "group mode (real GPUs / LocalGroup) is not implemented in the backward megakernel"
+    if not layer.cfg.fuse_gu:
+        return "it reads the gate|up interleaved packing (fuse_gu=True)"
+    return None
