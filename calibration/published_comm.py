@@ -19,8 +19,9 @@ No NCCL all-to-all figure on NVL72 with a stated setup was found (searched: nccl
 PRs, vendor pages); none is recorded.
 
 The check predicts each figure with the baselines' own exchange term (mok_model/baselines.py
-`_exchange`: bytes over min(link x link_eff, SMs x copy rate) plus one latency per peer) and the
-shipped gb200-nvl72 parameters, which were never fitted on these records.
+`_exchange`: bytes over min(link x link_eff, moving SMs x copy rate), a pulled combine at the
+measured pull share of the link, plus a signal per peer; COMM_KERNELS says how each kernel moves
+rows and why) and the shipped gb200-nvl72 parameters, which were never fitted on these records.
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mok_model.baselines import _exchange
+from mok_model.baselines import COMM_KERNELS, _exchange, api_buffer_copy
 from mok_model.params import Params, load_params
 from mok_model.presets import load_hardware, load_model
 from mok_model.records import append_records, read_records
@@ -121,22 +122,27 @@ def scenario_for(rec: dict) -> Scenario:
 def predict_gbps(rec: dict, p: Params) -> dict:
     """The model's algorithm bandwidth for a record: the median rank's received bytes over its
     exchange time (kernel), and over exchange + one host sync (Torch API, as the baseline model
-    charges a DeepEP/HybridEP call)."""
+    charges a DeepEP/HybridEP call) + HybridEP's copy of the rows between its registered buffer
+    and a PyTorch tensor (COMM_KERNELS: api_buffer_copy)."""
     scn = scenario_for(rec)
     t = traffic(scn)
-    op = rec["system"].split("-", 1)[1]
+    system, op = rec["system"].split("-", 1)
     sms = rec["config"]["comm_sms"]
     dedup = t.dedup_rows.astype(np.float64)
     remote = np.where(np.eye(scn.ep, dtype=bool), 0.0, dedup)
     row = 2.0 * scn.model.hidden
     if op == "dispatch":
-        secs = _exchange(scn, p, row, remote.sum(0), remote.sum(1), sms)
+        secs = _exchange(scn, p, row, remote.sum(0), remote.sum(1), sms, system=system)
         got = dedup.sum(0) * row  # bytes each rank receives, its own rows included
+        copied = got  # the received rows, copied out of the buffer
     else:
-        secs = _exchange(scn, p, row, remote.sum(1), remote.sum(0), sms)
+        secs = _exchange(scn, p, row, remote.sum(1), remote.sum(0), sms, system=system, op="combine")
         got = dedup.sum(1) * row  # the combine sends back what the dispatch brought
+        copied = dedup.sum(0) * row  # this rank's expert outputs, copied into the buffer
     secs = np.broadcast_to(secs, (scn.ep,))
     sync = p["host_sync_us"] * p["host_launch_scale"] * 1e-6
+    if COMM_KERNELS[system].api_buffer_copy:
+        sync = sync + api_buffer_copy(scn, p, copied, 1.0)
     return {"kernel_gbps": float(np.median(got / secs)) / 1e9,
             "api_gbps": float(np.median(got / (secs + sync))) / 1e9}
 

@@ -7,13 +7,17 @@ host (Grace) shows up once the GPU runs dry. What differs is how they move rows 
 - nccl-torch: count all-to-all, host sync, permute, all_to_all_single, grouped GEMMs on all SMs,
   the shared expert, the reverse all-to-all, unpermute and weighted sum. Nothing overlaps.
 - deepep: DeepEP dispatch/combine kernels on `deepep_sms` SMs, one row per destination GPU
-  (de-duplicated); the shared expert runs beside the dispatch on the remaining SMs.
-- hybridep: as DeepEP, with HybridEP's kernels on `hybridep_sms` SMs, inside Megatron.
+  (de-duplicated), half of the SMs sending; the shared expert runs beside the dispatch on the
+  remaining SMs.
+- hybridep: as DeepEP, with HybridEP's kernels on `hybridep_sms` SMs, inside Megatron: every SM
+  moves rows, the dispatch pushes them and the combine pulls them (COMM_KERNELS).
 - comet: tile-level overlap of dispatch with the first GEMM and of the second GEMM with the
   combine on `comet_sms` SMs, at a scheduling overhead `comet_overhead` of the compute.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
 
 import numpy as np
 
@@ -23,19 +27,91 @@ from .scenario import ELEMENT_BYTES, Scenario
 
 BASELINES = ("nccl-torch", "deepep", "hybridep", "comet")
 
+# Measured on two real H200s (NV18), fitted by calibration/fit_fabric.py; the records are
+# calibration/runs/h200x2/nvlink_micro_full.jsonl and nvlink_micro_quick.jsonl (tests/
+# test_comm_kernels.py recomputes both from them). Moved to every other GPU preset with ratio 1.0:
+# one SM's copy rate is set by the loads/stores it keeps in flight, not by the link generation,
+# and Blackwell SMs run at about Hopper's clock (assumption: not measured on Blackwell).
+PUSH_GBPS_PER_SM = 43.91  # push sweep: one copy program (8 warps) writing a peer's HBM
+PULL_LINK_SHARE = 0.917  # both directions at once: pulls 330 + 324 GB/s over pushes 361 + 353
+
+
+@dataclass(frozen=True, slots=True)
+class CommKernel:
+    """How a baseline's dispatch/combine kernel moves rows over the fabric (design facts)."""
+
+    movers: float  # share of the kernel's SMs that issue fabric traffic
+    combine_pulls: bool  # the combine reads its rows from the peers (remote loads)
+    gbps_per_mover: float | None  # copy rate of one moving SM; None: the params' copy_gbps_per_sm
+    api_buffer_copy: bool  # the Torch API copies the received rows out of (into) a registered buffer
+    source: str
+
+
+COMM_KERNELS = {
+    "deepep": CommKernel(
+        0.5, False, PUSH_GBPS_PER_SM, False,
+        "design: DeepEP csrc/kernels/intranode.cu (normal kernels): even blocks send, odd blocks "
+        "receive (`is_sender = sm_id % 2 == 0`, one channel per two SMs), in the dispatch and the "
+        "combine; senders write rows into the receiver's buffer with plain stores, as the measured "
+        "push copy program does"),
+    "hybridep": CommKernel(
+        1.0, True, None, True,
+        "design: DeepEP docs/Hybrid-EP_Implementation.md: every block is a warp-specialized "
+        "pipeline (TMA); the dispatch's S2G warp group writes rows to the peers' buffers (push); "
+        "in one NVLink domain the combine's G2S warp group loads the peers' expert outputs "
+        "(csrc/hybrid_ep/backend/hybrid_ep_backend.cuh, combine_kernel: expert_input_token of "
+        "every rank) and reduces them locally (pull); the Torch API's dispatch copies the "
+        "received rows out of the registered buffer and its combine copies the expert outputs "
+        "into it (section 5, Executor: 'D2D from buffer', 'D2D to buffer'); per-SM TMA rate not "
+        "measured: the params' copy_gbps_per_sm"),
+    "comet": CommKernel(1.0, False, None, False,
+                        "assumption: Comet's comm SMs all push at the params' copy rate"),
+}
+
+
+def copy_gbps(p: Params, system: str, sms: float) -> float:
+    """Bytes per second the moving SMs of a baseline's kernel on `sms` SMs can copy."""
+    k = COMM_KERNELS[system]
+    rate = p["copy_gbps_per_sm"] if k.gbps_per_mover is None else k.gbps_per_mover
+    return sms * k.movers * rate * 1e9
+
+
+def signal_per_peer_s(scn: Scenario, p: Params) -> float:
+    """Per-peer cost of an SM-driven exchange: its completion signals to and from the P-1 peers
+    go out one after another (HybridEP's device_sync_kernel: every rank adds to one system-scope
+    flag on rank 0 and polls it), each a remote release: push_signal_per_peer_us (measured 0.96 us
+    per slot on H200, prior 1.2 us on Blackwell), never less than one hop's latency."""
+    return max(p["push_signal_per_peer_us"], scn.hardware.link_latency_us) * US
+
 
 def _exchange(scn: Scenario, p: Params, bytes_row: float, rows_in, rows_out, sms: float | None,
-              eff: float = 1.0):
-    """Time to move rows over the fabric: the busier port, limited by `sms` copy SMs (None: NCCL's
-    own channels, limited by eff instead), plus one latency per peer."""
+              eff: float = 1.0, system: str | None = None, op: str = "dispatch"):
+    """Time to move rows over the fabric: the busier port, plus a cost per peer.
+
+    sms None: NCCL's own channels, limited by eff, one link latency per peer. Otherwise the
+    `system`'s kernel (COMM_KERNELS) on `sms` SMs: limited by what its moving SMs copy, a pulled
+    combine by the share of the link that remote reads reach with traffic both ways
+    (PULL_LINK_SHARE), and signal_per_peer_s per peer."""
     ld = loads(scn)
     link_in = fabric_gbps(scn, p, ld.remote_in, ld.out_of_domain_in) * eff
     link_out = fabric_gbps(scn, p, ld.remote_out, ld.out_of_domain_out) * eff
+    per_peer = scn.hardware.link_latency_us * US
     if sms is not None:
-        cap = sms * p["copy_gbps_per_sm"] * 1e9
+        kernel = COMM_KERNELS[system or "comet"]
+        if op == "combine" and kernel.combine_pulls:
+            link_in, link_out = link_in * PULL_LINK_SHARE, link_out * PULL_LINK_SHARE
+        cap = copy_gbps(p, system or "comet", sms)
         link_in, link_out = np.minimum(link_in, cap), np.minimum(link_out, cap)
+        per_peer = signal_per_peer_s(scn, p)
     t = np.maximum(rows_in * bytes_row / link_in, rows_out * bytes_row / link_out)
-    return t + (scn.ep - 1) * scn.hardware.link_latency_us * US
+    return t + (scn.ep - 1) * per_peer
+
+
+def api_buffer_copy(scn: Scenario, p: Params, rows, bytes_row: float):
+    """HybridEP's Torch API copy of `rows` rows between its registered buffer and a PyTorch
+    tensor (read + write in HBM). Not part of baseline_terms: inside Megatron the copy is the
+    permute (unpermute) the layer charges as its own term."""
+    return 2.0 * rows * bytes_row / (scn.hardware.hbm_tbps * 1e12 * p["hbm_eff"])
 
 
 def host_ops(scn: Scenario, p: Params, system: str) -> float:
@@ -86,16 +162,16 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
         before = {}
     elif system in ("deepep", "hybridep"):
         sms = p["deepep_sms"] if system == "deepep" else p["hybridep_sms"]
-        disp = _exchange(scn, p, act, ld.dedup_in, ld.dedup_out, sms)
-        comb = _exchange(scn, p, out, ld.dedup_out, ld.dedup_in, sms)
+        disp = _exchange(scn, p, act, ld.dedup_in, ld.dedup_out, sms, system=system)
+        comb = _exchange(scn, p, out, ld.dedup_out, ld.dedup_in, sms, system=system, op="combine")
         # the shared expert runs on the SMs the dispatch kernel leaves free
         before = {"dispatch_and_shared": np.maximum(disp, shared(hw.sms - sms))}
         gpu = {"permute": permute, "routed_gemm": ffn(hw.sms), "combine": comb,
                "unpermute": unpermute}
     elif system == "comet":
         sms = p["comet_sms"]
-        disp = _exchange(scn, p, act, ld.remote_in, ld.remote_out, sms)
-        comb = _exchange(scn, p, out, ld.remote_out, ld.remote_in, sms)
+        disp = _exchange(scn, p, act, ld.remote_in, ld.remote_out, sms, system=system)
+        comb = _exchange(scn, p, out, ld.remote_out, ld.remote_in, sms, system=system, op="combine")
         g = ffn(hw.sms - sms) * (1 + p["comet_overhead"])
         # gate/up overlaps the dispatch, down overlaps the combine; each GEMM is half of g here
         gpu = {"permute": permute, "dispatch_gemm_overlap": np.maximum(disp, g / 2),

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 
 from .analytic import mok_config_terms
 from .band import LEVEL, Band, band
-from .baselines import BASELINES, baseline_terms
+from .baselines import BASELINES, COMM_KERNELS, baseline_terms, copy_gbps
 from .errors import MokInputError
 from .params import Params, load_params
 from .scenario import ENGINES, SYSTEMS, Config, Scenario
@@ -99,8 +99,9 @@ def deepep_hybridep_note(scenario: Scenario, p: Params) -> str | None:
     """Why DeepEP and HybridEP come out alike where they do: both copy kernels outrun the link."""
     hw = scenario.hardware
     link = hw.link_gbps * p["link_eff"]
-    caps = {s: p[f"{s}_sms"] * p["copy_gbps_per_sm"] for s in ("deepep", "hybridep")}
-    if scenario.domains > 1 or min(caps.values()) < link:
+    caps = {s: copy_gbps(p, s, p[f"{s}_sms"]) / 1e9 for s in ("deepep", "hybridep")}
+    if scenario.domains > 1 or min(caps.values()) < link \
+            or COMM_KERNELS["deepep"].combine_pulls != COMM_KERNELS["hybridep"].combine_pulls:
         return None
     return (f"DeepEP ({p['deepep_sms']:g} SMs, {caps['deepep']:.0f} GB/s) and HybridEP "
             f"({p['hybridep_sms']:g} SMs, {caps['hybridep']:.0f} GB/s) both copy faster than the "

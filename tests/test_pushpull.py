@@ -82,37 +82,51 @@ def test_published_comm_records_are_the_cited_table_and_never_fitted_on():
         assert not any("nvl72_comm" in x for x in json.loads(f.read_text())["fitted_on"]), f
 
 
-def test_fabric_model_predicts_published_hybridep_bandwidth():
-    """HybridEP kernel-only figures (the fabric without host overheads): the model is faster than
-    published on every one (it has no per-flow switch contention and no reduction in the combine);
-    errors as stated in docs/calibration.md: dispatch mean 12.5% (max 16.2%), combine 19.2%
-    (max 25.7%); the 15% goal is met by the dispatch on average only."""
-    rows = check(read_records([RUNS]), load_params(None, "gb200-nvl72"))
-    by = {}
+def _errors(rows) -> dict:
+    by: dict = {}
     for r in rows:
         by.setdefault((r["system"], r["measured"]), []).append(r["time_error"])
-    disp = np.array(by[("hybridep-dispatch", "kernel")])
-    comb = np.array(by[("hybridep-combine", "kernel")])
+    return {k: np.array(v) for k, v in by.items()}
+
+
+def test_fabric_model_predicts_published_hybridep_bandwidth():
+    """HybridEP figures, as stated in docs/calibration.md (2026-11-30): kernel-only dispatch mean
+    10.3% (max 13.2%), combine 10.1% (max 16.8%); Torch API dispatch 4.7% (max 12.2%), combine
+    6.9% (max 16.1%). The kernel-only predictions stay faster than published on every row."""
+    rows = check(read_records([RUNS]), load_params(None, "gb200-nvl72"))
+    e = _errors(rows)
+    disp, comb = e[("hybridep-dispatch", "kernel")], e[("hybridep-combine", "kernel")]
     assert len(disp) == len(comb) == 10
     assert np.all(disp < 0) and np.all(comb < 0)  # predicted time shorter than published
-    assert np.mean(np.abs(disp)) < 0.135 and np.max(np.abs(disp)) < 0.17
-    assert np.mean(np.abs(comb)) < 0.20 and np.max(np.abs(comb)) < 0.27
-    # the trend with EP is the published one: bandwidth falls from EP 8 to EP 36
-    pub = {r["ep"]: r["published_gbps"] for r in rows if r["system"] == "hybridep-dispatch"
-           and r["measured"] == "kernel" and r["sms"] == 16}
-    pred = {r["ep"]: r["predicted_gbps"] for r in rows if r["system"] == "hybridep-dispatch"
-            and r["measured"] == "kernel" and r["sms"] == 16}
-    assert pub[36] < pub[8] and pred[36] < pred[8]
+    assert np.mean(np.abs(disp)) < 0.11 and np.max(np.abs(disp)) < 0.14
+    assert np.mean(np.abs(comb)) < 0.11 and np.max(np.abs(comb)) < 0.175
+    api_d, api_c = e[("hybridep-dispatch", "torch-api")], e[("hybridep-combine", "torch-api")]
+    assert np.mean(np.abs(api_d)) < 0.06 and np.max(np.abs(api_d)) < 0.13
+    assert np.mean(np.abs(api_c)) < 0.08 and np.max(np.abs(api_c)) < 0.17
+    # the trends are the published ones: bandwidth falls from EP 8 to EP 36, and the (pulled)
+    # combine is slower than the (pushed) dispatch at every EP and SM count
+    def gbps(op, key):
+        return {(r["ep"], r["sms"]): r[key] for r in rows
+                if r["system"] == f"hybridep-{op}" and r["measured"] == "kernel"}
+    for key in ("published_gbps", "predicted_gbps"):
+        d, c = gbps("dispatch", key), gbps("combine", key)
+        assert d[(36, 16)] < d[(8, 16)]
+        assert all(c[x] < d[x] for x in d)
 
 
-def test_baseline_deepep_exchange_is_too_fast_at_few_sms():
-    """What the published DeepEP GB200 figures say about the baselines' DeepEP term: its per-SM
-    copy rate (50 GB/s, DeepEP v2's formula) saturates the link with 16 SMs, where DeepEP's
-    published Torch API dispatch reaches 329-362 GB/s: the model is 40-46% too fast there.
-    Fails when the baseline's DeepEP term is fixed (then update docs/calibration.md)."""
+def test_deepep_dispatch_within_goal_and_its_24_rank_combine_is_not():
+    """DeepEP's Torch API dispatch: within 15% on every row (half its SMs send at the measured
+    push rate). Its combine at 24 ranks is published 2.4-2.8x slower than its dispatch, which no
+    term here produces (DeepEP runs more than 8 ranks through its internode kernels, whose combine
+    at 24 ranks sends chunks of one token; docs/calibration.md): the model stays over 55% too fast
+    there. Fails when that is modelled (then update docs/calibration.md)."""
     rows = check(read_records([RUNS]), load_params(None, "gb200-nvl72"))
-    d16 = [r["time_error"] for r in rows if r["system"] == "deepep-dispatch" and r["sms"] == 16]
-    assert len(d16) == 3 and all(e < -0.35 for e in d16)
+    disp = _errors(rows)[("deepep-dispatch", "torch-api")]
+    assert len(disp) == 9 and np.max(np.abs(disp)) < 0.15 and np.mean(np.abs(disp)) < 0.06
+    c24 = [r["time_error"] for r in rows if r["system"] == "deepep-combine" and r["ep"] == 24]
+    assert len(c24) == 3 and all(e < -0.55 for e in c24)
+    c_small = [r["time_error"] for r in rows if r["system"] == "deepep-combine" and r["ep"] < 24]
+    assert all(-0.25 < e < 0 for e in c_small)
 
 
 def test_published_figures_name_their_hardware_preset():

@@ -14,7 +14,8 @@ import numpy as np
 import simpy
 
 from ..analytic import US, expert_ffn_time
-from ..baselines import BASELINES, baseline_terms, host_ops
+from ..baselines import BASELINES, COMM_KERNELS, PULL_LINK_SHARE, baseline_terms, copy_gbps, host_ops, \
+    signal_per_peer_s
 from ..params import Params
 from ..scenario import ELEMENT_BYTES, Scenario
 from ..workload import traffic
@@ -79,7 +80,12 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     ops = host_ops(scn, p, system)
     msg_trace: list | None = [] if trace else None
     spans: list = []
-    fab = Fabric(net, groups if grouped else None, sms * p["copy_gbps_per_sm"] * 1e9 if sms else 0.0)
+    fab = Fabric(net, groups if grouped else None, copy_gbps(p, system, sms) if sms else 0.0)
+    # as in the analytic _exchange: a pulled combine reaches PULL_LINK_SHARE of each link (its
+    # bytes weigh more on the links, not on the SMs), and an SM-driven exchange ends with one
+    # completion signal per peer, in series
+    pull = PULL_LINK_SHARE if sms and COMM_KERNELS[system].combine_pulls else 1.0
+    signal = (P - 1) * signal_per_peer_s(scn, p) if sms else 0.0
     fluid = Fluid(env, fab.cap, merge_time(scn) if merge_s is None else merge_s)
     drivers = [Driver(fluid, fab.sm[e], f"copy_sms{e}", e if e < P else -1) if sms else None
                for e in range(len(fab.members))]
@@ -129,8 +135,11 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
                             if x in trace_gpus and (t != tr.COMM_SMS or drv))
             for rc in chunks(r, nbytes, chunk_bytes):
                 Message(rc * nbytes, rc, links, lat, (sent, inbox[e]), flow + e, op,
-                        name, t0, scale, trace=trc).send(drv, fluid)
+                        name, t0, scale / (pull if op else 1.0), sm_scale=pull if op else 1.0,
+                        trace=trc).send(drv, fluid)
         yield simpy.AllOf(env, [sent.done, inbox[my_ep(g)].done])
+        if signal:
+            yield env.timeout(signal)
         spans.append((g, tr.DISPATCH if name == "dispatch" else tr.COMBINE, name, t0, env.now - t0))
 
     def compute(g: int, name: str, dur: float):
