@@ -8,7 +8,7 @@ import torch
 
 from mok_kernels import reference as ref
 from mok_kernels.fp8 import (FP8, FP8_MAX, FP8_REL_TOL, dequantize_blocks, fake_quant,
-                             quantize_blocks, quantize_rows, quantize_weight)
+                             quantize_rows, quantize_weight)
 from mok_kernels.megakernel import KernelConfig, MoKLayer
 from mok_kernels.routing import make_routing
 
