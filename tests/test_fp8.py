@@ -100,3 +100,23 @@ def test_precision_rules():
     for bad in (dict(block_k=64), dict(bn_gu=64), dict(fuse_gu=False, tma=False)):
         with pytest.raises(ValueError, match="precision='fp8' needs block_k=128"):
             KernelConfig(precision="fp8", **bad).validate()
+
+
+def test_bench_fp8_records_and_flag(tmp_path):
+    from mok_kernels import bench
+    from mok_model.records import append_records, read_records
+    knobs = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32,
+                 macrobatch=131072, capacity=0.5)
+    hw = {"preset": "h200-1", "gpu": "NVIDIA H200", "gpus": 1, "sms": 132, "fabric": "local-hbm",
+          "driver": "x"}
+    rec = bench.make_record(system="mok", model="kimi-k2", ep=8, tokens=4096, knobs=knobs,
+                            routing="uniform", seed=0, times=[1.0], breakdown={}, note="t",
+                            hardware=hw, software={"torch": "x", "triton": "y", "commit": "z"},
+                            precision="fp8")
+    out = tmp_path / "runs.jsonl"
+    append_records(out, [rec])
+    assert read_records([out])[0]["precision"] == "fp8"
+    a = bench.parse_args(["--out", str(out), "--precision", "bf16,fp8"])
+    bench._check_args(a)
+    with pytest.raises(bench.BadInput, match="--precision 'fp16': allowed bf16, fp8"):
+        bench._check_args(bench.parse_args(["--out", str(out), "--precision", "fp16"]))
