@@ -70,6 +70,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--capacity", default=None,
                    help="comma list of multipliers (default 0.5 on one GPU; 1.0 with --gpus, "
                         "which no routing overflows)")
+    p.add_argument("--precision", default="bf16",
+                   help="comma list of bf16|fp8 for MoK (fp8: e4m3 with 1x128 activation and "
+                        "128x128 weight block scales; one GPU only); baselines run BF16")
     p.add_argument("--routing", default="uniform",
                    help="comma list: uniform, zipf:S, hot:X (expert 0's share of routes), onehot")
     p.add_argument("--seed", type=int, default=0)
@@ -113,11 +116,20 @@ def _check_args(a: argparse.Namespace) -> None:
     for c in a.combine.split(","):
         if c not in ("push", "pull"):
             raise BadInput(f"--combine {c!r}: allowed push, pull")
+    for pr in a.precision.split(","):
+        if pr not in ("bf16", "fp8"):
+            raise BadInput(f"--precision {pr!r}: allowed bf16, fp8")
+    if a.gpus and a.precision != "bf16":
+        raise BadInput(f"--precision {a.precision} with --gpus: the FP8 megakernel runs on one GPU "
+                       f"(rank emulation) only; real-GPU groups are bf16")
     for r in a.routing.split(","):
         for m in a.model.split(","):
             parse_routing(r, shape_of(m).topk)
     if a.pass_ not in ("fwd", "bwd"):
         raise BadInput(f"--pass {a.pass_!r}: allowed fwd, bwd")
+    if a.pass_ == "bwd" and a.precision != "bf16":
+        raise BadInput(f"--pass bwd with --precision {a.precision}: the backward megakernel is "
+                       f"BF16 only")
     if a.pass_ == "bwd" and a.auto:
         raise BadInput("--pass bwd with --auto: the knob choice is the forward's; give the knobs")
     if a.pass_ == "bwd" and a.gpus:
@@ -208,13 +220,13 @@ def _software() -> dict[str, str]:
 def make_record(*, system: str, model: str, ep: int, tokens: int, knobs: dict[str, Any],
                 routing: str, seed: int, times: list[float], breakdown: dict[str, float],
                 note: str, hardware: dict[str, Any], software: dict[str, str],
-                pass_: str = "fwd") -> dict[str, Any]:
+                pass_: str = "fwd", precision: str = "bf16") -> dict[str, Any]:
     """One mok-run/1 record of a measured single-GPU rank-emulation run (``pass_`` fwd or bwd)."""
     return {
         "schema": "mok-run/1", "id": f"{system}-{model}-ep{ep}-n{tokens}-{uuid.uuid4().hex[:12]}",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "hardware": hardware, "software": software, "system": system, "model": model, "ep": ep,
-        "emulated_peers": ep > 1, "tokens": tokens, "pass": pass_, "precision": "bf16",
+        "emulated_peers": ep > 1, "tokens": tokens, "pass": pass_, "precision": precision,
         "config": knobs, "routing": routing_record(routing, seed), "latency_ms": stats(times),
         "breakdown_ms": breakdown,
         "source": "measured", "note": note,
@@ -468,15 +480,19 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                     f"{rec['latency_ms']['median']:.3f} ms")
         if "mok" not in systems:
             continue
-        swept = []
-        for d, c, mb, cs, mac, cap in itertools.product(
-                a.dispatch.split(","), a.combine.split(","), _ints(a.minibatch),
-                _ints(a.comm_sms), a.macrobatch.split(","), _floats(a.capacity)):
+        swept: dict[str, list[float]] = {pr: [] for pr in a.precision.split(",")}
+        for prec, d, c, mb, cs, mac, cap in itertools.product(
+                a.precision.split(","), a.dispatch.split(","), a.combine.split(","),
+                _ints(a.minibatch), _ints(a.comm_sms), a.macrobatch.split(","),
+                _floats(a.capacity)):
             knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                          macrobatch=macro_rows(mac, wl), capacity=cap)
             try:
-                runner = run_mok_bwd if bwd else run_mok
-                t, bd = runner(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown)
+                if bwd:
+                    t, bd = run_mok_bwd(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown)
+                else:
+                    t, bd = run_mok(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown,
+                                    precision=prec)
             except RuntimeError as exc:
                 log(f"{model} ep{ep} n{tokens} {knobs}: FAILED {exc}")
                 continue
@@ -484,27 +500,28 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
             rec = make_record(system="mok", knobs=knobs, times=t, breakdown=bd,
                               note=f"{note0}; " + ("" if bwd else f"ring rows used {ring}; ") +
                                    f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
-                              **common)
+                              precision=prec, **common)
             append_records(a.out, [rec])
             recs.append(rec)
-            swept.append(rec["latency_ms"]["median"])
-            log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} mok {d}/{c} mb{mb} c{cs} "
+            swept[prec].append(rec["latency_ms"]["median"])
+            log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} mok {prec} {d}/{c} mb{mb} c{cs} "
                 f"r{knobs['macrobatch']} {rec['latency_ms']['median']:.3f} ms "
                 f"{wl.flops() / rec['latency_ms']['median'] / 1e9:.0f} TF/s")
-        if a.auto:
+        for prec in a.precision.split(",") if a.auto else []:
             chosen: dict = {}
             try:
-                t, bd = run_mok(wl, {}, a.iters, a.warmup, not a.no_graph, a.breakdown, chosen)
+                t, bd = run_mok(wl, {}, a.iters, a.warmup, not a.no_graph, a.breakdown, chosen,
+                                precision=prec)
             except (RuntimeError, ValueError) as exc:     # a stall, or no knob choice possible
-                log(f"{model} ep{ep} n{tokens} auto: FAILED {exc}")
+                log(f"{model} ep{ep} n{tokens} {prec} auto: FAILED {exc}")
                 continue
             rec = auto_record(make_record(
                 system="mok", knobs=chosen["knobs"], times=t, breakdown=bd,
                 note=f"{note0}; {'graph replay' if not a.no_graph else 'eager'}; {cmd}",
-                **common), chosen["source"], swept)
+                precision=prec, **common), chosen["source"], swept[prec])
             append_records(a.out, [rec])
             recs.append(rec)
-            log(auto_line(rec, f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s}"))
+            log(auto_line(rec, f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} {prec}"))
         del wl
         torch.cuda.empty_cache()
     return recs

@@ -84,7 +84,7 @@ class KernelConfig:
     block_m: int = 128
     bn_gu: int = 128
     bn_dn: int = 256
-    block_k: int = 64
+    block_k: int | None = None      # K step of both GEMMs; None: 64, or 128 for fp8
     num_warps: int = 8
     num_stages: int = 4
     copy_rows: int = 16
@@ -96,6 +96,12 @@ class KernelConfig:
     fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
     tma: bool = True                # weight tiles through TMA descriptors (needs fuse_gu)
     on_error: str = "trap"          # stalled wait / overflow: trap the launch, or raise in forward
+    precision: str = "bf16"         # bf16 | fp8 (e4m3 with 1x128 activation and 128x128 weight
+                                    # block scales; fp8.py)
+
+    def __post_init__(self) -> None:
+        if self.block_k is None:
+            self.block_k = 128 if self.precision == "fp8" else 64
 
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
@@ -120,6 +126,12 @@ class KernelConfig:
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
+        if self.precision not in ("bf16", "fp8"):
+            raise ValueError(f"precision {self.precision!r}: allowed bf16, fp8")
+        if self.precision == "fp8" and (self.block_k != 128 or self.bn_gu % 128 or not self.fuse_gu):
+            raise ValueError(f"precision='fp8' needs block_k=128 (one scale per 128 along K), bn_gu a "
+                             f"multiple of 128 (whole weight scale blocks) and fuse_gu=True; got "
+                             f"block_k={self.block_k}, bn_gu={self.bn_gu}, fuse_gu={self.fuse_gu}")
 
 
 _KERNELS: dict[str, Any] = {}
@@ -209,6 +221,62 @@ def _kernels() -> dict[str, Any]:
             tl.store(dst_ptr + dst_off[:, None] + h0 + cols[None, :], v, mask=m2)
 
     @triton.jit
+    def quant_rows(v, ROWS: tl.constexpr, COLS: tl.constexpr):
+        """e4m3 of v (ROWS, COLS) fp32, one scale per row per 128 columns (fp8.py's rule, the
+        same bits): (q (ROWS, COLS) fp8, scale (ROWS, COLS // 128) fp32)."""
+        v3 = tl.reshape(v, (ROWS, COLS // 128, 128))
+        amax = tl.maximum(tl.max(tl.abs(v3), axis=2), 1e-12)
+        fmax = tl.full((ROWS, COLS // 128), 448.0, tl.float32)
+        inv = tl.math.div_rn(fmax, amax)
+        q = tl.clamp(v3 * inv[:, :, None], -448.0, 448.0).to(tl.float8e4nv)
+        return tl.reshape(q, (ROWS, COLS)), tl.math.div_rn(amax, fmax)
+
+    @triton.jit
+    def copy_rows_q(src_ptr, src_off, dst_ptr, dst_off, sc_ptr, sc_off, mask, H: tl.constexpr,
+                    CC: tl.constexpr, CR: tl.constexpr):
+        """copy_rows into an FP8 ring: BF16 rows at src_off -> e4m3 rows at dst_off (elements)
+        and their scales, H // 128 fp32 per row, at sc_off: quantized while copying."""
+        cols = tl.arange(0, CC)
+        scol = tl.arange(0, CC // 128)
+        for h0 in tl.static_range(0, H, CC):       # the last chunk may pass H (a multiple of 128)
+            m2 = mask[:, None] & (cols[None, :] < H - h0)
+            ms = mask[:, None] & (scol[None, :] < (H - h0) // 128)
+            v = tl.load(src_ptr + src_off[:, None] + h0 + cols[None, :], mask=m2, other=0.0)
+            q, sc = quant_rows(v.to(tl.float32), CR, CC)
+            tl.store(dst_ptr + dst_off[:, None] + h0 + cols[None, :], q, mask=m2)
+            tl.store(sc_ptr + sc_off[:, None] + h0 // 128 + scol[None, :], sc, mask=ms)
+
+    @triton.jit
+    def gu_fp8(a_ptrs, as_ptrs, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H: tl.constexpr,
+               I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr, BK: tl.constexpr,
+               QA: tl.constexpr):
+        """Gate|up accumulator (BM, 2*BN_GU) fp32 of one FP8 tile: per K block of 128,
+        acc += dot(a, b) * a_scale[:, None] * b_scale[None, :]. a_ptrs: e4m3 ring rows whose
+        scales are at as_ptrs (+ k block), or with QA BF16 rows quantized here (shared expert).
+        Weights: (EL+1, 2I, H) e4m3, K contiguous; scales (EL+1, H/128, 2I/128) fp32."""
+        rk = tl.arange(0, BK)
+        rn2 = nb * 2 * BN_GU + tl.arange(0, 2 * BN_GU)
+        NC: tl.constexpr = 2 * I // 128
+        w_ptrs = wg_ptr + e.to(tl.int64) * (2 * I) * H + rn2[None, :].to(tl.int64) * H + rk[:, None]
+        s_ptrs = wgu_s_ptr + e.to(tl.int64) * (H // 128) * NC + rn2 // 128
+        acc = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
+        for k0 in range(0, H, BK):
+            if QA:
+                a, a_s = quant_rows(tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0).to(tl.float32),
+                                    BM, BK)
+                a_s = tl.reshape(a_s, (BM,))
+            else:
+                a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
+                a_s = tl.load(as_ptrs + k0 // BK, mask=rmask, other=0.0)
+            if wgu_desc is None:
+                b = tl.load(w_ptrs + k0)
+            else:
+                b = tl.trans(wgu_desc.load([e * 2 * I + nb * 2 * BN_GU, k0]))
+            b_s = tl.load(s_ptrs + (k0 // BK) * NC)
+            acc += tl.dot(a, b) * a_s[:, None] * b_s[None, :]
+        return acc
+
+    @triton.jit
     def mok_kernel(
         x_src_ptr,        # bf16 base of the send buffers; peer s's (N, H) rows at + x_off[s]
         x_off_ptr,        # (P,) int64 element offsets (peer pointers, relative to x_src_ptr)
@@ -223,6 +291,10 @@ def _kernels() -> dict[str, Any]:
                           # interleaved in BN_GU-column blocks and wu_ptr is unused
         wd_ptr,           # (EL+1, I, H) bf16: down
         wgu_desc, wd_desc,  # TMA descriptors of the gate|up and down weights as 2-D, or None
+        ring_s_ptr, h_s_ptr, wgu_s_ptr, wd_s_ptr,  # FP8: scales (fp32) of the ring rows (R, H/128),
+                          # of h (NS + C, I/128), of gate|up (EL+1, H/128, 2I/128) and of down
+                          # (EL+1, I/128, H/128); None for BF16. FP8 ring, h and weights are e4m3,
+                          # weights K-contiguous: gate|up (EL+1, 2I, H), down (EL+1, H, I)
         recv_src_ptr, recv_slot_ptr,                  # (C,) int32
         tile_exp_ptr, tile_row0_ptr, tile_rows_ptr,   # (T_max,) int32
         mb_tile_ptr, mb_row_ptr, nmb_ptr,             # (MB_max+1,), (MB_max+1,), (1,) int32
@@ -236,7 +308,7 @@ def _kernels() -> dict[str, Any]:
         GRID_V, C_STRIDE, T_STRIDE, MB_STRIDE, SYNC_STRIDE, H_ROWS, Y_ROWS,
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
-        FUSE_GU: tl.constexpr, GROUP: tl.constexpr, SC: tl.constexpr,
+        FUSE_GU: tl.constexpr, GROUP: tl.constexpr, SC: tl.constexpr, FP8: tl.constexpr,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -244,6 +316,12 @@ def _kernels() -> dict[str, Any]:
         pid = tl.program_id(0) % GRID_V
         vr = VR.to(tl.int64)
         ring0, sync0, src0, mbr0, mbt0, nmb0 = ring_ptr, sync_ptr, recv_src_ptr, mb_row_ptr, mb_tile_ptr, nmb_ptr
+        HB: tl.constexpr = H // 128                   # FP8 scale columns of a token row
+        IB: tl.constexpr = I // 128                   # and of an h row
+        rings0 = ring_s_ptr
+        if FP8:
+            ring_s_ptr += vr * R * HB
+            h_s_ptr += vr * H_ROWS * IB
         ring_ptr += vr * R * H
         h_ptr += vr * H_ROWS * I
         y_ptr += vr * Y_ROWS * H
@@ -306,8 +384,14 @@ def _kernels() -> dict[str, Any]:
                             m = rows < r1
                             src = tl.load(src_q + rows, mask=m, other=0)
                             m = m & ((src // N_RANK) == me)
-                            copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                      ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
+                            if FP8:                    # virtual ranks only (not GROUP)
+                                copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                            ring_q, (rows % R).to(tl.int64) * H,
+                                            rings0 + peer_off(x_off_ptr, q, R * HB, GROUP),
+                                            (rows % R).to(tl.int64) * HB, m, H, CC, CR)
+                            else:
+                                copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                          ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
                             signal(syn_q + READY_OFF + mb * P + me, SC)
         if (pid < COMM) & (PUSH_DISPATCH != 2):
@@ -329,8 +413,13 @@ def _kernels() -> dict[str, Any]:
                         rows = r0 + c * CR + crow
                         m = rows < r1
                         src = tl.load(recv_src_ptr + rows, mask=m, other=0)
-                        copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
-                                  (rows % R).to(tl.int64) * H, m, H, CC)
+                        if FP8:
+                            copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
+                                        (rows % R).to(tl.int64) * H, ring_s_ptr,
+                                        (rows % R).to(tl.int64) * HB, m, H, CC, CR)
+                        else:
+                            copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
+                                      (rows % R).to(tl.int64) * H, m, H, CC)
                     if (STALL == 0) | (mb > 0):
                         signal(sync_ptr + READY_OFF + mb * P, "gpu")
                 else:
@@ -343,8 +432,13 @@ def _kernels() -> dict[str, Any]:
                             m = rows < r1
                             src = tl.load(recv_src_ptr + rows, mask=m, other=0)
                             m = m & ((src // N_RANK) == s)
-                            copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
-                                      (rows % R).to(tl.int64) * H, m, H, CC)
+                            if FP8:
+                                copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                            ring_ptr, (rows % R).to(tl.int64) * H, ring_s_ptr,
+                                            (rows % R).to(tl.int64) * HB, m, H, CC, CR)
+                            else:
+                                copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
+                                          (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
         if GROUP:
@@ -431,38 +525,61 @@ def _kernels() -> dict[str, Any]:
                     tile, row0, nrows, e, hrow0 = tile_of(tt, shared, t_base, tile_row0_ptr,
                                                           tile_rows_ptr, tile_exp_ptr, NS, EL,
                                                           E_BASE, BM)
-                    if shared:
-                        a_ptrs = x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :]
-                    else:
-                        a_ptrs = ring_ptr + ((row0 + rm) % R).to(tl.int64)[:, None] * H + rk[None, :]
-                    rmask = rm < nrows
-                    rn = nb * BN_GU + tl.arange(0, BN_GU)
-                    if FUSE_GU:
-                        # gate|up interleaved per BN_GU block: one (BK x 2*BN_GU) tile per step
-                        rn2 = nb * 2 * BN_GU + tl.arange(0, 2 * BN_GU)
-                        w_off2 = e.to(tl.int64) * H * 2 * I + rk[:, None] * (2 * I) + rn2[None, :]
-                        acc2 = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
-                        for k0 in range(0, H, BK):
-                            a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
-                            if wgu_desc is None:
-                                bgu = tl.load(wg_ptr + w_off2 + k0 * (2 * I))
-                            else:
-                                bgu = wgu_desc.load([e * H + k0, nb * 2 * BN_GU])
-                            acc2 = tl.dot(a, bgu, acc2)
+                    if FP8:
+                        rmask = rm < nrows
+                        rn = nb * BN_GU + tl.arange(0, BN_GU)
+                        # shared rows are BF16 tokens, quantized in the loop; routed rows come
+                        # quantized from the ring (the pointer types differ: two calls)
+                        if shared:
+                            acc2 = gu_fp8(x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
+                                          ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb,
+                                          H, I, BM, BN_GU, BK, True)
+                        else:
+                            ring_row = ((row0 + rm) % R).to(tl.int64)
+                            acc2 = gu_fp8(ring_ptr + ring_row[:, None] * H + rk[None, :],
+                                          ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc,
+                                          wgu_s_ptr, e, nb, H, I, BM, BN_GU, BK, False)
                         acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
                     else:
-                        w_off = e.to(tl.int64) * H * I + rk[:, None] * I + rn[None, :]
-                        acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
-                        acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
-                        for k0 in range(0, H, BK):
-                            a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
-                            bg = tl.load(wg_ptr + w_off + k0 * I)
-                            bu = tl.load(wu_ptr + w_off + k0 * I)
-                            acc_g = tl.dot(a, bg, acc_g)
-                            acc_u = tl.dot(a, bu, acc_u)
+                        if shared:
+                            a_ptrs = x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :]
+                        else:
+                            a_ptrs = ring_ptr + ((row0 + rm) % R).to(tl.int64)[:, None] * H + rk[None, :]
+                        rmask = rm < nrows
+                        rn = nb * BN_GU + tl.arange(0, BN_GU)
+                        if FUSE_GU:
+                            # gate|up interleaved per BN_GU block: one (BK x 2*BN_GU) tile per step
+                            rn2 = nb * 2 * BN_GU + tl.arange(0, 2 * BN_GU)
+                            w_off2 = e.to(tl.int64) * H * 2 * I + rk[:, None] * (2 * I) + rn2[None, :]
+                            acc2 = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
+                            for k0 in range(0, H, BK):
+                                a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
+                                if wgu_desc is None:
+                                    bgu = tl.load(wg_ptr + w_off2 + k0 * (2 * I))
+                                else:
+                                    bgu = wgu_desc.load([e * H + k0, nb * 2 * BN_GU])
+                                acc2 = tl.dot(a, bgu, acc2)
+                            acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
+                        else:
+                            w_off = e.to(tl.int64) * H * I + rk[:, None] * I + rn[None, :]
+                            acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                            acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                            for k0 in range(0, H, BK):
+                                a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
+                                bg = tl.load(wg_ptr + w_off + k0 * I)
+                                bu = tl.load(wu_ptr + w_off + k0 * I)
+                                acc_g = tl.dot(a, bg, acc_g)
+                                acc_u = tl.dot(a, bu, acc_u)
                     hval = acc_g * tl.sigmoid(acc_g) * acc_u
                     h_ptrs = h_ptr + (hrow0 + rm).to(tl.int64)[:, None] * I + rn[None, :]
-                    tl.store(h_ptrs, hval.to(tl.bfloat16), mask=rmask[:, None])
+                    if FP8:     # h quantized per row per 128 columns for the down GEMM
+                        hq, hs = quant_rows(hval, BM, BN_GU)
+                        tl.store(h_ptrs, hq, mask=rmask[:, None])
+                        scol = nb * (BN_GU // 128) + tl.arange(0, BN_GU // 128)
+                        tl.store(h_s_ptr + (hrow0 + rm).to(tl.int64)[:, None] * IB + scol[None, :], hs,
+                                 mask=rmask[:, None])
+                    else:
+                        tl.store(h_ptrs, hval.to(tl.bfloat16), mask=rmask[:, None])
                     tl.debug_barrier()
                     if shared:
                         tl.atomic_add(sync_ptr + SH_OFF + tile, 1, sem="release", scope="gpu")
@@ -484,13 +601,29 @@ def _kernels() -> dict[str, Any]:
                     a_ptrs_d = h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :]
                     w_off_d = e_d.to(tl.int64) * I * H + rk[:, None] * H + rn_d[None, :]
                     acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
-                    for k0 in range(0, I, BK):
-                        a_d = tl.load(a_ptrs_d + k0, mask=rmask_d[:, None], other=0.0)
-                        if wd_desc is None:
-                            bw_d = tl.load(wd_ptr + w_off_d + k0 * H, mask=cmask_d[None, :], other=0.0)
-                        else:
-                            bw_d = wd_desc.load([e_d * I + k0, nb_d * BN_DN])
-                        acc_d = tl.dot(a_d, bw_d, acc_d)
+                    if FP8:
+                        # K-contiguous down weights (EL+1, H, I); columns past H read zeros
+                        # (pointers) or the next expert's rows (TMA): masked at the store
+                        as_ptrs_d = h_s_ptr + (hrow0_d + rm).to(tl.int64) * IB
+                        w_ptrs_d = wd_ptr + e_d.to(tl.int64) * H * I + rn_d[None, :].to(tl.int64) * I + rk[:, None]
+                        ws_ptrs_d = wd_s_ptr + e_d.to(tl.int64) * IB * HB + rn_d // 128
+                        for k0 in range(0, I, BK):
+                            a_d = tl.load(a_ptrs_d + k0, mask=rmask_d[:, None], other=0.0)
+                            a_s_d = tl.load(as_ptrs_d + k0 // BK, mask=rmask_d, other=0.0)
+                            if wd_desc is None:
+                                bw_d = tl.load(w_ptrs_d + k0, mask=cmask_d[None, :], other=0.0)
+                            else:
+                                bw_d = tl.trans(wd_desc.load([e_d * H + nb_d * BN_DN, k0]))
+                            b_s_d = tl.load(ws_ptrs_d + (k0 // BK) * HB, mask=cmask_d, other=0.0)
+                            acc_d += tl.dot(a_d, bw_d) * a_s_d[:, None] * b_s_d[None, :]
+                    else:
+                        for k0 in range(0, I, BK):
+                            a_d = tl.load(a_ptrs_d + k0, mask=rmask_d[:, None], other=0.0)
+                            if wd_desc is None:
+                                bw_d = tl.load(wd_ptr + w_off_d + k0 * H, mask=cmask_d[None, :], other=0.0)
+                            else:
+                                bw_d = wd_desc.load([e_d * I + k0, nb_d * BN_DN])
+                            acc_d = tl.dot(a_d, bw_d, acc_d)
                     if shared:
                         s_ptrs_d = sh_out_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
                         tl.store(s_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
@@ -627,6 +760,9 @@ class MoKLayer:
             if size != self.ep or self.rank not in (None, me):
                 raise ValueError(f"group of {size} ranks (this one {me}) but ep={self.ep}, rank={self.rank}")
             self.rank = me
+        if cfg.precision == "fp8" and self.group is not None:
+            raise ValueError("precision='fp8' runs on one GPU (rank=r emulation or rank=None virtual "
+                             "ranks); group mode (LocalGroup or real GPUs) is BF16 only")
         e, h, i = w.wg.shape
         if self.local_weights:
             e = e * self.ep
@@ -660,7 +796,7 @@ class MoKLayer:
         self.chunk = min(1024, 1 << (self.H - 1).bit_length())
         self.flag_epoch = 4 * p + self.FLAG_EPOCH      # group mode's epoch and prologue words
         self.flag_enter = 4 * p + self.FLAG_ENTER
-        self.wg, self.wu, self.wd = self._pack(w)
+        self.wg, self.wu, self.wd, self.wg_s, self.wd_s = self._pack(w)
         v = self.vranks
         self.ns = n                  # home tokens per rank (the shared expert's rows)
         # first home token of this launch in the send/combine/weight arrays it is given
@@ -679,13 +815,20 @@ class MoKLayer:
         self.off["work"] = self.off["sh"] + ns_tiles + 1
         self.off["dnall"] = self.off["work"] + 1
         self.sync_stride = self.off["dnall"] + 1
-        self.hbuf = torch.empty(v * (n + c), ip, dtype=bf, device=dev)
+        fp8 = cfg.precision == "fp8"
+        act = torch.float8_e4m3fn if fp8 else bf    # ring rows and SwiGLU activations
+        self.hbuf = torch.empty(v * (n + c), ip, dtype=act, device=dev)
+        # FP8: one fp32 scale per 128 columns of every ring row and h row; None for BF16
+        self.h_s = torch.empty(v * (n + c), ip // 128, device=dev) if fp8 else None
+        self.ring_s = None
         self.sh_out = torch.empty(v * n, self.H, dtype=bf, device=dev)
         self.out = torch.empty(v * n, self.H, dtype=bf, device=dev)
         self.err = torch.zeros(16, dtype=torch.int32, device=dev)  # [bitmask, info per code]
         if self.group is None:      # one GPU: every rank's buffers are slices of local tensors
             self.arena = None
-            self.ring = torch.empty(v * self.ring_rows, self.H, dtype=bf, device=dev)
+            self.ring = torch.empty(v * self.ring_rows, self.H, dtype=act, device=dev)
+            if fp8:
+                self.ring_s = torch.empty(v * self.ring_rows, self.H // 128, device=dev)
             self.ystage = torch.empty(v * self.y_rows, self.H, dtype=bf, device=dev)
             self.comb = torch.randn(p * n * k, self.H, dtype=bf, device=dev)  # home combine buffers
             self.x_off = emulated_offsets(p, n, self.H, dev)
@@ -698,11 +841,13 @@ class MoKLayer:
         self.last_schedule: Schedule | None = None
         self.stall_test = 0
 
-    def _pack(self, w: MoEWeights) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-        """The kernel's weights, bf16 on the device: each served rank's E/P experts then the
-        shared expert (zeros when there is none), I zero-padded to Ip. gate (V*(EL+1), H, Ip),
-        up the same, down (V*(EL+1), Ip, H); with fuse_gu gate is (V*(EL+1), H, 2Ip), [gate
-        block j | up block j] for each BN_GU block j, and up a placeholder view of it."""
+    def _pack(self, w: MoEWeights) -> tuple[torch.Tensor, ...]:
+        """The kernel's weights on the device: each served rank's E/P experts then the shared
+        expert (zeros when there is none), I zero-padded to Ip, and their FP8 scales (None for
+        BF16). BF16: gate (V*(EL+1), H, Ip), up the same, down (V*(EL+1), Ip, H); with fuse_gu
+        gate is (V*(EL+1), H, 2Ip), [gate block j | up block j] for each BN_GU block j, and up a
+        placeholder view of it. FP8 (_quantize): the same matrices in e4m3 with 128 x 128 block
+        scales, stored K-contiguous for the tensor cores."""
         served = range(self.ep) if self.rank is None else [self.rank]
         dev, bf, el = self.device, torch.bfloat16, self.el
 
@@ -725,7 +870,25 @@ class MoKLayer:
             wg = torch.stack([wg.view(ne, self.H, ip // bn, bn), wu.view(ne, self.H, ip // bn, bn)],
                              dim=3).reshape(ne, self.H, 2 * ip).contiguous()
             wu = wg[:1, :1, :1]
-        return wg, wu, pack(w.wd, w.sd, 1)   # down (V*(EL+1), Ip, H)
+        wd = pack(w.wd, w.sd, 1)   # down (V*(EL+1), Ip, H)
+        if self.cfg.precision == "fp8":
+            return self._quantize(wg, wd)
+        return wg, wu, wd, None, None
+
+    @staticmethod
+    def _quantize(wg: torch.Tensor, wd: torch.Tensor) -> tuple[torch.Tensor, ...]:
+        """FP8 weights from the packed BF16 ones, one expert at a time (bounded float32 scratch):
+        gate|up (NE, 2Ip, H) e4m3 with scales (NE, H/128, 2Ip/128), down (NE, H, Ip) e4m3 with
+        scales (NE, Ip/128, H/128). Blocks are 128 x 128 of the (K, N) matrices; with bn_gu a
+        multiple of 128 each gate|up block lies in one of gate or up, so the scales are those of
+        gate and up quantized apart (as reference.swiglu_ffn(fp8=True) does)."""
+        from .fp8 import quantize_weight
+        out = []
+        for t in (wg, wd):
+            q, sc = zip(*(quantize_weight(m) for m in t))
+            out += [torch.stack(q).transpose(1, 2).contiguous(), torch.stack(sc)]
+        wgq, wgs, wdq, wds = out
+        return wgq, wgq[:1, :1, :1], wdq, wgs, wds
 
     def load_weights(self, w: MoEWeights) -> None:
         """Replace the layer's weights in place (training changes them every step): the same
@@ -737,11 +900,14 @@ class MoKLayer:
         if (e, int(w.wg.shape[1]), int(w.wg.shape[2]), ishared) != want:
             raise ValueError(f"load_weights: (E, H, I, shared width) {(e, *w.wg.shape[1:], ishared)} "
                              f"differ from the layer's {want}")
-        wg, wu, wd = self._pack(w)
+        wg, wu, wd, wg_s, wd_s = self._pack(w)
         self.wg.copy_(wg)
         if not self.cfg.fuse_gu:
             self.wu.copy_(wu)
         self.wd.copy_(wd)
+        if wg_s is not None:
+            self.wg_s.copy_(wg_s)
+            self.wd_s.copy_(wd_s)
         self.weights = w
 
     # pass-level flags of group mode (int32 words in each rank's arena; epochs, never reset)
@@ -815,6 +981,7 @@ class MoKLayer:
         ks["mok"][(per_rank * v,)](
             x_all, self.x_off, x_loc, self.ring, self.hbuf, self.ystage, self.comb, self.comb_off,
             self.sh_out, self.wg, self.wu, self.wd, *self.weight_descriptors(),
+            self.ring_s, self.h_s, self.wg_s, self.wd_s,
             sched.recv_src, sched.recv_slot,
             sched.tile_expert, sched.tile_row0, sched.tile_rows,
             sched.mb_tile, sched.mb_row, sched.num_mb, self.sync, self.err, self.flags, self.p32,
@@ -829,6 +996,7 @@ class MoKLayer:
             self.ns + self.capacity, self.y_rows,
             H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
+            FP8=cfg.precision == "fp8",
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def weight_descriptors(self) -> tuple[Any, Any]:
@@ -838,10 +1006,16 @@ class MoKLayer:
         if not hasattr(self, "_descs"):
             from triton.tools.tensor_descriptor import TensorDescriptor
             cfg = self.cfg
-            gu = self.wg.view(-1, 2 * self.Ip)
-            dn = self.wd.view(-1, self.H)
-            self._descs = (TensorDescriptor.from_tensor(gu, [cfg.block_k, 2 * cfg.bn_gu]),
-                           TensorDescriptor.from_tensor(dn, [cfg.block_k, cfg.bn_dn]))
+            if cfg.precision == "fp8":      # K-contiguous: tiles (N, K), transposed in the kernel
+                gu = self.wg.view(-1, self.H)
+                dn = self.wd.view(-1, self.Ip)
+                self._descs = (TensorDescriptor.from_tensor(gu, [2 * cfg.bn_gu, cfg.block_k]),
+                               TensorDescriptor.from_tensor(dn, [cfg.bn_dn, cfg.block_k]))
+            else:
+                gu = self.wg.view(-1, 2 * self.Ip)
+                dn = self.wd.view(-1, self.H)
+                self._descs = (TensorDescriptor.from_tensor(gu, [cfg.block_k, 2 * cfg.bn_gu]),
+                               TensorDescriptor.from_tensor(dn, [cfg.block_k, cfg.bn_dn]))
         return self._descs
 
     def epilogue(self, w_all: torch.Tensor, sched: Schedule) -> torch.Tensor:

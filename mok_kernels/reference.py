@@ -2,6 +2,8 @@
 
 One MoE layer: a shared SwiGLU expert on every token plus k routed SwiGLU experts per token,
 summed with the router weights in a fixed slot order j = 0..k-1 (so results are deterministic).
+``fp8=True`` gives the FP8 megakernel's reference: tokens, weights and SwiGLU activations rounded
+through e4m3 with the kernel's block scales (fp8.py), every product and sum in float32.
 
 Multi-rank semantics (expert parallelism over P ranks): rank r owns the global experts
 r*E/P .. (r+1)*E/P - 1. ``served_outputs`` computes what one rank's experts produce for every
@@ -52,21 +54,29 @@ def random_weights(e: int, h: int, i: int, i_shared: int, *, seed: int = 0,
     return MoEWeights(r(e, h, i, fan_in=h), r(e, h, i, fan_in=h), r(e, i, h, fan_in=i), sg, su, sd)
 
 
-def swiglu_ffn(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor) -> torch.Tensor:
-    """(silu(x Wg) * (x Wu)) Wd in float32. x (M, H) -> (M, H)."""
-    x = x.float()
-    return (F.silu(x @ wg.float()) * (x @ wu.float())) @ wd.float()
+def swiglu_ffn(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor,
+               fp8: bool = False) -> torch.Tensor:
+    """(silu(x Wg) * (x Wu)) Wd in float32. x (M, H) -> (M, H). fp8: x and the SwiGLU output
+    quantized per 1 x 128 block, the weights per 128 x 128 block, as the FP8 megakernel does."""
+    if not fp8:
+        x = x.float()
+        return (F.silu(x @ wg.float()) * (x @ wu.float())) @ wd.float()
+    from .fp8 import BLOCK, fake_quant
+    x = fake_quant(x, 1, BLOCK)
+    wg, wu, wd = (fake_quant(t, BLOCK, BLOCK) for t in (wg, wu, wd))
+    h = fake_quant(F.silu(x @ wg) * (x @ wu), 1, BLOCK)
+    return h @ wd
 
 
-def shared_output(x: torch.Tensor, w: MoEWeights) -> torch.Tensor:
+def shared_output(x: torch.Tensor, w: MoEWeights, fp8: bool = False) -> torch.Tensor:
     """Shared-expert output (N, H) float32; zeros when the model has none."""
     if w.sg is None:
         return torch.zeros(x.shape[0], x.shape[1], dtype=torch.float32, device=x.device)
-    return swiglu_ffn(x, w.sg, w.su, w.sd)
+    return swiglu_ffn(x, w.sg, w.su, w.sd, fp8)
 
 
 def routed_outputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
-                   experts: range | None = None) -> torch.Tensor:
+                   experts: range | None = None, fp8: bool = False) -> torch.Tensor:
     """Per-route expert outputs y (N, k, H) float32: y[n, j] = FFN_{ids[n,j]}(x[n]).
 
     Routes whose expert is not in ``experts`` (default: all) are left zero.
@@ -78,7 +88,7 @@ def routed_outputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
         rows, slots = (topk_ids == e).nonzero(as_tuple=True)  # host sync: reference only
         if rows.numel() == 0:
             continue
-        val = swiglu_ffn(x[rows], w.wg[e], w.wu[e], w.wd[e])  # (m, H)
+        val = swiglu_ffn(x[rows], w.wg[e], w.wu[e], w.wd[e], fp8)  # (m, H)
         y = y.index_put((rows, slots), val)  # out of place: autograd-safe
     return y
 
@@ -92,9 +102,9 @@ def combine(shared: torch.Tensor, y: torch.Tensor, topk_w: torch.Tensor) -> torc
 
 
 def moe_reference(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
-                  w: MoEWeights) -> torch.Tensor:
+                  w: MoEWeights, fp8: bool = False) -> torch.Tensor:
     """Whole-layer reference output (N, H) float32 for tokens x (N, H)."""
-    return combine(shared_output(x, w), routed_outputs(x, topk_ids, w), topk_w)
+    return combine(shared_output(x, w, fp8), routed_outputs(x, topk_ids, w, fp8=fp8), topk_w)
 
 
 def owned_experts(rank: int, num_experts: int, ep: int) -> range:

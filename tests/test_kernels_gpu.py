@@ -50,15 +50,15 @@ def run_case(ep, rank, routing, dispatch="pull", combine="push", minibatch=300, 
     return r_out, r_served, layer, (x, ids, wts)
 
 
-def compare_with_reference(layer, x, ids, wts, wf, rank):
+def compare_with_reference(layer, x, ids, wts, wf, rank, fp8=False):
     """Run ``layer`` (rank ``rank`` of its EP group, or all ranks with None) on x, ids, wts and
-    compare with the float32 reference: (relative error of the home output, relative error of
-    the combine slots this rank served). Served slots are poisoned with NaN first, so a slot the
-    kernel skips shows; peers' pushed outputs for home routes served elsewhere come from the
-    reference."""
+    compare with the float32 reference (``fp8``: the one that quantizes as the FP8 kernel does):
+    (relative error of the home output, relative error of the combine slots this rank served).
+    Served slots are poisoned with NaN first, so a slot the kernel skips shows; peers' pushed
+    outputs for home routes served elsewhere come from the reference."""
     ep, e, h = layer.ep, int(wf.wg.shape[0]), x.shape[1]
     n, k = x.shape[0] // ep, ids.shape[1]
-    y = ref.routed_outputs(x.float(), ids, wf)                  # (P*N, k, H) every route
+    y = ref.routed_outputs(x.float(), ids, wf, fp8=fp8)         # (P*N, k, H) every route
     el = e // ep
     if rank is not None:
         lo, hi = rank * el, (rank + 1) * el
@@ -73,7 +73,7 @@ def compare_with_reference(layer, x, ids, wts, wf, rank):
     layer.comb[served.reshape(-1).nonzero().squeeze(1)] = float("nan")   # poison served slots
     out = layer.forward(x, ids, wts)
     torch.cuda.synchronize()
-    want = ref.combine(ref.shared_output(x[home].float(), wf), y[home], wts[home])
+    want = ref.combine(ref.shared_output(x[home].float(), wf, fp8), y[home], wts[home])
     sv = served.reshape(-1).nonzero().squeeze(1)
     return rel(out, want), rel(layer.comb[sv], y.reshape(-1, h)[sv])
 
