@@ -32,6 +32,8 @@ from mok_model.presets import load_hardware
 from .cli import calibrate_cli
 from .fit import fit
 from .fit_fabric import fit_fabric
+from .fit_gemm import FREE as GEMM_FREE
+from .fit_gemm import fit_library_gemm
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
 from .published import published_records
 
@@ -42,9 +44,23 @@ FREE = ["gemm_eff", "mok_fixed_us", "wgrad_bytes_per_weight", "host_launch_scale
 H200X2 = Path(__file__).parent / "runs" / "h200x2"
 # mok_exposed_launches is free because MoK is timed as a CUDA graph replay (one graph launch
 # exposed) while host_launch_scale is set by nccl-torch's eager host costs in the joint fit
-H200X2_MOK_FREE = ["gemm_eff", "mok_fixed_us", "minibatch_overhead_us", "sm_scaling",
-                   "comm_join_share", "mok_exposed_launches"]
+# gemm_row_share: a tile's time grows with its valid rows (few rows per expert fill a 128-row
+# tile partly). minibatch_overhead_us stays at its prior: freed, it went to 0 and changed no
+# held-out figure. nccl-torch's GEMMs are the library's (torch_gemm_eff, torch_hbm_eff), fitted
+# first to the gemm-only records (calibration/fit_gemm.py) and then held.
+H200X2_MOK_FREE = ["gemm_eff", "mok_fixed_us", "sm_scaling", "comm_join_share",
+                   "mok_exposed_launches", "gemm_row_share"]
 H200X2_NCCL_FREE = ["nccl_eff", "host_launch_scale"]
+
+
+def fit_h200x2_layers(runs: list[dict], fabric: Params, band: str = "none"):
+    """The 2-GPU layer fit on `runs` (every record given is training data): the library GEMM
+    to the gemm-only records, then the MoK and nccl-torch terms jointly (both use the launch
+    terms), fabric values held as given. Returns (gemm fit, layer fit)."""
+    gemm = fit_library_gemm(runs, fabric)
+    layer = fit([r for r in runs if r["system"] in ("mok", "nccl-torch")], gemm.params,
+                H200X2_MOK_FREE + H200X2_NCCL_FREE, band=band)
+    return gemm, layer
 
 
 def published_file() -> Path:
@@ -117,9 +133,7 @@ def fit_h200_hgx8(root: Path) -> None:
     base = prior_params("h200-hgx8", HOPPER)
     fab = fit_fabric(read_records(micro_files), base, load_hardware("h200-hgx8").link_gbps)
     runs = read_records(layer_files)
-    layer = fit([r for r in runs if r["system"] in ("mok", "nccl-torch")], fab.params,
-                H200X2_MOK_FREE + H200X2_NCCL_FREE,         # jointly: both use the launch terms
-                band="bootstrap")
+    gemm, layer = fit_h200x2_layers(runs, fab.params, band="bootstrap")
     sources = dict(base.sources)
     for name, f in fab.fitted.items():
         sources[name] = (f"measured: {f['how']} ({len(f['records'])} records in "
@@ -129,6 +143,9 @@ def fit_h200_hgx8(root: Path) -> None:
         sources[name] = f"fitted to the real 2-GPU MoK records in {layers} (fabric held as measured)"
     for name in H200X2_NCCL_FREE:
         sources[name] = f"fitted to the real 2-GPU nccl-torch records in {layers}"
+    for name in GEMM_FREE:
+        sources[name] = (f"fitted to the {len(gemm.ids)} real 2-GPU gemm-only records (torch's "
+                         f"grouped GEMMs alone) in {layers} (calibration/fit_gemm.py)")
     params = Params(layer.params.values, "h200-hgx8", None,
                     [rel(f) for f in micro_files + layer_files], sources, layer.uncertainty)
     write_params(PARAMS_DIR / "h200-hgx8.json", params,
@@ -137,7 +154,7 @@ def fit_h200_hgx8(root: Path) -> None:
                  "NCCL terms fitted to the real 2-GPU layer runs. EP > 2 is extrapolation.",
                  {"fabric_fit": {"fitted": fab.fitted, "notes": fab.notes,
                                  "measurements": fab.measurements},
-                  "residuals": layer.residuals})
+                  "gemm_only_residuals": gemm.residuals, "residuals": layer.residuals})
 
 
 if __name__ == "__main__":

@@ -6,7 +6,7 @@ starts from them.
 
 from __future__ import annotations
 
-from mok_model.params import Params
+from mok_model.params import ADDED, Params
 
 # name -> (value, source) shared by every hardware unless a family overrides it
 COMMON = {
@@ -36,6 +36,9 @@ COMMON = {
     "hybridep_ops": (20, "count: as DeepEP+PyTorch, HybridEP's calls replacing DeepEP's inside Megatron"),
     "comet_overhead": (0.1, "assumption: Comet's tile scheduling costs ~10% of compute"),
     "comet_sms": (16, "assumption: Comet reserves 16 SMs for communication"),
+    # parameters added after parameter files were first written: one prior, kept in
+    # mok_model/params.py so that an older file lacking them loads with the same value
+    **ADDED,
 }
 
 HOPPER = {  # what our megakernel would be on a Hopper box

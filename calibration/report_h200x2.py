@@ -5,8 +5,9 @@ the runs, then held-out figures of the h200-hgx8 fit.
 
 1. calibration/predictions/h200x2_*.jsonl (committed before the runs) against the MoK records of
    calibration/runs/h200x2/bench_*.jsonl: signed error per run, MAPE and max per engine.
-2. The fabric fitted to the NVLink microbenchmarks, then the layer terms (calibration/defaults.py's
-   free list) refitted without one token count / one model at a time and predicted on it: MAPE,
+2. The fabric fitted to the NVLink microbenchmarks, then the library GEMM (gemm-only records) and
+   the layer terms (calibration/defaults.py fit_h200x2_layers) refitted without one token count /
+   one model at a time (its gemm-only records left out too) and predicted on it: MAPE,
    max error, grouped Spearman, and tuner regret (the model's pick among the measured MoK
    configurations of a held-out workload against the best measured one).
 """
@@ -20,8 +21,9 @@ from pathlib import Path
 from mok_model.presets import load_hardware
 from mok_model.records import read_records
 
-from .defaults import H200X2, H200X2_MOK_FREE, H200X2_NCCL_FREE
-from .fit import fit, workload_key
+from .defaults import H200X2, fit_h200x2_layers
+from .fit import workload_key
+from .fit_gemm import gemm_only_ms
 from .fit_fabric import fit_fabric
 from .priors import HOPPER, prior_params
 from .validate import evaluate, validate
@@ -80,14 +82,21 @@ def held_out(runs: list[dict]) -> None:
     fab = fit_fabric(micro, prior_params("h200-hgx8", HOPPER),
                      load_hardware("h200-hgx8").link_gbps).params
     layer = [r for r in runs if r["system"] in ("mok", "nccl-torch")]
-    free = H200X2_MOK_FREE + H200X2_NCCL_FREE
+    fits = {}  # (key, held-out value) -> parameters fitted without that group (gemm-only too)
+    for by in ("tokens", "model"):
+        for g in sorted({str(r[by]) for r in layer}):
+            fits[by, g] = fit_h200x2_layers([r for r in runs if str(r[by]) != g], fab)[1].params
+    for by in ("tokens", "model"):  # the library GEMM's own records, held out the same way
+        errs = [gemm_only_ms(r, fits[by, str(r[by])]) / r["latency_ms"]["median"] - 1
+                for r in runs if r["system"] == "gemm-only" and (by, str(r[by])) in fits]
+        print(f"gemm-only held out by {by:6s}: n {len(errs)} MAPE "
+              f"{100 * sum(map(abs, errs)) / len(errs):.1f}% max {100 * max(map(abs, errs)):.1f}%")
     for engine in ("analytic", "sim"):
         for by in ("tokens", "model"):
             recs, meas, pred, regrets = [], [], [], []
             for g in sorted({str(r[by]) for r in layer}):
                 test = [r for r in layer if str(r[by]) == g]
-                params = fit([r for r in layer if str(r[by]) != g], fab, free).params
-                v = validate(test, params, engine)
+                v = validate(test, fits[by, g], engine)
                 recs += test
                 meas += [x["measured_ms"] for x in v.rows]
                 pred += [x["predicted_ms"] for x in v.rows]
@@ -98,9 +107,14 @@ def held_out(runs: list[dict]) -> None:
                 regrets += [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values()]
             ev = evaluate(recs, meas, pred)
             rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"
-            print(f"{engine:8s} held out by {by:6s}: n {ev.n} MAPE {100 * ev.mape:.1f}% max "
-                  f"{100 * ev.max_ape:.1f}% Spearman {rho} ({ev.groups} groups); regret max "
-                  f"{100 * max(regrets):.1f}% over {len(regrets)} workloads")
+            per_sys = "; ".join(
+                f"{s} {100 * sum(x['ape'] for r, x in zip(recs, ev.rows) if r['system'] == s) / n:.1f}%"
+                for s in ("mok", "nccl-torch")
+                if (n := sum(r["system"] == s for r in recs)))
+            print(f"{engine:8s} held out by {by:6s}: n {ev.n} MAPE {100 * ev.mape:.1f}% ({per_sys}) "
+                  f"max {100 * ev.max_ape:.1f}% Spearman {rho} ({ev.groups} groups); regret max "
+                  f"{100 * max(regrets):.1f}% mean {100 * sum(regrets) / len(regrets):.1f}% over "
+                  f"{len(regrets)} workloads")
 
 
 def main() -> None:

@@ -89,38 +89,63 @@ def gemm_time(rows_tiles, n, k, sms, rate_per_sm, tile_m, tile_n, wave_sync: flo
     return waves * (2.0 * tile_m * tile_n * k / rate_per_sm)
 
 
+def tile_fill_factor(p: Params, rows, row_tiles):
+    """A tile's time relative to a full one's, for `rows` valid rows in `row_tiles` row tiles:
+    the share gemm_row_share of a tile's time grows with the rows that hold data (the gathered
+    activation rows it streams), the rest (the weight tile it streams, the MMA issue) does not.
+    1 for full tiles; 1 - gemm_row_share for empty ones."""
+    s = p["gemm_row_share"]
+    if s == 0.0:
+        return 1.0
+    cap = np.asarray(row_tiles, dtype=np.float64) * p["gemm_tile_m"]
+    fill = np.divide(np.asarray(rows, dtype=np.float64), cap, out=np.ones(np.broadcast(rows, cap).shape),
+                     where=cap > 0)
+    return 1.0 - s + s * np.minimum(fill, 1.0)
+
+
 def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
-                    width: int, shared: bool = False, wave_sync: float = 1.0):
+                    width: int, shared: bool = False, wave_sync: float = 1.0,
+                    library: bool = False):
     """Routed (or shared) SwiGLU FFN over `rows` rows in `row_tiles` tiles on `sms` SMs.
 
     Forward: gate/up (H -> 2I) and down (I -> H). Backward: the same shapes for the data
     gradients plus the weight gradients, at bwd_gemm_eff_scale. The result is floored by reading
     the weights of `experts_touched` experts from HBM (and, backward, the weight-gradient traffic).
+    `library`: the GEMMs are the library's grouped GEMM (torch._grouped_mm and torch matmul, as
+    the unfused baselines run them) at its own efficiencies, torch_gemm_eff and torch_hbm_eff,
+    instead of the megakernel's tiles (gemm_eff, sm_scaling, gemm_row_share, hbm_eff).
     """
-    t, floor = expert_ffn_parts(scn, p, rows, row_tiles, experts_touched, sms, width, shared, wave_sync)
+    t, floor = expert_ffn_parts(scn, p, rows, row_tiles, experts_touched, sms, width, shared,
+                                wave_sync, library)
     return np.maximum(t, floor)
 
 
 def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
-                     width: int, shared: bool = False, wave_sync: float = 1.0):
+                     width: int, shared: bool = False, wave_sync: float = 1.0,
+                     library: bool = False):
     """(tile time, HBM floor) of expert_ffn_time, apart (the simulator streams the floor)."""
     hw, m = scn.hardware, scn.model
     precision = "bf16" if shared else scn.precision  # the shared expert stays BF16 (published)
     wbytes = ELEMENT_BYTES[precision]
     H, I = m.hidden, width
-    eff = p["gemm_eff"] * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
+    eff = (p["torch_gemm_eff"] if library else p["gemm_eff"]) * (
+        1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
+    hbm_eff = p["torch_hbm_eff"] if library else p["hbm_eff"]
     # per-SM rate; with fewer SMs each one runs faster when sm_scaling < 1 (less HBM and L2
     # contention): the GPU's rate grows as (SMs used)^sm_scaling
-    rate = hw.tflops(precision) * 1e12 / hw.sms * eff * (hw.sms / sms) ** (1.0 - p["sm_scaling"])
+    scaling = 1.0 if library else p["sm_scaling"]
+    rate = hw.tflops(precision) * 1e12 / hw.sms * eff * (hw.sms / sms) ** (1.0 - scaling)
     tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
     t = (gemm_time(row_tiles, 2 * I, H, sms, rate, tm, tn, wave_sync)
          + gemm_time(row_tiles, H, I, sms, rate, tm, tn, wave_sync))
+    if not library:
+        t = t * tile_fill_factor(p, rows, row_tiles)
     weight_bytes = 3.0 * H * I * wbytes
     if scn.pass_ == "bwd":
         t = 2.0 * t  # data gradients and weight gradients: twice the forward FLOPs
         weight_bytes += 3.0 * H * I * p["wgrad_bytes_per_weight"]  # weight-gradient traffic
     act_bytes = rows * (2 * I) * 2.0 * (1 if scn.pass_ == "fwd" else 3)  # gate/up activations
-    floor = (experts_touched * weight_bytes + act_bytes) / (hw.hbm_tbps * 1e12 * p["hbm_eff"])
+    floor = (experts_touched * weight_bytes + act_bytes) / (hw.hbm_tbps * 1e12 * hbm_eff)
     return t, floor
 
 

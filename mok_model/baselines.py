@@ -126,6 +126,25 @@ def host_ops(scn: Scenario, p: Params, system: str) -> float:
     return ops
 
 
+def uses_library_gemm(system: str) -> bool:
+    """Whether a baseline's expert GEMMs are the library's grouped GEMM (torch._grouped_mm and
+    torch matmul: nccl-torch, mok_kernels/baselines.py LocalExperts, whose GEMMs alone the
+    gemm-only records time) rather than tiles like the megakernel's. DeepEP, HybridEP and Comet
+    keep the megakernel's GEMM parameters until records of them say otherwise."""
+    return system == "nccl-torch"
+
+
+def host_collectives(scn: Scenario, system: str) -> tuple[int, int]:
+    """torch.distributed collective calls the host makes (before the count read, after it), each
+    costing nccl_collective_us of host time beyond its launch (counted in host_ops). nccl-torch
+    forward (mok_kernels/baselines.py nccl_torch_forward): the count exchange, then the rows, the
+    expert ids and the outputs; backward: the gradients of the two row exchanges. The other
+    baselines' exchanges are their own kernels, counted in their ops."""
+    if system != "nccl-torch":
+        return 0, 0
+    return (1, 3) if scn.pass_ == "fwd" else (0, 2)
+
+
 def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
     """Critical-path terms (seconds) of one baseline pass on its slowest GPU."""
     hw, m, P = scn.hardware, scn.model, scn.ep
@@ -140,19 +159,24 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
     rows = ld.rows.astype(np.float64)
     tiles = np.ceil(ld.expert_rows / tm).sum(axis=1)
     active = (ld.expert_rows > 0).sum(axis=1)
+    lib = uses_library_gemm(system)
 
     def ffn(sms):
-        return expert_ffn_time(scn, p, rows, tiles, active, sms, m.expert_width)
+        return expert_ffn_time(scn, p, rows, tiles, active, sms, m.expert_width,
+                               library=lib)
 
     def shared(sms):
         if not m.shared_experts:
             return np.zeros(P)
         return np.full(P, float(expert_ffn_time(scn, p, scn.tokens, np.ceil(scn.tokens / tm),
-                                                 1, sms, m.shared_width, shared=True)))
+                                                 1, sms, m.shared_width, shared=True, library=lib)))
 
     permute = 2.0 * scn.tokens * k * act / hbm  # gather rows by expert (read + write)
     unpermute = scn.tokens * H * 2.0 * (k + 2) / hbm  # weighted k-way sum
-    sync = (p["host_sync_us"] * p["host_launch_scale"] * US) if fwd else 0.0
+    coll_before, coll_after = host_collectives(scn, system)
+    coll = p["nccl_collective_us"] * p["host_launch_scale"] * US  # one collective call's host time
+    # the count read waits for the count exchange, whose host call comes first
+    sync = ((p["host_sync_us"] * p["host_launch_scale"] * US) if fwd else 0.0) + coll_before * coll
 
     if system == "nccl-torch":
         disp = _exchange(scn, p, act, ld.remote_in, ld.remote_out, None, p["nccl_eff"])
@@ -192,7 +216,7 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
     # after the sync the host launches `ops` operations one by one; the GPU waits when it is faster
     ops = host_ops(scn, p, system)
     gpu_after = float(per_gpu_after[typ])
-    terms["host_launch_exposed"] = max(0.0, ops * launch - gpu_after)
+    terms["host_launch_exposed"] = max(0.0, ops * launch + coll_after * coll - gpu_after)
     terms["load_imbalance"] = float((per_gpu_before + per_gpu_after)[slow] - (per_gpu_before + per_gpu_after)[typ])
     terms["quantize"] = quantize_time(scn, p)  # serial, before the dispatch (0 for BF16)
     if scn.domains > 1:  # spanning domains is its own term, as in analytic.mok_terms

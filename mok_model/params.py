@@ -54,6 +54,27 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "hybridep_ops": (1, 200),  # host-launched ops after the sync (hybridep+megatron)
     "comet_overhead": (0.0, 1.0),  # Comet's fine-grained scheduling overhead, fraction of compute
     "comet_sms": (1, 132),  # SMs Comet reserves for communication
+    "gemm_row_share": (0.0, 1.0),  # share of a tile's time that grows with its valid rows
+    "nccl_collective_us": (0.0, 500.0),  # host time of one torch.distributed collective call
+    "torch_gemm_eff": (0.05, 0.9),  # the library grouped GEMM's fraction of peak tensor rate
+    "torch_hbm_eff": (0.3, 1.0),  # the library grouped GEMM's weight-read fraction of spec HBM
+}
+
+# Parameters added to the model after parameter files were first written: name -> (prior,
+# source). A file that lacks one of them still loads: the parameter takes this prior, its source
+# says that the file lacks it, and Params.filled names it (predictions carry a note). Each prior
+# is the value under which the model predicts as it did before the parameter existed, or a
+# measured value where none does (its source says which); calibration/priors.py starts every fit
+# from the same entries. Any other parameter missing from a file is an error.
+ADDED: dict[str, tuple[float, str]] = {
+    "gemm_row_share": (0.0, "prior: a compute tile costs the same however many of its rows hold "
+                            "data (the MMA runs on the whole tile), until a fit says otherwise"),
+    "nccl_collective_us": (0.0, "prior: a torch.distributed collective costs the host one small-op "
+                                "launch (counted in nccl_ops), until a fit says otherwise"),
+    "torch_gemm_eff": (0.74, "probe: torch._grouped_mm, 8 experts 7168 -> 4096, 730 TF/s at 2048 "
+                             "rows per expert of 989 TF/s peak (shared data/h200_probe.json)"),
+    "torch_hbm_eff": (0.875, "prior: the megakernel's weight-read fraction (probe: device copy 4.20 "
+                             "of 4.8 TB/s) until the library GEMM's own is fitted"),
 }
 
 
@@ -68,6 +89,8 @@ class Params:
     sources: dict = field(default_factory=dict)
     # the fit's parameter samples (see UNCERTAINTY_METHODS and docs/calibration.md), or None
     uncertainty: dict | None = None
+    # parameters the file lacked (written before they existed), filled with their ADDED prior
+    filled: tuple = ()
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -75,7 +98,8 @@ class Params:
     def with_values(self, **changes: float) -> "Params":
         """The same parameters with some values changed; the fit's samples no longer describe
         them, so the copy has no uncertainty block."""
-        return Params({**self.values, **changes}, self.hardware, None, self.fitted_on, self.sources)
+        return Params({**self.values, **changes}, self.hardware, None, self.fitted_on, self.sources,
+                      None, tuple(f for f in self.filled if f not in changes))
 
     def samples(self) -> list["Params"]:
         """One Params per sampled parameter vector of the uncertainty block ([] without one)."""
@@ -83,7 +107,15 @@ class Params:
         if not u:
             return []
         return [Params({**self.values, **dict(zip(u["free"], row))}, self.hardware, None,
-                       self.fitted_on, self.sources) for row in u["samples"]]
+                       self.fitted_on, self.sources, None, self.filled) for row in u["samples"]]
+
+    def filled_note(self) -> str | None:
+        """What a prediction must say when the parameters file lacked parameters (None if not)."""
+        if not self.filled:
+            return None
+        return (f"parameters file {self.path or '(given)'} lacks "
+                + ", ".join(f"{f} (using its prior {self.values[f]:g})" for f in self.filled)
+                + ": written before the parameter existed; see mok_model/params.py ADDED")
 
 
 def _check(values: dict, where: str) -> None:
@@ -156,12 +188,17 @@ def read_params(path: str | Path) -> Params:
         raise MokInputError(f"--params {str(path)!r}: hardware must be a preset name")
     values = {k: (e["value"] if isinstance(e, dict) else e) for k, e in entries.items()}
     sources = {k: e.get("source", "") for k, e in entries.items() if isinstance(e, dict)}
+    filled = tuple(sorted(k for k in ADDED if k not in values))
+    for k in filled:  # a file written before the parameter existed: its prior, said so
+        values[k] = ADDED[k][0]
+        sources[k] = (f"not in {path} (written before this parameter existed): the prior of "
+                      f"mok_model/params.py ADDED, {ADDED[k][1]}")
     _check(values, str(path))
     block = doc.get("uncertainty")
     if block is not None:
         check_uncertainty(block, f"--params {str(path)!r}")
     return Params(values, doc.get("hardware", ""), str(path), doc.get("fitted_on", []), sources,
-                  block)
+                  block, filled)
 
 
 def write_params(path: str | Path, params: Params, notes: str, extra: dict | None = None) -> None:

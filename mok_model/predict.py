@@ -147,6 +147,8 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
     else:
         pred = analytic_baseline(scenario, system, p)
     pred.tuned = tuned
+    if p.filled_note():  # an older parameters file: say which parameters took their prior
+        pred.extra["notes"] = list(pred.extra.get("notes", [])) + [p.filled_note()]
     return pred
 
 

@@ -14,8 +14,8 @@ import numpy as np
 import simpy
 
 from ..analytic import US, expert_ffn_time
-from ..baselines import BASELINES, COMM_KERNELS, PULL_LINK_SHARE, baseline_terms, copy_gbps, host_ops, \
-    signal_per_peer_s
+from ..baselines import (BASELINES, COMM_KERNELS, PULL_LINK_SHARE, baseline_terms, copy_gbps,
+                         host_collectives, host_ops, signal_per_peer_s, uses_library_gemm)
 from ..params import Params
 from ..scenario import ELEMENT_BYTES, Scenario
 from ..workload import traffic
@@ -24,7 +24,7 @@ from .fabric import Driver, Fluid, Join, Message, SimInvariantError, check_fluid
 from .network import Fabric, build_network, fabric_summary, merge_time, peer_groups
 
 
-def _durations(scn: Scenario, p: Params) -> dict:
+def _durations(scn: Scenario, p: Params, system: str) -> dict:
     """Per-GPU kernel durations (seconds) from the analytic primitives, as baselines.py uses them."""
     hw, m = scn.hardware, scn.model
     from ..analytic import loads
@@ -34,26 +34,32 @@ def _durations(scn: Scenario, p: Params) -> dict:
     H, k = m.hidden, m.top_k
     act = ELEMENT_BYTES[scn.precision] * H if fwd else 2.0 * H
     hbm = hw.hbm_tbps * 1e12 * p["hbm_eff"]
+    coll_before, coll_after = host_collectives(scn, system)
+    coll = p["nccl_collective_us"] * p["host_launch_scale"] * US
     tm = p["gemm_tile_m"]
     rows = ld.rows.astype(np.float64)
     tiles = np.ceil(ld.expert_rows / tm).sum(axis=1)
     active = (ld.expert_rows > 0).sum(axis=1)
+    lib = uses_library_gemm(system)
 
     def ffn(sms):
-        return np.broadcast_to(expert_ffn_time(scn, p, rows, tiles, active, sms, m.expert_width),
+        return np.broadcast_to(expert_ffn_time(scn, p, rows, tiles, active, sms, m.expert_width,
+                               library=lib),
                                (scn.ep,))
 
     def shared(sms):
         if not m.shared_experts:
             return 0.0
         return float(expert_ffn_time(scn, p, scn.tokens, np.ceil(scn.tokens / tm), 1, sms,
-                                     m.shared_width, shared=True))
+                                     m.shared_width, shared=True, library=lib))
 
     return {"act": act, "out": 2.0 * H, "ffn": ffn, "shared": shared,
             "permute": 2.0 * scn.tokens * k * act / hbm,
             "unpermute": scn.tokens * H * 2.0 * (k + 2) / hbm,
-            "sync": (p["host_sync_us"] * p["host_launch_scale"] * US) if fwd else 0.0,
-            "launch": hw.launch_us * p["host_launch_scale"] * US}
+            "sync": ((p["host_sync_us"] * p["host_launch_scale"] * US) if fwd else 0.0)
+                    + coll_before * coll,
+            "launch": hw.launch_us * p["host_launch_scale"] * US,
+            "collectives": coll_after * coll}  # host time of the calls after the count read
 
 
 def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: frozenset,
@@ -70,7 +76,7 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     groups = peer_groups(net.leaf, max_peers)
     grouped = bool(groups.max() < P - 1)
     G = int(groups.max()) + 1
-    du = _durations(scn, p)
+    du = _durations(scn, p, system)
     t = traffic(scn)
     routed = t.rows.sum(axis=2)
     mat = (t.dedup_rows if system in ("deepep", "hybridep") else routed).copy()
@@ -187,7 +193,8 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
                    ("unpermute", compute(g, "unpermute", du["unpermute"]))]
         host0 = env.now
         for j, (label, gen) in enumerate(seq):
-            launched = host0 + ops * du["launch"] * j / len(seq)  # the host launches ops one by one
+            # the host launches ops (and its collective calls) one by one
+            launched = host0 + (ops * du["launch"] + du["collectives"]) * j / len(seq)
             if env.now < launched:
                 t0 = env.now
                 yield env.timeout(launched - env.now)
