@@ -86,7 +86,8 @@ class KernelConfig:
     bn_dn: int = 256
     block_k: int | None = None      # K step of both GEMMs; None: 64, or 128 for fp8
     num_warps: int = 8
-    num_stages: int = 4
+    num_stages: int | None = None   # software-pipeline stages; None: 4, or 3 for fp8 (4 stages of
+                                    # fp8 128x128 / 128x256 tiles exceed the H200's shared memory)
     copy_rows: int = 16
     max_spin: int | None = None     # polls before a wait gives up; None: 2**22 on one GPU,
                                     # 2**27 across real GPUs (a peer may be compiling a kernel)
@@ -102,6 +103,8 @@ class KernelConfig:
     def __post_init__(self) -> None:
         if self.block_k is None:
             self.block_k = 128 if self.precision == "fp8" else 64
+        if self.num_stages is None:
+            self.num_stages = 3 if self.precision == "fp8" else 4
 
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
