@@ -319,23 +319,30 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
     layer.check()
     bd: dict[str, float] = {}
     if breakdown:
-        parts: dict[str, list[float]] = {"schedule": [], "megakernel": [], "epilogue": []}
-        for i in range(3):
-            wl.refresh(100 + i)
-            ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
-            ev[0].record()
-            sched = layer.schedule(wl.ids)
-            ev[1].record()
-            layer.launch(wl.x, sched)
-            ev[2].record()
-            layer.epilogue(wl.wts, sched)
-            ev[3].record()
-            torch.cuda.synchronize()
-            for j, k in enumerate(parts):
-                parts[k].append(ev[j].elapsed_time(ev[j + 1]))
+        bd = time_phases(wl, layer.schedule, lambda sched: layer.launch(wl.x, sched),
+                         lambda sched: layer.epilogue(wl.wts, sched))
         layer.check()
-        bd = {k: sorted(v)[1] for k, v in parts.items()}
     return times, bd
+
+
+def time_phases(wl: Workload, schedule, launch, epilogue) -> dict[str, float]:
+    """Median of 3 eager passes, each timed in three phases with events: schedule(ids) -> sched,
+    launch(sched) (the megakernel), epilogue(sched)."""
+    parts: dict[str, list[float]] = {"schedule": [], "megakernel": [], "epilogue": []}
+    for i in range(3):
+        wl.refresh(100 + i)
+        ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
+        ev[0].record()
+        sched = schedule(wl.ids)
+        ev[1].record()
+        launch(sched)
+        ev[2].record()
+        epilogue(sched)
+        ev[3].record()
+        torch.cuda.synchronize()
+        for j, k in enumerate(parts):
+            parts[k].append(ev[j].elapsed_time(ev[j + 1]))
+    return {k: sorted(v)[1] for k, v in parts.items()}
 
 
 def run_torch_grouped(wl: Workload, iters: int, warmup: int) -> list[float]:
@@ -386,22 +393,10 @@ def run_mok_bwd(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, gr
     bwd.check()
     bd: dict[str, float] = {}
     if breakdown:
-        parts: dict[str, list[float]] = {"schedule": [], "megakernel": [], "epilogue": []}
-        for i in range(3):
-            wl.refresh(100 + i)
-            ev = [torch.cuda.Event(enable_timing=True) for _ in range(4)]
-            ev[0].record()
-            sched = layer.schedule(wl.ids)
-            ev[1].record()
-            bwd.launch(wl.x, wl.dout, wl.wts.reshape(-1), sched)
-            ev[2].record()
-            bwd.epilogue(sched)
-            ev[3].record()
-            torch.cuda.synchronize()
-            for j, k in enumerate(parts):
-                parts[k].append(ev[j].elapsed_time(ev[j + 1]))
+        bd = time_phases(wl, layer.schedule,
+                         lambda sched: bwd.launch(wl.x, wl.dout, wl.wts.reshape(-1), sched),
+                         bwd.epilogue)
         bwd.check()
-        bd = {k: sorted(v)[1] for k, v in parts.items()}
     return times, bd
 
 
