@@ -9,11 +9,13 @@
 Appends mok-run/1 records (README.md "Run records"; systems and "metrics" in docs/calibration.md):
 micro-nvlink-copy (pull/push vs copy programs), micro-nvlink-bidir (both directions at once),
 micro-nvlink-signal (system-scope flag round trip to P peer slots), micro-nvlink-gemm-copy (cuBLAS
-GEMM rate while k programs copy). Peer memory is torch symmetric memory, addressed as element
-offsets from the local buffer's pointer (mok_kernels/peers.py). Timing: CUDA events per
-iteration after warm-up, a GPU-side barrier of both ranks before each, fresh random source rows
-each iteration; the raw per-iteration times are in latency_ms.samples. Progress goes to stderr;
---deadline-s stops between measurement points and a watchdog ends a hung process.
+GEMM rate while k programs copy), micro-nvlink-alltoall (every rank exchanging with every peer
+at once, real GPUs only: the switch's saturation; written for issue 15, not yet run on a GPU).
+Peer memory is torch symmetric memory, addressed as element offsets from the local buffer's pointer
+(mok_kernels/peers.py). Timing: CUDA events per iteration after warm-up, a GPU-side barrier of both
+ranks before each, fresh random source rows each iteration; the raw per-iteration times are in
+latency_ms.samples. Progress goes to stderr; --deadline-s stops between measurement points and a
+watchdog ends a hung process.
 """
 
 from __future__ import annotations
@@ -21,6 +23,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import faulthandler
+import functools
 import math
 import os
 import sys
@@ -71,6 +74,26 @@ def kernels() -> dict[str, Any]:
                 tl.store(base + dst + off + h0, v, mask=m[:, None])
 
     @triton.jit
+    def copy_pairs_kernel(base, offs_ptr, npairs, nrows, H: tl.constexpr, CR: tl.constexpr,
+                          CC: tl.constexpr):
+        """Program p serves pair p % npairs: copy nrows rows base+offs[2j] -> base+offs[2j+1]
+        (all pairs at once: one rank's exchange with every peer), CR-row chunks round-robin."""
+        pid = tl.program_id(0)
+        j = pid % npairs
+        lane = pid // npairs
+        lanes = (tl.num_programs(0) - j + npairs - 1) // npairs
+        src = tl.multiple_of(tl.load(offs_ptr + 2 * j), 16)
+        dst = tl.multiple_of(tl.load(offs_ptr + 2 * j + 1), 16)
+        cols = tl.arange(0, CC)
+        for c in range(lane, (nrows + CR - 1) // CR, lanes):
+            rows = c * CR + tl.arange(0, CR)
+            m = rows < nrows
+            off = rows.to(tl.int64)[:, None] * H + cols[None, :]
+            for h0 in tl.static_range(0, H, CC):
+                v = tl.load(base + src + off + h0, mask=m[:, None])
+                tl.store(base + dst + off + h0, v, mask=m[:, None])
+
+    @triton.jit
     def spin_geq(ptr, target, spins, max_spin):
         """Poll *ptr (acquire, system scope) until >= target; spins counts polls per launch."""
         v = tl.atomic_add(ptr, 0, sem="acquire", scope="sys")
@@ -100,7 +123,7 @@ def kernels() -> dict[str, Any]:
         if spins >= max_spin:
             tl.atomic_add(err_ptr, 1)
 
-    _K.update(copy=copy_kernel, pingpong=pingpong)
+    _K.update(copy_pairs=copy_pairs_kernel, copy=copy_kernel, pingpong=pingpong)
     return _K
 
 
@@ -132,6 +155,7 @@ class Fabric:
             self.buf = symm_mem.empty(2 * R, H, dtype=torch.bfloat16, device=self.dev)
             self._handle = symm_mem.rendezvous(self.buf, name)
             boffs = pointer_offsets(list(self._handle.buffer_ptrs), self.buf).tolist()
+            self.buf_off = boffs                    # every rank's buffer (all-to-all)
             self.peer_off = boffs[1 - self.rank] if self.rank < 2 else 0
             self.flags = symm_mem.empty((1 + PMAX) * STRIDE, dtype=torch.int32, device=self.dev)
             fh = symm_mem.rendezvous(self.flags, name)
@@ -227,7 +251,7 @@ class Fabric:
                                       num_warps=WARPS)
 
     def record(self, system: str, times: list[float], metrics: dict[str, Any], note: str,
-               config: dict[str, Any]) -> dict[str, Any]:
+               config: dict[str, Any], between: str | None = None) -> dict[str, Any]:
         st = dict(stats(times))
         st["samples"] = [round(t, 6) for t in times]
         return {"schema": "mok-run/1", "id": f"{system}-{uuid.uuid4().hex[:12]}",
@@ -238,7 +262,8 @@ class Fabric:
                 "precision": "bf16", "config": config, "routing": {"kind": "uniform", "seed": 0},
                 "latency_ms": st, "breakdown_ms": {}, "metrics": metrics, "source": "measured",
                 "note": ("EMULATED: the peer buffer is local HBM on one GPU. " if self.emulate
-                         else f"rank 0 <-> rank 1 of {self.world} GPUs over NVLink. ") + note}
+                         else f"{between or 'rank 0 <-> rank 1'} of {self.world} GPUs over "
+                              f"NVLink. ") + note}
 
 
 def copy_config(f: Fabric, programs: int) -> dict[str, Any]:
@@ -410,8 +435,60 @@ def bench_gemm_copy(f: Fabric, out: list) -> None:
         f.log(f"gemm+copy k={s:3d} {tf:6.0f} TF/s (alone {flop / t_solo / 1e9:.0f}), covered {ok}")
 
 
+def alltoall_pairs(f: Fabric, direction: str) -> tuple[list[tuple[int, int]], int]:
+    """(src, dst) element offsets of this rank's exchange with each peer, and rows per pair.
+    Source rows [0, R) are cut in world slices of S rows (slice q is for rank q); rank p's rows
+    land in slice p of the receiver's upper half [R, 2R). Push writes slice q into peer q's
+    upper half; pull reads peer q's slice for this rank into this rank's upper half."""
+    R, me = f.rows, f.rank
+    S = R // f.world
+    pairs = []
+    for q in range(f.world):
+        if q == me:
+            continue
+        if direction == "push":
+            pairs.append((q * S * H, f.buf_off[q] + (R + me * S) * H))
+        else:
+            pairs.append((f.buf_off[q] + me * S * H, (R + q * S) * H))
+    return pairs, S
+
+
+def bench_alltoall(f: Fabric, out: list) -> None:
+    """All-to-all through the switch: every rank pushes (or pulls) R / world rows to (from) each
+    of its world - 1 peers at once, its copy programs spread round-robin over the peers; the
+    iteration time is the slowest rank's. Rate per rank = bytes it sends (push) or receives
+    (pull) over that time: its share of the fabric when every GPU exchanges with every GPU."""
+    if f.emulate or f.world < 2:
+        f.log("alltoall: needs 2 or more real GPUs; skipped")
+        return
+    k = kernels()["copy_pairs"]
+    for direction in ("push", "pull"):
+        pairs, S = alltoall_pairs(f, direction)
+        offs = torch.tensor([x for p in pairs for x in p], dtype=torch.int64, device=f.dev)
+        nbytes = len(pairs) * S * H * 2
+        for s in sms_list(f):
+            if s < len(pairs) or not f.time_left(f"alltoall {direction} sms={s}"):
+                continue
+
+            step = functools.partial(k[(s,)], f.buf, offs, len(pairs), S, H=H, CR=CR, CC=CC,
+                                     num_warps=WARPS)
+            ts = f.gather_max(time_events(step, f.refresh, f.a.iters, 2))
+            gbs = nbytes / stats(ts)["median"] / 1e6
+            out.append(f.record("micro-nvlink-alltoall", ts,
+                                {"direction": direction, "sms": s, "peers": len(pairs),
+                                 "bytes_per_rank": nbytes, "GBps_per_rank": gbs,
+                                 "GBps_per_peer": gbs / len(pairs), "GBps_per_sm": gbs / s},
+                                f"all-to-all {direction}: each rank {S} rows x {H} bf16 to each of "
+                                f"{len(pairs)} peers at once ({nbytes / 1e6:.0f} MB per rank) with "
+                                f"{s} copy programs: {gbs:.1f} GB/s per rank (slowest rank's time)",
+                                {**copy_config(f, s), "rows_per_peer": S},
+                                between="every rank <-> every rank"))
+            f.log(f"alltoall {direction:4s} sms={s:4d} {gbs:8.1f} GB/s per rank, "
+                  f"{len(pairs)} peers")
+
+
 BENCHES = {"copy": bench_copy, "bidir": bench_bidir, "signal": bench_signal,
-           "gemm_copy": bench_gemm_copy}
+           "gemm_copy": bench_gemm_copy, "alltoall": bench_alltoall}
 
 
 def run(a: argparse.Namespace) -> int:

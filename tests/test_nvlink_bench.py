@@ -87,3 +87,29 @@ def test_emulate_quick_writes_valid_records(tmp_path):
     from calibration.fit_fabric import main as fit_main
     assert fit_main([str(out), "--out", str(tmp_path / "p.json")]) == 2
     assert fit_main([str(out), "--out", str(tmp_path / "p.json"), "--allow-emulated"]) == 0
+
+
+def test_alltoall_pairs_push_and_pull_move_the_same_rows():
+    # 4 ranks, buffers 1000 elements apart: push (rank p writes slice q to q's slot p) and pull
+    # (rank q reads p's slice q into its slot p) describe the same exchange, every slot filled once
+    from types import SimpleNamespace
+    import importlib.util
+    from pathlib import Path
+    spec = importlib.util.spec_from_file_location(
+        "nvlink_bench", Path(__file__).parents[1] / "calibration" / "nvlink_bench.py")
+    nb = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(nb)
+    world, rows, gap = 4, 64, 10**9
+    moves = {"push": set(), "pull": set()}
+    for me in range(world):
+        f = SimpleNamespace(rows=rows, rank=me, world=world,
+                            buf_off=[(q - me) * gap for q in range(world)])
+        for direction in moves:
+            pairs, s = nb.alltoall_pairs(f, direction)
+            assert s == rows // world and len(pairs) == world - 1
+            for src, dst in pairs:       # back to (rank, element offset in that rank's buffer)
+                absolute = lambda off: divmod(off + me * gap, gap)  # noqa: E731
+                moves[direction].add((absolute(src), absolute(dst)))
+    assert moves["push"] == moves["pull"] and len(moves["push"]) == world * (world - 1)
+    slots = {dst for _, dst in moves["push"]}
+    assert all(off >= rows * nb.H for _, off in slots) and len(slots) == world * (world - 1)
