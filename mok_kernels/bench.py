@@ -73,6 +73,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--precision", default="bf16",
                    help="comma list of bf16|fp8 for MoK (fp8: e4m3 with 1x128 activation and "
                         "128x128 weight block scales; one GPU only); baselines run BF16")
+    p.add_argument("--fp8-kernel", default="v1",
+                   help="comma list of FP8 kernel variants for --precision fp8: v1 (GPU-tested), "
+                        "v2 (128-column dots, not yet run on a GPU; KernelConfig.fp8_kernel), "
+                        "either with -bm64 for block_m 64 and 4 stages (e.g. v1,v1-bm64,v2,v2-bm64)")
     p.add_argument("--routing", default="uniform",
                    help="comma list: uniform, zipf:S, hot:X (expert 0's share of routes), onehot")
     p.add_argument("--seed", type=int, default=0)
@@ -119,6 +123,9 @@ def _check_args(a: argparse.Namespace) -> None:
     for pr in a.precision.split(","):
         if pr not in ("bf16", "fp8"):
             raise BadInput(f"--precision {pr!r}: allowed bf16, fp8")
+    for v in a.fp8_kernel.split(","):
+        if v not in ("v1", "v2", "v1-bm64", "v2-bm64"):
+            raise BadInput(f"--fp8-kernel {v!r}: allowed v1, v2, v1-bm64, v2-bm64")
     if a.gpus and a.precision != "bf16":
         raise BadInput(f"--precision {a.precision} with --gpus: the FP8 megakernel runs on one GPU "
                        f"(rank emulation) only; real-GPU groups are bf16")
@@ -294,6 +301,16 @@ class Workload:
         """Forward expert FLOPs of this rank: routed rows (expected) + shared on N tokens."""
         sh = self.shape
         return 6.0 * sh.hidden * sh.inter * self.expected_rows() + 6.0 * sh.hidden * sh.shared * self.tokens
+
+
+def fp8_variant_tiles(variant: str | None) -> dict[str, Any]:
+    """KernelConfig options of an --fp8-kernel variant (v1, v2, optionally -bm64); {} for None."""
+    if variant is None:
+        return {}
+    tiles: dict[str, Any] = {"fp8_kernel": variant.split("-")[0]}
+    if variant.endswith("-bm64"):      # 4 stages fit at block_m 64 (~188 KB of shared memory)
+        tiles.update(block_m=64, num_stages=4)
+    return tiles
 
 
 def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph: bool,
@@ -476,10 +493,13 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
         if "mok" not in systems:
             continue
         swept: dict[str, list[float]] = {pr: [] for pr in a.precision.split(",")}
-        for prec, d, c, mb, cs, mac, cap in itertools.product(
-                a.precision.split(","), a.dispatch.split(","), a.combine.split(","),
+        variants = [(pr, v) for pr in a.precision.split(",")
+                    for v in (a.fp8_kernel.split(",") if pr == "fp8" else [None])]
+        for (prec, f8v), d, c, mb, cs, mac, cap in itertools.product(
+                variants, a.dispatch.split(","), a.combine.split(","),
                 _ints(a.minibatch), _ints(a.comm_sms), a.macrobatch.split(","),
                 _floats(a.capacity)):
+            f8tiles = fp8_variant_tiles(f8v)
             knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                          macrobatch=macro_rows(mac, wl), capacity=cap)
             try:
@@ -487,19 +507,20 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                     t, bd = run_mok_bwd(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown)
                 else:
                     t, bd = run_mok(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown,
-                                    precision=prec)
+                                    precision=prec, **f8tiles)
             except RuntimeError as exc:
                 log(f"{model} ep{ep} n{tokens} {knobs}: FAILED {exc}")
                 continue
             ring = max(knobs["macrobatch"], mb + 128)
             rec = make_record(system="mok", knobs=knobs, times=t, breakdown=bd,
                               note=f"{note0}; " + ("" if bwd else f"ring rows used {ring}; ") +
+                                   (f"fp8 kernel {f8v}; " if f8v else "") +
                                    f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
                               precision=prec, **common)
             append_records(a.out, [rec])
             recs.append(rec)
             swept[prec].append(rec["latency_ms"]["median"])
-            log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} mok {prec} {d}/{c} mb{mb} c{cs} "
+            log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} mok {prec}{'-' + f8v if f8v else ''} {d}/{c} mb{mb} c{cs} "
                 f"r{knobs['macrobatch']} {rec['latency_ms']['median']:.3f} ms "
                 f"{wl.flops() / rec['latency_ms']['median'] / 1e9:.0f} TF/s")
         for prec in a.precision.split(",") if a.auto else []:

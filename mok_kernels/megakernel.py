@@ -99,6 +99,13 @@ class KernelConfig:
     on_error: str = "trap"          # stalled wait / overflow: trap the launch, or raise in forward
     precision: str = "bf16"         # bf16 | fp8 (e4m3 with 1x128 activation and 128x128 weight
                                     # block scales; fp8.py)
+    fp8_kernel: str = "v1"          # fp8 only. v1: the GPU-tested path (one 128 x 2*bn_gu dot per
+                                    # K block, then scaled). v2 (NOT run on a GPU yet; NOTES.md
+                                    # "FP8 forward: why it is slow"): 128-column dots (gate, up,
+                                    # and each half of a down tile) so the fresh dot result plus
+                                    # the fp32 accumulators fit in registers (v1 spills), scales
+                                    # applied as one FFMA per element; needs bn_gu=128,
+                                    # bn_dn 128 or 256
 
     def __post_init__(self) -> None:
         if self.block_k is None:
@@ -135,6 +142,13 @@ class KernelConfig:
             raise ValueError(f"precision='fp8' needs block_k=128 (one scale per 128 along K), bn_gu a "
                              f"multiple of 128 (whole weight scale blocks) and fuse_gu=True; got "
                              f"block_k={self.block_k}, bn_gu={self.bn_gu}, fuse_gu={self.fuse_gu}")
+        if self.fp8_kernel not in ("v1", "v2"):
+            raise ValueError(f"fp8_kernel {self.fp8_kernel!r}: allowed v1, v2")
+        if self.fp8_kernel == "v2" and (self.precision != "fp8" or self.bn_gu != 128
+                                        or self.bn_dn not in (128, 256)):
+            raise ValueError(f"fp8_kernel='v2' needs precision='fp8', bn_gu=128 and bn_dn 128 or 256 "
+                             f"(128-column dots, one weight scale block each); got precision="
+                             f"{self.precision!r}, bn_gu={self.bn_gu}, bn_dn={self.bn_dn}")
 
 
 _KERNELS: dict[str, Any] = {}
@@ -280,6 +294,88 @@ def _kernels() -> dict[str, Any]:
         return acc
 
     @triton.jit
+    def load_a_fp8(a_ptrs, as_ptrs, rmask, k0, BM: tl.constexpr, BK: tl.constexpr, QA: tl.constexpr):
+        """One K block of FP8 A rows and their scales: e4m3 ring/h rows with scales at as_ptrs
+        (+ k block), or (QA) BF16 rows quantized here."""
+        if QA:
+            a, a_s = quant_rows(tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0).to(tl.float32),
+                                BM, BK)
+            a_s = tl.reshape(a_s, (BM,))
+        else:
+            a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
+            a_s = tl.load(as_ptrs + k0 // BK, mask=rmask, other=0.0)
+        return a, a_s
+
+    @triton.jit
+    def gu_fp8_v2(a_ptrs, as_ptrs, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H: tl.constexpr,
+                  I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr, BK: tl.constexpr,
+                  QA: tl.constexpr):
+        """fp8_kernel="v2" gate/up (BN_GU = 128): (acc_g, acc_u) (BM, 128) fp32. Two 128-column
+        dots per K block, gate then up, each scaled into its accumulator at once
+        (acc += dot * (a_scale * b_scale)[:, None], b_scale one scalar: the 128 columns are one
+        weight scale block), so at most one (BM, 128) dot result is live beside the two
+        accumulators. Weights as in gu_fp8 (the [gate | up] 256-row block nb of (2I, H)); the TMA
+        descriptor's tile is (128, BK)."""
+        NC: tl.constexpr = 2 * I // 128
+        rk = tl.arange(0, BK)
+        rg = nb * 2 * BN_GU + tl.arange(0, BN_GU)          # gate rows of (2I, H); up: + BN_GU
+        wg_ptrs = wg_ptr + e.to(tl.int64) * (2 * I) * H + rg[None, :].to(tl.int64) * H + rk[:, None]
+        s_ptr = wgu_s_ptr + e.to(tl.int64) * (H // 128) * NC + nb * 2   # gate block; up: + 1
+        row = e * 2 * I + nb * 2 * BN_GU
+        acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
+        acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
+        for k0 in range(0, H, BK):
+            a, a_s = load_a_fp8(a_ptrs, as_ptrs, rmask, k0, BM, BK, QA)
+            sg = tl.load(s_ptr + (k0 // BK) * NC)
+            su = tl.load(s_ptr + (k0 // BK) * NC + 1)
+            if wgu_desc is None:
+                bg = tl.load(wg_ptrs + k0)
+                bu = tl.load(wg_ptrs + BN_GU * H + k0)
+            else:
+                bg = tl.trans(wgu_desc.load([row, k0]))
+                bu = tl.trans(wgu_desc.load([row + BN_GU, k0]))
+            acc_g += tl.dot(a, bg) * (a_s * sg)[:, None]
+            acc_u += tl.dot(a, bu) * (a_s * su)[:, None]
+        return acc_g, acc_u
+
+    @triton.jit
+    def dn_fp8_v2(a_ptrs_d, as_ptrs_d, rmask_d, wd_ptr, wd_desc, wd_s_ptr, e_d, nb_d,
+                  H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_DN: tl.constexpr,
+                  BK: tl.constexpr):
+        """fp8_kernel="v2" down tile (BM, BN_DN), BN_DN 128 or 256: one 128-column dot per half
+        per K block, each scaled into its own accumulator at once (as gu_fp8_v2). Columns past H
+        read zeros (pointers) or the next expert's rows (TMA): masked at the store."""
+        IB: tl.constexpr = I // 128
+        HB: tl.constexpr = H // 128
+        rk = tl.arange(0, BK)
+        c0 = nb_d * BN_DN
+        rc = c0 + tl.arange(0, 128)
+        w_ptrs = wd_ptr + e_d.to(tl.int64) * H * I + rc[None, :].to(tl.int64) * I + rk[:, None]
+        ws_ptr = wd_s_ptr + e_d.to(tl.int64) * IB * HB + c0 // 128
+        row = e_d * H + c0
+        acc0 = tl.zeros((BM, 128), dtype=tl.float32)
+        acc1 = tl.zeros((BM, 128), dtype=tl.float32)
+        for k0 in range(0, I, BK):
+            a, a_s = load_a_fp8(a_ptrs_d, as_ptrs_d, rmask_d, k0, BM, BK, False)
+            s0 = tl.load(ws_ptr + (k0 // BK) * HB)
+            if wd_desc is None:
+                b0 = tl.load(w_ptrs + k0, mask=(rc < H)[None, :], other=0.0)
+            else:
+                b0 = tl.trans(wd_desc.load([row, k0]))
+            acc0 += tl.dot(a, b0) * (a_s * s0)[:, None]
+            if BN_DN == 256:
+                s1 = tl.load(ws_ptr + (k0 // BK) * HB + 1, mask=c0 + 128 < H, other=0.0)
+                if wd_desc is None:
+                    b1 = tl.load(w_ptrs + 128 * I + k0, mask=(rc + 128 < H)[None, :], other=0.0)
+                else:
+                    b1 = tl.trans(wd_desc.load([row + 128, k0]))
+                acc1 += tl.dot(a, b1) * (a_s * s1)[:, None]
+        if BN_DN == 256:
+            return tl.reshape(tl.permute(tl.join(acc0, acc1), (0, 2, 1)), (BM, BN_DN))
+        else:
+            return acc0
+
+    @triton.jit
     def mok_kernel(
         x_src_ptr,        # bf16 base of the send buffers; peer s's (N, H) rows at + x_off[s]
         x_off_ptr,        # (P,) int64 element offsets (peer pointers, relative to x_src_ptr)
@@ -312,6 +408,7 @@ def _kernels() -> dict[str, Any]:
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
         FUSE_GU: tl.constexpr, GROUP: tl.constexpr, SC: tl.constexpr, FP8: tl.constexpr,
+        F8V: tl.constexpr = 1,   # FP8 kernel version: 1 (tested), 2 (fp8_kernel="v2")
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -533,16 +630,29 @@ def _kernels() -> dict[str, Any]:
                         rn = nb * BN_GU + tl.arange(0, BN_GU)
                         # shared rows are BF16 tokens, quantized in the loop; routed rows come
                         # quantized from the ring (the pointer types differ: two calls)
-                        if shared:
-                            acc2 = gu_fp8(x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
-                                          ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb,
-                                          H, I, BM, BN_GU, BK, True)
+                        if F8V == 2:
+                            if shared:
+                                acc_g, acc_u = gu_fp8_v2(
+                                    x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
+                                    ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H, I, BM,
+                                    BN_GU, BK, True)
+                            else:
+                                ring_row = ((row0 + rm) % R).to(tl.int64)
+                                acc_g, acc_u = gu_fp8_v2(
+                                    ring_ptr + ring_row[:, None] * H + rk[None, :],
+                                    ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc, wgu_s_ptr,
+                                    e, nb, H, I, BM, BN_GU, BK, False)
                         else:
-                            ring_row = ((row0 + rm) % R).to(tl.int64)
-                            acc2 = gu_fp8(ring_ptr + ring_row[:, None] * H + rk[None, :],
-                                          ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc,
-                                          wgu_s_ptr, e, nb, H, I, BM, BN_GU, BK, False)
-                        acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
+                            if shared:
+                                acc2 = gu_fp8(x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
+                                              ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb,
+                                              H, I, BM, BN_GU, BK, True)
+                            else:
+                                ring_row = ((row0 + rm) % R).to(tl.int64)
+                                acc2 = gu_fp8(ring_ptr + ring_row[:, None] * H + rk[None, :],
+                                              ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc,
+                                              wgu_s_ptr, e, nb, H, I, BM, BN_GU, BK, False)
+                            acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
                     else:
                         if shared:
                             a_ptrs = x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :]
@@ -604,7 +714,11 @@ def _kernels() -> dict[str, Any]:
                     a_ptrs_d = h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :]
                     w_off_d = e_d.to(tl.int64) * I * H + rk[:, None] * H + rn_d[None, :]
                     acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
-                    if FP8:
+                    if FP8 and (F8V == 2):
+                        acc_d = dn_fp8_v2(h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :],
+                                          h_s_ptr + (hrow0_d + rm).to(tl.int64) * IB, rmask_d, wd_ptr,
+                                          wd_desc, wd_s_ptr, e_d, nb_d, H, I, BM, BN_DN, BK)
+                    elif FP8:
                         # K-contiguous down weights (EL+1, H, I); columns past H read zeros
                         # (pointers) or the next expert's rows (TMA): masked at the store
                         as_ptrs_d = h_s_ptr + (hrow0_d + rm).to(tl.int64) * IB
@@ -999,7 +1113,7 @@ class MoKLayer:
             self.ns + self.capacity, self.y_rows,
             H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
-            FP8=cfg.precision == "fp8",
+            FP8=cfg.precision == "fp8", F8V=2 if cfg.fp8_kernel == "v2" else 1,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def weight_descriptors(self) -> tuple[Any, Any]:
@@ -1012,8 +1126,12 @@ class MoKLayer:
             if cfg.precision == "fp8":      # K-contiguous: tiles (N, K), transposed in the kernel
                 gu = self.wg.view(-1, self.H)
                 dn = self.wd.view(-1, self.Ip)
-                self._descs = (TensorDescriptor.from_tensor(gu, [2 * cfg.bn_gu, cfg.block_k]),
-                               TensorDescriptor.from_tensor(dn, [cfg.bn_dn, cfg.block_k]))
+                if cfg.fp8_kernel == "v2":      # 128-row tiles: gate, up, halves of down
+                    self._descs = (TensorDescriptor.from_tensor(gu, [cfg.bn_gu, cfg.block_k]),
+                                   TensorDescriptor.from_tensor(dn, [128, cfg.block_k]))
+                else:
+                    self._descs = (TensorDescriptor.from_tensor(gu, [2 * cfg.bn_gu, cfg.block_k]),
+                                   TensorDescriptor.from_tensor(dn, [cfg.bn_dn, cfg.block_k]))
             else:
                 gu = self.wg.view(-1, 2 * self.Ip)
                 dn = self.wd.view(-1, self.H)

@@ -102,6 +102,24 @@ def test_precision_rules():
             KernelConfig(precision="fp8", **bad).validate()
 
 
+def test_fp8_kernel_v2_rules():
+    assert KernelConfig(precision="fp8").fp8_kernel == "v1"          # the GPU-tested default
+    for ok in (dict(), dict(bn_dn=128), dict(block_m=64)):
+        KernelConfig(precision="fp8", fp8_kernel="v2", **ok).validate()
+    with pytest.raises(ValueError, match="allowed v1, v2"):
+        KernelConfig(precision="fp8", fp8_kernel="v3").validate()
+    for bad in (dict(bn_gu=256), dict(bn_dn=64), dict(bn_dn=512), dict(precision="bf16")):
+        with pytest.raises(ValueError, match="fp8_kernel='v2' needs"):
+            KernelConfig(**{"precision": "fp8", "fp8_kernel": "v2", **bad}).validate()
+
+
+def test_bench_fp8_kernel_variants():
+    from mok_kernels.bench import fp8_variant_tiles
+    assert fp8_variant_tiles(None) == {}
+    assert fp8_variant_tiles("v1") == {"fp8_kernel": "v1"}
+    assert fp8_variant_tiles("v2-bm64") == {"fp8_kernel": "v2", "block_m": 64, "num_stages": 4}
+
+
 def test_bench_fp8_records_and_flag(tmp_path):
     from mok_kernels import bench
     from mok_model.records import append_records, read_records
@@ -120,3 +138,8 @@ def test_bench_fp8_records_and_flag(tmp_path):
     bench._check_args(a)
     with pytest.raises(bench.BadInput, match="--precision 'fp16': allowed bf16, fp8"):
         bench._check_args(bench.parse_args(["--out", str(out), "--precision", "fp16"]))
+    a = bench.parse_args(["--out", str(out), "--precision", "fp8", "--fp8-kernel", "v1,v2-bm64"])
+    bench._check_args(a)
+    with pytest.raises(bench.BadInput, match="--fp8-kernel 'v3'"):
+        bench._check_args(bench.parse_args(["--out", str(out), "--precision", "fp8",
+                                            "--fp8-kernel", "v3"]))
