@@ -84,6 +84,33 @@ class BackwardTiles:
     #                          128-row tile, filled and drained 8x per 1024 rows)
     a_fuse_gu: bool = False  # A items: gate and up in one dot of N = 2*bn_a (x tile read from
     #                          shared memory once per K step; 2 dots per step instead of 3)
+    diag: int = 0            # timing diagnostic only, gradients left incomplete: 1 = skip the W
+    #                          items, 2 = skip the X items, 3 = both (mok bench --bwd-tiles diag=N
+    #                          times A only / A+X / A+W; the difference with diag=0 is the part's cost)
+
+
+def parse_tiles(spec: str) -> BackwardTiles:
+    """BackwardTiles from ``"field=value,..."`` (``""`` or ``"default"``: the defaults), e.g.
+    ``"w_flat=1,a_fuse_gu=1,bn_x=256"``; booleans as 0/1. ValueError on an unknown field."""
+    t = BackwardTiles()
+    if spec.strip() in ("", "default"):
+        return t
+    for item in spec.split(","):
+        name, _, val = item.partition("=")
+        name = name.strip()
+        if name not in BackwardTiles.__dataclass_fields__ or not val:
+            raise ValueError(f"backward tiles {item!r}: expected field=value with a field of "
+                             f"{', '.join(BackwardTiles.__dataclass_fields__)}")
+        cur = getattr(t, name)
+        setattr(t, name, bool(int(val)) if isinstance(cur, bool) else int(val))
+    return t
+
+
+def tiles_label(t: BackwardTiles) -> str:
+    """The fields of ``t`` that differ from the defaults, as parse_tiles reads them."""
+    d = BackwardTiles()
+    diff = [f"{k}={int(v)}" for k, v in vars(t).items() if v != getattr(d, k)]
+    return ",".join(diff) or "default"
 
 
 def _pow2_divisor(n: int, cap: int) -> int:
@@ -159,12 +186,31 @@ def _bwd_kernels() -> dict[str, Any]:
                     tile_row0_ptr, tile_rows_ptr, cnt_ptr, need, NS, err_ptr, max_spin,
                     A_H: tl.constexpr, B_H: tl.constexpr, BKR: tl.constexpr):
         """_wgrad_tile with one K loop over the expert's whole row range (BackwardTiles.w_flat):
-        wait for every row tile of the expert first, then sum A^T B over rows r_lo..r_hi-1 in
+        wait for every row tile of the expert first (their counters polled as one vector), then sum A^T B over rows r_lo..r_hi-1 in
         BKR steps in row order (an expert's rows are contiguous in the dispatched buffers; the
         shared expert's are the NS home rows). One software pipeline per W item instead of one
         per 128-row tile (whose fill and drain cost more than its two BKR steps)."""
-        for t in range(t_lo, t_hi):
-            wait_geq(cnt_ptr + t, need, err_ptr, 12, t, max_spin, "gpu")
+        # all of the expert's tile counters at once (vector acquire, one round trip per 64
+        # tiles instead of one per tile; the barrier orders them before every thread's reads)
+        tv = tl.arange(0, 64)
+        for t0 in range(t_lo, t_hi, 64):
+            ts = t0 + tv
+            tm = ts < t_hi
+            v = tl.atomic_add(cnt_ptr + ts, 0, mask=tm, sem="acquire", scope="gpu")
+            low = tl.min(tl.where(tm, v, need), axis=0)
+            spins = 0
+            while (low < need) & (spins < max_spin):
+                v = tl.atomic_add(cnt_ptr + ts, 0, mask=tm, sem="acquire", scope="gpu")
+                low = tl.min(tl.where(tm, v, need), axis=0)
+                spins += 1
+                if (spins % 256) == 0:
+                    if tl.load(err_ptr, volatile=True) != 0:
+                        spins = max_spin
+            if low < need:
+                first = tl.min(tl.where(tm & (v < need), ts, t_hi), axis=0)
+                tl.atomic_or(err_ptr, 1 << 12)
+                tl.atomic_xchg(err_ptr + 12, first)
+            tl.debug_barrier()
         if shared:
             r_lo = t_lo * 0
             r_hi = NS + t_lo * 0
@@ -232,6 +278,7 @@ def _bwd_kernels() -> dict[str, Any]:
         BN_A: tl.constexpr, BN_X: tl.constexpr, BK: tl.constexpr, BK_X: tl.constexpr,
         BW: tl.constexpr, BW_H: tl.constexpr, BKR: tl.constexpr, CR: tl.constexpr,
         CC: tl.constexpr, W_FLAT: tl.constexpr = False, A_FUSE_GU: tl.constexpr = False,
+        DIAG: tl.constexpr = 0,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its slice of every
         # per-rank buffer (one rank per launch: VR = 0).
@@ -288,6 +335,8 @@ def _bwd_kernels() -> dict[str, Any]:
             NWT_GU: tl.constexpr = NB_HW * NC_GU
             NWT: tl.constexpr = NWT_GU + (I // BW) * NB_HW
             total = total_ax + (EL + HAS_SHARED) * NWT
+            if DIAG & 1:                              # timing diagnostic: no W items
+                total = total_ax
             rm = tl.arange(0, BM)
             rk = tl.arange(0, BK)
             rkx = tl.arange(0, BK_X)
@@ -390,7 +439,7 @@ def _bwd_kernels() -> dict[str, Any]:
                         if b > 0:
                             tl.store(dwp_ptr + rows * NB_A + nb, tl.sum(acc_d * hval, axis=1), mask=rmask)
                         signal(sync_ptr + tl.where(shared, SH_OFF, TC_OFF) + tile, "gpu")
-                    else:
+                    elif (DIAG & 2) == 0:                     # (timing diagnostic 2: no X work)
                         tt = item // NB_X
                         nbx = item % NB_X
                         tile, row0, nrows, e, hrow0 = tile_of(tt, shared, t_base, tile_row0_ptr,
@@ -547,6 +596,8 @@ class MoKBackward:
         for name, v in (("bn_a", self.bn_a), ("bn_x", t.bn_x), ("bw_h", t.bw_h), ("bk_rows", t.bk_rows)):
             if v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
+        if t.diag not in (0, 1, 2, 3):
+            raise ValueError(f"diag={t.diag}: allowed 0 (full pass), 1, 2, 3 (timing diagnostics)")
         if lay.Ip % self.bn_a or (2 * lay.Ip) % self.bk_x or lay.Ip % self.bw:
             raise ValueError(f"padded expert width {lay.Ip} does not split into bn_a={self.bn_a}, "
                              f"bk_x={self.bk_x}, bw={self.bw}")
@@ -614,7 +665,7 @@ class MoKBackward:
             H=lay.H, I=lay.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_A=self.bn_a, BN_X=t.bn_x,
             BK=cfg.block_k, BK_X=self.bk_x, BW=self.bw, BW_H=t.bw_h, BKR=t.bk_rows,
             CR=cfg.copy_rows, CC=lay.chunk, W_FLAT=t.w_flat, A_FUSE_GU=t.a_fuse_gu,
-            num_warps=t.num_warps, num_stages=t.num_stages)
+            DIAG=t.diag, num_warps=t.num_warps, num_stages=t.num_stages)
 
     def epilogue(self, sched: Schedule) -> None:
         """Sum each home token's k dX slots and the shared dX (fixed order) into dx, copy dw; NaN
