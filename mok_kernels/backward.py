@@ -188,8 +188,9 @@ def _bwd_kernels() -> dict[str, Any]:
         """_wgrad_tile with one K loop over the expert's whole row range (BackwardTiles.w_flat):
         wait for every row tile of the expert first (their counters polled as one vector), then
         sum A^T B over rows r_lo..r_hi-1 in BKR steps in row order (an expert's rows are
-        contiguous in the dispatched buffers; the shared expert's are the NS home rows). One software pipeline per W item instead of one
-        per 128-row tile (whose fill and drain cost more than its two BKR steps)."""
+        contiguous in the dispatched buffers; the shared expert's are the NS home rows). One
+        software pipeline per W item instead of one per 128-row tile (whose fill and drain cost
+        more than its two BKR steps)."""
         # all of the expert's tile counters at once (vector acquire, one round trip per 64
         # tiles instead of one per tile; the barrier orders them before every thread's reads)
         tv = tl.arange(0, 64)
