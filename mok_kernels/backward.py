@@ -77,6 +77,40 @@ class BackwardTiles:
     bk_rows: int = 64       # rows per step of the weight-gradient reduction
     num_warps: int = 8
     num_stages: int = 3
+    # Performance options (interpreter-tested, NOT yet run on a GPU; default off = the path the
+    # H200 tests passed with; NOTES.md "Backward megakernel" has the analysis):
+    w_flat: bool = False     # W items: wait for all of the expert's row tiles, then ONE pipelined
+    #                          K loop over its contiguous rows (default: a 2-step pipeline per
+    #                          128-row tile, filled and drained 8x per 1024 rows)
+    a_fuse_gu: bool = False  # A items: gate and up in one dot of N = 2*bn_a (x tile read from
+    #                          shared memory once per K step; 2 dots per step instead of 3)
+    diag: int = 0            # timing diagnostic only, gradients left incomplete: 1 = skip the W
+    #                          items, 2 = skip the X items, 3 = both (mok bench --bwd-tiles diag=N
+    #                          times A only / A+X / A+W; the difference with diag=0 is the part's cost)
+
+
+def parse_tiles(spec: str) -> BackwardTiles:
+    """BackwardTiles from ``"field=value,..."`` (``""`` or ``"default"``: the defaults), e.g.
+    ``"w_flat=1,a_fuse_gu=1,bn_x=256"``; booleans as 0/1. ValueError on an unknown field."""
+    t = BackwardTiles()
+    if spec.strip() in ("", "default"):
+        return t
+    for item in spec.split(","):
+        name, _, val = item.partition("=")
+        name = name.strip()
+        if name not in BackwardTiles.__dataclass_fields__ or not val:
+            raise ValueError(f"backward tiles {item!r}: expected field=value with a field of "
+                             f"{', '.join(BackwardTiles.__dataclass_fields__)}")
+        cur = getattr(t, name)
+        setattr(t, name, bool(int(val)) if isinstance(cur, bool) else int(val))
+    return t
+
+
+def tiles_label(t: BackwardTiles) -> str:
+    """The fields of ``t`` that differ from the defaults, as parse_tiles reads them."""
+    d = BackwardTiles()
+    diff = [f"{k}={int(v)}" for k, v in vars(t).items() if v != getattr(d, k)]
+    return ",".join(diff) or "default"
 
 
 def _pow2_divisor(n: int, cap: int) -> int:
@@ -93,7 +127,7 @@ _BWD: dict[str, Any] = {}
 _HELPERS = ("wait_geq", "signal", "tile_of", "peer_row", "copy_rows", "trap")
 # Triton device functions the kernels call by name: the forward's helpers and wgrad_tile, set by
 # _bwd_kernels() before any kernel is compiled
-wait_geq = signal = tile_of = peer_row = copy_rows = trap = wgrad_tile = None
+wait_geq = signal = tile_of = peer_row = copy_rows = trap = wgrad_tile = wgrad_flat = None
 
 
 def _bwd_kernels() -> dict[str, Any]:
@@ -147,7 +181,70 @@ def _bwd_kernels() -> dict[str, Any]:
                 acc = tl.dot(tl.trans(a), b, acc)
         return acc
 
+    @triton.jit
+    def _wgrad_flat(acc, a_ptr, a_ld, a_cols, a_cm, b_ptr, b_ld, b_cols, b_cm, shared, t_lo, t_hi,
+                    tile_row0_ptr, tile_rows_ptr, cnt_ptr, need, NS, err_ptr, max_spin,
+                    A_H: tl.constexpr, B_H: tl.constexpr, BKR: tl.constexpr):
+        """_wgrad_tile with one K loop over the expert's whole row range (BackwardTiles.w_flat):
+        wait for every row tile of the expert first (their counters polled as one vector), then
+        sum A^T B over rows r_lo..r_hi-1 in BKR steps in row order (an expert's rows are
+        contiguous in the dispatched buffers; the shared expert's are the NS home rows). One
+        software pipeline per W item instead of one per 128-row tile (whose fill and drain cost
+        more than its two BKR steps)."""
+        # all of the expert's tile counters at once (vector acquire, one round trip per 64
+        # tiles instead of one per tile; the barrier orders them before every thread's reads)
+        tv = tl.arange(0, 64)
+        for t0 in range(t_lo, t_hi, 64):
+            ts = t0 + tv
+            tm = ts < t_hi
+            v = tl.atomic_add(cnt_ptr + ts, 0, mask=tm, sem="acquire", scope="gpu")
+            low = tl.min(tl.where(tm, v, need), axis=0)
+            spins = 0
+            while (low < need) & (spins < max_spin):
+                v = tl.atomic_add(cnt_ptr + ts, 0, mask=tm, sem="acquire", scope="gpu")
+                low = tl.min(tl.where(tm, v, need), axis=0)
+                spins += 1
+                if (spins % 256) == 0:
+                    if tl.load(err_ptr, volatile=True) != 0:
+                        spins = max_spin
+            if low < need:
+                first = tl.min(tl.where(tm & (v < need), ts, t_hi), axis=0)
+                tl.atomic_or(err_ptr, 1 << 12)
+                tl.atomic_xchg(err_ptr + 12, first)
+            tl.debug_barrier()
+        if shared:
+            r_lo = t_lo * 0
+            r_hi = NS + t_lo * 0
+            h_off = t_lo * 0
+        else:
+            r_lo = t_lo * 0
+            r_hi = t_lo * 0
+            if t_hi > t_lo:
+                r_lo = tl.load(tile_row0_ptr + t_lo)
+                r_hi = tl.load(tile_row0_ptr + t_hi - 1) + tl.load(tile_rows_ptr + t_hi - 1)
+            h_off = NS + t_lo * 0
+        if A_H:
+            a_off = h_off
+        else:
+            a_off = h_off * 0
+        if B_H:
+            b_off = h_off
+        else:
+            b_off = h_off * 0
+        rr = tl.arange(0, BKR)
+        a_p = a_ptr + a_cols[None, :]
+        b_p = b_ptr + b_cols[None, :]
+        for r in range(r_lo, r_hi, BKR):
+            m = (r + rr) < r_hi
+            ra = (a_off + r + rr).to(tl.int64)
+            rb = (b_off + r + rr).to(tl.int64)
+            a = tl.load(a_p + ra[:, None] * a_ld, mask=m[:, None] & a_cm[None, :], other=0.0)
+            b = tl.load(b_p + rb[:, None] * b_ld, mask=m[:, None] & b_cm[None, :], other=0.0)
+            acc = tl.dot(tl.trans(a), b, acc)
+        return acc
+
     globals()["wgrad_tile"] = _wgrad_tile
+    globals()["wgrad_flat"] = _wgrad_flat
 
     @triton.jit
     def mok_bwd_kernel(
@@ -181,7 +278,8 @@ def _bwd_kernels() -> dict[str, Any]:
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_A: tl.constexpr, BN_X: tl.constexpr, BK: tl.constexpr, BK_X: tl.constexpr,
         BW: tl.constexpr, BW_H: tl.constexpr, BKR: tl.constexpr, CR: tl.constexpr,
-        CC: tl.constexpr,
+        CC: tl.constexpr, W_FLAT: tl.constexpr = False, A_FUSE_GU: tl.constexpr = False,
+        DIAG: tl.constexpr = 0,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its slice of every
         # per-rank buffer (one rank per launch: VR = 0).
@@ -238,6 +336,8 @@ def _bwd_kernels() -> dict[str, Any]:
             NWT_GU: tl.constexpr = NB_HW * NC_GU
             NWT: tl.constexpr = NWT_GU + (I // BW) * NB_HW
             total = total_ax + (EL + HAS_SHARED) * NWT
+            if DIAG & 1:                              # timing diagnostic: no W items
+                total = total_ax
             rm = tl.arange(0, BM)
             rk = tl.arange(0, BK)
             rkx = tl.arange(0, BK_X)
@@ -290,19 +390,41 @@ def _bwd_kernels() -> dict[str, Any]:
                         cu = cg + BN_GU                                      # up
                         wgu_e = wgu_ptr + e.to(tl.int64) * H * (2 * I)
                         wd_e = wd_ptr + e.to(tl.int64) * I * H
-                        acc_g = tl.zeros((BM, BN_A), dtype=tl.float32)
-                        acc_u = tl.zeros((BM, BN_A), dtype=tl.float32)
                         acc_d = tl.zeros((BM, BN_A), dtype=tl.float32)
-                        for k0 in range(0, H, BK):
-                            a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
-                            d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
-                            kk = (k0 + rk)[:, None]
-                            bg = tl.load(wgu_e + kk * (2 * I) + cg[None, :])
-                            bu = tl.load(wgu_e + kk * (2 * I) + cu[None, :])
-                            bd = tl.load(wd_e + ca[None, :] * H + kk)        # Wd^T (BK x BN_A)
-                            acc_g = tl.dot(a, bg, acc_g)
-                            acc_u = tl.dot(a, bu, acc_u)
-                            acc_d = tl.dot(d, bd, acc_d)
+                        if A_FUSE_GU:
+                            # one dot of N = 2*BN_A on the B tile [gate cols | up cols] (two
+                            # contiguous runs of the interleaved layout): the x tile is read from
+                            # shared memory once per K step instead of twice
+                            c2 = nb * BN_A + tl.arange(0, 2 * BN_A) % BN_A
+                            cgu = ((c2 // BN_GU) * (2 * BN_GU) + c2 % BN_GU
+                                   + (tl.arange(0, 2 * BN_A) // BN_A) * BN_GU)
+                            # two runs of BN_A contiguous columns, each starting at a multiple of
+                            # BN_A (the hints keep the load a 16-byte cp.async in the pipeline)
+                            cgu = tl.max_contiguous(tl.multiple_of(cgu, BN_A), BN_A)
+                            acc_gu = tl.zeros((BM, 2 * BN_A), dtype=tl.float32)
+                            for k0 in range(0, H, BK):
+                                a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
+                                d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
+                                kk = (k0 + rk)[:, None]
+                                bgu = tl.load(wgu_e + kk * (2 * I) + cgu[None, :])
+                                bd = tl.load(wd_e + ca[None, :] * H + kk)    # Wd^T (BK x BN_A)
+                                acc_gu = tl.dot(a, bgu, acc_gu)
+                                acc_d = tl.dot(d, bd, acc_d)
+                            acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc_gu, (BM, 2, BN_A)),
+                                                               (0, 2, 1)))
+                        else:
+                            acc_g = tl.zeros((BM, BN_A), dtype=tl.float32)
+                            acc_u = tl.zeros((BM, BN_A), dtype=tl.float32)
+                            for k0 in range(0, H, BK):
+                                a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
+                                d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
+                                kk = (k0 + rk)[:, None]
+                                bg = tl.load(wgu_e + kk * (2 * I) + cg[None, :])
+                                bu = tl.load(wgu_e + kk * (2 * I) + cu[None, :])
+                                bd = tl.load(wd_e + ca[None, :] * H + kk)    # Wd^T (BK x BN_A)
+                                acc_g = tl.dot(a, bg, acc_g)
+                                acc_u = tl.dot(a, bu, acc_u)
+                                acc_d = tl.dot(d, bd, acc_d)
                         sig = tl.sigmoid(acc_g)
                         s = acc_g * sig                                      # silu(g)
                         hval = s * acc_u
@@ -318,7 +440,7 @@ def _bwd_kernels() -> dict[str, Any]:
                         if b > 0:
                             tl.store(dwp_ptr + rows * NB_A + nb, tl.sum(acc_d * hval, axis=1), mask=rmask)
                         signal(sync_ptr + tl.where(shared, SH_OFF, TC_OFF) + tile, "gpu")
-                    else:
+                    elif (DIAG & 2) == 0:                     # (timing diagnostic 2: no X work)
                         tt = item // NB_X
                         nbx = item % NB_X
                         tile, row0, nrows, e, hrow0 = tile_of(tt, shared, t_base, tile_row0_ptr,
@@ -381,10 +503,16 @@ def _bwd_kernels() -> dict[str, Any]:
                         hm = hcols < H
                         ccols = cb * BW + tl.arange(0, BW)
                         acc_gu = tl.zeros((BW_H, BW), dtype=tl.float32)
-                        acc_gu = wgrad_tile(acc_gu, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
-                                         ccols < 2 * I, shared, t_lo, t_hi, tile_row0_ptr,
-                                         tile_rows_ptr, cnt, NB_A, NS, err_ptr, max_spin,
-                                         False, True, BM, BKR)
+                        if W_FLAT:
+                            acc_gu = wgrad_flat(acc_gu, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
+                                                ccols < 2 * I, shared, t_lo, t_hi, tile_row0_ptr,
+                                                tile_rows_ptr, cnt, NB_A, NS, err_ptr, max_spin,
+                                                False, True, BKR)
+                        else:
+                            acc_gu = wgrad_tile(acc_gu, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
+                                                ccols < 2 * I, shared, t_lo, t_hi, tile_row0_ptr,
+                                                tile_rows_ptr, cnt, NB_A, NS, err_ptr, max_spin,
+                                                False, True, BM, BKR)
                         o_gu = dwgu_ptr + e.to(tl.int64) * H * (2 * I)
                         tl.store(o_gu + hcols[:, None].to(tl.int64) * (2 * I) + ccols[None, :], acc_gu,
                                  mask=hm[:, None])
@@ -397,9 +525,14 @@ def _bwd_kernels() -> dict[str, Any]:
                         hcols = hb * BW_H + tl.arange(0, BW_H)
                         hm = hcols < H
                         acc_dn = tl.zeros((BW, BW_H), dtype=tl.float32)
-                        acc_dn = wgrad_tile(acc_dn, hs_ptr, I, icols, icols < I, gsrc, H, hcols, hm,
-                                         shared, t_lo, t_hi, tile_row0_ptr, tile_rows_ptr, cnt,
-                                         NB_A, NS, err_ptr, max_spin, True, False, BM, BKR)
+                        if W_FLAT:
+                            acc_dn = wgrad_flat(acc_dn, hs_ptr, I, icols, icols < I, gsrc, H, hcols,
+                                                hm, shared, t_lo, t_hi, tile_row0_ptr, tile_rows_ptr,
+                                                cnt, NB_A, NS, err_ptr, max_spin, True, False, BKR)
+                        else:
+                            acc_dn = wgrad_tile(acc_dn, hs_ptr, I, icols, icols < I, gsrc, H, hcols,
+                                                hm, shared, t_lo, t_hi, tile_row0_ptr, tile_rows_ptr,
+                                                cnt, NB_A, NS, err_ptr, max_spin, True, False, BM, BKR)
                         o_dn = dwd_ptr + e.to(tl.int64) * I * H
                         tl.store(o_dn + icols[:, None].to(tl.int64) * H + hcols[None, :], acc_dn,
                                  mask=hm[None, :])
@@ -464,6 +597,8 @@ class MoKBackward:
         for name, v in (("bn_a", self.bn_a), ("bn_x", t.bn_x), ("bw_h", t.bw_h), ("bk_rows", t.bk_rows)):
             if v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
+        if t.diag not in (0, 1, 2, 3):
+            raise ValueError(f"diag={t.diag}: allowed 0 (full pass), 1, 2, 3 (timing diagnostics)")
         if lay.Ip % self.bn_a or (2 * lay.Ip) % self.bk_x or lay.Ip % self.bw:
             raise ValueError(f"padded expert width {lay.Ip} does not split into bn_a={self.bn_a}, "
                              f"bk_x={self.bk_x}, bw={self.bw}")
@@ -530,7 +665,8 @@ class MoKBackward:
             per_rank, lay.capacity, lay.t_max, lay.mb_max + 1, lay.el + 1, self.sync_stride,
             H=lay.H, I=lay.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_A=self.bn_a, BN_X=t.bn_x,
             BK=cfg.block_k, BK_X=self.bk_x, BW=self.bw, BW_H=t.bw_h, BKR=t.bk_rows,
-            CR=cfg.copy_rows, CC=lay.chunk, num_warps=t.num_warps, num_stages=t.num_stages)
+            CR=cfg.copy_rows, CC=lay.chunk, W_FLAT=t.w_flat, A_FUSE_GU=t.a_fuse_gu,
+            DIAG=t.diag, num_warps=t.num_warps, num_stages=t.num_stages)
 
     def epilogue(self, sched: Schedule) -> None:
         """Sum each home token's k dX slots and the shared dX (fixed order) into dx, copy dw; NaN

@@ -88,6 +88,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--warmup", type=int, default=3)
     p.add_argument("--no-graph", action="store_true", help="time MoK eagerly instead of a graph")
     p.add_argument("--breakdown", action="store_true", help="also time schedule/kernel/epilogue")
+    p.add_argument("--bwd-tiles", default="default",
+                   help="--pass bwd: semicolon list of backward-megakernel tile/option sets, each "
+                        "'default' or field=value,... of backward.BackwardTiles (e.g. "
+                        "'default;w_flat=1;w_flat=1,a_fuse_gu=1,bn_x=256'; diag=1/2/3 skip the "
+                        "W / X items, for timing only: those records are marked diagnostic)")
     p.add_argument("--out", required=True, help="RUNS.jsonl to append records to")
     p.add_argument("--note", default="", help="extra text for each record's note")
     p.add_argument("--auto", action="store_true",
@@ -158,6 +163,15 @@ def _check_args(a: argparse.Namespace) -> None:
                                f"divide over {a.gpus} GPUs")
     if a.timeout < 10:
         raise BadInput(f"--timeout {a.timeout}: must be >= 10 seconds")
+    if a.bwd_tiles != "default":
+        if a.pass_ != "bwd":
+            raise BadInput("--bwd-tiles is for --pass bwd")
+        from .backward import parse_tiles
+        for spec in a.bwd_tiles.split(";"):
+            try:
+                parse_tiles(spec)
+            except ValueError as exc:
+                raise BadInput(f"--bwd-tiles: {exc}") from None
     for v in _ints(a.ep) + _ints(a.tokens) + _ints(a.minibatch) + _ints(a.comm_sms):
         if v < 1:
             raise BadInput(f"--ep/--tokens/--minibatch/--comm-sms value {v}: must be >= 1")
@@ -394,14 +408,15 @@ def run_gemm_only(wl: Workload, iters: int, warmup: int) -> list[float]:
 
 
 def run_mok_bwd(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph: bool,
-                breakdown: bool) -> tuple[list[float], dict[str, float]]:
+                breakdown: bool, tiles: str = "default") -> tuple[list[float], dict[str, float]]:
     """Time the backward megakernel of one emulated rank (schedule build + megakernel +
-    epilogue; the forward is not timed); raises on stall or capacity overflow."""
-    from .backward import MoKBackward
+    epilogue; the forward is not timed); raises on stall or capacity overflow. ``tiles``: a
+    backward.parse_tiles spec."""
+    from .backward import MoKBackward, parse_tiles
     from .megakernel import KernelConfig, MoKLayer
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, KernelConfig(**knobs),
                      local_weights=True)
-    bwd = MoKBackward(layer)
+    bwd = MoKBackward(layer, parse_tiles(tiles))
     step = lambda: bwd.run(wl.x, wl.ids, wl.wts, wl.dout)  # noqa: E731
     step()
     torch.cuda.synchronize()
@@ -495,16 +510,17 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
         swept: dict[str, list[float]] = {pr: [] for pr in a.precision.split(",")}
         variants = [(pr, v) for pr in a.precision.split(",")
                     for v in (a.fp8_kernel.split(",") if pr == "fp8" else [None])]
-        for (prec, f8v), d, c, mb, cs, mac, cap in itertools.product(
+        for (prec, f8v), d, c, mb, cs, mac, cap, bt in itertools.product(
                 variants, a.dispatch.split(","), a.combine.split(","),
                 _ints(a.minibatch), _ints(a.comm_sms), a.macrobatch.split(","),
-                _floats(a.capacity)):
+                _floats(a.capacity), a.bwd_tiles.split(";") if bwd else ["default"]):
             f8tiles = fp8_variant_tiles(f8v)
             knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                          macrobatch=macro_rows(mac, wl), capacity=cap)
             try:
                 if bwd:
-                    t, bd = run_mok_bwd(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown)
+                    t, bd = run_mok_bwd(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown,
+                                        bt)
                 else:
                     t, bd = run_mok(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown,
                                     precision=prec, **f8tiles)
@@ -512,15 +528,23 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                 log(f"{model} ep{ep} n{tokens} {knobs}: FAILED {exc}")
                 continue
             ring = max(knobs["macrobatch"], mb + 128)
+            tl_note = ""
+            if bwd and bt != "default":
+                from .backward import parse_tiles, tiles_label
+                tl_note = f"backward tiles {tiles_label(parse_tiles(bt))}; "
+                if parse_tiles(bt).diag:
+                    tl_note += ("DIAGNOSTIC: W and/or X items skipped, gradients incomplete, "
+                                "timing of the remaining parts only; ")
             rec = make_record(system="mok", knobs=knobs, times=t, breakdown=bd,
                               note=f"{note0}; " + ("" if bwd else f"ring rows used {ring}; ") +
-                                   (f"fp8 kernel {f8v}; " if f8v else "") +
+                                   (f"fp8 kernel {f8v}; " if f8v else "") + tl_note +
                                    f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
                               precision=prec, **common)
             append_records(a.out, [rec])
             recs.append(rec)
             swept[prec].append(rec["latency_ms"]["median"])
-            log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} mok {prec}{'-' + f8v if f8v else ''} {d}/{c} mb{mb} c{cs} "
+            log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} mok {prec}{'-' + f8v if f8v else ''} "
+                f"{d}/{c} mb{mb} c{cs} " + (f"[{bt}] " if bwd and bt != "default" else "") +
                 f"r{knobs['macrobatch']} {rec['latency_ms']['median']:.3f} ms "
                 f"{wl.flops() / rec['latency_ms']['median'] / 1e9:.0f} TF/s")
         for prec in a.precision.split(",") if a.auto else []:

@@ -123,3 +123,26 @@ def test_bench_pass_flag(tmp_path, capsys):
     from mok_model.records import validate_record
     validate_record(rec)
     assert rec["pass"] == "bwd"
+
+
+def test_backward_tiles_spec_and_bench_flag(tmp_path):
+    """--bwd-tiles / parse_tiles: the option sets the lead times on the GPU (w_flat, a_fuse_gu,
+    tile sizes, diag) round-trip through their label; bad specs are refused before any run."""
+    from mok_kernels import bench
+    from mok_kernels.backward import BackwardTiles, parse_tiles, tiles_label
+    assert parse_tiles("default") == BackwardTiles() and tiles_label(BackwardTiles()) == "default"
+    t = parse_tiles("w_flat=1,a_fuse_gu=1,bn_x=256,diag=1")
+    assert t.w_flat and t.a_fuse_gu and t.bn_x == 256 and t.diag == 1 and t.bn_a == 64
+    assert parse_tiles(tiles_label(t)) == t
+    with pytest.raises(ValueError, match="field"):
+        parse_tiles("w_flatt=1")
+    out = str(tmp_path / "r.jsonl")
+    bench._check_args(bench.parse_args(["--pass", "bwd", "--bwd-tiles", "default;w_flat=1",
+                                        "--out", out]))
+    for argv in (["--pass", "bwd", "--bwd-tiles", "nope=2"], ["--bwd-tiles", "w_flat=1"]):
+        with pytest.raises(bench.BadInput, match="--bwd-tiles"):
+            bench._check_args(bench.parse_args(argv + ["--out", out]))
+    lay, _ = layer()
+    with pytest.raises(ValueError, match="diag"):
+        MoKBackward(lay, BackwardTiles(diag=4))
+    MoKBackward(lay, parse_tiles("w_flat=1,a_fuse_gu=1"))

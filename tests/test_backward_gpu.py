@@ -21,7 +21,7 @@ pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available() and not INTERPRET:  # pragma: no cover - CPU CI
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
-from mok_kernels.backward import MoKBackward  # noqa: E402
+from mok_kernels.backward import BackwardTiles, MoKBackward  # noqa: E402
 from mok_kernels.megakernel import KernelConfig, MegakernelStallError, MoKLayer  # noqa: E402
 
 TOL = 2e-2
@@ -193,3 +193,56 @@ def test_stalled_wait_raises_and_leaves_nan():
     bwd.stall_test = 0
     res = bwd.run(x, ids, wts, dout)
     assert torch.isfinite(res.dx).all() and torch.isfinite(res.dwgu).all()
+
+
+# BackwardTiles performance options (w_flat, a_fuse_gu, wider W tiles; added in session 12
+# without a GPU: interpreter-checked only, first device run pending). Same tolerance and checks as
+# the default path; bw=256 needs the padded I to be a multiple of 256 (production shapes).
+OPTION_SETS = {
+    "w_flat": dict(w_flat=True),
+    "a_fuse_gu": dict(a_fuse_gu=True),
+    "flat_fuse": dict(w_flat=True, a_fuse_gu=True),
+}
+
+
+@pytest.mark.parametrize("opts", list(OPTION_SETS), ids=list(OPTION_SETS))
+@pytest.mark.parametrize("ep,rank,routing,mb", [
+    (8, 3, "zipf:1.2", 300),
+    (4, None, "onehot", 1000),        # one expert with every row: a long flat W loop
+    (8, 6, "idle", 256),              # nothing routed to this rank: W items of empty experts
+])
+def test_performance_options_match_fp32_autograd(opts, ep, rank, routing, mb):
+    run_case(ep, rank, routing, mb, tiles=BackwardTiles(**OPTION_SETS[opts]))
+
+
+@pytest.mark.parametrize("ep,rank,routing,shape", [
+    (2, None, "zipf:1.2", dict(h=7168, i=2048, e=8, n=32, k=4)),
+    (4, 2, "hot:0.2", dict(h=1536, i=512, e=16, n=160, k=4)),
+    (4, None, "uniform", dict(h=2880, i=2880, e=8, n=96, k=4)),    # I padded: 2944 = 23 x 128
+])
+def test_performance_options_production_shapes(ep, rank, routing, shape):
+    bw = 256 if shape["i"] % 256 == 0 else 0
+    run_case(ep, rank, routing, 256, shape=shape,
+             tiles=BackwardTiles(w_flat=True, a_fuse_gu=True, bw=bw))
+
+
+def test_performance_options_bits_identical_over_runs():
+    _, bwd, (x, ids, wts, dout) = run_case(4, None, "zipf:1.2", 256,
+                                           tiles=BackwardTiles(w_flat=True, a_fuse_gu=True))
+    first = [t.clone() for t in (bwd.dx, bwd.dw, bwd.dwgu, bwd.dwd)]
+    for _ in range(3):
+        res = bwd.run(x, ids, wts, dout)
+        for a, b in zip((res.dx, res.dw, res.dwgu, res.dwd), first):
+            assert torch.equal(a, b)
+
+
+@pytest.mark.parametrize("diag", [1, 2, 3])
+def test_timing_diagnostics_run_without_stalls(diag):
+    """diag (bench --bwd-tiles diag=N) skips W and/or X items: the pass must still finish (no
+    wait on skipped work); what is skipped is not checked."""
+    w, wf, x, dout, ids, wts = setup(4, "uniform", 1, 16, 256, 128, 128, 128, 4)
+    cfg = KernelConfig(dispatch="pull", combine="push", minibatch=256, comm_sms=8,
+                       macrobatch=131072, capacity=1.0, on_error="raise")
+    bwd = MoKBackward(MoKLayer(w, 4, 128, 4, 1, cfg, device=DEV, hardware="h200-1"),
+                      BackwardTiles(w_flat=True, diag=diag))
+    bwd.run(x, ids, wts, dout)      # raises MegakernelStallError on a stalled wait
