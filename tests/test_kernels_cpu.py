@@ -174,8 +174,8 @@ def _nccl_worker(rank: int, world: int, port: int, q, system: str = "nccl-torch"
     dist.destroy_process_group()
 
 
-@pytest.mark.parametrize("system", ["nccl-torch", "graph-a2a"])
-def test_unfused_baselines_on_gloo_two_ranks(system):
+def _two_ranks(args, worker) -> dict:
+    """Run worker(*args(rank, port, queue)) in 2 spawned processes; {rank: what each put}."""
     import socket
     import torch.multiprocessing as mp
     with socket.socket() as s:
@@ -183,13 +183,18 @@ def test_unfused_baselines_on_gloo_two_ranks(system):
         port = s.getsockname()[1]
     ctx = mp.get_context("spawn")
     q = ctx.Queue()
-    procs = [ctx.Process(target=_nccl_worker, args=(r, 2, port, q, system)) for r in range(2)]
+    procs = [ctx.Process(target=worker, args=args(r, port, q)) for r in range(2)]
     for pr in procs:
         pr.start()
     for pr in procs:
         pr.join(120)
         assert pr.exitcode == 0
-    errs = dict(q.get() for _ in range(2))
+    return dict(q.get() for _ in range(2))
+
+
+@pytest.mark.parametrize("system", ["nccl-torch", "graph-a2a"])
+def test_unfused_baselines_on_gloo_two_ranks(system):
+    errs = _two_ranks(lambda r, port, q: (r, 2, port, q, system), _nccl_worker)
     assert max(errs.values()) < 1e-4
 
 
@@ -328,20 +333,7 @@ def _agree_worker(rank: int, port: int, q, minibatch: int) -> None:
 @pytest.mark.parametrize("minibatch", [1024, 512])
 def test_ranks_must_agree_on_shape_and_knobs(minibatch):
     # at 512 rank 1 asks for minibatch 513: every rank refuses, naming the value and each rank's
-    import socket
-    import torch.multiprocessing as mp
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    ctx = mp.get_context("spawn")
-    q = ctx.Queue()
-    procs = [ctx.Process(target=_agree_worker, args=(r, port, q, minibatch)) for r in range(2)]
-    for pr in procs:
-        pr.start()
-    for pr in procs:
-        pr.join(120)
-        assert pr.exitcode == 0
-    got = dict(q.get() for _ in range(2))
+    got = _two_ranks(lambda r, port, q: (r, port, q, minibatch), _agree_worker)
     if minibatch == 1024:
         assert got == {0: "ok", 1: "ok"}
     else:
