@@ -89,18 +89,47 @@ def gemm_time(rows_tiles, n, k, sms, rate_per_sm, tile_m, tile_n, wave_sync: flo
     return waves * (2.0 * tile_m * tile_n * k / rate_per_sm)
 
 
-def tile_fill_factor(p: Params, rows, row_tiles):
-    """A tile's time relative to a full one's, for `rows` valid rows in `row_tiles` row tiles:
-    the share gemm_row_share of a tile's time grows with the rows that hold data (the gathered
-    activation rows it streams), the rest (the weight tile it streams, the MMA issue) does not.
-    1 for full tiles; 1 - gemm_row_share for empty ones."""
+def tile_fill_factor(p: Params, rows, row_tiles, tile_m: float | None = None):
+    """A tile's time relative to a full one's, for `rows` valid rows in `row_tiles` row tiles of
+    `tile_m` rows (default gemm_tile_m): the share gemm_row_share of a tile's time grows with the
+    rows that hold data (the gathered activation rows it streams), the rest (the weight tile it
+    streams, the MMA issue) does not. 1 for full tiles; 1 - gemm_row_share for empty ones."""
     s = p["gemm_row_share"]
     if s == 0.0:
         return 1.0
-    cap = np.asarray(row_tiles, dtype=np.float64) * p["gemm_tile_m"]
+    cap = np.asarray(row_tiles, dtype=np.float64) * (p["gemm_tile_m"] if tile_m is None else tile_m)
     fill = np.divide(np.asarray(rows, dtype=np.float64), cap, out=np.ones(np.broadcast(rows, cap).shape),
                      where=cap > 0)
     return 1.0 - s + s * np.minimum(fill, 1.0)
+
+
+def fp8_fused(scn: Scenario, p: Params) -> bool:
+    """Whether the pass quantizes to FP8 inside the megakernel (fp8_quant_in_copy: forward FP8
+    rows quantized while the comm SMs copy them, the shared expert's rows in its own K loop)
+    rather than in a pass of their own before the dispatch."""
+    return scn.precision == "fp8" and scn.pass_ == "fwd" and p["fp8_quant_in_copy"] >= 0.5
+
+
+def tile_rows(scn: Scenario, p: Params) -> float:
+    """Rows of the megakernel's compute tile for the scenario: fp8_tile_m for FP8, else
+    gemm_tile_m (row tiles per expert are counted in these)."""
+    return p["fp8_tile_m"] if scn.precision == "fp8" else p["gemm_tile_m"]
+
+
+def dispatch_row_bytes(scn: Scenario, p: Params) -> float:
+    """Bytes one dispatched route moves: a row at the precision's element size (forward; BF16
+    when quantized while copying, since the copy reads BF16 rows), bwd_dispatch_rows BF16 rows
+    backward (x and the output gradient in our kernel)."""
+    H = scn.model.hidden
+    if scn.pass_ == "bwd":
+        return 2.0 * H * p["bwd_dispatch_rows"]
+    return 2.0 * H if fp8_fused(scn, p) else ELEMENT_BYTES[scn.precision] * H
+
+
+def dispatch_copy_scale(scn: Scenario, p: Params) -> float:
+    """A dispatching comm SM's copy rate relative to a plain copy's: fp8_quant_copy_scale when
+    it quantizes the rows as it copies them, else 1."""
+    return p["fp8_quant_copy_scale"] if fp8_fused(scn, p) else 1.0
 
 
 def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
@@ -109,15 +138,70 @@ def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, 
     """Routed (or shared) SwiGLU FFN over `rows` rows in `row_tiles` tiles on `sms` SMs.
 
     Forward: gate/up (H -> 2I) and down (I -> H). Backward: the same shapes for the data
-    gradients plus the weight gradients, at bwd_gemm_eff_scale. The result is floored by reading
-    the weights of `experts_touched` experts from HBM (and, backward, the weight-gradient traffic).
+    gradients (at bwd_gemm_eff_scale), the gate/up again where the kernel recomputes it
+    (bwd_recompute), and the weight gradients (wgrad_eff_scale of that rate, plus wgrad_tile_us
+    per 128x128 weight-gradient block of every expert touched). FP8 tiles run at fp8_gemm_eff of
+    the FP8 peak plus their scale FFMAs (fp8_scale_cost). The result is floored by reading the
+    weights of `experts_touched` experts from HBM (and, backward, the weight-gradient traffic).
     `library`: the GEMMs are the library's grouped GEMM (torch._grouped_mm and torch matmul, as
     the unfused baselines run them) at its own efficiencies, torch_gemm_eff and torch_hbm_eff,
-    instead of the megakernel's tiles (gemm_eff, sm_scaling, gemm_row_share, hbm_eff).
+    instead of the megakernel's tiles (gemm_eff, sm_scaling, gemm_row_share, hbm_eff); its
+    backward is two GEMMs per forward GEMM.
     """
     t, floor = expert_ffn_parts(scn, p, rows, row_tiles, experts_touched, sms, width, shared,
                                 wave_sync, library)
     return np.maximum(t, floor)
+
+
+def ffn_pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, width: int,
+               shared: bool = False, wave_sync: float = 1.0, library: bool = False) -> dict:
+    """Tile seconds of the FFN's parts: forward {"gate_up", "down"}; backward {"gate_up"
+    (recomputed, 0 without bwd_recompute), "dgrad" (dA and dX: the forward's shapes), "wgrad"
+    (weight gradients: FLOPs and per-block latency)}. expert_ffn_parts sums them; the simulator
+    splits a minibatch's GEMMs by them."""
+    pieces, fill = _pieces(scn, p, rows, row_tiles, experts_touched, sms, width, shared, wave_sync,
+                           library)
+    return {k: v * fill for k, v in pieces.items()}
+
+
+def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, width: int,
+            shared: bool, wave_sync: float, library: bool):
+    """ffn_pieces before the tile fill factor, and that factor (applied to their sum)."""
+    hw, m = scn.hardware, scn.model
+    fused = fp8_fused(scn, p) and not library
+    # the shared expert stays BF16 (published) unless our kernel runs it in FP8 (fused)
+    precision = "bf16" if shared and not fused else scn.precision
+    H, I = m.hidden, width
+    if library:
+        eff = p["torch_gemm_eff"]
+    else:
+        eff = p["fp8_gemm_eff"] if precision == "fp8" else p["gemm_eff"]
+    if scn.pass_ == "bwd":
+        eff = eff * p["bwd_gemm_eff_scale"]
+    # per-SM rate; with fewer SMs each one runs faster when sm_scaling < 1 (less HBM and L2
+    # contention): the GPU's rate grows as (SMs used)^sm_scaling
+    scaling = 1.0 if library else p["sm_scaling"]
+    rate = hw.tflops(precision) * 1e12 / hw.sms * eff * (hw.sms / sms) ** (1.0 - scaling)
+    tm = p["gemm_tile_m"] if library else tile_rows(scn, p)
+    tn = p["gemm_tile_n"]
+    gu = gemm_time(row_tiles, 2 * I, H, sms, rate, tm, tn, wave_sync)
+    dn = gemm_time(row_tiles, H, I, sms, rate, tm, tn, wave_sync)
+    fill = 1.0 if library else tile_fill_factor(p, rows, row_tiles, tm)
+    if precision == "fp8" and not library:
+        # the scale FFMAs after each 128-wide K block wait for the MMA: their time, relative to
+        # the MMA's at the peak rate, is added to the tiles'
+        gu, dn = gu * (1.0 + p["fp8_scale_cost"] * eff), dn * (1.0 + p["fp8_scale_cost"] * eff)
+    if scn.pass_ == "fwd":
+        return {"gate_up": gu, "down": dn}, fill
+    if library:  # autograd: two GEMMs per forward GEMM
+        return {"gate_up": 0.0 * gu, "dgrad": gu + dn, "wgrad": gu + dn}, fill
+    # weight gradients: the forward's FLOPs over the same rows at wgrad_eff_scale of the rate,
+    # plus a fixed time per 128 x 128 block of every expert's weight gradients (the reduction
+    # over the expert's rows fills and drains its pipeline and waits for the rows' tiles)
+    blocks = experts_touched * np.ceil(H / 128) * np.ceil(3 * I / 128)
+    wgrad = ((gu + dn) / p["wgrad_eff_scale"]
+             + blocks * p["wgrad_tile_us"] * US / sms / np.maximum(fill, 1e-12))  # unfilled
+    return {"gate_up": p["bwd_recompute"] * gu, "dgrad": gu + dn, "wgrad": wgrad}, fill
 
 
 def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
@@ -125,24 +209,16 @@ def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched,
                      library: bool = False):
     """(tile time, HBM floor) of expert_ffn_time, apart (the simulator streams the floor)."""
     hw, m = scn.hardware, scn.model
-    precision = "bf16" if shared else scn.precision  # the shared expert stays BF16 (published)
+    fused = fp8_fused(scn, p) and not library
+    precision = "bf16" if shared and not fused else scn.precision
     wbytes = ELEMENT_BYTES[precision]
     H, I = m.hidden, width
-    eff = (p["torch_gemm_eff"] if library else p["gemm_eff"]) * (
-        1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
     hbm_eff = p["torch_hbm_eff"] if library else p["hbm_eff"]
-    # per-SM rate; with fewer SMs each one runs faster when sm_scaling < 1 (less HBM and L2
-    # contention): the GPU's rate grows as (SMs used)^sm_scaling
-    scaling = 1.0 if library else p["sm_scaling"]
-    rate = hw.tflops(precision) * 1e12 / hw.sms * eff * (hw.sms / sms) ** (1.0 - scaling)
-    tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
-    t = (gemm_time(row_tiles, 2 * I, H, sms, rate, tm, tn, wave_sync)
-         + gemm_time(row_tiles, H, I, sms, rate, tm, tn, wave_sync))
-    if not library:
-        t = t * tile_fill_factor(p, rows, row_tiles)
+    pieces, fill = _pieces(scn, p, rows, row_tiles, experts_touched, sms, width, shared, wave_sync,
+                           library)
+    t = sum(pieces.values()) * fill
     weight_bytes = 3.0 * H * I * wbytes
     if scn.pass_ == "bwd":
-        t = 2.0 * t  # data gradients and weight gradients: twice the forward FLOPs
         weight_bytes += 3.0 * H * I * p["wgrad_bytes_per_weight"]  # weight-gradient traffic
     act_bytes = rows * (2 * I) * 2.0 * (1 if scn.pass_ == "fwd" else 3)  # gate/up activations
     floor = (experts_touched * weight_bytes + act_bytes) / (hw.hbm_tbps * 1e12 * hbm_eff)
@@ -167,10 +243,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     dpush, kpush = _col(dispatch_push).astype(bool), _col(combine_push).astype(bool)
     rows = ld.rows[None, :].astype(np.float64)  # (1, P)
     H, k = m.hidden, m.top_k
-    act = ELEMENT_BYTES[scn.precision] * H  # bytes per dispatched row
-    out = 2.0 * H  # combine returns BF16 rows
-    if scn.pass_ == "bwd":  # reverse-combine moves BF16 output gradients, reverse-dispatch BF16
-        act = out = 2.0 * H
+    act = dispatch_row_bytes(scn, p)  # bytes per dispatched route
+    out = 2.0 * H  # combine returns BF16 rows (backward: the dX rows pushed home)
 
     # --- communication: bytes over min(link, comm SMs x per-SM copy rate) ---
     sm_rate = cc * p["copy_gbps_per_sm"] * 1e9
@@ -191,20 +265,21 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         return np.maximum(mine, port) + local_rows * bytes_row / rate
 
     push_rate = sm_rate * p["push_copy_scale"]
+    q = dispatch_copy_scale(scn, p)  # comm SMs that quantize while they copy copy slower
     # pull dispatch: the receiver's SMs read its incoming rows; push: the sender's SMs write.
     # push combine: the expert holder writes outputs home; pull: the home reads them.
     # Emulated peers are absent: the one GPU's comm programs act for them, so they move the rows
     # it receives (dispatch) and the outputs it holds (combine) in every mode.
-    sender_push = move(act, r_in, r_out, link_in, link_out, push_rate) if hw.emulated_ranks \
-        else move(act, r_out, r_in, link_out, link_in, push_rate)
-    dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, sm_rate))
+    sender_push = move(act, r_in, r_out, link_in, link_out, q * push_rate) if hw.emulated_ranks \
+        else move(act, r_out, r_in, link_out, link_in, q * push_rate)
+    dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, q * sm_rate))
     home_pull = move(out, r_in, r_out, link_out, link_in, sm_rate) if hw.emulated_ranks \
         else move(out, r_out, r_in, link_in, link_out, sm_rate)
     combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in, push_rate), home_pull)
 
     # --- minibatches and routed GEMMs on the compute SMs ---
     M = np.maximum(np.ceil(rows / mb), 1.0)
-    tm = p["gemm_tile_m"]
+    tm = tile_rows(scn, p)
     base_tiles = np.ceil(ld.expert_rows / tm).sum(axis=1)[None, :]  # (1, P)
     active = (ld.expert_rows > 0).sum(axis=1)[None, :]
     # a minibatch boundary inside an expert splits one tile, unless minibatches are cut on tile
@@ -369,9 +444,12 @@ def one_domain(scn: Scenario) -> Scenario:
 
 
 def quantize_time(scn: Scenario, p: Params) -> float:
-    """Seconds to quantize BF16 rows for FP8/MXFP8 GEMMs (HBM-bound; 0 for BF16): forward, the
-    local tokens before the dispatch; backward, the tokens x top_k output-gradient rows a GPU
-    computes on (on average). Bytes per element in QUANTIZE_BYTES."""
+    """Seconds to quantize BF16 rows for FP8/MXFP8 GEMMs in a pass of their own (HBM-bound; 0 for
+    BF16, and 0 where the kernel quantizes while copying: fp8_fused, its cost is in the dispatch
+    copy rate): forward, the local tokens before the dispatch; backward, the tokens x top_k
+    output-gradient rows a GPU computes on (on average). Bytes per element in QUANTIZE_BYTES."""
+    if fp8_fused(scn, p):
+        return 0.0
     rows = scn.tokens * (1 if scn.pass_ == "fwd" else scn.model.top_k)
     hw = scn.hardware
     return rows * scn.model.hidden * QUANTIZE_BYTES[scn.precision] / (hw.hbm_tbps * 1e12 * p["hbm_eff"])

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..analytic import US, expert_ffn_parts, gemm_time
+from ..analytic import (US, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts, ffn_pieces,
+                        tile_rows)
 from ..params import Params
-from ..scenario import ELEMENT_BYTES, Config, Scenario
+from ..scenario import Config, Scenario
 from ..workload import traffic
 from . import trace as tr
 from .fabric import EPS_T, Driver, Fluid, Join, Message, SimInvariantError, check_fluid, chunks
@@ -88,19 +89,19 @@ def _stream_floor(t: np.ndarray, floor: np.ndarray, wave_sync: float, splits) ->
 def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: bool = False, splits=()):
     """(gate/up, down) seconds per minibatch (or of the shared expert): the FFN time (analytic's
     expert_ffn_parts, the floor streamed per GPU: `splits` cut the flat minibatches into GPUs)
-    split in proportion to the two GEMMs."""
-    hw, m = scn.hardware, scn.model
+    split in proportion to its parts (analytic.ffn_pieces): forward gate/up and down; backward
+    the recomputed gate/up first, then the data and weight gradients."""
+    m = scn.model
     ws = _param(p, "wave_sync", 1.0)
     width = m.shared_width if shared else m.expert_width
     t_tiles, floor = expert_ffn_parts(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws)
     ffn = _stream_floor(np.atleast_1d(np.asarray(t_tiles, np.float64)),
                         np.atleast_1d(np.asarray(floor, np.float64)), ws, splits)
-    eff = p["gemm_eff"] * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
-    rate = hw.tflops(scn.precision) * 1e12 / hw.sms * eff
-    tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
-    gu = np.asarray(gemm_time(tiles, 2 * width, m.hidden, sms, rate, tm, tn, ws), dtype=np.float64)
-    dn = np.asarray(gemm_time(tiles, m.hidden, width, sms, rate, tm, tn, ws), dtype=np.float64)
-    share = np.divide(gu, gu + dn, out=np.full_like(gu, 0.5), where=(gu + dn) > 0)
+    parts = ffn_pieces(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws)
+    first = np.atleast_1d(np.asarray(parts["gate_up"], dtype=np.float64))
+    total = np.atleast_1d(np.asarray(sum(parts.values()), dtype=np.float64))
+    first, total = np.broadcast_arrays(first, total)
+    share = np.divide(first, total, out=np.full_like(total, 0.5), where=total > 0)
     return ffn * share, ffn * (1 - share)
 
 
@@ -112,7 +113,7 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     x = t.rows.transpose(1, 2, 0).reshape(P, L * P)  # per destination: (expert, source) flattened
     cum = np.cumsum(x, axis=1)
     mb = cfg.minibatch
-    tm = p["gemm_tile_m"]
+    tm = int(tile_rows(scn, p))
     aligned = _param(p, "tile_aligned_minibatches") >= 0.5
     bounds = [_minibatch_rows(x[d].reshape(L, P).sum(axis=1), mb, tm, aligned) for d in range(P)]
     M = np.array([len(lo) for lo, _ in bounds], dtype=np.int64)
@@ -232,10 +233,8 @@ class MokSim:
         self.plan = plan = make_plan(scn, p, cfg, net, max_peers)
         m, P = scn.model, scn.ep
         self.P = P
-        self.act = ELEMENT_BYTES[scn.precision] * m.hidden
+        self.act = dispatch_row_bytes(scn, p)  # as analytic.mok_terms
         self.out = 2.0 * m.hidden
-        if scn.pass_ == "bwd":
-            self.act = self.out = 2.0 * m.hidden
         self.dpush = cfg.dispatch == "push"
         self.kpush = cfg.combine == "push"
         # emulated peers are absent: the one GPU's comm SMs act for them, so they move the rows
@@ -251,7 +250,8 @@ class MokSim:
         self.combine_after_dispatch = _param(p, "combine_after_dispatch", 0.0) >= 0.5
         # a pushing comm SM copies at push_copy_scale of a pulling one's rate (as analytic.move)
         push_scale = 1.0 / _param(p, "push_copy_scale", 1.0)
-        self.dispatch_sm_scale = push_scale if self.dpush else 1.0
+        # comm SMs that quantize rows while they copy them load it 1 / dispatch_copy_scale more
+        self.dispatch_sm_scale = (push_scale if self.dpush else 1.0) / dispatch_copy_scale(scn, p)
         self.combine_sm_scale = push_scale if self.kpush else 1.0
         self.dispatched = np.zeros(P, dtype=int)
         self.all_dispatched = [env.event() for _ in range(P)]
