@@ -134,7 +134,7 @@ def dispatch_copy_scale(scn: Scenario, p: Params) -> float:
 
 def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
                     width: int, shared: bool = False, wave_sync: float = 1.0,
-                    library: bool = False):
+                    library: bool = False, wgrad_experts=None):
     """Routed (or shared) SwiGLU FFN over `rows` rows in `row_tiles` tiles on `sms` SMs.
 
     Forward: gate/up (H -> 2I) and down (I -> H). Backward: the same shapes for the data
@@ -146,26 +146,29 @@ def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, 
     `library`: the GEMMs are the library's grouped GEMM (torch._grouped_mm and torch matmul, as
     the unfused baselines run them) at its own efficiencies, torch_gemm_eff and torch_hbm_eff,
     instead of the megakernel's tiles (gemm_eff, sm_scaling, gemm_row_share, hbm_eff); its
-    backward is two GEMMs per forward GEMM.
+    backward is two GEMMs per forward GEMM. `wgrad_experts`: the experts whose weight gradients
+    the rows complete (default experts_touched; a minibatch boundary inside an expert splits
+    its rows, not its weight-gradient blocks).
     """
     t, floor = expert_ffn_parts(scn, p, rows, row_tiles, experts_touched, sms, width, shared,
-                                wave_sync, library)
+                                wave_sync, library, wgrad_experts)
     return np.maximum(t, floor)
 
 
 def ffn_pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, width: int,
-               shared: bool = False, wave_sync: float = 1.0, library: bool = False) -> dict:
+               shared: bool = False, wave_sync: float = 1.0, library: bool = False,
+               wgrad_experts=None) -> dict:
     """Tile seconds of the FFN's parts: forward {"gate_up", "down"}; backward {"gate_up"
     (recomputed, 0 without bwd_recompute), "dgrad" (dA and dX: the forward's shapes), "wgrad"
     (weight gradients: FLOPs and per-block latency)}. expert_ffn_parts sums them; the simulator
     splits a minibatch's GEMMs by them."""
     pieces, fill = _pieces(scn, p, rows, row_tiles, experts_touched, sms, width, shared, wave_sync,
-                           library)
+                           library, wgrad_experts)
     return {k: v * fill for k, v in pieces.items()}
 
 
 def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, width: int,
-            shared: bool, wave_sync: float, library: bool):
+            shared: bool, wave_sync: float, library: bool, wgrad_experts=None):
     """ffn_pieces before the tile fill factor, and that factor (applied to their sum)."""
     hw, m = scn.hardware, scn.model
     fused = fp8_fused(scn, p) and not library
@@ -198,7 +201,8 @@ def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, wid
     # weight gradients: the forward's FLOPs over the same rows at wgrad_eff_scale of the rate,
     # plus a fixed time per 128 x 128 block of every expert's weight gradients (the reduction
     # over the expert's rows fills and drains its pipeline and waits for the rows' tiles)
-    blocks = experts_touched * np.ceil(H / 128) * np.ceil(3 * I / 128)
+    experts = experts_touched if wgrad_experts is None else wgrad_experts
+    blocks = experts * np.ceil(H / 128) * np.ceil(3 * I / 128)
     wgrad = ((gu + dn) / p["wgrad_eff_scale"]
              + blocks * p["wgrad_tile_us"] * US / sms / np.maximum(fill, 1e-12))  # unfilled
     return {"gate_up": p["bwd_recompute"] * gu, "dgrad": gu + dn, "wgrad": wgrad}, fill
@@ -206,7 +210,7 @@ def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, wid
 
 def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
                      width: int, shared: bool = False, wave_sync: float = 1.0,
-                     library: bool = False):
+                     library: bool = False, wgrad_experts=None):
     """(tile time, HBM floor) of expert_ffn_time, apart (the simulator streams the floor)."""
     hw, m = scn.hardware, scn.model
     fused = fp8_fused(scn, p) and not library
@@ -215,7 +219,7 @@ def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched,
     H, I = m.hidden, width
     hbm_eff = p["torch_hbm_eff"] if library else p["hbm_eff"]
     pieces, fill = _pieces(scn, p, rows, row_tiles, experts_touched, sms, width, shared, wave_sync,
-                           library)
+                           library, wgrad_experts)
     t = sum(pieces.values()) * fill
     weight_bytes = 3.0 * H * I * wbytes
     if scn.pass_ == "bwd":
@@ -287,7 +291,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     row_tiles = base_tiles + (1.0 - p["tile_aligned_minibatches"]) * (M - 1)
     touched = active + (M - 1)
     ws = p["wave_sync"]
-    ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws)
+    ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws,
+                          wgrad_experts=active / M)
     c = ffn + p["minibatch_overhead_us"] * US  # per minibatch
     if m.shared_experts:
         n_tok = scn.tokens * m.shared_experts
@@ -326,7 +331,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # comm SMs can only join when they have no combine left to do
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
     c_join = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
-                             m.expert_width, wave_sync=ws) + p["minibatch_overhead_us"] * US
+                             m.expert_width, wave_sync=ws, wgrad_experts=active / M) \
+        + p["minibatch_overhead_us"] * US
     # minibatches are full but for the last: the first one moves min(minibatch, rows) rows
     full = np.minimum(mb, rows) / np.maximum(rows, 1.0)  # a full minibatch's share of the rows
     d_full, c_full = dispatch * full + np.where(dpush, lat, lat_read), c * M * full

@@ -285,3 +285,15 @@ def test_merge_uncertainty_pairs_columns():
     assert m["n"] == 2 and m["free"] == ["gemm_eff", "fp8_gemm_eff"]
     assert m["samples"] == [[0.5, 0.2], [0.6, 0.3]]
     assert merge_uncertainty(None, {"bwd": None}) is None
+
+
+@pytest.mark.parametrize("engine", ["analytic", "sim"])
+def test_weight_gradient_blocks_count_each_expert_once(engine):
+    """Cutting the rows into more minibatches splits experts' rows, not their weight-gradient
+    blocks: with the per-block time and no per-minibatch overhead, the backward barely moves
+    with the minibatch (it would grow by the split experts' blocks otherwise)."""
+    s = scn(pass_="bwd", tokens=4096)
+    p = h200(minibatch_overhead_us=0.0, wgrad_tile_us=20.0)
+    t = [predict(s, Config("pull", "push", mb, 32, 131072, 1.0), "mok", p, engine).latency_ms
+         for mb in (2048, 8192)]
+    assert t[0] == pytest.approx(t[1], rel=0.03)

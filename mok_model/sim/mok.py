@@ -86,7 +86,8 @@ def _stream_floor(t: np.ndarray, floor: np.ndarray, wave_sync: float, splits) ->
     return wave_sync * whole + (1.0 - wave_sync) * np.concatenate(out)
 
 
-def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: bool = False, splits=()):
+def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: bool = False, splits=(),
+                wgrad_experts=None):
     """(gate/up, down) seconds per minibatch (or of the shared expert): the FFN time (analytic's
     expert_ffn_parts, the floor streamed per GPU: `splits` cut the flat minibatches into GPUs)
     split in proportion to its parts (analytic.ffn_pieces): forward gate/up and down; backward
@@ -94,10 +95,12 @@ def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: boo
     m = scn.model
     ws = _param(p, "wave_sync", 1.0)
     width = m.shared_width if shared else m.expert_width
-    t_tiles, floor = expert_ffn_parts(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws)
+    t_tiles, floor = expert_ffn_parts(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws,
+                                      wgrad_experts=wgrad_experts)
     ffn = _stream_floor(np.atleast_1d(np.asarray(t_tiles, np.float64)),
                         np.atleast_1d(np.asarray(floor, np.float64)), ws, splits)
-    parts = ffn_pieces(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws)
+    parts = ffn_pieces(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws,
+                       wgrad_experts=wgrad_experts)
     first = np.atleast_1d(np.asarray(parts["gate_up"], dtype=np.float64))
     total = np.atleast_1d(np.asarray(sum(parts.values()), dtype=np.float64))
     first, total = np.broadcast_arrays(first, total)
@@ -122,7 +125,7 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     G = int(groups.max()) + 1
     onehot = np.zeros((P, G), dtype=np.int64)
     onehot[np.arange(P), groups] = 1
-    endpoints, rows_l, rr, tt, aa = [], [], [], [], []
+    endpoints, rows_l, rr, tt, aa, ww = [], [], [], [], [], []
     for d in range(P):
         lo, hi = bounds[d]
         c = np.clip(cum[d][None, :], lo[:, None], hi[:, None]) - lo[:, None]
@@ -145,10 +148,12 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
         rr.append(per_src.sum(axis=1))
         tt.append(np.ceil(per_expert / tm).sum(axis=1))
         aa.append((per_expert > 0).sum(axis=1))
+        # an expert's weight-gradient blocks count once, in the minibatch of its first rows
+        ww.append(((per_expert > 0) & (np.cumsum(per_expert, axis=0) == per_expert)).sum(axis=1))
     cx = scn.hardware.sms - cfg.comm_sms
-    flat_r, flat_t, flat_a = (np.concatenate(v).astype(np.float64) for v in (rr, tt, aa))
+    flat_r, flat_t, flat_a, flat_w = (np.concatenate(v).astype(np.float64) for v in (rr, tt, aa, ww))
     splits = np.cumsum(M)[:-1]
-    gu, dn = _gemm_split(scn, p, flat_r, flat_t, flat_a, cx, splits=splits)
+    gu, dn = _gemm_split(scn, p, flat_r, flat_t, flat_a, cx, splits=splits, wgrad_experts=flat_w)
     # comm SMs join the compute only when the combine does not need them (epilogue push)
     epilogue = cfg.combine == "push" and _param(p, "combine_in_epilogue") >= 0.5
     share = _param(p, "comm_join_share") if epilogue else 0.0
@@ -157,8 +162,8 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     # joined times are the FFN times on the joined SMs (as analytic.mok_terms' c_join)
     joined = cx + share * cfg.comm_sms
     join_scale = cx / joined
-    gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, joined, splits=splits)
-                  if share > 0 else (gu, dn))
+    gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, joined, splits=splits,
+                              wgrad_experts=flat_w) if share > 0 else (gu, dn))
     shared, shared_split = 0.0, (0.0, 0.0, 0.0, 0.0)
     if m.shared_experts:
         sh = (scn.tokens * m.shared_experts, np.ceil(scn.tokens / tm) * m.shared_experts, m.shared_experts)
