@@ -79,6 +79,13 @@ def report(records: list[dict], base: Params, zipf: bool = False, old: bool = Fa
             sm = predict_records(recs, full.params, "sim")
             doc["sim"][g] = {**_metrics(meas, sm),
                              "vs_analytic_max": float(np.max(np.abs(sm / ana - 1.0)))}
+    # the BF16 forward MoK records of the same runs (the FP8 grids time both), predicted with the
+    # parameters as given: their terms are the forward fit's, not refitted here
+    bf16 = [r for r in records if r["system"] == "mok" and r["pass"] == "fwd"
+            and r["precision"] == "bf16" and (zipf or r["routing"].get("kind") != "zipf")]
+    if bf16:
+        doc["bf16_fwd"] = _metrics([r["latency_ms"]["median"] for r in bf16],
+                                   predict_records(bf16, base))
     if not zipf:  # the zipf records, predicted by the fit that skipped them
         allz, _ = pass_records(records, old, zipf=True)
         for g in GROUPS:
@@ -128,6 +135,11 @@ def render(doc: dict, out=sys.stdout) -> None:
     for g, z in doc["zipf"].items():
         w(f"{g} zipf records (never fitted; the model's zipf draw is not the kernel's): n {z['n']}, "
           f"MAPE {_pct(z['mape'])}, max {_pct(z['max_ape'])}, mean signed {100 * z['signed']:+.1f}%")
+    if doc.get("bf16_fwd"):
+        b = doc["bf16_fwd"]
+        w(f"BF16 forward MoK records of the same runs (parameters as given, not refitted): n "
+          f"{b['n']}, MAPE {_pct(b['mape'])}, max {_pct(b['max_ape'])}, mean signed "
+          f"{100 * b['signed']:+.1f}%")
     for g, s in doc["sim"].items():
         w(f"{g} simulator with the fit to all: n {s['n']}, MAPE {_pct(s['mape'])}, max "
           f"{_pct(s['max_ape'])}; largest simulator/analytic gap {_pct(s['vs_analytic_max'])}")
@@ -152,7 +164,11 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     try:
         files = a.runs or sorted(str(f) for f in RUNS.glob("*.jsonl"))
-        records = [r for r in read_records(files) if pass_group(r)]
+        records = read_records(files)
+        # the pass records, and the BF16 forward MoK records of the files that hold FP8 ones
+        fp8_files = {r["_file"] for r in records if pass_group(r) == "fp8"}
+        records = [r for r in records if pass_group(r) or (
+            r["system"] == "mok" and r["pass"] == "fwd" and r["_file"] in fp8_files)]
         base = read_params(a.params) if a.params else load_params(None, "h200-1")
         doc = report(records, base, a.zipf, a.old, a.sim)
     except MokInputError as exc:
