@@ -297,3 +297,23 @@ def test_weight_gradient_blocks_count_each_expert_once(engine):
     t = [predict(s, Config("pull", "push", mb, 32, 131072, 1.0), "mok", p, engine).latency_ms
          for mb in (2048, 8192)]
     assert t[0] == pytest.approx(t[1], rel=0.03)
+
+
+def test_report_cli(synth, tmp_path, capsys):
+    from calibration.report_passes import main
+    from mok_model.records import append_records
+    runs = tmp_path / "runs.jsonl"
+    append_records(runs, synth)
+    params = tmp_path / "p.json"
+    from mok_model.params import write_params
+    write_params(params, h200(), "test")
+    assert main([str(runs), "--params", str(params), "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["held_out"]["fp8"]["model"]["mape"] < 1e-3
+    assert main([str(tmp_path / "missing.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith("mok: error: ") and err.count("\n") == 1
+    bad = tmp_path / "bad.jsonl"
+    bad.write_text(json.dumps({**synth[0], "tiles": [1]}) + "\n")
+    assert main([str(bad)]) == 2
+    assert "bad.jsonl:1" in capsys.readouterr().err
