@@ -153,14 +153,14 @@ def held_out(records: list[dict], base: Params, group: str, key: str,
     free = free or PASS_FREE
     groups, _ = pass_records(records, old, zipf)
     recs = groups[group]
-    values = sorted({_value(r, key) for r in recs}, key=str)
+    values = sorted({record_value(r, key) for r in recs}, key=str)
     if len(values) < 2:
         raise MokInputError(f"{group}: holding out by {key} needs records of two or more values "
                             f"(have {values})")
     rows, folds = [], []
     for v in values:
-        train = [r for r in recs if _value(r, key) != v]
-        test = [r for r in recs if _value(r, key) == v]
+        train = [r for r in recs if record_value(r, key) != v]
+        test = [r for r in recs if record_value(r, key) == v]
         res = fit(train, base, free[group])
         pred = predict_records(test, res.params)
         meas = np.array([r["latency_ms"]["median"] for r in test])
@@ -176,7 +176,8 @@ def held_out(records: list[dict], base: Params, group: str, key: str,
                    float(err.mean()), rho, folds, rows)
 
 
-def _value(rec: dict, key: str):
+def record_value(rec: dict, key: str):
+    """A record's value of a hold-out key: routing as KIND[:ARG], a knob, or a record field."""
     if key == "routing":
         r = rec["routing"]
         return r.get("kind", "uniform") + (f":{r['arg']}" if "arg" in r else "")

@@ -30,7 +30,7 @@ from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params, read_params
 from mok_model.records import read_records
 
-from .passes import GROUPS, PASS_FREE, fit_passes, held_out, pass_group, pass_records
+from .passes import GROUPS, PASS_FREE, record_value, fit_passes, held_out, pass_group, pass_records
 from .scoring import predict_records
 from .validate import spearman
 
@@ -63,6 +63,16 @@ def report(records: list[dict], base: Params, zipf: bool = False, old: bool = Fa
         rows = full.residuals[g]
         doc["all"][g] = {"fitted": {f: full.params[f] for f in full.fitted[g]},
                          **_metrics([r["measured_ms"] for r in rows], [r["predicted_ms"] for r in rows])}
+        # where the form misses: mean signed error of the fit to all, by each varied value
+        err = {r["id"]: r["rel_error"] for r in rows}
+        bias = {}
+        for key in ("model", "tokens", "routing", "comm_sms", "minibatch"):
+            by: dict = {}
+            for r in recs:
+                by.setdefault(str(record_value(r, key)), []).append(err[r["id"]])
+            if len(by) > 1:
+                bias[key] = {v: float(np.mean(e)) for v, e in sorted(by.items())}
+        doc["all"][g]["bias"] = bias
         doc["held_out"][g] = {}
         for key in keys:
             try:
@@ -132,6 +142,8 @@ def render(doc: dict, out=sys.stdout) -> None:
                   f"{_pct(f['max_ape'])} (fitted on the rest: {fitted})")
     for g, a in doc["all"].items():
         w(f"{g} fit to all: " + ", ".join(f"{k} {v:.4g}" for k, v in a["fitted"].items()))
+        for key, by in a.get("bias", {}).items():
+            w(f"  mean signed error by {key}: " + ", ".join(f"{v} {100 * e:+.1f}%" for v, e in by.items()))
     for g, z in doc["zipf"].items():
         w(f"{g} zipf records (never fitted; the model's zipf draw is not the kernel's): n {z['n']}, "
           f"MAPE {_pct(z['mape'])}, max {_pct(z['max_ape'])}, mean signed {100 * z['signed']:+.1f}%")
