@@ -94,8 +94,23 @@ def report(records: list[dict], base: Params, zipf: bool = False, old: bool = Fa
     bf16 = [r for r in records if r["system"] == "mok" and r["pass"] == "fwd"
             and r["precision"] == "bf16" and (zipf or r["routing"].get("kind") != "zipf")]
     if bf16:
-        doc["bf16_fwd"] = _metrics([r["latency_ms"]["median"] for r in bf16],
-                                   predict_records(bf16, base))
+        bpred = predict_records(bf16, base)
+        doc["bf16_fwd"] = _metrics([r["latency_ms"]["median"] for r in bf16], bpred)
+        # does a group's error follow the BF16 forward's on the same workload and knobs? (the
+        # terms they share: gemm_eff, sm_scaling, tile counts, the pipeline)
+        same = {(r["model"], r["tokens"], record_value(r, "routing"),
+                 json.dumps(r["config"], sort_keys=True)): q / r["latency_ms"]["median"] - 1.0
+                for r, q in zip(bf16, bpred)}
+        for g in doc["all"]:
+            byid = {r["id"]: r for r in groups[g]}
+            pairs = [(same[k], row["rel_error"]) for row in full.residuals[g]
+                     if (k := (byid[row["id"]]["model"], byid[row["id"]]["tokens"],
+                               record_value(byid[row["id"]], "routing"),
+                               json.dumps(byid[row["id"]]["config"], sort_keys=True))) in same]
+            if len(pairs) >= 3:
+                a, b = np.array(pairs).T
+                doc["all"][g]["vs_bf16_fwd"] = {"n": len(pairs),
+                                                "pearson": float(np.corrcoef(a, b)[0, 1])}
     if not zipf:  # the zipf records, predicted by the fit that skipped them
         allz, _ = pass_records(records, old, zipf=True)
         for g in GROUPS:
@@ -142,6 +157,10 @@ def render(doc: dict, out=sys.stdout) -> None:
                   f"{_pct(f['max_ape'])} (fitted on the rest: {fitted})")
     for g, a in doc["all"].items():
         w(f"{g} fit to all: " + ", ".join(f"{k} {v:.4g}" for k, v in a["fitted"].items()))
+        if "vs_bf16_fwd" in a:
+            c = a["vs_bf16_fwd"]
+            w(f"  its errors against the BF16 forward's on the same {c['n']} workloads and knobs: "
+              f"Pearson {c['pearson']:.2f}")
         for key, by in a.get("bias", {}).items():
             w(f"  mean signed error by {key}: " + ", ".join(f"{v} {100 * e:+.1f}%" for v, e in by.items()))
     for g, z in doc["zipf"].items():
