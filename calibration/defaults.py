@@ -148,15 +148,16 @@ def fit_h200_passes(root: Path) -> None:
     files = sorted(PASS_RUNS.glob("*.jsonl"))
     records = read_records(files)
     res = fit_passes(records, base, band="bootstrap")
-    used = sorted({r["_file"] for g in res.residuals for r in records
-                   if r["id"] in {x["id"] for x in res.residuals[g]}})
-    used = [str(Path(f).resolve().relative_to(root)) for f in used]
+    file_of = {r["id"]: str(Path(r["_file"]).resolve().relative_to(root)) for r in records}
+    used_by = {g: sorted({file_of[x["id"]] for x in rows}) for g, rows in res.residuals.items()}
+    used = sorted({f for files in used_by.values() for f in files})
     sources = dict(base.sources)
     for g, names in res.fitted.items():
         n = len(res.residuals.get(g, []))
         for name in names:
-            sources[name] = (f"fitted to the {n} default-variant {g} MoK records in {', '.join(used)} "
-                             f"(calibration/passes.py; forward values held; {'; '.join(res.notes)})")
+            sources[name] = (f"fitted to the {n} default-variant {g} MoK records in "
+                             f"{', '.join(used_by[g])} (calibration/passes.py; forward values held; "
+                             f"zipf and non-default variants skipped)")
     doc = json.loads(path.read_text())
     unc = merge_uncertainty(base.uncertainty, res.uncertainty)
     params = Params(res.params.values, base.hardware, None, list(base.fitted_on) + used, sources, unc)
