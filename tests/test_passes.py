@@ -266,7 +266,7 @@ def test_report_on_synthetic_records(synth):
     buf = io.StringIO()
     render(doc, buf)
     text = buf.getvalue()
-    assert "| bwd | each model | 8 |" in text and "goal: held-out MAPE <= 8%" in text and "met" in text
+    assert "| bwd | each model | 8 |" in text and "goal: held-out MAPE <= 8%" in text and "folds over it: none" in text
     json.dumps(doc, default=float)
 
 
