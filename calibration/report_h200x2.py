@@ -18,7 +18,7 @@ import collections
 from pathlib import Path
 
 from mok_model.presets import load_hardware
-from mok_model.records import read_records
+from mok_model.records import predictable, read_records, routing_reproduced
 
 from .defaults import H200X2, fit_h200x2_layers
 from .fit import workload_key
@@ -40,14 +40,15 @@ def held_out(runs: list[dict]) -> None:
     micro = read_records(sorted(H200X2.glob("nvlink_micro_*.jsonl")))
     fab = fit_fabric(micro, prior_params("h200-hgx8", HOPPER),
                      load_hardware("h200-hgx8").link_gbps).params
-    layer = [r for r in runs if r["system"] in ("mok", "nccl-torch")]
+    layer = [r for r in runs if r["system"] in ("mok", "nccl-torch") and predictable(r)]
     fits = {}  # (key, held-out value) -> parameters fitted without that group (gemm-only too)
     for by in ("tokens", "model"):
         for g in sorted({str(r[by]) for r in layer}):
             fits[by, g] = fit_h200x2_layers([r for r in runs if str(r[by]) != g], fab)[1].params
     for by in ("tokens", "model"):  # the library GEMM's own records, held out the same way
         errs = [gemm_only_ms(r, fits[by, str(r[by])]) / r["latency_ms"]["median"] - 1
-                for r in runs if r["system"] == "gemm-only" and (by, str(r[by])) in fits]
+                for r in runs if r["system"] == "gemm-only" and routing_reproduced(r)
+                and (by, str(r[by])) in fits]
         print(f"gemm-only held out by {by:6s}: n {len(errs)} MAPE "
               f"{100 * sum(map(abs, errs)) / len(errs):.1f}% max {100 * max(map(abs, errs)):.1f}%")
     for engine in ("analytic", "sim"):
