@@ -14,14 +14,13 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 
 from mok_model.cli import int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, warn
 from mok_model.params import BOUNDS, Params, read_params, write_params
-from mok_model.records import KNOBS, read_records, split_default_variant
+from mok_model.records import KNOBS, not_predicted, read_records, split_default_variant
 from mok_model.scenario import ENGINES
 
 from .fit import BAND_SAMPLES, BAND_SEED, BANDS, fit, predictable
@@ -159,11 +158,7 @@ def run_calibrate(a: argparse.Namespace) -> dict:
         raise MokInputError(f"--band {band!r} must be one of {', '.join(BANDS)}")
     records = read_records(a.runs)
     hardware, records = _hardware_of(records, a.hardware)
-    notes: list[str] = []
-    other = Counter(r["system"] for r in records
-                    if not predictable(r) and not r["system"].startswith("micro-"))
-    if other:
-        notes.append(f"records of systems the model does not predict were not used: {dict(other)}")
+    notes = not_predicted(records)
     base = read_params(a.base) if a.base else priors_for(hardware)
     base = Params(base.values, hardware, None, [], dict(base.sources))
     micro = fit_micro(records, base)
@@ -338,8 +333,7 @@ def run_validate(a: argparse.Namespace) -> dict:
     known = ("model", "tokens", "ep", "pass", "precision", "system", "source", "date") + KNOBS
     if a.color_by not in known:
         raise MokInputError(f"--color-by {a.color_by!r} must be one of {', '.join(known)}")
-    skipped = Counter(r["system"] for r in records
-                      if not predictable(r) and not r["system"].startswith("micro-"))
+    skipped = not_predicted(records)
     records, variant_note = split_default_variant([r for r in records if predictable(r)])
     if variant_note:
         print(f"mok validate: {variant_note}", file=sys.stderr)
@@ -364,9 +358,8 @@ def run_validate(a: argparse.Namespace) -> dict:
             f"--allow-params-mismatch to use it anyway")
     with busy(f"predicting {len(records)} records ({a.engine})", a.engine == "sim"):
         v = validate(records, params, a.engine)
-    if skipped:
-        print(f"mok validate: not predicted (no model of these systems): {dict(skipped)}",
-              file=sys.stderr)
+    for note in skipped:
+        print(f"mok validate: {note}", file=sys.stderr)
     if a.plot:
         plot(records, v, a.plot, a.color_by)
     doc = v.as_json()

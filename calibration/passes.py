@@ -13,8 +13,9 @@ fitted to the forward sweeps, stay as they are):
 
 Design values (bwd_recompute, bwd_dispatch_rows, fp8_tile_m, fp8_quant_in_copy) and derived
 priors (fp8_scale_cost, fp8_quant_copy_scale) are not fitted: calibration/priors.py OUR_PASSES.
-Only records of the default kernel variants enter (mok_model.records.default_variant); the
-others are skipped with a note that counts them.
+Only records of the default kernel variants enter (mok_model.records.default_variant), on
+routings the model reproduces (records.routing_reproduced); the others are skipped with a note
+that counts them.
 """
 
 from __future__ import annotations
@@ -25,7 +26,7 @@ import numpy as np
 
 from mok_model.errors import MokInputError
 from mok_model.params import Params
-from mok_model.records import split_default_variant
+from mok_model.records import routing_reproduced, split_default_variant
 
 from .fit import fit
 from .scoring import predict_records
@@ -49,29 +50,20 @@ def pass_group(rec: dict) -> str | None:
     return None
 
 
-def reproduced_routing(rec: dict) -> bool:
-    """Whether the model draws the routing the kernel ran. Not for zipf records of `mok bench`
-    (mok_kernels/routing.py): the kernel draws its expert popularity order with torch.randperm
-    on the GPU, the model with numpy (mok_model/workload.py), so the hot experts land on other
-    ranks and rank 0's rows differ (kimi-k2 4096 tokens: the model gives rank 0 0.83x the rows of
-    uniform routing, while the kernel's rank 0 took ~1.9x uniform's time in its GEMMs alone)."""
-    return rec["routing"].get("kind", "uniform") != "zipf"
-
-
-def pass_records(records: list[dict], old: bool = False,
-                 zipf: bool = False) -> tuple[dict[str, list[dict]], list[str]]:
-    """The default-variant records of each group, and notes (what was skipped); `old`: the
-    variants that were the defaults before 2026-12-01 (a study of the older records only);
-    `zipf`: keep the zipf records too (see reproduced_routing; skipped by default)."""
+def pass_records(records: list[dict], old: bool = False) -> tuple[dict[str, list[dict]], list[str]]:
+    """The default-variant records of each group whose routing the model reproduces, and notes
+    (what was skipped); `old`: the variants that were the defaults before 2026-12-01 (a study of
+    the older records only). Zipf records drawn before the kernels took the model's popularity
+    order are skipped (mok_model.records.routing_reproduced)."""
     mine = [r for r in records if pass_group(r)]
     kept, note = split_default_variant(mine, old)
     notes = [note] if note else []
-    if not zipf:
-        drop = [r for r in kept if not reproduced_routing(r)]
-        if drop:
-            kept = [r for r in kept if reproduced_routing(r)]
-            notes.append(f"skipped {len(drop)} zipf record(s): the model's zipf draw puts the "
-                         f"popular experts on other ranks than the kernel's (reproduced_routing)")
+    drop = [r for r in kept if not routing_reproduced(r)]
+    if drop:
+        kept = [r for r in kept if routing_reproduced(r)]
+        notes.append(f"skipped {len(drop)} zipf record(s) whose expert popularity order the model "
+                     f"does not draw (torch.randperm on the GPU, before 2026-12-01; "
+                     f"records.routing_reproduced)")
     groups = {g: [r for r in kept if pass_group(r) == g] for g in GROUPS}
     return groups, notes
 
@@ -86,13 +78,12 @@ class PassFit:
 
 
 def fit_passes(records: list[dict], base: Params, band: str = "none",
-               free: dict[str, list[str]] | None = None, old: bool = False,
-               zipf: bool = False) -> PassFit:
+               free: dict[str, list[str]] | None = None, old: bool = False) -> PassFit:
     """Fit each group's free parameters to its default-variant records, one group after the
     other (they share no parameter), every other value held at `base`'s. A group without
     records keeps its values (a note says so)."""
     free = free or PASS_FREE
-    groups, notes = pass_records(records, old, zipf)
+    groups, notes = pass_records(records, old)
     p, residuals, fitted, blocks = base, {}, {}, {}
     for g in GROUPS:
         recs = groups[g]
@@ -145,13 +136,12 @@ class HeldOut:
 
 
 def held_out(records: list[dict], base: Params, group: str, key: str,
-             free: dict[str, list[str]] | None = None, old: bool = False,
-             zipf: bool = False) -> HeldOut:
+             free: dict[str, list[str]] | None = None, old: bool = False) -> HeldOut:
     """Leave each value of `key` ("model", "tokens", or any record field) out in turn: fit the
     group's parameters to the other values' default-variant records, predict the held-out
     ones. Pooled MAPE, max error, mean signed error and Spearman."""
     free = free or PASS_FREE
-    groups, _ = pass_records(records, old, zipf)
+    groups, _ = pass_records(records, old)
     recs = groups[group]
     values = sorted({record_value(r, key) for r in recs}, key=str)
     if len(values) < 2:

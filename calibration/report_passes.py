@@ -1,7 +1,6 @@
 """Held-out report of the backward megakernel's and the FP8 forward's terms (issue 14 point 4).
 
-    python -m calibration.report_passes [RUN_FILES...] [--params FILE] [--zipf] [--old]
-                                        [--sim] [--json]
+    python -m calibration.report_passes [RUN_FILES...] [--params FILE] [--old] [--sim] [--json]
 
 RUN_FILES default to calibration/runs/h200/*.jsonl. For each group ("bwd": backward MoK records,
 "fp8": FP8 forward MoK records; default kernel variants only, calibration/passes.py), the group's
@@ -10,12 +9,12 @@ count in turn, every other value held at the parameters file's (default: the shi
 mok_model/params/h200-1.json, whose forward values were fitted to the BF16 forward sweeps only);
 the held-out records are predicted by the fit that did not see them. Printed per group and key:
 records, MAPE, max error, mean signed error, Spearman over the held-out records, and each fold.
-Then the fit to every record, the zipf records (skipped from every fit unless --zipf: the model
-does not draw the kernel's zipf routing, passes.reproduced_routing) predicted by that fit, and,
-with --sim, the simulator's figures with the same fitted values; last, the predictions registered
-before the runs (calibration/predictions/h200_*_grid_*.jsonl, the model before these terms)
-against the same records. --old studies the records of the variants that were the defaults
-before 2026-12-01 instead.
+Then the fit to every record with the mean signed error by each varied value, the BF16 forward
+MoK records of the same runs (the forward's terms, not refitted here) and, with --sim, the
+simulator's figures with the same fitted values. Zipf records drawn before the kernels took the
+model's popularity order are skipped (records.routing_reproduced). --old studies the records of
+the variants that were the defaults before 2026-12-01 instead. The predictions registered before
+the runs: `python -m calibration.registered` (docs/calibration.md).
 """
 
 from __future__ import annotations
@@ -30,14 +29,13 @@ import numpy as np
 
 from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params, read_params
-from mok_model.records import read_records
+from mok_model.records import read_records, routing_reproduced
 
 from .passes import GROUPS, PASS_FREE, record_value, fit_passes, held_out, pass_group, pass_records
 from .scoring import predict_records
 from .validate import spearman
 
 RUNS = Path(__file__).parent / "runs" / "h200"
-PREDICTIONS = Path(__file__).parent / "predictions"
 KEYS = ("model", "tokens")
 GOAL = 0.08  # held-out MAPE goal (issue 14 point 4)
 
@@ -52,13 +50,13 @@ def _metrics(meas, pred) -> dict:
             "spearman": spearman(meas, pred)}
 
 
-def report(records: list[dict], base: Params, zipf: bool = False, old: bool = False,
-           sim: bool = False, keys: tuple[str, ...] = KEYS) -> dict:
+def report(records: list[dict], base: Params, old: bool = False, sim: bool = False,
+           keys: tuple[str, ...] = KEYS) -> dict:
     """Every figure of the report as one document (printed by `render`)."""
-    groups, notes = pass_records(records, old, zipf)
+    groups, notes = pass_records(records, old)
     doc: dict = {"notes": notes, "counts": {g: len(groups[g]) for g in GROUPS},
-                 "free": PASS_FREE, "held_out": {}, "all": {}, "zipf": {}, "sim": {}}
-    full = fit_passes(records, base, old=old, zipf=zipf)
+                 "free": PASS_FREE, "held_out": {}, "all": {}, "sim": {}}
+    full = fit_passes(records, base, old=old)
     for g in GROUPS:
         recs = groups[g]
         if not recs:
@@ -79,7 +77,7 @@ def report(records: list[dict], base: Params, zipf: bool = False, old: bool = Fa
         doc["held_out"][g] = {}
         for key in keys:
             try:
-                h = held_out(records, base, g, key, old=old, zipf=zipf)
+                h = held_out(records, base, g, key, old=old)
             except MokInputError as exc:
                 doc["held_out"][g][key] = {"skipped": str(exc)}
                 continue
@@ -95,7 +93,7 @@ def report(records: list[dict], base: Params, zipf: bool = False, old: bool = Fa
     # the BF16 forward MoK records of the same runs (the FP8 grids time both), predicted with the
     # parameters as given: their terms are the forward fit's, not refitted here
     bf16 = [r for r in records if r["system"] == "mok" and r["pass"] == "fwd"
-            and r["precision"] == "bf16" and (zipf or r["routing"].get("kind") != "zipf")]
+            and r["precision"] == "bf16" and routing_reproduced(r)]
     if bf16:
         bpred = predict_records(bf16, base)
         doc["bf16_fwd"] = _metrics([r["latency_ms"]["median"] for r in bf16], bpred)
@@ -114,48 +112,7 @@ def report(records: list[dict], base: Params, zipf: bool = False, old: bool = Fa
                 a, b = np.array(pairs).T
                 doc["all"][g]["vs_bf16_fwd"] = {"n": len(pairs),
                                                 "pearson": float(np.corrcoef(a, b)[0, 1])}
-    if not zipf:  # the zipf records, predicted by the fit that skipped them
-        allz, _ = pass_records(records, old, zipf=True)
-        for g in GROUPS:
-            z = [r for r in allz[g] if r["routing"].get("kind") == "zipf"]
-            if z:
-                doc["zipf"][g] = _metrics([r["latency_ms"]["median"] for r in z],
-                                          predict_records(z, full.params))
     return doc
-
-
-def registered(records: list[dict], files: list[Path]) -> dict:
-    """Predictions registered before the runs (calibration/predictions/, made by the model
-    before these terms) against the default-variant records of each group that they name
-    (same model, tokens, routing kind, comm SMs and minibatch; run after the registration):
-    per group, engine and
-    zipf/not, MAPE, max and mean signed error."""
-    groups, _ = pass_records(records, zipf=True)
-    out: dict = {}
-    for f in files:
-        preds = [json.loads(line) for line in Path(f).read_text().splitlines() if line.strip()]
-        for g, recs in groups.items():
-            for eng in ("analytic", "sim"):
-                for z in (False, True):
-                    errs = []
-                    for r in recs:
-                        if (r["routing"].get("kind") == "zipf") != z:
-                            continue
-                        hit = [q for q in preds if q.get("engine") == eng and q.get("system") == "mok"
-                               and r["date"] >= q.get("registered", "")
-                               and q.get("pass") == r["pass"] and q.get("precision") == r["precision"]
-                               and q.get("model") == r["model"] and q.get("tokens") == r["tokens"]
-                               and q.get("routing", {}).get("kind") == r["routing"].get("kind")
-                               and all(q.get("config", {}).get(k) == r["config"].get(k)
-                                       for k in ("comm_sms", "minibatch", "dispatch", "combine"))]
-                        if len(hit) == 1:
-                            errs.append(hit[0]["predicted_ms"] / r["latency_ms"]["median"] - 1.0)
-                    if errs:
-                        e = np.array(errs)
-                        out[f"{g} {eng} {'zipf' if z else 'not zipf'} ({Path(f).name})"] = {
-                            "n": len(e), "mape": float(np.abs(e).mean()),
-                            "max_ape": float(np.abs(e).max()), "signed": float(e.mean())}
-    return out
 
 
 def _pct(x) -> str:
@@ -200,9 +157,6 @@ def render(doc: dict, out=sys.stdout) -> None:
               f"Pearson {c['pearson']:.2f}")
         for key, by in a.get("bias", {}).items():
             w(f"  mean signed error by {key}: " + ", ".join(f"{v} {100 * e:+.1f}%" for v, e in by.items()))
-    for g, z in doc["zipf"].items():
-        w(f"{g} zipf records (never fitted; the model's zipf draw is not the kernel's): n {z['n']}, "
-          f"MAPE {_pct(z['mape'])}, max {_pct(z['max_ape'])}, mean signed {100 * z['signed']:+.1f}%")
     if doc.get("bf16_fwd"):
         b = doc["bf16_fwd"]
         w(f"BF16 forward MoK records of the same runs (parameters as given, not refitted): n "
@@ -211,9 +165,6 @@ def render(doc: dict, out=sys.stdout) -> None:
     for g, s in doc["sim"].items():
         w(f"{g} simulator with the fit to all: n {s['n']}, MAPE {_pct(s['mape'])}, max "
           f"{_pct(s['max_ape'])}; largest simulator/analytic gap {_pct(s['vs_analytic_max'])}")
-    for k, v in doc.get("registered", {}).items():
-        w(f"registered before the runs, {k}: n {v['n']}, MAPE {_pct(v['mape'])}, max "
-          f"{_pct(v['max_ape'])}, mean signed {100 * v['signed']:+.1f}%")
     worst = [h["mape"] for by in doc["held_out"].values() for h in by.values() if "mape" in h]
     if worst:
         verdict = "met" if max(worst) <= GOAL else "NOT met"
@@ -229,7 +180,6 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("runs", nargs="*", help="run-record files (default calibration/runs/h200/*.jsonl)")
     p.add_argument("--params", help="parameters file holding the forward values "
                                     "(default the shipped h200-1)")
-    p.add_argument("--zipf", action="store_true", help="fit and judge the zipf records too")
     p.add_argument("--old", action="store_true",
                    help="the variants that were the defaults before 2026-12-01")
     p.add_argument("--sim", action="store_true", help="also the simulator, with the fit to all")
@@ -243,9 +193,7 @@ def main(argv: list[str] | None = None) -> int:
         records = [r for r in records if pass_group(r) or (
             r["system"] == "mok" and r["pass"] == "fwd" and r["_file"] in fp8_files)]
         base = read_params(a.params) if a.params else load_params(None, "h200-1")
-        doc = report(records, base, a.zipf, a.old, a.sim)
-        if not a.old:
-            doc["registered"] = registered(records, sorted(PREDICTIONS.glob("h200_*_grid_*.jsonl")))
+        doc = report(records, base, a.old, a.sim)
     except MokInputError as exc:
         print(f"mok: error: {exc}", file=sys.stderr)
         return 2

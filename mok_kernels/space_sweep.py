@@ -111,10 +111,11 @@ def run(a: argparse.Namespace) -> int:
             line.append(f"gemm-only {recs[0]['latency_ms']['median']:.3f}")
         for knobs in w["configs"]:
             label = f"{knobs['dispatch']}/{knobs['combine']}/{knobs['minibatch']}/{knobs['comm_sms']}"
+            layer = fwd = None      # free the last configuration's buffers before the next one
             try:
                 layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, 0,
                                  KernelConfig(**knobs, on_error="raise"), local_weights=True)
-                fwd = lambda lay=layer: lay.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
+                fwd = lambda lay=layer, w=wl: lay.forward(w.x, w.ids, w.wts)  # noqa: E731
                 fwd()
                 torch.cuda.synchronize()
                 layer.check()

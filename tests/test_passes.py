@@ -10,8 +10,7 @@ import json
 import numpy as np
 import pytest
 
-from calibration.passes import (PASS_FREE, fit_passes, held_out, merge_uncertainty, pass_records,
-                                reproduced_routing)
+from calibration.passes import PASS_FREE, fit_passes, held_out, merge_uncertainty, pass_records
 from calibration.priors import H200_LOCAL, OUR_PASSES, prior_params
 from calibration.report_passes import render, report
 from mok_model.analytic import expert_ffn_parts, ffn_pieces, mok_config_terms, quantize_time
@@ -195,13 +194,13 @@ def test_tiles_field_validated():
             validate_record(record(tiles=bad))
 
 
-def test_zipf_records_not_reproduced():
+def test_old_zipf_records_skipped():
     z = record(routing={"kind": "zipf", "arg": 1.2, "seed": 0},
                note="backward tiles bw=256,w_flat=1,a_fuse_gu=1")
-    assert not reproduced_routing(z)
     groups, notes = pass_records([z])
     assert groups["bwd"] == [] and "zipf" in notes[0]
-    assert pass_records([z], zipf=True)[0]["bwd"] == [z]
+    z2 = {**z, "routing": {**z["routing"], "order": "model"}}  # drawn in the model's order
+    assert pass_records([z2])[0]["bwd"] == [z2]
 
 
 # ---- fit and held-out report on synthetic records made by the model ----
@@ -256,13 +255,13 @@ def test_report_on_synthetic_records(synth):
     z = copy.deepcopy(synth[0])
     z["id"], z["routing"] = "zipf-one", {"kind": "zipf", "arg": 1.2, "seed": 0}
     doc = report(synth + [extra, z], h200())
+    assert any("skipped 1 zipf" in n for n in doc["notes"])
     assert doc["counts"] == {"bwd": 8, "fp8": 8}
     assert any("skipped 1 MoK record" in n for n in doc["notes"])
     for g in ("bwd", "fp8"):
         for key in ("model", "tokens"):
             h = doc["held_out"][g][key]
             assert h["n"] == 8 and h["mape"] < 1e-3 and len(h["folds"]) == 2
-    assert doc["zipf"]["bwd"]["n"] == 1
     buf = io.StringIO()
     render(doc, buf)
     text = buf.getvalue()
