@@ -22,6 +22,7 @@ minibatches are cut, whole-wave tiles) are parameters, with their sources, not c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -261,13 +262,20 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # (combine_after_dispatch) finish every dispatch before the first combine copy
     after = p["combine_after_dispatch"] >= 0.5
     dispatch_end = M * (d + sig_comm) + (0.0 if after else (M - 1) * kk_comm)
-    # a ring buffer smaller than the routed rows recycles slots as the gate/up tiles (2/3 of the
-    # FLOPs) release them: the last rows arrive only after compute has consumed all but a ring's
-    # worth, so the dispatch ends late, and comm SMs that would join the compute join late
-    backlog = np.maximum(rows - _col(macrobatch), 0.0) / mb  # minibatches' worth held back
-    dispatch_end = np.where(backlog > 0,
-                            np.maximum(dispatch_end, start + backlog * c_full * (2 / 3) + d_full),
-                            dispatch_end)
+    # a ring buffer smaller than an iteration's routed rows recycles slots: before writing rows
+    # past the ring, the comm SMs wait until the gate/up tiles (2/3 of the FLOPs) of the
+    # minibatches holding the rows they overwrite are done (mok_kernels/megakernel.py waits for
+    # each such minibatch's whole gate/up counter; ring_refill_overlap is the share of that
+    # gate/up a refill may overlap, 0 for our kernel). The last rows arrive only then, so the
+    # dispatch ends late, and comm SMs that would join the compute join late.
+    ring_rows = ring_capacity(p, macrobatch, minibatch)
+    it_rows = iteration_rows(scn, ld)[None, :]
+    over = np.maximum(it_rows - ring_rows, 0.0) / mb  # minibatches' worth past the ring
+    waited = np.ceil(over)  # whole minibatches whose slots are overwritten
+    part = over - (waited - 1.0)  # share of the last of them that must be free
+    o = p["ring_refill_overlap"]
+    freed = start + (waited - 1.0) * c_full + c_full * (2 / 3) * (1.0 - o * (1.0 - part))
+    dispatch_end = np.where(over > 0, np.maximum(dispatch_end, freed + d_full), dispatch_end)
     # compute is work-conserving: shared and routed tiles (SM-seconds, waves included) run on
     # the compute SMs, joined by comm SMs once the dispatch ends; no minibatch starts before
     # its rows are in, and the last one not before the dispatch ends.
@@ -289,8 +297,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # the gate/up tiles (2/3 of the FLOPs) free their slots, so a step lasts the part of gate/up
     # that the refill cannot overlap (ring_refill_overlap) plus the dispatch (and pull combine)
     # work that did not fit in the spare part of the ring
-    depth = _col(macrobatch) / mb
-    recycled = (rows > _col(macrobatch)) & (depth < 2)
+    depth = ring_rows / mb
+    recycled = (over > 0) & (depth < 2)
     c_ring = np.where(epilogue, c_join, c)  # comm SMs idle between refills help where they may
     step_comm = d if after else d + kk_comm
     step = np.maximum(c_ring, c_ring * (2 / 3) * (1 - p["ring_refill_overlap"])
@@ -298,7 +306,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     ring_end = start + M * step + ((M - 1) * kk_comm if after else 0.0)
     ring_chain = np.where(recycled, ring_end + kk_comm + sig_end, 0.0)
     pipe = np.maximum(np.maximum(compute_chain, comm_chain), np.maximum(fabric_chain, ring_chain))
-    wraps = np.maximum(np.ceil(rows / _col(macrobatch)) - 1, 0)
+    wraps = np.maximum(np.ceil(it_rows / ring_rows) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US
     per_gpu = pipe + ring  # (C, P)
 
@@ -361,6 +369,31 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
             "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
+
+
+def ring_capacity(p: Params, macrobatch, minibatch) -> np.ndarray:
+    """Rows the ring buffer holds, (C, 1): the macrobatch knob, raised to a minibatch plus one
+    row tile when smaller (a tile-aligned minibatch spans up to minibatch + tile_m - 1 rows;
+    mok_kernels/megakernel.py KernelConfig.macrobatch)."""
+    return np.maximum(_col(macrobatch), _col(minibatch) + p["gemm_tile_m"])
+
+
+def iteration_rows(scn: Scenario, ld: Loads) -> np.ndarray:
+    """Routed rows per GPU, (P,), that a ring must hold in the median timed iteration.
+
+    The benchmark draws a fresh routing before every timed iteration (mok_kernels/bench.py
+    Workload.refresh), and an iteration lasts as long as its busiest GPU. A GPU's rows are the
+    count of the P x tokens x top_k routes that land on it: binomial about the seeded routing's
+    count, standard deviation sqrt(rows x (1 - rows / routes)). The median over iterations of
+    the largest of P such excesses is z_P = Phi^-1(0.5^(1/P)) standard deviations (0 at P = 1,
+    0.54 at P = 2, 1.38 at P = 8): a ring that holds the mean rows recycles in most iterations."""
+    P = scn.ep
+    rows = ld.rows.astype(np.float64)
+    if P < 2:
+        return rows
+    routes = float(P * scn.tokens * scn.model.top_k)
+    sd = np.sqrt(rows * np.clip(1.0 - rows / routes, 0.0, 1.0))
+    return rows + NormalDist().inv_cdf(0.5 ** (1.0 / P)) * sd
 
 
 def one_domain(scn: Scenario) -> Scenario:

@@ -33,7 +33,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..analytic import US, expert_ffn_parts, gemm_time
+from ..analytic import US, expert_ffn_parts, gemm_time, iteration_rows, loads, ring_capacity
 from ..params import Params
 from ..scenario import ELEMENT_BYTES, Config, Scenario
 from ..workload import traffic
@@ -280,12 +280,16 @@ class MokSim:
         self.E = E
         # the ring must hold one minibatch: tile-aligned minibatches span up to minibatch +
         # tile_m - 1 rows, and the kernel raises a smaller ring to that (KernelConfig.macrobatch)
+        # (analytic.ring_capacity). The rows a timed iteration routes to a GPU exceed the seeded
+        # routing's by analytic.iteration_rows' margin; those extra rows take ring slots here.
         widest = max(int(r.sum(axis=1).max()) for r in plan.rows)
-        self.ring_rows = max(cfg.macrobatch, widest)
-        self.ring = [simpy.Container(env, capacity=self.ring_rows, init=self.ring_rows) for _ in range(P)]
+        ring = float(ring_capacity(p, cfg.macrobatch, cfg.minibatch)[0, 0])
+        margin = np.ceil(iteration_rows(scn, loads(scn)) - traffic(scn).received())
+        self.ring_rows = [int(max(ring - margin[d], widest)) for d in range(P)]
+        self.ring = [simpy.Container(env, capacity=n, init=n) for n in self.ring_rows]
         # a GPU whose rows do not all fit in the ring recycles slots: the comm SMs take slots
         # per copy as the gate/up tiles free them (see _free_ring)
-        self.tight = [int(r.sum()) > self.ring_rows for r in plan.rows]
+        self.tight = [int(r.sum()) > n for r, n in zip(plan.rows, self.ring_rows)]
         self.refill_overlap = _param(p, "ring_refill_overlap")
         # per-endpoint inbox of combined rows (a home GPU, or a peer group at large EP)
         self.expected_home_rows = np.zeros(len(self.sm), dtype=np.int64)
