@@ -276,12 +276,23 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     o = p["ring_refill_overlap"]
     freed = start + (waited - 1.0) * c_full + c_full * (2 / 3) * (1.0 - o * (1.0 - part))
     dispatch_end = np.where(over > 0, np.maximum(dispatch_end, freed + d_full), dispatch_end)
-    # compute is work-conserving: shared and routed tiles (SM-seconds, waves included) run on
-    # the compute SMs, joined by comm SMs once the dispatch ends; no minibatch starts before
-    # its rows are in, and the last one not before the dispatch ends.
-    sm_seconds = (shared + M * c) * cx
-    work_time = np.where(sm_seconds <= cx * dispatch_end, sm_seconds / cx,
-                         dispatch_end + (sm_seconds - cx * dispatch_end) / joined)
+    # compute is work-conserving: the shared and routed tiles run on the compute SMs, joined by
+    # comm SMs once the dispatch ends (mok_kernels/megakernel.py: they take items from the
+    # same work counter). The joined SMs help only with the work that remains then: the share
+    # of the tiles the compute SMs have not done by the dispatch end runs at the joined SMs'
+    # rate (tile time on more SMs, sublinear by sm_scaling, floored by the weight reads), as
+    # sim/mok.py's GEMMs do. No minibatch starts before its rows are in, and the last one not
+    # before the dispatch ends.
+    alone = shared + M * c  # all the tiles on the compute SMs
+    if m.shared_experts:
+        shared_join = expert_ffn_time(scn, p, n_tok, np.ceil(scn.tokens / tm) * m.shared_experts,
+                                      m.shared_experts, joined, m.shared_width, shared=True,
+                                      wave_sync=ws)
+    else:
+        shared_join = np.zeros_like(c_join)
+    together = shared_join + M * c_join  # all of them on the joined SMs
+    work_time = np.where(alone <= dispatch_end, alone,
+                         dispatch_end + (1.0 - dispatch_end / alone) * together)
     compute_chain = (np.maximum(np.maximum(work_time, first + M * c_join),
                                 dispatch_end + sig_after + c_join) + kk_comm + sig_end)
     # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join)
