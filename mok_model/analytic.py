@@ -249,6 +249,11 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     kk_comm = np.where(epilogue, 0.0, kk)  # combine work left on the comm SMs, per minibatch
     fabric_only = np.maximum(r_in * out / link_out, r_out * out / link_in)
     kf = fabric_only / M + lat
+    # what a GPU's comm SMs still copy after its last down-projection: one minibatch of pull
+    # combine, or, where homes walk the owners in rank order (combine_owner_order), the last
+    # minibatch of the first owner and then every row of the later owners (pull_combine_tail)
+    tail = np.where(epilogue, 0.0, np.where(kpush, kk, pull_combine_tail(
+        scn, p, kk, M, out, sm_rate, link_in, lat_read)))
     # comm SMs can only join when they have no combine left to do
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
     c_join = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
@@ -294,7 +299,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     work_time = np.where(alone <= dispatch_end, alone,
                          dispatch_end + (1.0 - dispatch_end / alone) * together)
     compute_chain = (np.maximum(np.maximum(work_time, first + M * c_join),
-                                dispatch_end + sig_after + c_join) + kk_comm + sig_end)
+                                dispatch_end + sig_after + c_join) + tail + sig_end)
     # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join)
     c_last = np.where(epilogue, c_join, c)
     if after:  # combines of the earlier minibatches overlap the last one's GEMMs
@@ -315,7 +320,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     step = np.maximum(c_ring, c_ring * (2 / 3) * (1 - p["ring_refill_overlap"])
                       + step_comm * np.clip(2 - depth, 0.0, 1.0))
     ring_end = start + M * step + ((M - 1) * kk_comm if after else 0.0)
-    ring_chain = np.where(recycled, ring_end + kk_comm + sig_end, 0.0)
+    ring_chain = np.where(recycled, ring_end + tail + sig_end, 0.0)
     pipe = np.maximum(np.maximum(compute_chain, comm_chain), np.maximum(fabric_chain, ring_chain))
     wraps = np.maximum(np.ceil(it_rows / ring_rows) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US
@@ -351,7 +356,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # combine) or the SMs' GEMMs (the compute chain may be critical only by waiting for rows)
     comm_busier = at(M * (d + kk)) > at(shared + M * c)
     fill = np.where(comm_bound, at(sig_dispatch + c), at(np.maximum(shared, first)))
-    drain = np.where(comm_bound, at(sig_end), at(kk_comm + sig_end))
+    drain = np.where(comm_bound, at(sig_end), at(tail + sig_end))
     terms = {
         "launch": np.full(C, launch),
         "schedule": np.broadcast_to(schedule, (C,)).copy(),
@@ -380,6 +385,35 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
             "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
+
+
+def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link_in,
+                      lat_read: float) -> np.ndarray:
+    """Seconds of pull combine a home's comm SMs copy after its last down-projection, (C, P).
+
+    Published design (combine_owner_order 0): one minibatch's combine (`kk`), the rows of every
+    owner interleaved minibatch by minibatch. Our kernel across GPUs (combine_owner_order 1;
+    mok_kernels/megakernel.py, group pull combine): every comm program of home r walks the
+    owners in rank order, each owner's minibatches in order, waiting for that minibatch's down
+    counter, so it reads owner 1's rows only after owner 0's last minibatch: once the owners'
+    GEMMs end, home r still copies the last minibatch of owner 0 and then every row of owners
+    1..P-1 (its own rows, local, among them when r > 0). Remote rows at min(link, comm SMs),
+    local rows at the comm SMs' rate, one read latency (the copies pipeline). Emulated peers
+    (one GPU, no group) walk the rank's own minibatches only: the published form."""
+    P = scn.ep
+    if P < 2 or scn.hardware.emulated_ranks or p["combine_owner_order"] < 0.5:
+        return kk
+    rsd = traffic(scn).rows.sum(axis=2).astype(np.float64)  # (P, P) home (source) x owner
+    local = np.diag(rsd)
+    remote = rsd.sum(axis=1) - local
+    first = rsd[:, 0]  # rows home r gets back from owner 0 (its own at r = 0)
+    is0 = np.arange(P) == 0
+    rest_local = np.where(is0, 0.0, local)[None, :]
+    rest_remote = (remote - np.where(is0, 0.0, first))[None, :]
+    remote_rate = np.minimum(link_in, sm_rate)
+    k_first = first[None, :] * out / np.where(is0[None, :], sm_rate, remote_rate)
+    k_rest = rest_local * out / sm_rate + rest_remote * out / remote_rate
+    return k_first / M + k_rest + lat_read
 
 
 def ring_capacity(p: Params, macrobatch, minibatch) -> np.ndarray:

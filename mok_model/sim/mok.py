@@ -249,6 +249,15 @@ class MokSim:
         self.joins = self.epilogue and _param(p, "comm_join_share") > 0
         # comm SMs may finish every dispatch of their GPU before the first pull-combine copy
         self.combine_after_dispatch = _param(p, "combine_after_dispatch", 0.0) >= 0.5
+        # our kernel across GPUs: a home's comm SMs pull the owners' rows owner after owner, in
+        # rank order, each owner's minibatches in order (analytic.pull_combine_tail); emulated
+        # peers and merged peer groups keep the published interleaving
+        self.owner_walk = (not self.kpush and not self.emulated and not plan.grouped and P > 1
+                           and _param(p, "combine_owner_order", 0.0) >= 0.5)
+        # [home][owner][minibatch]: fires with the home's copies of that minibatch once the home
+        # may read them (the owner's flag seen)
+        self.walk = [[[env.event() for _ in range(int(M))] for M in plan.minibatches]
+                     for _ in range(P)] if self.owner_walk else []
         # a pushing comm SM copies at push_copy_scale of a pulling one's rate (as analytic.move)
         push_scale = 1.0 / _param(p, "push_copy_scale", 1.0)
         self.dispatch_sm_scale = push_scale if self.dpush else 1.0
@@ -400,6 +409,7 @@ class MokSim:
         now, name = self.env.now, f"combine mb{i}"
         flow = (2 * d + 1) * self.E
         later = []
+        walk: dict[int, list] = {}
         for j in nz:
             e = int(eps[j])
             drv = d if self.kpush or self.emulated or j == 0 else e
@@ -412,10 +422,20 @@ class MokSim:
             for rc in chunks(int(rows[j]), self.out, self.chunk):
                 msg = Message(rc * self.out, rc, links, lat, (join, self.inbox[e]), flow + e,
                               1, name, now, sm_scale=self.combine_sm_scale, trace=trc)
-                if self.kpush or self.emulated or j == 0:
+                if self.owner_walk:
+                    walk.setdefault(e, []).append(msg)
+                elif self.kpush or self.emulated or j == 0:
                     msg.send(self.sm[d], self.fluid)
                 else:
                     later.append((e, msg))
+        if self.owner_walk:  # each home's walk takes them (home_walk), its own at once, a
+            for e in range(self.P):  # peer's once it has seen the owner's flag
+                ev, msgs = self.walk[e][d][i], walk.get(e, [])
+                if e == d:
+                    ev.succeed(msgs)
+                else:
+                    self.env.timeout(self.remote_wait).callbacks.append(
+                        lambda _e, ev=ev, m=msgs: ev.succeed(m))
         if later:  # pull: each home reads once it has seen the owner's ready flag (remote signal)
             def go(_e, later=later):
                 for e, msg in later:
@@ -424,6 +444,19 @@ class MokSim:
         join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
             (d, tr.COMBINE, f"combine mb{i}", t0, e.value - t0)))
         return join
+
+    def home_walk(self, e: int):
+        """Our kernel's pull combine across GPUs (mok_kernels/megakernel.py): home e's comm SMs
+        walk the owners in rank order, each owner's minibatches in order, and read a minibatch's
+        rows once it is ready, so no read of owner q + 1 starts before owner q's last minibatch."""
+        for q in range(self.P):
+            for i in range(int(self.plan.minibatches[q])):
+                msgs = yield self.walk[e][q][i]
+                for msg in msgs:
+                    if q == e:
+                        msg.send(self.sm[e], self.fluid)
+                    else:
+                        self._enqueue(e, q, msg)
 
     def _count_dispatched(self, d: int) -> None:
         self.dispatched[d] += 1
@@ -669,6 +702,8 @@ class MokSim:
         for d in range(self.P):
             self.env.process(self.compute(d))
             self.env.process(self.comm(d))
+            if self.owner_walk:
+                self.env.process(self.home_walk(d))
         self.env.run()
         self._finish()
 
