@@ -298,10 +298,19 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     together = shared_join + M * c_join  # all of them on the joined SMs
     work_time = np.where(alone <= dispatch_end, alone,
                          dispatch_end + (1.0 - dispatch_end / alone) * together)
-    compute_chain = (np.maximum(np.maximum(work_time, first + M * c_join),
-                                dispatch_end + sig_after + c_join) + tail + sig_end)
-    # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join)
+    # the kernel's work list is walked in order (in_order_wait): where a minibatch's gate/up
+    # items fill every compute SM, the down items behind it wait for its rows too, so the
+    # shared expert's down follows minibatch 0's rows and the previous minibatch's down (1/3
+    # of its FLOPs) follows the last rows
+    io = in_order_wait(scn, p, row_tiles / M, cx)
+    gate0 = np.where(io, np.maximum(first, shared * (2 / 3)) + shared / 3, first)
+    prev_dn = np.where(io & (M > 1), c_join / 3, 0.0)
+    compute_chain = (np.maximum(np.maximum(work_time, gate0 + M * c_join),
+                                dispatch_end + sig_after + c_join + prev_dn) + tail + sig_end)
+    # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join), with
+    # the previous minibatch's down where the list waits
     c_last = np.where(epilogue, c_join, c)
+    c_last = c_last + np.where(io & (M > 1), c_last / 3, 0.0)
     if after:  # combines of the earlier minibatches overlap the last one's GEMMs
         comm_chain = (M * (d + sig_comm) + sig_after + np.maximum((M - 1) * kk_comm, c_last)
                       + kk_comm + sig_end)
@@ -385,6 +394,21 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
             "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
+
+
+def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) -> np.ndarray:
+    """Where the kernel's in-order work list stalls behind a minibatch still in flight, (C, P).
+
+    mok_kernels/megakernel.py hands compute items out from one atomic counter in list order
+    (gate/up of the shared expert, gate/up of minibatch 0, down of the shared expert, gate/up of
+    minibatch i+1, down of minibatch i, ...), and a program that took a gate/up item spins until
+    that minibatch's rows are in. When the section holds at least as many items (row tiles x
+    ceil(I / tile_n)) as there are compute SMs, every program ends up spinning on it and none
+    reaches the down items behind it; a smaller section leaves programs to run ahead. Only for
+    that counter (wave_sync 0); the published design (wave_sync 1) runs each minibatch's tiles
+    in whole waves and has no such list."""
+    blocks = np.ceil(scn.model.expert_width / p["gemm_tile_n"])
+    return (tiles_per_minibatch * blocks >= compute_sms) & (p["wave_sync"] < 0.5)
 
 
 def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link_in,

@@ -33,7 +33,8 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..analytic import US, expert_ffn_parts, gemm_time, iteration_rows, loads, ring_capacity
+from ..analytic import (US, expert_ffn_parts, gemm_time, in_order_wait, iteration_rows, loads,
+                        ring_capacity)
 from ..params import Params
 from ..scenario import ELEMENT_BYTES, Config, Scenario
 from ..workload import traffic
@@ -597,8 +598,13 @@ class MokSim:
         """The compute SMs take GEMMs from one work list, in order: gate/up of the shared expert,
         gate/up of minibatch 0, down of the shared expert, then gate/up of minibatch i+1 before
         down of minibatch i (mok_kernels/megakernel.py's work counter), so a minibatch's rows
-        are released to the ring as early as they can be. Work-conserving: while a gate/up waits
-        for its rows, the next GEMM in the list that can run does."""
+        are released to the ring as early as they can be. In that order, as the kernel: its
+        programs take items from one atomic counter and a program that took a gate/up item spins
+        until the minibatch's rows are in, so when a gate/up section has at least as many items
+        (row tiles x I / tile_n) as there are compute SMs, no program reaches the down items
+        behind it (the shared expert's, the previous minibatch's) before the rows arrive
+        (analytic.in_order_wait). A smaller section leaves programs free, and the published
+        design (wave_sync 1) has no such list: then the next GEMM in the list that can run does."""
         if self.schedule == "naive":
             yield from self._compute_in_order(d)
             return
@@ -610,12 +616,16 @@ class MokSim:
             work.append(("dn", i - 1))
         work.append(("dn", M - 1))
         work = [w for w in work if w[1] >= 0 or plan.shared > 0]
+        cx = self.scn.hardware.sms - self.cfg.comm_sms
         def runnable(w) -> bool:  # gate/up once its rows are in, down once its gate/up ran
             kind, i = w
             return (("gu", i) not in work) if kind == "dn" else (i < 0 or self.ready[d][i].triggered)
 
         while work:
             k = next((k for k, w in enumerate(work) if runnable(w)), len(work))
+            kind, i = work[0]
+            if k > 0 and kind == "gu" and bool(in_order_wait(self.scn, self.p, plan.row_tiles[d][i], cx)):
+                k = len(work)  # every program holds one of its items: the list waits
             if k == len(work):  # nothing can run: wait for the first minibatch still in flight
                 yield self.ready[d][work[0][1]]
                 continue
