@@ -91,6 +91,14 @@ def resolved_pairs(records: list[dict], predicted) -> dict:
             "concordant": right / resolved if resolved else None}
 
 
+def pick_key(rec: dict, predicted: float) -> tuple:
+    """Sort key of the model's pick among measured configurations: the fastest prediction, and
+    on an exact tie the tuner's own preference (mok_model/tuner.py: the published pull dispatch,
+    then push combine), never the measurement."""
+    c = rec["config"]
+    return (predicted, c.get("dispatch") != "pull", c.get("combine") != "push")
+
+
 def within_run_regret(records: list[dict], predicted) -> dict:
     """Tuner regret counted only among configurations timed by one bench command (records
     with the same workload and the same `note`, which holds the command line): the model's
@@ -106,7 +114,7 @@ def within_run_regret(records: list[dict], predicted) -> dict:
         if len(ix) < 2:
             continue
         meas = [records[i]["latency_ms"]["median"] for i in ix]
-        pick = min(range(len(ix)), key=lambda j: predicted[ix[j]])
+        pick = min(range(len(ix)), key=lambda j: pick_key(records[ix[j]], predicted[ix[j]]))
         regrets.append(meas[pick] / min(meas) - 1)
     return {"groups": len(regrets), "max": max(regrets) if regrets else None,
             "mean": float(np.mean(regrets)) if regrets else None}

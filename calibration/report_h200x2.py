@@ -30,7 +30,7 @@ from .defaults import H200X2, fit_h200x2_layers
 from .fit import workload_key
 from .fit_gemm import gemm_only_ms
 from .fit_fabric import fit_fabric
-from .noise import noise_ceiling, resolved_pairs, within_run_regret
+from .noise import noise_ceiling, pick_key, resolved_pairs, within_run_regret
 from .priors import HOPPER, prior_params
 from .validate import evaluate, validate
 
@@ -75,7 +75,8 @@ def registered(runs: list[dict], pattern: str = "h200x2_*.jsonl") -> None:
                                   [p["predicted_ms"] for p, _ in pairs])
                     per = collections.defaultdict(list)
                     for p, r in pairs:
-                        per[workload_key(r)].append((p["predicted_ms"], r["latency_ms"]["median"]))
+                        per[workload_key(r)].append((pick_key(r, p["predicted_ms"]),
+                                                     r["latency_ms"]["median"]))
                     reg = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values()]
                     rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"
                     line += (f"; Spearman {rho}; regret mean {100 * sum(reg) / len(reg):.1f}% "
@@ -116,7 +117,9 @@ def held_out(runs: list[dict]) -> None:
                 per = collections.defaultdict(list)
                 for r, x in zip(test, v.rows):
                     if r["system"] == "mok":
-                        per[workload_key(r)].append((x["predicted_ms"], x["measured_ms"]))
+                        per[workload_key(r)].append((pick_key(r, x["predicted_ms"]), x["measured_ms"]))
+                # the pick: fastest predicted, exact ties as the tuner breaks them (not by the
+                # measurement, which min over (predicted, measured) pairs would do)
                 regrets += [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values()]
             ev = evaluate(recs, meas, pred)
             rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"

@@ -43,3 +43,10 @@ def test_resolved_pairs_and_within_run_regret():
     recs[2]["note"] = "run b"
     wr = within_run_regret(recs, [2.0, 1.0, 0.5])
     assert wr["groups"] == 1 and wr["max"] == pytest.approx(1.0)
+
+
+def test_a_tied_pick_is_broken_as_the_tuner_does_not_by_the_measurement():
+    recs = [rec(0, [2.0] * 8), rec(1, [1.0] * 8)]
+    recs[1]["config"]["dispatch"] = "push"   # measured faster, predicted the same
+    wr = within_run_regret(recs, [1.5, 1.5])
+    assert wr["max"] == pytest.approx(1.0)   # the tuner takes pull: 2.0 against the best 1.0
