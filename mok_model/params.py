@@ -40,6 +40,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "comm_join_share": (0.0, 1.0),  # share of comm SMs that join the compute after the dispatch
     "combine_in_epilogue": (0.0, 1.0),  # 1: push combine stores from the down-GEMM epilogue
     "combine_after_dispatch": (0.0, 1.0),  # 1: comm SMs finish every dispatch before pull combines
+    "combine_owner_order": (0.0, 1.0),  # 1: a home pulls the owners' rows owner after owner
     "mok_fixed_us": (0.0, 2000.0),  # residual per-pass overhead of the megakernel
     "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
     "host_launch_scale": (0.5, 10.0),  # host launch time relative to the preset's launch_us
@@ -75,6 +76,9 @@ ADDED: dict[str, tuple[float, str]] = {
                              "rows per expert of 989 TF/s peak (shared data/h200_probe.json)"),
     "torch_hbm_eff": (0.875, "prior: the megakernel's weight-read fraction (probe: device copy 4.20 "
                              "of 4.8 TB/s) until the library GEMM's own is fitted"),
+    "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "
+                                 "outputs as its owner finishes it, every owner's interleaved "
+                                 "(mok-system.md); 1 for our kernel across GPUs (calibration/priors.py)"),
 }
 
 
