@@ -22,6 +22,7 @@ minibatches are cut, whole-wave tiles) are parameters, with their sources, not c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from statistics import NormalDist
 
 import numpy as np
 
@@ -328,6 +329,11 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     kk_comm = np.where(epilogue, 0.0, kk)  # combine work left on the comm SMs, per minibatch
     fabric_only = np.maximum(r_in * out / link_out, r_out * out / link_in)
     kf = fabric_only / M + lat
+    # what a GPU's comm SMs still copy after its last down-projection: one minibatch of pull
+    # combine, or, where homes walk the owners in rank order (combine_owner_order), the last
+    # minibatch of the first owner and then every row of the later owners (pull_combine_tail)
+    tail = np.where(epilogue, 0.0, np.where(kpush, kk, pull_combine_tail(
+        scn, p, kk, M, out, sm_rate, link_in, lat_read)))
     # comm SMs can only join when they have no combine left to do
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
     c_join = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
@@ -342,23 +348,50 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # (combine_after_dispatch) finish every dispatch before the first combine copy
     after = p["combine_after_dispatch"] >= 0.5
     dispatch_end = M * (d + sig_comm) + (0.0 if after else (M - 1) * kk_comm)
-    # a ring buffer smaller than the routed rows recycles slots as the gate/up tiles (2/3 of the
-    # FLOPs) release them: the last rows arrive only after compute has consumed all but a ring's
-    # worth, so the dispatch ends late, and comm SMs that would join the compute join late
-    backlog = np.maximum(rows - _col(macrobatch), 0.0) / mb  # minibatches' worth held back
-    dispatch_end = np.where(backlog > 0,
-                            np.maximum(dispatch_end, start + backlog * c_full * (2 / 3) + d_full),
-                            dispatch_end)
-    # compute is work-conserving: shared and routed tiles (SM-seconds, waves included) run on
-    # the compute SMs, joined by comm SMs once the dispatch ends; no minibatch starts before
-    # its rows are in, and the last one not before the dispatch ends.
-    sm_seconds = (shared + M * c) * cx
-    work_time = np.where(sm_seconds <= cx * dispatch_end, sm_seconds / cx,
-                         dispatch_end + (sm_seconds - cx * dispatch_end) / joined)
-    compute_chain = (np.maximum(np.maximum(work_time, first + M * c_join),
-                                dispatch_end + sig_after + c_join) + kk_comm + sig_end)
-    # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join)
+    # a ring buffer smaller than an iteration's routed rows recycles slots: before writing rows
+    # past the ring, the comm SMs wait until the gate/up tiles (2/3 of the FLOPs) of the
+    # minibatches holding the rows they overwrite are done (mok_kernels/megakernel.py waits for
+    # each such minibatch's whole gate/up counter; ring_refill_overlap is the share of that
+    # gate/up a refill may overlap, 0 for our kernel). The last rows arrive only then, so the
+    # dispatch ends late, and comm SMs that would join the compute join late.
+    ring_rows = ring_capacity(p, macrobatch, minibatch)
+    it_rows = iteration_rows(scn, ld)[None, :]
+    over = np.maximum(it_rows - ring_rows, 0.0) / mb  # minibatches' worth past the ring
+    waited = np.ceil(over)  # whole minibatches whose slots are overwritten
+    part = over - (waited - 1.0)  # share of the last of them that must be free
+    o = p["ring_refill_overlap"]
+    freed = start + (waited - 1.0) * c_full + c_full * (2 / 3) * (1.0 - o * (1.0 - part))
+    dispatch_end = np.where(over > 0, np.maximum(dispatch_end, freed + d_full), dispatch_end)
+    # compute is work-conserving: the shared and routed tiles run on the compute SMs, joined by
+    # comm SMs once the dispatch ends (mok_kernels/megakernel.py: they take items from the
+    # same work counter). The joined SMs help only with the work that remains then: the share
+    # of the tiles the compute SMs have not done by the dispatch end runs at the joined SMs'
+    # rate (tile time on more SMs, sublinear by sm_scaling, floored by the weight reads), as
+    # sim/mok.py's GEMMs do. No minibatch starts before its rows are in, and the last one not
+    # before the dispatch ends.
+    alone = shared + M * c  # all the tiles on the compute SMs
+    if m.shared_experts:
+        shared_join = expert_ffn_time(scn, p, n_tok, np.ceil(scn.tokens / tm) * m.shared_experts,
+                                      m.shared_experts, joined, m.shared_width, shared=True,
+                                      wave_sync=ws)
+    else:
+        shared_join = np.zeros_like(c_join)
+    together = shared_join + M * c_join  # all of them on the joined SMs
+    work_time = np.where(alone <= dispatch_end, alone,
+                         dispatch_end + (1.0 - dispatch_end / alone) * together)
+    # the kernel's work list is walked in order (in_order_wait): where a minibatch's gate/up
+    # items fill every compute SM, the down items behind it wait for its rows too, so the
+    # shared expert's down follows minibatch 0's rows and the previous minibatch's down (1/3
+    # of its FLOPs) follows the last rows
+    io = in_order_wait(scn, p, row_tiles / M, cx)
+    gate0 = np.where(io, np.maximum(first, shared * (2 / 3)) + shared / 3, first)
+    prev_dn = np.where(io & (M > 1), c_join / 3, 0.0)
+    compute_chain = (np.maximum(np.maximum(work_time, gate0 + M * c_join),
+                                dispatch_end + sig_after + c_join + prev_dn) + tail + sig_end)
+    # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join), with
+    # the previous minibatch's down where the list waits
     c_last = np.where(epilogue, c_join, c)
+    c_last = c_last + np.where(io & (M > 1), c_last / 3, 0.0)
     if after:  # combines of the earlier minibatches overlap the last one's GEMMs
         comm_chain = (M * (d + sig_comm) + sig_after + np.maximum((M - 1) * kk_comm, c_last)
                       + kk_comm + sig_end)
@@ -370,16 +403,16 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # the gate/up tiles (2/3 of the FLOPs) free their slots, so a step lasts the part of gate/up
     # that the refill cannot overlap (ring_refill_overlap) plus the dispatch (and pull combine)
     # work that did not fit in the spare part of the ring
-    depth = _col(macrobatch) / mb
-    recycled = (rows > _col(macrobatch)) & (depth < 2)
+    depth = ring_rows / mb
+    recycled = (over > 0) & (depth < 2)
     c_ring = np.where(epilogue, c_join, c)  # comm SMs idle between refills help where they may
     step_comm = d if after else d + kk_comm
     step = np.maximum(c_ring, c_ring * (2 / 3) * (1 - p["ring_refill_overlap"])
                       + step_comm * np.clip(2 - depth, 0.0, 1.0))
     ring_end = start + M * step + ((M - 1) * kk_comm if after else 0.0)
-    ring_chain = np.where(recycled, ring_end + kk_comm + sig_end, 0.0)
+    ring_chain = np.where(recycled, ring_end + tail + sig_end, 0.0)
     pipe = np.maximum(np.maximum(compute_chain, comm_chain), np.maximum(fabric_chain, ring_chain))
-    wraps = np.maximum(np.ceil(rows / _col(macrobatch)) - 1, 0)
+    wraps = np.maximum(np.ceil(it_rows / ring_rows) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US
     per_gpu = pipe + ring  # (C, P)
 
@@ -413,7 +446,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # combine) or the SMs' GEMMs (the compute chain may be critical only by waiting for rows)
     comm_busier = at(M * (d + kk)) > at(shared + M * c)
     fill = np.where(comm_bound, at(sig_dispatch + c), at(np.maximum(shared, first)))
-    drain = np.where(comm_bound, at(sig_end), at(kk_comm + sig_end))
+    drain = np.where(comm_bound, at(sig_end), at(tail + sig_end))
     terms = {
         "launch": np.full(C, launch),
         "schedule": np.broadcast_to(schedule, (C,)).copy(),
@@ -442,6 +475,75 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
             "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
+
+
+def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) -> np.ndarray:
+    """Where the kernel's in-order work list stalls behind a minibatch still in flight, (C, P).
+
+    mok_kernels/megakernel.py hands compute items out from one atomic counter in list order
+    (gate/up of the shared expert, gate/up of minibatch 0, down of the shared expert, gate/up of
+    minibatch i+1, down of minibatch i, ...), and a program that took a gate/up item spins until
+    that minibatch's rows are in. When the section holds at least as many items (row tiles x
+    ceil(I / tile_n)) as there are compute SMs, every program ends up spinning on it and none
+    reaches the down items behind it; a smaller section leaves programs to run ahead. Only for
+    that counter (wave_sync 0); the published design (wave_sync 1) runs each minibatch's tiles
+    in whole waves and has no such list."""
+    blocks = np.ceil(scn.model.expert_width / p["gemm_tile_n"])
+    return (tiles_per_minibatch * blocks >= compute_sms) & (p["wave_sync"] < 0.5)
+
+
+def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link_in,
+                      lat_read: float) -> np.ndarray:
+    """Seconds of pull combine a home's comm SMs copy after its last down-projection, (C, P).
+
+    Published design (combine_owner_order 0): one minibatch's combine (`kk`), the rows of every
+    owner interleaved minibatch by minibatch. Our kernel across GPUs (combine_owner_order 1;
+    mok_kernels/megakernel.py, group pull combine): every comm program of home r walks the
+    owners in rank order, each owner's minibatches in order, waiting for that minibatch's down
+    counter, so it reads owner 1's rows only after owner 0's last minibatch: once the owners'
+    GEMMs end, home r still copies the last minibatch of owner 0 and then every row of owners
+    1..P-1 (its own rows, local, among them when r > 0). Remote rows at min(link, comm SMs),
+    local rows at the comm SMs' rate, one read latency (the copies pipeline). Emulated peers
+    (one GPU, no group) walk the rank's own minibatches only: the published form."""
+    P = scn.ep
+    if P < 2 or scn.hardware.emulated_ranks or p["combine_owner_order"] < 0.5:
+        return kk
+    rsd = traffic(scn).rows.sum(axis=2).astype(np.float64)  # (P, P) home (source) x owner
+    local = np.diag(rsd)
+    remote = rsd.sum(axis=1) - local
+    first = rsd[:, 0]  # rows home r gets back from owner 0 (its own at r = 0)
+    is0 = np.arange(P) == 0
+    rest_local = np.where(is0, 0.0, local)[None, :]
+    rest_remote = (remote - np.where(is0, 0.0, first))[None, :]
+    remote_rate = np.minimum(link_in, sm_rate)
+    k_first = first[None, :] * out / np.where(is0[None, :], sm_rate, remote_rate)
+    k_rest = rest_local * out / sm_rate + rest_remote * out / remote_rate
+    return k_first / M + k_rest + lat_read
+
+
+def ring_capacity(p: Params, macrobatch, minibatch) -> np.ndarray:
+    """Rows the ring buffer holds, (C, 1): the macrobatch knob, raised to a minibatch plus one
+    row tile when smaller (a tile-aligned minibatch spans up to minibatch + tile_m - 1 rows;
+    mok_kernels/megakernel.py KernelConfig.macrobatch)."""
+    return np.maximum(_col(macrobatch), _col(minibatch) + p["gemm_tile_m"])
+
+
+def iteration_rows(scn: Scenario, ld: Loads) -> np.ndarray:
+    """Routed rows per GPU, (P,), that a ring must hold in the median timed iteration.
+
+    The benchmark draws a fresh routing before every timed iteration (mok_kernels/bench.py
+    Workload.refresh), and an iteration lasts as long as its busiest GPU. A GPU's rows are the
+    count of the P x tokens x top_k routes that land on it: binomial about the seeded routing's
+    count, standard deviation sqrt(rows x (1 - rows / routes)). The median over iterations of
+    the largest of P such excesses is z_P = Phi^-1(0.5^(1/P)) standard deviations (0 at P = 1,
+    0.54 at P = 2, 1.38 at P = 8): a ring that holds the mean rows recycles in most iterations."""
+    P = scn.ep
+    rows = ld.rows.astype(np.float64)
+    if P < 2:
+        return rows
+    routes = float(P * scn.tokens * scn.model.top_k)
+    sd = np.sqrt(rows * np.clip(1.0 - rows / routes, 0.0, 1.0))
+    return rows + NormalDist().inv_cdf(0.5 ** (1.0 / P)) * sd
 
 
 def one_domain(scn: Scenario) -> Scenario:

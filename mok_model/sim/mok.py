@@ -34,7 +34,7 @@ import numpy as np
 import simpy
 
 from ..analytic import (US, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts, ffn_pieces,
-                        tile_rows)
+                        in_order_wait, iteration_rows, loads, ring_capacity, tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
@@ -253,6 +253,15 @@ class MokSim:
         self.joins = self.epilogue and _param(p, "comm_join_share") > 0
         # comm SMs may finish every dispatch of their GPU before the first pull-combine copy
         self.combine_after_dispatch = _param(p, "combine_after_dispatch", 0.0) >= 0.5
+        # our kernel across GPUs: a home's comm SMs pull the owners' rows owner after owner, in
+        # rank order, each owner's minibatches in order (analytic.pull_combine_tail); emulated
+        # peers and merged peer groups keep the published interleaving
+        self.owner_walk = (not self.kpush and not self.emulated and not plan.grouped and P > 1
+                           and _param(p, "combine_owner_order", 0.0) >= 0.5)
+        # [home][owner][minibatch]: fires with the home's copies of that minibatch once the home
+        # may read them (the owner's flag seen)
+        self.walk = [[[env.event() for _ in range(int(M))] for M in plan.minibatches]
+                     for _ in range(P)] if self.owner_walk else []
         # a pushing comm SM copies at push_copy_scale of a pulling one's rate (as analytic.move)
         push_scale = 1.0 / _param(p, "push_copy_scale", 1.0)
         # comm SMs that quantize rows while they copy them load it 1 / dispatch_copy_scale more
@@ -285,12 +294,16 @@ class MokSim:
         self.E = E
         # the ring must hold one minibatch: tile-aligned minibatches span up to minibatch +
         # tile_m - 1 rows, and the kernel raises a smaller ring to that (KernelConfig.macrobatch)
+        # (analytic.ring_capacity). The rows a timed iteration routes to a GPU exceed the seeded
+        # routing's by analytic.iteration_rows' margin; those extra rows take ring slots here.
         widest = max(int(r.sum(axis=1).max()) for r in plan.rows)
-        self.ring_rows = max(cfg.macrobatch, widest)
-        self.ring = [simpy.Container(env, capacity=self.ring_rows, init=self.ring_rows) for _ in range(P)]
+        ring = float(ring_capacity(p, cfg.macrobatch, cfg.minibatch)[0, 0])
+        margin = np.ceil(iteration_rows(scn, loads(scn)) - traffic(scn).received())
+        self.ring_rows = [int(max(ring - margin[d], widest)) for d in range(P)]
+        self.ring = [simpy.Container(env, capacity=n, init=n) for n in self.ring_rows]
         # a GPU whose rows do not all fit in the ring recycles slots: the comm SMs take slots
         # per copy as the gate/up tiles free them (see _free_ring)
-        self.tight = [int(r.sum()) > self.ring_rows for r in plan.rows]
+        self.tight = [int(r.sum()) > n for r, n in zip(plan.rows, self.ring_rows)]
         self.refill_overlap = _param(p, "ring_refill_overlap")
         # per-endpoint inbox of combined rows (a home GPU, or a peer group at large EP)
         self.expected_home_rows = np.zeros(len(self.sm), dtype=np.int64)
@@ -401,6 +414,7 @@ class MokSim:
         now, name = self.env.now, f"combine mb{i}"
         flow = (2 * d + 1) * self.E
         later = []
+        walk: dict[int, list] = {}
         for j in nz:
             e = int(eps[j])
             drv = d if self.kpush or self.emulated or j == 0 else e
@@ -413,10 +427,20 @@ class MokSim:
             for rc in chunks(int(rows[j]), self.out, self.chunk):
                 msg = Message(rc * self.out, rc, links, lat, (join, self.inbox[e]), flow + e,
                               1, name, now, sm_scale=self.combine_sm_scale, trace=trc)
-                if self.kpush or self.emulated or j == 0:
+                if self.owner_walk:
+                    walk.setdefault(e, []).append(msg)
+                elif self.kpush or self.emulated or j == 0:
                     msg.send(self.sm[d], self.fluid)
                 else:
                     later.append((e, msg))
+        if self.owner_walk:  # each home's walk takes them (home_walk), its own at once, a
+            for e in range(self.P):  # peer's once it has seen the owner's flag
+                ev, msgs = self.walk[e][d][i], walk.get(e, [])
+                if e == d:
+                    ev.succeed(msgs)
+                else:
+                    self.env.timeout(self.remote_wait).callbacks.append(
+                        lambda _e, ev=ev, m=msgs: ev.succeed(m))
         if later:  # pull: each home reads once it has seen the owner's ready flag (remote signal)
             def go(_e, later=later):
                 for e, msg in later:
@@ -425,6 +449,19 @@ class MokSim:
         join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
             (d, tr.COMBINE, f"combine mb{i}", t0, e.value - t0)))
         return join
+
+    def home_walk(self, e: int):
+        """Our kernel's pull combine across GPUs (mok_kernels/megakernel.py): home e's comm SMs
+        walk the owners in rank order, each owner's minibatches in order, and read a minibatch's
+        rows once it is ready, so no read of owner q + 1 starts before owner q's last minibatch."""
+        for q in range(self.P):
+            for i in range(int(self.plan.minibatches[q])):
+                msgs = yield self.walk[e][q][i]
+                for msg in msgs:
+                    if q == e:
+                        msg.send(self.sm[e], self.fluid)
+                    else:
+                        self._enqueue(e, q, msg)
 
     def _count_dispatched(self, d: int) -> None:
         self.dispatched[d] += 1
@@ -565,8 +602,13 @@ class MokSim:
         """The compute SMs take GEMMs from one work list, in order: gate/up of the shared expert,
         gate/up of minibatch 0, down of the shared expert, then gate/up of minibatch i+1 before
         down of minibatch i (mok_kernels/megakernel.py's work counter), so a minibatch's rows
-        are released to the ring as early as they can be. Work-conserving: while a gate/up waits
-        for its rows, the next GEMM in the list that can run does."""
+        are released to the ring as early as they can be. In that order, as the kernel: its
+        programs take items from one atomic counter and a program that took a gate/up item spins
+        until the minibatch's rows are in, so when a gate/up section has at least as many items
+        (row tiles x I / tile_n) as there are compute SMs, no program reaches the down items
+        behind it (the shared expert's, the previous minibatch's) before the rows arrive
+        (analytic.in_order_wait). A smaller section leaves programs free, and the published
+        design (wave_sync 1) has no such list: then the next GEMM in the list that can run does."""
         if self.schedule == "naive":
             yield from self._compute_in_order(d)
             return
@@ -578,12 +620,16 @@ class MokSim:
             work.append(("dn", i - 1))
         work.append(("dn", M - 1))
         work = [w for w in work if w[1] >= 0 or plan.shared > 0]
+        cx = self.scn.hardware.sms - self.cfg.comm_sms
         def runnable(w) -> bool:  # gate/up once its rows are in, down once its gate/up ran
             kind, i = w
             return (("gu", i) not in work) if kind == "dn" else (i < 0 or self.ready[d][i].triggered)
 
         while work:
             k = next((k for k, w in enumerate(work) if runnable(w)), len(work))
+            kind, i = work[0]
+            if k > 0 and kind == "gu" and bool(in_order_wait(self.scn, self.p, plan.row_tiles[d][i], cx)):
+                k = len(work)  # every program holds one of its items: the list waits
             if k == len(work):  # nothing can run: wait for the first minibatch still in flight
                 yield self.ready[d][work[0][1]]
                 continue
@@ -670,6 +716,8 @@ class MokSim:
         for d in range(self.P):
             self.env.process(self.compute(d))
             self.env.process(self.comm(d))
+            if self.owner_walk:
+                self.env.process(self.home_walk(d))
         self.env.run()
         self._finish()
 
