@@ -21,7 +21,7 @@ pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available() and not INTERPRET:  # pragma: no cover - CPU CI
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
-from mok_kernels.backward import BackwardTiles, MoKBackward  # noqa: E402
+from mok_kernels.backward import BackwardTiles, MoKBackward, parse_tiles  # noqa: E402
 from mok_kernels.megakernel import KernelConfig, MegakernelStallError, MoKLayer  # noqa: E402
 
 TOL = 2e-2
@@ -256,7 +256,7 @@ def test_timing_diagnostics_run_without_stalls(diag):
 
 # g and u saved by the forward (KernelConfig(save_for_backward=True), BackwardTiles(saved_gu=True)):
 # the A items read them instead of recomputing the gate/up GEMM. Same tolerance and checks.
-@pytest.mark.parametrize("bn_a", [64, 128])
+@pytest.mark.parametrize("bn_a,bn_x", [(64, 128), (128, 128), (128, 256)])
 @pytest.mark.parametrize("ep,rank,routing,mb", [
     (1, 0, "uniform", 256),
     (8, 3, "zipf:1.2", 300),
@@ -264,8 +264,8 @@ def test_timing_diagnostics_run_without_stalls(diag):
     (8, 6, "idle", 256),              # nothing routed to this rank
     (4, None, "hot:0.2", 256),
 ])
-def test_saved_gu_matches_fp32_autograd(bn_a, ep, rank, routing, mb):
-    run_case(ep, rank, routing, mb, tiles=BackwardTiles(saved_gu=True, bn_a=bn_a))
+def test_saved_gu_matches_fp32_autograd(bn_a, bn_x, ep, rank, routing, mb):
+    run_case(ep, rank, routing, mb, tiles=BackwardTiles(saved_gu=True, bn_a=bn_a, bn_x=bn_x))
 
 
 @pytest.mark.parametrize("ep,rank,routing,shape", [
@@ -275,8 +275,9 @@ def test_saved_gu_matches_fp32_autograd(bn_a, ep, rank, routing, mb):
     (4, None, "uniform", dict(h=2880, i=2880, e=8, n=96, k=4)),    # I padded: 2944 = 23 x 128
     (4, 2, "hot:0.2", dict(h=1536, i=512, e=16, n=160, k=4)),
 ])
-def test_saved_gu_production_shapes(ep, rank, routing, shape):
-    run_case(ep, rank, routing, 256, shape=shape, tiles=BackwardTiles(saved_gu=True))
+@pytest.mark.parametrize("tiles", ["saved_gu=1", "saved_gu=1,bn_a=128,bn_x=256"])
+def test_saved_gu_production_shapes(ep, rank, routing, shape, tiles):
+    run_case(ep, rank, routing, 256, shape=shape, tiles=parse_tiles(tiles))
 
 
 def test_saved_gu_bits_identical_over_runs():
