@@ -44,7 +44,8 @@ def model(name: str, n: int, *, w_flat=True, fuse=True, bw=256, saved=False, bn_
     tiles = tiles_r + tiles_s
     # A item: bm rows x bn_a columns of I, K = H
     if saved:
-        f, s = kstep(bm, [bn_a], bk, (bm + bn_a) * bk * 2)
+        # bn_a 128: two 64-column dots on one dOut tile (backward.py A_SPLIT)
+        f, s = kstep(bm, [bn_a] if bn_a <= 64 else [bn_a // 2] * 2, bk, (bm + bn_a) * bk * 2)
         a_l2 = 2 * h * (bm + bn_a) + 2 * bm * 2 * bn_a          # dOut tile, Wd cols, saved g, u
     elif fuse:
         f, s = kstep(bm, [2 * bn_a, bn_a], bk, (2 * bm + 3 * bn_a) * bk * 2)

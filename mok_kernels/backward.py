@@ -135,6 +135,7 @@ _HELPERS = ("wait_geq", "signal", "tile_of", "peer_row", "copy_rows", "trap")
 # Triton device functions the kernels call by name: the forward's helpers and wgrad_tile, set by
 # _bwd_kernels() before any kernel is compiled
 wait_geq = signal = tile_of = peer_row = copy_rows = trap = wgrad_tile = wgrad_flat = None
+a_saved_epi = None
 
 
 def _bwd_kernels() -> dict[str, Any]:
@@ -250,6 +251,31 @@ def _bwd_kernels() -> dict[str, Any]:
             acc = tl.dot(tl.trans(a), b, acc)
         return acc
 
+    @triton.jit
+    def _a_saved_epi(acc_d, ca, gu_ptr, dgu_ptr, hs_ptr, hrows, rmask, wr, I: tl.constexpr,
+                     BN_GU: tl.constexpr):
+        """SwiGLU backward of an A item's column block ca (columns of I) from the saved g, u:
+        stores dg, du (interleaved layout) and w*h (bf16); returns the rows' partial dw."""
+        cg = (ca // BN_GU) * (2 * BN_GU) + ca % BN_GU
+        cu = cg + BN_GU
+        om = rmask[:, None]
+        gu_r = gu_ptr + hrows[:, None] * (2 * I)
+        g = tl.load(gu_r + cg[None, :], mask=om, other=0.0).to(tl.float32)
+        u = tl.load(gu_r + cu[None, :], mask=om, other=0.0).to(tl.float32)
+        sig = tl.sigmoid(g)
+        s = g * sig                                          # silu(g)
+        hval = s * u
+        dh = acc_d * wr[:, None]
+        du = dh * s
+        dg = dh * u * (sig * (1.0 + g * (1.0 - sig)))
+        o_r = dgu_ptr + hrows[:, None] * (2 * I)
+        tl.store(o_r + cg[None, :], dg.to(tl.bfloat16), mask=om)
+        tl.store(o_r + cu[None, :], du.to(tl.bfloat16), mask=om)
+        tl.store(hs_ptr + hrows[:, None] * I + ca[None, :], (hval * wr[:, None]).to(tl.bfloat16),
+                 mask=om)
+        return tl.sum(acc_d * hval, axis=1)
+
+    globals()["a_saved_epi"] = _a_saved_epi
     globals()["wgrad_tile"] = _wgrad_tile
     globals()["wgrad_flat"] = _wgrad_flat
 
@@ -288,7 +314,7 @@ def _bwd_kernels() -> dict[str, Any]:
         BN_A: tl.constexpr, BN_X: tl.constexpr, BK: tl.constexpr, BK_X: tl.constexpr,
         BW: tl.constexpr, BW_H: tl.constexpr, BKR: tl.constexpr, CR: tl.constexpr,
         CC: tl.constexpr, W_FLAT: tl.constexpr = False, A_FUSE_GU: tl.constexpr = False,
-        DIAG: tl.constexpr = 0, A_SAVED: tl.constexpr = False,
+        DIAG: tl.constexpr = 0, A_SAVED: tl.constexpr = False, A_SPLIT: tl.constexpr = False,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its slice of every
         # per-rank buffer (one rank per launch: VR = 0).
@@ -401,67 +427,90 @@ def _bwd_kernels() -> dict[str, Any]:
                         cu = cg + BN_GU                                      # up
                         wgu_e = wgu_ptr + e.to(tl.int64) * H * (2 * I)
                         wd_e = wd_ptr + e.to(tl.int64) * I * H
-                        acc_d = tl.zeros((BM, BN_A), dtype=tl.float32)
-                        hrows = (hrow0 + rm).to(tl.int64)
-                        if A_SAVED:
-                            # g, u saved by the forward: the K loop is dA = dOut Wd^T alone
+                        if A_SPLIT:
+                            # saved g, u and BN_A = 2 x 64: two 64-column dots on one dOut tile
+                            # (the tile read once per 128 columns), the SwiGLU backward one half
+                            # at a time (one 128 x 128 epilogue spills: sm_90 compile)
+                            HB: tl.constexpr = BN_A // 2
+                            ca0 = nb * BN_A + tl.arange(0, HB)
+                            ca1 = ca0 + HB
+                            acc_d0 = tl.zeros((BM, HB), dtype=tl.float32)
+                            acc_d1 = tl.zeros((BM, HB), dtype=tl.float32)
                             for k0 in range(0, H, BK):
-                                d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
-                                bd = tl.load(wd_e + ca[None, :] * H + (k0 + rk)[:, None])
-                                acc_d = tl.dot(d, bd, acc_d)
-                            gu_r = gu_ptr + hrows[:, None] * (2 * I)
-                            acc_g = tl.load(gu_r + cg[None, :], mask=rmask[:, None],
-                                            other=0.0).to(tl.float32)
-                            acc_u = tl.load(gu_r + cu[None, :], mask=rmask[:, None],
-                                            other=0.0).to(tl.float32)
-                        elif A_FUSE_GU:
-                            # one dot of N = 2*BN_A on the B tile [gate cols | up cols] (two
-                            # contiguous runs of the interleaved layout): the x tile is read from
-                            # shared memory once per K step instead of twice
-                            c2 = nb * BN_A + tl.arange(0, 2 * BN_A) % BN_A
-                            cgu = ((c2 // BN_GU) * (2 * BN_GU) + c2 % BN_GU
-                                   + (tl.arange(0, 2 * BN_A) // BN_A) * BN_GU)
-                            # two runs of BN_A contiguous columns, each starting at a multiple of
-                            # BN_A (the hints keep the load a 16-byte cp.async in the pipeline)
-                            cgu = tl.max_contiguous(tl.multiple_of(cgu, BN_A), BN_A)
-                            acc_gu = tl.zeros((BM, 2 * BN_A), dtype=tl.float32)
-                            for k0 in range(0, H, BK):
-                                a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
                                 d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
                                 kk = (k0 + rk)[:, None]
-                                bgu = tl.load(wgu_e + kk * (2 * I) + cgu[None, :])
-                                bd = tl.load(wd_e + ca[None, :] * H + kk)    # Wd^T (BK x BN_A)
-                                acc_gu = tl.dot(a, bgu, acc_gu)
-                                acc_d = tl.dot(d, bd, acc_d)
-                            acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc_gu, (BM, 2, BN_A)),
-                                                               (0, 2, 1)))
+                                acc_d0 = tl.dot(d, tl.load(wd_e + ca0[None, :] * H + kk), acc_d0)
+                                acc_d1 = tl.dot(d, tl.load(wd_e + ca1[None, :] * H + kk), acc_d1)
+                            hrows = (hrow0 + rm).to(tl.int64)
+                            dwr = a_saved_epi(acc_d0, ca0, gu_ptr, dgu_ptr, hs_ptr, hrows, rmask,
+                                              wr, I, BN_GU)
+                            dwr += a_saved_epi(acc_d1, ca1, gu_ptr, dgu_ptr, hs_ptr, hrows, rmask,
+                                               wr, I, BN_GU)
+                            if b > 0:
+                                tl.store(dwp_ptr + rows * NB_A + nb, dwr, mask=rmask)
+                            signal(sync_ptr + tl.where(shared, SH_OFF, TC_OFF) + tile, "gpu")
                         else:
-                            acc_g = tl.zeros((BM, BN_A), dtype=tl.float32)
-                            acc_u = tl.zeros((BM, BN_A), dtype=tl.float32)
-                            for k0 in range(0, H, BK):
-                                a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
-                                d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
-                                kk = (k0 + rk)[:, None]
-                                bg = tl.load(wgu_e + kk * (2 * I) + cg[None, :])
-                                bu = tl.load(wgu_e + kk * (2 * I) + cu[None, :])
-                                bd = tl.load(wd_e + ca[None, :] * H + kk)    # Wd^T (BK x BN_A)
-                                acc_g = tl.dot(a, bg, acc_g)
-                                acc_u = tl.dot(a, bu, acc_u)
-                                acc_d = tl.dot(d, bd, acc_d)
-                        sig = tl.sigmoid(acc_g)
-                        s = acc_g * sig                                      # silu(g)
-                        hval = s * acc_u
-                        dh = acc_d * wr[:, None]
-                        du = dh * s
-                        dg = dh * acc_u * (sig * (1.0 + acc_g * (1.0 - sig)))
-                        om = rmask[:, None]
-                        tl.store(dgu_ptr + hrows[:, None] * (2 * I) + cg[None, :], dg.to(tl.bfloat16), mask=om)
-                        tl.store(dgu_ptr + hrows[:, None] * (2 * I) + cu[None, :], du.to(tl.bfloat16), mask=om)
-                        tl.store(hs_ptr + hrows[:, None] * I + ca[None, :],
-                                 (hval * wr[:, None]).to(tl.bfloat16), mask=om)
-                        if b > 0:
-                            tl.store(dwp_ptr + rows * NB_A + nb, tl.sum(acc_d * hval, axis=1), mask=rmask)
-                        signal(sync_ptr + tl.where(shared, SH_OFF, TC_OFF) + tile, "gpu")
+                            acc_d = tl.zeros((BM, BN_A), dtype=tl.float32)
+                            hrows = (hrow0 + rm).to(tl.int64)
+                            if A_SAVED:
+                                # g, u saved by the forward: the K loop is dA = dOut Wd^T alone
+                                for k0 in range(0, H, BK):
+                                    d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
+                                    bd = tl.load(wd_e + ca[None, :] * H + (k0 + rk)[:, None])
+                                    acc_d = tl.dot(d, bd, acc_d)
+                                gu_r = gu_ptr + hrows[:, None] * (2 * I)
+                                acc_g = tl.load(gu_r + cg[None, :], mask=rmask[:, None],
+                                                other=0.0).to(tl.float32)
+                                acc_u = tl.load(gu_r + cu[None, :], mask=rmask[:, None],
+                                                other=0.0).to(tl.float32)
+                            elif A_FUSE_GU:
+                                # one dot of N = 2*BN_A on the B tile [gate cols | up cols] (two
+                                # contiguous runs of the interleaved layout): the x tile is read from
+                                # shared memory once per K step instead of twice
+                                c2 = nb * BN_A + tl.arange(0, 2 * BN_A) % BN_A
+                                cgu = ((c2 // BN_GU) * (2 * BN_GU) + c2 % BN_GU
+                                       + (tl.arange(0, 2 * BN_A) // BN_A) * BN_GU)
+                                # two runs of BN_A contiguous columns, each starting at a multiple of
+                                # BN_A (the hints keep the load a 16-byte cp.async in the pipeline)
+                                cgu = tl.max_contiguous(tl.multiple_of(cgu, BN_A), BN_A)
+                                acc_gu = tl.zeros((BM, 2 * BN_A), dtype=tl.float32)
+                                for k0 in range(0, H, BK):
+                                    a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
+                                    d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
+                                    kk = (k0 + rk)[:, None]
+                                    bgu = tl.load(wgu_e + kk * (2 * I) + cgu[None, :])
+                                    bd = tl.load(wd_e + ca[None, :] * H + kk)    # Wd^T (BK x BN_A)
+                                    acc_gu = tl.dot(a, bgu, acc_gu)
+                                    acc_d = tl.dot(d, bd, acc_d)
+                                acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc_gu, (BM, 2, BN_A)),
+                                                                   (0, 2, 1)))
+                            else:
+                                acc_g = tl.zeros((BM, BN_A), dtype=tl.float32)
+                                acc_u = tl.zeros((BM, BN_A), dtype=tl.float32)
+                                for k0 in range(0, H, BK):
+                                    a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
+                                    d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
+                                    kk = (k0 + rk)[:, None]
+                                    bg = tl.load(wgu_e + kk * (2 * I) + cg[None, :])
+                                    bu = tl.load(wgu_e + kk * (2 * I) + cu[None, :])
+                                    bd = tl.load(wd_e + ca[None, :] * H + kk)    # Wd^T (BK x BN_A)
+                                    acc_g = tl.dot(a, bg, acc_g)
+                                    acc_u = tl.dot(a, bu, acc_u)
+                                    acc_d = tl.dot(d, bd, acc_d)
+                            sig = tl.sigmoid(acc_g)
+                            s = acc_g * sig                                      # silu(g)
+                            hval = s * acc_u
+                            dh = acc_d * wr[:, None]
+                            du = dh * s
+                            dg = dh * acc_u * (sig * (1.0 + acc_g * (1.0 - sig)))
+                            om = rmask[:, None]
+                            tl.store(dgu_ptr + hrows[:, None] * (2 * I) + cg[None, :], dg.to(tl.bfloat16), mask=om)
+                            tl.store(dgu_ptr + hrows[:, None] * (2 * I) + cu[None, :], du.to(tl.bfloat16), mask=om)
+                            tl.store(hs_ptr + hrows[:, None] * I + ca[None, :],
+                                     (hval * wr[:, None]).to(tl.bfloat16), mask=om)
+                            if b > 0:
+                                tl.store(dwp_ptr + rows * NB_A + nb, tl.sum(acc_d * hval, axis=1), mask=rmask)
+                            signal(sync_ptr + tl.where(shared, SH_OFF, TC_OFF) + tile, "gpu")
                     elif (DIAG & 2) == 0:                     # (timing diagnostic 2: no X work)
                         tt = item // NB_X
                         nbx = item % NB_X
@@ -689,7 +738,8 @@ class MoKBackward:
             H=lay.H, I=lay.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_A=self.bn_a, BN_X=t.bn_x,
             BK=cfg.block_k, BK_X=self.bk_x, BW=self.bw, BW_H=t.bw_h, BKR=t.bk_rows,
             CR=cfg.copy_rows, CC=lay.chunk, W_FLAT=t.w_flat, A_FUSE_GU=t.a_fuse_gu,
-            DIAG=t.diag, A_SAVED=gu is not None, num_warps=t.num_warps, num_stages=t.num_stages)
+            DIAG=t.diag, A_SAVED=gu is not None, A_SPLIT=gu is not None and self.bn_a > 64,
+            num_warps=t.num_warps, num_stages=t.num_stages)
 
     def epilogue(self, sched: Schedule) -> None:
         """Sum each home token's k dX slots and the shared dX (fixed order) into dx, copy dw; NaN
