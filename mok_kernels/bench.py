@@ -438,19 +438,31 @@ def run_mok_bwd(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, gr
     backward.parse_tiles spec."""
     from .backward import MoKBackward, parse_tiles
     from .megakernel import KernelConfig, MoKLayer
-    layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, KernelConfig(**knobs),
-                     local_weights=True)
-    bwd = MoKBackward(layer, parse_tiles(tiles))
-    step = lambda: bwd.run(wl.x, wl.ids, wl.wts, wl.dout)  # noqa: E731
+    bt = parse_tiles(tiles)
+    layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank,
+                     KernelConfig(**knobs, save_for_backward=bt.saved_gu), local_weights=True)
+    bwd = MoKBackward(layer, bt)
+    gu, refresh = None, wl.refresh
+    if bt.saved_gu:
+        # g and u of the current inputs from a saving forward, untimed, before each iteration
+        # (copied into one static tensor: the graph replays fixed addresses)
+        layer.forward(wl.x, wl.ids, wl.wts)
+        gu = layer.saved_gu.clone()
+
+        def refresh(i: int) -> None:
+            wl.refresh(i)
+            layer.forward(wl.x, wl.ids, wl.wts)
+            gu.copy_(layer.saved_gu)
+    step = lambda: bwd.run(wl.x, wl.ids, wl.wts, wl.dout, saved_gu=gu)  # noqa: E731
     step()
     torch.cuda.synchronize()
     bwd.check()
-    times = time_events(capture_graph(step) if graph else step, wl.refresh, iters, warmup)
+    times = time_events(capture_graph(step) if graph else step, refresh, iters, warmup)
     bwd.check()
     bd: dict[str, float] = {}
     if breakdown:
         bd = time_phases(wl, layer.schedule,
-                         lambda sched: bwd.launch(wl.x, wl.dout, wl.wts.reshape(-1), sched),
+                         lambda sched: bwd.launch(wl.x, wl.dout, wl.wts.reshape(-1), sched, gu),
                          bwd.epilogue)
         bwd.check()
     return times, bd

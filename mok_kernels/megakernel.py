@@ -107,6 +107,10 @@ class KernelConfig:
                                     # per element; needs bn_gu=128, bn_dn 128 or 256. v1: one
                                     # 128 x 2*bn_gu dot per K block, then scaled (spills; 0.6-0.7x
                                     # v2's speed). NOTES.md "FP8 forward"
+    save_for_backward: bool = False  # training: every forward also stores the gate and up
+                                    # pre-activations (bf16, (NS + C, 2I) per rank, a fresh tensor
+                                    # per call: MoKLayer.saved_gu) so the backward megakernel
+                                    # skips their recompute (BackwardTiles(saved_gu=True))
 
     def __post_init__(self) -> None:
         if self.block_k is None:
@@ -145,6 +149,9 @@ class KernelConfig:
             raise ValueError(f"precision='fp8' needs block_k=128 (one scale per 128 along K), bn_gu a "
                              f"multiple of 128 (whole weight scale blocks) and fuse_gu=True; got "
                              f"block_k={self.block_k}, bn_gu={self.bn_gu}, fuse_gu={self.fuse_gu}")
+        if self.save_for_backward and self.precision != "bf16":
+            raise ValueError(f"save_for_backward=True with precision {self.precision!r}: the "
+                             f"backward megakernel is BF16 only")
         if self.fp8_kernel not in ("v1", "v2"):
             raise ValueError(f"fp8_kernel {self.fp8_kernel!r}: allowed v1, v2")
         if self.precision == "fp8" and self.fp8_kernel == "v2" and (
@@ -385,6 +392,9 @@ def _kernels() -> dict[str, Any]:
         x_loc_ptr,        # (NS, H) bf16: tokens the shared expert runs on
         ring_ptr,         # (R, H) bf16: macrobatch ring buffer
         h_ptr,            # (NS + C, I) bf16: SwiGLU activations, shared rows first
+        gu_ptr,           # SAVE_GU: (NS + C, 2I) bf16 gate and up pre-activations, shared rows
+                          # first, gate|up interleaved per BN_GU block (the backward's [dg|du]
+                          # layout); unused (any tensor) otherwise
         y_ptr,            # (C, H) bf16: staging rows for pull combine
         comb_ptr,         # bf16 base of the home combine buffers; rank r's (N*k, H) slots
         comb_off_ptr,     # (P,) int64 at + comb_off[r]; slot (token, j) = token*k + j
@@ -412,6 +422,7 @@ def _kernels() -> dict[str, Any]:
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
         FUSE_GU: tl.constexpr, GROUP: tl.constexpr, SC: tl.constexpr, FP8: tl.constexpr,
         F8V: tl.constexpr = 1,   # FP8 kernel version: 1 (tested), 2 (fp8_kernel="v2")
+        SAVE_GU: tl.constexpr = False,   # store g and u for the backward (save_for_backward)
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -427,6 +438,8 @@ def _kernels() -> dict[str, Any]:
             h_s_ptr += vr * H_ROWS * IB
         ring_ptr += vr * R * H
         h_ptr += vr * H_ROWS * I
+        if SAVE_GU:
+            gu_ptr += vr * H_ROWS * (2 * I)
         y_ptr += vr * Y_ROWS * H
         x_loc_ptr += vr * NS * H
         sh_out_ptr += vr * NS * H
@@ -686,6 +699,14 @@ def _kernels() -> dict[str, Any]:
                                 bu = tl.load(wu_ptr + w_off + k0 * I)
                                 acc_g = tl.dot(a, bg, acc_g)
                                 acc_u = tl.dot(a, bu, acc_u)
+                    if SAVE_GU:
+                        # g and u for the backward, bf16, where its [dg|du] of this row go
+                        gu_rows = (hrow0 + rm).to(tl.int64)[:, None] * (2 * I)
+                        g_cols = nb * 2 * BN_GU + tl.arange(0, BN_GU)
+                        tl.store(gu_ptr + gu_rows + g_cols[None, :], acc_g.to(tl.bfloat16),
+                                 mask=rmask[:, None])
+                        tl.store(gu_ptr + gu_rows + (g_cols + BN_GU)[None, :],
+                                 acc_u.to(tl.bfloat16), mask=rmask[:, None])
                     hval = acc_g * tl.sigmoid(acc_g) * acc_u
                     h_ptrs = h_ptr + (hrow0 + rm).to(tl.int64)[:, None] * I + rn[None, :]
                     if FP8:     # h quantized per row per 128 columns for the down GEMM
@@ -880,6 +901,9 @@ class MoKLayer:
             if size != self.ep or self.rank not in (None, me):
                 raise ValueError(f"group of {size} ranks (this one {me}) but ep={self.ep}, rank={self.rank}")
             self.rank = me
+        if cfg.save_for_backward and self.group is not None:
+            raise ValueError("save_for_backward=True runs on one GPU (the backward megakernel has "
+                             "no group mode)")
         if cfg.precision == "fp8" and self.group is not None:
             raise ValueError("precision='fp8' runs on one GPU (rank=r emulation or rank=None virtual "
                              "ranks); group mode (LocalGroup or real GPUs) is BF16 only")
@@ -959,6 +983,7 @@ class MoKLayer:
             self._init_group()
         self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
         self.last_schedule: Schedule | None = None
+        self.saved_gu: torch.Tensor | None = None   # save_for_backward: the last forward's g, u
         self.stall_test = 0
 
     def _pack(self, w: MoEWeights) -> tuple[torch.Tensor, ...]:
@@ -1080,8 +1105,10 @@ class MoKLayer:
                   for r in ranks]
         return scheds[0] if len(scheds) == 1 else stack_schedules(scheds)
 
-    def launch(self, x_all: torch.Tensor, sched: Schedule, x_loc: torch.Tensor | None = None) -> None:
-        """Zero the sync words and run the persistent megakernel (no host read-back)."""
+    def launch(self, x_all: torch.Tensor, sched: Schedule, x_loc: torch.Tensor | None = None,
+               gu: torch.Tensor | None = None) -> None:
+        """Zero the sync words and run the persistent megakernel (no host read-back). ``gu``:
+        (V*(NS + C), 2Ip) bf16 that receives g and u (save_for_backward), or None."""
         ks, cfg, v = _kernels(), self.cfg, self.vranks
         self.sync.zero_()
         grid = cfg.grid or torch.cuda.get_device_properties(x_all.device).multi_processor_count
@@ -1099,7 +1126,8 @@ class MoKLayer:
             x_loc = x_all[self.tok0:self.tok0 + v * self.ns]
         p = self.ep
         ks["mok"][(per_rank * v,)](
-            x_all, self.x_off, x_loc, self.ring, self.hbuf, self.ystage, self.comb, self.comb_off,
+            x_all, self.x_off, x_loc, self.ring, self.hbuf, self.hbuf if gu is None else gu,
+            self.ystage, self.comb, self.comb_off,
             self.sh_out, self.wg, self.wu, self.wd, *self.weight_descriptors(),
             self.ring_s, self.h_s, self.wg_s, self.wd_s,
             sched.recv_src, sched.recv_slot,
@@ -1117,6 +1145,7 @@ class MoKLayer:
             H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
             FP8=cfg.precision == "fp8", F8V=2 if cfg.fp8_kernel == "v2" else 1,
+            SAVE_GU=gu is not None,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def weight_descriptors(self) -> tuple[Any, Any]:
@@ -1161,6 +1190,8 @@ class MoKLayer:
         traps, so the caller's next synchronization raises a CUDA error; with
         ``on_error="raise"`` the forward reads the error word and raises MegakernelStallError or
         CapacityOverflowError naming the cause. ``check()`` reads it on demand.
+        With ``save_for_backward`` the forward also leaves g and u of every served row in a new
+        tensor, ``saved_gu`` ((V*(NS + C), 2Ip) bf16), for ``MoKBackward.run(saved_gu=...)``.
         """
         if self.group is not None:
             out = self._forward_group(x_all, ids_all, w_all)
@@ -1168,7 +1199,12 @@ class MoKLayer:
             sched = self.schedule(ids_all)
             self.last_schedule = sched
             self.overflow_acc += sched.overflow
-            self.launch(x_all, sched)
+            gu = None
+            if self.cfg.save_for_backward:   # a fresh tensor: the caller keeps it for the backward
+                gu = torch.empty(self.vranks * (self.ns + self.capacity), 2 * self.Ip,
+                                 dtype=torch.bfloat16, device=x_all.device)
+            self.saved_gu = gu
+            self.launch(x_all, sched, gu=gu)
             out = self.epilogue(w_all.float().contiguous(), sched)
         if self.cfg.on_error == "raise" and not self.local_group:
             self.check()           # one host read per forward; raises before the output is used
