@@ -171,15 +171,13 @@ def test_fp8_default_agrees_with_v1_and_repeats_bitwise():
 
 
 # fp8_kernel "v3"-"v5" (v3 and v5 deferred promotion, v4 and v5 gate|up in one dot; NOTES.md
-# "FP8 v3-v5"): against both references at production widths over the dispatch/combine modes, down tile
-# widths, block_m 128 and pointer weights, and bit for bit against v2 (the same products added in
-# the same order) with bitwise repeats.
+# "FP8 v3-v5"): against both references at production widths over four dispatch/combine modes,
+# one down half (bn_dn 128), pointer weights and block_m 128 at 3 stages (4 compiles per kernel),
+# and bit for bit against v2 (the same products added in the same order) with bitwise repeats.
 NEW_CASES = [("kimi-k2", "zipf:1.2", MODES[0], dict()),
-             ("kimi-k2", "uniform", MODES[1], dict(bn_dn=128)),
-             ("h2560", "hot:0.1", MODES[2], dict()),
-             ("h6400-i704", "zipf:1.2", MODES[3], dict(tma=False)),
-             ("h1536", "uniform", MODES[4], dict(num_stages=3)),
-             ("h6400-i704", "uniform", MODES[5], dict(block_m=128, num_stages=3))]
+             ("h2560", "hot:0.1", MODES[2], dict(bn_dn=128)),
+             ("h6400-i704", "uniform", MODES[5], dict(tma=False)),
+             ("h1536", "uniform", MODES[1], dict(block_m=128, num_stages=3))]
 
 
 @pytest.mark.parametrize("kernel", ["v3", "v4", "v5"])
@@ -192,10 +190,9 @@ def test_fp8_v3_to_v5_match_references(kernel, name, routing, mode, tiles):
 
 
 @pytest.mark.parametrize("kernel", ["v3", "v4", "v5"])
-@pytest.mark.parametrize("tiles", [dict(), dict(bn_dn=128), dict(tma=False)])
-def test_fp8_v3_to_v5_equal_v2_bitwise_and_repeat(kernel, tiles):
-    _, _, a, (x, ids, wts) = run_fp8(8, 2, "zipf:1.2", "pull", "push", KIMI, **tiles)
-    _, _, b, _ = run_fp8(8, 2, "zipf:1.2", "pull", "push", KIMI, fp8_kernel=kernel, **tiles)
+def test_fp8_v3_to_v5_equal_v2_bitwise_and_repeat(kernel):
+    _, _, a, (x, ids, wts) = run_fp8(8, 2, "zipf:1.2", "pull", "push", KIMI)
+    _, _, b, _ = run_fp8(8, 2, "zipf:1.2", "pull", "push", KIMI, fp8_kernel=kernel)
     want = a.forward(x, ids, wts).clone()
     first = b.forward(x, ids, wts).clone()
     # the same dot results scaled and summed in the same order: only when they happen moves
