@@ -180,7 +180,7 @@ NEW_CASES = [("kimi-k2", "zipf:1.2", MODES[0], dict()),
              ("h1536", "uniform", MODES[1], dict(block_m=128, num_stages=3))]
 
 
-@pytest.mark.parametrize("kernel", ["v3", "v4", "v5"])
+@pytest.mark.parametrize("kernel", ["v3", "v4", "v5"], ids=lambda k: f"kern{k}")   # -k kernv4
 @pytest.mark.parametrize("name,routing,mode,tiles", NEW_CASES)
 def test_fp8_v3_to_v5_match_references(kernel, name, routing, mode, tiles):
     ep, rank, dispatch, combine = mode
@@ -189,7 +189,7 @@ def test_fp8_v3_to_v5_match_references(kernel, name, routing, mode, tiles):
     check(quant, plain)
 
 
-@pytest.mark.parametrize("kernel", ["v3", "v4", "v5"])
+@pytest.mark.parametrize("kernel", ["v3", "v4", "v5"], ids=lambda k: f"kern{k}")   # -k kernv4
 def test_fp8_v3_to_v5_equal_v2_bitwise_and_repeat(kernel):
     _, _, a, (x, ids, wts) = run_fp8(8, 2, "zipf:1.2", "pull", "push", KIMI)
     _, _, b, _ = run_fp8(8, 2, "zipf:1.2", "pull", "push", KIMI, fp8_kernel=kernel)
