@@ -77,8 +77,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="comma list of FP8 kernel variants for --precision fp8: v1 (one dot per "
                         "gate|up K block), v2 (128-column dots), v3 (v2 with the scaling of K "
                         "block k-1 overlapping block k's dots), v4 (v2's scaling on one gate|up "
-                        "dot) or v5 (v4 with v3's overlap; KernelConfig.fp8_kernel; NOTES.md "
-                        "'FP8 v3-v5'), at "
+                        "dot and one down dot per K block) or v5 (v4 with v3's overlap; "
+                        "KernelConfig.fp8_kernel; NOTES.md 'FP8 v3-v5'), at "
                         "block_m 128 and 3 stages, or with -bm64 at block_m 64 and 4 stages "
                         "(default v2-bm64, KernelConfig's fp8 default)")
     p.add_argument("--routing", default="uniform",

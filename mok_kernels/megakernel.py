@@ -109,8 +109,8 @@ class KernelConfig:
                                     # v2's speed). Opt-in, not yet timed, the same bits as v2 and
                                     # v2's rules: v3, v2 with the scaling of K block k-1 done
                                     # while block k's dots run; v4, gate|up in one dot per K
-                                    # block; v5, v4 with v3's deferral. NOTES.md "FP8 forward",
-                                    # "FP8 v3-v5"
+                                    # block and the down tile in one; v5, v4 with v3's
+                                    # deferral. NOTES.md "FP8 forward", "FP8 v3-v5"
 
     def __post_init__(self) -> None:
         if self.block_k is None:
@@ -469,8 +469,8 @@ def _kernels() -> dict[str, Any]:
     def dn_fp8_v3(a_ptrs_d, as_ptrs_d, rmask_d, wd_ptr, wd_desc, wd_s_ptr, e_d, nb_d,
                   H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_DN: tl.constexpr,
                   BK: tl.constexpr):
-        """fp8_kernel "v3" and "v5" down tile: dn_fp8_v2 with the promotion deferred by one K
-        block (as gu_fp8_v3; the same bits as v2). v4's down tile is v2's."""
+        """fp8_kernel "v3" down tile: dn_fp8_v2 with the promotion deferred by one K block (as
+        gu_fp8_v3; the same bits as v2)."""
         IB: tl.constexpr = I // 128
         HB: tl.constexpr = H // 128
         rk = tl.arange(0, BK)
@@ -510,6 +510,48 @@ def _kernels() -> dict[str, Any]:
             return tl.reshape(tl.permute(tl.join(acc0, acc1), (0, 2, 1)), (BM, BN_DN))
         else:
             return acc0
+
+    @triton.jit
+    def dn_fp8_v4(a_ptrs_d, as_ptrs_d, rmask_d, wd_ptr, wd_desc, wd_s_ptr, e_d, nb_d,
+                  H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_DN: tl.constexpr,
+                  BK: tl.constexpr, DEFER: tl.constexpr):
+        """fp8_kernel "v4" and "v5" down tile (BM, BN_DN), BN_DN 128 or 256: one dot per K block
+        over the whole tile (one wgmma chain and one wait per step; the TMA tile is (BN_DN, BK)),
+        each column scaled by v2's combined scale a_scale * (weight scale of its 128-column
+        block): the same bits as v2. DEFER (v5): v3's deferred promotion. Columns past H read
+        zeros (pointers) or the next expert's rows (TMA): masked at the store."""
+        IB: tl.constexpr = I // 128
+        HB: tl.constexpr = H // 128
+        rk = tl.arange(0, BK)
+        c0 = nb_d * BN_DN
+        rc = c0 + tl.arange(0, BN_DN)
+        hi = (tl.arange(0, BN_DN) >= 128)[None, :]        # second 128-column block (BN_DN 256)
+        w_ptrs = wd_ptr + e_d.to(tl.int64) * H * I + rc[None, :].to(tl.int64) * I + rk[:, None]
+        ws_ptr = wd_s_ptr + e_d.to(tl.int64) * IB * HB + c0 // 128
+        acc = tl.zeros((BM, BN_DN), dtype=tl.float32)
+        d = tl.zeros((BM, BN_DN), dtype=tl.float32)       # DEFER: raw dot of the previous block
+        c0s = tl.zeros((BM,), dtype=tl.float32)           # and its combined scales by row
+        c1s = tl.zeros((BM,), dtype=tl.float32)
+        for k0 in range(0, I, BK):
+            a, a_s = load_a_fp8(a_ptrs_d, as_ptrs_d, rmask_d, k0, BM, BK, False)
+            s0 = tl.load(ws_ptr + (k0 // BK) * HB)
+            if BN_DN == 256:
+                s1 = tl.load(ws_ptr + (k0 // BK) * HB + 1, mask=c0 + 128 < H, other=0.0)
+            else:
+                s1 = s0                                   # no second block: hi is all False
+            if wd_desc is None:
+                b = tl.load(w_ptrs + k0, mask=(rc < H)[None, :], other=0.0)
+            else:
+                b = tl.trans(wd_desc.load([e_d * H + c0, k0]))
+            if DEFER:
+                n = tl.dot(a, b)
+                acc += d * tl.where(hi, c1s[:, None], c0s[:, None])     # block k-1
+                d, c0s, c1s = n + 0.0, a_s * s0, a_s * s1              # (see gu_fp8_v3)
+            else:
+                acc += tl.dot(a, b) * tl.where(hi, (a_s * s1)[:, None], (a_s * s0)[:, None])
+        if DEFER:
+            acc += d * tl.where(hi, c1s[:, None], c0s[:, None])
+        return acc
 
     @triton.jit
     def mok_kernel(
@@ -875,11 +917,15 @@ def _kernels() -> dict[str, Any]:
                     a_ptrs_d = h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :]
                     w_off_d = e_d.to(tl.int64) * I * H + rk[:, None] * H + rn_d[None, :]
                     acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
-                    if FP8 and ((F8V == 3) | (F8V == 5)):
+                    if FP8 and (F8V >= 4):
+                        acc_d = dn_fp8_v4(h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :],
+                                          h_s_ptr + (hrow0_d + rm).to(tl.int64) * IB, rmask_d, wd_ptr,
+                                          wd_desc, wd_s_ptr, e_d, nb_d, H, I, BM, BN_DN, BK, F8V == 5)
+                    elif FP8 and (F8V == 3):
                         acc_d = dn_fp8_v3(h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :],
                                           h_s_ptr + (hrow0_d + rm).to(tl.int64) * IB, rmask_d, wd_ptr,
                                           wd_desc, wd_s_ptr, e_d, nb_d, H, I, BM, BN_DN, BK)
-                    elif FP8 and ((F8V == 2) | (F8V == 4)):
+                    elif FP8 and (F8V == 2):
                         acc_d = dn_fp8_v2(h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :],
                                           h_s_ptr + (hrow0_d + rm).to(tl.int64) * IB, rmask_d, wd_ptr,
                                           wd_desc, wd_s_ptr, e_d, nb_d, H, I, BM, BN_DN, BK)
@@ -1291,10 +1337,11 @@ class MoKLayer:
             if cfg.precision == "fp8":      # K-contiguous: tiles (N, K), transposed in the kernel
                 gu = self.wg.view(-1, self.H)
                 dn = self.wd.view(-1, self.Ip)
-                if cfg.fp8_kernel != "v1":
-                    # down in 128-row halves; gate|up as one tile (v4, v5) or gate and up apart
-                    gu_rows = 2 * cfg.bn_gu if cfg.fp8_kernel in ("v4", "v5") else cfg.bn_gu
-                    self._descs = (TensorDescriptor.from_tensor(gu, [gu_rows, cfg.block_k]),
+                if cfg.fp8_kernel in ("v4", "v5"):      # one gate|up tile, one down tile
+                    self._descs = (TensorDescriptor.from_tensor(gu, [2 * cfg.bn_gu, cfg.block_k]),
+                                   TensorDescriptor.from_tensor(dn, [cfg.bn_dn, cfg.block_k]))
+                elif cfg.fp8_kernel != "v1":            # 128-row tiles: gate, up, halves of down
+                    self._descs = (TensorDescriptor.from_tensor(gu, [cfg.bn_gu, cfg.block_k]),
                                    TensorDescriptor.from_tensor(dn, [128, cfg.block_k]))
                 else:
                     self._descs = (TensorDescriptor.from_tensor(gu, [2 * cfg.bn_gu, cfg.block_k]),
