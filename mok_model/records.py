@@ -280,7 +280,7 @@ def routing_reproduced(rec: dict) -> bool:
 DEFAULT_FP8 = {"fp8_kernel": "v2", "block_m": 64, "num_stages": 4}
 OLD_FP8 = {"fp8_kernel": "v1", "block_m": 128, "num_stages": 3}  # default until 2026-12-01
 DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, "bw_h": 128,
-               "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0}
+               "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0, "saved_gu": 0}
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
 
 

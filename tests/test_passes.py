@@ -171,6 +171,8 @@ def test_variants_from_tiles_notes_and_age():
     assert default_variant(record(tiles=tiles))  # bw 0 in tiles: today's rule, 256
     assert not default_variant(record(tiles={**tiles, "diag": 1}))
     assert not default_variant(record(tiles={**tiles, "w_flat": 0}))
+    assert not default_variant(record(tiles={**tiles, "saved_gu": 1}))  # g, u not recomputed
+    assert default_variant(record(tiles={**tiles, "saved_gu": 0}))
     fp8_old = record(pass_="fwd", precision="fp8", note="ring rows used 131072; graph replay")
     assert not default_variant(fp8_old) and default_variant(fp8_old, old=True)
     assert default_variant(record(pass_="fwd", precision="fp8", note="fp8 kernel v2-bm64; x"))
