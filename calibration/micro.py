@@ -207,7 +207,9 @@ def fit_micro(records: list[dict], base: Params) -> MicroResult:
         recs = [r for r in by.get(system, []) if all(_metric(r, n) is not None for n in needs)]
         if len(by.get(system, [])) > len(recs):
             out.notes.append(f"{system}: {len(by[system]) - len(recs)} records lack {needs}; not used")
-        if not recs:
+        if base.gemm_table is not None:  # a measured GEMM table replaces gemm_eff
+            names = [n for n in names if n != "gemm_eff"]
+        if not recs or not names:
             continue
         values, rows = fit_terms(recs, p, names, builder(recs))
         p = p.with_values(**values)

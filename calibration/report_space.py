@@ -1,0 +1,299 @@
+"""Leave-one-model-out and leave-one-EP-out figures of the single-H200 (`h200-1`) fit.
+
+    python -m calibration.report_space RUN_FILES... [--by model,ep] [--table none,kernel]
+                                       [--table-system gemm-only] [--sim-records N] [--jobs J]
+                                       [--json]
+
+For each key (model, ep) and each of its values in turn, every record of that value is held out
+(MoK runs, the GEMM-phase records a table is built from, and microbenchmarks alike), the
+h200-1 parameters are fitted from priors on the rest (`mok calibrate`'s two stages: the
+microbenchmarks, then calibration.cli.default_free's layer terms), and the held-out MoK runs are
+predicted. Pooled over the folds (every MoK record predicted once, by a fit that never saw its
+model or its EP size): MAPE, max error, mean signed error, Spearman within each workload (its
+configurations; workloads with >= 3), and tuner regret on workloads with >= 8 measured MoK
+configurations (the model's pick among exactly those, against the best measured).
+
+--table kernel: each fold builds the GEMM efficiency table (mok_model/gemm_table.py) from its
+training records of --table-system alone, so a held-out model's or EP's own GEMM phases never
+reach its fit; gemm_eff is then not fitted. --table none: one gemm_eff, as shipped before.
+
+The simulator predicts a sample of the held-out workloads (every K-th workload of each fold,
+whole workloads, K chosen so that about --sim-records records are simulated, 0: none); the
+output says how many. MoK records whose `tiles` differ from the tile of their workload's
+GEMM-phase record (or from the kernel's default where there is none) are left out: the model
+has no tile knob, and the output counts them.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import sys
+import time
+from collections import Counter, defaultdict
+from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
+
+import numpy as np
+
+from mok_model.errors import MokInputError
+from mok_model.gemm_table import DEFAULT_TILE
+from mok_model.records import read_records, workload_key
+
+from .cli import default_free, priors_for
+from .fit import fit
+from .gemm_table import SYSTEM as TABLE_SYSTEM
+from .gemm_table import build_table, table_records
+from .micro import fit_micro
+from .regret import workload_regret
+from .split import group_value, group_values
+from .validate import evaluate, validate
+
+HARDWARE = "h200-1"
+REGRET_CONFIGS = 8
+GOALS = {"mape": 0.06, "max_ape": 0.25, "spearman": 0.9, "regret": 0.03}
+
+
+def _tile(rec: dict) -> tuple:
+    t = rec.get("tiles") or {}
+    d = {**DEFAULT_TILE, "num_warps": 8, "num_stages": 4, **t}
+    return tuple(sorted(d.items()))
+
+
+def usable(records: list[dict], table_system: str = TABLE_SYSTEM) -> tuple[list[dict], dict]:
+    """The h200-1 records a report uses: forward MoK runs whose tile the model describes (that of
+    their workload's GEMM-phase record, else the kernel's default), the GEMM-phase records and
+    the microbenchmarks. Returns (records, counts of what was left out and why)."""
+    left: Counter = Counter()
+    recs = [r for r in records if r["hardware"]["preset"] == HARDWARE]
+    left["other hardware"] = len(records) - len(recs)
+    gemm_tile = {workload_key(r): _tile(r) for r in recs if r["system"] == table_system}
+    out = []
+    for r in recs:
+        if r["system"] == "mok":
+            if r["pass"] != "fwd":
+                left["mok backward"] += 1
+                continue
+            want = gemm_tile.get(workload_key(r), _tile({}))
+            if _tile(r) != want:
+                left["mok with a tile other than its workload's GEMM phases'"] += 1
+                continue
+            out.append(r)
+        elif r["system"] == table_system or r["system"].startswith("micro-"):
+            out.append(r)
+        else:
+            left[f"system {r['system']} (not fitted here)"] += 1
+    return out, {k: v for k, v in left.items() if v}
+
+
+def folds(records: list[dict], by: str) -> list[tuple[str, list[dict], list[dict]]]:
+    """(held-out value, training records, held-out MoK records) for each value of `by` among the
+    MoK records. Every record of the held-out value is out of training, whatever its system: the
+    GEMM-phase records and microbenchmarks of that model or EP size included."""
+    mok = [r for r in records if r["system"] == "mok"]
+    out = []
+    for value in group_values(mok, by):
+        train = [r for r in records if group_value(r, by) != value]
+        held = [r for r in mok if group_value(r, by) == value]
+        out.append((value, train, held))
+    return out
+
+
+def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM):
+    """`mok calibrate`'s two stages from the h200-1 priors on `train`; with table "kernel" the
+    GEMM efficiency table is built from train's GEMM-phase records first. Returns (params,
+    free parameters, table points or 0)."""
+    base = priors_for(HARDWARE)
+    points = 0
+    if table == "kernel":
+        if not table_records(train, HARDWARE, table_system):
+            raise MokInputError(f"--table kernel: a fold has no {table_system} records to build "
+                                f"the GEMM table from")
+        t = build_table(train, HARDWARE, sorted({r["_file"] for r in train if "_file" in r}),
+                        table_system)
+        base = base.with_table(t)
+        points = len(t.points)
+    micro = fit_micro(train, base)
+    layer = [r for r in train if r["system"] == "mok"]
+    free = default_free(layer, set(micro.fitted))
+    if table == "kernel":
+        free = [f for f in free if f != "gemm_eff"]
+    return fit(layer, micro.params, free).params, free, points
+
+
+def sim_sample(held: list[dict], every: int) -> list[dict]:
+    """Every `every`-th workload of `held` (whole workloads, in file order)."""
+    keys = list(dict.fromkeys(workload_key(r) for r in held))
+    keep = set(keys[::every])
+    return [r for r in held if workload_key(r) in keep]
+
+
+def _run_fold(args) -> dict:
+    by, value, train, held, table, table_system, sim_every = args
+    t0 = time.time()
+    params, free, points = fit_fold(train, table, table_system)
+    v = validate(held, params, "analytic")
+    out = {"by": by, "value": value, "table": table, "free": free, "table_points": points,
+           "values": {k: params[k] for k in free}, "ids": [r["id"] for r in held],
+           "measured": [x["measured_ms"] for x in v.rows],
+           "analytic": [x["predicted_ms"] for x in v.rows], "regret": []}
+    sweeps = defaultdict(list)
+    for r in held:
+        sweeps[workload_key(r)].append(r)
+    for key, recs in sweeps.items():
+        if len({json.dumps(r["config"], sort_keys=True) for r in recs}) >= REGRET_CONFIGS:
+            w = workload_regret(recs, params, "analytic")
+            out["regret"].append({"workload": _name(key), "engine": "analytic",
+                                  "regret": w["tuned"]["regret"], "configs": w["configs"]})
+    if sim_every:
+        sample = sim_sample(held, sim_every)
+        vs = validate(sample, params, "sim")
+        out["sim_ids"] = [r["id"] for r in sample]
+        out["sim"] = [x["predicted_ms"] for x in vs.rows]
+    out["seconds"] = time.time() - t0
+    return out
+
+
+def _name(key: tuple) -> str:
+    hw, model, ep, tokens, _pass, _prec, routing, _seed = key
+    return f"{model} ep{ep} n{tokens} {routing}"
+
+
+def pooled(results: list[dict], records: dict[str, dict], engine: str) -> dict:
+    """Pooled held-out metrics over the folds of one key."""
+    ids_key = "ids" if engine == "analytic" else "sim_ids"
+    recs, meas, pred = [], [], []
+    for f in results:
+        for i, p in zip(f.get(ids_key, []), f.get(engine, [])):
+            recs.append(records[i])
+            meas.append(records[i]["latency_ms"]["median"])
+            pred.append(p)
+    if not recs:
+        return {"n": 0}
+    v = evaluate(recs, meas, pred)
+    signed = np.array(pred) / np.array(meas) - 1
+    regrets = [r["regret"] for f in results for r in f["regret"] if r["engine"] == engine]
+    return {"n": v.n, "workloads": len({workload_key(r) for r in recs}), "mape": v.mape,
+            "max_ape": v.max_ape, "bias": float(signed.mean()), "spearman": v.spearman,
+            "spearman_groups": v.groups,
+            "regret_max": max(regrets) if regrets else None,
+            "regret_mean": float(np.mean(regrets)) if regrets else None,
+            "regret_workloads": len(regrets)}
+
+
+def per_group(results: list[dict], records: dict[str, dict]) -> list[dict]:
+    """Analytic held-out MAPE, max and signed error per fold."""
+    rows = []
+    for f in results:
+        meas = np.array(f["measured"])
+        e = np.array(f["analytic"]) / meas - 1
+        rows.append({"by": f["by"], "value": f["value"], "table": f["table"], "n": len(e),
+                     "mape": float(np.abs(e).mean()), "max_ape": float(np.abs(e).max()),
+                     "bias": float(e.mean()), "free": f["free"], "values": f["values"],
+                     "table_points": f["table_points"], "seconds": f["seconds"]})
+    return rows
+
+
+def _pct(x) -> str:
+    return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
+
+
+def _met(x, goal, lower_is_better=True) -> str:
+    if x is None:
+        return ""
+    return " (met)" if (x <= goal if lower_is_better else x >= goal) else " (not met)"
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m calibration.report_space", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", nargs="+", help="run-record files")
+    p.add_argument("--by", default="model,ep", help="hold-out keys, comma list")
+    p.add_argument("--table", default="none,kernel",
+                   help="GEMM efficiency: none (one gemm_eff), kernel (a table from the "
+                        "training folds' GEMM-phase records), or both")
+    p.add_argument("--table-system", default=TABLE_SYSTEM,
+                   help="system of the records of the kernel's GEMM phases alone")
+    p.add_argument("--sim-records", type=int, default=300,
+                   help="about how many held-out records the simulator predicts per key (0: none)")
+    p.add_argument("--jobs", type=int, default=2, help="folds fitted in parallel")
+    p.add_argument("--json", action="store_true")
+    a = p.parse_args(argv)
+    try:
+        return _run(a)
+    except MokInputError as exc:
+        print(f"mok: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def _run(a: argparse.Namespace) -> int:
+    t0 = time.time()
+    files = [str(Path(f)) for f in a.runs]
+    records, left = usable(read_records(files), a.table_system)
+    by_id = {r["id"]: r for r in records}
+    mok = [r for r in records if r["system"] == "mok"]
+    if not mok:
+        raise MokInputError(f"no forward MoK records of {HARDWARE} in the files")
+    tables = a.table.split(",")
+    if set(tables) - {"none", "kernel"}:
+        raise MokInputError(f"--table {a.table!r}: choose from none, kernel")
+    keys = a.by.split(",")
+    jobs, sim_every = [], {}
+    for by in keys:
+        sim_every[by] = 0 if a.sim_records <= 0 else max(1, round(len(mok) / a.sim_records))
+        for table in tables:
+            for value, train, held in folds(records, by):
+                jobs.append((by, value, train, held, table, a.table_system, sim_every[by]))
+    with ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
+        results = list(ex.map(_run_fold, jobs))
+    doc = {"files": files, "left_out": left, "records": len(mok),
+           "workloads": len({workload_key(r) for r in mok}), "goals": GOALS, "summary": [],
+           "folds": per_group(results, by_id), "seconds": time.time() - t0}
+    for by in keys:
+        for table in tables:
+            fs = [f for f in results if f["by"] == by and f["table"] == table]
+            for engine in ("analytic", "sim"):
+                s = pooled(fs, by_id, engine)
+                if s["n"]:
+                    doc["summary"].append({"by": by, "table": table, "engine": engine, **s,
+                                           "sampled_every": sim_every[by] if engine == "sim" else 1})
+    if a.json:
+        print(json.dumps(doc, indent=1))
+        return 0
+    print(f"records: {len(mok)} forward MoK runs of {HARDWARE} over {doc['workloads']} workloads "
+          f"in {', '.join(files)}")
+    for k, v in left.items():
+        print(f"left out: {v} ({k})")
+    print()
+    print("| held out | GEMM efficiency | engine | n | MAPE | max error | signed | Spearman "
+          "(workloads) | regret max / mean (workloads >= 8 configs) |")
+    print("|---|---|---|---:|---:|---:|---:|---:|---|")
+    for s in doc["summary"]:
+        eng = s["engine"] if s["engine"] == "analytic" else (
+            f"simulator (every {s['sampled_every']}. workload)" if s["sampled_every"] > 1
+            else "simulator")
+        rho = "n/a" if s["spearman"] is None else f"{s['spearman']:.3f} ({s['spearman_groups']})"
+        reg = ("n/a" if s["regret_max"] is None else
+               f"{_pct(s['regret_max'])} / {_pct(s['regret_mean'])} ({s['regret_workloads']})")
+        tab = "one gemm_eff" if s["table"] == "none" else "measured table"
+        print(f"| each {s['by']} in turn | {tab} | {eng} | {s['n']} | {_pct(s['mape'])}"
+              f"{_met(s['mape'], GOALS['mape'])} | {_pct(s['max_ape'])}"
+              f"{_met(s['max_ape'], GOALS['max_ape'])} | {100 * s['bias']:+.1f}% | {rho}"
+              f"{_met(s['spearman'], GOALS['spearman'], False)} | {reg}"
+              f"{_met(s['regret_max'], GOALS['regret'])} |")
+    print()
+    print("| held out | GEMM efficiency | n | MAPE | max | signed | free parameters fitted without it |")
+    print("|---|---|---:|---:|---:|---:|---|")
+    for f in doc["folds"]:
+        vals = ", ".join(f"{k} {v:.3g}" for k, v in f["values"].items())
+        tab = "gemm_eff" if f["table"] == "none" else f"table ({f['table_points']} points)"
+        print(f"| {f['by']}={f['value']} | {tab} | {f['n']} | {_pct(f['mape'])} | "
+              f"{_pct(f['max_ape'])} | {100 * f['bias']:+.1f}% | {vals} |")
+    print(f"\n{len(results)} fits in {doc['seconds']:.0f} s; goals: MAPE <= 6%, max <= 25%, "
+          f"Spearman >= 0.9, regret <= 3%")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
