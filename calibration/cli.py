@@ -20,6 +20,7 @@ from pathlib import Path
 from mok_model.cli import int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, warn
+from mok_model.gemm_table import read_table
 from mok_model.params import BOUNDS, Params, read_params, write_params
 from mok_model.records import KNOBS, read_records
 from mok_model.scenario import ENGINES
@@ -158,7 +159,15 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     if other:
         notes.append(f"records of systems the model does not predict were not used: {dict(other)}")
     base = read_params(a.base) if a.base else priors_for(hardware)
-    base = Params(base.values, hardware, None, [], dict(base.sources))
+    table = read_table(a.gemm_table) if a.gemm_table else base.gemm_table
+    if table is not None and table.hardware != hardware:
+        raise MokInputError(f"--gemm-table {table.path!r} was measured on {table.hardware!r}, "
+                            f"not {hardware!r}")
+    base = Params(base.values, hardware, None, [], dict(base.sources)).with_table(table)
+    if table is not None:
+        notes.append(f"GEMM efficiency from the measured table {table.path} ({len(table.points)} "
+                     f"points from {', '.join(table.records)}); gemm_eff not used by the "
+                     f"megakernel's GEMMs")
     micro = fit_micro(records, base)
     notes += micro.notes
     layer = [r for r in records if predictable(r)]
@@ -180,6 +189,8 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     if split_doc:
         split_doc.update(train_n=len(train), thin=a.thin)
     free = a.free.split(",") if a.free else default_free(train, set(micro.fitted))
+    if table is not None and not a.free:  # the table replaces gemm_eff
+        free = [f for f in free if f != "gemm_eff"]
     if 0 < len(train) <= len(free):
         warn(f"fitting {len(free)} parameters {free} to {len(train)} layer record(s): the fit is "
              f"underdetermined and its training error says nothing; add records or pass fewer "
@@ -199,7 +210,8 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     for k in free:
         sources[k] = (f"stage 2, fitted to {len(train)} layer records in {runs} ({where}); "
                       f"bounded least squares on relative error")
-    params = Params(result.params.values, hardware, None, runs, sources, result.uncertainty)
+    params = Params(result.params.values, hardware, None, runs, sources,
+                    result.uncertainty).with_table(table)
     unc = result.uncertainty
     train_v = evaluate(train, [r["measured_ms"] for r in result.residuals],
                        [r["predicted_ms"] for r in result.residuals])
@@ -263,7 +275,9 @@ def cross_validate(layer: list[dict], by: str, base: Params, free_arg: str | Non
     folds, held_all, pred_all = [], [], []
     for value in group_values(layer, by):
         train, held, _ = split(layer, by, value)
-        free = free_arg.split(",") if free_arg else default_free(train, micro_fitted)
+        free = free_arg.split(",") if free_arg else [
+            f for f in default_free(train, micro_fitted)
+            if not (f == "gemm_eff" and base.gemm_table is not None)]
         res = fit(train, base, free, engine)
         v = validate(held, res.params, engine)
         folds.append({"heldout": value, **_summary(v), "free": free,
@@ -288,6 +302,9 @@ def calibrate_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
     p.add_argument("--free", default=None, help="comma list of stage-2 parameters to fit")
     p.add_argument("--base", default=None, help="start from this parameters file, not priors")
+    p.add_argument("--gemm-table", default=None,
+                   help="GEMM efficiency table (python -m calibration.gemm_table) for the "
+                        "megakernel's GEMMs in place of gemm_eff; the written file names it")
     p.add_argument("--thin", type=int_at_least(1), default=1, help="fit on every K-th training record (file "
                    "order; for the slow sim engine); the held-out group is kept whole")
     p.add_argument("--band", default=None,

@@ -1,8 +1,8 @@
 """Leave-one-model-out and leave-one-EP-out figures of the single-H200 (`h200-1`) fit.
 
     python -m calibration.report_space RUN_FILES... [--by model,ep] [--table none,kernel]
-                                       [--table-system gemm-only] [--sim-records N] [--jobs J]
-                                       [--json]
+                                       [--table-system gemm-only] [--sim-records N] [--free P,..]
+                                       [--jobs J] [--json]
 
 For each key (model, ep) and each of its values in turn, every record of that value is held out
 (MoK runs, the GEMM-phase records a table is built from, and microbenchmarks alike), the
@@ -39,6 +39,7 @@ import numpy as np
 
 from mok_model.errors import MokInputError
 from mok_model.gemm_table import DEFAULT_TILE
+from mok_model.params import BOUNDS
 from mok_model.records import read_records, workload_key
 
 from .cli import default_free, priors_for
@@ -46,8 +47,7 @@ from .fit import fit
 from .gemm_table import SYSTEM as TABLE_SYSTEM
 from .gemm_table import build_table, table_records
 from .micro import fit_micro
-from .regret import workload_regret
-from .split import group_value, group_values
+from .split import check_key, group_value, group_values
 from .validate import evaluate, validate
 
 HARDWARE = "h200-1"
@@ -100,10 +100,12 @@ def folds(records: list[dict], by: str) -> list[tuple[str, list[dict], list[dict
     return out
 
 
-def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM):
+def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM,
+             free_arg: list[str] | None = None):
     """`mok calibrate`'s two stages from the h200-1 priors on `train`; with table "kernel" the
-    GEMM efficiency table is built from train's GEMM-phase records first. Returns (params,
-    free parameters, table points or 0)."""
+    GEMM efficiency table is built from train's GEMM-phase records first. `free_arg` replaces
+    the layer stage's choice of free parameters. Returns (params, free parameters, table points
+    or 0)."""
     base = priors_for(HARDWARE)
     points = 0
     if table == "kernel":
@@ -116,7 +118,7 @@ def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM):
         points = len(t.points)
     micro = fit_micro(train, base)
     layer = [r for r in train if r["system"] == "mok"]
-    free = default_free(layer, set(micro.fitted))
+    free = list(free_arg) if free_arg else default_free(layer, set(micro.fitted))
     if table == "kernel":
         free = [f for f in free if f != "gemm_eff"]
     return fit(layer, micro.params, free).params, free, points
@@ -130,28 +132,41 @@ def sim_sample(held: list[dict], every: int) -> list[dict]:
 
 
 def _run_fold(args) -> dict:
-    by, value, train, held, table, table_system, sim_every = args
+    by, value, train, held, table, table_system, sim_every, free_arg = args
     t0 = time.time()
-    params, free, points = fit_fold(train, table, table_system)
+    params, free, points = fit_fold(train, table, table_system, free_arg)
     v = validate(held, params, "analytic")
     out = {"by": by, "value": value, "table": table, "free": free, "table_points": points,
            "values": {k: params[k] for k in free}, "ids": [r["id"] for r in held],
            "measured": [x["measured_ms"] for x in v.rows],
            "analytic": [x["predicted_ms"] for x in v.rows], "regret": []}
-    sweeps = defaultdict(list)
-    for r in held:
-        sweeps[workload_key(r)].append(r)
-    for key, recs in sweeps.items():
-        if len({json.dumps(r["config"], sort_keys=True) for r in recs}) >= REGRET_CONFIGS:
-            w = workload_regret(recs, params, "analytic")
-            out["regret"].append({"workload": _name(key), "engine": "analytic",
-                                  "regret": w["tuned"]["regret"], "configs": w["configs"]})
+    out["regret"] = regrets(held, out["analytic"], "analytic")
     if sim_every:
         sample = sim_sample(held, sim_every)
         vs = validate(sample, params, "sim")
         out["sim_ids"] = [r["id"] for r in sample]
         out["sim"] = [x["predicted_ms"] for x in vs.rows]
+        out["regret"] += regrets(sample, out["sim"], "sim")
     out["seconds"] = time.time() - t0
+    return out
+
+
+def regrets(recs: list[dict], predicted: list[float], engine: str) -> list[dict]:
+    """Tuner regret on each workload of `recs` with >= REGRET_CONFIGS measured MoK configurations:
+    the configuration predicted fastest among exactly those, measured against the best measured
+    (repeated runs of one configuration: their median)."""
+    by: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
+    for r, p in zip(recs, predicted):
+        by[workload_key(r)][json.dumps(r["config"], sort_keys=True)].append(
+            (p, r["latency_ms"]["median"]))
+    out = []
+    for key, cfgs in by.items():
+        if len(cfgs) < REGRET_CONFIGS:
+            continue
+        pred = np.array([v[0][0] for v in cfgs.values()])
+        meas = np.array([float(np.median([m for _, m in v])) for v in cfgs.values()])
+        out.append({"workload": _name(key), "engine": engine, "configs": len(cfgs),
+                    "regret": float(meas[int(np.argmin(pred))] / meas.min() - 1)})
     return out
 
 
@@ -217,6 +232,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="system of the records of the kernel's GEMM phases alone")
     p.add_argument("--sim-records", type=int, default=300,
                    help="about how many held-out records the simulator predicts per key (0: none)")
+    p.add_argument("--free", default=None,
+                   help="layer parameters to fit in every fold (default: mok calibrate's choice)")
     p.add_argument("--jobs", type=int, default=2, help="folds fitted in parallel")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
@@ -239,12 +256,18 @@ def _run(a: argparse.Namespace) -> int:
     if set(tables) - {"none", "kernel"}:
         raise MokInputError(f"--table {a.table!r}: choose from none, kernel")
     keys = a.by.split(",")
+    for k in keys:
+        check_key(k)
+    bad = [f for f in (a.free or "").split(",") if f and f not in BOUNDS]
+    if bad:
+        raise MokInputError(f"--free: unknown parameter(s) {bad}; choose from {sorted(BOUNDS)}")
     jobs, sim_every = [], {}
     for by in keys:
         sim_every[by] = 0 if a.sim_records <= 0 else max(1, round(len(mok) / a.sim_records))
         for table in tables:
             for value, train, held in folds(records, by):
-                jobs.append((by, value, train, held, table, a.table_system, sim_every[by]))
+                jobs.append((by, value, train, held, table, a.table_system, sim_every[by],
+                             a.free.split(",") if a.free else None))
     with ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
         results = list(ex.map(_run_fold, jobs))
     doc = {"files": files, "left_out": left, "records": len(mok),
@@ -271,7 +294,7 @@ def _run(a: argparse.Namespace) -> int:
     print("|---|---|---|---:|---:|---:|---:|---:|---|")
     for s in doc["summary"]:
         eng = s["engine"] if s["engine"] == "analytic" else (
-            f"simulator (every {s['sampled_every']}. workload)" if s["sampled_every"] > 1
+            f"simulator (1 workload in {s['sampled_every']})" if s["sampled_every"] > 1
             else "simulator")
         rho = "n/a" if s["spearman"] is None else f"{s['spearman']:.3f} ({s['spearman_groups']})"
         reg = ("n/a" if s["regret_max"] is None else

@@ -220,3 +220,17 @@ def test_sim_sample_keeps_whole_workloads(dev_records):
     assert all(workload_key(r) in keys for r in held if r in sample)
     assert len(sample) == sum(workload_key(r) in keys for r in held)
     assert record_scenario(sample[0])  # the sampled records are scenarios the model reads
+
+
+def test_regret_is_the_predicted_best_configuration_measured_against_the_best(dev_records):
+    """Ten configurations of one workload: the model's pick measured 5% over the best -> 5%."""
+    base = next(r for r in dev_records if r["system"] == "mok")
+    recs, pred = [], []
+    for i in range(10):
+        r = {**base, "id": f"c{i}", "config": {**base["config"], "minibatch": 512 * (i + 1)},
+             "latency_ms": {"median": 1.0 + 0.01 * i}}
+        recs.append(r)
+        pred.append(2.0 - 0.01 * i if i != 5 else 0.5)  # the model picks configuration 5
+    (row,) = rs.regrets(recs, pred, "analytic")
+    assert row["configs"] == 10 and row["regret"] == pytest.approx(0.05)
+    assert rs.regrets(recs[:7], pred[:7], "analytic") == []  # under 8 configurations: no sweep
