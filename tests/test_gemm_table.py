@@ -234,3 +234,24 @@ def test_regret_is_the_predicted_best_configuration_measured_against_the_best(de
     (row,) = rs.regrets(recs, pred, "analytic")
     assert row["configs"] == 10 and row["regret"] == pytest.approx(0.05)
     assert rs.regrets(recs[:7], pred[:7], "analytic") == []  # under 8 configurations: no sweep
+
+
+def test_calibrate_with_a_table_writes_a_file_that_names_it(tmp_path, monkeypatch):
+    """`python -m calibration.gemm_table` then `mok calibrate --gemm-table`: the parameters file
+    names the table, predictions read it back, gemm_eff is left at its prior."""
+    from calibration.cli import calibrate_cli
+    from calibration.gemm_table import main as table_main
+
+    runs = str(RUNS / "h200x2" / "emulated_same_rank_v2.jsonl")
+    tfile, pfile = tmp_path / "t.json", tmp_path / "p.json"
+    assert table_main([runs, "--out", str(tfile)]) == 0
+    t = read_table(tfile)
+    assert len(t.points) == 12 and t.records == (runs,)
+    assert calibrate_cli([runs, "--out", str(pfile), "--gemm-table", str(tfile),
+                          "--band", "none", "--free", "mok_fixed_us"]) == 0
+    p = read_params(pfile)
+    assert p.gemm_table is not None and len(p.gemm_table.points) == 12
+    assert p["gemm_eff"] == priors_for("h200-1")["gemm_eff"]
+    scn, cfg = scenario("glm-5", 2, 4096), Config(minibatch=2048, comm_sms=16, capacity=1.0)
+    assert predict(scn, cfg, "mok", p).latency_ms != pytest.approx(
+        predict(scn, cfg, "mok", p.with_table(None)).latency_ms, rel=1e-3)
