@@ -2,7 +2,7 @@
 
     python -m calibration.report_space RUN_FILES... [--by model,ep] [--table none,kernel]
                                        [--table-system gemm-only] [--sim-records N] [--free P,..]
-                                       [--jobs J] [--json]
+                                       [--fix P,..] [--jobs J] [--json]
 
 For each key (model, ep) and each of its values in turn, every record of that value is held out
 (MoK runs, the GEMM-phase records a table is built from, and microbenchmarks alike), the
@@ -101,10 +101,11 @@ def folds(records: list[dict], by: str) -> list[tuple[str, list[dict], list[dict
 
 
 def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM,
-             free_arg: list[str] | None = None):
+             free_arg: list[str] | None = None, fix: tuple = ()):
     """`mok calibrate`'s two stages from the h200-1 priors on `train`; with table "kernel" the
     GEMM efficiency table is built from train's GEMM-phase records first. `free_arg` replaces
-    the layer stage's choice of free parameters. Returns (params, free parameters, table points
+    the layer stage's choice of free parameters; `fix` removes parameters from it (held at
+    their priors). Returns (params, free parameters, table points
     or 0)."""
     base = priors_for(HARDWARE)
     points = 0
@@ -121,6 +122,7 @@ def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM,
     free = list(free_arg) if free_arg else default_free(layer, set(micro.fitted))
     if table == "kernel":
         free = [f for f in free if f != "gemm_eff"]
+    free = [f for f in free if f not in fix]
     return fit(layer, micro.params, free).params, free, points
 
 
@@ -132,9 +134,9 @@ def sim_sample(held: list[dict], every: int) -> list[dict]:
 
 
 def _run_fold(args) -> dict:
-    by, value, train, held, table, table_system, sim_every, free_arg = args
+    by, value, train, held, table, table_system, sim_every, free_arg, fix = args
     t0 = time.time()
-    params, free, points = fit_fold(train, table, table_system, free_arg)
+    params, free, points = fit_fold(train, table, table_system, free_arg, fix)
     v = validate(held, params, "analytic")
     out = {"by": by, "value": value, "table": table, "free": free, "table_points": points,
            "values": {k: params[k] for k in free}, "ids": [r["id"] for r in held],
@@ -234,6 +236,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="about how many held-out records the simulator predicts per key (0: none)")
     p.add_argument("--free", default=None,
                    help="layer parameters to fit in every fold (default: mok calibrate's choice)")
+    p.add_argument("--fix", default=None,
+                   help="parameters to leave out of the default choice (held at their priors)")
     p.add_argument("--jobs", type=int, default=2, help="folds fitted in parallel")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
@@ -258,7 +262,7 @@ def _run(a: argparse.Namespace) -> int:
     keys = a.by.split(",")
     for k in keys:
         check_key(k)
-    bad = [f for f in (a.free or "").split(",") if f and f not in BOUNDS]
+    bad = [f for f in f"{a.free or ''},{a.fix or ''}".split(",") if f and f not in BOUNDS]
     if bad:
         raise MokInputError(f"--free: unknown parameter(s) {bad}; choose from {sorted(BOUNDS)}")
     jobs, sim_every = [], {}
@@ -267,7 +271,8 @@ def _run(a: argparse.Namespace) -> int:
         for table in tables:
             for value, train, held in folds(records, by):
                 jobs.append((by, value, train, held, table, a.table_system, sim_every[by],
-                             a.free.split(",") if a.free else None))
+                             a.free.split(",") if a.free else None,
+                             tuple(f for f in (a.fix or "").split(",") if f)))
     with ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
         results = list(ex.map(_run_fold, jobs))
     doc = {"files": files, "left_out": left, "records": len(mok),
