@@ -22,6 +22,7 @@ minibatches are cut, whole-wave tiles) are parameters, with their sources, not c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
 import numpy as np
 
@@ -48,8 +49,10 @@ class Loads:
     out_of_domain_out: np.ndarray
 
 
+@lru_cache(maxsize=4096)
 def loads(scn: Scenario) -> Loads:
-    """Row counts of a scenario, derived from its seeded routing."""
+    """Row counts of a scenario, derived from its seeded routing (cached per scenario, arrays
+    read-only: a fit over a thousand workloads re-scores each of them at every step)."""
     t = traffic(scn)
     P = scn.ep
     rows_sd = t.rows.sum(axis=2)  # (P, P) source x destination
@@ -61,10 +64,13 @@ def loads(scn: Scenario) -> Loads:
         cross = dom[:, None] != dom[None, :]
     else:
         cross = np.zeros((P, P), bool)
-    return Loads(rows=t.received(), remote_in=remote.sum(0), remote_out=remote.sum(1),
-                 dedup_in=dedup.sum(0), dedup_out=dedup.sum(1), expert_rows=t.expert_rows(),
-                 out_of_domain_in=np.where(cross, rows_sd, 0).sum(0),
-                 out_of_domain_out=np.where(cross, rows_sd, 0).sum(1))
+    ld = Loads(rows=t.received(), remote_in=remote.sum(0), remote_out=remote.sum(1),
+               dedup_in=dedup.sum(0), dedup_out=dedup.sum(1), expert_rows=t.expert_rows(),
+               out_of_domain_in=np.where(cross, rows_sd, 0).sum(0),
+               out_of_domain_out=np.where(cross, rows_sd, 0).sum(1))
+    for a in vars(ld).values():
+        a.flags.writeable = False
+    return ld
 
 
 def fabric_gbps(scn: Scenario, p: Params, remote_rows, cross_rows):
