@@ -6,7 +6,8 @@
                                        [--json]
 
 For each key (model, ep) and each of its values in turn, every record of that value is held out
-(MoK runs, the GEMM-phase records a table is built from, and microbenchmarks alike), the
+(MoK runs, the GEMM-phase records a table is built from, and the microbenchmarks of a model
+preset alike; microbenchmarks of the hardware alone, such as the copy rate, stay), the
 h200-1 parameters are fitted from priors on the rest (`mok calibrate`'s two stages: the
 microbenchmarks, then calibration.cli.default_free's layer terms), and the held-out MoK runs are
 predicted. Pooled over the folds (every MoK record predicted once, by a fit that never saw its
@@ -88,14 +89,22 @@ def usable(records: list[dict], table_system: str = TABLE_SYSTEM) -> tuple[list[
     return out, {k: v for k, v in left.items() if v}
 
 
+def hardware_micro(rec: dict) -> bool:
+    """A microbenchmark of the hardware alone (copy, flag, reduce, launch: its model is a shape
+    such as {"hidden": 7168}, not a model preset), which says nothing about a model or EP size."""
+    return rec["system"].startswith("micro-") and isinstance(rec["model"], dict)
+
+
 def folds(records: list[dict], by: str) -> list[tuple[str, list[dict], list[dict]]]:
     """(held-out value, training records, held-out MoK records) for each value of `by` among the
     MoK records. Every record of the held-out value is out of training, whatever its system: the
-    GEMM-phase records and microbenchmarks of that model or EP size included."""
+    GEMM-phase records and the microbenchmarks of that model or EP size (the megakernel's
+    compute, the schedule build) included; only microbenchmarks of the hardware alone
+    (hardware_micro) stay in every fold."""
     mok = [r for r in records if r["system"] == "mok"]
     out = []
     for value in group_values(mok, by):
-        train = [r for r in records if group_value(r, by) != value]
+        train = [r for r in records if group_value(r, by) != value or hardware_micro(r)]
         held = [r for r in mok if group_value(r, by) == value]
         out.append((value, train, held))
     return out
