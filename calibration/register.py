@@ -1,10 +1,15 @@
-"""Register the model's predictions for a `mok bench --gpus N` grid before it runs.
+"""Register the model's predictions for a `mok bench` grid before it runs.
 
     python -m calibration.register --gpus 2 --model glm-5,kimi-k2 --tokens 256,4096 \\
         --routing uniform,zipf:1.2 --dispatch pull,push --combine push,pull --minibatch 4096 \\
         --comm-sms 32 --out calibration/predictions/h200x2_NAME.jsonl
+    python -m calibration.register --gpus 0 --ep 8 --pass bwd --model kimi-k2 --tokens 4096 \\
+        --out calibration/predictions/h200_NAME.jsonl      # one GPU emulating EP 8 (h200-1)
+    python -m calibration.register --plan PLAN.jsonl --out ...  # records planned by a device job
 
-The grid arguments are the bench's own. For every MoK configuration and every workload's
+The grid arguments are the bench's own (`--gpus 0`: one GPU emulating its EP peers, MoK only,
+parameters of h200-1 unless --hardware says otherwise). For every MoK configuration and, with
+--gpus N, every workload's
 nccl-torch pass, the analytic model and the simulator predict the record the bench will write
 (the same reading of a record as validation uses: mok_model.records), with the parameters the
 hardware ships now. The file must not exist: a registration is written once, committed, and only
@@ -33,13 +38,21 @@ def _ints(s: str) -> list[int]:
 
 
 def planned_records(a: argparse.Namespace) -> list[dict]:
-    """The records (without times) the bench grid will write, MoK and nccl-torch."""
+    """The records (without times) the bench grid will write: MoK, and nccl-torch with --gpus N;
+    or the MoK records of a --plan file (JSON lines with model, ep, tokens, routing, config and
+    optionally pass and precision)."""
+    if a.plan:
+        with open(a.plan) as f:
+            return [{"pass": "fwd", "precision": "bf16"} | json.loads(line)
+                    | {"system": "mok", "hardware": {"preset": a.hardware}} for line in f if line.strip()]
     out = []
     for model, tokens, routing in itertools.product(a.model.split(","), _ints(a.tokens),
                                                     a.routing.split(",")):
-        base = {"model": model, "ep": a.gpus, "tokens": tokens, "pass": "fwd", "precision": "bf16",
-                "routing": routing_record(routing, a.seed), "hardware": {"preset": a.hardware}}
-        out.append(base | {"system": "nccl-torch", "config": {}})
+        base = {"model": model, "ep": a.gpus or a.ep, "tokens": tokens, "pass": a.pass_,
+                "precision": a.precision, "routing": routing_record(routing, a.seed),
+                "hardware": {"preset": a.hardware}}
+        if a.gpus:
+            out.append(base | {"system": "nccl-torch", "config": {}})
         for d, c, mb, cs in itertools.product(a.dispatch.split(","), a.combine.split(","),
                                               _ints(a.minibatch), _ints(a.comm_sms)):
             cfg = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs, macrobatch=a.macrobatch,
@@ -54,21 +67,26 @@ def register(a: argparse.Namespace) -> int:
         raise MokInputError(f"--out {a.out} exists; a registration is written once (name a new file)")
     if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
         raise MokInputError(f"--out {a.out}: folder {folder} is missing or not writable")
-    if a.gpus < 1:
-        raise MokInputError(f"--gpus {a.gpus}: must be >= 1")
+    if a.gpus < 0:
+        raise MokInputError(f"--gpus {a.gpus}: must be >= 0 (0: one GPU emulating --ep peers)")
+    if a.plan is None and (a.model is None or a.tokens is None):
+        raise MokInputError("--model and --tokens are required (or --plan FILE)")
+    if a.hardware is None:
+        a.hardware = "h200-hgx8" if a.gpus else "h200-1"
     params = load_params(None, a.hardware)
     params_path = PARAMS_DIR / f"{a.hardware}.json"
     rows = []
-    for rec in planned_records(a):
+    for i, rec in enumerate(planned_records(a)):
         scn, system = record_scenario(rec), rec["system"]
         cfg = record_config(rec) if system == "mok" else None
-        for engine in ("analytic", "sim"):
+        for engine in ("analytic", "sim") if i % a.sim_every == 0 else ("analytic",):
             if engine == "analytic":
                 pred = predict(scn, cfg, system, params)
             else:
                 pred = simulate(scn, cfg, system, params)
             rows.append({"engine": engine, "system": system, "model": rec["model"],
                          "ep": rec["ep"], "tokens": rec["tokens"], "routing": rec["routing"],
+                         "pass": rec["pass"], "precision": rec["precision"],
                          "config": rec["config"], "hardware": a.hardware,
                          "params": str(params_path.relative_to(PARAMS_DIR.parent.parent)),
                          "predicted_ms": pred.latency_ms,
@@ -83,10 +101,17 @@ def register(a: argparse.Namespace) -> int:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m calibration.register", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--hardware", default="h200-hgx8")
-    p.add_argument("--gpus", type=int, required=True)
-    p.add_argument("--model", required=True)
-    p.add_argument("--tokens", required=True)
+    p.add_argument("--hardware", default=None, help="preset whose shipped parameters predict "
+                   "(default h200-hgx8 with --gpus N, h200-1 with --gpus 0)")
+    p.add_argument("--gpus", type=int, default=0, help="real GPUs (EP = N); 0: one GPU emulating")
+    p.add_argument("--ep", type=int, default=16, help="EP size emulated with --gpus 0")
+    p.add_argument("--pass", dest="pass_", default="fwd", choices=("fwd", "bwd"))
+    p.add_argument("--precision", default="bf16", choices=("bf16", "fp8"))
+    p.add_argument("--plan", default=None, help="JSON lines of planned MoK records instead of a grid")
+    p.add_argument("--sim-every", type=int, default=1,
+                   help="simulate every K-th planned record only (the analytic model predicts all)")
+    p.add_argument("--model")
+    p.add_argument("--tokens")
     p.add_argument("--routing", default="uniform")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--dispatch", default="pull")

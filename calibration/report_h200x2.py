@@ -15,7 +15,6 @@ the runs, then held-out figures of the h200-hgx8 fit.
 from __future__ import annotations
 
 import collections
-import json
 from pathlib import Path
 
 from mok_model.presets import load_hardware
@@ -26,55 +25,15 @@ from .fit import workload_key
 from .fit_gemm import gemm_only_ms
 from .fit_fabric import fit_fabric
 from .priors import HOPPER, prior_params
+from .registered import report
 from .validate import evaluate, validate
 
 PREDICTIONS = Path(__file__).parent / "predictions"
 
 
-def _same_run(p: dict, r: dict) -> bool:
-    """A registered prediction and the record of the run it predicted (made after it)."""
-    routing = p.get("routing", {"kind": "uniform"})
-    return (r["date"] >= p["registered"] and r["system"] == p["system"]
-            and r["model"] == p["model"] and r["tokens"] == p["tokens"]
-            and r["routing"]["kind"] == routing["kind"]
-            and r["routing"].get("arg") == routing.get("arg")
-            and all(r["config"][k] == v for k, v in p["config"].items()
-                    if k in ("dispatch", "combine", "minibatch", "comm_sms")))
-
-
 def registered(runs: list[dict], pattern: str = "h200x2_*.jsonl") -> None:
-    """Each registration file against the runs it was made for, per engine and system: MAPE,
-    max error, signed range, Spearman within workloads (MoK) and the regret of the registered
-    pick among each workload's measured MoK configurations."""
-    for path in sorted(PREDICTIONS.glob(pattern)):
-        preds = [json.loads(line) for line in path.open()]
-        for engine in ("analytic", "sim"):
-            for system in ("mok", "nccl-torch"):
-                pairs = []
-                for p in (p for p in preds if p["engine"] == engine and p["system"] == system):
-                    hit = [r for r in runs if _same_run(p, r)]
-                    if len(hit) == 1:
-                        pairs.append((p, hit[0]))
-                if not pairs:
-                    continue
-                errs = [(p["predicted_ms"] - r["latency_ms"]["median"]) / r["latency_ms"]["median"]
-                        for p, r in pairs]
-                line = (f"registered {path.name} {engine:8s} {system:10s}: n {len(errs):3d} MAPE "
-                        f"{100 * sum(map(abs, errs)) / len(errs):5.1f}% max "
-                        f"{100 * max(map(abs, errs)):5.1f}% (signed {100 * min(errs):+.0f}% .. "
-                        f"{100 * max(errs):+.0f}%)")
-                if system == "mok":
-                    recs = [r for _, r in pairs]
-                    ev = evaluate(recs, [r["latency_ms"]["median"] for r in recs],
-                                  [p["predicted_ms"] for p, _ in pairs])
-                    per = collections.defaultdict(list)
-                    for p, r in pairs:
-                        per[workload_key(r)].append((p["predicted_ms"], r["latency_ms"]["median"]))
-                    reg = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values()]
-                    rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"
-                    line += (f"; Spearman {rho}; regret mean {100 * sum(reg) / len(reg):.1f}% "
-                             f"max {100 * max(reg):.1f}% over {len(reg)} workloads")
-                print(line)
+    """Each registration file against the runs it was made for (calibration.registered)."""
+    report([str(p) for p in sorted(PREDICTIONS.glob(pattern))], runs)
 
 
 def held_out(runs: list[dict]) -> None:

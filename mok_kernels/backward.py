@@ -72,17 +72,18 @@ class BackwardTiles:
     bn_a: int = 64          # I columns per SwiGLU-backward (A) item: 3 accumulators of BM x bn_a
     bn_x: int = 128         # H columns per dX item
     bk_x: int = 0           # K step of the dX GEMM over 2I (0: 64, or the largest dividing 2I)
-    bw: int = 0             # I / 2I side of a weight-gradient tile (0: 128 or the largest dividing I)
+    bw: int = 0             # I / 2I side of a weight-gradient tile (0: 256, or the largest
+    #                          power of two dividing the padded I)
     bw_h: int = 128         # H side of a weight-gradient tile
     bk_rows: int = 64       # rows per step of the weight-gradient reduction
     num_warps: int = 8
     num_stages: int = 3
-    # Performance options (interpreter-tested, NOT yet run on a GPU; default off = the path the
-    # H200 tests passed with; NOTES.md "Backward megakernel" has the analysis):
-    w_flat: bool = False     # W items: wait for all of the expert's row tiles, then ONE pipelined
-    #                          K loop over its contiguous rows (default: a 2-step pipeline per
+    # Defaults since 2026-12-01 (H200, kimi-k2 / glm-5 EP 8 4096 tokens: 28.97 -> 22.89 ms and
+    # 23.27 -> 18.14 ms with bw 256, mok_kernels/bench_variants_s12.log); False = the first path:
+    w_flat: bool = True      # W items: wait for all of the expert's row tiles, then ONE pipelined
+    #                          K loop over its contiguous rows (False: a 2-step pipeline per
     #                          128-row tile, filled and drained 8x per 1024 rows)
-    a_fuse_gu: bool = False  # A items: gate and up in one dot of N = 2*bn_a (x tile read from
+    a_fuse_gu: bool = True   # A items: gate and up in one dot of N = 2*bn_a (x tile read from
     #                          shared memory once per K step; 2 dots per step instead of 3)
     diag: int = 0            # timing diagnostic only, gradients left incomplete: 1 = skip the W
     #                          items, 2 = skip the X items, 3 = both (mok bench --bwd-tiles diag=N
@@ -593,7 +594,7 @@ class MoKBackward:
         lay, t, cfg = layer, self.tiles, layer.cfg
         self.bn_a = min(t.bn_a, cfg.bn_gu)
         self.bk_x = t.bk_x or _pow2_divisor(2 * lay.Ip, 64)
-        self.bw = t.bw or _pow2_divisor(lay.Ip, 128)
+        self.bw = t.bw or _pow2_divisor(lay.Ip, 256)
         for name, v in (("bn_a", self.bn_a), ("bn_x", t.bn_x), ("bw_h", t.bw_h), ("bk_rows", t.bk_rows)):
             if v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")

@@ -73,10 +73,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--precision", default="bf16",
                    help="comma list of bf16|fp8 for MoK (fp8: e4m3 with 1x128 activation and "
                         "128x128 weight block scales; one GPU only); baselines run BF16")
-    p.add_argument("--fp8-kernel", default="v1",
-                   help="comma list of FP8 kernel variants for --precision fp8: v1 (GPU-tested), "
-                        "v2 (128-column dots, not yet run on a GPU; KernelConfig.fp8_kernel), "
-                        "either with -bm64 for block_m 64 and 4 stages (e.g. v1,v1-bm64,v2,v2-bm64)")
+    p.add_argument("--fp8-kernel", default="v2-bm64",
+                   help="comma list of FP8 kernel variants for --precision fp8: v1 (one dot per "
+                        "gate|up K block) or v2 (128-column dots; KernelConfig.fp8_kernel), at "
+                        "block_m 128 and 3 stages, or with -bm64 at block_m 64 and 4 stages "
+                        "(default v2-bm64, KernelConfig's fp8 default)")
     p.add_argument("--routing", default="uniform",
                    help="comma list: uniform, zipf:S, hot:X (expert 0's share of routes), onehot")
     p.add_argument("--seed", type=int, default=0)
@@ -241,9 +242,11 @@ def _software() -> dict[str, str]:
 def make_record(*, system: str, model: str, ep: int, tokens: int, knobs: dict[str, Any],
                 routing: str, seed: int, times: list[float], breakdown: dict[str, float],
                 note: str, hardware: dict[str, Any], software: dict[str, str],
-                pass_: str = "fwd", precision: str = "bf16") -> dict[str, Any]:
-    """One mok-run/1 record of a measured single-GPU rank-emulation run (``pass_`` fwd or bwd)."""
-    return {
+                pass_: str = "fwd", precision: str = "bf16",
+                tiles: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One mok-run/1 record of a measured single-GPU rank-emulation run (``pass_`` fwd or bwd);
+    ``tiles``: the kernel's tile options (MoK records), so fits can tell kernel variants apart."""
+    rec = {
         "schema": "mok-run/1", "id": f"{system}-{model}-ep{ep}-n{tokens}-{uuid.uuid4().hex[:12]}",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "hardware": hardware, "software": software, "system": system, "model": model, "ep": ep,
@@ -252,6 +255,27 @@ def make_record(*, system: str, model: str, ep: int, tokens: int, knobs: dict[st
         "breakdown_ms": breakdown,
         "source": "measured", "note": note,
     }
+    if tiles is not None:
+        rec["tiles"] = tiles
+    return rec
+
+
+def forward_tiles(precision: str, **options: Any) -> dict[str, Any]:
+    """The forward megakernel's tile options as KernelConfig resolves them (a record's ``tiles``)."""
+    from .megakernel import KernelConfig
+    cfg = KernelConfig(precision=precision, **options)
+    out = {k: getattr(cfg, k) for k in ("block_m", "bn_gu", "bn_dn", "block_k", "num_warps",
+                                         "num_stages")}
+    return out | ({"fp8_kernel": cfg.fp8_kernel} if precision == "fp8" else {})
+
+
+def backward_tiles(spec: str) -> dict[str, Any]:
+    """The backward megakernel's BackwardTiles of a --bwd-tiles spec (a record's ``tiles``; 0 =
+    chosen from the layer's shape)."""
+    from dataclasses import asdict
+
+    from .backward import parse_tiles
+    return {k: int(v) if isinstance(v, bool) else v for k, v in asdict(parse_tiles(spec)).items()}
 
 
 def auto_record(rec: dict, source: str, swept: list[float]) -> dict:
@@ -318,13 +342,13 @@ class Workload:
 
 
 def fp8_variant_tiles(variant: str | None) -> dict[str, Any]:
-    """KernelConfig options of an --fp8-kernel variant (v1, v2, optionally -bm64); {} for None."""
+    """KernelConfig options of an --fp8-kernel variant (v1, v2, optionally -bm64); {} for None.
+    4 stages fit in shared memory at block_m 64 (~188 KB), 3 at block_m 128."""
     if variant is None:
         return {}
-    tiles: dict[str, Any] = {"fp8_kernel": variant.split("-")[0]}
-    if variant.endswith("-bm64"):      # 4 stages fit at block_m 64 (~188 KB of shared memory)
-        tiles.update(block_m=64, num_stages=4)
-    return tiles
+    bm64 = variant.endswith("-bm64")
+    return {"fp8_kernel": variant.split("-")[0], "block_m": 64 if bm64 else 128,
+            "num_stages": 4 if bm64 else 3}
 
 
 def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph: bool,
@@ -539,7 +563,8 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                               note=f"{note0}; " + ("" if bwd else f"ring rows used {ring}; ") +
                                    (f"fp8 kernel {f8v}; " if f8v else "") + tl_note +
                                    f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
-                              precision=prec, **common)
+                              precision=prec, tiles=backward_tiles(bt) if bwd else
+                              forward_tiles(prec, **f8tiles), **common)
             append_records(a.out, [rec])
             recs.append(rec)
             swept[prec].append(rec["latency_ms"]["median"])

@@ -81,13 +81,15 @@ class KernelConfig:
     comm_sms: int | None = None     # communication programs
     macrobatch: int | None = None   # ring-buffer rows (raised to minibatch + block_m if smaller)
     capacity: float | None = None   # schedule capacity multiplier
-    block_m: int = 128
+    block_m: int | None = None      # rows per GEMM tile; None: 128, or 64 for fp8 (measured
+                                    # 1.4-1.5x faster than 128 for fp8: bench_variants_s12.log)
     bn_gu: int = 128
     bn_dn: int = 256
     block_k: int | None = None      # K step of both GEMMs; None: 64, or 128 for fp8
     num_warps: int = 8
-    num_stages: int | None = None   # software-pipeline stages; None: 4, or 3 for fp8 (4 stages of
-                                    # fp8 128x128 / 128x256 tiles exceed the H200's shared memory)
+    num_stages: int | None = None   # software-pipeline stages; None: 4, or 3 for fp8 at block_m
+                                    # 128 (4 stages of fp8 128x128 / 128x256 tiles exceed the
+                                    # H200's shared memory; at block_m 64 they fit)
     copy_rows: int = 16
     max_spin: int | None = None     # polls before a wait gives up; None: 2**22 on one GPU,
                                     # 2**27 across real GPUs (a peer may be compiling a kernel)
@@ -99,19 +101,20 @@ class KernelConfig:
     on_error: str = "trap"          # stalled wait / overflow: trap the launch, or raise in forward
     precision: str = "bf16"         # bf16 | fp8 (e4m3 with 1x128 activation and 128x128 weight
                                     # block scales; fp8.py)
-    fp8_kernel: str = "v1"          # fp8 only. v1: the GPU-tested path (one 128 x 2*bn_gu dot per
-                                    # K block, then scaled). v2 (NOT run on a GPU yet; NOTES.md
-                                    # "FP8 forward: why it is slow"): 128-column dots (gate, up,
-                                    # and each half of a down tile) so the fresh dot result plus
-                                    # the fp32 accumulators fit in registers (v1 spills), scales
-                                    # applied as one FFMA per element; needs bn_gu=128,
-                                    # bn_dn 128 or 256
+    fp8_kernel: str = "v2"          # fp8 only. v2 (default): 128-column dots (gate, up, and each
+                                    # half of a down tile) so the fresh dot result and the fp32
+                                    # accumulators fit in registers, scales applied as one FFMA
+                                    # per element; needs bn_gu=128, bn_dn 128 or 256. v1: one
+                                    # 128 x 2*bn_gu dot per K block, then scaled (spills; 0.6-0.7x
+                                    # v2's speed). NOTES.md "FP8 forward"
 
     def __post_init__(self) -> None:
         if self.block_k is None:
             self.block_k = 128 if self.precision == "fp8" else 64
+        if self.block_m is None:
+            self.block_m = 64 if self.precision == "fp8" else 128
         if self.num_stages is None:
-            self.num_stages = 3 if self.precision == "fp8" else 4
+            self.num_stages = 3 if self.precision == "fp8" and self.block_m > 64 else 4
 
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
@@ -144,11 +147,11 @@ class KernelConfig:
                              f"block_k={self.block_k}, bn_gu={self.bn_gu}, fuse_gu={self.fuse_gu}")
         if self.fp8_kernel not in ("v1", "v2"):
             raise ValueError(f"fp8_kernel {self.fp8_kernel!r}: allowed v1, v2")
-        if self.fp8_kernel == "v2" and (self.precision != "fp8" or self.bn_gu != 128
-                                        or self.bn_dn not in (128, 256)):
-            raise ValueError(f"fp8_kernel='v2' needs precision='fp8', bn_gu=128 and bn_dn 128 or 256 "
-                             f"(128-column dots, one weight scale block each); got precision="
-                             f"{self.precision!r}, bn_gu={self.bn_gu}, bn_dn={self.bn_dn}")
+        if self.precision == "fp8" and self.fp8_kernel == "v2" and (
+                self.bn_gu != 128 or self.bn_dn not in (128, 256)):
+            raise ValueError(f"fp8_kernel='v2' needs bn_gu=128 and bn_dn 128 or 256 (128-column "
+                             f"dots, one weight scale block each; fp8_kernel='v1' takes others); "
+                             f"got bn_gu={self.bn_gu}, bn_dn={self.bn_dn}")
 
 
 _KERNELS: dict[str, Any] = {}

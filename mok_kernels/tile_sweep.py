@@ -1,6 +1,8 @@
 """Device job: the megakernel's tile shapes per shape class (single-GPU rank emulation).
 
     PYTHONPATH=. python3 -m mok_kernels.tile_sweep --out $OUT/tiles.jsonl [--deadline-s 400]
+    PYTHONPATH=. python3 -m mok_kernels.tile_sweep --precision fp8 --out $OUT/tiles_fp8.jsonl \
+        --workloads kimi-k2:8:4096,glm-5:8:4096
 
 For each workload (model:EP:tokens, rank 0, uniform routing) it times the GEMMs alone and MoK
 under every tile candidate (block_m, bn_gu, bn_dn, num_warps, num_stages) at fixed knobs, after
@@ -28,6 +30,15 @@ CANDIDATES = {          # name: (block_m, bn_gu, bn_dn, num_warps, num_stages)
     "m128-g128-d128-w8-s4": (128, 128, 128, 8, 4),
     "m64-g64-d128-w4-s4": (64, 64, 128, 4, 4),
     "m128-g128-d256-w8-s3": (128, 128, 256, 8, 3),
+}
+FP8_CANDIDATES = {      # fp8_kernel v2 (bn_gu 128); name: (block_m, bn_gu, bn_dn, warps, stages)
+    "f8-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4),      # the fp8 default
+    "f8-m64-g128-d256-w4-s4": (64, 128, 256, 4, 4),
+    "f8-m64-g128-d128-w4-s4": (64, 128, 128, 4, 4),
+    "f8-m64-g128-d128-w8-s5": (64, 128, 128, 8, 5),
+    "f8-m64-g128-d256-w8-s3": (64, 128, 256, 8, 3),
+    "f8-m128-g128-d128-w8-s3": (128, 128, 128, 8, 3),
+    "f8-m128-g128-d256-w8-s3": (128, 128, 256, 8, 3),
 }
 WORKLOADS = ("qwen3-235b-a22b:2:4096,qwen3-235b-a22b:2:8192,gpt-oss-120b:2:8192,kimi-k2:2:4096,"
              "glm-5:2:8192,qwen3-30b-a3b:8:4096,qwen3-30b-a3b:8:512,kimi-k2:16:256,"
@@ -69,11 +80,19 @@ def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
     p.add_argument("--workloads", default=WORKLOADS)
-    p.add_argument("--candidates", default=",".join(CANDIDATES))
+    p.add_argument("--candidates", default=None, help="comma list (default: every candidate of "
+                   "the precision)")
+    p.add_argument("--precision", default="bf16", choices=("bf16", "fp8"))
     p.add_argument("--iters", type=int, default=8)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--deadline-s", type=float, default=400)
     a = p.parse_args(argv)
+    fp8 = a.precision == "fp8"
+    table = FP8_CANDIDATES if fp8 else CANDIDATES
+    names = a.candidates.split(",") if a.candidates else list(table)
+    if fp8:
+        from .fp8 import FP8_REL_TOL
+    tol = FP8_REL_TOL if fp8 else TOL
     t0, hw, sw = time.time(), _hardware(), _software()
     cmd = "python3 -m mok_kernels.tile_sweep " + " ".join(argv)
     for spec in a.workloads.split(","):
@@ -89,27 +108,30 @@ def main(argv: list[str]) -> int:
         recs = [make_record(system="gemm-only", times=run_gemm_only(wl, a.iters, a.warmup),
                             note=note, **common)]
         line = [f"{spec}: gemm-only {recs[0]['latency_ms']['median']:.3f}"]
-        for name in a.candidates.split(","):
+        for name in names:
             if time.time() - t0 > a.deadline_s:
                 break
-            bm, bg, bd, nw, ns = CANDIDATES[name]
+            bm, bg, bd, nw, ns = table[name]
             tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns)
+            if fp8:
+                tiles.update(fp8_kernel="v2")
             try:
                 layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0,
-                                 KernelConfig(**knobs, **tiles, on_error="raise"),
+                                 KernelConfig(**knobs, **tiles, precision=a.precision,
+                                              on_error="raise"),
                                  local_weights=True)
                 fwd = lambda lay=layer, w=wl: lay.forward(w.x, w.ids, w.wts)  # noqa: E731
                 fwd()
                 err = check(layer, wl)
-                if err > TOL:
-                    raise RuntimeError(f"relative error {err:.2e} > {TOL}")
+                if err > tol:
+                    raise RuntimeError(f"relative error {err:.2e} > {tol}")
                 layer.cfg.on_error = "trap"
                 times = time_events(capture_graph(fwd), wl.refresh, a.iters, a.warmup)
-            except (RuntimeError, ValueError) as exc:
-                print(f"{spec} {name}: FAILED {exc}", flush=True)
+            except Exception as exc:    # a stall, a wrong result, or out of shared memory
+                print(f"{spec} {name}: FAILED {type(exc).__name__}: {exc}", flush=True)
                 continue
-            rec = make_record(system="mok", times=times, note=note, **common)
-            rec["tiles"] = tiles
+            rec = make_record(system="mok", times=times, note=note, precision=a.precision,
+                              tiles=tiles, **common)
             rec["rel_err_vs_fp32"] = err
             recs.append(rec)
             line.append(f"{name} {rec['latency_ms']['median']:.3f}")

@@ -134,6 +134,8 @@ def test_backward_tiles_spec_and_bench_flag(tmp_path):
     t = parse_tiles("w_flat=1,a_fuse_gu=1,bn_x=256,diag=1")
     assert t.w_flat and t.a_fuse_gu and t.bn_x == 256 and t.diag == 1 and t.bn_a == 64
     assert parse_tiles(tiles_label(t)) == t
+    first = parse_tiles("w_flat=0,a_fuse_gu=0,bw=128")
+    assert not first.w_flat and not first.a_fuse_gu and tiles_label(first) == "bw=128,w_flat=0,a_fuse_gu=0"
     with pytest.raises(ValueError, match="field"):
         parse_tiles("w_flatt=1")
     out = str(tmp_path / "r.jsonl")

@@ -103,12 +103,16 @@ def test_precision_rules():
 
 
 def test_fp8_kernel_v2_rules():
-    assert KernelConfig(precision="fp8").fp8_kernel == "v1"          # the GPU-tested default
+    cfg = KernelConfig(precision="fp8")        # the measured fastest (bench_variants_s12.log)
+    assert (cfg.fp8_kernel, cfg.block_m, cfg.num_stages) == ("v2", 64, 4)
+    assert KernelConfig(precision="fp8", block_m=128).num_stages == 3      # 4 overflow smem
+    assert (KernelConfig().block_m, KernelConfig().num_stages) == (128, 4)  # bf16 unchanged
+    KernelConfig(bn_gu=256).validate()                 # fp8_kernel is ignored for bf16
     for ok in (dict(), dict(bn_dn=128), dict(block_m=64)):
         KernelConfig(precision="fp8", fp8_kernel="v2", **ok).validate()
     with pytest.raises(ValueError, match="allowed v1, v2"):
         KernelConfig(precision="fp8", fp8_kernel="v3").validate()
-    for bad in (dict(bn_gu=256), dict(bn_dn=64), dict(bn_dn=512), dict(precision="bf16")):
+    for bad in (dict(bn_gu=256), dict(bn_dn=64), dict(bn_dn=512)):
         with pytest.raises(ValueError, match="fp8_kernel='v2' needs"):
             KernelConfig(**{"precision": "fp8", "fp8_kernel": "v2", **bad}).validate()
 
@@ -116,7 +120,7 @@ def test_fp8_kernel_v2_rules():
 def test_bench_fp8_kernel_variants():
     from mok_kernels.bench import fp8_variant_tiles
     assert fp8_variant_tiles(None) == {}
-    assert fp8_variant_tiles("v1") == {"fp8_kernel": "v1"}
+    assert fp8_variant_tiles("v1") == {"fp8_kernel": "v1", "block_m": 128, "num_stages": 3}
     assert fp8_variant_tiles("v2-bm64") == {"fp8_kernel": "v2", "block_m": 64, "num_stages": 4}
 
 

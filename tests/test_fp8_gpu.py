@@ -138,27 +138,29 @@ def test_fp8_group_mode_is_refused():
                                                macrobatch=131072), group=LocalGroup(2))
 
 
-# fp8_kernel="v2" (128-column dots; NOTES.md "FP8 forward: why it is slow"): the same checks as
-# v1 over the shapes and modes, the down tile's two halves (bn_dn 256) and one half (128),
-# block_m 64, pointer weights (the masked second half past H = 6400), and v2 against v1
-V2_CASES = [("kimi-k2", "zipf:1.2", MODES[0], {}), ("h1536", "uniform", MODES[1], {}),
-            ("h2560", "hot:0.1", MODES[2], dict(bn_dn=128)),
-            ("h6400-i704", "zipf:1.2", MODES[3], {}), ("kimi-k2", "uniform", MODES[4], dict(block_m=64)),
-            ("h6400-i704", "uniform", MODES[5], dict(tma=False)),
-            ("h1536", "zipf:1.2", MODES[0], dict(block_m=64, bn_dn=128, tma=False))]
+# The defaults (fp8_kernel v2, block_m 64, 4 stages) run in every test above; the other variants
+# (v1's one dot per gate|up K block, block_m 128 at 3 stages), one down half (bn_dn 128) and
+# pointer weights (the masked second half past H = 6400) run the same checks here.
+VARIANT_CASES = [("kimi-k2", "zipf:1.2", MODES[0], dict(fp8_kernel="v1", block_m=128)),
+                 ("h1536", "uniform", MODES[1], dict(fp8_kernel="v1", block_m=128)),
+                 ("h2560", "hot:0.1", MODES[2], dict(block_m=128, bn_dn=128)),
+                 ("h6400-i704", "zipf:1.2", MODES[3], dict(fp8_kernel="v1", block_m=64)),
+                 ("kimi-k2", "uniform", MODES[4], dict(block_m=128)),
+                 ("h6400-i704", "uniform", MODES[5], dict(tma=False)),
+                 ("h1536", "zipf:1.2", MODES[0], dict(bn_dn=128, tma=False))]
 
 
-@pytest.mark.parametrize("name,routing,mode,tiles", V2_CASES)
-def test_fp8_v2_matches_references(name, routing, mode, tiles):
+@pytest.mark.parametrize("name,routing,mode,tiles", VARIANT_CASES)
+def test_fp8_variants_match_references(name, routing, mode, tiles):
     ep, rank, dispatch, combine = mode
-    quant, plain, _, _ = run_fp8(ep, rank, routing, dispatch, combine, SHAPES[name],
-                                 fp8_kernel="v2", **tiles)
+    quant, plain, _, _ = run_fp8(ep, rank, routing, dispatch, combine, SHAPES[name], **tiles)
     check(quant, plain)
 
 
-def test_fp8_v2_agrees_with_v1_and_repeats_bitwise():
-    _, _, a, (x, ids, wts) = run_fp8(8, 2, "zipf:1.2", "pull", "push", KIMI)
-    _, _, b, _ = run_fp8(8, 2, "zipf:1.2", "pull", "push", KIMI, fp8_kernel="v2")
+def test_fp8_default_agrees_with_v1_and_repeats_bitwise():
+    _, _, a, (x, ids, wts) = run_fp8(8, 2, "zipf:1.2", "pull", "push", KIMI, fp8_kernel="v1",
+                                     block_m=128)
+    _, _, b, _ = run_fp8(8, 2, "zipf:1.2", "pull", "push", KIMI)
     first = b.forward(x, ids, wts).clone()
     # v2 scales as dot * (a_s * b_s) where v1 does (dot * a_s) * b_s: last-bit differences only
     assert rel(first, a.forward(x, ids, wts)) <= 2e-3

@@ -108,7 +108,7 @@ def test_alltoall_pairs_push_and_pull_move_the_same_rows():
             pairs, s = nb.alltoall_pairs(f, direction)
             assert s == rows // world and len(pairs) == world - 1
             for src, dst in pairs:       # back to (rank, element offset in that rank's buffer)
-                absolute = lambda off: divmod(off + me * gap, gap)  # noqa: E731
+                absolute = lambda off, me=me: divmod(off + me * gap, gap)  # noqa: E731
                 moves[direction].add((absolute(src), absolute(dst)))
     assert moves["push"] == moves["pull"] and len(moves["push"]) == world * (world - 1)
     slots = {dst for _, dst in moves["push"]}

@@ -1,0 +1,70 @@
+"""MoK against the same rank's GEMMs alone over the model space, from space-sweep records.
+
+    python benchmarks/kernel_space.py calibration/runs/h200_space/space.jsonl
+
+Per model preset and token band (64-512 tokens per GPU: decode-size; 1K-8K), over the workloads
+of the records (EP x tokens x routing): the ratio best measured MoK configuration / GEMMs alone
+(both measured in the same run), its median and worst case, and how many workloads meet the
+issue's goal (<= 1.5x at 64-512 tokens, <= 1.2x at 1K-8K). The best is over the configurations
+the records hold (the space sweep times 4 per workload), so it is an upper bound on the tuned
+kernel's ratio.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import sys
+
+from mok_model.errors import MokInputError
+from mok_model.records import read_records
+
+BANDS = (("64-512", 0, 512, 1.5), ("1K-8K", 1024, 8192, 1.2))
+
+
+def table(records: list[dict]) -> list[str]:
+    """Markdown rows: preset, band, workloads, median and worst ratio, share within the goal."""
+    best: dict[tuple, float] = {}
+    gemm: dict[tuple, float] = {}
+    for r in records:
+        if r.get("pass", "fwd") != "fwd" or r.get("precision", "bf16") != "bf16":
+            continue
+        key = (r["model"], r["ep"], r["tokens"], r["routing"]["kind"], r["routing"].get("arg"))
+        ms = r["latency_ms"]["median"]
+        if r["system"] == "mok":
+            best[key] = min(best.get(key, ms), ms)
+        elif r["system"] == "gemm-only":
+            gemm[key] = ms
+    groups = collections.defaultdict(list)
+    for key in best.keys() & gemm.keys():
+        for band, lo, hi, goal in BANDS:
+            if lo <= key[2] <= hi:
+                groups[key[0], band, goal].append((best[key] / gemm[key], key))
+    rows = ["| preset | tokens/GPU | workloads | MoK / GEMMs median | worst (EP, tokens, routing) "
+            "| within goal |", "|---|---|---:|---:|---|---:|"]
+    order = [b[0] for b in BANDS]
+    for (model, band, goal), xs in sorted(groups.items(), key=lambda g: (g[0][0], order.index(g[0][1]))):
+        xs.sort()
+        worst, wk = xs[-1]
+        routing = wk[3] + (f":{wk[4]}" if wk[4] is not None else "")
+        rows.append(f"| {model} | {band} | {len(xs)} | {xs[len(xs) // 2][0]:.2f} | {worst:.2f} "
+                    f"(EP {wk[1]}, {wk[2]}, {routing}) | {sum(x <= goal for x, _ in xs)}/{len(xs)} "
+                    f"(<= {goal}x) |")
+    return rows
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("runs", nargs="+")
+    a = p.parse_args(argv)
+    try:
+        print("\n".join(table(read_records(a.runs))))
+    except MokInputError as exc:
+        print(f"kernel_space: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

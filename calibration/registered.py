@@ -1,0 +1,120 @@
+"""Registered predictions against the runs they were registered for (before any refit).
+
+    python -m calibration.registered calibration/predictions/h200_space_2026-12-01.jsonl \\
+        calibration/runs/h200_space/space.jsonl [--by model,ep,tokens,routing]
+
+A prediction (calibration.register, committed before the runs) meets the record of its run by
+system, model, EP, tokens, routing, pass, precision and the four knobs, made after it. Per engine
+and system: matched count, MAPE, max error, signed range, Spearman within workloads (MoK), and
+the regret of the registered pick among each workload's measured MoK configurations; ``--by``
+adds a line per value of each named field.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+import json
+import sys
+from pathlib import Path
+
+from mok_model.errors import MokInputError
+from mok_model.records import read_records
+
+from .fit import workload_key
+from .validate import evaluate
+
+_KNOBS = ("dispatch", "combine", "minibatch", "comm_sms")
+
+
+def _run_key(p: dict) -> tuple:
+    """What identifies a run, read the same from a prediction line and from a record (the knobs
+    for MoK only: the baselines' records carry knobs they do not use)."""
+    routing = p.get("routing") or {"kind": "uniform"}
+    cfg = (p.get("config") or {}) if p["system"] == "mok" else {}
+    return (p["system"], p["model"], p["ep"], p["tokens"], routing["kind"], routing.get("arg"),
+            p.get("pass", "fwd"), p.get("precision", "bf16"), *(cfg.get(k) for k in _KNOBS))
+
+
+def match(preds: list[dict], runs: list[dict]) -> list[tuple[dict, dict]]:
+    """(prediction, record) pairs: the one record of each predicted run made after it; runs
+    measured more than once are left out (ambiguous)."""
+    by_key: dict[tuple, list[dict]] = collections.defaultdict(list)
+    for r in runs:
+        by_key[_run_key(r)].append(r)
+    pairs = []
+    for p in preds:
+        hit = [r for r in by_key.get(_run_key(p), ()) if r["date"] >= p["registered"]]
+        if len(hit) == 1:
+            pairs.append((p, hit[0]))
+    return pairs
+
+
+def summary(pairs: list[tuple[dict, dict]], system: str) -> str:
+    """One line of figures for matched pairs of one engine and system."""
+    errs = [p["predicted_ms"] / r["latency_ms"]["median"] - 1 for p, r in pairs]
+    line = (f"n {len(errs):3d} MAPE {100 * sum(map(abs, errs)) / len(errs):5.1f}% max "
+            f"{100 * max(map(abs, errs)):5.1f}% (signed {100 * min(errs):+.0f}% .. "
+            f"{100 * max(errs):+.0f}%)")
+    if system != "mok":
+        return line
+    recs = [r for _, r in pairs]
+    ev = evaluate(recs, [r["latency_ms"]["median"] for r in recs], [p["predicted_ms"] for p, _ in pairs])
+    per = collections.defaultdict(list)
+    for p, r in pairs:
+        per[workload_key(r)].append((p["predicted_ms"], r["latency_ms"]["median"]))
+    reg = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values() if len(rows) > 1]
+    rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"
+    line += f"; Spearman {rho}"
+    if reg:
+        line += (f"; regret mean {100 * sum(reg) / len(reg):.1f}% max {100 * max(reg):.1f}% "
+                 f"over {len(reg)} workloads")
+    return line
+
+
+def _field(r: dict, name: str) -> str:
+    v = r.get(name)
+    if isinstance(v, dict):     # routing
+        return v["kind"] + (f":{v['arg']}" if "arg" in v else "")
+    return str(v)
+
+
+def report(pred_paths: list[str], runs: list[dict], by: list[str] = ()) -> None:
+    """Print the figures of each registration file against ``runs``."""
+    for path in pred_paths:
+        preds = [json.loads(line) for line in Path(path).open() if line.strip()]
+        for engine in ("analytic", "sim"):
+            for system in ("mok", "nccl-torch"):
+                pairs = match([p for p in preds if p["engine"] == engine and p["system"] == system],
+                              runs)
+                if not pairs:
+                    continue
+                print(f"registered {Path(path).name} {engine:8s} {system:10s}: "
+                      f"{summary(pairs, system)}")
+                for name in by:
+                    groups = collections.defaultdict(list)
+                    for p, r in pairs:
+                        groups[_field(r, name)].append((p, r))
+                    for value in sorted(groups, key=lambda v: (len(v), v)):
+                        print(f"    {name} {value:18s} {summary(groups[value], system)}")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m calibration.registered", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("predictions", help="a registration file (calibration/predictions/*.jsonl)")
+    p.add_argument("runs", nargs="+", help="run-record files")
+    p.add_argument("--by", default="", help="comma list of record fields to break down by")
+    a = p.parse_args(argv)
+    try:
+        if not Path(a.predictions).is_file():
+            raise MokInputError(f"{a.predictions}: no such registration file")
+        report([a.predictions], read_records(a.runs), [b for b in a.by.split(",") if b])
+    except MokInputError as exc:
+        print(f"registered: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

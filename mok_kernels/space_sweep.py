@@ -1,0 +1,172 @@
+"""Device job: calibration records across the model space (single-GPU rank emulation).
+
+    python -m mok_kernels.space_sweep --plan-out PLAN.jsonl          # CPU: the planned MoK records
+    PYTHONPATH=. python3 -m mok_kernels.space_sweep --out $OUT/space.jsonl --deadline-s 400 \\
+        [--models kimi-k2,glm-5] [--skip-done calibration/runs/h200_space/space.jsonl] \\
+        [--compile-only]
+
+Workloads: every model preset x EP {4, 8, 16, 32} (where the experts divide evenly) x tokens per
+GPU {64 .. 8192} x routing {uniform, zipf:1.2, hot:0.1}, in one seeded random order, so that a run
+stopped by its deadline is an even sample of the space and the next run (``--skip-done``) goes on
+where it stopped. Per workload: the same rank's GEMMs alone and MoK under the published default
+knobs (pull/push, minibatch 4096, 32 comm SMs) plus three knob settings drawn from the grid, each
+output checked on a sample of rows against float32 before it is timed. ``--compile-only`` runs each
+planned configuration once untimed (several such processes fill Triton's cache in parallel before
+the timed run). The plan is fixed by ``--seed``: register its predictions
+(``python -m calibration.register --plan``) before running.
+"""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import json
+import random
+import sys
+import time
+
+MODELS = ("deepseek-v3", "kimi-k2", "glm-4.5", "glm-5", "qwen3-235b-a22b", "qwen3-30b-a3b",
+          "qwen3-next-80b-a3b", "gpt-oss-120b", "mixtral-8x7b", "llama4-maverick", "minimax-m2")
+EPS = (4, 8, 16, 32)
+TOKENS = (64, 256, 1024, 2048, 4096, 8192)
+ROUTINGS = ("uniform", "zipf:1.2", "hot:0.1")
+DEFAULT_KNOBS = ("pull", "push", 4096, 32)
+GRID = list(itertools.product(("pull", "push"), ("push", "pull"), (512, 1024, 2048, 4096, 8192),
+                              (8, 16, 32, 64)))
+DRAWN = 3
+CAPACITY = 1.0          # no routing overflows it (the model refuses 0.5 at hot routing)
+MACROBATCH = 131072
+
+
+def plan(seed: int = 0) -> list[dict]:
+    """Every workload of the space, in the seeded order, each with its knob settings."""
+    from mok_model.presets import load_model
+    rng = random.Random(seed)
+    work = [(m, ep, n, r) for m, ep, n, r in itertools.product(MODELS, EPS, TOKENS, ROUTINGS)
+            if load_model(m).routed_experts % ep == 0]
+    rng.shuffle(work)
+    out = []
+    for model, ep, tokens, routing in work:
+        knobs = [DEFAULT_KNOBS] + rng.sample([g for g in GRID if g != DEFAULT_KNOBS], DRAWN)
+        out.append({"model": model, "ep": ep, "tokens": tokens, "routing": routing,
+                    "configs": [dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
+                                     macrobatch=MACROBATCH, capacity=CAPACITY)
+                                for d, c, mb, cs in knobs]})
+    return out
+
+
+def planned_records(seed: int = 0) -> list[dict]:
+    """The MoK records the plan asks for (calibration.register --plan reads these lines)."""
+    from .routing import routing_record
+    return [{"model": w["model"], "ep": w["ep"], "tokens": w["tokens"],
+             "routing": routing_record(w["routing"], seed), "config": cfg}
+            for w in plan(seed) for cfg in w["configs"]]
+
+
+def _key(model: str, ep: int, tokens: int, routing: dict) -> tuple:
+    return model, ep, tokens, json.dumps(routing, sort_keys=True)
+
+
+def _done(path: str | None) -> set[tuple]:
+    """Workloads with a gemm-only record in ``path`` (started by an earlier run)."""
+    if not path:
+        return set()
+    from mok_model.records import read_records
+    return {_key(r["model"], r["ep"], r["tokens"], r["routing"])
+            for r in read_records([path]) if r["system"] == "gemm-only"}
+
+
+def run(a: argparse.Namespace) -> int:
+    import torch
+
+    from mok_model.records import append_records
+
+    from .bench import (Workload, _hardware, _software, capture_graph, forward_tiles, make_record,
+                        run_gemm_only, time_events)
+    from .megakernel import KernelConfig, MoKLayer
+    from .routing import routing_record
+    from .tile_sweep import TOL, check
+    t0, hw, sw = time.time(), _hardware(), _software()
+    cmd = "python3 -m mok_kernels.space_sweep " + " ".join(a.argv)
+    models = set(a.models.split(",")) if a.models else set(MODELS)
+    done = _done(a.skip_done)
+    n_rec = 0
+    for w in plan(a.seed):
+        if time.time() - t0 > a.deadline_s:
+            print(f"deadline: stopped after {n_rec} records ({time.time() - t0:.0f} s)", flush=True)
+            break
+        key = _key(w["model"], w["ep"], w["tokens"], routing_record(w["routing"], a.seed))
+        if w["model"] not in models or key in done:
+            continue
+        wl = Workload(w["model"], w["ep"], w["tokens"], w["routing"], a.seed, 0)
+        common = dict(model=w["model"], ep=w["ep"], tokens=w["tokens"], routing=w["routing"],
+                      seed=a.seed, hardware=hw, software=sw)
+        note = f"single-GPU rank emulation: rank 0 of EP {w['ep']}; graph replay; {cmd}"
+        recs, line = [], [f"{w['model']}:{w['ep']}:{w['tokens']}:{w['routing']}"]
+        if not a.compile_only:
+            t = run_gemm_only(wl, a.iters, a.warmup)
+            recs.append(make_record(system="gemm-only", knobs=w["configs"][0], times=t,
+                                    breakdown={}, note=note + "; knobs not used by this system",
+                                    **common))
+            line.append(f"gemm-only {recs[0]['latency_ms']['median']:.3f}")
+        for knobs in w["configs"]:
+            label = f"{knobs['dispatch']}/{knobs['combine']}/{knobs['minibatch']}/{knobs['comm_sms']}"
+            layer = fwd = None      # free the last configuration's buffers before the next one
+            try:
+                layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, 0,
+                                 KernelConfig(**knobs, on_error="raise"), local_weights=True)
+                fwd = lambda lay=layer, w=wl: lay.forward(w.x, w.ids, w.wts)  # noqa: E731
+                fwd()
+                torch.cuda.synchronize()
+                layer.check()
+                if a.compile_only:
+                    continue
+                err = check(layer, wl)
+                if err > TOL:
+                    raise RuntimeError(f"relative error {err:.2e} > {TOL}")
+                layer.cfg.on_error = "trap"
+                times = time_events(capture_graph(fwd), wl.refresh, a.iters, a.warmup)
+                layer.check()
+            except (RuntimeError, ValueError) as exc:     # refused shape, overflow, stall, wrong
+                print(f"{line[0]} {label}: FAILED {type(exc).__name__}: {exc}", flush=True)
+                continue
+            rec = make_record(system="mok", knobs=knobs, times=times, breakdown={}, note=note,
+                              tiles=forward_tiles("bf16"), **common)
+            rec["rel_err_vs_fp32"] = err
+            recs.append(rec)
+            line.append(f"{label} {rec['latency_ms']['median']:.3f}")
+        if recs:
+            append_records(a.out, recs)
+            n_rec += len(recs)
+        print("; ".join(line) + f" ({time.time() - t0:.0f} s)", flush=True)
+        del wl
+        torch.cuda.empty_cache()
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(prog="python -m mok_kernels.space_sweep", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--out", help="RUNS.jsonl to append records to")
+    p.add_argument("--plan-out", help="write the planned MoK records (JSON lines) and stop")
+    p.add_argument("--models", default=None, help="comma list: only these presets' workloads")
+    p.add_argument("--skip-done", default=None, help="records file: skip its workloads")
+    p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--iters", type=int, default=8)
+    p.add_argument("--warmup", type=int, default=2)
+    p.add_argument("--deadline-s", type=float, default=400)
+    a = p.parse_args(argv)
+    a.argv = argv
+    if a.plan_out:
+        with open(a.plan_out, "x") as f:
+            for rec in planned_records(a.seed):
+                f.write(json.dumps(rec, sort_keys=True) + "\n")
+        return 0
+    if not a.out and not a.compile_only:
+        p.error("--out is required (or --plan-out, or --compile-only)")
+    return run(a)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,36 @@
+"""Registered predictions meet the records of their runs (calibration.registered)."""
+
+from calibration.registered import main, match, summary
+
+
+def _rec(i, system="mok", mb=4096, date="2026-12-01T03:00:00+00:00", ms=2.0, ep=8):
+    return {"id": f"r{i}", "date": date, "system": system, "model": "glm-5", "ep": ep,
+            "hardware": {"preset": "h200-1"},
+            "tokens": 1024, "routing": {"kind": "zipf", "seed": 0, "arg": 1.2}, "pass": "fwd",
+            "precision": "bf16", "latency_ms": {"median": ms},
+            "config": {"dispatch": "pull", "combine": "push", "minibatch": mb, "comm_sms": 32}}
+
+
+def _pred(system="mok", mb=4096, ms=1.0, ep=8):
+    return {"engine": "analytic", "system": system, "model": "glm-5", "ep": ep, "tokens": 1024,
+            "routing": {"kind": "zipf", "seed": 0, "arg": 1.2}, "predicted_ms": ms,
+            "registered": "2026-12-01T02:00:00+00:00",
+            "config": {"dispatch": "pull", "combine": "push", "minibatch": mb, "comm_sms": 32}
+            if system == "mok" else {}}
+
+
+def test_match_by_run_and_date_only():
+    runs = [_rec(0), _rec(1, mb=2048, ms=3.0), _rec(2, date="2026-11-30T00:00:00+00:00", mb=1024),
+            _rec(3, system="nccl-torch"), _rec(4, ep=16)]
+    pairs = match([_pred(), _pred(mb=2048, ms=1.5), _pred(mb=1024), _pred(system="nccl-torch"),
+                   _pred(mb=512)], runs)
+    assert [(p["config"].get("minibatch"), r["id"]) for p, r in pairs] == \
+        [(4096, "r0"), (2048, "r1"), (None, "r3")]        # the 2026-11-30 run predates it
+    assert match([_pred()], runs + [_rec(5)]) == []       # measured twice: ambiguous, left out
+    line = summary(pairs[:2], "mok")
+    assert "n   2 MAPE  50.0%" in line and "regret mean 0.0%" in line   # picks 4096: 2.0 < 3.0
+
+
+def test_cli_refuses_missing_file(capsys):
+    assert main(["nope.jsonl", "also-nope.jsonl"]) == 2
+    assert "nope.jsonl" in capsys.readouterr().err
