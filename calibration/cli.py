@@ -20,7 +20,7 @@ from pathlib import Path
 from mok_model.cli import int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, warn
-from mok_model.gemm_table import read_table
+from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import BOUNDS, Params, read_params, write_params
 from mok_model.records import KNOBS, read_records
 from mok_model.scenario import ENGINES
@@ -166,8 +166,9 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     base = Params(base.values, hardware, None, [], dict(base.sources)).with_table(table)
     if table is not None:
         notes.append(f"GEMM efficiency from the measured table {table.path} ({len(table.points)} "
-                     f"points from {', '.join(table.records)}); gemm_eff not used by the "
-                     f"megakernel's GEMMs")
+                     f"points from {', '.join(table.records)}, {table.level}): "
+                     + ("gemm_eff not used by the megakernel's GEMMs" if replaces_gemm_eff(table)
+                        else "gemm_eff times the table's shape factor"))
     micro = fit_micro(records, base)
     notes += micro.notes
     layer = [r for r in records if predictable(r)]
@@ -189,7 +190,7 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     if split_doc:
         split_doc.update(train_n=len(train), thin=a.thin)
     free = a.free.split(",") if a.free else default_free(train, set(micro.fitted))
-    if table is not None and not a.free:  # the table replaces gemm_eff
+    if replaces_gemm_eff(table) and not a.free:  # the table replaces gemm_eff
         free = [f for f in free if f != "gemm_eff"]
     if 0 < len(train) <= len(free):
         warn(f"fitting {len(free)} parameters {free} to {len(train)} layer record(s): the fit is "
@@ -277,7 +278,7 @@ def cross_validate(layer: list[dict], by: str, base: Params, free_arg: str | Non
         train, held, _ = split(layer, by, value)
         free = free_arg.split(",") if free_arg else [
             f for f in default_free(train, micro_fitted)
-            if not (f == "gemm_eff" and base.gemm_table is not None)]
+            if not (f == "gemm_eff" and replaces_gemm_eff(base.gemm_table))]
         res = fit(train, base, free, engine)
         v = validate(held, res.params, engine)
         folds.append({"heldout": value, **_summary(v), "free": free,

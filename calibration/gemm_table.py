@@ -2,16 +2,18 @@
 phases alone.
 
     python -m calibration.gemm_table RUN_FILES... --out TABLE.json [--hardware h200-1]
-                                     [--system gemm-only] [--json]
+                                     [--system gemm-only] [--relative] [--json]
 
 Every measured forward BF16 record of `--system` (default `gemm-only`) on the hardware becomes one
 point: its shape (rows per active expert on the measured rank, I, H, local experts), its tile
 (the record's `tiles`, else the kernel's default) and eff = ideal / measured
 (mok_model/gemm_table.py ideal_seconds, with the parameters' gemm_tile_m and gemm_tile_n). The
-table file names the record files. Only records of the megakernel's GEMM phases belong here:
-`gemm-only` records made before the space sweep (calibration/runs/h200*/ before 2026-12-01) time
-torch._grouped_mm (the library, fitted as torch_gemm_eff by calibration/fit_gemm.py) and would
-describe another kernel.
+table file names the record files. An absolute table (the default) must be made of records of
+the megakernel's own GEMM phases. Every `gemm-only` record committed so far (calibration/runs/
+h200*/, the space sweep included: mok_kernels/bench.py run_gemm_only) times torch._grouped_mm,
+the library's grouped GEMM that nccl-torch runs (calibration/fit_gemm.py fits torch_gemm_eff to
+them): from those, only a `--relative` table is honest (the library's shape trend, at the level
+gemm_eff fits for the megakernel).
 """
 
 from __future__ import annotations
@@ -37,8 +39,10 @@ def table_records(records: list[dict], hardware: str, system: str = SYSTEM) -> l
 
 
 def build_table(records: list[dict], hardware: str, files: list[str], system: str = SYSTEM,
-                path: str | None = None, tile_m: int = TILE_M, tile_n: int = TILE_N) -> GemmTable:
-    """A table of one point per record of `system` among `records` (see the module docstring)."""
+                path: str | None = None, tile_m: int = TILE_M, tile_n: int = TILE_N,
+                level: str = "absolute") -> GemmTable:
+    """A table of one point per record of `system` among `records` (see the module docstring);
+    level "relative" for records of another GEMM implementation than the megakernel's."""
     recs = table_records(records, hardware, system)
     if not recs:
         raise MokInputError(f"no measured forward BF16 {system} records of {hardware} to build a "
@@ -47,7 +51,7 @@ def build_table(records: list[dict], hardware: str, files: list[str], system: st
     notes = (f"{len(points)} {system} records of {hardware} (the kernel's GEMM phases alone); "
              f"eff = tile-quantized FLOPs ({tile_m} x {tile_n} tiles) at peak on all SMs / measured "
              f"(python -m calibration.gemm_table)")
-    return GemmTable(hardware, points, tuple(files), path, notes)
+    return GemmTable(hardware, points, tuple(files), path, notes, level)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -57,12 +61,16 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--out", required=True, help="table file to write (.json)")
     p.add_argument("--hardware", default="h200-1")
     p.add_argument("--system", default=SYSTEM, help="system of the GEMM-phase records")
+    p.add_argument("--relative", action="store_true",
+                   help="the records time another GEMM implementation (the library's grouped "
+                        "GEMM): use only the table's shape trend, times gemm_eff")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try:
         check_output_file(a.out, "--out", ".json")
         files = [str(Path(f)) for f in a.runs]
-        table = build_table(read_records(files), a.hardware, files, a.system, a.out)
+        table = build_table(read_records(files), a.hardware, files, a.system, a.out,
+                            level="relative" if a.relative else "absolute")
         write_table(a.out, table)
     except MokInputError as exc:
         print(f"mok: error: {exc}", file=sys.stderr)

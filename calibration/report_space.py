@@ -1,6 +1,6 @@
 """Leave-one-model-out and leave-one-EP-out figures of the single-H200 (`h200-1`) fit.
 
-    python -m calibration.report_space RUN_FILES... [--by model,ep] [--table none,kernel]
+    python -m calibration.report_space RUN_FILES... [--by model,ep] [--table none,relative]
                                        [--table-system gemm-only] [--sim-records N] [--free P,..]
                                        [--fix P,..] [--thin K] [--jobs J]
                                        [--json]
@@ -15,9 +15,11 @@ model or its EP size): MAPE, max error, mean signed error, Spearman within each 
 configurations; workloads with >= 3), and tuner regret on workloads with >= 8 measured MoK
 configurations (the model's pick among exactly those, against the best measured).
 
---table kernel: each fold builds the GEMM efficiency table (mok_model/gemm_table.py) from its
+--table absolute: each fold builds the GEMM efficiency table (mok_model/gemm_table.py) from its
 training records of --table-system alone, so a held-out model's or EP's own GEMM phases never
-reach its fit; gemm_eff is then not fitted. --table none: one gemm_eff, as shipped before.
+reach its fit; gemm_eff is then not fitted. --table relative: the same table used for its shape
+trend only (records of another GEMM implementation: every gemm-only record so far times the
+library's grouped GEMM), times a fitted gemm_eff. --table none: one gemm_eff, as shipped.
 
 The simulator predicts a sample of the held-out workloads (every K-th workload of each fold,
 whole workloads, K chosen so that about --sim-records records are simulated, 0: none); the
@@ -57,10 +59,13 @@ REGRET_CONFIGS = 8
 GOALS = {"mape": 0.06, "max_ape": 0.25, "spearman": 0.9, "regret": 0.03}
 
 
+# the kernel's BF16 default tile options (mok_kernels/megakernel.py KernelConfig); records that
+# name fewer options ran with these for the rest
+KERNEL_TILE = {**DEFAULT_TILE, "block_k": 64, "num_warps": 8, "num_stages": 4}
+
+
 def _tile(rec: dict) -> tuple:
-    t = rec.get("tiles") or {}
-    d = {**DEFAULT_TILE, "num_warps": 8, "num_stages": 4, **t}
-    return tuple(sorted(d.items()))
+    return tuple(sorted({**KERNEL_TILE, **(rec.get("tiles") or {})}.items()))
 
 
 def usable(records: list[dict], table_system: str = TABLE_SYSTEM) -> tuple[list[dict], dict]:
@@ -110,27 +115,31 @@ def folds(records: list[dict], by: str) -> list[tuple[str, list[dict], list[dict
     return out
 
 
+TABLES = ("none", "absolute", "relative")
+
+
 def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM,
              free_arg: list[str] | None = None, fix: tuple = ()):
-    """`mok calibrate`'s two stages from the h200-1 priors on `train`; with table "kernel" the
-    GEMM efficiency table is built from train's GEMM-phase records first. `free_arg` replaces
+    """`mok calibrate`'s two stages from the h200-1 priors on `train`; with table "absolute" or
+    "relative" the GEMM efficiency table of that level is built from train's GEMM-phase records
+    first. `free_arg` replaces
     the layer stage's choice of free parameters; `fix` removes parameters from it (held at
     their priors). Returns (params, free parameters, table points
     or 0)."""
     base = priors_for(HARDWARE)
     points = 0
-    if table == "kernel":
+    if table != "none":
         if not table_records(train, HARDWARE, table_system):
-            raise MokInputError(f"--table kernel: a fold has no {table_system} records to build "
+            raise MokInputError(f"--table {table}: a fold has no {table_system} records to build "
                                 f"the GEMM table from")
         t = build_table(train, HARDWARE, sorted({r["_file"] for r in train if "_file" in r}),
-                        table_system)
+                        table_system, level=table)
         base = base.with_table(t)
         points = len(t.points)
     micro = fit_micro(train, base)
     layer = [r for r in train if r["system"] == "mok"]
     free = list(free_arg) if free_arg else default_free(layer, set(micro.fitted))
-    if table == "kernel":
+    if table == "absolute":  # the table replaces gemm_eff; a relative one leaves its level to it
         free = [f for f in free if f != "gemm_eff"]
     free = [f for f in free if f not in fix]
     return fit(layer, micro.params, free).params, free, points
@@ -241,9 +250,10 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", help="run-record files")
     p.add_argument("--by", default="model,ep", help="hold-out keys, comma list")
-    p.add_argument("--table", default="none,kernel",
-                   help="GEMM efficiency: none (one gemm_eff), kernel (a table from the "
-                        "training folds' GEMM-phase records), or both")
+    p.add_argument("--table", default="none,relative",
+                   help="GEMM efficiency, comma list: none (one gemm_eff), absolute (a table from "
+                        "each fold's training records of the kernel's own GEMM phases), relative "
+                        "(the same from another GEMM's records: its shape trend times gemm_eff)")
     p.add_argument("--table-system", default=TABLE_SYSTEM,
                    help="system of the records of the kernel's GEMM phases alone")
     p.add_argument("--sim-records", type=int, default=300,
@@ -274,8 +284,8 @@ def _run(a: argparse.Namespace) -> int:
     if not mok:
         raise MokInputError(f"no forward MoK records of {HARDWARE} in the files")
     tables = a.table.split(",")
-    if set(tables) - {"none", "kernel"}:
-        raise MokInputError(f"--table {a.table!r}: choose from none, kernel")
+    if set(tables) - set(TABLES):
+        raise MokInputError(f"--table {a.table!r}: choose from {', '.join(TABLES)}")
     keys = a.by.split(",")
     for k in keys:
         check_key(k)
@@ -321,7 +331,8 @@ def _run(a: argparse.Namespace) -> int:
         rho = "n/a" if s["spearman"] is None else f"{s['spearman']:.3f} ({s['spearman_groups']})"
         reg = ("n/a" if s["regret_max"] is None else
                f"{_pct(s['regret_max'])} / {_pct(s['regret_mean'])} ({s['regret_workloads']})")
-        tab = "one gemm_eff" if s["table"] == "none" else "measured table"
+        tab = {"none": "one gemm_eff", "absolute": "table",
+               "relative": "gemm_eff x table shape"}[s["table"]]
         print(f"| each {s['by']} in turn | {tab} | {eng} | {s['n']} | {_pct(s['mape'])}"
               f"{_met(s['mape'], GOALS['mape'])} | {_pct(s['max_ape'])}"
               f"{_met(s['max_ape'], GOALS['max_ape'])} | {100 * s['bias']:+.1f}% | {rho}"
@@ -332,7 +343,7 @@ def _run(a: argparse.Namespace) -> int:
     print("|---|---|---:|---:|---:|---:|---|")
     for f in doc["folds"]:
         vals = ", ".join(f"{k} {v:.3g}" for k, v in f["values"].items())
-        tab = "gemm_eff" if f["table"] == "none" else f"table ({f['table_points']} points)"
+        tab = "gemm_eff" if f["table"] == "none" else f"{f['table']} table ({f['table_points']} points)"
         print(f"| {f['by']}={f['value']} | {tab} | {f['n']} | {_pct(f['mape'])} | "
               f"{_pct(f['max_ape'])} | {100 * f['bias']:+.1f}% | {vals} |")
     if a.thin > 1:

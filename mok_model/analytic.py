@@ -27,7 +27,7 @@ from functools import lru_cache
 import numpy as np
 
 from .errors import MokInputError
-from .gemm_table import scenario_eff
+from .gemm_table import gemm_efficiency
 from .params import Params
 from .scenario import ELEMENT_BYTES, QUANTIZE_BYTES, Config, Scenario
 from .workload import traffic
@@ -137,9 +137,8 @@ def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched,
     H, I = m.hidden, width
     # the megakernel's GEMMs run at the measured table's efficiency for this shape where the
     # parameters carry one (mok_model/gemm_table.py; it holds the tile fill as measured)
-    table = None if library or p.gemm_table is None else scenario_eff(p.gemm_table, scn)
-    eff = (p["torch_gemm_eff"] if library else p["gemm_eff"] if table is None else table) * (
-        1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
+    kernel_eff, measured = (p["torch_gemm_eff"], False) if library else gemm_efficiency(p, scn)
+    eff = kernel_eff * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
     hbm_eff = p["torch_hbm_eff"] if library else p["hbm_eff"]
     # per-SM rate; with fewer SMs each one runs faster when sm_scaling < 1 (less HBM and L2
     # contention): the GPU's rate grows as (SMs used)^sm_scaling
@@ -148,7 +147,7 @@ def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched,
     tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
     t = (gemm_time(row_tiles, 2 * I, H, sms, rate, tm, tn, wave_sync)
          + gemm_time(row_tiles, H, I, sms, rate, tm, tn, wave_sync))
-    if not library and table is None:
+    if not library and not measured:
         t = t * tile_fill_factor(p, rows, row_tiles)
     weight_bytes = 3.0 * H * I * wbytes
     if scn.pass_ == "bwd":

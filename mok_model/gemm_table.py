@@ -46,6 +46,7 @@ NEIGHBOURS = 4
 # the tile of the kernel's defaults (mok_kernels/megakernel.py KernelConfig): a point made from
 # a record without a `tiles` field ran with it
 DEFAULT_TILE = {"block_m": 128, "bn_gu": 128, "bn_dn": 256}
+LEVELS = ("absolute", "relative")
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: scenario_eff caches per table
@@ -57,11 +58,18 @@ class GemmTable:
     records: tuple = ()  # the run-record files the points were read from
     path: str | None = None
     notes: str = ""
+    # "absolute": the points are the megakernel's own GEMM phases, eff is used as is;
+    # "relative": another GEMM implementation's (the library's grouped GEMM), so only its shape
+    # trend is used: gemm_eff x eff / the points' median eff (`scale`)
+    level: str = "absolute"
     _curves: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
         if not self.points:
             raise MokInputError(f"GEMM table {self.path or '(given)'} has no points")
+        if self.level not in LEVELS:
+            raise MokInputError(f"GEMM table {self.path or '(given)'}: level {self.level!r} must "
+                                f"be one of {LEVELS}")
         by: dict[tuple, list[tuple[float, float]]] = {}
         for pt in self.points:
             shape = (float(pt["expert_width"]), float(pt["hidden"]), float(pt["local_experts"]))
@@ -70,6 +78,11 @@ class GemmTable:
             xs = sorted({x for x, _ in xy})  # points at one rows value are averaged
             ys = [float(np.mean([y for x2, y in xy if x2 == x])) for x in xs]
             self._curves[shape] = (np.array(xs), np.array(ys))
+
+    @property
+    def median(self) -> float:
+        """The points' median efficiency (a relative table's unit)."""
+        return float(np.median([float(p["eff"]) for p in self.points]))
 
     def covers(self, scn) -> bool:
         """Whether the table measured this scenario's pass and precision (else gemm_eff holds)."""
@@ -96,7 +109,7 @@ class GemmTable:
 
     def to_json(self) -> dict:
         return {"schema": SCHEMA, "hardware": self.hardware, "notes": self.notes,
-                "records": list(self.records), "neighbours": NEIGHBOURS,
+                "level": self.level, "records": list(self.records), "neighbours": NEIGHBOURS,
                 "points": [dict(p) for p in self.points]}
 
 
@@ -123,7 +136,7 @@ def read_table(path: str | Path) -> GemmTable:
         if pt["eff"] > 1.5:
             raise MokInputError(f"{where}: point {i}: eff={pt['eff']} is above 1.5 of peak")
     return GemmTable(str(doc.get("hardware", "")), tuple(points), tuple(doc.get("records", [])),
-                     str(path), str(doc.get("notes", "")))
+                     str(path), str(doc.get("notes", "")), str(doc.get("level", "absolute")))
 
 
 def write_table(path: str | Path, table: GemmTable) -> None:
@@ -170,8 +183,28 @@ def ideal_seconds(scn, tile_m: int, tile_n: int) -> float:
 @lru_cache(maxsize=4096)
 def scenario_eff(table: GemmTable, scn) -> float | None:
     """The table's efficiency for a scenario (its measured GPU's shape), None where the table
-    did not measure the scenario's pass and precision; cached per scenario."""
-    return table.eff(*shape_of(scn)) if table.covers(scn) else None
+    did not measure the scenario's pass and precision; cached per scenario. A relative table's
+    value is divided by its median (multiply by gemm_eff: gemm_efficiency)."""
+    if not table.covers(scn):
+        return None
+    e = table.eff(*shape_of(scn))
+    return e if table.level == "absolute" else e / table.median
+
+
+def gemm_efficiency(p, scn) -> tuple[float, bool]:
+    """(the megakernel's GEMM efficiency for a scenario, whether a table measured it):
+    gemm_eff without a table (or outside its pass and precision), the table's value with an
+    absolute one, gemm_eff x the table's shape factor with a relative one."""
+    t = p.gemm_table
+    e = None if t is None else scenario_eff(t, scn)
+    if e is None:
+        return p["gemm_eff"], False
+    return (e if t.level == "absolute" else p["gemm_eff"] * e), True
+
+
+def replaces_gemm_eff(table) -> bool:
+    """Whether a table takes gemm_eff's place (absolute), so that gemm_eff is not fitted."""
+    return table is not None and table.level == "absolute"
 
 
 def table_point(rec: dict, scn, tile_m: int, tile_n: int) -> dict:

@@ -197,7 +197,7 @@ def test_a_fold_builds_its_table_from_its_training_records_only(dev_records, mon
     monkeypatch.setattr(rs, "fit", stop)
     value, train, held = next(f for f in rs.folds(dev_records, "model") if f[0] == "kimi-k2")
     with pytest.raises(Done):
-        rs.fit_fold(train, "kernel")
+        rs.fit_fold(train, "absolute")
     kimi = {r["id"] for r in dev_records if r["model"] == "kimi-k2"}
     assert got["ids"] and not got["ids"] & kimi
     assert {p["model"] for p in got["table"].points} .isdisjoint({"kimi-k2"})
@@ -258,3 +258,25 @@ def test_calibrate_with_a_table_writes_a_file_that_names_it(tmp_path, monkeypatc
     scn, cfg = scenario("glm-5", 2, 4096), Config(minibatch=2048, comm_sms=16, capacity=1.0)
     assert predict(scn, cfg, "mok", p).latency_ms != pytest.approx(
         predict(scn, cfg, "mok", p.with_table(None)).latency_ms, rel=1e-3)
+
+
+def test_a_relative_table_gives_the_shape_trend_and_gemm_eff_the_level():
+    """Relative (another GEMM's records): eff = gemm_eff x table / its median, so the level is
+    gemm_eff's and a shape at the median runs at gemm_eff; absolute: the table's value."""
+    pts = (pt(64, 0.3), pt(512, 0.6), pt(4096, 0.9))
+    rel = GemmTable("h200-1", pts, level="relative")
+    assert rel.median == pytest.approx(0.6)
+    from mok_model.gemm_table import gemm_efficiency, replaces_gemm_eff
+
+    scn = scenario()  # kimi-k2 EP 16 at 2048 tokens: about 680 rows per expert
+    rows = shape_of(scn)[0]
+    p = priors_for("h200-1").with_values(gemm_eff=0.5)
+    e_rel, _ = gemm_efficiency(p.with_table(rel), scn)
+    e_abs, _ = gemm_efficiency(p.with_table(GemmTable("h200-1", pts)), scn)
+    # kimi-k2 has I 2048, H 7168, L 24: not a table shape, so the 4-nearest mean of one shape
+    want = float(np.interp(math.log2(rows), [6, 9, 12], [0.3, 0.6, 0.9]))
+    assert e_abs == pytest.approx(want)
+    assert e_rel == pytest.approx(0.5 * want / 0.6)
+    assert replaces_gemm_eff(GemmTable("h200-1", pts)) and not replaces_gemm_eff(rel)
+    with pytest.raises(MokInputError, match="level"):
+        GemmTable("h200-1", pts, level="sideways")
