@@ -235,6 +235,19 @@ def per_group(results: list[dict], records: dict[str, dict]) -> list[dict]:
     return rows
 
 
+def worst(results: list[dict], records: dict[str, dict], n: int = 12) -> list[dict]:
+    """The largest analytic held-out errors, with what they measured."""
+    rows = []
+    for f in results:
+        for i, m, p in zip(f["ids"], f["measured"], f["analytic"]):
+            r = records[i]
+            rows.append({"by": f["by"], "table": f["table"], "id": i, "model": r["model"],
+                         "ep": r["ep"], "tokens": r["tokens"], "routing": _name(workload_key(r)),
+                         "config": r["config"], "measured_ms": m, "predicted_ms": p,
+                         "error": p / m - 1})
+    return sorted(rows, key=lambda x: -abs(x["error"]))[:n]
+
+
 def _pct(x) -> str:
     return "n/a" if x is None or (isinstance(x, float) and math.isnan(x)) else f"{100 * x:.1f}%"
 
@@ -248,7 +261,8 @@ def _met(x, goal, lower_is_better=True) -> str:
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m calibration.report_space", description=__doc__,
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("runs", nargs="+", help="run-record files")
+    p.add_argument("runs", nargs="*", help="run-record files")
+    p.add_argument("--from-json", default=None, help="print the report of a saved --json output")
     p.add_argument("--by", default="model,ep", help="hold-out keys, comma list")
     p.add_argument("--table", default="none,relative",
                    help="GEMM efficiency, comma list: none (one gemm_eff), absolute (a table from "
@@ -268,6 +282,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--jobs", type=int, default=2, help="folds fitted in parallel")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
+    if a.from_json:
+        print(render(json.loads(Path(a.from_json).read_text())))
+        return 0
     try:
         return _run(a)
     except MokInputError as exc:
@@ -277,6 +294,8 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(a: argparse.Namespace) -> int:
     t0 = time.time()
+    if not a.runs:
+        raise MokInputError("give run-record files (or --from-json FILE)")
     files = [str(Path(f)) for f in a.runs]
     records, left = usable(read_records(files), a.table_system)
     by_id = {r["id"]: r for r in records}
@@ -304,7 +323,8 @@ def _run(a: argparse.Namespace) -> int:
         results = list(ex.map(_run_fold, jobs))
     doc = {"files": files, "left_out": left, "records": len(mok), "thin": a.thin,
            "workloads": len({workload_key(r) for r in mok}), "goals": GOALS, "summary": [],
-           "folds": per_group(results, by_id), "seconds": time.time() - t0}
+           "folds": per_group(results, by_id), "worst": worst(results, by_id),
+           "seconds": time.time() - t0}
     for by in keys:
         for table in tables:
             fs = [f for f in results if f["by"] == by and f["table"] == table]
@@ -316,14 +336,18 @@ def _run(a: argparse.Namespace) -> int:
     if a.json:
         print(json.dumps(doc, indent=1))
         return 0
-    print(f"records: {len(mok)} forward MoK runs of {HARDWARE} over {doc['workloads']} workloads "
-          f"in {', '.join(files)}")
-    for k, v in left.items():
-        print(f"left out: {v} ({k})")
-    print()
-    print("| held out | GEMM efficiency | engine | n | MAPE | max error | signed | Spearman "
-          "(workloads) | regret max / mean (workloads >= 8 configs) |")
-    print("|---|---|---|---:|---:|---:|---:|---:|---|")
+    print(render(doc))
+    return 0
+
+
+def render(doc: dict) -> str:
+    """The report as Markdown (what main prints; `--from-json FILE` re-prints a saved --json)."""
+    out = [f"records: {doc['records']} forward MoK runs of {HARDWARE} over {doc['workloads']} "
+           f"workloads in {', '.join(doc['files'])}"]
+    out += [f"left out: {v} ({k})" for k, v in doc["left_out"].items()]
+    out += ["", "| held out | GEMM efficiency | engine | n | MAPE | max error | signed | Spearman "
+            "(workloads) | regret max / mean (workloads >= 8 configs) |",
+            "|---|---|---|---:|---:|---:|---:|---:|---|"]
     for s in doc["summary"]:
         eng = s["engine"] if s["engine"] == "analytic" else (
             f"simulator (1 workload in {s['sampled_every']})" if s["sampled_every"] > 1
@@ -333,25 +357,24 @@ def _run(a: argparse.Namespace) -> int:
                f"{_pct(s['regret_max'])} / {_pct(s['regret_mean'])} ({s['regret_workloads']})")
         tab = {"none": "one gemm_eff", "absolute": "table",
                "relative": "gemm_eff x table shape"}[s["table"]]
-        print(f"| each {s['by']} in turn | {tab} | {eng} | {s['n']} | {_pct(s['mape'])}"
-              f"{_met(s['mape'], GOALS['mape'])} | {_pct(s['max_ape'])}"
-              f"{_met(s['max_ape'], GOALS['max_ape'])} | {100 * s['bias']:+.1f}% | {rho}"
-              f"{_met(s['spearman'], GOALS['spearman'], False)} | {reg}"
-              f"{_met(s['regret_max'], GOALS['regret'])} |")
-    print()
-    print("| held out | GEMM efficiency | n | MAPE | max | signed | free parameters fitted without it |")
-    print("|---|---|---:|---:|---:|---:|---|")
+        out.append(f"| each {s['by']} in turn | {tab} | {eng} | {s['n']} | {_pct(s['mape'])}"
+                   f"{_met(s['mape'], GOALS['mape'])} | {_pct(s['max_ape'])}"
+                   f"{_met(s['max_ape'], GOALS['max_ape'])} | {100 * s['bias']:+.1f}% | {rho}"
+                   f"{_met(s['spearman'], GOALS['spearman'], False)} | {reg}"
+                   f"{_met(s['regret_max'], GOALS['regret'])} |")
+    out += ["", "| held out | GEMM efficiency | n | MAPE | max | signed | free parameters fitted "
+            "without it |", "|---|---|---:|---:|---:|---:|---|"]
     for f in doc["folds"]:
         vals = ", ".join(f"{k} {v:.3g}" for k, v in f["values"].items())
         tab = "gemm_eff" if f["table"] == "none" else f"{f['table']} table ({f['table_points']} points)"
-        print(f"| {f['by']}={f['value']} | {tab} | {f['n']} | {_pct(f['mape'])} | "
-              f"{_pct(f['max_ape'])} | {100 * f['bias']:+.1f}% | {vals} |")
-    if a.thin > 1:
-        print(f"\nfits on every {a.thin}th training workload's MoK runs (--thin {a.thin})")
-    print(f"\n{len(results)} fits in {doc['seconds']:.0f} s; goals: MAPE <= 6%, max <= 25%, "
-          f"Spearman >= 0.9, regret <= 3%")
-    return 0
-
+        out.append(f"| {f['by']}={f['value']} | {tab} | {f['n']} | {_pct(f['mape'])} | "
+                   f"{_pct(f['max_ape'])} | {100 * f['bias']:+.1f}% | {vals} |")
+    if doc.get("thin", 1) > 1:
+        out.append(f"\nfits on every {doc['thin']}th training workload's MoK runs "
+                   f"(--thin {doc['thin']}); every held-out run predicted")
+    out.append(f"\n{len(doc['folds'])} fits in {doc['seconds']:.0f} s; goals: MAPE <= 6%, "
+               f"max <= 25%, Spearman >= 0.9, regret <= 3%")
+    return "\n".join(out)
 
 if __name__ == "__main__":
     sys.exit(main())
