@@ -166,18 +166,21 @@ def _run_fold(args) -> dict:
            "measured": [x["measured_ms"] for x in v.rows],
            "analytic": [x["predicted_ms"] for x in v.rows], "regret": []}
     out["regret"] = regrets(held, out["analytic"], "analytic")
+    out["regret4"] = regrets(held, out["analytic"], "analytic", 4)
     if sim_every:
         sample = sim_sample(held, sim_every)
         vs = validate(sample, params, "sim")
         out["sim_ids"] = [r["id"] for r in sample]
         out["sim"] = [x["predicted_ms"] for x in vs.rows]
         out["regret"] += regrets(sample, out["sim"], "sim")
+        out["regret4"] += regrets(sample, out["sim"], "sim", 4)
     out["seconds"] = time.time() - t0
     return out
 
 
-def regrets(recs: list[dict], predicted: list[float], engine: str) -> list[dict]:
-    """Tuner regret on each workload of `recs` with >= REGRET_CONFIGS measured MoK configurations:
+def regrets(recs: list[dict], predicted: list[float], engine: str,
+            least: int = REGRET_CONFIGS) -> list[dict]:
+    """Tuner regret on each workload of `recs` with >= `least` measured MoK configurations:
     the configuration predicted fastest among exactly those, measured against the best measured
     (repeated runs of one configuration: their median)."""
     by: dict[tuple, dict[str, list]] = defaultdict(lambda: defaultdict(list))
@@ -186,7 +189,7 @@ def regrets(recs: list[dict], predicted: list[float], engine: str) -> list[dict]
             (p, r["latency_ms"]["median"]))
     out = []
     for key, cfgs in by.items():
-        if len(cfgs) < REGRET_CONFIGS:
+        if len(cfgs) < least:
             continue
         pred = np.array([v[0][0] for v in cfgs.values()])
         meas = np.array([float(np.median([m for _, m in v])) for v in cfgs.values()])
@@ -214,12 +217,15 @@ def pooled(results: list[dict], records: dict[str, dict], engine: str) -> dict:
     v = evaluate(recs, meas, pred)
     signed = np.array(pred) / np.array(meas) - 1
     regrets = [r["regret"] for f in results for r in f["regret"] if r["engine"] == engine]
+    few = [r["regret"] for f in results for r in f.get("regret4", []) if r["engine"] == engine]
     return {"n": v.n, "workloads": len({workload_key(r) for r in recs}), "mape": v.mape,
             "max_ape": v.max_ape, "bias": float(signed.mean()), "spearman": v.spearman,
             "spearman_groups": v.groups,
             "regret_max": max(regrets) if regrets else None,
             "regret_mean": float(np.mean(regrets)) if regrets else None,
-            "regret_workloads": len(regrets)}
+            "regret_workloads": len(regrets),
+            "regret4_max": max(few) if few else None,
+            "regret4_mean": float(np.mean(few)) if few else None, "regret4_workloads": len(few)}
 
 
 def per_group(results: list[dict], records: dict[str, dict]) -> list[dict]:
@@ -324,7 +330,7 @@ def _run(a: argparse.Namespace) -> int:
     doc = {"files": files, "left_out": left, "records": len(mok), "thin": a.thin,
            "workloads": len({workload_key(r) for r in mok}), "goals": GOALS, "summary": [],
            "folds": per_group(results, by_id), "worst": worst(results, by_id),
-           "seconds": time.time() - t0}
+           "seconds": time.time() - t0, "results": results}
     for by in keys:
         for table in tables:
             fs = [f for f in results if f["by"] == by and f["table"] == table]
@@ -346,8 +352,9 @@ def render(doc: dict) -> str:
            f"workloads in {', '.join(doc['files'])}"]
     out += [f"left out: {v} ({k})" for k, v in doc["left_out"].items()]
     out += ["", "| held out | GEMM efficiency | engine | n | MAPE | max error | signed | Spearman "
-            "(workloads) | regret max / mean (workloads >= 8 configs) |",
-            "|---|---|---|---:|---:|---:|---:|---:|---|"]
+            "(workloads) | regret max / mean (workloads >= 8 configs) | regret max / mean "
+            "(>= 4 configs) |",
+            "|---|---|---|---:|---:|---:|---:|---:|---|---|"]
     for s in doc["summary"]:
         eng = s["engine"] if s["engine"] == "analytic" else (
             f"simulator (1 workload in {s['sampled_every']})" if s["sampled_every"] > 1
@@ -355,13 +362,15 @@ def render(doc: dict) -> str:
         rho = "n/a" if s["spearman"] is None else f"{s['spearman']:.3f} ({s['spearman_groups']})"
         reg = ("n/a" if s["regret_max"] is None else
                f"{_pct(s['regret_max'])} / {_pct(s['regret_mean'])} ({s['regret_workloads']})")
+        reg4 = ("n/a" if s.get("regret4_max") is None else
+                f"{_pct(s['regret4_max'])} / {_pct(s['regret4_mean'])} ({s['regret4_workloads']})")
         tab = {"none": "one gemm_eff", "absolute": "table",
                "relative": "gemm_eff x table shape"}[s["table"]]
         out.append(f"| each {s['by']} in turn | {tab} | {eng} | {s['n']} | {_pct(s['mape'])}"
                    f"{_met(s['mape'], GOALS['mape'])} | {_pct(s['max_ape'])}"
                    f"{_met(s['max_ape'], GOALS['max_ape'])} | {100 * s['bias']:+.1f}% | {rho}"
                    f"{_met(s['spearman'], GOALS['spearman'], False)} | {reg}"
-                   f"{_met(s['regret_max'], GOALS['regret'])} |")
+                   f"{_met(s['regret_max'], GOALS['regret'])} | {reg4} |")
     out += ["", "| held out | GEMM efficiency | n | MAPE | max | signed | free parameters fitted "
             "without it |", "|---|---|---:|---:|---:|---:|---|"]
     for f in doc["folds"]:
