@@ -13,7 +13,8 @@ microbenchmarks, then calibration.cli.default_free's layer terms), and the held-
 predicted. Pooled over the folds (every MoK record predicted once, by a fit that never saw its
 model or its EP size): MAPE, max error, mean signed error, Spearman within each workload (its
 configurations; workloads with >= 3), and tuner regret on workloads with >= 8 measured MoK
-configurations (the model's pick among exactly those, against the best measured).
+configurations (the model's pick among exactly those, against the best measured), and the same
+over workloads with >= 4 (the space sweep measures 4 per workload).
 
 --table absolute: each fold builds the GEMM efficiency table (mok_model/gemm_table.py) from its
 training records of --table-system alone, so a held-out model's or EP's own GEMM phases never
