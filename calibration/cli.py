@@ -14,7 +14,6 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from collections import Counter
 from pathlib import Path
 
 from mok_model.cli import int_at_least
@@ -22,7 +21,7 @@ from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import BOUNDS, Params, read_params, write_params
-from mok_model.records import KNOBS, read_records
+from mok_model.records import KNOBS, not_predicted, read_records, split_default_variant
 from mok_model.scenario import ENGINES
 
 from .fit import BAND_SAMPLES, BAND_SEED, BANDS, fit, predictable
@@ -62,7 +61,9 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
     when the records vary the minibatch; copy_gbps_per_sm, sm_scaling and comm_join_share when
     they vary the comm SMs (starting from the microbenchmarks' values); push_copy_scale
     when they mix push and pull; ring_refill_overlap when a ring holds under two minibatches;
-    wgrad_bytes_per_weight with backward records. Baselines: nccl_eff and host_launch_scale with nccl-torch records.
+    wgrad_bytes_per_weight with published backward records, bwd_gemm_eff_scale and wgrad_tile_us
+    with measured ones (our backward megakernel), fp8_gemm_eff with FP8 records. Baselines:
+    nccl_eff and host_launch_scale with nccl-torch records.
     """
     mok = [r for r in records if r["system"] == "mok"]
     free: list[str] = []
@@ -87,8 +88,13 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
         rings = {(c.get("macrobatch"), c.get("minibatch")) for c in (r.get("config") or {} for r in mok)}
         if any(m and b and m < 2 * b for m, b in rings):
             free.append("ring_refill_overlap")
-        if any(r["pass"] == "bwd" for r in mok):
+        bwd = [r for r in mok if r["pass"] == "bwd"]
+        if any(r["source"] == "published" for r in bwd):
             free.append("wgrad_bytes_per_weight")
+        elif bwd:  # our backward megakernel's runs: its tile terms (calibration/passes.py)
+            free += ["bwd_gemm_eff_scale", "wgrad_tile_us"]
+        if any(r["precision"] == "fp8" for r in mok):
+            free.append("fp8_gemm_eff")
     systems = {r["system"] for r in records}
     if "nccl-torch" in systems:
         free += ["host_launch_scale", "nccl_eff"]
@@ -153,11 +159,7 @@ def run_calibrate(a: argparse.Namespace) -> dict:
         raise MokInputError(f"--band {band!r} must be one of {', '.join(BANDS)}")
     records = read_records(a.runs)
     hardware, records = _hardware_of(records, a.hardware)
-    notes: list[str] = []
-    other = Counter(r["system"] for r in records
-                    if not predictable(r) and not r["system"].startswith("micro-"))
-    if other:
-        notes.append(f"records of systems the model does not predict were not used: {dict(other)}")
+    notes = not_predicted(records)
     base = read_params(a.base) if a.base else priors_for(hardware)
     table = read_table(a.gemm_table) if a.gemm_table else base.gemm_table
     if table is not None and table.hardware != hardware:
@@ -171,7 +173,9 @@ def run_calibrate(a: argparse.Namespace) -> dict:
                         else "gemm_eff times the table's shape factor"))
     micro = fit_micro(records, base)
     notes += micro.notes
-    layer = [r for r in records if predictable(r)]
+    layer, variant_note = split_default_variant([r for r in records if predictable(r)])
+    if variant_note:
+        notes.append(variant_note)
     if not layer:
         raise MokInputError("no MoE layer records (system mok or a modelled baseline) to fit")
     split_doc = None
@@ -347,9 +351,10 @@ def run_validate(a: argparse.Namespace) -> dict:
     known = ("model", "tokens", "ep", "pass", "precision", "system", "source", "date") + KNOBS
     if a.color_by not in known:
         raise MokInputError(f"--color-by {a.color_by!r} must be one of {', '.join(known)}")
-    skipped = Counter(r["system"] for r in records
-                      if not predictable(r) and not r["system"].startswith("micro-"))
-    records = [r for r in records if predictable(r)]
+    skipped = not_predicted(records)
+    records, variant_note = split_default_variant([r for r in records if predictable(r)])
+    if variant_note:
+        print(f"mok validate: {variant_note}", file=sys.stderr)
     if a.heldout_only:
         split_doc = json.loads(Path(a.params).read_text()).get("split")
         if not isinstance(split_doc, dict) or not isinstance(split_doc.get("heldout_ids"), list):
@@ -371,9 +376,8 @@ def run_validate(a: argparse.Namespace) -> dict:
             f"--allow-params-mismatch to use it anyway")
     with busy(f"predicting {len(records)} records ({a.engine})", a.engine == "sim"):
         v = validate(records, params, a.engine)
-    if skipped:
-        print(f"mok validate: not predicted (no model of these systems): {dict(skipped)}",
-              file=sys.stderr)
+    for note in skipped:
+        print(f"mok validate: {note}", file=sys.stderr)
     if a.plot:
         plot(records, v, a.plot, a.color_by)
     doc = v.as_json()

@@ -12,7 +12,10 @@
   MoK records; the fabric values stay as measured) and the NCCL terms to the nccl-torch ones.
 - h100-hgx8: priors from our H200 probe and public figures.
 - h200-1: `mok calibrate` on the committed H200 runs (microbenchmarks, then the megakernel sweep)
-  from those priors.
+  from those priors; then the backward megakernel's and the FP8 forward's terms fitted to the
+  default-variant backward and FP8 records of calibration/runs/h200/ (calibration/passes.py,
+  everything else held). h200-hgx8 takes those terms as fitted on h200-1 (same GPU and kernels;
+  no backward or FP8 run on two GPUs yet).
 
 Every fitted file also gets the fit's uncertainty block (a bootstrap over whole workloads,
 calibration/fit.py); the transferred files carry gb300-nvl72's samples, marked as transferred
@@ -24,7 +27,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from mok_model.params import PARAMS_DIR, Params, write_params
+from mok_model.params import PARAMS_DIR, Params, read_params, write_params
 from mok_model.records import append_records, read_records
 
 from mok_model.presets import load_hardware
@@ -34,6 +37,7 @@ from .fit import fit
 from .fit_fabric import fit_fabric
 from .fit_gemm import FREE as GEMM_FREE
 from .fit_gemm import fit_library_gemm
+from .passes import PASS_FREE, fit_passes, merge_uncertainty
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
 from .published import published_records
 
@@ -51,12 +55,21 @@ H200X2 = Path(__file__).parent / "runs" / "h200x2"
 H200X2_MOK_FREE = ["gemm_eff", "mok_fixed_us", "sm_scaling", "comm_join_share",
                    "mok_exposed_launches", "gemm_row_share"]
 H200X2_NCCL_FREE = ["nccl_eff", "host_launch_scale"]
+# how our kernel (mok_kernels/megakernel.py), which the 2-GPU records time, works where the
+# priors describe the published design: value and source
+H200X2_DESIGN = {
+    "ring_refill_overlap": (0.0, "design: mok_kernels/megakernel.py: before writing rows past the "
+                                 "ring, the comm programs wait for the whole gate/up counter of "
+                                 "each minibatch whose rows they overwrite (no refill overlaps it)"),
+}
 
 
 def fit_h200x2_layers(runs: list[dict], fabric: Params, band: str = "none"):
     """The 2-GPU layer fit on `runs` (every record given is training data): the library GEMM
     to the gemm-only records, then the MoK and nccl-torch terms jointly (both use the launch
-    terms), fabric values held as given. Returns (gemm fit, layer fit)."""
+    terms), fabric values held as given and our kernel's design values (H200X2_DESIGN) set.
+    Returns (gemm fit, layer fit)."""
+    fabric = fabric.with_values(**{k: v for k, (v, _) in H200X2_DESIGN.items()})
     gemm = fit_library_gemm(runs, fabric)
     layer = fit([r for r in runs if r["system"] in ("mok", "nccl-torch")], gemm.params,
                 H200X2_MOK_FREE + H200X2_NCCL_FREE, band=band)
@@ -77,8 +90,12 @@ def main() -> None:
     gb300 = result.params
     rel = str(runs.relative_to(Path(__file__).resolve().parents[1]))
     fitted_src = {k: f"fitted to {rel} (bounded least squares on relative error)" for k in FREE}
-    gb300 = Params(gb300.values, "gb300-nvl72", None, [rel], {**gb300.sources, **fitted_src},
-                   result.uncertainty)
+    # the published design's FP8 tiles: the fitted BF16 fraction, until FP8 rows are published
+    fp8 = {"fp8_gemm_eff": gb300["gemm_eff"]}
+    fitted_src["fp8_gemm_eff"] = ("prior: gemm_eff as fitted to the published BF16 rows (no FP8 "
+                                  "rows published; FP8 tiles at the BF16 fraction of their peak)")
+    gb300 = Params({**gb300.values, **fp8}, "gb300-nvl72", None, [rel],
+                   {**gb300.sources, **fitted_src}, result.uncertainty)
     write_params(PARAMS_DIR / "gb300-nvl72.json", gb300,
                  "Blackwell priors (calibration/priors.py) with five parameters fitted to the "
                  "published GB300 NVL72 rows; nothing else was tuned toward published numbers.",
@@ -105,6 +122,7 @@ def main() -> None:
     calibrate_cli([str(f.relative_to(root)) for f in H200_RUNS]
                   + ["--out", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
                      "--base", str((PARAMS_DIR / "h200-1.json").relative_to(root))])
+    fit_h200_passes(root)
     for row in result.residuals:
         print(f"{row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "
               f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
@@ -124,6 +142,54 @@ def transferred(block: dict | None, source: str, drop: list[str]) -> dict | None
             "transferred_from": source}
 
 
+PASS_RUNS = Path(__file__).parent / "runs" / "h200"
+
+
+def fit_h200_passes(root: Path) -> None:
+    """h200-1's backward and FP8 terms (calibration/passes.py), fitted to the default-variant
+    records among calibration/runs/h200/*.jsonl with every value of the forward fit held, the
+    fit's own bootstrap columns added to the file's uncertainty block; then the same values
+    written into h200-hgx8.json (same GPU and kernels)."""
+    import json
+
+    path = PARAMS_DIR / "h200-1.json"
+    base = read_params(path)
+    files = sorted(PASS_RUNS.glob("*.jsonl"))
+    records = read_records(files)
+    res = fit_passes(records, base, band="bootstrap")
+    file_of = {r["id"]: str(Path(r["_file"]).resolve().relative_to(root)) for r in records}
+    used_by = {g: sorted({file_of[x["id"]] for x in rows}) for g, rows in res.residuals.items()}
+    used = sorted({f for files in used_by.values() for f in files})
+    sources = dict(base.sources)
+    for g, names in res.fitted.items():
+        n = len(res.residuals.get(g, []))
+        for name in names:
+            sources[name] = (f"fitted to the {n} default-variant {g} MoK records in "
+                             f"{', '.join(used_by[g])} (calibration/passes.py; forward values held; "
+                             f"zipf and non-default variants skipped)")
+    doc = json.loads(path.read_text())
+    unc = merge_uncertainty(base.uncertainty, res.uncertainty)
+    params = Params(res.params.values, base.hardware, None, list(base.fitted_on) + used, sources, unc)
+    extra = {k: v for k, v in doc.items()
+             if k not in ("schema", "hardware", "notes", "fitted_on", "values", "uncertainty")}
+    extra["pass_residuals"] = res.residuals
+    write_params(path, params, doc["notes"] + " Backward and FP8 terms: calibration/passes.py "
+                 f"({'; '.join(res.notes) or 'every record used'}).", extra)
+    names = [n for g in PASS_FREE for n in PASS_FREE[g]]
+    hx = PARAMS_DIR / "h200-hgx8.json"
+    hdoc, hp = json.loads(hx.read_text()), read_params(hx)
+    values = {**hp.values, **{n: params[n] for n in names}}
+    hsrc = {**hp.sources, **{n: f"transferred from h200-1 (same GPU and kernels): {sources[n]}"
+                             for n in names}}
+    write_params(hx, Params(values, hp.hardware, None, hp.fitted_on, hsrc, hp.uncertainty),
+                 hdoc["notes"], {k: v for k, v in hdoc.items() if k not in
+                                 ("schema", "hardware", "notes", "fitted_on", "values", "uncertainty")})
+    for g, rows in res.residuals.items():
+        for row in rows:
+            print(f"{g} {row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "
+                  f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
+
+
 def fit_h200_hgx8(root: Path) -> None:
     """h200-hgx8 from two real H200s: fabric from microbenchmarks, then compute and NCCL terms
     from the 2-GPU layer runs (fabric values kept as measured)."""
@@ -139,6 +205,8 @@ def fit_h200_hgx8(root: Path) -> None:
         sources[name] = (f"measured: {f['how']} ({len(f['records'])} records in "
                          f"{', '.join(rel(Path(x).resolve()) for x in f['files'])})")
     layers = ", ".join(rel(f) for f in layer_files)
+    for name, (_, why) in H200X2_DESIGN.items():
+        sources[name] = why
     for name in H200X2_MOK_FREE:
         sources[name] = f"fitted to the real 2-GPU MoK records in {layers} (fabric held as measured)"
     for name in H200X2_NCCL_FREE:

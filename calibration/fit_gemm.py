@@ -20,7 +20,7 @@ from scipy.optimize import least_squares
 from mok_model.analytic import expert_ffn_time, loads
 from mok_model.errors import MokInputError
 from mok_model.params import BOUNDS, Params
-from mok_model.records import record_scenario
+from mok_model.records import record_scenario, routing_reproduced
 
 SYSTEM = "gemm-only"
 FREE = ["torch_gemm_eff", "torch_hbm_eff"]
@@ -52,8 +52,9 @@ def gemm_only_ms(rec: dict, p: Params) -> float:
 
 def fit_library_gemm(records: list[dict], base: Params) -> GemmFit:
     """Fit FREE to the gemm-only records among `records` (bounded least squares on relative
-    error); every other value stays the base's."""
-    recs = [r for r in records if r["system"] == SYSTEM]
+    error); every other value stays the base's. Records whose routing the model cannot draw
+    (records.routing_reproduced) are left out."""
+    recs = [r for r in records if r["system"] == SYSTEM and routing_reproduced(r)]
     if len(recs) < len(FREE):
         raise MokInputError(f"{len(recs)} {SYSTEM} records cannot fit {FREE}")
     measured = np.array([r["latency_ms"]["median"] for r in recs])

@@ -41,6 +41,34 @@ COMMON = {
     **ADDED,
 }
 
+# Our backward megakernel and FP8 forward (mok_kernels/backward.py, megakernel.py with
+# precision="fp8"): design facts and first-principles priors; calibration/passes.py fits the
+# efficiencies to the H200 runs of the default kernel variants.
+OUR_PASSES = {
+    "bwd_recompute": (1.0, "design: mok_kernels/backward.py A items recompute g and u from the "
+                           "dispatched x rows (16HI backward FLOPs per row instead of 12HI)"),
+    "bwd_dispatch_rows": (2.0, "design: mok_kernels/backward.py comm programs pull each route's x "
+                               "row and its dOut row (BF16)"),
+    "wgrad_eff_scale": (1.0, "prior: weight-gradient tiles at the data-gradient tiles' rate until "
+                             "fitted"),
+    "wgrad_tile_us": (1.0, "prior: per-item model of the backward (NOTES.md, Backward megakernel): "
+                           "~2 us per 128x256 weight-gradient item (pipeline fill 1 us, counter "
+                           "acquire 0.5 us, dependent loads 0.5 us), 1 us per 128x128 block"),
+    "fp8_tile_m": (64, "design: KernelConfig's FP8 default block_m 64 (fp8_kernel v2, 4 stages)"),
+    "fp8_quant_in_copy": (1.0, "design: mok_kernels/megakernel.py quantizes routed rows while the "
+                               "comm programs copy them (BF16 crosses the fabric) and the shared "
+                               "expert's rows inside its gate/up K loop (FP8 shared expert)"),
+    "fp8_scale_cost": (0.23, "derived: fp8_kernel v2 applies one FFMA per accumulator element per "
+                             "128-wide K block after waiting for the wgmma (NOTES.md, FP8 forward): "
+                             "1/128 clk per element on 128 FP32 lanes vs 256 FLOP per element at "
+                             "the SM's FP8 rate (1979 TF/s / 132 SMs / 1.98 GHz = 7,570 FLOP/clk): "
+                             "0.0078 / 0.0338 = 0.23"),
+    "fp8_quant_copy_scale": (0.73, "derived: the quantizing copy's ~8.7 instructions per element "
+                                   "(sm_90 compile, NOTES.md) issue at ~58 GB/s of BF16 rows per "
+                                   "SM, serial with the plain copy's ~21.6 GB/s per SM (h200-1 fit): "
+                                   "1 / (1 + 21.6/58) = 0.73 of the plain rate"),
+}
+
 HOPPER = {  # what our megakernel would be on a Hopper box
     "tile_aligned_minibatches": (1.0, "design: mok_kernels/schedule.py cuts minibatches on row-tile boundaries"),
     "wave_sync": (0.0, "design: mok_kernels/megakernel.py hands out tiles from a dynamic work counter "
@@ -51,6 +79,10 @@ HOPPER = {  # what our megakernel would be on a Hopper box
                                  "down-projection epilogue"),
     "combine_after_dispatch": (1.0, "design: mok_kernels/megakernel.py: comm programs run every "
                                     "minibatch's dispatch before the first pull-combine copy"),
+    "combine_owner_order": (1.0, "design: mok_kernels/megakernel.py (group pull combine): a home's comm "
+                                 "programs walk the owners in rank order, each owner's minibatches "
+                                 "in order, so the later owners' rows are read after the first "
+                                 "owner's last minibatch (emulated peers walk their own only)"),
     "gemm_eff": (0.76, "probe: bf16 GEMM 752 TF/s at m=8192 of 989 TF/s peak"),
     "hbm_eff": (0.875, "probe: device-to-device copy 4.20 of 4.8 TB/s"),
     "copy_gbps_per_sm": (12.4, "probe: row gather 12.4 GB/s per 256-thread block, linear to 132 blocks"),
@@ -61,6 +93,7 @@ HOPPER = {  # what our megakernel would be on a Hopper box
                                      "NVLink round trip, 2 x the preset's 0.6 us hop latency (facts: "
                                      "simulators use 500-700 ns, ASTRA-sim issue 59); not measured yet "
                                      "(calibration/fit_fabric.py fits it from micro-nvlink-signal)"),
+    **OUR_PASSES,
 }
 
 H200_LOCAL = {  # one H200 emulating its peers in local memory

@@ -22,6 +22,7 @@ from mok_model.errors import MokInputError
 from mok_model.records import read_records
 
 from .fit import workload_key
+from .noise import pick_key
 from .validate import evaluate
 
 _KNOBS = ("dispatch", "combine", "minibatch", "comm_sms")
@@ -62,7 +63,7 @@ def summary(pairs: list[tuple[dict, dict]], system: str) -> str:
     ev = evaluate(recs, [r["latency_ms"]["median"] for r in recs], [p["predicted_ms"] for p, _ in pairs])
     per = collections.defaultdict(list)
     for p, r in pairs:
-        per[workload_key(r)].append((p["predicted_ms"], r["latency_ms"]["median"]))
+        per[workload_key(r)].append((pick_key(r, p["predicted_ms"]), r["latency_ms"]["median"]))
     reg = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values() if len(rows) > 1]
     rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"
     line += f"; Spearman {rho}"

@@ -203,12 +203,17 @@ class MegakernelForward:
     the launch, at the price of one host read per forward). ``bucket``: tokens per rank are
     rounded up to a multiple of it (more zero-weight padding tokens, each costing k routed rows),
     so batches of varying length reuse a few layers instead of building one per length.
+    ``cfg=KernelConfig(save_for_backward=True, ...)``: each forward also keeps its gate and up
+    pre-activations (bf16, (P*(n + C), 2I) per call, held by the autograd graph until the
+    backward) and the backward megakernel reads them instead of recomputing the gate/up GEMM
+    (``BackwardTiles(saved_gu=True)``, or ``bwd_tiles`` with saved_gu set).
     """
 
     name = "megakernel"
 
     def __init__(self, ep: int = 1, cfg: Any = None, hardware: str | None = None,
-                 knob_table: str | None = None, max_layers: int = 2, bucket: int = 1) -> None:
+                 knob_table: str | None = None, max_layers: int = 2, bucket: int = 1,
+                 bwd_tiles: Any = None) -> None:
         from .megakernel import KernelConfig
         if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
             raise ValueError(f"ep={ep!r}: an integer >= 1 is required")
@@ -218,6 +223,13 @@ class MegakernelForward:
         self.cfg = cfg if cfg is not None else KernelConfig(capacity=1.0, on_error="raise")
         self.hardware, self.knob_table, self.max_layers = hardware, knob_table, max(1, max_layers)
         self.layers: OrderedDict[tuple, Any] = OrderedDict()
+        self.save = bool(getattr(self.cfg, "save_for_backward", False))
+        if bwd_tiles is not None and bool(bwd_tiles.saved_gu) != self.save:
+            raise ValueError(f"bwd_tiles.saved_gu={bwd_tiles.saved_gu} but cfg.save_for_backward="
+                             f"{self.save}: the backward reads saved g/u exactly when the forward "
+                             f"saves them")
+        self.bwd_tiles = bwd_tiles
+        self._saved_gu: torch.Tensor | None = None    # the last forward's g, u (take_saved_gu)
 
     def why_not(self, x: torch.Tensor, w: MoEWeights, topk: int) -> str | None:
         """Why this forward cannot take the inputs (None when it can)."""
@@ -274,18 +286,26 @@ class MegakernelForward:
             wts = torch.cat([wts, torch.zeros(pad, k, dtype=wts.dtype, device=dev)])
         layer = self.layer_for(n, k, w, x.device)
         out = layer.forward(xb.contiguous(), ids.contiguous(), wts.contiguous())   # (P*n, H) bf16
+        self._saved_gu, layer.saved_gu = layer.saved_gu, None     # the layer keeps no reference
         return out[:n_all].to(x.dtype, copy=True)      # the layer reuses its output buffer
 
 
+    def take_saved_gu(self) -> torch.Tensor | None:
+        """The last forward's saved g and u (save_for_backward), handed over once; else None."""
+        gu, self._saved_gu = self._saved_gu, None
+        return gu
+
     def backward(self, gout: torch.Tensor, x: torch.Tensor, topk_ids: torch.Tensor,
-                 topk_w: torch.Tensor, w: MoEWeights,
-                 needs: tuple[bool, ...]) -> tuple[torch.Tensor | None, ...] | None:
+                 topk_w: torch.Tensor, w: MoEWeights, needs: tuple[bool, ...],
+                 saved_gu: torch.Tensor | None = None) -> tuple[torch.Tensor | None, ...] | None:
         """Gradients (dx, dtopk_w, dwg, dwu, dwd, dsg, dsu, dsd) of sum(gout * layer(x)) from the
         backward megakernel (backward.py) on the layer this forward ran, None where ``needs`` is
         False; or None when the backward megakernel cannot run this layer (the caller then runs
         the PyTorch backward). The layer's weights are re-packed first (layers of one shape share
-        it); tokens are padded as in the forward (zero tokens, weights and output gradients)."""
-        from .backward import MoKBackward, why_not_backward
+        it); tokens are padded as in the forward (zero tokens, weights and output gradients).
+        ``saved_gu``: that forward's take_saved_gu() (save_for_backward), read instead of
+        recomputing g and u."""
+        from .backward import BackwardTiles, MoKBackward, why_not_backward
         n_all, k = topk_ids.shape
         p = self.ep
         n = -(-max(1, -(-n_all // p)) // self.bucket) * self.bucket
@@ -293,9 +313,14 @@ class MegakernelForward:
         layer = self.layer_for(n, k, w, x.device)
         if why_not_backward(layer) is not None:
             return None
-        bwd = getattr(layer, "mok_backward", None)
+        attr = "mok_backward" if saved_gu is None else "mok_backward_saved"
+        bwd = getattr(layer, attr, None)
         if bwd is None:
-            bwd = layer.mok_backward = MoKBackward(layer)
+            tiles = self.bwd_tiles
+            if tiles is None or bool(tiles.saved_gu) != (saved_gu is not None):
+                tiles = BackwardTiles(saved_gu=saved_gu is not None)   # defaults otherwise
+            bwd = MoKBackward(layer, tiles)
+            setattr(layer, attr, bwd)
         xb, gb = x.to(torch.bfloat16), gout.to(torch.bfloat16)
         ids, wts = topk_ids.long(), topk_w.float()
         if pad:
@@ -304,7 +329,8 @@ class MegakernelForward:
             xb, gb = torch.cat([xb, zeros]), torch.cat([gb, zeros])
             ids = torch.cat([ids, torch.arange(k, device=dev).expand(pad, k)])
             wts = torch.cat([wts, torch.zeros(pad, k, dtype=wts.dtype, device=dev)])
-        res = bwd.run(xb.contiguous(), ids.contiguous(), wts.contiguous(), gb.contiguous())
+        res = bwd.run(xb.contiguous(), ids.contiguous(), wts.contiguous(), gb.contiguous(),
+                      saved_gu=saved_gu)
         grads = (res.dx[:n_all], res.dw[:n_all], *bwd.weight_grads(res))
         like = (x, topk_w, w.wg, w.wu, w.wd, w.sg, w.su, w.sd)
         return tuple(None if not need or g is None else g.to(t.dtype, copy=True)
@@ -372,6 +398,8 @@ class MoKFunction(torch.autograd.Function):
         ctx.save_for_backward(x, topk_ids, topk_w, wg, wu, wd, sg, su, sd)
         ctx.routes = routes                                 # the backward's expert grouping
         ctx.fwd = fwd
+        # save_for_backward: g and u of this call, kept by the graph until the backward
+        ctx.saved_gu = fwd.take_saved_gu() if isinstance(fwd, MegakernelForward) else None
         return out
 
     @staticmethod
@@ -382,7 +410,7 @@ class MoKFunction(torch.autograd.Function):
         w = MoEWeights(wg, wu, wd, sg, su, sd)
         grads = None
         if isinstance(ctx.fwd, MegakernelForward) and gout.is_cuda and any(needs):
-            grads = ctx.fwd.backward(gout, x, ids, tw, w, needs)
+            grads = ctx.fwd.backward(gout, x, ids, tw, w, needs, ctx.saved_gu)
         if grads is None:
             grads = torch_backward(gout, x, ids, tw, w, needs, ctx.routes)
         dx, dtw, dwg, dwu, dwd, dsg, dsu, dsd = grads

@@ -26,7 +26,10 @@ Roles. Program ids < comm_sms are communication programs, the rest compute progr
   layout of the packed weights), w*h (bf16, for dWd) and the tile's partial dw per column block
   (fp32); raises the tile's counter. Recomputing g, u costs one more GEMM (4HI of the backward's
   12HI FLOPs per row) but holds nothing from the forward; saving g and u instead would keep
-  (N + C) x 2I bf16 per MoE layer from forward to backward.
+  (N + C) x 2I bf16 per MoE layer from forward to backward. That is the opt-in
+  ``BackwardTiles(saved_gu=True)``: the forward (``KernelConfig(save_for_backward=True)``) stores
+  bf16 g and u at the rows and columns where this pass writes [dg|du], and the A item's K loop
+  is dA alone (one dot); h is rebuilt from the bf16 g, u (as a bf16 torch autograd would).
   X item (row tile, BN_X columns of H): waits for the tile's A items, dX = [dg|du] Wgu^T
   (K = 2I) stored straight into the home slot (token, j) (reverse of dispatch, push); the first
   column block also sums the tile's partial dw in fixed column order into the slot's dw word.
@@ -85,6 +88,9 @@ class BackwardTiles:
     #                          128-row tile, filled and drained 8x per 1024 rows)
     a_fuse_gu: bool = True   # A items: gate and up in one dot of N = 2*bn_a (x tile read from
     #                          shared memory once per K step; 2 dots per step instead of 3)
+    saved_gu: bool = False   # A items read g and u saved by the forward (KernelConfig(
+    #                          save_for_backward=True); MoKBackward.run(saved_gu=...)) instead of
+    #                          recomputing them: K loop of one dot (dA), 12HI of 16HI FLOPs a row
     diag: int = 0            # timing diagnostic only, gradients left incomplete: 1 = skip the W
     #                          items, 2 = skip the X items, 3 = both (mok bench --bwd-tiles diag=N
     #                          times A only / A+X / A+W; the difference with diag=0 is the part's cost)
@@ -129,6 +135,7 @@ _HELPERS = ("wait_geq", "signal", "tile_of", "peer_row", "copy_rows", "trap")
 # Triton device functions the kernels call by name: the forward's helpers and wgrad_tile, set by
 # _bwd_kernels() before any kernel is compiled
 wait_geq = signal = tile_of = peer_row = copy_rows = trap = wgrad_tile = wgrad_flat = None
+a_saved_epi = None
 
 
 def _bwd_kernels() -> dict[str, Any]:
@@ -244,6 +251,31 @@ def _bwd_kernels() -> dict[str, Any]:
             acc = tl.dot(tl.trans(a), b, acc)
         return acc
 
+    @triton.jit
+    def _a_saved_epi(acc_d, ca, gu_ptr, dgu_ptr, hs_ptr, hrows, rmask, wr, I: tl.constexpr,
+                     BN_GU: tl.constexpr):
+        """SwiGLU backward of an A item's column block ca (columns of I) from the saved g, u:
+        stores dg, du (interleaved layout) and w*h (bf16); returns the rows' partial dw."""
+        cg = (ca // BN_GU) * (2 * BN_GU) + ca % BN_GU
+        cu = cg + BN_GU
+        om = rmask[:, None]
+        gu_r = gu_ptr + hrows[:, None] * (2 * I)
+        g = tl.load(gu_r + cg[None, :], mask=om, other=0.0).to(tl.float32)
+        u = tl.load(gu_r + cu[None, :], mask=om, other=0.0).to(tl.float32)
+        sig = tl.sigmoid(g)
+        s = g * sig                                          # silu(g)
+        hval = s * u
+        dh = acc_d * wr[:, None]
+        du = dh * s
+        dg = dh * u * (sig * (1.0 + g * (1.0 - sig)))
+        o_r = dgu_ptr + hrows[:, None] * (2 * I)
+        tl.store(o_r + cg[None, :], dg.to(tl.bfloat16), mask=om)
+        tl.store(o_r + cu[None, :], du.to(tl.bfloat16), mask=om)
+        tl.store(hs_ptr + hrows[:, None] * I + ca[None, :], (hval * wr[:, None]).to(tl.bfloat16),
+                 mask=om)
+        return tl.sum(acc_d * hval, axis=1)
+
+    globals()["a_saved_epi"] = _a_saved_epi
     globals()["wgrad_tile"] = _wgrad_tile
     globals()["wgrad_flat"] = _wgrad_flat
 
@@ -258,6 +290,8 @@ def _bwd_kernels() -> dict[str, Any]:
         xr_ptr, gr_ptr,   # (C, H) bf16 dispatched token rows and dOut rows
         dgu_ptr,          # (NS + C, 2I) bf16 [dg|du], gate|up interleaved per BN_GU block
         hs_ptr,           # (NS + C, I) bf16 w * h (1 * h for the shared rows)
+        gu_ptr,           # A_SAVED: (NS + C, 2I) bf16 g and u saved by the forward ([dg|du]'s
+                          # layout); unused (any tensor) otherwise
         dwp_ptr,          # (C, NB_A) fp32 partial router-weight gradient per column block
         dxs_ptr,          # bf16 base of the home dX slot buffers; rank r's (N*k, H) slots
         dxs_off_ptr,      # (P,) int64 at + dxs_off[r]; slot (token, j) = token*k + j
@@ -280,7 +314,7 @@ def _bwd_kernels() -> dict[str, Any]:
         BN_A: tl.constexpr, BN_X: tl.constexpr, BK: tl.constexpr, BK_X: tl.constexpr,
         BW: tl.constexpr, BW_H: tl.constexpr, BKR: tl.constexpr, CR: tl.constexpr,
         CC: tl.constexpr, W_FLAT: tl.constexpr = False, A_FUSE_GU: tl.constexpr = False,
-        DIAG: tl.constexpr = 0,
+        DIAG: tl.constexpr = 0, A_SAVED: tl.constexpr = False, A_SPLIT: tl.constexpr = False,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its slice of every
         # per-rank buffer (one rank per launch: VR = 0).
@@ -292,6 +326,8 @@ def _bwd_kernels() -> dict[str, Any]:
         gr_ptr += vr * cap * H
         dgu_ptr += vr * (NS + cap) * (2 * I)
         hs_ptr += vr * (NS + cap) * I
+        if A_SAVED:
+            gu_ptr += vr * (NS + cap) * (2 * I)
         x_loc_ptr += vr * NS * H
         g_loc_ptr += vr * NS * H
         shdx_ptr += vr * NS * H
@@ -391,56 +427,90 @@ def _bwd_kernels() -> dict[str, Any]:
                         cu = cg + BN_GU                                      # up
                         wgu_e = wgu_ptr + e.to(tl.int64) * H * (2 * I)
                         wd_e = wd_ptr + e.to(tl.int64) * I * H
-                        acc_d = tl.zeros((BM, BN_A), dtype=tl.float32)
-                        if A_FUSE_GU:
-                            # one dot of N = 2*BN_A on the B tile [gate cols | up cols] (two
-                            # contiguous runs of the interleaved layout): the x tile is read from
-                            # shared memory once per K step instead of twice
-                            c2 = nb * BN_A + tl.arange(0, 2 * BN_A) % BN_A
-                            cgu = ((c2 // BN_GU) * (2 * BN_GU) + c2 % BN_GU
-                                   + (tl.arange(0, 2 * BN_A) // BN_A) * BN_GU)
-                            # two runs of BN_A contiguous columns, each starting at a multiple of
-                            # BN_A (the hints keep the load a 16-byte cp.async in the pipeline)
-                            cgu = tl.max_contiguous(tl.multiple_of(cgu, BN_A), BN_A)
-                            acc_gu = tl.zeros((BM, 2 * BN_A), dtype=tl.float32)
+                        if A_SPLIT:
+                            # saved g, u and BN_A = 2 x 64: two 64-column dots on one dOut tile
+                            # (the tile read once per 128 columns), the SwiGLU backward one half
+                            # at a time (one 128 x 128 epilogue spills: sm_90 compile)
+                            HB: tl.constexpr = BN_A // 2
+                            ca0 = nb * BN_A + tl.arange(0, HB)
+                            ca1 = ca0 + HB
+                            acc_d0 = tl.zeros((BM, HB), dtype=tl.float32)
+                            acc_d1 = tl.zeros((BM, HB), dtype=tl.float32)
                             for k0 in range(0, H, BK):
-                                a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
                                 d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
                                 kk = (k0 + rk)[:, None]
-                                bgu = tl.load(wgu_e + kk * (2 * I) + cgu[None, :])
-                                bd = tl.load(wd_e + ca[None, :] * H + kk)    # Wd^T (BK x BN_A)
-                                acc_gu = tl.dot(a, bgu, acc_gu)
-                                acc_d = tl.dot(d, bd, acc_d)
-                            acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc_gu, (BM, 2, BN_A)),
-                                                               (0, 2, 1)))
+                                acc_d0 = tl.dot(d, tl.load(wd_e + ca0[None, :] * H + kk), acc_d0)
+                                acc_d1 = tl.dot(d, tl.load(wd_e + ca1[None, :] * H + kk), acc_d1)
+                            hrows = (hrow0 + rm).to(tl.int64)
+                            dwr = a_saved_epi(acc_d0, ca0, gu_ptr, dgu_ptr, hs_ptr, hrows, rmask,
+                                              wr, I, BN_GU)
+                            dwr += a_saved_epi(acc_d1, ca1, gu_ptr, dgu_ptr, hs_ptr, hrows, rmask,
+                                               wr, I, BN_GU)
+                            if b > 0:
+                                tl.store(dwp_ptr + rows * NB_A + nb, dwr, mask=rmask)
+                            signal(sync_ptr + tl.where(shared, SH_OFF, TC_OFF) + tile, "gpu")
                         else:
-                            acc_g = tl.zeros((BM, BN_A), dtype=tl.float32)
-                            acc_u = tl.zeros((BM, BN_A), dtype=tl.float32)
-                            for k0 in range(0, H, BK):
-                                a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
-                                d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
-                                kk = (k0 + rk)[:, None]
-                                bg = tl.load(wgu_e + kk * (2 * I) + cg[None, :])
-                                bu = tl.load(wgu_e + kk * (2 * I) + cu[None, :])
-                                bd = tl.load(wd_e + ca[None, :] * H + kk)    # Wd^T (BK x BN_A)
-                                acc_g = tl.dot(a, bg, acc_g)
-                                acc_u = tl.dot(a, bu, acc_u)
-                                acc_d = tl.dot(d, bd, acc_d)
-                        sig = tl.sigmoid(acc_g)
-                        s = acc_g * sig                                      # silu(g)
-                        hval = s * acc_u
-                        dh = acc_d * wr[:, None]
-                        du = dh * s
-                        dg = dh * acc_u * (sig * (1.0 + acc_g * (1.0 - sig)))
-                        hrows = (hrow0 + rm).to(tl.int64)
-                        om = rmask[:, None]
-                        tl.store(dgu_ptr + hrows[:, None] * (2 * I) + cg[None, :], dg.to(tl.bfloat16), mask=om)
-                        tl.store(dgu_ptr + hrows[:, None] * (2 * I) + cu[None, :], du.to(tl.bfloat16), mask=om)
-                        tl.store(hs_ptr + hrows[:, None] * I + ca[None, :],
-                                 (hval * wr[:, None]).to(tl.bfloat16), mask=om)
-                        if b > 0:
-                            tl.store(dwp_ptr + rows * NB_A + nb, tl.sum(acc_d * hval, axis=1), mask=rmask)
-                        signal(sync_ptr + tl.where(shared, SH_OFF, TC_OFF) + tile, "gpu")
+                            acc_d = tl.zeros((BM, BN_A), dtype=tl.float32)
+                            hrows = (hrow0 + rm).to(tl.int64)
+                            if A_SAVED:
+                                # g, u saved by the forward: the K loop is dA = dOut Wd^T alone
+                                for k0 in range(0, H, BK):
+                                    d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
+                                    bd = tl.load(wd_e + ca[None, :] * H + (k0 + rk)[:, None])
+                                    acc_d = tl.dot(d, bd, acc_d)
+                                gu_r = gu_ptr + hrows[:, None] * (2 * I)
+                                acc_g = tl.load(gu_r + cg[None, :], mask=rmask[:, None],
+                                                other=0.0).to(tl.float32)
+                                acc_u = tl.load(gu_r + cu[None, :], mask=rmask[:, None],
+                                                other=0.0).to(tl.float32)
+                            elif A_FUSE_GU:
+                                # one dot of N = 2*BN_A on the B tile [gate cols | up cols] (two
+                                # contiguous runs of the interleaved layout): the x tile is read from
+                                # shared memory once per K step instead of twice
+                                c2 = nb * BN_A + tl.arange(0, 2 * BN_A) % BN_A
+                                cgu = ((c2 // BN_GU) * (2 * BN_GU) + c2 % BN_GU
+                                       + (tl.arange(0, 2 * BN_A) // BN_A) * BN_GU)
+                                # two runs of BN_A contiguous columns, each starting at a multiple of
+                                # BN_A (the hints keep the load a 16-byte cp.async in the pipeline)
+                                cgu = tl.max_contiguous(tl.multiple_of(cgu, BN_A), BN_A)
+                                acc_gu = tl.zeros((BM, 2 * BN_A), dtype=tl.float32)
+                                for k0 in range(0, H, BK):
+                                    a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
+                                    d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
+                                    kk = (k0 + rk)[:, None]
+                                    bgu = tl.load(wgu_e + kk * (2 * I) + cgu[None, :])
+                                    bd = tl.load(wd_e + ca[None, :] * H + kk)    # Wd^T (BK x BN_A)
+                                    acc_gu = tl.dot(a, bgu, acc_gu)
+                                    acc_d = tl.dot(d, bd, acc_d)
+                                acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc_gu, (BM, 2, BN_A)),
+                                                                   (0, 2, 1)))
+                            else:
+                                acc_g = tl.zeros((BM, BN_A), dtype=tl.float32)
+                                acc_u = tl.zeros((BM, BN_A), dtype=tl.float32)
+                                for k0 in range(0, H, BK):
+                                    a = tl.load(xa + k0, mask=rmask[:, None], other=0.0)
+                                    d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
+                                    kk = (k0 + rk)[:, None]
+                                    bg = tl.load(wgu_e + kk * (2 * I) + cg[None, :])
+                                    bu = tl.load(wgu_e + kk * (2 * I) + cu[None, :])
+                                    bd = tl.load(wd_e + ca[None, :] * H + kk)    # Wd^T (BK x BN_A)
+                                    acc_g = tl.dot(a, bg, acc_g)
+                                    acc_u = tl.dot(a, bu, acc_u)
+                                    acc_d = tl.dot(d, bd, acc_d)
+                            sig = tl.sigmoid(acc_g)
+                            s = acc_g * sig                                      # silu(g)
+                            hval = s * acc_u
+                            dh = acc_d * wr[:, None]
+                            du = dh * s
+                            dg = dh * acc_u * (sig * (1.0 + acc_g * (1.0 - sig)))
+                            om = rmask[:, None]
+                            tl.store(dgu_ptr + hrows[:, None] * (2 * I) + cg[None, :], dg.to(tl.bfloat16), mask=om)
+                            tl.store(dgu_ptr + hrows[:, None] * (2 * I) + cu[None, :], du.to(tl.bfloat16), mask=om)
+                            tl.store(hs_ptr + hrows[:, None] * I + ca[None, :],
+                                     (hval * wr[:, None]).to(tl.bfloat16), mask=om)
+                            if b > 0:
+                                tl.store(dwp_ptr + rows * NB_A + nb, tl.sum(acc_d * hval, axis=1), mask=rmask)
+                            signal(sync_ptr + tl.where(shared, SH_OFF, TC_OFF) + tile, "gpu")
                     elif (DIAG & 2) == 0:                     # (timing diagnostic 2: no X work)
                         tt = item // NB_X
                         nbx = item % NB_X
@@ -639,8 +709,9 @@ class MoKBackward:
         return torch.cat([torch.zeros_like(nt[:, :1]), nt.cumsum(1)], 1).to(torch.int32).contiguous()
 
     def launch(self, x_all: torch.Tensor, dout_all: torch.Tensor, w_all: torch.Tensor,
-               sched: Schedule) -> None:
-        """Zero the sync words and run the persistent backward megakernel (no host read)."""
+               sched: Schedule, gu: torch.Tensor | None = None) -> None:
+        """Zero the sync words and run the persistent backward megakernel (no host read).
+        ``gu``: the forward's saved g and u (tiles.saved_gu), else None (recomputed)."""
         ks, lay, cfg, t = _bwd_kernels(), self.layer, self.layer.cfg, self.tiles
         v = lay.vranks
         self.sync.zero_()
@@ -657,8 +728,8 @@ class MoKBackward:
         etile = self.expert_tiles(sched)
         ks["bwd"][(per_rank * v,)](
             x_all, dout_all, lay.x_off, x_loc, g_loc, w_all, self.xr, self.gr, self.dgu, self.hs,
-            self.dwp, self.dxs, self.dxs_off, self.dws, self.shdx, lay.wg, lay.wd, self.dwgu,
-            self.dwd, sched.recv_src, sched.recv_slot, sched.tile_expert, sched.tile_row0,
+            self.hs if gu is None else gu, self.dwp, self.dxs, self.dxs_off, self.dws, self.shdx,
+            lay.wg, lay.wd, self.dwgu, self.dwd, sched.recv_src, sched.recv_slot, sched.tile_expert, sched.tile_row0,
             sched.tile_rows, sched.mb_tile, sched.mb_row, sched.num_mb, etile, self.sync, self.err,
             lay.ns, lay.tokens, lay.tokens * lay.topk, lay.el, cfg.comm_sms, int(lay.has_shared),
             self.off["ready"], self.off["tc"], self.off["sh"], self.off["work"],
@@ -667,7 +738,8 @@ class MoKBackward:
             H=lay.H, I=lay.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_A=self.bn_a, BN_X=t.bn_x,
             BK=cfg.block_k, BK_X=self.bk_x, BW=self.bw, BW_H=t.bw_h, BKR=t.bk_rows,
             CR=cfg.copy_rows, CC=lay.chunk, W_FLAT=t.w_flat, A_FUSE_GU=t.a_fuse_gu,
-            DIAG=t.diag, num_warps=t.num_warps, num_stages=t.num_stages)
+            DIAG=t.diag, A_SAVED=gu is not None, A_SPLIT=gu is not None and self.bn_a > 64,
+            num_warps=t.num_warps, num_stages=t.num_stages)
 
     def epilogue(self, sched: Schedule) -> None:
         """Sum each home token's k dX slots and the shared dX (fixed order) into dx, copy dw; NaN
@@ -680,22 +752,44 @@ class MoKBackward:
             KP=max(2, 1 << (k - 1).bit_length()), H=lay.H, BH=lay.chunk, num_warps=4)
 
     def run(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor,
-            dout_all: torch.Tensor) -> BackwardResult:
+            dout_all: torch.Tensor, saved_gu: torch.Tensor | None = None) -> BackwardResult:
         """One backward pass. x_all, dout_all (P*N, H) bf16 (every rank's tokens and output
         gradients: peers' rows in local memory), ids_all (P*N, k), w_all (P*N, k) fp32 -> the
         gradients of this launch's ranks (BackwardResult). The forward layer's packed weights
-        must be the ones of the pass (``MoKLayer.load_weights``)."""
+        must be the ones of the pass (``MoKLayer.load_weights``). ``saved_gu``: with
+        ``tiles.saved_gu``, the forward's g and u (``MoKLayer.saved_gu`` of a forward with
+        ``KernelConfig(save_for_backward=True)`` on the same inputs); ValueError if missing,
+        misshaped, or given without the option."""
         lay = self.layer
+        self.check_saved(saved_gu)
         sched = lay.schedule(ids_all)
         self.last_schedule = sched
         self.overflow_acc += sched.overflow
         x_all = x_all.to(torch.bfloat16).contiguous()
         dout_all = dout_all.to(torch.bfloat16).contiguous()
-        self.launch(x_all, dout_all, w_all.float().contiguous().reshape(-1), sched)
+        self.launch(x_all, dout_all, w_all.float().contiguous().reshape(-1), sched, saved_gu)
         self.epilogue(sched)
         if lay.cfg.on_error == "raise":
             self.check()
         return BackwardResult(self.dx, self.dw, self.dwgu, self.dwd)
+
+    def check_saved(self, saved_gu: torch.Tensor | None) -> None:
+        """ValueError unless ``saved_gu`` matches the option: None without tiles.saved_gu, else
+        the (V*(NS + C), 2Ip) bf16 contiguous tensor a save_for_backward forward leaves."""
+        lay = self.layer
+        if not self.tiles.saved_gu:
+            if saved_gu is not None:
+                raise ValueError("saved_gu given but BackwardTiles.saved_gu is False")
+            return
+        want = (lay.vranks * (lay.ns + lay.capacity), 2 * lay.Ip)
+        if saved_gu is None:
+            raise ValueError("BackwardTiles(saved_gu=True) needs the forward's saved g and u: run "
+                             "the forward with KernelConfig(save_for_backward=True) and pass "
+                             "its MoKLayer.saved_gu")
+        if (tuple(saved_gu.shape) != want or saved_gu.dtype != torch.bfloat16
+                or not saved_gu.is_contiguous()):
+            raise ValueError(f"saved_gu {tuple(saved_gu.shape)} {saved_gu.dtype}: expected a "
+                             f"contiguous {want} bfloat16 tensor (MoKLayer.saved_gu)")
 
     def check(self) -> None:
         """Raise MegakernelStallError / CapacityOverflowError if the last pass failed (the weight

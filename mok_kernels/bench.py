@@ -75,7 +75,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "128x128 weight block scales; one GPU only); baselines run BF16")
     p.add_argument("--fp8-kernel", default="v2-bm64",
                    help="comma list of FP8 kernel variants for --precision fp8: v1 (one dot per "
-                        "gate|up K block) or v2 (128-column dots; KernelConfig.fp8_kernel), at "
+                        "gate|up K block), v2 (128-column dots), v3 (v2 with the scaling of K "
+                        "block k-1 overlapping block k's dots), v4 (v2's scaling on one gate|up "
+                        "dot and one down dot per K block) or v5 (v4 with v3's overlap; "
+                        "KernelConfig.fp8_kernel; NOTES.md 'FP8 v3-v5'), at "
                         "block_m 128 and 3 stages, or with -bm64 at block_m 64 and 4 stages "
                         "(default v2-bm64, KernelConfig's fp8 default)")
     p.add_argument("--routing", default="uniform",
@@ -130,8 +133,8 @@ def _check_args(a: argparse.Namespace) -> None:
         if pr not in ("bf16", "fp8"):
             raise BadInput(f"--precision {pr!r}: allowed bf16, fp8")
     for v in a.fp8_kernel.split(","):
-        if v not in ("v1", "v2", "v1-bm64", "v2-bm64"):
-            raise BadInput(f"--fp8-kernel {v!r}: allowed v1, v2, v1-bm64, v2-bm64")
+        if v not in FP8_VARIANTS:
+            raise BadInput(f"--fp8-kernel {v!r}: allowed {', '.join(FP8_VARIANTS)}")
     if a.gpus and a.precision != "bf16":
         raise BadInput(f"--precision {a.precision} with --gpus: the FP8 megakernel runs on one GPU "
                        f"(rank emulation) only; real-GPU groups are bf16")
@@ -341,8 +344,11 @@ class Workload:
         return 6.0 * sh.hidden * sh.inter * self.expected_rows() + 6.0 * sh.hidden * sh.shared * self.tokens
 
 
+FP8_VARIANTS = tuple(f"v{i}{bm}" for bm in ("", "-bm64") for i in range(1, 6))   # --fp8-kernel
+
+
 def fp8_variant_tiles(variant: str | None) -> dict[str, Any]:
-    """KernelConfig options of an --fp8-kernel variant (v1, v2, optionally -bm64); {} for None.
+    """KernelConfig options of an --fp8-kernel variant (v1-v5, optionally -bm64); {} for None.
     4 stages fit in shared memory at block_m 64 (~188 KB), 3 at block_m 128."""
     if variant is None:
         return {}
@@ -438,19 +444,31 @@ def run_mok_bwd(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, gr
     backward.parse_tiles spec."""
     from .backward import MoKBackward, parse_tiles
     from .megakernel import KernelConfig, MoKLayer
-    layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, KernelConfig(**knobs),
-                     local_weights=True)
-    bwd = MoKBackward(layer, parse_tiles(tiles))
-    step = lambda: bwd.run(wl.x, wl.ids, wl.wts, wl.dout)  # noqa: E731
+    bt = parse_tiles(tiles)
+    layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank,
+                     KernelConfig(**knobs, save_for_backward=bt.saved_gu), local_weights=True)
+    bwd = MoKBackward(layer, bt)
+    gu, refresh = None, wl.refresh
+    if bt.saved_gu:
+        # g and u of the current inputs from a saving forward, untimed, before each iteration
+        # (copied into one static tensor: the graph replays fixed addresses)
+        layer.forward(wl.x, wl.ids, wl.wts)
+        gu = layer.saved_gu.clone()
+
+        def refresh(i: int) -> None:
+            wl.refresh(i)
+            layer.forward(wl.x, wl.ids, wl.wts)
+            gu.copy_(layer.saved_gu)
+    step = lambda: bwd.run(wl.x, wl.ids, wl.wts, wl.dout, saved_gu=gu)  # noqa: E731
     step()
     torch.cuda.synchronize()
     bwd.check()
-    times = time_events(capture_graph(step) if graph else step, wl.refresh, iters, warmup)
+    times = time_events(capture_graph(step) if graph else step, refresh, iters, warmup)
     bwd.check()
     bd: dict[str, float] = {}
     if breakdown:
         bd = time_phases(wl, layer.schedule,
-                         lambda sched: bwd.launch(wl.x, wl.dout, wl.wts.reshape(-1), sched),
+                         lambda sched: bwd.launch(wl.x, wl.dout, wl.wts.reshape(-1), sched, gu),
                          bwd.epilogue)
         bwd.check()
     return times, bd

@@ -106,7 +106,15 @@ class KernelConfig:
                                     # accumulators fit in registers, scales applied as one FFMA
                                     # per element; needs bn_gu=128, bn_dn 128 or 256. v1: one
                                     # 128 x 2*bn_gu dot per K block, then scaled (spills; 0.6-0.7x
-                                    # v2's speed). NOTES.md "FP8 forward"
+                                    # v2's speed). Opt-in, not yet timed, the same bits as v2 and
+                                    # v2's rules: v3, v2 with the scaling of K block k-1 done
+                                    # while block k's dots run; v4, gate|up in one dot per K
+                                    # block and the down tile in one; v5, v4 with v3's
+                                    # deferral. NOTES.md "FP8 forward", "FP8 v3-v5"
+    save_for_backward: bool = False  # training: every forward also stores the gate and up
+                                    # pre-activations (bf16, (NS + C, 2I) per rank, a fresh tensor
+                                    # per call: MoKLayer.saved_gu) so the backward megakernel
+                                    # skips their recompute (BackwardTiles(saved_gu=True))
 
     def __post_init__(self) -> None:
         if self.block_k is None:
@@ -145,13 +153,16 @@ class KernelConfig:
             raise ValueError(f"precision='fp8' needs block_k=128 (one scale per 128 along K), bn_gu a "
                              f"multiple of 128 (whole weight scale blocks) and fuse_gu=True; got "
                              f"block_k={self.block_k}, bn_gu={self.bn_gu}, fuse_gu={self.fuse_gu}")
-        if self.fp8_kernel not in ("v1", "v2"):
-            raise ValueError(f"fp8_kernel {self.fp8_kernel!r}: allowed v1, v2")
-        if self.precision == "fp8" and self.fp8_kernel == "v2" and (
+        if self.save_for_backward and self.precision != "bf16":
+            raise ValueError(f"save_for_backward=True with precision {self.precision!r}: the "
+                             f"backward megakernel is BF16 only")
+        if self.fp8_kernel not in ("v1", "v2", "v3", "v4", "v5"):
+            raise ValueError(f"fp8_kernel {self.fp8_kernel!r}: allowed v1, v2, v3, v4, v5")
+        if self.precision == "fp8" and self.fp8_kernel != "v1" and (
                 self.bn_gu != 128 or self.bn_dn not in (128, 256)):
-            raise ValueError(f"fp8_kernel='v2' needs bn_gu=128 and bn_dn 128 or 256 (128-column "
-                             f"dots, one weight scale block each; fp8_kernel='v1' takes others); "
-                             f"got bn_gu={self.bn_gu}, bn_dn={self.bn_dn}")
+            raise ValueError(f"fp8_kernel={self.fp8_kernel!r} needs bn_gu=128 and bn_dn 128 or 256 "
+                             f"(128-column dots, one weight scale block each; fp8_kernel='v1' takes "
+                             f"others); got bn_gu={self.bn_gu}, bn_dn={self.bn_dn}")
 
 
 _KERNELS: dict[str, Any] = {}
@@ -379,12 +390,186 @@ def _kernels() -> dict[str, Any]:
             return acc0
 
     @triton.jit
+    def gu_fp8_v3(a_ptrs, as_ptrs, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H: tl.constexpr,
+                  I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr, BK: tl.constexpr,
+                  QA: tl.constexpr):
+        """fp8_kernel="v3" gate/up (BN_GU = 128): v2's dots and numerics with the promotion
+        deferred by one K block. Step k issues the raw gate and up dots of block k, then adds
+        block k-1's raw results times their combined scales (a_scale * b_scale, one FFMA per
+        element) into the fp32 accumulators, so the tensor cores run block k while the FFMAs of
+        block k-1 execute, and block k's scales are loaded a step before they are used. Same
+        additions in the same order as v2 (acc = 0 + d_0 c_0, + d_1 c_1, ...): the same bits."""
+        NC: tl.constexpr = 2 * I // 128
+        rk = tl.arange(0, BK)
+        rg = nb * 2 * BN_GU + tl.arange(0, BN_GU)
+        wg_ptrs = wg_ptr + e.to(tl.int64) * (2 * I) * H + rg[None, :].to(tl.int64) * H + rk[:, None]
+        s_ptr = wgu_s_ptr + e.to(tl.int64) * (H // 128) * NC + nb * 2
+        row = e * 2 * I + nb * 2 * BN_GU
+        acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
+        acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
+        dg = tl.zeros((BM, BN_GU), dtype=tl.float32)      # raw dots of the previous block
+        du = tl.zeros((BM, BN_GU), dtype=tl.float32)
+        cg = tl.zeros((BM,), dtype=tl.float32)            # and their combined scales
+        cu = tl.zeros((BM,), dtype=tl.float32)
+        for k0 in range(0, H, BK):
+            a, a_s = load_a_fp8(a_ptrs, as_ptrs, rmask, k0, BM, BK, QA)
+            sg = tl.load(s_ptr + (k0 // BK) * NC)
+            su = tl.load(s_ptr + (k0 // BK) * NC + 1)
+            if wgu_desc is None:
+                bg = tl.load(wg_ptrs + k0)
+                bu = tl.load(wg_ptrs + BN_GU * H + k0)
+            else:
+                bg = tl.trans(wgu_desc.load([row, k0]))
+                bu = tl.trans(wgu_desc.load([row + BN_GU, k0]))
+            ng = tl.dot(a, bg)
+            nu = tl.dot(a, bu)
+            acc_g += dg * cg[:, None]                     # block k-1 (zeros at k = 0)
+            acc_u += du * cu[:, None]
+            # + 0.0 (exact but for the sign of a zero, which the sums above never keep) makes
+            # the up dot complete inside the step: a wgmma still in flight across the loop's
+            # back edge makes ptxas serialize every wgmma of the kernel (its warning C7514)
+            dg, du, cg, cu = ng, nu + 0.0, a_s * sg, a_s * su
+        acc_g += dg * cg[:, None]
+        acc_u += du * cu[:, None]
+        return acc_g, acc_u
+
+    @triton.jit
+    def gu_fp8_v4(a_ptrs, as_ptrs, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H: tl.constexpr,
+                  I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr, BK: tl.constexpr,
+                  QA: tl.constexpr, DEFER: tl.constexpr):
+        """fp8_kernel "v4" and "v5" gate|up (BN_GU = 128): (BM, 2*BN_GU) fp32, one dot per K block
+        on v1's interleaved [gate | up] weight tile (at block_m 64 each warpgroup's wgmma is
+        64 x 128 where v2's are 64 x 64: one wgmma chain and one wait per step instead of two),
+        scaled by v2's combined scale, a_scale * (gate or up weight scale) by column: one FFMA
+        per element, the same bits as v2. DEFER (v5): v3's deferred promotion, block k-1's raw
+        result is scaled and added while block k's dot runs."""
+        NC: tl.constexpr = 2 * I // 128
+        rk = tl.arange(0, BK)
+        rn2 = nb * 2 * BN_GU + tl.arange(0, 2 * BN_GU)
+        is_up = (tl.arange(0, 2 * BN_GU) >= BN_GU)[None, :]
+        w_ptrs = wg_ptr + e.to(tl.int64) * (2 * I) * H + rn2[None, :].to(tl.int64) * H + rk[:, None]
+        s_ptr = wgu_s_ptr + e.to(tl.int64) * (H // 128) * NC + nb * 2
+        acc = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
+        d = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)   # DEFER: raw dot of the previous block
+        cg = tl.zeros((BM,), dtype=tl.float32)            # and its combined scales by row
+        cu = tl.zeros((BM,), dtype=tl.float32)
+        for k0 in range(0, H, BK):
+            a, a_s = load_a_fp8(a_ptrs, as_ptrs, rmask, k0, BM, BK, QA)
+            sg = tl.load(s_ptr + (k0 // BK) * NC)
+            su = tl.load(s_ptr + (k0 // BK) * NC + 1)
+            if wgu_desc is None:
+                b = tl.load(w_ptrs + k0)
+            else:
+                b = tl.trans(wgu_desc.load([e * 2 * I + nb * 2 * BN_GU, k0]))
+            if DEFER:
+                n = tl.dot(a, b)
+                acc += d * tl.where(is_up, cu[:, None], cg[:, None])    # block k-1
+                # + 0.0: the dot completes inside the step (see gu_fp8_v3)
+                d, cg, cu = n + 0.0, a_s * sg, a_s * su
+            else:
+                acc += tl.dot(a, b) * tl.where(is_up, (a_s * su)[:, None], (a_s * sg)[:, None])
+        if DEFER:
+            acc += d * tl.where(is_up, cu[:, None], cg[:, None])
+        return acc
+
+    @triton.jit
+    def dn_fp8_v3(a_ptrs_d, as_ptrs_d, rmask_d, wd_ptr, wd_desc, wd_s_ptr, e_d, nb_d,
+                  H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_DN: tl.constexpr,
+                  BK: tl.constexpr):
+        """fp8_kernel "v3" down tile: dn_fp8_v2 with the promotion deferred by one K block (as
+        gu_fp8_v3; the same bits as v2)."""
+        IB: tl.constexpr = I // 128
+        HB: tl.constexpr = H // 128
+        rk = tl.arange(0, BK)
+        c0 = nb_d * BN_DN
+        rc = c0 + tl.arange(0, 128)
+        w_ptrs = wd_ptr + e_d.to(tl.int64) * H * I + rc[None, :].to(tl.int64) * I + rk[:, None]
+        ws_ptr = wd_s_ptr + e_d.to(tl.int64) * IB * HB + c0 // 128
+        row = e_d * H + c0
+        acc0 = tl.zeros((BM, 128), dtype=tl.float32)
+        acc1 = tl.zeros((BM, 128), dtype=tl.float32)
+        d0 = tl.zeros((BM, 128), dtype=tl.float32)
+        d1 = tl.zeros((BM, 128), dtype=tl.float32)
+        c0s = tl.zeros((BM,), dtype=tl.float32)
+        c1s = tl.zeros((BM,), dtype=tl.float32)
+        for k0 in range(0, I, BK):
+            a, a_s = load_a_fp8(a_ptrs_d, as_ptrs_d, rmask_d, k0, BM, BK, False)
+            s0 = tl.load(ws_ptr + (k0 // BK) * HB)
+            if wd_desc is None:
+                b0 = tl.load(w_ptrs + k0, mask=(rc < H)[None, :], other=0.0)
+            else:
+                b0 = tl.trans(wd_desc.load([row, k0]))
+            n0 = tl.dot(a, b0)
+            if BN_DN == 256:
+                s1 = tl.load(ws_ptr + (k0 // BK) * HB + 1, mask=c0 + 128 < H, other=0.0)
+                if wd_desc is None:
+                    b1 = tl.load(w_ptrs + 128 * I + k0, mask=(rc + 128 < H)[None, :], other=0.0)
+                else:
+                    b1 = tl.trans(wd_desc.load([row + 128, k0]))
+                n1 = tl.dot(a, b1)
+                acc1 += d1 * c1s[:, None]
+                d1, c1s = n1 + 0.0, a_s * s1               # complete in the step (gu_fp8_v3)
+            acc0 += d0 * c0s[:, None]
+            d0, c0s = n0 + 0.0, a_s * s0
+        acc0 += d0 * c0s[:, None]
+        if BN_DN == 256:
+            acc1 += d1 * c1s[:, None]
+            return tl.reshape(tl.permute(tl.join(acc0, acc1), (0, 2, 1)), (BM, BN_DN))
+        else:
+            return acc0
+
+    @triton.jit
+    def dn_fp8_v4(a_ptrs_d, as_ptrs_d, rmask_d, wd_ptr, wd_desc, wd_s_ptr, e_d, nb_d,
+                  H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_DN: tl.constexpr,
+                  BK: tl.constexpr, DEFER: tl.constexpr):
+        """fp8_kernel "v4" and "v5" down tile (BM, BN_DN), BN_DN 128 or 256: one dot per K block
+        over the whole tile (one wgmma chain and one wait per step; the TMA tile is (BN_DN, BK)),
+        each column scaled by v2's combined scale a_scale * (weight scale of its 128-column
+        block): the same bits as v2. DEFER (v5): v3's deferred promotion. Columns past H read
+        zeros (pointers) or the next expert's rows (TMA): masked at the store."""
+        IB: tl.constexpr = I // 128
+        HB: tl.constexpr = H // 128
+        rk = tl.arange(0, BK)
+        c0 = nb_d * BN_DN
+        rc = c0 + tl.arange(0, BN_DN)
+        hi = (tl.arange(0, BN_DN) >= 128)[None, :]        # second 128-column block (BN_DN 256)
+        w_ptrs = wd_ptr + e_d.to(tl.int64) * H * I + rc[None, :].to(tl.int64) * I + rk[:, None]
+        ws_ptr = wd_s_ptr + e_d.to(tl.int64) * IB * HB + c0 // 128
+        acc = tl.zeros((BM, BN_DN), dtype=tl.float32)
+        d = tl.zeros((BM, BN_DN), dtype=tl.float32)       # DEFER: raw dot of the previous block
+        c0s = tl.zeros((BM,), dtype=tl.float32)           # and its combined scales by row
+        c1s = tl.zeros((BM,), dtype=tl.float32)
+        for k0 in range(0, I, BK):
+            a, a_s = load_a_fp8(a_ptrs_d, as_ptrs_d, rmask_d, k0, BM, BK, False)
+            s0 = tl.load(ws_ptr + (k0 // BK) * HB)
+            if BN_DN == 256:
+                s1 = tl.load(ws_ptr + (k0 // BK) * HB + 1, mask=c0 + 128 < H, other=0.0)
+            else:
+                s1 = s0                                   # no second block: hi is all False
+            if wd_desc is None:
+                b = tl.load(w_ptrs + k0, mask=(rc < H)[None, :], other=0.0)
+            else:
+                b = tl.trans(wd_desc.load([e_d * H + c0, k0]))
+            if DEFER:
+                n = tl.dot(a, b)
+                acc += d * tl.where(hi, c1s[:, None], c0s[:, None])     # block k-1
+                d, c0s, c1s = n + 0.0, a_s * s0, a_s * s1              # (see gu_fp8_v3)
+            else:
+                acc += tl.dot(a, b) * tl.where(hi, (a_s * s1)[:, None], (a_s * s0)[:, None])
+        if DEFER:
+            acc += d * tl.where(hi, c1s[:, None], c0s[:, None])
+        return acc
+
+    @triton.jit
     def mok_kernel(
         x_src_ptr,        # bf16 base of the send buffers; peer s's (N, H) rows at + x_off[s]
         x_off_ptr,        # (P,) int64 element offsets (peer pointers, relative to x_src_ptr)
         x_loc_ptr,        # (NS, H) bf16: tokens the shared expert runs on
         ring_ptr,         # (R, H) bf16: macrobatch ring buffer
         h_ptr,            # (NS + C, I) bf16: SwiGLU activations, shared rows first
+        gu_ptr,           # SAVE_GU: (NS + C, 2I) bf16 gate and up pre-activations, shared rows
+                          # first, gate|up interleaved per BN_GU block (the backward's [dg|du]
+                          # layout); unused (any tensor) otherwise
         y_ptr,            # (C, H) bf16: staging rows for pull combine
         comb_ptr,         # bf16 base of the home combine buffers; rank r's (N*k, H) slots
         comb_off_ptr,     # (P,) int64 at + comb_off[r]; slot (token, j) = token*k + j
@@ -411,7 +596,8 @@ def _kernels() -> dict[str, Any]:
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
         FUSE_GU: tl.constexpr, GROUP: tl.constexpr, SC: tl.constexpr, FP8: tl.constexpr,
-        F8V: tl.constexpr = 1,   # FP8 kernel version: 1 (tested), 2 (fp8_kernel="v2")
+        F8V: tl.constexpr = 1,   # FP8 kernel version: 1, 2, 3 (KernelConfig.fp8_kernel)
+        SAVE_GU: tl.constexpr = False,   # store g and u for the backward (save_for_backward)
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -427,6 +613,8 @@ def _kernels() -> dict[str, Any]:
             h_s_ptr += vr * H_ROWS * IB
         ring_ptr += vr * R * H
         h_ptr += vr * H_ROWS * I
+        if SAVE_GU:
+            gu_ptr += vr * H_ROWS * (2 * I)
         y_ptr += vr * Y_ROWS * H
         x_loc_ptr += vr * NS * H
         sh_out_ptr += vr * NS * H
@@ -633,7 +821,32 @@ def _kernels() -> dict[str, Any]:
                         rn = nb * BN_GU + tl.arange(0, BN_GU)
                         # shared rows are BF16 tokens, quantized in the loop; routed rows come
                         # quantized from the ring (the pointer types differ: two calls)
-                        if F8V == 2:
+                        if F8V >= 4:
+                            if shared:
+                                acc2 = gu_fp8_v4(
+                                    x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
+                                    ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H, I, BM,
+                                    BN_GU, BK, True, F8V == 5)
+                            else:
+                                ring_row = ((row0 + rm) % R).to(tl.int64)
+                                acc2 = gu_fp8_v4(
+                                    ring_ptr + ring_row[:, None] * H + rk[None, :],
+                                    ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc, wgu_s_ptr,
+                                    e, nb, H, I, BM, BN_GU, BK, False, F8V == 5)
+                            acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
+                        elif F8V == 3:
+                            if shared:
+                                acc_g, acc_u = gu_fp8_v3(
+                                    x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
+                                    ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H, I, BM,
+                                    BN_GU, BK, True)
+                            else:
+                                ring_row = ((row0 + rm) % R).to(tl.int64)
+                                acc_g, acc_u = gu_fp8_v3(
+                                    ring_ptr + ring_row[:, None] * H + rk[None, :],
+                                    ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc, wgu_s_ptr,
+                                    e, nb, H, I, BM, BN_GU, BK, False)
+                        elif F8V == 2:
                             if shared:
                                 acc_g, acc_u = gu_fp8_v2(
                                     x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
@@ -686,6 +899,14 @@ def _kernels() -> dict[str, Any]:
                                 bu = tl.load(wu_ptr + w_off + k0 * I)
                                 acc_g = tl.dot(a, bg, acc_g)
                                 acc_u = tl.dot(a, bu, acc_u)
+                    if SAVE_GU:
+                        # g and u for the backward, bf16, where its [dg|du] of this row go
+                        gu_rows = (hrow0 + rm).to(tl.int64)[:, None] * (2 * I)
+                        g_cols = nb * 2 * BN_GU + tl.arange(0, BN_GU)
+                        tl.store(gu_ptr + gu_rows + g_cols[None, :], acc_g.to(tl.bfloat16),
+                                 mask=rmask[:, None])
+                        tl.store(gu_ptr + gu_rows + (g_cols + BN_GU)[None, :],
+                                 acc_u.to(tl.bfloat16), mask=rmask[:, None])
                     hval = acc_g * tl.sigmoid(acc_g) * acc_u
                     h_ptrs = h_ptr + (hrow0 + rm).to(tl.int64)[:, None] * I + rn[None, :]
                     if FP8:     # h quantized per row per 128 columns for the down GEMM
@@ -717,7 +938,15 @@ def _kernels() -> dict[str, Any]:
                     a_ptrs_d = h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :]
                     w_off_d = e_d.to(tl.int64) * I * H + rk[:, None] * H + rn_d[None, :]
                     acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
-                    if FP8 and (F8V == 2):
+                    if FP8 and (F8V >= 4):
+                        acc_d = dn_fp8_v4(h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :],
+                                          h_s_ptr + (hrow0_d + rm).to(tl.int64) * IB, rmask_d, wd_ptr,
+                                          wd_desc, wd_s_ptr, e_d, nb_d, H, I, BM, BN_DN, BK, F8V == 5)
+                    elif FP8 and (F8V == 3):
+                        acc_d = dn_fp8_v3(h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :],
+                                          h_s_ptr + (hrow0_d + rm).to(tl.int64) * IB, rmask_d, wd_ptr,
+                                          wd_desc, wd_s_ptr, e_d, nb_d, H, I, BM, BN_DN, BK)
+                    elif FP8 and (F8V == 2):
                         acc_d = dn_fp8_v2(h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :],
                                           h_s_ptr + (hrow0_d + rm).to(tl.int64) * IB, rmask_d, wd_ptr,
                                           wd_desc, wd_s_ptr, e_d, nb_d, H, I, BM, BN_DN, BK)
@@ -880,6 +1109,9 @@ class MoKLayer:
             if size != self.ep or self.rank not in (None, me):
                 raise ValueError(f"group of {size} ranks (this one {me}) but ep={self.ep}, rank={self.rank}")
             self.rank = me
+        if cfg.save_for_backward and self.group is not None:
+            raise ValueError("save_for_backward=True runs on one GPU (the backward megakernel has "
+                             "no group mode)")
         if cfg.precision == "fp8" and self.group is not None:
             raise ValueError("precision='fp8' runs on one GPU (rank=r emulation or rank=None virtual "
                              "ranks); group mode (LocalGroup or real GPUs) is BF16 only")
@@ -959,6 +1191,7 @@ class MoKLayer:
             self._init_group()
         self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
         self.last_schedule: Schedule | None = None
+        self.saved_gu: torch.Tensor | None = None   # save_for_backward: the last forward's g, u
         self.stall_test = 0
 
     def _pack(self, w: MoEWeights) -> tuple[torch.Tensor, ...]:
@@ -1080,8 +1313,10 @@ class MoKLayer:
                   for r in ranks]
         return scheds[0] if len(scheds) == 1 else stack_schedules(scheds)
 
-    def launch(self, x_all: torch.Tensor, sched: Schedule, x_loc: torch.Tensor | None = None) -> None:
-        """Zero the sync words and run the persistent megakernel (no host read-back)."""
+    def launch(self, x_all: torch.Tensor, sched: Schedule, x_loc: torch.Tensor | None = None,
+               gu: torch.Tensor | None = None) -> None:
+        """Zero the sync words and run the persistent megakernel (no host read-back). ``gu``:
+        (V*(NS + C), 2Ip) bf16 that receives g and u (save_for_backward), or None."""
         ks, cfg, v = _kernels(), self.cfg, self.vranks
         self.sync.zero_()
         grid = cfg.grid or torch.cuda.get_device_properties(x_all.device).multi_processor_count
@@ -1099,7 +1334,8 @@ class MoKLayer:
             x_loc = x_all[self.tok0:self.tok0 + v * self.ns]
         p = self.ep
         ks["mok"][(per_rank * v,)](
-            x_all, self.x_off, x_loc, self.ring, self.hbuf, self.ystage, self.comb, self.comb_off,
+            x_all, self.x_off, x_loc, self.ring, self.hbuf, self.hbuf if gu is None else gu,
+            self.ystage, self.comb, self.comb_off,
             self.sh_out, self.wg, self.wu, self.wd, *self.weight_descriptors(),
             self.ring_s, self.h_s, self.wg_s, self.wd_s,
             sched.recv_src, sched.recv_slot,
@@ -1116,7 +1352,8 @@ class MoKLayer:
             self.ns + self.capacity, self.y_rows,
             H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
-            FP8=cfg.precision == "fp8", F8V=2 if cfg.fp8_kernel == "v2" else 1,
+            FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
+            SAVE_GU=gu is not None,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def weight_descriptors(self) -> tuple[Any, Any]:
@@ -1129,7 +1366,10 @@ class MoKLayer:
             if cfg.precision == "fp8":      # K-contiguous: tiles (N, K), transposed in the kernel
                 gu = self.wg.view(-1, self.H)
                 dn = self.wd.view(-1, self.Ip)
-                if cfg.fp8_kernel == "v2":      # 128-row tiles: gate, up, halves of down
+                if cfg.fp8_kernel in ("v4", "v5"):      # one gate|up tile, one down tile
+                    self._descs = (TensorDescriptor.from_tensor(gu, [2 * cfg.bn_gu, cfg.block_k]),
+                                   TensorDescriptor.from_tensor(dn, [cfg.bn_dn, cfg.block_k]))
+                elif cfg.fp8_kernel != "v1":            # 128-row tiles: gate, up, halves of down
                     self._descs = (TensorDescriptor.from_tensor(gu, [cfg.bn_gu, cfg.block_k]),
                                    TensorDescriptor.from_tensor(dn, [128, cfg.block_k]))
                 else:
@@ -1161,6 +1401,8 @@ class MoKLayer:
         traps, so the caller's next synchronization raises a CUDA error; with
         ``on_error="raise"`` the forward reads the error word and raises MegakernelStallError or
         CapacityOverflowError naming the cause. ``check()`` reads it on demand.
+        With ``save_for_backward`` the forward also leaves g and u of every served row in a new
+        tensor, ``saved_gu`` ((V*(NS + C), 2Ip) bf16), for ``MoKBackward.run(saved_gu=...)``.
         """
         if self.group is not None:
             out = self._forward_group(x_all, ids_all, w_all)
@@ -1168,7 +1410,12 @@ class MoKLayer:
             sched = self.schedule(ids_all)
             self.last_schedule = sched
             self.overflow_acc += sched.overflow
-            self.launch(x_all, sched)
+            gu = None
+            if self.cfg.save_for_backward:   # a fresh tensor: the caller keeps it for the backward
+                gu = torch.empty(self.vranks * (self.ns + self.capacity), 2 * self.Ip,
+                                 dtype=torch.bfloat16, device=x_all.device)
+            self.saved_gu = gu
+            self.launch(x_all, sched, gu=gu)
             out = self.epilogue(w_all.float().contiguous(), sched)
         if self.cfg.on_error == "raise" and not self.local_group:
             self.check()           # one host read per forward; raises before the output is used

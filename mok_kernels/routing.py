@@ -9,6 +9,7 @@ import torch
 from mok_model.errors import MokInputError
 from mok_model.presets import load_model
 from mok_model.workload import parse_routing as model_routing
+from mok_model.workload import zipf_order
 
 
 @dataclass(frozen=True)
@@ -56,9 +57,11 @@ def parse_routing(spec: str, top_k: int | None = None) -> tuple[str, float]:
 
 def routing_record(spec: str, seed: int) -> dict:
     """The run record's routing object for a kernel routing spec: kind, seed and, for zipf and
-    hot, "arg" as `mok predict --routing KIND:ARG` reads it (mok_model.records.routing_spec)."""
+    hot, "arg" as `mok predict --routing KIND:ARG` reads it (mok_model.records.routing_spec);
+    zipf records say ``"order": "model"``: the expert popularity order is mok_model's."""
     kind, par = parse_routing(spec)
-    return {"kind": kind, "seed": seed} | ({"arg": par} if kind in ("zipf", "hot") else {})
+    return ({"kind": kind, "seed": seed} | ({"arg": par} if kind in ("zipf", "hot") else {})
+            | ({"order": "model"} if kind == "zipf" else {}))
 
 
 def make_routing(n: int, e: int, k: int, spec: str, seed: int,
@@ -66,20 +69,23 @@ def make_routing(n: int, e: int, k: int, spec: str, seed: int,
                  popularity_seed: int | None = None) -> tuple[torch.Tensor, torch.Tensor]:
     """Draw top-k routes: ids (n, k) int64 distinct per token, router weights (n, k) float32 (sum 1).
 
-    uniform: every expert equally likely; zipf:S: expert popularity ~ 1/rank^S over a random
-    permutation; hot:X: expert 0 takes a share X of all routes (a share X*k of the tokens put
-    slot 0 on it); onehot: every token's slot 0 is expert 0 (the rest uniform). The zipf popularity order is drawn from
-    ``popularity_seed`` (default: ``seed``), so a benchmark can keep one expert popularity and
-    draw fresh tokens per iteration.
+    uniform: every expert equally likely; zipf:S: expert popularity ~ 1/rank^S over the random
+    permutation mok_model.workload.zipf_order draws from ``popularity_seed`` (default: ``seed``),
+    so a benchmark keeps one expert popularity while drawing fresh tokens per iteration, and the
+    model puts the popular experts on the same ranks (records before 2026-12-01 used
+    torch.randperm on the GPU, an order the model cannot reproduce); hot:X: expert 0 takes a
+    share X of all routes (a share X*k of the tokens put slot 0 on it); onehot: every token's
+    slot 0 is expert 0 (the rest uniform).
     """
     kind, par = parse_routing(spec, k)
     dev = torch.device(device)
     g = torch.Generator(device=dev).manual_seed(seed)
     logp = torch.zeros(e, device=dev)
-    if kind == "zipf":
-        gp = torch.Generator(device=dev).manual_seed(seed if popularity_seed is None else popularity_seed)
-        ranks = torch.randperm(e, generator=gp, device=dev).float() + 1.0
-        logp = -par * torch.log(ranks)
+    if kind == "zipf":     # popularity rank r + 1 for expert order[r]: the model's order
+        order = zipf_order(e, seed if popularity_seed is None else popularity_seed)
+        ranks = torch.empty(e)
+        ranks[torch.from_numpy(order)] = torch.arange(1, e + 1, dtype=torch.float32)
+        logp = -par * torch.log(ranks.to(dev))
     u = torch.rand(n, e, generator=g, device=dev).clamp_min(1e-20)
     score = logp[None, :] - torch.log(-torch.log(u))  # Gumbel-top-k: k distinct draws
     if kind in ("hot", "onehot"):

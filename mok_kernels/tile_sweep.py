@@ -31,14 +31,20 @@ CANDIDATES = {          # name: (block_m, bn_gu, bn_dn, num_warps, num_stages)
     "m64-g64-d128-w4-s4": (64, 64, 128, 4, 4),
     "m128-g128-d256-w8-s3": (128, 128, 256, 8, 3),
 }
-FP8_CANDIDATES = {      # fp8_kernel v2 (bn_gu 128); name: (block_m, bn_gu, bn_dn, warps, stages)
-    "f8-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4),      # the fp8 default
+FP8_CANDIDATES = {      # bn_gu 128; name: (block_m, bn_gu, bn_dn, warps, stages[, fp8_kernel])
+    "f8-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4),      # the fp8 default (fp8_kernel v2)
     "f8-m64-g128-d256-w4-s4": (64, 128, 256, 4, 4),
     "f8-m64-g128-d128-w4-s4": (64, 128, 128, 4, 4),
     "f8-m64-g128-d128-w8-s5": (64, 128, 128, 8, 5),
     "f8-m64-g128-d256-w8-s3": (64, 128, 256, 8, 3),
     "f8-m128-g128-d128-w8-s3": (128, 128, 128, 8, 3),
     "f8-m128-g128-d256-w8-s3": (128, 128, 256, 8, 3),
+    # fp8_kernel v3-v5 (NOTES.md "FP8 v3-v5"), not yet timed
+    "f8v3-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4, "v3"),
+    "f8v4-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4, "v4"),
+    "f8v4-m64-g128-d256-w8-s3": (64, 128, 256, 8, 3, "v4"),
+    "f8v4-m64-g128-d128-w8-s4": (64, 128, 128, 8, 4, "v4"),
+    "f8v5-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4, "v5"),
 }
 WORKLOADS = ("qwen3-235b-a22b:2:4096,qwen3-235b-a22b:2:8192,gpt-oss-120b:2:8192,kimi-k2:2:4096,"
              "glm-5:2:8192,qwen3-30b-a3b:8:4096,qwen3-30b-a3b:8:512,kimi-k2:16:256,"
@@ -111,10 +117,10 @@ def main(argv: list[str]) -> int:
         for name in names:
             if time.time() - t0 > a.deadline_s:
                 break
-            bm, bg, bd, nw, ns = table[name]
+            bm, bg, bd, nw, ns, *kern = table[name]
             tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns)
             if fp8:
-                tiles.update(fp8_kernel="v2")
+                tiles.update(fp8_kernel=kern[0] if kern else "v2")
             try:
                 layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0,
                                  KernelConfig(**knobs, **tiles, precision=a.precision,

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from statistics import NormalDist
 
 import numpy as np
 
@@ -96,62 +97,144 @@ def gemm_time(rows_tiles, n, k, sms, rate_per_sm, tile_m, tile_n, wave_sync: flo
     return waves * (2.0 * tile_m * tile_n * k / rate_per_sm)
 
 
-def tile_fill_factor(p: Params, rows, row_tiles):
-    """A tile's time relative to a full one's, for `rows` valid rows in `row_tiles` row tiles:
-    the share gemm_row_share of a tile's time grows with the rows that hold data (the gathered
-    activation rows it streams), the rest (the weight tile it streams, the MMA issue) does not.
-    1 for full tiles; 1 - gemm_row_share for empty ones."""
+def tile_fill_factor(p: Params, rows, row_tiles, tile_m: float | None = None):
+    """A tile's time relative to a full one's, for `rows` valid rows in `row_tiles` row tiles of
+    `tile_m` rows (default gemm_tile_m): the share gemm_row_share of a tile's time grows with the
+    rows that hold data (the gathered activation rows it streams), the rest (the weight tile it
+    streams, the MMA issue) does not. 1 for full tiles; 1 - gemm_row_share for empty ones."""
     s = p["gemm_row_share"]
     if s == 0.0:
         return 1.0
-    cap = np.asarray(row_tiles, dtype=np.float64) * p["gemm_tile_m"]
+    cap = np.asarray(row_tiles, dtype=np.float64) * (p["gemm_tile_m"] if tile_m is None else tile_m)
     fill = np.divide(np.asarray(rows, dtype=np.float64), cap, out=np.ones(np.broadcast(rows, cap).shape),
                      where=cap > 0)
     return 1.0 - s + s * np.minimum(fill, 1.0)
 
 
+def fp8_fused(scn: Scenario, p: Params) -> bool:
+    """Whether the pass quantizes to FP8 inside the megakernel (fp8_quant_in_copy: forward FP8
+    rows quantized while the comm SMs copy them, the shared expert's rows in its own K loop)
+    rather than in a pass of their own before the dispatch."""
+    return scn.precision == "fp8" and scn.pass_ == "fwd" and p["fp8_quant_in_copy"] >= 0.5
+
+
+def tile_rows(scn: Scenario, p: Params) -> float:
+    """Rows of the megakernel's compute tile for the scenario: fp8_tile_m for FP8, else
+    gemm_tile_m (row tiles per expert are counted in these)."""
+    return p["fp8_tile_m"] if scn.precision == "fp8" else p["gemm_tile_m"]
+
+
+def dispatch_row_bytes(scn: Scenario, p: Params) -> float:
+    """Bytes one dispatched route moves: a row at the precision's element size (forward; BF16
+    when quantized while copying, since the copy reads BF16 rows), bwd_dispatch_rows BF16 rows
+    backward (x and the output gradient in our kernel)."""
+    H = scn.model.hidden
+    if scn.pass_ == "bwd":
+        return 2.0 * H * p["bwd_dispatch_rows"]
+    return 2.0 * H if fp8_fused(scn, p) else ELEMENT_BYTES[scn.precision] * H
+
+
+def dispatch_copy_scale(scn: Scenario, p: Params) -> float:
+    """A dispatching comm SM's copy rate relative to a plain copy's: fp8_quant_copy_scale when
+    it quantizes the rows as it copies them, else 1."""
+    return p["fp8_quant_copy_scale"] if fp8_fused(scn, p) else 1.0
+
+
 def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
                     width: int, shared: bool = False, wave_sync: float = 1.0,
-                    library: bool = False):
+                    library: bool = False, wgrad_experts=None):
     """Routed (or shared) SwiGLU FFN over `rows` rows in `row_tiles` tiles on `sms` SMs.
 
     Forward: gate/up (H -> 2I) and down (I -> H). Backward: the same shapes for the data
-    gradients plus the weight gradients, at bwd_gemm_eff_scale. The result is floored by reading
-    the weights of `experts_touched` experts from HBM (and, backward, the weight-gradient traffic).
+    gradients (at bwd_gemm_eff_scale), the gate/up again where the kernel recomputes it
+    (bwd_recompute), and the weight gradients (wgrad_eff_scale of that rate, plus wgrad_tile_us
+    per 128x128 weight-gradient block of every expert touched). FP8 tiles run at fp8_gemm_eff of
+    the FP8 peak plus their scale FFMAs (fp8_scale_cost). The result is floored by reading the
+    weights of `experts_touched` experts from HBM (and, backward, the weight-gradient traffic).
     `library`: the GEMMs are the library's grouped GEMM (torch._grouped_mm and torch matmul, as
     the unfused baselines run them) at its own efficiencies, torch_gemm_eff and torch_hbm_eff,
-    instead of the megakernel's tiles (gemm_eff, sm_scaling, gemm_row_share, hbm_eff).
+    instead of the megakernel's tiles (gemm_eff, sm_scaling, gemm_row_share, hbm_eff); its
+    backward is two GEMMs per forward GEMM. `wgrad_experts`: the experts whose weight gradients
+    the rows complete (default experts_touched; a minibatch boundary inside an expert splits
+    its rows, not its weight-gradient blocks).
     """
     t, floor = expert_ffn_parts(scn, p, rows, row_tiles, experts_touched, sms, width, shared,
-                                wave_sync, library)
+                                wave_sync, library, wgrad_experts)
     return np.maximum(t, floor)
 
 
-def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
-                     width: int, shared: bool = False, wave_sync: float = 1.0,
-                     library: bool = False):
-    """(tile time, HBM floor) of expert_ffn_time, apart (the simulator streams the floor)."""
+def ffn_pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, width: int,
+               shared: bool = False, wave_sync: float = 1.0, library: bool = False,
+               wgrad_experts=None) -> dict:
+    """Tile seconds of the FFN's parts: forward {"gate_up", "down"}; backward {"gate_up"
+    (recomputed, 0 without bwd_recompute), "dgrad" (dA and dX: the forward's shapes), "wgrad"
+    (weight gradients: FLOPs and per-block latency)}. expert_ffn_parts sums them; the simulator
+    splits a minibatch's GEMMs by them."""
+    pieces, fill = _pieces(scn, p, rows, row_tiles, experts_touched, sms, width, shared, wave_sync,
+                           library, wgrad_experts)
+    return {k: v * fill for k, v in pieces.items()}
+
+
+def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, width: int,
+            shared: bool, wave_sync: float, library: bool, wgrad_experts=None):
+    """ffn_pieces before the tile fill factor, and that factor (applied to their sum)."""
     hw, m = scn.hardware, scn.model
-    precision = "bf16" if shared else scn.precision  # the shared expert stays BF16 (published)
-    wbytes = ELEMENT_BYTES[precision]
+    fused = fp8_fused(scn, p) and not library
+    # the shared expert stays BF16 (published) unless our kernel runs it in FP8 (fused)
+    precision = "bf16" if shared and not fused else scn.precision
     H, I = m.hidden, width
-    # the megakernel's GEMMs run at the measured table's efficiency for this shape where the
-    # parameters carry one (mok_model/gemm_table.py; it holds the tile fill as measured)
-    kernel_eff, measured = (p["torch_gemm_eff"], False) if library else gemm_efficiency(p, scn)
-    eff = kernel_eff * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
-    hbm_eff = p["torch_hbm_eff"] if library else p["hbm_eff"]
+    measured = False  # whether a measured GEMM table gives the efficiency (mok_model/gemm_table.py)
+    if library:
+        eff = p["torch_gemm_eff"]
+    elif precision == "fp8":
+        eff = p["fp8_gemm_eff"]
+    else:  # the table's efficiency for this shape where the parameters carry one, else gemm_eff
+        eff, measured = gemm_efficiency(p, scn)
+    if scn.pass_ == "bwd":
+        eff = eff * p["bwd_gemm_eff_scale"]
     # per-SM rate; with fewer SMs each one runs faster when sm_scaling < 1 (less HBM and L2
     # contention): the GPU's rate grows as (SMs used)^sm_scaling
     scaling = 1.0 if library else p["sm_scaling"]
     rate = hw.tflops(precision) * 1e12 / hw.sms * eff * (hw.sms / sms) ** (1.0 - scaling)
-    tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
-    t = (gemm_time(row_tiles, 2 * I, H, sms, rate, tm, tn, wave_sync)
-         + gemm_time(row_tiles, H, I, sms, rate, tm, tn, wave_sync))
-    if not library and not measured:
-        t = t * tile_fill_factor(p, rows, row_tiles)
+    tm = p["gemm_tile_m"] if library else tile_rows(scn, p)
+    tn = p["gemm_tile_n"]
+    gu = gemm_time(row_tiles, 2 * I, H, sms, rate, tm, tn, wave_sync)
+    dn = gemm_time(row_tiles, H, I, sms, rate, tm, tn, wave_sync)
+    # a measured table holds the tile fill as measured
+    fill = 1.0 if library or measured else tile_fill_factor(p, rows, row_tiles, tm)
+    if precision == "fp8" and not library:
+        # the scale FFMAs after each 128-wide K block wait for the MMA: their time, relative to
+        # the MMA's at the peak rate, is added to the tiles'
+        gu, dn = gu * (1.0 + p["fp8_scale_cost"] * eff), dn * (1.0 + p["fp8_scale_cost"] * eff)
+    if scn.pass_ == "fwd":
+        return {"gate_up": gu, "down": dn}, fill
+    if library:  # autograd: two GEMMs per forward GEMM
+        return {"gate_up": 0.0 * gu, "dgrad": gu + dn, "wgrad": gu + dn}, fill
+    # weight gradients: the forward's FLOPs over the same rows at wgrad_eff_scale of the rate,
+    # plus a fixed time per 128 x 128 block of every expert's weight gradients (the reduction
+    # over the expert's rows fills and drains its pipeline and waits for the rows' tiles)
+    experts = experts_touched if wgrad_experts is None else wgrad_experts
+    blocks = experts * np.ceil(H / 128) * np.ceil(3 * I / 128)
+    wgrad = ((gu + dn) / p["wgrad_eff_scale"]
+             + blocks * p["wgrad_tile_us"] * US / sms / np.maximum(fill, 1e-12))  # unfilled
+    return {"gate_up": p["bwd_recompute"] * gu, "dgrad": gu + dn, "wgrad": wgrad}, fill
+
+
+def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
+                     width: int, shared: bool = False, wave_sync: float = 1.0,
+                     library: bool = False, wgrad_experts=None):
+    """(tile time, HBM floor) of expert_ffn_time, apart (the simulator streams the floor)."""
+    hw, m = scn.hardware, scn.model
+    fused = fp8_fused(scn, p) and not library
+    precision = "bf16" if shared and not fused else scn.precision
+    wbytes = ELEMENT_BYTES[precision]
+    H, I = m.hidden, width
+    hbm_eff = p["torch_hbm_eff"] if library else p["hbm_eff"]
+    pieces, fill = _pieces(scn, p, rows, row_tiles, experts_touched, sms, width, shared, wave_sync,
+                           library, wgrad_experts)
+    t = sum(pieces.values()) * fill
     weight_bytes = 3.0 * H * I * wbytes
     if scn.pass_ == "bwd":
-        t = 2.0 * t  # data gradients and weight gradients: twice the forward FLOPs
         weight_bytes += 3.0 * H * I * p["wgrad_bytes_per_weight"]  # weight-gradient traffic
     act_bytes = rows * (2 * I) * 2.0 * (1 if scn.pass_ == "fwd" else 3)  # gate/up activations
     floor = (experts_touched * weight_bytes + act_bytes) / (hw.hbm_tbps * 1e12 * hbm_eff)
@@ -176,10 +259,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     dpush, kpush = _col(dispatch_push).astype(bool), _col(combine_push).astype(bool)
     rows = ld.rows[None, :].astype(np.float64)  # (1, P)
     H, k = m.hidden, m.top_k
-    act = ELEMENT_BYTES[scn.precision] * H  # bytes per dispatched row
-    out = 2.0 * H  # combine returns BF16 rows
-    if scn.pass_ == "bwd":  # reverse-combine moves BF16 output gradients, reverse-dispatch BF16
-        act = out = 2.0 * H
+    act = dispatch_row_bytes(scn, p)  # bytes per dispatched route
+    out = 2.0 * H  # combine returns BF16 rows (backward: the dX rows pushed home)
 
     # --- communication: bytes over min(link, comm SMs x per-SM copy rate) ---
     sm_rate = cc * p["copy_gbps_per_sm"] * 1e9
@@ -200,20 +281,21 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         return np.maximum(mine, port) + local_rows * bytes_row / rate
 
     push_rate = sm_rate * p["push_copy_scale"]
+    q = dispatch_copy_scale(scn, p)  # comm SMs that quantize while they copy copy slower
     # pull dispatch: the receiver's SMs read its incoming rows; push: the sender's SMs write.
     # push combine: the expert holder writes outputs home; pull: the home reads them.
     # Emulated peers are absent: the one GPU's comm programs act for them, so they move the rows
     # it receives (dispatch) and the outputs it holds (combine) in every mode.
-    sender_push = move(act, r_in, r_out, link_in, link_out, push_rate) if hw.emulated_ranks \
-        else move(act, r_out, r_in, link_out, link_in, push_rate)
-    dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, sm_rate))
+    sender_push = move(act, r_in, r_out, link_in, link_out, q * push_rate) if hw.emulated_ranks \
+        else move(act, r_out, r_in, link_out, link_in, q * push_rate)
+    dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, q * sm_rate))
     home_pull = move(out, r_in, r_out, link_out, link_in, sm_rate) if hw.emulated_ranks \
         else move(out, r_out, r_in, link_in, link_out, sm_rate)
     combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in, push_rate), home_pull)
 
     # --- minibatches and routed GEMMs on the compute SMs ---
     M = np.maximum(np.ceil(rows / mb), 1.0)
-    tm = p["gemm_tile_m"]
+    tm = tile_rows(scn, p)
     base_tiles = np.ceil(ld.expert_rows / tm).sum(axis=1)[None, :]  # (1, P)
     active = (ld.expert_rows > 0).sum(axis=1)[None, :]
     # a minibatch boundary inside an expert splits one tile, unless minibatches are cut on tile
@@ -221,7 +303,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     row_tiles = base_tiles + (1.0 - p["tile_aligned_minibatches"]) * (M - 1)
     touched = active + (M - 1)
     ws = p["wave_sync"]
-    ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws)
+    ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws,
+                          wgrad_experts=active / M)
     c = ffn + p["minibatch_overhead_us"] * US  # per minibatch
     if m.shared_experts:
         n_tok = scn.tokens * m.shared_experts
@@ -257,10 +340,16 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     kk_comm = np.where(epilogue, 0.0, kk)  # combine work left on the comm SMs, per minibatch
     fabric_only = np.maximum(r_in * out / link_out, r_out * out / link_in)
     kf = fabric_only / M + lat
+    # what a GPU's comm SMs still copy after its last down-projection: one minibatch of pull
+    # combine, or, where homes walk the owners in rank order (combine_owner_order), the last
+    # minibatch of the first owner and then every row of the later owners (pull_combine_tail)
+    tail = np.where(epilogue, 0.0, np.where(kpush, kk, pull_combine_tail(
+        scn, p, kk, M, out, sm_rate, link_in, lat_read)))
     # comm SMs can only join when they have no combine left to do
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
     c_join = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
-                             m.expert_width, wave_sync=ws) + p["minibatch_overhead_us"] * US
+                             m.expert_width, wave_sync=ws, wgrad_experts=active / M) \
+        + p["minibatch_overhead_us"] * US
     # minibatches are full but for the last: the first one moves min(minibatch, rows) rows
     full = np.minimum(mb, rows) / np.maximum(rows, 1.0)  # a full minibatch's share of the rows
     d_full, c_full = dispatch * full + np.where(dpush, lat, lat_read), c * M * full
@@ -270,23 +359,50 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # (combine_after_dispatch) finish every dispatch before the first combine copy
     after = p["combine_after_dispatch"] >= 0.5
     dispatch_end = M * (d + sig_comm) + (0.0 if after else (M - 1) * kk_comm)
-    # a ring buffer smaller than the routed rows recycles slots as the gate/up tiles (2/3 of the
-    # FLOPs) release them: the last rows arrive only after compute has consumed all but a ring's
-    # worth, so the dispatch ends late, and comm SMs that would join the compute join late
-    backlog = np.maximum(rows - _col(macrobatch), 0.0) / mb  # minibatches' worth held back
-    dispatch_end = np.where(backlog > 0,
-                            np.maximum(dispatch_end, start + backlog * c_full * (2 / 3) + d_full),
-                            dispatch_end)
-    # compute is work-conserving: shared and routed tiles (SM-seconds, waves included) run on
-    # the compute SMs, joined by comm SMs once the dispatch ends; no minibatch starts before
-    # its rows are in, and the last one not before the dispatch ends.
-    sm_seconds = (shared + M * c) * cx
-    work_time = np.where(sm_seconds <= cx * dispatch_end, sm_seconds / cx,
-                         dispatch_end + (sm_seconds - cx * dispatch_end) / joined)
-    compute_chain = (np.maximum(np.maximum(work_time, first + M * c_join),
-                                dispatch_end + sig_after + c_join) + kk_comm + sig_end)
-    # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join)
+    # a ring buffer smaller than an iteration's routed rows recycles slots: before writing rows
+    # past the ring, the comm SMs wait until the gate/up tiles (2/3 of the FLOPs) of the
+    # minibatches holding the rows they overwrite are done (mok_kernels/megakernel.py waits for
+    # each such minibatch's whole gate/up counter; ring_refill_overlap is the share of that
+    # gate/up a refill may overlap, 0 for our kernel). The last rows arrive only then, so the
+    # dispatch ends late, and comm SMs that would join the compute join late.
+    ring_rows = ring_capacity(p, macrobatch, minibatch)
+    it_rows = iteration_rows(scn, ld)[None, :]
+    over = np.maximum(it_rows - ring_rows, 0.0) / mb  # minibatches' worth past the ring
+    waited = np.ceil(over)  # whole minibatches whose slots are overwritten
+    part = over - (waited - 1.0)  # share of the last of them that must be free
+    o = p["ring_refill_overlap"]
+    freed = start + (waited - 1.0) * c_full + c_full * (2 / 3) * (1.0 - o * (1.0 - part))
+    dispatch_end = np.where(over > 0, np.maximum(dispatch_end, freed + d_full), dispatch_end)
+    # compute is work-conserving: the shared and routed tiles run on the compute SMs, joined by
+    # comm SMs once the dispatch ends (mok_kernels/megakernel.py: they take items from the
+    # same work counter). The joined SMs help only with the work that remains then: the share
+    # of the tiles the compute SMs have not done by the dispatch end runs at the joined SMs'
+    # rate (tile time on more SMs, sublinear by sm_scaling, floored by the weight reads), as
+    # sim/mok.py's GEMMs do. No minibatch starts before its rows are in, and the last one not
+    # before the dispatch ends.
+    alone = shared + M * c  # all the tiles on the compute SMs
+    if m.shared_experts:
+        shared_join = expert_ffn_time(scn, p, n_tok, np.ceil(scn.tokens / tm) * m.shared_experts,
+                                      m.shared_experts, joined, m.shared_width, shared=True,
+                                      wave_sync=ws)
+    else:
+        shared_join = np.zeros_like(c_join)
+    together = shared_join + M * c_join  # all of them on the joined SMs
+    work_time = np.where(alone <= dispatch_end, alone,
+                         dispatch_end + (1.0 - dispatch_end / alone) * together)
+    # the kernel's work list is walked in order (in_order_wait): where a minibatch's gate/up
+    # items fill every compute SM, the down items behind it wait for its rows too, so the
+    # shared expert's down follows minibatch 0's rows and the previous minibatch's down (1/3
+    # of its FLOPs) follows the last rows
+    io = in_order_wait(scn, p, row_tiles / M, cx)
+    gate0 = np.where(io, np.maximum(first, shared * (2 / 3)) + shared / 3, first)
+    prev_dn = np.where(io & (M > 1), c_join / 3, 0.0)
+    compute_chain = (np.maximum(np.maximum(work_time, gate0 + M * c_join),
+                                dispatch_end + sig_after + c_join + prev_dn) + tail + sig_end)
+    # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join), with
+    # the previous minibatch's down where the list waits
     c_last = np.where(epilogue, c_join, c)
+    c_last = c_last + np.where(io & (M > 1), c_last / 3, 0.0)
     if after:  # combines of the earlier minibatches overlap the last one's GEMMs
         comm_chain = (M * (d + sig_comm) + sig_after + np.maximum((M - 1) * kk_comm, c_last)
                       + kk_comm + sig_end)
@@ -298,16 +414,16 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # the gate/up tiles (2/3 of the FLOPs) free their slots, so a step lasts the part of gate/up
     # that the refill cannot overlap (ring_refill_overlap) plus the dispatch (and pull combine)
     # work that did not fit in the spare part of the ring
-    depth = _col(macrobatch) / mb
-    recycled = (rows > _col(macrobatch)) & (depth < 2)
+    depth = ring_rows / mb
+    recycled = (over > 0) & (depth < 2)
     c_ring = np.where(epilogue, c_join, c)  # comm SMs idle between refills help where they may
     step_comm = d if after else d + kk_comm
     step = np.maximum(c_ring, c_ring * (2 / 3) * (1 - p["ring_refill_overlap"])
                       + step_comm * np.clip(2 - depth, 0.0, 1.0))
     ring_end = start + M * step + ((M - 1) * kk_comm if after else 0.0)
-    ring_chain = np.where(recycled, ring_end + kk_comm + sig_end, 0.0)
+    ring_chain = np.where(recycled, ring_end + tail + sig_end, 0.0)
     pipe = np.maximum(np.maximum(compute_chain, comm_chain), np.maximum(fabric_chain, ring_chain))
-    wraps = np.maximum(np.ceil(rows / _col(macrobatch)) - 1, 0)
+    wraps = np.maximum(np.ceil(it_rows / ring_rows) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US
     per_gpu = pipe + ring  # (C, P)
 
@@ -341,7 +457,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # combine) or the SMs' GEMMs (the compute chain may be critical only by waiting for rows)
     comm_busier = at(M * (d + kk)) > at(shared + M * c)
     fill = np.where(comm_bound, at(sig_dispatch + c), at(np.maximum(shared, first)))
-    drain = np.where(comm_bound, at(sig_end), at(kk_comm + sig_end))
+    drain = np.where(comm_bound, at(sig_end), at(tail + sig_end))
     terms = {
         "launch": np.full(C, launch),
         "schedule": np.broadcast_to(schedule, (C,)).copy(),
@@ -372,15 +488,87 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
             "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
 
 
+def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) -> np.ndarray:
+    """Where the kernel's in-order work list stalls behind a minibatch still in flight, (C, P).
+
+    mok_kernels/megakernel.py hands compute items out from one atomic counter in list order
+    (gate/up of the shared expert, gate/up of minibatch 0, down of the shared expert, gate/up of
+    minibatch i+1, down of minibatch i, ...), and a program that took a gate/up item spins until
+    that minibatch's rows are in. When the section holds at least as many items (row tiles x
+    ceil(I / tile_n)) as there are compute SMs, every program ends up spinning on it and none
+    reaches the down items behind it; a smaller section leaves programs to run ahead. Only for
+    that counter (wave_sync 0); the published design (wave_sync 1) runs each minibatch's tiles
+    in whole waves and has no such list."""
+    blocks = np.ceil(scn.model.expert_width / p["gemm_tile_n"])
+    return (tiles_per_minibatch * blocks >= compute_sms) & (p["wave_sync"] < 0.5)
+
+
+def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link_in,
+                      lat_read: float) -> np.ndarray:
+    """Seconds of pull combine a home's comm SMs copy after its last down-projection, (C, P).
+
+    Published design (combine_owner_order 0): one minibatch's combine (`kk`), the rows of every
+    owner interleaved minibatch by minibatch. Our kernel across GPUs (combine_owner_order 1;
+    mok_kernels/megakernel.py, group pull combine): every comm program of home r walks the
+    owners in rank order, each owner's minibatches in order, waiting for that minibatch's down
+    counter, so it reads owner 1's rows only after owner 0's last minibatch: once the owners'
+    GEMMs end, home r still copies the last minibatch of owner 0 and then every row of owners
+    1..P-1 (its own rows, local, among them when r > 0). Remote rows at min(link, comm SMs),
+    local rows at the comm SMs' rate, one read latency (the copies pipeline). Emulated peers
+    (one GPU, no group) walk the rank's own minibatches only: the published form."""
+    P = scn.ep
+    if P < 2 or scn.hardware.emulated_ranks or p["combine_owner_order"] < 0.5:
+        return kk
+    rsd = traffic(scn).rows.sum(axis=2).astype(np.float64)  # (P, P) home (source) x owner
+    local = np.diag(rsd)
+    remote = rsd.sum(axis=1) - local
+    first = rsd[:, 0]  # rows home r gets back from owner 0 (its own at r = 0)
+    is0 = np.arange(P) == 0
+    rest_local = np.where(is0, 0.0, local)[None, :]
+    rest_remote = (remote - np.where(is0, 0.0, first))[None, :]
+    remote_rate = np.minimum(link_in, sm_rate)
+    k_first = first[None, :] * out / np.where(is0[None, :], sm_rate, remote_rate)
+    k_rest = rest_local * out / sm_rate + rest_remote * out / remote_rate
+    return k_first / M + k_rest + lat_read
+
+
+def ring_capacity(p: Params, macrobatch, minibatch) -> np.ndarray:
+    """Rows the ring buffer holds, (C, 1): the macrobatch knob, raised to a minibatch plus one
+    row tile when smaller (a tile-aligned minibatch spans up to minibatch + tile_m - 1 rows;
+    mok_kernels/megakernel.py KernelConfig.macrobatch)."""
+    return np.maximum(_col(macrobatch), _col(minibatch) + p["gemm_tile_m"])
+
+
+def iteration_rows(scn: Scenario, ld: Loads) -> np.ndarray:
+    """Routed rows per GPU, (P,), that a ring must hold in the median timed iteration.
+
+    The benchmark draws a fresh routing before every timed iteration (mok_kernels/bench.py
+    Workload.refresh), and an iteration lasts as long as its busiest GPU. A GPU's rows are the
+    count of the P x tokens x top_k routes that land on it: binomial about the seeded routing's
+    count, standard deviation sqrt(rows x (1 - rows / routes)). The median over iterations of
+    the largest of P such excesses is z_P = Phi^-1(0.5^(1/P)) standard deviations (0 at P = 1,
+    0.54 at P = 2, 1.38 at P = 8): a ring that holds the mean rows recycles in most iterations."""
+    P = scn.ep
+    rows = ld.rows.astype(np.float64)
+    if P < 2:
+        return rows
+    routes = float(P * scn.tokens * scn.model.top_k)
+    sd = np.sqrt(rows * np.clip(1.0 - rows / routes, 0.0, 1.0))
+    return rows + NormalDist().inv_cdf(0.5 ** (1.0 / P)) * sd
+
+
 def one_domain(scn: Scenario) -> Scenario:
     """The same scenario with one scale-up domain holding the whole EP group (no scale-out)."""
     return scn.with_(hardware=scn.hardware.with_(domain_size=max(scn.hardware.domain_size, scn.ep)))
 
 
 def quantize_time(scn: Scenario, p: Params) -> float:
-    """Seconds to quantize BF16 rows for FP8/MXFP8 GEMMs (HBM-bound; 0 for BF16): forward, the
-    local tokens before the dispatch; backward, the tokens x top_k output-gradient rows a GPU
-    computes on (on average). Bytes per element in QUANTIZE_BYTES."""
+    """Seconds to quantize BF16 rows for FP8/MXFP8 GEMMs in a pass of their own (HBM-bound; 0 for
+    BF16, and 0 where the kernel quantizes while copying: fp8_fused, its cost is in the dispatch
+    copy rate): forward, the local tokens before the dispatch; backward, the tokens x top_k
+    output-gradient rows a GPU computes on (on average). Bytes per element in QUANTIZE_BYTES."""
+    if fp8_fused(scn, p):
+        return 0.0
     rows = scn.tokens * (1 if scn.pass_ == "fwd" else scn.model.top_k)
     hw = scn.hardware
     return rows * scn.model.hidden * QUANTIZE_BYTES[scn.precision] / (hw.hbm_tbps * 1e12 * p["hbm_eff"])

@@ -41,6 +41,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "comm_join_share": (0.0, 1.0),  # share of comm SMs that join the compute after the dispatch
     "combine_in_epilogue": (0.0, 1.0),  # 1: push combine stores from the down-GEMM epilogue
     "combine_after_dispatch": (0.0, 1.0),  # 1: comm SMs finish every dispatch before pull combines
+    "combine_owner_order": (0.0, 1.0),  # 1: a home pulls the owners' rows owner after owner
     "mok_fixed_us": (0.0, 2000.0),  # residual per-pass overhead of the megakernel
     "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
     "host_launch_scale": (0.5, 10.0),  # host launch time relative to the preset's launch_us
@@ -59,6 +60,18 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "nccl_collective_us": (0.0, 500.0),  # host time of one torch.distributed collective call
     "torch_gemm_eff": (0.05, 0.9),  # the library grouped GEMM's fraction of peak tensor rate
     "torch_hbm_eff": (0.3, 1.0),  # the library grouped GEMM's weight-read fraction of spec HBM
+    # backward pass of the megakernel (analytic.expert_ffn_parts, docs/calibration.md "Backward
+    # and FP8 terms")
+    "bwd_recompute": (0.0, 1.0),  # 1: the backward recomputes gate/up (4HI of its 16HI FLOPs/row)
+    "wgrad_eff_scale": (0.1, 2.0),  # weight-gradient tiles' rate relative to the data-gradient tiles'
+    "wgrad_tile_us": (0.0, 50.0),  # fixed time per 128x128 weight-gradient block per expert, one SM
+    "bwd_dispatch_rows": (1.0, 2.0),  # rows dispatched per route backward (2: x and dOut)
+    # FP8 forward of the megakernel
+    "fp8_gemm_eff": (0.05, 0.9),  # fraction of the FP8 peak tensor rate a full FP8 tile sustains
+    "fp8_scale_cost": (0.0, 2.0),  # per-128-K scale FFMAs' time relative to the FP8 MMA at peak
+    "fp8_tile_m": (16, 256),  # rows of an FP8 compute tile
+    "fp8_quant_in_copy": (0.0, 1.0),  # 1: rows quantized while the comm SMs copy them (no pass)
+    "fp8_quant_copy_scale": (0.05, 1.0),  # a quantizing comm SM's copy rate relative to a plain one
 }
 
 # Parameters added to the model after parameter files were first written: name -> (prior,
@@ -76,6 +89,26 @@ ADDED: dict[str, tuple[float, str]] = {
                              "rows per expert of 989 TF/s peak (shared data/h200_probe.json)"),
     "torch_hbm_eff": (0.875, "prior: the megakernel's weight-read fraction (probe: device copy 4.20 "
                              "of 4.8 TB/s) until the library GEMM's own is fitted"),
+    # backward and FP8 terms (docs/calibration.md, "Backward and FP8 terms"); each prior keeps
+    # the predictions of a file written before them, except fp8_gemm_eff (see its source)
+    "bwd_recompute": (0.0, "prior: the backward saves gate/up from the forward (12HI FLOPs per "
+                           "row: data and weight gradients, twice the forward's 6HI)"),
+    "wgrad_eff_scale": (1.0, "prior: weight-gradient tiles run at the data-gradient tiles' rate"),
+    "wgrad_tile_us": (0.0, "prior: a weight-gradient tile costs only its FLOPs"),
+    "bwd_dispatch_rows": (1.0, "prior: the backward dispatches one BF16 row per route (the output "
+                               "gradient; the forward's x kept)"),
+    "fp8_gemm_eff": (0.76, "prior: the BF16 probe fraction (bf16 GEMM 752 of 989 TF/s, shared "
+                           "data/h200_probe.json) applied to the FP8 peak, until FP8 runs are fitted"),
+    "fp8_scale_cost": (0.0, "prior: the FP8 scales cost nothing beside the MMA"),
+    "fp8_tile_m": (128, "prior: FP8 tiles have gemm_tile_m's 128 rows"),
+    "fp8_quant_in_copy": (0.0, "prior: BF16 rows are quantized in a pass of their own before the "
+                               "dispatch (QUANTIZE_BYTES), FP8 rows cross the fabric, the shared "
+                               "expert stays BF16"),
+    "fp8_quant_copy_scale": (1.0, "prior: quantizing does not slow the copy (unused while "
+                                  "fp8_quant_in_copy is 0)"),
+    "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "
+                                 "outputs as its owner finishes it, every owner's interleaved "
+                                 "(mok-system.md); 1 for our kernel across GPUs (calibration/priors.py)"),
 }
 
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+from collections import Counter
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable
@@ -75,6 +76,12 @@ def validate_record(rec: Any) -> None:
             raise MokInputError(f"latency_ms.{key}={lat[key]!r} must be a positive number")
     if "breakdown_ms" in rec and not isinstance(rec["breakdown_ms"], dict):
         raise MokInputError("breakdown_ms must be an object")
+    if "tiles" in rec:
+        tiles = rec["tiles"]
+        if not isinstance(tiles, dict) or any(
+                isinstance(v, bool) or not isinstance(v, (int, str)) for v in tiles.values()):
+            raise MokInputError(f"tiles={tiles!r} must be an object of tile options "
+                                f"(integers, or a string such as fp8_kernel)")
     _validate_config(rec["config"])
     routing = rec["routing"]
     if not isinstance(routing.get("kind", "uniform"), str):
@@ -231,6 +238,118 @@ def record_config(rec: dict) -> Config | dict:
 
 
 def predictable(rec: dict) -> bool:
-    """Whether the model predicts this record's system (microbenchmarks and kernel-only systems
-    such as torch-grouped or gemm-only are not MoE layer systems the model knows)."""
-    return rec["system"] in SYSTEMS
+    """Whether the model predicts this record: an MoE layer system it knows (not microbenchmarks
+    or kernel-only systems such as torch-grouped or gemm-only) on a routing it can reproduce."""
+    return rec["system"] in SYSTEMS and routing_reproduced(rec)
+
+
+def not_predicted(records: list[dict]) -> list[str]:
+    """Notes naming the records predictable() leaves out (microbenchmarks aside), by reason."""
+    other = Counter(r["system"] for r in records
+                    if r["system"] not in SYSTEMS and not r["system"].startswith("micro-"))
+    zipf = sum(r["system"] in SYSTEMS and not routing_reproduced(r) for r in records)
+    notes = [f"records of systems the model does not predict were not used: {dict(other)}"] \
+        if other else []
+    if zipf:
+        notes.append(f"{zipf} zipf records measured before 2026-12-01 were not used: their expert "
+                     f"popularity order (torch.randperm on the GPU) is not the model's "
+                     f"(records.routing_reproduced)")
+    return notes
+
+
+def routing_reproduced(rec: dict) -> bool:
+    """Whether the model draws the routing the run had. Measured zipf records before 2026-12-01
+    (no ``"order": "model"``) drew their expert popularity order with torch.randperm on the GPU,
+    so their popular experts sit on ranks the model cannot know (mok_model.workload.zipf_order is
+    the order the kernels use since); published records give no draw to reproduce."""
+    routing = rec["routing"]
+    return (routing.get("kind", "uniform") != "zipf" or routing.get("order") == "model"
+            or rec.get("source") == "published")
+
+
+# ---- kernel variants: which tile options a MoK record ran with ----
+#
+# Records written since 2026-12-01 carry `tiles` (mok_kernels/bench.py): forward block_m,
+# bn_gu, bn_dn, block_k, num_warps, num_stages (+ fp8_kernel for FP8); backward the fields of
+# mok_kernels.backward.BackwardTiles. Older records name a non-default variant in their note
+# ("fp8 kernel v2-bm64", "backward tiles w_flat=1,..."); without either they ran the default of
+# their day. The model's backward and FP8 terms describe the current default variants only.
+
+# the current defaults (mok_kernels/megakernel.py KernelConfig, backward.py BackwardTiles),
+# restricted to the options that distinguish the variants measured so far
+DEFAULT_FP8 = {"fp8_kernel": "v2", "block_m": 64, "num_stages": 4}
+OLD_FP8 = {"fp8_kernel": "v1", "block_m": 128, "num_stages": 3}  # default until 2026-12-01
+DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, "bw_h": 128,
+               "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0, "saved_gu": 0}
+OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
+
+
+def kernel_variant(rec: dict) -> dict:
+    """The tile options that tell a MoK record's kernel variant apart (empty for a BF16 forward
+    record, whose defaults have not changed): from `tiles`, else from the note, else the old
+    default (the default when records had neither). Backward `bw` 0 (chosen from the shape)
+    reads as 256 in `tiles` (today's rule) and as 128 in a note (the rule of its day)."""
+    import re
+
+    tiles, note = rec.get("tiles"), rec.get("note", "")
+    if rec["pass"] == "bwd":
+        if isinstance(tiles, dict):
+            out = {**DEFAULT_BWD, **{k: int(v) for k, v in tiles.items() if k in DEFAULT_BWD}}
+            out["bw"] = out["bw"] or 256
+            return out
+        found = re.search(r"backward tiles ([A-Za-z0-9_=,]+)", note)
+        out = dict(OLD_BWD)
+        if found and found.group(1) != "default":
+            for item in found.group(1).split(","):
+                name, _, val = item.partition("=")
+                if name in out and val.lstrip("-").isdigit():
+                    out[name] = int(val)
+        out["bw"] = out["bw"] or 128
+        return out
+    if rec["precision"] == "fp8":
+        if isinstance(tiles, dict):
+            return {k: tiles.get(k, DEFAULT_FP8[k]) for k in DEFAULT_FP8}
+        found = re.search(r"fp8 kernel (v\d)(-bm64)?", note)
+        if not found:
+            return dict(OLD_FP8)
+        bm64 = bool(found.group(2))
+        return {"fp8_kernel": found.group(1), "block_m": 64 if bm64 else 128,
+                "num_stages": 4 if bm64 else 3}
+    return {}
+
+
+def default_variant(rec: dict, old: bool = False) -> bool:
+    """Whether a record ran today's default kernel variant (every non-MoK record does: the
+    variants are our megakernel's, and so does a published one: another kernel); `old`: the
+    defaults before 2026-12-01 instead (to study the older records, never for the shipped fit)."""
+    if rec["system"] != "mok" or rec["source"] != "measured":
+        return True
+    v = kernel_variant(rec)
+    if rec["pass"] == "bwd":
+        return v == (OLD_BWD if old else DEFAULT_BWD)
+    if rec["precision"] == "fp8":
+        return v == (OLD_FP8 if old else DEFAULT_FP8)
+    return True
+
+
+def variant_label(rec: dict) -> str:
+    """A short name of a record's kernel variant, for notes (e.g. "fp8 v1 block_m 128")."""
+    v = kernel_variant(rec)
+    if not v:
+        return "bf16 forward"
+    if rec["pass"] == "bwd":
+        return "bwd " + ",".join(f"{k}={v[k]}" for k in ("w_flat", "a_fuse_gu", "bw"))
+    return f"fp8 {v['fp8_kernel']} block_m {v['block_m']} stages {v['num_stages']}"
+
+
+def split_default_variant(records: list[dict], old: bool = False) -> tuple[list[dict], str | None]:
+    """(records of the default kernel variants, a note naming how many others were skipped and
+    which variants they ran, or None when none was); `old` as in default_variant."""
+    kept = [r for r in records if default_variant(r, old)]
+    skipped = Counter(variant_label(r) for r in records if not default_variant(r, old))
+    if not skipped:
+        return kept, None
+    n = sum(skipped.values())
+    return kept, (f"skipped {n} MoK record{'s' if n != 1 else ''} of non-default kernel variants ("
+                  + "; ".join(f"{c} {k}" for k, c in sorted(skipped.items()))
+                  + f"): the model describes the {'old ' if old else ''}default variants")

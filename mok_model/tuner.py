@@ -19,7 +19,7 @@ from .scenario import ELEMENT_BYTES, MODES, Config, Scenario
 
 MINIBATCHES = (256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768)
 CAPACITIES = (0.125, 0.25, 0.5, 0.75, 1.0)
-MACRO_FRACTIONS = (0.25, 0.5, 1.0)  # ring buffer as a share of the busiest GPU's routed rows
+MACRO_FRACTIONS = (0.25, 0.5, 1.0)  # ring buffer as a share of the rows the busiest GPU's ring must hold
 BUFFER_SHARE_OF_HBM = 0.5  # policy: MoK's buffers may take at most half the HBM
 
 
@@ -42,7 +42,7 @@ def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.nda
     """All knob combinations to search, as parallel arrays; fixed knobs keep their value."""
     fixed = dict(fixed or {})
     sms = scenario.hardware.sms
-    busiest = int(_busiest_rows(scenario))
+    busiest = int(np.ceil(_ring_rows(scenario)))
     axes = {
         "dispatch": [fixed["dispatch"]] if "dispatch" in fixed else list(MODES),
         # on ties the published choice wins: pull dispatch, push combine
@@ -69,6 +69,14 @@ def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.nda
     _, keep = np.unique(key, axis=0, return_index=True)
     keep.sort()
     return {k: v[keep] for k, v in out.items()}
+
+
+def _ring_rows(scenario: Scenario) -> float:
+    """Rows the busiest GPU's ring must hold in a timed iteration (analytic.iteration_rows):
+    the ring sizes the tuner tries are shares of it."""
+    from .analytic import iteration_rows, loads
+
+    return float(iteration_rows(scenario, loads(scenario)).max())
 
 
 def _busiest_rows(scenario: Scenario) -> float:

@@ -119,6 +119,14 @@ def _without_replacement(rng: np.random.Generator, p: np.ndarray, perm: np.ndarr
     return out
 
 
+def zipf_order(experts: int, seed: int) -> np.ndarray:
+    """Experts from the most to the least popular under zipf routing drawn with ``seed``: the
+    first draw of the seed's generator, as make_routing takes it. The kernels' routing
+    (mok_kernels/routing.py) uses this order, so the model puts the popular experts on the same
+    ranks as the runs it predicts."""
+    return np.random.default_rng(seed).permutation(experts)
+
+
 def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: int) -> np.ndarray:
     """Top-k expert ids, int32 of shape (ep * tokens, top_k); deterministic in seed."""
     kind, arg = parse_routing(spec, top_k)
@@ -132,7 +140,7 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
         # expert popularity falls as 1/rank^S; ranks are a seeded permutation of the experts
         p = 1.0 / np.arange(1, experts + 1) ** float(arg)
         p /= p.sum()
-        perm = rng.permutation(experts)
+        perm = rng.permutation(experts)     # = zipf_order(experts, seed), its first draw
         if 1.0 - np.sort(p)[::-1][:top_k - 1].sum() < GUMBEL_BELOW:
             ids = _without_replacement(rng, p, perm, (rows, top_k))
         else:

@@ -148,3 +148,29 @@ def test_backward_tiles_spec_and_bench_flag(tmp_path):
     with pytest.raises(ValueError, match="diag"):
         MoKBackward(lay, BackwardTiles(diag=4))
     MoKBackward(lay, parse_tiles("w_flat=1,a_fuse_gu=1"))
+
+
+def test_saved_gu_option_checks():
+    """save_for_backward / BackwardTiles.saved_gu: the saved tensor is required exactly with the
+    option, with the (V*(NS + C), 2Ip) bf16 shape a saving forward leaves; FP8 and group mode
+    refuse to save; autograd refuses a mismatched pair."""
+    from mok_kernels.autograd import MegakernelForward
+    from mok_kernels.backward import BackwardTiles, parse_tiles
+    assert parse_tiles("saved_gu=1,bn_a=128") == BackwardTiles(saved_gu=True, bn_a=128)
+    lay, _ = layer(rank=None, save_for_backward=True)
+    bwd = MoKBackward(lay, BackwardTiles(saved_gu=True))
+    want = (lay.vranks * (lay.ns + lay.capacity), 2 * lay.Ip)
+    bwd.check_saved(torch.empty(want, dtype=torch.bfloat16))          # accepted
+    with pytest.raises(ValueError, match="save_for_backward"):
+        bwd.check_saved(None)
+    for bad in (torch.empty(want), torch.empty(want[0] - 1, want[1], dtype=torch.bfloat16)):
+        with pytest.raises(ValueError, match="expected a contiguous"):
+            bwd.check_saved(bad)
+    with pytest.raises(ValueError, match="saved_gu given"):
+        MoKBackward(lay).check_saved(torch.empty(want, dtype=torch.bfloat16))
+    with pytest.raises(ValueError, match="BF16 only"):
+        KernelConfig(precision="fp8", save_for_backward=True).validate()
+    with pytest.raises(ValueError, match="saved_gu"):
+        MegakernelForward(cfg=KernelConfig(capacity=1.0), bwd_tiles=BackwardTiles(saved_gu=True))
+    MegakernelForward(cfg=KernelConfig(capacity=1.0, save_for_backward=True),
+                      bwd_tiles=BackwardTiles(saved_gu=True, bn_a=128))

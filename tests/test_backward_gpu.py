@@ -21,7 +21,7 @@ pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available() and not INTERPRET:  # pragma: no cover - CPU CI
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
-from mok_kernels.backward import BackwardTiles, MoKBackward  # noqa: E402
+from mok_kernels.backward import BackwardTiles, MoKBackward, parse_tiles  # noqa: E402
 from mok_kernels.megakernel import KernelConfig, MegakernelStallError, MoKLayer  # noqa: E402
 
 TOL = 2e-2
@@ -86,6 +86,9 @@ def run_case(ep, rank, routing, minibatch=256, comm=8, seed=0, shape=None, cfg_e
     n, k, e = sh["n"], sh["k"], sh["e"]
     w, wf, x, dout, ids, wts = setup(ep, routing, seed, **sh)
     extra = dict(cfg_extra or {})
+    saved = tiles is not None and tiles.saved_gu
+    if saved:    # g and u saved by a forward on the same inputs
+        extra["save_for_backward"] = True
     if INTERPRET:   # programs run one after another: comm programs first, never joining
         extra.update(join=False, max_spin=64, tma=False,
                      grid=(comm + 1) * (ep if rank is None else 1))
@@ -108,7 +111,11 @@ def run_case(ep, rank, routing, minibatch=256, comm=8, seed=0, shape=None, cfg_e
     bwd.dws[fill] = want["dw"].reshape(-1)[fill]
     bwd.dxs[sv] = float("nan")                                   # poison what this launch serves
     bwd.dws[sv] = float("nan")
-    res = bwd.run(x, ids, wts, dout)
+    saved_gu = None
+    if saved:
+        layer.forward(x, ids, wts)
+        saved_gu = layer.saved_gu
+    res = bwd.run(x, ids, wts, dout, saved_gu=saved_gu)
     if DEV == "cuda":
         torch.cuda.synchronize()
     dwg, dwu, dwd, dsg, dsu, dsd = bwd.weight_grads(res)
@@ -126,7 +133,7 @@ def run_case(ep, rank, routing, minibatch=256, comm=8, seed=0, shape=None, cfg_e
         idle = (counts == 0).nonzero().squeeze(1)
         for grad in (dwg, dwu, dwd):
             assert torch.count_nonzero(grad[idle]) == 0
-    return errs, bwd, (x, ids, wts, dout)
+    return errs, bwd, (x, ids, wts, dout, saved_gu)
 
 
 # (ep, rank, routing, minibatch): every routing, both rank modes, several minibatches
@@ -172,7 +179,7 @@ def test_comm_programs_not_joining_and_one_comm_program():
 
 
 def test_bits_identical_over_runs():
-    _, bwd, (x, ids, wts, dout) = run_case(4, None, "zipf:1.2", 256)
+    _, bwd, (x, ids, wts, dout, _) = run_case(4, None, "zipf:1.2", 256)
     first = [t.clone() for t in (bwd.dx, bwd.dw, bwd.dwgu, bwd.dwd)]
     for _ in range(5):
         res = bwd.run(x, ids, wts, dout)
@@ -226,7 +233,7 @@ def test_first_path_production_shapes(ep, rank, routing, shape):
 
 
 def test_first_path_bits_identical_over_runs():
-    _, bwd, (x, ids, wts, dout) = run_case(4, None, "zipf:1.2", 256,
+    _, bwd, (x, ids, wts, dout, _) = run_case(4, None, "zipf:1.2", 256,
                                            tiles=BackwardTiles(w_flat=False, a_fuse_gu=False))
     first = [t.clone() for t in (bwd.dx, bwd.dw, bwd.dwgu, bwd.dwd)]
     for _ in range(3):
@@ -245,3 +252,70 @@ def test_timing_diagnostics_run_without_stalls(diag):
     bwd = MoKBackward(MoKLayer(w, 4, 128, 4, 1, cfg, device=DEV, hardware="h200-1"),
                       BackwardTiles(w_flat=True, diag=diag))
     bwd.run(x, ids, wts, dout)      # raises MegakernelStallError on a stalled wait
+
+
+# g and u saved by the forward (KernelConfig(save_for_backward=True), BackwardTiles(saved_gu=True)):
+# the A items read them instead of recomputing the gate/up GEMM. Same tolerance and checks.
+@pytest.mark.parametrize("bn_a,bn_x", [(64, 128), (128, 128), (128, 256)])
+@pytest.mark.parametrize("ep,rank,routing,mb", [
+    (1, 0, "uniform", 256),
+    (8, 3, "zipf:1.2", 300),
+    (4, None, "onehot", 1000),
+    (8, 6, "idle", 256),              # nothing routed to this rank
+    (4, None, "hot:0.2", 256),
+])
+def test_saved_gu_matches_fp32_autograd(bn_a, bn_x, ep, rank, routing, mb):
+    run_case(ep, rank, routing, mb, tiles=BackwardTiles(saved_gu=True, bn_a=bn_a, bn_x=bn_x))
+
+
+@pytest.mark.parametrize("ep,rank,routing,shape", [
+    # kimi-k2 and glm-5 hidden and expert widths (few experts and tokens, so the test is quick)
+    (8, 1, "uniform", dict(h=7168, i=2048, e=16, n=64, k=8)),
+    (2, None, "zipf:1.2", dict(h=6144, i=2048, e=8, n=128, k=8)),
+    (4, None, "uniform", dict(h=2880, i=2880, e=8, n=96, k=4)),    # I padded: 2944 = 23 x 128
+    (4, 2, "hot:0.2", dict(h=1536, i=512, e=16, n=160, k=4)),
+])
+@pytest.mark.parametrize("tiles", ["saved_gu=1", "saved_gu=1,bn_a=128,bn_x=256"])
+def test_saved_gu_production_shapes(ep, rank, routing, shape, tiles):
+    run_case(ep, rank, routing, 256, shape=shape, tiles=parse_tiles(tiles))
+
+
+def test_saved_gu_bits_identical_over_runs():
+    _, bwd, (x, ids, wts, dout, gu) = run_case(4, None, "zipf:1.2", 256,
+                                               tiles=BackwardTiles(saved_gu=True))
+    first = [t.clone() for t in (bwd.dx, bwd.dw, bwd.dwgu, bwd.dwd)]
+    lay = bwd.layer
+    # the rows a forward writes: each rank's shared rows, then its kept routed rows (the rest of
+    # the capacity is never written nor read)
+    kept = lay.last_schedule.offsets.reshape(lay.vranks, -1)[:, -1].tolist()
+    rows = torch.cat([torch.arange(r * (lay.ns + lay.capacity), r * (lay.ns + lay.capacity)
+                                   + lay.ns + int(kept[r])) for r in range(lay.vranks)])
+    for _ in range(3):
+        lay.forward(x, ids, wts)                      # a fresh save: the same bits
+        assert torch.equal(lay.saved_gu[rows.to(gu.device)], gu[rows.to(gu.device)])
+        res = bwd.run(x, ids, wts, dout, saved_gu=lay.saved_gu)
+        for a, b in zip((res.dx, res.dw, res.dwgu, res.dwd), first):
+            assert torch.equal(a, b)
+
+
+def test_saved_gu_equals_the_recomputed_pre_activations():
+    """The saved tensor holds bf16(x Wg) and bf16(x Wu) of every served row at the rows and
+    columns of [dg|du] (shared rows first, gate|up interleaved per bn_gu block)."""
+    _, bwd, (x, ids, wts, dout, gu) = run_case(4, 1, "zipf:1.2", 256,
+                                               tiles=BackwardTiles(saved_gu=True), check=False)
+    lay, sched = bwd.layer, bwd.layer.last_schedule
+    bn, ip, ns = lay.cfg.bn_gu, lay.Ip, lay.ns
+    g = gu.view(-1, ip // bn, 2, bn)[:, :, 0].reshape(-1, ip)[:, :lay.I].float()
+    u = gu.view(-1, ip // bn, 2, bn)[:, :, 1].reshape(-1, ip)[:, :lay.I].float()
+    w = bwd.layer.weights
+    home = x[ns * 1:ns * 2].float()
+    assert rel(g[:ns], home @ w.sg.float()) < 1e-2 and rel(u[:ns], home @ w.su.float()) < 1e-2
+    offs = sched.offsets.long().tolist()
+    src = sched.recv_src.long()
+    for le in range(lay.el):
+        a, b = offs[le], offs[le + 1]
+        if b > a:
+            xe = x[src[a:b]].float()
+            e = 1 * lay.el + le
+            assert rel(g[ns + a:ns + b], xe @ w.wg[e].float()) < 1e-2
+            assert rel(u[ns + a:ns + b], xe @ w.wu[e].float()) < 1e-2

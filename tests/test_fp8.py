@@ -110,11 +110,14 @@ def test_fp8_kernel_v2_rules():
     KernelConfig(bn_gu=256).validate()                 # fp8_kernel is ignored for bf16
     for ok in (dict(), dict(bn_dn=128), dict(block_m=64)):
         KernelConfig(precision="fp8", fp8_kernel="v2", **ok).validate()
-    with pytest.raises(ValueError, match="allowed v1, v2"):
-        KernelConfig(precision="fp8", fp8_kernel="v3").validate()
-    for bad in (dict(bn_gu=256), dict(bn_dn=64), dict(bn_dn=512)):
-        with pytest.raises(ValueError, match="fp8_kernel='v2' needs"):
-            KernelConfig(**{"precision": "fp8", "fp8_kernel": "v2", **bad}).validate()
+    with pytest.raises(ValueError, match="allowed v1, v2, v3, v4, v5"):
+        KernelConfig(precision="fp8", fp8_kernel="v6").validate()
+    for kern in ("v2", "v3", "v4", "v5"):
+        for ok in (dict(), dict(bn_dn=128), dict(block_m=128), dict(tma=False)):
+            KernelConfig(precision="fp8", fp8_kernel=kern, **ok).validate()
+        for bad in (dict(bn_gu=256), dict(bn_dn=64), dict(bn_dn=512)):
+            with pytest.raises(ValueError, match=f"fp8_kernel='{kern}' needs"):
+                KernelConfig(**{"precision": "fp8", "fp8_kernel": kern, **bad}).validate()
 
 
 def test_bench_fp8_kernel_variants():
@@ -122,6 +125,19 @@ def test_bench_fp8_kernel_variants():
     assert fp8_variant_tiles(None) == {}
     assert fp8_variant_tiles("v1") == {"fp8_kernel": "v1", "block_m": 128, "num_stages": 3}
     assert fp8_variant_tiles("v2-bm64") == {"fp8_kernel": "v2", "block_m": 64, "num_stages": 4}
+    assert fp8_variant_tiles("v3-bm64") == {"fp8_kernel": "v3", "block_m": 64, "num_stages": 4}
+    assert fp8_variant_tiles("v4") == {"fp8_kernel": "v4", "block_m": 128, "num_stages": 3}
+
+
+def test_tile_sweep_fp8_candidates_are_valid():
+    from mok_kernels.tile_sweep import FP8_CANDIDATES
+    kernels = set()
+    for name, (bm, bg, bd, nw, ns, *kern) in FP8_CANDIDATES.items():
+        kernels.add(kern[0] if kern else "v2")
+        KernelConfig(precision="fp8", block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns,
+                     fp8_kernel=kern[0] if kern else "v2").validate()
+        assert name.startswith(f"f8{kern[0] if kern else ''}-m{bm}-g{bg}-d{bd}-w{nw}-s{ns}")
+    assert kernels == {"v2", "v3", "v4", "v5"}
 
 
 def test_bench_fp8_records_and_flag(tmp_path):
@@ -144,6 +160,8 @@ def test_bench_fp8_records_and_flag(tmp_path):
         bench._check_args(bench.parse_args(["--out", str(out), "--precision", "fp16"]))
     a = bench.parse_args(["--out", str(out), "--precision", "fp8", "--fp8-kernel", "v1,v2-bm64"])
     bench._check_args(a)
-    with pytest.raises(bench.BadInput, match="--fp8-kernel 'v3'"):
+    bench._check_args(bench.parse_args(["--out", str(out), "--precision", "fp8",
+                                        "--fp8-kernel", "v3,v3-bm64,v4-bm64,v5-bm64"]))
+    with pytest.raises(bench.BadInput, match="--fp8-kernel 'v6'"):
         bench._check_args(bench.parse_args(["--out", str(out), "--precision", "fp8",
-                                            "--fp8-kernel", "v3"]))
+                                            "--fp8-kernel", "v6"]))

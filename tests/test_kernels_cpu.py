@@ -213,7 +213,7 @@ def test_make_record_validates_and_appends(tmp_path):
     assert append_records(out, recs) == 2
     back = read_records([out])
     assert back[0]["emulated_peers"] is True and back[0]["config"] == knobs
-    assert back[1]["routing"] == {"kind": "zipf", "seed": 0, "arg": 1.2}
+    assert back[1]["routing"] == {"kind": "zipf", "seed": 0, "arg": 1.2, "order": "model"}
     assert stats([3.0, 1.0, 2.0])["median"] == 2.0
     assert json.loads(out.read_text().splitlines()[0])["latency_ms"]["n"] == 4
 
@@ -339,3 +339,26 @@ def test_ranks_must_agree_on_shape_and_knobs(minibatch):
     else:
         for msg in got.values():
             assert "ranks disagree on knobs" in msg and "rank 1 {'minibatch': 513}" in msg
+
+
+def test_zipf_popularity_order_is_the_models():
+    """The kernels' zipf routing puts the popular experts where the model's does (the rows each
+    rank receives agree), and only such zipf records count as reproduced by the model."""
+    import numpy as np
+
+    from mok_kernels.routing import make_routing, routing_record
+    from mok_model.records import not_predicted, predictable
+    from mok_model.workload import make_routing as model_routing
+    from mok_model.workload import zipf_order
+    for e, k, seed in ((8, 2, 0), (256, 8, 3)):
+        ids, _ = make_routing(4 * 4096, e, k, "zipf:1.2", seed + 11, popularity_seed=seed)
+        kern = np.bincount(ids.flatten().numpy(), minlength=e) / ids.numel()
+        model = np.bincount(model_routing("zipf:1.2", 4, 4096, e, k, seed).flatten(), minlength=e)
+        model = model / model.sum()
+        assert np.abs(kern - model).max() < 0.01
+        assert kern.argmax() == zipf_order(e, seed)[0]
+    rec = {"system": "mok", "routing": routing_record("zipf:1.2", 0), "source": "measured"}
+    legacy = {"system": "mok", "routing": {"kind": "zipf", "seed": 0, "arg": 1.2},
+              "source": "measured"}
+    assert predictable(rec) and not predictable(legacy)
+    assert "1 zipf records measured before 2026-12-01" in not_predicted([rec, legacy])[0]

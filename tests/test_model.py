@@ -195,6 +195,35 @@ def test_comm_order_after_dispatch_never_slower_with_pull_combine():
     assert after < interleaved   # combines of earlier minibatches overlap the last GEMMs
 
 
+@pytest.mark.parametrize("engine", ["analytic", "sim"])
+def test_pull_combine_owner_walk(engine):
+    """Our kernel across GPUs: a home pulls owner 1's rows only after owner 0's last minibatch,
+    so once the GEMMs end it still copies all of them (about half the combine at EP 2): slower
+    than the published interleaving by about that copy, push combine and emulated peers (which
+    walk their own minibatches only) unchanged."""
+    h200 = load_hardware("h200-hgx8")
+    params = load_params(None, "h200-hgx8")
+    walk, mixed = (params.with_values(combine_owner_order=v) for v in (1.0, 0.0))
+    s = scn(hw=h200, ep=2, tokens=4096)
+    cfg = dict(dispatch="pull", minibatch=2048, comm_sms=16, macrobatch=131072, capacity=1.0)
+    pull = Config(combine="pull", **cfg)
+    t_walk = predict(s, pull, params=walk, engine=engine).latency_ms
+    t_mixed = predict(s, pull, params=mixed, engine=engine).latency_ms
+    # half the combine bytes (kimi-k2 4096 tokens: 16,384 rows of 14,336 B) at most at the
+    # comm SMs' rate, at least at the link's
+    half = 4096 * 8 / 2 * 2 * KIMI.hidden
+    link = h200.link_gbps * 1e9 * params["link_eff"]
+    sms = 16 * params["copy_gbps_per_sm"] * 1e9
+    extra_ms = (t_walk - t_mixed)
+    assert 0.5 * half / max(link, sms) * 1e3 < extra_ms < 1.5 * half / min(link, sms) * 1e3
+    push = Config(combine="push", **cfg)
+    assert predict(s, push, params=walk, engine=engine).latency_ms == pytest.approx(
+        predict(s, push, params=mixed, engine=engine).latency_ms, rel=1e-9)
+    one = scn(hw=load_hardware("h200-1"), ep=2, tokens=4096)
+    assert predict(one, pull, params=walk, engine=engine).latency_ms == pytest.approx(
+        predict(one, pull, params=mixed, engine=engine).latency_ms, rel=1e-9)
+
+
 def test_capacity_overflow_is_an_error():
     with pytest.raises(MokInputError, match="overflow"):
         predict(scn(routing="hot:0.1"), Config(capacity=0.01))
@@ -234,3 +263,27 @@ def test_tuner_beats_default_and_respects_fixed_knobs():
     fixed = tune(s, p, fixed={"dispatch": "push", "minibatch": 1024})
     assert all(t.config.dispatch == "push" and t.config.minibatch == 1024 for t in fixed.top)
     assert tune(s, p).best == r.best  # deterministic
+
+
+@pytest.mark.parametrize("engine", ["analytic", "sim"])
+def test_in_order_work_list_waits_behind_a_minibatch_in_flight(engine, monkeypatch):
+    """Our kernel's compute walks its work list in order: with the dispatch behind the GEMMs
+    (2 comm SMs), the previous minibatch's down waits for the last rows, so the pass ends about
+    one minibatch's down later than a work-conserving list would; never earlier."""
+    import mok_model.analytic as analytic
+    import mok_model.sim.mok as sim_mok
+
+    h200 = load_hardware("h200-hgx8")
+    params = load_params(None, "h200-hgx8")
+    s = scn(hw=h200, ep=2, tokens=2048)
+    cfg = Config(dispatch="pull", combine="push", minibatch=2048, comm_sms=2, macrobatch=131072,
+                 capacity=1.0)
+    in_order = predict(s, cfg, params=params, engine=engine)
+    assert bool(np.all(analytic.in_order_wait(s, params, np.array([[16.0]]), 130)))
+    for mod in (analytic, sim_mok):
+        monkeypatch.setattr(mod, "in_order_wait", lambda *a: np.asarray(False))
+    free = predict(s, cfg, params=params, engine=engine)
+    assert in_order.latency_ms > free.latency_ms
+    # about one minibatch's down (1/3 of its FLOPs) is what the wait adds: less than one
+    # minibatch's GEMMs (16,384 routed rows in 8 minibatches of 2,048)
+    assert in_order.latency_ms - free.latency_ms < in_order.work_ms["routed_gemm"] / 8

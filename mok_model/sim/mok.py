@@ -33,9 +33,10 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..analytic import US, expert_ffn_parts, gemm_time
+from ..analytic import (US, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts, ffn_pieces,
+                        in_order_wait, iteration_rows, loads, ring_capacity, tile_rows)
 from ..params import Params
-from ..scenario import ELEMENT_BYTES, Config, Scenario
+from ..scenario import Config, Scenario
 from ..workload import traffic
 from . import trace as tr
 from .fabric import EPS_T, Driver, Fluid, Join, Message, SimInvariantError, check_fluid, chunks
@@ -85,22 +86,25 @@ def _stream_floor(t: np.ndarray, floor: np.ndarray, wave_sync: float, splits) ->
     return wave_sync * whole + (1.0 - wave_sync) * np.concatenate(out)
 
 
-def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: bool = False, splits=()):
+def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: bool = False, splits=(),
+                wgrad_experts=None):
     """(gate/up, down) seconds per minibatch (or of the shared expert): the FFN time (analytic's
     expert_ffn_parts, the floor streamed per GPU: `splits` cut the flat minibatches into GPUs)
-    split in proportion to the two GEMMs."""
-    hw, m = scn.hardware, scn.model
+    split in proportion to its parts (analytic.ffn_pieces): forward gate/up and down; backward
+    the recomputed gate/up first, then the data and weight gradients."""
+    m = scn.model
     ws = _param(p, "wave_sync", 1.0)
     width = m.shared_width if shared else m.expert_width
-    t_tiles, floor = expert_ffn_parts(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws)
+    t_tiles, floor = expert_ffn_parts(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws,
+                                      wgrad_experts=wgrad_experts)
     ffn = _stream_floor(np.atleast_1d(np.asarray(t_tiles, np.float64)),
                         np.atleast_1d(np.asarray(floor, np.float64)), ws, splits)
-    eff = p["gemm_eff"] * (1.0 if scn.pass_ == "fwd" else p["bwd_gemm_eff_scale"])
-    rate = hw.tflops(scn.precision) * 1e12 / hw.sms * eff
-    tm, tn = p["gemm_tile_m"], p["gemm_tile_n"]
-    gu = np.asarray(gemm_time(tiles, 2 * width, m.hidden, sms, rate, tm, tn, ws), dtype=np.float64)
-    dn = np.asarray(gemm_time(tiles, m.hidden, width, sms, rate, tm, tn, ws), dtype=np.float64)
-    share = np.divide(gu, gu + dn, out=np.full_like(gu, 0.5), where=(gu + dn) > 0)
+    parts = ffn_pieces(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws,
+                       wgrad_experts=wgrad_experts)
+    first = np.atleast_1d(np.asarray(parts["gate_up"], dtype=np.float64))
+    total = np.atleast_1d(np.asarray(sum(parts.values()), dtype=np.float64))
+    first, total = np.broadcast_arrays(first, total)
+    share = np.divide(first, total, out=np.full_like(total, 0.5), where=total > 0)
     return ffn * share, ffn * (1 - share)
 
 
@@ -112,7 +116,7 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     x = t.rows.transpose(1, 2, 0).reshape(P, L * P)  # per destination: (expert, source) flattened
     cum = np.cumsum(x, axis=1)
     mb = cfg.minibatch
-    tm = p["gemm_tile_m"]
+    tm = int(tile_rows(scn, p))
     aligned = _param(p, "tile_aligned_minibatches") >= 0.5
     bounds = [_minibatch_rows(x[d].reshape(L, P).sum(axis=1), mb, tm, aligned) for d in range(P)]
     M = np.array([len(lo) for lo, _ in bounds], dtype=np.int64)
@@ -121,7 +125,7 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     G = int(groups.max()) + 1
     onehot = np.zeros((P, G), dtype=np.int64)
     onehot[np.arange(P), groups] = 1
-    endpoints, rows_l, rr, tt, aa = [], [], [], [], []
+    endpoints, rows_l, rr, tt, aa, ww = [], [], [], [], [], []
     for d in range(P):
         lo, hi = bounds[d]
         c = np.clip(cum[d][None, :], lo[:, None], hi[:, None]) - lo[:, None]
@@ -144,10 +148,12 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
         rr.append(per_src.sum(axis=1))
         tt.append(np.ceil(per_expert / tm).sum(axis=1))
         aa.append((per_expert > 0).sum(axis=1))
+        # an expert's weight-gradient blocks count once, in the minibatch of its first rows
+        ww.append(((per_expert > 0) & (np.cumsum(per_expert, axis=0) == per_expert)).sum(axis=1))
     cx = scn.hardware.sms - cfg.comm_sms
-    flat_r, flat_t, flat_a = (np.concatenate(v).astype(np.float64) for v in (rr, tt, aa))
+    flat_r, flat_t, flat_a, flat_w = (np.concatenate(v).astype(np.float64) for v in (rr, tt, aa, ww))
     splits = np.cumsum(M)[:-1]
-    gu, dn = _gemm_split(scn, p, flat_r, flat_t, flat_a, cx, splits=splits)
+    gu, dn = _gemm_split(scn, p, flat_r, flat_t, flat_a, cx, splits=splits, wgrad_experts=flat_w)
     # comm SMs join the compute only when the combine does not need them (epilogue push)
     epilogue = cfg.combine == "push" and _param(p, "combine_in_epilogue") >= 0.5
     share = _param(p, "comm_join_share") if epilogue else 0.0
@@ -156,8 +162,8 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     # joined times are the FFN times on the joined SMs (as analytic.mok_terms' c_join)
     joined = cx + share * cfg.comm_sms
     join_scale = cx / joined
-    gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, joined, splits=splits)
-                  if share > 0 else (gu, dn))
+    gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, joined, splits=splits,
+                              wgrad_experts=flat_w) if share > 0 else (gu, dn))
     shared, shared_split = 0.0, (0.0, 0.0, 0.0, 0.0)
     if m.shared_experts:
         sh = (scn.tokens * m.shared_experts, np.ceil(scn.tokens / tm) * m.shared_experts, m.shared_experts)
@@ -232,10 +238,8 @@ class MokSim:
         self.plan = plan = make_plan(scn, p, cfg, net, max_peers)
         m, P = scn.model, scn.ep
         self.P = P
-        self.act = ELEMENT_BYTES[scn.precision] * m.hidden
+        self.act = dispatch_row_bytes(scn, p)  # as analytic.mok_terms
         self.out = 2.0 * m.hidden
-        if scn.pass_ == "bwd":
-            self.act = self.out = 2.0 * m.hidden
         self.dpush = cfg.dispatch == "push"
         self.kpush = cfg.combine == "push"
         # emulated peers are absent: the one GPU's comm SMs act for them, so they move the rows
@@ -249,9 +253,19 @@ class MokSim:
         self.joins = self.epilogue and _param(p, "comm_join_share") > 0
         # comm SMs may finish every dispatch of their GPU before the first pull-combine copy
         self.combine_after_dispatch = _param(p, "combine_after_dispatch", 0.0) >= 0.5
+        # our kernel across GPUs: a home's comm SMs pull the owners' rows owner after owner, in
+        # rank order, each owner's minibatches in order (analytic.pull_combine_tail); emulated
+        # peers and merged peer groups keep the published interleaving
+        self.owner_walk = (not self.kpush and not self.emulated and not plan.grouped and P > 1
+                           and _param(p, "combine_owner_order", 0.0) >= 0.5)
+        # [home][owner][minibatch]: fires with the home's copies of that minibatch once the home
+        # may read them (the owner's flag seen)
+        self.walk = [[[env.event() for _ in range(int(M))] for M in plan.minibatches]
+                     for _ in range(P)] if self.owner_walk else []
         # a pushing comm SM copies at push_copy_scale of a pulling one's rate (as analytic.move)
         push_scale = 1.0 / _param(p, "push_copy_scale", 1.0)
-        self.dispatch_sm_scale = push_scale if self.dpush else 1.0
+        # comm SMs that quantize rows while they copy them load it 1 / dispatch_copy_scale more
+        self.dispatch_sm_scale = (push_scale if self.dpush else 1.0) / dispatch_copy_scale(scn, p)
         self.combine_sm_scale = push_scale if self.kpush else 1.0
         self.dispatched = np.zeros(P, dtype=int)
         self.all_dispatched = [env.event() for _ in range(P)]
@@ -280,12 +294,16 @@ class MokSim:
         self.E = E
         # the ring must hold one minibatch: tile-aligned minibatches span up to minibatch +
         # tile_m - 1 rows, and the kernel raises a smaller ring to that (KernelConfig.macrobatch)
+        # (analytic.ring_capacity). The rows a timed iteration routes to a GPU exceed the seeded
+        # routing's by analytic.iteration_rows' margin; those extra rows take ring slots here.
         widest = max(int(r.sum(axis=1).max()) for r in plan.rows)
-        self.ring_rows = max(cfg.macrobatch, widest)
-        self.ring = [simpy.Container(env, capacity=self.ring_rows, init=self.ring_rows) for _ in range(P)]
+        ring = float(ring_capacity(p, cfg.macrobatch, cfg.minibatch)[0, 0])
+        margin = np.ceil(iteration_rows(scn, loads(scn)) - traffic(scn).received())
+        self.ring_rows = [int(max(ring - margin[d], widest)) for d in range(P)]
+        self.ring = [simpy.Container(env, capacity=n, init=n) for n in self.ring_rows]
         # a GPU whose rows do not all fit in the ring recycles slots: the comm SMs take slots
         # per copy as the gate/up tiles free them (see _free_ring)
-        self.tight = [int(r.sum()) > self.ring_rows for r in plan.rows]
+        self.tight = [int(r.sum()) > n for r, n in zip(plan.rows, self.ring_rows)]
         self.refill_overlap = _param(p, "ring_refill_overlap")
         # per-endpoint inbox of combined rows (a home GPU, or a peer group at large EP)
         self.expected_home_rows = np.zeros(len(self.sm), dtype=np.int64)
@@ -396,6 +414,7 @@ class MokSim:
         now, name = self.env.now, f"combine mb{i}"
         flow = (2 * d + 1) * self.E
         later = []
+        walk: dict[int, list] = {}
         for j in nz:
             e = int(eps[j])
             drv = d if self.kpush or self.emulated or j == 0 else e
@@ -408,10 +427,20 @@ class MokSim:
             for rc in chunks(int(rows[j]), self.out, self.chunk):
                 msg = Message(rc * self.out, rc, links, lat, (join, self.inbox[e]), flow + e,
                               1, name, now, sm_scale=self.combine_sm_scale, trace=trc)
-                if self.kpush or self.emulated or j == 0:
+                if self.owner_walk:
+                    walk.setdefault(e, []).append(msg)
+                elif self.kpush or self.emulated or j == 0:
                     msg.send(self.sm[d], self.fluid)
                 else:
                     later.append((e, msg))
+        if self.owner_walk:  # each home's walk takes them (home_walk), its own at once, a
+            for e in range(self.P):  # peer's once it has seen the owner's flag
+                ev, msgs = self.walk[e][d][i], walk.get(e, [])
+                if e == d:
+                    ev.succeed(msgs)
+                else:
+                    self.env.timeout(self.remote_wait).callbacks.append(
+                        lambda _e, ev=ev, m=msgs: ev.succeed(m))
         if later:  # pull: each home reads once it has seen the owner's ready flag (remote signal)
             def go(_e, later=later):
                 for e, msg in later:
@@ -420,6 +449,19 @@ class MokSim:
         join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
             (d, tr.COMBINE, f"combine mb{i}", t0, e.value - t0)))
         return join
+
+    def home_walk(self, e: int):
+        """Our kernel's pull combine across GPUs (mok_kernels/megakernel.py): home e's comm SMs
+        walk the owners in rank order, each owner's minibatches in order, and read a minibatch's
+        rows once it is ready, so no read of owner q + 1 starts before owner q's last minibatch."""
+        for q in range(self.P):
+            for i in range(int(self.plan.minibatches[q])):
+                msgs = yield self.walk[e][q][i]
+                for msg in msgs:
+                    if q == e:
+                        msg.send(self.sm[e], self.fluid)
+                    else:
+                        self._enqueue(e, q, msg)
 
     def _count_dispatched(self, d: int) -> None:
         self.dispatched[d] += 1
@@ -560,8 +602,13 @@ class MokSim:
         """The compute SMs take GEMMs from one work list, in order: gate/up of the shared expert,
         gate/up of minibatch 0, down of the shared expert, then gate/up of minibatch i+1 before
         down of minibatch i (mok_kernels/megakernel.py's work counter), so a minibatch's rows
-        are released to the ring as early as they can be. Work-conserving: while a gate/up waits
-        for its rows, the next GEMM in the list that can run does."""
+        are released to the ring as early as they can be. In that order, as the kernel: its
+        programs take items from one atomic counter and a program that took a gate/up item spins
+        until the minibatch's rows are in, so when a gate/up section has at least as many items
+        (row tiles x I / tile_n) as there are compute SMs, no program reaches the down items
+        behind it (the shared expert's, the previous minibatch's) before the rows arrive
+        (analytic.in_order_wait). A smaller section leaves programs free, and the published
+        design (wave_sync 1) has no such list: then the next GEMM in the list that can run does."""
         if self.schedule == "naive":
             yield from self._compute_in_order(d)
             return
@@ -573,12 +620,16 @@ class MokSim:
             work.append(("dn", i - 1))
         work.append(("dn", M - 1))
         work = [w for w in work if w[1] >= 0 or plan.shared > 0]
+        cx = self.scn.hardware.sms - self.cfg.comm_sms
         def runnable(w) -> bool:  # gate/up once its rows are in, down once its gate/up ran
             kind, i = w
             return (("gu", i) not in work) if kind == "dn" else (i < 0 or self.ready[d][i].triggered)
 
         while work:
             k = next((k for k, w in enumerate(work) if runnable(w)), len(work))
+            kind, i = work[0]
+            if k > 0 and kind == "gu" and bool(in_order_wait(self.scn, self.p, plan.row_tiles[d][i], cx)):
+                k = len(work)  # every program holds one of its items: the list waits
             if k == len(work):  # nothing can run: wait for the first minibatch still in flight
                 yield self.ready[d][work[0][1]]
                 continue
@@ -665,6 +716,8 @@ class MokSim:
         for d in range(self.P):
             self.env.process(self.compute(d))
             self.env.process(self.comm(d))
+            if self.owner_walk:
+                self.env.process(self.home_walk(d))
         self.env.run()
         self._finish()
 

@@ -1,0 +1,176 @@
+"""The backward megakernel's and the FP8 forward's terms, fitted to their own runs.
+
+Two groups of MoK records, each fitted with everything else held (the BF16 forward's values,
+fitted to the forward sweeps, stay as they are):
+
+- "bwd": backward passes (BF16) of the backward megakernel (mok_kernels/backward.py). Free:
+  bwd_gemm_eff_scale (its tiles' rate relative to the forward's gemm_eff) and wgrad_tile_us
+  (fixed time per 128x128 weight-gradient block of every expert a GPU holds: rows-independent,
+  so the token counts tell it from the rate). wgrad_eff_scale (the weight-gradient tiles' own
+  rate) stays at its prior 1: the weight and data gradients' FLOPs stand in one ratio (6HI to
+  10HI per row) in every workload, so the records cannot tell the two rates apart.
+- "fp8": FP8 forward passes. Free: fp8_gemm_eff (the FP8 tiles' fraction of the FP8 peak).
+
+Design values (bwd_recompute, bwd_dispatch_rows, fp8_tile_m, fp8_quant_in_copy) and derived
+priors (fp8_scale_cost, fp8_quant_copy_scale) are not fitted: calibration/priors.py OUR_PASSES.
+Only records of the default kernel variants enter (mok_model.records.default_variant), on
+routings the model reproduces (records.routing_reproduced); the others are skipped with a note
+that counts them.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from mok_model.errors import MokInputError
+from mok_model.params import Params
+from mok_model.records import routing_reproduced, split_default_variant
+
+from .fit import fit
+from .scoring import predict_records
+from .validate import spearman
+
+PASS_FREE: dict[str, list[str]] = {
+    "bwd": ["bwd_gemm_eff_scale", "wgrad_tile_us"],
+    "fp8": ["fp8_gemm_eff"],
+}
+GROUPS = tuple(PASS_FREE)
+
+
+def pass_group(rec: dict) -> str | None:
+    """"bwd" or "fp8" for a MoK record whose time the pass terms set, else None."""
+    if rec["system"] != "mok":
+        return None
+    if rec["pass"] == "bwd" and rec["precision"] == "bf16":
+        return "bwd"
+    if rec["pass"] == "fwd" and rec["precision"] == "fp8":
+        return "fp8"
+    return None
+
+
+def pass_records(records: list[dict], old: bool = False) -> tuple[dict[str, list[dict]], list[str]]:
+    """The default-variant records of each group whose routing the model reproduces, and notes
+    (what was skipped); `old`: the variants that were the defaults before 2026-12-01 (a study of
+    the older records only). Zipf records drawn before the kernels took the model's popularity
+    order are skipped (mok_model.records.routing_reproduced)."""
+    mine = [r for r in records if pass_group(r)]
+    kept, note = split_default_variant(mine, old)
+    notes = [note] if note else []
+    drop = [r for r in kept if not routing_reproduced(r)]
+    if drop:
+        kept = [r for r in kept if routing_reproduced(r)]
+        notes.append(f"skipped {len(drop)} zipf record(s) whose expert popularity order the model "
+                     f"does not draw (torch.randperm on the GPU, before 2026-12-01; "
+                     f"records.routing_reproduced)")
+    groups = {g: [r for r in kept if pass_group(r) == g] for g in GROUPS}
+    return groups, notes
+
+
+@dataclass
+class PassFit:
+    params: Params
+    residuals: dict[str, list[dict]]  # group -> rows (id, measured_ms, predicted_ms, rel_error)
+    fitted: dict[str, list[str]]  # group -> the parameters fitted (groups without records: none)
+    uncertainty: dict[str, dict | None] = field(default_factory=dict)  # group -> bootstrap block
+    notes: list[str] = field(default_factory=list)
+
+
+def fit_passes(records: list[dict], base: Params, band: str = "none",
+               free: dict[str, list[str]] | None = None, old: bool = False) -> PassFit:
+    """Fit each group's free parameters to its default-variant records, one group after the
+    other (they share no parameter), every other value held at `base`'s. A group without
+    records keeps its values (a note says so)."""
+    free = free or PASS_FREE
+    groups, notes = pass_records(records, old)
+    p, residuals, fitted, blocks = base, {}, {}, {}
+    for g in GROUPS:
+        recs = groups[g]
+        if not recs:
+            notes.append(f"{g}: no default-variant records; {', '.join(free[g])} kept at "
+                         f"{', '.join(f'{base[f]:g}' for f in free[g])}")
+            fitted[g] = []
+            continue
+        res = fit(recs, p, free[g], band=band)
+        p = res.params.with_values()  # drop the block: it is kept per group below
+        residuals[g], fitted[g], blocks[g] = res.residuals, list(free[g]), res.uncertainty
+        notes += res.notes
+    return PassFit(p, residuals, fitted, blocks, notes)
+
+
+def merge_uncertainty(block: dict | None, extra: dict[str, dict | None]) -> dict | None:
+    """A parameters file's uncertainty block with the pass fits' bootstrap columns added: each
+    group's samples are its own bootstrap (its workloads resampled), paired with the other
+    blocks' samples by index (the fits share no parameter, so the draws are independent)."""
+    parts = [b for b in [block, *extra.values()] if b]
+    if not parts:
+        return None
+    n = min(b["n"] for b in parts)
+    out = {**parts[0], "n": n, "free": [], "summary": {}, "samples": [[] for _ in range(n)],
+           "groups": sum(b["groups"] for b in parts), "records": sum(b["records"] for b in parts)}
+    for b in parts:
+        out["free"] += b["free"]
+        out["summary"].update(b["summary"])
+        for row, s in zip(out["samples"], b["samples"][:n]):
+            row += s
+    if len(parts) > 1:
+        out["held"] += ("; the backward and FP8 columns come from their own bootstraps "
+                        "(calibration/passes.py), paired by index")
+    return out
+
+
+# ---- held out: refit without one model / one token count, predict it ----
+
+@dataclass
+class HeldOut:
+    group: str  # "bwd" or "fp8"
+    key: str  # "model" or "tokens"
+    n: int
+    mape: float
+    max_ape: float
+    signed: float  # mean signed error
+    spearman: float  # over every held-out record of the group (pooled)
+    folds: list[dict]  # per held-out value: value, n, mape, max, fitted values
+    rows: list[dict]  # per record: id, value, measured_ms, predicted_ms, rel_error
+
+
+def held_out(records: list[dict], base: Params, group: str, key: str,
+             free: dict[str, list[str]] | None = None, old: bool = False) -> HeldOut:
+    """Leave each value of `key` ("model", "tokens", or any record field) out in turn: fit the
+    group's parameters to the other values' default-variant records, predict the held-out
+    ones. Pooled MAPE, max error, mean signed error and Spearman."""
+    free = free or PASS_FREE
+    groups, _ = pass_records(records, old)
+    recs = groups[group]
+    values = sorted({record_value(r, key) for r in recs}, key=str)
+    if len(values) < 2:
+        raise MokInputError(f"{group}: holding out by {key} needs records of two or more values "
+                            f"(have {values})")
+    rows, folds = [], []
+    for v in values:
+        train = [r for r in recs if record_value(r, key) != v]
+        test = [r for r in recs if record_value(r, key) == v]
+        res = fit(train, base, free[group])
+        pred = predict_records(test, res.params)
+        meas = np.array([r["latency_ms"]["median"] for r in test])
+        err = pred / meas - 1.0
+        folds.append({"value": v, "n": len(test), "mape": float(np.abs(err).mean()),
+                      "max_ape": float(np.abs(err).max()),
+                      "fitted": {f: res.params[f] for f in free[group]}})
+        rows += [{"id": r["id"], "value": v, "measured_ms": float(m), "predicted_ms": float(q),
+                  "rel_error": float(e)} for r, m, q, e in zip(test, meas, pred, err)]
+    err = np.array([r["rel_error"] for r in rows])
+    rho = spearman([r["measured_ms"] for r in rows], [r["predicted_ms"] for r in rows])
+    return HeldOut(group, key, len(rows), float(np.abs(err).mean()), float(np.abs(err).max()),
+                   float(err.mean()), rho, folds, rows)
+
+
+def record_value(rec: dict, key: str):
+    """A record's value of a hold-out key: routing as KIND[:ARG], a knob, or a record field."""
+    if key == "routing":
+        r = rec["routing"]
+        return r.get("kind", "uniform") + (f":{r['arg']}" if "arg" in r else "")
+    if key in rec.get("config", {}):
+        return rec["config"][key]
+    return rec[key]
