@@ -45,7 +45,7 @@ import numpy as np
 from mok_model.errors import MokInputError
 from mok_model.gemm_table import DEFAULT_TILE
 from mok_model.params import BOUNDS
-from mok_model.records import read_records, workload_key
+from mok_model.records import read_records, routing_reproduced, workload_key
 
 from .cli import default_free, priors_for
 from .fit import fit
@@ -80,6 +80,9 @@ def usable(records: list[dict], table_system: str = TABLE_SYSTEM) -> tuple[list[
     out = []
     for r in recs:
         if r["system"] == "mok":
+            if not routing_reproduced(r):
+                left["mok zipf runs whose expert order the model cannot draw"] += 1
+                continue
             if r["pass"] != "fwd":
                 left["mok backward"] += 1
                 continue
