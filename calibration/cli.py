@@ -19,6 +19,7 @@ from pathlib import Path
 from mok_model.cli import int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, warn
+from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import BOUNDS, Params, read_params, write_params
 from mok_model.records import KNOBS, not_predicted, read_records, split_default_variant
 from mok_model.scenario import ENGINES
@@ -160,7 +161,16 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     hardware, records = _hardware_of(records, a.hardware)
     notes = not_predicted(records)
     base = read_params(a.base) if a.base else priors_for(hardware)
-    base = Params(base.values, hardware, None, [], dict(base.sources))
+    table = read_table(a.gemm_table) if a.gemm_table else base.gemm_table
+    if table is not None and table.hardware != hardware:
+        raise MokInputError(f"--gemm-table {table.path!r} was measured on {table.hardware!r}, "
+                            f"not {hardware!r}")
+    base = Params(base.values, hardware, None, [], dict(base.sources)).with_table(table)
+    if table is not None:
+        notes.append(f"GEMM efficiency from the measured table {table.path} ({len(table.points)} "
+                     f"points from {', '.join(table.records)}, {table.level}): "
+                     + ("gemm_eff not used by the megakernel's GEMMs" if replaces_gemm_eff(table)
+                        else "gemm_eff times the table's shape factor"))
     micro = fit_micro(records, base)
     notes += micro.notes
     layer, variant_note = split_default_variant([r for r in records if predictable(r)])
@@ -184,6 +194,8 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     if split_doc:
         split_doc.update(train_n=len(train), thin=a.thin)
     free = a.free.split(",") if a.free else default_free(train, set(micro.fitted))
+    if replaces_gemm_eff(table) and not a.free:  # the table replaces gemm_eff
+        free = [f for f in free if f != "gemm_eff"]
     if 0 < len(train) <= len(free):
         warn(f"fitting {len(free)} parameters {free} to {len(train)} layer record(s): the fit is "
              f"underdetermined and its training error says nothing; add records or pass fewer "
@@ -203,7 +215,8 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     for k in free:
         sources[k] = (f"stage 2, fitted to {len(train)} layer records in {runs} ({where}); "
                       f"bounded least squares on relative error")
-    params = Params(result.params.values, hardware, None, runs, sources, result.uncertainty)
+    params = Params(result.params.values, hardware, None, runs, sources,
+                    result.uncertainty).with_table(table)
     unc = result.uncertainty
     train_v = evaluate(train, [r["measured_ms"] for r in result.residuals],
                        [r["predicted_ms"] for r in result.residuals])
@@ -267,7 +280,9 @@ def cross_validate(layer: list[dict], by: str, base: Params, free_arg: str | Non
     folds, held_all, pred_all = [], [], []
     for value in group_values(layer, by):
         train, held, _ = split(layer, by, value)
-        free = free_arg.split(",") if free_arg else default_free(train, micro_fitted)
+        free = free_arg.split(",") if free_arg else [
+            f for f in default_free(train, micro_fitted)
+            if not (f == "gemm_eff" and replaces_gemm_eff(base.gemm_table))]
         res = fit(train, base, free, engine)
         v = validate(held, res.params, engine)
         folds.append({"heldout": value, **_summary(v), "free": free,
@@ -292,6 +307,9 @@ def calibrate_parser() -> argparse.ArgumentParser:
     p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
     p.add_argument("--free", default=None, help="comma list of stage-2 parameters to fit")
     p.add_argument("--base", default=None, help="start from this parameters file, not priors")
+    p.add_argument("--gemm-table", default=None,
+                   help="GEMM efficiency table (python -m calibration.gemm_table) for the "
+                        "megakernel's GEMMs in place of gemm_eff; the written file names it")
     p.add_argument("--thin", type=int_at_least(1), default=1, help="fit on every K-th training record (file "
                    "order; for the slow sim engine); the held-out group is kept whole")
     p.add_argument("--band", default=None,

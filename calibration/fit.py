@@ -106,7 +106,8 @@ def fit(records: list[dict], base: Params, free: list[str], engine: str = "analy
                                             BANDS[band], band_samples, band_seed, max_nfev)
         if block is not None:
             block["engine"] = engine
-            p = Params(p.values, p.hardware, None, p.fitted_on, p.sources, block)
+            p = Params(p.values, p.hardware, None, p.fitted_on, p.sources, block, p.filled,
+                       p.gemm_table)
     return FitResult(p, rows, cost, block, notes)
 
 

@@ -29,6 +29,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from mok_model.analytic import expert_ffn_time, loads, mok_terms
+from mok_model.gemm_table import replaces_gemm_eff
 from mok_model.params import BOUNDS, Params
 
 from .fit import record_scenario
@@ -207,7 +208,9 @@ def fit_micro(records: list[dict], base: Params) -> MicroResult:
         recs = [r for r in by.get(system, []) if all(_metric(r, n) is not None for n in needs)]
         if len(by.get(system, [])) > len(recs):
             out.notes.append(f"{system}: {len(by[system]) - len(recs)} records lack {needs}; not used")
-        if not recs:
+        if replaces_gemm_eff(base.gemm_table):  # a measured GEMM table replaces gemm_eff
+            names = [n for n in names if n != "gemm_eff"]
+        if not recs or not names:
             continue
         values, rows = fit_terms(recs, p, names, builder(recs))
         p = p.with_values(**values)

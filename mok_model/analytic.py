@@ -22,11 +22,13 @@ minibatches are cut, whole-wave tiles) are parameters, with their sources, not c
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 from statistics import NormalDist
 
 import numpy as np
 
 from .errors import MokInputError
+from .gemm_table import gemm_efficiency
 from .params import Params
 from .scenario import ELEMENT_BYTES, QUANTIZE_BYTES, Config, Scenario
 from .workload import traffic
@@ -48,8 +50,10 @@ class Loads:
     out_of_domain_out: np.ndarray
 
 
+@lru_cache(maxsize=4096)
 def loads(scn: Scenario) -> Loads:
-    """Row counts of a scenario, derived from its seeded routing."""
+    """Row counts of a scenario, derived from its seeded routing (cached per scenario, arrays
+    read-only: a fit over a thousand workloads re-scores each of them at every step)."""
     t = traffic(scn)
     P = scn.ep
     rows_sd = t.rows.sum(axis=2)  # (P, P) source x destination
@@ -61,10 +65,13 @@ def loads(scn: Scenario) -> Loads:
         cross = dom[:, None] != dom[None, :]
     else:
         cross = np.zeros((P, P), bool)
-    return Loads(rows=t.received(), remote_in=remote.sum(0), remote_out=remote.sum(1),
-                 dedup_in=dedup.sum(0), dedup_out=dedup.sum(1), expert_rows=t.expert_rows(),
-                 out_of_domain_in=np.where(cross, rows_sd, 0).sum(0),
-                 out_of_domain_out=np.where(cross, rows_sd, 0).sum(1))
+    ld = Loads(rows=t.received(), remote_in=remote.sum(0), remote_out=remote.sum(1),
+               dedup_in=dedup.sum(0), dedup_out=dedup.sum(1), expert_rows=t.expert_rows(),
+               out_of_domain_in=np.where(cross, rows_sd, 0).sum(0),
+               out_of_domain_out=np.where(cross, rows_sd, 0).sum(1))
+    for a in vars(ld).values():
+        a.flags.writeable = False
+    return ld
 
 
 def fabric_gbps(scn: Scenario, p: Params, remote_rows, cross_rows):
@@ -176,10 +183,13 @@ def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, wid
     # the shared expert stays BF16 (published) unless our kernel runs it in FP8 (fused)
     precision = "bf16" if shared and not fused else scn.precision
     H, I = m.hidden, width
+    measured = False  # whether a measured GEMM table gives the efficiency (mok_model/gemm_table.py)
     if library:
         eff = p["torch_gemm_eff"]
-    else:
-        eff = p["fp8_gemm_eff"] if precision == "fp8" else p["gemm_eff"]
+    elif precision == "fp8":
+        eff = p["fp8_gemm_eff"]
+    else:  # the table's efficiency for this shape where the parameters carry one, else gemm_eff
+        eff, measured = gemm_efficiency(p, scn)
     if scn.pass_ == "bwd":
         eff = eff * p["bwd_gemm_eff_scale"]
     # per-SM rate; with fewer SMs each one runs faster when sm_scaling < 1 (less HBM and L2
@@ -190,7 +200,8 @@ def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, wid
     tn = p["gemm_tile_n"]
     gu = gemm_time(row_tiles, 2 * I, H, sms, rate, tm, tn, wave_sync)
     dn = gemm_time(row_tiles, H, I, sms, rate, tm, tn, wave_sync)
-    fill = 1.0 if library else tile_fill_factor(p, rows, row_tiles, tm)
+    # a measured table holds the tile fill as measured
+    fill = 1.0 if library or measured else tile_fill_factor(p, rows, row_tiles, tm)
     if precision == "fp8" and not library:
         # the scale FFMAs after each 128-wide K block wait for the MMA: their time, relative to
         # the MMA's at the peak rate, is added to the tiles'

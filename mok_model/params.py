@@ -7,6 +7,7 @@ value its source. predict/simulate/tune read one; calibration writes one.
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -124,6 +125,9 @@ class Params:
     uncertainty: dict | None = None
     # parameters the file lacked (written before they existed), filled with their ADDED prior
     filled: tuple = ()
+    # measured GEMM efficiencies by shape (mok_model/gemm_table.py) in place of gemm_eff for the
+    # megakernel's GEMMs, or None; a file names it in "gemm_table" (a path beside the file)
+    gemm_table: object = None
 
     def __getitem__(self, name: str) -> float:
         return self.values[name]
@@ -132,7 +136,12 @@ class Params:
         """The same parameters with some values changed; the fit's samples no longer describe
         them, so the copy has no uncertainty block."""
         return Params({**self.values, **changes}, self.hardware, None, self.fitted_on, self.sources,
-                      None, tuple(f for f in self.filled if f not in changes))
+                      None, tuple(f for f in self.filled if f not in changes), self.gemm_table)
+
+    def with_table(self, table) -> "Params":
+        """The same parameters with a GEMM efficiency table (None: gemm_eff for every shape)."""
+        return Params(self.values, self.hardware, self.path, self.fitted_on, self.sources,
+                      self.uncertainty, self.filled, table)
 
     def samples(self) -> list["Params"]:
         """One Params per sampled parameter vector of the uncertainty block ([] without one)."""
@@ -140,7 +149,8 @@ class Params:
         if not u:
             return []
         return [Params({**self.values, **dict(zip(u["free"], row))}, self.hardware, None,
-                       self.fitted_on, self.sources, None, self.filled) for row in u["samples"]]
+                       self.fitted_on, self.sources, None, self.filled, self.gemm_table)
+                for row in u["samples"]]
 
     def filled_note(self) -> str | None:
         """What a prediction must say when the parameters file lacked parameters (None if not)."""
@@ -230,8 +240,16 @@ def read_params(path: str | Path) -> Params:
     block = doc.get("uncertainty")
     if block is not None:
         check_uncertainty(block, f"--params {str(path)!r}")
+    table = None
+    ref = doc.get("gemm_table")
+    if ref is not None:
+        from .gemm_table import read_table
+
+        if not isinstance(ref, str):
+            raise MokInputError(f"--params {str(path)!r}: gemm_table must be a file name")
+        table = read_table(path.parent / ref)
     return Params(values, doc.get("hardware", ""), str(path), doc.get("fitted_on", []), sources,
-                  block, filled)
+                  block, filled, table)
 
 
 def write_params(path: str | Path, params: Params, notes: str, extra: dict | None = None) -> None:
@@ -244,6 +262,10 @@ def write_params(path: str | Path, params: Params, notes: str, extra: dict | Non
            "fitted_on": params.fitted_on,
            "values": {k: {"value": params.values[k], "source": params.sources.get(k, "")}
                       for k in sorted(params.values)}}
+    if params.gemm_table is not None:
+        if params.gemm_table.path is None:
+            raise MokInputError(f"{path}: its GEMM table must be written to a file first")
+        doc["gemm_table"] = os.path.relpath(params.gemm_table.path, Path(path).resolve().parent)
     if extra:
         doc.update(extra)
     if params.uncertainty is not None:

@@ -171,6 +171,8 @@ CALIBRATE_CASES = [
     ([PUBLISHED, "--out", "{d}/p.json", "--engine", "x"], "--engine 'x' must be one of"),
     ([PUBLISHED, "--out", "{d}/p.json", "--hardware", "h100-hgx8"], "no records of it"),
     ([PUBLISHED, "--out", "{d}/p.json", "--base", "{d}/params-bad.json"], "not JSON"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--gemm-table", "{d}/none.json"], "GEMM table"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--gemm-table", "{d}/params-bad.json"], "not JSON"),
     ([PUBLISHED], "the following arguments are required: --out"),
 ]
 VALIDATE_CASES = [

@@ -1,0 +1,282 @@
+"""The measured GEMM efficiency table (mok_model/gemm_table.py): lookup and interpolation, the
+model using it in place of gemm_eff, the parameters file naming it, and the leave-one-group-out
+report's splits (calibration/report_space.py): no held-out record reaches its fold's fit."""
+
+from __future__ import annotations
+
+import json
+import math
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+import calibration.report_space as rs
+from calibration.cli import priors_for
+from calibration.gemm_table import build_table
+from mok_model.analytic import mok_terms
+from mok_model.band import band
+from mok_model.errors import MokInputError
+from mok_model.gemm_table import GemmTable, ideal_seconds, read_table, shape_of, write_table
+from mok_model.params import read_params, write_params
+from mok_model.predict import predict
+from mok_model.presets import load_hardware, load_model
+from mok_model.records import read_records, record_scenario
+from mok_model.scenario import Config, Scenario
+
+RUNS = Path(__file__).resolve().parents[1] / "calibration" / "runs"
+SHAPE_A = {"expert_width": 2048, "hidden": 7168, "local_experts": 16}
+SHAPE_B = {"expert_width": 512, "hidden": 7168, "local_experts": 16}
+
+
+def pt(rows: float, eff: float, **shape) -> dict:
+    return {"rows_per_expert": rows, "eff": eff, **(shape or SHAPE_A)}
+
+
+def table(*points) -> GemmTable:
+    return GemmTable("h200-1", tuple(points))
+
+
+def scenario(model: str = "kimi-k2", ep: int = 16, tokens: int = 2048) -> Scenario:
+    return Scenario(load_hardware("h200-1"), load_model(model), ep, tokens)
+
+
+def test_one_shape_is_linear_in_log_rows_and_flat_beyond_its_ends():
+    t = table(pt(64, 0.4), pt(256, 0.6))
+    a = SHAPE_A
+    assert t.eff(128, a["expert_width"], a["hidden"], a["local_experts"]) == pytest.approx(0.5)
+    assert t.eff(64 * 2 ** 0.5, 2048, 7168, 16) == pytest.approx(0.45)  # a quarter of the way
+    assert t.eff(8, 2048, 7168, 16) == pytest.approx(0.4)  # below the first point
+    assert t.eff(1e5, 2048, 7168, 16) == pytest.approx(0.6)  # above the last
+    # two points at one rows value are averaged
+    assert table(pt(64, 0.4), pt(64, 0.6)).eff(64, 2048, 7168, 16) == pytest.approx(0.5)
+
+
+def test_other_shapes_are_inverse_distance_weighted_in_log_space():
+    t = table(pt(100, 0.5, **SHAPE_A), pt(100, 0.7, **SHAPE_B))
+    assert t.eff(100, 2048, 7168, 16) == pytest.approx(0.5)  # its own shape: no mixing
+    assert t.eff(100, 512, 7168, 16) == pytest.approx(0.7)
+    # I = 1024 lies one octave from both: the plain mean
+    assert t.eff(100, 1024, 7168, 16) == pytest.approx(0.6)
+    # nearer B (I = 724 is 0.5 octave from B, 1.5 from A): weights 1/0.25 and 1/2.25
+    q = t.eff(100, 2 ** 9.5, 7168, 16)
+    assert q == pytest.approx((0.7 / 0.25 + 0.5 / 2.25) / (1 / 0.25 + 1 / 2.25))
+    # a shape with points at other rows: its curve at the queried rows enters the mean
+    t2 = table(pt(64, 0.4, **SHAPE_A), pt(256, 0.6, **SHAPE_A), pt(128, 0.9, **SHAPE_B))
+    assert t2.eff(128, 1024, 7168, 16) == pytest.approx((0.5 + 0.9) / 2)
+
+
+def test_table_point_recovers_the_efficiency_it_was_measured_at():
+    """A GEMM-phase record measured at ideal / 0.55 gives a point of eff 0.55 at its shape."""
+    scn = scenario()
+    ideal = ideal_seconds(scn, 128, 128)
+    rows, width, hidden, local = shape_of(scn)
+    assert local == 24 and width == 2048 and rows == pytest.approx(2048 * 16 * 8 / 384, rel=0.1)
+    rec = _gemm_record("kimi-k2", 16, 2048, ideal / 0.55 * 1e3)
+    t = build_table([rec], "h200-1", ["x.jsonl"])
+    assert t.points[0]["eff"] == pytest.approx(0.55)
+    assert t.eff(rows, width, hidden, local) == pytest.approx(0.55)
+    # more FLOPs, more ideal time: a wider expert of the same rows
+    assert ideal_seconds(scenario("glm-5"), 128, 128) < ideal_seconds(scenario("kimi-k2"), 128, 128) * 1.2
+
+
+def test_the_model_uses_the_table_in_place_of_gemm_eff():
+    """A table of one constant efficiency predicts what gemm_eff of that value (and no tile-fill
+    term) predicts; a lower table efficiency, a slower GEMM."""
+    scn = scenario()
+    base = priors_for("h200-1").with_values(gemm_row_share=0.3)
+    flat = base.with_values(gemm_eff=0.6, gemm_row_share=0.0)
+    args = (np.array([False, True]), np.array([True, False]), np.array([2048, 4096]),
+            np.array([16, 32]), np.array([131072, 8192]), np.array([0.5, 0.5]))
+    want = mok_terms(scn, flat, *args)["total"]
+    got = mok_terms(scn, base.with_table(table(pt(10, 0.6), pt(5000, 0.6))), *args)["total"]
+    assert np.allclose(got, want, rtol=1e-12)
+    slow = mok_terms(scn, base.with_table(table(pt(10, 0.3))), *args)["work"]["routed_gemm"]
+    fast = mok_terms(scn, base.with_table(table(pt(10, 0.6))), *args)["work"]["routed_gemm"]
+    assert np.all(slow > fast)
+    # the simulator reads the same GEMM times
+    cfg = Config(minibatch=4096, comm_sms=16)
+    s1 = predict(scn, cfg, "mok", flat, "sim").latency_ms
+    s2 = predict(scn, cfg, "mok", base.with_table(table(pt(10, 0.6))), "sim").latency_ms
+    assert s2 == pytest.approx(s1, rel=1e-9)
+
+
+def test_a_table_holds_only_for_the_pass_and_precision_it_measured():
+    t = table({**pt(10, 0.3), "pass": "fwd", "precision": "bf16"})
+    assert t.covers(scenario())
+    assert not t.covers(scenario().with_(pass_="bwd"))
+
+
+def test_parameters_file_names_its_table_and_bands_keep_it(tmp_path):
+    tpath = tmp_path / "gemm" / "h200-1.json"
+    tpath.parent.mkdir()
+    t = GemmTable("h200-1", (pt(64, 0.4), pt(4096, 0.7)), ("calibration/runs/x.jsonl",), str(tpath))
+    write_table(tpath, t)
+    p = priors_for("h200-1").with_table(read_table(tpath))
+    write_params(tmp_path / "p.json", p, "test")
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert doc["gemm_table"] == "gemm/h200-1.json"  # relative to the parameters file
+    q = read_params(tmp_path / "p.json")
+    assert q.gemm_table is not None and q.gemm_table.records == ("calibration/runs/x.jsonl",)
+    scn, cfg = scenario(), Config(minibatch=4096, comm_sms=16)
+    assert predict(scn, cfg, "mok", q).latency_ms == pytest.approx(predict(scn, cfg, "mok", p).latency_ms)
+    assert q.with_values(mok_fixed_us=5.0).gemm_table is q.gemm_table
+    # a band re-predicts with samples that keep the table
+    u = {"method": "bootstrap", "seed": 0, "n": 2, "free": ["mok_fixed_us"],
+         "samples": [[0.0], [100.0]]}
+    pb = priors_for("h200-1").with_table(q.gemm_table)
+    pb = type(pb)(pb.values, pb.hardware, None, [], pb.sources, u, (), pb.gemm_table)
+    assert all(s.gemm_table is q.gemm_table for s in pb.samples())
+    b = band(predict(scn, cfg, "mok", pb), pb)
+    assert 0.09 <= b.hi - b.lo <= 0.1 + 1e-9  # the two samples lie 100 us apart
+
+
+def test_bad_table_files_are_refused(tmp_path):
+    f = tmp_path / "t.json"
+    f.write_text(json.dumps({"schema": "other", "points": []}))
+    with pytest.raises(MokInputError, match="schema"):
+        read_table(f)
+    f.write_text(json.dumps({"schema": "mok-gemm-table/1", "points": [{**pt(64, 0.4), "eff": -1}]}))
+    with pytest.raises(MokInputError, match="eff"):
+        read_table(f)
+    with pytest.raises(MokInputError, match="no such file"):
+        read_table(tmp_path / "missing.json")
+
+
+def _gemm_record(model: str, ep: int, tokens: int, ms: float, rid: str | None = None) -> dict:
+    return {"schema": "mok-run/1", "id": rid or f"g-{model}-{ep}-{tokens}", "date": "2026-12-01",
+            "hardware": {"preset": "h200-1", "gpu": "NVIDIA H200", "gpus": 1, "sms": 132,
+                         "fabric": "local-hbm", "driver": "-"},
+            "software": {}, "system": "gemm-only", "model": model, "ep": ep,
+            "emulated_peers": True, "tokens": tokens, "pass": "fwd", "precision": "bf16",
+            "config": {}, "routing": {"kind": "uniform", "seed": 0},
+            "latency_ms": {"median": ms}, "source": "measured"}
+
+
+@pytest.fixture(scope="module")
+def dev_records() -> list[dict]:
+    recs = read_records([RUNS / "h200" / "micro.jsonl", RUNS / "h200-tiles" / "tiles.jsonl",
+                         RUNS / "h200x2" / "emulated_same_rank_v2.jsonl"])
+    return rs.usable(recs)[0]
+
+
+@pytest.mark.parametrize("by", ["model", "ep"])
+def test_report_folds_hold_out_every_record_of_the_group(dev_records, by):
+    """Each fold's training set has no record of its held-out value, of any system (MoK,
+    GEMM phases, microbenchmarks of a model preset: the micro-gemm-sms of glm-5 EP 16 leaves
+    with glm-5 and with EP 16); every MoK record is held out exactly once."""
+    from calibration.split import group_value
+
+    seen = []
+    for value, train, held in rs.folds(dev_records, by):
+        assert held and all(group_value(r, by) == value for r in held)
+        assert not [r for r in train if group_value(r, by) == value and not rs.hardware_micro(r)]
+        assert {r["system"] for r in train} >= {"mok", "gemm-only", "micro-copy"}
+        if value in ("glm-5", "16"):
+            assert "micro-gemm-sms" not in {r["system"] for r in train}
+        seen += [r["id"] for r in held]
+    mok = [r["id"] for r in dev_records if r["system"] == "mok"]
+    assert sorted(seen) == sorted(mok)
+
+
+def test_a_fold_builds_its_table_from_its_training_records_only(dev_records, monkeypatch):
+    got = {}
+
+    def spy(records, hardware, files, system="gemm-only", *a, **k):
+        got["ids"] = {r["id"] for r in records if r["system"] == system}
+        return build_table(records, hardware, files, system, *a, **k)
+
+    class Done(Exception):
+        pass
+
+    def stop(layer, base, free, *a, **k):  # the layer fit itself is not under test here
+        got["free"], got["table"] = free, base.gemm_table
+        raise Done
+
+    monkeypatch.setattr(rs, "build_table", spy)
+    monkeypatch.setattr(rs, "fit", stop)
+    value, train, held = next(f for f in rs.folds(dev_records, "model") if f[0] == "kimi-k2")
+    with pytest.raises(Done):
+        rs.fit_fold(train, "absolute")
+    kimi = {r["id"] for r in dev_records if r["model"] == "kimi-k2"}
+    assert got["ids"] and not got["ids"] & kimi
+    assert {p["model"] for p in got["table"].points} .isdisjoint({"kimi-k2"})
+    assert "gemm_eff" not in got["free"]  # the table replaces it
+
+
+def test_report_leaves_out_runs_of_another_tile(dev_records):
+    tiles = read_records([RUNS / "h200-tiles" / "tiles.jsonl"])
+    kept, left = rs.usable(tiles)
+    mok = [r for r in kept if r["system"] == "mok"]
+    assert mok and all(rs._tile(r) == rs._tile({}) for r in mok)
+    assert sum(v for k, v in left.items() if "tile" in k) == sum(
+        r["system"] == "mok" for r in tiles) - len(mok)
+
+
+def test_sim_sample_keeps_whole_workloads(dev_records):
+    held = [r for r in dev_records if r["system"] == "mok"]
+    sample = rs.sim_sample(held, 3)
+    from mok_model.records import workload_key
+
+    keys = {workload_key(r) for r in sample}
+    assert sample and len(keys) == math.ceil(len({workload_key(r) for r in held}) / 3)
+    assert all(workload_key(r) in keys for r in held if r in sample)
+    assert len(sample) == sum(workload_key(r) in keys for r in held)
+    assert record_scenario(sample[0])  # the sampled records are scenarios the model reads
+
+
+def test_regret_is_the_predicted_best_configuration_measured_against_the_best(dev_records):
+    """Ten configurations of one workload: the model's pick measured 5% over the best -> 5%."""
+    base = next(r for r in dev_records if r["system"] == "mok")
+    recs, pred = [], []
+    for i in range(10):
+        r = {**base, "id": f"c{i}", "config": {**base["config"], "minibatch": 512 * (i + 1)},
+             "latency_ms": {"median": 1.0 + 0.01 * i}}
+        recs.append(r)
+        pred.append(2.0 - 0.01 * i if i != 5 else 0.5)  # the model picks configuration 5
+    (row,) = rs.regrets(recs, pred, "analytic")
+    assert row["configs"] == 10 and row["regret"] == pytest.approx(0.05)
+    assert rs.regrets(recs[:7], pred[:7], "analytic") == []  # under 8 configurations: no sweep
+
+
+def test_calibrate_with_a_table_writes_a_file_that_names_it(tmp_path, monkeypatch):
+    """`python -m calibration.gemm_table` then `mok calibrate --gemm-table`: the parameters file
+    names the table, predictions read it back, gemm_eff is left at its prior."""
+    from calibration.cli import calibrate_cli
+    from calibration.gemm_table import main as table_main
+
+    runs = str(RUNS / "h200x2" / "emulated_same_rank_v2.jsonl")
+    tfile, pfile = tmp_path / "t.json", tmp_path / "p.json"
+    assert table_main([runs, "--out", str(tfile)]) == 0
+    t = read_table(tfile)
+    assert len(t.points) == 12 and t.records == (runs,)
+    assert calibrate_cli([runs, "--out", str(pfile), "--gemm-table", str(tfile),
+                          "--band", "none", "--free", "mok_fixed_us"]) == 0
+    p = read_params(pfile)
+    assert p.gemm_table is not None and len(p.gemm_table.points) == 12
+    assert p["gemm_eff"] == priors_for("h200-1")["gemm_eff"]
+    scn, cfg = scenario("glm-5", 2, 4096), Config(minibatch=2048, comm_sms=16, capacity=1.0)
+    assert predict(scn, cfg, "mok", p).latency_ms != pytest.approx(
+        predict(scn, cfg, "mok", p.with_table(None)).latency_ms, rel=1e-3)
+
+
+def test_a_relative_table_gives_the_shape_trend_and_gemm_eff_the_level():
+    """Relative (another GEMM's records): eff = gemm_eff x table / its median, so the level is
+    gemm_eff's and a shape at the median runs at gemm_eff; absolute: the table's value."""
+    pts = (pt(64, 0.3), pt(512, 0.6), pt(4096, 0.9))
+    rel = GemmTable("h200-1", pts, level="relative")
+    assert rel.median == pytest.approx(0.6)
+    from mok_model.gemm_table import gemm_efficiency, replaces_gemm_eff
+
+    scn = scenario()  # kimi-k2 EP 16 at 2048 tokens: about 680 rows per expert
+    rows = shape_of(scn)[0]
+    p = priors_for("h200-1").with_values(gemm_eff=0.5)
+    e_rel, _ = gemm_efficiency(p.with_table(rel), scn)
+    e_abs, _ = gemm_efficiency(p.with_table(GemmTable("h200-1", pts)), scn)
+    # kimi-k2 has I 2048, H 7168, L 24: not a table shape, so the 4-nearest mean of one shape
+    want = float(np.interp(math.log2(rows), [6, 9, 12], [0.3, 0.6, 0.9]))
+    assert e_abs == pytest.approx(want)
+    assert e_rel == pytest.approx(0.5 * want / 0.6)
+    assert replaces_gemm_eff(GemmTable("h200-1", pts)) and not replaces_gemm_eff(rel)
+    with pytest.raises(MokInputError, match="level"):
+        GemmTable("h200-1", pts, level="sideways")
