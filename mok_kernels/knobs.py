@@ -161,8 +161,10 @@ def _preset_sms(name: str) -> int | None:
 
 
 def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, tokens: int,
-                 params: str | Params | None = None, given: dict | None = None) -> Choice:
-    """The tuner's knobs for one question (uncached), with the capacity kept safe."""
+                 params: str | Params | None = None, given: dict | None = None,
+                 precision: str = "bf16") -> Choice:
+    """The tuner's knobs for one question (uncached), with the capacity kept safe; `precision`
+    of the forward pass (bf16 or fp8: the model's FP8 terms)."""
     hw, model = _hardware(hardware), layer_model(shape)
     given = dict(given or {})
     _check_given(given)
@@ -170,8 +172,8 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
         raise MokInputError(f"macrobatch={given['macrobatch']} given without minibatch: give both "
                             f"(the ring holds whole minibatches) or neither")
     p = params if isinstance(params, Params) else _params(hw, params)
-    scn = Scenario(hw, model, ep, tokens)
-    source = f"tuner: {hw.name} params {p.path}"
+    scn = Scenario(hw, model, ep, tokens, "fwd", precision)
+    source = f"tuner: {hw.name} params {p.path}" + (f" ({precision})" if precision != "bf16" else "")
     if hw.sms != _preset_sms(hw.name):
         source += f" at {hw.sms} SMs per rank"
     safe = safe_capacity(ep, tokens, model.top_k, model.routed_experts)
@@ -190,7 +192,7 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
 
 def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: int, tokens: int,
                  table: str | os.PathLike | None = None, params: str | None = None,
-                 given: dict | None = None) -> Choice:
+                 given: dict | None = None, precision: str = "bf16") -> Choice:
     """The knobs for one layer: `given` knobs win; the rest from `table` (its bucket for
     `tokens`) when one is named, else from the tuner for `hardware` (cached per question).
 
@@ -205,14 +207,17 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
     hw = None if hardware is None else _hardware(hardware)
     model = layer_model(shape)
     if table is not None:
+        if precision != "bf16":
+            raise MokInputError(f"knob tables hold BF16 choices; a {precision} layer's knobs come "
+                                f"from the tuner (leave knob_table unset) or are given")
         return _table_choice({**load_table(table), "_path": str(table)}, hw, model, ep, tokens,
                              given)
     if hw is None:
         raise MokInputError("no hardware to ask the model for: name a hardware preset or a knob table")
     key = (hw, params, tuple(sorted(shape_of(model).items())), ep, tokens,
-           tuple(sorted(given.items())))
+           tuple(sorted(given.items())), precision)
     if key not in _CACHE:
-        _CACHE[key] = tuned_choice(hw, model, ep, tokens, params, given)
+        _CACHE[key] = tuned_choice(hw, model, ep, tokens, params, given, precision)
     return _CACHE[key]
 
 
@@ -428,5 +433,6 @@ def resolve_layer(layer: Any) -> tuple[Any, str]:
         e *= layer.ep
     shape = {"hidden": h, "expert_width": i, "routed_experts": e, "top_k": layer.topk,
              "shared_width": 0 if w.sg is None else int(w.sg.shape[1])}
-    c = choose_knobs(hw, shape, layer.ep, layer.tokens, layer.knob_table, layer.knob_params, given)
+    c = choose_knobs(hw, shape, layer.ep, layer.tokens, layer.knob_table, layer.knob_params, given,
+                     cfg.precision)
     return dataclasses.replace(cfg, **c.knobs), c.source

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from mok_kernels import knobs
+from mok_model.errors import MokInputError
 from mok_kernels import reference as ref
 from mok_kernels.megakernel import KernelConfig, MoKLayer
 from mok_kernels.schedule import capacity_rows as kernel_capacity_rows
@@ -293,3 +294,14 @@ def test_uniform_bound_covers_sampled_routings(ep, tokens, e, k):
     assert int(rows.sum()) == passes * ep * tokens * k
     busiest = int(rows.max())
     assert busiest <= need <= ep * tokens * min(k, e // ep)
+
+
+def test_fp8_layers_are_tuned_with_the_fp8_terms():
+    """An FP8 layer's knobs come from the model's FP8 terms (its own predicted time), never from a
+    BF16 knob table."""
+    bf16 = knobs.choose_knobs("h200-1", KIMI, 8, 4096)
+    fp8 = knobs.choose_knobs("h200-1", KIMI, 8, 4096, precision="fp8")
+    assert "(fp8)" in fp8.source and "(fp8)" not in bf16.source
+    assert fp8.predicted_ms != bf16.predicted_ms
+    with pytest.raises(MokInputError, match="knob tables hold BF16"):
+        knobs.choose_knobs("h200-1", KIMI, 8, 4096, table="any.json", precision="fp8")
