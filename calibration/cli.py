@@ -21,10 +21,10 @@ from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import BOUNDS, Params, read_params, write_params
-from mok_model.records import KNOBS, not_predicted, read_records, split_default_variant
+from mok_model.records import KNOBS, model_records, read_records
 from mok_model.scenario import ENGINES
 
-from .fit import BAND_SAMPLES, BAND_SEED, BANDS, fit, predictable
+from .fit import BAND_SAMPLES, BAND_SEED, BANDS, fit
 from .micro import fit_micro
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
 from .split import check_key, group_values, split
@@ -159,7 +159,7 @@ def run_calibrate(a: argparse.Namespace) -> dict:
         raise MokInputError(f"--band {band!r} must be one of {', '.join(BANDS)}")
     records = read_records(a.runs)
     hardware, records = _hardware_of(records, a.hardware)
-    notes = not_predicted(records)
+    layer, notes = model_records(records)
     base = read_params(a.base) if a.base else priors_for(hardware)
     table = read_table(a.gemm_table) if a.gemm_table else base.gemm_table
     if table is not None and table.hardware != hardware:
@@ -173,9 +173,6 @@ def run_calibrate(a: argparse.Namespace) -> dict:
                         else "gemm_eff times the table's shape factor"))
     micro = fit_micro(records, base)
     notes += micro.notes
-    layer, variant_note = split_default_variant([r for r in records if predictable(r)])
-    if variant_note:
-        notes.append(variant_note)
     if not layer:
         raise MokInputError("no MoE layer records (system mok or a modelled baseline) to fit")
     split_doc = None
@@ -351,10 +348,7 @@ def run_validate(a: argparse.Namespace) -> dict:
     known = ("model", "tokens", "ep", "pass", "precision", "system", "source", "date") + KNOBS
     if a.color_by not in known:
         raise MokInputError(f"--color-by {a.color_by!r} must be one of {', '.join(known)}")
-    skipped = not_predicted(records)
-    records, variant_note = split_default_variant([r for r in records if predictable(r)])
-    if variant_note:
-        print(f"mok validate: {variant_note}", file=sys.stderr)
+    records, skipped = model_records(records)
     if a.heldout_only:
         split_doc = json.loads(Path(a.params).read_text()).get("split")
         if not isinstance(split_doc, dict) or not isinstance(split_doc.get("heldout_ids"), list):

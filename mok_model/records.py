@@ -243,6 +243,13 @@ def predictable(rec: dict) -> bool:
     return rec["system"] in SYSTEMS and routing_reproduced(rec)
 
 
+def model_records(records: list[dict]) -> tuple[list[dict], list[str]]:
+    """The records the model predicts and is judged on (predictable, today's default kernel
+    variants), and notes naming what was left out and why."""
+    kept, variant_note = split_default_variant([r for r in records if predictable(r)])
+    return kept, not_predicted(records) + ([variant_note] if variant_note else [])
+
+
 def not_predicted(records: list[dict]) -> list[str]:
     """Notes naming the records predictable() leaves out (microbenchmarks aside), by reason."""
     other = Counter(r["system"] for r in records

@@ -57,9 +57,8 @@ def run(opts: Options, runs_dir: Path | None = None):
     records, files = measured_records(runs_dir)
     csv_path, png = opts.out / f"{NAME}.csv", opts.out / f"{NAME}.png"
     if records:
-        from calibration.fit import predictable
-        from mok_model.records import split_default_variant
-        records, variant_note = split_default_variant([r for r in records if predictable(r)])
+        from mok_model.records import model_records
+        records, left_out = model_records(records)
     if not records:
         return _no_runs(opts, runs_dir, files)
 
@@ -94,7 +93,7 @@ def run(opts: Options, runs_dir: Path | None = None):
                                    f"{max(r['regret_pct'] for r in reg):.1f}%") if reg else "n/a"}
     sections = [
         ("Data", f"{v.n} measured records from {len(files)} file(s): " + ", ".join(f"`{Path(f).name}`" for f in files)
-         + f". Hardware presets: {', '.join(presets)}." + (f" Note: {variant_note}." if variant_note else "")),
+         + f". Hardware presets: {', '.join(presets)}." + "".join(f" Note: {n}." for n in left_out)),
         ("Headline", f"MAPE **{100 * v.mape:.1f}%**, max APE {100 * v.max_ape:.1f}%, Spearman {rho} over "
                      f"{v.groups} workload(s) with >= 3 configurations. Tuner regret (mean, max): "
                      f"{head['regret (mean, max)']}."),
