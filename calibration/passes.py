@@ -62,7 +62,7 @@ def pass_records(records: list[dict], old: bool = False) -> tuple[dict[str, list
     if drop:
         kept = [r for r in kept if routing_reproduced(r)]
         notes.append(f"skipped {len(drop)} zipf record(s) whose expert popularity order the model "
-                     f"does not draw (torch.randperm on the GPU, before 2026-12-01; "
+                     f"does not draw (torch.randperm on the GPU, before 2026-12-01 03:40 UTC; "
                      f"records.routing_reproduced)")
     groups = {g: [r for r in kept if pass_group(r) == g] for g in GROUPS}
     return groups, notes

@@ -258,7 +258,7 @@ def not_predicted(records: list[dict]) -> list[str]:
     notes = [f"records of systems the model does not predict were not used: {dict(other)}"] \
         if other else []
     if zipf:
-        notes.append(f"{zipf} zipf records measured before 2026-12-01 were not used: their expert "
+        notes.append(f"{zipf} zipf records measured before 2026-12-01 03:40 UTC were not used: their expert "
                      f"popularity order (torch.randperm on the GPU) is not the model's "
                      f"(records.routing_reproduced)")
     return notes
@@ -266,7 +266,7 @@ def not_predicted(records: list[dict]) -> list[str]:
 
 def routing_reproduced(rec: dict) -> bool:
     """Whether the model draws the routing the run had. Measured zipf records before 2026-12-01
-    (no ``"order": "model"``) drew their expert popularity order with torch.randperm on the GPU,
+    03:40 UTC (no ``"order": "model"``) drew their expert popularity order with torch.randperm on the GPU,
     so their popular experts sit on ranks the model cannot know (mok_model.workload.zipf_order is
     the order the kernels use since); published records give no draw to reproduce."""
     routing = rec["routing"]
