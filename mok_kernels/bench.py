@@ -24,7 +24,13 @@ from mok_model.records import append_records
 
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
 
-SYSTEMS = ("mok", "torch-grouped", "gemm-only")
+SYSTEMS = ("mok", "torch-grouped", "gemm-only", "mok-gemm")
+# mok-gemm: the megakernel's own GEMM phases alone (its copies skipped; a diagnostic whose output
+# is not a result), the records a GEMM efficiency table is read from (calibration/gemm_table.py)
+GEMM_PHASE_KNOBS = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32,
+                        macrobatch=131072, capacity=1.0)
+GEMM_PHASE_NOTE = ("DIAGNOSTIC: the megakernel's GEMM phases alone (dispatch copies skipped, ring "
+                   "of random rows, launch only: no schedule, no epilogue); output not a result")
 # --pass bwd: the backward megakernel, the same rank's backward GEMMs alone, torch autograd
 # through the unfused rank forward (one GPU, rank emulation)
 SYSTEMS_BWD = ("mok", "gemm-only", "torch-autograd")
@@ -437,6 +443,25 @@ def run_gemm_only(wl: Workload, iters: int, warmup: int) -> list[float]:
     return time_events(lambda: gemm_only(xs, h, offs, x_loc, hs, ex), refresh, iters, warmup)
 
 
+def run_mok_gemm(wl: Workload, iters: int, warmup: int, **tiles: Any) -> list[float]:
+    """Time the megakernel's GEMM phases alone on this rank: the published default knobs with
+    the dispatch copies skipped (the comm programs join the compute at once), fresh random rows in
+    the ring before each launch, one routing draw, graph replay of the launch (no schedule, no
+    epilogue)."""
+    from .megakernel import KernelConfig, MoKLayer
+    cfg = KernelConfig(**GEMM_PHASE_KNOBS, skip_copy=True, **tiles)
+    layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, cfg, local_weights=True)
+    layer.ring.normal_()
+    sched = layer.schedule(wl.ids)
+    launch = lambda: layer.launch(wl.x, sched)  # noqa: E731
+    launch()
+    torch.cuda.synchronize()
+    layer.check()
+    times = time_events(capture_graph(launch), lambda i: layer.ring.normal_(), iters, warmup)
+    layer.check()
+    return times
+
+
 def run_mok_bwd(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph: bool,
                 breakdown: bool, tiles: str = "default") -> tuple[list[float], dict[str, float]]:
     """Time the backward megakernel of one emulated rank (schedule build + megakernel +
@@ -534,15 +559,22 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
         base_knobs = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32,
                           macrobatch=131072, capacity=0.5)
         baselines = ((("gemm-only", run_gemm_only_bwd), ("torch-autograd", run_torch_autograd))
-                     if bwd else (("torch-grouped", run_torch_grouped), ("gemm-only", run_gemm_only)))
+                     if bwd else (("torch-grouped", run_torch_grouped), ("gemm-only", run_gemm_only),
+                                  ("mok-gemm", run_mok_gemm)))
         if bwd:
             note0 += ("; backward pass (forward not timed): pull dispatch of x and dOut rows, dX "
                       "pushed to the home slots, whatever dispatch/combine/macrobatch say")
         for sysname, fn in baselines:
             if sysname in systems:
                 t = fn(wl, a.iters, a.warmup)
-                rec = make_record(system=sysname, knobs=base_knobs, times=t, breakdown={},
-                                  note=f"{note0}; knobs not used by this system; {cmd}", **common)
+                if sysname == "mok-gemm":
+                    rec = make_record(system=sysname, knobs=GEMM_PHASE_KNOBS, times=t,
+                                      breakdown={}, note=f"{note0}; {GEMM_PHASE_NOTE}; {cmd}",
+                                      tiles=forward_tiles("bf16"), **common)
+                else:
+                    rec = make_record(system=sysname, knobs=base_knobs, times=t, breakdown={},
+                                      note=f"{note0}; knobs not used by this system; {cmd}",
+                                      **common)
                 append_records(a.out, [rec])
                 recs.append(rec)
                 log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} {sysname:14s} "

@@ -3,7 +3,7 @@
     python -m mok_kernels.space_sweep --plan-out PLAN.jsonl          # CPU: the planned MoK records
     PYTHONPATH=. python3 -m mok_kernels.space_sweep --out $OUT/space.jsonl --deadline-s 400 \\
         [--models kimi-k2,glm-5] [--skip-done calibration/runs/h200_space/space.jsonl] \\
-        [--compile-only]
+        [--compile-only] [--gemm-phases]
 
 Workloads: every model preset x EP {4, 8, 16, 32} (where the experts divide evenly) x tokens per
 GPU {64 .. 8192} x routing {uniform, zipf:1.2, hot:0.1}, in one seeded random order, so that a run
@@ -13,7 +13,10 @@ knobs (pull/push, minibatch 4096, 32 comm SMs) plus three knob settings drawn fr
 output checked on a sample of rows against float32 before it is timed. ``--compile-only`` runs each
 planned configuration once untimed (several such processes fill Triton's cache in parallel before
 the timed run). The plan is fixed by ``--seed``: register its predictions
-(``python -m calibration.register --plan``) before running.
+(``python -m calibration.register --plan``) before running. ``--gemm-phases`` records instead, per
+workload, the megakernel's own GEMM phases alone (system ``mok-gemm``: mok_kernels/bench.py
+run_mok_gemm), the points of a GEMM efficiency table (``python -m calibration.gemm_table --system
+mok-gemm``); ``--skip-done`` then skips the workloads that have one.
 """
 
 from __future__ import annotations
@@ -67,13 +70,13 @@ def _key(model: str, ep: int, tokens: int, routing: dict) -> tuple:
     return model, ep, tokens, json.dumps(routing, sort_keys=True)
 
 
-def _done(path: str | None) -> set[tuple]:
-    """Workloads with a gemm-only record in ``path`` (started by an earlier run)."""
+def _done(path: str | None, system: str) -> set[tuple]:
+    """Workloads with a record of ``system`` in ``path`` (started by an earlier run)."""
     if not path:
         return set()
     from mok_model.records import read_records
     return {_key(r["model"], r["ep"], r["tokens"], r["routing"])
-            for r in read_records([path]) if r["system"] == "gemm-only"}
+            for r in read_records([path]) if r["system"] == system}
 
 
 def run(a: argparse.Namespace) -> int:
@@ -81,15 +84,16 @@ def run(a: argparse.Namespace) -> int:
 
     from mok_model.records import append_records
 
-    from .bench import (Workload, _hardware, _software, capture_graph, forward_tiles, make_record,
-                        run_gemm_only, time_events)
+    from .bench import (GEMM_PHASE_KNOBS, GEMM_PHASE_NOTE, Workload, _hardware, _software,
+                        capture_graph, forward_tiles, make_record, run_gemm_only, run_mok_gemm,
+                        time_events)
     from .megakernel import KernelConfig, MoKLayer
     from .routing import routing_record
     from .tile_sweep import TOL, check
     t0, hw, sw = time.time(), _hardware(), _software()
     cmd = "python3 -m mok_kernels.space_sweep " + " ".join(a.argv)
     models = set(a.models.split(",")) if a.models else set(MODELS)
-    done = _done(a.skip_done)
+    done = _done(a.skip_done, "mok-gemm" if a.gemm_phases else "gemm-only")
     n_rec = 0
     for w in plan(a.seed):
         if time.time() - t0 > a.deadline_s:
@@ -103,13 +107,25 @@ def run(a: argparse.Namespace) -> int:
                       seed=a.seed, hardware=hw, software=sw)
         note = f"single-GPU rank emulation: rank 0 of EP {w['ep']}; graph replay; {cmd}"
         recs, line = [], [f"{w['model']}:{w['ep']}:{w['tokens']}:{w['routing']}"]
-        if not a.compile_only:
+        if a.gemm_phases:
+            try:
+                iters, warmup = (1, 0) if a.compile_only else (a.iters, a.warmup)
+                t = run_mok_gemm(wl, iters, warmup)
+            except (RuntimeError, ValueError) as exc:     # refused shape, overflow, stall
+                print(f"{line[0]} mok-gemm: FAILED {type(exc).__name__}: {exc}", flush=True)
+                continue
+            if not a.compile_only:
+                recs.append(make_record(system="mok-gemm", knobs=GEMM_PHASE_KNOBS, times=t,
+                                        breakdown={}, note=f"{note}; {GEMM_PHASE_NOTE}",
+                                        tiles=forward_tiles("bf16"), **common))
+                line.append(f"mok-gemm {recs[0]['latency_ms']['median']:.3f}")
+        elif not a.compile_only:
             t = run_gemm_only(wl, a.iters, a.warmup)
             recs.append(make_record(system="gemm-only", knobs=w["configs"][0], times=t,
                                     breakdown={}, note=note + "; knobs not used by this system",
                                     **common))
             line.append(f"gemm-only {recs[0]['latency_ms']['median']:.3f}")
-        for knobs in w["configs"]:
+        for knobs in [] if a.gemm_phases else w["configs"]:
             label = f"{knobs['dispatch']}/{knobs['combine']}/{knobs['minibatch']}/{knobs['comm_sms']}"
             layer = fwd = None      # free the last configuration's buffers before the next one
             try:
@@ -152,6 +168,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--models", default=None, help="comma list: only these presets' workloads")
     p.add_argument("--skip-done", default=None, help="records file: skip its workloads")
     p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--gemm-phases", action="store_true",
+                   help="record the megakernel's GEMM phases alone (mok-gemm) per workload")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--iters", type=int, default=8)
     p.add_argument("--warmup", type=int, default=2)

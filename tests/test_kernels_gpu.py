@@ -393,3 +393,20 @@ def test_auto_layer_after_swept_layers_on_real_gpus(tmp_path):
     recs = read_records([out])
     assert len(recs) == 2 and sum("auto" in r for r in recs) == 1
     assert all(max(r["rel_err_vs_fp32"]) <= 2e-2 for r in recs)
+
+
+def test_bench_gemm_phases_record(tmp_path):
+    """`mok bench --systems mok,mok-gemm`: the kernel's GEMM phases alone are recorded as a
+    diagnostic with the knobs they ran, and take no longer than the whole pass (copies skipped)."""
+    from mok_kernels.bench import GEMM_PHASE_KNOBS, cli
+    from mok_model.records import read_records
+    out = tmp_path / "runs.jsonl"
+    rc = cli(["--model", "qwen3-30b-a3b", "--ep", "16", "--tokens", "1024", "--systems",
+              "mok,mok-gemm", "--dispatch", "pull", "--combine", "push", "--minibatch", "4096",
+              "--comm-sms", "32", "--capacity", "1.0", "--iters", "5", "--warmup", "2",
+              "--out", str(out)])
+    assert rc == 0
+    recs = {r["system"]: r for r in read_records([out])}
+    g, m = recs["mok-gemm"], recs["mok"]
+    assert g["config"] == GEMM_PHASE_KNOBS and "DIAGNOSTIC" in g["note"] and g["tiles"]
+    assert 0 < g["latency_ms"]["median"] <= 1.05 * m["latency_ms"]["median"]

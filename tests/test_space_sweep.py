@@ -30,7 +30,7 @@ def test_planned_records_and_resume(tmp_path):
     w = ss.plan(0)[0]
     from mok_kernels.routing import routing_record
     assert recs[0]["routing"] == routing_record(w["routing"], 0)
-    assert ss._done(None) == set()
+    assert ss._done(None, "gemm-only") == set()
     path = tmp_path / "r.jsonl"
     rec = {"schema": "mok-run/1", "id": "x", "date": "2026-12-01", "hardware": {"preset": "h200-1"}, "software": {},
            "system": "gemm-only", "model": w["model"], "ep": w["ep"], "emulated_peers": True,
@@ -38,5 +38,6 @@ def test_planned_records_and_resume(tmp_path):
            "routing": routing_record(w["routing"], 0),
            "latency_ms": {"median": 1.0, "p10": 1.0, "p90": 1.0, "n": 1}, "source": "measured"}
     path.write_text(json.dumps(rec) + "\n")
-    assert ss._done(str(path)) == {ss._key(w["model"], w["ep"], w["tokens"],
-                                           routing_record(w["routing"], 0))}
+    assert ss._done(str(path), "gemm-only") == {ss._key(w["model"], w["ep"], w["tokens"],
+                                                        routing_record(w["routing"], 0))}
+    assert ss._done(str(path), "mok-gemm") == set()        # --gemm-phases resumes on its own

@@ -1,0 +1,36 @@
+"""Device job (1 s): the expert popularity orders the kernels drew for zipf routing before
+2026-12-01 03:40 UTC (torch.randperm on the GPU, commit b03c2ab replaced it by the model's draw).
+
+    PYTHONPATH=. python3 benchmarks/device/legacy_zipf_orders.py $OUT/legacy_zipf_orders.json
+
+For every routed-expert count of the presets and popularity seeds 0-3 it writes the permutation
+the old code drew: expert j had popularity rank perm[j] + 1 (mok_kernels/routing.py before
+b03c2ab), with the torch version and GPU that drew it. With these the model can read the earlier
+zipf records again (mok_model/workload.py legacy orders)."""
+
+import json
+import sys
+
+import torch
+
+from mok_model.presets import load_model, model_names
+
+
+def main(path: str) -> None:
+    counts = sorted({load_model(m).routed_experts for m in model_names()})
+    perms = {}
+    for e in counts:
+        for seed in range(4):
+            g = torch.Generator(device="cuda").manual_seed(seed)
+            perms[f"{e}:{seed}"] = torch.randperm(e, generator=g, device="cuda").tolist()
+    doc = {"torch": torch.__version__, "gpu": torch.cuda.get_device_name(),
+           "drawn_by": "torch.randperm(E, generator=torch.Generator('cuda').manual_seed(seed), "
+                       "device='cuda'); expert j had popularity rank perm[j] + 1",
+           "perms": perms}
+    with open(path, "x") as f:
+        json.dump(doc, f, indent=1)
+    print(f"wrote {len(perms)} permutations for expert counts {counts}")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1])
