@@ -275,6 +275,8 @@ def forward_tiles(precision: str, **options: Any) -> dict[str, Any]:
     cfg = KernelConfig(precision=precision, **options)
     out = {k: getattr(cfg, k) for k in ("block_m", "bn_gu", "bn_dn", "block_k", "num_warps",
                                          "num_stages")}
+    if cfg.group_m != 1:      # a record without it ran row tile by row tile
+        out["group_m"] = cfg.group_m
     return out | ({"fp8_kernel": cfg.fp8_kernel} if precision == "fp8" else {})
 
 

@@ -91,6 +91,9 @@ class KernelConfig:
                                     # 128 (4 stages of fp8 128x128 / 128x256 tiles exceed the
                                     # H200's shared memory; at block_m 64 they fit)
     copy_rows: int = 16
+    group_m: int = 1                # gate/up tiles taken in groups of group_m row tiles, column
+                                    # by column, so a weight column block is read once per group
+                                    # from HBM (1: row tile by row tile); the same bits either way
     max_spin: int | None = None     # polls before a wait gives up; None: 2**22 on one GPU,
                                     # 2**27 across real GPUs (a peer may be compiling a kernel)
     grid: int | None = None         # programs in the persistent grid (default: SM count)
@@ -147,6 +150,8 @@ class KernelConfig:
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
+        if isinstance(self.group_m, bool) or not isinstance(self.group_m, int) or not 1 <= self.group_m <= 64:
+            raise ValueError(f"group_m={self.group_m!r}: an integer from 1 to 64 is required")
         if self.precision not in ("bf16", "fp8"):
             raise ValueError(f"precision {self.precision!r}: allowed bf16, fp8")
         if self.precision == "fp8" and (self.block_k != 128 or self.bn_gu % 128 or not self.fuse_gu):
@@ -598,6 +603,7 @@ def _kernels() -> dict[str, Any]:
         FUSE_GU: tl.constexpr, GROUP: tl.constexpr, SC: tl.constexpr, FP8: tl.constexpr,
         F8V: tl.constexpr = 1,   # FP8 kernel version: 1, 2, 3 (KernelConfig.fp8_kernel)
         SAVE_GU: tl.constexpr = False,   # store g and u for the backward (save_for_backward)
+        GM: tl.constexpr = 1,   # gate/up items in groups of GM row tiles, column-major (group_m)
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -779,6 +785,7 @@ def _kernels() -> dict[str, Any]:
             sec = -1
             sec_start = 0
             sec_end = 0
+            sec_nt = 0                                   # row tiles of the current section
             waited = 0
             g = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
             while g < total:
@@ -791,6 +798,7 @@ def _kernels() -> dict[str, Any]:
                     ntb = tl.load(mb_tile_ptr + bc) - tl.load(mb_tile_ptr + bc - 1)
                     nt = tl.where(bb == 0, ns_tiles, tl.where((bb >= 1) & (bb <= nmb), ntb, 0))
                     sec_end += nt * tl.where(sec % 2 == 0, NB_GU, NB_DN)
+                    sec_nt = nt
                 item = g - sec_start
                 is_gu = sec % 2 == 0
                 b = sec // 2 - (sec % 2)
@@ -811,8 +819,15 @@ def _kernels() -> dict[str, Any]:
                                 wait_geq(sync_ptr + READY_OFF + mbi * P + s, nsub, err_ptr, 2, mbi,
                                          max_spin, SC)
                         waited = b
-                    tt = item // NB_GU
-                    nb = item % NB_GU
+                    if GM > 1:   # GM row tiles share each weight column block while it is in L2
+                        grp0 = (item // (GM * NB_GU)) * GM
+                        gsz = tl.minimum(sec_nt - grp0, GM)
+                        within = item - grp0 * NB_GU
+                        tt = grp0 + within % gsz
+                        nb = within // gsz
+                    else:
+                        tt = item // NB_GU
+                        nb = item % NB_GU
                     tile, row0, nrows, e, hrow0 = tile_of(tt, shared, t_base, tile_row0_ptr,
                                                           tile_rows_ptr, tile_exp_ptr, NS, EL,
                                                           E_BASE, BM)
@@ -1353,7 +1368,7 @@ class MoKLayer:
             H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
-            SAVE_GU=gu is not None,
+            SAVE_GU=gu is not None, GM=cfg.group_m,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def weight_descriptors(self) -> tuple[Any, Any]:

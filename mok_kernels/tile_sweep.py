@@ -30,6 +30,10 @@ CANDIDATES = {          # name: (block_m, bn_gu, bn_dn, num_warps, num_stages)
     "m128-g128-d128-w8-s4": (128, 128, 128, 8, 4),
     "m64-g64-d128-w4-s4": (64, 64, 128, 4, 4),
     "m128-g128-d256-w8-s3": (128, 128, 256, 8, 3),
+    # gate/up tiles in groups of G row tiles, column-major (KernelConfig.group_m)
+    "m128-g128-d256-w8-s4-G4": (128, 128, 256, 8, 4, 4),
+    "m128-g128-d256-w8-s4-G8": (128, 128, 256, 8, 4, 8),
+    "m128-g128-d256-w8-s4-G16": (128, 128, 256, 8, 4, 16),
 }
 FP8_CANDIDATES = {      # bn_gu 128; name: (block_m, bn_gu, bn_dn, warps, stages[, fp8_kernel])
     "f8-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4),      # the fp8 default (fp8_kernel v2)
@@ -121,6 +125,8 @@ def main(argv: list[str]) -> int:
             tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns)
             if fp8:
                 tiles.update(fp8_kernel=kern[0] if kern else "v2")
+            elif kern:
+                tiles.update(group_m=kern[0])
             try:
                 layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0,
                                  KernelConfig(**knobs, **tiles, precision=a.precision,
