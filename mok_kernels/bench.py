@@ -269,14 +269,15 @@ def make_record(*, system: str, model: str, ep: int, tokens: int, knobs: dict[st
     return rec
 
 
-def forward_tiles(precision: str, **options: Any) -> dict[str, Any]:
-    """The forward megakernel's tile options as KernelConfig resolves them (a record's ``tiles``)."""
+def forward_tiles(precision: str, expert_width: int, **options: Any) -> dict[str, Any]:
+    """The forward megakernel's tile options as KernelConfig and MoKLayer resolve them for experts
+    ``expert_width`` wide (a record's ``tiles``; a record without group_m ran group_m 1)."""
     from .megakernel import KernelConfig
+    from .tiles import forward_group_m
     cfg = KernelConfig(precision=precision, **options)
     out = {k: getattr(cfg, k) for k in ("block_m", "bn_gu", "bn_dn", "block_k", "num_warps",
                                          "num_stages")}
-    if cfg.group_m != 1:      # a record without it ran row tile by row tile
-        out["group_m"] = cfg.group_m
+    out["group_m"] = cfg.group_m or forward_group_m(expert_width, cfg.bn_gu, cfg.block_k)
     return out | ({"fp8_kernel": cfg.fp8_kernel} if precision == "fp8" else {})
 
 
@@ -572,7 +573,7 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                 if sysname == "mok-gemm":
                     rec = make_record(system=sysname, knobs=GEMM_PHASE_KNOBS, times=t,
                                       breakdown={}, note=f"{note0}; {GEMM_PHASE_NOTE}; {cmd}",
-                                      tiles=forward_tiles("bf16"), **common)
+                                      tiles=forward_tiles("bf16", wl.shape.inter), **common)
                 else:
                     rec = make_record(system=sysname, knobs=base_knobs, times=t, breakdown={},
                                       note=f"{note0}; knobs not used by this system; {cmd}",
@@ -616,7 +617,7 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                                    (f"fp8 kernel {f8v}; " if f8v else "") + tl_note +
                                    f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
                               precision=prec, tiles=backward_tiles(bt) if bwd else
-                              forward_tiles(prec, **f8tiles), **common)
+                              forward_tiles(prec, wl.shape.inter, **f8tiles), **common)
             append_records(a.out, [rec])
             recs.append(rec)
             swept[prec].append(rec["latency_ms"]["median"])

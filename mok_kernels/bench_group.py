@@ -27,8 +27,8 @@ from typing import Any
 
 import torch
 
-from .bench import (_ints, _software, auto_line, auto_record, capture_graph, make_record,
-                    stats, time_events)
+from .bench import (_ints, _software, auto_line, auto_record, capture_graph, forward_tiles,
+                    make_record, stats, time_events)
 from .routing import make_routing, shape_of
 
 GROUP_SYSTEMS = ("mok", "nccl-torch", "graph-a2a", "gemm-only")
@@ -241,6 +241,8 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
                                   note=f"{world} real GPUs, one process each; latency = slowest "
                                        f"rank per iteration; {cmd}")
                 rec["emulated_peers"] = False
+                if system.startswith("mok"):
+                    rec["tiles"] = forward_tiles("bf16", wl.shape.inter)
                 rec["rank_ms"] = per_rank
                 rec["rel_err_vs_fp32"] = errs
                 if system == "mok-auto":

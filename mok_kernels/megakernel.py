@@ -91,9 +91,10 @@ class KernelConfig:
                                     # 128 (4 stages of fp8 128x128 / 128x256 tiles exceed the
                                     # H200's shared memory; at block_m 64 they fit)
     copy_rows: int = 16
-    group_m: int = 1                # gate/up tiles taken in groups of group_m row tiles, column
+    group_m: int | None = None      # gate/up tiles taken in groups of group_m row tiles, column
                                     # by column, so a weight column block is read once per group
-                                    # from HBM (1: row tile by row tile); the same bits either way
+                                    # from HBM (1: row tile by row tile); the same bits either way.
+                                    # None: chosen from the shape (tiles.py forward_group_m)
     max_spin: int | None = None     # polls before a wait gives up; None: 2**22 on one GPU,
                                     # 2**27 across real GPUs (a peer may be compiling a kernel)
     grid: int | None = None         # programs in the persistent grid (default: SM count)
@@ -150,8 +151,9 @@ class KernelConfig:
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
-        if isinstance(self.group_m, bool) or not isinstance(self.group_m, int) or not 1 <= self.group_m <= 64:
-            raise ValueError(f"group_m={self.group_m!r}: an integer from 1 to 64 is required")
+        g = self.group_m
+        if g is not None and (isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= 64):
+            raise ValueError(f"group_m={g!r}: an integer from 1 to 64 is required (None: chosen)")
         if self.precision not in ("bf16", "fp8"):
             raise ValueError(f"precision {self.precision!r}: allowed bf16, fp8")
         if self.precision == "fp8" and (self.block_k != 128 or self.bn_gu % 128 or not self.fuse_gu):
@@ -1145,12 +1147,16 @@ class MoKLayer:
         from .knobs import resolve_layer   # unset knobs: the model's choice (knobs.py)
         self.cfg, self.knob_source = resolve_layer(self)
         cfg = self.cfg
+        if cfg.group_m is None:            # per shape class, measured (tiles.py)
+            from .tiles import forward_group_m
+            self.cfg = cfg = dataclasses.replace(
+                cfg, group_m=forward_group_m(self.I, cfg.bn_gu, cfg.block_k))
         cfg.validate()
         # I is zero-padded to whole gate/up column blocks: padded columns give SwiGLU 0 and meet
         # zero rows of the down weights, so they add exactly nothing. The last down column block
         # may pass H: it is masked (and TMA fills the missing weight columns with zeros).
-        step = max(cfg.bn_gu, cfg.block_k)
-        self.Ip = -(-self.I // step) * step
+        from .tiles import padded_width
+        self.Ip = padded_width(self.I, cfg.bn_gu, cfg.block_k)
         self.has_shared = ishared > 0
         p, n, k = self.ep, self.tokens, self.topk
         self.el = e // p

@@ -124,9 +124,9 @@ def main(argv: list[str]) -> int:
             bm, bg, bd, nw, ns, *kern = table[name]
             tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns)
             if fp8:
-                tiles.update(fp8_kernel=kern[0] if kern else "v2")
-            elif kern:
-                tiles.update(group_m=kern[0])
+                tiles.update(fp8_kernel=kern[0] if kern else "v2", group_m=1)
+            else:   # every candidate names its group_m (none: row tile by row tile)
+                tiles.update(group_m=kern[0] if kern else 1)
             try:
                 layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0,
                                  KernelConfig(**knobs, **tiles, precision=a.precision,

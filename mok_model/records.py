@@ -291,11 +291,17 @@ DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, 
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
 
 
+def _expert_width(rec: dict) -> int:
+    m = rec["model"]
+    return int(m["expert_width"]) if isinstance(m, dict) else load_model(m).expert_width
+
+
 def kernel_variant(rec: dict) -> dict:
-    """The tile options that tell a MoK record's kernel variant apart (empty for a BF16 forward
-    record, whose defaults have not changed): from `tiles`, else from the note, else the old
-    default (the default when records had neither). Backward `bw` 0 (chosen from the shape)
-    reads as 256 in `tiles` (today's rule) and as 128 in a note (the rule of its day)."""
+    """The tile options that tell a MoK record's kernel variant apart: from `tiles`, else from
+    the note, else the old default (the default when records had neither). Forward records:
+    group_m (1 where `tiles` does not name it: row tile by row tile, all records before
+    2026-12-01 05:40 UTC) and, for FP8, the FP8 kernel options. Backward `bw` 0 (chosen from the
+    shape) reads as 256 in `tiles` (today's rule) and as 128 in a note (the rule of its day)."""
     import re
 
     tiles, note = rec.get("tiles"), rec.get("note", "")
@@ -313,40 +319,45 @@ def kernel_variant(rec: dict) -> dict:
                     out[name] = int(val)
         out["bw"] = out["bw"] or 128
         return out
-    if rec["precision"] == "fp8":
-        if isinstance(tiles, dict):
-            return {k: tiles.get(k, DEFAULT_FP8[k]) for k in DEFAULT_FP8}
-        found = re.search(r"fp8 kernel (v\d)(-bm64)?", note)
-        if not found:
-            return dict(OLD_FP8)
-        bm64 = bool(found.group(2))
-        return {"fp8_kernel": found.group(1), "block_m": 64 if bm64 else 128,
-                "num_stages": 4 if bm64 else 3}
-    return {}
+    group = {"group_m": int(tiles.get("group_m", 1)) if isinstance(tiles, dict) else 1}
+    if rec["precision"] != "fp8":
+        return group
+    if isinstance(tiles, dict):
+        return {k: tiles.get(k, DEFAULT_FP8[k]) for k in DEFAULT_FP8} | group
+    found = re.search(r"fp8 kernel (v\d)(-bm64)?", note)
+    if not found:
+        return dict(OLD_FP8) | group
+    bm64 = bool(found.group(2))
+    return {"fp8_kernel": found.group(1), "block_m": 64 if bm64 else 128,
+            "num_stages": 4 if bm64 else 3} | group
 
 
 def default_variant(rec: dict, old: bool = False) -> bool:
-    """Whether a record ran today's default kernel variant (every non-MoK record does: the
-    variants are our megakernel's, and so does a published one: another kernel); `old`: the
-    defaults before 2026-12-01 instead (to study the older records, never for the shipped fit)."""
-    if rec["system"] != "mok" or rec["source"] != "measured":
+    """Whether a record ran today's default kernel variant (MoK and its GEMM phases alone,
+    mok-gemm; every other record does: the variants are our megakernel's, and so does a
+    published one: another kernel); `old`: the
+    defaults before 2026-12-01 instead (to study the older records, never for the shipped fit).
+    The forward's default group_m depends on the expert width (mok_kernels/tiles.py)."""
+    if rec["system"] not in ("mok", "mok-gemm") or rec["source"] != "measured":
         return True
     v = kernel_variant(rec)
     if rec["pass"] == "bwd":
         return v == (OLD_BWD if old else DEFAULT_BWD)
+    from mok_kernels.tiles import forward_group_m
+    group = {"group_m": 1 if old else forward_group_m(_expert_width(rec))}
     if rec["precision"] == "fp8":
-        return v == (OLD_FP8 if old else DEFAULT_FP8)
-    return True
+        return v == (OLD_FP8 if old else DEFAULT_FP8) | group
+    return v == group
 
 
 def variant_label(rec: dict) -> str:
     """A short name of a record's kernel variant, for notes (e.g. "fp8 v1 block_m 128")."""
     v = kernel_variant(rec)
-    if not v:
-        return "bf16 forward"
     if rec["pass"] == "bwd":
         return "bwd " + ",".join(f"{k}={v[k]}" for k in ("w_flat", "a_fuse_gu", "bw"))
-    return f"fp8 {v['fp8_kernel']} block_m {v['block_m']} stages {v['num_stages']}"
+    if rec["precision"] != "fp8":
+        return f"bf16 forward group_m {v['group_m']}"
+    return f"fp8 {v['fp8_kernel']} block_m {v['block_m']} stages {v['num_stages']} group_m {v['group_m']}"
 
 
 def split_default_variant(records: list[dict], old: bool = False) -> tuple[list[dict], str | None]:

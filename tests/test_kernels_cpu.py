@@ -362,3 +362,18 @@ def test_zipf_popularity_order_is_the_models():
               "source": "measured"}
     assert predictable(rec) and not predictable(legacy)
     assert "1 zipf records measured before 2026-12-01 03:40 UTC" in not_predicted([rec, legacy])[0]
+
+
+def test_group_m_rule_per_shape_class():
+    """group_m is chosen from the expert width (tiles.py): grouped only where one row tile's
+    gate/up weights span many column blocks; MoKLayer's padding of I is the rule's."""
+    from mok_kernels.megakernel import KernelConfig
+    from mok_kernels.tiles import GROUP_M, forward_group_m, padded_width
+    assert forward_group_m(14336) == forward_group_m(8192) == GROUP_M > 1
+    assert forward_group_m(2048) == forward_group_m(2880) == forward_group_m(704) == 1
+    assert forward_group_m(4096, bn_gu=256) == 1 and forward_group_m(4096) == GROUP_M
+    assert padded_width(2880) == 2944 and padded_width(704) == 768
+    KernelConfig(group_m=None).validate()
+    for bad in (0, 65, True, 2.0):
+        with pytest.raises(ValueError, match="group_m"):
+            KernelConfig(group_m=bad).validate()

@@ -182,7 +182,13 @@ def test_variants_from_tiles_notes_and_age():
     assert default_variant(record(pass_="fwd", precision="fp8", tiles=fwd_tiles))
     assert not default_variant(record(pass_="fwd", precision="fp8",
                                       tiles={**fwd_tiles, "fp8_kernel": "v1"}))
-    assert default_variant(record(pass_="fwd"))  # BF16 forward: one variant
+    assert default_variant(record(pass_="fwd"))  # BF16 forward, narrow experts: group_m 1
+    # wide experts (tiles.py): group_m 8 is the default since 2026-12-01; older records ran 1
+    wide = record(pass_="fwd", model="mixtral-8x7b")
+    assert not default_variant(wide) and default_variant(wide, old=True)
+    assert default_variant(record(pass_="fwd", model="mixtral-8x7b", tiles={"group_m": 8}))
+    assert not default_variant(record(pass_="fwd", model="kimi-k2", tiles={"group_m": 8}))
+    assert kernel_variant(wide) == {"group_m": 1}
     assert default_variant(record(system="gemm-only"))
     assert default_variant({**old_bwd, "source": "published"})  # another kernel's rows
     kept, note = split_default_variant([old_bwd, new_note, fp8_old])
