@@ -106,8 +106,9 @@ class KernelConfig:
                                     # accumulators fit in registers, scales applied as one FFMA
                                     # per element; needs bn_gu=128, bn_dn 128 or 256. v1: one
                                     # 128 x 2*bn_gu dot per K block, then scaled (spills; 0.6-0.7x
-                                    # v2's speed). Opt-in, not yet timed, the same bits as v2 and
-                                    # v2's rules: v3, v2 with the scaling of K block k-1 done
+                                    # v2's speed). Opt-in, timed slower than v2 (1.07-1.11x its
+                                    # time, H200 2026-12-01, fp8_variants.jsonl), the same bits
+                                    # as v2 and v2's rules: v3, v2 with the scaling of K block k-1 done
                                     # while block k's dots run; v4, gate|up in one dot per K
                                     # block and the down tile in one; v5, v4 with v3's
                                     # deferral. NOTES.md "FP8 forward", "FP8 v3-v5"
