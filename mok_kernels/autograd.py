@@ -16,10 +16,14 @@ in float32 from the given tensors and returned in x's dtype.
 Backward. Two implementations, both bitwise identical from run to run on one machine:
 - With the megakernel forward (``MegakernelForward``) on CUDA, where backward.py accepts the
   layer: the backward megakernel (backward.py: one persistent Triton launch, the forward's
-  communication/compute roles, SwiGLU activations recomputed from the saved inputs, fixed-order
-  sums, no atomics on data). BF16 operands (x, dOut, the bf16-packed weights, the bf16 [dg|du]
-  and w*h it stores), float32 accumulation; every gradient returned in its input's dtype. Its
-  error against float32 autograd is that of a bf16 kernel (tested <= 2e-2 relative norm).
+  communication/compute roles, fixed-order sums, no atomics on data). By default the forward of
+  a call that autograd will differentiate keeps the gate/up pre-activations g, u (bf16) and the
+  backward reads them (``BackwardTiles(saved_gu=True, bn_a=128, bn_x=256)``, the fastest
+  backward measured); ``MegakernelForward(save_for_backward=False)`` keeps nothing and the
+  backward recomputes them from the saved inputs (less memory, 1.2-1.4x slower). BF16 operands
+  (x, dOut, the bf16-packed weights, the bf16 [dg|du] and w*h it stores), float32 accumulation;
+  every gradient returned in its input's dtype. Its error against float32 autograd is that of a
+  bf16 kernel (tested <= 2e-2 relative norm).
 - Otherwise (the PyTorch forward, CPU, a layer the backward megakernel refuses): a
   reference-quality PyTorch backward. It recomputes each expert's SwiGLU activations from the
   saved inputs (nothing but the inputs is kept from the forward), experts taken one at a time in
@@ -203,33 +207,75 @@ class MegakernelForward:
     the launch, at the price of one host read per forward). ``bucket``: tokens per rank are
     rounded up to a multiple of it (more zero-weight padding tokens, each costing k routed rows),
     so batches of varying length reuse a few layers instead of building one per length.
-    ``cfg=KernelConfig(save_for_backward=True, ...)``: each forward also keeps its gate and up
-    pre-activations (bf16, (P*(n + C), 2I) per call, held by the autograd graph until the
-    backward) and the backward megakernel reads them instead of recomputing the gate/up GEMM
-    (``BackwardTiles(saved_gu=True)``, or ``bwd_tiles`` with saved_gu set).
+
+    Training default (since 2026-12-01): the fastest backward measured. When autograd will run a
+    backward (grad enabled and some input requiring grad; MoKFunction says so per call), each
+    forward also keeps its gate and up pre-activations (``KernelConfig(save_for_backward=True)``:
+    a fresh bf16 (V*(n + C), 2I) tensor per call, held by the autograd graph until the backward;
+    at EP 1 and capacity 1.0, (N + N*k) x 2I x 2 bytes per MoE layer, e.g. 302 MB at 4096
+    tokens, top-8, I 2048), and the backward megakernel reads them instead of recomputing the
+    gate/up GEMM, with ``backward.training_tiles()`` (saved_gu=1, bn_a=128, bn_x=256). One H200,
+    kimi-k2 / glm-5 EP 8: backward 23.52 -> 17.36 ms and 19.25 -> 13.71 ms at 4096 tokens, for
+    +1.1-3.7% on the forward (README, "Backward megakernel and FP8 forward"). Under no_grad /
+    inference_mode, or with nothing requiring grad, nothing is saved and the forward costs as
+    without the option.
+
+    Opting out / choosing: ``save_for_backward=False`` keeps nothing from the forward (less
+    memory; the backward recomputes g and u with ``BackwardTiles()``, 1.2-1.4x slower);
+    ``save_for_backward`` overrides ``cfg.save_for_backward``. Left None, it follows ``cfg`` when
+    one is given (a ``cfg`` without save_for_backward recomputes), else ``bwd_tiles.saved_gu``
+    when tiles are given, else True. ``bwd_tiles``: the backward's tiles (their saved_gu must
+    match); None: ``training_tiles()`` when saving, else ``BackwardTiles()``.
     """
 
     name = "megakernel"
 
     def __init__(self, ep: int = 1, cfg: Any = None, hardware: str | None = None,
                  knob_table: str | None = None, max_layers: int = 2, bucket: int = 1,
-                 bwd_tiles: Any = None) -> None:
+                 bwd_tiles: Any = None, save_for_backward: bool | None = None) -> None:
+        import dataclasses
+
+        from .backward import BackwardTiles, training_tiles
         from .megakernel import KernelConfig
         if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
             raise ValueError(f"ep={ep!r}: an integer >= 1 is required")
         if isinstance(bucket, bool) or not isinstance(bucket, int) or bucket < 1:
             raise ValueError(f"bucket={bucket!r}: an integer >= 1 is required")
         self.ep, self.bucket = ep, bucket
-        self.cfg = cfg if cfg is not None else KernelConfig(capacity=1.0, on_error="raise")
+        if save_for_backward is not None:
+            save = bool(save_for_backward)
+        elif cfg is not None:
+            save = bool(getattr(cfg, "save_for_backward", False))
+        elif bwd_tiles is not None:
+            save = bool(bwd_tiles.saved_gu)
+        else:
+            save = True
+        if cfg is None:
+            cfg = KernelConfig(capacity=1.0, on_error="raise", save_for_backward=save)
+        elif bool(cfg.save_for_backward) != save:
+            cfg = dataclasses.replace(cfg, save_for_backward=save)
+        if save and cfg.precision != "bf16":
+            raise ValueError(f"save_for_backward=True with precision {cfg.precision!r}: the backward "
+                             f"megakernel is BF16 only (pass save_for_backward=False)")
+        self.cfg, self.save = cfg, save
         self.hardware, self.knob_table, self.max_layers = hardware, knob_table, max(1, max_layers)
         self.layers: OrderedDict[tuple, Any] = OrderedDict()
-        self.save = bool(getattr(self.cfg, "save_for_backward", False))
         if bwd_tiles is not None and bool(bwd_tiles.saved_gu) != self.save:
-            raise ValueError(f"bwd_tiles.saved_gu={bwd_tiles.saved_gu} but cfg.save_for_backward="
+            raise ValueError(f"bwd_tiles.saved_gu={bwd_tiles.saved_gu} but save_for_backward="
                              f"{self.save}: the backward reads saved g/u exactly when the forward "
                              f"saves them")
-        self.bwd_tiles = bwd_tiles
+        self.bwd_tiles = bwd_tiles if bwd_tiles is not None else (
+            training_tiles() if save else BackwardTiles())
         self._saved_gu: torch.Tensor | None = None    # the last forward's g, u (take_saved_gu)
+
+    def tiles_for(self, saved: bool) -> Any:
+        """The backward's tiles for a pass with (``saved``) or without the forward's g, u:
+        ``bwd_tiles`` when its saved_gu matches, else that mode's default (training_tiles() /
+        BackwardTiles())."""
+        from .backward import BackwardTiles, training_tiles
+        if bool(self.bwd_tiles.saved_gu) == saved:
+            return self.bwd_tiles
+        return training_tiles() if saved else BackwardTiles()
 
     def why_not(self, x: torch.Tensor, w: MoEWeights, topk: int) -> str | None:
         """Why this forward cannot take the inputs (None when it can)."""
@@ -269,7 +315,12 @@ class MegakernelForward:
         return layer
 
     def __call__(self, x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
-                 w: MoEWeights) -> torch.Tensor:
+                 w: MoEWeights, save_for_backward: bool | None = None) -> torch.Tensor:
+        """The layer's output (n, H) in x's dtype. ``save_for_backward``: False keeps nothing
+        for this call (MoKFunction passes whether autograd will run a backward); None or True:
+        g and u are kept (take_saved_gu) when this forward saves (``self.save``) and the backward
+        megakernel accepts the layer."""
+        from .backward import why_not_backward
         why = self.why_not(x, w, topk_ids.shape[1])
         if why is not None:
             raise ValueError(f"the megakernel cannot run this layer: {why}")
@@ -285,7 +336,9 @@ class MegakernelForward:
             ids = torch.cat([ids, torch.arange(k, device=dev).expand(pad, k)])
             wts = torch.cat([wts, torch.zeros(pad, k, dtype=wts.dtype, device=dev)])
         layer = self.layer_for(n, k, w, x.device)
-        out = layer.forward(xb.contiguous(), ids.contiguous(), wts.contiguous())   # (P*n, H) bf16
+        keep = self.save and save_for_backward is not False and why_not_backward(layer) is None
+        out = layer.forward(xb.contiguous(), ids.contiguous(), wts.contiguous(),
+                            save_gu=keep)                  # (P*n, H) bf16
         self._saved_gu, layer.saved_gu = layer.saved_gu, None     # the layer keeps no reference
         return out[:n_all].to(x.dtype, copy=True)      # the layer reuses its output buffer
 
@@ -305,7 +358,7 @@ class MegakernelForward:
         it); tokens are padded as in the forward (zero tokens, weights and output gradients).
         ``saved_gu``: that forward's take_saved_gu() (save_for_backward), read instead of
         recomputing g and u."""
-        from .backward import BackwardTiles, MoKBackward, why_not_backward
+        from .backward import MoKBackward, why_not_backward
         n_all, k = topk_ids.shape
         p = self.ep
         n = -(-max(1, -(-n_all // p)) // self.bucket) * self.bucket
@@ -316,10 +369,7 @@ class MegakernelForward:
         attr = "mok_backward" if saved_gu is None else "mok_backward_saved"
         bwd = getattr(layer, attr, None)
         if bwd is None:
-            tiles = self.bwd_tiles
-            if tiles is None or bool(tiles.saved_gu) != (saved_gu is not None):
-                tiles = BackwardTiles(saved_gu=saved_gu is not None)   # defaults otherwise
-            bwd = MoKBackward(layer, tiles)
+            bwd = MoKBackward(layer, self.tiles_for(saved_gu is not None))
             setattr(layer, attr, bwd)
         xb, gb = x.to(torch.bfloat16), gout.to(torch.bfloat16)
         ids, wts = topk_ids.long(), topk_w.float()
@@ -383,38 +433,47 @@ class MoKFunction(torch.autograd.Function):
     backward megakernel when ``fwd`` is a MegakernelForward whose layer it accepts, else the
     deterministic PyTorch backward above (module docstring). Inputs: x
     (N, H), topk_ids (N, k) integer, topk_w (N, k), wg/wu (E, H, I), wd (E, I, H), sg/su
-    (H, Is), sd (Is, H) or None (no shared expert), fwd. Output (N, H) in x's dtype."""
+    (H, Is), sd (Is, H) or None (no shared expert), fwd, and ``backward_follows``: whether
+    autograd will run this call's backward (grad enabled and some input requiring grad;
+    mok_moe passes it: inside ``forward`` both ``torch.is_grad_enabled()`` and
+    ``ctx.needs_input_grad`` cannot tell a no_grad call); a MegakernelForward keeps g and u
+    only when it is True. Output (N, H) in x's dtype."""
 
     @staticmethod
     def forward(ctx: Any, x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
                 wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor, sg: torch.Tensor | None,
-                su: torch.Tensor | None, sd: torch.Tensor | None, fwd: Forward) -> torch.Tensor:
+                su: torch.Tensor | None, sd: torch.Tensor | None, fwd: Forward,
+                backward_follows: bool = True) -> torch.Tensor:
         w = MoEWeights(wg, wu, wd, sg, su, sd)
         routes = group_routes(topk_ids, w.num_experts)     # checks the ids before any launch
         if isinstance(fwd, TorchForward):
             out = torch_forward(x, topk_ids, topk_w, w, routes)
+        elif isinstance(fwd, MegakernelForward):
+            out = fwd(x, topk_ids, topk_w, w, save_for_backward=bool(backward_follows))
         else:
             out = fwd(x, topk_ids, topk_w, w)
-        ctx.save_for_backward(x, topk_ids, topk_w, wg, wu, wd, sg, su, sd)
+        # g and u of this call (a MegakernelForward that saves; else None), kept by the graph
+        # until the backward; saved as a tensor of the graph (not a ctx attribute) so that
+        # saved-tensor hooks (activation checkpointing, offloading) see it like the inputs
+        gu = fwd.take_saved_gu() if isinstance(fwd, MegakernelForward) else None
+        ctx.save_for_backward(x, topk_ids, topk_w, wg, wu, wd, sg, su, sd, gu)
         ctx.routes = routes                                 # the backward's expert grouping
         ctx.fwd = fwd
-        # save_for_backward: g and u of this call, kept by the graph until the backward
-        ctx.saved_gu = fwd.take_saved_gu() if isinstance(fwd, MegakernelForward) else None
         return out
 
     @staticmethod
     def backward(ctx: Any, gout: torch.Tensor) -> tuple[torch.Tensor | None, ...]:
-        x, ids, tw, wg, wu, wd, sg, su, sd = ctx.saved_tensors
+        x, ids, tw, wg, wu, wd, sg, su, sd, saved_gu = ctx.saved_tensors
         nig = ctx.needs_input_grad
         needs = (nig[0], nig[2], nig[3], nig[4], nig[5], nig[6], nig[7], nig[8])
         w = MoEWeights(wg, wu, wd, sg, su, sd)
         grads = None
         if isinstance(ctx.fwd, MegakernelForward) and gout.is_cuda and any(needs):
-            grads = ctx.fwd.backward(gout, x, ids, tw, w, needs, ctx.saved_gu)
+            grads = ctx.fwd.backward(gout, x, ids, tw, w, needs, saved_gu)
         if grads is None:
             grads = torch_backward(gout, x, ids, tw, w, needs, ctx.routes)
         dx, dtw, dwg, dwu, dwd, dsg, dsu, dsd = grads
-        return dx, None, dtw, dwg, dwu, dwd, dsg, dsu, dsd, None
+        return dx, None, dtw, dwg, dwu, dwd, dsg, dsu, dsd, None, None
 
 
 def mok_moe(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor, weights: MoEWeights,
@@ -426,7 +485,10 @@ def mok_moe(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor, weigh
     backend: "auto" (the megakernel on CUDA where the shape allows it, else PyTorch), "torch",
     "megakernel", or a forward callable such as ``MegakernelForward(ep=4)``. Gradients flow to
     x, topk_w and every weight; the backward is the backward megakernel after a megakernel
-    forward where it accepts the layer, else PyTorch (module docstring)."""
+    forward where it accepts the layer, else PyTorch (module docstring). With the megakernel
+    (default ``MegakernelForward``) a call that autograd will differentiate keeps g and u for
+    the backward (the fastest backward measured; ``MegakernelForward(save_for_backward=False)``
+    keeps nothing); under no_grad / inference_mode nothing is kept."""
     if x.dim() != 2 or topk_ids.dim() != 2 or topk_ids.shape != topk_w.shape \
             or topk_ids.shape[0] != x.shape[0]:
         raise ValueError(f"x (N, H), topk_ids and topk_w (N, k) are required; got x "
@@ -441,5 +503,7 @@ def mok_moe(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor, weigh
                                    or weights.sd.shape != weights.sg.shape[::-1]):
         raise ValueError("shared expert: sg/su (H, Is) and sd (Is, H) are required")
     fwd = resolve_forward(backend, x, weights, int(topk_ids.shape[1]))
+    tensors = (x, topk_w, weights.wg, weights.wu, weights.wd, weights.sg, weights.su, weights.sd)
+    follows = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
     return MoKFunction.apply(x, topk_ids, topk_w, weights.wg, weights.wu, weights.wd,
-                             weights.sg, weights.su, weights.sd, fwd)
+                             weights.sg, weights.su, weights.sd, fwd, follows)

@@ -96,6 +96,21 @@ class BackwardTiles:
     #                          times A only / A+X / A+W; the difference with diag=0 is the part's cost)
 
 
+# The training path's backward (autograd.MegakernelForward's default, with g/u saved by the
+# forward): the fastest tiles measured, one H200, 2026-12-01, kimi-k2 / glm-5, EP 8 rank 0,
+# 1024-4096 tokens (calibration/runs/h200/bwd_saved.jsonl, mok_kernels/logs_s13/bwd_saved.log:
+# 23.52 -> 17.36 ms and 19.25 -> 13.71 ms at 4096 tokens against BackwardTiles()). Not the
+# dataclass defaults: those stay the recomputing path that `mok bench --pass bwd`'s "default"
+# times and the model is fitted on.
+TRAINING_TILES = "saved_gu=1,bn_a=128,bn_x=256"
+
+
+def training_tiles() -> BackwardTiles:
+    """A fresh BackwardTiles of the training default (TRAINING_TILES): saved g/u, bn_a 128,
+    bn_x 256."""
+    return parse_tiles(TRAINING_TILES)
+
+
 def parse_tiles(spec: str) -> BackwardTiles:
     """BackwardTiles from ``"field=value,..."`` (``""`` or ``"default"``: the defaults), e.g.
     ``"w_flat=1,a_fuse_gu=1,bn_x=256"``; booleans as 0/1. ValueError on an unknown field."""

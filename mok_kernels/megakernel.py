@@ -110,15 +110,20 @@ class KernelConfig:
                                     # accumulators fit in registers, scales applied as one FFMA
                                     # per element; needs bn_gu=128, bn_dn 128 or 256. v1: one
                                     # 128 x 2*bn_gu dot per K block, then scaled (spills; 0.6-0.7x
-                                    # v2's speed). Opt-in, not yet timed, the same bits as v2 and
-                                    # v2's rules: v3, v2 with the scaling of K block k-1 done
+                                    # v2's speed). Opt-in, timed slower than v2 (1.07-1.11x its
+                                    # time, H200 2026-12-01, fp8_variants.jsonl), the same bits
+                                    # as v2 and v2's rules: v3, v2 with the scaling of K block k-1 done
                                     # while block k's dots run; v4, gate|up in one dot per K
                                     # block and the down tile in one; v5, v4 with v3's
                                     # deferral. NOTES.md "FP8 forward", "FP8 v3-v5"
     save_for_backward: bool = False  # training: every forward also stores the gate and up
                                     # pre-activations (bf16, (NS + C, 2I) per rank, a fresh tensor
                                     # per call: MoKLayer.saved_gu) so the backward megakernel
-                                    # skips their recompute (BackwardTiles(saved_gu=True))
+                                    # skips their recompute (BackwardTiles(saved_gu=True));
+                                    # MoKLayer.forward(save_gu=False) skips it for one call. The
+                                    # autograd path's default (autograd.MegakernelForward) saves
+                                    # when autograd will run a backward; this dataclass's default
+                                    # stays off (inference, mok bench)
 
     def __post_init__(self) -> None:
         if self.block_k is None:
@@ -1413,7 +1418,8 @@ class MoKLayer:
             num_warps=4)
         return self.out
 
-    def forward(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor) -> torch.Tensor:
+    def forward(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor,
+                save_gu: bool | None = None) -> torch.Tensor:
         """x_all (P*N, H) bf16, ids_all (P*N, k), w_all (P*N, k) fp32 -> home output (NS, H) bf16.
 
         With ``group`` (real GPUs) each rank passes only its own tokens: x (N, H), ids and w (N, k).
@@ -1424,7 +1430,11 @@ class MoKLayer:
         CapacityOverflowError naming the cause. ``check()`` reads it on demand.
         With ``save_for_backward`` the forward also leaves g and u of every served row in a new
         tensor, ``saved_gu`` ((V*(NS + C), 2Ip) bf16), for ``MoKBackward.run(saved_gu=...)``.
+        ``save_gu=False`` skips that for this call (a forward no backward follows: inference,
+        no_grad; ``saved_gu`` is then None); True needs ``save_for_backward``; None: the config's.
         """
+        if save_gu and not self.cfg.save_for_backward:
+            raise ValueError("save_gu=True needs a layer built with KernelConfig(save_for_backward=True)")
         if self.group is not None:
             out = self._forward_group(x_all, ids_all, w_all)
         else:
@@ -1432,7 +1442,8 @@ class MoKLayer:
             self.last_schedule = sched
             self.overflow_acc += sched.overflow
             gu = None
-            if self.cfg.save_for_backward:   # a fresh tensor: the caller keeps it for the backward
+            if self.cfg.save_for_backward and save_gu is not False:
+                # a fresh tensor: the caller keeps it for the backward
                 gu = torch.empty(self.vranks * (self.ns + self.capacity), 2 * self.Ip,
                                  dtype=torch.bfloat16, device=x_all.device)
             self.saved_gu = gu

@@ -43,7 +43,8 @@ FP8_CANDIDATES = {      # bn_gu 128; name: (block_m, bn_gu, bn_dn, warps, stages
     "f8-m64-g128-d256-w8-s3": (64, 128, 256, 8, 3),
     "f8-m128-g128-d128-w8-s3": (128, 128, 128, 8, 3),
     "f8-m128-g128-d256-w8-s3": (128, 128, 256, 8, 3),
-    # fp8_kernel v3-v5 (NOTES.md "FP8 v3-v5"), not yet timed
+    # fp8_kernel v3-v5 (NOTES.md "FP8 v3-v5"); in `mok bench` 1.07-1.11x v2's time (2026-12-01),
+    # not yet in the tile sweep
     "f8v3-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4, "v3"),
     "f8v4-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4, "v4"),
     "f8v4-m64-g128-d256-w8-s3": (64, 128, 256, 8, 3, "v4"),

@@ -145,10 +145,16 @@ def test_auto_backend_on_cpu_is_torch():
 
 # --- the megakernel forward's host side, with the launch replaced by the reference -----------
 
-def reference_launch(layer, x_all, ids_all, w_all):
+def reference_launch(layer, x_all, ids_all, w_all, save_gu=None):
     """Stands in for MoKLayer.forward on the CPU: the reference layer computed from the layer's
     own packed bf16 weights (so it checks what load_weights put there), written to its reused
-    output buffer, as the kernel's epilogue does."""
+    output buffer, as the kernel's epilogue does. The save decision is recorded
+    (``layer.save_calls``) and, when saving, ``layer.saved_gu`` gets a tensor of the kernel's
+    shape (its values are not the kernel's: the CPU backward never reads them)."""
+    save = layer.cfg.save_for_backward and save_gu is not False
+    layer.__dict__.setdefault("save_calls", []).append(save)
+    layer.saved_gu = (torch.zeros(layer.vranks * (layer.ns + layer.capacity), 2 * layer.Ip,
+                                  dtype=torch.bfloat16) if save else None)
     ne, h, bn, ip = layer.wg.shape[0], layer.H, layer.cfg.bn_gu, layer.Ip
     gu = layer.wg.view(ne, h, ip // bn, 2, bn)
     wg = gu[:, :, :, 0].reshape(ne, h, ip)[..., : layer.I].float()
@@ -239,3 +245,120 @@ def test_plain_training_loop_matches_reference_loss_curve():
     want = train(ref.moe_reference)
     assert got[-1] < got[0]
     assert max(abs(a - b) / b for a, b in zip(got, want)) <= 1e-5
+
+
+# --- the training default: g/u saved when a backward follows, the fastest measured tiles --------
+
+def test_training_default_saves_gu_with_the_fastest_measured_tiles():
+    from mok_kernels.autograd import default_megakernel
+    from mok_kernels.backward import BackwardTiles, parse_tiles, training_tiles
+    fastest = BackwardTiles(saved_gu=True, bn_a=128, bn_x=256)   # calibration/runs/h200/bwd_saved.jsonl
+    assert training_tiles() == fastest
+    for fwd in (MegakernelForward(), MegakernelForward(ep=4), default_megakernel()):
+        assert fwd.save and fwd.cfg.save_for_backward
+        assert fwd.cfg.capacity == 1.0 and fwd.cfg.on_error == "raise" and fwd.cfg.precision == "bf16"
+        assert fwd.bwd_tiles == fastest and fwd.tiles_for(True) == fastest
+        assert fwd.tiles_for(False) == BackwardTiles()          # a forward that kept nothing
+    # what `mok bench --pass bwd` times as "default" and the model is fitted on: unchanged
+    assert BackwardTiles() == parse_tiles("default")
+    assert (BackwardTiles().saved_gu, BackwardTiles().bn_a, BackwardTiles().bn_x) == (False, 64, 128)
+    from mok_kernels.megakernel import KernelConfig
+    assert not KernelConfig().save_for_backward                 # inference / bench: off
+
+
+def test_training_default_opt_outs_and_user_choices():
+    from mok_kernels.backward import BackwardTiles, parse_tiles, training_tiles
+    from mok_kernels.megakernel import KernelConfig
+    off = MegakernelForward(save_for_backward=False)
+    assert not off.save and not off.cfg.save_for_backward and off.bwd_tiles == BackwardTiles()
+    assert off.cfg.capacity == 1.0 and off.cfg.on_error == "raise"
+    # the user's own config or tiles decide
+    mine = KernelConfig(capacity=1.0, minibatch=2048)
+    fwd = MegakernelForward(cfg=mine)
+    assert not fwd.save and fwd.cfg is mine and fwd.bwd_tiles == BackwardTiles()
+    fwd = MegakernelForward(cfg=KernelConfig(capacity=1.0, save_for_backward=True))
+    assert fwd.save and fwd.bwd_tiles == training_tiles()
+    fwd = MegakernelForward(cfg=mine, save_for_backward=True)   # the keyword wins, on a copy
+    assert fwd.save and fwd.cfg.save_for_backward and fwd.cfg.minibatch == 2048
+    assert not mine.save_for_backward
+    fwd = MegakernelForward(bwd_tiles=BackwardTiles())          # recomputing tiles: no save
+    assert not fwd.save and not fwd.cfg.save_for_backward
+    tiles = parse_tiles("saved_gu=1,bn_a=64")
+    fwd = MegakernelForward(bwd_tiles=tiles)
+    assert fwd.save and fwd.bwd_tiles is tiles and fwd.tiles_for(True) is tiles
+    with pytest.raises(ValueError, match="saved_gu"):
+        MegakernelForward(save_for_backward=False, bwd_tiles=training_tiles())
+    with pytest.raises(ValueError, match="saved_gu"):
+        MegakernelForward(cfg=mine, bwd_tiles=training_tiles())
+    with pytest.raises(ValueError, match="BF16 only"):
+        MegakernelForward(cfg=KernelConfig(precision="fp8"), save_for_backward=True)
+    fp8 = MegakernelForward(cfg=KernelConfig(precision="fp8"))  # an FP8 config: nothing saved
+    assert not fp8.save and fp8.bwd_tiles == BackwardTiles()
+
+
+@pytest.mark.parametrize("ep", [1, 4])
+def test_forward_saves_gu_only_when_a_backward_follows(monkeypatch, ep):
+    """The default keeps g/u exactly for calls autograd will differentiate: not under no_grad or
+    inference_mode, not when no input requires grad, never with save_for_backward=False."""
+    from mok_kernels.megakernel import KernelConfig, MoKLayer
+    monkeypatch.setattr(MoKLayer, "forward", reference_launch)
+    knobs = dict(dispatch="pull", combine="push", minibatch=256, comm_sms=8, macrobatch=512)
+    x, ids, tw, w, _ = setup("zipf:1.5", True)
+
+    def calls(fwd, fn):
+        fn(fwd)
+        (layer,) = fwd.layers.values()
+        got = layer.save_calls[:]
+        layer.save_calls.clear()
+        return got
+
+    fwd = CpuMegakernel(ep=ep, cfg=KernelConfig(**knobs, capacity=1.0, on_error="raise"),
+                        save_for_backward=True)
+    assert fwd.bwd_tiles.saved_gu and fwd.bwd_tiles.bn_a == 128 and fwd.bwd_tiles.bn_x == 256
+    xs = x.clone().requires_grad_()
+    out = None
+
+    def train(f):
+        nonlocal out
+        out = mok_moe(xs, ids, tw, w, backend=f)
+
+    assert calls(fwd, train) == [True]
+    gu = out.grad_fn.saved_tensors[-1]              # held by the graph, not by the forward
+    assert gu is not None and gu.dtype == torch.bfloat16
+    assert fwd.take_saved_gu() is None and next(iter(fwd.layers.values())).saved_gu is None
+    out.sum().backward()                            # CPU: the PyTorch backward
+    assert torch.isfinite(xs.grad).all()
+    wr = ref.MoEWeights(*(t.clone().requires_grad_() for t in (w.wg, w.wu, w.wd, w.sg, w.su, w.sd)))
+    assert calls(fwd, lambda f: mok_moe(x, ids, tw, wr, backend=f)) == [True]   # weights only
+    twr = tw.clone().requires_grad_()
+    assert calls(fwd, lambda f: mok_moe(x, ids, twr, w, backend=f)) == [True]   # router only
+
+    def no_grad(f):
+        with torch.no_grad():
+            o = mok_moe(xs, ids, tw, w, backend=f)
+        assert o.grad_fn is None
+
+    def inference(f):
+        with torch.inference_mode():
+            mok_moe(xs, ids, tw, w, backend=f)
+
+    assert calls(fwd, no_grad) == [False]
+    assert calls(fwd, inference) == [False]
+    assert calls(fwd, lambda f: mok_moe(x, ids, tw, w, backend=f)) == [False]   # nothing trainable
+    # activation checkpointing: the reentrant form's first pass runs under no_grad (no save);
+    # the non-reentrant form's saved-tensor hooks drop g, u with the inputs; both recompute
+    # (and save) in the backward
+    from torch.utils.checkpoint import checkpoint
+    for reentrant, want in ((True, [False, True]), (False, [True, True])):
+        xc = x.clone().requires_grad_()
+
+        def ckpt(f, xc=xc, reentrant=reentrant):
+            checkpoint(lambda a: mok_moe(a, ids, tw, w, backend=f), xc,
+                       use_reentrant=reentrant).sum().backward()
+
+        assert calls(fwd, ckpt) == want
+        assert torch.equal(xc.grad, xs.grad)
+    assert fwd.take_saved_gu() is None
+    off = CpuMegakernel(ep=ep, cfg=KernelConfig(**knobs, capacity=1.0, on_error="raise"),
+                        save_for_backward=False)
+    assert calls(off, train) == [False] and out.grad_fn.saved_tensors[-1] is None

@@ -48,16 +48,21 @@ def grads(fn, x, ids, tw, w, cot):
     return [out, xs.grad, ts.grad] + [p.grad for p in ps]
 
 
-@pytest.mark.parametrize("ep,n,routing", [(1, 1024, "uniform"), (1, 1024, "zipf:1.2"),
-                                          (1, 1024, "onehot"), (1, 1024, "idle"),
-                                          (4, 1022, "uniform"), (4, 1024, "onehot")])
-def test_megakernel_forward_gradients_match_fp32_reference(ep, n, routing):
+@pytest.mark.parametrize("ep,n,routing,save", [(1, 1024, "uniform", None), (1, 1024, "zipf:1.2", None),
+                                               (1, 1024, "onehot", None), (1, 1024, "idle", None),
+                                               (4, 1022, "uniform", None), (4, 1024, "onehot", None),
+                                               (1, 1024, "uniform", False), (4, 1022, "uniform", False)])
+def test_megakernel_forward_gradients_match_fp32_reference(ep, n, routing, save):
+    """save None: the training default (g/u saved, training_tiles()); False: the opt-out
+    (nothing saved, the recomputing backward with BackwardTiles())."""
     x, ids, tw, w, cot = inputs(n, routing)
-    fwd = MegakernelForward(ep=ep)
+    fwd = MegakernelForward(ep=ep, save_for_backward=save)
     got = grads(lambda *a: mok_moe(*a, backend=fwd), x, ids, tw, w, cot)
     assert len(fwd.layers) == 1, "the megakernel forward did not run"
     layer = next(iter(fwd.layers.values()))
-    assert getattr(layer, "mok_backward", None) is not None, "the backward megakernel did not run"
+    attr = "mok_backward" if save is False else "mok_backward_saved"
+    assert getattr(layer, attr, None) is not None, f"the backward megakernel did not run ({attr})"
+    assert getattr(layer, attr).tiles == fwd.bwd_tiles
     want = grads(ref.moe_reference, x, ids, tw, w, cot)
     assert got[0].dtype == torch.bfloat16
     assert rel(got[0], want[0]) <= 1e-2                       # bf16 forward
@@ -133,7 +138,8 @@ def test_saved_gu_gradients_match_fp32_reference(ep, n, routing):
     assert rel(got[0], want[0]) <= 1e-2
     for a, b in zip(got[1:], want[1:]):
         assert rel(a, b) <= 2e-2
-    plain = grads(lambda *a: mok_moe(*a, backend=MegakernelForward(ep=ep)), x, ids, tw, w, cot)
+    plain = grads(lambda *a: mok_moe(*a, backend=MegakernelForward(ep=ep, save_for_backward=False)),
+                  x, ids, tw, w, cot)
     assert torch.equal(got[0], plain[0])          # saving changes nothing in the forward
 
 
@@ -155,6 +161,21 @@ def test_saved_gu_two_layers_of_one_shape_and_bits_identical():
     again = grads(two_layers(fwd), x, ids, tw, w, cot)
     for a, b in zip(got, again):
         assert torch.equal(a, b)
-    want = grads(two_layers(MegakernelForward()), x, ids, tw, w, cot)   # recomputing backward
+    want = grads(two_layers(MegakernelForward(save_for_backward=False)), x, ids, tw, w, cot)  # recomputing
     for a, b in zip(got[1:], want[1:]):
         assert rel(a, b) <= 2e-2
+
+
+def test_default_saves_nothing_without_a_backward():
+    """The training default keeps g/u only for calls autograd will differentiate: under no_grad
+    the layer's forward allocates no saved tensor, and the output's bits are the same."""
+    x, ids, tw, w, _ = inputs(1024, "uniform")
+    fwd = MegakernelForward()
+    xs = x.clone().requires_grad_()
+    out = mok_moe(xs, ids, tw, w, backend=fwd)
+    assert out.grad_fn.saved_tensors[-1] is not None
+    with torch.no_grad():
+        inf = mok_moe(xs, ids, tw, w, backend=fwd)
+    layer = next(iter(fwd.layers.values()))
+    assert layer.saved_gu is None and fwd.take_saved_gu() is None
+    assert torch.equal(out.detach(), inf)
