@@ -54,7 +54,8 @@ def pass_records(records: list[dict], old: bool = False) -> tuple[dict[str, list
     """The default-variant records of each group whose routing the model reproduces, and notes
     (what was skipped); `old`: the variants that were the defaults before 2026-12-01 (a study of
     the older records only). Zipf records drawn before the kernels took the model's popularity
-    order are skipped (mok_model.records.routing_reproduced)."""
+    order are read in the order they drew where the table of those orders holds it, else skipped
+    (mok_model.records.routing_reproduced)."""
     mine = [r for r in records if pass_group(r)]
     kept, note = split_default_variant(mine, old)
     notes = [note] if note else []
@@ -62,8 +63,8 @@ def pass_records(records: list[dict], old: bool = False) -> tuple[dict[str, list
     if drop:
         kept = [r for r in kept if routing_reproduced(r)]
         notes.append(f"skipped {len(drop)} zipf record(s) whose expert popularity order the model "
-                     f"does not draw (torch.randperm on the GPU, before 2026-12-01 03:40 UTC; "
-                     f"records.routing_reproduced)")
+                     f"cannot draw (torch.randperm on the GPU before 2026-12-01 03:40 UTC, not "
+                     f"in its table of those orders; records.routing_reproduced)")
     groups = {g: [r for r in kept if pass_group(r) == g] for g in GROUPS}
     return groups, notes
 

@@ -11,8 +11,8 @@ the held-out records are predicted by the fit that did not see them. Printed per
 records, MAPE, max error, mean signed error, Spearman over the held-out records, and each fold.
 Then the fit to every record with the mean signed error by each varied value, the BF16 forward
 MoK records of the same runs (the forward's terms, not refitted here) and, with --sim, the
-simulator's figures with the same fitted values. Zipf records drawn before the kernels took the
-model's popularity order are skipped (records.routing_reproduced). --old studies the records of
+simulator's figures with the same fitted values. Zipf records whose popularity order the model
+cannot draw are skipped (records.routing_reproduced). --old studies the records of
 the variants that were the defaults before 2026-12-01 instead. The predictions registered before
 the runs: `python -m calibration.registered` (docs/calibration.md).
 """

@@ -72,8 +72,9 @@ def make_routing(n: int, e: int, k: int, spec: str, seed: int,
     uniform: every expert equally likely; zipf:S: expert popularity ~ 1/rank^S over the random
     permutation mok_model.workload.zipf_order draws from ``popularity_seed`` (default: ``seed``),
     so a benchmark keeps one expert popularity while drawing fresh tokens per iteration, and the
-    model puts the popular experts on the same ranks (records before 2026-12-01 used
-    torch.randperm on the GPU, an order the model cannot reproduce); hot:X: expert 0 takes a
+    model puts the popular experts on the same ranks (records before 2026-12-01 03:40 UTC used
+    torch.randperm on the GPU; the model reads them with the permutations measured since,
+    mok_model/presets/legacy_zipf_orders.json); hot:X: expert 0 takes a
     share X of all routes (a share X*k of the tokens put slot 0 on it); onehot: every token's
     slot 0 is expert 0 (the rest uniform).
     """

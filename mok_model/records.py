@@ -18,6 +18,7 @@ from typing import Any, Iterable
 from .errors import MokInputError
 from .presets import load_hardware, load_model, model_from_shape
 from .scenario import SYSTEMS, Config, Scenario
+from .workload import legacy_zipf_table
 
 SCHEMA = "mok-run/1"
 PASSES = ("fwd", "bwd")
@@ -206,15 +207,18 @@ def _model(key: str):
 
 @lru_cache(maxsize=1024)
 def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
-                      routing: str, seed: int) -> Scenario:
+                      routing: str, seed: int, zipf_order: str = "model") -> Scenario:
     """The Scenario of a workload key (see workload_key); cached, records share it."""
-    return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed)
+    return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed,
+                    zipf_order)
 
 
 def workload_key(rec: dict) -> tuple:
-    """What a record measured, without the knobs: records with equal keys share a Scenario."""
+    """What a record measured, without the knobs: records with equal keys share a Scenario.
+    The last element is the zipf popularity order (record_zipf_order; "model" for the others)."""
     return (rec["hardware"]["preset"], _model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
-            rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)))
+            rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)),
+            record_zipf_order(rec) or "model")
 
 
 def record_scenario(rec: dict) -> Scenario:
@@ -259,19 +263,39 @@ def not_predicted(records: list[dict]) -> list[str]:
         if other else []
     if zipf:
         notes.append(f"{zipf} zipf records measured before 2026-12-01 03:40 UTC were not used: their expert "
-                     f"popularity order (torch.randperm on the GPU) is not the model's "
-                     f"(records.routing_reproduced)")
+                     f"popularity order (torch.randperm on the GPU) is not in the model's table "
+                     f"of those orders (records.routing_reproduced)")
     return notes
 
 
-def routing_reproduced(rec: dict) -> bool:
-    """Whether the model draws the routing the run had. Measured zipf records before 2026-12-01
-    03:40 UTC (no ``"order": "model"``) drew their expert popularity order with torch.randperm on the GPU,
-    so their popular experts sit on ranks the model cannot know (mok_model.workload.zipf_order is
-    the order the kernels use since); published records give no draw to reproduce."""
+def record_zipf_order(rec: dict) -> str | None:
+    """The expert popularity order (workload.ZIPF_ORDERS) the record's zipf routing had, "model"
+    for other routings, or None where the model cannot draw it.
+
+    Zipf records written since 2026-12-01 03:40 UTC say ``"order": "model"``
+    (workload.zipf_order). Measured zipf records before that drew the order with torch.randperm
+    on the GPU: "torch-cuda-randperm" where the table of those draws
+    (presets/legacy_zipf_orders.json, measured on an H200) holds the record's expert count and
+    seed and the record's software.torch is the table's torch version, else None. Published
+    records give no draw to reproduce; the model reads them in its own order."""
     routing = rec["routing"]
-    return (routing.get("kind", "uniform") != "zipf" or routing.get("order") == "model"
-            or rec.get("source") == "published")
+    if (routing.get("kind", "uniform") != "zipf" or routing.get("order") == "model"
+            or rec.get("source") == "published"):
+        return "model"
+    table = legacy_zipf_table()
+    if (rec.get("software") or {}).get("torch") != table["source"]["torch"]:
+        return None
+    experts = _model(_model_key(rec)).routed_experts
+    if f"{experts}:{int(routing.get('seed', 0))}" not in table["perms"]:
+        return None
+    return "torch-cuda-randperm"
+
+
+def routing_reproduced(rec: dict) -> bool:
+    """Whether the model draws the routing the run had (record_zipf_order is not None): uniform,
+    hot and file routings, zipf records in the model's order, and the earlier zipf records whose
+    torch.randperm order the table of those draws holds."""
+    return record_zipf_order(rec) is not None
 
 
 # ---- kernel variants: which tile options a MoK record ran with ----

@@ -36,6 +36,9 @@ class Scenario:
     precision: str = "bf16"
     routing: str = "uniform"
     seed: int = 0
+    # zipf routing's expert popularity order (workload.ZIPF_ORDERS): the model's draw, or
+    # "torch-cuda-randperm" for run records measured before 2026-12-01 03:40 UTC
+    zipf_order: str = "model"
 
     def __post_init__(self) -> None:
         hw, m = self.hardware, self.model
@@ -61,9 +64,15 @@ class Scenario:
                 f"GPUs and the hardware has no scale-out link (scaleout_gbps)")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise MokInputError(f"--seed {self.seed!r} must be an integer >= 0")
-        from .workload import check_routing_memory, parse_routing  # late: workload imports this
+        # late: workload imports this
+        from .workload import check_routing_memory, parse_routing, popularity_order
 
-        parse_routing(self.routing, m.top_k)
+        kind = parse_routing(self.routing, m.top_k)[0]
+        if self.zipf_order != "model":
+            if kind != "zipf":
+                raise MokInputError(f"zipf order {self.zipf_order!r} needs zipf routing, not "
+                                    f"{self.routing!r}")
+            popularity_order(m.routed_experts, self.seed, self.zipf_order)  # raises if unknown
         check_routing_memory(self.ep, self.tokens, m.top_k, self.routing)
 
     @property
@@ -89,7 +98,8 @@ class Scenario:
     def describe(self) -> dict:
         return {"hardware": self.hardware.name, "model": self.model.name, "ep": self.ep,
                 "tokens": self.tokens, "pass": self.pass_, "precision": self.precision,
-                "routing": self.routing, "seed": self.seed}
+                "routing": self.routing, "seed": self.seed} \
+            | ({"zipf_order": self.zipf_order} if self.zipf_order != "model" else {})
 
 
 @dataclass(frozen=True, slots=True)

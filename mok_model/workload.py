@@ -7,6 +7,7 @@ experts % EP GPUs hold one expert more (expert_home).
 
 from __future__ import annotations
 
+import json
 import os
 import warnings
 from dataclasses import dataclass
@@ -19,6 +20,11 @@ from .errors import MokInputError
 
 ROUTING_KINDS = ("uniform", "zipf:S", "hot:F", "FILE (.npy or whitespace text of top-k ids)")
 ROUTING_SUFFIXES = (".npy", ".txt", ".csv")
+# Where zipf routing's expert popularity order comes from: "model" (zipf_order, what the kernels
+# draw since 2026-12-01 03:40 UTC) or "torch-cuda-randperm" (the order the kernels drew before,
+# measured on the GPU: presets/legacy_zipf_orders.json, legacy_zipf_order).
+ZIPF_ORDERS = ("model", "torch-cuda-randperm")
+LEGACY_ZIPF_ORDERS = Path(__file__).parent / "presets" / "legacy_zipf_orders.json"
 
 
 def parse_routing(spec: str, top_k: int) -> tuple[str, float | str | None]:
@@ -127,8 +133,41 @@ def zipf_order(experts: int, seed: int) -> np.ndarray:
     return np.random.default_rng(seed).permutation(experts)
 
 
-def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: int) -> np.ndarray:
-    """Top-k expert ids, int32 of shape (ep * tokens, top_k); deterministic in seed."""
+@lru_cache(maxsize=1)
+def legacy_zipf_table() -> dict:
+    """presets/legacy_zipf_orders.json: the permutations torch.randperm drew on the GPU for the
+    kernels' zipf routing before 2026-12-01 03:40 UTC, keyed "E:seed", with their source."""
+    return json.loads(LEGACY_ZIPF_ORDERS.read_text())
+
+
+def legacy_zipf_order(experts: int, seed: int) -> np.ndarray | None:
+    """The kernels' expert popularity order before 2026-12-01 03:40 UTC, most popular first, or
+    None where the table lacks (experts, seed). The kernel gave expert j the rank perm[j] + 1
+    (logp[j] = -S log(perm[j] + 1)), so the expert of rank r + 1 is order[r] = argsort(perm)[r]."""
+    perm = legacy_zipf_table()["perms"].get(f"{experts}:{seed}")
+    return None if perm is None else np.argsort(np.asarray(perm, dtype=np.int64), kind="stable")
+
+
+def popularity_order(experts: int, seed: int, order: str = "model") -> np.ndarray:
+    """Experts from the most to the least popular under zipf routing: the model's draw
+    (zipf_order) or the legacy table's ("torch-cuda-randperm")."""
+    if order == "model":
+        return zipf_order(experts, seed)
+    if order == "torch-cuda-randperm":
+        legacy = legacy_zipf_order(experts, seed)
+        if legacy is None:
+            raise MokInputError(f"no torch-cuda-randperm zipf order for {experts} experts, seed "
+                                f"{seed} (presets/legacy_zipf_orders.json)")
+        return legacy
+    raise MokInputError(f"zipf order {order!r} must be one of {', '.join(ZIPF_ORDERS)}")
+
+
+def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: int,
+                 order: str = "model") -> np.ndarray:
+    """Top-k expert ids, int32 of shape (ep * tokens, top_k); deterministic in seed. Under zipf
+    routing, `order` names the expert popularity order (popularity_order); the token draws are
+    the same for every order (the model's permutation is drawn either way), only which expert
+    holds which popularity rank differs."""
     kind, arg = parse_routing(spec, top_k)
     rows = ep * tokens
     rng = np.random.default_rng(seed)
@@ -141,6 +180,8 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
         p = 1.0 / np.arange(1, experts + 1) ** float(arg)
         p /= p.sum()
         perm = rng.permutation(experts)     # = zipf_order(experts, seed), its first draw
+        if order != "model":
+            perm = popularity_order(experts, seed, order)
         if 1.0 - np.sort(p)[::-1][:top_k - 1].sum() < GUMBEL_BELOW:
             ids = _without_replacement(rng, p, perm, (rows, top_k))
         else:
@@ -257,8 +298,8 @@ def traffic_from_routing(ids: np.ndarray, ep: int, tokens: int, experts: int) ->
 
 
 @lru_cache(maxsize=64)
-def _cached_traffic(spec, ep, tokens, experts, top_k, seed) -> Traffic:
-    ids = make_routing(spec, ep, tokens, experts, top_k, seed)
+def _cached_traffic(spec, ep, tokens, experts, top_k, seed, order="model") -> Traffic:
+    ids = make_routing(spec, ep, tokens, experts, top_k, seed, order)
     return traffic_from_routing(ids, ep, tokens, experts)
 
 
@@ -266,4 +307,4 @@ def traffic(scenario) -> Traffic:
     """The traffic of a Scenario (cached: the tuner asks for it once per workload)."""
     m = scenario.model
     return _cached_traffic(scenario.routing, scenario.ep, scenario.tokens, m.routed_experts,
-                           m.top_k, scenario.seed)
+                           m.top_k, scenario.seed, scenario.zipf_order)

@@ -377,3 +377,78 @@ def test_group_m_rule_per_shape_class():
     for bad in (0, 65, True, 2.0):
         with pytest.raises(ValueError, match="group_m"):
             KernelConfig(group_m=bad).validate()
+
+
+def _legacy_kernel_draw(n: int, e: int, k: int, s: float, perm: list[int], seed: int):
+    """The kernels' zipf draw before commit b03c2ab (mok_kernels/routing.py), on the CPU, with
+    the stored torch.randperm permutation in place of the GPU draw: expert j's rank perm[j] + 1,
+    logp = -s log(rank), Gumbel top-k."""
+    g = torch.Generator().manual_seed(seed)
+    ranks = torch.tensor(perm, dtype=torch.float32) + 1.0
+    logp = -s * torch.log(ranks)
+    u = torch.rand(n, e, generator=g).clamp_min(1e-20)
+    return (logp[None, :] - torch.log(-torch.log(u))).topk(k, dim=1).indices
+
+
+def test_legacy_zipf_order_applies_the_kernels_ranks():
+    """The model's torch-cuda-randperm order puts each expert on the popularity rank the old
+    kernels gave it (rank perm[j] + 1): per-expert loads of the old formula, recomputed on the
+    CPU with the stored permutation, match the model's draw in that order (and not in its own)."""
+    import numpy as np
+
+    from mok_model.workload import (legacy_zipf_order, legacy_zipf_table, make_routing,
+                                    zipf_order)
+    table = legacy_zipf_table()
+    assert table["source"]["torch"] == "2.11.0+cu130" and table["source"]["gpu"] == "NVIDIA H200"
+    for e, k, seed in ((8, 2, 0), (128, 8, 0), (256, 8, 1)):
+        perm = table["perms"][f"{e}:{seed}"]
+        order = legacy_zipf_order(e, seed)
+        assert [perm[j] for j in order] == list(range(e))   # order[r] has rank r + 1
+        ids = _legacy_kernel_draw(4 * 4096, e, k, 1.2, perm, 5)
+        kern = np.bincount(ids.flatten().numpy(), minlength=e) / ids.numel()
+        legacy = np.bincount(make_routing("zipf:1.2", 4, 4096, e, k, seed,
+                                          order="torch-cuda-randperm").ravel(), minlength=e)
+        legacy = legacy / legacy.sum()
+        model = np.bincount(make_routing("zipf:1.2", 4, 4096, e, k, seed).ravel(), minlength=e)
+        model = model / model.sum()
+        assert np.abs(kern - legacy).max() < 0.01          # per-expert loads agree
+        assert np.abs(kern[order] - legacy[order]).max() < 0.01  # per-rank loads agree
+        top = max(2, e // 16)                               # the most popular experts coincide
+        assert set(np.argsort(-kern)[:top]) == set(order[:top])
+        assert np.abs(kern - model).max() > 0.02            # the model's own order differs
+        assert order[0] != zipf_order(e, seed)[0]
+
+
+def test_legacy_zipf_records_are_read_in_their_order():
+    """Zipf records measured before 2026-12-01 03:40 UTC are predicted in the torch.randperm
+    order when the table holds their (experts, seed) and torch version; others stay out."""
+    from mok_model.errors import MokInputError
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.records import (not_predicted, predictable, record_scenario,
+                                   record_zipf_order, workload_key)
+    from mok_model.scenario import Scenario
+    from mok_model.workload import traffic
+    base = {"system": "mok", "source": "measured", "hardware": {"preset": "h200-hgx8"},
+            "model": "mixtral-8x7b", "ep": 8, "tokens": 1024, "pass": "fwd",
+            "precision": "bf16", "software": {"torch": "2.11.0+cu130"},
+            "routing": {"kind": "zipf", "seed": 0, "arg": 1.2}}
+    new = {**base, "routing": {**base["routing"], "order": "model"}}
+    other_torch = {**base, "software": {"torch": "2.10.0+cu128"}}
+    other_seed = {**base, "routing": {**base["routing"], "seed": 7}}
+    assert record_zipf_order(base) == "torch-cuda-randperm" and record_zipf_order(new) == "model"
+    assert predictable(base) and predictable(new)
+    assert not predictable(other_torch) and not predictable(other_seed)
+    assert "2 zipf records" in not_predicted([base, new, other_torch, other_seed])[0]
+    assert workload_key(base) != workload_key(new)
+    old, cur = record_scenario(base), record_scenario(new)
+    assert old.zipf_order == "torch-cuda-randperm" and cur.zipf_order == "model"
+    # mixtral EP 8: GPU 0 holds expert 0, the most popular under the old order, the 6th in the
+    # model's; both engines read traffic(scenario), which draws the scenario's order
+    assert traffic(old).received().argmax() == 0 and traffic(cur).received().argmax() != 0
+    hw, m = load_hardware("h200-hgx8"), load_model("mixtral-8x7b")
+    with pytest.raises(MokInputError, match="needs zipf routing"):
+        Scenario(hw, m, 8, 1024, routing="uniform", zipf_order="torch-cuda-randperm")
+    with pytest.raises(MokInputError, match="no torch-cuda-randperm zipf order"):
+        Scenario(hw, m, 8, 1024, routing="zipf:1.2", seed=9, zipf_order="torch-cuda-randperm")
+    with pytest.raises(MokInputError, match="must be one of"):
+        Scenario(hw, m, 8, 1024, routing="zipf:1.2", zipf_order="numpy")

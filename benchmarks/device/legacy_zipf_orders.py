@@ -6,7 +6,8 @@
 For every routed-expert count of the presets and popularity seeds 0-3 it writes the permutation
 the old code drew: expert j had popularity rank perm[j] + 1 (mok_kernels/routing.py before
 b03c2ab), with the torch version and GPU that drew it. With these the model can read the earlier
-zipf records again (mok_model/workload.py legacy orders)."""
+zipf records again (copied to mok_model/presets/legacy_zipf_orders.json, read by
+mok_model/workload.py legacy_zipf_order)."""
 
 import json
 import sys
