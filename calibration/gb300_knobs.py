@@ -1,7 +1,8 @@
 """The published GB300 NVL72 rows at the published default knobs and at the tuner's knobs, in
 sample and leave-one-out, analytic and simulator engines.
 
-    python -m calibration.gb300_knobs [RUN_FILE] [--params FILE] [--no-sim] [--json]
+    python -m calibration.gb300_knobs [RUN_FILE] [--params FILE] [--fit-knobs tuned|default]
+                                      [--no-sim] [--json]
 
 The Table 1 records carry no knobs (the publication does not give them), so the fit and
 `mok validate` score their MoK rows at the tuner's choice. This report scores each MoK row also
@@ -15,6 +16,11 @@ minibatch 4096 routed rows, macrobatch 131072, schedule capacity 0.5). Baseline 
 - leave-one-out: each row predicted by a fit to the others (calibration/loo.py: the
   Blackwell priors, `mok calibrate`'s free parameters for the remaining rows), at both knob sets.
 
+`--fit-knobs default` reads the records the other way: the MoK rows as run at the published
+default knobs (each MoK record given default_config's knobs before it is fitted), in sample a
+fit to all rows from the Blackwell priors with the shipped file's free parameters
+(calibration.defaults.FREE), leave-one-out as above. Which reading is right is not published.
+
 The simulator is not fitted (too slow for ten fits on two cores): its columns use the analytic
 engine's fitted parameters and the same knobs (tuned: the analytic tuner's choice).
 """
@@ -22,6 +28,7 @@ engine's fitted parameters and the same knobs (tuned: the analytic tuner's choic
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import sys
 from pathlib import Path
@@ -34,6 +41,7 @@ from mok_model.records import predictable, read_records, record_scenario
 from mok_model.scenario import Config, default_config
 
 from .cli import default_free, priors_for
+from .defaults import FREE
 from .fit import fit, predict_records, resolve_configs
 
 PUBLISHED = Path(__file__).parent / "runs" / "published" / "gb300_table1.jsonl"
@@ -74,14 +82,26 @@ def in_sample(records: list[dict], params: Params, engines: tuple[str, ...]) -> 
     return [score(r, params, engines) for r in records if predictable(r)]
 
 
+def at_default_knobs(records: list[dict]) -> list[dict]:
+    """Copies of the records, each MoK record given the published default knobs."""
+    out = []
+    for rec in records:
+        rec = copy.deepcopy(rec)
+        if rec["system"] == "mok":
+            rec["config"] = default_config(record_scenario(rec)).as_dict()
+        out.append(rec)
+    return out
+
+
 def leave_one_out(records: list[dict], engines: tuple[str, ...],
-                  free: list[str] | None = None) -> list[dict]:
+                  free: list[str] | None = None, fit_knobs: str = "tuned") -> list[dict]:
     """calibration.loo's fits (each row left out in turn), each held-out row scored at both
-    knob sets."""
+    knob sets. fit_knobs "default": the training rows are fitted at the published defaults."""
     records = [r for r in records if predictable(r)]
+    fitted_as = at_default_knobs(records) if fit_knobs == "default" else records
     rows = []
     for i, rec in enumerate(records):
-        train = records[:i] + records[i + 1:]
+        train = fitted_as[:i] + fitted_as[i + 1:]
         names = free if free is not None else default_free(train, set())
         res = fit(train, priors_for(rec["hardware"]["preset"]), names)
         row = score(rec, res.params, engines)
@@ -105,12 +125,20 @@ def summary(rows: list[dict]) -> dict:
     return out
 
 
-def report(runs: list[str], params_file: Path, engines: tuple[str, ...]) -> dict:
+def report(runs: list[str], params_file: Path | None, engines: tuple[str, ...],
+           fit_knobs: str = "tuned") -> dict:
+    """The in-sample and leave-one-out tables. fit_knobs "default" (params_file None): the
+    in-sample parameters are a fit to every row at the published defaults (FREE)."""
     records = read_records(runs)
-    params = read_params(params_file)
+    if fit_knobs == "default":
+        res = fit(at_default_knobs(records), priors_for(records[0]["hardware"]["preset"]), FREE)
+        params, where = res.params, (f"fit to every row at the default knobs, free "
+                                     f"{', '.join(f'{n} {res.params[n]:.4g}' for n in FREE)}")
+    else:
+        params, where = read_params(params_file), str(params_file)
     ins = in_sample(records, params, engines)
-    loo = leave_one_out(records, engines)
-    return {"runs": runs, "params": str(params_file), "engines": list(engines),
+    loo = leave_one_out(records, engines, fit_knobs=fit_knobs)
+    return {"runs": runs, "params": where, "fit_knobs": fit_knobs, "engines": list(engines),
             "note": "records carry no knobs (not published): 'tuned' is the tuner's choice under "
                     "the parameters; 'default' the published defaults (default_config)",
             "in_sample": {"rows": ins, "summary": summary(ins)},
@@ -120,7 +148,8 @@ def report(runs: list[str], params_file: Path, engines: tuple[str, ...]) -> dict
 def print_report(doc: dict) -> None:
     engines = doc["engines"]
     keys = [f"{c}/{e}" for c in COLUMNS for e in engines]
-    print(f"published rows: {', '.join(doc['runs'])}; {doc['note']}")
+    print(f"published rows: {', '.join(doc['runs'])}; {doc['note']}; fitted with the MoK rows "
+          f"at the {doc['fit_knobs']} knobs")
     for part, title in (("in_sample", f"in sample ({doc['params']})"),
                         ("loo", "leave-one-out (fit to the other rows)")):
         print(f"\n{title}: error of the prediction")
@@ -142,11 +171,15 @@ def main(argv: list[str] | None = None) -> int:
                                 formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="*", default=[str(PUBLISHED)])
     p.add_argument("--params", default=str(SHIPPED), help="in-sample parameters file")
+    p.add_argument("--fit-knobs", choices=("tuned", "default"), default="tuned",
+                   help="the knobs the fits score the MoK rows at (default: the tuner's, as the "
+                        "shipped file and calibration.loo; 'default': the published defaults)")
     p.add_argument("--no-sim", action="store_true", help="analytic engine only")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     engines = ("analytic",) if a.no_sim else ("analytic", "sim")
-    doc = report(a.runs, Path(a.params), engines)
+    doc = report(a.runs, Path(a.params) if a.fit_knobs == "tuned" else None, engines,
+                 a.fit_knobs)
     if a.json:
         print(json.dumps(doc, indent=1))
     else:
