@@ -142,8 +142,12 @@ class Config:
 
 
 def default_config(scenario: Scenario) -> Config:
-    """The published defaults, scaled to this GPU's SM count (40 fwd / 28 bwd of 148 SMs)."""
+    """The published defaults, scaled to this GPU's SM count (40 fwd / 28 bwd of 148 SMs).
+
+    Modes: pull, push in both passes. Backward, `dispatch` is the operator that brings rows to
+    the expert holders (the reverse-combine, pulled) and `combine` the one that returns them
+    home (the reverse-dispatch, pushed): mok-system.md section 2.1, "backward: pull the
+    reverse-combine, push the reverse-dispatch" (README, "Backward")."""
     published = 40 if scenario.pass_ == "fwd" else 28
-    dispatch, combine = ("pull", "push") if scenario.pass_ == "fwd" else ("push", "pull")
     comm = max(1, round(published * scenario.hardware.sms / 148))
-    return Config(dispatch=dispatch, combine=combine, comm_sms=comm)
+    return Config(dispatch="pull", combine="push", comm_sms=comm)

@@ -1,0 +1,74 @@
+"""The published GB300 rows at the published default knobs and at the tuner's
+(calibration/gb300_knobs.py), on CPU."""
+
+from __future__ import annotations
+
+import pytest
+
+from calibration.gb300_knobs import (PUBLISHED, SHIPPED, at_default_knobs, in_sample,
+                                     leave_one_out, main, summary)
+from mok_model.params import read_params
+from mok_model.records import read_records, record_config, record_scenario
+from mok_model.scenario import default_config
+
+
+@pytest.fixture(scope="module")
+def records():
+    return read_records([PUBLISHED])
+
+
+def test_default_config_is_the_published_one(records):
+    """mok-system.md section 3: pull dispatch, push combine (backward: pull the reverse-combine,
+    push the reverse-dispatch), 40 / 28 comm SMs of 148, minibatch 4096, macrobatch 131072,
+    capacity 0.5."""
+    for rec in records:
+        cfg = default_config(record_scenario(rec))
+        assert (cfg.dispatch, cfg.combine) == ("pull", "push")
+        assert cfg.comm_sms == (40 if rec["pass"] == "fwd" else 28)
+        assert (cfg.minibatch, cfg.macrobatch, cfg.capacity) == (4096, 131072, 0.5)
+
+
+def test_records_publish_no_knobs_and_default_reading_sets_them(records):
+    assert all(record_config(r) == {} for r in records)
+    fixed = at_default_knobs(records)
+    for r, f in zip(records, fixed):
+        if r["system"] == "mok":
+            assert record_config(f) == default_config(record_scenario(r))
+        else:
+            assert f.get("config") == r.get("config")
+    assert all(record_config(r) == {} for r in records)  # the originals are untouched
+
+
+def test_in_sample_scores_both_knob_sets(records):
+    rows = in_sample(records, read_params(SHIPPED), ("analytic",))
+    assert len(rows) == 10
+    for r in rows:
+        assert set(r["err"]) == {"default/analytic", "tuned/analytic"}
+        if r["system"] == "mok":
+            assert "comm=40" in r["knobs"]["default"] or "comm=28" in r["knobs"]["default"]
+            assert r["knobs"]["tuned"] != "-"
+        else:  # a baseline has no knobs: both columns are the same prediction
+            assert r["knobs"]["default"] == "-"
+            assert r["pred"]["default/analytic"] == r["pred"]["tuned/analytic"]
+    s = summary(rows)
+    assert s["all"]["tuned/analytic"]["n"] == 10 and s["mok"]["default/analytic"]["n"] == 5
+
+
+def test_leave_one_out_holds_the_row_out(records):
+    sub = [r for r in records if r["tokens"] == 1024 and r["pass"] == "fwd"]  # 4 records
+    rows = leave_one_out(sub, ("analytic",), free=["mok_fixed_us"], fit_knobs="default")
+    assert [r["id"] for r in rows] == [r["id"] for r in sub]
+    assert all(set(r["fitted"]) == {"mok_fixed_us"} for r in rows)
+    assert all(abs(r["err"]["default/analytic"]) < 1.0 for r in rows)
+
+
+def test_main_json(capsys, records, tmp_path):
+    import json
+
+    runs = tmp_path / "two.jsonl"
+    runs.write_text("".join(json.dumps({k: v for k, v in r.items() if not k.startswith("_")})
+                            + "\n" for r in records if r["tokens"] == 1024 and r["pass"] == "fwd"
+                            and r["model"] == "kimi-k2"))
+    assert main([str(runs), "--no-sim", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fit_knobs"] == "tuned" and len(doc["in_sample"]["rows"]) == 2
