@@ -280,3 +280,18 @@ def test_a_relative_table_gives_the_shape_trend_and_gemm_eff_the_level():
     assert replaces_gemm_eff(GemmTable("h200-1", pts)) and not replaces_gemm_eff(rel)
     with pytest.raises(MokInputError, match="level"):
         GemmTable("h200-1", pts, level="sideways")
+
+
+def test_known_points_are_reused_for_the_given_records_only():
+    """report_space makes every GEMM-phase record's point once (record_points) and builds each
+    fold's table from them: the same table as from the records, and no point of a record the
+    fold was not given."""
+    from calibration.gemm_table import record_points
+
+    recs = [_gemm_record("kimi-k2", 16, 2048, 1.0), _gemm_record("glm-5", 8, 1024, 0.5)]
+    known = record_points(recs, "h200-1")
+    assert sorted(known) == sorted(r["id"] for r in recs)
+    fresh = build_table(recs[:1], "h200-1", [])
+    reused = build_table(recs[:1], "h200-1", [], known=known)
+    assert reused.points == fresh.points and len(reused.points) == 1
+    assert reused.points[0]["model"] == "kimi-k2"
