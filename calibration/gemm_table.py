@@ -13,7 +13,9 @@ the megakernel's own GEMM phases. Every `gemm-only` record committed so far (cal
 h200*/, the space sweep included: mok_kernels/bench.py run_gemm_only) times torch._grouped_mm,
 the library's grouped GEMM that nccl-torch runs (calibration/fit_gemm.py fits torch_gemm_eff to
 them): from those, only a `--relative` table is honest (the library's shape trend, at the level
-gemm_eff fits for the megakernel).
+gemm_eff fits for the megakernel). The megakernel's own GEMM phases are system `mok-gemm`
+(mok_kernels/bench.py run_mok_gemm; calibration/runs/h200_space/gemm_phases.jsonl): the shipped
+h200-1 table is `--system mok-gemm` on that file (docs/calibration.md).
 """
 
 from __future__ import annotations
