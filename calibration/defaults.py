@@ -12,7 +12,9 @@
   MoK records; the fabric values stay as measured) and the NCCL terms to the nccl-torch ones.
 - h100-hgx8: priors from our H200 probe and public figures.
 - h200-1: `mok calibrate` on the committed H200 runs (microbenchmarks, then the megakernel sweep)
-  from those priors; then the backward megakernel's and the FP8 forward's terms fitted to the
+  from those priors, with the GEMM efficiency table of the kernel's own GEMM phases
+  (mok_model/params/gemm/h200-1.json; gemm_eff not fitted); then the backward megakernel's and
+  the FP8 forward's terms fitted to the
   default-variant backward and FP8 records of calibration/runs/h200/ (calibration/passes.py,
   everything else held). h200-hgx8 takes those terms as fitted on h200-1 (same GPU and kernels;
   no backward or FP8 run on two GPUs yet).
@@ -44,6 +46,10 @@ from .published import published_records
 RUNS = Path(__file__).parent / "runs" / "published" / "gb300_table1.jsonl"
 H200_RUNS = [Path(__file__).parent / "runs" / "h200" / f
              for f in ("micro.jsonl", "mok_sweep.jsonl", "bench_megakernel.jsonl")]
+# the megakernel's own GEMM phases on all 756 space-sweep workloads (system mok-gemm), as a
+# table (python -m calibration.gemm_table calibration/runs/h200_space/gemm_phases.jsonl --system
+# mok-gemm --out mok_model/params/gemm/h200-1.json): h200-1's GEMM efficiency, gemm_eff not fitted
+H200_GEMM_TABLE = PARAMS_DIR / "gemm" / "h200-1.json"
 FREE = ["gemm_eff", "mok_fixed_us", "wgrad_bytes_per_weight", "host_launch_scale", "nccl_eff"]
 H200X2 = Path(__file__).parent / "runs" / "h200x2"
 # mok_exposed_launches is free because MoK is timed as a CUDA graph replay (one graph launch
@@ -121,7 +127,8 @@ def main() -> None:
     fit_h200_hgx8(root)
     calibrate_cli([str(f.relative_to(root)) for f in H200_RUNS]
                   + ["--out", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
-                     "--base", str((PARAMS_DIR / "h200-1.json").relative_to(root))])
+                     "--base", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
+                     "--gemm-table", str(H200_GEMM_TABLE.relative_to(root))])
     fit_h200_passes(root)
     for row in result.residuals:
         print(f"{row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "

@@ -13,7 +13,9 @@ the megakernel's own GEMM phases. Every `gemm-only` record committed so far (cal
 h200*/, the space sweep included: mok_kernels/bench.py run_gemm_only) times torch._grouped_mm,
 the library's grouped GEMM that nccl-torch runs (calibration/fit_gemm.py fits torch_gemm_eff to
 them): from those, only a `--relative` table is honest (the library's shape trend, at the level
-gemm_eff fits for the megakernel).
+gemm_eff fits for the megakernel). The megakernel's own GEMM phases are system `mok-gemm`
+(mok_kernels/bench.py run_mok_gemm; calibration/runs/h200_space/gemm_phases.jsonl): the shipped
+h200-1 table is `--system mok-gemm` on that file (docs/calibration.md).
 """
 
 from __future__ import annotations
@@ -40,18 +42,29 @@ def table_records(records: list[dict], hardware: str, system: str = SYSTEM) -> l
 
 def build_table(records: list[dict], hardware: str, files: list[str], system: str = SYSTEM,
                 path: str | None = None, tile_m: int = TILE_M, tile_n: int = TILE_N,
-                level: str = "absolute") -> GemmTable:
+                level: str = "absolute", known: dict | None = None) -> GemmTable:
     """A table of one point per record of `system` among `records` (see the module docstring);
-    level "relative" for records of another GEMM implementation than the megakernel's."""
+    level "relative" for records of another GEMM implementation than the megakernel's. `known`:
+    points already made from records (`record_points`, by record id) to reuse: a point depends on
+    its own record only, so a fold's table is the known points of its training records."""
     recs = table_records(records, hardware, system)
     if not recs:
         raise MokInputError(f"no measured forward BF16 {system} records of {hardware} to build a "
                             f"GEMM table from")
-    points = tuple(table_point(r, record_scenario(r), tile_m, tile_n) for r in recs)
+    known = known or {}
+    points = tuple(known[r["id"]] if r["id"] in known
+                   else table_point(r, record_scenario(r), tile_m, tile_n) for r in recs)
     notes = (f"{len(points)} {system} records of {hardware} (the kernel's GEMM phases alone); "
              f"eff = tile-quantized FLOPs ({tile_m} x {tile_n} tiles) at peak on all SMs / measured "
              f"(python -m calibration.gemm_table)")
     return GemmTable(hardware, points, tuple(files), path, notes, level)
+
+
+def record_points(records: list[dict], hardware: str, system: str = SYSTEM,
+                  tile_m: int = TILE_M, tile_n: int = TILE_N) -> dict:
+    """{record id: table point} of every table record among `records` (build_table's `known`)."""
+    return {r["id"]: table_point(r, record_scenario(r), tile_m, tile_n)
+            for r in table_records(records, hardware, system)}
 
 
 def main(argv: list[str] | None = None) -> int:

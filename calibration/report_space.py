@@ -50,7 +50,7 @@ from mok_model.records import read_records, routing_reproduced, workload_key
 from .cli import default_free, priors_for
 from .fit import fit
 from .gemm_table import SYSTEM as TABLE_SYSTEM
-from .gemm_table import build_table, table_records
+from .gemm_table import build_table, record_points, table_records
 from .micro import fit_micro
 from .split import check_key, group_value, group_values
 from .validate import evaluate, validate
@@ -123,10 +123,10 @@ TABLES = ("none", "absolute", "relative")
 
 
 def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM,
-             free_arg: list[str] | None = None, fix: tuple = ()):
+             free_arg: list[str] | None = None, fix: tuple = (), known: dict | None = None):
     """`mok calibrate`'s two stages from the h200-1 priors on `train`; with table "absolute" or
     "relative" the GEMM efficiency table of that level is built from train's GEMM-phase records
-    first. `free_arg` replaces
+    first (`known`: points already made, by record id; only train's are used). `free_arg` replaces
     the layer stage's choice of free parameters; `fix` removes parameters from it (held at
     their priors). Returns (params, free parameters, table points
     or 0)."""
@@ -137,7 +137,7 @@ def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM,
             raise MokInputError(f"--table {table}: a fold has no {table_system} records to build "
                                 f"the GEMM table from")
         t = build_table(train, HARDWARE, sorted({r["_file"] for r in train if "_file" in r}),
-                        table_system, level=table)
+                        table_system, level=table, known=known)
         base = base.with_table(t)
         points = len(t.points)
     micro = fit_micro(train, base)
@@ -157,13 +157,13 @@ def sim_sample(held: list[dict], every: int) -> list[dict]:
 
 
 def _run_fold(args) -> dict:
-    by, value, train, held, table, table_system, sim_every, free_arg, fix, thin = args
+    by, value, train, held, table, table_system, sim_every, free_arg, fix, thin, known = args
     t0 = time.time()
     if thin > 1:  # every thin-th training workload's MoK runs (GEMM phases and micro all kept)
         keep = set(list(dict.fromkeys(workload_key(r) for r in train
                                       if r["system"] == "mok"))[::thin])
         train = [r for r in train if r["system"] != "mok" or workload_key(r) in keep]
-    params, free, points = fit_fold(train, table, table_system, free_arg, fix)
+    params, free, points = fit_fold(train, table, table_system, free_arg, fix, known)
     v = validate(held, params, "analytic")
     out = {"by": by, "value": value, "table": table, "free": free, "table_points": points,
            "values": {k: params[k] for k in free}, "ids": [r["id"] for r in held],
@@ -322,13 +322,16 @@ def _run(a: argparse.Namespace) -> int:
     if bad:
         raise MokInputError(f"--free: unknown parameter(s) {bad}; choose from {sorted(BOUNDS)}")
     jobs, sim_every = [], {}
+    # every GEMM-phase record's table point, made once: a fold's table takes its training ones
+    known = record_points(records, HARDWARE, a.table_system) if set(tables) - {"none"} else {}
     for by in keys:
         sim_every[by] = 0 if a.sim_records <= 0 else max(1, round(len(mok) / a.sim_records))
         for table in tables:
             for value, train, held in folds(records, by):
                 jobs.append((by, value, train, held, table, a.table_system, sim_every[by],
                              a.free.split(",") if a.free else None,
-                             tuple(f for f in (a.fix or "").split(",") if f), a.thin))
+                             tuple(f for f in (a.fix or "").split(",") if f), a.thin,
+                             known if table != "none" else None))
     with ProcessPoolExecutor(max_workers=max(1, a.jobs)) as ex:
         results = list(ex.map(_run_fold, jobs))
     doc = {"files": files, "left_out": left, "records": len(mok), "thin": a.thin,

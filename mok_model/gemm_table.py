@@ -14,12 +14,20 @@ includes what one gemm_eff cannot say: weight reads at few rows per expert, shor
 narrow experts, per-expert set-up.
 
 A point's coordinates are its shape: rows per active expert (the measured rank's), the expert
-width I, the hidden size H and the local experts L. Lookup (`GemmTable.eff`):
+width I, the hidden size H and the local experts L. A point also holds its occupancy
+(`occupancy`): where a GEMM phase has fewer tiles than the GPU has SMs, only that many SMs work,
+so the phase takes its FLOPs at peak on all SMs divided by tiles / SMs; occupancy is the ideal's
+share of that occupancy-bound time (1 when every phase has a tile per SM). What is interpolated
+is eff / occupancy, the rate of the SMs that have a tile; the query's own occupancy multiplies
+it back (held out by model, the kernel's GEMM-phase times are predicted with 9.3% mean error
+this way against 11.1% interpolating eff itself: docs/calibration.md). Lookup (`GemmTable.eff`):
 
-1. for every shape (I, H, L) in the table, the efficiency at the queried rows per expert, linear
-   in log2(rows) between that shape's points (flat beyond its first and last);
+1. for every shape (I, H, L) in the table, the efficiency per occupied SM at the queried rows
+   per expert, linear in log2(rows) between that shape's points (flat beyond its first and last);
 2. the shape itself when the table has it; otherwise the inverse-square-distance mean of the
-   `NEIGHBOURS` nearest shapes, distance measured in log2 I, log2 H and log2 L.
+   `NEIGHBOURS` nearest shapes, distance measured in log2 I, log2 H and log2 L;
+3. times the query's occupancy (a table point's own occupancy at its own shape and rows, so a
+   point is reproduced exactly).
 
 Hardware without a table keeps gemm_eff. A table is for the hardware it was measured on; for
 other hardware it transfers as a ratio (docs/calibration.md, "GEMM efficiency table"): the same
@@ -73,7 +81,8 @@ class GemmTable:
         by: dict[tuple, list[tuple[float, float]]] = {}
         for pt in self.points:
             shape = (float(pt["expert_width"]), float(pt["hidden"]), float(pt["local_experts"]))
-            by.setdefault(shape, []).append((math.log2(pt["rows_per_expert"]), float(pt["eff"])))
+            by.setdefault(shape, []).append((math.log2(pt["rows_per_expert"]),
+                                             float(pt["eff"]) / float(pt.get("occupancy", 1.0))))
         for shape, xy in by.items():
             xs = sorted({x for x, _ in xy})  # points at one rows value are averaged
             ys = [float(np.mean([y for x2, y in xy if x2 == x])) for x in xs]
@@ -93,8 +102,12 @@ class GemmTable:
     def shapes(self) -> list[tuple[float, float, float]]:
         return list(self._curves)
 
-    def eff(self, rows_per_expert: float, expert_width: int, hidden: int, local_experts: int) -> float:
-        """Fraction of peak tensor rate at this shape (see the module docstring)."""
+    def eff(self, rows_per_expert: float, expert_width: int, hidden: int, local_experts: int,
+            occupancy: float = 1.0) -> float:
+        """Fraction of peak tensor rate at this shape and occupancy (see the module docstring)."""
+        return occupancy * self._eff(rows_per_expert, expert_width, hidden, local_experts)
+
+    def _eff(self, rows_per_expert: float, expert_width: int, hidden: int, local_experts: int) -> float:
         lr = math.log2(max(float(rows_per_expert), 1.0))
         q = np.log2([expert_width, hidden, local_experts])
         shapes = np.array(self.shapes)
@@ -133,6 +146,9 @@ def read_table(path: str | Path) -> GemmTable:
             v = pt.get(key) if isinstance(pt, dict) else None
             if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < math.inf:
                 raise MokInputError(f"{where}: point {i}: {key}={v!r} must be a positive number")
+        occ = pt.get("occupancy", 1.0)
+        if isinstance(occ, bool) or not isinstance(occ, (int, float)) or not 0 < occ <= 1:
+            raise MokInputError(f"{where}: point {i}: occupancy={occ!r} must be in (0, 1]")
         if pt["eff"] > 1.5:
             raise MokInputError(f"{where}: point {i}: eff={pt['eff']} is above 1.5 of peak")
     return GemmTable(str(doc.get("hardware", "")), tuple(points), tuple(doc.get("records", [])),
@@ -149,6 +165,29 @@ def measured_gpu(scn) -> int:
     from .analytic import loads
 
     return 0 if scn.hardware.emulated_ranks else int(np.argmax(loads(scn).rows))
+
+
+def occupancy(scn, tile: dict | None = None) -> float:
+    """The measured GPU's GEMM FLOPs at peak on all SMs, over the same with each phase (gate/up,
+    down: routed and shared tiles together, in the kernel's tile: `tile`, else DEFAULT_TILE)
+    on min(its tiles, SMs) SMs: 1 when every phase has a tile per SM, less with fewer tiles."""
+    from .analytic import loads
+
+    t = {**DEFAULT_TILE, **(tile or {})}
+    bm, m, sms = t["block_m"], scn.model, scn.hardware.sms
+    er = loads(scn).expert_rows[measured_gpu(scn)]
+    H = m.hidden
+    blocks = [(float(np.ceil(er / bm).sum()), m.expert_width)]
+    if m.shared_experts:
+        blocks.append((float(np.ceil(scn.tokens / bm)) * m.shared_experts, m.shared_width))
+    gu_tiles = sum(r * math.ceil(2 * w / t["bn_gu"]) for r, w in blocks)
+    dn_tiles = sum(r * math.ceil(H / t["bn_dn"]) for r, w in blocks)
+    gu_flops = sum(r * 2 * w * H for r, w in blocks)
+    dn_flops = sum(r * w * H for r, w in blocks)
+    if gu_tiles <= 0:
+        return 1.0
+    bound = gu_flops / min(1.0, gu_tiles / sms) + dn_flops / min(1.0, dn_tiles / sms)
+    return float((gu_flops + dn_flops) / bound)
 
 
 def shape_of(scn, gpu: int | None = None) -> tuple[float, int, int, int]:
@@ -187,7 +226,7 @@ def scenario_eff(table: GemmTable, scn) -> float | None:
     value is divided by its median (multiply by gemm_eff: gemm_efficiency)."""
     if not table.covers(scn):
         return None
-    e = table.eff(*shape_of(scn))
+    e = table.eff(*shape_of(scn), occupancy(scn))
     return e if table.level == "absolute" else e / table.median
 
 
@@ -217,5 +256,6 @@ def table_point(rec: dict, scn, tile_m: int, tile_n: int) -> dict:
             "routing": scn.routing, "pass": scn.pass_, "precision": scn.precision,
             "rows_per_expert": rows, "expert_width": width,
             "hidden": hidden, "local_experts": local,
-            "tile": rec.get("tiles") or dict(DEFAULT_TILE), "measured_ms": ms,
+            "tile": rec.get("tiles") or dict(DEFAULT_TILE),
+            "occupancy": occupancy(scn, rec.get("tiles")), "measured_ms": ms,
             "ideal_ms": ideal * 1e3, "eff": ideal * 1e3 / ms}

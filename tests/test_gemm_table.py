@@ -280,3 +280,38 @@ def test_a_relative_table_gives_the_shape_trend_and_gemm_eff_the_level():
     assert replaces_gemm_eff(GemmTable("h200-1", pts)) and not replaces_gemm_eff(rel)
     with pytest.raises(MokInputError, match="level"):
         GemmTable("h200-1", pts, level="sideways")
+
+
+def test_known_points_are_reused_for_the_given_records_only():
+    """report_space makes every GEMM-phase record's point once (record_points) and builds each
+    fold's table from them: the same table as from the records, and no point of a record the
+    fold was not given."""
+    from calibration.gemm_table import record_points
+
+    recs = [_gemm_record("kimi-k2", 16, 2048, 1.0), _gemm_record("glm-5", 8, 1024, 0.5)]
+    known = record_points(recs, "h200-1")
+    assert sorted(known) == sorted(r["id"] for r in recs)
+    fresh = build_table(recs[:1], "h200-1", [])
+    reused = build_table(recs[:1], "h200-1", [], known=known)
+    assert reused.points == fresh.points and len(reused.points) == 1
+    assert reused.points[0]["model"] == "kimi-k2"
+
+
+def test_occupancy_scales_the_interpolated_rate_and_points_are_reproduced():
+    """A phase with fewer tiles than SMs runs on that many: occupancy < 1 for few rows of a
+    narrow model, 1 for a full one; the table interpolates eff / occupancy and multiplies the
+    query's occupancy back, so a point's own shape and rows give its eff."""
+    from mok_model.gemm_table import occupancy
+
+    few = Scenario(load_hardware("h200-1"), load_model("gpt-oss-120b"), 32, 64)
+    full = scenario("kimi-k2", 16, 4096)
+    assert 0 < occupancy(few) < 0.9 and occupancy(full) == pytest.approx(1.0)
+    t = table(pt(64, 0.2, **SHAPE_A, occupancy=0.4), pt(256, 0.6, **SHAPE_A, occupancy=1.0))
+    assert t.eff(64, 2048, 7168, 16, 0.4) == pytest.approx(0.2)
+    assert t.eff(256, 2048, 7168, 16) == pytest.approx(0.6)
+    assert t.eff(64, 2048, 7168, 16) == pytest.approx(0.5)  # the rate of the occupied SMs
+    rec = _gemm_record("gpt-oss-120b", 32, 64, 0.1)
+    p = build_table([rec], "h200-1", []).points[0]
+    assert p["occupancy"] == pytest.approx(occupancy(record_scenario(rec)))
+    assert GemmTable("h200-1", (p,)).eff(*shape_of(record_scenario(rec)),
+                                        occupancy(record_scenario(rec))) == pytest.approx(p["eff"])
