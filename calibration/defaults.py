@@ -46,7 +46,7 @@ from .published import published_records
 RUNS = Path(__file__).parent / "runs" / "published" / "gb300_table1.jsonl"
 H200_RUNS = [Path(__file__).parent / "runs" / "h200" / f
              for f in ("micro.jsonl", "mok_sweep.jsonl", "bench_megakernel.jsonl")]
-# the megakernel's own GEMM phases on all 756 space-sweep workloads (system mok-gemm), as a
+# the megakernel's own GEMM phases on all 756 space-sweep workloads (system mok-gemm; today's variants), as a
 # table (python -m calibration.gemm_table calibration/runs/h200_space/gemm_phases.jsonl --system
 # mok-gemm --out mok_model/params/gemm/h200-1.json): h200-1's GEMM efficiency, gemm_eff not fitted
 H200_GEMM_TABLE = PARAMS_DIR / "gemm" / "h200-1.json"

@@ -28,16 +28,19 @@ from pathlib import Path
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
 from mok_model.gemm_table import GemmTable, table_point, write_table
-from mok_model.records import read_records, record_scenario
+from mok_model.records import default_variant, read_records, record_scenario
 
 SYSTEM = "gemm-only"
 TILE_M, TILE_N = 128, 128  # the parameters' gemm_tile_m, gemm_tile_n (calibration/priors.py)
 
 
 def table_records(records: list[dict], hardware: str, system: str = SYSTEM) -> list[dict]:
-    """The records a table is made of: measured forward BF16 runs of `system` on `hardware`."""
+    """The records a table is made of: measured forward BF16 runs of `system` on `hardware`, of
+    today's kernel variant (records.default_variant: e.g. not the wide-expert GEMM phases of
+    group_m 1, measured again with the per-shape group_m)."""
     return [r for r in records if r["system"] == system and r["hardware"]["preset"] == hardware
-            and r["source"] == "measured" and r["pass"] == "fwd" and r["precision"] == "bf16"]
+            and r["source"] == "measured" and r["pass"] == "fwd" and r["precision"] == "bf16"
+            and default_variant(r)]
 
 
 def build_table(records: list[dict], hardware: str, files: list[str], system: str = SYSTEM,
