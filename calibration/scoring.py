@@ -60,7 +60,7 @@ def predict_records(records: list[dict], params: Params, engine: str = "analytic
             else:
                 system = rec["system"]
                 out[i] = predict(scn, cfg if system == "mok" else None, system, params,
-                                 engine).latency_ms
+                                 engine, refuse_overflow=False).latency_ms
         except MokInputError as exc:  # name the record that the model cannot take
             where = f"{rec['_file']}:{rec['_line']}" if "_file" in rec else f"record {rec['id']!r}"
             raise MokInputError(f"{where}: {exc}") from None

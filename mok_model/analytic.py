@@ -574,13 +574,14 @@ def quantize_time(scn: Scenario, p: Params) -> float:
     return rows * scn.model.hidden * QUANTIZE_BYTES[scn.precision] / (hw.hbm_tbps * 1e12 * p["hbm_eff"])
 
 
-def mok_config_terms(scn: Scenario, p: Params, config: Config) -> dict:
-    """mok_terms for one Config (arrays of length 1); a capacity that would overflow is refused."""
+def mok_config_terms(scn: Scenario, p: Params, config: Config, refuse_overflow: bool = True) -> dict:
+    """mok_terms for one Config (arrays of length 1); a capacity that would overflow is refused
+    (``refuse_overflow``; False for a measured run: it happened, so its schedule held)."""
     config.check_for(scn)
     r = mok_terms(scn, p, np.array([config.dispatch == "push"]), np.array([config.combine == "push"]),
                   np.array([config.minibatch]), np.array([config.comm_sms]),
                   np.array([config.macrobatch]), np.array([config.capacity]))
-    if r["overflow"][0]:
+    if refuse_overflow and r["overflow"][0]:
         need = min(float(loads(scn).rows.max()) * p["capacity_headroom"],
                    scn.ep * scn.tokens * min(scn.model.top_k, scn.local_experts))
         least = np.ceil(1000 * need / (scn.ep * scn.tokens * min(scn.model.top_k, scn.local_experts))) / 1000

@@ -86,8 +86,9 @@ def _ms(x) -> float:
     return float(x) * 1e3
 
 
-def analytic_mok(scenario: Scenario, config: Config, p: Params) -> Prediction:
-    r = mok_config_terms(scenario, p, config)
+def analytic_mok(scenario: Scenario, config: Config, p: Params,
+                 refuse_overflow: bool = True) -> Prediction:
+    r = mok_config_terms(scenario, p, config, refuse_overflow)
     terms = {k: _ms(v[0]) for k, v in r["terms"].items()}
     work = {k: _ms(v[0]) for k, v in r["work"].items()}
     return Prediction(scenario, config, "mok", "analytic", sum(terms.values()), terms, work,
@@ -122,9 +123,10 @@ def analytic_baseline(scenario: Scenario, system: str, p: Params) -> Prediction:
 
 def predict(scenario: Scenario, config: Config | dict | None = None, system: str = "mok",
             params: Params | str | None = None, engine: str = "analytic",
-            allow_other_hardware: bool = False) -> Prediction:
+            allow_other_hardware: bool = False, refuse_overflow: bool = True) -> Prediction:
     """Predict one pass. `config` may be a Config, a dict of some knobs (the tuner picks the
-    rest), or None (the tuner picks all)."""
+    rest), or None (the tuner picks all). ``refuse_overflow=False``: a measured run's config is
+    predicted even where the model's capacity headroom would refuse it (it ran, so it held)."""
     if system not in SYSTEMS:
         raise MokInputError(f"--system {system!r} must be one of {SYSTEMS}")
     if engine not in ENGINES:
@@ -141,9 +143,10 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
     if engine == "sim":
         from .sim import simulate
 
-        pred = simulate(scenario, config if system == "mok" else None, system, p)
+        pred = simulate(scenario, config if system == "mok" else None, system, p,
+                        refuse_overflow=refuse_overflow)
     elif system == "mok":
-        pred = analytic_mok(scenario, config, p)
+        pred = analytic_mok(scenario, config, p, refuse_overflow)
     else:
         pred = analytic_baseline(scenario, system, p)
     pred.tuned = tuned

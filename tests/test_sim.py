@@ -314,3 +314,21 @@ def test_baselines_run_with_merged_peer_groups():
     for system in ("nccl-torch", "deepep"):
         pred = simulate(scn, None, system, p, max_peers=4)
         assert pred.extra["invariants"] == "ok" and pred.latency_ms > 0
+
+
+def test_measured_run_past_the_capacity_headroom_is_simulated():
+    """A 2-GPU run whose capacity the model's 25% headroom would refuse (legacy zipf order) ran,
+    so validation predicts it with both engines; a prediction asked for the same config by a
+    user is still refused with the rule."""
+    from calibration.scoring import predict_records
+    from mok_model.errors import MokInputError
+    from mok_model.params import load_params
+    from mok_model.predict import predict
+    from mok_model.records import read_records, record_config, record_scenario
+    rec = next(r for r in read_records(["calibration/runs/h200x2/bench_e1.jsonl"])
+               if r["id"] == "mok-deepseek-v3-ep2-n512-000d66f71e4b")
+    p = load_params(None, "h200-hgx8")
+    for engine in ("analytic", "sim"):
+        assert np.isfinite(predict_records([rec], p, engine)).all()
+    with pytest.raises(MokInputError, match="safety headroom"):
+        predict(record_scenario(rec), record_config(rec), "mok", p, "sim")

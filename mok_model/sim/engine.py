@@ -31,9 +31,9 @@ def _resolve(scenario: Scenario, params) -> Params:
     return resolve_params(scenario, params)
 
 
-def _prologue(scn: Scenario, p: Params, cfg: Config) -> dict[str, float]:
+def _prologue(scn: Scenario, p: Params, cfg: Config, refuse_overflow: bool) -> dict[str, float]:
     """launch, schedule, reduction and fixed terms (seconds): the analytic formulas, reused."""
-    r = mok_config_terms(scn, p, cfg)
+    r = mok_config_terms(scn, p, cfg, refuse_overflow)
     return {k: float(r["terms"][k][0]) for k in ("launch", "schedule", "reduction", "quantize", "fixed")}
 
 
@@ -49,7 +49,8 @@ def traced_set(ep: int, trace_gpus: int, slowest: int) -> frozenset[int]:
 def simulate(scenario: Scenario, config: Config | None = None, system: str = "mok",
              params: Params | str | None = None, trace: str | Path | None = None,
              schedule: str = "published", trace_gpus: int = TRACE_GPUS,
-             max_peers: int = 128, chunk_bytes: float = 2 ** 20, merge_s: float | None = None):
+             max_peers: int = 128, chunk_bytes: float = 2 ** 20, merge_s: float | None = None,
+             refuse_overflow: bool = True):
     """Simulate one layer pass on every GPU; the pass ends when the slowest GPU ends.
 
     schedule: "published" (comm and compute walk the work in different orders) or "naive"
@@ -59,34 +60,36 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     closer than this share one max-min recomputation (default: merge_time(scenario)).
     A trace keeps trace_gpus GPUs, always including the slowest: the GPU with the most routed
     rows is guessed first, and a missed guess reruns the (deterministic) simulation.
+    refuse_overflow=False: a measured run's config is simulated even where the capacity headroom
+    would refuse it (calibration.scoring; the run happened, so its schedule held).
     """
     from ..analytic import loads, one_domain
 
     if not trace:
         pred = _simulate(scenario, config, system, params, None, schedule, frozenset(), max_peers,
-                         chunk_bytes, merge_s)
+                         chunk_bytes, merge_s, refuse_overflow)
     else:
         guess = 0 if scenario.hardware.emulated_ranks else int(np.argmax(loads(scenario).rows))
         kept = traced_set(scenario.ep, trace_gpus, guess)
         pred = _simulate(scenario, config, system, params, trace, schedule, kept, max_peers,
-                         chunk_bytes, merge_s)
+                         chunk_bytes, merge_s, refuse_overflow)
         if pred.slowest_gpu not in kept:
             kept = traced_set(scenario.ep, trace_gpus, pred.slowest_gpu)
             pred = _simulate(scenario, config, system, params, trace, schedule, kept, max_peers,
-                             chunk_bytes, merge_s)
+                             chunk_bytes, merge_s, refuse_overflow)
         pred.extra["traced_gpus"] = sorted(kept)
     if scenario.domains > 1:
         # spanning domains is its own term, as in the analytic model: the other terms are those of
         # the same pass simulated on one domain, scale_out what the scale-out links add
         one = _simulate(one_domain(scenario), config, system, params, None, schedule, frozenset(),
-                        max_peers, chunk_bytes, merge_s)
+                        max_peers, chunk_bytes, merge_s, refuse_overflow)
         pred.breakdown_ms = {**one.breakdown_ms, "scale_out": pred.latency_ms - one.latency_ms}
     return pred
 
 
 def _simulate(scenario: Scenario, config: Config | None, system: str, params, trace,
               schedule: str, trace_gpus: frozenset[int], max_peers: int, chunk_bytes: float,
-              merge_s: float | None):
+              merge_s: float | None, refuse_overflow: bool = True):
     """One simulation; message spans are recorded for the GPUs in trace_gpus."""
     from ..predict import Prediction
 
@@ -99,7 +102,7 @@ def _simulate(scenario: Scenario, config: Config | None, system: str, params, tr
 
         return simulate_baseline(scenario, system, p, trace, trace_gpus, max_peers, chunk_bytes, merge_s)
     cfg = (config or default_config(scenario)).check_for(scenario)
-    pre = _prologue(scenario, p, cfg)
+    pre = _prologue(scenario, p, cfg, refuse_overflow)
     sim = MokSim(scenario, p, cfg, schedule, trace_gpus, max_peers, chunk_bytes,
                  merge_time(scenario) if merge_s is None else merge_s)
     sim.run()
