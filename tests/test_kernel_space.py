@@ -9,10 +9,12 @@ ks = importlib.util.module_from_spec(spec)
 spec.loader.exec_module(ks)
 
 
-def _rec(system, tokens, ms, ep=8, kind="uniform"):
-    return {"system": system, "model": "glm-5", "ep": ep, "tokens": tokens, "pass": "fwd",
-            "precision": "bf16", "routing": {"kind": kind, "seed": 0},
-            "latency_ms": {"median": ms}}
+def _rec(system, tokens, ms, ep=8, kind="uniform", model="glm-5", date="2026-12-01T01:00:00",
+         tiles=None):
+    rec = {"system": system, "model": model, "ep": ep, "tokens": tokens, "pass": "fwd",
+           "precision": "bf16", "routing": {"kind": kind, "seed": 0}, "source": "measured",
+           "date": date, "latency_ms": {"median": ms}}
+    return rec | ({"tiles": tiles} if tiles else {})
 
 
 def test_best_over_gemm_by_band_and_goal():
@@ -24,3 +26,14 @@ def test_best_over_gemm_by_band_and_goal():
     assert rows[2] == "| glm-5 | 64-512 | 1 | 1.40 | 1.40 (EP 8, 256, uniform) | 1/1 (<= 1.5x) |"
     assert rows[3] == "| glm-5 | 1K-8K | 2 | 1.30 | 1.30 (EP 8, 4096, uniform) | 1/2 (<= 1.2x) |"
     assert len(rows) == 4
+
+
+def test_only_todays_variant_and_the_latest_gemms_alone_count():
+    """A wide-expert MoK record of group_m 1 (before the per-shape default) is not today's
+    kernel; a workload measured again pairs its MoK runs with its latest GEMMs-alone record."""
+    m = "mixtral-8x7b"
+    recs = [_rec("gemm-only", 4096, 2.0, model=m), _rec("mok", 4096, 3.0, model=m),
+            _rec("gemm-only", 4096, 2.5, model=m, date="2026-12-01T05:00:00"),
+            _rec("mok", 4096, 3.5, model=m, tiles={"group_m": 8})]
+    rows = ks.table(recs)
+    assert rows[2] == "| mixtral-8x7b | 1K-8K | 1 | 1.40 | 1.40 (EP 8, 4096, uniform) | 0/1 (<= 1.2x) |"
