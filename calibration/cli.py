@@ -60,7 +60,8 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
     MoK records: gemm_eff (unless a micro-gemm fixed it) and mok_fixed_us; minibatch_overhead_us
     when the records vary the minibatch; copy_gbps_per_sm, sm_scaling and comm_join_share when
     they vary the comm SMs (starting from the microbenchmarks' values); push_copy_scale
-    when they mix push and pull across GPUs, push_scan_us when emulated-peer runs do; ring_refill_overlap when a ring holds under two minibatches;
+    when they mix push and pull across GPUs, push_scan_us when emulated-peer runs do;
+    ring_refill_overlap when a ring holds under two minibatches;
     wgrad_bytes_per_weight with published backward records, bwd_gemm_eff_scale and wgrad_tile_us
     with measured ones (our backward megakernel), fp8_gemm_eff with FP8 records. Baselines:
     nccl_eff and host_launch_scale with nccl-torch records.
