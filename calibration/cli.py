@@ -60,7 +60,8 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
     MoK records: gemm_eff (unless a micro-gemm fixed it) and mok_fixed_us; minibatch_overhead_us
     when the records vary the minibatch; copy_gbps_per_sm, sm_scaling and comm_join_share when
     they vary the comm SMs (starting from the microbenchmarks' values); push_copy_scale
-    when they mix push and pull; ring_refill_overlap when a ring holds under two minibatches;
+    when they mix push and pull across GPUs, push_scan_us when emulated-peer runs do;
+    ring_refill_overlap when a ring holds under two minibatches;
     wgrad_bytes_per_weight with published backward records, bwd_gemm_eff_scale and wgrad_tile_us
     with measured ones (our backward megakernel), fp8_gemm_eff with FP8 records. Baselines:
     nccl_eff and host_launch_scale with nccl-torch records.
@@ -80,7 +81,14 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
             free.append("copy_gbps_per_sm")
         modes = knob_values("dispatch") | knob_values("combine")
         if "push" in modes and "pull" in modes and "push_copy_scale" in BOUNDS:
-            free.append("push_copy_scale")
+            # across GPUs a pushing SM writes over the fabric (push_copy_scale); one GPU's
+            # emulated push copies the same rows as a pull, but each lane scans every chunk of a
+            # minibatch for its peer's rows (push_scan_us, analytic.push_scan_chunks)
+            emulated = [r for r in mok if r.get("emulated_peers")]
+            if len(emulated) < len(mok):
+                free.append("push_copy_scale")
+            if emulated and any((r.get("config") or {}).get("dispatch") == "push" for r in emulated):
+                free.append("push_scan_us")
         if len(knob_values("comm_sms")) > 1:
             # how the compute scales with the SMs left to it, and how many comm SMs join it
             # after the dispatch, are only seen when the comm SMs vary

@@ -102,6 +102,10 @@ H200_LOCAL = {  # one H200 emulating its peers in local memory
     "signal_remote_us": (0.43, "probe: emulated peers signal through local memory, one way 0.43 us"),
     "push_signal_per_peer_us": (0.1, "prior: emulated peers' flags are local: one L2-resident flag poll, "
                                      "~200 cycles at 1.98 GHz (probe clock)"),
+    "push_scan_us": (0.7, "prior: an emulated push lane visits every chunk of a minibatch for its "
+                          "peer's rows (analytic.push_scan_chunks): one dependent global load of "
+                          "the chunk's 16 source indices, ~0.6-0.8 us HBM latency, then its "
+                          "mostly masked row loop"),
 }
 
 BLACKWELL = {  # the published kernel on Blackwell

@@ -34,6 +34,7 @@ from .scenario import ELEMENT_BYTES, QUANTIZE_BYTES, Config, Scenario
 from .workload import traffic
 
 US = 1e-6
+COPY_ROWS = 16  # rows a comm program copies per chunk (mok_kernels/megakernel.py KernelConfig.copy_rows)
 
 
 @dataclass(frozen=True)
@@ -288,6 +289,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # it receives (dispatch) and the outputs it holds (combine) in every mode.
     sender_push = move(act, r_in, r_out, link_in, link_out, q * push_rate) if hw.emulated_ranks \
         else move(act, r_out, r_in, link_out, link_in, q * push_rate)
+    if hw.emulated_ranks:  # the lanes acting for the absent senders scan every minibatch per peer
+        sender_push = sender_push + emulated_push_scan(scn, p, rows, np.maximum(np.ceil(rows / mb), 1.0), cc)
     dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, q * sm_rate))
     home_pull = move(out, r_in, r_out, link_out, link_in, sm_rate) if hw.emulated_ranks \
         else move(out, r_out, r_in, link_in, link_out, sm_rate)
@@ -486,6 +489,32 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
             "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
+
+
+def push_scan_chunks(P: int, comm_sms, minibatch_rows):
+    """Row chunks one comm program visits in an emulated push dispatch of a minibatch of
+    `minibatch_rows` rows (arrays broadcast).
+
+    mok_kernels/megakernel.py (PUSH_DISPATCH == 1, one emulated rank): lane l = pid, pid + COMM,
+    ... < max(COMM, P) copies the rows of peer l % P, and peer s's nsub = ceil((lanes - s) / P)
+    lanes split the minibatch's COPY_ROWS-row chunks between them; each lane walks its share of
+    ALL the minibatch's chunks (loading their source indices) and copies the rows whose source is
+    its peer, masking the rest. So a program visits ceil(P / COMM) lanes x ceil(chunks / nsub)
+    chunks, about P times the chunks a pull dispatch's program visits (ceil(chunks / COMM)),
+    most of them holding few or none of its peer's rows."""
+    cc = np.asarray(comm_sms, dtype=np.float64)
+    nchunk = np.ceil(np.asarray(minibatch_rows, dtype=np.float64) / COPY_ROWS)
+    return np.ceil(P / cc) * np.ceil(nchunk / np.maximum(np.floor(cc / P), 1.0))
+
+
+def emulated_push_scan(scn: Scenario, p: Params, rows, M, comm_sms):
+    """Seconds an emulated push dispatch's comm programs spend visiting chunks (push_scan_us
+    each: a chunk's source-index load and its masked row loop), on top of the bytes they copy,
+    over the M minibatches of `rows` rows (cut evenly here; the simulator takes the real cut).
+    0 without emulated ranks (real senders push only their own rows) or with one peer."""
+    if not scn.hardware.emulated_ranks or p["push_scan_us"] == 0.0:
+        return 0.0
+    return M * push_scan_chunks(scn.ep, comm_sms, rows / M) * p["push_scan_us"] * US
 
 
 def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) -> np.ndarray:

@@ -332,3 +332,28 @@ def test_measured_run_past_the_capacity_headroom_is_simulated():
         assert np.isfinite(predict_records([rec], p, engine)).all()
     with pytest.raises(MokInputError, match="safety headroom"):
         predict(record_scenario(rec), record_config(rec), "mok", p, "sim")
+
+
+def test_emulated_push_scan_grows_with_peers_in_both_engines():
+    """One H200 emulating rank 0: an emulated push dispatch's lanes scan every chunk of a
+    minibatch for their peer's rows (analytic.push_scan_chunks), ~P times a pull's chunks, so
+    push_scan_us adds more at EP 32 than at EP 4, and the simulator (which loads the comm SMs
+    with the same seconds) agrees with the analytic model."""
+    from mok_model.analytic import push_scan_chunks
+    assert push_scan_chunks(32, 8, 2048) == 4 * 128  # 4 lanes x all 128 chunks
+    assert push_scan_chunks(4, 8, 2048) == 64  # 1 lane, its peer's chunks split over 2 lanes
+    h = load_hardware("h200-1")
+    m = load_model("qwen3-30b-a3b")
+    base = load_params(None, "h200-1").with_values(push_copy_scale=1.0, push_scan_us=0.0)
+    scan = base.with_values(push_scan_us=0.7)
+    added = {}
+    for ep in (4, 32):
+        s = scn(ep=ep, tokens=4096, model=m, hw=h)
+        cfg = Config(dispatch="push", combine="push", minibatch=2048, comm_sms=8, capacity=1.0)
+        a0, a1 = analytic_mok(s, cfg, base).latency_ms, analytic_mok(s, cfg, scan).latency_ms
+        b1 = simulate(s, cfg, "mok", scan).latency_ms
+        added[ep] = a1 - a0
+        assert abs(b1 - a1) / a1 < 0.10, (ep, a1, b1)
+        pull = Config(dispatch="pull", combine="push", minibatch=2048, comm_sms=8, capacity=1.0)
+        assert analytic_mok(s, pull, scan).latency_ms == analytic_mok(s, pull, base).latency_ms
+    assert added[32] > 4 * added[4] > 0

@@ -34,7 +34,8 @@ import numpy as np
 import simpy
 
 from ..analytic import (US, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts, ffn_pieces,
-                        in_order_wait, iteration_rows, loads, ring_capacity, tile_rows)
+                        in_order_wait, iteration_rows, loads, push_scan_chunks, ring_capacity,
+                        tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
@@ -266,6 +267,10 @@ class MokSim:
         push_scale = 1.0 / _param(p, "push_copy_scale", 1.0)
         # comm SMs that quantize rows while they copy them load it 1 / dispatch_copy_scale more
         self.dispatch_sm_scale = (push_scale if self.dpush else 1.0) / dispatch_copy_scale(scn, p)
+        # an emulated push dispatch's lanes also visit every chunk of a minibatch for their
+        # peer's rows (analytic.emulated_push_scan): that time loads the comm SMs as more bytes
+        self.push_scan = self.dpush and self.emulated and P > 1 and _param(p, "push_scan_us", 0.0) > 0
+        self.scan_s = _param(p, "push_scan_us", 0.0) * US
         self.combine_sm_scale = push_scale if self.kpush else 1.0
         self.dispatched = np.zeros(P, dtype=int)
         self.all_dispatched = [env.event() for _ in range(P)]
@@ -275,6 +280,7 @@ class MokSim:
         self.span_args: dict = {}  # (gpu, name) -> trace args (rows, tiles, waves)
         self.msg_trace: list | None = [] if trace_gpus else None
         sm_rate = cfg.comm_sms * p["copy_gbps_per_sm"] * 1e9
+        self.sm_rate = sm_rate
         E = P + (int(plan.groups.max()) + 1 if plan.grouped else 0)  # endpoints: GPUs, peer groups
         self.fab = fab = Fabric(net, plan.groups if plan.grouped else None, sm_rate)
         self.fluid = fluid = Fluid(env, fab.cap, merge_s)
@@ -378,6 +384,10 @@ class MokSim:
         self.dispatch_joins[d][i] = join
         now, name = self.env.now, f"dispatch mb{i}"
         flow = 2 * d * self.E
+        sm_scale = self.dispatch_sm_scale
+        if self.push_scan and rows.sum() > 0:  # the scan's seconds, as bytes at the SMs' rate
+            scan = float(push_scan_chunks(self.P, self.cfg.comm_sms, rows.sum())) * self.scan_s
+            sm_scale += scan * self.sm_rate / (float(rows.sum()) * self.act)
         for j in nz:
             e = int(eps[j])
             drv = e if self.sender_push and j else d
@@ -389,7 +399,7 @@ class MokSim:
                     lat *= self.read_trips
             for rc in chunks(int(rows[j]), self.act, self.chunk):
                 msg = Message(rc * self.act, rc, links, lat, (join,), flow + e, 0, name, now,
-                              sm_scale=self.dispatch_sm_scale, trace=trc)
+                              sm_scale=sm_scale, trace=trc)
                 if self.tight[d]:
                     yield from self._take_slots(d, rc)
                 if self.sender_push and j:  # the peer's SMs write, in their own staggered order
