@@ -51,6 +51,7 @@ from .peers import (ArenaLayout, LocalGroup, SymmetricArena, check_same_on_every
                     emulated_offsets)
 from .reference import MoEWeights
 from .schedule import CapacityOverflowError, Schedule, build_schedule, stack_schedules
+from .tiles import forward_group_m, padded_width
 
 STALL_CODES = {
     1: "compute wait for the pull-dispatch ready counter of minibatch {info}",
@@ -1153,14 +1154,12 @@ class MoKLayer:
         self.cfg, self.knob_source = resolve_layer(self)
         cfg = self.cfg
         if cfg.group_m is None:            # per shape class, measured (tiles.py)
-            from .tiles import forward_group_m
             self.cfg = cfg = dataclasses.replace(
                 cfg, group_m=forward_group_m(self.I, cfg.bn_gu, cfg.block_k))
         cfg.validate()
         # I is zero-padded to whole gate/up column blocks: padded columns give SwiGLU 0 and meet
         # zero rows of the down weights, so they add exactly nothing. The last down column block
         # may pass H: it is masked (and TMA fills the missing weight columns with zeros).
-        from .tiles import padded_width
         self.Ip = padded_width(self.I, cfg.bn_gu, cfg.block_k)
         self.has_shared = ishared > 0
         p, n, k = self.ep, self.tokens, self.topk

@@ -289,15 +289,15 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # it receives (dispatch) and the outputs it holds (combine) in every mode.
     sender_push = move(act, r_in, r_out, link_in, link_out, q * push_rate) if hw.emulated_ranks \
         else move(act, r_out, r_in, link_out, link_in, q * push_rate)
+    M = np.maximum(np.ceil(rows / mb), 1.0)   # minibatches
     if hw.emulated_ranks:  # the lanes acting for the absent senders scan every minibatch per peer
-        sender_push = sender_push + emulated_push_scan(scn, p, rows, np.maximum(np.ceil(rows / mb), 1.0), cc)
+        sender_push = sender_push + emulated_push_scan(scn, p, rows, M, cc)
     dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, q * sm_rate))
     home_pull = move(out, r_in, r_out, link_out, link_in, sm_rate) if hw.emulated_ranks \
         else move(out, r_out, r_in, link_in, link_out, sm_rate)
     combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in, push_rate), home_pull)
 
-    # --- minibatches and routed GEMMs on the compute SMs ---
-    M = np.maximum(np.ceil(rows / mb), 1.0)
+    # --- minibatches (M, above) and routed GEMMs on the compute SMs ---
     tm = tile_rows(scn, p)
     base_tiles = np.ceil(ld.expert_rows / tm).sum(axis=1)[None, :]  # (1, P)
     active = (ld.expert_rows > 0).sum(axis=1)[None, :]
