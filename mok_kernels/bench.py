@@ -278,6 +278,8 @@ def forward_tiles(precision: str, expert_width: int, **options: Any) -> dict[str
     out = {k: getattr(cfg, k) for k in ("block_m", "bn_gu", "bn_dn", "block_k", "num_warps",
                                          "num_stages")}
     out["group_m"] = cfg.group_m or forward_group_m(expert_width, cfg.bn_gu, cfg.block_k)
+    if cfg.tma_a and precision == "bf16":      # named only when on: older records ran without
+        out["tma_a"] = 1
     return out | ({"fp8_kernel": cfg.fp8_kernel} if precision == "fp8" else {})
 
 

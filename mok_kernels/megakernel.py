@@ -103,6 +103,9 @@ class KernelConfig:
     join: bool = True               # comm programs join compute after dispatch (push combine)
     fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
     tma: bool = True                # weight tiles through TMA descriptors (needs fuse_gu)
+    tma_a: bool = False             # BF16 activation tiles through TMA too: h rows of the down
+                                    # GEMM always, routed ring rows of gate/up when the ring
+                                    # never wraps (ring rows >= capacity); one GPU only (needs tma)
     on_error: str = "trap"          # stalled wait / overflow: trap the launch, or raise in forward
     precision: str = "bf16"         # bf16 | fp8 (e4m3 with 1x128 activation and 128x128 weight
                                     # block scales; fp8.py)
@@ -151,6 +154,8 @@ class KernelConfig:
             raise ValueError(f"capacity={self.capacity!r}: must be > 0 (None: chosen)")
         if self.tma and not self.fuse_gu:
             raise ValueError("tma=True needs fuse_gu=True")
+        if self.tma_a and not self.tma:
+            raise ValueError("tma_a=True needs tma=True")
         if self.on_error not in ("trap", "raise"):
             raise ValueError(f"on_error {self.on_error!r}: allowed trap, raise")
         for name in ("block_m", "bn_gu", "bn_dn", "block_k", "copy_rows"):
@@ -230,6 +235,13 @@ def _kernels() -> dict[str, Any]:
         tl.atomic_add(ptr, 1, sem="release", scope=SCOPE)
 
     @triton.jit
+    def fence_async_proxy():
+        """Order this thread's earlier generic-proxy accesses (an acquire of rows other programs
+        stored) before its later TMA (async-proxy) loads of those rows."""
+        tl.inline_asm_elementwise("fence.proxy.async.global;", "=r", [], dtype=tl.int32,
+                                  is_pure=False, pack=1)
+
+    @triton.jit
     def publish(flag_ptr, p32_ptr, idx, value, P):
         """Write ``value`` into word ``idx`` of every rank's flags (release, system scope)."""
         tl.debug_barrier()
@@ -289,6 +301,21 @@ def _kernels() -> dict[str, Any]:
             q, sc = quant_rows(v.to(tl.float32), CR, CC)
             tl.store(dst_ptr + dst_off[:, None] + h0 + cols[None, :], q, mask=m2)
             tl.store(sc_ptr + sc_off[:, None] + h0 // 128 + scol[None, :], sc, mask=ms)
+
+    @triton.jit
+    def gu_bf16(a_ptrs, rmask, w_ptrs, wgu_desc, e, nb, H: tl.constexpr, I: tl.constexpr,
+                BM: tl.constexpr, BN_GU: tl.constexpr, BK: tl.constexpr):
+        """Gate|up accumulator (BM, 2*BN_GU) fp32 of one BF16 tile, activations through pointers
+        (a_ptrs + k, rows masked by rmask), weights through wgu_desc or pointers w_ptrs."""
+        acc2 = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
+        for k0 in range(0, H, BK):
+            a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
+            if wgu_desc is None:
+                bgu = tl.load(w_ptrs + k0 * (2 * I))
+            else:
+                bgu = wgu_desc.load([e * H + k0, nb * 2 * BN_GU])
+            acc2 = tl.dot(a, bgu, acc2)
+        return acc2
 
     @triton.jit
     def gu_fp8(a_ptrs, as_ptrs, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H: tl.constexpr,
@@ -591,6 +618,8 @@ def _kernels() -> dict[str, Any]:
                           # interleaved in BN_GU-column blocks and wu_ptr is unused
         wd_ptr,           # (EL+1, I, H) bf16: down
         wgu_desc, wd_desc,  # TMA descriptors of the gate|up and down weights as 2-D, or None
+        ring_desc, h_desc,  # TMA_A: descriptors of the ring (V*R, H) and h (V*H_ROWS, I) with
+                            # (BM, BK) tiles; None otherwise
         ring_s_ptr, h_s_ptr, wgu_s_ptr, wd_s_ptr,  # FP8: scales (fp32) of the ring rows (R, H/128),
                           # of h (NS + C, I/128), of gate|up (EL+1, H/128, 2I/128) and of down
                           # (EL+1, I/128, H/128); None for BF16. FP8 ring, h and weights are e4m3,
@@ -612,6 +641,8 @@ def _kernels() -> dict[str, Any]:
         F8V: tl.constexpr = 1,   # FP8 kernel version: 1, 2, 3 (KernelConfig.fp8_kernel)
         SAVE_GU: tl.constexpr = False,   # store g and u for the backward (save_for_backward)
         GM: tl.constexpr = 1,   # gate/up items in groups of GM row tiles, column-major (group_m)
+        TMA_A: tl.constexpr = 0,   # BF16 A tiles through TMA: 1 = h rows (down), 2 = h rows
+                                   # and routed ring rows (gate/up; the ring never wraps)
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -826,6 +857,8 @@ def _kernels() -> dict[str, Any]:
                                 nsub = (lanes - q + P - 1) // P
                                 wait_geq(sync_ptr + READY_OFF + mbi * P + s, nsub, err_ptr, 2, mbi,
                                          max_spin, SC)
+                        if TMA_A == 2:
+                            fence_async_proxy()
                         waited = b
                     if GM > 1:   # GM row tiles share each weight column block while it is in L2
                         grp0 = (item // (GM * NB_GU)) * GM
@@ -903,14 +936,22 @@ def _kernels() -> dict[str, Any]:
                             # gate|up interleaved per BN_GU block: one (BK x 2*BN_GU) tile per step
                             rn2 = nb * 2 * BN_GU + tl.arange(0, 2 * BN_GU)
                             w_off2 = e.to(tl.int64) * H * 2 * I + rk[:, None] * (2 * I) + rn2[None, :]
-                            acc2 = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
-                            for k0 in range(0, H, BK):
-                                a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
-                                if wgu_desc is None:
-                                    bgu = tl.load(wg_ptr + w_off2 + k0 * (2 * I))
+                            if TMA_A == 2:
+                                if shared:
+                                    acc2 = gu_bf16(a_ptrs, rmask, wg_ptr + w_off2, wgu_desc, e, nb,
+                                                   H, I, BM, BN_GU, BK)
                                 else:
-                                    bgu = wgu_desc.load([e * H + k0, nb * 2 * BN_GU])
-                                acc2 = tl.dot(a, bgu, acc2)
+                                    # rows past the tile's own are other rows (or zeros past
+                                    # the ring): their outputs are masked at the stores
+                                    a_row = (VR * R + row0).to(tl.int32)
+                                    acc2 = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
+                                    for k0 in range(0, H, BK):
+                                        a = ring_desc.load([a_row, k0])
+                                        bgu = wgu_desc.load([e * H + k0, nb * 2 * BN_GU])
+                                        acc2 = tl.dot(a, bgu, acc2)
+                            else:
+                                acc2 = gu_bf16(a_ptrs, rmask, wg_ptr + w_off2, wgu_desc, e, nb,
+                                               H, I, BM, BN_GU, BK)
                             acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
                         else:
                             w_off = e.to(tl.int64) * H * I + rk[:, None] * I + rn[None, :]
@@ -954,6 +995,8 @@ def _kernels() -> dict[str, Any]:
                         E_BASE, BM)
                     cnt_ptr_d = sync_ptr + tl.where(shared, SH_OFF, HC_OFF) + tile_d
                     wait_geq(cnt_ptr_d, NB_GU, err_ptr, 3, tile_d, max_spin, "gpu")
+                    if TMA_A != 0:
+                        fence_async_proxy()
                     rmask_d = rm < nrows_d
                     rn_d = nb_d * BN_DN + tl.arange(0, BN_DN)
                     cmask_d = rn_d < H
@@ -988,6 +1031,12 @@ def _kernels() -> dict[str, Any]:
                                 bw_d = tl.trans(wd_desc.load([e_d * H + nb_d * BN_DN, k0]))
                             b_s_d = tl.load(ws_ptrs_d + (k0 // BK) * HB, mask=cmask_d, other=0.0)
                             acc_d += tl.dot(a_d, bw_d) * a_s_d[:, None] * b_s_d[None, :]
+                    elif TMA_A != 0:
+                        a_row_d = (VR * H_ROWS + hrow0_d).to(tl.int32)
+                        for k0 in range(0, I, BK):
+                            a_d = h_desc.load([a_row_d, k0])
+                            bw_d = wd_desc.load([e_d * I + k0, nb_d * BN_DN])
+                            acc_d = tl.dot(a_d, bw_d, acc_d)
                     else:
                         for k0 in range(0, I, BK):
                             a_d = tl.load(a_ptrs_d + k0, mask=rmask_d[:, None], other=0.0)
@@ -1362,6 +1411,7 @@ class MoKLayer:
             x_all, self.x_off, x_loc, self.ring, self.hbuf, self.hbuf if gu is None else gu,
             self.ystage, self.comb, self.comb_off,
             self.sh_out, self.wg, self.wu, self.wd, *self.weight_descriptors(),
+            *self.activation_descriptors(),
             self.ring_s, self.h_s, self.wg_s, self.wd_s,
             sched.recv_src, sched.recv_slot,
             sched.tile_expert, sched.tile_row0, sched.tile_rows,
@@ -1378,8 +1428,28 @@ class MoKLayer:
             H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
-            SAVE_GU=gu is not None, GM=cfg.group_m,
+            SAVE_GU=gu is not None, GM=cfg.group_m, TMA_A=self.tma_a_mode(),
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+
+    def tma_a_mode(self) -> int:
+        """TMA_A of the launch: 0 off (tma_a unset, FP8, or group mode), 1 h rows only, 2 h rows
+        and ring rows (the ring holds every routed row: it never wraps)."""
+        cfg = self.cfg
+        if not cfg.tma_a or cfg.precision != "bf16" or self.group is not None:
+            return 0
+        return 2 if self.ring_rows >= self.capacity else 1
+
+    def activation_descriptors(self) -> tuple[Any, Any]:
+        """Host TMA descriptors of the ring and of h with (block_m, block_k) tiles, or (None,
+        None) when TMA_A is 0 (the buffers live as long as the layer)."""
+        if not self.tma_a_mode():
+            return None, None
+        if not hasattr(self, "_adescs"):
+            from triton.tools.tensor_descriptor import TensorDescriptor
+            tile = [self.cfg.block_m, self.cfg.block_k]
+            self._adescs = (TensorDescriptor.from_tensor(self.ring, tile),
+                            TensorDescriptor.from_tensor(self.hbuf, tile))
+        return self._adescs
 
     def weight_descriptors(self) -> tuple[Any, Any]:
         """Host TMA descriptors of the gate|up and down weights as 2-D matrices, or (None, None)."""

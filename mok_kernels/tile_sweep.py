@@ -34,6 +34,11 @@ CANDIDATES = {          # name: (block_m, bn_gu, bn_dn, num_warps, num_stages)
     "m128-g128-d256-w8-s4-G4": (128, 128, 256, 8, 4, 4),
     "m128-g128-d256-w8-s4-G8": (128, 128, 256, 8, 4, 8),
     "m128-g128-d256-w8-s4-G16": (128, 128, 256, 8, 4, 16),
+    # activation tiles through TMA as well (KernelConfig.tma_a): group_m, tma_a
+    "m128-g128-d256-w8-s4-A": (128, 128, 256, 8, 4, 1, True),
+    "m128-g128-d256-w8-s4-G8-A": (128, 128, 256, 8, 4, 8, True),
+    "m128-g128-d256-w8-s3-A": (128, 128, 256, 8, 3, 1, True),
+    "m128-g128-d256-w8-s3-G8-A": (128, 128, 256, 8, 3, 8, True),
 }
 FP8_CANDIDATES = {      # bn_gu 128; name: (block_m, bn_gu, bn_dn, warps, stages[, fp8_kernel])
     "f8-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4),      # the fp8 default (fp8_kernel v2)
@@ -128,6 +133,8 @@ def main(argv: list[str]) -> int:
                 tiles.update(fp8_kernel=kern[0] if kern else "v2", group_m=1)
             else:   # every candidate names its group_m (none: row tile by row tile)
                 tiles.update(group_m=kern[0] if kern else 1)
+                if len(kern) > 1 and kern[1]:
+                    tiles.update(tma_a=1)
             try:
                 layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0,
                                  KernelConfig(**knobs, **tiles, precision=a.precision,

@@ -344,8 +344,8 @@ def kernel_variant(rec: dict) -> dict:
         out["bw"] = out["bw"] or 128
         return out
     group = {"group_m": int(tiles.get("group_m", 1)) if isinstance(tiles, dict) else 1}
-    if rec["precision"] != "fp8":
-        return group
+    if rec["precision"] != "fp8":     # tma_a: activation tiles through TMA (off where unnamed)
+        return group | {"tma_a": int(tiles.get("tma_a", 0)) if isinstance(tiles, dict) else 0}
     if isinstance(tiles, dict):
         return {k: tiles.get(k, DEFAULT_FP8[k]) for k in DEFAULT_FP8} | group
     found = re.search(r"fp8 kernel (v\d)(-bm64)?", note)
@@ -371,7 +371,7 @@ def default_variant(rec: dict, old: bool = False) -> bool:
     group = {"group_m": 1 if old else forward_group_m(_expert_width(rec))}
     if rec["precision"] == "fp8":
         return v == (OLD_FP8 if old else DEFAULT_FP8) | group
-    return v == group
+    return v == group | {"tma_a": 0}
 
 
 def variant_label(rec: dict) -> str:
@@ -380,7 +380,7 @@ def variant_label(rec: dict) -> str:
     if rec["pass"] == "bwd":
         return "bwd " + ",".join(f"{k}={v[k]}" for k in ("w_flat", "a_fuse_gu", "bw"))
     if rec["precision"] != "fp8":
-        return f"bf16 forward group_m {v['group_m']}"
+        return f"bf16 forward group_m {v['group_m']}" + (" tma_a" if v["tma_a"] else "")
     return f"fp8 {v['fp8_kernel']} block_m {v['block_m']} stages {v['num_stages']} group_m {v['group_m']}"
 
 

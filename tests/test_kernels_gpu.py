@@ -427,3 +427,26 @@ def test_grouped_gate_up_order_matches_reference_and_bits(ep, rank, routing, dis
         outs.append(layer.forward(x, ids, wts).clone())
     assert torch.equal(outs[0], outs[1])
 
+
+
+@pytest.mark.parametrize("ep,rank,routing,dispatch,combine,macro,shape", [
+    (8, 3, "zipf:1.2", "pull", "push", 131072, dict(h=1536, i=512, e=16, n=200, k=4)),
+    (4, None, "uniform", "push", "pull", 131072, dict(h=2880, i=2880, e=8, n=160, k=4)),
+    (8, 5, "hot:0.1", "push", "push", 1024, dict(h=2560, i=1536, e=16, n=150, k=4, i_shared=0)),
+    (4, None, "onehot", "pull", "pull", 131072, dict(h=1024, i=704, e=8, n=190, k=2)),
+    (2, 1, "uniform", "pull", "push", 700, dict(h=4096, i=3584, e=2, n=333, k=1)),
+    (1, 0, "zipf:1.2", "push", "pull", 131072, dict(h=768, i=96, e=5, n=77, k=3))])
+def test_tma_activation_tiles_match_reference_and_bits(ep, rank, routing, dispatch, combine, macro,
+                                                       shape):
+    """tma_a: h rows (down) and, when the ring never wraps, ring rows (gate/up) through TMA.
+    Rows past a tile's own are loaded too (other rows, or zeros past the buffer) and masked at the
+    stores: correct against float32 and the same bits as pointer loads, in both modes."""
+    outs = []
+    for tma_a in (False, True):
+        r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, dispatch, combine, 256,
+                                                         macro=macro, shape=shape, tma_a=tma_a)
+        assert r_served <= 1e-2 and r_out <= 1e-2, (tma_a, r_served, r_out)
+        if tma_a:   # the ring holds every routed row (mode 2) unless it was made smaller
+            assert layer.tma_a_mode() == (2 if layer.ring_rows >= layer.capacity else 1)
+        outs.append((layer.forward(x, ids, wts).clone(), layer.comb.clone()))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])

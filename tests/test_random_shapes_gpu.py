@@ -4,8 +4,9 @@ The other GPU tests pick shapes by hand (every preset, H not a multiple of 1024,
 shapes the project never chose, from a fixed seed so a failure names a reproducible case: any H
 the kernel accepts (a multiple of block_k), any I (padded to whole column blocks inside), one to
 eight experts per rank, top-1 to top-8, token counts that are not multiples of anything, every
-dispatch/combine pair, small and large minibatches, rings small enough to back-pressure, and
-group_m. Each case id prints its whole shape. Skipped without CUDA.
+dispatch/combine pair, small and large minibatches, rings small enough to back-pressure,
+group_m, and activation tiles through TMA (tma_a, forward). Each case id prints its whole shape.
+Skipped without CUDA.
 """
 
 from __future__ import annotations
@@ -43,7 +44,8 @@ def draw(seed: int, h_step: int, max_h: int, bwd: bool = False) -> dict:
     shared = bool(r.random() < 0.5)
     n = int(r.integers(1, 300 if (rank is None or bwd) else 700))
     routing = str(r.choice(ROUTINGS))
-    return dict(ep=ep, rank=rank, routing=routing,
+    tma_a = bool(r.random() < 0.5)      # drawn last: the earlier draws stay what they were
+    return dict(ep=ep, rank=rank, routing=routing, tma_a=tma_a,
                 dispatch=str(r.choice(["pull", "push"])), combine=str(r.choice(["pull", "push"])),
                 minibatch=int(r.choice([64, 128, 200, 256, 384, 512, 1000])),
                 macro=int(r.choice([131072, 131072, 1024])),
@@ -55,7 +57,7 @@ def case_id(c: dict) -> str:
     s = c["shape"]
     return (f"ep{c['ep']}-r{c['rank']}-E{s['e']}-H{s['h']}-I{s['i']}-S{s['i_shared']}-n{s['n']}"
             f"-k{s['k']}-{c['routing']}-{c['dispatch']}-{c['combine']}-mb{c['minibatch']}"
-            f"-ring{c['macro']}-gm{c['group_m']}")
+            f"-ring{c['macro']}-gm{c['group_m']}" + ("-tmaA" if c["tma_a"] else ""))
 
 
 FWD = [draw(1000 + j, 64, 8192) for j in range(24)]
@@ -67,7 +69,7 @@ BWD = [draw(3000 + j, 64, 4096, bwd=True) for j in range(8)]
 def test_random_shape_forward(c):
     r_out, r_served, _, _ = run_case(c["ep"], c["rank"], c["routing"], c["dispatch"], c["combine"],
                                      c["minibatch"], macro=c["macro"], seed=7, shape=c["shape"],
-                                     group_m=c["group_m"])
+                                     group_m=c["group_m"], tma_a=c["tma_a"])
     assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
 
 
