@@ -29,7 +29,7 @@ from mok_kernels.routing import routing_record
 from mok_model.errors import MokInputError
 from mok_model.params import PARAMS_DIR, load_params
 from mok_model.predict import predict
-from mok_model.records import record_config, record_scenario
+from mok_model.records import record_config, record_model, record_scenario
 from mok_model.sim import simulate
 
 
@@ -48,7 +48,7 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
     out = []
     for model, tokens, routing in itertools.product(a.model.split(","), _ints(a.tokens),
                                                     a.routing.split(",")):
-        base = {"model": model, "ep": a.gpus or a.ep, "tokens": tokens, "pass": a.pass_,
+        base = {"model": record_model(model), "ep": a.gpus or a.ep, "tokens": tokens, "pass": a.pass_,
                 "precision": a.precision, "routing": routing_record(routing, a.seed),
                 "hardware": {"preset": a.hardware}}
         if a.gpus:

@@ -20,7 +20,7 @@ from typing import Any, Callable
 
 import torch
 
-from mok_model.records import append_records
+from mok_model.records import append_records, record_model
 
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
 
@@ -248,15 +248,17 @@ def _software() -> dict[str, str]:
     return {"torch": torch.__version__, "triton": tv, "commit": os.environ.get("MOK_COMMIT", "unknown")}
 
 
-def make_record(*, system: str, model: str, ep: int, tokens: int, knobs: dict[str, Any],
+def make_record(*, system: str, model: str | dict, ep: int, tokens: int, knobs: dict[str, Any],
                 routing: str, seed: int, times: list[float], breakdown: dict[str, float],
                 note: str, hardware: dict[str, Any], software: dict[str, str],
                 pass_: str = "fwd", precision: str = "bf16",
                 tiles: dict[str, Any] | None = None) -> dict[str, Any]:
     """One mok-run/1 record of a measured single-GPU rank-emulation run (``pass_`` fwd or bwd);
-    ``tiles``: the kernel's tile options (MoK records), so fits can tell kernel variants apart."""
+    ``tiles``: the kernel's tile options (MoK records), so fits can tell kernel variants apart.
+    ``model``: a preset name, or the shape dict of a model file (records.record_model)."""
+    name = model["name"] if isinstance(model, dict) else model
     rec = {
-        "schema": "mok-run/1", "id": f"{system}-{model}-ep{ep}-n{tokens}-{uuid.uuid4().hex[:12]}",
+        "schema": "mok-run/1", "id": f"{system}-{name}-ep{ep}-n{tokens}-{uuid.uuid4().hex[:12]}",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),
         "hardware": hardware, "software": software, "system": system, "model": model, "ep": ep,
         "emulated_peers": ep > 1, "tokens": tokens, "pass": pass_, "precision": precision,
@@ -559,8 +561,8 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
         wl = Workload(model, ep, tokens, routing, a.seed, a.rank)
         note0 = mode.format(r=a.rank, ep=ep)
         bwd = a.pass_ == "bwd"
-        common = dict(model=model, ep=ep, tokens=tokens, routing=routing, seed=a.seed,
-                      hardware=hw, software=sw, pass_=a.pass_)
+        common = dict(model=record_model(model), ep=ep, tokens=tokens, routing=routing,
+                      seed=a.seed, hardware=hw, software=sw, pass_=a.pass_)
         base_knobs = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32,
                           macrobatch=131072, capacity=0.5)
         baselines = ((("gemm-only", run_gemm_only_bwd), ("torch-autograd", run_torch_autograd))

@@ -27,6 +27,8 @@ from typing import Any
 
 import torch
 
+from mok_model.records import record_model
+
 from .bench import (_ints, _software, auto_line, auto_record, capture_graph, forward_tiles,
                     make_record, stats, time_events)
 from .routing import make_routing, shape_of
@@ -235,7 +237,7 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
             dist.all_gather_object(errs, err)
             if rank == 0:
                 slowest = [max(r[i] for r in per_rank) for i in range(len(times))]
-                rec = make_record(system=system.replace("-auto", ""), model=model, ep=world, tokens=tokens,
+                rec = make_record(system=system.replace("-auto", ""), model=record_model(model), ep=world, tokens=tokens,
                                   knobs=knobs, routing=routing, seed=a.seed, times=slowest,
                                   breakdown={}, hardware=hw, software=sw,
                                   note=f"{world} real GPUs, one process each; latency = slowest "

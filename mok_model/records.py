@@ -193,6 +193,17 @@ def routing_spec(rec: dict) -> str:
     raise MokInputError(f"routing kind {kind!r} is not one of uniform, zipf, hot, onehot, file")
 
 
+def record_model(arg: str) -> str | dict:
+    """A record's "model" for a --model argument: the preset's name, or for a TOML file the
+    shape it holds as a dict (every MoEModel field), so the record stands without the file."""
+    import dataclasses
+
+    from .presets import MODEL_ALIASES, model_names
+    if arg in model_names() or arg in MODEL_ALIASES:
+        return arg
+    return dataclasses.asdict(load_model(arg))
+
+
 def _model_key(rec: dict) -> str:
     m = rec["model"]
     return json.dumps(m, sort_keys=True) if isinstance(m, dict) else m

@@ -448,5 +448,10 @@ def test_tma_activation_tiles_match_reference_and_bits(ep, rank, routing, dispat
         assert r_served <= 1e-2 and r_out <= 1e-2, (tma_a, r_served, r_out)
         if tma_a:   # the ring holds every routed row (mode 2) unless it was made smaller
             assert layer.tma_a_mode() == (2 if layer.ring_rows >= layer.capacity else 1)
-        outs.append((layer.forward(x, ids, wts).clone(), layer.comb.clone()))
+        out = layer.forward(x, ids, wts).clone()
+        el = layer.el
+        served = (torch.ones_like(ids, dtype=torch.bool) if rank is None
+                  else (ids >= rank * el) & (ids < (rank + 1) * el))
+        outs.append((out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()))
+    # the combine slots this launch served (the others hold a per-layer random fill)
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
