@@ -33,7 +33,8 @@ def _run_key(p: dict) -> tuple:
     for MoK only: the baselines' records carry knobs they do not use)."""
     routing = p.get("routing") or {"kind": "uniform"}
     cfg = (p.get("config") or {}) if p["system"] == "mok" else {}
-    return (p["system"], p["model"], p["ep"], p["tokens"], routing["kind"], routing.get("arg"),
+    model = json.dumps(p["model"], sort_keys=True) if isinstance(p["model"], dict) else p["model"]
+    return (p["system"], model, p["ep"], p["tokens"], routing["kind"], routing.get("arg"),
             p.get("pass", "fwd"), p.get("precision", "bf16"), *(cfg.get(k) for k in _KNOBS))
 
 
@@ -75,6 +76,8 @@ def summary(pairs: list[tuple[dict, dict]], system: str) -> str:
 
 def _field(r: dict, name: str) -> str:
     v = r.get(name)
+    if isinstance(v, dict) and "name" in v:     # a model given by its shape
+        return v["name"]
     if isinstance(v, dict):     # routing
         return v["kind"] + (f":{v['arg']}" if "arg" in v else "")
     return str(v)
