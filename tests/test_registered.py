@@ -34,3 +34,26 @@ def test_match_by_run_and_date_only():
 def test_cli_refuses_missing_file(capsys):
     assert main(["nope.jsonl", "also-nope.jsonl"]) == 2
     assert "nope.jsonl" in capsys.readouterr().err
+
+
+def test_models_given_by_shape_match_and_print_their_name(tmp_path, capsys):
+    """A model file's runs carry its shape dict (records.record_model); registrations and
+    records meet by that shape, and --by model prints its name."""
+    import json
+
+    from calibration.registered import report
+    from mok_model.records import record_model
+    f = tmp_path / "syn.toml"
+    f.write_text('name = "syn"\nhidden = 1024\nexpert_width = 384\nrouted_experts = 16\n'
+                 'top_k = 2\n')
+    shape = record_model(str(f))
+    assert shape["name"] == "syn" and shape["hidden"] == 1024 and shape["shared_experts"] == 0
+    assert record_model("glm-5") == "glm-5" and record_model("kimi-k2.7-code") == "kimi-k2.7-code"
+    other = dict(shape, expert_width=512)                # another shape, same name
+    runs = [_rec(0) | {"model": shape}, _rec(1) | {"model": other, "id": "r1"}]
+    pairs = match([_pred() | {"model": shape}], runs)
+    assert [r["id"] for _, r in pairs] == ["r0"]
+    reg = tmp_path / "reg.jsonl"
+    reg.write_text(json.dumps(_pred() | {"model": shape}) + "\n")
+    report([str(reg)], runs, ["model"])
+    assert "model syn " in capsys.readouterr().out
