@@ -119,16 +119,18 @@ def priors_with(hardware: str, prior_from: dict[str, str] | None = None) -> Para
 
 def leave_one_out(records: list[dict], engines: tuple[str, ...],
                   free: list[str] | None = None, fit_knobs: str = "tuned",
-                  priors: Params | None = None) -> list[dict]:
+                  priors: Params | None = None, held: frozenset = frozenset()) -> list[dict]:
     """calibration.loo's fits (each row left out in turn), each held-out row scored at both
     knob sets. fit_knobs "default": the training rows are fitted at the published defaults.
-    `priors`: the fits' starting values (default: priors_for the records' hardware)."""
+    `priors`: the fits' starting values (default: priors_for the records' hardware); `held`:
+    parameters never fitted (taken from another file: --prior)."""
     records = [r for r in records if predictable(r)]
     fitted_as = at_default_knobs(records) if fit_knobs == "default" else records
     rows = []
     for i, rec in enumerate(records):
         train = fitted_as[:i] + fitted_as[i + 1:]
-        names = free if free is not None else default_free(train, set())
+        names = [n for n in (free if free is not None else default_free(train, set()))
+                 if n not in held]
         res = fit(train, priors if priors is not None else priors_for(rec["hardware"]["preset"]),
                   names)
         row = score(rec, res.params, engines)
@@ -161,9 +163,10 @@ def report(runs: list[str], params_file: Path | None, engines: tuple[str, ...],
     priors = priors_with(records[0]["hardware"]["preset"], prior_from)
     if fit_knobs == "default" or prior_from:
         train = at_default_knobs(records) if fit_knobs == "default" else records
-        res = fit(train, priors, FREE)
+        free = [n for n in FREE if n not in (prior_from or {})]
+        res = fit(train, priors, free)
         params, where = res.params, (f"fit to every row at the {fit_knobs} knobs, free "
-                                     f"{', '.join(f'{n} {res.params[n]:.4g}' for n in FREE)}")
+                                     f"{', '.join(f'{n} {res.params[n]:.4g}' for n in free)}")
         if prior_from:
             where += "; held: " + ", ".join(f"{n} {priors[n]:.4g} from {f}"
                                             for n, f in prior_from.items())
@@ -171,7 +174,8 @@ def report(runs: list[str], params_file: Path | None, engines: tuple[str, ...],
         params, where = read_params(params_file), str(params_file)
     ins = in_sample(records, params, engines)
     loo = leave_one_out(records, engines, fit_knobs=fit_knobs,
-                        priors=priors if prior_from else None)
+                        priors=priors if prior_from else None,
+                        held=frozenset(prior_from or {}))
     return {"runs": runs, "params": where, "fit_knobs": fit_knobs, "engines": list(engines),
             "prior_from": dict(prior_from or {}),
             "note": "records carry no knobs (not published): 'tuned' is the tuner's choice under "

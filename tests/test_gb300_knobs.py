@@ -96,6 +96,9 @@ def test_prior_from_another_file_is_held_in_every_fit(records):
         gap = rows[i]["pred"]["default/analytic"] / rows[i]["pred"]["tuned/analytic"]
         gap_plain = plain[i]["pred"]["default/analytic"] / plain[i]["pred"]["tuned/analytic"]
         assert gap < gap_plain
+    held = leave_one_out(sub, ("analytic",), free=["mok_fixed_us", "sm_scaling"], priors=p,
+                         held=frozenset({"sm_scaling"}))
+    assert all(set(r["fitted"]) == {"mok_fixed_us"} for r in held)  # a held value is not fitted
     with pytest.raises(MokInputError):
         priors_with("gb300-nvl72", {"no_such_parameter": str(h200)})
     assert main(["--prior", "sm_scaling", "--no-sim"]) == 2
