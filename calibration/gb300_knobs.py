@@ -2,7 +2,7 @@
 sample and leave-one-out, analytic and simulator engines.
 
     python -m calibration.gb300_knobs [RUN_FILE] [--params FILE] [--fit-knobs tuned|default]
-                                      [--no-sim] [--json]
+                                      [--prior NAME=PARAMS_FILE ...] [--no-sim] [--json]
 
 The Table 1 records carry no knobs (the publication does not give them), so the fit and
 `mok validate` score their MoK rows at the tuner's choice. This report scores each MoK row also
@@ -21,6 +21,12 @@ default knobs (each MoK record given default_config's knobs before it is fitted)
 fit to all rows from the Blackwell priors with the shipped file's free parameters
 (calibration.defaults.FREE), leave-one-out as above. Which reading is right is not published.
 
+`--prior NAME=PARAMS_FILE` (repeatable) starts every fit from the Blackwell priors with NAME's
+prior taken from another parameters file (its value and source, e.g. sm_scaling as fitted on the
+real 2-H200 runs in mok_model/params/h200-hgx8.json): a mechanism measured elsewhere, held (not
+fitted on these rows). The in-sample column is then a fit to every row from those priors (FREE),
+at the reading `--fit-knobs` names, instead of the shipped file.
+
 The simulator is not fitted (too slow for ten fits on two cores): its columns use the analytic
 engine's fitted parameters and the same knobs (tuned: the analytic tuner's choice).
 """
@@ -35,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mok_model.errors import MokInputError
 from mok_model.params import PARAMS_DIR, Params, read_params
 from mok_model.predict import predict
 from mok_model.records import predictable, read_records, record_scenario
@@ -93,17 +100,39 @@ def at_default_knobs(records: list[dict]) -> list[dict]:
     return out
 
 
+def priors_with(hardware: str, prior_from: dict[str, str] | None = None) -> Params:
+    """The fits' priors for `hardware`, each parameter named in `prior_from` taken from that
+    parameters file instead (value, and a source naming the file and its own source)."""
+    base = priors_for(hardware)
+    if not prior_from:
+        return base
+    values, sources = dict(base.values), dict(base.sources)
+    for name, path in prior_from.items():
+        other = read_params(path)
+        if name not in values:
+            raise MokInputError(f"--prior {name}: not a parameter (known: {sorted(values)})")
+        values[name] = other[name]
+        sources[name] = (f"held from {path} ({other.hardware}): "
+                         f"{other.sources.get(name, 'no source')}")
+    return Params(values, hardware, None, [], sources)
+
+
 def leave_one_out(records: list[dict], engines: tuple[str, ...],
-                  free: list[str] | None = None, fit_knobs: str = "tuned") -> list[dict]:
+                  free: list[str] | None = None, fit_knobs: str = "tuned",
+                  priors: Params | None = None, held: frozenset = frozenset()) -> list[dict]:
     """calibration.loo's fits (each row left out in turn), each held-out row scored at both
-    knob sets. fit_knobs "default": the training rows are fitted at the published defaults."""
+    knob sets. fit_knobs "default": the training rows are fitted at the published defaults.
+    `priors`: the fits' starting values (default: priors_for the records' hardware); `held`:
+    parameters never fitted (taken from another file: --prior)."""
     records = [r for r in records if predictable(r)]
     fitted_as = at_default_knobs(records) if fit_knobs == "default" else records
     rows = []
     for i, rec in enumerate(records):
         train = fitted_as[:i] + fitted_as[i + 1:]
-        names = free if free is not None else default_free(train, set())
-        res = fit(train, priors_for(rec["hardware"]["preset"]), names)
+        names = [n for n in (free if free is not None else default_free(train, set()))
+                 if n not in held]
+        res = fit(train, priors if priors is not None else priors_for(rec["hardware"]["preset"]),
+                  names)
         row = score(rec, res.params, engines)
         row["fitted"] = {n: res.params[n] for n in names}
         rows.append(row)
@@ -126,19 +155,29 @@ def summary(rows: list[dict]) -> dict:
 
 
 def report(runs: list[str], params_file: Path | None, engines: tuple[str, ...],
-           fit_knobs: str = "tuned") -> dict:
-    """The in-sample and leave-one-out tables. fit_knobs "default" (params_file None): the
-    in-sample parameters are a fit to every row at the published defaults (FREE)."""
+           fit_knobs: str = "tuned", prior_from: dict[str, str] | None = None) -> dict:
+    """The in-sample and leave-one-out tables. fit_knobs "default" or `prior_from` given
+    (params_file None): the in-sample parameters are a fit to every row (FREE) at that reading
+    from the priors (priors_with)."""
     records = read_records(runs)
-    if fit_knobs == "default":
-        res = fit(at_default_knobs(records), priors_for(records[0]["hardware"]["preset"]), FREE)
-        params, where = res.params, (f"fit to every row at the default knobs, free "
-                                     f"{', '.join(f'{n} {res.params[n]:.4g}' for n in FREE)}")
+    priors = priors_with(records[0]["hardware"]["preset"], prior_from)
+    if fit_knobs == "default" or prior_from:
+        train = at_default_knobs(records) if fit_knobs == "default" else records
+        free = [n for n in FREE if n not in (prior_from or {})]
+        res = fit(train, priors, free)
+        params, where = res.params, (f"fit to every row at the {fit_knobs} knobs, free "
+                                     f"{', '.join(f'{n} {res.params[n]:.4g}' for n in free)}")
+        if prior_from:
+            where += "; held: " + ", ".join(f"{n} {priors[n]:.4g} from {f}"
+                                            for n, f in prior_from.items())
     else:
         params, where = read_params(params_file), str(params_file)
     ins = in_sample(records, params, engines)
-    loo = leave_one_out(records, engines, fit_knobs=fit_knobs)
+    loo = leave_one_out(records, engines, fit_knobs=fit_knobs,
+                        priors=priors if prior_from else None,
+                        held=frozenset(prior_from or {}))
     return {"runs": runs, "params": where, "fit_knobs": fit_knobs, "engines": list(engines),
+            "prior_from": dict(prior_from or {}),
             "note": "records carry no knobs (not published): 'tuned' is the tuner's choice under "
                     "the parameters; 'default' the published defaults (default_config)",
             "in_sample": {"rows": ins, "summary": summary(ins)},
@@ -174,12 +213,25 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--fit-knobs", choices=("tuned", "default"), default="tuned",
                    help="the knobs the fits score the MoK rows at (default: the tuner's, as the "
                         "shipped file and calibration.loo; 'default': the published defaults)")
+    p.add_argument("--prior", action="append", default=[], metavar="NAME=PARAMS_FILE",
+                   help="hold NAME at its value in another parameters file in every fit "
+                        "(repeatable), e.g. sm_scaling=mok_model/params/h200-hgx8.json")
     p.add_argument("--no-sim", action="store_true", help="analytic engine only")
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     engines = ("analytic",) if a.no_sim else ("analytic", "sim")
-    doc = report(a.runs, Path(a.params) if a.fit_knobs == "tuned" else None, engines,
-                 a.fit_knobs)
+    try:
+        prior_from = {}
+        for item in a.prior:
+            name, sep, path = item.partition("=")
+            if not sep or not name or not path:
+                raise MokInputError(f"--prior {item!r} must be NAME=PARAMS_FILE")
+            prior_from[name] = path
+        doc = report(a.runs, Path(a.params) if a.fit_knobs == "tuned" and not prior_from
+                     else None, engines, a.fit_knobs, prior_from)
+    except MokInputError as exc:
+        print(f"mok: error: {exc}", file=sys.stderr)
+        return 2
     if a.json:
         print(json.dumps(doc, indent=1))
     else:

@@ -57,7 +57,9 @@ def build_table(records: list[dict], hardware: str, files: list[str], system: st
     known = known or {}
     points = tuple(known[r["id"]] if r["id"] in known
                    else table_point(r, record_scenario(r), tile_m, tile_n) for r in recs)
-    notes = (f"{len(points)} {system} records of {hardware} (the kernel's GEMM phases alone); "
+    what = ("the kernel's GEMM phases alone" if level == "absolute" else
+            "another GEMM implementation alone, e.g. the library's grouped GEMM: its shape trend")
+    notes = (f"{len(points)} {system} records of {hardware} ({what}); "
              f"eff = tile-quantized FLOPs ({tile_m} x {tile_n} tiles) at peak on all SMs / measured "
              f"(python -m calibration.gemm_table)")
     return GemmTable(hardware, points, tuple(files), path, notes, level)

@@ -1,14 +1,37 @@
 """H200 -> GB300 by stated ratios: predict the published GB300 NVL72 rows with no GB300 fit.
 
-    python -m calibration.transfer [--json]
+    python -m calibration.transfer [--terms] [--json]
 
-GB300's parameters are built from two sources only: the design facts of the published kernel
-on Blackwell (calibration/priors.py, BLACKWELL: how its minibatches, waves and comm SMs work) and
+GB300's parameters are built from three sources only: the design facts of the published kernel
+on Blackwell (calibration/priors.py, BLACKWELL: how its minibatches, waves and comm SMs work);
 every efficiency or overhead that was fitted or measured on real H200s (mok_model/params/
-h200-hgx8.json), moved by the ratios in TRANSFER below. The published rows
+h200-hgx8.json), moved by the ratios in TRANSFER below; and the GEMM efficiency by shape of the
+library's grouped GEMM measured on one H200 (LIBRARY_TABLE, below). Each ratio is of a quantity
+that is a fraction of a spec (moved as the same fraction: the spec itself comes from each
+hardware preset, with its source, and `--json` lists both presets' figures) or a time or a rate
+that the spec does not set (moved as measured, ratio 1, with the reason). The published rows
 (calibration/runs/published/gb300_table1.jsonl) are then predicted at the tuner's knobs (the
 table publishes none) and, for the MoK rows, also at the published default knobs
-(mok_model.scenario.default_config; `predicted_default_ms`). Nothing here reads a GB300 fit.
+(mok_model.scenario.default_config; `predicted_default_ms`). Nothing here reads a GB300 fit,
+except `--terms`, which prints the shipped GB300 fit's terms beside the transferred ones to show
+where they differ (a diagnosis; no prediction uses it).
+
+**GEMM efficiency.** The H200 fit's gemm_eff (0.53) describes our Triton megakernel's tiles
+(tl.dot, a dynamic work counter, 128-192 experts per GPU at EP 2): a property of that
+implementation, not of the H200. The published kernel is another implementation, a hand-written
+Blackwell GEMM. The H200 evidence for what a tuned GEMM reaches at the published rows' own
+shapes (the same hidden, expert width, local experts and rows per expert: kimi-k2 and glm-5 at
+EP 16 and 1,024 / 2,048 tokens are among the points) is the library's grouped GEMM
+(torch._grouped_mm) timed alone on one H200: the `gemm-only` records, a table of eff = tile-
+quantized FLOPs at peak / measured (python -m calibration.gemm_table ... --relative, file
+LIBRARY_TABLE). It transfers as the same fraction of each GPU's dense BF16 peak (preset: 989 ->
+2,500 TF/s), at the scenario's shape: the published kernel's GEMMs are taken to reach what the
+vendor's grouped GEMM reaches on Hopper (an assumption, stated; no Blackwell GEMM of these
+shapes is measured here). The table measured forward GEMMs; the backward's data-gradient GEMMs
+have the forward's shapes and its weight-gradient GEMMs the same FLOPs, so each forward point is
+also used for the backward (marked `derived`), times bwd_gemm_eff_scale (the Blackwell prior;
+the H200 fit's 0.60 is our Triton backward kernel's and is not moved). gemm_eff (the H200 fit's)
+stays for what the table does not cover (FP8, MXFP8).
 """
 
 from __future__ import annotations
@@ -18,59 +41,97 @@ import json
 import sys
 from pathlib import Path
 
-from mok_model.params import Params, read_params
+from mok_model.gemm_table import GemmTable, read_table
+from mok_model.params import PARAMS_DIR, Params, read_params
 from mok_model.predict import predict
 from mok_model.presets import load_hardware
 from mok_model.records import read_records, record_scenario
 from mok_model.scenario import default_config
 
 from .defaults import RUNS
+from .fit import resolve_configs
 from .priors import BLACKWELL, prior_params
 from .validate import validate
 
-H200 = Path(__file__).resolve().parents[1] / "mok_model" / "params" / "h200-hgx8.json"
+ROOT = Path(__file__).resolve().parents[1]
+H200 = PARAMS_DIR / "h200-hgx8.json"
+# python -m calibration.gemm_table <the h200-1 files with gemm-only records> --hardware h200-1
+#     --relative --out mok_model/params/gemm/h200-1-library.json   (the file names its records)
+LIBRARY_TABLE = PARAMS_DIR / "gemm" / "h200-1-library.json"
+SOURCE, TARGET = "h200-hgx8", "gb300-nvl72"
 
-# parameter -> (ratio GB300 / H200, why). A fraction of a spec (efficiency) moves unchanged: the
-# spec itself (TFLOP/s, TB/s, link GB/s) comes from each hardware preset.
+# parameter -> (ratio GB300 / H200, why, the preset field whose spec the value is a fraction of,
+# or None where no spec sets it). A fraction of a spec moves unchanged (ratio 1): the spec itself
+# (TFLOP/s, TB/s, link GB/s) comes from each hardware preset, with its source.
 TRANSFER = {
-    "gemm_eff": (1.0, "the same fraction of the dense BF16 peak (preset: 989 -> 2500 TF/s)"),
-    "hbm_eff": (1.0, "the same fraction of HBM bandwidth (preset: 4.8 -> 8 TB/s)"),
-    "link_eff": (1.0, "the same fraction of the NVLink bandwidth (preset: 450 -> 900 GB/s per "
-                      "direction)"),
+    "gemm_eff": (1.0, "the same fraction of the dense BF16 peak; used only where the library "
+                      "table does not cover the pass and precision (FP8, MXFP8)", "bf16_tflops"),
+    "hbm_eff": (1.0, "the same fraction of HBM bandwidth", "hbm_tbps"),
+    "link_eff": (1.0, "the same fraction of the NVLink bandwidth per direction", "link_gbps"),
     "copy_gbps_per_sm": (1.0, "a copy SM is limited by its bytes in flight over the latency, "
-                              "not by the link: the same rate per SM (measured 25 GB/s, 2 H200)"),
-    "push_copy_scale": (1.0, "as measured on H200 (writes no slower than reads)"),
+                              "not by the link: the same rate per SM (measured 25 GB/s, 2 H200)",
+                         None),
+    "push_copy_scale": (1.0, "as measured on H200 (writes no slower than reads)", None),
     "signal_remote_us": (1.0, "one NVLink round trip; the NVL72 switch hop is the preset's "
-                              "hop latency, added by the model"),
-    "push_signal_per_peer_us": (1.0, "per peer released, as measured on H200"),
-    "sm_scaling": (1.0, "the GEMM rate's growth with SMs, as fitted on H200"),
-    "minibatch_overhead_us": (1.0, "per-minibatch signalling, as fitted on H200"),
-    "mok_fixed_us": (1.0, "residual per pass, as fitted on H200"),
-    "nccl_eff": (1.0, "the same fraction of the link for NCCL all-to-all"),
+                              "hop latency, added by the model", None),
+    "push_signal_per_peer_us": (1.0, "per peer released, as measured on H200", None),
+    "sm_scaling": (1.0, "the GEMM rate's growth with SMs, as fitted on H200", None),
+    "minibatch_overhead_us": (1.0, "per-minibatch signalling, as fitted on H200", None),
+    "mok_fixed_us": (1.0, "residual per pass, as fitted on H200", None),
+    "nccl_eff": (1.0, "the same fraction of the link for NCCL all-to-all", "link_gbps"),
     "host_launch_scale": (1.0, "the host's launch cost relative to the preset's launch_us, as "
-                               "fitted on the H200 host"),
+                               "fitted on the H200 host (Grace is slower per the publication, "
+                               "which gives no ratio: 1 understates it)", "launch_us"),
+    "mok_exposed_launches": (1.0, "the MoK pass's exposed host launches as fitted on the H200 "
+                                  "MoK runs, jointly with host_launch_scale (their product is "
+                                  "the pass's host time there); moved with it, not reset to the "
+                                  "design's 1", "launch_us"),
 }
 
 
+def library_table(path: Path = LIBRARY_TABLE) -> GemmTable:
+    """The library grouped GEMM's efficiencies by shape (H200, forward), read as absolute
+    fractions of peak, each forward point also standing for the backward (module docstring)."""
+    t = read_table(path)
+    fwd = [p for p in t.points if p.get("pass", "fwd") == "fwd"]
+    bwd = [{**p, "pass": "bwd", "derived": "the forward point at the same shape (data-gradient "
+            "GEMMs have the forward's shapes, weight gradients its FLOPs)"} for p in fwd]
+    notes = (f"{t.notes}; read as the published kernel's absolute GEMM efficiency on "
+             f"{TARGET} (calibration/transfer.py), forward points also for the backward")
+    return GemmTable(t.hardware, tuple(fwd + bwd), t.records, str(path), notes, "absolute")
+
+
 def transferred_params():
-    """GB300 parameters: BLACKWELL design priors, efficiencies from the H200 fit by TRANSFER."""
+    """GB300 parameters: BLACKWELL design priors, efficiencies and overheads from the H200 fit
+    by TRANSFER, GEMM efficiency by shape from the H200 library table."""
     h200 = read_params(H200)
-    base = prior_params("gb300-nvl72", BLACKWELL)
+    base = prior_params(TARGET, BLACKWELL)
     values, sources = dict(base.values), dict(base.sources)
-    for name, (ratio, why) in TRANSFER.items():
+    for name, (ratio, why, _) in TRANSFER.items():
         values[name] = h200[name] * ratio
-        sources[name] = f"transferred from h200-hgx8 ({h200[name]:.4g}) x {ratio:g}: {why}"
-    return Params(values, "gb300-nvl72", None, [str(H200.relative_to(H200.parents[2]))], sources)
+        sources[name] = f"transferred from {SOURCE} ({h200[name]:.4g}) x {ratio:g}: {why}"
+    table = library_table()
+    fitted_on = [str(H200.relative_to(ROOT)), str(LIBRARY_TABLE.relative_to(ROOT))]
+    table = GemmTable(table.hardware, table.points, table.records, fitted_on[1], table.notes,
+                      table.level)
+    return Params(values, TARGET, None, fitted_on, sources).with_table(table)
 
 
-def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.transfer", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--json", action="store_true", help="one JSON document")
-    a = p.parse_args(argv)
-    load_hardware("gb300-nvl72")
-    params = transferred_params()
-    rows = read_records([RUNS])
+def spec_ratios() -> dict:
+    """{preset field: {h200, gb300, ratio, sources}} for the spec fields TRANSFER names."""
+    src, dst = load_hardware(SOURCE), load_hardware(TARGET)
+    out = {}
+    for field in sorted({f for _, _, f in TRANSFER.values() if f}):
+        a, b = getattr(src, field), getattr(dst, field)
+        out[field] = {SOURCE: a, TARGET: b, "ratio": b / a,
+                      "sources": {SOURCE: src.sources.get(field, ""),
+                                  TARGET: dst.sources.get(field, "")}}
+    return out
+
+
+def score(params: Params, rows: list[dict]) -> dict:
+    """Each system's rows predicted under `params`: MAPE, max, and per row (MoK: also at the
+    published default knobs)."""
     out = {}
     for system in sorted({r["system"] for r in rows}):
         recs = [r for r in rows if r["system"] == system]
@@ -88,9 +149,73 @@ def main(argv: list[str] | None = None) -> int:
         out[system] = {"n": len(recs), "mape": v.mape, "max": v.max_ape, "rows": scored}
         if dflt:
             out[system]["default_knobs"] = {"mape": sum(dflt) / len(dflt), "max": max(dflt)}
+    return out
+
+
+def term_table(params: Params, rows: list[dict], other: Params | None = None) -> list[dict]:
+    """Per MoK row, the critical-path terms (ms) at the tuner's knobs under `params` and, where
+    `other` is given (the shipped GB300 fit, for diagnosis), under `other` at its own tuner's
+    knobs, with the resources' busy times (work_ms)."""
+    out = []
+    for r in rows:
+        if r["system"] != "mok":
+            continue
+        scn = record_scenario(r)
+        row = {"id": r["id"], "measured_ms": r["latency_ms"]["median"]}
+        for label, p in (("transferred", params), ("gb300_fit", other)):
+            if p is None:
+                continue
+            cfg = resolve_configs([r], p)[0]
+            res = predict(scn, cfg, "mok", p)
+            row[label] = {"latency_ms": res.latency_ms, "terms": dict(res.breakdown_ms),
+                          "work": dict(res.work_ms or {}), "config": cfg.as_dict()}
+        out.append(row)
+    return out
+
+
+def attribution(params: Params, other: Params, rows: list[dict]) -> list[dict]:
+    """What each transferred value carries: the MoK rows' errors with that one value replaced by
+    `other`'s (the shipped GB300 fit's), the rest transferred (a diagnosis, not a prediction)."""
+    mok = [r for r in rows if r["system"] == "mok"]
+    v = validate(mok, params.with_table(None))  # the H200 fit's one gemm_eff for every shape
+    out = [{"parameter": "GEMM table", "transferred": "library table",
+            "gb300_fit": f"none (gemm_eff {params['gemm_eff']:.3g})",
+            "mape": v.mape, "errors": [x["predicted_ms"] / x["measured_ms"] - 1 for x in v.rows]}]
+    for name in TRANSFER:
+        if other[name] == params[name] or (name == "gemm_eff" and params.gemm_table):
+            continue  # equal, or not used where the table covers the rows
+        v = validate(mok, params.with_values(**{name: other[name]}))
+        out.append({"parameter": name, "transferred": params[name], "gb300_fit": other[name],
+                    "mape": v.mape, "errors": [x["predicted_ms"] / x["measured_ms"] - 1
+                                               for x in v.rows]})
+    return out
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m calibration.transfer", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--terms", action="store_true",
+                   help="also each MoK row's cost terms, transferred beside the shipped GB300 "
+                        "fit's, and each transferred value's share of the error (diagnosis)")
+    p.add_argument("--json", action="store_true", help="one JSON document")
+    a = p.parse_args(argv)
+    params = transferred_params()
+    rows = read_records([RUNS])
+    out = score(params, rows)
+    doc = {"params": {k: params[k] for k in TRANSFER}, "gemm_table": params.gemm_table.path,
+           "fitted_on": params.fitted_on, "spec_ratios": spec_ratios(), "systems": out}
+    if a.terms:
+        fit = read_params(PARAMS_DIR / f"{TARGET}.json")
+        doc["terms"] = term_table(params, rows, fit)
+        doc["attribution"] = attribution(params, fit, rows)
     if a.json:
-        print(json.dumps({"params": {k: params[k] for k in TRANSFER}, "systems": out}, indent=1))
+        print(json.dumps(doc, indent=1))
         return 0
+    for field, s in doc["spec_ratios"].items():
+        print(f"spec {field}: {SOURCE} {s[SOURCE]:g} ({s['sources'][SOURCE]}) -> {TARGET} "
+              f"{s[TARGET]:g} ({s['sources'][TARGET]}): x{s['ratio']:.3g}")
+    print(f"GEMM efficiency by shape: {params.gemm_table.path} (H200 library grouped GEMM, "
+          f"{len(params.gemm_table.points) // 2} forward points)")
     for system, s in out.items():
         print(f"{system:11s} n {s['n']:2d} MAPE {100 * s['mape']:5.1f}% max {100 * s['max']:5.1f}% "
               f"({'tuned knobs' if 'default_knobs' in s else 'no knobs'}; goal: within 15%)")
@@ -106,6 +231,23 @@ def main(argv: list[str] | None = None) -> int:
                          f"({100 * (row['predicted_default_ms'] / row['measured_ms'] - 1):+.1f}%)")
             print(f"  {row['id']:40s} published {row['measured_ms']:7.3f} ms predicted "
                   f"{row['predicted_ms']:7.3f} ms ({100 * err:+.1f}%){extra}")
+    if a.terms:
+        print("\nterms at the tuner's knobs, ms: transferred / shipped GB300 fit (diagnosis)")
+        for row in doc["terms"]:
+            t, g = row["transferred"], row["gb300_fit"]
+            print(f"  {row['id']} published {row['measured_ms']:.3f}: transferred "
+                  f"{t['latency_ms']:.3f}, fit {g['latency_ms']:.3f}")
+            for k in t["terms"]:
+                print(f"    {k:15s} {t['terms'][k]:7.3f} {g['terms'].get(k, 0.0):7.3f}")
+            for k in t["work"]:
+                print(f"    work {k:10s} {t['work'][k]:7.3f} {g['work'].get(k, 0.0):7.3f}")
+        print("\neach transferred value replaced by the GB300 fit's (the rest transferred): MoK rows")
+        for x in doc["attribution"]:
+            a, b = (f"{v:9.4g}" if isinstance(v, float) else v
+                    for v in (x["transferred"], x["gb300_fit"]))
+            print(f"  {x['parameter']:24s} {a} -> {b}: MAPE "
+                  f"{100 * x['mape']:5.1f}% (" + ", ".join(f"{100 * e:+.1f}%" for e in x["errors"])
+                  + ")")
     return 0
 
 

@@ -72,3 +72,33 @@ def test_main_json(capsys, records, tmp_path):
     assert main([str(runs), "--no-sim", "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["fit_knobs"] == "tuned" and len(doc["in_sample"]["rows"]) == 2
+
+
+def test_prior_from_another_file_is_held_in_every_fit(records):
+    """--prior NAME=FILE: the fits start from the Blackwell priors with NAME taken from FILE
+    (value and a source naming it) and hold it (it is not among the free parameters), in sample
+    and leave-one-out; a bad NAME or FILE is refused with exit status 2."""
+    from calibration.gb300_knobs import priors_with
+    from mok_model.errors import MokInputError
+    from mok_model.params import PARAMS_DIR
+
+    h200 = PARAMS_DIR / "h200-hgx8.json"
+    p = priors_with("gb300-nvl72", {"sm_scaling": str(h200)})
+    assert p["sm_scaling"] == read_params(h200)["sm_scaling"] != 1.0
+    assert "h200-hgx8" in p.sources["sm_scaling"]
+    assert priors_with("gb300-nvl72")["sm_scaling"] == 1.0  # the Blackwell prior otherwise
+    sub = [r for r in records if r["tokens"] == 1024 and r["pass"] == "fwd"]  # 4 records
+    rows = leave_one_out(sub, ("analytic",), free=["mok_fixed_us"], priors=p)
+    plain = leave_one_out(sub, ("analytic",), free=["mok_fixed_us"])
+    mok = [i for i, r in enumerate(sub) if r["system"] == "mok"]
+    # a GEMM rate sublinear in the SMs makes the defaults' fewer compute SMs cost less
+    for i in mok:
+        gap = rows[i]["pred"]["default/analytic"] / rows[i]["pred"]["tuned/analytic"]
+        gap_plain = plain[i]["pred"]["default/analytic"] / plain[i]["pred"]["tuned/analytic"]
+        assert gap < gap_plain
+    held = leave_one_out(sub, ("analytic",), free=["mok_fixed_us", "sm_scaling"], priors=p,
+                         held=frozenset({"sm_scaling"}))
+    assert all(set(r["fitted"]) == {"mok_fixed_us"} for r in held)  # a held value is not fitted
+    with pytest.raises(MokInputError):
+        priors_with("gb300-nvl72", {"no_such_parameter": str(h200)})
+    assert main(["--prior", "sm_scaling", "--no-sim"]) == 2
