@@ -20,7 +20,8 @@ PRs, vendor pages); none is recorded.
 
 The check predicts each figure with the baselines' own exchange term (mok_model/baselines.py
 `_exchange`: bytes over min(link x link_eff, moving SMs x copy rate), a pulled combine at the
-measured pull share of the link, plus a signal per peer; COMM_KERNELS says how each kernel moves
+measured pull share of the link, DeepEP's chunk handovers as a floor, plus a signal per peer;
+COMM_KERNELS says how each kernel moves
 rows and why) and the shipped gb200-nvl72 parameters, which were never fitted on these records.
 """
 
@@ -130,13 +131,15 @@ def predict_gbps(rec: dict, p: Params) -> dict:
     sms = rec["config"]["comm_sms"]
     dedup = t.dedup_rows.astype(np.float64)
     remote = np.where(np.eye(scn.ep, dtype=bool), 0.0, dedup)
+    own = np.diagonal(dedup)  # rows a rank keeps: DeepEP's chunked kernels still buffer them
     row = 2.0 * scn.model.hidden
     if op == "dispatch":
-        secs = _exchange(scn, p, row, remote.sum(0), remote.sum(1), sms, system=system)
+        secs = _exchange(scn, p, row, remote.sum(0), remote.sum(1), sms, system=system, own=own)
         got = dedup.sum(0) * row  # bytes each rank receives, its own rows included
         copied = got  # the received rows, copied out of the buffer
     else:
-        secs = _exchange(scn, p, row, remote.sum(1), remote.sum(0), sms, system=system, op="combine")
+        secs = _exchange(scn, p, row, remote.sum(1), remote.sum(0), sms, system=system, op="combine",
+                         own=own)
         got = dedup.sum(1) * row  # the combine sends back what the dispatch brought
         copied = dedup.sum(0) * row  # this rank's expert outputs, copied into the buffer
     secs = np.broadcast_to(secs, (scn.ep,))

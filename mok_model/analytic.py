@@ -46,6 +46,7 @@ class Loads:
     remote_out: np.ndarray  # rows this GPU's tokens send to other GPUs
     dedup_in: np.ndarray  # remote rows received when a token goes once per destination GPU
     dedup_out: np.ndarray
+    dedup_own: np.ndarray  # rows a GPU's tokens keep on it, once per token (DeepEP still buffers them)
     expert_rows: np.ndarray  # (P, L) rows per local expert
     out_of_domain_in: np.ndarray  # remote rows that cross the scale-out link
     out_of_domain_out: np.ndarray
@@ -67,7 +68,8 @@ def loads(scn: Scenario) -> Loads:
     else:
         cross = np.zeros((P, P), bool)
     ld = Loads(rows=t.received(), remote_in=remote.sum(0), remote_out=remote.sum(1),
-               dedup_in=dedup.sum(0), dedup_out=dedup.sum(1), expert_rows=t.expert_rows(),
+               dedup_in=dedup.sum(0), dedup_out=dedup.sum(1),
+               dedup_own=np.diagonal(t.dedup_rows).copy(), expert_rows=t.expert_rows(),
                out_of_domain_in=np.where(cross, rows_sd, 0).sum(0),
                out_of_domain_out=np.where(cross, rows_sd, 0).sum(1))
     for a in vars(ld).values():

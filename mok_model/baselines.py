@@ -34,6 +34,19 @@ BASELINES = ("nccl-torch", "deepep", "hybridep", "comet")
 # and Blackwell SMs run at about Hopper's clock (assumption: not measured on Blackwell).
 PUSH_GBPS_PER_SM = 43.91  # push sweep: one copy program (8 warps) writing a peer's HBM
 PULL_LINK_SHARE = 0.917  # both directions at once: pulls 330 + 324 GB/s over pushes 361 + 353
+# micro-nvlink-signal on the same two H200s: each further slot a writer releases in series (system-
+# scope release, then the consumer's poll) adds 0.963 us to the round trip (fit_fabric's slope,
+# h200-hgx8.json push_signal_per_peer_us); moved to Blackwell with ratio 1.0 like the push rate
+# (assumption: a release waits for its stores' acknowledgment over one switch hop, as on H200).
+RELEASE_IN_SERIES_US = 0.963
+
+# DeepEP's recommended configs (deep_ep/buffer.py get_dispatch_config / get_combine_config at
+# commit 41cad94, the commit of the GB200 tables; the Torch API takes them when no config is
+# given): ranks -> tokens per NVLink chunk (num_max_nvl_chunked_send_tokens) of the dispatch and
+# of the combine. Up to 8 ranks the intranode kernels run, above 8 the internode ones (their NVLink
+# leg). A rank count the table lacks takes the next listed one up (DeepEP itself refuses it).
+DEEPEP_NVL_CHUNK = {2: (24, 10), 4: (6, 9), 8: (6, 4), 16: (36, 4), 24: (8, 1), 32: (32, 1),
+                    64: (20, 1), 128: (20, 1), 144: (32, 2), 160: (28, 2)}
 
 
 @dataclass(frozen=True, slots=True)
@@ -45,6 +58,7 @@ class CommKernel:
     gbps_per_mover: float | None  # copy rate of one moving SM; None: the params' copy_gbps_per_sm
     api_buffer_copy: bool  # the Torch API copies the received rows out of (into) a registered buffer
     source: str
+    chunked: bool = False  # hands its rows over in NVLink chunks, one tail release per chunk
 
 
 COMM_KERNELS = {
@@ -53,7 +67,9 @@ COMM_KERNELS = {
         "design: DeepEP csrc/kernels/intranode.cu (normal kernels): even blocks send, odd blocks "
         "receive (`is_sender = sm_id % 2 == 0`, one channel per two SMs), in the dispatch and the "
         "combine; senders write rows into the receiver's buffer with plain stores, as the measured "
-        "push copy program does"),
+        "push copy program does; one channel per two SMs hands its rows over in chunks of "
+        "DEEPEP_NVL_CHUNK tokens, releasing the ring's tail after each (st_release_sys_global in "
+        "intranode.cu and internode.cu)", chunked=True),
     "hybridep": CommKernel(
         1.0, True, None, True,
         "design: DeepEP docs/Hybrid-EP_Implementation.md: every block is a warp-specialized "
@@ -84,14 +100,32 @@ def signal_per_peer_s(scn: Scenario, p: Params) -> float:
     return max(p["push_signal_per_peer_us"], scn.hardware.link_latency_us) * US
 
 
+def deepep_chunk_tokens(ep: int, op: str) -> int:
+    """Tokens per NVLink chunk of DeepEP's recommended config for `ep` ranks (DEEPEP_NVL_CHUNK)."""
+    listed = sorted(DEEPEP_NVL_CHUNK)
+    ranks = next((r for r in listed if r >= ep), listed[-1])
+    return DEEPEP_NVL_CHUNK[ranks][0 if op == "dispatch" else 1]
+
+
+def chunk_handover_s(scn: Scenario, rows, sms: float, op: str):
+    """Floor of a chunked exchange (DeepEP): each of its sms / 2 channels hands its share of the
+    rows (own rows included: they pass through the same buffers) over in chunks of
+    deepep_chunk_tokens, one system-scope tail release per chunk, the chunks of a channel in
+    series at RELEASE_IN_SERIES_US each. Binds where the chunks are small (one token at 24 and
+    32 ranks in the combine); elsewhere the copy or the link is the slower part."""
+    channels = max(sms / 2.0, 1.0)
+    return rows / (channels * deepep_chunk_tokens(scn.ep, op)) * RELEASE_IN_SERIES_US * US
+
+
 def _exchange(scn: Scenario, p: Params, bytes_row: float, rows_in, rows_out, sms: float | None,
-              eff: float = 1.0, system: str | None = None, op: str = "dispatch"):
+              eff: float = 1.0, system: str | None = None, op: str = "dispatch", own=0.0):
     """Time to move rows over the fabric: the busier port, plus a cost per peer.
 
     sms None: NCCL's own channels, limited by eff, one link latency per peer. Otherwise the
     `system`'s kernel (COMM_KERNELS) on `sms` SMs: limited by what its moving SMs copy, a pulled
     combine by the share of the link that remote reads reach with traffic both ways
-    (PULL_LINK_SHARE), and signal_per_peer_s per peer."""
+    (PULL_LINK_SHARE), a chunked kernel never faster than its chunk handovers (chunk_handover_s,
+    over the busier side's rows plus `own`, the rows a GPU keeps), and signal_per_peer_s per peer."""
     ld = loads(scn)
     link_in = fabric_gbps(scn, p, ld.remote_in, ld.out_of_domain_in) * eff
     link_out = fabric_gbps(scn, p, ld.remote_out, ld.out_of_domain_out) * eff
@@ -104,6 +138,8 @@ def _exchange(scn: Scenario, p: Params, bytes_row: float, rows_in, rows_out, sms
         link_in, link_out = np.minimum(link_in, cap), np.minimum(link_out, cap)
         per_peer = signal_per_peer_s(scn, p)
     t = np.maximum(rows_in * bytes_row / link_in, rows_out * bytes_row / link_out)
+    if sms is not None and COMM_KERNELS[system or "comet"].chunked:
+        t = np.maximum(t, chunk_handover_s(scn, np.maximum(rows_in, rows_out) + own, sms, op))
     return t + (scn.ep - 1) * per_peer
 
 
@@ -186,8 +222,9 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
         before = {}
     elif system in ("deepep", "hybridep"):
         sms = p["deepep_sms"] if system == "deepep" else p["hybridep_sms"]
-        disp = _exchange(scn, p, act, ld.dedup_in, ld.dedup_out, sms, system=system)
-        comb = _exchange(scn, p, out, ld.dedup_out, ld.dedup_in, sms, system=system, op="combine")
+        disp = _exchange(scn, p, act, ld.dedup_in, ld.dedup_out, sms, system=system, own=ld.dedup_own)
+        comb = _exchange(scn, p, out, ld.dedup_out, ld.dedup_in, sms, system=system, op="combine",
+                         own=ld.dedup_own)
         # the shared expert runs on the SMs the dispatch kernel leaves free
         before = {"dispatch_and_shared": np.maximum(disp, shared(hw.sms - sms))}
         gpu = {"permute": permute, "routed_gemm": ffn(hw.sms), "combine": comb,

@@ -14,8 +14,9 @@ import numpy as np
 import simpy
 
 from ..analytic import US, expert_ffn_time
-from ..baselines import (BASELINES, COMM_KERNELS, PULL_LINK_SHARE, baseline_terms, copy_gbps,
-                         host_collectives, host_ops, signal_per_peer_s, uses_library_gemm)
+from ..baselines import (BASELINES, COMM_KERNELS, PULL_LINK_SHARE, baseline_terms,
+                         chunk_handover_s, copy_gbps, host_collectives, host_ops, signal_per_peer_s,
+                         uses_library_gemm)
 from ..params import Params
 from ..scenario import ELEMENT_BYTES, Scenario
 from ..workload import traffic
@@ -92,6 +93,13 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     # completion signal per peer, in series
     pull = PULL_LINK_SHARE if sms and COMM_KERNELS[system].combine_pulls else 1.0
     signal = (P - 1) * signal_per_peer_s(scn, p) if sms else 0.0
+    # a chunked kernel (DeepEP) hands its rows over chunk by chunk on each channel: no GPU's
+    # exchange ends before its chunk handovers (busier side's rows plus the rows it keeps)
+    handover = {}
+    if sms and COMM_KERNELS[system].chunked:
+        rows = np.maximum(mat.sum(0), mat.sum(1)) + np.diagonal(t.dedup_rows)
+        handover = {op: chunk_handover_s(scn, rows.astype(np.float64), sms, op)
+                    for op in ("dispatch", "combine")}
     fluid = Fluid(env, fab.cap, merge_time(scn) if merge_s is None else merge_s)
     drivers = [Driver(fluid, fab.sm[e], f"copy_sms{e}", e if e < P else -1) if sms else None
                for e in range(len(fab.members))]
@@ -144,6 +152,8 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
                         name, t0, scale / (pull if op else 1.0), sm_scale=pull if op else 1.0,
                         trace=trc).send(drv, fluid)
         yield simpy.AllOf(env, [sent.done, inbox[my_ep(g)].done])
+        if handover and env.now < t0 + handover[name][g]:
+            yield env.timeout(t0 + handover[name][g] - env.now)
         if signal:
             yield env.timeout(signal)
         spans.append((g, tr.DISPATCH if name == "dispatch" else tr.COMBINE, name, t0, env.now - t0))
