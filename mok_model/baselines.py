@@ -7,8 +7,8 @@ host (Grace) shows up once the GPU runs dry. What differs is how they move rows 
 - nccl-torch: count all-to-all, host sync, permute, all_to_all_single, grouped GEMMs on all SMs,
   the shared expert, the reverse all-to-all, unpermute and weighted sum. Nothing overlaps.
 - deepep: DeepEP dispatch/combine kernels on `deepep_sms` SMs, one row per destination GPU
-  (de-duplicated), half of the SMs sending; the shared expert runs beside the dispatch on the
-  remaining SMs.
+  (de-duplicated), half of the SMs sending, each channel handing its rows over in NVLink chunks
+  (one release each); the shared expert runs beside the dispatch on the remaining SMs.
 - hybridep: as DeepEP, with HybridEP's kernels on `hybridep_sms` SMs, inside Megatron: every SM
   moves rows, the dispatch pushes them and the combine pulls them (COMM_KERNELS).
 - comet: tile-level overlap of dispatch with the first GEMM and of the second GEMM with the
