@@ -156,6 +156,9 @@ class KernelConfig:
             raise ValueError("tma=True needs fuse_gu=True")
         if self.tma_a and not self.tma:
             raise ValueError("tma_a=True needs tma=True")
+        if self.tma_a and self.precision != "bf16":
+            raise ValueError(f"tma_a=True with precision {self.precision!r}: activation tiles "
+                             f"through TMA are BF16 only")
         if self.on_error not in ("trap", "raise"):
             raise ValueError(f"on_error {self.on_error!r}: allowed trap, raise")
         for name in ("block_m", "bn_gu", "bn_dn", "block_k", "copy_rows"):
@@ -1184,6 +1187,9 @@ class MoKLayer:
         if cfg.save_for_backward and self.group is not None:
             raise ValueError("save_for_backward=True runs on one GPU (the backward megakernel has "
                              "no group mode)")
+        if cfg.tma_a and self.group is not None:
+            raise ValueError("tma_a=True runs on one GPU (rank=r emulation or rank=None virtual "
+                             "ranks); group mode keeps pointer loads")
         if cfg.precision == "fp8" and self.group is not None:
             raise ValueError("precision='fp8' runs on one GPU (rank=r emulation or rank=None virtual "
                              "ranks); group mode (LocalGroup or real GPUs) is BF16 only")
@@ -1432,10 +1438,9 @@ class MoKLayer:
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def tma_a_mode(self) -> int:
-        """TMA_A of the launch: 0 off (tma_a unset, FP8, or group mode), 1 h rows only, 2 h rows
-        and ring rows (the ring holds every routed row: it never wraps)."""
-        cfg = self.cfg
-        if not cfg.tma_a or cfg.precision != "bf16" or self.group is not None:
+        """TMA_A of the launch: 0 off, 1 h rows only, 2 h rows and ring rows (the ring holds
+        every routed row: it never wraps). FP8 and group mode refuse tma_a at construction."""
+        if not self.cfg.tma_a:
             return 0
         return 2 if self.ring_rows >= self.capacity else 1
 

@@ -257,7 +257,9 @@ def test_megakernel_refuses_shapes_it_cannot_run(kw, match):
 
 
 @pytest.mark.parametrize("bad,match", [(dict(on_error="ignore"), "on_error"),
-                                       (dict(bn_dn=96), "powers of two")])
+                                       (dict(bn_dn=96), "powers of two"),
+                                       (dict(tma_a=True, tma=False), "tma_a=True needs tma"),
+                                       (dict(tma_a=True, precision="fp8"), "BF16 only")])
 def test_kernel_config_refuses_bad_values(bad, match):
     from mok_kernels.megakernel import KernelConfig
     with pytest.raises(ValueError, match=match):
