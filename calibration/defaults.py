@@ -11,7 +11,8 @@
   compute terms fitted to the real 2-GPU megakernel runs (calibration/runs/h200x2/bench_*.jsonl,
   MoK records; the fabric values stay as measured) and the NCCL terms to the nccl-torch ones.
 - h100-hgx8: priors from our H200 probe and public figures.
-- h200-1: `mok calibrate` on the committed H200 runs (microbenchmarks, then the megakernel sweep)
+- h200-1: `mok calibrate` on the committed H200 runs (microbenchmarks, then the megakernel sweeps:
+  calibration/runs/h200/ at EP 16 and the space sweep calibration/runs/h200_space/space.jsonl)
   from those priors, with the GEMM efficiency table of the kernel's own GEMM phases
   (mok_model/params/gemm/h200-1.json; gemm_eff not fitted); then the backward megakernel's and
   the FP8 forward's terms fitted to the
@@ -44,8 +45,14 @@ from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
 from .published import published_records
 
 RUNS = Path(__file__).parent / "runs" / "published" / "gb300_table1.jsonl"
-H200_RUNS = [Path(__file__).parent / "runs" / "h200" / f
-             for f in ("micro.jsonl", "mok_sweep.jsonl", "bench_megakernel.jsonl")]
+# the EP-16 sweeps and the v3 kernel's microbenchmarks, then today's kernel's microbenchmarks
+# (h200_v4: its schedule build takes 21-32 us, the v3 one's 61-76 us; calibration/micro.py keeps
+# the latest of each) and the space sweep (11 presets x EP 4-32 x 64-8192 tokens x 3 routings:
+# without it the shipped fit saw EP 16 only and predicted the sweep with 12.4% MAPE)
+H200_RUNS = ([Path(__file__).parent / "runs" / "h200" / f
+              for f in ("micro.jsonl", "mok_sweep.jsonl", "bench_megakernel.jsonl")]
+             + [Path(__file__).parent / "runs" / "h200_v4" / "micro.jsonl",
+                Path(__file__).parent / "runs" / "h200_space" / "space.jsonl"])
 # the megakernel's own GEMM phases on all 756 space-sweep workloads (system mok-gemm; today's variants), as a
 # table (python -m calibration.gemm_table calibration/runs/h200_space/gemm_phases.jsonl --system
 # mok-gemm --out mok_model/params/gemm/h200-1.json): h200-1's GEMM efficiency, gemm_eff not fitted

@@ -27,11 +27,23 @@ from pathlib import Path
 
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
-from mok_model.gemm_table import GemmTable, table_point, write_table
+import math
+
+import numpy as np
+from scipy.optimize import least_squares
+
+from mok_model.gemm_table import (IDEAL_TILE, MECHANISM, GemmTable, mechanism_seconds, table_point,
+                                  write_table)
 from mok_model.records import default_variant, read_records, record_scenario
 
 SYSTEM = "gemm-only"
-TILE_M, TILE_N = 128, 128  # the parameters' gemm_tile_m, gemm_tile_n (calibration/priors.py)
+TILE_M, TILE_N = IDEAL_TILE, IDEAL_TILE  # the parameters' gemm_tile_m, gemm_tile_n (priors.py)
+# the phase mechanism's starting point and bounds (mok_model/gemm_table.py): a tile at 60% of an
+# SM's peak (the kernel's large-shape efficiency, README), 1 us per item (a K-pipeline fill),
+# the H200's 4.8 TB/s HBM (presets/hardware.toml), 20 us per launch (a graph-replayed launch)
+MECH_START = {"tensor_eff": 0.6, "item_us": 1.0, "hbm_gbps": 4800.0, "launch_us": 20.0}
+MECH_BOUNDS = {"tensor_eff": (0.05, 1.0), "item_us": (1e-3, 50.0), "hbm_gbps": (100.0, 4800.0),
+               "launch_us": (1e-3, 500.0)}
 
 
 def table_records(records: list[dict], hardware: str, system: str = SYSTEM) -> list[dict]:
@@ -62,7 +74,30 @@ def build_table(records: list[dict], hardware: str, files: list[str], system: st
     notes = (f"{len(points)} {system} records of {hardware} ({what}); "
              f"eff = tile-quantized FLOPs ({tile_m} x {tile_n} tiles) at peak on all SMs / measured "
              f"(python -m calibration.gemm_table)")
-    return GemmTable(hardware, points, tuple(files), path, notes, level)
+    mech = fit_mechanism(points) if level == "absolute" else None
+    if mech is not None:
+        notes += ("; phase mechanism fitted to the points (fit_mechanism): "
+                  + ", ".join(f"{k} {v:.4g}" for k, v in mech.items()))
+    return GemmTable(hardware, points, tuple(files), path, notes, level, mech)
+
+
+def fit_mechanism(points) -> dict | None:
+    """The phase mechanism's constants (mok_model/gemm_table.py MECHANISM) that fit the points'
+    measured times best in log (relative) error, bounded least squares from MECH_START (a
+    deterministic fit); None if a point lacks its features (an older table)."""
+    if not points or not all("mech" in p and "measured_ms" in p for p in points):
+        return None
+    meas = np.array([float(p["measured_ms"]) * 1e-3 for p in points])
+
+    def res(x):
+        mech = dict(zip(MECHANISM, np.exp(x)))
+        return np.log([mechanism_seconds(p["mech"], mech) for p in points]) - np.log(meas)
+
+    lo = np.log([MECH_BOUNDS[k][0] for k in MECHANISM])
+    hi = np.log([MECH_BOUNDS[k][1] for k in MECHANISM])
+    x0 = np.clip(np.log([MECH_START[k] for k in MECHANISM]), lo, hi - 1e-9)
+    fit = least_squares(res, x0, bounds=(lo, hi), method="trf")
+    return {k: float(math.exp(v)) for k, v in zip(MECHANISM, fit.x)}
 
 
 def record_points(records: list[dict], hardware: str, system: str = SYSTEM,

@@ -400,7 +400,11 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # shared expert's down follows minibatch 0's rows and the previous minibatch's down (1/3
     # of its FLOPs) follows the last rows
     io = in_order_wait(scn, p, row_tiles / M, cx)
-    gate0 = np.where(io, np.maximum(first, shared * (2 / 3)) + shared / 3, first)
+    # the shared expert's tiles, like the routed ones, run on the joined SMs once the dispatch
+    # ends (sim/mok.py _gemm: the remaining share at the joined rate)
+    shared_t = np.where(shared <= dispatch_end, shared,
+                        dispatch_end + (1.0 - dispatch_end / np.maximum(shared, 1e-30)) * shared_join)
+    gate0 = np.where(io, np.maximum(first, shared_t * (2 / 3)) + shared_t / 3, first)
     prev_dn = np.where(io & (M > 1), c_join / 3, 0.0)
     compute_chain = (np.maximum(np.maximum(work_time, gate0 + M * c_join),
                                 dispatch_end + sig_after + c_join + prev_dn) + tail + sig_end)
@@ -413,8 +417,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
                       + kk_comm + sig_end)
     else:
         comm_chain = M * (d + kk_comm) + M * sig_comm + sig_after + c_last + sig_end
-    # epilogue stores start once the first minibatch's gate/up (2/3 of its FLOPs) is done
-    fabric_chain = np.where(epilogue, start + c * (2 / 3) + M * kf + sig_end, 0.0)
+    # epilogue stores start once the first minibatch's gate/up (2/3 of its FLOPs) is done, on
+    # the joined SMs once the dispatch has ended (the shared expert's tiles too: shared_t)
+    first_gu = np.where(dispatch_end <= np.maximum(shared_t, first), c_join, c) * (2 / 3)
+    fabric_chain = np.where(epilogue, np.maximum(shared_t, first) + first_gu + M * kf + sig_end, 0.0)
     # a ring of under two minibatches that must recycle: the next minibatch's rows come in as
     # the gate/up tiles (2/3 of the FLOPs) free their slots, so a step lasts the part of gate/up
     # that the refill cannot overlap (ring_refill_overlap) plus the dispatch (and pull combine)

@@ -29,6 +29,27 @@ this way against 11.1% interpolating eff itself: docs/calibration.md). Lookup (`
 3. times the query's occupancy (a table point's own occupancy at its own shape and rows, so a
    point is reproduced exactly).
 
+**Phase mechanism** (`phase_features`, `mechanism_seconds`; a table whose points carry their
+features and whose file carries the fitted `mechanism`). Across shapes, what is interpolated is
+then not eff / occupancy but the ratio measured / mechanism, where the mechanism is how the
+kernel runs its GEMM phases (mok_kernels/megakernel.py): work items of one row tile x one column
+block (gate/up: 128 x 2*bn_gu over K = H; down: 128 x bn_dn over K = I, padded) taken from one
+counter by all SMs, each costing `item_us` plus its FLOPs at `tensor_eff` of an SM's peak; the
+phases take the larger of the items' total over the SMs and one gate/up item then one down item
+(a down item waits for its row tile's gate/up items); floored by the expert weights streamed from
+HBM at `hbm_gbps` (an expert's weight column block is read once per group of row tiles that run
+at the same time: group_m, else the SMs over the column blocks), plus `launch_us` per launch.
+The launch is the GEMM-phase record's own (one graph-replayed kernel: its start and the ramp of
+its programs), not a GEMM's: a MoK pass pays its launch in its own terms (`launch`, `fixed`), so
+the table's GEMM time leaves it out (ratio = (measured - launch) / (mechanism - launch)); with it
+left in, a 64-token pass paid about 34 us twice. Its four constants are fitted to the table's
+own points (calibration/gemm_table.py fit_mechanism). A held-out shape then gets its tile
+counts, waves, K-loop lengths and weight bytes from the mechanism and only the mechanism's
+residual from its neighbours: held out by model, the kernel's GEMM-phase times are predicted
+with 8.1% mean error this way against 9.7% interpolating eff / occupancy (docs/calibration.md).
+A point is reproduced exactly, less the
+launch: its efficiency in use is ideal / (measured - launch_us), its `eff` field ideal / measured.
+
 Hardware without a table keeps gemm_eff. A table is for the hardware it was measured on; for
 other hardware it transfers as a ratio (docs/calibration.md, "GEMM efficiency table"): the same
 fraction of that hardware's own peak at the same shape, times the ratio of the two presets'
@@ -55,6 +76,10 @@ NEIGHBOURS = 4
 # a record without a `tiles` field ran with it
 DEFAULT_TILE = {"block_m": 128, "bn_gu": 128, "bn_dn": 256}
 LEVELS = ("absolute", "relative")
+# the tile a point's ideal FLOPs are counted in (the parameters' gemm_tile_m and gemm_tile_n)
+IDEAL_TILE = 128
+# the phase mechanism's constants (module docstring), fitted by calibration/gemm_table.py
+MECHANISM = ("tensor_eff", "item_us", "hbm_gbps", "launch_us")
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: scenario_eff caches per table
@@ -70,6 +95,9 @@ class GemmTable:
     # "relative": another GEMM implementation's (the library's grouped GEMM), so only its shape
     # trend is used: gemm_eff x eff / the points' median eff (`scale`)
     level: str = "absolute"
+    # fitted phase mechanism {"tensor_eff", "item_us", "hbm_gbps", "launch_us"} (module
+    # docstring); used where every point carries its features ("mech"), else None
+    mechanism: dict | None = None
     _curves: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -81,12 +109,23 @@ class GemmTable:
         by: dict[tuple, list[tuple[float, float]]] = {}
         for pt in self.points:
             shape = (float(pt["expert_width"]), float(pt["hidden"]), float(pt["local_experts"]))
-            by.setdefault(shape, []).append((math.log2(pt["rows_per_expert"]),
-                                             float(pt["eff"]) / float(pt.get("occupancy", 1.0))))
+            if self.uses_mechanism:  # measured / mechanism, both less the launch
+                launch = self.mechanism["launch_us"] * 1e-6
+                v = ((float(pt["measured_ms"]) * 1e-3 - launch)
+                     / (mechanism_seconds(pt["mech"], self.mechanism) - launch))
+            else:                    # efficiency per occupied SM
+                v = float(pt["eff"]) / float(pt.get("occupancy", 1.0))
+            by.setdefault(shape, []).append((math.log2(pt["rows_per_expert"]), v))
         for shape, xy in by.items():
             xs = sorted({x for x, _ in xy})  # points at one rows value are averaged
             ys = [float(np.mean([y for x2, y in xy if x2 == x])) for x in xs]
             self._curves[shape] = (np.array(xs), np.array(ys))
+
+    @property
+    def uses_mechanism(self) -> bool:
+        """Whether lookups go through the phase mechanism (see the module docstring)."""
+        return self.mechanism is not None and all("mech" in p and "measured_ms" in p
+                                                  for p in self.points)
 
     @property
     def median(self) -> float:
@@ -107,6 +146,14 @@ class GemmTable:
         """Fraction of peak tensor rate at this shape and occupancy (see the module docstring)."""
         return occupancy * self._eff(rows_per_expert, expert_width, hidden, local_experts)
 
+    def scenario_seconds(self, scn) -> float:
+        """A scenario's GEMM phases on all SMs, without the launch: the mechanism's phases times
+        the interpolated residual (tables with a mechanism only)."""
+        rows, width, hidden, local = shape_of(scn)
+        launch = self.mechanism["launch_us"] * 1e-6
+        return ((mechanism_seconds(phase_features(scn), self.mechanism) - launch)
+                * self._eff(rows, width, hidden, local))
+
     def _eff(self, rows_per_expert: float, expert_width: int, hidden: int, local_experts: int) -> float:
         lr = math.log2(max(float(rows_per_expert), 1.0))
         q = np.log2([expert_width, hidden, local_experts])
@@ -121,9 +168,11 @@ class GemmTable:
         return float((w * at[near]).sum() / w.sum())
 
     def to_json(self) -> dict:
-        return {"schema": SCHEMA, "hardware": self.hardware, "notes": self.notes,
-                "level": self.level, "records": list(self.records), "neighbours": NEIGHBOURS,
-                "points": [dict(p) for p in self.points]}
+        doc = {"schema": SCHEMA, "hardware": self.hardware, "notes": self.notes,
+               "level": self.level, "records": list(self.records), "neighbours": NEIGHBOURS}
+        if self.mechanism is not None:
+            doc["mechanism"] = dict(self.mechanism)
+        return {**doc, "points": [dict(p) for p in self.points]}
 
 
 def read_table(path: str | Path) -> GemmTable:
@@ -151,8 +200,17 @@ def read_table(path: str | Path) -> GemmTable:
             raise MokInputError(f"{where}: point {i}: occupancy={occ!r} must be in (0, 1]")
         if pt["eff"] > 1.5:
             raise MokInputError(f"{where}: point {i}: eff={pt['eff']} is above 1.5 of peak")
+    mech = doc.get("mechanism")
+    if mech is not None:
+        if not isinstance(mech, dict) or set(mech) < set(MECHANISM):
+            raise MokInputError(f"{where}: mechanism must hold {', '.join(MECHANISM)}")
+        for k in MECHANISM:
+            v = mech[k]
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+                raise MokInputError(f"{where}: mechanism {k}={v!r} must be a number >= 0")
+        mech = {k: float(mech[k]) for k in MECHANISM}
     return GemmTable(str(doc.get("hardware", "")), tuple(points), tuple(doc.get("records", [])),
-                     str(path), str(doc.get("notes", "")), str(doc.get("level", "absolute")))
+                     str(path), str(doc.get("notes", "")), str(doc.get("level", "absolute")), mech)
 
 
 def write_table(path: str | Path, table: GemmTable) -> None:
@@ -226,7 +284,10 @@ def scenario_eff(table: GemmTable, scn) -> float | None:
     value is divided by its median (multiply by gemm_eff: gemm_efficiency)."""
     if not table.covers(scn):
         return None
-    e = table.eff(*shape_of(scn), occupancy(scn))
+    if table.uses_mechanism:
+        e = ideal_seconds(scn, IDEAL_TILE, IDEAL_TILE) / table.scenario_seconds(scn)
+    else:
+        e = table.eff(*shape_of(scn), occupancy(scn))
     return e if table.level == "absolute" else e / table.median
 
 
@@ -253,9 +314,59 @@ def table_point(rec: dict, scn, tile_m: int, tile_n: int) -> dict:
     ms = float(rec["latency_ms"]["median"])
     model = rec["model"] if isinstance(rec["model"], str) else rec["model"].get("name", "shape")
     return {"id": rec["id"], "model": model, "ep": scn.ep, "tokens": scn.tokens,
+            "mech": phase_features(scn, rec.get("tiles")),
             "routing": scn.routing, "pass": scn.pass_, "precision": scn.precision,
             "rows_per_expert": rows, "expert_width": width,
             "hidden": hidden, "local_experts": local,
             "tile": rec.get("tiles") or dict(DEFAULT_TILE),
             "occupancy": occupancy(scn, rec.get("tiles")), "measured_ms": ms,
             "ideal_ms": ideal * 1e3, "eff": ideal * 1e3 / ms}
+
+
+def phase_features(scn, tile: dict | None = None) -> dict:
+    """What the phase mechanism needs of the measured GPU's GEMM phases (module docstring):
+    work items {"gu", "dn"} as [count, FLOPs per item] per block (routed experts, shared
+    experts), the expert weight bytes streamed from HBM, the SMs and the peak tensor TFLOP/s.
+    `tile`: the kernel's tile (block_m, bn_gu, bn_dn, block_k, group_m), else its defaults with
+    group_m as MoKLayer picks it (mok_kernels/tiles.py)."""
+    from mok_kernels.tiles import forward_group_m, padded_width
+
+    from .analytic import loads
+
+    t = {**DEFAULT_TILE, "block_k": 64, **(tile or {})}
+    bm, bn_gu, bn_dn, bk = t["block_m"], t["bn_gu"], t["bn_dn"], t["block_k"]
+    hw, m = scn.hardware, scn.model
+    H, S = m.hidden, hw.sms
+    gm = t.get("group_m") or forward_group_m(m.expert_width, bn_gu, bk)
+    er = loads(scn).expert_rows[measured_gpu(scn)]
+    blocks = [(np.ceil(er[er > 0] / bm), m.expert_width)]
+    if m.shared_experts:
+        blocks.append((np.full(m.shared_experts, math.ceil(scn.tokens / bm)), m.shared_width))
+    gu, dn, wbytes = [], [], 0.0
+    for rt, width in blocks:
+        wp = padded_width(width, bn_gu, bk)
+        nb_gu, nb_dn = wp // bn_gu, math.ceil(H / bn_dn)
+        gu.append([float(rt.sum() * nb_gu), 2.0 * bm * 2 * bn_gu * H])
+        dn.append([float(rt.sum() * nb_dn), 2.0 * bm * bn_dn * wp])
+        # row tiles of one expert running at once share a weight column block's HBM read:
+        # group_m of them, or as many as the SMs hold row tiles of all column blocks
+        reuse_gu, reuse_dn = max(gm, S / nb_gu), max(1.0, S / nb_dn)
+        wbytes += 2.0 * (np.ceil(rt / reuse_gu).sum() * 2 * H * width
+                         + np.ceil(rt / reuse_dn).sum() * H * width)
+    return {"gu": gu, "dn": dn, "weight_bytes": float(wbytes), "sms": S,
+            "peak_tflops": hw.tflops(scn.precision)}
+
+
+def mechanism_seconds(f: dict, mech: dict) -> float:
+    """The phase mechanism's time of `f` (phase_features) with constants `mech` (MECHANISM)."""
+    S = f["sms"]
+    rate = mech["tensor_eff"] * f["peak_tflops"] * 1e12 / S  # FLOP/s of one SM
+    item = mech["item_us"] * 1e-6
+    total, longest = 0.0, 0.0
+    for phase in ("gu", "dn"):
+        per = [item + flops / rate for n, flops in f[phase] if n > 0]
+        total += sum(n * (item + flops / rate) for n, flops in f[phase])
+        longest += max(per, default=0.0)
+    compute = max(total / S, longest)
+    stream = f["weight_bytes"] / (mech["hbm_gbps"] * 1e9) if mech["hbm_gbps"] > 0 else 0.0
+    return max(compute, stream) + mech["launch_us"] * 1e-6

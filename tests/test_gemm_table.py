@@ -17,7 +17,10 @@ from calibration.gemm_table import build_table
 from mok_model.analytic import mok_terms
 from mok_model.band import band
 from mok_model.errors import MokInputError
-from mok_model.gemm_table import GemmTable, ideal_seconds, read_table, shape_of, write_table
+from calibration.gemm_table import fit_mechanism
+from mok_model.gemm_table import (MECHANISM, GemmTable, ideal_seconds, mechanism_seconds,
+                                  phase_features, read_table, scenario_eff, shape_of, table_point,
+                                  write_table)
 from mok_model.params import read_params, write_params
 from mok_model.predict import predict
 from mok_model.presets import load_hardware, load_model
@@ -75,7 +78,15 @@ def test_table_point_recovers_the_efficiency_it_was_measured_at():
     rec = _gemm_record("kimi-k2", 16, 2048, ideal / 0.55 * 1e3)
     t = build_table([rec], "h200-1", ["x.jsonl"])
     assert t.points[0]["eff"] == pytest.approx(0.55)
-    assert t.eff(rows, width, hidden, local) == pytest.approx(0.55)
+    assert t.uses_mechanism  # the point carries its phase features; the file its fitted mechanism
+    # in use, the GEMM phases without the record's own launch (the pass pays its launch itself)
+    launch = t.mechanism["launch_us"] * 1e-6
+    assert 0 < launch < ideal / 0.55
+    assert scenario_eff(t, scn) == pytest.approx(ideal / (ideal / 0.55 - launch))
+    # without the mechanism, the efficiency per occupied SM interpolated by shape
+    old = GemmTable("h200-1", t.points)
+    assert not old.uses_mechanism
+    assert old.eff(rows, width, hidden, local, t.points[0]["occupancy"]) == pytest.approx(0.55)
     # more FLOPs, more ideal time: a wider expert of the same rows
     assert ideal_seconds(scenario("glm-5"), 128, 128) < ideal_seconds(scenario("kimi-k2"), 128, 128) * 1.2
 
@@ -202,6 +213,9 @@ def test_a_fold_builds_its_table_from_its_training_records_only(dev_records, mon
     assert got["ids"] and not got["ids"] & kimi
     assert {p["model"] for p in got["table"].points} .isdisjoint({"kimi-k2"})
     assert "gemm_eff" not in got["free"]  # the table replaces it
+    # the phase mechanism is fitted to the fold's own points (none of the held-out model's)
+    mech = got["table"].mechanism
+    assert mech is not None and mech == fit_mechanism(got["table"].points)
 
 
 def test_report_leaves_out_runs_of_another_tile(dev_records):
@@ -315,3 +329,83 @@ def test_occupancy_scales_the_interpolated_rate_and_points_are_reproduced():
     assert p["occupancy"] == pytest.approx(occupancy(record_scenario(rec)))
     assert GemmTable("h200-1", (p,)).eff(*shape_of(record_scenario(rec)),
                                         occupancy(record_scenario(rec))) == pytest.approx(p["eff"])
+
+
+MECH = {"tensor_eff": 0.6, "item_us": 2.0, "hbm_gbps": 4000.0, "launch_us": 30.0}
+
+
+def _mech_point(model: str, ep: int, tokens: int, mech: dict = MECH, scale: float = 1.0) -> dict:
+    """A table point of a GEMM-phase record that took the mechanism's time (times `scale`)."""
+    scn = scenario(model, ep, tokens)
+    ms = mechanism_seconds(phase_features(scn), mech) * 1e3 * scale
+    rec = {**_gemm_record(model, ep, tokens, ms), "system": "mok-gemm"}
+    return table_point(rec, scn, 128, 128)
+
+
+def test_phase_mechanism_counts_items_waves_and_weight_reads():
+    """More rows, more work items and time; a short pass is held by one gate/up then one down
+    item (the chain) or by its weights from HBM; group_m 8 reads a wide expert's weights from
+    HBM fewer times than group_m 1 (mok_kernels/tiles.py)."""
+    few, many = phase_features(scenario(tokens=256)), phase_features(scenario(tokens=8192))
+    assert many["gu"][0][0] > few["gu"][0][0] and many["dn"][0][0] > few["dn"][0][0]
+    assert mechanism_seconds(many, MECH) > 2 * mechanism_seconds(few, MECH)
+    # kimi-k2 gate/up: one item of 128 x 256 over K = 7168, down 128 x 256 over K = 2048
+    assert few["gu"][0][1] == 2 * 128 * 256 * 7168 and few["dn"][0][1] == 2 * 128 * 256 * 2048
+    # with no HBM floor and no launch: at least one gate/up item then one down item
+    rate = 0.6 * few["peak_tflops"] * 1e12 / few["sms"]
+    chain = 2 * 2e-6 + (few["gu"][0][1] + few["dn"][0][1]) / rate
+    assert mechanism_seconds(few, {**MECH, "hbm_gbps": 0.0, "launch_us": 0.0}) >= chain * (1 - 1e-12)
+    # the HBM floor: a slow enough HBM sets the time
+    slow = {**MECH, "hbm_gbps": 1.0}
+    assert mechanism_seconds(few, slow) == pytest.approx(few["weight_bytes"] / 1e9 + 30e-6)
+    scn = scenario("mixtral-8x7b", 8, 8192)
+    g1 = phase_features(scn, {"group_m": 1})["weight_bytes"]
+    g8 = phase_features(scn, {"group_m": 8})["weight_bytes"]
+    assert g8 < g1 / 4
+
+
+def test_fit_mechanism_recovers_the_constants_that_made_the_points():
+    pts = [_mech_point(m, ep, n) for m in ("kimi-k2", "qwen3-30b-a3b", "mixtral-8x7b")
+           for ep in (4, 8) for n in (64, 1024, 8192)]
+    got = fit_mechanism(pts)
+    assert set(got) == set(MECHANISM)
+    for k in ("tensor_eff", "launch_us"):
+        assert got[k] == pytest.approx(MECH[k], rel=1e-3)
+    # deterministic
+    assert fit_mechanism(pts) == got
+    assert fit_mechanism([{k: v for k, v in p.items() if k != "mech"} for p in pts]) is None
+
+
+def test_a_held_out_shape_takes_the_mechanism_and_its_neighbours_residual():
+    """Points that follow the mechanism up to a constant factor predict a shape the table lacks
+    (llama4-maverick's I = 8192) to within a few percent (the training points never stream
+    their weights as slowly as some llama4 ones, so hbm_gbps is loosely fitted); interpolating
+    eff / occupancy across shapes is off by twice as much or more (17% here)."""
+    pts = [_mech_point(m, ep, n, scale=1.25) for m in ("kimi-k2", "glm-4.5", "mixtral-8x7b",
+                                                       "qwen3-30b-a3b", "gpt-oss-120b")
+           for ep in (4, 8) for n in (64, 512, 4096)]
+    mech = fit_mechanism(pts)
+    t = GemmTable("h200-1", tuple(pts), mechanism=mech)
+    old = GemmTable("h200-1", tuple(pts))
+    errs_new, errs_old = [], []
+    for ep, n in ((4, 1024), (8, 8192), (8, 64), (16, 256), (32, 2048)):
+        scn = scenario("llama4-maverick", ep, n)
+        want = (mechanism_seconds(phase_features(scn), MECH) - MECH["launch_us"] * 1e-6) * 1.25
+        ideal = ideal_seconds(scn, 128, 128)
+        errs_new.append(ideal / scenario_eff(t, scn) / want - 1)
+        errs_old.append(ideal / old.eff(*shape_of(scn), 1.0) / want - 1)
+    assert max(abs(e) for e in errs_new) < 0.08
+    assert max(abs(e) for e in errs_old) > 2 * max(abs(e) for e in errs_new)
+
+
+def test_table_file_keeps_its_mechanism(tmp_path):
+    pts = [_mech_point("kimi-k2", 16, n) for n in (256, 4096)]
+    t = GemmTable("h200-1", tuple(pts), mechanism=dict(MECH))
+    write_table(tmp_path / "t.json", t)
+    back = read_table(tmp_path / "t.json")
+    assert back.mechanism == MECH and back.uses_mechanism
+    doc = json.loads((tmp_path / "t.json").read_text())
+    doc["mechanism"] = {"tensor_eff": 0.6}
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    with pytest.raises(MokInputError, match="mechanism must hold"):
+        read_table(tmp_path / "t.json")
