@@ -57,3 +57,14 @@ def test_models_given_by_shape_match_and_print_their_name(tmp_path, capsys):
     reg.write_text(json.dumps(_pred() | {"model": shape}) + "\n")
     report([str(reg)], runs, ["model"])
     assert "model syn " in capsys.readouterr().out
+
+
+def test_report_unseen_refuses_empty_files_and_reports_regret(tmp_path, capsys):
+    from calibration.report_unseen import figures, main
+    f = tmp_path / "none.jsonl"
+    f.write_text("")
+    assert main([str(f)]) == 2 and "no run records" in capsys.readouterr().err
+    recs = [_rec(0, ms=2.0), _rec(1, mb=2048, ms=3.0)]
+    line = figures(recs, [1.0, 1.5])             # picks 4096 (predicted faster): the best
+    assert "MAPE  50.0%" in line and "regret mean 0.0%" in line
+    assert "regret mean 50.0%" in figures(recs, [1.5, 1.0])   # picks 2048: 3.0 against 2.0

@@ -1,0 +1,75 @@
+"""Held-out figures of the shipped parameters on run records no fit reads (e.g. the unseen
+shapes, calibration/runs/h200_unseen/): per pass and engine, MAPE, max and signed error,
+Spearman within workloads and the tuner's regret among each workload's measured MoK settings.
+
+    python -m calibration.report_unseen calibration/runs/h200_unseen/unseen.jsonl \\
+        calibration/runs/h200_unseen/unseen_bwd.jsonl [--hardware h200-1] [--params FILE]
+
+(`calibration.registered` compares predictions registered before a run; this one predicts with
+the parameters shipped now, so it reads as held out only for records no fit has used.)
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections import defaultdict
+
+import numpy as np
+
+from mok_model.errors import MokInputError
+from mok_model.params import load_params
+from mok_model.predict import predict
+from mok_model.records import read_records, record_config, record_scenario
+from mok_model.sim import simulate
+
+from .fit import workload_key
+from .noise import pick_key
+from .validate import evaluate
+
+
+def figures(recs: list[dict], pred: list[float]) -> str:
+    """One line: n, MAPE, max and signed error, Spearman, regret (workloads with >= 2 settings)."""
+    meas = [r["latency_ms"]["median"] for r in recs]
+    e = np.array(pred) / np.array(meas) - 1
+    rho = evaluate(recs, meas, pred).spearman
+    per: dict[tuple, list] = defaultdict(list)
+    for r, q in zip(recs, pred):
+        per[workload_key(r)].append((pick_key(r, q), r["latency_ms"]["median"]))
+    reg = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values() if len(rows) > 1]
+    line = (f"n {len(recs):4d} MAPE {100 * abs(e).mean():5.1f}% max {100 * abs(e).max():5.1f}% "
+            f"(signed {100 * e.min():+.0f}% .. {100 * e.max():+.0f}%)")
+    line += "; Spearman n/a" if rho is None else f"; Spearman {rho:.3f}"
+    if reg:
+        line += (f"; regret mean {100 * np.mean(reg):.1f}% max {100 * np.max(reg):.1f}% over "
+                 f"{len(reg)} workloads")
+    return line
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(prog="python -m calibration.report_unseen", description=__doc__,
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="+", help="run-record files no fit reads")
+    ap.add_argument("--hardware", default="h200-1")
+    ap.add_argument("--params", default=None, help="parameters file (default: the hardware's)")
+    a = ap.parse_args(argv)
+    try:
+        params = load_params(a.params, a.hardware)
+        recs = [r for r in read_records(a.runs) if r["system"] == "mok"
+                and r["hardware"]["preset"] == a.hardware]
+        if not recs:
+            raise MokInputError(f"no MoK records of {a.hardware} in {', '.join(a.runs)}")
+    except MokInputError as exc:
+        print(f"report_unseen: {exc}", file=sys.stderr)
+        return 2
+    for pass_ in sorted({r["pass"] for r in recs}):
+        part = [r for r in recs if r["pass"] == pass_]
+        for engine, fn in (("analytic", predict), ("sim", simulate)):
+            pred = [fn(record_scenario(r), record_config(r), "mok", params).latency_ms
+                    for r in part]
+            print(f"{pass_} {engine:8s} {figures(part, pred)}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
