@@ -167,6 +167,16 @@ class GemmTable:
         w = 1.0 / d2[near]
         return float((w * at[near]).sum() / w.sum())
 
+    def neighbours(self, expert_width: int, hidden: int, local_experts: int) -> list[tuple]:
+        """The measured shapes (I, H, local experts) a lookup at this shape reads: the shape
+        itself when the table has it, else its NEIGHBOURS nearest (as _eff weighs them)."""
+        shapes = np.array(self.shapes)
+        d2 = ((np.log2(shapes) - np.log2([expert_width, hidden, local_experts])) ** 2).sum(axis=1)
+        if (d2 < 1e-12).any():
+            return [tuple(int(v) for v in shapes[int(np.argmin(d2))])]
+        return [tuple(int(v) for v in shapes[i])
+                for i in np.argsort(d2, kind="stable")[:NEIGHBOURS]]
+
     def to_json(self) -> dict:
         doc = {"schema": SCHEMA, "hardware": self.hardware, "notes": self.notes,
                "level": self.level, "records": list(self.records), "neighbours": NEIGHBOURS}
@@ -289,6 +299,23 @@ def scenario_eff(table: GemmTable, scn) -> float | None:
     else:
         e = table.eff(*shape_of(scn), occupancy(scn))
     return e if table.level == "absolute" else e / table.median
+
+
+def unmeasured_shape_note(table: GemmTable | None, scn) -> str | None:
+    """A note for a scenario whose GEMM shape the table never measured (None where it did, or
+    where no table applies): its GEMM time is read off the nearest measured shapes."""
+    if table is None or not table.covers(scn):
+        return None
+    _, width, hidden, local = shape_of(scn)
+    near = table.neighbours(width, hidden, local)
+    if near == [(width, hidden, local)]:
+        return None
+    how = ("the phase mechanism's time times the residual of" if table.uses_mechanism
+           else "the efficiency of")
+    named = "; ".join(f"I {i}, H {h}, {e} local" for i, h, e in near)
+    return (f"GEMM phases at this shape (I {width}, H {hidden}, {local} local experts) were never "
+            f"measured on {table.hardware}: {how} the {len(near)} nearest measured shapes ({named}); "
+            f"shapes never measured are predicted less well (docs/calibration.md, \"Unseen shapes\")")
 
 
 def gemm_efficiency(p, scn) -> tuple[float, bool]:

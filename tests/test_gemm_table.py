@@ -409,3 +409,20 @@ def test_table_file_keeps_its_mechanism(tmp_path):
     (tmp_path / "t.json").write_text(json.dumps(doc))
     with pytest.raises(MokInputError, match="mechanism must hold"):
         read_table(tmp_path / "t.json")
+
+
+def test_a_shape_the_table_never_measured_is_named_in_the_notes():
+    """predict says when its GEMM time comes from other shapes: never at a measured shape."""
+    from mok_model.gemm_table import unmeasured_shape_note
+    base = priors_for("h200-1")
+    kimi = scenario("kimi-k2", ep=24)                 # I 2048, H 7168, 16 local experts
+    t = table(pt(10, 0.6, **SHAPE_A), pt(10, 0.5, **SHAPE_B))
+    assert t.neighbours(2048, 7168, 16) == [(2048, 7168, 16)]
+    assert unmeasured_shape_note(t, kimi) is None
+    assert unmeasured_shape_note(None, kimi) is None
+    glm = scenario("glm-5", ep=16)                    # I 2048, H 6144: not in the table
+    note = unmeasured_shape_note(t, glm)
+    assert "never measured" in note and "I 2048, H 7168, 16 local" in note
+    assert any("never measured" in n for n in predict(glm, None, "mok", base.with_table(t)).notes())
+    assert not any("never measured" in n
+                   for n in predict(kimi, None, "mok", base.with_table(t)).notes())
