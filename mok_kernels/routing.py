@@ -58,10 +58,13 @@ def parse_routing(spec: str, top_k: int | None = None) -> tuple[str, float]:
 def routing_record(spec: str, seed: int) -> dict:
     """The run record's routing object for a kernel routing spec: kind, seed and, for zipf and
     hot, "arg" as `mok predict --routing KIND:ARG` reads it (mok_model.records.routing_spec);
-    zipf records say ``"order": "model"``: the expert popularity order is mok_model's."""
+    zipf records say ``"order": "model"``: the expert popularity order is mok_model's; hot
+    records ``"draw": "model"``: the tokens that do not put expert 0 first never pick it (the
+    model's draw; records without it drew expert 0 among the others too: records.py)."""
     kind, par = parse_routing(spec)
     return ({"kind": kind, "seed": seed} | ({"arg": par} if kind in ("zipf", "hot") else {})
-            | ({"order": "model"} if kind == "zipf" else {}))
+            | ({"order": "model"} if kind == "zipf" else {})
+            | ({"draw": "model"} if kind == "hot" else {}))
 
 
 def make_routing(n: int, e: int, k: int, spec: str, seed: int,
@@ -75,8 +78,10 @@ def make_routing(n: int, e: int, k: int, spec: str, seed: int,
     model puts the popular experts on the same ranks (records before 2026-12-01 03:40 UTC used
     torch.randperm on the GPU; the model reads them with the permutations measured since,
     mok_model/presets/legacy_zipf_orders.json); hot:X: expert 0 takes a
-    share X of all routes (a share X*k of the tokens put slot 0 on it); onehot: every token's
-    slot 0 is expert 0 (the rest uniform).
+    share X of all routes: a share X*k of the tokens put expert 0 first, the others draw among
+    experts 1..E-1 only, as mok_model.workload draws it (before 2026-12-01 13:00 UTC the others
+    drew expert 0 too, giving it X + (1 - X*k)/E of the routes: records.hot_reproduced); onehot:
+    every token's slot 0 is expert 0 (the rest uniform).
     """
     kind, par = parse_routing(spec, k)
     dev = torch.device(device)
@@ -91,8 +96,11 @@ def make_routing(n: int, e: int, k: int, spec: str, seed: int,
     score = logp[None, :] - torch.log(-torch.log(u))  # Gumbel-top-k: k distinct draws
     if kind in ("hot", "onehot"):
         frac = 1.0 if kind == "onehot" else par * k
+        if kind == "hot" and k > e - 1:
+            raise ValueError(f"routing {spec!r}: the other {e - 1} experts cannot fill a token's "
+                             f"top_k = {k} slots; use uniform or zipf:S")
         hot = torch.rand(n, generator=g, device=dev) < frac
-        score[:, 0] = torch.where(hot, torch.full_like(score[:, 0], float("inf")), score[:, 0])
+        score[:, 0] = torch.where(hot, float("inf"), float("-inf"))
     ids = score.topk(k, dim=1).indices  # (n, k); slot 0 holds the largest score
     wts = torch.softmax(torch.randn(n, k, generator=g, device=dev), dim=1)
     return ids, wts

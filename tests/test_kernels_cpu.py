@@ -366,6 +366,32 @@ def test_zipf_popularity_order_is_the_models():
     assert "1 zipf records measured before 2026-12-01 03:40 UTC" in not_predicted([rec, legacy])[0]
 
 
+def test_hot_routing_is_the_models_and_old_few_expert_draws_are_left_out():
+    """hot:F gives expert 0 a share F of the routes in the kernels' draw as in the model's (the
+    other tokens never pick it); records of the old draw (expert 0 among the others too) count
+    as reproduced only where the extra share is small: not mixtral's 8 experts."""
+    import numpy as np
+
+    from mok_kernels.routing import make_routing, routing_record
+    from mok_model.records import not_predicted, predictable
+    from mok_model.workload import make_routing as model_routing
+    for e, k, share in ((8, 2, 0.1), (128, 8, 0.1), (16, 2, 0.3)):
+        ids, _ = make_routing(4 * 4096, e, k, f"hot:{share}", 5)
+        kern = np.bincount(ids.flatten().numpy(), minlength=e) / ids.numel()
+        model = np.bincount(model_routing(f"hot:{share}", 4, 4096, e, k, 5).flatten(), minlength=e)
+        model = model / model.sum()
+        assert abs(kern[0] - share) < 0.01 and np.abs(kern - model).max() < 0.01
+        assert (ids == 0).sum(1).max() <= 1                       # distinct per token
+    with pytest.raises(ValueError, match="cannot fill"):
+        make_routing(16, 4, 4, "hot:0.25", 0)
+    new = {"system": "mok", "model": "mixtral-8x7b", "routing": routing_record("hot:0.1", 0),
+           "source": "measured"}
+    old = {**new, "routing": {"kind": "hot", "seed": 0, "arg": 0.1}}
+    many = {**old, "model": "kimi-k2"}        # (1 - 0.8) / 384 of extra share: within 2% of 0.1
+    assert predictable(new) and predictable(many) and not predictable(old)
+    assert "1 hot records measured before 2026-12-01 13:00 UTC" in not_predicted([new, old])[0]
+
+
 def test_group_m_rule_per_shape_class():
     """group_m is chosen from the expert width (tiles.py): grouped only where one row tile's
     gate/up weights span many column blocks; MoKLayer's padding of I is the rule's."""
