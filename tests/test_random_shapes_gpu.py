@@ -44,6 +44,8 @@ def draw(seed: int, h_step: int, max_h: int, bwd: bool = False) -> dict:
     shared = bool(r.random() < 0.5)
     n = int(r.integers(1, 300 if (rank is None or bwd) else 700))
     routing = str(r.choice(ROUTINGS))
+    if routing.startswith("hot") and k > e - 1:    # the other experts cannot fill top_k
+        routing = "onehot"
     tma_a = bool(r.random() < 0.5)      # drawn last: the earlier draws stay what they were
     return dict(ep=ep, rank=rank, routing=routing, tma_a=tma_a,
                 dispatch=str(r.choice(["pull", "push"])), combine=str(r.choice(["pull", "push"])),
