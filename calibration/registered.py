@@ -19,7 +19,7 @@ import sys
 from pathlib import Path
 
 from mok_model.errors import MokInputError
-from mok_model.records import read_records
+from mok_model.records import model_key, read_records
 
 from .fit import workload_key
 from .noise import pick_key
@@ -33,8 +33,7 @@ def _run_key(p: dict) -> tuple:
     for MoK only: the baselines' records carry knobs they do not use)."""
     routing = p.get("routing") or {"kind": "uniform"}
     cfg = (p.get("config") or {}) if p["system"] == "mok" else {}
-    model = json.dumps(p["model"], sort_keys=True) if isinstance(p["model"], dict) else p["model"]
-    return (p["system"], model, p["ep"], p["tokens"], routing["kind"], routing.get("arg"),
+    return (p["system"], model_key(p), p["ep"], p["tokens"], routing["kind"], routing.get("arg"),
             p.get("pass", "fwd"), p.get("precision", "bf16"), *(cfg.get(k) for k in _KNOBS))
 
 
@@ -52,19 +51,20 @@ def match(preds: list[dict], runs: list[dict]) -> list[tuple[dict, dict]]:
     return pairs
 
 
-def summary(pairs: list[tuple[dict, dict]], system: str) -> str:
-    """One line of figures for matched pairs of one engine and system."""
-    errs = [p["predicted_ms"] / r["latency_ms"]["median"] - 1 for p, r in pairs]
+def figures(recs: list[dict], pred: list[float], ranking: bool = True) -> str:
+    """One line of figures of predictions `pred` against records `recs`: count, MAPE, max and
+    signed error; with `ranking` (MoK) also Spearman within workloads and the regret of the pick
+    among each workload's measured configurations."""
+    errs = [q / r["latency_ms"]["median"] - 1 for q, r in zip(pred, recs)]
     line = (f"n {len(errs):3d} MAPE {100 * sum(map(abs, errs)) / len(errs):5.1f}% max "
             f"{100 * max(map(abs, errs)):5.1f}% (signed {100 * min(errs):+.0f}% .. "
             f"{100 * max(errs):+.0f}%)")
-    if system != "mok":
+    if not ranking:
         return line
-    recs = [r for _, r in pairs]
-    ev = evaluate(recs, [r["latency_ms"]["median"] for r in recs], [p["predicted_ms"] for p, _ in pairs])
+    ev = evaluate(recs, [r["latency_ms"]["median"] for r in recs], list(pred))
     per = collections.defaultdict(list)
-    for p, r in pairs:
-        per[workload_key(r)].append((pick_key(r, p["predicted_ms"]), r["latency_ms"]["median"]))
+    for q, r in zip(pred, recs):
+        per[workload_key(r)].append((pick_key(r, q), r["latency_ms"]["median"]))
     reg = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values() if len(rows) > 1]
     rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"
     line += f"; Spearman {rho}"
@@ -72,6 +72,11 @@ def summary(pairs: list[tuple[dict, dict]], system: str) -> str:
         line += (f"; regret mean {100 * sum(reg) / len(reg):.1f}% max {100 * max(reg):.1f}% "
                  f"over {len(reg)} workloads")
     return line
+
+
+def summary(pairs: list[tuple[dict, dict]], system: str) -> str:
+    """One line of figures for matched pairs of one engine and system."""
+    return figures([r for _, r in pairs], [p["predicted_ms"] for p, _ in pairs], system == "mok")
 
 
 def _field(r: dict, name: str) -> str:

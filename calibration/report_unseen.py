@@ -13,9 +13,6 @@ from __future__ import annotations
 
 import argparse
 import sys
-from collections import defaultdict
-
-import numpy as np
 
 from mok_model.errors import MokInputError
 from mok_model.params import load_params
@@ -23,27 +20,7 @@ from mok_model.predict import predict
 from mok_model.records import read_records, record_config, record_scenario
 from mok_model.sim import simulate
 
-from .fit import workload_key
-from .noise import pick_key
-from .validate import evaluate
-
-
-def figures(recs: list[dict], pred: list[float]) -> str:
-    """One line: n, MAPE, max and signed error, Spearman, regret (workloads with >= 2 settings)."""
-    meas = [r["latency_ms"]["median"] for r in recs]
-    e = np.array(pred) / np.array(meas) - 1
-    rho = evaluate(recs, meas, pred).spearman
-    per: dict[tuple, list] = defaultdict(list)
-    for r, q in zip(recs, pred):
-        per[workload_key(r)].append((pick_key(r, q), r["latency_ms"]["median"]))
-    reg = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values() if len(rows) > 1]
-    line = (f"n {len(recs):4d} MAPE {100 * abs(e).mean():5.1f}% max {100 * abs(e).max():5.1f}% "
-            f"(signed {100 * e.min():+.0f}% .. {100 * e.max():+.0f}%)")
-    line += "; Spearman n/a" if rho is None else f"; Spearman {rho:.3f}"
-    if reg:
-        line += (f"; regret mean {100 * np.mean(reg):.1f}% max {100 * np.max(reg):.1f}% over "
-                 f"{len(reg)} workloads")
-    return line
+from .registered import figures
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -156,10 +156,8 @@ class GemmTable:
 
     def _eff(self, rows_per_expert: float, expert_width: int, hidden: int, local_experts: int) -> float:
         lr = math.log2(max(float(rows_per_expert), 1.0))
-        q = np.log2([expert_width, hidden, local_experts])
-        shapes = np.array(self.shapes)
         at = np.array([float(np.interp(lr, *self._curves[s])) for s in self._curves])
-        d2 = ((np.log2(shapes) - q) ** 2).sum(axis=1)
+        d2 = self._distances(expert_width, hidden, local_experts)
         exact = d2 < 1e-12
         if exact.any():
             return float(at[exact][0])
@@ -167,11 +165,16 @@ class GemmTable:
         w = 1.0 / d2[near]
         return float((w * at[near]).sum() / w.sum())
 
+    def _distances(self, expert_width: int, hidden: int, local_experts: int) -> np.ndarray:
+        """Squared distance of every measured shape from this one, in log2 I, H, local experts."""
+        q = np.log2([expert_width, hidden, local_experts])
+        return ((np.log2(np.array(self.shapes)) - q) ** 2).sum(axis=1)
+
     def neighbours(self, expert_width: int, hidden: int, local_experts: int) -> list[tuple]:
         """The measured shapes (I, H, local experts) a lookup at this shape reads: the shape
         itself when the table has it, else its NEIGHBOURS nearest (as _eff weighs them)."""
         shapes = np.array(self.shapes)
-        d2 = ((np.log2(shapes) - np.log2([expert_width, hidden, local_experts])) ** 2).sum(axis=1)
+        d2 = self._distances(expert_width, hidden, local_experts)
         if (d2 < 1e-12).any():
             return [tuple(int(v) for v in shapes[int(np.argmin(d2))])]
         return [tuple(int(v) for v in shapes[i])

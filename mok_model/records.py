@@ -186,7 +186,7 @@ def routing_spec(rec: dict) -> str:
         if "arg" in routing:
             return f"hot:{routing['arg']}"
         frac = 1.0 if kind == "onehot" else float(routing.get("fraction", 0.0))
-        top_k = _model(_model_key(rec)).top_k
+        top_k = _model(model_key(rec)).top_k
         return f"hot:{frac / top_k:.6g}"
     if kind == "file":
         return str(routing.get("arg", routing.get("path")))
@@ -204,7 +204,9 @@ def record_model(arg: str) -> str | dict:
     return dataclasses.asdict(load_model(arg))
 
 
-def _model_key(rec: dict) -> str:
+def model_key(rec: dict) -> str:
+    """A record's (or registration's) model as one hashable string: the preset name, or its shape
+    dict as sorted JSON."""
     m = rec["model"]
     return json.dumps(m, sort_keys=True) if isinstance(m, dict) else m
 
@@ -227,7 +229,7 @@ def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, pre
 def workload_key(rec: dict) -> tuple:
     """What a record measured, without the knobs: records with equal keys share a Scenario.
     The last element is the zipf popularity order (record_zipf_order; "model" for the others)."""
-    return (rec["hardware"]["preset"], _model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
+    return (rec["hardware"]["preset"], model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
             rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)),
             record_zipf_order(rec) or "model")
 
@@ -301,7 +303,7 @@ def record_zipf_order(rec: dict) -> str | None:
     table = legacy_zipf_table()
     if (rec.get("software") or {}).get("torch") != table["source"]["torch"]:
         return None
-    experts = _model(_model_key(rec)).routed_experts
+    experts = _model(model_key(rec)).routed_experts
     if f"{experts}:{int(routing.get('seed', 0))}" not in table["perms"]:
         return None
     return "torch-cuda-randperm"
@@ -322,7 +324,7 @@ def hot_reproduced(rec: dict) -> bool:
     if (routing.get("kind") != "hot" or routing.get("draw") == "model"
             or rec.get("source") == "published"):
         return True
-    m = _model(_model_key(rec))
+    m = _model(model_key(rec))
     share = float(routing.get("arg", 0.0))
     return (1.0 - share * m.top_k) / m.routed_experts <= HOT_LEGACY_TOLERANCE * share
 
