@@ -56,6 +56,7 @@ FP8_CANDIDATES = {      # bn_gu 128; name: (block_m, bn_gu, bn_dn, warps, stages
     "f8v4-m64-g128-d128-w8-s4": (64, 128, 128, 8, 4, "v4"),
     "f8v5-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4, "v5"),
 }
+COPY_SUFFIX = "-c"       # name-cNN: the candidate with copy_rows NN (rows per dispatch copy step)
 WORKLOADS = ("qwen3-235b-a22b:2:4096,qwen3-235b-a22b:2:8192,gpt-oss-120b:2:8192,kimi-k2:2:4096,"
              "glm-5:2:8192,qwen3-30b-a3b:8:4096,qwen3-30b-a3b:8:512,kimi-k2:16:256,"
              "kimi-k2:16:1024,llama4-maverick:8:4096")
@@ -99,6 +100,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--candidates", default=None, help="comma list (default: every candidate of "
                    "the precision)")
     p.add_argument("--precision", default="bf16", choices=("bf16", "fp8"))
+    p.add_argument("--comm-sms", default=None, help="comma list (default: 16 where a workload "
+                   "has >= 16384 routes, else 32)")
     p.add_argument("--iters", type=int, default=8)
     p.add_argument("--warmup", type=int, default=2)
     p.add_argument("--deadline-s", type=float, default=400)
@@ -106,6 +109,12 @@ def main(argv: list[str]) -> int:
     fp8 = a.precision == "fp8"
     table = FP8_CANDIDATES if fp8 else CANDIDATES
     names = a.candidates.split(",") if a.candidates else list(table)
+    for name in names:
+        base, _, rows = name.rpartition(COPY_SUFFIX)
+        if name not in table and (base not in table or not rows.isdigit()):
+            print(f"tile_sweep: candidate {name!r}: not one of {', '.join(table)} "
+                  f"(optionally with {COPY_SUFFIX}NN: copy_rows NN)", file=sys.stderr)
+            return 2
     if fp8:
         from .fp8 import FP8_REL_TOL
     tol = FP8_REL_TOL if fp8 else TOL
@@ -115,20 +124,25 @@ def main(argv: list[str]) -> int:
         model, ep, n = spec.split(":")
         ep, n = int(ep), int(n)
         wl = Workload(model, ep, n, "uniform", 0, 0)
-        knobs = dict(dispatch="pull", combine="push", minibatch=2048,
-                     comm_sms=16 if n * wl.shape.topk >= 16384 else 32, macrobatch=131072,
-                     capacity=1.0)
+        comm = ([int(c) for c in a.comm_sms.split(",")] if a.comm_sms
+                else [16 if n * wl.shape.topk >= 16384 else 32])
+        knobs = dict(dispatch="pull", combine="push", minibatch=2048, comm_sms=comm[0],
+                     macrobatch=131072, capacity=1.0)
         common = dict(model=model, ep=ep, tokens=n, routing="uniform", seed=0, hardware=hw,
-                      software=sw, knobs=knobs, breakdown={})
+                      software=sw, breakdown={})
         note = f"single-GPU rank emulation: rank 0 of EP {ep}; graph replay; {cmd}"
         recs = [make_record(system="gemm-only", times=run_gemm_only(wl, a.iters, a.warmup),
-                            note=note, **common)]
+                            note=note, knobs=knobs, **common)]
         line = [f"{spec}: gemm-only {recs[0]['latency_ms']['median']:.3f}"]
-        for name in names:
+        for name, cs in ((n_, c) for c in comm for n_ in names):
             if time.time() - t0 > a.deadline_s:
                 break
-            bm, bg, bd, nw, ns, *kern = table[name]
+            knobs = dict(knobs, comm_sms=cs)
+            base, _, rows = name.rpartition(COPY_SUFFIX)
+            bm, bg, bd, nw, ns, *kern = table[name if name in table else base]
             tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns)
+            if name not in table:
+                tiles.update(copy_rows=int(rows))
             if fp8:
                 tiles.update(fp8_kernel=kern[0] if kern else "v2", group_m=1)
             else:   # every candidate names its group_m (none: row tile by row tile)
@@ -148,13 +162,13 @@ def main(argv: list[str]) -> int:
                 layer.cfg.on_error = "trap"
                 times = time_events(capture_graph(fwd), wl.refresh, a.iters, a.warmup)
             except Exception as exc:    # a stall, a wrong result, or out of shared memory
-                print(f"{spec} {name}: FAILED {type(exc).__name__}: {exc}", flush=True)
+                print(f"{spec} {name} comm {cs}: FAILED {type(exc).__name__}: {exc}", flush=True)
                 continue
             rec = make_record(system="mok", times=times, note=note, precision=a.precision,
-                              tiles=tiles, **common)
+                              tiles=tiles, knobs=knobs, **common)
             rec["rel_err_vs_fp32"] = err
             recs.append(rec)
-            line.append(f"{name} {rec['latency_ms']['median']:.3f}")
+            line.append(f"{name}/c{cs} {rec['latency_ms']['median']:.3f}")
         append_records(a.out, recs)
         print("; ".join(line) + f" ({time.time() - t0:.0f} s)", flush=True)
         del wl
