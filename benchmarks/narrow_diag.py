@@ -1,0 +1,57 @@
+"""Where a MoK forward spends its time beyond the GEMMs (one GPU, rank 0 of an emulated EP group):
+the library's grouped GEMMs alone, the megakernel's GEMM phases alone (copies skipped, launch
+only), and the whole forward with and without its dispatch copies, each split into schedule,
+megakernel and epilogue. Diagnostic: prints a table, writes no run records.
+
+    PYTHONPATH=. python3 benchmarks/narrow_diag.py --workloads qwen3-30b-a3b:8:4096,kimi-k2:8:4096 \\
+        [--comm-sms 16,32] [--minibatch 2048]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+
+import torch
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser()
+    p.add_argument("--workloads", default="qwen3-30b-a3b:8:4096,kimi-k2:8:4096")
+    p.add_argument("--comm-sms", default="16,32")
+    p.add_argument("--minibatch", type=int, default=2048)
+    p.add_argument("--iters", type=int, default=10)
+    a = p.parse_args(argv)
+    if not torch.cuda.is_available():
+        print("narrow_diag: needs a CUDA GPU", file=sys.stderr)
+        return 2
+    from mok_kernels.bench import Workload, run_gemm_only, run_mok, run_mok_gemm
+
+    def med(ts: list[float]) -> float:
+        return statistics.median(ts)
+
+    for spec in a.workloads.split(","):
+        model, ep, n = spec.split(":")
+        wl = Workload(model, int(ep), int(n), "uniform", 0, 0)
+        lib = med(run_gemm_only(wl, a.iters, 3))
+        own = med(run_mok_gemm(wl, a.iters, 3))
+        print(f"{spec}: library GEMMs {lib:.3f} ms; megakernel GEMM phases alone {own:.3f} "
+              f"({own / lib:.2f}x)", flush=True)
+        for cs in (int(c) for c in a.comm_sms.split(",")):
+            knobs = dict(dispatch="pull", combine="push", minibatch=a.minibatch, comm_sms=cs,
+                         macrobatch=131072, capacity=1.0)
+            for label, opts in (("MoK", {}), ("MoK, no copies", {"skip_copy": True}),
+                                ("MoK, comm SMs never join", {"join": False})):
+                t, bd = run_mok(wl, knobs, a.iters, 3, True, True, **opts)
+                print(f"  comm {cs:3d} {label:26s} {med(t):.3f} ms ({med(t) / lib:.2f}x library, "
+                      f"{med(t) / own:.2f}x own GEMMs); eager schedule {bd['schedule']:.3f}, "
+                      f"megakernel {bd['megakernel']:.3f}, epilogue {bd['epilogue']:.3f}",
+                      flush=True)
+        del wl
+        torch.cuda.empty_cache()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
