@@ -33,8 +33,15 @@ from mok_model.records import record_config, record_model, record_scenario
 from mok_model.sim import simulate
 
 
-def _ints(s: str) -> list[int]:
-    return [int(v) for v in s.split(",")]
+def _ints(s: str, flag: str) -> list[int]:
+    """A comma list of positive integers; MokInputError names the flag otherwise."""
+    try:
+        out = [int(v) for v in s.split(",")]
+    except ValueError:
+        out = []
+    if not out or min(out) < 1:
+        raise MokInputError(f"{flag} {s!r}: a comma list of positive integers is required")
+    return out
 
 
 def planned_records(a: argparse.Namespace) -> list[dict]:
@@ -46,15 +53,18 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
             return [{"pass": "fwd", "precision": "bf16"} | json.loads(line)
                     | {"system": "mok", "hardware": {"preset": a.hardware}} for line in f if line.strip()]
     out = []
-    for model, tokens, routing in itertools.product(a.model.split(","), _ints(a.tokens),
-                                                    a.routing.split(",")):
-        base = {"model": record_model(model), "ep": a.gpus or a.ep, "tokens": tokens, "pass": a.pass_,
+    eps = [a.gpus] if a.gpus else _ints(a.ep, "--ep")
+    for model, ep, tokens, routing in itertools.product(a.model.split(","), eps,
+                                                        _ints(a.tokens, "--tokens"),
+                                                        a.routing.split(",")):
+        base = {"model": record_model(model), "ep": ep, "tokens": tokens, "pass": a.pass_,
                 "precision": a.precision, "routing": routing_record(routing, a.seed),
                 "hardware": {"preset": a.hardware}}
         if a.gpus:
             out.append(base | {"system": "nccl-torch", "config": {}})
         for d, c, mb, cs in itertools.product(a.dispatch.split(","), a.combine.split(","),
-                                              _ints(a.minibatch), _ints(a.comm_sms)):
+                                              _ints(a.minibatch, "--minibatch"),
+                                              _ints(a.comm_sms, "--comm-sms")):
             cfg = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs, macrobatch=a.macrobatch,
                        capacity=a.capacity)
             out.append(base | {"system": "mok", "config": cfg})
@@ -104,7 +114,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hardware", default=None, help="preset whose shipped parameters predict "
                    "(default h200-hgx8 with --gpus N, h200-1 with --gpus 0)")
     p.add_argument("--gpus", type=int, default=0, help="real GPUs (EP = N); 0: one GPU emulating")
-    p.add_argument("--ep", type=int, default=16, help="EP size emulated with --gpus 0")
+    p.add_argument("--ep", default="16", help="comma list of EP sizes emulated with --gpus 0")
     p.add_argument("--pass", dest="pass_", default="fwd", choices=("fwd", "bwd"))
     p.add_argument("--precision", default="bf16", choices=("bf16", "fp8"))
     p.add_argument("--plan", default=None, help="JSON lines of planned MoK records instead of a grid")
