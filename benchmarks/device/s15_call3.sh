@@ -11,7 +11,10 @@ $T -k forward > $R/t_random_fwd.log 2>&1 &
 $T -k fp8 > $R/t_random_fp8.log 2>&1 &
 $T -k backward > $R/t_random_bwd.log 2>&1 &
 B="python3 -m mok_kernels.bench --ep 8,16 --model qwen3-30b-a3b,qwen3-next-80b-a3b --tokens 1024,4096 --routing uniform --dispatch pull --combine push,pull --minibatch 1024,2048,4096 --comm-sms 16,24,32,48 --capacity 1.0 --systems mok,gemm-only"
-timeout 300 $B --iters 1 --warmup 0 --tokens 1024 --ep 8 --minibatch 1024 --comm-sms 16 --out $J/w.jsonl > $J/w.log 2>&1 &
+for m in qwen3-30b-a3b qwen3-next-80b-a3b; do   # compile warm-up: both combines, comm SMs % 16 = 0 and not
+  timeout 300 $B --iters 1 --warmup 0 --model $m --tokens 1024 --ep 8 --minibatch 1024 \
+    --comm-sms 16,24 --out $J/w_$m.jsonl > $J/w_$m.log 2>&1 &
+done
 wait
 echo "tests $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
 REM=$(( 530 - ($(date +%s) - T0) ))
