@@ -79,22 +79,35 @@ def rec(system: str, ms: list[float], metrics: dict[str, Any], note: str, *, mod
     return r
 
 
-def bench_copy(out: list) -> None:
+def bench_copy(out: list, hidden: int = 7168, copy_rows: int = 16,
+               sms_list: tuple[int, ...] = (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 132)) -> None:
+    """Row gather of 32768 random rows of `hidden` bf16 columns with S programs, `copy_rows` rows
+    and min(1024, H rounded up to a power of two) columns per step (the megakernel's copy loop)."""
     k = _kern()["copy"]
-    H, rows = 7168, 32768
+    H, rows, cr = hidden, 32768, copy_rows
+    cc = min(1024, 1 << (H - 1).bit_length())
     src = torch.randn(rows * 2, H, device="cuda", dtype=torch.bfloat16)
     idx = torch.randperm(rows * 2, device="cuda")[:rows].to(torch.int32)
     dst = torch.empty(rows, H, device="cuda", dtype=torch.bfloat16)
     nbytes = 2 * rows * H * 2
-    for sms in (1, 2, 4, 8, 16, 24, 32, 48, 64, 96, 132):
-        step = lambda: k[(sms,)](src, idx, dst, rows, H=H, CR=16, CC=1024, num_warps=8)  # noqa
+    for sms in sms_list:
+        step = lambda: k[(sms,)](src, idx, dst, rows, H=H, CR=cr, CC=cc, num_warps=8)  # noqa
         t = time_events(step, lambda i: None, 5 if sms < 8 else 10, 2)
         med = stats(t)["median"]
         gbs = nbytes / med / 1e6
-        out.append(rec("micro-copy", t, {"sms": sms, "GBps": gbs, "bytes": nbytes},
-                       f"row gather {rows} rows x {H} bf16 with {sms} programs (16 rows x 1024 "
-                       f"cols per step, 8 warps): {gbs:.0f} GB/s read+write"))
-        print(f"copy sms={sms:4d} {gbs:8.0f} GB/s")
+        out.append(rec("micro-copy", t, {"sms": sms, "GBps": gbs, "bytes": nbytes,
+                                         "copy_rows": cr},
+                       f"row gather {rows} rows x {H} bf16 with {sms} programs ({cr} rows x {cc} "
+                       f"cols per step, 8 warps): {gbs:.0f} GB/s read+write", model={"hidden": H}))
+        print(f"copy H={H} rows/step={cr} sms={sms:4d} {gbs:8.0f} GB/s")
+
+
+def bench_copy_shapes(out: list) -> None:
+    """The copy loop's rate by row width and rows per step, at few and many programs."""
+    for h in (1536, 2048, 2880, 4096, 5120, 7168):
+        bench_copy(out, h, 16, (1, 4, 16, 32))
+    for cr in (32, 64):
+        bench_copy(out, 2048, cr, (1, 4, 16, 32))
 
 
 def bench_flag(out: list) -> None:
@@ -234,12 +247,14 @@ def bench_launch(out: list) -> None:
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser()
     p.add_argument("--out", required=True)
-    p.add_argument("--only", default="copy,flag,gemm,gemm_sms,swiglu,schedule,launch")
+    p.add_argument("--only", default="copy,flag,gemm,gemm_sms,swiglu,schedule,launch",
+                   help="comma list of copy, copy_shapes (the copy by row width and rows per "
+                        "step), flag, gemm, gemm_sms, swiglu, schedule, launch")
     a = p.parse_args(argv)
     if not torch.cuda.is_available():
         print("microbench: needs a CUDA GPU", file=sys.stderr)
         return 2
-    fns = {"copy": bench_copy, "flag": bench_flag, "gemm": bench_gemm, "gemm_sms": bench_gemm_sms,
+    fns = {"copy": bench_copy, "copy_shapes": bench_copy_shapes, "flag": bench_flag, "gemm": bench_gemm, "gemm_sms": bench_gemm_sms,
            "swiglu": bench_swiglu_reduce, "schedule": bench_schedule, "launch": bench_launch}
     for name in a.only.split(","):
         out: list = []
