@@ -43,8 +43,9 @@ def _kern() -> dict[str, Any]:
             m = rows < nrows
             s = tl.load(idx + rows, mask=m, other=0).to(tl.int64)
             for h0 in tl.static_range(0, H, CC):
-                v = tl.load(src + s[:, None] * H + h0 + cols[None, :], mask=m[:, None])
-                tl.store(dst + rows.to(tl.int64)[:, None] * H + h0 + cols[None, :], v, mask=m[:, None])
+                m2 = m[:, None] & (cols[None, :] < H - h0)   # the last chunk may pass H
+                v = tl.load(src + s[:, None] * H + h0 + cols[None, :], mask=m2)
+                tl.store(dst + rows.to(tl.int64)[:, None] * H + h0 + cols[None, :], v, mask=m2)
 
     @triton.jit
     def pingpong(flag, rounds):
