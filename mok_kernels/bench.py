@@ -256,7 +256,7 @@ def make_record(*, system: str, model: str | dict, ep: int, tokens: int, knobs: 
     """One mok-run/1 record of a measured single-GPU rank-emulation run (``pass_`` fwd or bwd);
     ``tiles``: the kernel's tile options (MoK records), so fits can tell kernel variants apart.
     ``model``: a preset name, or the shape dict of a model file (records.record_model)."""
-    name = model["name"] if isinstance(model, dict) else model
+    name = (model.get("name") or f"h{model.get('hidden')}") if isinstance(model, dict) else model
     rec = {
         "schema": "mok-run/1", "id": f"{system}-{name}-ep{ep}-n{tokens}-{uuid.uuid4().hex[:12]}",
         "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds"),

@@ -426,3 +426,18 @@ def test_a_shape_the_table_never_measured_is_named_in_the_notes():
     assert any("never measured" in n for n in predict(glm, None, "mok", base.with_table(t)).notes())
     assert not any("never measured" in n
                    for n in predict(kimi, None, "mok", base.with_table(t)).notes())
+
+
+def test_microbench_record_of_a_bare_shape():
+    """A microbenchmark names only the row width it ran ({"hidden": H}): its record still gets an
+    id and validates (make_record once required a model name and raised KeyError)."""
+    from mok_kernels.bench import make_record
+    from mok_model.records import validate_record
+    r = make_record(system="micro-copy", model={"hidden": 2048}, ep=16, tokens=1024, knobs={},
+                    routing="uniform", seed=0, times=[1.0, 1.1, 0.9], breakdown={}, note="n",
+                    hardware={"gpu": "NVIDIA H200", "gpus": 1, "preset": "h200-1", "sms": 132,
+                              "fabric": "local-hbm", "driver": "cuda 13.0"},
+                    software={"commit": "x", "torch": "2.11", "triton": "3.6"})
+    r["metrics"] = {"sms": 4, "GBps": 10.0, "bytes": 1 << 20, "copy_rows": 16}
+    assert r["id"].startswith("micro-copy-h2048-") and r["model"] == {"hidden": 2048}
+    validate_record(r)
