@@ -37,3 +37,18 @@ def test_only_todays_variant_and_the_latest_gemms_alone_count():
             _rec("mok", 4096, 3.5, model=m, tiles={"group_m": 8})]
     rows = ks.table(recs)
     assert rows[2] == "| mixtral-8x7b | 1K-8K | 1 | 1.40 | 1.40 (EP 8, 4096, uniform) | 0/1 (<= 1.2x) |"
+
+
+def test_superseded_hot_draws_are_left_out():
+    """mixtral's hot records of the old draw (expert 0 had more than its share) leave the table;
+    the same workload measured with today's draw (routing "draw": "model") stays."""
+    m = "mixtral-8x7b"
+    old = [_rec(s, 4096, ms, model=m, kind="hot", tiles={"group_m": 8})
+           for s, ms in (("gemm-only", 3.0), ("mok", 2.5))]
+    for r in old:
+        r["routing"]["arg"] = 0.1
+    new = [{**r, "routing": {**r["routing"], "draw": "model"}, "date": "2026-12-01T14:00:00",
+            "latency_ms": {"median": ms}} for r, ms in zip(old, (2.0, 3.0))]
+    rows = ks.table(old + new)
+    assert rows[2] == ("| mixtral-8x7b | 1K-8K | 1 | 1.50 | 1.50 (EP 8, 4096, hot:0.1) | "
+                       "0/1 (<= 1.2x) |")
