@@ -30,6 +30,10 @@ CANDIDATES = {          # name: (block_m, bn_gu, bn_dn, num_warps, num_stages)
     "m128-g128-d128-w8-s4": (128, 128, 128, 8, 4),
     "m64-g64-d128-w4-s4": (64, 64, 128, 4, 4),
     "m128-g128-d256-w8-s3": (128, 128, 256, 8, 3),
+    # narrower column blocks: more work items where an expert has few row tiles (decode sizes)
+    "m128-g128-d64-w8-s4": (128, 128, 64, 8, 4),
+    "m128-g64-d64-w8-s4": (128, 64, 64, 8, 4),
+    "m128-g64-d128-w8-s4": (128, 64, 128, 8, 4),
     # gate/up tiles in groups of G row tiles, column-major (KernelConfig.group_m)
     "m128-g128-d256-w8-s4-G4": (128, 128, 256, 8, 4, 4),
     "m128-g128-d256-w8-s4-G8": (128, 128, 256, 8, 4, 8),
