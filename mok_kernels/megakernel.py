@@ -66,6 +66,9 @@ STALL_CODES = {
 }
 
 
+SPLIT_WS_MAX_BYTES = 1 << 30   # split_dn's fp32 workspace per layer
+
+
 class MegakernelStallError(RuntimeError):
     """A bounded spin-wait inside the megakernel gave up."""
 
@@ -92,6 +95,11 @@ class KernelConfig:
                                     # 128 (4 stages of fp8 128x128 / 128x256 tiles exceed the
                                     # H200's shared memory; at block_m 64 they fit)
     copy_rows: int = 16
+    split_dn: int = 1               # down items split along K into this many slices (1, 2, 4,
+                                    # 8 or 16), partial tiles summed in slice order by the item
+                                    # that completes a block: more items where row tiles are few
+                                    # (decode sizes, few wide experts). BF16 only; an fp32
+                                    # workspace of every tile's blocks x slices
     group_m: int | None = None      # gate/up tiles taken in groups of group_m row tiles, column
                                     # by column, so a weight column block is read once per group
                                     # from HBM (1: row tile by row tile); the same bits either way.
@@ -165,6 +173,12 @@ class KernelConfig:
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
+        if self.split_dn not in (1, 2, 4, 8, 16):
+            raise ValueError(f"split_dn={self.split_dn!r}: allowed 1, 2, 4, 8, 16 (K slices of "
+                             f"each down block)")
+        if self.split_dn > 1 and self.precision != "bf16":
+            raise ValueError(f"split_dn={self.split_dn} with precision {self.precision!r}: the "
+                             f"down GEMM is split along K in BF16 only")
         g = self.group_m
         if g is not None and (isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= 64):
             raise ValueError(f"group_m={g!r}: an integer from 1 to 64 is required (None: chosen)")
@@ -631,6 +645,7 @@ def _kernels() -> dict[str, Any]:
         tile_exp_ptr, tile_row0_ptr, tile_rows_ptr,   # (T_max,) int32
         mb_tile_ptr, mb_row_ptr, nmb_ptr,             # (MB_max+1,), (MB_max+1,), (1,) int32
         sync_ptr, err_ptr,                            # int32 workspace (zeroed), (16,) int32
+        split_ptr,        # SPLIT > 1: fp32 partial down tiles, (V, WS_T, NB_DN, SPLIT, BM, BN_DN)
         flag_ptr, p32_ptr,   # group: int32 epoch flags (never zeroed); (P,) int64 int32-element
                              # offsets of every rank's arena (x_off/comb_off: the bf16 ones)
         ME, SCHED_RDY, CDONE, EPOCH_W, DNALL_OFF,
@@ -646,6 +661,10 @@ def _kernels() -> dict[str, Any]:
         GM: tl.constexpr = 1,   # gate/up items in groups of GM row tiles, column-major (group_m)
         TMA_A: tl.constexpr = 0,   # BF16 A tiles through TMA: 1 = h rows (down), 2 = h rows
                                    # and routed ring rows (gate/up; the ring never wraps)
+        SPLIT: tl.constexpr = 1,   # down items split along K (split_dn): SPLIT slices per
+                                   # (row tile, column block), summed in slice order by the
+                                   # item that completes the block
+        SPLIT_OFF=0, WS_T=0,       # SPLIT > 1: its counters in the sync words; tiles per rank
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -678,6 +697,7 @@ def _kernels() -> dict[str, Any]:
         E_BASE = VR * (EL + 1)                        # this rank's experts in the stacked weights
         NB_GU: tl.constexpr = I // BN_GU
         NB_DN: tl.constexpr = (H + BN_DN - 1) // BN_DN    # last down block may pass H: masked
+        DK: tl.constexpr = ((I // BK + SPLIT - 1) // SPLIT) * BK   # K columns of a down slice
         nmb = tl.load(nmb_ptr)
         crow = tl.arange(0, CR)
         if GROUP:
@@ -821,7 +841,7 @@ def _kernels() -> dict[str, Any]:
             # gu(0=shared), dn(-1), gu(1), dn(0), gu(2), dn(1), ... ; batch b>=1 is minibatch b-1.
             ns_tiles = (NS + BM - 1) // BM
             tiles_used = tl.load(mb_tile_ptr + nmb)
-            total = (ns_tiles + tiles_used) * (NB_GU + NB_DN)
+            total = (ns_tiles + tiles_used) * (NB_GU + NB_DN * SPLIT)
             rm = tl.arange(0, BM)
             rk = tl.arange(0, BK)
             sec = -1
@@ -839,7 +859,7 @@ def _kernels() -> dict[str, Any]:
                     bc = tl.minimum(tl.maximum(bb, 1), nmb)
                     ntb = tl.load(mb_tile_ptr + bc) - tl.load(mb_tile_ptr + bc - 1)
                     nt = tl.where(bb == 0, ns_tiles, tl.where((bb >= 1) & (bb <= nmb), ntb, 0))
-                    sec_end += nt * tl.where(sec % 2 == 0, NB_GU, NB_DN)
+                    sec_end += nt * tl.where(sec % 2 == 0, NB_GU, NB_DN * SPLIT)
                     sec_nt = nt
                 item = g - sec_start
                 is_gu = sec % 2 == 0
@@ -991,8 +1011,11 @@ def _kernels() -> dict[str, Any]:
                         tl.atomic_add(sync_ptr + HC_OFF + tile, 1, sem="release", scope="gpu")
                         tl.atomic_add(sync_ptr + GU_OFF + mbi, 1, sem="release", scope=SC)
                 else:
-                    tt_d = item // NB_DN
-                    nb_d = item % NB_DN
+                    tt_d = item // (NB_DN * SPLIT)
+                    nb_d = (item // SPLIT) % NB_DN
+                    ks = item % SPLIT                           # K slice (0 unless split)
+                    k_lo = ks * DK
+                    k_hi = tl.minimum(k_lo + DK, I)
                     tile_d, row0_d, nrows_d, e_d, hrow0_d = tile_of(
                         tt_d, shared, t_base, tile_row0_ptr, tile_rows_ptr, tile_exp_ptr, NS, EL,
                         E_BASE, BM)
@@ -1036,38 +1059,58 @@ def _kernels() -> dict[str, Any]:
                             acc_d += tl.dot(a_d, bw_d) * a_s_d[:, None] * b_s_d[None, :]
                     elif TMA_A != 0:
                         a_row_d = (VR * H_ROWS + hrow0_d).to(tl.int32)
-                        for k0 in range(0, I, BK):
+                        for k0 in range(k_lo, k_hi, BK):
                             a_d = h_desc.load([a_row_d, k0])
                             bw_d = wd_desc.load([e_d * I + k0, nb_d * BN_DN])
                             acc_d = tl.dot(a_d, bw_d, acc_d)
                     else:
-                        for k0 in range(0, I, BK):
+                        for k0 in range(k_lo, k_hi, BK):
                             a_d = tl.load(a_ptrs_d + k0, mask=rmask_d[:, None], other=0.0)
                             if wd_desc is None:
                                 bw_d = tl.load(wd_ptr + w_off_d + k0 * H, mask=cmask_d[None, :], other=0.0)
                             else:
                                 bw_d = wd_desc.load([e_d * I + k0, nb_d * BN_DN])
                             acc_d = tl.dot(a_d, bw_d, acc_d)
-                    if shared:
-                        s_ptrs_d = sh_out_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
-                        tl.store(s_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
-                    else:
-                        if PULL_COMBINE != 0:
-                            o_ptrs_d = y_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
-                            tl.store(o_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
-                            signal(sync_ptr + DN_OFF + mbi, SC)
+                    finish = True
+                    if SPLIT > 1:
+                        # park this slice's partial tile; the item that completes the block
+                        # sums the slices in slice order (the same bits whoever finishes last)
+                        ws_tile = tl.where(shared, tile_d, ns_tiles + tile_d)
+                        blk = ((vr * WS_T + ws_tile) * NB_DN + nb_d) * SPLIT
+                        t_off = (rm[:, None] * BN_DN + tl.arange(0, BN_DN)[None, :]).to(tl.int64)
+                        tl.store(split_ptr + (blk + ks) * (BM * BN_DN) + t_off, acc_d)
+                        tl.debug_barrier()
+                        prev = tl.atomic_add(sync_ptr + SPLIT_OFF + ws_tile * NB_DN + nb_d, 1,
+                                             sem="acq_rel", scope="gpu")
+                        tl.debug_barrier()
+                        finish = prev == SPLIT - 1
+                        if finish:
+                            acc_d = tl.load(split_ptr + blk * (BM * BN_DN) + t_off,
+                                            cache_modifier=".cg")
+                            for s in tl.static_range(1, SPLIT):
+                                acc_d += tl.load(split_ptr + (blk + s) * (BM * BN_DN) + t_off,
+                                                 cache_modifier=".cg")
+                    if finish:     # a split block's other slices only park their part
+                        if shared:
+                            s_ptrs_d = sh_out_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
+                            tl.store(s_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
                         else:
-                            slot_d = tl.load(recv_slot_ptr + row0_d + rm, mask=rmask_d, other=0)
-                            c_off_d = peer_row(comb_off_ptr, slot_d, SLOTS, H)
-                            c_ptrs_d = comb_ptr + c_off_d[:, None] + rn_d[None, :]
-                            tl.store(c_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
-                            if GROUP:
-                                # the last routed down tile tells every home its rows have landed
-                                tl.debug_barrier()
-                                done = tl.atomic_add(sync_ptr + DNALL_OFF, 1, sem="acq_rel",
-                                                     scope="sys")
-                                if done == tiles_used * NB_DN - 1:
-                                    publish(flag_ptr, p32_ptr, CDONE + ME, epoch, P)
+                            if PULL_COMBINE != 0:
+                                o_ptrs_d = y_ptr + (row0_d + rm).to(tl.int64)[:, None] * H + rn_d[None, :]
+                                tl.store(o_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
+                                signal(sync_ptr + DN_OFF + mbi, SC)
+                            else:
+                                slot_d = tl.load(recv_slot_ptr + row0_d + rm, mask=rmask_d, other=0)
+                                c_off_d = peer_row(comb_off_ptr, slot_d, SLOTS, H)
+                                c_ptrs_d = comb_ptr + c_off_d[:, None] + rn_d[None, :]
+                                tl.store(c_ptrs_d, acc_d.to(tl.bfloat16), mask=omask_d)
+                                if GROUP:
+                                    # the last routed down tile tells every home its rows have landed
+                                    tl.debug_barrier()
+                                    done = tl.atomic_add(sync_ptr + DNALL_OFF, 1, sem="acq_rel",
+                                                         scope="sys")
+                                    if done == tiles_used * NB_DN - 1:
+                                        publish(flag_ptr, p32_ptr, CDONE + ME, epoch, P)
                 g = g_next
 
     @triton.jit
@@ -1246,7 +1289,18 @@ class MoKLayer:
         self.off["sh"] = self.off["hc"] + self.t_max
         self.off["work"] = self.off["sh"] + ns_tiles + 1
         self.off["dnall"] = self.off["work"] + 1
-        self.sync_stride = self.off["dnall"] + 1
+        self.off["split"] = self.off["dnall"] + 1     # split_dn: one counter per down block
+        self.ws_tiles = ns_tiles + self.t_max         # shared then routed row tiles
+        nb_dn = -(-self.H // cfg.bn_dn)
+        self.sync_stride = self.off["split"] + (self.ws_tiles * nb_dn if cfg.split_dn > 1 else 0)
+        n_ws = (v * self.ws_tiles * nb_dn * cfg.split_dn * cfg.block_m * cfg.bn_dn
+                if cfg.split_dn > 1 else 0)
+        if n_ws * 4 > SPLIT_WS_MAX_BYTES:    # refused before the layer's buffers are allocated
+            raise ValueError(
+                f"split_dn={cfg.split_dn} needs a {n_ws * 4 / 2**30:.1f} GiB fp32 workspace "
+                f"({self.ws_tiles} row tiles per rank x {nb_dn} column blocks x "
+                f"{cfg.split_dn} slices), over the {SPLIT_WS_MAX_BYTES / 2**30:.0f} GiB "
+                f"limit: splitting pays where row tiles are few; use split_dn=1 here")
         fp8 = cfg.precision == "fp8"
         act = torch.float8_e4m3fn if fp8 else bf    # ring rows and SwiGLU activations
         self.hbuf = torch.empty(v * (n + c), ip, dtype=act, device=dev)
@@ -1270,6 +1324,9 @@ class MoKLayer:
         else:
             self._init_group()
         self.overflow_acc = torch.zeros(1, dtype=torch.int32, device=dev)  # sticky over forwards
+        self.split_ws = None         # split_dn: fp32 partial down tiles
+        if n_ws:
+            self.split_ws = torch.empty(n_ws, dtype=torch.float32, device=dev)
         self.last_schedule: Schedule | None = None
         self.saved_gu: torch.Tensor | None = None   # save_for_backward: the last forward's g, u
         self.stall_test = 0
@@ -1421,7 +1478,8 @@ class MoKLayer:
             self.ring_s, self.h_s, self.wg_s, self.wd_s,
             sched.recv_src, sched.recv_slot,
             sched.tile_expert, sched.tile_row0, sched.tile_rows,
-            sched.mb_tile, sched.mb_row, sched.num_mb, self.sync, self.err, self.flags, self.p32,
+            sched.mb_tile, sched.mb_row, sched.num_mb, self.sync, self.err,
+            self.sync if self.split_ws is None else self.split_ws, self.flags, self.p32,
             self.rank if group else 0, self.FLAG_SCHED * p, self.FLAG_CDONE * p,
             self.flag_epoch, self.off["dnall"],
             self.ns, self.ring_rows, self.tokens, self.tokens * self.topk, self.ep, self.el,
@@ -1435,6 +1493,7 @@ class MoKLayer:
             CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
             SAVE_GU=gu is not None, GM=cfg.group_m, TMA_A=self.tma_a_mode(),
+            SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def tma_a_mode(self) -> int:

@@ -60,7 +60,9 @@ FP8_CANDIDATES = {      # bn_gu 128; name: (block_m, bn_gu, bn_dn, warps, stages
     "f8v4-m64-g128-d128-w8-s4": (64, 128, 128, 8, 4, "v4"),
     "f8v5-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4, "v5"),
 }
-COPY_SUFFIX = "-c"       # name-cNN: the candidate with copy_rows NN (rows per dispatch copy step)
+# name-cNN: the candidate with copy_rows NN (rows per dispatch copy step); name-kNN: split_dn NN
+# (the down GEMM's K loop in NN slices)
+OPTION_SUFFIXES = {"c": "copy_rows", "k": "split_dn"}
 WORKLOADS = ("qwen3-235b-a22b:2:4096,qwen3-235b-a22b:2:8192,gpt-oss-120b:2:8192,kimi-k2:2:4096,"
              "glm-5:2:8192,qwen3-30b-a3b:8:4096,qwen3-30b-a3b:8:512,kimi-k2:16:256,"
              "kimi-k2:16:1024,llama4-maverick:8:4096")
@@ -95,6 +97,19 @@ def check(layer, wl: Workload) -> float:
     return err
 
 
+def candidate(name: str, table: dict) -> tuple[str, dict] | None:
+    """(base candidate, options of its -cNN / -kNN suffixes) of a candidate name; None if it is
+    not a table entry with such suffixes."""
+    import re
+    options = {}
+    while name not in table:
+        m = re.fullmatch(r"(.+)-([a-z])(\d+)", name)
+        if m is None or m.group(2) not in OPTION_SUFFIXES:
+            return None
+        name, options[OPTION_SUFFIXES[m.group(2)]] = m.group(1), int(m.group(3))
+    return name, options
+
+
 def main(argv: list[str]) -> int:
     from .megakernel import KernelConfig, MoKLayer
     from .bench import capture_graph
@@ -114,10 +129,9 @@ def main(argv: list[str]) -> int:
     table = FP8_CANDIDATES if fp8 else CANDIDATES
     names = a.candidates.split(",") if a.candidates else list(table)
     for name in names:
-        base, _, rows = name.rpartition(COPY_SUFFIX)
-        if name not in table and (base not in table or not rows.isdigit()):
-            print(f"tile_sweep: candidate {name!r}: not one of {', '.join(table)} "
-                  f"(optionally with {COPY_SUFFIX}NN: copy_rows NN)", file=sys.stderr)
+        if candidate(name, table) is None:
+            print(f"tile_sweep: candidate {name!r}: not one of {', '.join(table)}, optionally "
+                  f"followed by -cNN (copy_rows NN) and / or -kNN (split_dn NN)", file=sys.stderr)
             return 2
     if fp8:
         from .fp8 import FP8_REL_TOL
@@ -142,11 +156,9 @@ def main(argv: list[str]) -> int:
             if time.time() - t0 > a.deadline_s:
                 break
             knobs = dict(knobs, comm_sms=cs)
-            base, _, rows = name.rpartition(COPY_SUFFIX)
-            bm, bg, bd, nw, ns, *kern = table[name if name in table else base]
-            tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns)
-            if name not in table:
-                tiles.update(copy_rows=int(rows))
+            base, options = candidate(name, table)
+            bm, bg, bd, nw, ns, *kern = table[base]
+            tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns, **options)
             if fp8:
                 tiles.update(fp8_kernel=kern[0] if kern else "v2", group_m=1)
             else:   # every candidate names its group_m (none: row tile by row tile)

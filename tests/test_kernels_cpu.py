@@ -259,11 +259,34 @@ def test_megakernel_refuses_shapes_it_cannot_run(kw, match):
 @pytest.mark.parametrize("bad,match", [(dict(on_error="ignore"), "on_error"),
                                        (dict(bn_dn=96), "powers of two"),
                                        (dict(tma_a=True, tma=False), "tma_a=True needs tma"),
-                                       (dict(tma_a=True, precision="fp8"), "BF16 only")])
+                                       (dict(tma_a=True, precision="fp8"), "BF16 only"),
+                                       (dict(split_dn=3), "split_dn=3: allowed 1, 2, 4, 8, 16"),
+                                       (dict(split_dn=0), "split_dn=0: allowed"),
+                                       (dict(split_dn=4, precision="fp8", block_k=128),
+                                        "split along K in BF16 only")])
 def test_kernel_config_refuses_bad_values(bad, match):
     from mok_kernels.megakernel import KernelConfig
     with pytest.raises(ValueError, match=match):
         KernelConfig(**bad).validate()
+
+
+def test_split_down_workspace_is_sized_or_refused():
+    """split_dn's fp32 workspace holds every row tile's down blocks x slices (shared tiles
+    first); a layer whose workspace would pass SPLIT_WS_MAX_BYTES is refused at construction
+    with the sizes, not allocated."""
+    from mok_kernels.megakernel import SPLIT_WS_MAX_BYTES, KernelConfig, MoKLayer
+    w = ref.random_weights(8, 256, 384, 384, seed=0)
+    cfg = dict(dispatch="pull", combine="push", minibatch=256, comm_sms=4, macrobatch=4096,
+               capacity=1.0, tma=False)
+    lay = MoKLayer(w, 4, 64, 2, 1, KernelConfig(**cfg, split_dn=4), device="cpu")
+    nb_dn = -(-256 // lay.cfg.bn_dn)
+    assert lay.split_ws.numel() == lay.ws_tiles * nb_dn * 4 * lay.cfg.block_m * lay.cfg.bn_dn
+    assert lay.sync_stride == lay.off["split"] + lay.ws_tiles * nb_dn
+    assert MoKLayer(w, 4, 64, 2, 1, KernelConfig(**cfg), device="cpu").split_ws is None
+    # 4 ranks x 10,000 tokens x top-2: > 600 row tiles x 16 slices x 128 KB: over the limit
+    assert 4 * 10_000 * 2 // 128 * 16 * 128 * 256 * 4 > SPLIT_WS_MAX_BYTES
+    with pytest.raises(ValueError, match=r"split_dn=16 needs a .* GiB fp32 workspace"):
+        MoKLayer(w, 4, 10_000, 2, 1, KernelConfig(**cfg, split_dn=16), device="cpu")
 
 
 def test_arena_layout_regions_are_aligned_typed_and_disjoint():

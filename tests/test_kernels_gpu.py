@@ -456,3 +456,32 @@ def test_tma_activation_tiles_match_reference_and_bits(ep, rank, routing, dispat
         outs.append((out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()))
     # the combine slots this launch served (the others hold a per-layer random fill)
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
+@pytest.mark.parametrize("ep,rank,routing,dispatch,combine,split,extra,shape", [
+    (8, 0, "uniform", "pull", "push", 8, {}, dict(h=4096, i=14336, e=8, n=64, k=2)),   # mixtral
+    (8, 3, "zipf:1.2", "pull", "push", 4, {}, dict(h=1536, i=2880, e=16, n=100, k=4)),
+    (4, None, "uniform", "push", "pull", 2, {}, dict(h=2880, i=2880, e=8, n=90, k=4)),
+    (8, 5, "hot:0.1", "push", "push", 16, {}, dict(h=2560, i=1536, e=16, n=70, k=4,
+                                                   i_shared=0)),
+    (4, None, "onehot", "pull", "pull", 4, {"tma_a": True}, dict(h=1024, i=704, e=8, n=60, k=2)),
+    (2, 1, "uniform", "pull", "push", 8, {"tma_a": True}, dict(h=768, i=3584, e=2, n=50, k=1)),
+    (1, 0, "zipf:1.2", "push", "pull", 2, {"bn_dn": 128}, dict(h=3584, i=96, e=5, n=77, k=3))])
+def test_split_down_matches_reference_and_repeats_bits(ep, rank, routing, dispatch, combine, split,
+                                                       extra, shape):
+    """split_dn: each down block's K loop in `split` slices whose fp32 partial tiles the item
+    completing the block sums in slice order. Correct against float32 (shared and routed rows,
+    every dispatch x combine, several column blocks, H not a multiple of 1024, slices past I's
+    K steps), and the same bits on every run whichever slice finishes last."""
+    r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, dispatch, combine, 256,
+                                                     shape=shape, split_dn=split, **extra)
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+    assert layer.split_ws is not None
+    outs = []
+    for _ in range(3):
+        out = layer.forward(x, ids, wts).clone()
+        el = layer.el
+        served = (torch.ones_like(ids, dtype=torch.bool) if rank is None
+                  else (ids >= rank * el) & (ids < (rank + 1) * el))
+        outs.append((out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()))
+    assert all(torch.equal(o[0], outs[0][0]) and torch.equal(o[1], outs[0][1]) for o in outs)
