@@ -1233,6 +1233,9 @@ class MoKLayer:
         if cfg.tma_a and self.group is not None:
             raise ValueError("tma_a=True runs on one GPU (rank=r emulation or rank=None virtual "
                              "ranks); group mode keeps pointer loads")
+        if cfg.split_dn > 1 and self.group is not None:
+            raise ValueError(f"split_dn={cfg.split_dn} runs on one GPU (rank=r emulation or "
+                             f"rank=None virtual ranks); group mode keeps split_dn=1")
         if cfg.precision == "fp8" and self.group is not None:
             raise ValueError("precision='fp8' runs on one GPU (rank=r emulation or rank=None virtual "
                              "ranks); group mode (LocalGroup or real GPUs) is BF16 only")

@@ -503,3 +503,17 @@ def test_legacy_zipf_records_are_read_in_their_order():
         Scenario(hw, m, 8, 1024, routing="zipf:1.2", seed=9, zipf_order="torch-cuda-randperm")
     with pytest.raises(MokInputError, match="must be one of"):
         Scenario(hw, m, 8, 1024, routing="zipf:1.2", zipf_order="numpy")
+
+
+def test_split_down_is_refused_in_group_mode():
+    """split_dn > 1 is tested on one GPU only (rank emulation, virtual ranks): group mode (real
+    GPUs or a LocalGroup) refuses it at construction instead of running an untested path."""
+    from mok_kernels.megakernel import KernelConfig, MoKLayer
+    from mok_kernels.peers import LocalGroup
+    group = LocalGroup.__new__(LocalGroup)      # no CUDA streams: refused before they are used
+    group.size = 2
+    w = ref.random_weights(4, 128, 128, 128, seed=0)
+    cfg = KernelConfig(dispatch="pull", combine="push", minibatch=256, comm_sms=4,
+                       macrobatch=4096, capacity=1.0, split_dn=2)
+    with pytest.raises(ValueError, match="split_dn=2 runs on one GPU"):
+        MoKLayer(w, 2, 8, 2, 0, cfg, device="cpu", group=group)
