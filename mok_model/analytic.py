@@ -292,11 +292,14 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     sender_push = move(act, r_in, r_out, link_in, link_out, q * push_rate) if hw.emulated_ranks \
         else move(act, r_out, r_in, link_out, link_in, q * push_rate)
     M = np.maximum(np.ceil(rows / mb), 1.0)   # minibatches
-    if hw.emulated_ranks:  # the lanes acting for the absent senders scan every minibatch per peer
-        sender_push = sender_push + emulated_push_scan(scn, p, rows, M, cc)
+    # push lanes scan every chunk of the receiver's minibatch for their own rows (push_scan)
+    sender_push = sender_push + push_scan(scn, p, rows, M, cc)
     dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, q * sm_rate))
     home_pull = move(out, r_in, r_out, link_out, link_in, sm_rate) if hw.emulated_ranks \
         else move(out, r_out, r_in, link_in, link_out, sm_rate)
+    # our pull combine across GPUs scans every owner's minibatches for the home's rows
+    scan_q = pull_scan_chunks(scn, p, M, cc) * p["push_scan_us"] * US  # (C, P) per owner
+    home_pull = home_pull + scan_q.sum(axis=1, keepdims=True)
     combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in, push_rate), home_pull)
 
     # --- minibatches (M, above) and routed GEMMs on the compute SMs ---
@@ -349,7 +352,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # combine, or, where homes walk the owners in rank order (combine_owner_order), the last
     # minibatch of the first owner and then every row of the later owners (pull_combine_tail)
     tail = np.where(epilogue, 0.0, np.where(kpush, kk, pull_combine_tail(
-        scn, p, kk, M, out, sm_rate, link_in, lat_read)))
+        scn, p, kk, M, out, sm_rate, link_in, lat_read, scan_q)))
     # comm SMs can only join when they have no combine left to do
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
     c_join = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
@@ -500,27 +503,29 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
 
 
 def push_scan_chunks(P: int, comm_sms, minibatch_rows):
-    """Row chunks one comm program visits in an emulated push dispatch of a minibatch of
-    `minibatch_rows` rows (arrays broadcast).
+    """Row chunks one comm program visits in a push dispatch of a minibatch of `minibatch_rows`
+    rows (arrays broadcast).
 
-    mok_kernels/megakernel.py (PUSH_DISPATCH == 1, one emulated rank): lane l = pid, pid + COMM,
-    ... < max(COMM, P) copies the rows of peer l % P, and peer s's nsub = ceil((lanes - s) / P)
-    lanes split the minibatch's COPY_ROWS-row chunks between them; each lane walks its share of
-    ALL the minibatch's chunks (loading their source indices) and copies the rows whose source is
-    its peer, masking the rest. So a program visits ceil(P / COMM) lanes x ceil(chunks / nsub)
-    chunks, about P times the chunks a pull dispatch's program visits (ceil(chunks / COMM)),
-    most of them holding few or none of its peer's rows."""
+    mok_kernels/megakernel.py, both push dispatches: lane l = pid, pid + COMM, ... < max(COMM, P)
+    serves peer l % P, and peer s's nsub = ceil((lanes - s) / P) lanes split the COPY_ROWS-row
+    chunks of a minibatch between them; each lane walks its share of ALL the minibatch's chunks
+    (loading their source indices) and copies only the rows of its pair of ranks, masking the
+    rest. Emulated (PUSH_DISPATCH == 1): this rank's minibatch, the rows whose source is peer s.
+    Across GPUs (PUSH_DISPATCH == 2): the sender's lanes for receiver q walk q's minibatch (its
+    indices in q's memory) for the sender's own rows. So a program visits ceil(P / COMM) lanes x
+    ceil(chunks / nsub) chunks, about P times the chunks a pull dispatch's program visits
+    (ceil(chunks / COMM)), most of them holding few or none of its rows."""
     cc = np.asarray(comm_sms, dtype=np.float64)
     nchunk = np.ceil(np.asarray(minibatch_rows, dtype=np.float64) / COPY_ROWS)
     return np.ceil(P / cc) * np.ceil(nchunk / np.maximum(np.floor(cc / P), 1.0))
 
 
-def emulated_push_scan(scn: Scenario, p: Params, rows, M, comm_sms):
-    """Seconds an emulated push dispatch's comm programs spend visiting chunks (push_scan_us
-    each: a chunk's source-index load and its masked row loop), on top of the bytes they copy,
-    over the M minibatches of `rows` rows (cut evenly here; the simulator takes the real cut).
-    0 without emulated ranks (real senders push only their own rows) or with one peer."""
-    if not scn.hardware.emulated_ranks or p["push_scan_us"] == 0.0:
+def push_scan(scn: Scenario, p: Params, rows, M, comm_sms):
+    """Seconds a push dispatch's comm programs spend visiting chunks (push_scan_us each: a
+    chunk's source-index load and its masked row loop; push_scan_chunks), on top of the bytes
+    they copy, over the M minibatches of `rows` rows a GPU receives (cut evenly here; the
+    simulator takes the real cut). 0 with one rank."""
+    if scn.ep < 2 or p["push_scan_us"] == 0.0:
         return 0.0
     return M * push_scan_chunks(scn.ep, comm_sms, rows / M) * p["push_scan_us"] * US
 
@@ -540,8 +545,25 @@ def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) ->
     return (tiles_per_minibatch * blocks >= compute_sms) & (p["wave_sync"] < 0.5)
 
 
+def pull_scan_chunks(scn: Scenario, p: Params, M, comm_sms) -> np.ndarray:
+    """Row chunks one comm program of a home visits in each owner's minibatches, (C, P) by
+    owner, in our pull combine across GPUs (mok_kernels/megakernel.py, group pull combine); 0
+    elsewhere (emulated peers read the rank's own minibatches unmasked; the published design).
+
+    For every minibatch of every owner, the home's programs split the minibatch's COPY_ROWS-row
+    chunks (ceil(chunks / COMM) each), load each chunk's combine slots from the owner and copy
+    only the rows whose home they are, masking the rest: like a push dispatch's lanes
+    (push_scan_chunks), about P times the chunks that hold the home's rows. M: (C, P)
+    minibatches per GPU (cut evenly here), comm_sms: (C, 1)."""
+    zero = np.zeros(np.broadcast(M, comm_sms).shape)
+    if scn.ep < 2 or scn.hardware.emulated_ranks or p["combine_owner_order"] < 0.5:
+        return zero
+    nchunk = np.ceil(loads(scn).rows[None, :] / M / COPY_ROWS)
+    return zero + M * np.ceil(nchunk / np.asarray(comm_sms, dtype=np.float64))
+
+
 def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link_in,
-                      lat_read: float) -> np.ndarray:
+                      lat_read: float, scan_q) -> np.ndarray:
     """Seconds of pull combine a home's comm SMs copy after its last down-projection, (C, P).
 
     Published design (combine_owner_order 0): one minibatch's combine (`kk`), the rows of every
@@ -551,8 +573,9 @@ def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link
     counter, so it reads owner 1's rows only after owner 0's last minibatch: once the owners'
     GEMMs end, home r still copies the last minibatch of owner 0 and then every row of owners
     1..P-1 (its own rows, local, among them when r > 0). Remote rows at min(link, comm SMs),
-    local rows at the comm SMs' rate, one read latency (the copies pipeline). Emulated peers
-    (one GPU, no group) walk the rank's own minibatches only: the published form."""
+    local rows at the comm SMs' rate, one read latency (the copies pipeline), plus the scan of
+    those minibatches (`scan_q`: seconds per owner, pull_scan_chunks). Emulated peers (one GPU,
+    no group) walk the rank's own minibatches only: the published form."""
     P = scn.ep
     if P < 2 or scn.hardware.emulated_ranks or p["combine_owner_order"] < 0.5:
         return kk
@@ -566,7 +589,8 @@ def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link
     remote_rate = np.minimum(link_in, sm_rate)
     k_first = first[None, :] * out / np.where(is0[None, :], sm_rate, remote_rate)
     k_rest = rest_local * out / sm_rate + rest_remote * out / remote_rate
-    return k_first / M + k_rest + lat_read
+    scan = scan_q[:, :1] / M[:, :1] + scan_q[:, 1:].sum(axis=1, keepdims=True)
+    return k_first / M + k_rest + lat_read + scan
 
 
 def ring_capacity(p: Params, macrobatch, minibatch) -> np.ndarray:
