@@ -289,17 +289,20 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # push combine: the expert holder writes outputs home; pull: the home reads them.
     # Emulated peers are absent: the one GPU's comm programs act for them, so they move the rows
     # it receives (dispatch) and the outputs it holds (combine) in every mode.
-    sender_push = move(act, r_in, r_out, link_in, link_out, q * push_rate) if hw.emulated_ranks \
-        else move(act, r_out, r_in, link_out, link_in, q * push_rate)
     M = np.maximum(np.ceil(rows / mb), 1.0)   # minibatches
-    # push lanes scan every chunk of the receiver's minibatch for their own rows (push_scan)
-    sender_push = sender_push + push_scan(scn, p, rows, M, cc)
+    # Chunk scans are comm-SM time: push lanes visit every chunk of the receiver's minibatch for
+    # their own rows (push_scan), our pull combine's homes every chunk of each owner's minibatches
+    # (pull_scan_chunks). They slow the comm SMs' copy (as the simulator loads its comm SMs),
+    # which binds where the SMs, not the link, bound the copy.
+    push_rate_scan = q * push_rate / (1.0 + push_scan(scn, p, rows, M, cc) * q * push_rate
+                                      / np.maximum(rows * act, 1.0))
+    sender_push = move(act, r_in, r_out, link_in, link_out, push_rate_scan) if hw.emulated_ranks \
+        else move(act, r_out, r_in, link_out, link_in, push_rate_scan)
     dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, q * sm_rate))
+    scan_home = (pull_scan_chunks(scn, p, M, cc) * p["push_scan_us"] * US).sum(axis=1, keepdims=True)
+    pull_rate = sm_rate / (1.0 + scan_home * sm_rate / np.maximum((r_out + local_rows) * out, 1.0))
     home_pull = move(out, r_in, r_out, link_out, link_in, sm_rate) if hw.emulated_ranks \
-        else move(out, r_out, r_in, link_in, link_out, sm_rate)
-    # our pull combine across GPUs scans every owner's minibatches for the home's rows
-    scan_q = pull_scan_chunks(scn, p, M, cc) * p["push_scan_us"] * US  # (C, P) per owner
-    home_pull = home_pull + scan_q.sum(axis=1, keepdims=True)
+        else move(out, r_out, r_in, link_in, link_out, pull_rate)
     combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in, push_rate), home_pull)
 
     # --- minibatches (M, above) and routed GEMMs on the compute SMs ---
@@ -352,7 +355,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # combine, or, where homes walk the owners in rank order (combine_owner_order), the last
     # minibatch of the first owner and then every row of the later owners (pull_combine_tail)
     tail = np.where(epilogue, 0.0, np.where(kpush, kk, pull_combine_tail(
-        scn, p, kk, M, out, sm_rate, link_in, lat_read, scan_q)))
+        scn, p, kk, M, out, pull_rate, link_in, lat_read)))
     # comm SMs can only join when they have no combine left to do
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
     c_join = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
@@ -522,9 +525,9 @@ def push_scan_chunks(P: int, comm_sms, minibatch_rows):
 
 def push_scan(scn: Scenario, p: Params, rows, M, comm_sms):
     """Seconds a push dispatch's comm programs spend visiting chunks (push_scan_us each: a
-    chunk's source-index load and its masked row loop; push_scan_chunks), on top of the bytes
-    they copy, over the M minibatches of `rows` rows a GPU receives (cut evenly here; the
-    simulator takes the real cut). 0 with one rank."""
+    chunk's source-index load and its masked row loop; push_scan_chunks), beside the bytes they
+    copy, over the M minibatches of `rows` rows a GPU receives (cut evenly here; the simulator
+    takes the real cut). 0 with one rank."""
     if scn.ep < 2 or p["push_scan_us"] == 0.0:
         return 0.0
     return M * push_scan_chunks(scn.ep, comm_sms, rows / M) * p["push_scan_us"] * US
@@ -563,7 +566,7 @@ def pull_scan_chunks(scn: Scenario, p: Params, M, comm_sms) -> np.ndarray:
 
 
 def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link_in,
-                      lat_read: float, scan_q) -> np.ndarray:
+                      lat_read: float) -> np.ndarray:
     """Seconds of pull combine a home's comm SMs copy after its last down-projection, (C, P).
 
     Published design (combine_owner_order 0): one minibatch's combine (`kk`), the rows of every
@@ -573,9 +576,9 @@ def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link
     counter, so it reads owner 1's rows only after owner 0's last minibatch: once the owners'
     GEMMs end, home r still copies the last minibatch of owner 0 and then every row of owners
     1..P-1 (its own rows, local, among them when r > 0). Remote rows at min(link, comm SMs),
-    local rows at the comm SMs' rate, one read latency (the copies pipeline), plus the scan of
-    those minibatches (`scan_q`: seconds per owner, pull_scan_chunks). Emulated peers (one GPU,
-    no group) walk the rank's own minibatches only: the published form."""
+    local rows at the comm SMs' rate (`sm_rate`, slowed by the chunks they scan), one read
+    latency (the copies pipeline). Emulated peers (one GPU, no group) walk the rank's own
+    minibatches only: the published form."""
     P = scn.ep
     if P < 2 or scn.hardware.emulated_ranks or p["combine_owner_order"] < 0.5:
         return kk
@@ -589,8 +592,7 @@ def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link
     remote_rate = np.minimum(link_in, sm_rate)
     k_first = first[None, :] * out / np.where(is0[None, :], sm_rate, remote_rate)
     k_rest = rest_local * out / sm_rate + rest_remote * out / remote_rate
-    scan = scan_q[:, :1] / M[:, :1] + scan_q[:, 1:].sum(axis=1, keepdims=True)
-    return k_first / M + k_rest + lat_read + scan
+    return k_first / M + k_rest + lat_read
 
 
 def ring_capacity(p: Params, macrobatch, minibatch) -> np.ndarray:
