@@ -83,7 +83,9 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
         if "push" in modes and "pull" in modes and "push_copy_scale" in BOUNDS:
             # across GPUs a pushing SM writes over the fabric (push_copy_scale); one GPU's
             # emulated push copies the same rows as a pull, but each lane scans every chunk of a
-            # minibatch for its peer's rows (push_scan_us, analytic.push_scan_chunks)
+            # minibatch for its peer's rows (push_scan_us, analytic.push_scan_chunks). Our
+            # kernel's lanes scan across GPUs too, but published push kernels need not: its
+            # real 2-GPU fit frees push_scan_us itself (calibration/defaults.py H200X2_MOK_FREE)
             emulated = [r for r in mok if r.get("emulated_peers")]
             if len(emulated) < len(mok):
                 free.append("push_copy_scale")

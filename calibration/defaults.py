@@ -65,8 +65,12 @@ H200X2 = Path(__file__).parent / "runs" / "h200x2"
 # tile partly). minibatch_overhead_us stays at its prior: freed, it went to 0 and changed no
 # held-out figure. nccl-torch's GEMMs are the library's (torch_gemm_eff, torch_hbm_eff), fitted
 # first to the gemm-only records (calibration/fit_gemm.py) and then held.
+# push_scan_us: our kernel's push lanes visit every chunk of the receiver's minibatch for their
+# own rows (analytic.push_scan); across GPUs only these records time it (push and pull dispatch
+# at 16 and 32 comm SMs), so it is fitted here, not taken from h200-1's emulated lanes (whose
+# index loads are local).
 H200X2_MOK_FREE = ["gemm_eff", "mok_fixed_us", "sm_scaling", "comm_join_share",
-                   "mok_exposed_launches", "gemm_row_share"]
+                   "mok_exposed_launches", "gemm_row_share", "push_scan_us"]
 H200X2_NCCL_FREE = ["nccl_eff", "host_launch_scale"]
 # how our kernel (mok_kernels/megakernel.py), which the 2-GPU records time, works where the
 # priors describe the published design: value and source

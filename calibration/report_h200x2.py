@@ -42,15 +42,23 @@ def registered(runs: list[dict], pattern: str = "h200x2_*.jsonl") -> None:
     report([str(p) for p in sorted(PREDICTIONS.glob(pattern))], runs)
 
 
-def held_out(runs: list[dict]) -> None:
+def held_out_fits(runs: list[dict]) -> dict:
+    """(key, held-out value) -> the layer parameters fitted without the records of that token
+    count or model (its gemm-only records too), for key "tokens" and "model"."""
     micro = read_records(sorted(H200X2.glob("nvlink_micro_*.jsonl")))
     fab = fit_fabric(micro, prior_params("h200-hgx8", HOPPER),
                      load_hardware("h200-hgx8").link_gbps).params
     layer = [r for r in runs if r["system"] in ("mok", "nccl-torch") and predictable(r)]
-    fits = {}  # (key, held-out value) -> parameters fitted without that group (gemm-only too)
+    fits = {}
     for by in ("tokens", "model"):
         for g in sorted({str(r[by]) for r in layer}):
             fits[by, g] = fit_h200x2_layers([r for r in runs if str(r[by]) != g], fab)[1].params
+    return fits
+
+
+def held_out(runs: list[dict]) -> None:
+    layer = [r for r in runs if r["system"] in ("mok", "nccl-torch") and predictable(r)]
+    fits = held_out_fits(runs)
     for by in ("tokens", "model"):  # the library GEMM's own records, held out the same way
         errs = [gemm_only_ms(r, fits[by, str(r[by])]) / r["latency_ms"]["median"] - 1
                 for r in runs if r["system"] == "gemm-only" and routing_reproduced(r)

@@ -289,14 +289,20 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # push combine: the expert holder writes outputs home; pull: the home reads them.
     # Emulated peers are absent: the one GPU's comm programs act for them, so they move the rows
     # it receives (dispatch) and the outputs it holds (combine) in every mode.
-    sender_push = move(act, r_in, r_out, link_in, link_out, q * push_rate) if hw.emulated_ranks \
-        else move(act, r_out, r_in, link_out, link_in, q * push_rate)
     M = np.maximum(np.ceil(rows / mb), 1.0)   # minibatches
-    if hw.emulated_ranks:  # the lanes acting for the absent senders scan every minibatch per peer
-        sender_push = sender_push + emulated_push_scan(scn, p, rows, M, cc)
+    # Chunk scans are comm-SM time: push lanes visit every chunk of the receiver's minibatch for
+    # their own rows (push_scan), our pull combine's homes every chunk of each owner's minibatches
+    # (pull_scan_chunks). They slow the comm SMs' copy (as the simulator loads its comm SMs),
+    # which binds where the SMs, not the link, bound the copy.
+    push_rate_scan = q * push_rate / (1.0 + push_scan(scn, p, rows, M, cc) * q * push_rate
+                                      / np.maximum(rows * act, 1.0))
+    sender_push = move(act, r_in, r_out, link_in, link_out, push_rate_scan) if hw.emulated_ranks \
+        else move(act, r_out, r_in, link_out, link_in, push_rate_scan)
     dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, q * sm_rate))
+    scan_home = (pull_scan_chunks(scn, p, M, cc) * p["push_scan_us"] * US).sum(axis=1, keepdims=True)
+    pull_rate = sm_rate / (1.0 + scan_home * sm_rate / np.maximum((r_out + local_rows) * out, 1.0))
     home_pull = move(out, r_in, r_out, link_out, link_in, sm_rate) if hw.emulated_ranks \
-        else move(out, r_out, r_in, link_in, link_out, sm_rate)
+        else move(out, r_out, r_in, link_in, link_out, pull_rate)
     combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in, push_rate), home_pull)
 
     # --- minibatches (M, above) and routed GEMMs on the compute SMs ---
@@ -349,7 +355,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # combine, or, where homes walk the owners in rank order (combine_owner_order), the last
     # minibatch of the first owner and then every row of the later owners (pull_combine_tail)
     tail = np.where(epilogue, 0.0, np.where(kpush, kk, pull_combine_tail(
-        scn, p, kk, M, out, sm_rate, link_in, lat_read)))
+        scn, p, kk, M, out, pull_rate, link_in, lat_read)))
     # comm SMs can only join when they have no combine left to do
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
     c_join = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
@@ -500,27 +506,29 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
 
 
 def push_scan_chunks(P: int, comm_sms, minibatch_rows):
-    """Row chunks one comm program visits in an emulated push dispatch of a minibatch of
-    `minibatch_rows` rows (arrays broadcast).
+    """Row chunks one comm program visits in a push dispatch of a minibatch of `minibatch_rows`
+    rows (arrays broadcast).
 
-    mok_kernels/megakernel.py (PUSH_DISPATCH == 1, one emulated rank): lane l = pid, pid + COMM,
-    ... < max(COMM, P) copies the rows of peer l % P, and peer s's nsub = ceil((lanes - s) / P)
-    lanes split the minibatch's COPY_ROWS-row chunks between them; each lane walks its share of
-    ALL the minibatch's chunks (loading their source indices) and copies the rows whose source is
-    its peer, masking the rest. So a program visits ceil(P / COMM) lanes x ceil(chunks / nsub)
-    chunks, about P times the chunks a pull dispatch's program visits (ceil(chunks / COMM)),
-    most of them holding few or none of its peer's rows."""
+    mok_kernels/megakernel.py, both push dispatches: lane l = pid, pid + COMM, ... < max(COMM, P)
+    serves peer l % P, and peer s's nsub = ceil((lanes - s) / P) lanes split the COPY_ROWS-row
+    chunks of a minibatch between them; each lane walks its share of ALL the minibatch's chunks
+    (loading their source indices) and copies only the rows of its pair of ranks, masking the
+    rest. Emulated (PUSH_DISPATCH == 1): this rank's minibatch, the rows whose source is peer s.
+    Across GPUs (PUSH_DISPATCH == 2): the sender's lanes for receiver q walk q's minibatch (its
+    indices in q's memory) for the sender's own rows. So a program visits ceil(P / COMM) lanes x
+    ceil(chunks / nsub) chunks, about P times the chunks a pull dispatch's program visits
+    (ceil(chunks / COMM)), most of them holding few or none of its rows."""
     cc = np.asarray(comm_sms, dtype=np.float64)
     nchunk = np.ceil(np.asarray(minibatch_rows, dtype=np.float64) / COPY_ROWS)
     return np.ceil(P / cc) * np.ceil(nchunk / np.maximum(np.floor(cc / P), 1.0))
 
 
-def emulated_push_scan(scn: Scenario, p: Params, rows, M, comm_sms):
-    """Seconds an emulated push dispatch's comm programs spend visiting chunks (push_scan_us
-    each: a chunk's source-index load and its masked row loop), on top of the bytes they copy,
-    over the M minibatches of `rows` rows (cut evenly here; the simulator takes the real cut).
-    0 without emulated ranks (real senders push only their own rows) or with one peer."""
-    if not scn.hardware.emulated_ranks or p["push_scan_us"] == 0.0:
+def push_scan(scn: Scenario, p: Params, rows, M, comm_sms):
+    """Seconds a push dispatch's comm programs spend visiting chunks (push_scan_us each: a
+    chunk's source-index load and its masked row loop; push_scan_chunks), beside the bytes they
+    copy, over the M minibatches of `rows` rows a GPU receives (cut evenly here; the simulator
+    takes the real cut). 0 with one rank."""
+    if scn.ep < 2 or p["push_scan_us"] == 0.0:
         return 0.0
     return M * push_scan_chunks(scn.ep, comm_sms, rows / M) * p["push_scan_us"] * US
 
@@ -540,6 +548,23 @@ def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) ->
     return (tiles_per_minibatch * blocks >= compute_sms) & (p["wave_sync"] < 0.5)
 
 
+def pull_scan_chunks(scn: Scenario, p: Params, M, comm_sms) -> np.ndarray:
+    """Row chunks one comm program of a home visits in each owner's minibatches, (C, P) by
+    owner, in our pull combine across GPUs (mok_kernels/megakernel.py, group pull combine); 0
+    elsewhere (emulated peers read the rank's own minibatches unmasked; the published design).
+
+    For every minibatch of every owner, the home's programs split the minibatch's COPY_ROWS-row
+    chunks (ceil(chunks / COMM) each), load each chunk's combine slots from the owner and copy
+    only the rows whose home they are, masking the rest: like a push dispatch's lanes
+    (push_scan_chunks), about P times the chunks that hold the home's rows. M: (C, P)
+    minibatches per GPU (cut evenly here), comm_sms: (C, 1)."""
+    zero = np.zeros(np.broadcast(M, comm_sms).shape)
+    if scn.ep < 2 or scn.hardware.emulated_ranks or p["combine_owner_order"] < 0.5:
+        return zero
+    nchunk = np.ceil(loads(scn).rows[None, :] / M / COPY_ROWS)
+    return zero + M * np.ceil(nchunk / np.asarray(comm_sms, dtype=np.float64))
+
+
 def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link_in,
                       lat_read: float) -> np.ndarray:
     """Seconds of pull combine a home's comm SMs copy after its last down-projection, (C, P).
@@ -551,8 +576,9 @@ def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link
     counter, so it reads owner 1's rows only after owner 0's last minibatch: once the owners'
     GEMMs end, home r still copies the last minibatch of owner 0 and then every row of owners
     1..P-1 (its own rows, local, among them when r > 0). Remote rows at min(link, comm SMs),
-    local rows at the comm SMs' rate, one read latency (the copies pipeline). Emulated peers
-    (one GPU, no group) walk the rank's own minibatches only: the published form."""
+    local rows at the comm SMs' rate (`sm_rate`, slowed by the chunks they scan), one read
+    latency (the copies pipeline). Emulated peers (one GPU, no group) walk the rank's own
+    minibatches only: the published form."""
     P = scn.ep
     if P < 2 or scn.hardware.emulated_ranks or p["combine_owner_order"] < 0.5:
         return kk

@@ -32,7 +32,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "signal_local_us": (0.0, 20.0),  # release/acquire of a GPU-local counter
     "signal_remote_us": (0.0, 50.0),  # one remote completion signal (fence + flag over the fabric)
     "push_signal_per_peer_us": (0.0, 10.0),  # extra wait per peer a push consumer must hear from
-    "push_scan_us": (0.0, 20.0),  # emulated push: a comm program's visit of one chunk of rows
+    "push_scan_us": (0.0, 20.0),  # a comm program's visit of one chunk it scans for its rows
+    # (push dispatch lanes; our pull combine across GPUs: analytic.push_scan, pull_scan_chunks)
     "minibatch_overhead_us": (0.0, 100.0),  # per-minibatch pipeline step (barriers, lookups)
     "schedule_us": (0.0, 500.0),  # routing all-gather and schedule kernels, fixed part
     "schedule_ns_per_route": (0.0, 10.0),  # schedule building per routed row in the EP group
@@ -107,8 +108,8 @@ ADDED: dict[str, tuple[float, str]] = {
                                "expert stays BF16"),
     "fp8_quant_copy_scale": (1.0, "prior: quantizing does not slow the copy (unused while "
                                   "fp8_quant_in_copy is 0)"),
-    "push_scan_us": (0.0, "prior: an emulated push dispatch costs only the bytes it copies "
-                          "(push_copy_scale), as before the per-chunk scan was modelled; "
+    "push_scan_us": (0.0, "prior: a push dispatch (and our pull combine across GPUs) costs only "
+                          "the bytes it copies, as before the per-chunk scan was modelled; "
                           "h200-1's prior in calibration/priors.py"),
     "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "
                                  "outputs as its owner finishes it, every owner's interleaved "

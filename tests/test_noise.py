@@ -50,3 +50,24 @@ def test_a_tied_pick_is_broken_as_the_tuner_does_not_by_the_measurement():
     recs[1]["config"]["dispatch"] = "push"   # measured faster, predicted the same
     wr = within_run_regret(recs, [1.5, 1.5])
     assert wr["max"] == pytest.approx(1.0)   # the tuner takes pull: 2.0 against the best 1.0
+
+
+def test_knob_pairs_take_one_knob_apart_within_one_run():
+    """calibration.knob_pairs: only pairs of one workload and one bench command that differ in one
+    knob, ordered from the smaller value; measured and predicted changes and resolution."""
+    from calibration.knob_pairs import knob_pairs, summarize
+    recs = [rec(i, [t] * 8) for i, t in enumerate((2.0, 1.0, 1.5))]  # comm SMs 16, 17, 18
+    recs[2]["config"].update(dispatch="push", comm_sms=16)  # config 0 but for dispatch; two
+    # knobs from config 1: no pair
+    recs.append(rec(3, [1.0] * 8, note="run b"))     # another run: never paired
+    pairs = knob_pairs(recs, [2.0, 1.2, 2.2, 9.0])
+    by = {p["knob"]: p for p in pairs}
+    assert sorted(by) == ["comm_sms", "dispatch"] and len(pairs) == 2
+    assert (by["comm_sms"]["a"], by["comm_sms"]["b"]) == (16, 17)
+    assert by["comm_sms"]["measured"] == pytest.approx(-0.5)
+    assert by["comm_sms"]["predicted"] == pytest.approx(-0.4)
+    assert (by["dispatch"]["a"], by["dispatch"]["b"]) == ("pull", "push")
+    assert by["dispatch"]["measured"] == pytest.approx(-0.25) and by["dispatch"]["resolved"]
+    s = summarize([by["dispatch"]])
+    assert s["resolved"] == 1 and s["right"] == 0.0  # measured faster, predicted slower
+    assert s["error"] == pytest.approx(0.1 + 0.25)

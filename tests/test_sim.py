@@ -359,6 +359,44 @@ def test_emulated_push_scan_grows_with_peers_in_both_engines():
     assert added[32] > 4 * added[4] > 0
 
 
+def test_chunk_scans_across_gpus_cost_more_with_fewer_comm_sms():
+    """Two real GPUs (our kernel, mok_kernels/megakernel.py): a push dispatch's sender lanes walk
+    every chunk of the receiver's minibatch for their own rows (PUSH_DISPATCH == 2), and a pull
+    combine's home programs walk every chunk of each owner's minibatches for theirs (group pull
+    combine). Each visit costs push_scan_us of comm-SM time, and a program's visits scale as
+    1 / comm SMs, so where the comm SMs never join the compute (pull combine) the scans cost more
+    at 16 comm SMs than at 32; with push combine a push dispatch's scan still costs time (the
+    comm SMs join later); pull dispatch with push combine scans nothing. Both engines, which
+    agree on the pull combine's scan."""
+    from mok_model.analytic import pull_scan_chunks, push_scan_chunks
+    assert push_scan_chunks(2, 16, 2048) == 16  # 8 lanes per receiver x 128 chunks
+    s = scn(hw=load_hardware("h200-hgx8"), ep=2, tokens=4096, model=load_model("qwen3-235b-a22b"))
+    base = load_params(None, "h200-hgx8").with_values(push_scan_us=0.0)
+    scan = base.with_values(push_scan_us=3.0)
+    rows = s.tokens * s.model.top_k  # about the rows of each owner at EP 2 (uniform)
+    M = np.ceil(rows / 2048)
+    per_owner = pull_scan_chunks(s, scan, np.full((1, 2), M), np.array([[16.0]]))
+    assert per_owner == pytest.approx(np.full((1, 2), M * np.ceil(rows / M / 16 / 16)), abs=M)
+    added = {}
+    for engine in ("analytic", "sim"):
+        for dispatch, combine in (("push", "push"), ("push", "pull"), ("pull", "pull"),
+                                  ("pull", "push")):
+            for sms in (16, 32):
+                cfg = Config(dispatch=dispatch, combine=combine, minibatch=2048, comm_sms=sms,
+                             macrobatch=131072, capacity=1.0)
+                t0, t1 = (predict(s, cfg, params=p, engine=engine).latency_ms for p in (base, scan))
+                added[engine, dispatch, combine, sms] = t1 - t0
+        a = {k[1:]: v for k, v in added.items() if k[0] == engine}
+        assert a["pull", "push", 16] == pytest.approx(0.0, abs=1e-9)
+        assert a["pull", "push", 32] == pytest.approx(0.0, abs=1e-9)
+        for modes in (("push", "pull"), ("pull", "pull")):
+            assert a[modes + (16,)] > a[modes + (32,)] > 0, (engine, modes, a)
+        assert a["push", "pull", 16] > a["pull", "pull", 16]  # both scans
+        assert min(a["push", "push", 16], a["push", "push", 32]) > 0
+    assert added["analytic", "pull", "pull", 16] == pytest.approx(added["sim", "pull", "pull", 16],
+                                                                   rel=0.15)
+
+
 @pytest.mark.parametrize("model,ep,tokens,comm_sms", [("llama4-maverick", 32, 1024, 64),
                                                      ("deepseek-v3", 8, 1024, 64),
                                                      ("llama4-maverick", 8, 2048, 32)])

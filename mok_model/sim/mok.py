@@ -1,7 +1,8 @@
 """Discrete-event simulation of one MoK megakernel pass on every GPU of the EP group.
 
 Per GPU: C_comm comm SMs (a resource of C_comm x copy_gbps_per_sm that keeps at most
-INFLIGHT_PER_SM x C_comm copies in flight; a pushing copy loads it 1 / push_copy_scale more),
+INFLIGHT_PER_SM x C_comm copies in flight; a pushing copy loads it 1 / push_copy_scale more,
+and the chunks a push dispatch or our pull combine scans for its rows push_scan_us each more),
 the compute SMs (GEMMs timed by analytic.gemm_time / expert_ffn_parts for each real minibatch),
 its links in the network (sim/network.py: NVLink planes, switch tiers, scale-out NICs and rails;
 every copy a flow sharing them max-min fairly), and a macrobatch ring buffer of `macrobatch`
@@ -33,9 +34,9 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..analytic import (US, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts, ffn_pieces,
-                        in_order_wait, iteration_rows, loads, push_scan_chunks, ring_capacity,
-                        tile_rows)
+from ..analytic import (COPY_ROWS, US, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts,
+                        ffn_pieces, in_order_wait, iteration_rows, loads, push_scan_chunks,
+                        ring_capacity, tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
@@ -267,11 +268,14 @@ class MokSim:
         push_scale = 1.0 / _param(p, "push_copy_scale", 1.0)
         # comm SMs that quantize rows while they copy them load it 1 / dispatch_copy_scale more
         self.dispatch_sm_scale = (push_scale if self.dpush else 1.0) / dispatch_copy_scale(scn, p)
-        # an emulated push dispatch's lanes also visit every chunk of a minibatch for their
-        # peer's rows (analytic.emulated_push_scan): that time loads the comm SMs as more bytes
-        self.push_scan = self.dpush and self.emulated and P > 1 and _param(p, "push_scan_us", 0.0) > 0
+        # a push dispatch's lanes also visit every chunk of the receiver's minibatch for their
+        # rows (analytic.push_scan): that time loads the copying comm SMs as more bytes
+        self.push_scan = self.dpush and P > 1 and _param(p, "push_scan_us", 0.0) > 0
         self.scan_s = _param(p, "push_scan_us", 0.0) * US
         self.combine_sm_scale = push_scale if self.kpush else 1.0
+        # our pull combine's homes also visit every chunk of each owner's minibatch for their
+        # rows (analytic.pull_scan_chunks): that time loads each home's comm SMs as more bytes
+        self.pull_scan = self.owner_walk and self.scan_s > 0
         self.dispatched = np.zeros(P, dtype=int)
         self.all_dispatched = [env.event() for _ in range(P)]
         self.remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
@@ -434,9 +438,13 @@ class MokSim:
                 links, lat, trc = self._path(d, e, drv)
                 if not (self.kpush or self.emulated):
                     lat *= self.read_trips
+            sm_scale = self.combine_sm_scale
+            if self.pull_scan:  # home e's programs scan all of the minibatch's chunks
+                visits = np.ceil(np.ceil(rows.sum() / COPY_ROWS) / self.cfg.comm_sms)
+                sm_scale += visits * self.scan_s * self.sm_rate / (float(rows[j]) * self.out)
             for rc in chunks(int(rows[j]), self.out, self.chunk):
                 msg = Message(rc * self.out, rc, links, lat, (join, self.inbox[e]), flow + e,
-                              1, name, now, sm_scale=self.combine_sm_scale, trace=trc)
+                              1, name, now, sm_scale=sm_scale, trace=trc)
                 if self.owner_walk:
                     walk.setdefault(e, []).append(msg)
                 elif self.kpush or self.emulated or j == 0:

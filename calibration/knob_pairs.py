@@ -1,0 +1,150 @@
+"""Knob effects, measured against predicted, on the real 2-GPU runs (docs/calibration.md, "Real
+2-GPU runs"): which knob differences the model orders wrongly, and by how much.
+
+    python -m calibration.knob_pairs [--engine analytic|sim] [--by tokens|model] [--worst N]
+
+Pairs of MoK records of one workload, timed by one bench command (same `note`: no run-to-run
+drift between them), whose configurations differ in exactly one knob. For each knob (from the
+smaller value, or the name first in alphabetical order, to the other) and each context (the
+other knobs' values, tokens, routing, model): the mean relative change b / a - 1 measured and
+predicted, their difference, how many pairs the records resolve (p10-p90 intervals disjoint,
+as calibration/noise.py `resolved_pairs`) and the share of those the model moves the same way.
+Predictions are held out as in calibration/report_h200x2.py (each token count, or each model,
+predicted by the fit without it). Then the workloads of the largest tuner regret: the model's
+pick and the best measured configuration, each with its median [p10, p90], and whether the
+records resolve the two (intervals disjoint) and whether one bench command timed both.
+"""
+
+from __future__ import annotations
+
+import argparse
+import collections
+
+import numpy as np
+
+from mok_model.records import predictable, read_records, workload_key
+
+from .noise import pick_key
+from .report_h200x2 import H200X2, held_out_fits
+from .validate import validate
+
+KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
+CONTEXT = ("dispatch", "combine", "comm_sms", "tokens", "routing", "model")
+
+
+def _order(v) -> tuple:
+    return (0, v, "") if isinstance(v, (int, float)) else (1, 0, str(v))
+
+
+def knob_pairs(records: list[dict], predicted) -> list[dict]:
+    """Pairs of MoK records (same workload and bench command) that differ in exactly one knob:
+    knob, its two values (a before b), measured and predicted b / a - 1, whether the records
+    resolve the pair, and the context (the first record's other knobs, tokens, routing, model)."""
+    pred = dict(zip((r["id"] for r in records), predicted))
+    groups: dict[tuple, list[dict]] = collections.defaultdict(list)
+    for r in records:
+        if r["system"] == "mok":
+            groups[workload_key(r) + (r.get("note", ""),)].append(r)
+    out = []
+    for rs in groups.values():
+        for i, a in enumerate(rs):
+            for b in rs[i + 1:]:
+                diff = [k for k in KNOBS if a["config"][k] != b["config"][k]]
+                if len(diff) != 1:
+                    continue
+                k = diff[0]
+                x, y = (a, b) if _order(a["config"][k]) < _order(b["config"][k]) else (b, a)
+                lx, ly = x["latency_ms"], y["latency_ms"]
+                model = x["model"] if isinstance(x["model"], str) else "(shape)"
+                out.append({"knob": k, "a": x["config"][k], "b": y["config"][k],
+                            "measured": ly["median"] / lx["median"] - 1,
+                            "predicted": pred[y["id"]] / pred[x["id"]] - 1,
+                            "resolved": ly["p90"] < lx["p10"] or lx["p90"] < ly["p10"],
+                            "context": {**{c: x["config"][c] for c in CONTEXT[:3]},
+                                        "tokens": x["tokens"], "model": model,
+                                        "routing": x["routing"].get("kind", "uniform")}})
+    return out
+
+
+def summarize(pairs: list[dict]) -> dict:
+    """Mean measured and predicted change, their difference (predicted - measured), pairs,
+    resolved pairs and the share of those the model moves the same way as measured."""
+    m = np.array([p["measured"] for p in pairs])
+    q = np.array([p["predicted"] for p in pairs])
+    res = np.array([p["resolved"] for p in pairs], bool)
+    right = float(np.mean(np.sign(m[res]) == np.sign(q[res]))) if res.any() else None
+    return {"n": len(pairs), "measured": float(m.mean()), "predicted": float(q.mean()),
+            "error": float((q - m).mean()), "resolved": int(res.sum()), "right": right}
+
+
+def _line(label: str, s: dict) -> str:
+    right = "  n/a" if s["right"] is None else f"{100 * s['right']:4.0f}%"
+    return (f"  {label:28s} n {s['n']:3d} measured {100 * s['measured']:+5.1f}% predicted "
+            f"{100 * s['predicted']:+5.1f}% error {100 * s['error']:+5.1f} resolved "
+            f"{s['resolved']:3d} same way {right}")
+
+
+def regrets(records: list[dict], predicted) -> list[dict]:
+    """Per workload (MoK records), largest regret first: the model's pick (noise.pick_key), the
+    best measured record, the regret, and whether the records resolve the two (p10-p90
+    intervals disjoint) and one bench command timed both."""
+    groups: dict[tuple, list[int]] = collections.defaultdict(list)
+    for i, r in enumerate(records):
+        if r["system"] == "mok":
+            groups[workload_key(r)].append(i)
+    out = []
+    for ix in groups.values():
+        pick = min(ix, key=lambda i: pick_key(records[i], predicted[i]))
+        best = min(ix, key=lambda i: records[i]["latency_ms"]["median"])
+        lp, lb = records[pick]["latency_ms"], records[best]["latency_ms"]
+        out.append({"pick": pick, "best": best, "regret": lp["median"] / lb["median"] - 1,
+                    "resolved": lb["p90"] < lp["p10"],
+                    "one_run": records[pick].get("note") == records[best].get("note")})
+    return sorted(out, key=lambda x: -x["regret"])
+
+
+def _config(r: dict, predicted: float) -> str:
+    c, lat = r["config"], r["latency_ms"]
+    return (f"{c['dispatch']}/{c['combine']} minibatch {c['minibatch']} comm SMs {c['comm_sms']}: "
+            f"{lat['median']:.3f} [{lat['p10']:.3f}, {lat['p90']:.3f}] ms, predicted {predicted:.3f}")
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--engine", choices=("analytic", "sim"), default="analytic")
+    ap.add_argument("--by", choices=("tokens", "model"), default="tokens")
+    ap.add_argument("--worst", type=int, default=8, help="workloads of the largest regret to show")
+    a = ap.parse_args(argv)
+    runs = read_records(sorted(H200X2.glob("bench_*.jsonl")))
+    fits = held_out_fits(runs)
+    mok = [r for r in runs if r["system"] == "mok" and predictable(r)]
+    recs, pred = [], []
+    for g in sorted({str(r[a.by]) for r in mok}):
+        test = [r for r in mok if str(r[a.by]) == g]
+        recs += test
+        pred += [x["predicted_ms"] for x in validate(test, fits[a.by, g], a.engine).rows]
+    pairs = knob_pairs(recs, pred)
+    steps = sorted({(p["knob"], p["a"], p["b"]) for p in pairs},
+                   key=lambda t: (KNOBS.index(t[0]), _order(t[1]), _order(t[2])))
+    for k, x, y in steps:
+        mine = [p for p in pairs if (p["knob"], p["a"], p["b"]) == (k, x, y)]
+        print(f"{k}: {x} -> {y} ({a.engine}, held out by {a.by})")
+        print(_line("all", summarize(mine)))
+        for c in CONTEXT:
+            if c == k:
+                continue
+            for v in sorted({p["context"][c] for p in mine}, key=_order):
+                print(_line(f"{c} {v}", summarize([p for p in mine if p["context"][c] == v])))
+    print(f"largest regrets ({a.engine}, held out by {a.by}):")
+    for x in regrets(recs, pred)[:a.worst]:
+        r = recs[x["pick"]]
+        print(f"  {r['model']} {r['tokens']} {r['routing'].get('kind', 'uniform')} "
+              f"{r['routing'].get('arg', '')}: regret {100 * x['regret']:.1f}%, "
+              f"{'resolved' if x['resolved'] else 'within the noise'}, "
+              f"{'one bench command' if x['one_run'] else 'two runs'}")
+        print(f"    pick {_config(r, pred[x['pick']])}")
+        print(f"    best {_config(recs[x['best']], pred[x['best']])}")
+
+
+if __name__ == "__main__":
+    main()
