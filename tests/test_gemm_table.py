@@ -441,3 +441,21 @@ def test_microbench_record_of_a_bare_shape():
     r["metrics"] = {"sms": 4, "GBps": 10.0, "bytes": 1 << 20, "copy_rows": 16}
     assert r["id"].startswith("micro-copy-h2048-") and r["model"] == {"hidden": 2048}
     validate_record(r)
+
+
+def test_a_hot_record_of_the_old_draw_stays_out_of_the_table():
+    """The fits' rule (records.routing_reproduced): a few-expert hot record of the old draw
+    (mixtral: expert 0 got about twice F) makes no point; the same record drawn the model's way
+    does, and so does an old-draw one of many experts (kimi-k2: the excess is within 2% of F)."""
+    from calibration.gemm_table import table_records
+
+    def hot(model, draw=None):
+        r = _gemm_record(model, 8, 8192, 10.0, rid=f"{model}-{draw}")
+        r["routing"] = {"kind": "hot", "arg": 0.1, "seed": 0, **({"draw": draw} if draw else {})}
+        return r
+
+    recs = [hot("mixtral-8x7b"), hot("mixtral-8x7b", "model"), hot("kimi-k2")]
+    assert [r["id"] for r in table_records(recs, "h200-1")] == ["mixtral-8x7b-model",
+                                                                  "kimi-k2-None"]
+    built = build_table(recs, "h200-1", [])
+    assert {p["id"] for p in built.points} == {"mixtral-8x7b-model", "kimi-k2-None"}
