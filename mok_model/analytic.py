@@ -143,6 +143,19 @@ def dispatch_copy_scale(scn: Scenario, p: Params) -> float:
     return p["fp8_quant_copy_scale"] if fp8_fused(scn, p) else 1.0
 
 
+def shared_section(scn: Scenario, empty_slot: bool) -> tuple[int, int]:
+    """(experts, width) of the shared-expert section the megakernel runs over the N home tokens:
+    the model's shared experts; for a model without one, nothing, or, where `empty_slot`
+    (the parameter empty_shared_slot: our kernel) and the pass is a forward, one slot of the
+    routed width with zero weights: mok_kernels/megakernel.py packs zeros in the shared-expert
+    slot (MoKLayer._pack) and its forward walks the slot's N / block_m row tiles whatever the
+    model (ns_tiles); the backward skips them (backward.py HAS_SHARED)."""
+    m = scn.model
+    if m.shared_experts:
+        return m.shared_experts, m.shared_width
+    return (1, m.expert_width) if empty_slot and scn.pass_ == "fwd" else (0, 0)
+
+
 def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
                     width: int, shared: bool = False, wave_sync: float = 1.0,
                     library: bool = False, wgrad_experts=None):
@@ -317,10 +330,11 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws,
                           wgrad_experts=active / M)
     c = ffn + p["minibatch_overhead_us"] * US  # per minibatch
-    if m.shared_experts:
-        n_tok = scn.tokens * m.shared_experts
-        shared = expert_ffn_time(scn, p, n_tok, np.ceil(scn.tokens / tm) * m.shared_experts,
-                                 m.shared_experts, cx, m.shared_width, shared=True, wave_sync=ws)
+    ns, sw = shared_section(scn, p["empty_shared_slot"] >= 0.5)
+    if ns:
+        n_tok = scn.tokens * ns
+        shared = expert_ffn_time(scn, p, n_tok, np.ceil(scn.tokens / tm) * ns, ns, cx, sw,
+                                 shared=True, wave_sync=ws)
     else:
         shared = np.zeros_like(c)
 
@@ -392,10 +406,9 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # sim/mok.py's GEMMs do. No minibatch starts before its rows are in, and the last one not
     # before the dispatch ends.
     alone = shared + M * c  # all the tiles on the compute SMs
-    if m.shared_experts:
-        shared_join = expert_ffn_time(scn, p, n_tok, np.ceil(scn.tokens / tm) * m.shared_experts,
-                                      m.shared_experts, joined, m.shared_width, shared=True,
-                                      wave_sync=ws)
+    if ns:
+        shared_join = expert_ffn_time(scn, p, n_tok, np.ceil(scn.tokens / tm) * ns, ns, joined,
+                                      sw, shared=True, wave_sync=ws)
     else:
         shared_join = np.zeros_like(c_join)
     together = shared_join + M * c_join  # all of them on the joined SMs

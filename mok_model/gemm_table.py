@@ -7,11 +7,12 @@ communication) say it per shape instead. A table holds one point per such record
     eff = ideal / measured
 
 where `ideal` is the record's tile-quantized GEMM FLOPs (routed experts of the measured rank,
-each expert's rows in whole row tiles, plus the shared expert) at the preset's peak tensor rate
-on all of its SMs (`ideal_seconds`), and `measured` the record's median. So a point is the
-fraction of peak that the model's own tile formula needs to reproduce that measurement; it
-includes what one gemm_eff cannot say: weight reads at few rows per expert, short K or N loops of
-narrow experts, per-expert set-up.
+each expert's rows in whole row tiles, plus the shared expert: in the megakernel's own GEMM
+phases of a model without one, its zero shared slot, analytic.shared_section) at the preset's
+peak tensor rate on all of its SMs (`ideal_seconds`), and `measured` the record's median. So a
+point is the fraction of peak that the model's own tile formula needs to reproduce that
+measurement; it includes what one gemm_eff cannot say: weight reads at few rows per expert,
+short K or N loops of narrow experts, per-expert set-up.
 
 A point's coordinates are its shape: rows per active expert (the measured rank's), the expert
 width I, the hidden size H and the local experts L. A point also holds its occupancy
@@ -80,6 +81,8 @@ LEVELS = ("absolute", "relative")
 IDEAL_TILE = 128
 # the phase mechanism's constants (module docstring), fitted by calibration/gemm_table.py
 MECHANISM = ("tensor_eff", "item_us", "hbm_gbps", "launch_us")
+# the system of records of the megakernel's own GEMM phases (mok_kernels/bench.py run_mok_gemm)
+KERNEL_SYSTEM = "mok-gemm"
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: scenario_eff caches per table
@@ -238,19 +241,22 @@ def measured_gpu(scn) -> int:
     return 0 if scn.hardware.emulated_ranks else int(np.argmax(loads(scn).rows))
 
 
-def occupancy(scn, tile: dict | None = None) -> float:
+def occupancy(scn, tile: dict | None = None, empty_slot: bool = True) -> float:
     """The measured GPU's GEMM FLOPs at peak on all SMs, over the same with each phase (gate/up,
     down: routed and shared tiles together, in the kernel's tile: `tile`, else DEFAULT_TILE)
-    on min(its tiles, SMs) SMs: 1 when every phase has a tile per SM, less with fewer tiles."""
-    from .analytic import loads
+    on min(its tiles, SMs) SMs: 1 when every phase has a tile per SM, less with fewer tiles.
+    `empty_slot`: the GEMMs are the megakernel's, with its zero shared slot in a forward of a
+    model without a shared expert (analytic.shared_section); False for the library's."""
+    from .analytic import loads, shared_section
 
     t = {**DEFAULT_TILE, **(tile or {})}
     bm, m, sms = t["block_m"], scn.model, scn.hardware.sms
     er = loads(scn).expert_rows[measured_gpu(scn)]
     H = m.hidden
     blocks = [(float(np.ceil(er / bm).sum()), m.expert_width)]
-    if m.shared_experts:
-        blocks.append((float(np.ceil(scn.tokens / bm)) * m.shared_experts, m.shared_width))
+    ns, sw = shared_section(scn, empty_slot)
+    if ns:
+        blocks.append((float(np.ceil(scn.tokens / bm)) * ns, sw))
     gu_tiles = sum(r * math.ceil(2 * w / t["bn_gu"]) for r, w in blocks)
     dn_tiles = sum(r * math.ceil(H / t["bn_dn"]) for r, w in blocks)
     gu_flops = sum(r * 2 * w * H for r, w in blocks)
@@ -271,10 +277,11 @@ def shape_of(scn, gpu: int | None = None) -> tuple[float, int, int, int]:
     return float(er.sum()) / active, scn.model.expert_width, scn.model.hidden, scn.local_experts
 
 
-def ideal_seconds(scn, tile_m: int, tile_n: int) -> float:
+def ideal_seconds(scn, tile_m: int, tile_n: int, empty_slot: bool = True) -> float:
     """The measured GPU's routed (whole row tiles per expert) and shared-expert GEMM FLOPs at the
-    preset's peak tensor rate on all SMs: what a table point's efficiency is relative to."""
-    from .analytic import loads
+    preset's peak tensor rate on all SMs: what a table point's efficiency is relative to;
+    `empty_slot` as in occupancy."""
+    from .analytic import loads, shared_section
 
     hw, m = scn.hardware, scn.model
     er = loads(scn).expert_rows[measured_gpu(scn)]
@@ -284,8 +291,9 @@ def ideal_seconds(scn, tile_m: int, tile_n: int) -> float:
         return 2.0 * tile_m * tile_n * row_tiles * H * (np.ceil(2 * width / tile_n)
                                                          + np.ceil(H / tile_n) * width / H)
     total = flops(float(np.ceil(er / tile_m).sum()), m.expert_width)
-    if m.shared_experts:
-        total += flops(np.ceil(scn.tokens / tile_m) * m.shared_experts, m.shared_width)
+    ns, sw = shared_section(scn, empty_slot)
+    if ns:
+        total += flops(np.ceil(scn.tokens / tile_m) * ns, sw)
     passes = 1.0 if scn.pass_ == "fwd" else 2.0
     return passes * total / (hw.tflops(scn.precision) * 1e12)
 
@@ -297,10 +305,11 @@ def scenario_eff(table: GemmTable, scn) -> float | None:
     value is divided by its median (multiply by gemm_eff: gemm_efficiency)."""
     if not table.covers(scn):
         return None
+    kernel = table.level == "absolute"  # the megakernel's GEMM phases, its zero slot included
     if table.uses_mechanism:
         e = ideal_seconds(scn, IDEAL_TILE, IDEAL_TILE) / table.scenario_seconds(scn)
     else:
-        e = table.eff(*shape_of(scn), occupancy(scn))
+        e = table.eff(*shape_of(scn), occupancy(scn, empty_slot=kernel))
     return e if table.level == "absolute" else e / table.median
 
 
@@ -338,9 +347,11 @@ def replaces_gemm_eff(table) -> bool:
 
 
 def table_point(rec: dict, scn, tile_m: int, tile_n: int) -> dict:
-    """One table point from a record of the kernel's GEMM phases alone."""
+    """One table point from a record of GEMM phases alone: the megakernel's (system
+    KERNEL_SYSTEM, its zero shared slot counted) or the library's."""
     rows, width, hidden, local = shape_of(scn)
-    ideal = ideal_seconds(scn, tile_m, tile_n)
+    kernel = rec["system"] == KERNEL_SYSTEM
+    ideal = ideal_seconds(scn, tile_m, tile_n, kernel)
     ms = float(rec["latency_ms"]["median"])
     model = rec["model"] if isinstance(rec["model"], str) else rec["model"].get("name", "shape")
     return {"id": rec["id"], "model": model, "ep": scn.ep, "tokens": scn.tokens,
@@ -349,19 +360,20 @@ def table_point(rec: dict, scn, tile_m: int, tile_n: int) -> dict:
             "rows_per_expert": rows, "expert_width": width,
             "hidden": hidden, "local_experts": local,
             "tile": rec.get("tiles") or dict(DEFAULT_TILE),
-            "occupancy": occupancy(scn, rec.get("tiles")), "measured_ms": ms,
+            "occupancy": occupancy(scn, rec.get("tiles"), kernel), "measured_ms": ms,
             "ideal_ms": ideal * 1e3, "eff": ideal * 1e3 / ms}
 
 
 def phase_features(scn, tile: dict | None = None) -> dict:
     """What the phase mechanism needs of the measured GPU's GEMM phases (module docstring):
     work items {"gu", "dn"} as [count, FLOPs per item] per block (routed experts, shared
-    experts), the expert weight bytes streamed from HBM, the SMs and the peak tensor TFLOP/s.
-    `tile`: the kernel's tile (block_m, bn_gu, bn_dn, block_k, group_m), else its defaults with
-    group_m as MoKLayer picks it (mok_kernels/tiles.py)."""
+    experts or the kernel's zero shared slot: analytic.shared_section), the expert weight bytes
+    streamed from HBM, the SMs and the peak tensor TFLOP/s. `tile`: the kernel's tile (block_m,
+    bn_gu, bn_dn, block_k, group_m), else its defaults with group_m as MoKLayer picks it
+    (mok_kernels/tiles.py)."""
     from mok_kernels.tiles import forward_group_m, padded_width
 
-    from .analytic import loads
+    from .analytic import loads, shared_section
 
     t = {**DEFAULT_TILE, "block_k": 64, **(tile or {})}
     bm, bn_gu, bn_dn, bk = t["block_m"], t["bn_gu"], t["bn_dn"], t["block_k"]
@@ -370,8 +382,9 @@ def phase_features(scn, tile: dict | None = None) -> dict:
     gm = t.get("group_m") or forward_group_m(m.expert_width, bn_gu, bk)
     er = loads(scn).expert_rows[measured_gpu(scn)]
     blocks = [(np.ceil(er[er > 0] / bm), m.expert_width)]
-    if m.shared_experts:
-        blocks.append((np.full(m.shared_experts, math.ceil(scn.tokens / bm)), m.shared_width))
+    ns, sw = shared_section(scn, True)
+    if ns:
+        blocks.append((np.full(ns, math.ceil(scn.tokens / bm)), sw))
     gu, dn, wbytes = [], [], 0.0
     for rt, width in blocks:
         wp = padded_width(width, bn_gu, bk)

@@ -44,6 +44,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "combine_in_epilogue": (0.0, 1.0),  # 1: push combine stores from the down-GEMM epilogue
     "combine_after_dispatch": (0.0, 1.0),  # 1: comm SMs finish every dispatch before pull combines
     "combine_owner_order": (0.0, 1.0),  # 1: a home pulls the owners' rows owner after owner
+    "empty_shared_slot": (0.0, 1.0),  # 1: a forward without a shared expert runs a zero one (routed width)
     "mok_fixed_us": (0.0, 2000.0),  # residual per-pass overhead of the megakernel
     "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
     "host_launch_scale": (0.5, 10.0),  # host launch time relative to the preset's launch_us
@@ -114,6 +115,8 @@ ADDED: dict[str, tuple[float, str]] = {
     "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "
                                  "outputs as its owner finishes it, every owner's interleaved "
                                  "(mok-system.md); 1 for our kernel across GPUs (calibration/priors.py)"),
+    "empty_shared_slot": (0.0, "design: the published kernel runs no shared-expert tiles where the "
+                               "model has no shared expert; 1 for our kernel (calibration/priors.py)"),
 }
 
 

@@ -324,8 +324,8 @@ def test_occupancy_scales_the_interpolated_rate_and_points_are_reproduced():
     assert t.eff(64, 2048, 7168, 16, 0.4) == pytest.approx(0.2)
     assert t.eff(256, 2048, 7168, 16) == pytest.approx(0.6)
     assert t.eff(64, 2048, 7168, 16) == pytest.approx(0.5)  # the rate of the occupied SMs
-    rec = _gemm_record("gpt-oss-120b", 32, 64, 0.1)
-    p = build_table([rec], "h200-1", []).points[0]
+    rec = {**_gemm_record("gpt-oss-120b", 32, 64, 0.1), "system": "mok-gemm"}  # the kernel's own
+    p = build_table([rec], "h200-1", [], "mok-gemm").points[0]
     assert p["occupancy"] == pytest.approx(occupancy(record_scenario(rec)))
     assert GemmTable("h200-1", (p,)).eff(*shape_of(record_scenario(rec)),
                                         occupancy(record_scenario(rec))) == pytest.approx(p["eff"])
@@ -459,3 +459,25 @@ def test_a_hot_record_of_the_old_draw_stays_out_of_the_table():
                                                                   "kimi-k2-None"]
     built = build_table(recs, "h200-1", [])
     assert {p["id"] for p in built.points} == {"mixtral-8x7b-model", "kimi-k2-None"}
+
+
+def test_the_kernels_gemm_phases_count_its_zero_shared_slot_the_librarys_do_not():
+    """A mok-gemm point of a model without a shared expert counts the megakernel's zero shared
+    slot (N home tokens at the routed width: analytic.shared_section) in its ideal FLOPs and its
+    mechanism's work items; a gemm-only point (the library's grouped GEMM) does not; a model
+    with a shared expert counts its own either way."""
+    from mok_model.analytic import shared_section
+
+    mixtral = scenario("mixtral-8x7b", 8, 4096)
+    assert shared_section(mixtral, True) == (1, 14336)
+    assert shared_section(mixtral, False) == (0, 0)
+    assert shared_section(scenario("kimi-k2"), False) == (1, 2048)
+    kernel = {**_gemm_record("mixtral-8x7b", 8, 4096, 5.0), "system": "mok-gemm"}
+    library = _gemm_record("mixtral-8x7b", 8, 4096, 5.0)
+    pk, pl = (table_point(r, mixtral, 128, 128) for r in (kernel, library))
+    routed = ideal_seconds(mixtral, 128, 128, empty_slot=False)
+    # 32 row tiles of 128 rows: gate/up (4096 -> 2 x 14336) and down, 6 H I FLOPs per row
+    slot = 32 * 128 * 6 * 4096 * 14336 / (mixtral.hardware.tflops("bf16") * 1e12)
+    assert pl["ideal_ms"] == pytest.approx(routed * 1e3)
+    assert pk["ideal_ms"] == pytest.approx((routed + slot) * 1e3)
+    assert len(pk["mech"]["gu"]) == 2 and pk["mech"]["gu"][1][0] == 32 * 112

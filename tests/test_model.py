@@ -291,3 +291,25 @@ def test_in_order_work_list_waits_behind_a_minibatch_in_flight(engine, monkeypat
     # about one minibatch's down (1/3 of its FLOPs) is what the wait adds: less than one
     # minibatch's GEMMs (16,384 routed rows in 8 minibatches of 2,048)
     assert in_order.latency_ms - free.latency_ms < in_order.work_ms["routed_gemm"] / 8
+
+
+@pytest.mark.parametrize("engine", ["analytic", "sim"])
+def test_our_forward_runs_a_zero_shared_slot_where_the_model_has_no_shared_expert(engine):
+    """mok_kernels/megakernel.py walks the shared-expert slot's N / block_m row tiles whatever the
+    model, with zero weights of the routed width where it has no shared expert (empty_shared_slot
+    1, our kernel): a mixtral-8x7b forward pays a dense FFN of its width over its N home tokens
+    (at EP 8, 4096 tokens: half the routed rows again); a model with a shared expert and the
+    backward (which skips the slot) do not change."""
+    from calibration.cli import priors_for
+
+    p = priors_for("h200-1")
+    slot, none = (p.with_values(empty_shared_slot=v) for v in (1.0, 0.0))
+    cfg = Config(dispatch="pull", combine="push", minibatch=4096, comm_sms=32)
+
+    def t(model, params, pass_="fwd"):
+        s = Scenario(load_hardware("h200-1"), load_model(model), 8, 4096, pass_=pass_)
+        return predict(s, cfg, "mok", params, engine).latency_ms
+
+    assert t("mixtral-8x7b", slot) > 1.25 * t("mixtral-8x7b", none)
+    assert t("kimi-k2", slot) == pytest.approx(t("kimi-k2", none), rel=1e-12)
+    assert t("mixtral-8x7b", slot, "bwd") == pytest.approx(t("mixtral-8x7b", none, "bwd"), rel=1e-12)

@@ -36,7 +36,7 @@ import simpy
 
 from ..analytic import (COPY_ROWS, US, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts,
                         ffn_pieces, in_order_wait, iteration_rows, loads, push_scan_chunks,
-                        ring_capacity, tile_rows)
+                        ring_capacity, shared_section, tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
@@ -89,14 +89,14 @@ def _stream_floor(t: np.ndarray, floor: np.ndarray, wave_sync: float, splits) ->
 
 
 def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: bool = False, splits=(),
-                wgrad_experts=None):
-    """(gate/up, down) seconds per minibatch (or of the shared expert): the FFN time (analytic's
-    expert_ffn_parts, the floor streamed per GPU: `splits` cut the flat minibatches into GPUs)
-    split in proportion to its parts (analytic.ffn_pieces): forward gate/up and down; backward
-    the recomputed gate/up first, then the data and weight gradients."""
-    m = scn.model
+                wgrad_experts=None, width: int | None = None):
+    """(gate/up, down) seconds per minibatch (or of the shared expert, `width` wide: analytic's
+    shared_section): the FFN time (analytic's expert_ffn_parts, the floor streamed per GPU:
+    `splits` cut the flat minibatches into GPUs) split in proportion to its parts
+    (analytic.ffn_pieces): forward gate/up and down; backward the recomputed gate/up first, then
+    the data and weight gradients."""
     ws = _param(p, "wave_sync", 1.0)
-    width = m.shared_width if shared else m.expert_width
+    width = scn.model.expert_width if width is None else width
     t_tiles, floor = expert_ffn_parts(scn, p, rows, tiles, touched, sms, width, shared=shared, wave_sync=ws,
                                       wgrad_experts=wgrad_experts)
     ffn = _stream_floor(np.atleast_1d(np.asarray(t_tiles, np.float64)),
@@ -112,7 +112,7 @@ def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: boo
 
 def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: int) -> Plan:
     """Cut every GPU's received rows (ordered by local expert, then source) into minibatches."""
-    m, P = scn.model, scn.ep
+    P = scn.ep
     L = scn.local_experts
     t = traffic(scn)
     x = t.rows.transpose(1, 2, 0).reshape(P, L * P)  # per destination: (expert, source) flattened
@@ -167,10 +167,11 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, joined, splits=splits,
                               wgrad_experts=flat_w) if share > 0 else (gu, dn))
     shared, shared_split = 0.0, (0.0, 0.0, 0.0, 0.0)
-    if m.shared_experts:
-        sh = (scn.tokens * m.shared_experts, np.ceil(scn.tokens / tm) * m.shared_experts, m.shared_experts)
-        sg, sd = _gemm_split(scn, p, *sh, cx, shared=True)
-        sgj, sdj = _gemm_split(scn, p, *sh, joined, shared=True) if share > 0 else (sg, sd)
+    ns, sw = shared_section(scn, _param(p, "empty_shared_slot") >= 0.5)
+    if ns:
+        sh = (scn.tokens * ns, np.ceil(scn.tokens / tm) * ns, ns)
+        sg, sd = _gemm_split(scn, p, *sh, cx, shared=True, width=sw)
+        sgj, sdj = _gemm_split(scn, p, *sh, joined, shared=True, width=sw) if share > 0 else (sg, sd)
         shared_split = tuple(float(np.asarray(x).reshape(-1)[0]) for x in (sg, sd, sgj, sdj))
         shared = shared_split[0] + shared_split[1]
     return Plan(M, endpoints, rows_l, np.split(gu, splits), np.split(dn, splits),
