@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from mok_model.cli import int_at_least
+from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
@@ -38,11 +38,6 @@ def busy(desc: str, show: bool):
     from mok_model.progress import busy as _busy
 
     return _busy(desc) if show else contextlib.nullcontext()
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise MokInputError(f"{message} (see `{self.prog} --help`)")
 
 
 def priors_for(hardware: str) -> Params:
@@ -301,7 +296,7 @@ def cross_validate(layer: list[dict], by: str, base: Params, free_arg: str | Non
 
 
 def calibrate_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mok calibrate", description="Fit a parameters file to run records.")
+    p = MokParser(prog="mok calibrate", description="Fit a parameters file to run records.")
     p.add_argument("runs", nargs="+", metavar="RUN_FILES", help="mok-run/1 JSONL files")
     p.add_argument("--out", required=True, help="parameters file to write")
     p.add_argument("--holdout-by", default=None,
@@ -333,7 +328,7 @@ def calibrate_parser() -> argparse.ArgumentParser:
 
 
 def validate_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mok validate", description="Compare predictions with run records.")
+    p = MokParser(prog="mok validate", description="Compare predictions with run records.")
     p.add_argument("runs", nargs="+", metavar="RUN_FILES", help="mok-run/1 JSONL files")
     p.add_argument("--params", required=True, help="parameters file")
     p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
@@ -351,7 +346,7 @@ def validate_parser() -> argparse.ArgumentParser:
 def run_validate(a: argparse.Namespace) -> dict:
     """Predict every layer record with the parameters file; return the --json document."""
     _check_engine(a.engine)
-    if a.plot:
+    if a.plot is not None:
         check_output_file(a.plot, "--plot", ".png")
     records = read_records(a.runs)
     params = read_params(a.params)

@@ -12,23 +12,45 @@ import math
 import os
 import shlex
 import sys
-from pathlib import Path
 
 from .errors import MokInputError
 from .fileio import check_output_file, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
 from .scenario import ENGINES, MODES, PASSES, PRECISIONS, SYSTEMS, Config, Scenario
 from .sim.fabric import SimInvariantError
+from .sim.network import DEGRADE_HELP
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 SCHEDULES = ("published", "naive")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad input as MokInputError (one line, exit 2)."""
+class _StoreOnce(argparse._StoreAction):
+    """argparse's plain store, but a flag given twice is refused: the later value would
+    silently replace the earlier one."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = namespace.__dict__.setdefault("_given", {})
+        if option_string is not None:
+            if self.dest in given:
+                parser.error(f"{option_string} given twice ({given[self.dest]!r} and {values!r}); "
+                             f"give it once")
+            given[self.dest] = values
+        super().__call__(parser, namespace, values, option_string)
+
+
+class MokParser(argparse.ArgumentParser):
+    """argparse for every mok command: bad input is a MokInputError (one line, exit 2), and a
+    value flag given twice is refused."""
+
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.register("action", None, _StoreOnce)
 
     def error(self, message: str):
         raise MokInputError(f"{message} (see `{self.prog} --help`)")
+
+
+_Parser = MokParser
 
 
 def int_at_least(low: int):
@@ -136,8 +158,9 @@ def _warn_knobs(scn: Scenario, knobs: dict) -> None:
              f"GEMMs (the tuner searches 4 to {min(64, scn.hardware.sms // 2)})")
 
 
-def _knobs(a) -> dict:
-    """The knobs given on the command line, each validated; the tuner picks the rest."""
+def _knobs(a, scn: Scenario | None = None) -> dict:
+    """The knobs given on the command line, each validated (against `scn`'s hardware when
+    given), then warned about; the tuner picks the rest."""
     for knob in ("dispatch", "combine"):
         if getattr(a, knob) is not None:
             choice(f"--{knob}", MODES, getattr(a, knob))
@@ -145,7 +168,11 @@ def _knobs(a) -> dict:
     trial = {**Config().as_dict(), **knobs}
     if "macrobatch" not in knobs:  # the tuner sizes the ring; only a given one must hold a minibatch
         trial["macrobatch"] = max(trial["macrobatch"], trial["minibatch"])
-    Config(**trial)
+    config = Config(**trial)
+    if scn is not None:
+        if "comm_sms" in knobs:
+            config.check_for(scn)
+        _warn_knobs(scn, knobs)
     return knobs
 
 
@@ -215,15 +242,15 @@ def cmd_predict(a, engine: str) -> int:
     choice("--system", SYSTEMS, a.system)
     if engine == "sim":
         choice("--schedule", SCHEDULES, a.schedule)
-        if a.trace:
+        if a.trace is not None:
             check_output_file(a.trace, "--trace")
+        if a.degrade is not None and not a.degrade.strip():
+            raise MokInputError(f"--degrade {a.degrade!r} is empty; {DEGRADE_HELP}")
     scn = _scenario(a)
-    knobs = _knobs(a)
-    if a.system != "mok" and knobs:
-        raise MokInputError(f"--system {a.system} has no MoK knobs; drop {sorted(knobs)}")
-    if "comm_sms" in knobs:
-        Config(comm_sms=knobs["comm_sms"]).check_for(scn)
-    _warn_knobs(scn, knobs)
+    if a.system != "mok" and any(getattr(a, k) is not None for k in KNOBS):
+        raise MokInputError(f"--system {a.system} has no MoK knobs; drop "
+                            f"{sorted(k for k in KNOBS if getattr(a, k) is not None)}")
+    knobs = _knobs(a, scn)
     params = _params_arg(a)(scn)
     if engine == "sim":
         from .progress import busy
@@ -252,14 +279,13 @@ def cmd_tune_table(a) -> int:
 
     if a.tokens is not None:
         raise MokInputError("--table tunes every bucket of --tokens-buckets; drop --tokens")
-    if Path(a.table).is_dir():
-        raise MokInputError(f"--table {a.table!r} is a folder; name a FILE.json inside it")
+    check_output_file(a.table, "--table")
     if a.engine != "analytic" or a.pass_ != "fwd" or a.precision != "bf16" or a.routing != "uniform" \
             or a.seed != 0:
         raise MokInputError("--table is the megakernel's choice: analytic engine, --pass fwd, "
                             "--precision bf16, --routing uniform, --seed 0 (the defaults)")
     try:
-        buckets = ([int(b) for b in a.tokens_buckets.split(",")] if a.tokens_buckets
+        buckets = ([int(b) for b in a.tokens_buckets.split(",")] if a.tokens_buckets is not None
                    else list(DEFAULT_BUCKETS))
     except ValueError:
         raise MokInputError(f"--tokens-buckets {a.tokens_buckets!r}: a comma list of token "
@@ -293,16 +319,15 @@ def cmd_tune(a) -> int:
     from .tuner import tune
 
     choice("--engine", ENGINES, a.engine)
-    if a.table:
+    if a.table is not None:
         return cmd_tune_table(a)
     if a.tokens is None:
         raise MokInputError("the following arguments are required: --tokens (or --table FILE.json "
                             "with --tokens-buckets; see `mok tune --help`)")
-    if a.tokens_buckets:
+    if a.tokens_buckets is not None:
         raise MokInputError("--tokens-buckets needs --table FILE.json")
     scn = _scenario(a)
-    knobs = _knobs(a)
-    _warn_knobs(scn, knobs)
+    knobs = _knobs(a, scn)
     params = _params_arg(a)(scn)
     r = tune(scn, params, fixed=knobs, top=a.top, engine=a.engine)
     if a.json:
@@ -337,7 +362,7 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--trace", help="write a Chrome trace-event JSON file")
             sp.add_argument("--schedule", default="published",
                             help=f"one of {SCHEDULES}: the published overlap order or in-order")
-            sp.add_argument("--degrade", default="",
+            sp.add_argument("--degrade", default=None,
                             help="degraded or failed links, e.g. gpu3:0.5 or gpu3.p0:0,tier:0.5 "
                                  "(README, 'The simulator')")
     sp = sub.add_parser("tune", help="pick the knobs")

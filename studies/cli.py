@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from mok_model.cli import int_at_least
+from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_dir
 from mok_model.scenario import ENGINES
@@ -17,13 +17,8 @@ from .common import Options
 from .registry import STUDIES, study
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise MokInputError(f"{message} (see `mok study --help`)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mok study", description="Run a what-if or paper-reproduction study.")
+    p = MokParser(prog="mok study", description="Run a what-if or paper-reproduction study.")
     p.add_argument("name", nargs="?", help="study name (see --list)")
     p.add_argument("--list", action="store_true", help="list the studies and exit")
     p.add_argument("--out", default="studies/out", help="output folder; the study writes DIR/NAME/")
