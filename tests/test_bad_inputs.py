@@ -44,6 +44,9 @@ def files(tmp_path_factory) -> Path:
     (d / "badfield.jsonl").write_text(json.dumps({**rec, "ep": "sixteen"}) + "\n")
     (d / "badknob.jsonl").write_text(json.dumps({**rec, "config": {"minibatch": "x"}}) + "\n")
     (d / "badshape.jsonl").write_text(json.dumps({**rec, "model": {"hidden": 64, "kind": "x"}}) + "\n")
+    (d / "ep-over-experts.jsonl").write_text(json.dumps({**rec, "ep": 100000}) + "\n")
+    (d / "unknown-model.jsonl").write_text(json.dumps({**rec, "model": "nope"}) + "\n")
+    (d / "huge-knob.jsonl").write_text(json.dumps({**rec, "config": {"minibatch": 10**20}}) + "\n")
     (d / "other-hw.jsonl").write_text(json.dumps({**rec, "hardware": {**rec["hardware"],
                                                                       "preset": "h200-1"}}) + "\n")
     hw = (REPO / "mok_model/presets/hardware.toml").read_text()
@@ -124,6 +127,9 @@ CASES = [
     ([*W, "--capacity", "nan"], "must be a number in (0, 1]"),
     ([*W, "--capacity", "0.001"], "use --capacity 0.0"),
     ([*W, "--minibatch", "100000000"], "MoK's buffers need at least"),
+    ([*W, "--minibatch", "99999999999999999999"], "--minibatch 99999999999999999999 must be at most"),
+    ([*W, "--macrobatch", "99999999999999999999"], "--macrobatch 99999999999999999999 must be at most"),
+    ([*W, "--comm-sms", "99999999999999999999"], "--comm-sms 99999999999999999999 must be at most"),
     # parameters files
     ([*W, "--params", "{d}/none.json"], "no such file"),
     ([*W, "--params", "{d}/params-bad.json"], "not JSON"),
@@ -135,12 +141,19 @@ CASES = [
     # argparse itself
     ([*W, "--frobnicate"], "unrecognized arguments: --frobnicate (see `mok predict --help`)"),
     (W[:4], "the following arguments are required: --ep, --tokens"),
+    ([*W, "--ep", "8"], "--ep given twice (16 and 8); give it once"),
+    ([*W, "--tokens=128"], "--tokens given twice (64 and 128)"),
 ]
 SIM_CASES = [
     ([*W, "--schedule", "eager"], "--schedule 'eager' must be one of published, naive"),
     ([*W, "--trace", "{d}/missing/t.json"], "does not exist; create it first"),
     ([*W, "--trace", "{d}/folder"], "is a folder"),
     ([*W, "--trace", "{d}/a-file/t.json"], "does not exist"),
+    ([*W, "--trace", ""], "--trace '' is empty; name a file"),
+    ([*W, "--degrade", ""], "--degrade '' is empty"),
+    ([*W, "--degrade", ","], "--degrade ',' has an empty element"),
+    ([*W, "--degrade", "gpu3:0.5,,gpu2:0.5"], "has an empty element"),
+    ([*W, "--degrade", "gpu3:0.5,gpu3:0.2"], "names gpu3 twice"),
 ]
 TUNE_CASES = [
     ([*W, "--engine", "quantum"], "--engine 'quantum' must be one of analytic, sim"),
@@ -150,6 +163,12 @@ TUNE_CASES = [
     ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", "x"], "a comma list of token counts"),
     ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", "0"], "need token counts >= 1"),
     ([*W, "--tokens-buckets", "64"], "--tokens-buckets needs --table"),
+    ([*W, "--tokens-buckets", ""], "--tokens-buckets needs --table"),
+    ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", ""], "--tokens-buckets '': a comma list"),
+    ([*W[:6], "--table", "{d}/missing/t.json"], "does not exist; create it first"),
+    ([*W[:6], "--table", ""], "--table '' is empty; name a file"),
+    ([*W, "--comm-sms", "148"], "at most 147"),
+    ([*W, "--minibatch", "99999999999999999999"], "must be at most 2147483647"),
 ]
 CALIBRATE_CASES = [
     (["{d}/none.jsonl", "--out", "{d}/p.json"], "no such run-record file"),
@@ -174,6 +193,13 @@ CALIBRATE_CASES = [
     ([PUBLISHED, "--out", "{d}/p.json", "--gemm-table", "{d}/none.json"], "GEMM table"),
     ([PUBLISHED, "--out", "{d}/p.json", "--gemm-table", "{d}/params-bad.json"], "not JSON"),
     ([PUBLISHED], "the following arguments are required: --out"),
+    ([PUBLISHED, "--out", ""], "--out '' is empty; name a file"),
+    (["{d}/ep-over-experts.jsonl", "--out", "{d}/p.json"],
+     "ep-over-experts.jsonl:1: --ep 100000 is more than the 384 routed experts"),
+    (["{d}/unknown-model.jsonl", "--out", "{d}/p.json"], "unknown-model.jsonl:1: unknown model preset"),
+    (["{d}/huge-knob.jsonl", "--out", "{d}/p.json"],
+     "huge-knob.jsonl:1: config.minibatch=100000000000000000000 must be an integer in [1, "),
+    ([PUBLISHED, "--out", "{d}/p.json", "--thin", "2", "--thin", "3"], "--thin given twice"),
 ]
 VALIDATE_CASES = [
     ([PUBLISHED, "--params", "{d}/none.json"], "no such file"),
@@ -181,6 +207,8 @@ VALIDATE_CASES = [
     (["{d}/empty.jsonl", "--params", PARAMS], "holds no run records"),
     ([PUBLISHED, "--params", PARAMS, "--plot", "{d}/missing/x.png"], "does not exist"),
     ([PUBLISHED, "--params", PARAMS, "--plot", "{d}/x.svg"], "must name a .png file"),
+    ([PUBLISHED, "--params", PARAMS, "--plot", ""], "--plot '' is empty; name a file"),
+    (["{d}/ep-over-experts.jsonl", "--params", PARAMS], "ep-over-experts.jsonl:1: --ep 100000"),
     ([PUBLISHED, "--params", PARAMS, "--color-by", "mood"], "--color-by 'mood' must be one of"),
     ([PUBLISHED, "--params", PARAMS, "--thin", "0"], "--thin: 0 must be an integer >= 1"),
     ([PUBLISHED, "--params", PARAMS, "--engine", "x"], "--engine 'x' must be one of"),
@@ -196,6 +224,8 @@ STUDY_CASES = [
     (["ep-table", "--engine", "x"], "--engine 'x' must be one of"),
     (["ep-table", "--workers", "-1"], "--workers: -1 must be an integer >= 0"),
     (["ep-table", "--seed", "-1"], "--seed: -1 must be an integer >= 0"),
+    (["ep-table", "--out", ""], "--out '' is empty; name a folder"),
+    (["ep-table", "--seed", "1", "--seed", "2"], "--seed given twice"),
 ]
 
 
@@ -329,3 +359,40 @@ def test_append_never_glues_onto_a_line_without_newline(tmp_path):
     assert [r["id"] for r in read_records([f])] == [recs[0]["id"], recs[1]["id"]]
     with pytest.raises(Exception, match="already present"):
         append_records(f, [recs[1]])
+
+
+BENCH_CASES = [
+    (["--tokens", "1,,2"], "--tokens '1,,2': '' is not an integer"),
+    (["--tokens", ""], "--tokens '': '' is not an integer"),
+    (["--minibatch", "4096,"], "--minibatch '4096,'"),
+    (["--capacity", "nan"], "--capacity nan: must be in (0, 1]"),
+    (["--capacity", "0.5,,1"], "--capacity '0.5,,1'"),
+    (["--iters", "0"], "--iters 0: must be >= 1"),
+    (["--warmup", "-1"], "--warmup -1: must be >= 0"),
+    (["--seed", "-1"], "--seed -1: must be >= 0"),
+    (["--rank", "16"], "--rank 16: must be in [0, EP)"),
+    (["--macrobatch", "0"], "--macrobatch '0': allowed a row count >= 1"),
+    (["--tokens", "64", "--tokens", "128"], "--tokens given twice"),
+]
+
+
+@pytest.mark.parametrize("argv, want", BENCH_CASES, ids=[" ".join(a) for a, _ in BENCH_CASES])
+def test_bench_bad_grid_is_named_before_the_gpu_check(argv, want, tmp_path, capsys, monkeypatch):
+    """`mok bench`'s grid flags are checked on any machine: one line naming the value, exit 2."""
+    import torch
+
+    from mok_kernels import bench
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    rc = bench.cli(["--out", str(tmp_path / "r.jsonl"), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("mok bench: ") and want in err, err
+
+
+def test_bench_out_to_a_missing_folder(tmp_path, capsys):
+    from mok_kernels import bench
+
+    assert bench.cli(["--out", str(tmp_path / "missing" / "r.jsonl")]) == 2
+    assert "does not exist; create it first" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists()
