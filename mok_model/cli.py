@@ -53,6 +53,23 @@ class MokParser(argparse.ArgumentParser):
 _Parser = MokParser
 
 
+def run_tool(parser: argparse.ArgumentParser, body, argv: list[str] | None = None) -> int:
+    """Entry of a `python -m` tool or a script: parse argv (default sys.argv[1:]) with `parser`
+    (a MokParser: a tool without flags then refuses any argument instead of ignoring it), call
+    body(args); bad input is one line `PROG: error: ...` on stderr and exit status 2."""
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        return body(args) or 0
+    except MokInputError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def doc_parser(prog: str, doc: str | None) -> MokParser:
+    """A MokParser whose --help prints the tool's docstring as written."""
+    return MokParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
+
+
 def int_at_least(low: int):
     """An argparse type: an integer >= low, refused with the rule otherwise."""
     def parse(text: str) -> int:

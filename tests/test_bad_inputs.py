@@ -396,3 +396,30 @@ def test_bench_out_to_a_missing_folder(tmp_path, capsys):
     assert bench.cli(["--out", str(tmp_path / "missing" / "r.jsonl")]) == 2
     assert "does not exist; create it first" in capsys.readouterr().err
     assert not (tmp_path / "missing").exists()
+
+
+TOOLS_WITHOUT_FLAGS = [["-m", "calibration.defaults", "--bogus"],   # would rewrite the shipped params
+                       ["-m", "calibration.report_h200x2", "x"],
+                       ["benchmarks/bench_tuner.py", "--bogus"],
+                       ["benchmarks/bench_knobs.py", "--bogus"],
+                       ["benchmarks/bwd_item_model.py", "--bogus"],
+                       ["benchmarks/bench_sim.py", "--quik"]]
+
+
+@pytest.mark.parametrize("argv", TOOLS_WITHOUT_FLAGS, ids=[" ".join(a) for a in TOOLS_WITHOUT_FLAGS])
+def test_tools_refuse_arguments_they_do_not_take(argv):
+    """A tool run with an argument it does not take says so (it used to ignore it and run)."""
+    r = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=REPO, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(REPO), "MOK_PROGRESS": "0"})
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout[-300:], r.stderr[-300:])
+    assert r.stderr.count("\n") == 1 and "unrecognized arguments" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("argv, want", [(["--only", "nope"], "--only ['nope']: not a study"),
+                                        (["--only"], "expected at least one argument")])
+def test_studies_docs_refuses_unknown_studies(argv, want, capsys):
+    from studies.docs import main as docs_main
+
+    assert docs_main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and want in err, err
