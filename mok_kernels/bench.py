@@ -20,7 +20,8 @@ from typing import Any, Callable
 
 import torch
 
-from mok_model.cli import MokParser
+from mok_model.cli import MokParser, number_list
+from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
 from mok_model.records import append_records, record_model
 
@@ -39,36 +40,21 @@ SYSTEMS_BWD = ("mok", "gemm-only", "torch-autograd")
 
 
 def _floats(s: str, flag: str = "--capacity") -> list[float]:
-    """A comma list of numbers; an empty element or a non-number is refused naming `flag`."""
-    return [_number(float, v, flag, s) for v in s.split(",")]
+    """A comma list of numbers in (0, 1] (the capacities), refused naming `flag` otherwise."""
+    return number_list(s, flag, float, 0, 1, open_low=True)
 
 
 def _ints(s: str, flag: str = "--tokens") -> list[int]:
-    """A comma list of integers; an empty element or a non-integer is refused naming `flag`."""
-    return [_number(int, v, flag, s) for v in s.split(",")]
+    """A comma list of integers >= 1, refused naming `flag` otherwise."""
+    return number_list(s, flag)
 
 
-def _number(kind, text: str, flag: str, whole: str):
-    try:
-        return kind(text)
-    except ValueError:
-        raise BadInput(f"{flag} {whole!r}: {text!r} is not {'an integer' if kind is int else 'a number'}"
-                       f" (a comma list without empty elements)") from None
-
-
-class BadInput(ValueError):
+class BadInput(MokInputError):
     """A bad command-line value (exit status 2)."""
 
 
-class _Parser(MokParser):
-    """mok's argparse (a flag given twice is refused) reporting bad flags as BadInput."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise BadInput(message)
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = _Parser(prog="mok bench", description=__doc__)
+    p = MokParser(prog="mok bench", description=__doc__)
     p.add_argument("--model", default="kimi-k2", help="comma list of model presets")
     p.add_argument("--ep", default=None,
                    help="comma list of EP sizes (emulated on one GPU; default 16); with --gpus N "
@@ -195,12 +181,8 @@ def _check_args(a: argparse.Namespace) -> None:
             except ValueError as exc:
                 raise BadInput(f"--bwd-tiles: {exc}") from None
     for flag in ("--ep", "--tokens", "--minibatch", "--comm-sms"):
-        for v in _ints(getattr(a, flag[2:].replace("-", "_")), flag):
-            if v < 1:
-                raise BadInput(f"{flag} {v}: must be >= 1")
-    for v in _floats(a.capacity, "--capacity"):
-        if not 0 < v <= 1:
-            raise BadInput(f"--capacity {v}: must be in (0, 1]")
+        _ints(getattr(a, flag[2:].replace("-", "_")), flag)
+    _floats(a.capacity, "--capacity")
     for flag, v, low in (("--iters", a.iters, 1), ("--warmup", a.warmup, 0), ("--seed", a.seed, 0),
                          ("--gpus", a.gpus, 0)):
         if v < low:
@@ -672,7 +654,7 @@ def cli(argv: list[str]) -> int:
     """Entry point of `mok bench`; returns the exit status."""
     try:
         a = parse_args(argv)
-    except BadInput as exc:
+    except MokInputError as exc:
         print(f"mok bench: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:   # --help

@@ -84,6 +84,41 @@ def int_at_least(low: int):
     return parse
 
 
+def number_list(text: str, flag: str, kind=int, low: float = 1, high: float = math.inf,
+                open_low: bool = False) -> list:
+    """A comma list of `kind` values in [low, high] ((low, high] with open_low), e.g. --tokens
+    1024,2048; an empty element ("1,,2", "") or a value out of range is refused naming the flag,
+    never dropped."""
+    what = "integers" if kind is int else "numbers"
+    rule = (f"in {'(' if open_low else '['}{low:g}, {high:g}]" if high < math.inf
+            else f"{'>' if open_low else '>='} {low:g}")
+    out = []
+    for item in text.split(","):
+        try:
+            v = kind(item)
+        except ValueError:
+            raise MokInputError(f"{flag} {text!r}: {item!r} is not one of a comma list of {what} "
+                                f"(no empty elements)") from None
+        if not (low < v <= high if open_low else low <= v <= high):    # nan fails too
+            raise MokInputError(f"{flag} {text!r}: {item} must be {rule}")
+        out.append(v)
+    return out
+
+
+def number_at_least(low: float):
+    """An argparse type: a finite number >= low."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} must be a number >= {low:g}") from None
+        if not (math.isfinite(v) and v >= low):
+            raise argparse.ArgumentTypeError(f"{text} must be a finite number >= {low:g}")
+        return v
+    parse.__name__ = f"number >= {low:g}"
+    return parse
+
+
 def capacity_arg(text: str) -> float:
     """An argparse type: a number in (0, 1]."""
     try:

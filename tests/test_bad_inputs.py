@@ -362,10 +362,12 @@ def test_append_never_glues_onto_a_line_without_newline(tmp_path):
 
 
 BENCH_CASES = [
-    (["--tokens", "1,,2"], "--tokens '1,,2': '' is not an integer"),
-    (["--tokens", ""], "--tokens '': '' is not an integer"),
+    (["--tokens", "1,,2"], "--tokens '1,,2': '' is not one of a comma list of integers"),
+    (["--tokens", ""], "--tokens '': '' is not one of a comma list of integers"),
+    (["--tokens", "0,64"], "--tokens '0,64': 0 must be >= 1"),
     (["--minibatch", "4096,"], "--minibatch '4096,'"),
-    (["--capacity", "nan"], "--capacity nan: must be in (0, 1]"),
+    (["--capacity", "nan"], "--capacity 'nan': nan must be in (0, 1]"),
+    (["--capacity", "0"], "--capacity '0': 0 must be in (0, 1]"),
     (["--capacity", "0.5,,1"], "--capacity '0.5,,1'"),
     (["--iters", "0"], "--iters 0: must be >= 1"),
     (["--warmup", "-1"], "--warmup -1: must be >= 0"),
@@ -423,3 +425,44 @@ def test_studies_docs_refuses_unknown_studies(argv, want, capsys):
     assert docs_main(argv) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and want in err, err
+
+
+# GPU-only tools on a machine without CUDA (this CPU box, or torch.cuda hidden): bad flags named
+# first, then one line saying a CUDA GPU is needed; never a traceback.
+GPU_TOOLS = [
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl"], "needs a CUDA GPU"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/missing/p.jsonl"], "does not exist"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/a-file"], "exists; a plan is written once"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl", "--models", "kimi-k2,,glm-5"],
+     "[''] not in the space"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl", "--skip-done", "{d}/notjson.jsonl"],
+     "notjson.jsonl:1: not JSON"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl", "--deadline-s", "nan"], "finite number"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl"], "needs a CUDA GPU"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--workloads", "kimi-k2:0:64"],
+     "0 must be >= 1"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--comm-sms", "16,,32"], "'16,,32'"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl"], "needs a CUDA GPU"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl", "--routing", "zipf:-1"],
+     "Zipf exponent must be in (0, 10]"),
+    ("mok_kernels.tune_job", [], "needs a CUDA GPU"),
+    ("mok_kernels.tune_job", ["--tokens", "1,,2"], "'1,,2'"),
+    ("mok_kernels.group_check", [], "needs a CUDA GPU"),
+    ("mok_kernels.group_check", ["--dispatch", "shove"], "--dispatch 'shove'"),
+]
+
+
+@pytest.mark.parametrize("module, argv, want", GPU_TOOLS,
+                         ids=[f"{m} {' '.join(a)}" for m, a, _ in GPU_TOOLS])
+def test_gpu_tools_refuse_in_one_line(module, argv, want, files, capsys, monkeypatch):
+    import importlib
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    tool = importlib.import_module(module)
+    rc = tool.main([a.replace("{d}", str(files)) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"python -m {module}: error: ") and want in err, err
+    assert not (files / "r.jsonl").exists()
