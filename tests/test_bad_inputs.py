@@ -466,3 +466,51 @@ def test_gpu_tools_refuse_in_one_line(module, argv, want, files, capsys, monkeyp
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith(f"python -m {module}: error: ") and want in err, err
     assert not (files / "r.jsonl").exists()
+
+
+# python -m calibration tools: one line naming the value, exit 2, before any work
+TOOL_CASES = [
+    ("calibration.loo", ["{d}/empty.jsonl"], "holds no run records"),
+    ("calibration.report_legacy_zipf", ["{d}/empty.jsonl", "--params", PARAMS], "holds no run records"),
+    ("calibration.report_legacy_zipf", [PUBLISHED, "--params", PARAMS, "--sim-every", "-1"],
+     "--sim-every: -1 must be an integer >= 0"),
+    ("calibration.report", [PUBLISHED, "--out", "{d}/a-file"], "is a file; name a folder"),
+    ("calibration.regret", [PUBLISHED, "--engine", "x"], "--engine 'x' must be one of"),
+    ("calibration.regret", [PUBLISHED, "--min-configs", "-1"], "--min-configs: -1 must be"),
+    ("calibration.regret", [PUBLISHED, "--params", "{d}/params-bad.json"], "not JSON"),
+    ("calibration.regret", [PUBLISHED, "--refit-by", "mood"], "--refit-by 'mood' must be one of"),
+    ("calibration.regret", [PUBLISHED, "--free", "gemm_eff"], "--free needs --refit-by"),
+    ("calibration.registered", ["{d}/empty.jsonl", PUBLISHED], "holds no registered predictions"),
+    ("calibration.registered", ["{d}/notjson.jsonl", PUBLISHED], "notjson.jsonl:1: not JSON"),
+    ("calibration.registered", [PUBLISHED, PUBLISHED], "gb300_table1.jsonl:1: engine=None"),
+    ("calibration.registered", [PUBLISHED, PUBLISHED, "--by", "ep,,tokens"], "--by 'ep,,tokens'"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--plan", "{d}/notjson.jsonl"],
+     "notjson.jsonl:1: not JSON"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--plan", "{d}/empty.jsonl"],
+     "holds no planned records"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--plan", "{d}/none.jsonl"], "no such file"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--plan", "{d}/badfield.jsonl"],
+     "badfield.jsonl:1: --ep 'sixteen' must be an integer >= 1"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--model", "kimi-k2", "--tokens", "64",
+                              "--sim-every", "0"], "--sim-every: 0 must be an integer >= 1"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--model", "kimi-k2", "--tokens", "64",
+                              "--macrobatch", "0"], "--macrobatch: 0 must be an integer >= 1"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--model", "kimi-k2", "--tokens", "1,,2"],
+     "--tokens '1,,2'"),
+    ("calibration.register", ["--out", "{d}/missing/r.jsonl", "--model", "kimi-k2", "--tokens", "64"],
+     "does not exist"),
+]
+
+
+@pytest.mark.parametrize("module, argv, want", TOOL_CASES,
+                         ids=[f"{m} {' '.join(a)}"[:90] for m, a, _ in TOOL_CASES])
+def test_calibration_tools_refuse_in_one_line(module, argv, want, files, capsys, monkeypatch):
+    import importlib
+
+    monkeypatch.chdir(REPO)
+    tool = importlib.import_module(module)
+    rc = tool.main([a.replace("{d}", str(files)) for a in argv])
+    cap = capsys.readouterr()
+    assert rc == 2 and cap.err.count("\n") == 1 and "Traceback" not in cap.err, cap.err
+    assert want in cap.err, cap.err
+    assert not (files / "r.jsonl").exists()
