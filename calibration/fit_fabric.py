@@ -33,6 +33,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from mok_model.errors import MokInputError
+from mok_model.fileio import check_output_file
 from mok_model.params import BOUNDS, PARAMS_DIR, Params, read_params, write_params
 from mok_model.presets import load_hardware
 from mok_model.records import read_records
@@ -190,6 +191,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--json", action="store_true")
     a = p.parse_args(argv)
     try:
+        check_output_file(a.out, "--out", ".json")
         records = [r for r in read_records(a.runs) if r["system"] in SYSTEMS]
         if not records:
             raise MokInputError(f"no records of {', '.join(SYSTEMS)} in {' '.join(a.runs)}")

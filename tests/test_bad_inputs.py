@@ -405,7 +405,9 @@ TOOLS_WITHOUT_FLAGS = [["-m", "calibration.defaults", "--bogus"],   # would rewr
                        ["benchmarks/bench_tuner.py", "--bogus"],
                        ["benchmarks/bench_knobs.py", "--bogus"],
                        ["benchmarks/bwd_item_model.py", "--bogus"],
-                       ["benchmarks/bench_sim.py", "--quik"]]
+                       ["benchmarks/bench_sim.py", "--quik"],
+                       ["benchmarks/l2_probe.py", "--bogus"],
+                       ["benchmarks/bwd_saved_fwd_cost.py", "--bogus"]]
 
 
 @pytest.mark.parametrize("argv", TOOLS_WITHOUT_FLAGS, ids=[" ".join(a) for a in TOOLS_WITHOUT_FLAGS])
@@ -449,6 +451,10 @@ GPU_TOOLS = [
     ("mok_kernels.tune_job", ["--tokens", "1,,2"], "'1,,2'"),
     ("mok_kernels.group_check", [], "needs a CUDA GPU"),
     ("mok_kernels.group_check", ["--dispatch", "shove"], "--dispatch 'shove'"),
+    ("benchmarks.l2_probe", [], "needs a CUDA GPU"),
+    ("benchmarks.l2_probe", ["--mb", "8,,24"], "--mb '8,,24'"),
+    ("benchmarks.bwd_saved_fwd_cost", [], "needs a CUDA GPU"),
+    ("benchmarks.bwd_saved_fwd_cost", ["--tokens", "x"], "--tokens 'x'"),
 ]
 
 
@@ -464,7 +470,8 @@ def test_gpu_tools_refuse_in_one_line(module, argv, want, files, capsys, monkeyp
     rc = tool.main([a.replace("{d}", str(files)) for a in argv])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert err.startswith(f"python -m {module}: error: ") and want in err, err
+    prog = f"{module.replace('.', '/')}.py" if module.startswith("benchmarks") else f"python -m {module}"
+    assert err.startswith(f"{prog}: error: ") and want in err, err
     assert not (files / "r.jsonl").exists()
 
 
@@ -499,6 +506,21 @@ TOOL_CASES = [
      "--tokens '1,,2'"),
     ("calibration.register", ["--out", "{d}/missing/r.jsonl", "--model", "kimi-k2", "--tokens", "64"],
      "does not exist"),
+    ("calibration.report_space", ["--from-json", "{d}/notjson.jsonl"], "not a JSON file"),
+    ("calibration.report_space", ["--from-json", "{d}/params-schema.json"],
+     "not a report_space --json output"),
+    ("calibration.report_space", ["--from-json", "{d}/none.json"], "no such file"),
+    ("calibration.report_space", [PUBLISHED, "--thin", "0"], "--thin: 0 must be an integer >= 1"),
+    ("calibration.report_space", [PUBLISHED, "--jobs", "0"], "--jobs: 0 must be an integer >= 1"),
+    ("calibration.report_space", [PUBLISHED, "--by", "model,,ep"], "--by '' must be one of"),
+    ("calibration.report_space", [PUBLISHED, "--free", ""], "--free '': unknown parameter(s) ['']"),
+    ("calibration.published_comm", ["--write"], "exists; its records are written once"),
+    ("calibration.fit_fabric", ["calibration/runs/h200/micro.jsonl", "--out", "{d}/missing/f.json"],
+     "does not exist"),
+    ("mok_kernels.aot", ["--ep", "0"], "--ep: 0 must be an integer >= 1"),
+    ("mok_kernels.aot", ["--ep", "5"], "--ep 5 must divide kimi-k2's 384 experts"),
+    ("mok_kernels.aot", ["--cfg", "x"], "'x' is not FIELD=VALUE"),
+    ("mok_kernels.aot", ["--cfg", "bogus=1"], "unexpected keyword argument 'bogus'"),
 ]
 
 
