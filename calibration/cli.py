@@ -166,6 +166,10 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     hardware, records = _hardware_of(records, a.hardware)
     layer, notes = model_records(records)
     base = read_params(a.base) if a.base else priors_for(hardware)
+    if a.base and base.hardware not in ("", hardware):
+        raise MokInputError(f"--base {a.base!r} was fitted for hardware {base.hardware!r}, not "
+                            f"{hardware!r} (the records' hardware); start from a file of "
+                            f"{hardware!r} or from its priors (no --base)")
     table = read_table(a.gemm_table) if a.gemm_table else base.gemm_table
     if table is not None and table.hardware != hardware:
         raise MokInputError(f"--gemm-table {table.path!r} was measured on {table.hardware!r}, "

@@ -24,33 +24,13 @@ KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity
 SCHEDULES = ("published", "naive")
 
 
-class _StoreOnce(argparse._StoreAction):
-    """argparse's plain store, but a flag given twice is refused: the later value would
-    silently replace the earlier one."""
-
-    def __call__(self, parser, namespace, values, option_string=None):
-        given = namespace.__dict__.setdefault("_given", {})
-        if option_string is not None:
-            if self.dest in given:
-                parser.error(f"{option_string} given twice ({given[self.dest]!r} and {values!r}); "
-                             f"give it once")
-            given[self.dest] = values
-        super().__call__(parser, namespace, values, option_string)
-
-
 class MokParser(argparse.ArgumentParser):
-    """argparse for every mok command: bad input is a MokInputError (one line, exit 2), and a
-    value flag given twice is refused."""
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        self.register("action", None, _StoreOnce)
+    """argparse for every mok command and tool: bad input is a MokInputError (one line, exit 2)
+    instead of a usage block."""
 
     def error(self, message: str):
         raise MokInputError(f"{message} (see `{self.prog} --help`)")
 
-
-_Parser = MokParser
 
 
 def run_tool(parser: argparse.ArgumentParser, body, argv: list[str] | None = None) -> int:
@@ -402,8 +382,8 @@ def cmd_tune(a) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mok", description="Predict, tune and run MoE layers on scale-up GPU fabrics")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser, metavar="COMMAND")
+    p = MokParser(prog="mok", description="Predict, tune and run MoE layers on scale-up GPU fabrics")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=MokParser, metavar="COMMAND")
     sp = sub.add_parser("presets", help="hardware and model presets")
     sp.add_argument("--json", action="store_true")
     for name in ("predict", "simulate"):

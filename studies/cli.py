@@ -39,6 +39,9 @@ def options(a: argparse.Namespace) -> Options:
         raise MokInputError(f"--workers {a.workers} must be >= 0 (0: one per core)")
     if a.seed < 0:
         raise MokInputError(f"--seed {a.seed} must be >= 0")
+    if a.cluster is not None and not a.cluster.strip():
+        raise MokInputError("--cluster '' is empty; give a Dask scheduler's address or leave "
+                            "--cluster out (local processes)")
     if a.engine == "sim":
         try:
             import mok_model.sim  # noqa: F401
