@@ -337,7 +337,8 @@ def validate_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", required=True, help="parameters file")
     p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
     p.add_argument("--plot", default=None, help="write predicted vs measured (PNG)")
-    p.add_argument("--color-by", default="minibatch", help="knob or field colouring the plot")
+    p.add_argument("--color-by", default=None,
+                   help="knob or field colouring the --plot (default minibatch)")
     p.add_argument("--thin", type=int_at_least(1), default=1, help="every K-th record only (file order)")
     p.add_argument("--heldout-only", action="store_true",
                    help="only the records the parameters file's split held out")
@@ -355,8 +356,10 @@ def run_validate(a: argparse.Namespace) -> dict:
     records = read_records(a.runs)
     params = read_params(a.params)
     known = ("model", "tokens", "ep", "pass", "precision", "system", "source", "date") + KNOBS
-    if a.color_by not in known:
+    if a.color_by is not None and a.color_by not in known:
         raise MokInputError(f"--color-by {a.color_by!r} must be one of {', '.join(known)}")
+    if a.color_by is not None and a.plot is None:
+        raise MokInputError(f"--color-by {a.color_by} colours the plot; add --plot FILE.png")
     records, skipped = model_records(records)
     if a.heldout_only:
         split_doc = json.loads(Path(a.params).read_text()).get("split")
@@ -382,7 +385,7 @@ def run_validate(a: argparse.Namespace) -> dict:
     for note in skipped:
         print(f"mok validate: {note}", file=sys.stderr)
     if a.plot:
-        plot(records, v, a.plot, a.color_by)
+        plot(records, v, a.plot, a.color_by or "minibatch")
     doc = v.as_json()
     if not a.json:
         for row in v.rows:

@@ -274,6 +274,9 @@ def cmd_predict(a, engine: str) -> int:
     choice("--system", SYSTEMS, a.system)
     if engine == "sim":
         choice("--schedule", SCHEDULES, a.schedule)
+        if a.schedule != "published" and a.system != "mok":
+            raise MokInputError(f"--schedule {a.schedule} orders MoK's work; --system {a.system} "
+                                f"runs its own fixed sequence of kernels (drop --schedule)")
         if a.trace is not None:
             check_output_file(a.trace, "--trace")
         if a.degrade is not None and not a.degrade.strip():

@@ -146,6 +146,7 @@ CASES = [
 ]
 SIM_CASES = [
     ([*W, "--schedule", "eager"], "--schedule 'eager' must be one of published, naive"),
+    ([*W, "--schedule", "naive", "--system", "deepep"], "--schedule naive orders MoK's work"),
     ([*W, "--trace", "{d}/missing/t.json"], "does not exist; create it first"),
     ([*W, "--trace", "{d}/folder"], "is a folder"),
     ([*W, "--trace", "{d}/a-file/t.json"], "does not exist"),
@@ -209,6 +210,7 @@ VALIDATE_CASES = [
     ([PUBLISHED, "--params", PARAMS, "--plot", "{d}/missing/x.png"], "does not exist"),
     ([PUBLISHED, "--params", PARAMS, "--plot", "{d}/x.svg"], "must name a .png file"),
     ([PUBLISHED, "--params", PARAMS, "--plot", ""], "--plot '' is empty; name a file"),
+    ([PUBLISHED, "--params", PARAMS, "--color-by", "tokens"], "add --plot FILE.png"),
     (["{d}/ep-over-experts.jsonl", "--params", PARAMS], "ep-over-experts.jsonl:1: --ep 100000"),
     ([PUBLISHED, "--params", PARAMS, "--color-by", "mood"], "--color-by 'mood' must be one of"),
     ([PUBLISHED, "--params", PARAMS, "--thin", "0"], "--thin: 0 must be an integer >= 1"),
