@@ -453,6 +453,12 @@ GPU_TOOLS = [
     ("mok_kernels.tune_job", ["--tokens", "1,,2"], "'1,,2'"),
     ("mok_kernels.group_check", [], "needs a CUDA GPU"),
     ("mok_kernels.group_check", ["--dispatch", "shove"], "--dispatch 'shove'"),
+    ("calibration.microbench", ["--out", "{d}/r.jsonl"], "needs a CUDA GPU"),
+    ("calibration.microbench", ["--out", "{d}/r.jsonl", "--only", "nope"], "['nope'] not one of"),
+    ("benchmarks.bench_megakernel", [], "needs a CUDA GPU"),
+    ("benchmarks.bench_megakernel", ["--tokens", "1,,2"], "--tokens '1,,2'"),
+    ("benchmarks.narrow_diag", ["--workloads", "kimi-k2:8"], "each workload is MODEL:EP:TOKENS"),
+    ("benchmarks.profile_forward", ["--model", "nope"], "unknown model preset 'nope'"),
     ("benchmarks.l2_probe", [], "needs a CUDA GPU"),
     ("benchmarks.l2_probe", ["--mb", "8,,24"], "--mb '8,,24'"),
     ("benchmarks.bwd_saved_fwd_cost", [], "needs a CUDA GPU"),
@@ -463,6 +469,7 @@ GPU_TOOLS = [
 @pytest.mark.parametrize("module, argv, want", GPU_TOOLS,
                          ids=[f"{m} {' '.join(a)}" for m, a, _ in GPU_TOOLS])
 def test_gpu_tools_refuse_in_one_line(module, argv, want, files, capsys, monkeypatch):
+    """Bad flags first, then one line saying a CUDA GPU is needed (torch.cuda hidden)."""
     import importlib
 
     import torch
@@ -545,3 +552,13 @@ def test_calibration_tools_refuse_in_one_line(module, argv, want, files, capsys,
     assert rc == 2 and cap.err.count("\n") == 1 and "Traceback" not in cap.err, cap.err
     assert want in cap.err, cap.err
     assert not (files / "r.jsonl").exists()
+
+
+def test_nvlink_bench_checks_its_flags(files, capsys):
+    from calibration.nvlink_bench import main as nvlink_main
+
+    for argv, want in ([["--out", str(files / "r.jsonl"), "--iters", "-1"], "--iters: -1 must be"],
+                       [["--out", str(files / "missing" / "r.jsonl")], "does not exist"]):
+        assert nvlink_main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and want in err, err
