@@ -527,6 +527,7 @@ TOOL_CASES = [
     ("calibration.fit_fabric", ["calibration/runs/h200/micro.jsonl", "--out", "{d}/missing/f.json"],
      "does not exist"),
     ("calibration.transfer", ["--bogus"], "unrecognized arguments: --bogus"),
+    ("calibration.knob_pairs", ["--worst", "-1"], "--worst: -1 must be an integer >= 0"),
     ("calibration.report_passes", ["--bogus"], "unrecognized arguments: --bogus"),
     ("calibration.report_unseen", [], "the following arguments are required: runs"),
     ("calibration.gemm_table", [PUBLISHED], "the following arguments are required: --out"),
