@@ -154,12 +154,15 @@ def _scenario(a) -> Scenario:
                     "or rename it")
     _warn_shadowing(a.model, model, model_names(), load_model, "model", "rename it")
     scn = Scenario(hw, model, a.ep, a.tokens, a.pass_, a.precision, a.routing, a.seed)
+    from .workload import parse_routing, routing_bytes
+
+    if a.seed and parse_routing(scn.routing, model.top_k)[0] == "file":
+        raise MokInputError(f"--seed {a.seed} seeds the routing generators; --routing {a.routing} "
+                            f"is a file that fixes every token's experts (drop --seed)")
     if scn.domains > 1:
         warn(f"--ep {scn.ep} spans {scn.domains} scale-up domains of {hw.name} ({hw.domain_size} "
              f"GPUs each): rows between domains cross the scale-out link ({hw.scaleout_gbps:g} GB/s "
              f"per GPU vs {hw.link_gbps:g} GB/s NVLink); the breakdown shows it as scale_out")
-    from .workload import parse_routing, routing_bytes
-
     need = routing_bytes(scn.ep, scn.tokens, model.top_k)
     if need > 2e9 and parse_routing(scn.routing, model.top_k)[0] != "file":
         warn(f"--tokens {scn.tokens} at --ep {scn.ep}: drawing the routing takes about "

@@ -114,6 +114,7 @@ CASES = [
     ([*W, "--routing", "{d}/shape.npy"], "has shape (3, 8)"),
     ([*W, "--routing", "{d}/range.npy"], "must lie in [0, 384)"),
     ([*W, "--routing", "{d}/dup.npy"], "the same expert twice"),
+    ([*W, "--routing", "{d}/range.npy", "--seed", "3"], "--seed 3 seeds the routing generators"),
     # the knobs
     ([*W, "--system", "megatron"], "--system 'megatron' must be one of mok"),
     ([*W, "--system", "nccl-torch", "--minibatch", "256"], "has no MoK knobs"),
