@@ -16,6 +16,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mok_kernels import knobs  # noqa: E402
+from mok_model.cli import doc_parser, run_tool  # noqa: E402
 from mok_model.presets import load_model  # noqa: E402
 
 WORKLOADS = [("kimi-k2", 16, 64), ("kimi-k2", 16, 2048), ("kimi-k2", 16, 8192),
@@ -51,4 +52,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool(doc_parser("benchmarks/bench_knobs.py", __doc__), lambda a: main()))

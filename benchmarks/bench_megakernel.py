@@ -9,33 +9,43 @@ Each MoK config is 'dispatch/combine/minibatch/comm_sms'; the table shows the be
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 
 import torch
 
+from mok_kernels import require_cuda
 from mok_kernels.bench import (Workload, _hardware, _software, make_record, run_gemm_only,
                                run_mok, run_torch_grouped)
+from mok_model.cli import doc_parser, int_at_least, number_list, run_tool
+from mok_model.fileio import check_output_file
+from mok_model.presets import load_model
 from mok_model.records import append_records
 
 GEMM_TF, COPY_TBS = 752.0, 4.2
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser()
+    p = doc_parser("benchmarks/bench_megakernel.py", __doc__)
     p.add_argument("--models", default="kimi-k2,glm-5")
     p.add_argument("--tokens", default="1024,2048,4096")
-    p.add_argument("--ep", type=int, default=16)
+    p.add_argument("--ep", type=int_at_least(1), default=16)
     p.add_argument("--configs", default="pull/push/2048/32,pull/push/4096/24")
     p.add_argument("--variants", default="",
                    help="';'-separated KernelConfig tile options to compare, e.g. 'tma=1;block_m=64,num_warps=4'")
-    p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--out", default="")
-    a = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("bench_megakernel: needs a CUDA GPU", file=sys.stderr)
-        return 2
+    p.add_argument("--iters", type=int_at_least(1), default=10)
+    p.add_argument("--out", default=None, help="RUNS.jsonl to append records to (default: none)")
+    return run_tool(p, run, argv)
+
+
+def run(a) -> int:
+    """Time each model x tokens x config (flags checked first; a CUDA GPU)."""
+    number_list(a.tokens, "--tokens")
+    for model in a.models.split(","):
+        load_model(model)
+    if a.out is not None:
+        check_output_file(a.out, "--out")
+    require_cuda()
     hw, sw = _hardware(), _software()
     rows = []
     for model in a.models.split(","):

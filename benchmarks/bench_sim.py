@@ -21,6 +21,7 @@ import sys
 import time
 import tracemalloc
 
+from mok_model.cli import doc_parser, run_tool
 from mok_model.predict import analytic_mok, resolve_params
 from mok_model.presets import load_hardware, load_model
 from mok_model.scenario import Scenario, default_config
@@ -34,12 +35,12 @@ CASES = [  # hardware, domain size override, experts of the kimi-k2 variant, EP,
 ]
 
 
-def main(argv: list[str]) -> int:
+def main(quick: bool = False) -> int:
     ok = True
     print(f"{'workload':<46}{'events':>9}{'flows':>8}{'solves':>7}{'wall s':>8}{'events/s':>10}"
           f"{'peak MiB':>9}{'analytic s':>11}{'ratio':>8}  goal")
     for hw_name, domain, experts, ep, wall_goal, mem_goal in CASES:
-        if "--quick" in argv and ep > 576:
+        if quick and ep > 576:
             continue
         hw = load_hardware(hw_name)
         if domain:
@@ -79,4 +80,6 @@ def main(argv: list[str]) -> int:
 
 
 if __name__ == "__main__":
-    sys.exit(main(sys.argv[1:]))
+    parser = doc_parser("benchmarks/bench_sim.py", __doc__)
+    parser.add_argument("--quick", action="store_true", help="skip EP 1024")
+    sys.exit(run_tool(parser, lambda a: main(a.quick)))

@@ -10,8 +10,10 @@ printed ratio is what vectorization buys.
 from __future__ import annotations
 
 import statistics
+import sys
 import time
 
+from mok_model.cli import doc_parser, run_tool
 from mok_model.params import load_params
 from mok_model.predict import analytic_mok
 from mok_model.presets import load_hardware, load_model
@@ -49,4 +51,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool(doc_parser("benchmarks/bench_tuner.py", __doc__), lambda a: main()))

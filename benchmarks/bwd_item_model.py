@@ -115,7 +115,8 @@ def predictions(l2_tbs: float = 7.0) -> None:
                   f"{raw * res / gemm:7.2f} {ag / (raw * res):9.2f}")
 
 
-if __name__ == "__main__":
+def main() -> None:
+    """The predictions at each assumed L2 bandwidth."""
     predictions()
     for l2 in (None, 7.0, 5.5):
         print(f"\nL2 -> SM bandwidth: {'not modelled' if l2 is None else f'{l2} TB/s'}")
@@ -129,3 +130,11 @@ if __name__ == "__main__":
                       f"{r['sm_ms']:6.2f} {r['l2_gb'] if l2 else 0:6.1f} "
                       f"{r['l2_ms'] if l2 else 0:6.2f} {r['ms']:6.2f} {meas} "
                       f"{r['ms'] / GEMMS_ALONE[name]:10.2f}")
+
+
+if __name__ == "__main__":
+    import sys
+
+    from mok_model.cli import doc_parser, run_tool
+
+    sys.exit(run_tool(doc_parser("benchmarks/bwd_item_model.py", __doc__), lambda a: main()))

@@ -9,25 +9,36 @@ fits).
 
 from __future__ import annotations
 
-import argparse
 import functools
+import sys
 
 import torch
 
+from mok_kernels import require_cuda
 from mok_kernels.bench import Workload, time_events
 from mok_kernels.megakernel import KernelConfig, MoKLayer
+from mok_kernels.routing import parse_routing, shape_of
+from mok_model.cli import doc_parser, int_at_least, number_list, run_tool
 
 
-def main() -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    p = doc_parser("benchmarks/bwd_saved_fwd_cost.py", __doc__)
     p.add_argument("--model", default="kimi-k2,glm-5")
     p.add_argument("--tokens", default="1024,4096")
     p.add_argument("--routing", default="uniform")
-    p.add_argument("--ep", type=int, default=8)
-    p.add_argument("--iters", type=int, default=10)
-    a = p.parse_args()
+    p.add_argument("--ep", type=int_at_least(1), default=8)
+    p.add_argument("--iters", type=int_at_least(1), default=10)
+    return run_tool(p, run, argv)
+
+
+def run(a) -> None:
+    """One line per workload (flags checked first; a CUDA GPU)."""
+    tokens = number_list(a.tokens, "--tokens")
     for model in a.model.split(","):
-        for n in (int(t) for t in a.tokens.split(",")):
+        parse_routing(a.routing, shape_of(model).topk)
+    require_cuda()
+    for model in a.model.split(","):
+        for n in tokens:
             wl = Workload(model, a.ep, n, a.routing, 0, 0)
             ms = {}
             for save in (False, True):
@@ -49,4 +60,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -20,6 +20,7 @@ import argparse
 import collections
 import sys
 
+from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.records import default_variant, hot_reproduced, read_records
 
@@ -62,11 +63,11 @@ def table(records: list[dict]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = MokParser(description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+")
-    a = p.parse_args(argv)
     try:
+        a = p.parse_args(argv)
         print("\n".join(table(read_records(a.runs))))
     except MokInputError as exc:
         print(f"kernel_space: {exc}", file=sys.stderr)

@@ -9,23 +9,31 @@ megakernel and epilogue. Diagnostic: prints a table, writes no run records.
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 
 import torch
 
+from mok_kernels import require_cuda
+from mok_model.cli import doc_parser, int_at_least, number_list, run_tool
+
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser()
+    p = doc_parser("benchmarks/narrow_diag.py", __doc__)
     p.add_argument("--workloads", default="qwen3-30b-a3b:8:4096,kimi-k2:8:4096")
     p.add_argument("--comm-sms", default="16,32")
-    p.add_argument("--minibatch", type=int, default=2048)
-    p.add_argument("--iters", type=int, default=10)
-    a = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("narrow_diag: needs a CUDA GPU", file=sys.stderr)
-        return 2
+    p.add_argument("--minibatch", type=int_at_least(1), default=2048)
+    p.add_argument("--iters", type=int_at_least(1), default=10)
+    return run_tool(p, run, argv)
+
+
+def run(a) -> int:
+    """Each workload's phases timed (flags checked first; a CUDA GPU)."""
+    from mok_kernels.tile_sweep import _workloads
+
+    _workloads(a.workloads)
+    number_list(a.comm_sms, "--comm-sms")
+    require_cuda()
     from mok_kernels.bench import Workload, run_gemm_only, run_mok, run_mok_gemm
 
     def med(ts: list[float]) -> float:

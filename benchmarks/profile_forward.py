@@ -6,23 +6,29 @@ torch.profiler, for finding what the forward spends outside the megakernel.
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
 
+from mok_kernels import require_cuda
+from mok_model.cli import doc_parser, int_at_least, run_tool
+from mok_model.presets import load_model
+
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser()
+    p = doc_parser("benchmarks/profile_forward.py", __doc__)
     p.add_argument("--model", default="kimi-k2")
-    p.add_argument("--tokens", type=int, default=2048)
-    p.add_argument("--ep", type=int, default=16)
-    p.add_argument("--minibatch", type=int, default=4096)
-    p.add_argument("--comm-sms", type=int, default=16)
-    a = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("profile_forward: needs a CUDA GPU", file=sys.stderr)
-        return 2
+    p.add_argument("--tokens", type=int_at_least(1), default=2048)
+    p.add_argument("--ep", type=int_at_least(1), default=16)
+    p.add_argument("--minibatch", type=int_at_least(1), default=4096)
+    p.add_argument("--comm-sms", type=int_at_least(1), default=16)
+    return run_tool(p, run, argv)
+
+
+def run(a) -> int:
+    """One profiled forward (flags checked first; a CUDA GPU)."""
+    load_model(a.model)
+    require_cuda()
     from torch.profiler import ProfilerActivity, profile
 
     from mok_kernels.bench import Workload

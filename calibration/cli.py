@@ -16,7 +16,7 @@ import json
 import sys
 from pathlib import Path
 
-from mok_model.cli import int_at_least
+from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
@@ -38,11 +38,6 @@ def busy(desc: str, show: bool):
     from mok_model.progress import busy as _busy
 
     return _busy(desc) if show else contextlib.nullcontext()
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise MokInputError(f"{message} (see `{self.prog} --help`)")
 
 
 def priors_for(hardware: str) -> Params:
@@ -171,6 +166,10 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     hardware, records = _hardware_of(records, a.hardware)
     layer, notes = model_records(records)
     base = read_params(a.base) if a.base else priors_for(hardware)
+    if a.base and base.hardware not in ("", hardware):
+        raise MokInputError(f"--base {a.base!r} was fitted for hardware {base.hardware!r}, not "
+                            f"{hardware!r} (the records' hardware); start from a file of "
+                            f"{hardware!r} or from its priors (no --base)")
     table = read_table(a.gemm_table) if a.gemm_table else base.gemm_table
     if table is not None and table.hardware != hardware:
         raise MokInputError(f"--gemm-table {table.path!r} was measured on {table.hardware!r}, "
@@ -301,7 +300,7 @@ def cross_validate(layer: list[dict], by: str, base: Params, free_arg: str | Non
 
 
 def calibrate_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mok calibrate", description="Fit a parameters file to run records.")
+    p = MokParser(prog="mok calibrate", description="Fit a parameters file to run records.")
     p.add_argument("runs", nargs="+", metavar="RUN_FILES", help="mok-run/1 JSONL files")
     p.add_argument("--out", required=True, help="parameters file to write")
     p.add_argument("--holdout-by", default=None,
@@ -333,12 +332,13 @@ def calibrate_parser() -> argparse.ArgumentParser:
 
 
 def validate_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mok validate", description="Compare predictions with run records.")
+    p = MokParser(prog="mok validate", description="Compare predictions with run records.")
     p.add_argument("runs", nargs="+", metavar="RUN_FILES", help="mok-run/1 JSONL files")
     p.add_argument("--params", required=True, help="parameters file")
     p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
     p.add_argument("--plot", default=None, help="write predicted vs measured (PNG)")
-    p.add_argument("--color-by", default="minibatch", help="knob or field colouring the plot")
+    p.add_argument("--color-by", default=None,
+                   help="knob or field colouring the --plot (default minibatch)")
     p.add_argument("--thin", type=int_at_least(1), default=1, help="every K-th record only (file order)")
     p.add_argument("--heldout-only", action="store_true",
                    help="only the records the parameters file's split held out")
@@ -351,13 +351,15 @@ def validate_parser() -> argparse.ArgumentParser:
 def run_validate(a: argparse.Namespace) -> dict:
     """Predict every layer record with the parameters file; return the --json document."""
     _check_engine(a.engine)
-    if a.plot:
+    if a.plot is not None:
         check_output_file(a.plot, "--plot", ".png")
     records = read_records(a.runs)
     params = read_params(a.params)
     known = ("model", "tokens", "ep", "pass", "precision", "system", "source", "date") + KNOBS
-    if a.color_by not in known:
+    if a.color_by is not None and a.color_by not in known:
         raise MokInputError(f"--color-by {a.color_by!r} must be one of {', '.join(known)}")
+    if a.color_by is not None and a.plot is None:
+        raise MokInputError(f"--color-by {a.color_by} colours the plot; add --plot FILE.png")
     records, skipped = model_records(records)
     if a.heldout_only:
         split_doc = json.loads(Path(a.params).read_text()).get("split")
@@ -383,7 +385,7 @@ def run_validate(a: argparse.Namespace) -> dict:
     for note in skipped:
         print(f"mok validate: {note}", file=sys.stderr)
     if a.plot:
-        plot(records, v, a.plot, a.color_by)
+        plot(records, v, a.plot, a.color_by or "minibatch")
     doc = v.as_json()
     if not a.json:
         for row in v.rows:

@@ -28,8 +28,10 @@ files have none, and their predictions say so.
 
 from __future__ import annotations
 
+import sys
 from pathlib import Path
 
+from mok_model.cli import doc_parser, run_tool
 from mok_model.params import PARAMS_DIR, Params, read_params, write_params
 from mok_model.records import append_records, read_records
 
@@ -244,4 +246,4 @@ def fit_h200_hgx8(root: Path) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool(doc_parser("python -m calibration.defaults", __doc__), lambda a: main()))

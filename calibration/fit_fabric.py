@@ -32,7 +32,9 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares
 
+from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
+from mok_model.fileio import check_output_file
 from mok_model.params import BOUNDS, PARAMS_DIR, Params, read_params, write_params
 from mok_model.presets import load_hardware
 from mok_model.records import read_records
@@ -180,16 +182,17 @@ def fit_fabric(records: list[dict], base: Params, link_gbps: float) -> FabricFit
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.fit_fabric", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = MokParser(prog="python -m calibration.fit_fabric", description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+")
     p.add_argument("--out", required=True)
     p.add_argument("--base", default=None, help="parameters to start from (default: shipped)")
     p.add_argument("--hardware", default=None, help="preset (default: the records' one preset)")
     p.add_argument("--allow-emulated", action="store_true", help="accept emulated-peer records")
     p.add_argument("--json", action="store_true")
-    a = p.parse_args(argv)
     try:
+        a = p.parse_args(argv)
+        check_output_file(a.out, "--out", ".json")
         records = [r for r in read_records(a.runs) if r["system"] in SYSTEMS]
         if not records:
             raise MokInputError(f"no records of {', '.join(SYSTEMS)} in {' '.join(a.runs)}")

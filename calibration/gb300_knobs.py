@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.params import PARAMS_DIR, Params, read_params
 from mok_model.predict import predict
@@ -206,8 +207,8 @@ def print_report(doc: dict) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.gb300_knobs", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = MokParser(prog="python -m calibration.gb300_knobs", description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="*", default=[str(PUBLISHED)])
     p.add_argument("--params", default=str(SHIPPED), help="in-sample parameters file")
     p.add_argument("--fit-knobs", choices=("tuned", "default"), default="tuned",
@@ -218,9 +219,9 @@ def main(argv: list[str] | None = None) -> int:
                         "(repeatable), e.g. sm_scaling=mok_model/params/h200-hgx8.json")
     p.add_argument("--no-sim", action="store_true", help="analytic engine only")
     p.add_argument("--json", action="store_true")
-    a = p.parse_args(argv)
-    engines = ("analytic",) if a.no_sim else ("analytic", "sim")
     try:
+        a = p.parse_args(argv)
+        engines = ("analytic",) if a.no_sim else ("analytic", "sim")
         prior_from = {}
         for item in a.prior:
             name, sep, path = item.partition("=")

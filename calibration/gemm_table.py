@@ -25,6 +25,7 @@ import json
 import sys
 from pathlib import Path
 
+from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
 import math
@@ -110,8 +111,8 @@ def record_points(records: list[dict], hardware: str, system: str = SYSTEM,
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.gemm_table", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = MokParser(prog="python -m calibration.gemm_table", description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+", help="run-record files")
     p.add_argument("--out", required=True, help="table file to write (.json)")
     p.add_argument("--hardware", default="h200-1")
@@ -120,8 +121,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the records time another GEMM implementation (the library's grouped "
                         "GEMM): use only the table's shape trend, times gemm_eff")
     p.add_argument("--json", action="store_true")
-    a = p.parse_args(argv)
     try:
+        a = p.parse_args(argv)
         check_output_file(a.out, "--out", ".json")
         files = [str(Path(f)) for f in a.runs]
         table = build_table(read_records(files), a.hardware, files, a.system, a.out,

@@ -17,11 +17,12 @@ records resolve the two (intervals disjoint) and whether one bench command timed
 
 from __future__ import annotations
 
-import argparse
 import collections
+import sys
 
 import numpy as np
 
+from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.records import predictable, read_records, workload_key
 
 from .noise import pick_key
@@ -109,12 +110,17 @@ def _config(r: dict, predicted: float) -> str:
             f"{lat['median']:.3f} [{lat['p10']:.3f}, {lat['p90']:.3f}] ms, predicted {predicted:.3f}")
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+def main(argv: list[str] | None = None) -> int:
+    ap = doc_parser("python -m calibration.knob_pairs", __doc__)
     ap.add_argument("--engine", choices=("analytic", "sim"), default="analytic")
     ap.add_argument("--by", choices=("tokens", "model"), default="tokens")
-    ap.add_argument("--worst", type=int, default=8, help="workloads of the largest regret to show")
-    a = ap.parse_args(argv)
+    ap.add_argument("--worst", type=int_at_least(0), default=8,
+                    help="workloads of the largest regret to show")
+    return run_tool(ap, report, argv)
+
+
+def report(a) -> None:
+    """Each knob step's measured and predicted effects, then the largest regrets."""
     runs = read_records(sorted(H200X2.glob("bench_*.jsonl")))
     fits = held_out_fits(runs)
     mok = [r for r in runs if r["system"] == "mok" and predictable(r)]
@@ -147,4 +153,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

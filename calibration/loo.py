@@ -6,13 +6,13 @@ priors, same free parameters as `mok calibrate` would pick), predict the held-ou
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
 import numpy as np
 
+from mok_model.cli import doc_parser, run_tool
 from mok_model.records import read_records
 
 from .cli import default_free, priors_for
@@ -49,10 +49,14 @@ def summary(rows: list[dict]) -> dict:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.loo", description=__doc__)
+    p = doc_parser("python -m calibration.loo", __doc__)
     p.add_argument("runs", nargs="*", default=[str(PUBLISHED)])
     p.add_argument("--json", action="store_true")
-    a = p.parse_args(argv)
+    return run_tool(p, report, argv)
+
+
+def report(a) -> int:
+    """Print (or --json) the leave-one-out rows and their summary."""
     rows = leave_one_out(read_records(a.runs))
     s = summary(rows)
     if a.json:

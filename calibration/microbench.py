@@ -12,14 +12,17 @@ quantity (GB/s, TFLOP/s, us) and the note says what was measured.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 from typing import Any
 
 import torch
 
+from mok_kernels import require_cuda
 from mok_kernels.bench import _hardware, _software, make_record, stats, time_events
+from mok_model.cli import doc_parser, run_tool
+from mok_model.errors import MokInputError
+from mok_model.fileio import check_output_file
 from mok_model.records import append_records
 
 KNOBS0 = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32, macrobatch=131072,
@@ -246,17 +249,24 @@ def bench_launch(out: list) -> None:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser()
+    p = doc_parser("python -m calibration.microbench", __doc__)
     p.add_argument("--out", required=True)
     p.add_argument("--only", default="copy,flag,gemm,gemm_sms,swiglu,schedule,launch",
                    help="comma list of copy, copy_shapes (the copy by row width and rows per "
                         "step), flag, gemm, gemm_sms, swiglu, schedule, launch")
-    a = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("microbench: needs a CUDA GPU", file=sys.stderr)
-        return 2
-    fns = {"copy": bench_copy, "copy_shapes": bench_copy_shapes, "flag": bench_flag, "gemm": bench_gemm, "gemm_sms": bench_gemm_sms,
-           "swiglu": bench_swiglu_reduce, "schedule": bench_schedule, "launch": bench_launch}
+    return run_tool(p, run, argv)
+
+
+def run(a) -> int:
+    """Each chosen microbenchmark, its records appended (flags checked first; a CUDA GPU)."""
+    fns = {"copy": bench_copy, "copy_shapes": bench_copy_shapes, "flag": bench_flag,
+           "gemm": bench_gemm, "gemm_sms": bench_gemm_sms, "swiglu": bench_swiglu_reduce,
+           "schedule": bench_schedule, "launch": bench_launch}
+    bad = [n for n in a.only.split(",") if n not in fns]
+    if bad:
+        raise MokInputError(f"--only {a.only!r}: {bad} not one of {', '.join(fns)}")
+    check_output_file(a.out, "--out")
+    require_cuda()
     for name in a.only.split(","):
         out: list = []
         try:

@@ -35,6 +35,9 @@ import torch
 
 from mok_kernels.bench import _software, stats, time_events
 from mok_kernels.peers import pointer_offsets
+from mok_model.cli import MokParser, int_at_least, number_at_least
+from mok_model.errors import MokInputError
+from mok_model.fileio import check_output_file
 from mok_model.records import append_records
 
 H, CR, CC, WARPS = 7168, 16, 1024, 8     # the megakernel's copy step: 16 rows x 1024 bf16, 8 warps
@@ -533,20 +536,28 @@ def _finish() -> None:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="calibration/nvlink_bench.py", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = MokParser(prog="calibration/nvlink_bench.py", description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="JSONL file the records are appended to")
     p.add_argument("--emulate", action="store_true", help="one GPU, peer buffer in local HBM")
-    p.add_argument("--gpus", type=int, default=0, help="without torchrun: spawn this many ranks")
+    p.add_argument("--gpus", type=int_at_least(0), default=0,
+                   help="without torchrun: spawn this many ranks")
     p.add_argument("--quick", action="store_true", help="fewer points, rows and iterations")
-    p.add_argument("--iters", type=int, default=0, help="timed iterations (default 10, quick 5)")
-    p.add_argument("--deadline-s", type=float, default=500.0, help="stop starting new points")
+    p.add_argument("--iters", type=int_at_least(1), default=None,
+                   help="timed iterations (default 10, quick 5)")
+    p.add_argument("--deadline-s", type=number_at_least(0), default=500.0,
+                   help="stop starting new points")
     p.add_argument("--only", default=",".join(BENCHES), help=f"subset of {','.join(BENCHES)}")
-    a = p.parse_args(argv)
+    try:
+        a = p.parse_args(argv)
+        check_output_file(a.out, "--out")
+    except MokInputError as exc:
+        print(f"nvlink_bench: {exc}", file=sys.stderr)
+        return 2
     a.iters = a.iters or (5 if a.quick else 10)
     bad = [n for n in a.only.split(",") if n not in BENCHES]
     if bad:
-        print(f"nvlink_bench: --only {','.join(bad)}: allowed {','.join(BENCHES)}", file=sys.stderr)
+        print(f"nvlink_bench: --only {a.only!r}: {bad} not in {','.join(BENCHES)}", file=sys.stderr)
         return 2
     have = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if have == 0:

@@ -27,13 +27,14 @@ rows and why) and the shipped gb200-nvl72 parameters, which were never fitted on
 
 from __future__ import annotations
 
-import argparse
 import math
 from pathlib import Path
 
 import numpy as np
 
 from mok_model.baselines import COMM_KERNELS, _exchange, api_buffer_copy
+from mok_model.cli import doc_parser, run_tool
+from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params
 from mok_model.presets import load_hardware, load_model
 from mok_model.records import append_records, read_records
@@ -165,10 +166,17 @@ def check(records: list[dict], p: Params) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap = doc_parser("python -m calibration.published_comm", __doc__)
     ap.add_argument("--write", action="store_true", help=f"create {RUNS} (refuses if it exists)")
-    a = ap.parse_args(argv)
+    return run_tool(ap, report, argv)
+
+
+def report(a) -> int:
+    """Write the records with --write (once), then print the published vs predicted table."""
     if a.write:
+        if RUNS.exists():
+            raise MokInputError(f"--write: {RUNS} exists; its records are written once "
+                                f"(append-only)")
         append_records(RUNS, published_comm_records())
     p = load_params(None, "gb200-nvl72")
     rows = check(read_records([RUNS]), p)

@@ -26,7 +26,9 @@ import sys
 from datetime import datetime, timezone
 
 from mok_kernels.routing import routing_record
+from mok_model.cli import capacity_arg, doc_parser, int_at_least, number_list, run_tool
 from mok_model.errors import MokInputError
+from mok_model.fileio import check_output_file
 from mok_model.params import PARAMS_DIR, load_params
 from mok_model.predict import predict
 from mok_model.records import record_config, record_model, record_scenario
@@ -35,12 +37,41 @@ from mok_model.sim import simulate
 
 def _ints(s: str, flag: str) -> list[int]:
     """A comma list of positive integers; MokInputError names the flag otherwise."""
-    try:
-        out = [int(v) for v in s.split(",")]
-    except ValueError:
-        out = []
-    if not out or min(out) < 1:
-        raise MokInputError(f"{flag} {s!r}: a comma list of positive integers is required")
+    return number_list(s, flag)
+
+
+def read_plan(path: str, hardware: str) -> list[dict]:
+    """The planned MoK records of a --plan file (JSON lines with model, ep, tokens, routing and
+    config, optionally pass and precision), each checked as the model reads it; a bad line stops
+    the reader with its file and line."""
+    if not os.path.isfile(path):
+        raise MokInputError(f"--plan {path!r}: no such file")
+    out = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            if not line.strip():
+                continue
+            try:
+                rec = json.loads(line)
+                if not isinstance(rec, dict):
+                    raise MokInputError("a planned record must be a JSON object")
+                missing = [k for k in ("model", "ep", "tokens", "routing", "config") if k not in rec]
+                if missing:
+                    raise MokInputError(f"missing field(s) {missing}")
+                rec = ({"pass": "fwd", "precision": "bf16"} | rec
+                       | {"system": "mok", "hardware": {"preset": hardware}})
+                for key, kind in (("routing", dict), ("config", dict)):
+                    if not isinstance(rec[key], kind):
+                        raise MokInputError(f"{key}={rec[key]!r} must be an object")
+                record_scenario(rec)
+                record_config(rec)
+            except json.JSONDecodeError as exc:
+                raise MokInputError(f"--plan {path}:{lineno}: not JSON ({exc.msg})") from None
+            except (MokInputError, TypeError) as exc:
+                raise MokInputError(f"--plan {path}:{lineno}: {exc}") from None
+            out.append(rec)
+    if not out:
+        raise MokInputError(f"--plan {path!r} holds no planned records (an empty file)")
     return out
 
 
@@ -49,9 +80,7 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
     or the MoK records of a --plan file (JSON lines with model, ep, tokens, routing, config and
     optionally pass and precision)."""
     if a.plan:
-        with open(a.plan) as f:
-            return [{"pass": "fwd", "precision": "bf16"} | json.loads(line)
-                    | {"system": "mok", "hardware": {"preset": a.hardware}} for line in f if line.strip()]
+        return read_plan(a.plan, a.hardware)
     out = []
     eps = [a.gpus] if a.gpus else _ints(a.ep, "--ep")
     for model, ep, tokens, routing in itertools.product(a.model.split(","), eps,
@@ -72,13 +101,8 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
 
 
 def register(a: argparse.Namespace) -> int:
-    folder = os.path.dirname(os.path.abspath(a.out))
-    if os.path.exists(a.out):
+    if check_output_file(a.out, "--out").exists():
         raise MokInputError(f"--out {a.out} exists; a registration is written once (name a new file)")
-    if not os.path.isdir(folder) or not os.access(folder, os.W_OK):
-        raise MokInputError(f"--out {a.out}: folder {folder} is missing or not writable")
-    if a.gpus < 0:
-        raise MokInputError(f"--gpus {a.gpus}: must be >= 0 (0: one GPU emulating --ep peers)")
     if a.plan is None and (a.model is None or a.tokens is None):
         raise MokInputError("--model and --tokens are required (or --plan FILE)")
     if a.hardware is None:
@@ -109,33 +133,28 @@ def register(a: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.register", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser("python -m calibration.register", __doc__)
     p.add_argument("--hardware", default=None, help="preset whose shipped parameters predict "
                    "(default h200-hgx8 with --gpus N, h200-1 with --gpus 0)")
-    p.add_argument("--gpus", type=int, default=0, help="real GPUs (EP = N); 0: one GPU emulating")
+    p.add_argument("--gpus", type=int_at_least(0), default=0, help="real GPUs (EP = N); 0: one GPU emulating")
     p.add_argument("--ep", default="16", help="comma list of EP sizes emulated with --gpus 0")
     p.add_argument("--pass", dest="pass_", default="fwd", choices=("fwd", "bwd"))
     p.add_argument("--precision", default="bf16", choices=("bf16", "fp8"))
     p.add_argument("--plan", default=None, help="JSON lines of planned MoK records instead of a grid")
-    p.add_argument("--sim-every", type=int, default=1,
+    p.add_argument("--sim-every", type=int_at_least(1), default=1,
                    help="simulate every K-th planned record only (the analytic model predicts all)")
     p.add_argument("--model")
     p.add_argument("--tokens")
     p.add_argument("--routing", default="uniform")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int_at_least(0), default=0)
     p.add_argument("--dispatch", default="pull")
     p.add_argument("--combine", default="push")
     p.add_argument("--minibatch", default="4096")
     p.add_argument("--comm-sms", default="32")
-    p.add_argument("--macrobatch", type=int, default=131072)
-    p.add_argument("--capacity", type=float, default=1.0)
+    p.add_argument("--macrobatch", type=int_at_least(1), default=131072)
+    p.add_argument("--capacity", type=capacity_arg, default=1.0)
     p.add_argument("--out", required=True)
-    try:
-        return register(p.parse_args(argv))
-    except (MokInputError, ValueError) as exc:       # bad grid values: one line, exit 2
-        print(f"register: {exc}", file=sys.stderr)
-        return 2
+    return run_tool(p, register, argv)
 
 
 if __name__ == "__main__":

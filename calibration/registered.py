@@ -26,6 +26,57 @@ from .noise import pick_key
 from .validate import evaluate
 
 _KNOBS = ("dispatch", "combine", "minibatch", "comm_sms")
+BY_FIELDS = ("model", "ep", "tokens", "routing", "pass", "precision", "system")
+ENGINES = ("analytic", "sim")
+
+
+def _check_prediction(p) -> None:
+    """Raise MokInputError naming the first field of a registration line that is wrong."""
+    if not isinstance(p, dict):
+        raise MokInputError("a registered prediction must be a JSON object")
+    if p.get("engine") not in ENGINES:
+        raise MokInputError(f"engine={p.get('engine')!r} must be one of {ENGINES}")
+    for key, kinds in (("system", str), ("model", (str, dict)), ("registered", str)):
+        if not isinstance(p.get(key), kinds):
+            raise MokInputError(f"{key}={p.get(key)!r} is missing or has the wrong type")
+    for key in ("ep", "tokens"):
+        v = p.get(key)
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise MokInputError(f"{key}={v!r} must be an integer >= 1")
+    v = p.get("predicted_ms")
+    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
+        raise MokInputError(f"predicted_ms={v!r} must be a positive number")
+    for key in ("routing", "config"):
+        if not isinstance(p.get(key) or {}, dict):
+            raise MokInputError(f"{key}={p.get(key)!r} must be an object")
+
+
+def read_predictions(path: str | Path) -> list[dict]:
+    """The lines of a registration file, each checked; a bad line stops the reader with its file
+    and line (never skipped)."""
+    path = Path(path)
+    if not path.is_file():
+        raise MokInputError(f"{path}: no such registration file")
+    try:
+        lines = path.read_text(encoding="utf-8").split("\n")
+    except UnicodeDecodeError as exc:
+        raise MokInputError(f"{path}: not UTF-8 text (byte {exc.start}); a registration is JSON "
+                            f"lines") from None
+    out = []
+    for lineno, line in enumerate(lines, 1):
+        if not line.strip():
+            continue
+        try:
+            pred = json.loads(line)
+            _check_prediction(pred)
+        except json.JSONDecodeError as exc:
+            raise MokInputError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
+        except MokInputError as exc:
+            raise MokInputError(f"{path}:{lineno}: {exc}") from None
+        out.append(pred)
+    if not out:
+        raise MokInputError(f"{path}: holds no registered predictions (an empty file)")
+    return out
 
 
 def _run_key(p: dict) -> tuple:
@@ -91,7 +142,7 @@ def _field(r: dict, name: str) -> str:
 def report(pred_paths: list[str], runs: list[dict], by: list[str] = ()) -> None:
     """Print the figures of each registration file against ``runs``."""
     for path in pred_paths:
-        preds = [json.loads(line) for line in Path(path).open() if line.strip()]
+        preds = read_predictions(path)
         for engine in ("analytic", "sim"):
             for system in ("mok", "nccl-torch"):
                 pairs = match([p for p in preds if p["engine"] == engine and p["system"] == system],
@@ -116,9 +167,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--by", default="", help="comma list of record fields to break down by")
     a = p.parse_args(argv)
     try:
-        if not Path(a.predictions).is_file():
-            raise MokInputError(f"{a.predictions}: no such registration file")
-        report([a.predictions], read_records(a.runs), [b for b in a.by.split(",") if b])
+        by = a.by.split(",") if a.by else []
+        if any(b not in BY_FIELDS for b in by):
+            raise MokInputError(f"--by {a.by!r}: a comma list of {', '.join(BY_FIELDS)}")
+        read_predictions(a.predictions)     # a bad registration stops before the records are read
+        report([a.predictions], read_records(a.runs), by)
     except MokInputError as exc:
         print(f"registered: {exc}", file=sys.stderr)
         return 2

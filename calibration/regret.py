@@ -22,16 +22,17 @@ from pathlib import Path
 
 import numpy as np
 
+from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
-from mok_model.params import Params, load_params, read_params
+from mok_model.params import BOUNDS, Params, load_params, read_params
 from mok_model.records import read_records
-from mok_model.scenario import Config, default_config
+from mok_model.scenario import ENGINES, Config, default_config
 from mok_model.tuner import tune
 
 from .cli import default_free, priors_for
 from .fit import fit, predict_records, record_config, record_scenario, workload_key
 from .micro import fit_micro
-from .split import group_value
+from .split import check_key, group_value
 
 H200_RUNS = Path(__file__).parent / "runs" / "h200"
 
@@ -98,27 +99,42 @@ def refit_params(train: list[dict], hardware: str, free: list[str] | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.regret", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser("python -m calibration.regret", __doc__)
     p.add_argument("runs", nargs="*", help="run-record files (default: calibration/runs/h200/*.jsonl)")
     p.add_argument("--params", default=None, help="parameters file (default: the hardware's own)")
     p.add_argument("--refit-by", default=None, help="score each workload with a fit that held "
                    "out its group of this key (tokens, model, ...)")
     p.add_argument("--free", default=None, help="with --refit-by: stage-2 parameters to fit "
                    "(default: mok calibrate's choice)")
-    p.add_argument("--min-configs", type=int, default=8, help="configs that make a sweep")
+    p.add_argument("--min-configs", type=int_at_least(2), default=8, help="configs that make a sweep")
     p.add_argument("--engine", default="analytic")
     p.add_argument("--allow-params-mismatch", action="store_true")
     p.add_argument("--json", action="store_true")
-    a = p.parse_args(argv)
-    try:
-        return _run(a)
-    except MokInputError as exc:
-        print(f"mok: error: {exc}", file=sys.stderr)
-        return 2
+    return run_tool(p, _run, argv)
+
+
+def _check_flags(a: argparse.Namespace) -> None:
+    """Every flag checked before any record is read (some are used only once a sweep is found)."""
+    if a.engine not in ENGINES:
+        raise MokInputError(f"--engine {a.engine!r} must be one of {ENGINES}")
+    if a.refit_by is not None:
+        check_key(a.refit_by, "--refit-by")
+        if a.params is not None:
+            raise MokInputError("--params with --refit-by: each workload is scored with its own "
+                                "refit; drop one of them")
+    if a.free is not None:
+        if a.refit_by is None:
+            raise MokInputError("--free needs --refit-by (it names the refit's parameters)")
+        unknown = [f for f in a.free.split(",") if f not in BOUNDS]
+        if unknown:
+            raise MokInputError(f"--free {a.free!r}: unknown parameter(s) {unknown}; choose from "
+                                f"{', '.join(sorted(BOUNDS))}")
+    if a.params is not None:
+        read_params(a.params)
 
 
 def _run(a: argparse.Namespace) -> int:
+    _check_flags(a)
     files = a.runs or sorted(glob.glob(str(H200_RUNS / "*.jsonl")))
     if not files:
         print(f"no run-record files given and none in {H200_RUNS}: no regret to report")

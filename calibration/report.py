@@ -17,6 +17,9 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mok_model.errors import MokInputError
+from mok_model.fileio import check_output_dir
+
 from .cli import calibrate_cli, priors_for, validate_cli
 from .regret import main as regret_main
 
@@ -108,8 +111,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--also", nargs="+", default=[], help="run files never fitted on, validated "
                    "with the fit to all RUN_FILES (e.g. skewed-routing sweeps)")
     a = p.parse_args(argv)
-    out = Path(a.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out = check_output_dir(a.out, "--out")
+    except MokInputError as exc:
+        print(f"mok: error: {exc}", file=sys.stderr)
+        return 2
     free = ["--free", a.free] if a.free else []
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()

@@ -20,8 +20,10 @@ the runs, then held-out figures of the h200-hgx8 fit.
 from __future__ import annotations
 
 import collections
+import sys
 from pathlib import Path
 
+from mok_model.cli import doc_parser, run_tool
 from mok_model.presets import load_hardware
 from mok_model.records import predictable, read_records, routing_reproduced
 
@@ -114,4 +116,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(run_tool(doc_parser("python -m calibration.report_h200x2", __doc__), lambda a: main()))

@@ -12,11 +12,12 @@ one workload, >= 3). --sim-every K adds the simulator on every K-th record of ea
 
 from __future__ import annotations
 
-import argparse
 import collections
+import sys
 
 import numpy as np
 
+from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.params import read_params
 from mok_model.records import model_records, read_records, record_zipf_order
 
@@ -47,12 +48,17 @@ def line(name: str, recs: list[dict], params, engine: str) -> str:
             f"{100 * v.max_ape:6.1f}% signed {100 * signed:+6.1f}% Spearman {rho}")
 
 
-def main(argv: list[str] | None = None) -> None:
-    p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+def main(argv: list[str] | None = None) -> int:
+    p = doc_parser("python -m calibration.report_legacy_zipf", __doc__)
     p.add_argument("runs", nargs="+")
     p.add_argument("--params", required=True)
-    p.add_argument("--sim-every", type=int, default=0, help="simulator on every K-th record")
-    a = p.parse_args(argv)
+    p.add_argument("--sim-every", type=int_at_least(0), default=0,
+                   help="simulator on every K-th record (0: analytic only)")
+    return run_tool(p, report, argv)
+
+
+def report(a) -> None:
+    """One line per routing group and engine: MAPE, max, signed error, Spearman."""
     params = read_params(a.params)
     records, notes = model_records(read_records(a.runs))
     records = [r for r in records if r["hardware"]["preset"] == params.hardware]
@@ -78,4 +84,4 @@ def main(argv: list[str] | None = None) -> None:
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

@@ -27,6 +27,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params, read_params
 from mok_model.records import read_records, routing_reproduced
@@ -175,8 +176,8 @@ def render(doc: dict, out=sys.stdout) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.report_passes", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = MokParser(prog="python -m calibration.report_passes", description=__doc__,
+                  formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="*", help="run-record files (default calibration/runs/h200/*.jsonl)")
     p.add_argument("--params", help="parameters file holding the forward values "
                                     "(default the shipped h200-1)")
@@ -184,8 +185,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="the variants that were the defaults before 2026-12-01")
     p.add_argument("--sim", action="store_true", help="also the simulator, with the fit to all")
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
-    a = p.parse_args(argv)
     try:
+        a = p.parse_args(argv)
         files = a.runs or sorted(str(f) for f in RUNS.glob("*.jsonl"))
         records = read_records(files)
         # the pass records, and the BF16 forward MoK records of the files that hold FP8 ones

@@ -42,6 +42,7 @@ from pathlib import Path
 
 import numpy as np
 
+from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
 from mok_model.gemm_table import DEFAULT_TILE
 from mok_model.params import BOUNDS
@@ -269,8 +270,7 @@ def _met(x, goal, lower_is_better=True) -> str:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.report_space", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser("python -m calibration.report_space", __doc__)
     p.add_argument("runs", nargs="*", help="run-record files")
     p.add_argument("--from-json", default=None, help="print the report of a saved --json output")
     p.add_argument("--by", default="model,ep", help="hold-out keys, comma list")
@@ -280,47 +280,61 @@ def main(argv: list[str] | None = None) -> int:
                         "(the same from another GEMM's records: its shape trend times gemm_eff)")
     p.add_argument("--table-system", default=TABLE_SYSTEM,
                    help="system of the records of the kernel's GEMM phases alone")
-    p.add_argument("--sim-records", type=int, default=300,
+    p.add_argument("--sim-records", type=int_at_least(0), default=300,
                    help="about how many held-out records the simulator predicts per key (0: none)")
     p.add_argument("--free", default=None,
                    help="layer parameters to fit in every fold (default: mok calibrate's choice)")
     p.add_argument("--fix", default=None,
                    help="parameters to leave out of the default choice (held at their priors)")
-    p.add_argument("--thin", type=int, default=1,
+    p.add_argument("--thin", type=int_at_least(1), default=1,
                    help="fit on every K-th training workload's MoK runs (for speed; held-out "
                         "records are all predicted)")
-    p.add_argument("--jobs", type=int, default=2, help="folds fitted in parallel")
+    p.add_argument("--jobs", type=int_at_least(1), default=2, help="folds fitted in parallel")
     p.add_argument("--json", action="store_true")
-    a = p.parse_args(argv)
-    if a.from_json:
-        print(render(json.loads(Path(a.from_json).read_text())))
-        return 0
+    return run_tool(p, _run, argv)
+
+
+def _saved(path: str) -> dict:
+    """A saved --json output, checked for the fields the report prints."""
     try:
-        return _run(a)
-    except MokInputError as exc:
-        print(f"mok: error: {exc}", file=sys.stderr)
-        return 2
+        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+    except FileNotFoundError:
+        raise MokInputError(f"--from-json {path!r}: no such file") from None
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise MokInputError(f"--from-json {path!r}: not a JSON file ({exc})") from None
+    need = ("files", "records", "workloads", "left_out", "summary", "folds")
+    if not isinstance(doc, dict) or any(k not in doc for k in need):
+        raise MokInputError(f"--from-json {path!r}: not a report_space --json output (needs "
+                            f"{', '.join(need)})")
+    return doc
 
 
 def _run(a: argparse.Namespace) -> int:
     t0 = time.time()
+    if a.from_json is not None:
+        if a.runs:
+            raise MokInputError("--from-json prints a saved report; drop the run-record files")
+        print(render(_saved(a.from_json)))
+        return 0
     if not a.runs:
         raise MokInputError("give run-record files (or --from-json FILE)")
+    tables = a.table.split(",")
+    if set(tables) - set(TABLES):
+        raise MokInputError(f"--table {a.table!r}: choose from {', '.join(TABLES)}")
+    keys = a.by.split(",")
+    for k in keys:
+        check_key(k, "--by")
+    for flag, value in (("--free", a.free), ("--fix", a.fix)):
+        bad = [f for f in value.split(",") if f not in BOUNDS] if value is not None else []
+        if bad:
+            raise MokInputError(f"{flag} {value!r}: unknown parameter(s) {bad}; choose from "
+                                f"{sorted(BOUNDS)}")
     files = [str(Path(f)) for f in a.runs]
     records, left = usable(read_records(files), a.table_system)
     by_id = {r["id"]: r for r in records}
     mok = [r for r in records if r["system"] == "mok"]
     if not mok:
         raise MokInputError(f"no forward MoK records of {HARDWARE} in the files")
-    tables = a.table.split(",")
-    if set(tables) - set(TABLES):
-        raise MokInputError(f"--table {a.table!r}: choose from {', '.join(TABLES)}")
-    keys = a.by.split(",")
-    for k in keys:
-        check_key(k)
-    bad = [f for f in f"{a.free or ''},{a.fix or ''}".split(",") if f and f not in BOUNDS]
-    if bad:
-        raise MokInputError(f"--free: unknown parameter(s) {bad}; choose from {sorted(BOUNDS)}")
     jobs, sim_every = [], {}
     # every GEMM-phase record's table point, made once: a fold's table takes its training ones
     known = record_points(records, HARDWARE, a.table_system) if set(tables) - {"none"} else {}

@@ -14,6 +14,7 @@ from __future__ import annotations
 import argparse
 import sys
 
+from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.params import load_params
 from mok_model.predict import predict
@@ -24,13 +25,13 @@ from .registered import figures
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m calibration.report_unseen", description=__doc__,
-                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap = MokParser(prog="python -m calibration.report_unseen", description=__doc__,
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="+", help="run-record files no fit reads")
     ap.add_argument("--hardware", default="h200-1")
     ap.add_argument("--params", default=None, help="parameters file (default: the hardware's)")
-    a = ap.parse_args(argv)
     try:
+        a = ap.parse_args(argv)
         params = load_params(a.params, a.hardware)
         recs = [r for r in read_records(a.runs) if r["system"] == "mok"
                 and r["hardware"]["preset"] == a.hardware]

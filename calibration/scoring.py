@@ -12,8 +12,8 @@ from mok_model.analytic import mok_terms
 from mok_model.errors import MokInputError
 from mok_model.params import Params
 from mok_model.predict import predict
-from mok_model.records import (predictable, record_config, record_scenario, workload_key,
-                               workload_scenario)
+from mok_model.records import (predictable, record_config, record_scenario, record_where,
+                               workload_key, workload_scenario)
 from mok_model.scenario import Config
 from mok_model.tuner import tune
 
@@ -62,8 +62,7 @@ def predict_records(records: list[dict], params: Params, engine: str = "analytic
                 out[i] = predict(scn, cfg if system == "mok" else None, system, params,
                                  engine, refuse_overflow=False).latency_ms
         except MokInputError as exc:  # name the record that the model cannot take
-            where = f"{rec['_file']}:{rec['_line']}" if "_file" in rec else f"record {rec['id']!r}"
-            raise MokInputError(f"{where}: {exc}") from None
+            raise MokInputError(f"{record_where(rec)}: {exc}") from None
     for key, items in batches.items():
         scn = workload_scenario(*key)
         cfgs = [c for _, c in items]

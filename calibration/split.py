@@ -39,9 +39,10 @@ def group_values(records: list[dict], by: str) -> list[str]:
     return sorted({group_value(r, by) for r in records}, key=_order)
 
 
-def check_key(by: str) -> None:
+def check_key(by: str, flag: str = "--holdout-by") -> None:
+    """Refuse a grouping key that is not a record field or a knob."""
     if by not in FIELDS and by not in KNOBS:
-        raise MokInputError(f"--holdout-by {by!r} must be one of {FIELDS + KNOBS}")
+        raise MokInputError(f"{flag} {by!r} must be one of {FIELDS + KNOBS}")
 
 
 def split(records: list[dict], by: str, value: str | None = None) -> tuple[list[dict], list[dict], str]:

@@ -36,11 +36,11 @@ stays for what the table does not cover (FP8, MXFP8).
 
 from __future__ import annotations
 
-import argparse
 import json
 import sys
 from pathlib import Path
 
+from mok_model.cli import doc_parser, run_tool
 from mok_model.gemm_table import GemmTable, read_table
 from mok_model.params import PARAMS_DIR, Params, read_params
 from mok_model.predict import predict
@@ -192,13 +192,16 @@ def attribution(params: Params, other: Params, rows: list[dict]) -> list[dict]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.transfer", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser("python -m calibration.transfer", __doc__)
     p.add_argument("--terms", action="store_true",
                    help="also each MoK row's cost terms, transferred beside the shipped GB300 "
                         "fit's, and each transferred value's share of the error (diagnosis)")
     p.add_argument("--json", action="store_true", help="one JSON document")
-    a = p.parse_args(argv)
+    return run_tool(p, report, argv)
+
+
+def report(a) -> int:
+    """Print (or --json) the transferred parameters' predictions of the published rows."""
     params = transferred_params()
     rows = read_records([RUNS])
     out = score(params, rows)

@@ -17,7 +17,6 @@ Needs Triton with the NVIDIA backend (its bundled ptxas/cuobjdump); no CUDA devi
 
 from __future__ import annotations
 
-import argparse
 import collections
 import json
 import os
@@ -153,22 +152,56 @@ def stats(kernel, outdir: str, label: str) -> dict:
             "loops": _sass_loops(sass)}
 
 
-def main(argv: list[str] | None = None) -> None:
-    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--model", default="kimi-k2", choices=sorted(MODELS))
-    ap.add_argument("--ep", type=int, default=8)
-    ap.add_argument("--tokens", type=int, default=4096)
+def main(argv: list[str] | None = None) -> int:
+    from mok_model.cli import doc_parser, int_at_least, run_tool
+
+    ap = doc_parser("python -m mok_kernels.aot", __doc__)
+    ap.add_argument("--model", default="kimi-k2", help=f"one of {', '.join(sorted(MODELS))}")
+    ap.add_argument("--ep", type=int_at_least(1), default=8)
+    ap.add_argument("--tokens", type=int_at_least(1), default=4096)
     ap.add_argument("--precision", default="fp8")
     ap.add_argument("--fp8-kernel", default="v2")
     ap.add_argument("--cfg", default="", help="more KernelConfig fields, e.g. block_m=128,num_stages=3")
     ap.add_argument("--label", default=None)
     ap.add_argument("--out", default="aot_out")
-    a = ap.parse_args(argv)
+    return run_tool(ap, compile_one, argv)
+
+
+def _cfg_fields(text: str) -> dict:
+    """--cfg FIELD=VALUE,...: integers where the value is one; an empty element is refused."""
+    from mok_model.errors import MokInputError
+
+    out = {}
+    for item in text.split(",") if text else []:
+        k, sep, v = item.partition("=")
+        if not sep or not k:
+            raise MokInputError(f"--cfg {text!r}: {item!r} is not FIELD=VALUE (e.g. block_m=128)")
+        out[k] = int(v) if v.lstrip("-").isdigit() else v
+    return out
+
+
+def compile_one(a) -> int:
+    """Check the flags, compile the launch, write its files under --out, print its stats."""
+    from mok_model.errors import MokInputError
+    from mok_model.fileio import check_output_dir
+
+    from . import megakernel as mk
+    from . import require_triton
+    if a.model not in MODELS:
+        raise MokInputError(f"--model {a.model!r} must be one of {', '.join(sorted(MODELS))}")
+    experts = MODELS[a.model][2]
+    if experts % a.ep:
+        raise MokInputError(f"--ep {a.ep} must divide {a.model}'s {experts} experts")
     kw = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32, macrobatch=4096,
               capacity=1.0, grid=132, precision=a.precision, fp8_kernel=a.fp8_kernel)
-    for item in filter(None, a.cfg.split(",")):
-        k, v = item.split("=")
-        kw[k] = v if not v.lstrip("-").isdigit() else int(v)
+    kw.update(_cfg_fields(a.cfg))
+    try:
+        mk.KernelConfig(**kw).validate()
+    except (TypeError, ValueError) as exc:
+        raise MokInputError(f"the kernel's config refuses --precision {a.precision} --fp8-kernel "
+                            f"{a.fp8_kernel} --cfg {a.cfg!r}: {exc}") from None
+    require_triton()
+    check_output_dir(a.out, "--out")
     args, kwargs = launch_args(a.model, a.ep, a.tokens, kw)
     kernel, sig, const, attrs = compile_launch(args, kwargs)
     label = a.label or f"{a.model}-{a.precision}-{a.fp8_kernel}"
@@ -177,7 +210,8 @@ def main(argv: list[str] | None = None) -> None:
         json.dump({"stats": st, "signature": sig, "constexprs": {str(k): str(v) for k, v in const.items()},
                    "attrs": {str(k): str(v) for k, v in attrs.items()}}, f, indent=1)
     print(json.dumps(st))
+    return 0
 
 
 if __name__ == "__main__":
-    main()
+    raise SystemExit(main())

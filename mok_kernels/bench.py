@@ -20,6 +20,9 @@ from typing import Any, Callable
 
 import torch
 
+from mok_model.cli import MokParser, number_list
+from mok_model.errors import MokInputError
+from mok_model.fileio import check_output_file
 from mok_model.records import append_records, record_model
 
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
@@ -36,27 +39,22 @@ GEMM_PHASE_NOTE = ("DIAGNOSTIC: the megakernel's GEMM phases alone (dispatch cop
 SYSTEMS_BWD = ("mok", "gemm-only", "torch-autograd")
 
 
-def _floats(s: str) -> list[float]:
-    return [float(v) for v in s.split(",") if v]
+def _floats(s: str, flag: str = "--capacity") -> list[float]:
+    """A comma list of numbers in (0, 1] (the capacities), refused naming `flag` otherwise."""
+    return number_list(s, flag, float, 0, 1, open_low=True)
 
 
-def _ints(s: str) -> list[int]:
-    return [int(v) for v in s.split(",") if v]
+def _ints(s: str, flag: str = "--tokens") -> list[int]:
+    """A comma list of integers >= 1, refused naming `flag` otherwise."""
+    return number_list(s, flag)
 
 
-class BadInput(ValueError):
+class BadInput(MokInputError):
     """A bad command-line value (exit status 2)."""
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad flags as BadInput (one line, exit status 2) instead of usage."""
-
-    def error(self, message: str) -> None:  # type: ignore[override]
-        raise BadInput(message)
-
-
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    p = _Parser(prog="mok bench", description=__doc__)
+    p = MokParser(prog="mok bench", description=__doc__)
     p.add_argument("--model", default="kimi-k2", help="comma list of model presets")
     p.add_argument("--ep", default=None,
                    help="comma list of EP sizes (emulated on one GPU; default 16); with --gpus N "
@@ -182,16 +180,19 @@ def _check_args(a: argparse.Namespace) -> None:
                 parse_tiles(spec)
             except ValueError as exc:
                 raise BadInput(f"--bwd-tiles: {exc}") from None
-    for v in _ints(a.ep) + _ints(a.tokens) + _ints(a.minibatch) + _ints(a.comm_sms):
-        if v < 1:
-            raise BadInput(f"--ep/--tokens/--minibatch/--comm-sms value {v}: must be >= 1")
-    out = os.path.abspath(a.out)
-    if os.path.isdir(out) or not os.access(os.path.dirname(out), os.W_OK):
-        raise BadInput(f"--out {a.out}: not a writable file path (a directory, or its folder "
-                       f"is missing or read-only)")
+    for flag in ("--ep", "--tokens", "--minibatch", "--comm-sms"):
+        _ints(getattr(a, flag[2:].replace("-", "_")), flag)
+    _floats(a.capacity, "--capacity")
+    for flag, v, low in (("--iters", a.iters, 1), ("--warmup", a.warmup, 0), ("--seed", a.seed, 0),
+                         ("--gpus", a.gpus, 0)):
+        if v < low:
+            raise BadInput(f"{flag} {v}: must be >= {low}")
+    if not 0 <= a.rank < min(_ints(a.ep, "--ep")):
+        raise BadInput(f"--rank {a.rank}: must be in [0, EP) for every --ep {a.ep}")
+    check_output_file(a.out, "--out")
     for m in a.macrobatch.split(","):
-        if m not in ("half", "all") and not m.isdigit():
-            raise BadInput(f"--macrobatch {m!r}: allowed a row count, half, all")
+        if m not in ("half", "all") and not (m.isdigit() and int(m) >= 1):
+            raise BadInput(f"--macrobatch {m!r}: allowed a row count >= 1, half, all")
 
 
 def stats(ts: list[float]) -> dict[str, float | int]:
@@ -653,19 +654,19 @@ def cli(argv: list[str]) -> int:
     """Entry point of `mok bench`; returns the exit status."""
     try:
         a = parse_args(argv)
-    except BadInput as exc:
+    except MokInputError as exc:
         print(f"mok bench: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:   # --help
         return int(exc.code or 0)
+    try:
+        _check_args(a)  # bad flags are named on any machine, before the GPU check
+    except ValueError as exc:
+        print(f"mok bench: {exc}", file=sys.stderr)
+        return 2
     if not torch.cuda.is_available():
         print("mok bench: needs a CUDA GPU, and torch.cuda.is_available() is False here",
               file=sys.stderr)
-        return 2
-    try:
-        _check_args(a)
-    except ValueError as exc:
-        print(f"mok bench: {exc}", file=sys.stderr)
         return 2
     if a.gpus:
         from .bench_group import run

@@ -18,6 +18,12 @@ import sys
 
 import torch
 
+from mok_model.cli import doc_parser, int_at_least, run_tool
+from mok_model.errors import MokInputError
+
+from . import require_cuda
+from .routing import parse_routing
+
 E, K, H, I = 32, 4, 256, 128    # small shape: correctness of the protocol, not speed
 
 
@@ -97,21 +103,30 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace, results) -> 
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m mok_kernels.group_check", description=__doc__)
-    p.add_argument("--gpus", type=int, default=0, help="ranks, one per GPU (default: all GPUs)")
-    p.add_argument("--tokens", type=int, default=200)
-    p.add_argument("--minibatch", type=int, default=300)
+    p = doc_parser("python -m mok_kernels.group_check", __doc__)
+    p.add_argument("--gpus", type=int_at_least(0), default=0,
+                   help="ranks, one per GPU (default: all GPUs)")
+    p.add_argument("--tokens", type=int_at_least(1), default=200)
+    p.add_argument("--minibatch", type=int_at_least(1), default=300)
     p.add_argument("--routing", default="uniform")
     p.add_argument("--dispatch", default="pull,push")
     p.add_argument("--combine", default="push,pull")
-    p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--seed", type=int, default=0)
-    a = p.parse_args(argv)
-    have = torch.cuda.device_count() if torch.cuda.is_available() else 0
+    p.add_argument("--iters", type=int_at_least(1), default=10)
+    p.add_argument("--seed", type=int_at_least(0), default=0)
+    return run_tool(p, check_group, argv)
+
+
+def check_group(a) -> int:
+    """Every dispatch x combine on every GPU (flags checked first; CUDA GPUs)."""
+    for flag, modes in (("--dispatch", a.dispatch), ("--combine", a.combine)):
+        if any(m not in ("pull", "push") for m in modes.split(",")):
+            raise MokInputError(f"{flag} {modes!r}: a comma list of pull, push")
+    parse_routing(a.routing, K)
+    require_cuda()
+    have = torch.cuda.device_count()
     world = a.gpus or have
-    if world < 1 or world > have or E % world:
-        print(f"group_check: --gpus {world}: need 1..{have} GPUs dividing {E} experts", file=sys.stderr)
-        return 2
+    if world > have or E % world:
+        raise MokInputError(f"--gpus {world}: need 1..{have} GPUs dividing {E} experts")
     import torch.multiprocessing as mp
     ctx = mp.get_context("spawn")
     results = ctx.SimpleQueue()

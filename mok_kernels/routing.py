@@ -28,12 +28,9 @@ class Shape:
 
 
 def shape_of(name: str) -> Shape:
-    """A model preset's layer geometry (mok_model presets; aliases allowed). ValueError names the
-    allowed ones."""
-    try:
-        m = load_model(name)
-    except MokInputError as exc:
-        raise ValueError(str(exc)) from None
+    """A model preset's layer geometry (mok_model presets; aliases allowed). MokInputError (a
+    ValueError) names the allowed ones."""
+    m = load_model(name)
     shared = m.shared_width * m.shared_experts
     return Shape(m.hidden, m.expert_width, m.routed_experts, m.top_k, shared)
 
@@ -42,16 +39,13 @@ def parse_routing(spec: str, top_k: int | None = None) -> tuple[str, float]:
     """'uniform' | 'zipf:S' | 'hot:X' | 'onehot' -> (kind, parameter), as `mok predict` reads them.
 
     hot:X gives expert 0 a share X of all routes (at most 1/top_k); onehot routes every token
-    once to expert 0 (hot:1/top_k). ValueError names the rule.
+    once to expert 0 (hot:1/top_k). MokInputError (a ValueError) names the rule.
     """
     if spec == "onehot":
         return "onehot", 0.0
-    try:
-        kind, arg = model_routing(spec, top_k or 1)
-    except MokInputError as exc:
-        raise ValueError(str(exc)) from None
+    kind, arg = model_routing(spec, top_k or 1)
     if kind == "file":
-        raise ValueError(f"bad routing {spec!r}; the kernel takes uniform, zipf:S, hot:X, onehot")
+        raise MokInputError(f"bad routing {spec!r}; the kernel takes uniform, zipf:S, hot:X, onehot")
     return kind, float(arg or 0.0)
 
 

@@ -161,8 +161,9 @@ def run(a: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(prog="python -m mok_kernels.space_sweep", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    from mok_model.cli import doc_parser, int_at_least, number_at_least, run_tool
+
+    p = doc_parser("python -m mok_kernels.space_sweep", __doc__)
     p.add_argument("--out", help="RUNS.jsonl to append records to")
     p.add_argument("--plan-out", help="write the planned MoK records (JSON lines) and stop")
     p.add_argument("--models", default=None, help="comma list: only these presets' workloads")
@@ -170,19 +171,40 @@ def main(argv: list[str]) -> int:
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--gemm-phases", action="store_true",
                    help="record the megakernel's GEMM phases alone (mok-gemm) per workload")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--iters", type=int, default=8)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--deadline-s", type=float, default=400)
-    a = p.parse_args(argv)
+    p.add_argument("--seed", type=int_at_least(0), default=0)
+    p.add_argument("--iters", type=int_at_least(1), default=8)
+    p.add_argument("--warmup", type=int_at_least(0), default=2)
+    p.add_argument("--deadline-s", type=number_at_least(0), default=400)
+    return run_tool(p, lambda a: _checked_run(a, argv), argv)
+
+
+def _checked_run(a: argparse.Namespace, argv: list[str]) -> int:
+    """Check every flag and output path, then plan (any machine) or sweep (a CUDA GPU)."""
+    from mok_model.errors import MokInputError
+    from mok_model.fileio import check_output_file
+
+    from . import require_cuda
+
     a.argv = argv
-    if a.plan_out:
+    if a.models is not None:
+        unknown = [m for m in a.models.split(",") if m not in MODELS]
+        if unknown:
+            raise MokInputError(f"--models {a.models!r}: {unknown} not in the space; choose from "
+                                f"{', '.join(MODELS)}")
+    if a.plan_out is not None:
+        if check_output_file(a.plan_out, "--plan-out").exists():
+            raise MokInputError(f"--plan-out {a.plan_out!r} exists; a plan is written once (name a "
+                                f"new file)")
         with open(a.plan_out, "x") as f:
             for rec in planned_records(a.seed):
                 f.write(json.dumps(rec, sort_keys=True) + "\n")
         return 0
-    if not a.out and not a.compile_only:
-        p.error("--out is required (or --plan-out, or --compile-only)")
+    if a.out is None and not a.compile_only:
+        raise MokInputError("--out is required (or --plan-out, or --compile-only)")
+    if a.out is not None:
+        check_output_file(a.out, "--out")
+    _done(a.skip_done, "gemm-only")     # a bad records file stops here, not mid-sweep
+    require_cuda()
     return run(a)
 
 

@@ -10,44 +10,59 @@ Records are appended per workload; the job stops cleanly at the deadline.
 
 from __future__ import annotations
 
-import argparse
 import itertools
 import sys
 import time
 
 import torch
 
+from mok_model.cli import doc_parser, int_at_least, number_at_least, number_list, run_tool
+from mok_model.fileio import check_output_file
+from mok_model.presets import load_model
 from mok_model.records import append_records
 
+from . import require_cuda
 from .bench import (Workload, _hardware, _software, macro_rows, make_record, run_gemm_only,
                     run_mok, run_torch_grouped)
+from .routing import parse_routing, shape_of
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser()
+    p = doc_parser("python -m mok_kernels.sweep_job", __doc__)
     p.add_argument("--out", required=True)
     p.add_argument("--workloads", default="kimi-k2:1024,glm-5:1024,kimi-k2:2048,glm-5:2048,"
                                           "kimi-k2:4096,glm-5:4096")
     p.add_argument("--minibatch", default="512,1024,2048,4096,8192")
     p.add_argument("--comm-sms", default="8,16,32,64")
-    p.add_argument("--iters", type=int, default=6)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--deadline-s", type=float, default=520)
+    p.add_argument("--iters", type=int_at_least(1), default=6)
+    p.add_argument("--warmup", type=int_at_least(0), default=2)
+    p.add_argument("--deadline-s", type=number_at_least(0), default=520)
     p.add_argument("--routing", default="uniform")
-    a = p.parse_args(argv)
+    return run_tool(p, lambda a: sweep(a, argv), argv)
+
+
+def sweep(a, argv: list[str]) -> int:
+    """The grid on each workload (flags checked first; a CUDA GPU)."""
+    check_output_file(a.out, "--out")
+    minibatches, comm_sms = number_list(a.minibatch, "--minibatch"), number_list(a.comm_sms, "--comm-sms")
+    workloads = []
+    for wspec in a.workloads.split(","):
+        model, _, n = wspec.partition(":")
+        load_model(model)
+        workloads.append((wspec, model, number_list(n, f"--workloads {wspec!r} (MODEL:TOKENS)")[0]))
+        parse_routing(a.routing, shape_of(model).topk)
+    require_cuda()
     t0 = time.time()
     hw, sw = _hardware(), _software()
     cmd = "python3 -m mok_kernels.sweep_job " + " ".join(argv)
     note0 = ("single-GPU rank emulation: rank 0 of EP 16, peers' send/combine buffers in local "
              "HBM; MoK timed as CUDA-graph replay of schedule+megakernel+epilogue; " + cmd)
     grid = list(itertools.product(("pull", "push"), ("push", "pull"),
-                                  [int(v) for v in a.minibatch.split(",")],
-                                  [int(v) for v in a.comm_sms.split(",")], ("half", "all")))
+                                  minibatches, comm_sms, ("half", "all")))
     total = 0
-    for wspec in a.workloads.split(","):
-        model, n = wspec.split(":")
-        wl = Workload(model, 16, int(n), a.routing, 0, 0)
-        common = dict(model=model, ep=16, tokens=int(n), routing=a.routing, seed=0,
+    for wspec, model, n in workloads:
+        wl = Workload(model, 16, n, a.routing, 0, 0)
+        common = dict(model=model, ep=16, tokens=n, routing=a.routing, seed=0,
                       hardware=hw, software=sw)
         recs = []
         base = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32,

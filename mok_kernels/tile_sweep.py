@@ -13,7 +13,6 @@ not recorded. The table in mok_kernels/tiles.py is read from these records.
 
 from __future__ import annotations
 
-import argparse
 import sys
 import time
 
@@ -111,9 +110,9 @@ def candidate(name: str, table: dict) -> tuple[str, dict] | None:
 
 
 def main(argv: list[str]) -> int:
-    from .megakernel import KernelConfig, MoKLayer
-    from .bench import capture_graph
-    p = argparse.ArgumentParser()
+    from mok_model.cli import doc_parser, int_at_least, number_at_least, run_tool
+
+    p = doc_parser("python -m mok_kernels.tile_sweep", __doc__)
     p.add_argument("--out", required=True)
     p.add_argument("--workloads", default=WORKLOADS)
     p.add_argument("--candidates", default=None, help="comma list (default: every candidate of "
@@ -121,28 +120,59 @@ def main(argv: list[str]) -> int:
     p.add_argument("--precision", default="bf16", choices=("bf16", "fp8"))
     p.add_argument("--comm-sms", default=None, help="comma list (default: 16 where a workload "
                    "has >= 16384 routes, else 32)")
-    p.add_argument("--iters", type=int, default=8)
-    p.add_argument("--warmup", type=int, default=2)
-    p.add_argument("--deadline-s", type=float, default=400)
-    a = p.parse_args(argv)
+    p.add_argument("--iters", type=int_at_least(1), default=8)
+    p.add_argument("--warmup", type=int_at_least(0), default=2)
+    p.add_argument("--deadline-s", type=number_at_least(0), default=400)
+    return run_tool(p, lambda a: sweep(a, argv), argv)
+
+
+def _workloads(text: str) -> list[tuple[str, int, int]]:
+    """--workloads MODEL:EP:TOKENS,...: each part checked (a preset, integers >= 1)."""
+    from mok_model.cli import number_list
+    from mok_model.errors import MokInputError
+    from mok_model.presets import load_model
+
+    out = []
+    for spec in text.split(","):
+        parts = spec.split(":")
+        if len(parts) != 3:
+            raise MokInputError(f"--workloads {spec!r}: each workload is MODEL:EP:TOKENS")
+        load_model(parts[0])
+        ep, n = number_list(f"{parts[1]},{parts[2]}", f"--workloads {spec!r} (EP, tokens)")
+        out.append((parts[0], ep, n))
+    return out
+
+
+def sweep(a, argv: list[str]) -> int:
+    """Time each candidate on each workload (flags checked first; a CUDA GPU)."""
+    from mok_model.cli import number_list
+    from mok_model.errors import MokInputError
+    from mok_model.fileio import check_output_file
+
+    from . import require_cuda
+    from .bench import capture_graph
+    from .megakernel import KernelConfig, MoKLayer
+
+    check_output_file(a.out, "--out")
+    workloads = _workloads(a.workloads)
+    comm_sms = number_list(a.comm_sms, "--comm-sms") if a.comm_sms is not None else None
     fp8 = a.precision == "fp8"
     table = FP8_CANDIDATES if fp8 else CANDIDATES
     names = a.candidates.split(",") if a.candidates else list(table)
     for name in names:
         if candidate(name, table) is None:
-            print(f"tile_sweep: candidate {name!r}: not one of {', '.join(table)}, optionally "
-                  f"followed by -cNN (copy_rows NN) and / or -kNN (split_dn NN)", file=sys.stderr)
-            return 2
+            raise MokInputError(f"--candidates {name!r}: not one of {', '.join(table)}, optionally "
+                                f"followed by -cNN (copy_rows NN) and / or -kNN (split_dn NN)")
+    require_cuda()
     if fp8:
         from .fp8 import FP8_REL_TOL
     tol = FP8_REL_TOL if fp8 else TOL
     t0, hw, sw = time.time(), _hardware(), _software()
     cmd = "python3 -m mok_kernels.tile_sweep " + " ".join(argv)
-    for spec in a.workloads.split(","):
-        model, ep, n = spec.split(":")
-        ep, n = int(ep), int(n)
+    for model, ep, n in workloads:
+        spec = f"{model}:{ep}:{n}"
         wl = Workload(model, ep, n, "uniform", 0, 0)
-        comm = ([int(c) for c in a.comm_sms.split(",")] if a.comm_sms
+        comm = (comm_sms if comm_sms is not None
                 else [16 if n * wl.shape.topk >= 16384 else 32])
         knobs = dict(dispatch="pull", combine="push", minibatch=2048, comm_sms=comm[0],
                      macrobatch=131072, capacity=1.0)

@@ -5,12 +5,16 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import torch
 
+from mok_model.cli import doc_parser, number_list, run_tool
+from mok_model.errors import MokInputError
+
+from . import require_cuda
 from .bench import Workload, run_gemm_only, run_mok, run_torch_grouped, stats
+from .routing import shape_of
 
 BASE = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=16, macrobatch=131072,
             capacity=0.5)
@@ -25,15 +29,26 @@ VARIANTS = {
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser()
+    p = doc_parser("python -m mok_kernels.tune_job", __doc__)
     p.add_argument("--tokens", default="1024")
     p.add_argument("--models", default="glm-5,kimi-k2")
-    p.add_argument("--variants", default="")
-    a = p.parse_args(argv)
-    names = [v for v in VARIANTS if not a.variants or v[0] in a.variants]
+    p.add_argument("--variants", default=None, help="letters of the variants to run (default all)")
+    return run_tool(p, run, argv)
+
+
+def run(a) -> int:
+    """Time each variant on each workload (flags checked first; a CUDA GPU)."""
+    tokens = number_list(a.tokens, "--tokens")
+    for model in a.models.split(","):
+        shape_of(model)
+    letters = {v[0] for v in VARIANTS}
+    if a.variants is not None and (not a.variants or set(a.variants) - letters):
+        raise MokInputError(f"--variants {a.variants!r}: letters of {''.join(sorted(letters))}")
+    require_cuda()
+    names = [v for v in VARIANTS if a.variants is None or v[0] in a.variants]
     rows = []
     for model in a.models.split(","):
-        for n in [int(t) for t in a.tokens.split(",")]:
+        for n in tokens:
             wl = Workload(model, 16, n, "uniform", 0, 0)
             g = stats(run_gemm_only(wl, 10, 3))["median"]
             tg = stats(run_torch_grouped(wl, 10, 3))["median"]

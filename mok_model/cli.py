@@ -12,23 +12,42 @@ import math
 import os
 import shlex
 import sys
-from pathlib import Path
 
 from .errors import MokInputError
 from .fileio import check_output_file, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
 from .scenario import ENGINES, MODES, PASSES, PRECISIONS, SYSTEMS, Config, Scenario
 from .sim.fabric import SimInvariantError
+from .sim.network import DEGRADE_HELP
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 SCHEDULES = ("published", "naive")
 
 
-class _Parser(argparse.ArgumentParser):
-    """argparse that reports bad input as MokInputError (one line, exit 2)."""
+class MokParser(argparse.ArgumentParser):
+    """argparse for every mok command and tool: bad input is a MokInputError (one line, exit 2)
+    instead of a usage block."""
 
     def error(self, message: str):
         raise MokInputError(f"{message} (see `{self.prog} --help`)")
+
+
+
+def run_tool(parser: argparse.ArgumentParser, body, argv: list[str] | None = None) -> int:
+    """Entry of a `python -m` tool or a script: parse argv (default sys.argv[1:]) with `parser`
+    (a MokParser: a tool without flags then refuses any argument instead of ignoring it), call
+    body(args); bad input is one line `PROG: error: ...` on stderr and exit status 2."""
+    try:
+        args = parser.parse_args(sys.argv[1:] if argv is None else argv)
+        return body(args) or 0
+    except MokInputError as exc:
+        print(f"{parser.prog}: error: {exc}", file=sys.stderr)
+        return 2
+
+
+def doc_parser(prog: str, doc: str | None) -> MokParser:
+    """A MokParser whose --help prints the tool's docstring as written."""
+    return MokParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
 def int_at_least(low: int):
@@ -42,6 +61,41 @@ def int_at_least(low: int):
             raise argparse.ArgumentTypeError(f"{text} must be an integer >= {low}")
         return v
     parse.__name__ = f"integer >= {low}"
+    return parse
+
+
+def number_list(text: str, flag: str, kind=int, low: float = 1, high: float = math.inf,
+                open_low: bool = False) -> list:
+    """A comma list of `kind` values in [low, high] ((low, high] with open_low), e.g. --tokens
+    1024,2048; an empty element ("1,,2", "") or a value out of range is refused naming the flag,
+    never dropped."""
+    what = "integers" if kind is int else "numbers"
+    rule = (f"in {'(' if open_low else '['}{low:g}, {high:g}]" if high < math.inf
+            else f"{'>' if open_low else '>='} {low:g}")
+    out = []
+    for item in text.split(","):
+        try:
+            v = kind(item)
+        except ValueError:
+            raise MokInputError(f"{flag} {text!r}: {item!r} is not one of a comma list of {what} "
+                                f"(no empty elements)") from None
+        if not (low < v <= high if open_low else low <= v <= high):    # nan fails too
+            raise MokInputError(f"{flag} {text!r}: {item} must be {rule}")
+        out.append(v)
+    return out
+
+
+def number_at_least(low: float):
+    """An argparse type: a finite number >= low."""
+    def parse(text: str) -> float:
+        try:
+            v = float(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} must be a number >= {low:g}") from None
+        if not (math.isfinite(v) and v >= low):
+            raise argparse.ArgumentTypeError(f"{text} must be a finite number >= {low:g}")
+        return v
+    parse.__name__ = f"number >= {low:g}"
     return parse
 
 
@@ -100,12 +154,15 @@ def _scenario(a) -> Scenario:
                     "or rename it")
     _warn_shadowing(a.model, model, model_names(), load_model, "model", "rename it")
     scn = Scenario(hw, model, a.ep, a.tokens, a.pass_, a.precision, a.routing, a.seed)
+    from .workload import parse_routing, routing_bytes
+
+    if a.seed and parse_routing(scn.routing, model.top_k)[0] == "file":
+        raise MokInputError(f"--seed {a.seed} seeds the routing generators; --routing {a.routing} "
+                            f"is a file that fixes every token's experts (drop --seed)")
     if scn.domains > 1:
         warn(f"--ep {scn.ep} spans {scn.domains} scale-up domains of {hw.name} ({hw.domain_size} "
              f"GPUs each): rows between domains cross the scale-out link ({hw.scaleout_gbps:g} GB/s "
              f"per GPU vs {hw.link_gbps:g} GB/s NVLink); the breakdown shows it as scale_out")
-    from .workload import parse_routing, routing_bytes
-
     need = routing_bytes(scn.ep, scn.tokens, model.top_k)
     if need > 2e9 and parse_routing(scn.routing, model.top_k)[0] != "file":
         warn(f"--tokens {scn.tokens} at --ep {scn.ep}: drawing the routing takes about "
@@ -136,8 +193,9 @@ def _warn_knobs(scn: Scenario, knobs: dict) -> None:
              f"GEMMs (the tuner searches 4 to {min(64, scn.hardware.sms // 2)})")
 
 
-def _knobs(a) -> dict:
-    """The knobs given on the command line, each validated; the tuner picks the rest."""
+def _knobs(a, scn: Scenario | None = None) -> dict:
+    """The knobs given on the command line, each validated (against `scn`'s hardware when
+    given), then warned about; the tuner picks the rest."""
     for knob in ("dispatch", "combine"):
         if getattr(a, knob) is not None:
             choice(f"--{knob}", MODES, getattr(a, knob))
@@ -145,7 +203,11 @@ def _knobs(a) -> dict:
     trial = {**Config().as_dict(), **knobs}
     if "macrobatch" not in knobs:  # the tuner sizes the ring; only a given one must hold a minibatch
         trial["macrobatch"] = max(trial["macrobatch"], trial["minibatch"])
-    Config(**trial)
+    config = Config(**trial)
+    if scn is not None:
+        if "comm_sms" in knobs:
+            config.check_for(scn)
+        _warn_knobs(scn, knobs)
     return knobs
 
 
@@ -215,15 +277,18 @@ def cmd_predict(a, engine: str) -> int:
     choice("--system", SYSTEMS, a.system)
     if engine == "sim":
         choice("--schedule", SCHEDULES, a.schedule)
-        if a.trace:
+        if a.schedule != "published" and a.system != "mok":
+            raise MokInputError(f"--schedule {a.schedule} orders MoK's work; --system {a.system} "
+                                f"runs its own fixed sequence of kernels (drop --schedule)")
+        if a.trace is not None:
             check_output_file(a.trace, "--trace")
+        if a.degrade is not None and not a.degrade.strip():
+            raise MokInputError(f"--degrade {a.degrade!r} is empty; {DEGRADE_HELP}")
     scn = _scenario(a)
-    knobs = _knobs(a)
-    if a.system != "mok" and knobs:
-        raise MokInputError(f"--system {a.system} has no MoK knobs; drop {sorted(knobs)}")
-    if "comm_sms" in knobs:
-        Config(comm_sms=knobs["comm_sms"]).check_for(scn)
-    _warn_knobs(scn, knobs)
+    if a.system != "mok" and any(getattr(a, k) is not None for k in KNOBS):
+        raise MokInputError(f"--system {a.system} has no MoK knobs; drop "
+                            f"{sorted(k for k in KNOBS if getattr(a, k) is not None)}")
+    knobs = _knobs(a, scn)
     params = _params_arg(a)(scn)
     if engine == "sim":
         from .progress import busy
@@ -252,14 +317,13 @@ def cmd_tune_table(a) -> int:
 
     if a.tokens is not None:
         raise MokInputError("--table tunes every bucket of --tokens-buckets; drop --tokens")
-    if Path(a.table).is_dir():
-        raise MokInputError(f"--table {a.table!r} is a folder; name a FILE.json inside it")
+    check_output_file(a.table, "--table")
     if a.engine != "analytic" or a.pass_ != "fwd" or a.precision != "bf16" or a.routing != "uniform" \
             or a.seed != 0:
         raise MokInputError("--table is the megakernel's choice: analytic engine, --pass fwd, "
                             "--precision bf16, --routing uniform, --seed 0 (the defaults)")
     try:
-        buckets = ([int(b) for b in a.tokens_buckets.split(",")] if a.tokens_buckets
+        buckets = ([int(b) for b in a.tokens_buckets.split(",")] if a.tokens_buckets is not None
                    else list(DEFAULT_BUCKETS))
     except ValueError:
         raise MokInputError(f"--tokens-buckets {a.tokens_buckets!r}: a comma list of token "
@@ -293,16 +357,15 @@ def cmd_tune(a) -> int:
     from .tuner import tune
 
     choice("--engine", ENGINES, a.engine)
-    if a.table:
+    if a.table is not None:
         return cmd_tune_table(a)
     if a.tokens is None:
         raise MokInputError("the following arguments are required: --tokens (or --table FILE.json "
                             "with --tokens-buckets; see `mok tune --help`)")
-    if a.tokens_buckets:
+    if a.tokens_buckets is not None:
         raise MokInputError("--tokens-buckets needs --table FILE.json")
     scn = _scenario(a)
-    knobs = _knobs(a)
-    _warn_knobs(scn, knobs)
+    knobs = _knobs(a, scn)
     params = _params_arg(a)(scn)
     r = tune(scn, params, fixed=knobs, top=a.top, engine=a.engine)
     if a.json:
@@ -325,8 +388,8 @@ def cmd_tune(a) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mok", description="Predict, tune and run MoE layers on scale-up GPU fabrics")
-    sub = p.add_subparsers(dest="cmd", required=True, parser_class=_Parser, metavar="COMMAND")
+    p = MokParser(prog="mok", description="Predict, tune and run MoE layers on scale-up GPU fabrics")
+    sub = p.add_subparsers(dest="cmd", required=True, parser_class=MokParser, metavar="COMMAND")
     sp = sub.add_parser("presets", help="hardware and model presets")
     sp.add_argument("--json", action="store_true")
     for name in ("predict", "simulate"):
@@ -337,7 +400,7 @@ def build_parser() -> argparse.ArgumentParser:
             sp.add_argument("--trace", help="write a Chrome trace-event JSON file")
             sp.add_argument("--schedule", default="published",
                             help=f"one of {SCHEDULES}: the published overlap order or in-order")
-            sp.add_argument("--degrade", default="",
+            sp.add_argument("--degrade", default=None,
                             help="degraded or failed links, e.g. gpu3:0.5 or gpu3.p0:0,tier:0.5 "
                                  "(README, 'The simulator')")
     sp = sub.add_parser("tune", help="pick the knobs")

@@ -20,6 +20,7 @@ from .errors import MokInputError
 def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = None) -> Path:
     """Refuse an output file that cannot be written: a missing or unwritable folder, a folder
     given as the file, an unwritable existing file, or (if `suffix`) the wrong extension."""
+    _not_empty(path, flag, "file")
     p = Path(path)
     if p.is_dir():
         raise MokInputError(f"{flag} {str(path)!r} is a folder; name a file inside it")
@@ -38,6 +39,12 @@ def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = N
     return p
 
 
+def _not_empty(path, flag: str, what: str) -> None:
+    """Refuse an empty path (it would silently mean "no output" or the current folder)."""
+    if not str(path).strip():
+        raise MokInputError(f"{flag} {str(path)!r} is empty; name a {what}")
+
+
 def _probe(folder: Path, flag: str, path) -> None:
     """Create and remove a file in `folder`: the one test of writability that never lies."""
     try:
@@ -51,6 +58,7 @@ def _probe(folder: Path, flag: str, path) -> None:
 def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
     """Create an output folder, or refuse one that is a file, lies under a file, or cannot be
     created or written."""
+    _not_empty(path, flag, "folder")
     p = Path(path)
     for q in [p, *p.parents]:
         if q.exists():

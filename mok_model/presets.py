@@ -95,6 +95,9 @@ def _validated_hardware(hw: Hardware) -> Hardware:
     for key in ("mxfp8_tflops", "link_latency_us", "launch_us", "scaleout_gbps",
                 "scaleout_latency_us", "tier_latency_us", "leaf_gpus"):
         _positive("hardware", hw.name, key, getattr(hw, key), allow_zero=True)
+    if hw.sms < 2:
+        raise MokInputError(f"hardware {hw.name!r}: sms={hw.sms} must be >= 2 (one SM at least "
+                            f"moves data and one computes)")
     if hw.host_cpu not in HOST_CPUS:
         raise MokInputError(f"hardware {hw.name!r}: host_cpu={hw.host_cpu!r} must be one of {HOST_CPUS}")
     _positive("hardware", hw.name, "switch_planes", hw.switch_planes)

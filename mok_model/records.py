@@ -17,7 +17,7 @@ from typing import Any, Iterable
 
 from .errors import MokInputError
 from .presets import load_hardware, load_model, model_from_shape
-from .scenario import SYSTEMS, Config, Scenario
+from .scenario import KNOB_MAX, SYSTEMS, Config, Scenario
 from .workload import legacy_zipf_table
 
 SCHEMA = "mok-run/1"
@@ -99,8 +99,8 @@ def _validate_config(cfg: dict) -> None:
             raise MokInputError(f"config.{key}={cfg[key]!r} must be 'pull' or 'push'")
     for key in ("minibatch", "comm_sms", "macrobatch"):
         v = cfg.get(key, 1)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise MokInputError(f"config.{key}={v!r} must be an integer >= 1")
+        if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= KNOB_MAX:
+            raise MokInputError(f"config.{key}={v!r} must be an integer in [1, {KNOB_MAX}]")
     v = cfg.get("capacity", 1.0)
     if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
         raise MokInputError(f"config.capacity={v!r} must be a number in (0, 1]")
@@ -260,9 +260,28 @@ def predictable(rec: dict) -> bool:
     return rec["system"] in SYSTEMS and routing_reproduced(rec)
 
 
+def record_where(rec: dict) -> str:
+    """Where a record came from, for messages: "FILE:LINE", or its id when it was not read."""
+    return f"{rec['_file']}:{rec['_line']}" if "_file" in rec else f"record {rec.get('id')!r}"
+
+
+def check_posed(rec: dict) -> None:
+    """Raise MokInputError naming the record (file and line) when the model cannot pose its
+    question: an unknown preset, EP above the experts, a bad routing, knobs out of range."""
+    try:
+        if predictable(rec):
+            record_scenario(rec)
+            record_config(rec)
+    except MokInputError as exc:
+        raise MokInputError(f"{record_where(rec)}: {exc}") from None
+
+
 def model_records(records: list[dict]) -> tuple[list[dict], list[str]]:
     """The records the model predicts and is judged on (predictable, today's default kernel
-    variants), and notes naming what was left out and why."""
+    variants), and notes naming what was left out and why. A record whose question the model
+    cannot pose stops the reader with its file and line, before any work."""
+    for rec in records:
+        check_posed(rec)
     kept, variant_note = split_default_variant([r for r in records if predictable(r)])
     return kept, not_predicted(records) + ([variant_note] if variant_note else [])
 

@@ -14,6 +14,9 @@ PRECISIONS = ("bf16", "fp8", "mxfp8")
 MODES = ("pull", "push")
 SYSTEMS = ("mok", "nccl-torch", "deepep", "hybridep", "comet")
 ENGINES = ("analytic", "sim")
+# The largest row count or SM count a knob may take: the model's arrays hold them as 64-bit
+# integers and multiply them by widths and byte sizes, so larger values would overflow.
+KNOB_MAX = 2**31 - 1
 
 # Bytes per activation/weight element moved or read, by precision. MXFP8: one E8M0 scale byte per
 # 32 E4M3 elements (mok-system.md section 1). The combine always returns BF16 outputs.
@@ -121,6 +124,8 @@ class Config:
             v = getattr(self, knob)
             if isinstance(v, bool) or not isinstance(v, int) or v < 1:
                 raise MokInputError(f"--{knob.replace('_', '-')} {v!r} must be an integer >= 1")
+            if v > KNOB_MAX:
+                raise MokInputError(f"--{knob.replace('_', '-')} {v} must be at most {KNOB_MAX}")
         if self.macrobatch < self.minibatch:
             raise MokInputError(
                 f"--macrobatch {self.macrobatch} must hold at least one minibatch "

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from mok_model.cli import int_at_least
+from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_dir
 from mok_model.scenario import ENGINES
@@ -17,13 +17,8 @@ from .common import Options
 from .registry import STUDIES, study
 
 
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):
-        raise MokInputError(f"{message} (see `mok study --help`)")
-
-
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="mok study", description="Run a what-if or paper-reproduction study.")
+    p = MokParser(prog="mok study", description="Run a what-if or paper-reproduction study.")
     p.add_argument("name", nargs="?", help="study name (see --list)")
     p.add_argument("--list", action="store_true", help="list the studies and exit")
     p.add_argument("--out", default="studies/out", help="output folder; the study writes DIR/NAME/")
@@ -44,6 +39,9 @@ def options(a: argparse.Namespace) -> Options:
         raise MokInputError(f"--workers {a.workers} must be >= 0 (0: one per core)")
     if a.seed < 0:
         raise MokInputError(f"--seed {a.seed} must be >= 0")
+    if a.cluster is not None and not a.cluster.strip():
+        raise MokInputError("--cluster '' is empty; give a Dask scheduler's address or leave "
+                            "--cluster out (local processes)")
     if a.engine == "sim":
         try:
             import mok_model.sim  # noqa: F401

@@ -5,10 +5,11 @@
 
 from __future__ import annotations
 
-import argparse
 import time
 from pathlib import Path
 
+from mok_model.cli import doc_parser, run_tool
+from mok_model.errors import MokInputError
 from mok_model.fileio import atomic_write_text
 
 from .common import Options
@@ -53,9 +54,16 @@ def write_index(headlines: dict[str, tuple[str, dict, float]]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(prog="python -m studies.docs")
-    ap.add_argument("--only", nargs="*", default=list(STUDIES))
-    a = ap.parse_args(argv)
+    ap = doc_parser("python -m studies.docs", __doc__)
+    ap.add_argument("--only", nargs="+", default=list(STUDIES), help="these studies only")
+    return run_tool(ap, run, argv)
+
+
+def run(a) -> int:
+    """Regenerate the studies `a.only` names (each must be a study)."""
+    unknown = [n for n in a.only if n not in STUDIES]
+    if unknown:
+        raise MokInputError(f"--only {unknown}: not a study; choose from {', '.join(STUDIES)}")
     heads = {}
     for name in STUDIES:
         if name not in a.only:

@@ -44,6 +44,9 @@ def files(tmp_path_factory) -> Path:
     (d / "badfield.jsonl").write_text(json.dumps({**rec, "ep": "sixteen"}) + "\n")
     (d / "badknob.jsonl").write_text(json.dumps({**rec, "config": {"minibatch": "x"}}) + "\n")
     (d / "badshape.jsonl").write_text(json.dumps({**rec, "model": {"hidden": 64, "kind": "x"}}) + "\n")
+    (d / "ep-over-experts.jsonl").write_text(json.dumps({**rec, "ep": 100000}) + "\n")
+    (d / "unknown-model.jsonl").write_text(json.dumps({**rec, "model": "nope"}) + "\n")
+    (d / "huge-knob.jsonl").write_text(json.dumps({**rec, "config": {"minibatch": 10**20}}) + "\n")
     (d / "other-hw.jsonl").write_text(json.dumps({**rec, "hardware": {**rec["hardware"],
                                                                       "preset": "h200-1"}}) + "\n")
     hw = (REPO / "mok_model/presets/hardware.toml").read_text()
@@ -54,6 +57,7 @@ def files(tmp_path_factory) -> Path:
     (d / "hw-inf.toml").write_text(body.replace("hbm_tbps = 8.0", "hbm_tbps = inf"))
     (d / "hw-string.toml").write_text(body.replace("sms = 148", 'sms = "many"'))
     (d / "hw-unknown.toml").write_text(body + "\nwarp_drive = 1\n")
+    (d / "hw-one-sm.toml").write_text(body.replace("sms = 148", "sms = 1"))
     (d / "broken.toml").write_text("sms = = 3\n")
     (d / "model-full.toml").write_text("hidden = 64\nexpert_width = 64\nrouted_experts = 4\ntop_k = 4\n")
     (d / "model-topk.toml").write_text("hidden = 64\nexpert_width = 64\nrouted_experts = 4\ntop_k = 8\n")
@@ -86,6 +90,7 @@ CASES = [
     (["--hardware", "{d}/hw-inf.toml", *W[2:]], "hbm_tbps=inf must be finite"),
     (["--hardware", "{d}/hw-string.toml", *W[2:]], "sms='many' must be a number"),
     (["--hardware", "{d}/hw-unknown.toml", *W[2:]], "unknown field(s) ['warp_drive']"),
+    (["--hardware", "{d}/hw-one-sm.toml", *W[2:]], "sms=1 must be >= 2"),
     ([*W[:2], "--model", "nope", *W[4:]], "unknown model preset 'nope'"),
     ([*W[:2], "--model", "{d}/model-topk.toml", *W[4:]], "top_k=8 must be <= routed_experts=4"),
     ([*W, "--pass", "sideways"], "--pass 'sideways' must be one of fwd, bwd"),
@@ -109,6 +114,7 @@ CASES = [
     ([*W, "--routing", "{d}/shape.npy"], "has shape (3, 8)"),
     ([*W, "--routing", "{d}/range.npy"], "must lie in [0, 384)"),
     ([*W, "--routing", "{d}/dup.npy"], "the same expert twice"),
+    ([*W, "--routing", "{d}/range.npy", "--seed", "3"], "--seed 3 seeds the routing generators"),
     # the knobs
     ([*W, "--system", "megatron"], "--system 'megatron' must be one of mok"),
     ([*W, "--system", "nccl-torch", "--minibatch", "256"], "has no MoK knobs"),
@@ -124,6 +130,9 @@ CASES = [
     ([*W, "--capacity", "nan"], "must be a number in (0, 1]"),
     ([*W, "--capacity", "0.001"], "use --capacity 0.0"),
     ([*W, "--minibatch", "100000000"], "MoK's buffers need at least"),
+    ([*W, "--minibatch", "99999999999999999999"], "--minibatch 99999999999999999999 must be at most"),
+    ([*W, "--macrobatch", "99999999999999999999"], "--macrobatch 99999999999999999999 must be at most"),
+    ([*W, "--comm-sms", "99999999999999999999"], "--comm-sms 99999999999999999999 must be at most"),
     # parameters files
     ([*W, "--params", "{d}/none.json"], "no such file"),
     ([*W, "--params", "{d}/params-bad.json"], "not JSON"),
@@ -138,9 +147,15 @@ CASES = [
 ]
 SIM_CASES = [
     ([*W, "--schedule", "eager"], "--schedule 'eager' must be one of published, naive"),
+    ([*W, "--schedule", "naive", "--system", "deepep"], "--schedule naive orders MoK's work"),
     ([*W, "--trace", "{d}/missing/t.json"], "does not exist; create it first"),
     ([*W, "--trace", "{d}/folder"], "is a folder"),
     ([*W, "--trace", "{d}/a-file/t.json"], "does not exist"),
+    ([*W, "--trace", ""], "--trace '' is empty; name a file"),
+    ([*W, "--degrade", ""], "--degrade '' is empty"),
+    ([*W, "--degrade", ","], "--degrade ',' has an empty element"),
+    ([*W, "--degrade", "gpu3:0.5,,gpu2:0.5"], "has an empty element"),
+    ([*W, "--degrade", "gpu3:0.5,gpu3:0.2"], "names gpu3 twice"),
 ]
 TUNE_CASES = [
     ([*W, "--engine", "quantum"], "--engine 'quantum' must be one of analytic, sim"),
@@ -150,6 +165,12 @@ TUNE_CASES = [
     ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", "x"], "a comma list of token counts"),
     ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", "0"], "need token counts >= 1"),
     ([*W, "--tokens-buckets", "64"], "--tokens-buckets needs --table"),
+    ([*W, "--tokens-buckets", ""], "--tokens-buckets needs --table"),
+    ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", ""], "--tokens-buckets '': a comma list"),
+    ([*W[:6], "--table", "{d}/missing/t.json"], "does not exist; create it first"),
+    ([*W[:6], "--table", ""], "--table '' is empty; name a file"),
+    ([*W, "--comm-sms", "148"], "at most 147"),
+    ([*W, "--minibatch", "99999999999999999999"], "must be at most 2147483647"),
 ]
 CALIBRATE_CASES = [
     (["{d}/none.jsonl", "--out", "{d}/p.json"], "no such run-record file"),
@@ -171,9 +192,17 @@ CALIBRATE_CASES = [
     ([PUBLISHED, "--out", "{d}/p.json", "--engine", "x"], "--engine 'x' must be one of"),
     ([PUBLISHED, "--out", "{d}/p.json", "--hardware", "h100-hgx8"], "no records of it"),
     ([PUBLISHED, "--out", "{d}/p.json", "--base", "{d}/params-bad.json"], "not JSON"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--base", "mok_model/params/h200-1.json"],
+     "--base 'mok_model/params/h200-1.json' was fitted for hardware 'h200-1', not 'gb300-nvl72'"),
     ([PUBLISHED, "--out", "{d}/p.json", "--gemm-table", "{d}/none.json"], "GEMM table"),
     ([PUBLISHED, "--out", "{d}/p.json", "--gemm-table", "{d}/params-bad.json"], "not JSON"),
     ([PUBLISHED], "the following arguments are required: --out"),
+    ([PUBLISHED, "--out", ""], "--out '' is empty; name a file"),
+    (["{d}/ep-over-experts.jsonl", "--out", "{d}/p.json"],
+     "ep-over-experts.jsonl:1: --ep 100000 is more than the 384 routed experts"),
+    (["{d}/unknown-model.jsonl", "--out", "{d}/p.json"], "unknown-model.jsonl:1: unknown model preset"),
+    (["{d}/huge-knob.jsonl", "--out", "{d}/p.json"],
+     "huge-knob.jsonl:1: config.minibatch=100000000000000000000 must be an integer in [1, "),
 ]
 VALIDATE_CASES = [
     ([PUBLISHED, "--params", "{d}/none.json"], "no such file"),
@@ -181,6 +210,9 @@ VALIDATE_CASES = [
     (["{d}/empty.jsonl", "--params", PARAMS], "holds no run records"),
     ([PUBLISHED, "--params", PARAMS, "--plot", "{d}/missing/x.png"], "does not exist"),
     ([PUBLISHED, "--params", PARAMS, "--plot", "{d}/x.svg"], "must name a .png file"),
+    ([PUBLISHED, "--params", PARAMS, "--plot", ""], "--plot '' is empty; name a file"),
+    ([PUBLISHED, "--params", PARAMS, "--color-by", "tokens"], "add --plot FILE.png"),
+    (["{d}/ep-over-experts.jsonl", "--params", PARAMS], "ep-over-experts.jsonl:1: --ep 100000"),
     ([PUBLISHED, "--params", PARAMS, "--color-by", "mood"], "--color-by 'mood' must be one of"),
     ([PUBLISHED, "--params", PARAMS, "--thin", "0"], "--thin: 0 must be an integer >= 1"),
     ([PUBLISHED, "--params", PARAMS, "--engine", "x"], "--engine 'x' must be one of"),
@@ -196,6 +228,8 @@ STUDY_CASES = [
     (["ep-table", "--engine", "x"], "--engine 'x' must be one of"),
     (["ep-table", "--workers", "-1"], "--workers: -1 must be an integer >= 0"),
     (["ep-table", "--seed", "-1"], "--seed: -1 must be an integer >= 0"),
+    (["ep-table", "--out", ""], "--out '' is empty; name a folder"),
+    (["ep-table", "--cluster", ""], "--cluster '' is empty"),
 ]
 
 
@@ -329,3 +363,204 @@ def test_append_never_glues_onto_a_line_without_newline(tmp_path):
     assert [r["id"] for r in read_records([f])] == [recs[0]["id"], recs[1]["id"]]
     with pytest.raises(Exception, match="already present"):
         append_records(f, [recs[1]])
+
+
+BENCH_CASES = [
+    (["--tokens", "1,,2"], "--tokens '1,,2': '' is not one of a comma list of integers"),
+    (["--tokens", ""], "--tokens '': '' is not one of a comma list of integers"),
+    (["--tokens", "0,64"], "--tokens '0,64': 0 must be >= 1"),
+    (["--minibatch", "4096,"], "--minibatch '4096,'"),
+    (["--capacity", "nan"], "--capacity 'nan': nan must be in (0, 1]"),
+    (["--capacity", "0"], "--capacity '0': 0 must be in (0, 1]"),
+    (["--capacity", "0.5,,1"], "--capacity '0.5,,1'"),
+    (["--iters", "0"], "--iters 0: must be >= 1"),
+    (["--warmup", "-1"], "--warmup -1: must be >= 0"),
+    (["--seed", "-1"], "--seed -1: must be >= 0"),
+    (["--rank", "16"], "--rank 16: must be in [0, EP)"),
+    (["--macrobatch", "0"], "--macrobatch '0': allowed a row count >= 1"),
+]
+
+
+@pytest.mark.parametrize("argv, want", BENCH_CASES, ids=[" ".join(a) for a, _ in BENCH_CASES])
+def test_bench_bad_grid_is_named_before_the_gpu_check(argv, want, tmp_path, capsys, monkeypatch):
+    """`mok bench`'s grid flags are checked on any machine: one line naming the value, exit 2."""
+    import torch
+
+    from mok_kernels import bench
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    rc = bench.cli(["--out", str(tmp_path / "r.jsonl"), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("mok bench: ") and want in err, err
+
+
+def test_bench_out_to_a_missing_folder(tmp_path, capsys):
+    from mok_kernels import bench
+
+    assert bench.cli(["--out", str(tmp_path / "missing" / "r.jsonl")]) == 2
+    assert "does not exist; create it first" in capsys.readouterr().err
+    assert not (tmp_path / "missing").exists()
+
+
+TOOLS_WITHOUT_FLAGS = [["-m", "calibration.defaults", "--bogus"],   # would rewrite the shipped params
+                       ["-m", "calibration.report_h200x2", "x"],
+                       ["benchmarks/bench_tuner.py", "--bogus"],
+                       ["benchmarks/bench_knobs.py", "--bogus"],
+                       ["benchmarks/bwd_item_model.py", "--bogus"],
+                       ["benchmarks/bench_sim.py", "--quik"],
+                       ["benchmarks/l2_probe.py", "--bogus"],
+                       ["benchmarks/bwd_saved_fwd_cost.py", "--bogus"]]
+
+
+@pytest.mark.parametrize("argv", TOOLS_WITHOUT_FLAGS, ids=[" ".join(a) for a in TOOLS_WITHOUT_FLAGS])
+def test_tools_refuse_arguments_they_do_not_take(argv):
+    """A tool run with an argument it does not take says so (it used to ignore it and run)."""
+    r = subprocess.run([sys.executable, *argv], capture_output=True, text=True, cwd=REPO, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(REPO), "MOK_PROGRESS": "0"})
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout[-300:], r.stderr[-300:])
+    assert r.stderr.count("\n") == 1 and "unrecognized arguments" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("argv, want", [(["--only", "nope"], "--only ['nope']: not a study"),
+                                        (["--only"], "expected at least one argument")])
+def test_studies_docs_refuses_unknown_studies(argv, want, capsys):
+    from studies.docs import main as docs_main
+
+    assert docs_main(argv) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and want in err, err
+
+
+# GPU-only tools on a machine without CUDA (this CPU box, or torch.cuda hidden): bad flags named
+# first, then one line saying a CUDA GPU is needed; never a traceback.
+GPU_TOOLS = [
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl"], "needs a CUDA GPU"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/missing/p.jsonl"], "does not exist"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/a-file"], "exists; a plan is written once"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl", "--models", "kimi-k2,,glm-5"],
+     "[''] not in the space"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl", "--skip-done", "{d}/notjson.jsonl"],
+     "notjson.jsonl:1: not JSON"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl", "--deadline-s", "nan"], "finite number"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl"], "needs a CUDA GPU"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--workloads", "kimi-k2:0:64"],
+     "0 must be >= 1"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--comm-sms", "16,,32"], "'16,,32'"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl"], "needs a CUDA GPU"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl", "--routing", "zipf:-1"],
+     "Zipf exponent must be in (0, 10]"),
+    ("mok_kernels.tune_job", [], "needs a CUDA GPU"),
+    ("mok_kernels.tune_job", ["--tokens", "1,,2"], "'1,,2'"),
+    ("mok_kernels.group_check", [], "needs a CUDA GPU"),
+    ("mok_kernels.group_check", ["--dispatch", "shove"], "--dispatch 'shove'"),
+    ("calibration.microbench", ["--out", "{d}/r.jsonl"], "needs a CUDA GPU"),
+    ("calibration.microbench", ["--out", "{d}/r.jsonl", "--only", "nope"], "['nope'] not one of"),
+    ("benchmarks.bench_megakernel", [], "needs a CUDA GPU"),
+    ("benchmarks.bench_megakernel", ["--tokens", "1,,2"], "--tokens '1,,2'"),
+    ("benchmarks.narrow_diag", ["--workloads", "kimi-k2:8"], "each workload is MODEL:EP:TOKENS"),
+    ("benchmarks.profile_forward", ["--model", "nope"], "unknown model preset 'nope'"),
+    ("benchmarks.l2_probe", [], "needs a CUDA GPU"),
+    ("benchmarks.l2_probe", ["--mb", "8,,24"], "--mb '8,,24'"),
+    ("benchmarks.bwd_saved_fwd_cost", [], "needs a CUDA GPU"),
+    ("benchmarks.bwd_saved_fwd_cost", ["--tokens", "x"], "--tokens 'x'"),
+]
+
+
+@pytest.mark.parametrize("module, argv, want", GPU_TOOLS,
+                         ids=[f"{m} {' '.join(a)}" for m, a, _ in GPU_TOOLS])
+def test_gpu_tools_refuse_in_one_line(module, argv, want, files, capsys, monkeypatch):
+    """Bad flags first, then one line saying a CUDA GPU is needed (torch.cuda hidden)."""
+    import importlib
+
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    tool = importlib.import_module(module)
+    rc = tool.main([a.replace("{d}", str(files)) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    prog = f"{module.replace('.', '/')}.py" if module.startswith("benchmarks") else f"python -m {module}"
+    assert err.startswith(f"{prog}: error: ") and want in err, err
+    assert not (files / "r.jsonl").exists()
+
+
+# python -m calibration tools: one line naming the value, exit 2, before any work
+TOOL_CASES = [
+    ("calibration.loo", ["{d}/empty.jsonl"], "holds no run records"),
+    ("calibration.report_legacy_zipf", ["{d}/empty.jsonl", "--params", PARAMS], "holds no run records"),
+    ("calibration.report_legacy_zipf", [PUBLISHED, "--params", PARAMS, "--sim-every", "-1"],
+     "--sim-every: -1 must be an integer >= 0"),
+    ("calibration.report", [PUBLISHED, "--out", "{d}/a-file"], "is a file; name a folder"),
+    ("calibration.regret", [PUBLISHED, "--engine", "x"], "--engine 'x' must be one of"),
+    ("calibration.regret", [PUBLISHED, "--min-configs", "-1"], "--min-configs: -1 must be"),
+    ("calibration.regret", [PUBLISHED, "--params", "{d}/params-bad.json"], "not JSON"),
+    ("calibration.regret", [PUBLISHED, "--refit-by", "mood"], "--refit-by 'mood' must be one of"),
+    ("calibration.regret", [PUBLISHED, "--free", "gemm_eff"], "--free needs --refit-by"),
+    ("calibration.registered", ["{d}/empty.jsonl", PUBLISHED], "holds no registered predictions"),
+    ("calibration.registered", ["{d}/notjson.jsonl", PUBLISHED], "notjson.jsonl:1: not JSON"),
+    ("calibration.registered", [PUBLISHED, PUBLISHED], "gb300_table1.jsonl:1: engine=None"),
+    ("calibration.registered", [PUBLISHED, PUBLISHED, "--by", "ep,,tokens"], "--by 'ep,,tokens'"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--plan", "{d}/notjson.jsonl"],
+     "notjson.jsonl:1: not JSON"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--plan", "{d}/empty.jsonl"],
+     "holds no planned records"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--plan", "{d}/none.jsonl"], "no such file"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--plan", "{d}/badfield.jsonl"],
+     "badfield.jsonl:1: --ep 'sixteen' must be an integer >= 1"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--model", "kimi-k2", "--tokens", "64",
+                              "--sim-every", "0"], "--sim-every: 0 must be an integer >= 1"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--model", "kimi-k2", "--tokens", "64",
+                              "--macrobatch", "0"], "--macrobatch: 0 must be an integer >= 1"),
+    ("calibration.register", ["--out", "{d}/r.jsonl", "--model", "kimi-k2", "--tokens", "1,,2"],
+     "--tokens '1,,2'"),
+    ("calibration.register", ["--out", "{d}/missing/r.jsonl", "--model", "kimi-k2", "--tokens", "64"],
+     "does not exist"),
+    ("calibration.report_space", ["--from-json", "{d}/notjson.jsonl"], "not a JSON file"),
+    ("calibration.report_space", ["--from-json", "{d}/params-schema.json"],
+     "not a report_space --json output"),
+    ("calibration.report_space", ["--from-json", "{d}/none.json"], "no such file"),
+    ("calibration.report_space", [PUBLISHED, "--thin", "0"], "--thin: 0 must be an integer >= 1"),
+    ("calibration.report_space", [PUBLISHED, "--jobs", "0"], "--jobs: 0 must be an integer >= 1"),
+    ("calibration.report_space", [PUBLISHED, "--by", "model,,ep"], "--by '' must be one of"),
+    ("calibration.report_space", [PUBLISHED, "--free", ""], "--free '': unknown parameter(s) ['']"),
+    ("calibration.published_comm", ["--write"], "exists; its records are written once"),
+    ("calibration.fit_fabric", ["calibration/runs/h200/micro.jsonl", "--out", "{d}/missing/f.json"],
+     "does not exist"),
+    ("calibration.transfer", ["--bogus"], "unrecognized arguments: --bogus"),
+    ("calibration.knob_pairs", ["--worst", "-1"], "--worst: -1 must be an integer >= 0"),
+    ("calibration.report_passes", ["--bogus"], "unrecognized arguments: --bogus"),
+    ("calibration.report_unseen", [], "the following arguments are required: runs"),
+    ("calibration.gemm_table", [PUBLISHED], "the following arguments are required: --out"),
+    ("calibration.gb300_knobs", ["--fit-knobs", "x"], "invalid choice: 'x'"),
+    ("calibration.fit_fabric", [PUBLISHED], "the following arguments are required: --out"),
+    ("benchmarks.kernel_space", [], "the following arguments are required: runs"),
+    ("mok_kernels.aot", ["--ep", "0"], "--ep: 0 must be an integer >= 1"),
+    ("mok_kernels.aot", ["--ep", "5"], "--ep 5 must divide kimi-k2's 384 experts"),
+    ("mok_kernels.aot", ["--cfg", "x"], "'x' is not FIELD=VALUE"),
+    ("mok_kernels.aot", ["--cfg", "bogus=1"], "unexpected keyword argument 'bogus'"),
+]
+
+
+@pytest.mark.parametrize("module, argv, want", TOOL_CASES,
+                         ids=[f"{m} {' '.join(a)}"[:90] for m, a, _ in TOOL_CASES])
+def test_calibration_tools_refuse_in_one_line(module, argv, want, files, capsys, monkeypatch):
+    import importlib
+
+    monkeypatch.chdir(REPO)
+    tool = importlib.import_module(module)
+    rc = tool.main([a.replace("{d}", str(files)) for a in argv])
+    cap = capsys.readouterr()
+    assert rc == 2 and cap.err.count("\n") == 1 and "Traceback" not in cap.err, cap.err
+    assert want in cap.err, cap.err
+    assert not (files / "r.jsonl").exists()
+
+
+def test_nvlink_bench_checks_its_flags(files, capsys):
+    from calibration.nvlink_bench import main as nvlink_main
+
+    for argv, want in ([["--out", str(files / "r.jsonl"), "--iters", "-1"], "--iters: -1 must be"],
+                       [["--out", str(files / "missing" / "r.jsonl")], "does not exist"]):
+        assert nvlink_main(argv) == 2
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and want in err, err

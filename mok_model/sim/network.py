@@ -34,10 +34,18 @@ _TARGET = re.compile(r"^(gpu(\d+)(\.p(\d+))?|nic(\d+)|leaf(\d+)\.(\d+)|tier|rail
 
 
 def parse_degrade(spec: str) -> list[tuple[str, float]]:
-    """[(target, factor)] of a --degrade spec; raises MokInputError naming the bad part."""
+    """[(target, factor)] of a --degrade spec ("" for none); raises MokInputError naming the bad
+    part: an empty element ("gpu3:0.5,,tier:0.5") or a target named twice is refused too."""
     out = []
-    for part in filter(None, (s.strip() for s in (spec or "").split(","))):
+    if not (spec or "").strip():
+        return out
+    for part in (s.strip() for s in spec.split(",")):
+        if not part:
+            raise MokInputError(f"--degrade {spec!r} has an empty element; {DEGRADE_HELP}")
         target, _, f = part.partition(":")
+        if target in (t for t, _ in out):
+            raise MokInputError(f"--degrade {spec!r} names {target} twice; give each target once "
+                                f"(its FACTOR is a share of the healthy bandwidth)")
         try:
             factor = float(f)
         except ValueError:
