@@ -35,11 +35,6 @@ from mok_model.records import record_config, record_model, record_scenario
 from mok_model.sim import simulate
 
 
-def _ints(s: str, flag: str) -> list[int]:
-    """A comma list of positive integers; MokInputError names the flag otherwise."""
-    return number_list(s, flag)
-
-
 def read_plan(path: str, hardware: str) -> list[dict]:
     """The planned MoK records of a --plan file (JSON lines with model, ep, tokens, routing and
     config, optionally pass and precision), each checked as the model reads it; a bad line stops
@@ -82,9 +77,9 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
     if a.plan:
         return read_plan(a.plan, a.hardware)
     out = []
-    eps = [a.gpus] if a.gpus else _ints(a.ep, "--ep")
+    eps = [a.gpus] if a.gpus else number_list(a.ep, "--ep")
     for model, ep, tokens, routing in itertools.product(a.model.split(","), eps,
-                                                        _ints(a.tokens, "--tokens"),
+                                                        number_list(a.tokens, "--tokens"),
                                                         a.routing.split(",")):
         base = {"model": record_model(model), "ep": ep, "tokens": tokens, "pass": a.pass_,
                 "precision": a.precision, "routing": routing_record(routing, a.seed),
@@ -92,8 +87,8 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
         if a.gpus:
             out.append(base | {"system": "nccl-torch", "config": {}})
         for d, c, mb, cs in itertools.product(a.dispatch.split(","), a.combine.split(","),
-                                              _ints(a.minibatch, "--minibatch"),
-                                              _ints(a.comm_sms, "--comm-sms")):
+                                              number_list(a.minibatch, "--minibatch"),
+                                              number_list(a.comm_sms, "--comm-sms")):
             cfg = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs, macrobatch=a.macrobatch,
                        capacity=a.capacity)
             out.append(base | {"system": "mok", "config": cfg})
