@@ -13,6 +13,7 @@ not recorded. The table in mok_kernels/tiles.py is read from these records.
 
 from __future__ import annotations
 
+import re
 import sys
 import time
 
@@ -99,7 +100,6 @@ def check(layer, wl: Workload) -> float:
 def candidate(name: str, table: dict) -> tuple[str, dict] | None:
     """(base candidate, options of its -cNN / -kNN suffixes) of a candidate name; None if it is
     not a table entry with such suffixes."""
-    import re
     options = {}
     while name not in table:
         m = re.fullmatch(r"(.+)-([a-z])(\d+)", name)
