@@ -517,3 +517,17 @@ def test_split_down_is_refused_in_group_mode():
                        macrobatch=4096, capacity=1.0, split_dn=2)
     with pytest.raises(ValueError, match="split_dn=2 runs on one GPU"):
         MoKLayer(w, 2, 8, 2, 0, cfg, device="cpu", group=group)
+
+
+def test_tile_sweep_candidate_suffixes():
+    """-cNN (copy_rows) and -kNN (split_dn) after a table entry, in either order; anything else is
+    not a candidate."""
+    from mok_kernels.tile_sweep import CANDIDATES, candidate
+    base = "m128-g128-d256-w8-s4"
+    assert candidate(base, CANDIDATES) == (base, {})
+    assert candidate(base + "-c32-k8", CANDIDATES) == (base, {"copy_rows": 32, "split_dn": 8})
+    assert candidate(base + "-k4-c64", CANDIDATES) == (base, {"copy_rows": 64, "split_dn": 4})
+    assert candidate(base + "-G8-A-k4", CANDIDATES) is None          # no such table entry
+    assert candidate("m128-g128-d256-w8-s4-G8-A-k4", CANDIDATES) == (
+        "m128-g128-d256-w8-s4-G8-A", {"split_dn": 4})
+    assert candidate(base + "-x3", CANDIDATES) is None and candidate("nope", CANDIDATES) is None
