@@ -527,7 +527,7 @@ def test_tile_sweep_candidate_suffixes():
     assert candidate(base, CANDIDATES) == (base, {})
     assert candidate(base + "-c32-k8", CANDIDATES) == (base, {"copy_rows": 32, "split_dn": 8})
     assert candidate(base + "-k4-c64", CANDIDATES) == (base, {"copy_rows": 64, "split_dn": 4})
-    assert candidate(base + "-G8-A-k4", CANDIDATES) is None          # no such table entry
+    assert candidate(base + "-G3-k4", CANDIDATES) is None            # no such table entry
     assert candidate("m128-g128-d256-w8-s4-G8-A-k4", CANDIDATES) == (
         "m128-g128-d256-w8-s4-G8-A", {"split_dn": 4})
     assert candidate(base + "-x3", CANDIDATES) is None and candidate("nope", CANDIDATES) is None
