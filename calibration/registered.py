@@ -14,11 +14,11 @@ from __future__ import annotations
 
 import argparse
 import collections
-import json
 import sys
 from pathlib import Path
 
 from mok_model.errors import MokInputError
+from mok_model.fileio import read_json_lines
 from mok_model.records import model_key, read_records
 
 from .fit import workload_key
@@ -54,29 +54,8 @@ def _check_prediction(p) -> None:
 def read_predictions(path: str | Path) -> list[dict]:
     """The lines of a registration file, each checked; a bad line stops the reader with its file
     and line (never skipped)."""
-    path = Path(path)
-    if not path.is_file():
-        raise MokInputError(f"{path}: no such registration file")
-    try:
-        lines = path.read_text(encoding="utf-8").split("\n")
-    except UnicodeDecodeError as exc:
-        raise MokInputError(f"{path}: not UTF-8 text (byte {exc.start}); a registration is JSON "
-                            f"lines") from None
-    out = []
-    for lineno, line in enumerate(lines, 1):
-        if not line.strip():
-            continue
-        try:
-            pred = json.loads(line)
-            _check_prediction(pred)
-        except json.JSONDecodeError as exc:
-            raise MokInputError(f"{path}:{lineno}: not JSON ({exc.msg})") from None
-        except MokInputError as exc:
-            raise MokInputError(f"{path}:{lineno}: {exc}") from None
-        out.append(pred)
-    if not out:
-        raise MokInputError(f"{path}: holds no registered predictions (an empty file)")
-    return out
+    return [pred for _, _, pred in read_json_lines(path, "registration", "registered predictions",
+                                                    _check_prediction)]
 
 
 def _run_key(p: dict) -> tuple:

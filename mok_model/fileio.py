@@ -8,11 +8,12 @@ the same folder, renamed over the target when complete: a reader never sees half
 from __future__ import annotations
 
 import contextlib
+import json
 import os
 import sys
 import tempfile
 from pathlib import Path
-from typing import Iterator
+from typing import Any, Callable, Iterator
 
 from .errors import MokInputError
 
@@ -100,3 +101,33 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
 def warn(message: str) -> None:
     """One line on stderr for a legal but suspicious input; never on stdout."""
     print(f"mok: warning: {message}", file=sys.stderr)
+
+
+def read_json_lines(path: str | os.PathLike, kind: str, what: str,
+                    check: Callable[[Any], None]) -> Iterator[tuple[str, int, Any]]:
+    """(where, line number, object) of every non-blank line of a JSON-lines `kind` file holding
+    `what` (e.g. "run-record", "run records"), each passed to `check` first. A missing, non-UTF-8
+    or empty file, a line that is not JSON or one `check` refuses (MokInputError) stops the reader
+    with its file and line."""
+    path = Path(path)
+    if not path.is_file():
+        raise MokInputError(f"{path}: no such {kind} file")
+    try:
+        text = path.read_text(encoding="utf-8")
+    except UnicodeDecodeError as exc:
+        raise MokInputError(f"{path}: not UTF-8 text (byte {exc.start}); {what} are JSON "
+                            f"lines") from None
+    if not text.strip():
+        raise MokInputError(f"{path}: holds no {what} (an empty file)")
+    for lineno, line in enumerate(text.split("\n"), 1):
+        if not line.strip():
+            continue
+        where = f"{path}:{lineno}"
+        try:
+            obj = json.loads(line)
+            check(obj)
+        except json.JSONDecodeError as exc:
+            raise MokInputError(f"{where}: not JSON ({exc.msg})") from None
+        except MokInputError as exc:
+            raise MokInputError(f"{where}: {exc}") from None
+        yield where, lineno, obj

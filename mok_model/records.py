@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import MokInputError
+from .fileio import read_json_lines
 from .presets import load_hardware, load_model, model_from_shape
 from .scenario import KNOB_MAX, SYSTEMS, Config, Scenario
 from .workload import legacy_zipf_table
@@ -111,31 +112,11 @@ def read_records(paths: Iterable[str | os.PathLike]) -> list[dict]:
     out: list[dict] = []
     seen: dict[str, str] = {}
     for path in paths:
-        path = Path(path)
-        if not path.is_file():
-            raise MokInputError(f"{path}: no such run-record file")
-        try:
-            text = path.read_text(encoding="utf-8")
-        except UnicodeDecodeError as exc:
-            raise MokInputError(f"{path}: not UTF-8 text (byte {exc.start}); run records are JSON "
-                                f"lines") from None
-        if not text.strip():
-            raise MokInputError(f"{path}: holds no run records (an empty file)")
-        for lineno, line in enumerate(text.split("\n"), 1):
-            if not line.strip():
-                continue
-            where = f"{path}:{lineno}"
-            try:
-                rec = json.loads(line)
-                validate_record(rec)
-            except json.JSONDecodeError as exc:
-                raise MokInputError(f"{where}: not JSON ({exc.msg})") from None
-            except MokInputError as exc:
-                raise MokInputError(f"{where}: {exc}") from None
+        for where, lineno, rec in read_json_lines(path, "run-record", "run records", validate_record):
             if rec["id"] in seen:
                 raise MokInputError(f"{where}: duplicate id {rec['id']!r} (first in {seen[rec['id']]})")
             seen[rec["id"]] = where
-            rec["_file"], rec["_line"] = str(path), lineno
+            rec["_file"], rec["_line"] = str(Path(path)), lineno
             out.append(rec)
     return out
 
