@@ -313,3 +313,22 @@ def test_our_forward_runs_a_zero_shared_slot_where_the_model_has_no_shared_exper
     assert t("mixtral-8x7b", slot) > 1.25 * t("mixtral-8x7b", none)
     assert t("kimi-k2", slot) == pytest.approx(t("kimi-k2", none), rel=1e-12)
     assert t("mixtral-8x7b", slot, "bwd") == pytest.approx(t("mixtral-8x7b", none, "bwd"), rel=1e-12)
+
+
+def test_prediction_notes_the_zero_shared_slot():
+    """h200-1 (our megakernel) predicts a model without a shared expert with the zero slot the
+    kernel runs, and says so; a model with one, the backward and the published design's
+    parameters (gb300-nvl72) carry no such note."""
+    from mok_model.predict import predict
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.scenario import Scenario
+
+    def notes(hw, model, **kw):
+        s = Scenario(load_hardware(hw), load_model(model), 8, 256, **kw)
+        return " ".join(predict(s, None, "mok").notes())   # the hardware's shipped parameters
+
+    assert "runs a zero one of the routed width over the 256 home tokens" in notes(
+        "h200-1", "mixtral-8x7b")
+    assert "zero one" not in notes("h200-1", "kimi-k2")
+    assert "zero one" not in notes("h200-1", "mixtral-8x7b", pass_="bwd")
+    assert "zero one" not in notes("gb300-nvl72", "mixtral-8x7b")
