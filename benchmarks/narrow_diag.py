@@ -31,22 +31,19 @@ def run(a) -> int:
     """Each workload's phases timed (flags checked first; a CUDA GPU)."""
     from mok_kernels.tile_sweep import _workloads
 
-    _workloads(a.workloads)
-    number_list(a.comm_sms, "--comm-sms")
+    workloads = _workloads(a.workloads)
+    comm_sms = number_list(a.comm_sms, "--comm-sms")
     require_cuda()
     from mok_kernels.bench import Workload, run_gemm_only, run_mok, run_mok_gemm
 
-    def med(ts: list[float]) -> float:
-        return statistics.median(ts)
-
-    for spec in a.workloads.split(","):
-        model, ep, n = spec.split(":")
-        wl = Workload(model, int(ep), int(n), "uniform", 0, 0)
+    med = statistics.median
+    for model, ep, n in workloads:
+        wl = Workload(model, ep, n, "uniform", 0, 0)
         lib = med(run_gemm_only(wl, a.iters, 3))
         own = med(run_mok_gemm(wl, a.iters, 3))
-        print(f"{spec}: library GEMMs {lib:.3f} ms; megakernel GEMM phases alone {own:.3f} "
-              f"({own / lib:.2f}x)", flush=True)
-        for cs in (int(c) for c in a.comm_sms.split(",")):
+        print(f"{model}:{ep}:{n}: library GEMMs {lib:.3f} ms; megakernel GEMM phases alone "
+              f"{own:.3f} ({own / lib:.2f}x)", flush=True)
+        for cs in comm_sms:
             knobs = dict(dispatch="pull", combine="push", minibatch=a.minibatch, comm_sms=cs,
                          macrobatch=131072, capacity=1.0)
             for label, opts in (("MoK", {}), ("MoK, no copies", {"skip_copy": True}),
