@@ -150,14 +150,10 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
     else:
         pred = analytic_baseline(scenario, system, p)
     pred.tuned = tuned
-    if system == "mok":   # a GEMM shape the parameters' table never measured
+    if system == "mok":   # a GEMM shape the table never measured; our kernel's zero slot
         from .gemm_table import unmeasured_shape_note
-        note = unmeasured_shape_note(p.gemm_table, scenario)
-        if note:
-            pred.extra["notes"] = list(pred.extra.get("notes", [])) + [note]
-        note = empty_slot_note(scenario, p)
-        if note:
-            pred.extra["notes"] = list(pred.extra.get("notes", [])) + [note]
+        notes = [unmeasured_shape_note(p.gemm_table, scenario), empty_slot_note(scenario, p)]
+        pred.extra["notes"] = list(pred.extra.get("notes", [])) + [n for n in notes if n]
     if p.filled_note():  # an older parameters file: say which parameters took their prior
         pred.extra["notes"] = list(pred.extra.get("notes", [])) + [p.filled_note()]
     return pred

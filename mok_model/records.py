@@ -351,8 +351,9 @@ OLD_FP8 = {"fp8_kernel": "v1", "block_m": 128, "num_stages": 3}  # default until
 DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, "bw_h": 128,
                "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0, "saved_gu": 0}
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
-COPY_ROWS = 16   # the forward's rows per dispatch copy step (KernelConfig.copy_rows); split_dn
-                 # (K slices of the down GEMM) is 1 by default
+# BF16 forward options besides group_m (KernelConfig): activation tiles through TMA, rows per
+# dispatch copy step, K slices of the down GEMM
+DEFAULT_BF16 = {"tma_a": 0, "copy_rows": 16, "split_dn": 1}
 
 
 def _expert_width(rec: dict) -> int:
@@ -384,11 +385,9 @@ def kernel_variant(rec: dict) -> dict:
         out["bw"] = out["bw"] or 128
         return out
     group = {"group_m": int(tiles.get("group_m", 1)) if isinstance(tiles, dict) else 1}
-    if rec["precision"] != "fp8":     # tma_a: activation tiles through TMA (off where unnamed);
-        named = tiles if isinstance(tiles, dict) else {}    # copy_rows: rows per copy step
-        return group | {"tma_a": int(named.get("tma_a", 0)),
-                        "copy_rows": int(named.get("copy_rows", COPY_ROWS)),
-                        "split_dn": int(named.get("split_dn", 1))}
+    if rec["precision"] != "fp8":     # an option `tiles` does not name ran its default
+        named = tiles if isinstance(tiles, dict) else {}
+        return group | {k: int(named.get(k, v)) for k, v in DEFAULT_BF16.items()}
     if isinstance(tiles, dict):
         return {k: tiles.get(k, DEFAULT_FP8[k]) for k in DEFAULT_FP8} | group
     found = re.search(r"fp8 kernel (v\d)(-bm64)?", note)
@@ -414,7 +413,7 @@ def default_variant(rec: dict, old: bool = False) -> bool:
     group = {"group_m": 1 if old else forward_group_m(_expert_width(rec))}
     if rec["precision"] == "fp8":
         return v == (OLD_FP8 if old else DEFAULT_FP8) | group
-    return v == group | {"tma_a": 0, "copy_rows": COPY_ROWS, "split_dn": 1}
+    return v == group | DEFAULT_BF16
 
 
 def variant_label(rec: dict) -> str:
@@ -424,8 +423,8 @@ def variant_label(rec: dict) -> str:
         return "bwd " + ",".join(f"{k}={v[k]}" for k in ("w_flat", "a_fuse_gu", "bw"))
     if rec["precision"] != "fp8":
         return (f"bf16 forward group_m {v['group_m']}" + (" tma_a" if v["tma_a"] else "")
-                + (f" copy_rows {v['copy_rows']}" if v["copy_rows"] != COPY_ROWS else "")
-                + (f" split_dn {v['split_dn']}" if v["split_dn"] != 1 else ""))
+                + "".join(f" {k} {v[k]}" for k in ("copy_rows", "split_dn")
+                          if v[k] != DEFAULT_BF16[k]))
     return f"fp8 {v['fp8_kernel']} block_m {v['block_m']} stages {v['num_stages']} group_m {v['group_m']}"
 
 
