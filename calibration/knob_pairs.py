@@ -25,7 +25,7 @@ import numpy as np
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.records import predictable, read_records, workload_key
 
-from .noise import pick_key
+from .noise import disjoint, pick_key
 from .report_h200x2 import H200X2, held_out_fits
 from .validate import validate
 
@@ -60,7 +60,7 @@ def knob_pairs(records: list[dict], predicted) -> list[dict]:
                 out.append({"knob": k, "a": x["config"][k], "b": y["config"][k],
                             "measured": ly["median"] / lx["median"] - 1,
                             "predicted": pred[y["id"]] / pred[x["id"]] - 1,
-                            "resolved": ly["p90"] < lx["p10"] or lx["p90"] < ly["p10"],
+                            "resolved": disjoint(lx, ly),
                             "context": {**{c: x["config"][c] for c in CONTEXT[:3]},
                                         "tokens": x["tokens"], "model": model,
                                         "routing": x["routing"].get("kind", "uniform")}})
@@ -99,7 +99,7 @@ def regrets(records: list[dict], predicted) -> list[dict]:
         best = min(ix, key=lambda i: records[i]["latency_ms"]["median"])
         lp, lb = records[pick]["latency_ms"], records[best]["latency_ms"]
         out.append({"pick": pick, "best": best, "regret": lp["median"] / lb["median"] - 1,
-                    "resolved": lb["p90"] < lp["p10"],
+                    "resolved": disjoint(lp, lb),
                     "one_run": records[pick].get("note") == records[best].get("note")})
     return sorted(out, key=lambda x: -x["regret"])
 

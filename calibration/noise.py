@@ -73,6 +73,12 @@ def noise_ceiling(records: list[dict], draws: int = 200, seed: int = 0) -> dict:
             "workloads": per}
 
 
+def disjoint(a: dict, b: dict) -> bool:
+    """Whether two records' latency_ms p10-p90 intervals do not overlap (the records resolve
+    which of the two is faster)."""
+    return a["p90"] < b["p10"] or b["p90"] < a["p10"]
+
+
 def resolved_pairs(records: list[dict], predicted) -> dict:
     """Pairs of configurations inside a workload that the records resolve (p10-p90 intervals
     disjoint), how many of them, and the share the predictions order as measured."""
@@ -84,7 +90,7 @@ def resolved_pairs(records: list[dict], predicted) -> dict:
                 i, j = ix[a], ix[b]
                 li, lj = records[i]["latency_ms"], records[j]["latency_ms"]
                 total += 1
-                if li["p90"] < lj["p10"] or lj["p90"] < li["p10"]:
+                if disjoint(li, lj):
                     resolved += 1
                     right += (li["median"] < lj["median"]) == (predicted[i] < predicted[j])
     return {"pairs": total, "resolved": resolved,
