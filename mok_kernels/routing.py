@@ -91,7 +91,7 @@ def make_routing(n: int, e: int, k: int, spec: str, seed: int,
     if kind in ("hot", "onehot"):
         frac = 1.0 if kind == "onehot" else par * k
         if kind == "hot" and k > e - 1:
-            raise ValueError(f"routing {spec!r}: the other {e - 1} experts cannot fill a token's "
+            raise MokInputError(f"routing {spec!r}: the other {e - 1} experts cannot fill a token's "
                              f"top_k = {k} slots; use uniform or zipf:S")
         hot = torch.rand(n, generator=g, device=dev) < frac
         score[:, 0] = torch.where(hot, float("inf"), float("-inf"))
