@@ -91,8 +91,8 @@ def make_routing(n: int, e: int, k: int, spec: str, seed: int,
     if kind in ("hot", "onehot"):
         frac = 1.0 if kind == "onehot" else par * k
         if kind == "hot" and k > e - 1:
-            raise MokInputError(f"routing {spec!r}: the other {e - 1} experts cannot fill a token's "
-                             f"top_k = {k} slots; use uniform or zipf:S")
+            raise MokInputError(f"routing {spec!r}: the other {e - 1} experts cannot fill a "
+                                f"token's top_k = {k} slots; use uniform or zipf:S")
         hot = torch.rand(n, generator=g, device=dev) < frac
         score[:, 0] = torch.where(hot, float("inf"), float("-inf"))
     ids = score.topk(k, dim=1).indices  # (n, k); slot 0 holds the largest score
