@@ -204,7 +204,7 @@ def regrets(recs: list[dict], predicted: list[float], engine: str,
 
 
 def _name(key: tuple) -> str:
-    hw, model, ep, tokens, _pass, _prec, routing, _seed, _order = key
+    hw, model, ep, tokens, _pass, _prec, routing, _seed, *_ = key
     return f"{model} ep{ep} n{tokens} {routing}"
 
 

@@ -23,6 +23,7 @@ import torch
 from mok_model.cli import MokParser, number_list
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
+from mok_model.records import KERNEL_SYSTEMS
 from mok_model.records import append_records, record_model
 
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
@@ -267,6 +268,9 @@ def make_record(*, system: str, model: str | dict, ep: int, tokens: int, knobs: 
         "breakdown_ms": breakdown,
         "source": "measured", "note": note,
     }
+    if system in KERNEL_SYSTEMS and pass_ == "fwd":
+        # the forward runs no zero shared expert since 2026-12-01 (records.record_zero_shared_slot)
+        tiles = {**(tiles or {}), "zero_shared_slot": 0}
     if tiles is not None:
         rec["tiles"] = tiles
     return rec

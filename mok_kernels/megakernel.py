@@ -649,7 +649,7 @@ def _kernels() -> dict[str, Any]:
         flag_ptr, p32_ptr,   # group: int32 epoch flags (never zeroed); (P,) int64 int32-element
                              # offsets of every rank's arena (x_off/comb_off: the bf16 ones)
         ME, SCHED_RDY, CDONE, EPOCH_W, DNALL_OFF,
-        NS, R, N_RANK, SLOTS, P, EL, COMM,
+        NS, R, N_RANK, SLOTS, P, EL, COMM, HAS_SHARED,
         READY_OFF, GU_OFF, DN_OFF, HC_OFF, SH_OFF,
         PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin, NO_COPY, WORK_OFF, JOIN,
         GRID_V, C_STRIDE, T_STRIDE, MB_STRIDE, SYNC_STRIDE, H_ROWS, Y_ROWS,
@@ -839,7 +839,8 @@ def _kernels() -> dict[str, Any]:
             # ---------------- compute (comm programs join once dispatch is done) ----------------
             # Items are taken from one atomic counter in list order: sections
             # gu(0=shared), dn(-1), gu(1), dn(0), gu(2), dn(1), ... ; batch b>=1 is minibatch b-1.
-            ns_tiles = (NS + BM - 1) // BM
+            # Without a shared expert its sections are empty (the epilogue reads no shared output).
+            ns_tiles = tl.where(HAS_SHARED != 0, (NS + BM - 1) // BM, 0)
             tiles_used = tl.load(mb_tile_ptr + nmb)
             total = (ns_tiles + tiles_used) * (NB_GU + NB_DN * SPLIT)
             rm = tl.arange(0, BM)
@@ -1310,7 +1311,7 @@ class MoKLayer:
         # FP8: one fp32 scale per 128 columns of every ring row and h row; None for BF16
         self.h_s = torch.empty(v * (n + c), ip // 128, device=dev) if fp8 else None
         self.ring_s = None
-        self.sh_out = torch.empty(v * n, self.H, dtype=bf, device=dev)
+        self.sh_out = torch.zeros(v * n, self.H, dtype=bf, device=dev)   # stays 0 without a shared expert
         self.out = torch.empty(v * n, self.H, dtype=bf, device=dev)
         self.err = torch.zeros(16, dtype=torch.int32, device=dev)  # [bitmask, info per code]
         if self.group is None:      # one GPU: every rank's buffers are slices of local tensors
@@ -1486,7 +1487,7 @@ class MoKLayer:
             self.rank if group else 0, self.FLAG_SCHED * p, self.FLAG_CDONE * p,
             self.flag_epoch, self.off["dnall"],
             self.ns, self.ring_rows, self.tokens, self.tokens * self.topk, self.ep, self.el,
-            cfg.comm_sms,
+            cfg.comm_sms, int(self.has_shared),
             self.off["ready"], self.off["gu"], self.off["dn"], self.off["hc"], self.off["sh"],
             push, int(cfg.combine == "pull"), self.stall_test, self.max_spin,
             int(cfg.skip_copy), self.off["work"], int(cfg.join),

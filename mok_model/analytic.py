@@ -143,17 +143,16 @@ def dispatch_copy_scale(scn: Scenario, p: Params) -> float:
     return p["fp8_quant_copy_scale"] if fp8_fused(scn, p) else 1.0
 
 
-def shared_section(scn: Scenario, empty_slot: bool) -> tuple[int, int]:
+def shared_section(scn: Scenario, kernel: bool = True) -> tuple[int, int]:
     """(experts, width) of the shared-expert section the megakernel runs over the N home tokens:
-    the model's shared experts; for a model without one, nothing, or, where `empty_slot`
-    (the parameter empty_shared_slot: our kernel) and the pass is a forward, one slot of the
-    routed width with zero weights: mok_kernels/megakernel.py packs zeros in the shared-expert
-    slot (MoKLayer._pack) and its forward walks the slot's N / block_m row tiles whatever the
-    model (ns_tiles); the backward skips them (backward.py HAS_SHARED)."""
+    the model's shared experts; for a model without one, nothing, except in a forward record of
+    our megakernel made before 2026-12-01 (scn.zero_shared_slot; `kernel` False: the library's
+    GEMMs): that kernel walked a zero shared expert of the routed width over the home tokens."""
     m = scn.model
     if m.shared_experts:
         return m.shared_experts, m.shared_width
-    return (1, m.expert_width) if empty_slot and scn.pass_ == "fwd" else (0, 0)
+    old = kernel and scn.zero_shared_slot and scn.pass_ == "fwd"
+    return (1, m.expert_width) if old else (0, 0)
 
 
 def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,
@@ -330,7 +329,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws,
                           wgrad_experts=active / M)
     c = ffn + p["minibatch_overhead_us"] * US  # per minibatch
-    ns, sw = shared_section(scn, p["empty_shared_slot"] >= 0.5)
+    ns, sw = shared_section(scn)
     if ns:
         n_tok = scn.tokens * ns
         shared = expert_ffn_time(scn, p, n_tok, np.ceil(scn.tokens / tm) * ns, ns, cx, sw,

@@ -8,7 +8,8 @@ communication) say it per shape instead. A table holds one point per such record
 
 where `ideal` is the record's tile-quantized GEMM FLOPs (routed experts of the measured rank,
 each expert's rows in whole row tiles, plus the shared expert: in the megakernel's own GEMM
-phases of a model without one, its zero shared slot, analytic.shared_section) at the preset's
+phases of a model without one recorded before 2026-12-01, the zero shared slot that kernel ran,
+analytic.shared_section) at the preset's
 peak tensor rate on all of its SMs (`ideal_seconds`), and `measured` the record's median. So a
 point is the fraction of peak that the model's own tile formula needs to reproduce that
 measurement; it includes what one gemm_eff cannot say: weight reads at few rows per expert,
@@ -241,12 +242,12 @@ def measured_gpu(scn) -> int:
     return 0 if scn.hardware.emulated_ranks else int(np.argmax(loads(scn).rows))
 
 
-def occupancy(scn, tile: dict | None = None, empty_slot: bool = True) -> float:
+def occupancy(scn, tile: dict | None = None, kernel: bool = True) -> float:
     """The measured GPU's GEMM FLOPs at peak on all SMs, over the same with each phase (gate/up,
     down: routed and shared tiles together, in the kernel's tile: `tile`, else DEFAULT_TILE)
     on min(its tiles, SMs) SMs: 1 when every phase has a tile per SM, less with fewer tiles.
-    `empty_slot`: the GEMMs are the megakernel's, with its zero shared slot in a forward of a
-    model without a shared expert (analytic.shared_section); False for the library's."""
+    `kernel`: the GEMMs are the megakernel's (with the zero shared expert of a record made before
+    2026-12-01: analytic.shared_section); False for the library's."""
     from .analytic import loads, shared_section
 
     t = {**DEFAULT_TILE, **(tile or {})}
@@ -254,7 +255,7 @@ def occupancy(scn, tile: dict | None = None, empty_slot: bool = True) -> float:
     er = loads(scn).expert_rows[measured_gpu(scn)]
     H = m.hidden
     blocks = [(float(np.ceil(er / bm).sum()), m.expert_width)]
-    ns, sw = shared_section(scn, empty_slot)
+    ns, sw = shared_section(scn, kernel)
     if ns:
         blocks.append((float(np.ceil(scn.tokens / bm)) * ns, sw))
     gu_tiles = sum(r * math.ceil(2 * w / t["bn_gu"]) for r, w in blocks)
@@ -277,10 +278,10 @@ def shape_of(scn, gpu: int | None = None) -> tuple[float, int, int, int]:
     return float(er.sum()) / active, scn.model.expert_width, scn.model.hidden, scn.local_experts
 
 
-def ideal_seconds(scn, tile_m: int, tile_n: int, empty_slot: bool = True) -> float:
+def ideal_seconds(scn, tile_m: int, tile_n: int, kernel: bool = True) -> float:
     """The measured GPU's routed (whole row tiles per expert) and shared-expert GEMM FLOPs at the
     preset's peak tensor rate on all SMs: what a table point's efficiency is relative to;
-    `empty_slot` as in occupancy."""
+    `kernel` as in occupancy."""
     from .analytic import loads, shared_section
 
     hw, m = scn.hardware, scn.model
@@ -291,7 +292,7 @@ def ideal_seconds(scn, tile_m: int, tile_n: int, empty_slot: bool = True) -> flo
         return 2.0 * tile_m * tile_n * row_tiles * H * (np.ceil(2 * width / tile_n)
                                                          + np.ceil(H / tile_n) * width / H)
     total = flops(float(np.ceil(er / tile_m).sum()), m.expert_width)
-    ns, sw = shared_section(scn, empty_slot)
+    ns, sw = shared_section(scn, kernel)
     if ns:
         total += flops(np.ceil(scn.tokens / tile_m) * ns, sw)
     passes = 1.0 if scn.pass_ == "fwd" else 2.0
@@ -305,11 +306,11 @@ def scenario_eff(table: GemmTable, scn) -> float | None:
     value is divided by its median (multiply by gemm_eff: gemm_efficiency)."""
     if not table.covers(scn):
         return None
-    kernel = table.level == "absolute"  # the megakernel's GEMM phases, its zero slot included
+    kernel = table.level == "absolute"  # the megakernel's GEMM phases
     if table.uses_mechanism:
         e = ideal_seconds(scn, IDEAL_TILE, IDEAL_TILE) / table.scenario_seconds(scn)
     else:
-        e = table.eff(*shape_of(scn), occupancy(scn, empty_slot=kernel))
+        e = table.eff(*shape_of(scn), occupancy(scn, kernel=kernel))
     return e if table.level == "absolute" else e / table.median
 
 
@@ -348,7 +349,7 @@ def replaces_gemm_eff(table) -> bool:
 
 def table_point(rec: dict, scn, tile_m: int, tile_n: int) -> dict:
     """One table point from a record of GEMM phases alone: the megakernel's (system
-    KERNEL_SYSTEM, its zero shared slot counted) or the library's."""
+    KERNEL_SYSTEM, with a zero shared slot where the record's kernel ran one) or the library's."""
     rows, width, hidden, local = shape_of(scn)
     kernel = rec["system"] == KERNEL_SYSTEM
     ideal = ideal_seconds(scn, tile_m, tile_n, kernel)
@@ -367,7 +368,7 @@ def table_point(rec: dict, scn, tile_m: int, tile_n: int) -> dict:
 def phase_features(scn, tile: dict | None = None) -> dict:
     """What the phase mechanism needs of the measured GPU's GEMM phases (module docstring):
     work items {"gu", "dn"} as [count, FLOPs per item] per block (routed experts, shared
-    experts or the kernel's zero shared slot: analytic.shared_section), the expert weight bytes
+    experts or an old record's zero shared slot: analytic.shared_section), the expert weight bytes
     streamed from HBM, the SMs and the peak tensor TFLOP/s. `tile`: the kernel's tile (block_m,
     bn_gu, bn_dn, block_k, group_m), else its defaults with group_m as MoKLayer picks it
     (mok_kernels/tiles.py)."""
@@ -382,7 +383,7 @@ def phase_features(scn, tile: dict | None = None) -> dict:
     gm = t.get("group_m") or forward_group_m(m.expert_width, bn_gu, bk)
     er = loads(scn).expert_rows[measured_gpu(scn)]
     blocks = [(np.ceil(er[er > 0] / bm), m.expert_width)]
-    ns, sw = shared_section(scn, True)
+    ns, sw = shared_section(scn)
     if ns:
         blocks.append((np.full(ns, math.ceil(scn.tokens / bm)), sw))
     gu, dn, wbytes = [], [], 0.0

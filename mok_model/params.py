@@ -44,7 +44,6 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "combine_in_epilogue": (0.0, 1.0),  # 1: push combine stores from the down-GEMM epilogue
     "combine_after_dispatch": (0.0, 1.0),  # 1: comm SMs finish every dispatch before pull combines
     "combine_owner_order": (0.0, 1.0),  # 1: a home pulls the owners' rows owner after owner
-    "empty_shared_slot": (0.0, 1.0),  # 1: a forward without a shared expert runs a zero one (routed width)
     "mok_fixed_us": (0.0, 2000.0),  # residual per-pass overhead of the megakernel
     "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
     "host_launch_scale": (0.5, 10.0),  # host launch time relative to the preset's launch_us
@@ -115,8 +114,11 @@ ADDED: dict[str, tuple[float, str]] = {
     "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "
                                  "outputs as its owner finishes it, every owner's interleaved "
                                  "(mok-system.md); 1 for our kernel across GPUs (calibration/priors.py)"),
-    "empty_shared_slot": (0.0, "design: the published kernel runs no shared-expert tiles where the "
-                               "model has no shared expert; 1 for our kernel (calibration/priors.py)"),
+}
+# parameters older files may hold that no longer exist, and where their meaning went: skipped
+RETIRED: dict[str, str] = {
+    "empty_shared_slot": "the zero shared expert our kernel ran before 2026-12-01 is a property of "
+                         "the run record now (mok_model/records.py record_zero_shared_slot)",
 }
 
 
@@ -143,6 +145,9 @@ class Params:
     def with_values(self, **changes: float) -> "Params":
         """The same parameters with some values changed; the fit's samples no longer describe
         them, so the copy has no uncertainty block."""
+        unknown = sorted(set(changes) - set(BOUNDS))
+        if unknown:
+            raise ValueError(f"with_values: unknown parameters {unknown}")
         return Params({**self.values, **changes}, self.hardware, None, self.fitted_on, self.sources,
                       None, tuple(f for f in self.filled if f not in changes), self.gemm_table)
 
@@ -237,6 +242,7 @@ def read_params(path: str | Path) -> Params:
         raise MokInputError(f"--params {str(path)!r}: {bad[0]} has no 'value'")
     if not isinstance(doc.get("hardware", ""), str):
         raise MokInputError(f"--params {str(path)!r}: hardware must be a preset name")
+    entries = {k: e for k, e in entries.items() if k not in RETIRED}
     values = {k: (e["value"] if isinstance(e, dict) else e) for k, e in entries.items()}
     sources = {k: e.get("source", "") for k, e in entries.items() if isinstance(e, dict)}
     filled = tuple(sorted(k for k in ADDED if k not in values))

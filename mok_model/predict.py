@@ -152,23 +152,11 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
     pred.tuned = tuned
     if system == "mok":   # a GEMM shape the table never measured; our kernel's zero slot
         from .gemm_table import unmeasured_shape_note
-        notes = [unmeasured_shape_note(p.gemm_table, scenario), empty_slot_note(scenario, p)]
+        notes = [unmeasured_shape_note(p.gemm_table, scenario)]
         pred.extra["notes"] = list(pred.extra.get("notes", [])) + [n for n in notes if n]
     if p.filled_note():  # an older parameters file: say which parameters took their prior
         pred.extra["notes"] = list(pred.extra.get("notes", [])) + [p.filled_note()]
     return pred
-
-
-def empty_slot_note(scenario: Scenario, p: Params) -> str | None:
-    """A note where the parameters describe our megakernel's zero shared expert
-    (empty_shared_slot): a forward of a model without a shared expert also runs that slot's
-    tiles over the home tokens, and the prediction counts them."""
-    if (scenario.model.shared_experts or scenario.pass_ != "fwd"
-            or p["empty_shared_slot"] < 0.5):
-        return None
-    return (f"{scenario.model.name} has no shared expert, but these parameters describe our "
-            f"megakernel, whose forward runs a zero one of the routed width over the "
-            f"{scenario.tokens} home tokens (empty_shared_slot 1); the prediction counts it")
 
 
 def best_baseline(scenario: Scenario, params: Params | str | None = None,

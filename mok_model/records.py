@@ -201,18 +201,36 @@ def _model(key: str):
 
 @lru_cache(maxsize=1024)
 def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
-                      routing: str, seed: int, zipf_order: str = "model") -> Scenario:
+                      routing: str, seed: int, zipf_order: str = "model",
+                      zero_shared_slot: bool = False) -> Scenario:
     """The Scenario of a workload key (see workload_key); cached, records share it."""
     return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed,
-                    zipf_order)
+                    zipf_order, zero_shared_slot)
 
 
 def workload_key(rec: dict) -> tuple:
     """What a record measured, without the knobs: records with equal keys share a Scenario.
-    The last element is the zipf popularity order (record_zipf_order; "model" for the others)."""
+    The last two elements: the zipf popularity order (record_zipf_order; "model" for the others)
+    and whether the record's kernel ran a zero shared expert (record_zero_shared_slot)."""
     return (rec["hardware"]["preset"], model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
             rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)),
-            record_zipf_order(rec) or "model")
+            record_zipf_order(rec) or "model", record_zero_shared_slot(rec))
+
+
+# our megakernel's systems: the MoE layer pass and its GEMM phases alone
+KERNEL_SYSTEMS = ("mok", "mok-gemm")
+
+
+def record_zero_shared_slot(rec: dict) -> bool:
+    """Whether a measured forward of our megakernel (mok, mok-gemm) for a model without a shared
+    expert also ran a zero shared expert of the routed width over its home tokens: every such
+    record made before the fix of 2026-12-01, whose `tiles` do not say zero_shared_slot 0
+    (mok_kernels/bench.py forward_tiles)."""
+    if (rec["system"] not in KERNEL_SYSTEMS or rec["pass"] != "fwd"
+            or rec.get("source") != "measured" or _model(model_key(rec)).shared_experts):
+        return False
+    tiles = rec.get("tiles")
+    return not (isinstance(tiles, dict) and tiles.get("zero_shared_slot") == 0)
 
 
 def record_scenario(rec: dict) -> Scenario:

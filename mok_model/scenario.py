@@ -42,6 +42,10 @@ class Scenario:
     # zipf routing's expert popularity order (workload.ZIPF_ORDERS): the model's draw, or
     # "torch-cuda-randperm" for run records measured before 2026-12-01 03:40 UTC
     zipf_order: str = "model"
+    # run records of our megakernel's forward made before 2026-12-01 16:00 UTC, for a model
+    # without a shared expert: that kernel also ran a zero shared expert of the routed width over
+    # the home tokens (records.record_zero_shared_slot; analytic.shared_section)
+    zero_shared_slot: bool = False
 
     def __post_init__(self) -> None:
         hw, m = self.hardware, self.model
@@ -102,7 +106,8 @@ class Scenario:
         return {"hardware": self.hardware.name, "model": self.model.name, "ep": self.ep,
                 "tokens": self.tokens, "pass": self.pass_, "precision": self.precision,
                 "routing": self.routing, "seed": self.seed} \
-            | ({"zipf_order": self.zipf_order} if self.zipf_order != "model" else {})
+            | ({"zipf_order": self.zipf_order} if self.zipf_order != "model" else {}) \
+            | ({"zero_shared_slot": True} if self.zero_shared_slot else {})
 
 
 @dataclass(frozen=True, slots=True)

@@ -461,21 +461,22 @@ def test_a_hot_record_of_the_old_draw_stays_out_of_the_table():
     assert {p["id"] for p in built.points} == {"mixtral-8x7b-model", "kimi-k2-None"}
 
 
-def test_the_kernels_gemm_phases_count_its_zero_shared_slot_the_librarys_do_not():
-    """A mok-gemm point of a model without a shared expert counts the megakernel's zero shared
-    slot (N home tokens at the routed width: analytic.shared_section) in its ideal FLOPs and its
-    mechanism's work items; a gemm-only point (the library's grouped GEMM) does not; a model
-    with a shared expert counts its own either way."""
+def test_an_old_kernels_gemm_phases_count_its_zero_shared_slot_the_librarys_do_not():
+    """A mok-gemm point of a model without a shared expert recorded before 2026-12-01 counts the
+    zero shared slot that kernel ran (N home tokens at the routed width: analytic.shared_section)
+    in its ideal FLOPs and its mechanism's work items; a gemm-only point (the library's grouped
+    GEMM) and a record of today's kernel do not; a model with a shared expert counts its own."""
     from mok_model.analytic import shared_section
 
-    mixtral = scenario("mixtral-8x7b", 8, 4096)
+    mixtral = scenario("mixtral-8x7b", 8, 4096).with_(zero_shared_slot=True)
+    assert shared_section(scenario("mixtral-8x7b", 8, 4096), True) == (0, 0)
     assert shared_section(mixtral, True) == (1, 14336)
     assert shared_section(mixtral, False) == (0, 0)
     assert shared_section(scenario("kimi-k2"), False) == (1, 2048)
     kernel = {**_gemm_record("mixtral-8x7b", 8, 4096, 5.0), "system": "mok-gemm"}
     library = _gemm_record("mixtral-8x7b", 8, 4096, 5.0)
     pk, pl = (table_point(r, mixtral, 128, 128) for r in (kernel, library))
-    routed = ideal_seconds(mixtral, 128, 128, empty_slot=False)
+    routed = ideal_seconds(mixtral, 128, 128, kernel=False)
     # 32 row tiles of 128 rows: gate/up (4096 -> 2 x 14336) and down, 6 H I FLOPs per row
     slot = 32 * 128 * 6 * 4096 * 14336 / (mixtral.hardware.tflops("bf16") * 1e12)
     assert pl["ideal_ms"] == pytest.approx(routed * 1e3)

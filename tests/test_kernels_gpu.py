@@ -222,6 +222,20 @@ def test_every_model_preset_shape(shape):
     assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
 
 
+@pytest.mark.parametrize("i_shared", [0, 768])
+def test_no_shared_expert_runs_no_shared_tiles(i_shared):
+    """A model without a shared expert runs no shared-expert tiles (until 2026-12-01 the forward
+    walked a zero one over the home tokens): its shared row-tile counters stay 0 and the output
+    matches float32; with a shared expert every shared row tile counts its gate/up blocks."""
+    shape = dict(h=1536, i=768, i_shared=i_shared, e=16, n=300, k=4)
+    r_out, r_served, layer, _ = run_case(8, 3, "zipf:1.2", "pull", "push", 256, shape=shape)
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+    ns_tiles = -(-layer.ns // layer.cfg.block_m)
+    sh = layer.sync[layer.off["sh"]:layer.off["sh"] + ns_tiles].cpu()
+    want = 0 if i_shared == 0 else layer.Ip // layer.cfg.bn_gu
+    assert sh.tolist() == [want] * ns_tiles
+
+
 @pytest.mark.parametrize("h,i,mode", [(1536, 512, 0), (2560, 1536, 1), (3584, 768, 2),
                                       (6400, 1024, 3), (768, 384, 1), (2880, 2880, 0)])
 def test_hidden_sizes_not_multiple_of_1024(h, i, mode):

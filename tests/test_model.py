@@ -294,41 +294,52 @@ def test_in_order_work_list_waits_behind_a_minibatch_in_flight(engine, monkeypat
 
 
 @pytest.mark.parametrize("engine", ["analytic", "sim"])
-def test_our_forward_runs_a_zero_shared_slot_where_the_model_has_no_shared_expert(engine):
-    """mok_kernels/megakernel.py walks the shared-expert slot's N / block_m row tiles whatever the
-    model, with zero weights of the routed width where it has no shared expert (empty_shared_slot
-    1, our kernel): a mixtral-8x7b forward pays a dense FFN of its width over its N home tokens
-    (at EP 8, 4096 tokens: half the routed rows again); a model with a shared expert and the
-    backward (which skips the slot) do not change."""
+def test_an_old_record_s_zero_shared_slot_is_counted(engine):
+    """Before 2026-12-01 our forward also walked a zero shared expert of the routed width over
+    the N home tokens of a model without one (Scenario.zero_shared_slot, set for such records by
+    records.record_zero_shared_slot): a mixtral-8x7b forward paid a dense FFN of its width over
+    its home tokens (at EP 8, 4096 tokens: half the routed rows again); a model with a shared
+    expert and the backward (which never ran the slot) do not change, nor does a prediction
+    (today's kernel)."""
     from calibration.cli import priors_for
 
     p = priors_for("h200-1")
-    slot, none = (p.with_values(empty_shared_slot=v) for v in (1.0, 0.0))
     cfg = Config(dispatch="pull", combine="push", minibatch=4096, comm_sms=32)
 
-    def t(model, params, pass_="fwd"):
-        s = Scenario(load_hardware("h200-1"), load_model(model), 8, 4096, pass_=pass_)
-        return predict(s, cfg, "mok", params, engine).latency_ms
+    def t(model, old, pass_="fwd"):
+        s = Scenario(load_hardware("h200-1"), load_model(model), 8, 4096, pass_=pass_,
+                     zero_shared_slot=old)
+        return predict(s, cfg, "mok", p, engine).latency_ms
 
-    assert t("mixtral-8x7b", slot) > 1.25 * t("mixtral-8x7b", none)
-    assert t("kimi-k2", slot) == pytest.approx(t("kimi-k2", none), rel=1e-12)
-    assert t("mixtral-8x7b", slot, "bwd") == pytest.approx(t("mixtral-8x7b", none, "bwd"), rel=1e-12)
+    assert t("mixtral-8x7b", True) > 1.25 * t("mixtral-8x7b", False)
+    assert t("kimi-k2", True) == pytest.approx(t("kimi-k2", False), rel=1e-12)
+    assert t("mixtral-8x7b", True, "bwd") == pytest.approx(t("mixtral-8x7b", False, "bwd"), rel=1e-12)
 
 
-def test_prediction_notes_the_zero_shared_slot():
-    """h200-1 (our megakernel) predicts a model without a shared expert with the zero slot the
-    kernel runs, and says so; a model with one, the backward and the published design's
-    parameters (gb300-nvl72) carry no such note."""
-    from mok_model.predict import predict
-    from mok_model.presets import load_hardware, load_model
-    from mok_model.scenario import Scenario
+def test_records_say_whether_their_kernel_ran_the_zero_shared_slot():
+    """A forward MoK or mok-gemm record of a model without a shared expert ran the zero slot
+    unless its tiles say zero_shared_slot 0 (written by every record since the fix); library
+    GEMMs, models with a shared expert and backward records never did."""
+    from mok_model.records import record_scenario, record_zero_shared_slot
 
-    def notes(hw, model, **kw):
-        s = Scenario(load_hardware(hw), load_model(model), 8, 256, **kw)
-        return " ".join(predict(s, None, "mok").notes())   # the hardware's shipped parameters
+    def rec(system="mok", model="mixtral-8x7b", pass_="fwd", tiles=None):
+        r = {"system": system, "model": model, "pass": pass_, "source": "measured",
+             "hardware": {"preset": "h200-1"}, "ep": 8, "tokens": 256, "precision": "bf16",
+             "routing": {"kind": "uniform", "seed": 0}}
+        return r | ({"tiles": tiles} if tiles is not None else {})
 
-    assert "runs a zero one of the routed width over the 256 home tokens" in notes(
-        "h200-1", "mixtral-8x7b")
-    assert "zero one" not in notes("h200-1", "kimi-k2")
-    assert "zero one" not in notes("h200-1", "mixtral-8x7b", pass_="bwd")
-    assert "zero one" not in notes("gb300-nvl72", "mixtral-8x7b")
+    assert record_zero_shared_slot(rec())
+    assert record_zero_shared_slot(rec("mok-gemm", tiles={"block_m": 128}))
+    assert not record_zero_shared_slot(rec(tiles={"zero_shared_slot": 0}))
+    assert not record_zero_shared_slot(rec("gemm-only"))
+    assert not record_zero_shared_slot(rec(model="kimi-k2"))
+    assert not record_zero_shared_slot(rec(pass_="bwd"))
+    assert record_scenario(rec()).zero_shared_slot
+    assert not record_scenario(rec(tiles={"zero_shared_slot": 0})).zero_shared_slot
+
+
+def test_parameters_with_an_unknown_name_are_refused():
+    from calibration.cli import priors_for
+
+    with pytest.raises(ValueError, match="unknown parameters"):
+        priors_for("h200-1").with_values(empty_shared_slot=1.0)

@@ -167,7 +167,7 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, joined, splits=splits,
                               wgrad_experts=flat_w) if share > 0 else (gu, dn))
     shared, shared_split = 0.0, (0.0, 0.0, 0.0, 0.0)
-    ns, sw = shared_section(scn, _param(p, "empty_shared_slot") >= 0.5)
+    ns, sw = shared_section(scn)
     if ns:
         sh = (scn.tokens * ns, np.ceil(scn.tokens / tm) * ns, ns)
         sg, sd = _gemm_split(scn, p, *sh, cx, shared=True, width=sw)
