@@ -13,11 +13,10 @@ import os
 import shlex
 import sys
 
-from .errors import MokInputError
+from .errors import MokInputError, SimInvariantError
 from .fileio import check_output_file, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
 from .scenario import ENGINES, MODES, PASSES, PRECISIONS, SYSTEMS, Config, Scenario
-from .sim.fabric import SimInvariantError
 from .sim.network import DEGRADE_HELP
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")

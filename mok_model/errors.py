@@ -3,3 +3,8 @@
 
 class MokInputError(ValueError):
     """Bad input from a user: names the value and the rule it breaks."""
+
+
+class SimInvariantError(RuntimeError):
+    """An internal invariant of the simulation was broken (a bug in the simulator); here, not in
+    the simulator, so that the CLI can catch it without importing SimPy."""

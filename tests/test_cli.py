@@ -1,6 +1,9 @@
 """The `mok` command line: contract fields, and one clear line with exit 2 for bad input."""
 
 import json
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -122,3 +125,14 @@ def test_simulate_json_trace_and_schedule(tmp_path, capsys):
     assert code == 0 and json.loads(out)["latency_ms"] > d["latency_ms"]
     code, _, err = run(capsys, ["simulate", *w, "--schedule", "random"])
     assert code == 2 and "--schedule" in err
+
+
+def test_device_jobs_import_without_simpy():
+    """The GPU image has no SimPy: the kernel benchmarks and sweeps (and mok_model.cli, which they
+    use) must import without it; only the simulator needs it."""
+    code = ("import sys; sys.modules['simpy'] = None\n"
+            "import mok_model.cli, mok_kernels.bench, mok_kernels.space_sweep, "
+            "mok_kernels.tile_sweep, mok_kernels.bench_group, mok_kernels.group_check")
+    res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         cwd=Path(__file__).resolve().parents[1])
+    assert res.returncode == 0, res.stderr[-2000:]

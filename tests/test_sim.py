@@ -367,7 +367,8 @@ def test_chunk_scans_across_gpus_cost_more_with_fewer_comm_sms():
     1 / comm SMs, so where the comm SMs never join the compute (pull combine) the scans cost more
     at 16 comm SMs than at 32; with push combine a push dispatch's scan still costs time (the
     comm SMs join later); pull dispatch with push combine scans nothing. Both engines, which
-    agree on the pull combine's scan."""
+    agree on the pass with the pull combine's scans (where the scans set its length: what each
+    engine adds to its own pass without them differs as their overlap of the rest does)."""
     from calibration.priors import HOPPER, prior_params
     from mok_model.analytic import pull_scan_chunks, push_scan_chunks
     assert push_scan_chunks(2, 16, 2048) == 16  # 8 lanes per receiver x 128 chunks
@@ -379,7 +380,7 @@ def test_chunk_scans_across_gpus_cost_more_with_fewer_comm_sms():
     M = np.ceil(rows / 2048)
     per_owner = pull_scan_chunks(s, scan, np.full((1, 2), M), np.array([[16.0]]))
     assert per_owner == pytest.approx(np.full((1, 2), M * np.ceil(rows / M / 16 / 16)), abs=M)
-    added = {}
+    added, with_scan = {}, {}
     for engine in ("analytic", "sim"):
         for dispatch, combine in (("push", "push"), ("push", "pull"), ("pull", "pull"),
                                   ("pull", "push")):
@@ -388,6 +389,7 @@ def test_chunk_scans_across_gpus_cost_more_with_fewer_comm_sms():
                              macrobatch=131072, capacity=1.0)
                 t0, t1 = (predict(s, cfg, params=p, engine=engine).latency_ms for p in (base, scan))
                 added[engine, dispatch, combine, sms] = t1 - t0
+                with_scan[engine, dispatch, combine, sms] = t1
         a = {k[1:]: v for k, v in added.items() if k[0] == engine}
         assert a["pull", "push", 16] == pytest.approx(0.0, abs=1e-9)
         assert a["pull", "push", 32] == pytest.approx(0.0, abs=1e-9)
@@ -395,8 +397,8 @@ def test_chunk_scans_across_gpus_cost_more_with_fewer_comm_sms():
             assert a[modes + (16,)] > a[modes + (32,)] > 0, (engine, modes, a)
         assert a["push", "pull", 16] > a["pull", "pull", 16]  # both scans
         assert min(a["push", "push", 16], a["push", "push", 32]) > 0
-    assert added["analytic", "pull", "pull", 16] == pytest.approx(added["sim", "pull", "pull", 16],
-                                                                   rel=0.15)
+    assert with_scan["analytic", "pull", "pull", 16] == pytest.approx(
+        with_scan["sim", "pull", "pull", 16], rel=0.05)
 
 
 @pytest.mark.parametrize("model,ep,tokens,comm_sms", [("llama4-maverick", 32, 1024, 64),

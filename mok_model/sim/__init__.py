@@ -11,6 +11,6 @@ def __getattr__(name: str):
         from .engine import simulate
         return simulate
     if name == "SimInvariantError":
-        from .fabric import SimInvariantError
+        from ..errors import SimInvariantError
         return SimInvariantError
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

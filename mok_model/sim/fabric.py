@@ -18,14 +18,11 @@ from collections import deque
 import numpy as np
 import simpy
 
+from ..errors import SimInvariantError
 from .network import maxmin
 
 OPS = ("dispatch", "combine")  # Message.op indexes this
 EPS_T = 1e-12  # seconds: float rounding tolerated by the causality checks
-
-
-class SimInvariantError(RuntimeError):
-    """An internal invariant of the simulation was broken (a bug in the simulator)."""
 
 
 class Fluid:
