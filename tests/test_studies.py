@@ -226,7 +226,7 @@ def test_predicted_vs_measured_with_synthetic_runs(tmp_path):
                      "software": {}, "system": "mok", "model": "qwen3-30b-a3b", "ep": 8, "emulated_peers": True,
                      "tokens": 1024, "pass": "fwd", "precision": "bf16", "config": cfg.as_dict(),
                      "routing": {"kind": "uniform", "seed": 0}, "latency_ms": {"median": ms},
-                     "source": "measured"})
+                     "source": "measured", "tiles": {"zero_shared_slot": 0}})  # today's kernel
     runs = tmp_path / "runs"
     runs.mkdir()
     (runs / "synthetic.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
