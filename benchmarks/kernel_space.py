@@ -11,7 +11,9 @@ kernel's ratio. Only MoK records of today's kernel variant count (records.defaul
 the wide-expert presets' runs before group_m); a workload measured again pairs with its latest
 GEMMs-alone record. Hot records of the draw before 2026-12-01 that gave expert 0 more than its
 share (records.hot_reproduced: mixtral, llama4-maverick, gpt-oss-120b) are left out: their
-workloads were measured again with today's draw.
+workloads were measured again with today's draw; so are the forwards that ran a zero shared
+expert before 2026-12-01 (records.record_zero_shared_slot: the presets without a shared expert,
+measured again without it in calibration/runs/h200_space/space_noshared.jsonl).
 """
 
 from __future__ import annotations
@@ -22,7 +24,7 @@ import sys
 
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
-from mok_model.records import default_variant, hot_reproduced, read_records
+from mok_model.records import default_variant, hot_reproduced, read_records, record_zero_shared_slot
 
 BANDS = (("64-512", 0, 512, 1.5), ("1K-8K", 1024, 8192, 1.2))
 
@@ -39,7 +41,8 @@ def table(records: list[dict]) -> list[str]:
         key = (r["model"], r["ep"], r["tokens"], ro["kind"], ro.get("arg"), ro.get("order"),
                ro.get("draw"))
         ms = r["latency_ms"]["median"]
-        if r["system"] == "mok" and default_variant(r):    # the kernel as it runs today
+        if r["system"] == "mok" and default_variant(r) and not record_zero_shared_slot(r):
+            # the kernel as it runs today
             best[key] = min(best.get(key, ms), ms)
         elif r["system"] == "gemm-only" and r["date"] >= gemm.get(key, ("", 0.0))[0]:
             gemm[key] = (r["date"], ms)     # a workload measured again: its latest run
