@@ -276,17 +276,25 @@ def make_record(*, system: str, model: str | dict, ep: int, tokens: int, knobs: 
     return rec
 
 
-def forward_tiles(precision: str, expert_width: int, **options: Any) -> dict[str, Any]:
-    """The forward megakernel's tile options as KernelConfig and MoKLayer resolve them for experts
-    ``expert_width`` wide (a record's ``tiles``; a record without group_m ran group_m 1)."""
+def forward_tiles(precision: str, wl: "Workload", group: bool = False,
+                  **options: Any) -> dict[str, Any]:
+    """The forward megakernel's tile options as KernelConfig and MoKLayer resolve them for the
+    workload's shape, EP and tokens (a record's ``tiles``; a record without group_m ran group_m
+    1, one without split_dn split_dn 1); ``group``: real GPUs (group mode: no split_dn)."""
     from .megakernel import KernelConfig
-    from .tiles import forward_group_m
+    from .tiles import forward_group_m, forward_split_dn
     cfg = KernelConfig(precision=precision, **options)
+    sh = wl.shape
     out = {k: getattr(cfg, k) for k in ("block_m", "bn_gu", "bn_dn", "block_k", "num_warps",
                                          "num_stages")}
-    out["group_m"] = cfg.group_m or forward_group_m(expert_width, cfg.bn_gu, cfg.block_k)
+    out["group_m"] = cfg.group_m or forward_group_m(sh.inter, cfg.bn_gu, cfg.block_k)
     if cfg.tma_a and precision == "bf16":      # named only when on: older records ran without
         out["tma_a"] = 1
+    split = cfg.split_dn or (1 if group else forward_split_dn(
+        wl.tokens, sh.topk, sh.experts, wl.ep, sh.hidden, sh.inter, cfg.block_m, cfg.bn_dn,
+        precision))
+    if split > 1:                              # named only when on, as tma_a
+        out["split_dn"] = split
     return out | ({"fp8_kernel": cfg.fp8_kernel} if precision == "fp8" else {})
 
 
@@ -582,7 +590,7 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                 if sysname == "mok-gemm":
                     rec = make_record(system=sysname, knobs=GEMM_PHASE_KNOBS, times=t,
                                       breakdown={}, note=f"{note0}; {GEMM_PHASE_NOTE}; {cmd}",
-                                      tiles=forward_tiles("bf16", wl.shape.inter), **common)
+                                      tiles=forward_tiles("bf16", wl), **common)
                 else:
                     rec = make_record(system=sysname, knobs=base_knobs, times=t, breakdown={},
                                       note=f"{note0}; knobs not used by this system; {cmd}",
@@ -626,7 +634,7 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                                    (f"fp8 kernel {f8v}; " if f8v else "") + tl_note +
                                    f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
                               precision=prec, tiles=backward_tiles(bt) if bwd else
-                              forward_tiles(prec, wl.shape.inter, **f8tiles), **common)
+                              forward_tiles(prec, wl, **f8tiles), **common)
             append_records(a.out, [rec])
             recs.append(rec)
             swept[prec].append(rec["latency_ms"]["median"])

@@ -244,7 +244,7 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
                                        f"rank per iteration; {cmd}")
                 rec["emulated_peers"] = False
                 if system.startswith("mok"):
-                    rec["tiles"] |= forward_tiles("bf16", wl.shape.inter)
+                    rec["tiles"] |= forward_tiles("bf16", wl, group=True)
                 rec["rank_ms"] = per_rank
                 rec["rel_err_vs_fp32"] = errs
                 if system == "mok-auto":

@@ -51,7 +51,7 @@ from .peers import (ArenaLayout, LocalGroup, SymmetricArena, check_same_on_every
                     emulated_offsets)
 from .reference import MoEWeights
 from .schedule import CapacityOverflowError, Schedule, build_schedule, stack_schedules
-from .tiles import forward_group_m, padded_width
+from .tiles import forward_group_m, forward_split_dn, padded_width
 
 STALL_CODES = {
     1: "compute wait for the pull-dispatch ready counter of minibatch {info}",
@@ -95,11 +95,12 @@ class KernelConfig:
                                     # 128 (4 stages of fp8 128x128 / 128x256 tiles exceed the
                                     # H200's shared memory; at block_m 64 they fit)
     copy_rows: int = 16
-    split_dn: int = 1               # down items split along K into this many slices (1, 2, 4,
+    split_dn: int | None = None     # down items split along K into this many slices (1, 2, 4,
                                     # 8 or 16), partial tiles summed in slice order by the item
                                     # that completes a block: more items where row tiles are few
                                     # (decode sizes, few wide experts). BF16 only; an fp32
-                                    # workspace of every tile's blocks x slices
+                                    # workspace of every tile's blocks x slices. None: chosen
+                                    # from the shape (tiles.py forward_split_dn; 1 in group mode)
     group_m: int | None = None      # gate/up tiles taken in groups of group_m row tiles, column
                                     # by column, so a weight column block is read once per group
                                     # from HBM (1: row tile by row tile); the same bits either way.
@@ -173,10 +174,10 @@ class KernelConfig:
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
-        if self.split_dn not in (1, 2, 4, 8, 16):
+        if self.split_dn not in (None, 1, 2, 4, 8, 16):
             raise ValueError(f"split_dn={self.split_dn!r}: allowed 1, 2, 4, 8, 16 (K slices of "
-                             f"each down block)")
-        if self.split_dn > 1 and self.precision != "bf16":
+                             f"each down block; None: chosen from the shape)")
+        if (self.split_dn or 1) > 1 and self.precision != "bf16":
             raise ValueError(f"split_dn={self.split_dn} with precision {self.precision!r}: the "
                              f"down GEMM is split along K in BF16 only")
         g = self.group_m
@@ -1234,7 +1235,7 @@ class MoKLayer:
         if cfg.tma_a and self.group is not None:
             raise ValueError("tma_a=True runs on one GPU (rank=r emulation or rank=None virtual "
                              "ranks); group mode keeps pointer loads")
-        if cfg.split_dn > 1 and self.group is not None:
+        if (cfg.split_dn or 1) > 1 and self.group is not None:
             raise ValueError(f"split_dn={cfg.split_dn} runs on one GPU (rank=r emulation or "
                              f"rank=None virtual ranks); group mode keeps split_dn=1")
         if cfg.precision == "fp8" and self.group is not None:
@@ -1296,9 +1297,16 @@ class MoKLayer:
         self.off["split"] = self.off["dnall"] + 1     # split_dn: one counter per down block
         self.ws_tiles = ns_tiles + self.t_max         # shared then routed row tiles
         nb_dn = -(-self.H // cfg.bn_dn)
+
+        def ws_elements(split: int) -> int:           # split_dn's fp32 workspace
+            return v * self.ws_tiles * nb_dn * split * cfg.block_m * cfg.bn_dn if split > 1 else 0
+        if cfg.split_dn is None:     # per shape class, measured (tiles.py); never past the limit
+            s = 1 if self.group is not None else forward_split_dn(
+                n, k, self.E, p, self.H, self.I, cfg.block_m, cfg.bn_dn, cfg.precision)
+            s = s if ws_elements(s) * 4 <= SPLIT_WS_MAX_BYTES else 1
+            self.cfg = cfg = dataclasses.replace(cfg, split_dn=s)
         self.sync_stride = self.off["split"] + (self.ws_tiles * nb_dn if cfg.split_dn > 1 else 0)
-        n_ws = (v * self.ws_tiles * nb_dn * cfg.split_dn * cfg.block_m * cfg.bn_dn
-                if cfg.split_dn > 1 else 0)
+        n_ws = ws_elements(cfg.split_dn)
         if n_ws * 4 > SPLIT_WS_MAX_BYTES:    # refused before the layer's buffers are allocated
             raise ValueError(
                 f"split_dn={cfg.split_dn} needs a {n_ws * 4 / 2**30:.1f} GiB fp32 workspace "

@@ -117,7 +117,7 @@ def run(a: argparse.Namespace) -> int:
             if not a.compile_only:
                 recs.append(make_record(system="mok-gemm", knobs=GEMM_PHASE_KNOBS, times=t,
                                         breakdown={}, note=f"{note}; {GEMM_PHASE_NOTE}",
-                                        tiles=forward_tiles("bf16", wl.shape.inter), **common))
+                                        tiles=forward_tiles("bf16", wl), **common))
                 line.append(f"mok-gemm {recs[0]['latency_ms']['median']:.3f}")
         elif not a.compile_only:
             t = run_gemm_only(wl, a.iters, a.warmup)
@@ -147,7 +147,7 @@ def run(a: argparse.Namespace) -> int:
                 print(f"{line[0]} {label}: FAILED {type(exc).__name__}: {exc}", flush=True)
                 continue
             rec = make_record(system="mok", knobs=knobs, times=times, breakdown={}, note=note,
-                              tiles=forward_tiles("bf16", wl.shape.inter), **common)
+                              tiles=forward_tiles("bf16", wl), **common)
             rec["rel_err_vs_fp32"] = err
             recs.append(rec)
             line.append(f"{label} {rec['latency_ms']['median']:.3f}")

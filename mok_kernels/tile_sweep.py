@@ -188,7 +188,9 @@ def sweep(a, argv: list[str]) -> int:
             knobs = dict(knobs, comm_sms=cs)
             base, options = candidate(name, table)
             bm, bg, bd, nw, ns, *kern = table[base]
-            tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns, **options)
+            # every candidate names its split_dn (none: 1; the layer's own choice is per shape)
+            tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns,
+                         **{"split_dn": 1, **options})
             if fp8:
                 tiles.update(fp8_kernel=kern[0] if kern else "v2", group_m=1)
             else:   # every candidate names its group_m (none: row tile by row tile)

@@ -26,3 +26,35 @@ def padded_width(expert_width: int, bn_gu: int = 128, block_k: int = 64) -> int:
 def forward_group_m(expert_width: int, bn_gu: int = 128, block_k: int = 64) -> int:
     """The group_m MoKLayer picks when KernelConfig.group_m is None."""
     return GROUP_M if padded_width(expert_width, bn_gu, block_k) // bn_gu >= WIDE_BLOCKS else 1
+
+
+# split_dn (KernelConfig): the down GEMM's K loop in slices where a rank's down phase has few work
+# items. Measured (calibration/runs/h200-tiles/split_dn_decode.jsonl, `python -m
+# mok_kernels.tile_sweep --candidates ...,-k2,-k4,-k8`, one H200, 2026-12-01): split_dn 4 cut the
+# forward 36-43% on mixtral-8x7b (I 14336) at EP 8 with 64 and 128 tokens and EP 4 with 64 tokens
+# (16-32 expected down items), and lost 1-7% from 64 items (256 tokens); on I <= 2880 (gpt-oss,
+# qwen3, minimax) 4 slices lost 12-45% even at 32-64 items (short K loops), llama4 (80 items) lost
+# 4%. So the rule splits only long K loops with at most FEW_DOWN_ITEMS expected items.
+SPLIT_DN = 4           # K slices where splitting pays
+FEW_DOWN_ITEMS = 32    # expected down work items (row tiles x column blocks) up to which it does
+LONG_K = 4096          # expert width (the down GEMM's K) from which it does
+
+
+def expected_row_tiles(tokens: int, top_k: int, experts: int, ep: int, block_m: int = 128) -> int:
+    """Row tiles one rank's routed experts make under uniform routing: tokens x top_k rows
+    (the EP group's tokens x top_k spread over P ranks) over its experts, whole tiles each."""
+    rows, local = tokens * top_k, max(experts // ep, 1)
+    if rows <= local:
+        return rows                     # at most one row per expert: one tile each
+    return local * -(-rows // (local * block_m))
+
+
+def forward_split_dn(tokens: int, top_k: int, experts: int, ep: int, hidden: int,
+                     expert_width: int, block_m: int = 128, bn_dn: int = 256,
+                     precision: str = "bf16") -> int:
+    """The split_dn MoKLayer picks when KernelConfig.split_dn is None (one GPU; group mode and
+    FP8 run 1): SPLIT_DN for long K loops whose down phase has few expected items, else 1."""
+    if precision != "bf16" or expert_width < LONG_K:
+        return 1
+    items = expected_row_tiles(tokens, top_k, experts, ep, block_m) * -(-hidden // bn_dn)
+    return SPLIT_DN if items <= FEW_DOWN_ITEMS else 1

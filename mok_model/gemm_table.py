@@ -242,6 +242,21 @@ def measured_gpu(scn) -> int:
     return 0 if scn.hardware.emulated_ranks else int(np.argmax(loads(scn).rows))
 
 
+def split_dn(scn, tile: dict | None = None) -> int:
+    """K slices of the megakernel's down items: the tile's `split_dn` where it names one (a
+    record's), else the layer's choice for the scenario (mok_kernels/tiles.py forward_split_dn,
+    one GPU only; 1 across real GPUs)."""
+    from mok_kernels.tiles import forward_split_dn
+
+    if tile and tile.get("split_dn"):
+        return int(tile["split_dn"])
+    if not scn.hardware.emulated_ranks:
+        return 1
+    t, m = {**DEFAULT_TILE, **(tile or {})}, scn.model
+    return forward_split_dn(scn.tokens, m.top_k, m.routed_experts, scn.ep, m.hidden,
+                            m.expert_width, t["block_m"], t["bn_dn"], scn.precision)
+
+
 def occupancy(scn, tile: dict | None = None, kernel: bool = True) -> float:
     """The measured GPU's GEMM FLOPs at peak on all SMs, over the same with each phase (gate/up,
     down: routed and shared tiles together, in the kernel's tile: `tile`, else DEFAULT_TILE)
@@ -259,7 +274,8 @@ def occupancy(scn, tile: dict | None = None, kernel: bool = True) -> float:
     if ns:
         blocks.append((float(np.ceil(scn.tokens / bm)) * ns, sw))
     gu_tiles = sum(r * math.ceil(2 * w / t["bn_gu"]) for r, w in blocks)
-    dn_tiles = sum(r * math.ceil(H / t["bn_dn"]) for r, w in blocks)
+    dn_tiles = sum(r * math.ceil(H / t["bn_dn"]) for r, w in blocks) * (split_dn(scn, tile)
+                                                                         if kernel else 1)
     gu_flops = sum(r * 2 * w * H for r, w in blocks)
     dn_flops = sum(r * w * H for r, w in blocks)
     if gu_tiles <= 0:
@@ -370,8 +386,8 @@ def phase_features(scn, tile: dict | None = None) -> dict:
     work items {"gu", "dn"} as [count, FLOPs per item] per block (routed experts, shared
     experts or an old record's zero shared slot: analytic.shared_section), the expert weight bytes
     streamed from HBM, the SMs and the peak tensor TFLOP/s. `tile`: the kernel's tile (block_m,
-    bn_gu, bn_dn, block_k, group_m), else its defaults with group_m as MoKLayer picks it
-    (mok_kernels/tiles.py)."""
+    bn_gu, bn_dn, block_k, group_m, split_dn), else its defaults with group_m and split_dn as
+    MoKLayer picks them (mok_kernels/tiles.py)."""
     from mok_kernels.tiles import forward_group_m, padded_width
 
     from .analytic import loads, shared_section
@@ -386,12 +402,13 @@ def phase_features(scn, tile: dict | None = None) -> dict:
     ns, sw = shared_section(scn)
     if ns:
         blocks.append((np.full(ns, math.ceil(scn.tokens / bm)), sw))
+    split = split_dn(scn, tile)     # a down item is one K slice of a (row tile, column block)
     gu, dn, wbytes = [], [], 0.0
     for rt, width in blocks:
         wp = padded_width(width, bn_gu, bk)
         nb_gu, nb_dn = wp // bn_gu, math.ceil(H / bn_dn)
         gu.append([float(rt.sum() * nb_gu), 2.0 * bm * 2 * bn_gu * H])
-        dn.append([float(rt.sum() * nb_dn), 2.0 * bm * bn_dn * wp])
+        dn.append([float(rt.sum() * nb_dn * split), 2.0 * bm * bn_dn * wp / split])
         # row tiles of one expert running at once share a weight column block's HBM read:
         # group_m of them, or as many as the SMs hold row tiles of all column blocks
         reuse_gu, reuse_dn = max(gm, S / nb_gu), max(1.0, S / nb_dn)

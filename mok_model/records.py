@@ -370,8 +370,21 @@ DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, 
                "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0, "saved_gu": 0}
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
 # BF16 forward options besides group_m (KernelConfig): activation tiles through TMA, rows per
-# dispatch copy step, K slices of the down GEMM
+# dispatch copy step, K slices of the down GEMM (the default split_dn is the shape's since
+# 2026-12-01 16:30 UTC: default_split_dn)
 DEFAULT_BF16 = {"tma_a": 0, "copy_rows": 16, "split_dn": 1}
+
+
+def default_split_dn(rec: dict) -> int:
+    """The split_dn MoKLayer picks for a forward record's shape, EP and tokens on one GPU
+    (mok_kernels/tiles.py forward_split_dn; 1 across real GPUs: group mode)."""
+    from mok_kernels.tiles import forward_split_dn
+
+    if rec["hardware"].get("gpus", 1) > 1:
+        return 1
+    m = _model(model_key(rec))
+    return forward_split_dn(int(rec["tokens"]), m.top_k, m.routed_experts, int(rec["ep"]),
+                            m.hidden, m.expert_width, precision=rec["precision"])
 
 
 def _expert_width(rec: dict) -> int:
@@ -421,7 +434,8 @@ def default_variant(rec: dict, old: bool = False) -> bool:
     mok-gemm; every other record does: the variants are our megakernel's, and so does a
     published one: another kernel); `old`: the
     defaults before 2026-12-01 instead (to study the older records, never for the shipped fit).
-    The forward's default group_m depends on the expert width (mok_kernels/tiles.py)."""
+    The forward's default group_m depends on the expert width, its split_dn on the shape, EP and
+    tokens (mok_kernels/tiles.py)."""
     if rec["system"] not in ("mok", "mok-gemm") or rec["source"] != "measured":
         return True
     v = kernel_variant(rec)
@@ -431,7 +445,7 @@ def default_variant(rec: dict, old: bool = False) -> bool:
     group = {"group_m": 1 if old else forward_group_m(_expert_width(rec))}
     if rec["precision"] == "fp8":
         return v == (OLD_FP8 if old else DEFAULT_FP8) | group
-    return v == group | DEFAULT_BF16
+    return v == group | DEFAULT_BF16 | {"split_dn": 1 if old else default_split_dn(rec)}
 
 
 def variant_label(rec: dict) -> str:

@@ -154,6 +154,9 @@ def test_bad_table_files_are_refused(tmp_path):
         read_table(tmp_path / "missing.json")
 
 
+TODAY = {"zero_shared_slot": 0}   # a kernel record's tiles since 2026-12-01 (bench.make_record)
+
+
 def _gemm_record(model: str, ep: int, tokens: int, ms: float, rid: str | None = None) -> dict:
     return {"schema": "mok-run/1", "id": rid or f"g-{model}-{ep}-{tokens}", "date": "2026-12-01",
             "hardware": {"preset": "h200-1", "gpu": "NVIDIA H200", "gpus": 1, "sms": 132,
@@ -324,7 +327,7 @@ def test_occupancy_scales_the_interpolated_rate_and_points_are_reproduced():
     assert t.eff(64, 2048, 7168, 16, 0.4) == pytest.approx(0.2)
     assert t.eff(256, 2048, 7168, 16) == pytest.approx(0.6)
     assert t.eff(64, 2048, 7168, 16) == pytest.approx(0.5)  # the rate of the occupied SMs
-    rec = {**_gemm_record("gpt-oss-120b", 32, 64, 0.1), "system": "mok-gemm"}  # the kernel's own
+    rec = {**_gemm_record("gpt-oss-120b", 32, 64, 0.1), "system": "mok-gemm", "tiles": TODAY}  # the kernel's own
     p = build_table([rec], "h200-1", [], "mok-gemm").points[0]
     assert p["occupancy"] == pytest.approx(occupancy(record_scenario(rec)))
     assert GemmTable("h200-1", (p,)).eff(*shape_of(record_scenario(rec)),
@@ -338,7 +341,7 @@ def _mech_point(model: str, ep: int, tokens: int, mech: dict = MECH, scale: floa
     """A table point of a GEMM-phase record that took the mechanism's time (times `scale`)."""
     scn = scenario(model, ep, tokens)
     ms = mechanism_seconds(phase_features(scn), mech) * 1e3 * scale
-    rec = {**_gemm_record(model, ep, tokens, ms), "system": "mok-gemm"}
+    rec = {**_gemm_record(model, ep, tokens, ms), "system": "mok-gemm", "tiles": TODAY}
     return table_point(rec, scn, 128, 128)
 
 
@@ -473,7 +476,7 @@ def test_an_old_kernels_gemm_phases_count_its_zero_shared_slot_the_librarys_do_n
     assert shared_section(mixtral, True) == (1, 14336)
     assert shared_section(mixtral, False) == (0, 0)
     assert shared_section(scenario("kimi-k2"), False) == (1, 2048)
-    kernel = {**_gemm_record("mixtral-8x7b", 8, 4096, 5.0), "system": "mok-gemm"}
+    kernel = {**_gemm_record("mixtral-8x7b", 8, 4096, 5.0), "system": "mok-gemm"}  # no tiles: the old kernel
     library = _gemm_record("mixtral-8x7b", 8, 4096, 5.0)
     pk, pl = (table_point(r, mixtral, 128, 128) for r in (kernel, library))
     routed = ideal_seconds(mixtral, 128, 128, kernel=False)

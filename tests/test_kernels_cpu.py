@@ -3,6 +3,7 @@ baselines, record writing, and `mok bench` refusing without CUDA."""
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 
@@ -428,6 +429,49 @@ def test_group_m_rule_per_shape_class():
     for bad in (0, 65, True, 2.0):
         with pytest.raises(ValueError, match="group_m"):
             KernelConfig(group_m=bad).validate()
+
+
+def test_split_dn_rule_per_shape_class():
+    """split_dn is chosen from the shape, EP and tokens (tiles.py): 4 slices where a rank's down
+    phase has at most 32 expected items and K (the expert width) is long; 1 otherwise, for FP8
+    and in group mode. The layer resolves split_dn=None with the rule; records name it."""
+    from mok_kernels.megakernel import KernelConfig, MoKLayer
+    from mok_kernels.tiles import SPLIT_DN, expected_row_tiles, forward_split_dn
+    assert expected_row_tiles(64, 2, 8, 8) == 1 and expected_row_tiles(256, 2, 8, 4) == 4
+    assert expected_row_tiles(2, 1, 64, 4) == 2          # fewer rows than experts: a tile each
+    mixtral = dict(top_k=2, experts=8, hidden=4096, expert_width=14336)
+    assert forward_split_dn(64, ep=8, **mixtral) == forward_split_dn(128, ep=8, **mixtral) == SPLIT_DN
+    assert forward_split_dn(64, ep=4, **mixtral) == SPLIT_DN
+    assert forward_split_dn(256, ep=8, **mixtral) == forward_split_dn(256, ep=4, **mixtral) == 1
+    assert forward_split_dn(64, ep=8, precision="fp8", **mixtral) == 1
+    assert forward_split_dn(64, 4, 128, 32, 2880, 2880) == 1           # gpt-oss: short K
+    assert forward_split_dn(64, 1, 128, 32, 5120, 8192) == 1           # llama4: 80 items
+    w = ref.random_weights(8, 256, 4096, 0, seed=0)
+    cfg = KernelConfig(dispatch="pull", combine="push", minibatch=256, comm_sms=4,
+                       macrobatch=4096, capacity=1.0, tma=False)
+    assert MoKLayer(w, 8, 64, 2, 0, cfg, device="cpu").cfg.split_dn == SPLIT_DN
+    assert MoKLayer(w, 8, 4096, 2, 0, cfg, device="cpu").cfg.split_dn == 1
+    assert MoKLayer(w, 8, 64, 2, 0, dataclasses.replace(cfg, split_dn=1),
+                    device="cpu").cfg.split_dn == 1
+
+
+def test_records_of_the_old_split_are_not_todays_variant():
+    """A BF16 forward record is today's variant when its split_dn is the shape's rule: mixtral
+    EP 8 at 64 tokens ran split 1 before the rule (not today's), with split 4 since; at 4096
+    tokens split 1 is today's."""
+    from mok_model.records import default_split_dn, default_variant
+
+    def rec(tokens, tiles):
+        return {"system": "mok", "source": "measured", "pass": "fwd", "precision": "bf16",
+                "model": "mixtral-8x7b", "ep": 8, "tokens": tokens,
+                "hardware": {"preset": "h200-1", "gpus": 1},
+                "tiles": {"group_m": 8, "zero_shared_slot": 0, **tiles}}
+
+    assert default_split_dn(rec(64, {})) == 4 and default_split_dn(rec(4096, {})) == 1
+    assert not default_variant(rec(64, {})) and default_variant(rec(64, {"split_dn": 4}))
+    assert default_variant(rec(4096, {})) and not default_variant(rec(4096, {"split_dn": 4}))
+    real = rec(64, {}) | {"hardware": {"preset": "h200-hgx8", "gpus": 2}}
+    assert default_split_dn(real) == 1 and default_variant(real)
 
 
 def _legacy_kernel_draw(n: int, e: int, k: int, s: float, perm: list[int], seed: int):

@@ -472,6 +472,20 @@ def test_tma_activation_tiles_match_reference_and_bits(ep, rank, routing, dispat
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 
+def test_split_down_chosen_from_the_shape():
+    """KernelConfig(split_dn=None): the layer splits the down GEMM's K loop where a rank's down
+    phase has few items and a long K (mixtral-8x7b at EP 8 with 64 tokens: 4 slices), and not at
+    256 tokens (tiles.py forward_split_dn); the split it chose is correct."""
+    shape = dict(h=4096, i=14336, e=8, n=64, k=2)
+    r_out, r_served, layer, _ = run_case(8, 0, "uniform", "pull", "push", 256, shape=shape)
+    assert layer.cfg.split_dn == 4 and layer.split_ws is not None
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+    r_out, r_served, wide, _ = run_case(8, 0, "uniform", "pull", "push", 256,
+                                        shape=dict(shape, n=256))
+    assert wide.cfg.split_dn == 1 and wide.split_ws is None
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+
+
 @pytest.mark.parametrize("ep,rank,routing,dispatch,combine,split,extra,shape", [
     (8, 0, "uniform", "pull", "push", 8, {}, dict(h=4096, i=14336, e=8, n=64, k=2)),   # mixtral
     (8, 3, "zipf:1.2", "pull", "push", 4, {}, dict(h=1536, i=2880, e=16, n=100, k=4)),
