@@ -13,7 +13,7 @@ def _rec(system, tokens, ms, ep=8, kind="uniform", model="glm-5", date="2026-12-
          tiles=None):
     rec = {"system": system, "model": model, "ep": ep, "tokens": tokens, "pass": "fwd",
            "precision": "bf16", "routing": {"kind": kind, "seed": 0}, "source": "measured",
-           "date": date, "latency_ms": {"median": ms}}
+           "date": date, "latency_ms": {"median": ms}, "hardware": {"preset": "h200-1", "gpus": 1}}
     return rec | ({"tiles": tiles} if tiles else {})
 
 
@@ -29,12 +29,14 @@ def test_best_over_gemm_by_band_and_goal():
 
 
 def test_only_todays_variant_and_the_latest_gemms_alone_count():
-    """A wide-expert MoK record of group_m 1 (before the per-shape default) is not today's
-    kernel; a workload measured again pairs its MoK runs with its latest GEMMs-alone record."""
+    """A wide-expert MoK record of group_m 1 (before the per-shape default), or one that ran the
+    zero shared expert (no zero_shared_slot 0 in its tiles), is not today's kernel; a workload
+    measured again pairs its MoK runs with its latest GEMMs-alone record."""
     m = "mixtral-8x7b"
     recs = [_rec("gemm-only", 4096, 2.0, model=m), _rec("mok", 4096, 3.0, model=m),
+            _rec("mok", 4096, 2.0, model=m, tiles={"group_m": 8}),
             _rec("gemm-only", 4096, 2.5, model=m, date="2026-12-01T05:00:00"),
-            _rec("mok", 4096, 3.5, model=m, tiles={"group_m": 8})]
+            _rec("mok", 4096, 3.5, model=m, tiles={"group_m": 8, "zero_shared_slot": 0})]
     rows = ks.table(recs)
     assert rows[2] == "| mixtral-8x7b | 1K-8K | 1 | 1.40 | 1.40 (EP 8, 4096, uniform) | 0/1 (<= 1.2x) |"
 
@@ -43,7 +45,7 @@ def test_superseded_hot_draws_are_left_out():
     """mixtral's hot records of the old draw (expert 0 had more than its share) leave the table;
     the same workload measured with today's draw (routing "draw": "model") stays."""
     m = "mixtral-8x7b"
-    old = [_rec(s, 4096, ms, model=m, kind="hot", tiles={"group_m": 8})
+    old = [_rec(s, 4096, ms, model=m, kind="hot", tiles={"group_m": 8, "zero_shared_slot": 0})
            for s, ms in (("gemm-only", 3.0), ("mok", 2.5))]
     for r in old:
         r["routing"]["arg"] = 0.1
