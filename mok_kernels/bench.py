@@ -23,8 +23,7 @@ import torch
 from mok_model.cli import MokParser, number_list
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
-from mok_model.records import KERNEL_SYSTEMS
-from mok_model.records import append_records, record_model
+from mok_model.records import KERNEL_SYSTEMS, append_records, record_model
 
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
 

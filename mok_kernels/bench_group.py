@@ -237,8 +237,8 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
             dist.all_gather_object(errs, err)
             if rank == 0:
                 slowest = [max(r[i] for r in per_rank) for i in range(len(times))]
-                rec = make_record(system=system.replace("-auto", ""), model=record_model(model), ep=world, tokens=tokens,
-                                  knobs=knobs, routing=routing, seed=a.seed, times=slowest,
+                rec = make_record(system=system.replace("-auto", ""), model=record_model(model),
+                                  ep=world, tokens=tokens, knobs=knobs, routing=routing, seed=a.seed, times=slowest,
                                   breakdown={}, hardware=hw, software=sw,
                                   note=f"{world} real GPUs, one process each; latency = slowest "
                                        f"rank per iteration; {cmd}")

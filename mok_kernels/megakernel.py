@@ -1319,7 +1319,7 @@ class MoKLayer:
         # FP8: one fp32 scale per 128 columns of every ring row and h row; None for BF16
         self.h_s = torch.empty(v * (n + c), ip // 128, device=dev) if fp8 else None
         self.ring_s = None
-        self.sh_out = torch.zeros(v * n, self.H, dtype=bf, device=dev)   # stays 0 without a shared expert
+        self.sh_out = torch.zeros(v * n, self.H, dtype=bf, device=dev)  # 0 without a shared expert
         self.out = torch.empty(v * n, self.H, dtype=bf, device=dev)
         self.err = torch.zeros(16, dtype=torch.int32, device=dev)  # [bitmask, info per code]
         if self.group is None:      # one GPU: every rank's buffers are slices of local tensors

@@ -225,7 +225,7 @@ def record_zero_shared_slot(rec: dict) -> bool:
     """Whether a measured forward of our megakernel (mok, mok-gemm) for a model without a shared
     expert also ran a zero shared expert of the routed width over its home tokens: every such
     record made before the fix of 2026-12-01, whose `tiles` do not say zero_shared_slot 0
-    (mok_kernels/bench.py forward_tiles)."""
+    (mok_kernels/bench.py make_record)."""
     if (rec["system"] not in KERNEL_SYSTEMS or rec["pass"] != "fwd"
             or rec.get("source") != "measured" or _model(model_key(rec)).shared_experts):
         return False
@@ -371,7 +371,7 @@ DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, 
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
 # BF16 forward options besides group_m (KernelConfig): activation tiles through TMA, rows per
 # dispatch copy step, K slices of the down GEMM (the default split_dn is the shape's since
-# 2026-12-01 16:30 UTC: default_split_dn)
+# 2026-12-01 16:10 UTC: default_split_dn)
 DEFAULT_BF16 = {"tma_a": 0, "copy_rows": 16, "split_dn": 1}
 
 

@@ -42,7 +42,7 @@ class Scenario:
     # zipf routing's expert popularity order (workload.ZIPF_ORDERS): the model's draw, or
     # "torch-cuda-randperm" for run records measured before 2026-12-01 03:40 UTC
     zipf_order: str = "model"
-    # run records of our megakernel's forward made before 2026-12-01 16:00 UTC, for a model
+    # run records of our megakernel's forward made before 2026-12-01 15:44 UTC, for a model
     # without a shared expert: that kernel also ran a zero shared expert of the routed width over
     # the home tokens (records.record_zero_shared_slot; analytic.shared_section)
     zero_shared_slot: bool = False
