@@ -343,3 +343,28 @@ def test_parameters_with_an_unknown_name_are_refused():
 
     with pytest.raises(ValueError, match="unknown parameters"):
         priors_for("h200-1").with_values(empty_shared_slot=1.0)
+
+
+def test_decode_sizes_predict_the_median_routing_draw():
+    """A run record's median is over fresh routing draws (one per timed iteration). Where a
+    rank's experts get few rows each, the model takes the draw whose measured GPU has the median
+    active-expert count of workload.DRAWS draws under the seed's expert popularity; elsewhere
+    the seed's own draw (the draws agree there)."""
+    import numpy as np
+
+    from mok_model import workload as wl
+    from mok_model.analytic import loads
+
+    hw, m = load_hardware("h200-1"), load_model("llama4-maverick")
+    s = Scenario(hw, m, 4, 64, routing="zipf:1.2")
+    per_draw = [int((wl._cached_traffic("zipf:1.2", 4, 64, 128, 1, 0, "model", i).rows
+                     .sum(axis=0)[0] > 0).sum()) for i in range(wl.DRAWS)]
+    active = int((loads(s).expert_rows[0] > 0).sum())
+    assert active == sorted(per_draw)[wl.DRAWS // 2]
+    # every draw keeps the seed's popularity order: the hottest expert is the same one
+    hot = [np.bincount(wl.make_routing("zipf:1.2", 4, 64, 128, 1, 0, draw=i).ravel(),
+                       minlength=128).argmax() for i in range(3)]
+    assert len(set(hot)) == 1
+    big = Scenario(hw, m, 4, 4096, routing="zipf:1.2")
+    own = wl.traffic_from_routing(wl.make_routing("zipf:1.2", 4, 4096, 128, 1, 0), 4, 4096, 128)
+    assert np.array_equal(wl.traffic(big).rows, own.rows)
