@@ -7,13 +7,13 @@ of the records (EP x tokens x routing): the ratio best measured MoK configuratio
 (both measured in the same run), its median and worst case, and how many workloads meet the
 issue's goal (<= 1.5x at 64-512 tokens, <= 1.2x at 1K-8K). The best is over the configurations
 the records hold (the space sweep times 4 per workload), so it is an upper bound on the tuned
-kernel's ratio. Only MoK records of today's kernel variant count (records.default_variant: e.g.
-the wide-expert presets' runs before group_m); a workload measured again pairs with its latest
-GEMMs-alone record. Hot records of the draw before 2026-12-01 that gave expert 0 more than its
-share (records.hot_reproduced: mixtral, llama4-maverick, gpt-oss-120b) are left out: their
-workloads were measured again with today's draw; so are the forwards that ran a zero shared
-expert before 2026-12-01 (records.record_zero_shared_slot: the presets without a shared expert,
-measured again without it in calibration/runs/h200_space/space_noshared.jsonl).
+kernel's ratio. Only MoK records of today's kernel count (records.todays_kernel: not the
+wide-expert presets' runs before group_m, nor the forwards that ran a zero shared expert before
+2026-12-01, measured again in calibration/runs/h200_space/space_noshared.jsonl); a workload
+measured again pairs with its latest GEMMs-alone record. Hot records of the draw before
+2026-12-01 that gave expert 0 more than its share (records.hot_reproduced: mixtral,
+llama4-maverick, gpt-oss-120b) are left out: their workloads were measured again with today's
+draw.
 """
 
 from __future__ import annotations
@@ -24,7 +24,7 @@ import sys
 
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
-from mok_model.records import default_variant, hot_reproduced, read_records, record_zero_shared_slot
+from mok_model.records import hot_reproduced, read_records, todays_kernel
 
 BANDS = (("64-512", 0, 512, 1.5), ("1K-8K", 1024, 8192, 1.2))
 
@@ -41,8 +41,7 @@ def table(records: list[dict]) -> list[str]:
         key = (r["model"], r["ep"], r["tokens"], ro["kind"], ro.get("arg"), ro.get("order"),
                ro.get("draw"))
         ms = r["latency_ms"]["median"]
-        if r["system"] == "mok" and default_variant(r) and not record_zero_shared_slot(r):
-            # the kernel as it runs today
+        if r["system"] == "mok" and todays_kernel(r):
             best[key] = min(best.get(key, ms), ms)
         elif r["system"] == "gemm-only" and r["date"] >= gemm.get(key, ("", 0.0))[0]:
             gemm[key] = (r["date"], ms)     # a workload measured again: its latest run

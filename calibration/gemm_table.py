@@ -35,8 +35,7 @@ from scipy.optimize import least_squares
 
 from mok_model.gemm_table import (IDEAL_TILE, MECHANISM, GemmTable, mechanism_seconds, table_point,
                                   write_table)
-from mok_model.records import (default_variant, read_records, record_scenario, record_zero_shared_slot,
-                               routing_reproduced)
+from mok_model.records import read_records, record_scenario, routing_reproduced, todays_kernel
 
 SYSTEM = "gemm-only"
 TILE_M, TILE_N = IDEAL_TILE, IDEAL_TILE  # the parameters' gemm_tile_m, gemm_tile_n (priors.py)
@@ -51,14 +50,12 @@ MECH_BOUNDS = {"tensor_eff": (0.05, 1.0), "item_us": (1e-3, 50.0), "hbm_gbps": (
 
 def table_records(records: list[dict], hardware: str, system: str = SYSTEM) -> list[dict]:
     """The records a table is made of: measured forward BF16 runs of `system` on `hardware`, of
-    today's kernel variant (records.default_variant: e.g. not the wide-expert GEMM phases of
-    group_m 1, measured again with the per-shape group_m; not the phases that ran a zero shared
-    expert before 2026-12-01, measured again without: records.record_zero_shared_slot) on a
-    routing the model draws, the fits' rule (records.routing_reproduced: not the few-expert hot
-    runs of the old draw)."""
+    today's kernel (records.todays_kernel: not the wide-expert GEMM phases of group_m 1, nor the
+    phases that ran a zero shared expert, both measured again) on a routing the model draws, the
+    fits' rule (records.routing_reproduced: not the few-expert hot runs of the old draw)."""
     return [r for r in records if r["system"] == system and r["hardware"]["preset"] == hardware
             and r["source"] == "measured" and r["pass"] == "fwd" and r["precision"] == "bf16"
-            and default_variant(r) and routing_reproduced(r) and not record_zero_shared_slot(r)]
+            and todays_kernel(r) and routing_reproduced(r)]
 
 
 def build_table(records: list[dict], hardware: str, files: list[str], system: str = SYSTEM,

@@ -49,18 +49,24 @@ def doc_parser(prog: str, doc: str | None) -> MokParser:
     return MokParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def int_at_least(low: int):
-    """An argparse type: an integer >= low, refused with the rule otherwise."""
-    def parse(text: str) -> int:
+def _at_least(kind, low: float, noun: str, bounded_noun: str):
+    """An argparse type: a finite `kind` value >= low, refused with the rule otherwise (`noun`
+    names what unparsable text should be, `bounded_noun` what an out-of-range value should be)."""
+    def parse(text: str):
         try:
-            v = int(text)
+            v = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} must be an integer >= {low}") from None
-        if v < low:
-            raise argparse.ArgumentTypeError(f"{text} must be an integer >= {low}")
+            raise argparse.ArgumentTypeError(f"{text!r} must be {noun} >= {low:g}") from None
+        if not (math.isfinite(v) and v >= low):
+            raise argparse.ArgumentTypeError(f"{text} must be {bounded_noun} >= {low:g}")
         return v
-    parse.__name__ = f"integer >= {low}"
+    parse.__name__ = f"{noun.split()[-1]} >= {low:g}"
     return parse
+
+
+def int_at_least(low: int):
+    """An argparse type: an integer >= low."""
+    return _at_least(int, low, "an integer", "an integer")
 
 
 def number_list(text: str, flag: str, kind=int, low: float = 1, high: float = math.inf,
@@ -86,16 +92,7 @@ def number_list(text: str, flag: str, kind=int, low: float = 1, high: float = ma
 
 def number_at_least(low: float):
     """An argparse type: a finite number >= low."""
-    def parse(text: str) -> float:
-        try:
-            v = float(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} must be a number >= {low:g}") from None
-        if not (math.isfinite(v) and v >= low):
-            raise argparse.ArgumentTypeError(f"{text} must be a finite number >= {low:g}")
-        return v
-    parse.__name__ = f"number >= {low:g}"
-    return parse
+    return _at_least(float, low, "a number", "a finite number")
 
 
 def capacity_arg(text: str) -> float:

@@ -448,6 +448,13 @@ def default_variant(rec: dict, old: bool = False) -> bool:
     return v == group | DEFAULT_BF16 | {"split_dn": 1 if old else default_split_dn(rec)}
 
 
+def todays_kernel(rec: dict) -> bool:
+    """Whether a record ran the kernel as it runs today: its default variant and, for a model
+    without a shared expert, no zero shared expert (the GEMM table and the kernel tables read
+    only these; the fits also read the older records, described as they ran)."""
+    return default_variant(rec) and not record_zero_shared_slot(rec)
+
+
 def variant_label(rec: dict) -> str:
     """A short name of a record's kernel variant, for notes (e.g. "fp8 v1 block_m 128")."""
     v = kernel_variant(rec)
