@@ -4,6 +4,8 @@
     PYTHONPATH=. python3 -m mok_kernels.space_sweep --out $OUT/space.jsonl --deadline-s 400 \\
         [--models kimi-k2,glm-5] [--skip-done calibration/runs/h200_space/space.jsonl] \\
         [--compile-only] [--gemm-phases]
+    python -m mok_kernels.space_sweep --shapes A.toml,B.toml --per-shape 4 --tokens 96,1536 \
+        --plan-out PLAN.jsonl        # model files (calibration/draw_shapes.py) instead of presets
 
 Workloads: every model preset x EP {4, 8, 16, 32} (where the experts divide evenly) x tokens per
 GPU {64 .. 8192} x routing {uniform, zipf:1.2, hot:0.1}, in one seeded random order, so that a run
@@ -17,6 +19,11 @@ the timed run). The plan is fixed by ``--seed``: register its predictions
 workload, the megakernel's own GEMM phases alone (system ``mok-gemm``: mok_kernels/bench.py
 run_mok_gemm), the points of a GEMM efficiency table (``python -m calibration.gemm_table --system
 mok-gemm``); ``--skip-done`` then skips the workloads that have one.
+
+``--shapes`` takes model files (TOML, as `mok bench --model` does) instead of the presets, for
+shapes no fit has seen; ``--per-shape K`` then keeps K workloads of each shape, drawn from its
+(EP, tokens, routing) product with the same seed. ``--eps`` and ``--tokens`` replace the space's
+EP sizes and token counts; EP sizes that do not divide a shape's experts are skipped.
 """
 
 from __future__ import annotations
@@ -41,12 +48,18 @@ CAPACITY = 1.0          # no routing overflows it (the model refuses 0.5 at hot 
 MACROBATCH = 131072
 
 
-def plan(seed: int = 0) -> list[dict]:
-    """Every workload of the space, in the seeded order, each with its knob settings."""
+def plan(seed: int = 0, models: tuple = MODELS, eps: tuple = EPS, tokens: tuple = TOKENS,
+         per_model: int | None = None) -> list[dict]:
+    """Every workload of the space (or `per_model` drawn of each model's), in the seeded order,
+    each with its knob settings. `models`: preset names or model files."""
     from mok_model.presets import load_model
     rng = random.Random(seed)
-    work = [(m, ep, n, r) for m, ep, n, r in itertools.product(MODELS, EPS, TOKENS, ROUTINGS)
-            if load_model(m).routed_experts % ep == 0]
+    work = []
+    for m in models:
+        mine = [(m, ep, n, r) for ep, n, r in itertools.product(eps, tokens, ROUTINGS)
+                if load_model(m).routed_experts % ep == 0
+                and (r != "hot:0.1" or load_model(m).top_k < load_model(m).routed_experts)]
+        work += mine if per_model is None else rng.sample(mine, min(per_model, len(mine)))
     rng.shuffle(work)
     out = []
     for model, ep, tokens, routing in work:
@@ -58,16 +71,26 @@ def plan(seed: int = 0) -> list[dict]:
     return out
 
 
-def planned_records(seed: int = 0) -> list[dict]:
-    """The MoK records the plan asks for (calibration.register --plan reads these lines)."""
+def planned_records(seed: int = 0, **space) -> list[dict]:
+    """The MoK records the plan asks for (calibration.register --plan reads these lines);
+    `space`: plan's keywords."""
+    from mok_model.records import record_model
+
     from .routing import routing_record
-    return [{"model": w["model"], "ep": w["ep"], "tokens": w["tokens"],
+    return [{"model": record_model(w["model"]), "ep": w["ep"], "tokens": w["tokens"],
              "routing": routing_record(w["routing"], seed), "config": cfg}
-            for w in plan(seed) for cfg in w["configs"]]
+            for w in plan(seed, **space) for cfg in w["configs"]]
 
 
-def _key(model: str, ep: int, tokens: int, routing: dict) -> tuple:
-    return model, ep, tokens, json.dumps(routing, sort_keys=True)
+def space_of(a: argparse.Namespace) -> dict:
+    """plan's keywords from the command line (--shapes, --eps, --tokens, --per-shape)."""
+    return {"models": tuple(a.shapes.split(",")) if a.shapes else MODELS,
+            "eps": tuple(a.eps) if a.eps else EPS, "tokens": tuple(a.tokens) if a.tokens else TOKENS,
+            "per_model": a.per_shape}
+
+
+def _key(model: str | dict, ep: int, tokens: int, routing: dict) -> tuple:
+    return json.dumps(model, sort_keys=True), ep, tokens, json.dumps(routing, sort_keys=True)
 
 
 def _done(path: str | None, system: str) -> set[tuple]:
@@ -82,7 +105,7 @@ def _done(path: str | None, system: str) -> set[tuple]:
 def run(a: argparse.Namespace) -> int:
     import torch
 
-    from mok_model.records import append_records
+    from mok_model.records import append_records, record_model
 
     from .bench import (GEMM_PHASE_KNOBS, GEMM_PHASE_NOTE, Workload, _hardware, _software,
                         capture_graph, forward_tiles, make_record, run_gemm_only, run_mok_gemm,
@@ -92,21 +115,24 @@ def run(a: argparse.Namespace) -> int:
     from .tile_sweep import TOL, check
     t0, hw, sw = time.time(), _hardware(), _software()
     cmd = "python3 -m mok_kernels.space_sweep " + " ".join(a.argv)
-    models = set(a.models.split(",")) if a.models else set(MODELS)
+    space = space_of(a)
+    models = set(a.models.split(",")) if a.models else set(space["models"])
     done = _done(a.skip_done, "mok-gemm" if a.gemm_phases else "gemm-only")
     n_rec = 0
-    for w in plan(a.seed):
+    for w in plan(a.seed, **space):
         if time.time() - t0 > a.deadline_s:
             print(f"deadline: stopped after {n_rec} records ({time.time() - t0:.0f} s)", flush=True)
             break
-        key = _key(w["model"], w["ep"], w["tokens"], routing_record(w["routing"], a.seed))
+        model = record_model(w["model"])
+        key = _key(model, w["ep"], w["tokens"], routing_record(w["routing"], a.seed))
         if w["model"] not in models or key in done:
             continue
         wl = Workload(w["model"], w["ep"], w["tokens"], w["routing"], a.seed, 0)
-        common = dict(model=w["model"], ep=w["ep"], tokens=w["tokens"], routing=w["routing"],
+        common = dict(model=model, ep=w["ep"], tokens=w["tokens"], routing=w["routing"],
                       seed=a.seed, hardware=hw, software=sw)
         note = f"single-GPU rank emulation: rank 0 of EP {w['ep']}; graph replay; {cmd}"
-        recs, line = [], [f"{w['model']}:{w['ep']}:{w['tokens']}:{w['routing']}"]
+        name = model if isinstance(model, str) else model["name"]
+        recs, line = [], [f"{name}:{w['ep']}:{w['tokens']}:{w['routing']}"]
         if a.gemm_phases:
             try:
                 iters, warmup = (1, 0) if a.compile_only else (a.iters, a.warmup)
@@ -166,7 +192,16 @@ def main(argv: list[str]) -> int:
     p = doc_parser("python -m mok_kernels.space_sweep", __doc__)
     p.add_argument("--out", help="RUNS.jsonl to append records to")
     p.add_argument("--plan-out", help="write the planned MoK records (JSON lines) and stop")
-    p.add_argument("--models", default=None, help="comma list: only these presets' workloads")
+    p.add_argument("--models", default=None,
+                   help="comma list: only these presets' workloads (with --shapes: these files')")
+    p.add_argument("--shapes", default=None,
+                   help="comma list of model files (TOML) to sweep instead of the presets")
+    p.add_argument("--per-shape", type=int_at_least(1), default=None,
+                   help="workloads drawn per model (default: all of its space)")
+    p.add_argument("--eps", default=None,
+                   help="comma list of EP sizes (default 4,8,16,32)")
+    p.add_argument("--tokens", default=None,
+                   help="comma list of tokens per GPU (default 64,256,1024,2048,4096,8192)")
     p.add_argument("--skip-done", default=None, help="records file: skip its workloads")
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--gemm-phases", action="store_true",
@@ -180,23 +215,31 @@ def main(argv: list[str]) -> int:
 
 def _checked_run(a: argparse.Namespace, argv: list[str]) -> int:
     """Check every flag and output path, then plan (any machine) or sweep (a CUDA GPU)."""
+    from mok_model.cli import number_list
     from mok_model.errors import MokInputError
     from mok_model.fileio import check_output_file
 
     from . import require_cuda
 
     a.argv = argv
+    a.eps = number_list(a.eps, "--eps") if a.eps is not None else None
+    a.tokens = number_list(a.tokens, "--tokens") if a.tokens is not None else None
     if a.models is not None:
-        unknown = [m for m in a.models.split(",") if m not in MODELS]
+        space = a.shapes.split(",") if a.shapes else MODELS
+        unknown = [m for m in a.models.split(",") if m not in space]
         if unknown:
             raise MokInputError(f"--models {a.models!r}: {unknown} not in the space; choose from "
-                                f"{', '.join(MODELS)}")
+                                f"{', '.join(space)}")
+    if a.shapes is not None:
+        from mok_model.presets import load_model
+        for path in a.shapes.split(","):
+            load_model(path)          # a missing or bad file stops here, naming it
     if a.plan_out is not None:
         if check_output_file(a.plan_out, "--plan-out").exists():
             raise MokInputError(f"--plan-out {a.plan_out!r} exists; a plan is written once (name a "
                                 f"new file)")
         with open(a.plan_out, "x") as f:
-            for rec in planned_records(a.seed):
+            for rec in planned_records(a.seed, **space_of(a)):
                 f.write(json.dumps(rec, sort_keys=True) + "\n")
         return 0
     if a.out is None and not a.compile_only:
