@@ -244,12 +244,15 @@ def measured_gpu(scn) -> int:
 
 def split_dn(scn, tile: dict | None = None) -> int:
     """K slices of the megakernel's down items: the tile's `split_dn` where it names one (a
-    record's), else the layer's choice for the scenario (mok_kernels/tiles.py forward_split_dn,
-    one GPU only; 1 across real GPUs)."""
+    record's), else the scenario's (a record that ran other than today's choice:
+    records.record_split_dn), else the layer's choice for the scenario (mok_kernels/tiles.py
+    forward_split_dn, one GPU only; 1 across real GPUs)."""
     from mok_kernels.tiles import forward_split_dn
 
     if tile and tile.get("split_dn"):
         return int(tile["split_dn"])
+    if scn.split_dn:
+        return scn.split_dn
     if not scn.hardware.emulated_ranks:
         return 1
     t, m = {**DEFAULT_TILE, **(tile or {})}, scn.model

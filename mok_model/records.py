@@ -202,19 +202,20 @@ def _model(key: str):
 @lru_cache(maxsize=1024)
 def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
                       routing: str, seed: int, zipf_order: str = "model",
-                      zero_shared_slot: bool = False) -> Scenario:
+                      zero_shared_slot: bool = False, split_dn: int = 0) -> Scenario:
     """The Scenario of a workload key (see workload_key); cached, records share it."""
     return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed,
-                    zipf_order, zero_shared_slot)
+                    zipf_order, zero_shared_slot, split_dn)
 
 
 def workload_key(rec: dict) -> tuple:
     """What a record measured, without the knobs: records with equal keys share a Scenario.
-    The last two elements: the zipf popularity order (record_zipf_order; "model" for the others)
-    and whether the record's kernel ran a zero shared expert (record_zero_shared_slot)."""
+    The last three elements: the zipf popularity order (record_zipf_order; "model" for the
+    others), whether the record's kernel ran a zero shared expert (record_zero_shared_slot) and
+    the K slices of its down GEMM where they are not today's choice (record_split_dn)."""
     return (rec["hardware"]["preset"], model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
             rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)),
-            record_zipf_order(rec) or "model", record_zero_shared_slot(rec))
+            record_zipf_order(rec) or "model", record_zero_shared_slot(rec), record_split_dn(rec))
 
 
 # our megakernel's systems: the MoE layer pass and its GEMM phases alone
@@ -231,6 +232,20 @@ def record_zero_shared_slot(rec: dict) -> bool:
         return False
     tiles = rec.get("tiles")
     return not (isinstance(tiles, dict) and tiles.get("zero_shared_slot") == 0)
+
+
+def record_split_dn(rec: dict) -> int:
+    """K slices of the down GEMM that a measured forward of our megakernel (mok, mok-gemm) ran,
+    where they differ from what MoKLayer picks for its shape today (default_split_dn), else 0
+    (the layer's choice). Records name split_dn when it is above 1 (mok_kernels/bench.py
+    forward_tiles), so one without it ran 1: every record made before 2026-12-01 16:10 UTC,
+    when the split became the shape's."""
+    if (rec["system"] not in KERNEL_SYSTEMS or rec["pass"] != "fwd"
+            or rec.get("source") != "measured"):
+        return 0
+    tiles = rec.get("tiles") if isinstance(rec.get("tiles"), dict) else {}
+    ran = int(tiles.get("split_dn", 1))
+    return 0 if ran == default_split_dn(rec) else ran
 
 
 def record_scenario(rec: dict) -> Scenario:

@@ -46,6 +46,10 @@ class Scenario:
     # without a shared expert: that kernel also ran a zero shared expert of the routed width over
     # the home tokens (records.record_zero_shared_slot; analytic.shared_section)
     zero_shared_slot: bool = False
+    # K slices of our megakernel's down GEMM where a run record's kernel ran other than the
+    # layer's choice for the shape (records.record_split_dn); 0: the layer's choice
+    # (mok_kernels/tiles.py forward_split_dn, gemm_table.split_dn)
+    split_dn: int = 0
 
     def __post_init__(self) -> None:
         hw, m = self.hardware, self.model
@@ -71,6 +75,9 @@ class Scenario:
                 f"GPUs and the hardware has no scale-out link (scaleout_gbps)")
         if not isinstance(self.seed, int) or self.seed < 0:
             raise MokInputError(f"--seed {self.seed!r} must be an integer >= 0")
+        if not isinstance(self.split_dn, int) or self.split_dn < 0:
+            raise MokInputError(f"split_dn {self.split_dn!r} must be an integer >= 0 (0: the "
+                                f"layer's choice)")
         # late: workload imports this
         from .workload import check_routing_memory, parse_routing, popularity_order
 
@@ -107,7 +114,8 @@ class Scenario:
                 "tokens": self.tokens, "pass": self.pass_, "precision": self.precision,
                 "routing": self.routing, "seed": self.seed} \
             | ({"zipf_order": self.zipf_order} if self.zipf_order != "model" else {}) \
-            | ({"zero_shared_slot": True} if self.zero_shared_slot else {})
+            | ({"zero_shared_slot": True} if self.zero_shared_slot else {}) \
+            | ({"split_dn": self.split_dn} if self.split_dn else {})
 
 
 @dataclass(frozen=True, slots=True)

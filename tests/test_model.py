@@ -338,6 +338,35 @@ def test_records_say_whether_their_kernel_ran_the_zero_shared_slot():
     assert not record_scenario(rec(tiles={"zero_shared_slot": 0})).zero_shared_slot
 
 
+def test_records_say_the_down_split_their_kernel_ran_when_it_is_not_todays():
+    """Records name split_dn when it is above 1, so a forward record of our kernel without it ran
+    one K slice: every record before the split became the shape's (2026-12-01). Where that
+    differs from what MoKLayer picks today (mixtral-8x7b at EP 8 with 64 tokens: 4), the scenario
+    carries it and the GEMM phases are modelled with it; where it agrees, and for records of
+    other systems, the scenario is today's (split_dn 0: the layer's choice)."""
+    from mok_model import gemm_table
+    from mok_model.records import record_scenario, record_split_dn
+
+    def rec(system="mok", tiles=None, tokens=64, model="mixtral-8x7b"):
+        r = {"system": system, "model": model, "pass": "fwd", "source": "measured",
+             "hardware": {"preset": "h200-1", "gpus": 1}, "ep": 8, "tokens": tokens,
+             "precision": "bf16", "routing": {"kind": "uniform", "seed": 0}}
+        return r | ({"tiles": tiles} if tiles is not None else {})
+
+    old, today = rec(tiles={"zero_shared_slot": 0}), rec(tiles={"zero_shared_slot": 0, "split_dn": 4})
+    assert record_split_dn(old) == 1 and record_split_dn(today) == 0
+    assert record_split_dn(rec(tokens=4096)) == 0            # today's choice there is 1 as well
+    assert record_split_dn(rec("gemm-only")) == 0
+    assert record_split_dn(rec("mok-gemm", tiles={"split_dn": 2})) == 2
+    s_old, s_today = record_scenario(old), record_scenario(today)
+    assert s_old.split_dn == 1 and s_today.split_dn == 0
+    assert gemm_table.split_dn(s_old) == 1 and gemm_table.split_dn(s_today) == 4
+    f_old, f_today = gemm_table.phase_features(s_old), gemm_table.phase_features(s_today)
+    assert f_today["dn"][0][0] == 4 * f_old["dn"][0][0]     # four K slices per down item
+    with pytest.raises(MokInputError, match="split_dn"):
+        s_old.with_(split_dn=-1)
+
+
 def test_parameters_with_an_unknown_name_are_refused():
     from calibration.cli import priors_for
 
