@@ -204,7 +204,7 @@ def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, wid
     elif precision == "fp8":
         eff = p["fp8_gemm_eff"]
     else:  # the table's efficiency for this shape where the parameters carry one, else gemm_eff
-        eff, measured = gemm_efficiency(p, scn)
+        eff, measured = gemm_efficiency(p, scn, sms)
     if scn.pass_ == "bwd":
         eff = eff * p["bwd_gemm_eff_scale"]
     # per-SM rate; with fewer SMs each one runs faster when sm_scaling < 1 (less HBM and L2

@@ -37,8 +37,12 @@ then not eff / occupancy but the ratio measured / mechanism, where the mechanism
 kernel runs its GEMM phases (mok_kernels/megakernel.py): work items of one row tile x one column
 block (gate/up: 128 x 2*bn_gu over K = H; down: 128 x bn_dn over K = I, padded) taken from one
 counter by all SMs, each costing `item_us` plus its FLOPs at `tensor_eff` of an SM's peak; the
-phases take the larger of the items' total over the SMs and one gate/up item then one down item
-(a down item waits for its row tile's gate/up items); floored by the expert weights streamed from
+phases take the larger of the items' total over the SMs and the chain of one pass: the gate/up
+items in waves of one per SM then a down item, or a gate/up item then the down items in waves (a
+down item waits for its row tile's gate/up items; a phase of a few more items than SMs takes two
+item times, not 1.01: held out by model, the kernel's GEMM-phase times go from 5.05% to 4.75%
+mean error, max 64% to 53%: docs/calibration.md "Waves in the phase mechanism"); floored by the
+expert weights streamed from
 HBM at `hbm_gbps` (an expert's weight column block is read once per group of row tiles that run
 at the same time: group_m, else the SMs over the column blocks), plus `launch_us` per launch.
 The launch is the GEMM-phase record's own (one graph-replayed kernel: its start and the ramp of
@@ -150,13 +154,13 @@ class GemmTable:
         """Fraction of peak tensor rate at this shape and occupancy (see the module docstring)."""
         return occupancy * self._eff(rows_per_expert, expert_width, hidden, local_experts)
 
-    def scenario_seconds(self, scn) -> float:
-        """A scenario's GEMM phases on all SMs, without the launch: the mechanism's phases times
-        the interpolated residual (tables with a mechanism only)."""
-        rows, width, hidden, local = shape_of(scn)
+    def scenario_seconds(self, scn, sms=None, scaling: float = 1.0):
+        """A scenario's GEMM phases without the launch, on all SMs or on `sms` (mechanism_seconds:
+        a number or an array): the mechanism's phases times the interpolated residual (tables
+        with a mechanism only)."""
+        features, residual = _mechanism_inputs(self, scn)
         launch = self.mechanism["launch_us"] * 1e-6
-        return ((mechanism_seconds(phase_features(scn), self.mechanism) - launch)
-                * self._eff(rows, width, hidden, local))
+        return (mechanism_seconds(features, self.mechanism, sms, scaling) - launch) * residual
 
     def _eff(self, rows_per_expert: float, expert_width: int, hidden: int, local_experts: int) -> float:
         lr = math.log2(max(float(rows_per_expert), 1.0))
@@ -320,17 +324,41 @@ def ideal_seconds(scn, tile_m: int, tile_n: int, kernel: bool = True) -> float:
 
 @lru_cache(maxsize=4096)
 def scenario_eff(table: GemmTable, scn) -> float | None:
-    """The table's efficiency for a scenario (its measured GPU's shape), None where the table
-    did not measure the scenario's pass and precision; cached per scenario. A relative table's
-    value is divided by its median (multiply by gemm_eff: gemm_efficiency)."""
+    """The table's efficiency for a scenario (its measured GPU's shape) on all SMs, None where
+    the table did not measure the scenario's pass and precision; cached per scenario. A relative
+    table's value is divided by its median (multiply by gemm_eff: gemm_efficiency)."""
     if not table.covers(scn):
         return None
     kernel = table.level == "absolute"  # the megakernel's GEMM phases
     if table.uses_mechanism:
-        e = ideal_seconds(scn, IDEAL_TILE, IDEAL_TILE) / table.scenario_seconds(scn)
+        e = _ideal(scn) / table.scenario_seconds(scn)
     else:
         e = table.eff(*shape_of(scn), occupancy(scn, kernel=kernel))
     return e if table.level == "absolute" else e / table.median
+
+
+@lru_cache(maxsize=4096)
+def _mechanism_inputs(table: GemmTable, scn) -> tuple[dict, float]:
+    """A scenario's phase features and the table's residual at its shape (cached: the analytic
+    model asks for them for every configuration)."""
+    return phase_features(scn), table._eff(*shape_of(scn))
+
+
+@lru_cache(maxsize=4096)
+def _ideal(scn) -> float:
+    return ideal_seconds(scn, IDEAL_TILE, IDEAL_TILE)
+
+
+def eff_on(table: GemmTable, scn, sms, scaling: float):
+    """A mechanism table's efficiency for a scenario's GEMMs run on `sms` SMs (a number or an
+    array), as the analytic model uses it: its tiles spread over those SMs, each faster by
+    (all / sms)^(1 - scaling), take the mechanism's time on them. So the items' total scales with
+    the SMs as the analytic model scales any GEMM, while a chain of a few items (fewer than the
+    SMs) takes as long on fewer SMs as on all: a 96-token pass with 64 comm SMs is not 1.6x
+    slower in its GEMMs than with 32 (docs/calibration.md "Waves in the phase mechanism")."""
+    S = scn.hardware.sms
+    used = np.asarray(sms, dtype=np.float64)
+    return _ideal(scn) * (S / used) ** scaling / table.scenario_seconds(scn, used, scaling)
 
 
 def unmeasured_shape_note(table: GemmTable | None, scn) -> str | None:
@@ -350,15 +378,20 @@ def unmeasured_shape_note(table: GemmTable | None, scn) -> str | None:
             f"shapes never measured are predicted less well (docs/calibration.md, \"Unseen shapes\")")
 
 
-def gemm_efficiency(p, scn) -> tuple[float, bool]:
+def gemm_efficiency(p, scn, sms=None) -> tuple[float, bool]:
     """(the megakernel's GEMM efficiency for a scenario, whether a table measured it):
     gemm_eff without a table (or outside its pass and precision), the table's value with an
-    absolute one, gemm_eff x the table's shape factor with a relative one."""
+    absolute one (a mechanism table's on `sms` SMs where given: eff_on), gemm_eff x the table's
+    shape factor with a relative one."""
     t = p.gemm_table
     e = None if t is None else scenario_eff(t, scn)
     if e is None:
         return p["gemm_eff"], False
-    return (e if t.level == "absolute" else p["gemm_eff"] * e), True
+    if t.level != "absolute":
+        return p["gemm_eff"] * e, True
+    if sms is not None and t.uses_mechanism:
+        return eff_on(t, scn, sms, p["sm_scaling"]), True
+    return e, True
 
 
 def replaces_gemm_eff(table) -> bool:
@@ -421,16 +454,23 @@ def phase_features(scn, tile: dict | None = None) -> dict:
             "peak_tflops": hw.tflops(scn.precision)}
 
 
-def mechanism_seconds(f: dict, mech: dict) -> float:
-    """The phase mechanism's time of `f` (phase_features) with constants `mech` (MECHANISM)."""
+def mechanism_seconds(f: dict, mech: dict, sms=None, scaling: float = 1.0):
+    """The phase mechanism's time of `f` (phase_features) with constants `mech` (MECHANISM), on
+    all of the GPU's SMs, or on `sms` (a number or an array of them: the result has its shape):
+    the items' total then spreads over those SMs, each faster by (all / sms)^(1 - scaling), and
+    the chain counts its waves in them."""
     S = f["sms"]
+    used = S if sms is None else np.asarray(sms, dtype=np.float64)
     rate = mech["tensor_eff"] * f["peak_tflops"] * 1e12 / S  # FLOP/s of one SM
     item = mech["item_us"] * 1e-6
-    total, longest = 0.0, 0.0
+    total, longest, waves = 0.0, {}, {}
     for phase in ("gu", "dn"):
-        per = [item + flops / rate for n, flops in f[phase] if n > 0]
+        longest[phase] = max([item + flops / rate for n, flops in f[phase] if n > 0], default=0.0)
         total += sum(n * (item + flops / rate) for n, flops in f[phase])
-        longest += max(per, default=0.0)
-    compute = max(total / S, longest)
+        waves[phase] = np.ceil(sum(n for n, _ in f[phase]) / used)
+    chain = np.maximum(waves["gu"] * longest["gu"] + longest["dn"],
+                       longest["gu"] + waves["dn"] * longest["dn"])
+    compute = np.maximum(total / S * (S / used) ** scaling, chain)
     stream = f["weight_bytes"] / (mech["hbm_gbps"] * 1e9) if mech["hbm_gbps"] > 0 else 0.0
-    return max(compute, stream) + mech["launch_us"] * 1e-6
+    out = np.maximum(compute, stream) + mech["launch_us"] * 1e-6
+    return float(out) if np.ndim(out) == 0 else out

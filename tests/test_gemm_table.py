@@ -367,6 +367,39 @@ def test_phase_mechanism_counts_items_waves_and_weight_reads():
     assert g8 < g1 / 4
 
 
+def test_the_chain_counts_its_waves_and_a_few_items_take_as_long_on_fewer_sms():
+    """A phase of a few more items than SMs takes two item times, not 1.01 of one; on fewer SMs
+    (the compute SMs beside the comm SMs) a chain-bound pass (a few items) takes as long as on
+    all, while a pass of many items is slower by (all / used)^scaling, the analytic model's
+    sm_scaling, and eff_on gives the analytic model exactly that time."""
+    from mok_model.gemm_table import eff_on
+
+    def phases(n_gu, n_dn):
+        return {"gu": [[n_gu, 2.0 * 128 * 256 * 4096]], "dn": [[n_dn, 2.0 * 128 * 256 * 2048]],
+                "weight_bytes": 0.0, "sms": 132, "peak_tflops": 989.0}
+    bare = {**MECH, "hbm_gbps": 0.0, "launch_us": 0.0}
+    one, two = mechanism_seconds(phases(132, 1), bare), mechanism_seconds(phases(133, 1), bare)
+    rate = 0.6 * 989e12 / 132
+    gu, dn = 2e-6 + 2.0 * 128 * 256 * 4096 / rate, 2e-6 + 2.0 * 128 * 256 * 2048 / rate
+    assert one == pytest.approx(gu + dn) and two == pytest.approx(2 * gu + dn)
+    few = phases(20, 40)
+    assert mechanism_seconds(few, bare, 68, 0.7) == pytest.approx(mechanism_seconds(few, bare))
+    many = phases(20000, 40000)
+    assert mechanism_seconds(many, bare, 66, 0.7) == pytest.approx(
+        mechanism_seconds(many, bare) * 2.0 ** 0.7, rel=1e-3)
+    on = mechanism_seconds(many, bare, np.array([66.0, 132.0]), 0.7)
+    assert on.shape == (2,) and on[1] == pytest.approx(mechanism_seconds(many, bare))
+    # eff_on: the analytic model's GEMM time on `sms` SMs, (ideal / eff) (S / sms)^scaling, is
+    # the table's time on them
+    t = GemmTable("h200-1", tuple(_mech_point("qwen3-30b-a3b", ep, 64) for ep in (8, 16, 32)),
+                  mechanism=dict(MECH))
+    scn = scenario("qwen3-30b-a3b", 32, 64)
+    for sms in (68.0, 100.0, 132.0):
+        got = ideal_seconds(scn, 128, 128) / eff_on(t, scn, sms, 0.7) * (132 / sms) ** 0.7
+        assert got == pytest.approx(t.scenario_seconds(scn, sms, 0.7))
+    assert t.scenario_seconds(scn, 68.0, 0.7) == pytest.approx(t.scenario_seconds(scn))
+
+
 def test_fit_mechanism_recovers_the_constants_that_made_the_points():
     pts = [_mech_point(m, ep, n) for m in ("kimi-k2", "qwen3-30b-a3b", "mixtral-8x7b")
            for ep in (4, 8) for n in (64, 1024, 8192)]
