@@ -518,3 +518,21 @@ def test_an_old_kernels_gemm_phases_count_its_zero_shared_slot_the_librarys_do_n
     assert pl["ideal_ms"] == pytest.approx(routed * 1e3)
     assert pk["ideal_ms"] == pytest.approx((routed + slot) * 1e3)
     assert len(pk["mech"]["gu"]) == 2 and pk["mech"]["gu"][1][0] == 32 * 112
+
+
+def test_report_gemm_table_holds_out_each_model_and_checks_other_files(tmp_path, capsys):
+    """calibration/report_gemm_table.py: one line per held-out model, pooled, and the checked
+    file's records predicted by the table of all; a missing file is one clear error (exit 2)."""
+    from calibration import report_gemm_table as rg
+
+    src = [json.loads(x) for x in (RUNS / "h200_space" / "gemm_phases.jsonl").read_text().splitlines()]
+    keep = [r for r in src if r["model"] in ("kimi-k2", "glm-5", "deepseek-v3") and r["ep"] == 8]
+    train, check = tmp_path / "train.jsonl", tmp_path / "check.jsonl"
+    train.write_text("".join(json.dumps(r) + "\n" for r in keep if r["model"] != "deepseek-v3"))
+    check.write_text("".join(json.dumps(r) + "\n" for r in keep if r["model"] == "deepseek-v3"))
+    assert rg.main([str(train), "--check", str(check)]) == 0
+    out = capsys.readouterr().out
+    assert "kimi-k2" in out and "glm-5" in out and "pooled" in out and "checked with" in out
+    pooled = float(out.split("pooled")[1].split("MAPE")[1].split("%")[0])
+    assert 0 < pooled < 30
+    assert rg.main([str(train), "--check", str(tmp_path / "missing.jsonl")]) == 2

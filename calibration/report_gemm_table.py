@@ -1,0 +1,74 @@
+"""How well a GEMM table predicts the kernel's GEMM phases at shapes it never measured.
+
+    python -m calibration.report_gemm_table RUN_FILES... [--check FILES] [--hardware h200-1]
+
+For each model among the `mok-gemm` records of RUN_FILES in turn, a table is built from the
+other models' records (mechanism refitted: calibration/gemm_table.py build_table) and predicts
+the held-out model's records; `--check` (comma list of record files) predicts those records with
+the table of all RUN_FILES, e.g. drawn shapes no table has seen (calibration/draw_shapes.py). A
+prediction is the table's time plus the mechanism's launch (a record times one launch). Prints
+MAPE, max error and bias per model and pooled.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from mok_model.cli import doc_parser, run_tool
+from mok_model.records import read_records, record_scenario
+
+from .gemm_table import build_table, record_points, table_records
+
+SYSTEM = "mok-gemm"
+
+
+def predicted_ms(table, rec: dict) -> float:
+    """A GEMM-phase record's time by a table: its phases plus the launch."""
+    return (table.scenario_seconds(record_scenario(rec)) + table.mechanism["launch_us"] * 1e-6) * 1e3
+
+
+def _name(rec: dict) -> str:
+    return rec["model"] if isinstance(rec["model"], str) else rec["model"]["name"]
+
+
+def _line(label: str, errors: list[float]) -> str:
+    e = np.asarray(errors)
+    return (f"{label:<28} n {len(e):>4}  MAPE {100 * np.abs(e).mean():5.2f}%  "
+            f"max {100 * np.abs(e).max():4.0f}%  bias {100 * e.mean():+5.1f}%")
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = doc_parser("python -m calibration.report_gemm_table", __doc__)
+    p.add_argument("runs", nargs="+", help="run-record files the tables are built from")
+    p.add_argument("--check", default=None, help="comma list of record files to predict")
+    p.add_argument("--hardware", default="h200-1")
+    return run_tool(p, _run, argv)
+
+
+def _run(a: argparse.Namespace) -> int:
+    recs = table_records(read_records(a.runs), a.hardware, SYSTEM)
+    checked = table_records(read_records(a.check.split(",")), a.hardware, SYSTEM) if a.check else []
+    known = record_points(recs, a.hardware, SYSTEM)
+    pooled = []
+    print("held out by model (a table of the other models' records):")
+    for model in sorted({_name(r) for r in recs}):
+        table = build_table([r for r in recs if _name(r) != model], a.hardware, [], SYSTEM,
+                            known=known)
+        errs = [predicted_ms(table, r) / r["latency_ms"]["median"] - 1
+                for r in recs if _name(r) == model]
+        pooled += errs
+        print("  " + _line(model, errs))
+    print("  " + _line("pooled", pooled))
+    if checked:
+        table = build_table(recs, a.hardware, [], SYSTEM, known=known)
+        errs = [predicted_ms(table, r) / r["latency_ms"]["median"] - 1 for r in checked]
+        print(f"checked with the table of all {len(recs)} records:")
+        print("  " + _line(a.check if len(a.check) <= 28 else "--check files", errs))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
