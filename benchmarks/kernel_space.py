@@ -2,7 +2,7 @@
 
     python benchmarks/kernel_space.py calibration/runs/h200_space/space.jsonl
 
-Per model preset and token band (64-512 tokens per GPU: decode-size; 1K-8K), over the workloads
+Per model preset (or model file: its name) and token band (64-512 tokens per GPU: decode-size; 1K-8K), over the workloads
 of the records (EP x tokens x routing): the ratio best measured MoK configuration / GEMMs alone
 (both measured in the same run), its median and worst case, and how many workloads meet the
 issue's goal (<= 1.5x at 64-512 tokens, <= 1.2x at 1K-8K). The best is over the configurations
@@ -37,8 +37,8 @@ def table(records: list[dict]) -> list[str]:
         if (r.get("pass", "fwd") != "fwd" or r.get("precision", "bf16") != "bf16"
                 or not hot_reproduced(r)):
             continue
-        ro = r["routing"]
-        key = (r["model"], r["ep"], r["tokens"], ro["kind"], ro.get("arg"), ro.get("order"),
+        ro, m = r["routing"], r["model"]
+        key = (m if isinstance(m, str) else m["name"], r["ep"], r["tokens"], ro["kind"], ro.get("arg"), ro.get("order"),
                ro.get("draw"))
         ms = r["latency_ms"]["median"]
         if r["system"] == "mok" and todays_kernel(r):

@@ -54,3 +54,14 @@ def test_superseded_hot_draws_are_left_out():
     rows = ks.table(old + new)
     assert rows[2] == ("| mixtral-8x7b | 1K-8K | 1 | 1.50 | 1.50 (EP 8, 4096, hot:0.1) | "
                        "0/1 (<= 1.2x) |")
+
+
+def test_records_of_a_model_file_are_grouped_by_its_name():
+    """A record of a model file (`model` the shape dict: records.record_model) counts under the
+    shape's name, never a traceback."""
+    shape = {"name": "syn-h1024", "hidden": 1024, "expert_width": 512, "routed_experts": 16,
+             "top_k": 2, "shared_experts": 0, "shared_width": 0}
+    tiles = {"zero_shared_slot": 0}
+    recs = [_rec("gemm-only", 1024, 1.0, model=shape), _rec("mok", 1024, 1.1, model=shape, tiles=tiles)]
+    rows = ks.table(recs)
+    assert rows[2].startswith("| syn-h1024 | 1K-8K | 1 | 1.10 |")
