@@ -47,10 +47,12 @@ def table(records: list[dict]) -> list[str]:
             gemm[key] = (r["date"], ms)     # a workload measured again: its latest run
     gemm = {k: ms for k, (_, ms) in gemm.items()}
     groups = collections.defaultdict(list)
+    outside = 0
     for key in best.keys() & gemm.keys():
-        for band, lo, hi, goal in BANDS:
-            if lo <= key[2] <= hi:
-                groups[key[0], band, goal].append((best[key] / gemm[key], key))
+        banded = [b for b in BANDS if b[1] <= key[2] <= b[2]]
+        outside += not banded
+        for band, lo, hi, goal in banded:
+            groups[key[0], band, goal].append((best[key] / gemm[key], key))
     rows = ["| preset | tokens/GPU | workloads | MoK / GEMMs median | worst (EP, tokens, routing) "
             "| within goal |", "|---|---|---:|---:|---|---:|"]
     order = [b[0] for b in BANDS]
@@ -61,6 +63,9 @@ def table(records: list[dict]) -> list[str]:
         rows.append(f"| {model} | {band} | {len(xs)} | {xs[len(xs) // 2][0]:.2f} | {worst:.2f} "
                     f"(EP {wk[1]}, {wk[2]}, {routing}) | {sum(x <= goal for x, _ in xs)}/{len(xs)} "
                     f"(<= {goal}x) |")
+    if outside:       # token counts between the bands (e.g. 768): the goals do not name them
+        rows.append(f"({outside} workload{'s' if outside != 1 else ''} at token counts outside "
+                    f"both bands not shown)")
     return rows
 
 

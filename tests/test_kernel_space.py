@@ -65,3 +65,8 @@ def test_records_of_a_model_file_are_grouped_by_its_name():
     recs = [_rec("gemm-only", 1024, 1.0, model=shape), _rec("mok", 1024, 1.1, model=shape, tiles=tiles)]
     rows = ks.table(recs)
     assert rows[2].startswith("| syn-h1024 | 1K-8K | 1 | 1.10 |")
+
+
+def test_workloads_between_the_bands_are_counted_not_dropped():
+    rows = ks.table([_rec("gemm-only", 768, 1.0), _rec("mok", 768, 1.1)])
+    assert rows[-1] == "(1 workload at token counts outside both bands not shown)"
