@@ -1,6 +1,6 @@
 """Synthetic MoE layer shapes for held-out tests, drawn by a seeded generator rather than chosen.
 
-    python -m calibration.draw_shapes --seed 2 --count 10 --out-dir calibration/unseen_shapes2
+    python -m calibration.draw_shapes --seed 2 --count 10 --out-dir calibration/drawn_shapes/seed2
 
 A shape no preset has is the honest test of a new user's layer; choosing such shapes by hand
 invites choosing the ones the model predicts well. Each shape here is one draw of:
@@ -25,6 +25,7 @@ import sys
 from pathlib import Path
 
 EXPERTS = (8, 16, 32, 64, 128, 160, 256)
+MAX_COUNT = 1000          # far below the distinct shapes the draw can make
 
 
 def draw(seed: int, count: int) -> list[dict]:
@@ -49,7 +50,7 @@ def toml_text(shape: dict, seed: int) -> str:
     """The preset TOML of one drawn shape."""
     lines = ["# Synthetic MoE layer shape drawn by calibration/draw_shapes.py "
              f"(--seed {seed}), not a published model:",
-             "# held out of every fit (docs/calibration.md \"Unseen shapes\")."]
+             "# held out of every fit (docs/calibration.md \"Drawn shapes\")."]
     lines += [f"name = \"{shape['name']}\""]
     lines += [f"{k} = {shape[k]}" for k in ("hidden", "expert_width", "routed_experts", "top_k",
                                              "shared_experts", "shared_width")]
@@ -72,6 +73,8 @@ def _run(a: argparse.Namespace) -> int:
     from mok_model.errors import MokInputError
     from mok_model.presets import load_model
 
+    if a.count > MAX_COUNT:
+        raise MokInputError(f"--count {a.count}: at most {MAX_COUNT} shapes per draw")
     out = Path(a.out_dir)
     if out.exists() and not out.is_dir():
         raise MokInputError(f"--out-dir {a.out_dir!r} is a file, not a directory")

@@ -41,9 +41,8 @@ phases take the larger of the items' total over the SMs and the chain of one pas
 items in waves of one per SM then a down item, or a gate/up item then the down items in waves (a
 down item waits for its row tile's gate/up items; a phase of a few more items than SMs takes two
 item times, not 1.01: held out by model, the kernel's GEMM-phase times go from 5.05% to 4.75%
-mean error, max 64% to 53%: docs/calibration.md "Waves in the phase mechanism"); floored by the
-expert weights streamed from
-HBM at `hbm_gbps` (an expert's weight column block is read once per group of row tiles that run
+mean error, max 64% to 53%: docs/calibration.md "Drawn shapes"); floored by the expert weights
+streamed from HBM at `hbm_gbps` (an expert's weight column block is read once per group of row tiles that run
 at the same time: group_m, else the SMs over the column blocks), plus `launch_us` per launch.
 The launch is the GEMM-phase record's own (one graph-replayed kernel: its start and the ramp of
 its programs), not a GEMM's: a MoK pass pays its launch in its own terms (`launch`, `fixed`), so
@@ -355,7 +354,7 @@ def eff_on(table: GemmTable, scn, sms, scaling: float):
     (all / sms)^(1 - scaling), take the mechanism's time on them. So the items' total scales with
     the SMs as the analytic model scales any GEMM, while a chain of a few items (fewer than the
     SMs) takes as long on fewer SMs as on all: a 96-token pass with 64 comm SMs is not 1.6x
-    slower in its GEMMs than with 32 (docs/calibration.md "Waves in the phase mechanism")."""
+    slower in its GEMMs than with 32 (docs/calibration.md "Drawn shapes")."""
     S = scn.hardware.sms
     used = np.asarray(sms, dtype=np.float64)
     return _ideal(scn) * (S / used) ** scaling / table.scenario_seconds(scn, used, scaling)
