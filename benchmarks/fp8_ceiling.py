@@ -63,15 +63,25 @@ def variants(m: int, n: int, k: int) -> dict:
 
 
 def main(argv: list[str]) -> int:
+    from mok_model.cli import doc_parser, run_tool
+
+    p = doc_parser("benchmarks/fp8_ceiling.py", __doc__)
+    p.add_argument("--rows", default="4096,16384,32768", help="comma list of GEMM rows (M)")
+    p.add_argument("--out", default=None, help="JSON file for the results")
+    return run_tool(p, _run, argv)
+
+
+def _run(a: argparse.Namespace) -> int:
     import torch
-    p = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("--rows", default="4096,16384,32768")
-    p.add_argument("--out", default=None)
-    a = p.parse_args(argv)
-    if not torch.cuda.is_available():
-        print("needs a CUDA GPU", file=sys.stderr)
-        return 2
-    rows = [int(x) for x in a.rows.split(",")]
+
+    from mok_kernels import require_cuda
+    from mok_model.cli import number_list
+    from mok_model.fileio import atomic_write_text, check_output_file
+
+    rows = number_list(a.rows, "--rows")
+    if a.out:
+        check_output_file(a.out, "--out", ".json")
+    require_cuda()
     results = []
     print(f"{torch.cuda.get_device_name()}, torch {torch.__version__}")
     for model, (h, i) in SHAPES.items():
@@ -94,8 +104,7 @@ def main(argv: list[str]) -> int:
                                   if isinstance(v, dict) else f"{k_}: {v}" for k_, v in line.items())
                 print(f"{model} {phase} M {m} N {n} K {k}: {cells}", flush=True)
     if a.out:
-        with open(a.out, "w") as f:
-            json.dump(results, f, indent=1)
+        atomic_write_text(a.out, json.dumps(results, indent=1))
     return 0
 
 

@@ -464,6 +464,15 @@ GPU_TOOLS = [
     ("benchmarks.l2_probe", ["--mb", "8,,24"], "--mb '8,,24'"),
     ("benchmarks.bwd_saved_fwd_cost", [], "needs a CUDA GPU"),
     ("benchmarks.bwd_saved_fwd_cost", ["--tokens", "x"], "--tokens 'x'"),
+    ("benchmarks.fp8_ceiling", [], "needs a CUDA GPU"),
+    ("benchmarks.fp8_ceiling", ["--rows", "1,,2"], "--rows '1,,2'"),
+    ("benchmarks.fp8_ceiling", ["--out", "{d}/missing/x.json"], "does not exist"),
+    ("mok_kernels.space_sweep", ["--shapes", "{d}/nope.toml", "--plan-out", "{d}/p.jsonl"],
+     "nope.toml"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/p.jsonl", "--tokens", "96,,1"],
+     "--tokens '96,,1'"),
+    ("calibration.draw_shapes", ["--seed", "1", "--count", "0", "--out-dir", "{d}/s"], ">= 1"),
+    ("calibration.report_gemm_table", ["{d}/notjson.jsonl"], "notjson.jsonl:1: not JSON"),
 ]
 
 
