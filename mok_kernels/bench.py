@@ -279,7 +279,9 @@ def forward_tiles(precision: str, wl: "Workload", group: bool = False,
                   **options: Any) -> dict[str, Any]:
     """The forward megakernel's tile options as KernelConfig and MoKLayer resolve them for the
     workload's shape, EP and tokens (a record's ``tiles``; a record without group_m ran group_m
-    1, one without split_dn split_dn 1); ``group``: real GPUs (group mode: no split_dn)."""
+    1, one without split_dn split_dn 1); ``group``: real GPUs (group mode: no split_dn). Callers
+    that ran a layer pass ``split_dn`` as it ran (run_mok's ``chosen``, run_mok_gemm's ``ran``):
+    the layer falls back to 1 where the shape's split would pass its workspace limit."""
     from .megakernel import KernelConfig
     from .tiles import forward_group_m, forward_split_dn
     cfg = KernelConfig(precision=precision, **options)
@@ -388,14 +390,16 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
     """Time the MoK forward of one emulated rank; raises on stall or capacity overflow.
 
     Knobs left out of ``knobs`` are chosen by MoKLayer before launch; ``chosen``, if given, is
-    filled with the knobs the layer ran ("knobs") and where they came from ("source").
+    filled with the knobs the layer ran ("knobs"), where they came from ("source") and the down
+    split it ran ("split_dn": the shape's choice, or 1 where its workspace would pass the limit).
     ``tiles``: KernelConfig implementation options beyond the knobs (e.g. tma=True).
     """
     from .megakernel import KernelConfig, MoKLayer
     cfg = KernelConfig(**knobs, **tiles)
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, cfg, local_weights=True)
     if chosen is not None:
-        chosen.update(knobs=layer.cfg.knobs(), source=layer.knob_source)
+        chosen.update(knobs=layer.cfg.knobs(), source=layer.knob_source,
+                      split_dn=layer.cfg.split_dn)
     fwd = lambda: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
     fwd()
     torch.cuda.synchronize()
@@ -462,14 +466,17 @@ def run_gemm_only(wl: Workload, iters: int, warmup: int) -> list[float]:
     return time_events(lambda: gemm_only(xs, h, offs, x_loc, hs, ex), refresh, iters, warmup)
 
 
-def run_mok_gemm(wl: Workload, iters: int, warmup: int, **tiles: Any) -> list[float]:
+def run_mok_gemm(wl: Workload, iters: int, warmup: int, ran: dict | None = None,
+                 **tiles: Any) -> list[float]:
     """Time the megakernel's GEMM phases alone on this rank: the published default knobs with
     the dispatch copies skipped (the comm programs join the compute at once), fresh random rows in
     the ring before each launch, one routing draw, graph replay of the launch (no schedule, no
-    epilogue)."""
+    epilogue). ``ran``, if given, gets the down split the layer ran ("split_dn", as run_mok)."""
     from .megakernel import KernelConfig, MoKLayer
     cfg = KernelConfig(**GEMM_PHASE_KNOBS, skip_copy=True, **tiles)
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, cfg, local_weights=True)
+    if ran is not None:
+        ran["split_dn"] = layer.cfg.split_dn
     layer.ring.normal_()
     sched = layer.schedule(wl.ids)
     launch = lambda: layer.launch(wl.x, sched)  # noqa: E731
@@ -585,11 +592,14 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                       "pushed to the home slots, whatever dispatch/combine/macrobatch say")
         for sysname, fn in baselines:
             if sysname in systems:
-                t = fn(wl, a.iters, a.warmup)
+                ran: dict = {}
+                t = fn(wl, a.iters, a.warmup, ran) if sysname == "mok-gemm" else \
+                    fn(wl, a.iters, a.warmup)
                 if sysname == "mok-gemm":
                     rec = make_record(system=sysname, knobs=GEMM_PHASE_KNOBS, times=t,
                                       breakdown={}, note=f"{note0}; {GEMM_PHASE_NOTE}; {cmd}",
-                                      tiles=forward_tiles("bf16", wl), **common)
+                                      tiles=forward_tiles("bf16", wl, split_dn=ran["split_dn"]),
+                                      **common)
                 else:
                     rec = make_record(system=sysname, knobs=base_knobs, times=t, breakdown={},
                                       note=f"{note0}; knobs not used by this system; {cmd}",
@@ -610,13 +620,14 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
             f8tiles = fp8_variant_tiles(f8v)
             knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                          macrobatch=macro_rows(mac, wl), capacity=cap)
+            ran: dict = {}
             try:
                 if bwd:
                     t, bd = run_mok_bwd(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown,
                                         bt)
                 else:
                     t, bd = run_mok(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown,
-                                    precision=prec, **f8tiles)
+                                    ran, precision=prec, **f8tiles)
             except RuntimeError as exc:
                 log(f"{model} ep{ep} n{tokens} {knobs}: FAILED {exc}")
                 continue
@@ -633,7 +644,8 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                                    (f"fp8 kernel {f8v}; " if f8v else "") + tl_note +
                                    f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
                               precision=prec, tiles=backward_tiles(bt) if bwd else
-                              forward_tiles(prec, wl, **f8tiles), **common)
+                              forward_tiles(prec, wl, split_dn=ran["split_dn"], **f8tiles),
+                              **common)
             append_records(a.out, [rec])
             recs.append(rec)
             swept[prec].append(rec["latency_ms"]["median"])

@@ -136,14 +136,16 @@ def run(a: argparse.Namespace) -> int:
         if a.gemm_phases:
             try:
                 iters, warmup = (1, 0) if a.compile_only else (a.iters, a.warmup)
-                t = run_mok_gemm(wl, iters, warmup)
+                ran: dict = {}
+                t = run_mok_gemm(wl, iters, warmup, ran)
             except (RuntimeError, ValueError) as exc:     # refused shape, overflow, stall
                 print(f"{line[0]} mok-gemm: FAILED {type(exc).__name__}: {exc}", flush=True)
                 continue
             if not a.compile_only:
                 recs.append(make_record(system="mok-gemm", knobs=GEMM_PHASE_KNOBS, times=t,
                                         breakdown={}, note=f"{note}; {GEMM_PHASE_NOTE}",
-                                        tiles=forward_tiles("bf16", wl), **common))
+                                        tiles=forward_tiles("bf16", wl, split_dn=ran["split_dn"]),
+                                        **common))
                 line.append(f"mok-gemm {recs[0]['latency_ms']['median']:.3f}")
         elif not a.compile_only:
             t = run_gemm_only(wl, a.iters, a.warmup)
@@ -173,7 +175,8 @@ def run(a: argparse.Namespace) -> int:
                 print(f"{line[0]} {label}: FAILED {type(exc).__name__}: {exc}", flush=True)
                 continue
             rec = make_record(system="mok", knobs=knobs, times=times, breakdown={}, note=note,
-                              tiles=forward_tiles("bf16", wl), **common)
+                              tiles=forward_tiles("bf16", wl, split_dn=layer.cfg.split_dn),
+                              **common)
             rec["rel_err_vs_fp32"] = err
             recs.append(rec)
             line.append(f"{label} {rec['latency_ms']['median']:.3f}")

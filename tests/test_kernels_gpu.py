@@ -426,6 +426,21 @@ def test_bench_gemm_phases_record(tmp_path):
     assert 0 < g["latency_ms"]["median"] <= 1.05 * m["latency_ms"]["median"]
 
 
+def test_bench_records_name_the_split_the_layer_ran(tmp_path):
+    """A forward record's tiles say the down split the layer ran (mixtral-8x7b at EP 8 with 64
+    tokens: the shape's 4, in the MoK and the GEMM-phase record alike)."""
+    from mok_kernels.bench import cli
+    from mok_model.records import read_records
+    out = tmp_path / "runs.jsonl"
+    rc = cli(["--model", "mixtral-8x7b", "--ep", "8", "--tokens", "64", "--systems",
+              "mok,mok-gemm", "--dispatch", "pull", "--combine", "push", "--minibatch", "4096",
+              "--comm-sms", "32", "--capacity", "1.0", "--iters", "3", "--warmup", "1",
+              "--out", str(out)])
+    assert rc == 0
+    recs = {r["system"]: r for r in read_records([out])}
+    assert recs["mok"]["tiles"]["split_dn"] == 4 and recs["mok-gemm"]["tiles"]["split_dn"] == 4
+
+
 @pytest.mark.parametrize("ep,rank,routing,dispatch,combine,gm", [
     (4, 1, "uniform", "pull", "push", 8), (8, None, "zipf:1.2", "push", "pull", 3),
     (2, 0, "hot:0.2", "pull", "pull", 64)])
