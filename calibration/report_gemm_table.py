@@ -21,6 +21,7 @@ from mok_model.cli import doc_parser, run_tool
 from mok_model.records import read_records, record_scenario
 
 from .gemm_table import build_table, record_points, table_records
+from .split import group_value
 
 SYSTEM = "mok-gemm"
 
@@ -28,10 +29,6 @@ SYSTEM = "mok-gemm"
 def predicted_ms(table, rec: dict) -> float:
     """A GEMM-phase record's time by a table: its phases plus the launch."""
     return (table.scenario_seconds(record_scenario(rec)) + table.mechanism["launch_us"] * 1e-6) * 1e3
-
-
-def _name(rec: dict) -> str:
-    return rec["model"] if isinstance(rec["model"], str) else rec["model"]["name"]
 
 
 def _line(label: str, errors: list[float]) -> str:
@@ -54,11 +51,11 @@ def _run(a: argparse.Namespace) -> int:
     known = record_points(recs, a.hardware, SYSTEM)
     pooled = []
     print("held out by model (a table of the other models' records):")
-    for model in sorted({_name(r) for r in recs}):
-        table = build_table([r for r in recs if _name(r) != model], a.hardware, [], SYSTEM,
-                            known=known)
+    for model in sorted({group_value(r, "model") for r in recs}):
+        table = build_table([r for r in recs if group_value(r, "model") != model], a.hardware, [],
+                            SYSTEM, known=known)
         errs = [predicted_ms(table, r) / r["latency_ms"]["median"] - 1
-                for r in recs if _name(r) == model]
+                for r in recs if group_value(r, "model") == model]
         pooled += errs
         print("  " + _line(model, errs))
     print("  " + _line("pooled", pooled))
