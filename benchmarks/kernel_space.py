@@ -24,6 +24,7 @@ import sys
 
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
+from calibration.split import group_value
 from mok_model.records import hot_reproduced, read_records, todays_kernel
 
 BANDS = (("64-512", 0, 512, 1.5), ("1K-8K", 1024, 8192, 1.2))
@@ -37,8 +38,8 @@ def table(records: list[dict]) -> list[str]:
         if (r.get("pass", "fwd") != "fwd" or r.get("precision", "bf16") != "bf16"
                 or not hot_reproduced(r)):
             continue
-        ro, m = r["routing"], r["model"]
-        key = (m if isinstance(m, str) else m["name"], r["ep"], r["tokens"], ro["kind"], ro.get("arg"), ro.get("order"),
+        ro = r["routing"]
+        key = (group_value(r, "model"), r["ep"], r["tokens"], ro["kind"], ro.get("arg"), ro.get("order"),
                ro.get("draw"))
         ms = r["latency_ms"]["median"]
         if r["system"] == "mok" and todays_kernel(r):
