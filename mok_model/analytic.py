@@ -29,6 +29,7 @@ import numpy as np
 
 from .errors import MokInputError
 from .gemm_table import gemm_efficiency
+from .gemm_table import list_period as list_period_of_table
 from .params import Params
 from .scenario import ELEMENT_BYTES, QUANTIZE_BYTES, Config, Scenario
 from .workload import traffic
@@ -328,7 +329,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     ws = p["wave_sync"]
     ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws,
                           wgrad_experts=active / M)
-    c = ffn + p["minibatch_overhead_us"] * US  # per minibatch
+    # per minibatch: the tiles' time, or the period the in-order work list holds the SMs for
+    c = np.maximum(ffn, list_period(scn, p, row_tiles / M, cx)) + p["minibatch_overhead_us"] * US
     ns, sw = shared_section(scn)
     if ns:
         n_tok = scn.tokens * ns
@@ -371,8 +373,9 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         scn, p, kk, M, out, pull_rate, link_in, lat_read)))
     # comm SMs can only join when they have no combine left to do
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
-    c_join = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
-                             m.expert_width, wave_sync=ws, wgrad_experts=active / M) \
+    c_join = np.maximum(expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
+                                        m.expert_width, wave_sync=ws, wgrad_experts=active / M),
+                        list_period(scn, p, row_tiles / M, joined)) \
         + p["minibatch_overhead_us"] * US
     # minibatches are full but for the last: the first one moves min(minibatch, rows) rows
     full = np.minimum(mb, rows) / np.maximum(rows, 1.0)  # a full minibatch's share of the rows
@@ -558,6 +561,17 @@ def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) ->
     in whole waves and has no such list."""
     blocks = np.ceil(scn.model.expert_width / p["gemm_tile_n"])
     return (tiles_per_minibatch * blocks >= compute_sms) & (p["wave_sync"] < 0.5)
+
+
+def list_period(scn: Scenario, p: Params, row_tiles, compute_sms) -> np.ndarray:
+    """Seconds per minibatch of `row_tiles` routed row tiles that the kernel's in-order work list
+    holds `compute_sms` SMs for, where it binds, else 0 (gemm_table.list_period: few long gate/up
+    items ahead of many short down items). Only for our kernel's counter (wave_sync 0) and where
+    the parameters carry a GEMM table with its phase mechanism."""
+    t = p.gemm_table
+    if t is None or p["wave_sync"] >= 0.5:
+        return np.zeros(np.broadcast(row_tiles, compute_sms).shape)
+    return list_period_of_table(t, scn, row_tiles, compute_sms, p["sm_scaling"])
 
 
 def pull_scan_chunks(scn: Scenario, p: Params, M, comm_sms) -> np.ndarray:

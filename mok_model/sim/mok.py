@@ -35,8 +35,8 @@ import numpy as np
 import simpy
 
 from ..analytic import (COPY_ROWS, US, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts,
-                        ffn_pieces, in_order_wait, iteration_rows, loads, push_scan_chunks,
-                        ring_capacity, shared_section, tile_rows)
+                        ffn_pieces, in_order_wait, iteration_rows, list_period, loads,
+                        push_scan_chunks, ring_capacity, shared_section, tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
@@ -110,6 +110,15 @@ def _gemm_split(scn: Scenario, p: Params, rows, tiles, touched, sms, shared: boo
     return ffn * share, ffn * (1 - share)
 
 
+def _list_bound(scn: Scenario, p: Params, gu, dn, tiles, sms):
+    """Each minibatch's (gate/up, down) seconds stretched, in proportion, to the period the
+    kernel's in-order work list allows where it binds (analytic.list_period, as mok_terms' c)."""
+    period = list_period(scn, p, tiles, sms)
+    total = gu + dn
+    scale = np.where(period > total, period / np.maximum(total, 1e-30), 1.0)
+    return gu * scale, dn * scale
+
+
 def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: int) -> Plan:
     """Cut every GPU's received rows (ordered by local expert, then source) into minibatches."""
     P = scn.ep
@@ -155,7 +164,8 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     cx = scn.hardware.sms - cfg.comm_sms
     flat_r, flat_t, flat_a, flat_w = (np.concatenate(v).astype(np.float64) for v in (rr, tt, aa, ww))
     splits = np.cumsum(M)[:-1]
-    gu, dn = _gemm_split(scn, p, flat_r, flat_t, flat_a, cx, splits=splits, wgrad_experts=flat_w)
+    gu, dn = _list_bound(scn, p, *_gemm_split(scn, p, flat_r, flat_t, flat_a, cx, splits=splits,
+                                              wgrad_experts=flat_w), flat_t, cx)
     # comm SMs join the compute only when the combine does not need them (epilogue push)
     epilogue = cfg.combine == "push" and _param(p, "combine_in_epilogue") >= 0.5
     share = _param(p, "comm_join_share") if epilogue else 0.0
@@ -164,8 +174,9 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     # joined times are the FFN times on the joined SMs (as analytic.mok_terms' c_join)
     joined = cx + share * cfg.comm_sms
     join_scale = cx / joined
-    gu_j, dn_j = (_gemm_split(scn, p, flat_r, flat_t, flat_a, joined, splits=splits,
-                              wgrad_experts=flat_w) if share > 0 else (gu, dn))
+    gu_j, dn_j = (_list_bound(scn, p, *_gemm_split(scn, p, flat_r, flat_t, flat_a, joined,
+                                                   splits=splits, wgrad_experts=flat_w),
+                              flat_t, joined) if share > 0 else (gu, dn))
     shared, shared_split = 0.0, (0.0, 0.0, 0.0, 0.0)
     ns, sw = shared_section(scn)
     if ns:
