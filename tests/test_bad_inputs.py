@@ -473,6 +473,8 @@ GPU_TOOLS = [
      "--tokens '96,,1'"),
     ("calibration.draw_shapes", ["--seed", "1", "--count", "0", "--out-dir", "{d}/s"], ">= 1"),
     ("calibration.report_gemm_table", ["{d}/notjson.jsonl"], "notjson.jsonl:1: not JSON"),
+    ("calibration.list_check", ["--draws", "0"], "must be an integer >= 1"),
+    ("calibration.list_check", ["--draws", "5001"], "--draws 5001: at most 5000"),
 ]
 
 

@@ -538,61 +538,19 @@ def test_report_gemm_table_holds_out_each_model_and_checks_other_files(tmp_path,
     assert rg.main([str(train), "--check", str(tmp_path / "missing.jsonl")]) == 2
 
 
-def _list_simulation(sms: int, g: int, d: int, t_gu: float, t_dn: float, minibatches: int):
-    """Item-level simulation of the kernel's in-order work list (mok_kernels/megakernel.py):
-    gate/up of minibatch 0, then gate/up of i+1 before down of i; each item goes to the SM that
-    frees first; a down item holds its SM until its minibatch's gate/up items are done. Returns
-    when each minibatch's down items are done."""
-    import heapq
-
-    free = [0.0] * sms
-    heapq.heapify(free)
-
-    def take(n, t, ready):
-        last = 0.0
-        for _ in range(n):
-            f = max(heapq.heappop(free), ready) + t
-            heapq.heappush(free, f)
-            last = max(last, f)
-        return last
-    gu_done = [take(g, t_gu, 0.0)]
-    dn_done = []
-    for i in range(minibatches - 1):
-        gu_done.append(take(g, t_gu, 0.0))
-        dn_done.append(take(d, t_dn, gu_done[i]))
-    dn_done.append(take(d, t_dn, gu_done[-1]))
-    return dn_done
-
-
 def test_the_in_order_list_period_follows_an_item_level_simulation_of_the_list():
     """Few long gate/up items ahead of many short down items (I 256 under H 7168: 8 and 112 per
     512-row minibatch) hold the SMs for about half a gate/up item per minibatch, three times
-    the items' plain total over the SMs. On drawn kernel shapes (H, I, row tiles, SMs; item
-    times at one SM's rate) where the simulated list binds, held_period is within 20% of it and
-    8% on average, where the plain total is off by 30% on average; 0 where the list does not
-    bind (kimi-k2's items)."""
+    the items' plain total over the SMs. On drawn kernel shapes where the simulated list binds
+    (calibration/list_check.py), held_period is within 20% of it and 8% on average, where the
+    plain total is off by 30% on average; 0 where the list does not bind (kimi-k2's items)."""
+    from calibration.list_check import compare, simulated_period
     from mok_model.gemm_table import held_period
 
-    rng = np.random.default_rng(0)
-    errs, plain_errs = [], []
-    while len(errs) < 40:
-        sms, rt = int(rng.choice([68, 100, 116])), int(rng.integers(1, 7))
-        H = int(rng.choice([1024, 2048, 2880, 4096, 6144, 7168, 8192]))
-        I = int(rng.choice([256, 384, 512, 768, 1024, 2048, 4096]))
-        g, d = rt * (I // 128), rt * -(-H // 256)
-        t_gu, t_dn = 3 + 2 * 128 * 256 * H / 5.3e6, 3 + 2 * 128 * 256 * I / 5.3e6  # us
-        plain = (g * t_gu + d * t_dn) / sms
-        if g + d > 4 * sms:
-            continue
-        done = _list_simulation(sms, g, d, t_gu, t_dn, 40)
-        measured = (done[38] - done[8]) / 30
-        if measured < 1.05 * plain:
-            continue
-        errs.append(max(float(held_period(g, d, t_gu, t_dn, sms)), plain) / measured - 1)
-        plain_errs.append(plain / measured - 1)
-    assert max(abs(e) for e in errs) < 0.2 and np.mean(np.abs(errs)) < 0.08
-    assert np.mean(np.abs(plain_errs)) > 0.3
+    r = compare(40, 0)
+    assert r["held_max"] < 0.2 and r["held_mean"] < 0.08 and r["plain_mean"] > 0.3
     narrow = float(held_period(8, 112, 92.0, 6.0, 100))
+    assert narrow == pytest.approx(simulated_period(100, 8, 112, 92.0, 6.0), rel=0.15)
     assert narrow > 3 * (8 * 92.0 + 112 * 6.0) / 100
     assert float(held_period(64, 112, 92.0, 28.0, 100)) == 0.0  # kimi-k2's items: plain holds
 
