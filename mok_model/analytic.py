@@ -330,7 +330,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws,
                           wgrad_experts=active / M)
     # per minibatch: the tiles' time, or the period the in-order work list holds the SMs for
-    c = np.maximum(ffn, list_period(scn, p, row_tiles / M, cx)) + p["minibatch_overhead_us"] * US
+    held = np.maximum(ffn, list_period(scn, p, row_tiles / M, cx))
+    c = held + p["minibatch_overhead_us"] * US
     ns, sw = shared_section(scn)
     if ns:
         n_tok = scn.tokens * ns
@@ -513,7 +514,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     finite_total = total
     total = np.where(overflow, np.inf, total)
     work = {"dispatch": at(M * d, slow), "combine": at(M * kk, slow),
-            "routed_gemm": at(M * ffn, slow), "shared_expert": at(shared, slow),
+            "routed_gemm": at(M * held, slow), "list_hold": at(M * (held - ffn), slow),
+            "shared_expert": at(shared, slow),
             "signals": at(M * (sig_dispatch + np.where(kpush, 0.0, remote_wait)) + sig_end, slow)}
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),

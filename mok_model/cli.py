@@ -268,7 +268,7 @@ def _asdict(obj) -> dict:
 
 
 def cmd_predict(a, engine: str) -> int:
-    from .predict import predict
+    from .predict import add_notes, predict
 
     choice("--system", SYSTEMS, a.system)
     if engine == "sim":
@@ -297,6 +297,7 @@ def cmd_predict(a, engine: str) -> int:
             pred = simulate(scn, tuned.config if tuned else None, a.system, params, trace=a.trace,
                             schedule=a.schedule)
         pred.tuned = tuned.tuned if tuned else []
+        add_notes(pred, params)
     else:
         pred = predict(scn, knobs, a.system, params, engine)
     pred.with_band(params)

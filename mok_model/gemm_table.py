@@ -67,7 +67,7 @@ from __future__ import annotations
 import json
 import math
 from dataclasses import dataclass, field
-from functools import lru_cache
+from functools import cached_property, lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -128,9 +128,10 @@ class GemmTable:
             ys = [float(np.mean([y for x2, y in xy if x2 == x])) for x in xs]
             self._curves[shape] = (np.array(xs), np.array(ys))
 
-    @property
+    @cached_property
     def uses_mechanism(self) -> bool:
-        """Whether lookups go through the phase mechanism (see the module docstring)."""
+        """Whether lookups go through the phase mechanism (see the module docstring); computed
+        once (the analytic model asks for every configuration)."""
         return self.mechanism is not None and all("mech" in p and "measured_ms" in p
                                                   for p in self.points)
 

@@ -150,13 +150,36 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
     else:
         pred = analytic_baseline(scenario, system, p)
     pred.tuned = tuned
-    if system == "mok":   # a GEMM shape the table never measured; our kernel's zero slot
+    return add_notes(pred, p)
+
+
+def add_notes(pred: Prediction, p: Params) -> Prediction:
+    """Append the notes of the parameters and the pass to a prediction (either engine): for MoK,
+    a GEMM shape the table never measured and the in-order list's hold; an older parameters
+    file's parameters that took their prior."""
+    notes = []
+    if pred.system == "mok":
         from .gemm_table import unmeasured_shape_note
-        notes = [unmeasured_shape_note(p.gemm_table, scenario)]
-        pred.extra["notes"] = list(pred.extra.get("notes", [])) + [n for n in notes if n]
-    if p.filled_note():  # an older parameters file: say which parameters took their prior
-        pred.extra["notes"] = list(pred.extra.get("notes", [])) + [p.filled_note()]
+        notes += [unmeasured_shape_note(p.gemm_table, pred.scenario),
+                  list_hold_note(pred, pred.config, p)]
+    notes.append(p.filled_note())
+    pred.extra["notes"] = list(pred.extra.get("notes", [])) + [n for n in notes if n]
     return pred
+
+
+def list_hold_note(pred: Prediction, config: Config, p: Params) -> str | None:
+    """A note where the kernel's in-order work list holds the compute SMs past the GEMM tiles'
+    time for more than 5% of the pass (analytic.list_period; the analytic terms' list_hold,
+    which the simulator's GEMMs include too)."""
+    hold = pred.work_ms.get("list_hold")
+    if hold is None:
+        hold = _ms(mok_config_terms(pred.scenario, p, config, False)["work"]["list_hold"][0])
+    if not hold > 0.05 * pred.latency_ms:
+        return None
+    return (f"at minibatch {config.minibatch} the kernel's in-order work list holds the compute SMs "
+            f"{hold:.3f} ms past the GEMM tiles' time: each minibatch has few long gate/up items "
+            f"ahead of many short down items that wait for them (docs/calibration.md \"The "
+            f"in-order list\"); larger minibatches take fewer such steps")
 
 
 def best_baseline(scenario: Scenario, params: Params | str | None = None,

@@ -574,3 +574,12 @@ def test_the_model_charges_the_list_period_to_narrow_experts_at_small_minibatche
     small = mok_terms(scn, p, minibatch=np.array([512]), **cfg)["total"]
     whole = mok_terms(scn, p, minibatch=np.array([16384]), **cfg)["total"]
     assert float(small.max()) > 1.5 * float(whole.max())
+    # predict and simulate say so in a note, and the hold is part of the routed GEMMs' time
+    knobs = dict(dispatch="pull", combine="push", comm_sms=32, capacity=1.0)
+    for engine in ("analytic", "sim"):
+        held = predict(scn, Config(minibatch=512, **knobs), params=p, engine=engine)
+        assert any("in-order work list" in n for n in held.notes()), held.notes()
+        free = predict(scn, Config(minibatch=16384, **knobs), params=p, engine=engine)
+        assert not any("in-order work list" in n for n in free.notes())
+    a = predict(scn, Config(minibatch=512, **knobs), params=p)
+    assert 0 < a.work_ms["list_hold"] < a.work_ms["routed_gemm"]
