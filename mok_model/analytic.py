@@ -29,6 +29,7 @@ import numpy as np
 
 from .errors import MokInputError
 from .gemm_table import gemm_efficiency
+from .gemm_table import held_period, row_tile_items
 from .gemm_table import list_period as list_period_of_table
 from .params import Params
 from .scenario import ELEMENT_BYTES, QUANTIZE_BYTES, Config, Scenario
@@ -568,12 +569,23 @@ def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) ->
 def list_period(scn: Scenario, p: Params, row_tiles, compute_sms) -> np.ndarray:
     """Seconds per minibatch of `row_tiles` routed row tiles that the kernel's in-order work list
     holds `compute_sms` SMs for, where it binds, else 0 (gemm_table.list_period: few long gate/up
-    items ahead of many short down items). Only for our kernel's counter (wave_sync 0) and where
-    the parameters carry a GEMM table with its phase mechanism."""
+    items ahead of many short down items). Only for our kernel's counter (wave_sync 0), forward.
+    Item times from the parameters' GEMM table's phase mechanism where it has one for the pass
+    and precision; else (h200-hgx8, FP8) the tiles' rate at gemm_eff (fp8_gemm_eff), no per-item
+    cost."""
     t = p.gemm_table
-    if t is None or p["wave_sync"] >= 0.5:
+    if p["wave_sync"] >= 0.5 or scn.pass_ != "fwd":
         return np.zeros(np.broadcast(row_tiles, compute_sms).shape)
-    return list_period_of_table(t, scn, row_tiles, compute_sms, p["sm_scaling"])
+    if t is not None and t.uses_mechanism and t.covers(scn):
+        return list_period_of_table(t, scn, row_tiles, compute_sms, p["sm_scaling"])
+    # no measured mechanism: the items at the tiles' rate (gemm_eff), without a per-item cost
+    hw, S = scn.hardware, scn.hardware.sms
+    used = np.asarray(compute_sms, dtype=np.float64)
+    eff = p["fp8_gemm_eff"] if scn.precision == "fp8" else gemm_efficiency(p, scn)[0]
+    rate = hw.tflops(scn.precision) * 1e12 / S * eff * (S / used) ** (1.0 - p["sm_scaling"])
+    (n_gu, f_gu), (n_dn, f_dn) = row_tile_items(scn, scn.model.expert_width)
+    rt = np.asarray(row_tiles, dtype=np.float64)
+    return held_period(rt * n_gu, rt * n_dn, f_gu / rate, f_dn / rate, used)
 
 
 def pull_scan_chunks(scn: Scenario, p: Params, M, comm_sms) -> np.ndarray:

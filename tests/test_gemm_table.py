@@ -562,13 +562,20 @@ def test_the_model_charges_the_list_period_to_narrow_experts_at_small_minibatche
     from mok_model.analytic import list_period
     from mok_model.gemm_table import list_period as table_list_period
 
-    p = read_params(Path(__file__).resolve().parents[1] / "mok_model" / "params" / "h200-1.json")
+    params_dir = Path(__file__).resolve().parents[1] / "mok_model" / "params"
+    p = read_params(params_dir / "h200-1.json")
     narrow = load_model(str(Path(__file__).resolve().parents[1] / "calibration" / "drawn_shapes"
                             / "seed3" / "syn3-h7168-i256-e256-k5-s1.toml"))
     scn = Scenario(load_hardware("h200-1"), narrow, 32, 2560)
     assert float(list_period(scn, p, 4.0, 100.0)) > 30e-6
     assert float(list_period(scn, p, 100.0, 100.0)) == 0.0
     assert float(table_list_period(GemmTable("h200-1", (pt(64, 0.5),)), scn, 4.0, 100.0)) == 0.0
+    # without a measured mechanism (real GPUs: h200-hgx8) the items run at gemm_eff's rate; the
+    # published design (wave_sync 1: gb300-nvl72) has no such list
+    real = Scenario(load_hardware("h200-hgx8"), narrow, 8, 2560)
+    assert float(list_period(real, read_params(params_dir / "h200-hgx8.json"), 4.0, 100.0)) > 30e-6
+    gb = Scenario(load_hardware("gb300-nvl72"), narrow, 8, 2560)
+    assert float(list_period(gb, read_params(params_dir / "gb300-nvl72.json"), 4.0, 100.0)) == 0.0
     cfg = dict(dispatch_push=np.array([False]), combine_push=np.array([True]),
                comm_sms=np.array([32]), macrobatch=np.array([131072]), capacity=1.0)
     small = mok_terms(scn, p, minibatch=np.array([512]), **cfg)["total"]
