@@ -127,6 +127,24 @@ def test_simulate_json_trace_and_schedule(tmp_path, capsys):
     assert code == 2 and "--schedule" in err
 
 
+def test_simulate_prints_the_notes_predict_prints(capsys):
+    """`mok simulate` and `mok predict` print the same MoK notes: a GEMM shape the table never
+    measured, and where the in-order work list holds the compute SMs (a narrow expert under a
+    wide H at 512-row minibatches)."""
+    shape = Path(__file__).resolve().parents[1] / "calibration" / "drawn_shapes" / "seed3" / \
+        "syn3-h7168-i256-e256-k5-s1.toml"
+    w = ["--hardware", "h200-1", "--model", str(shape), "--ep", "32", "--tokens", "768",
+         "--dispatch", "pull", "--combine", "push", "--minibatch", "512", "--comm-sms", "32"]
+    notes = {}
+    for cmd in ("predict", "simulate"):
+        code, out, _ = run(capsys, [cmd, *w, "--json"])
+        assert code == 0
+        notes[cmd] = json.loads(out)["notes"]
+    assert any("in-order work list" in n for n in notes["simulate"])
+    assert any("never measured" in n for n in notes["simulate"])
+    assert [n[:40] for n in notes["simulate"]] == [n[:40] for n in notes["predict"]]
+
+
 def test_device_jobs_import_without_simpy():
     """The GPU image has no SimPy: the kernel benchmarks and sweeps (and mok_model.cli, which they
     use) must import without it; only the simulator needs it."""
