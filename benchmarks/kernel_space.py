@@ -2,8 +2,8 @@
 
     python benchmarks/kernel_space.py calibration/runs/h200_space/space.jsonl
 
-Per model preset (or model file: its name) and token band (64-512 tokens per GPU: decode-size; 1K-8K), over the workloads
-of the records (EP x tokens x routing): the ratio best measured MoK configuration / GEMMs alone
+Per model preset (or model file: its name) and token band (64-512 tokens per GPU: decode-size;
+1K-8K), over the workloads of the records (EP x tokens x routing): the ratio best measured MoK configuration / GEMMs alone
 (both measured in the same run), its median and worst case, and how many workloads meet the
 issue's goal (<= 1.5x at 64-512 tokens, <= 1.2x at 1K-8K). The best is over the configurations
 the records hold (the space sweep times 4 per workload), so it is an upper bound on the tuned
@@ -22,9 +22,9 @@ import argparse
 import collections
 import sys
 
+from calibration.split import group_value
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
-from calibration.split import group_value
 from mok_model.records import hot_reproduced, read_records, todays_kernel
 
 BANDS = (("64-512", 0, 512, 1.5), ("1K-8K", 1024, 8192, 1.2))
@@ -39,8 +39,8 @@ def table(records: list[dict]) -> list[str]:
                 or not hot_reproduced(r)):
             continue
         ro = r["routing"]
-        key = (group_value(r, "model"), r["ep"], r["tokens"], ro["kind"], ro.get("arg"), ro.get("order"),
-               ro.get("draw"))
+        key = (group_value(r, "model"), r["ep"], r["tokens"], ro["kind"], ro.get("arg"),
+               ro.get("order"), ro.get("draw"))
         ms = r["latency_ms"]["median"]
         if r["system"] == "mok" and todays_kernel(r):
             best[key] = min(best.get(key, ms), ms)

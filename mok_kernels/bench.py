@@ -592,15 +592,15 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                       "pushed to the home slots, whatever dispatch/combine/macrobatch say")
         for sysname, fn in baselines:
             if sysname in systems:
-                ran: dict = {}
-                t = fn(wl, a.iters, a.warmup, ran) if sysname == "mok-gemm" else \
-                    fn(wl, a.iters, a.warmup)
                 if sysname == "mok-gemm":
+                    ran = {}
+                    t = fn(wl, a.iters, a.warmup, ran)
                     rec = make_record(system=sysname, knobs=GEMM_PHASE_KNOBS, times=t,
                                       breakdown={}, note=f"{note0}; {GEMM_PHASE_NOTE}; {cmd}",
                                       tiles=forward_tiles("bf16", wl, split_dn=ran["split_dn"]),
                                       **common)
                 else:
+                    t = fn(wl, a.iters, a.warmup)
                     rec = make_record(system=sysname, knobs=base_knobs, times=t, breakdown={},
                                       note=f"{note0}; knobs not used by this system; {cmd}",
                                       **common)

@@ -28,8 +28,7 @@ from statistics import NormalDist
 import numpy as np
 
 from .errors import MokInputError
-from .gemm_table import gemm_efficiency
-from .gemm_table import held_period, row_tile_items
+from .gemm_table import gemm_efficiency, items_period
 from .gemm_table import list_period as list_period_of_table
 from .params import Params
 from .scenario import ELEMENT_BYTES, QUANTIZE_BYTES, Config, Scenario
@@ -579,13 +578,8 @@ def list_period(scn: Scenario, p: Params, row_tiles, compute_sms) -> np.ndarray:
     if t is not None and t.uses_mechanism and t.covers(scn):
         return list_period_of_table(t, scn, row_tiles, compute_sms, p["sm_scaling"])
     # no measured mechanism: the items at the tiles' rate (gemm_eff), without a per-item cost
-    hw, S = scn.hardware, scn.hardware.sms
-    used = np.asarray(compute_sms, dtype=np.float64)
     eff = p["fp8_gemm_eff"] if scn.precision == "fp8" else gemm_efficiency(p, scn)[0]
-    rate = hw.tflops(scn.precision) * 1e12 / S * eff * (S / used) ** (1.0 - p["sm_scaling"])
-    (n_gu, f_gu), (n_dn, f_dn) = row_tile_items(scn, scn.model.expert_width)
-    rt = np.asarray(row_tiles, dtype=np.float64)
-    return held_period(rt * n_gu, rt * n_dn, f_gu / rate, f_dn / rate, used)
+    return items_period(scn, row_tiles, compute_sms, eff, p["sm_scaling"])
 
 
 def pull_scan_chunks(scn: Scenario, p: Params, M, comm_sms) -> np.ndarray:

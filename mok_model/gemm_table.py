@@ -42,8 +42,9 @@ items in waves of one per SM then a down item, or a gate/up item then the down i
 down item waits for its row tile's gate/up items; a phase of a few more items than SMs takes two
 item times, not 1.01: held out by model, the kernel's GEMM-phase times go from 5.05% to 4.75%
 mean error, max 64% to 53%: docs/calibration.md "Drawn shapes"); floored by the expert weights
-streamed from HBM at `hbm_gbps` (an expert's weight column block is read once per group of row tiles that run
-at the same time: group_m, else the SMs over the column blocks), plus `launch_us` per launch.
+streamed from HBM at `hbm_gbps` (an expert's weight column block is read once per group of row
+tiles that run at the same time: group_m, else the SMs over the column blocks), plus
+`launch_us` per launch.
 The launch is the GEMM-phase record's own (one graph-replayed kernel: its start and the ramp of
 its programs), not a GEMM's: a MoK pass pays its launch in its own terms (`launch`, `fixed`), so
 the table's GEMM time leaves it out (ratio = (measured - launch) / (mechanism - launch)); with it
@@ -482,19 +483,25 @@ def list_period(table: GemmTable, scn, row_tiles, sms, scaling: float = 1.0):
     narrow experts under a large H. Against an item-level simulation of the list on 300 drawn
     kernel shapes where it binds (`python -m calibration.list_check`) it is off by 6.2% on
     average, 17.3% at most; the plain total by 36.6% and 84.4% (docs/calibration.md "The
-    in-order list"). Item times are the mechanism's on `sms` SMs times the table's residual at the shape;
-    a table without a mechanism, or outside its pass and precision, gives 0."""
+    in-order list"). Item times are the mechanism's on `sms` SMs times the table's residual at
+    the shape; a table without a mechanism, or outside its pass and precision, gives 0."""
     if not (table.uses_mechanism and table.covers(scn)):
         return np.zeros(np.broadcast(row_tiles, sms).shape)
-    mech, S = table.mechanism, scn.hardware.sms
+    mech = table.mechanism
+    return (items_period(scn, row_tiles, sms, mech["tensor_eff"], scaling, mech["item_us"] * 1e-6)
+            * _mechanism_inputs(table, scn)[1])
+
+
+def items_period(scn, row_tiles, sms, eff: float, scaling: float, item_s: float = 0.0):
+    """held_period for the routed row tiles of a minibatch on `sms` SMs, each item costing
+    `item_s` plus its FLOPs at `eff` of an SM's peak, (all / sms)^(1 - scaling) faster on fewer
+    SMs (list_period's mechanism rates, or the analytic model's gemm_eff)."""
+    S = scn.hardware.sms
     used = np.asarray(sms, dtype=np.float64)
-    rate = (mech["tensor_eff"] * scn.hardware.tflops(scn.precision) * 1e12 / S
-            * (S / used) ** (1.0 - scaling))
+    rate = eff * scn.hardware.tflops(scn.precision) * 1e12 / S * (S / used) ** (1.0 - scaling)
     (n_gu, f_gu), (n_dn, f_dn) = row_tile_items(scn, scn.model.expert_width)
-    t_gu = mech["item_us"] * 1e-6 + f_gu / rate
-    t_dn = mech["item_us"] * 1e-6 + f_dn / rate
     rt = np.asarray(row_tiles, dtype=np.float64)
-    return held_period(rt * n_gu, rt * n_dn, t_gu, t_dn, used) * _mechanism_inputs(table, scn)[1]
+    return held_period(rt * n_gu, rt * n_dn, item_s + f_gu / rate, item_s + f_dn / rate, used)
 
 
 def held_period(g, d, t_gu, t_dn, sms):

@@ -176,8 +176,8 @@ def list_hold_note(pred: Prediction, config: Config, p: Params) -> str | None:
         hold = _ms(mok_config_terms(pred.scenario, p, config, False)["work"]["list_hold"][0])
     if not hold > 0.05 * pred.latency_ms:
         return None
-    return (f"at minibatch {config.minibatch} the kernel's in-order work list holds the compute SMs "
-            f"{hold:.3f} ms past the GEMM tiles' time: each minibatch has few long gate/up items "
+    return (f"at minibatch {config.minibatch} the kernel's in-order work list holds the compute "
+            f"SMs {hold:.3f} ms past the GEMM tiles' time: each minibatch has few long gate/up items "
             f"ahead of many short down items that wait for them (docs/calibration.md \"The "
             f"in-order list\"); larger minibatches take fewer such steps")
 

@@ -409,18 +409,26 @@ def test_auto_layer_after_swept_layers_on_real_gpus(tmp_path):
     assert all(max(r["rel_err_vs_fp32"]) <= 2e-2 for r in recs)
 
 
+def _bench_mok_and_gemm_phases(tmp_path, model: str, ep: int, tokens: int, iters: int,
+                               warmup: int) -> dict:
+    """`mok bench --systems mok,mok-gemm` at the published default knobs (capacity 1.0): its
+    records by system."""
+    from mok_kernels.bench import cli
+    from mok_model.records import read_records
+    out = tmp_path / "runs.jsonl"
+    rc = cli(["--model", model, "--ep", str(ep), "--tokens", str(tokens), "--systems",
+              "mok,mok-gemm", "--dispatch", "pull", "--combine", "push", "--minibatch", "4096",
+              "--comm-sms", "32", "--capacity", "1.0", "--iters", str(iters), "--warmup",
+              str(warmup), "--out", str(out)])
+    assert rc == 0
+    return {r["system"]: r for r in read_records([out])}
+
+
 def test_bench_gemm_phases_record(tmp_path):
     """`mok bench --systems mok,mok-gemm`: the kernel's GEMM phases alone are recorded as a
     diagnostic with the knobs they ran, and take no longer than the whole pass (copies skipped)."""
-    from mok_kernels.bench import GEMM_PHASE_KNOBS, cli
-    from mok_model.records import read_records
-    out = tmp_path / "runs.jsonl"
-    rc = cli(["--model", "qwen3-30b-a3b", "--ep", "16", "--tokens", "1024", "--systems",
-              "mok,mok-gemm", "--dispatch", "pull", "--combine", "push", "--minibatch", "4096",
-              "--comm-sms", "32", "--capacity", "1.0", "--iters", "5", "--warmup", "2",
-              "--out", str(out)])
-    assert rc == 0
-    recs = {r["system"]: r for r in read_records([out])}
+    from mok_kernels.bench import GEMM_PHASE_KNOBS
+    recs = _bench_mok_and_gemm_phases(tmp_path, "qwen3-30b-a3b", 16, 1024, 5, 2)
     g, m = recs["mok-gemm"], recs["mok"]
     assert g["config"] == GEMM_PHASE_KNOBS and "DIAGNOSTIC" in g["note"] and g["tiles"]
     assert 0 < g["latency_ms"]["median"] <= 1.05 * m["latency_ms"]["median"]
@@ -429,15 +437,7 @@ def test_bench_gemm_phases_record(tmp_path):
 def test_bench_records_name_the_split_the_layer_ran(tmp_path):
     """A forward record's tiles say the down split the layer ran (mixtral-8x7b at EP 8 with 64
     tokens: the shape's 4, in the MoK and the GEMM-phase record alike)."""
-    from mok_kernels.bench import cli
-    from mok_model.records import read_records
-    out = tmp_path / "runs.jsonl"
-    rc = cli(["--model", "mixtral-8x7b", "--ep", "8", "--tokens", "64", "--systems",
-              "mok,mok-gemm", "--dispatch", "pull", "--combine", "push", "--minibatch", "4096",
-              "--comm-sms", "32", "--capacity", "1.0", "--iters", "3", "--warmup", "1",
-              "--out", str(out)])
-    assert rc == 0
-    recs = {r["system"]: r for r in read_records([out])}
+    recs = _bench_mok_and_gemm_phases(tmp_path, "mixtral-8x7b", 8, 64, 3, 1)
     assert recs["mok"]["tiles"]["split_dn"] == 4 and recs["mok-gemm"]["tiles"]["split_dn"] == 4
 
 
