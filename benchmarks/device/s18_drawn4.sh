@@ -7,11 +7,14 @@
 # the blind test of the in-order list's period (gemm_table.list_period). Untimed in parallel
 # first: one compile warm-up process per two shapes. Timed, alone: the sweep (each output checked
 # against float32 before it is timed), then the kernel's GEMM phases alone on the same workloads.
+# Run in session 19 (2026-12-01) with the bench GPU tests added to the untimed parallel stage.
 export PYTHONPATH=.
 T0=$(date +%s); R=/tmp/s19/r1; J=/tmp/junk1; mkdir -p $R $J
 { nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader; date -u; git log -1 --oneline; } > $R/gpu.txt 2>&1
 SH=$(ls calibration/drawn_shapes/seed4/*.toml | paste -sd,)
 A="--shapes $SH --per-shape 6 --tokens 192,640,1792,3584"
+# The bench GPU tests first (commit 8ed5e94 restructured run_grid's mok-gemm branch without a device).
+timeout 240 python3 -m pytest -q -rA tests/test_kernels_gpu.py -k bench > $R/t_bench.log 2>&1 &
 FILES=(${SH//,/ })
 for i in 0 2 4 6 8; do
   { timeout 200 python3 -m mok_kernels.space_sweep $A --models ${FILES[$i]},${FILES[$((i+1))]} \
