@@ -853,7 +853,9 @@ def _kernels() -> dict[str, Any]:
             waited = 0
             g = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
             while g < total:
-                g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
+                # the next item is claimed after this one's K loop (its latency hidden by the
+                # epilogue), not ahead of it: a claim held through a whole item would hand a
+                # second wave to programs already busy while comm programs that join find none
                 while g >= sec_end:
                     sec += 1
                     sec_start = sec_end
@@ -988,6 +990,7 @@ def _kernels() -> dict[str, Any]:
                                 bu = tl.load(wu_ptr + w_off + k0 * I)
                                 acc_g = tl.dot(a, bg, acc_g)
                                 acc_u = tl.dot(a, bu, acc_u)
+                    g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
                     if SAVE_GU:
                         # g and u for the backward, bf16, where its [dg|du] of this row go
                         gu_rows = (hrow0 + rm).to(tl.int64)[:, None] * (2 * I)
@@ -1073,6 +1076,7 @@ def _kernels() -> dict[str, Any]:
                             else:
                                 bw_d = wd_desc.load([e_d * I + k0, nb_d * BN_DN])
                             acc_d = tl.dot(a_d, bw_d, acc_d)
+                    g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
                     finish = True
                     if SPLIT > 1:
                         # park this slice's partial tile; the item that completes the block
