@@ -451,7 +451,9 @@ def phase_features(scn, tile: dict | None = None) -> dict:
         wbytes += 2.0 * (np.ceil(rt / reuse_gu).sum() * 2 * H * width
                          + np.ceil(rt / reuse_dn).sum() * H * width)
     return {"gu": gu, "dn": dn, "weight_bytes": float(wbytes), "sms": S,
-            "peak_tflops": hw.tflops(scn.precision)}
+            "peak_tflops": hw.tflops(scn.precision),
+            # an item's weight block: FLOPs / (2 block_m) elements of 2 bytes (BF16) or 1 (FP8)
+            "weight_bytes_per_flop": (1.0 if scn.precision == "fp8" else 2.0) / (2.0 * bm)}
 
 
 def row_tile_items(scn, width: int, tile: dict | None = None) -> tuple:
@@ -518,18 +520,33 @@ def mechanism_seconds(f: dict, mech: dict, sms=None, scaling: float = 1.0):
     """The phase mechanism's time of `f` (phase_features) with constants `mech` (MECHANISM), on
     all of the GPU's SMs, or on `sms` (a number or an array of them: the result has its shape):
     the items' total then spreads over those SMs, each faster by (all / sms)^(1 - scaling), and
-    the chain counts its waves in them."""
+    the chain counts its waves in them, the last wave's items at an SM's tensor peak or their
+    share of HBM, whichever is slower."""
     S = f["sms"]
     used = S if sms is None else np.asarray(sms, dtype=np.float64)
     rate = mech["tensor_eff"] * f["peak_tflops"] * 1e12 / S  # FLOP/s of one SM
     item = mech["item_us"] * 1e-6
-    total, longest, waves = 0.0, {}, {}
+    bw = mech["hbm_gbps"] * 1e9 if mech["hbm_gbps"] > 0 else np.inf
+    per_flop = f.get("weight_bytes_per_flop", 1.0 / DEFAULT_TILE["block_m"])  # BF16, 128 rows
+    total, times = 0.0, {}
     for phase in ("gu", "dn"):
-        longest[phase] = max([item + flops / rate for n, flops in f[phase] if n > 0], default=0.0)
         total += sum(n * (item + flops / rate) for n, flops in f[phase])
-        waves[phase] = np.ceil(sum(n for n, _ in f[phase]) / used)
-    chain = np.maximum(waves["gu"] * longest["gu"] + longest["dn"],
-                       longest["gu"] + waves["dn"] * longest["dn"])
+        n = sum(k for k, _ in f[phase])
+        if n <= 0:
+            times[phase] = (0.0, 0.0, 0.0)
+            continue
+        flops = max(fl for k, fl in f[phase] if k > 0)
+        waves = np.ceil(n / used)
+        tail = n - (waves - 1) * used
+        full = item + flops / rate
+        # the last wave's `tail` items run beside few others: at an SM's tensor peak or their
+        # share of HBM for their weight blocks, whichever is slower (never slower than a full
+        # wave's item)
+        alone = np.maximum(item + flops / (rate / mech["tensor_eff"]), tail * flops * per_flop / bw)
+        times[phase] = (full, np.minimum(full, alone), waves)
+    (full_gu, last_gu, waves_gu), (full_dn, last_dn, waves_dn) = times["gu"], times["dn"]
+    chain = np.maximum((waves_gu - 1) * full_gu + last_gu + last_dn,
+                       last_gu + (waves_dn - 1) * full_dn + last_dn)
     compute = np.maximum(total / S * (S / used) ** scaling, chain)
     stream = f["weight_bytes"] / (mech["hbm_gbps"] * 1e9) if mech["hbm_gbps"] > 0 else 0.0
     out = np.maximum(compute, stream) + mech["launch_us"] * 1e-6

@@ -368,20 +368,34 @@ def test_phase_mechanism_counts_items_waves_and_weight_reads():
 
 
 def test_the_chain_counts_its_waves_and_a_few_items_take_as_long_on_fewer_sms():
-    """A phase of a few more items than SMs takes two item times, not 1.01 of one; on fewer SMs
-    (the compute SMs beside the comm SMs) a chain-bound pass (a few items) takes as long as on
-    all, while a pass of many items is slower by (all / used)^scaling, the analytic model's
-    sm_scaling, and eff_on gives the analytic model exactly that time."""
+    """A phase of a few more items than SMs takes two item times, not 1.01 of one, the last
+    wave's items at an SM's tensor peak or their share of HBM, whichever is slower (never slower
+    than a full wave's); on fewer SMs (the compute SMs beside the comm SMs) a chain-bound pass (a
+    few items) takes as long as on all, while a pass of many items is slower by
+    (all / used)^scaling, the analytic model's sm_scaling, and eff_on gives the analytic model
+    exactly that time."""
     from mok_model.gemm_table import eff_on
 
+    f_gu, f_dn = 2.0 * 128 * 256 * 4096, 2.0 * 128 * 256 * 2048
+
     def phases(n_gu, n_dn):
-        return {"gu": [[n_gu, 2.0 * 128 * 256 * 4096]], "dn": [[n_dn, 2.0 * 128 * 256 * 2048]],
+        return {"gu": [[n_gu, f_gu]], "dn": [[n_dn, f_dn]],
                 "weight_bytes": 0.0, "sms": 132, "peak_tflops": 989.0}
     bare = {**MECH, "hbm_gbps": 0.0, "launch_us": 0.0}
     one, two = mechanism_seconds(phases(132, 1), bare), mechanism_seconds(phases(133, 1), bare)
-    rate = 0.6 * 989e12 / 132
-    gu, dn = 2e-6 + 2.0 * 128 * 256 * 4096 / rate, 2e-6 + 2.0 * 128 * 256 * 2048 / rate
-    assert one == pytest.approx(gu + dn) and two == pytest.approx(2 * gu + dn)
+    rate, peak = 0.6 * 989e12 / 132, 989e12 / 132
+    gu, dn = 2e-6 + f_gu / rate, 2e-6 + f_dn / rate
+    gu_alone, dn_alone = 2e-6 + f_gu / peak, 2e-6 + f_dn / peak
+    # one full wave: the items' total over the SMs; a 133rd item: a second gate/up item alone
+    assert one == pytest.approx(gu + dn / 132) and two == pytest.approx(gu + gu_alone + dn_alone)
+    # a tail of 50 items sharing a slow HBM: their share of it (BF16 weights, 128 rows a tile),
+    # capped at a full wave's item time
+    hbm = {**bare, "hbm_gbps": 2000.0}
+    share = 50 * f_gu / 128 / 2000e9
+    assert gu_alone < share < gu
+    assert mechanism_seconds(phases(182, 1), hbm) == pytest.approx(gu + share + dn_alone)
+    assert mechanism_seconds(phases(182, 1), {**bare, "hbm_gbps": 100.0}) == pytest.approx(
+        2 * gu + dn_alone)
     few = phases(20, 40)
     assert mechanism_seconds(few, bare, 68, 0.7) == pytest.approx(mechanism_seconds(few, bare))
     many = phases(20000, 40000)
