@@ -41,7 +41,9 @@ phases take the larger of the items' total over the SMs and the chain of one pas
 items in waves of one per SM then a down item, or a gate/up item then the down items in waves (a
 down item waits for its row tile's gate/up items; a phase of a few more items than SMs takes two
 item times, not 1.01: held out by model, the kernel's GEMM-phase times go from 5.05% to 4.75%
-mean error, max 64% to 53%: docs/calibration.md "Drawn shapes"); floored by the expert weights
+mean error, max 64% to 53%: docs/calibration.md "Drawn shapes"; the last wave's few items run at
+an SM's tensor peak or their share of HBM for their weight blocks, whichever is slower, never
+slower than a full wave's: 4.75% to 4.62%, "The chain's last wave"); floored by the expert weights
 streamed from HBM at `hbm_gbps` (an expert's weight column block is read once per group of row
 tiles that run at the same time: group_m, else the SMs over the column blocks), plus
 `launch_us` per launch.
