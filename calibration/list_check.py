@@ -1,11 +1,12 @@
 """The in-order work list's period: the closed form against an item-level simulation of the list.
 
-    python -m calibration.list_check --draws 300 --seed 11
+    python -m calibration.list_check --draws 300 --seed 11 [--lag 2]
 
 mok_model/gemm_table.py `list_period` (held_period) gives the seconds per minibatch that the
 megakernel's in-order work list allows in closed form. This tool draws kernel-shaped work (H,
 I, row tiles per minibatch, compute SMs; item times at one SM's rate), simulates the list item
-by item (`simulate`: gate/up of minibatch 0, then gate/up of i+1 before down of i, each item to
+by item (`simulate`: gate/up of minibatch 0, then gate/up of i+1 before down of i (--lag L: of
+i+L before down of i), each item to
 the SM that frees first, a down item holding its SM until its minibatch's gate/up items are
 done), keeps the draws where the list binds (the simulated period at least 5% over the items'
 plain total over the SMs), and prints the mean and max error of the closed form and of the plain
@@ -28,9 +29,11 @@ ITEM_US = 3.0               # an item's fixed cost (the phase mechanism's item_u
 MAX_DRAWS = 5000            # a few seconds per hundred draws
 
 
-def simulate(sms: int, g: int, d: int, t_gu: float, t_dn: float, minibatches: int) -> list[float]:
+def simulate(sms: int, g: int, d: int, t_gu: float, t_dn: float, minibatches: int,
+             lag: int = 1) -> list[float]:
     """When each minibatch's down items are done, for g gate/up items of t_gu and d down items
-    of t_dn per minibatch on `sms` SMs taking items from the list in order."""
+    of t_dn per minibatch on `sms` SMs taking items from the list in order (minibatch i's down
+    items after minibatch i+lag's gate/up items)."""
     free = [0.0] * sms
     heapq.heapify(free)
 
@@ -41,19 +44,19 @@ def simulate(sms: int, g: int, d: int, t_gu: float, t_dn: float, minibatches: in
             heapq.heappush(free, f)
             last = max(last, f)
         return last
-    gu_done = [take(g, t_gu, 0.0)]
+    gu_done = [take(g, t_gu, 0.0) for _ in range(min(lag, minibatches))]
     dn_done = []
-    for i in range(minibatches - 1):
-        gu_done.append(take(g, t_gu, 0.0))
+    for i in range(minibatches):
+        if i + lag < minibatches:
+            gu_done.append(take(g, t_gu, 0.0))
         dn_done.append(take(d, t_dn, gu_done[i]))
-    dn_done.append(take(d, t_dn, gu_done[-1]))
     return dn_done
 
 
-def simulated_period(sms: int, g: int, d: int, t_gu: float, t_dn: float) -> float:
+def simulated_period(sms: int, g: int, d: int, t_gu: float, t_dn: float, lag: int = 1) -> float:
     """The list's mean period per minibatch over minibatches 8-38 of 40 (past the pipeline's
     fill; the period is not steady from one minibatch to the next)."""
-    done = simulate(sms, g, d, t_gu, t_dn, 40)
+    done = simulate(sms, g, d, t_gu, t_dn, 40, lag)
     return (done[38] - done[8]) / 30
 
 
@@ -68,8 +71,9 @@ def draw(rng: np.random.Generator) -> tuple[int, int, int, float, float]:
     return sms, g, d, t_gu, t_dn
 
 
-def compare(draws: int, seed: int) -> dict:
-    """Errors of held_period and of the plain total against the simulation, where it binds."""
+def compare(draws: int, seed: int, lag: int = 1) -> dict:
+    """Errors of held_period and of the plain total against the simulation, where it binds,
+    for a work list of lag `lag`."""
     from mok_model.gemm_table import held_period
 
     rng = np.random.default_rng(seed)
@@ -79,10 +83,10 @@ def compare(draws: int, seed: int) -> dict:
         if g + d > 4 * sms:          # many waves of items: the plain total holds
             continue
         total = (g * t_gu + d * t_dn) / sms
-        sim = simulated_period(sms, g, d, t_gu, t_dn)
+        sim = simulated_period(sms, g, d, t_gu, t_dn, lag)
         if sim < 1.05 * total:
             continue
-        held.append(max(float(held_period(g, d, t_gu, t_dn, sms)), total) / sim - 1)
+        held.append(max(float(held_period(g, d, t_gu, t_dn, sms, lag)), total) / sim - 1)
         plain.append(total / sim - 1)
     h, p = np.abs(held), np.abs(plain)
     return {"draws": draws, "held_mean": float(h.mean()), "held_max": float(h.max()),
@@ -95,6 +99,8 @@ def main(argv: list[str] | None = None) -> int:
     p = doc_parser("python -m calibration.list_check", __doc__)
     p.add_argument("--draws", type=int_at_least(1), default=300)
     p.add_argument("--seed", type=int_at_least(0), default=11)
+    p.add_argument("--lag", type=int_at_least(1), default=1,
+                   help="the work list's lag (KernelConfig.list_lag), 1-8")
     return run_tool(p, _run, argv)
 
 
@@ -103,8 +109,10 @@ def _run(a: argparse.Namespace) -> int:
 
     if a.draws > MAX_DRAWS:
         raise MokInputError(f"--draws {a.draws}: at most {MAX_DRAWS}")
-    r = compare(a.draws, a.seed)
-    print(f"{r['draws']} drawn kernel shapes where the list binds (seed {a.seed}):")
+    if a.lag > 8:
+        raise MokInputError(f"--lag {a.lag}: at most 8 (KernelConfig.list_lag)")
+    r = compare(a.draws, a.seed, a.lag)
+    print(f"{r['draws']} drawn kernel shapes where the list of lag {a.lag} binds (seed {a.seed}):")
     print(f"  closed form (held_period): mean error {100 * r['held_mean']:.1f}%, "
           f"max {100 * r['held_max']:.1f}%")
     print(f"  items' plain total:        mean error {100 * r['plain_mean']:.1f}%, "

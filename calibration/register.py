@@ -37,7 +37,7 @@ from mok_model.sim import simulate
 
 def read_plan(path: str, hardware: str) -> list[dict]:
     """The planned MoK records of a --plan file (JSON lines with model, ep, tokens, routing and
-    config, optionally pass and precision), each checked as the model reads it; a bad line stops
+    config, optionally pass, precision and tiles), each checked as the model reads it; a bad line stops
     the reader with its file and line."""
     if not os.path.isfile(path):
         raise MokInputError(f"--plan {path!r}: no such file")
@@ -86,12 +86,14 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
                 "hardware": {"preset": a.hardware}}
         if a.gpus:
             out.append(base | {"system": "nccl-torch", "config": {}})
-        for d, c, mb, cs in itertools.product(a.dispatch.split(","), a.combine.split(","),
-                                              number_list(a.minibatch, "--minibatch"),
-                                              number_list(a.comm_sms, "--comm-sms")):
+        for d, c, mb, cs, lag in itertools.product(a.dispatch.split(","), a.combine.split(","),
+                                                   number_list(a.minibatch, "--minibatch"),
+                                                   number_list(a.comm_sms, "--comm-sms"),
+                                                   number_list(a.list_lag, "--list-lag")):
             cfg = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs, macrobatch=a.macrobatch,
                        capacity=a.capacity)
-            out.append(base | {"system": "mok", "config": cfg})
+            out.append(base | {"system": "mok", "config": cfg}
+                       | ({"tiles": {"list_lag": lag}} if lag != 1 else {}))
     return out
 
 
@@ -117,6 +119,7 @@ def register(a: argparse.Namespace) -> int:
                          "ep": rec["ep"], "tokens": rec["tokens"], "routing": rec["routing"],
                          "pass": rec["pass"], "precision": rec["precision"],
                          "config": rec["config"], "hardware": a.hardware,
+                         **({"tiles": rec["tiles"]} if rec.get("tiles") else {}),
                          "params": str(params_path.relative_to(PARAMS_DIR.parent.parent)),
                          "predicted_ms": pred.latency_ms,
                          "registered": datetime.now(timezone.utc).isoformat(timespec="seconds")})
@@ -148,6 +151,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--comm-sms", default="32")
     p.add_argument("--macrobatch", type=int_at_least(1), default=131072)
     p.add_argument("--capacity", type=capacity_arg, default=1.0)
+    p.add_argument("--list-lag", default="1", help="comma list of the work list's lag (mok bench "
+                   "--list-lag; a plan line may name it in its `tiles`)")
     p.add_argument("--out", required=True)
     return run_tool(p, register, argv)
 

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from mok_model.errors import MokInputError
 from mok_model.fileio import read_json_lines
-from mok_model.records import model_key, read_records
+from mok_model.records import model_key, read_records, record_list_lag
 
 from .fit import workload_key
 from .noise import pick_key
@@ -64,7 +64,8 @@ def _run_key(p: dict) -> tuple:
     routing = p.get("routing") or {"kind": "uniform"}
     cfg = (p.get("config") or {}) if p["system"] == "mok" else {}
     return (p["system"], model_key(p), p["ep"], p["tokens"], routing["kind"], routing.get("arg"),
-            p.get("pass", "fwd"), p.get("precision", "bf16"), *(cfg.get(k) for k in _KNOBS))
+            p.get("pass", "fwd"), p.get("precision", "bf16"), *(cfg.get(k) for k in _KNOBS),
+            record_list_lag(p | {"pass": p.get("pass", "fwd")}))
 
 
 def match(preds: list[dict], runs: list[dict]) -> list[tuple[dict, dict]]:

@@ -101,6 +101,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "'default' or field=value,... of backward.BackwardTiles (e.g. "
                         "'default;w_flat=1;w_flat=1,a_fuse_gu=1,bn_x=256'; diag=1/2/3 skip the "
                         "W / X items, for timing only: those records are marked diagnostic)")
+    p.add_argument("--list-lag", default="1",
+                   help="forward: comma list of the work list's lag (KernelConfig.list_lag, 1-8): "
+                        "minibatch i's down items after minibatch i+lag's gate/up items")
     p.add_argument("--out", required=True, help="RUNS.jsonl to append records to")
     p.add_argument("--note", default="", help="extra text for each record's note")
     p.add_argument("--auto", action="store_true",
@@ -171,6 +174,15 @@ def _check_args(a: argparse.Namespace) -> None:
                                f"divide over {a.gpus} GPUs")
     if a.timeout < 10:
         raise BadInput(f"--timeout {a.timeout}: must be >= 10 seconds")
+    for v in a.list_lag.split(","):
+        if not (v.isdigit() and 1 <= int(v) <= 8):
+            raise BadInput(f"--list-lag {v!r}: an integer from 1 to 8 is required")
+    if a.list_lag != "1" and a.pass_ == "bwd":
+        raise BadInput(f"--list-lag {a.list_lag} with --pass bwd: the backward kernel's list has "
+                       f"no lag (leave it at 1)")
+    if a.list_lag != "1" and a.gpus:
+        raise BadInput(f"--list-lag {a.list_lag} with --gpus: the real-GPU bench does not sweep "
+                       f"the lag yet (leave it at 1)")
     if a.bwd_tiles != "default":
         if a.pass_ != "bwd":
             raise BadInput("--bwd-tiles is for --pass bwd")
@@ -291,6 +303,8 @@ def forward_tiles(precision: str, wl: "Workload", group: bool = False,
     out["group_m"] = cfg.group_m or forward_group_m(sh.inter, cfg.bn_gu, cfg.block_k)
     if cfg.tma_a and precision == "bf16":      # named only when on: older records ran without
         out["tma_a"] = 1
+    if cfg.list_lag != 1:                      # named only when not 1, as tma_a
+        out["list_lag"] = cfg.list_lag
     split = cfg.split_dn or (1 if group else forward_split_dn(
         wl.tokens, sh.topk, sh.experts, wl.ep, sh.hidden, sh.inter, cfg.block_m, cfg.bn_dn,
         precision))
@@ -613,11 +627,12 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
         swept: dict[str, list[float]] = {pr: [] for pr in a.precision.split(",")}
         variants = [(pr, v) for pr in a.precision.split(",")
                     for v in (a.fp8_kernel.split(",") if pr == "fp8" else [None])]
-        for (prec, f8v), d, c, mb, cs, mac, cap, bt in itertools.product(
+        for (prec, f8v), d, c, mb, cs, mac, cap, bt, lag in itertools.product(
                 variants, a.dispatch.split(","), a.combine.split(","),
                 _ints(a.minibatch), _ints(a.comm_sms), a.macrobatch.split(","),
-                _floats(a.capacity), a.bwd_tiles.split(";") if bwd else ["default"]):
-            f8tiles = fp8_variant_tiles(f8v)
+                _floats(a.capacity), a.bwd_tiles.split(";") if bwd else ["default"],
+                _ints(a.list_lag, "--list-lag")):
+            opts = fp8_variant_tiles(f8v) | ({"list_lag": lag} if lag != 1 else {})
             knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                          macrobatch=macro_rows(mac, wl), capacity=cap)
             ran: dict = {}
@@ -627,7 +642,7 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                                         bt)
                 else:
                     t, bd = run_mok(wl, knobs, a.iters, a.warmup, not a.no_graph, a.breakdown,
-                                    ran, precision=prec, **f8tiles)
+                                    ran, precision=prec, **opts)
             except RuntimeError as exc:
                 log(f"{model} ep{ep} n{tokens} {knobs}: FAILED {exc}")
                 continue
@@ -644,13 +659,14 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                                    (f"fp8 kernel {f8v}; " if f8v else "") + tl_note +
                                    f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
                               precision=prec, tiles=backward_tiles(bt) if bwd else
-                              forward_tiles(prec, wl, split_dn=ran["split_dn"], **f8tiles),
+                              forward_tiles(prec, wl, split_dn=ran["split_dn"], **opts),
                               **common)
             append_records(a.out, [rec])
             recs.append(rec)
             swept[prec].append(rec["latency_ms"]["median"])
             log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} mok {prec}{'-' + f8v if f8v else ''} "
                 f"{d}/{c} mb{mb} c{cs} " + (f"[{bt}] " if bwd and bt != "default" else "") +
+                (f"lag{lag} " if lag != 1 else "") +
                 f"r{knobs['macrobatch']} {rec['latency_ms']['median']:.3f} ms "
                 f"{wl.flops() / rec['latency_ms']['median'] / 1e9:.0f} TF/s")
         for prec in a.precision.split(",") if a.auto else []:

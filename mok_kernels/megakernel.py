@@ -13,10 +13,12 @@ Roles. Program ids < comm_sms are communication programs, the rest compute progr
   gate/up tiles that read them (back-pressure of the ring buffer).
 - Compute takes items from one atomic work counter, in a fixed list order: gate/up tiles of the
   shared expert, gate/up of minibatch 0, down of the shared expert, gate/up of minibatch 1, down
-  of minibatch 0, ... Gate/up items wait (acquire) for their minibatch's ready signal(s); down
+  of minibatch 0, ... (``list_lag`` L: the down items of minibatch i come after the gate/up items
+  of minibatch i + L). Gate/up items wait (acquire) for their minibatch's ready signal(s); down
   items wait for all gate/up tiles of their row tile. Every dependency points backwards in the
-  list and every taken item belongs to a running program, so the walk cannot deadlock. With push
-  combine the comm programs join this walk once their dispatch is done (``join``).
+  list and every taken item belongs to a running program, so the walk cannot deadlock. A program
+  claims its next item after the current item's K loop. With push combine the comm programs
+  join this walk once their dispatch is done (``join``).
 - Gate and up weights are packed interleaved per BN_GU-column block, so one (BK x 2*BN_GU) tile
   and one tensor-core instruction per k-step feed both (``fuse_gu``).
 - Combine, push: down tiles store their rows straight into the home combine buffer slot
@@ -101,6 +103,11 @@ class KernelConfig:
                                     # (decode sizes, few wide experts). BF16 only; an fp32
                                     # workspace of every tile's blocks x slices. None: chosen
                                     # from the shape (tiles.py forward_split_dn; 1 in group mode)
+    list_lag: int = 1               # the work list puts minibatch i's down items after the
+                                    # gate/up items of minibatch i + list_lag (1: right after
+                                    # i+1's); a larger lag lets a down item find its row tile's
+                                    # gate/up items done instead of holding its SM waiting
+                                    # (narrow experts under a large H: gemm_table.list_period)
     group_m: int | None = None      # gate/up tiles taken in groups of group_m row tiles, column
                                     # by column, so a weight column block is read once per group
                                     # from HBM (1: row tile by row tile); the same bits either way.
@@ -180,6 +187,9 @@ class KernelConfig:
         if (self.split_dn or 1) > 1 and self.precision != "bf16":
             raise ValueError(f"split_dn={self.split_dn} with precision {self.precision!r}: the "
                              f"down GEMM is split along K in BF16 only")
+        lag = self.list_lag
+        if isinstance(lag, bool) or not isinstance(lag, int) or not 1 <= lag <= 8:
+            raise ValueError(f"list_lag={lag!r}: an integer from 1 to 8 is required")
         g = self.group_m
         if g is not None and (isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= 64):
             raise ValueError(f"group_m={g!r}: an integer from 1 to 64 is required (None: chosen)")
@@ -660,6 +670,7 @@ def _kernels() -> dict[str, Any]:
         F8V: tl.constexpr = 1,   # FP8 kernel version: 1, 2, 3 (KernelConfig.fp8_kernel)
         SAVE_GU: tl.constexpr = False,   # store g and u for the backward (save_for_backward)
         GM: tl.constexpr = 1,   # gate/up items in groups of GM row tiles, column-major (group_m)
+        LAG: tl.constexpr = 1,  # down items of minibatch i after gate/up of i + LAG (list_lag)
         TMA_A: tl.constexpr = 0,   # BF16 A tiles through TMA: 1 = h rows (down), 2 = h rows
                                    # and routed ring rows (gate/up; the ring never wraps)
         SPLIT: tl.constexpr = 1,   # down items split along K (split_dn): SPLIT slices per
@@ -839,7 +850,8 @@ def _kernels() -> dict[str, Any]:
         if (pid >= COMM) | ((JOIN != 0) & (PULL_COMBINE == 0)):
             # ---------------- compute (comm programs join once dispatch is done) ----------------
             # Items are taken from one atomic counter in list order: sections
-            # gu(0=shared), dn(-1), gu(1), dn(0), gu(2), dn(1), ... ; batch b>=1 is minibatch b-1.
+            # gu(0=shared), dn(-LAG), gu(1), dn(1-LAG), gu(2), dn(2-LAG), ... (LAG 1: gu(0), dn(-1),
+            # gu(1), dn(0), gu(2), dn(1), ...); batch b>=1 is minibatch b-1, empty sections skipped.
             # Without a shared expert its sections are empty (the epilogue reads no shared output).
             ns_tiles = tl.where(HAS_SHARED != 0, (NS + BM - 1) // BM, 0)
             tiles_used = tl.load(mb_tile_ptr + nmb)
@@ -859,7 +871,7 @@ def _kernels() -> dict[str, Any]:
                 while g >= sec_end:
                     sec += 1
                     sec_start = sec_end
-                    bb = sec // 2 - (sec % 2)          # batch of this section
+                    bb = sec // 2 - LAG * (sec % 2)    # batch of this section
                     bc = tl.minimum(tl.maximum(bb, 1), nmb)
                     ntb = tl.load(mb_tile_ptr + bc) - tl.load(mb_tile_ptr + bc - 1)
                     nt = tl.where(bb == 0, ns_tiles, tl.where((bb >= 1) & (bb <= nmb), ntb, 0))
@@ -867,7 +879,7 @@ def _kernels() -> dict[str, Any]:
                     sec_nt = nt
                 item = g - sec_start
                 is_gu = sec % 2 == 0
-                b = sec // 2 - (sec % 2)
+                b = sec // 2 - LAG * (sec % 2)
                 mbi = tl.maximum(b - 1, 0)                  # minibatch index of batch b
                 t_base = tl.load(mb_tile_ptr + tl.minimum(mbi, nmb))
                 shared = b == 0
@@ -1508,7 +1520,7 @@ class MoKLayer:
             H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
-            SAVE_GU=gu is not None, GM=cfg.group_m, TMA_A=self.tma_a_mode(),
+            SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
             num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 

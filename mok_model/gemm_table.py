@@ -482,7 +482,9 @@ def list_period(table: GemmTable, scn, row_tiles, sms, scaling: float = 1.0):
     gate/up items are done. Where every SM holds an item, SM time balances over a period p: the
     S SMs give S p to g gate/up items of T_g and d down items, each taken between the next two
     minibatches' gate/up items (1.5 p after its own, on average) and held T_g - 1.5 p + T_d:
-    p = (g T_g + d (T_g + T_d)) / (S + 1.5 d). It binds where it exceeds the items' plain total
+    p = (g T_g + d (T_g + T_d)) / (S + 1.5 d); with the kernel's list_lag L (the down items after
+    minibatch i+L's gate/up items, scn.list_lag) they are taken (L + 0.5) p after their own:
+    S + (L + 0.5) d. It binds where it exceeds the items' plain total
     over the SMs, (g T_g + d T_d) / S: few long gate/up items ahead of many short down items,
     narrow experts under a large H. Against an item-level simulation of the list on 300 drawn
     kernel shapes where it binds (`python -m calibration.list_check`) it is off by 6.2% on
@@ -505,15 +507,17 @@ def items_period(scn, row_tiles, sms, eff: float, scaling: float, item_s: float 
     rate = eff * scn.hardware.tflops(scn.precision) * 1e12 / S * (S / used) ** (1.0 - scaling)
     (n_gu, f_gu), (n_dn, f_dn) = row_tile_items(scn, scn.model.expert_width)
     rt = np.asarray(row_tiles, dtype=np.float64)
-    return held_period(rt * n_gu, rt * n_dn, item_s + f_gu / rate, item_s + f_dn / rate, used)
+    return held_period(rt * n_gu, rt * n_dn, item_s + f_gu / rate, item_s + f_dn / rate, used,
+                       scn.list_lag)
 
 
-def held_period(g, d, t_gu, t_dn, sms):
+def held_period(g, d, t_gu, t_dn, sms, lag: int = 1):
     """list_period's balance for g gate/up items of t_gu and d down items of t_dn per minibatch
-    on `sms` SMs: (g t_gu + d (t_gu + t_dn)) / (sms + 1.5 d) where it exceeds the items' plain
-    total (g t_gu + d t_dn) / sms, else 0 (arrays broadcast)."""
+    on `sms` SMs, the down items of a minibatch taken after the gate/up items of the minibatch
+    `lag` later: (g t_gu + d (t_gu + t_dn)) / (sms + (lag + 0.5) d) where it exceeds the items'
+    plain total (g t_gu + d t_dn) / sms, else 0 (arrays broadcast)."""
     g, d, sms = (np.asarray(x, dtype=np.float64) for x in (g, d, sms))
-    held = (g * t_gu + d * (t_gu + t_dn)) / (sms + 1.5 * d)
+    held = (g * t_gu + d * (t_gu + t_dn)) / (sms + (lag + 0.5) * d)
     plain = (g * t_gu + d * t_dn) / sms
     return np.where(held > plain, held, 0.0)
 

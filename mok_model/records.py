@@ -202,20 +202,23 @@ def _model(key: str):
 @lru_cache(maxsize=1024)
 def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
                       routing: str, seed: int, zipf_order: str = "model",
-                      zero_shared_slot: bool = False, split_dn: int = 0) -> Scenario:
+                      zero_shared_slot: bool = False, split_dn: int = 0,
+                      list_lag: int = 1) -> Scenario:
     """The Scenario of a workload key (see workload_key); cached, records share it."""
     return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed,
-                    zipf_order, zero_shared_slot, split_dn)
+                    zipf_order, zero_shared_slot, split_dn, list_lag)
 
 
 def workload_key(rec: dict) -> tuple:
     """What a record measured, without the knobs: records with equal keys share a Scenario.
-    The last three elements: the zipf popularity order (record_zipf_order; "model" for the
-    others), whether the record's kernel ran a zero shared expert (record_zero_shared_slot) and
-    the K slices of its down GEMM where they are not today's choice (record_split_dn)."""
+    The last four elements: the zipf popularity order (record_zipf_order; "model" for the
+    others), whether the record's kernel ran a zero shared expert (record_zero_shared_slot),
+    the K slices of its down GEMM where they are not today's choice (record_split_dn) and its
+    work list's lag (record_list_lag)."""
     return (rec["hardware"]["preset"], model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
             rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)),
-            record_zipf_order(rec) or "model", record_zero_shared_slot(rec), record_split_dn(rec))
+            record_zipf_order(rec) or "model", record_zero_shared_slot(rec), record_split_dn(rec),
+            record_list_lag(rec))
 
 
 # our megakernel's systems: the MoE layer pass and its GEMM phases alone
@@ -246,6 +249,15 @@ def record_split_dn(rec: dict) -> int:
     tiles = rec.get("tiles") if isinstance(rec.get("tiles"), dict) else {}
     ran = int(tiles.get("split_dn", 1))
     return 0 if ran == default_split_dn(rec) else ran
+
+
+def record_list_lag(rec: dict) -> int:
+    """The work list's lag a measured forward of our megakernel ran (mok_kernels KernelConfig
+    list_lag; its `tiles` name it when not 1), else 1."""
+    tiles = rec.get("tiles") if isinstance(rec.get("tiles"), dict) else {}
+    if rec["system"] not in KERNEL_SYSTEMS or rec["pass"] != "fwd":
+        return 1
+    return int(tiles.get("list_lag", 1))
 
 
 def record_scenario(rec: dict) -> Scenario:
@@ -387,7 +399,7 @@ OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default unt
 # BF16 forward options besides group_m (KernelConfig): activation tiles through TMA, rows per
 # dispatch copy step, K slices of the down GEMM (the default split_dn is the shape's since
 # 2026-12-01 16:10 UTC: default_split_dn)
-DEFAULT_BF16 = {"tma_a": 0, "copy_rows": 16, "split_dn": 1}
+DEFAULT_BF16 = {"tma_a": 0, "copy_rows": 16, "split_dn": 1, "list_lag": 1}
 
 
 def default_split_dn(rec: dict) -> int:
@@ -477,7 +489,7 @@ def variant_label(rec: dict) -> str:
         return "bwd " + ",".join(f"{k}={v[k]}" for k in ("w_flat", "a_fuse_gu", "bw"))
     if rec["precision"] != "fp8":
         return (f"bf16 forward group_m {v['group_m']}" + (" tma_a" if v["tma_a"] else "")
-                + "".join(f" {k} {v[k]}" for k in ("copy_rows", "split_dn")
+                + "".join(f" {k} {v[k]}" for k in ("copy_rows", "split_dn", "list_lag")
                           if v[k] != DEFAULT_BF16[k]))
     return f"fp8 {v['fp8_kernel']} block_m {v['block_m']} stages {v['num_stages']} group_m {v['group_m']}"
 

@@ -50,9 +50,15 @@ class Scenario:
     # layer's choice for the shape (records.record_split_dn); 0: the layer's choice
     # (mok_kernels/tiles.py forward_split_dn, gemm_table.split_dn)
     split_dn: int = 0
+    # our megakernel's work list: minibatch i's down items after the gate/up items of minibatch
+    # i + list_lag (mok_kernels KernelConfig.list_lag; a run record's tiles name it when not 1:
+    # records.record_list_lag); every record before 2026-12-02 ran 1
+    list_lag: int = 1
 
     def __post_init__(self) -> None:
         hw, m = self.hardware, self.model
+        if isinstance(self.list_lag, bool) or not isinstance(self.list_lag, int) or self.list_lag < 1:
+            raise MokInputError(f"list_lag {self.list_lag!r} must be an integer >= 1")
         if not isinstance(self.ep, int) or self.ep < 1:
             raise MokInputError(f"--ep {self.ep!r} must be an integer >= 1")
         if not isinstance(self.tokens, int) or self.tokens < 1:

@@ -475,6 +475,7 @@ GPU_TOOLS = [
     ("calibration.report_gemm_table", ["{d}/notjson.jsonl"], "notjson.jsonl:1: not JSON"),
     ("calibration.list_check", ["--draws", "0"], "must be an integer >= 1"),
     ("calibration.list_check", ["--draws", "5001"], "--draws 5001: at most 5000"),
+    ("calibration.list_check", ["--lag", "9"], "--lag 9: at most 8"),
 ]
 
 

@@ -248,6 +248,12 @@ def test_register_predicts_the_bench_grid_once(tmp_path, capsys):
     assert main(args) == 2
     assert out.read_text() == before
     assert "exists" in capsys.readouterr().err
+    # one GPU's forward at work-list lags 1 and 2: the lag rides in tiles, absent for 1
+    lag = tmp_path / "lag.jsonl"
+    assert main(["--model", "glm-5", "--ep", "16", "--tokens", "2048", "--minibatch", "512",
+                 "--list-lag", "1,2", "--out", str(lag)]) == 0
+    rows = [json.loads(line) for line in lag.open()]
+    assert [r.get("tiles") for r in rows if r["engine"] == "analytic"] == [None, {"list_lag": 2}]
 
 
 def test_transfer_uses_only_h200_values(capsys):

@@ -162,6 +162,11 @@ def test_bench_fp8_records_and_flag(tmp_path):
     bench._check_args(a)
     bench._check_args(bench.parse_args(["--out", str(out), "--precision", "fp8",
                                         "--fp8-kernel", "v3,v3-bm64,v4-bm64,v5-bm64"]))
+    bench._check_args(bench.parse_args(["--out", str(out), "--list-lag", "1,2,4"]))
+    for bad, match in ((["--list-lag", "0"], "--list-lag '0': an integer from 1 to 8"),
+                       (["--list-lag", "2", "--pass", "bwd"], "backward kernel's list has no lag")):
+        with pytest.raises(bench.BadInput, match=match):
+            bench._check_args(bench.parse_args(["--out", str(out), *bad]))
     with pytest.raises(bench.BadInput, match="--fp8-kernel 'v6'"):
         bench._check_args(bench.parse_args(["--out", str(out), "--precision", "fp8",
                                             "--fp8-kernel", "v6"]))

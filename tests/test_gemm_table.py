@@ -4,6 +4,7 @@ report's splits (calibration/report_space.py): no held-out record reaches its fo
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 from pathlib import Path
@@ -567,6 +568,31 @@ def test_the_in_order_list_period_follows_an_item_level_simulation_of_the_list()
     assert narrow == pytest.approx(simulated_period(100, 8, 112, 92.0, 6.0), rel=0.15)
     assert narrow > 3 * (8 * 92.0 + 112 * 6.0) / 100
     assert float(held_period(64, 112, 92.0, 28.0, 100)) == 0.0  # kimi-k2's items: plain holds
+
+
+def test_a_longer_list_lag_shortens_the_period_as_the_simulated_list_says():
+    """With the down items of minibatch i after the gate/up items of minibatch i+L (the kernel's
+    list_lag), a down item waits less for its row tile: the closed form's period falls with L
+    toward the plain total and follows the item-level simulation of that list; lag 1 is the
+    list as it always ran; the scenario carries the lag into the analytic period."""
+    from calibration.list_check import compare, simulated_period
+    from mok_model.analytic import list_period
+    from mok_model.gemm_table import held_period
+
+    periods = [float(held_period(8, 112, 92.0, 6.0, 100, lag)) for lag in (1, 2, 3)]
+    assert periods[0] > periods[1] > periods[2] > (8 * 92.0 + 112 * 6.0) / 100
+    for lag, period in zip((1, 2, 3), periods):
+        assert period == pytest.approx(simulated_period(100, 8, 112, 92.0, 6.0, lag), rel=0.15)
+    assert periods[0] == float(held_period(8, 112, 92.0, 6.0, 100))
+    r = compare(30, 1, lag=2)
+    assert r["held_max"] < 0.25 and r["held_mean"] < 0.08
+    params_dir = Path(__file__).resolve().parents[1] / "mok_model" / "params"
+    p = read_params(params_dir / "h200-1.json")
+    narrow = load_model(str(Path(__file__).resolve().parents[1] / "calibration" / "drawn_shapes"
+                            / "seed3" / "syn3-h7168-i256-e256-k5-s1.toml"))
+    one = Scenario(load_hardware("h200-1"), narrow, 32, 2560)
+    lagged = dataclasses.replace(one, list_lag=3)
+    assert 0 < float(list_period(lagged, p, 4.0, 100.0)) < float(list_period(one, p, 4.0, 100.0))
 
 
 def test_the_model_charges_the_list_period_to_narrow_experts_at_small_minibatches():

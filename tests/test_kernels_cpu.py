@@ -263,6 +263,8 @@ def test_megakernel_refuses_shapes_it_cannot_run(kw, match):
                                        (dict(tma_a=True, precision="fp8"), "BF16 only"),
                                        (dict(split_dn=3), "split_dn=3: allowed 1, 2, 4, 8, 16"),
                                        (dict(split_dn=0), "split_dn=0: allowed"),
+                                       (dict(list_lag=0), "list_lag=0: an integer from 1 to 8"),
+                                       (dict(list_lag=9), "list_lag=9"),
                                        (dict(split_dn=4, precision="fp8", block_k=128),
                                         "split along K in BF16 only")])
 def test_kernel_config_refuses_bad_values(bad, match):

@@ -104,6 +104,21 @@ def test_pointer_weight_tiles_match_reference(ep, rank, routing, dispatch, combi
     assert r_out <= 1e-2, r_out
 
 
+@pytest.mark.parametrize("lag", [2, 3])
+@pytest.mark.parametrize("ep,rank,routing,dispatch,combine,mb", [CASES[2], CASES[5], CASES[7]])
+def test_list_lag_matches_reference_and_the_bits_of_lag_one(ep, rank, routing, dispatch, combine,
+                                                            mb, lag):
+    """The work list's lag only reorders the items: the outputs match the float32 reference and
+    repeat the bits of the list of lag 1 (several minibatches, a shared expert)."""
+    r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, dispatch, combine, mb,
+                                                     list_lag=lag)
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+    lagged = layer.forward(x, ids, wts).clone()
+    _, _, one, _ = run_case(ep, rank, routing, dispatch, combine, mb)
+    torch.cuda.synchronize()
+    assert torch.equal(one.forward(x, ids, wts), lagged)
+
+
 def test_group_on_real_gpus():
     """Real ranks (one process per GPU, symmetric memory, NCCL baseline); all GPUs of the host."""
     import subprocess

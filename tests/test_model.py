@@ -367,6 +367,26 @@ def test_records_say_the_down_split_their_kernel_ran_when_it_is_not_todays():
         s_old.with_(split_dn=-1)
 
 
+def test_records_say_the_work_list_lag_their_kernel_ran():
+    """A forward record of our kernel names list_lag when it is not 1 (mok_kernels/bench.py
+    forward_tiles); its scenario carries it, it is a kernel variant of its own (kept out of the
+    fits of today's kernel), and every other record reads 1."""
+    from mok_model.records import default_variant, record_list_lag, record_scenario, variant_label
+
+    def rec(system="mok", tiles=None):
+        r = {"system": system, "model": "qwen3-30b-a3b", "pass": "fwd", "source": "measured",
+             "hardware": {"preset": "h200-1", "gpus": 1}, "ep": 16, "tokens": 2048,
+             "precision": "bf16", "routing": {"kind": "uniform", "seed": 0}, "note": ""}
+        return r | ({"tiles": tiles} if tiles is not None else {})
+
+    lagged = rec(tiles={"zero_shared_slot": 0, "list_lag": 2})
+    assert record_list_lag(lagged) == 2 and record_scenario(lagged).list_lag == 2
+    assert record_list_lag(rec(tiles={"zero_shared_slot": 0})) == 1
+    assert record_list_lag(rec("gemm-only", tiles={"list_lag": 2})) == 1
+    assert not default_variant(lagged) and "list_lag 2" in variant_label(lagged)
+    assert default_variant(rec(tiles={"zero_shared_slot": 0}))
+
+
 def test_parameters_with_an_unknown_name_are_refused():
     from calibration.cli import priors_for
 

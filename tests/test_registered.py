@@ -31,6 +31,14 @@ def test_match_by_run_and_date_only():
     assert "n   2 MAPE  50.0%" in line and "regret mean 0.0%" in line   # picks 4096: 2.0 < 3.0
 
 
+def test_a_prediction_meets_the_run_of_its_work_list_lag():
+    """Runs of one configuration at several work-list lags (tiles list_lag, absent: 1) are
+    different runs; a prediction meets the one of its own lag."""
+    lagged = _rec(1, ms=1.5) | {"tiles": {"list_lag": 2}}
+    pairs = match([_pred(), _pred(ms=1.2) | {"tiles": {"list_lag": 2}}], [_rec(0), lagged])
+    assert [(p["predicted_ms"], r["id"]) for p, r in pairs] == [(1.0, "r0"), (1.2, "r1")]
+
+
 def test_cli_refuses_missing_file(capsys):
     assert main(["nope.jsonl", "also-nope.jsonl"]) == 2
     assert "nope.jsonl" in capsys.readouterr().err
