@@ -7,7 +7,7 @@
 # refit and the first sweep of the late-claim kernel. (2) The work list's lag (KernelConfig
 # list_lag 1, 2, 3: minibatch i's down items after minibatch i+L's gate/up items) on two narrow
 # shapes across minibatch sizes, predictions registered first
-# (calibration/predictions/h200_list_lag_2026-12-01.jsonl); its GPU tests first (lag 2 and 3
+# (calibration/predictions/h200_list_lag_{a,b}_2026-12-01.jsonl); its GPU tests first (lag 2 and 3
 # against float32 and lag 1's bits). Untimed in parallel: those tests and compile warm-up.
 # Timed, alone: the sweep (each MoK output checked against float32 before it is timed), then the
 # lag grids (the lags of one configuration run back to back).
