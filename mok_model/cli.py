@@ -123,6 +123,9 @@ def _workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default="bf16", help=f"one of {PRECISIONS}")
     p.add_argument("--routing", default="uniform", help="uniform | zipf:S | hot:F | FILE")
     p.add_argument("--seed", type=int_at_least(0), default=0)
+    p.add_argument("--list-lag", type=int_at_least(1), default=1,
+                   help="our megakernel's work-list lag (KernelConfig.list_lag, 1-8): minibatch "
+                        "i's down items after minibatch i+lag's gate/up items")
     p.add_argument("--params", default=None, help="parameters file (default: the hardware's own)")
     p.add_argument("--allow-params-mismatch", action="store_true",
                    help="use a parameters file fitted for other hardware")
@@ -149,7 +152,10 @@ def _scenario(a) -> Scenario:
                     f"(mok_model/params/{hw.name}.json); pass --params FILE fitted to your hardware "
                     "or rename it")
     _warn_shadowing(a.model, model, model_names(), load_model, "model", "rename it")
-    scn = Scenario(hw, model, a.ep, a.tokens, a.pass_, a.precision, a.routing, a.seed)
+    if a.list_lag > 8:
+        raise MokInputError(f"--list-lag {a.list_lag} must be at most 8 (KernelConfig.list_lag)")
+    scn = Scenario(hw, model, a.ep, a.tokens, a.pass_, a.precision, a.routing, a.seed,
+                   list_lag=a.list_lag)
     from .workload import parse_routing, routing_bytes
 
     if a.seed and parse_routing(scn.routing, model.top_k)[0] == "file":
@@ -219,7 +225,8 @@ def _print_prediction(pred, as_json: bool) -> None:
         return
     s = pred.scenario
     print(f"{pred.system} ({pred.engine}) on {s.hardware.name}, {s.model.name}, EP {s.ep}, "
-          f"{s.tokens} tokens/GPU, {s.pass_}, {s.precision}, routing {s.routing}")
+          f"{s.tokens} tokens/GPU, {s.pass_}, {s.precision}, routing {s.routing}"
+          + (f", work-list lag {s.list_lag}" if s.list_lag != 1 else ""))
     if pred.config:
         c = pred.config
         chosen = f" (tuner chose: {', '.join(pred.tuned)})" if pred.tuned else ""

@@ -121,7 +121,8 @@ class Scenario:
                 "routing": self.routing, "seed": self.seed} \
             | ({"zipf_order": self.zipf_order} if self.zipf_order != "model" else {}) \
             | ({"zero_shared_slot": True} if self.zero_shared_slot else {}) \
-            | ({"split_dn": self.split_dn} if self.split_dn else {})
+            | ({"split_dn": self.split_dn} if self.split_dn else {}) \
+            | ({"list_lag": self.list_lag} if self.list_lag != 1 else {})
 
 
 @dataclass(frozen=True, slots=True)

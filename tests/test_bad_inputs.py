@@ -98,6 +98,8 @@ CASES = [
     (["--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8", "--tokens", "64",
       "--precision", "mxfp8"], "mxfp8 needs Blackwell"),
     ([*W, "--seed", "-1"], "--seed: -1 must be an integer >= 0"),
+    ([*W, "--list-lag", "0"], "--list-lag: 0 must be an integer >= 1"),
+    ([*W, "--list-lag", "9"], "--list-lag 9 must be at most 8"),
     ([*W, "--routing", "bogus"], "neither an existing file nor one of"),
     ([*W, "--routing", "zipf:x"], "zipf takes a number"),
     ([*W, "--routing", "zipf:0"], "Zipf exponent must be in (0, 10]"),

@@ -143,6 +143,14 @@ def test_simulate_prints_the_notes_predict_prints(capsys):
     assert any("in-order work list" in n for n in notes["simulate"])
     assert any("never measured" in n for n in notes["simulate"])
     assert [n[:40] for n in notes["simulate"]] == [n[:40] for n in notes["predict"]]
+    # --list-lag: the kernel's option (KernelConfig.list_lag) shortens the hold, in both engines
+    for cmd in ("predict", "simulate"):
+        times = []
+        for lag in ("1", "3"):
+            code, out, _ = run(capsys, [cmd, *w, "--list-lag", lag, "--json"])
+            assert code == 0
+            times.append(json.loads(out)["latency_ms"])
+        assert times[1] < 0.9 * times[0], (cmd, times)
 
 
 def test_device_jobs_import_without_simpy():
