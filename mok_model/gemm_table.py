@@ -530,7 +530,8 @@ def mechanism_seconds(f: dict, mech: dict, sms=None, scaling: float = 1.0):
     share of HBM, whichever is slower."""
     S = f["sms"]
     used = S if sms is None else np.asarray(sms, dtype=np.float64)
-    rate = mech["tensor_eff"] * f["peak_tflops"] * 1e12 / S  # FLOP/s of one SM
+    peak = f["peak_tflops"] * 1e12 / S     # FLOP/s of one SM at its tensor peak
+    rate = mech["tensor_eff"] * peak
     item = mech["item_us"] * 1e-6
     bw = mech["hbm_gbps"] * 1e9 if mech["hbm_gbps"] > 0 else np.inf
     per_flop = f.get("weight_bytes_per_flop", 1.0 / DEFAULT_TILE["block_m"])  # BF16, 128 rows
@@ -548,7 +549,7 @@ def mechanism_seconds(f: dict, mech: dict, sms=None, scaling: float = 1.0):
         # the last wave's `tail` items run beside few others: at an SM's tensor peak or their
         # share of HBM for their weight blocks, whichever is slower (never slower than a full
         # wave's item)
-        alone = np.maximum(item + flops / (rate / mech["tensor_eff"]), tail * flops * per_flop / bw)
+        alone = np.maximum(item + flops / peak, tail * flops * per_flop / bw)
         times[phase] = (full, np.minimum(full, alone), waves)
     (full_gu, last_gu, waves_gu), (full_dn, last_dn, waves_dn) = times["gu"], times["dn"]
     chain = np.maximum((waves_gu - 1) * full_gu + last_gu + last_dn,
