@@ -140,7 +140,9 @@ def test_degraded_links():
     degraded = simulate(s.with_(hardware=GB300.with_(degrade="gpu3:0.5")), cfg, "mok", P_GB300)
     assert degraded.extra["invariants"] == "ok"
     assert degraded.latency_ms > 1.05 * healthy.latency_ms
-    assert degraded.work_ms["link_egress"] > healthy.work_ms["link_egress"] or degraded.slowest_gpu == 3
+    # the slower the link, the slower the pass (the GPU that waits longest may be a peer of 3)
+    milder = simulate(s.with_(hardware=GB300.with_(degrade="gpu3:0.75")), cfg, "mok", P_GB300)
+    assert healthy.latency_ms < milder.latency_ms < degraded.latency_ms
     for bad in ("gpu3:0", "gpu8:0.5", "gpu3:1.5", "tier:0.5", "nic0:0.5", "plane:1"):
         with pytest.raises(MokInputError):
             build_network(s.with_(hardware=GB300.with_(degrade=bad)), P_GB300)

@@ -181,8 +181,8 @@ class Fluid:
 
 class Driver:
     """Comm SMs: a resource of the Fluid that starts its queued messages round-robin by stream,
-    keeping at most `window` in flight (copies over routes slower than `window_latency`, i.e.
-    scale-out NICs, are posted and hold no slot)."""
+    keeping at most `window` rows in flight (a message starts while fewer are; copies over routes
+    slower than `window_latency`, i.e. scale-out NICs, are posted and hold no slot)."""
 
     __slots__ = ("fluid", "rid", "name", "window", "inflight", "flows", "order", "flow_div",
                  "window_latency", "busy_s", "busy_op", "gpu", "cap")
@@ -217,12 +217,12 @@ class Driver:
             else:
                 del self.flows[key]
             if self.window is not None and msg.latency < self.window_latency:
-                self.inflight += 1
+                self.inflight += msg.rows
                 msg.driver = self
             msg.start(self)
 
-    def release(self) -> None:
-        self.inflight -= 1
+    def release(self, rows: int) -> None:
+        self.inflight -= rows
         self._pump()
 
 
@@ -276,7 +276,7 @@ class Message:
         for lst, gpu, tid in self.trace:
             lst.append((gpu, tid, self.name, self.t0, t - self.t0))
         if drv is not None:  # the copy is done: the driver may start another
-            drv.release()
+            drv.release(self.rows)
         t += self.latency
         for j in self.joins:
             j.add(t, self.rows)

@@ -1,7 +1,8 @@
 """Discrete-event simulation of one MoK megakernel pass on every GPU of the EP group.
 
 Per GPU: C_comm comm SMs (a resource of C_comm x copy_gbps_per_sm that keeps at most
-INFLIGHT_PER_SM x C_comm copies in flight; a pushing copy loads it 1 / push_copy_scale more,
+INFLIGHT_PER_SM x C_comm copies of COPY_ROWS rows in flight, as the kernel's comm programs
+copy a minibatch's rows before the next one's; a pushing copy loads it 1 / push_copy_scale more,
 and the chunks a push dispatch or our pull combine scans for its rows push_scan_us each more),
 the compute SMs (GEMMs timed by analytic.gemm_time / expert_ffn_parts for each real minibatch),
 its links in the network (sim/network.py: NVLink planes, switch tiers, scale-out NICs and rails;
@@ -45,7 +46,7 @@ from .fabric import EPS_T, Driver, Fluid, Join, Message, SimInvariantError, chec
 from .network import Fabric, Network, build_network, peer_groups
 
 SCHEDULES = ("published", "naive")
-INFLIGHT_PER_SM = 2  # copies each comm SM keeps in flight (double buffering)
+INFLIGHT_PER_SM = 2  # copies of COPY_ROWS rows each comm SM keeps in flight (double buffering)
 NO_PATH = ((), ())  # local rows: the comm SMs copy them, no link
 
 
@@ -305,7 +306,7 @@ class MokSim:
         self.sm = []
         for e, m in enumerate(fab.members):
             drv = Driver(fluid, fab.sm[e], f"comm_sms{e}", e if e < P else -1,
-                         window=INFLIGHT_PER_SM * cfg.comm_sms * len(m), flow_div=E)
+                         window=INFLIGHT_PER_SM * COPY_ROWS * cfg.comm_sms * len(m), flow_div=E)
             if scn.domains > 1:
                 drv.window_latency = nic_lat
             self.sm.append(drv)
