@@ -52,7 +52,7 @@ class Scenario:
     split_dn: int = 0
     # our megakernel's work list: minibatch i's down items after the gate/up items of minibatch
     # i + list_lag (mok_kernels KernelConfig.list_lag; a run record's tiles name it when not 1:
-    # records.record_list_lag); every record before 2026-12-02 ran 1
+    # records.record_list_lag); a record that does not name it ran 1
     list_lag: int = 1
 
     def __post_init__(self) -> None:

@@ -478,6 +478,8 @@ GPU_TOOLS = [
     ("calibration.list_check", ["--draws", "0"], "must be an integer >= 1"),
     ("calibration.list_check", ["--draws", "5001"], "--draws 5001: at most 5000"),
     ("calibration.list_check", ["--lag", "9"], "--lag 9: at most 8"),
+    ("calibration.register", ["--model", "glm-5", "--tokens", "64", "--list-lag", "9", "--out",
+                              "{d}/reg.jsonl"], "--list-lag 9 must be at most 8"),
 ]
 
 
