@@ -106,11 +106,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(a: argparse.Namespace) -> int:
     from mok_model.errors import MokInputError
+    from mok_model.scenario import MAX_LIST_LAG
 
     if a.draws > MAX_DRAWS:
         raise MokInputError(f"--draws {a.draws}: at most {MAX_DRAWS}")
-    if a.lag > 8:
-        raise MokInputError(f"--lag {a.lag}: at most 8 (KernelConfig.list_lag)")
+    if a.lag > MAX_LIST_LAG:
+        raise MokInputError(f"--lag {a.lag}: at most {MAX_LIST_LAG} (KernelConfig.list_lag)")
     r = compare(a.draws, a.seed, a.lag)
     print(f"{r['draws']} drawn kernel shapes where the list of lag {a.lag} binds (seed {a.seed}):")
     print(f"  closed form (held_period): mean error {100 * r['held_mean']:.1f}%, "

@@ -90,8 +90,6 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
                                                    number_list(a.minibatch, "--minibatch"),
                                                    number_list(a.comm_sms, "--comm-sms"),
                                                    number_list(a.list_lag, "--list-lag")):
-            if lag > 8:
-                raise MokInputError(f"--list-lag {lag} must be at most 8 (KernelConfig.list_lag)")
             cfg = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs, macrobatch=a.macrobatch,
                        capacity=a.capacity)
             out.append(base | {"system": "mok", "config": cfg}

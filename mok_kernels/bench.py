@@ -24,6 +24,7 @@ from mok_model.cli import MokParser, number_list
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
 from mok_model.records import KERNEL_SYSTEMS, append_records, record_model
+from mok_model.scenario import MAX_LIST_LAG
 
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
 
@@ -175,8 +176,8 @@ def _check_args(a: argparse.Namespace) -> None:
     if a.timeout < 10:
         raise BadInput(f"--timeout {a.timeout}: must be >= 10 seconds")
     for v in a.list_lag.split(","):
-        if not (v.isdigit() and 1 <= int(v) <= 8):
-            raise BadInput(f"--list-lag {v!r}: an integer from 1 to 8 is required")
+        if not (v.isdigit() and 1 <= int(v) <= MAX_LIST_LAG):
+            raise BadInput(f"--list-lag {v!r}: an integer from 1 to {MAX_LIST_LAG} is required")
     if a.list_lag != "1" and a.pass_ == "bwd":
         raise BadInput(f"--list-lag {a.list_lag} with --pass bwd: the backward kernel's list has "
                        f"no lag (leave it at 1)")

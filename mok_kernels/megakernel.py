@@ -49,6 +49,8 @@ from typing import Any
 
 import torch
 
+from mok_model.scenario import MAX_LIST_LAG
+
 from .peers import (ArenaLayout, LocalGroup, SymmetricArena, check_same_on_every_rank,
                     emulated_offsets)
 from .reference import MoEWeights
@@ -188,8 +190,8 @@ class KernelConfig:
             raise ValueError(f"split_dn={self.split_dn} with precision {self.precision!r}: the "
                              f"down GEMM is split along K in BF16 only")
         lag = self.list_lag
-        if isinstance(lag, bool) or not isinstance(lag, int) or not 1 <= lag <= 8:
-            raise ValueError(f"list_lag={lag!r}: an integer from 1 to 8 is required")
+        if isinstance(lag, bool) or not isinstance(lag, int) or not 1 <= lag <= MAX_LIST_LAG:
+            raise ValueError(f"list_lag={lag!r}: an integer from 1 to {MAX_LIST_LAG} is required")
         g = self.group_m
         if g is not None and (isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= 64):
             raise ValueError(f"group_m={g!r}: an integer from 1 to 64 is required (None: chosen)")

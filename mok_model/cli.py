@@ -152,8 +152,6 @@ def _scenario(a) -> Scenario:
                     f"(mok_model/params/{hw.name}.json); pass --params FILE fitted to your hardware "
                     "or rename it")
     _warn_shadowing(a.model, model, model_names(), load_model, "model", "rename it")
-    if a.list_lag > 8:
-        raise MokInputError(f"--list-lag {a.list_lag} must be at most 8 (KernelConfig.list_lag)")
     scn = Scenario(hw, model, a.ep, a.tokens, a.pass_, a.precision, a.routing, a.seed,
                    list_lag=a.list_lag)
     from .workload import parse_routing, routing_bytes

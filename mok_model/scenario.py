@@ -7,6 +7,9 @@ import dataclasses
 from dataclasses import dataclass
 
 from .errors import MokInputError
+
+# the longest work-list lag our megakernel takes (KernelConfig.list_lag; Scenario.list_lag)
+MAX_LIST_LAG = 8
 from .presets import Hardware, MoEModel
 
 PASSES = ("fwd", "bwd")
@@ -59,6 +62,9 @@ class Scenario:
         hw, m = self.hardware, self.model
         if isinstance(self.list_lag, bool) or not isinstance(self.list_lag, int) or self.list_lag < 1:
             raise MokInputError(f"list_lag {self.list_lag!r} must be an integer >= 1")
+        if self.list_lag > MAX_LIST_LAG:
+            raise MokInputError(f"--list-lag {self.list_lag} must be at most {MAX_LIST_LAG} "
+                                f"(KernelConfig.list_lag)")
         if not isinstance(self.ep, int) or self.ep < 1:
             raise MokInputError(f"--ep {self.ep!r} must be an integer >= 1")
         if not isinstance(self.tokens, int) or self.tokens < 1:

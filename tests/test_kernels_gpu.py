@@ -105,16 +105,21 @@ def test_pointer_weight_tiles_match_reference(ep, rank, routing, dispatch, combi
 
 
 @pytest.mark.parametrize("lag", [2, 3])
-@pytest.mark.parametrize("ep,rank,routing,dispatch,combine,mb", [CASES[2], CASES[5], CASES[7]])
+@pytest.mark.parametrize("ep,rank,routing,dispatch,combine,mb,shape", [
+    (*CASES[2], None), (*CASES[5], None), (*CASES[7], None),
+    # production-like: H not a power of two, several gate/up and down column blocks, narrow
+    # experts at many minibatches (where the lag pays) and a wider expert without a shared one
+    (8, 3, "zipf:1.2", "pull", "push", 512, dict(h=2560, i=448, e=32, n=300, k=6)),
+    (4, None, "uniform", "push", "pull", 256, dict(h=2880, i=1536, e=16, n=200, k=4, i_shared=0))])
 def test_list_lag_matches_reference_and_the_bits_of_lag_one(ep, rank, routing, dispatch, combine,
-                                                            mb, lag):
+                                                            mb, shape, lag):
     """The work list's lag only reorders the items: the outputs match the float32 reference and
     repeat the bits of the list of lag 1 (several minibatches, a shared expert)."""
     r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, dispatch, combine, mb,
-                                                     list_lag=lag)
+                                                     shape=shape, list_lag=lag)
     assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
     lagged = layer.forward(x, ids, wts).clone()
-    _, _, one, _ = run_case(ep, rank, routing, dispatch, combine, mb)
+    _, _, one, _ = run_case(ep, rank, routing, dispatch, combine, mb, shape=shape)
     torch.cuda.synchronize()
     assert torch.equal(one.forward(x, ids, wts), lagged)
 
