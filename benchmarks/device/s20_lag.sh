@@ -15,6 +15,9 @@ G="--dispatch pull --combine push,pull --minibatch 512,1024,2048 --comm-sms 32 -
 W=("qwen3-30b-a3b 16 2048" "qwen3-next-80b-a3b 8 4096" "gpt-oss-120b 8 2048"
    "calibration/drawn_shapes/seed4/syn4-h2560-i448-e32-k6.toml 8 1792"
    "calibration/drawn_shapes/seed5/syn5-h5376-i384-e16-k1.toml 4 2304")
+# the lag's GPU tests first (two production-like shapes not yet run on a GPU), untimed, beside
+# the warm-up
+timeout 140 python3 -m pytest -q -rA tests/test_kernels_gpu.py -k list_lag > $R/t_lag.log 2>&1 &
 for w in "${W[@]}"; do
   set -- $w
   timeout 140 $B --model $1 --ep $2 --tokens $3 $G --iters 1 --warmup 0 --out $J/w.jsonl > /dev/null 2>&1 &
