@@ -304,7 +304,7 @@ def forward_tiles(precision: str, wl: "Workload", group: bool = False,
     out["group_m"] = cfg.group_m or forward_group_m(sh.inter, cfg.bn_gu, cfg.block_k)
     if cfg.tma_a and precision == "bf16":      # named only when on: older records ran without
         out["tma_a"] = 1
-    if cfg.list_lag != 1:                      # named only when not 1, as tma_a
+    if (cfg.list_lag or 1) != 1:               # named only when not 1, as tma_a
         out["list_lag"] = cfg.list_lag
     split = cfg.split_dn or (1 if group else forward_split_dn(
         wl.tokens, sh.topk, sh.experts, wl.ep, sh.hidden, sh.inter, cfg.block_m, cfg.bn_dn,
@@ -336,8 +336,10 @@ def auto_line(rec: dict, label: str) -> str:
     c, au = rec["config"], rec["auto"]
     regret = "no sweep" if au["regret"] is None else (
         f"regret {100 * au['regret']:+.1f}% vs best swept {au['best_swept_ms']:.3f} ms")
+    lag = rec.get("tiles", {}).get("list_lag", 1)
     return (f"{label} mok AUTO {c['dispatch']}/{c['combine']} mb{c['minibatch']} c{c['comm_sms']} "
-            f"r{c['macrobatch']} cap{c['capacity']} {rec['latency_ms']['median']:.3f} ms; {regret}")
+            f"r{c['macrobatch']} cap{c['capacity']}" + (f" lag{lag}" if lag != 1 else "")
+            + f" {rec['latency_ms']['median']:.3f} ms; {regret}")
 
 
 class Workload:
@@ -405,8 +407,9 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
     """Time the MoK forward of one emulated rank; raises on stall or capacity overflow.
 
     Knobs left out of ``knobs`` are chosen by MoKLayer before launch; ``chosen``, if given, is
-    filled with the knobs the layer ran ("knobs"), where they came from ("source") and the down
-    split it ran ("split_dn": the shape's choice, or 1 where its workspace would pass the limit).
+    filled with the knobs the layer ran ("knobs"), where they came from ("source"), the down
+    split it ran ("split_dn": the shape's choice, or 1 where its workspace would pass the limit)
+    and its work-list lag ("list_lag").
     ``tiles``: KernelConfig implementation options beyond the knobs (e.g. tma=True).
     """
     from .megakernel import KernelConfig, MoKLayer
@@ -414,7 +417,7 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, cfg, local_weights=True)
     if chosen is not None:
         chosen.update(knobs=layer.cfg.knobs(), source=layer.knob_source,
-                      split_dn=layer.cfg.split_dn)
+                      split_dn=layer.cfg.split_dn, list_lag=layer.cfg.list_lag)
     fwd = lambda: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
     fwd()
     torch.cuda.synchronize()
@@ -633,7 +636,7 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                 _ints(a.minibatch), _ints(a.comm_sms), a.macrobatch.split(","),
                 _floats(a.capacity), a.bwd_tiles.split(";") if bwd else ["default"],
                 _ints(a.list_lag, "--list-lag")):
-            opts = fp8_variant_tiles(f8v) | ({"list_lag": lag} if lag != 1 else {})
+            opts = fp8_variant_tiles(f8v) | {"list_lag": lag}
             knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                          macrobatch=macro_rows(mac, wl), capacity=cap)
             ran: dict = {}
@@ -681,7 +684,9 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
             rec = auto_record(make_record(
                 system="mok", knobs=chosen["knobs"], times=t, breakdown=bd,
                 note=f"{note0}; {'graph replay' if not a.no_graph else 'eager'}; {cmd}",
-                precision=prec, **common), chosen["source"], swept[prec])
+                precision=prec, tiles=forward_tiles(prec, wl, split_dn=chosen["split_dn"],
+                                                    list_lag=chosen["list_lag"]), **common),
+                chosen["source"], swept[prec])
             append_records(a.out, [rec])
             recs.append(rec)
             log(auto_line(rec, f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} {prec}"))

@@ -40,8 +40,8 @@ from typing import Any
 from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params
 from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
-from mok_model.scenario import Config, Scenario
-from mok_model.tuner import CAPACITIES, tune
+from mok_model.scenario import MAX_LIST_LAG, Config, Scenario
+from mok_model.tuner import CAPACITIES, LIST_LAGS, tune
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 TABLE_SCHEMA = "mok-knobs/1"
@@ -63,6 +63,7 @@ class Choice:
     knobs: dict[str, Any]
     source: str
     predicted_ms: float | None = None
+    list_lag: int = 1  # the kernel's work-list lag chosen with the knobs (KernelConfig.list_lag)
 
 
 # ---------------------------------------------------------------- layer shape -> model preset
@@ -162,9 +163,10 @@ def _preset_sms(name: str) -> int | None:
 
 def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, tokens: int,
                  params: str | Params | None = None, given: dict | None = None,
-                 precision: str = "bf16") -> Choice:
+                 precision: str = "bf16", list_lag: int | None = None) -> Choice:
     """The tuner's knobs for one question (uncached), with the capacity kept safe; `precision`
-    of the forward pass (bf16 or fp8: the model's FP8 terms)."""
+    of the forward pass (bf16 or fp8: the model's FP8 terms); `list_lag`: the kernel's work-list
+    lag, or None to choose it with the knobs (tuner.LIST_LAGS)."""
     hw, model = _hardware(hardware), layer_model(shape)
     given = dict(given or {})
     _check_given(given)
@@ -172,29 +174,32 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
         raise MokInputError(f"macrobatch={given['macrobatch']} given without minibatch: give both "
                             f"(the ring holds whole minibatches) or neither")
     p = params if isinstance(params, Params) else _params(hw, params)
-    scn = Scenario(hw, model, ep, tokens, "fwd", precision)
+    scn = Scenario(hw, model, ep, tokens, "fwd", precision, list_lag=list_lag or 1)
+    lags = LIST_LAGS if list_lag is None else None
     source = f"tuner: {hw.name} params {p.path}" + (f" ({precision})" if precision != "bf16" else "")
     if hw.sms != _preset_sms(hw.name):
         source += f" at {hw.sms} SMs per rank"
     safe = safe_capacity(ep, tokens, model.top_k, model.routed_experts)
     try:
-        best = tune(scn, p, fixed=given, top=1).best
+        best = tune(scn, p, fixed=given, top=1, list_lags=lags).best
         if "capacity" not in given and best.config.capacity < safe:
-            best = tune(scn, p, fixed={**given, "capacity": safe}, top=1).best
+            best = tune(scn, p, fixed={**given, "capacity": safe}, top=1, list_lags=lags).best
             source += f"; capacity raised to {safe} (uniform-routing bound)"
     except MokInputError as exc:
         raise MokInputError(f"choosing knobs for {hw.name} / {model.name} / EP {ep} / {tokens} "
                             f"tokens with {given or 'no knobs'} given: {exc}") from None
     if given:
         source += f"; given: {', '.join(k for k in KNOBS if k in given)}"
-    return Choice(best.config.as_dict(), source, best.latency_ms)
+    return Choice(best.config.as_dict(), source, best.latency_ms, best.list_lag)
 
 
 def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: int, tokens: int,
                  table: str | os.PathLike | None = None, params: str | None = None,
-                 given: dict | None = None, precision: str = "bf16") -> Choice:
+                 given: dict | None = None, precision: str = "bf16",
+                 list_lag: int | None = None) -> Choice:
     """The knobs for one layer: `given` knobs win; the rest from `table` (its bucket for
     `tokens`) when one is named, else from the tuner for `hardware` (cached per question).
+    `list_lag` None: the work-list lag too (a table's bucket lag, or the tuner's); else that lag.
 
     `hardware`: a preset name, a Hardware (e.g. with the SMs one rank gets), or None with a table
     (then the table's hardware is taken as is). Raises MokInputError (a ValueError) naming the
@@ -203,21 +208,21 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
     given = {k: v for k, v in (given or {}).items() if v is not None}
     _check_given(given)
     if len(given) == len(KNOBS):
-        return Choice({k: given[k] for k in KNOBS}, "given")
+        return Choice({k: given[k] for k in KNOBS}, "given", None, list_lag or 1)
     hw = None if hardware is None else _hardware(hardware)
     model = layer_model(shape)
     if table is not None:
         if precision != "bf16":
             raise MokInputError(f"knob tables hold BF16 choices; a {precision} layer's knobs come "
                                 f"from the tuner (leave knob_table unset) or are given")
-        return _table_choice({**load_table(table), "_path": str(table)}, hw, model, ep, tokens,
-                             given)
+        c = _table_choice({**load_table(table), "_path": str(table)}, hw, model, ep, tokens, given)
+        return c if list_lag is None else dataclasses.replace(c, list_lag=list_lag)
     if hw is None:
         raise MokInputError("no hardware to ask the model for: name a hardware preset or a knob table")
     key = (hw, params, tuple(sorted(shape_of(model).items())), ep, tokens,
-           tuple(sorted(given.items())), precision)
+           tuple(sorted(given.items())), precision, list_lag)
     if key not in _CACHE:
-        _CACHE[key] = tuned_choice(hw, model, ep, tokens, params, given, precision)
+        _CACHE[key] = tuned_choice(hw, model, ep, tokens, params, given, precision, list_lag)
     return _CACHE[key]
 
 
@@ -226,8 +231,9 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
 def build_table(hardware: str, model: str | MoEModel | dict, ep: int,
                 buckets: list[int] | tuple[int, ...], params: str | None = None,
                 allow_params_mismatch: bool = False, given: dict | None = None,
-                command: str = "") -> dict:
-    """A knob table: the tuner's choice (as `choose_knobs` makes it) for each token bucket.
+                command: str = "", list_lag: int | None = None) -> dict:
+    """A knob table: the tuner's choice (as `choose_knobs` makes it) for each token bucket, with
+    the work-list lag (`list_lag`, or chosen with the knobs where None).
     `model`: a preset name or TOML file, a MoEModel, or a layer shape dict."""
     hw = load_hardware(hardware)
     m = load_model(model) if isinstance(model, str) else layer_model(model)
@@ -239,9 +245,9 @@ def build_table(hardware: str, model: str | MoEModel | dict, ep: int,
     t0 = time.perf_counter()
     rows = []
     for n in buckets:
-        c = tuned_choice(hw, m, ep, n, p, given)
-        rows.append({"tokens": n, "config": c.knobs, "predicted_ms": c.predicted_ms,
-                     "source": c.source})
+        c = tuned_choice(hw, m, ep, n, p, given, list_lag=list_lag)
+        rows.append({"tokens": n, "config": c.knobs, "list_lag": c.list_lag,
+                     "predicted_ms": c.predicted_ms, "source": c.source})
     return {"schema": TABLE_SCHEMA, "hardware": hw.name, "sms": hw.sms, "model": m.name,
             "shape": shape_of(m), "ep": ep, "pass": "fwd", "precision": "bf16",
             "routing": "uniform", "seed": 0, "engine": "analytic", "params": p.path,
@@ -320,6 +326,9 @@ def _validate_table(doc: Any, where: str) -> None:
         ms = b.get("predicted_ms")
         if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not ms > 0:
             raise bad(f"bucket {n}: predicted_ms={ms!r} must be a positive number")
+        lag = b.get("list_lag", 1)  # absent in tables written before the lag was chosen: 1
+        if isinstance(lag, bool) or not isinstance(lag, int) or not 1 <= lag <= MAX_LIST_LAG:
+            raise bad(f"bucket {n}: list_lag={lag!r} must be an integer from 1 to {MAX_LIST_LAG}")
 
 
 _TABLES: dict[tuple, dict] = {}
@@ -380,8 +389,10 @@ def _table_choice(doc: dict, hw: Hardware | None, model: MoEModel, ep: int, toke
         source += f"; capacity raised to {safe} (uniform-routing bound for {tokens} tokens)"
     if given:
         source += f"; given: {', '.join(k for k in KNOBS if k in given)}"
-    # the bucket's prediction holds for the bucket's own knobs and token count only
-    return Choice(knobs, source, None if given or raised else b["predicted_ms"])
+    # the bucket's prediction and lag hold for the bucket's own knobs and token count only
+    mine = not (given or raised)
+    return Choice(knobs, source, b["predicted_ms"] if mine else None,
+                  b.get("list_lag", 1) if mine else 1)
 
 
 # ---------------------------------------------------------------- MoKLayer's resolution
@@ -401,9 +412,12 @@ def resolve_layer(layer: Any) -> tuple[Any, str]:
     mode are known. Called once from MoKLayer.__post_init__."""
     cfg = layer.cfg
     given = {k: getattr(cfg, k) for k in KNOBS if getattr(cfg, k) is not None}
-    if len(given) == len(KNOBS):
-        return cfg, "given"
     group_mode = layer.group is not None and not getattr(layer, "local_group", False)
+    # the lag is chosen only where it was tested and measured: BF16, ranks emulated or virtual
+    # on one GPU without a group (GPU tests, calibration/runs/h200_drawn/lag_sweep.jsonl)
+    lag = cfg.list_lag or (1 if layer.group is not None or cfg.precision != "bf16" else None)
+    if len(given) == len(KNOBS):
+        return dataclasses.replace(cfg, list_lag=lag or 1), "given"
     hw = None
     if layer.hardware is not None:
         hw = _hardware(layer.hardware)
@@ -434,5 +448,6 @@ def resolve_layer(layer: Any) -> tuple[Any, str]:
     shape = {"hidden": h, "expert_width": i, "routed_experts": e, "top_k": layer.topk,
              "shared_width": 0 if w.sg is None else int(w.sg.shape[1])}
     c = choose_knobs(hw, shape, layer.ep, layer.tokens, layer.knob_table, layer.knob_params, given,
-                     cfg.precision)
-    return dataclasses.replace(cfg, **c.knobs), c.source
+                     cfg.precision, lag)
+    source = c.source + (f"; list_lag {c.list_lag}" if lag is None and c.list_lag != 1 else "")
+    return dataclasses.replace(cfg, **c.knobs, list_lag=c.list_lag), source

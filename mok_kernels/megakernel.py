@@ -105,11 +105,14 @@ class KernelConfig:
                                     # (decode sizes, few wide experts). BF16 only; an fp32
                                     # workspace of every tile's blocks x slices. None: chosen
                                     # from the shape (tiles.py forward_split_dn; 1 in group mode)
-    list_lag: int = 1               # the work list puts minibatch i's down items after the
+    list_lag: int | None = None     # the work list puts minibatch i's down items after the
                                     # gate/up items of minibatch i + list_lag (1: right after
                                     # i+1's); a larger lag lets a down item find its row tile's
                                     # gate/up items done instead of holding its SM waiting
-                                    # (narrow experts under a large H: gemm_table.list_period)
+                                    # (narrow experts under a large H: gemm_table.list_period).
+                                    # None: the tuner's, with the knobs it chooses, BF16 on one
+                                    # GPU (knobs.resolve_layer); 1 where every knob is given, in
+                                    # group mode and in FP8 (measured there: lag 1 only)
     group_m: int | None = None      # gate/up tiles taken in groups of group_m row tiles, column
                                     # by column, so a weight column block is read once per group
                                     # from HBM (1: row tile by row tile); the same bits either way.
@@ -190,8 +193,10 @@ class KernelConfig:
             raise ValueError(f"split_dn={self.split_dn} with precision {self.precision!r}: the "
                              f"down GEMM is split along K in BF16 only")
         lag = self.list_lag
-        if isinstance(lag, bool) or not isinstance(lag, int) or not 1 <= lag <= MAX_LIST_LAG:
-            raise ValueError(f"list_lag={lag!r}: an integer from 1 to {MAX_LIST_LAG} is required")
+        if lag is not None and (isinstance(lag, bool) or not isinstance(lag, int)
+                                or not 1 <= lag <= MAX_LIST_LAG):
+            raise ValueError(f"list_lag={lag!r}: an integer from 1 to {MAX_LIST_LAG} is required "
+                             f"(None: chosen)")
         g = self.group_m
         if g is not None and (isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= 64):
             raise ValueError(f"group_m={g!r}: an integer from 1 to 64 is required (None: chosen)")

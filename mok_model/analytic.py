@@ -330,7 +330,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws,
                           wgrad_experts=active / M)
     # per minibatch: the tiles' time, or the period the in-order work list holds the SMs for
-    held = np.maximum(ffn, list_period(scn, p, row_tiles / M, cx))
+    lp = list_period(scn, p, row_tiles / M, cx)
+    held = np.maximum(ffn, lp)
     c = held + p["minibatch_overhead_us"] * US
     ns, sw = shared_section(scn)
     if ns:
@@ -372,12 +373,17 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # minibatch of the first owner and then every row of the later owners (pull_combine_tail)
     tail = np.where(epilogue, 0.0, np.where(kpush, kk, pull_combine_tail(
         scn, p, kk, M, out, pull_rate, link_in, lat_read)))
+    # the work list's lag L (scn.list_lag) leaves the down items of the last min(L + 1, M)
+    # minibatches, not two, after the last gate/up items: each one past two adds the combine
+    # the comm SMs copy for it beyond its down items' time (a third of the joined SMs' step)
+    lagged = np.maximum(np.minimum(scn.list_lag + 1.0, M) - 2.0, 0.0)
     # comm SMs can only join when they have no combine left to do
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
+    lp_join = list_period(scn, p, row_tiles / M, joined)
     c_join = np.maximum(expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
                                         m.expert_width, wave_sync=ws, wgrad_experts=active / M),
-                        list_period(scn, p, row_tiles / M, joined)) \
-        + p["minibatch_overhead_us"] * US
+                        lp_join) + p["minibatch_overhead_us"] * US
+    tail = tail + lagged * np.maximum(kk_comm - c_join / 3, 0.0)
     # minibatches are full but for the last: the first one moves min(minibatch, rows) rows
     full = np.minimum(mb, rows) / np.maximum(rows, 1.0)  # a full minibatch's share of the rows
     d_full, c_full = dispatch * full + np.where(dpush, lat, lat_read), c * M * full
@@ -519,7 +525,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
             "signals": at(M * (sig_dispatch + np.where(kpush, 0.0, remote_wait)) + sig_end, slow)}
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
-            "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
+            "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute"),
+            # where the in-order list's period is set on some GPU: only there can a larger
+            # list_lag shorten the pass (elsewhere it only lengthens the combine tail)
+            "list_binds": np.broadcast_to((lp > 0) | (lp_join > 0), per_gpu.shape).any(axis=1)}
 
 
 def push_scan_chunks(P: int, comm_sms, minibatch_rows):

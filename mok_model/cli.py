@@ -123,9 +123,10 @@ def _workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--precision", default="bf16", help=f"one of {PRECISIONS}")
     p.add_argument("--routing", default="uniform", help="uniform | zipf:S | hot:F | FILE")
     p.add_argument("--seed", type=int_at_least(0), default=0)
-    p.add_argument("--list-lag", type=int_at_least(1), default=1,
+    p.add_argument("--list-lag", type=int_at_least(1), default=None,
                    help="our megakernel's work-list lag (KernelConfig.list_lag, 1-8): minibatch "
-                        "i's down items after minibatch i+lag's gate/up items")
+                        "i's down items after minibatch i+lag's gate/up items (predict, simulate: "
+                        "default 1; tune: chosen from 1-4 with the knobs unless given)")
     p.add_argument("--params", default=None, help="parameters file (default: the hardware's own)")
     p.add_argument("--allow-params-mismatch", action="store_true",
                    help="use a parameters file fitted for other hardware")
@@ -153,7 +154,7 @@ def _scenario(a) -> Scenario:
                     "or rename it")
     _warn_shadowing(a.model, model, model_names(), load_model, "model", "rename it")
     scn = Scenario(hw, model, a.ep, a.tokens, a.pass_, a.precision, a.routing, a.seed,
-                   list_lag=a.list_lag)
+                   list_lag=a.list_lag or 1)
     from .workload import parse_routing, routing_bytes
 
     if a.seed and parse_routing(scn.routing, model.top_k)[0] == "file":
@@ -337,26 +338,29 @@ def cmd_tune_table(a) -> int:
     words += ["--allow-params-mismatch"] if a.allow_params_mismatch else []
     for k, v in knobs.items():
         words += [f"--{k.replace('_', '-')}", str(v)]
+    words += ["--list-lag", str(a.list_lag)] if a.list_lag is not None else []
     command = " ".join(shlex.quote(w) for w in words)   # the command that rewrites this table
     doc = build_table(a.hardware, a.model, a.ep, buckets, a.params, a.allow_params_mismatch,
-                      knobs, command)
+                      knobs, command, a.list_lag)
     write_table(a.table, doc)
     if a.json:
         print(json.dumps({"table": a.table, **doc}, indent=1))
         return 0
     print(f"knob table {a.table}: {doc['hardware']} / {doc['model']} / EP {doc['ep']}, "
           f"{len(doc['buckets'])} buckets in {doc['seconds']:.2f} s, params {doc['params']}")
-    print(f"  {'tokens':>7}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity")
+    print(f"  {'tokens':>7}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity"
+          f" list_lag")
     for b in doc["buckets"]:
         c = b["config"]
         print(f"  {b['tokens']:>7}{b['predicted_ms']:>11.4f}  {c['dispatch']:<8} {c['combine']:<7} "
-              f"{c['minibatch']:>9} {c['comm_sms']:>8} {c['macrobatch']:>10} {c['capacity']:>8}")
+              f"{c['minibatch']:>9} {c['comm_sms']:>8} {c['macrobatch']:>10} {c['capacity']:>8} "
+              f"{b['list_lag']:>8}")
     return 0
 
 
 def cmd_tune(a) -> int:
     from .predict import scenario_notes
-    from .tuner import tune
+    from .tuner import LIST_LAGS, tune
 
     choice("--engine", ENGINES, a.engine)
     if a.table is not None:
@@ -369,10 +373,14 @@ def cmd_tune(a) -> int:
     scn = _scenario(a)
     knobs = _knobs(a, scn)
     params = _params_arg(a)(scn)
-    r = tune(scn, params, fixed=knobs, top=a.top, engine=a.engine)
+    r = tune(scn, params, fixed=knobs, top=a.top, engine=a.engine,
+             list_lags=LIST_LAGS if a.list_lag is None else None)
+
+    def entry(s):
+        return {"config": s.config.as_dict(), "latency_ms": s.latency_ms, "list_lag": s.list_lag}
+
     if a.json:
-        print(json.dumps({"best": {"config": r.best.config.as_dict(), "latency_ms": r.best.latency_ms},
-                          "top": [{"config": s.config.as_dict(), "latency_ms": s.latency_ms} for s in r.top],
+        print(json.dumps({"best": entry(r.best), "top": [entry(s) for s in r.top],
                           "evaluated": r.evaluated, "seconds": r.seconds, "engine": r.engine,
                           **scn.describe(), "domains": scn.domains, "notes": scenario_notes(scn),
                           "params": params.path}, indent=1))
@@ -381,11 +389,12 @@ def cmd_tune(a) -> int:
           f"{scn.pass_} / {scn.precision}: {r.evaluated} configurations in {r.seconds:.3f} s ({r.engine})")
     for note in scenario_notes(scn):
         print(f"note: {note}")
-    print(f"  {'rank':<5}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity")
+    print(f"  {'rank':<5}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity"
+          f" list_lag")
     for i, s in enumerate(r.top, 1):
         c = s.config
         print(f"  {i:<5}{s.latency_ms:>11.4f}  {c.dispatch:<8} {c.combine:<7} {c.minibatch:>9} "
-              f"{c.comm_sms:>8} {c.macrobatch:>10} {c.capacity:>8}")
+              f"{c.comm_sms:>8} {c.macrobatch:>10} {c.capacity:>8} {s.list_lag:>8}")
     return 0
 
 

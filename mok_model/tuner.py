@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import itertools
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 import numpy as np
 
@@ -23,10 +23,17 @@ MACRO_FRACTIONS = (0.25, 0.5, 1.0)  # ring buffer as a share of the rows the bus
 BUFFER_SHARE_OF_HBM = 0.5  # policy: MoK's buffers may take at most half the HBM
 
 
+# work-list lags the tuner tries for our kernel (KernelConfig.list_lag) where none is given:
+# measured on one H200, lags 3 and 4 within 2% of each other everywhere, a lag near the
+# minibatch count slower with pull combine (calibration/runs/h200_drawn/lag_sweep.jsonl)
+LIST_LAGS = (1, 2, 3, 4)
+
+
 @dataclass(frozen=True)
 class Scored:
     config: Config
     latency_ms: float
+    list_lag: int = 1  # the kernel's work-list lag the latency is for (Scenario.list_lag)
 
 
 @dataclass(frozen=True)
@@ -133,22 +140,44 @@ def _least_buffers(scn: Scenario, fixed: dict) -> float:
     return float(buffer_bytes(scn, g["minibatch"], g["macrobatch"], g["capacity"]).min())
 
 
+def _score(scenario: Scenario, params: Params, g: dict, which: np.ndarray):
+    """(latency s, overflow, list binds) of the grid rows `which` (analytic, in chunks)."""
+    n = len(which)
+    lat, overflow, binds = np.empty(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    chunk = max(1, 2_000_000 // max(scenario.ep, 1))
+    for s in range(0, n, chunk):
+        sl, ix = slice(s, s + chunk), which[s:s + chunk]
+        r = mok_terms(scenario, params, g["dispatch_push"][ix], g["combine_push"][ix],
+                      g["minibatch"][ix], g["comm_sms"][ix], g["macrobatch"][ix], g["capacity"][ix])
+        lat[sl], overflow[sl], binds[sl] = r["total"], r["overflow"], r["list_binds"]
+    return lat, overflow, binds
+
+
 def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int = 5,
-         engine: str = "analytic", sim_candidates: int = 8) -> TuneResult:
-    """Search the knob grid; return the best config, the top K and how many were evaluated."""
+         engine: str = "analytic", sim_candidates: int = 8,
+         list_lags: tuple[int, ...] | None = None) -> TuneResult:
+    """Search the knob grid; return the best config, the top K and how many were evaluated.
+
+    `list_lags`: the kernel work-list lags to search with the knobs (e.g. LIST_LAGS), smallest
+    first; None keeps the scenario's. A larger lag changes a pass only where the in-order list
+    binds at the smallest (mok_terms' list_binds; elsewhere it can only lengthen the combine
+    tail), so the other lags are scored on those rows only; ties go to the smaller lag."""
     t0 = time.perf_counter()
     if fixed and "comm_sms" in fixed:
         Config(comm_sms=fixed["comm_sms"]).check_for(scenario)
+    lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
     g = knob_grid(scenario, fixed)
     n = len(g["minibatch"])
-    lat = np.empty(n)
-    overflow = np.zeros(n, dtype=bool)
-    chunk = max(1, 2_000_000 // max(scenario.ep, 1))
-    for s in range(0, n, chunk):
-        sl = slice(s, s + chunk)
-        r = mok_terms(scenario, params, g["dispatch_push"][sl], g["combine_push"][sl],
-                      g["minibatch"][sl], g["comm_sms"][sl], g["macrobatch"][sl], g["capacity"][sl])
-        lat[sl], overflow[sl] = r["total"], r["overflow"]
+    lat, overflow, binds = _score(replace(scenario, list_lag=lags[0]), params, g, np.arange(n))
+    lag = np.full(n, lags[0])
+    rows = np.flatnonzero(binds)
+    evaluated = n + len(rows) * (len(lags) - 1)
+    for more in lags[1:]:
+        if not len(rows):
+            break
+        lat_l, _, _ = _score(replace(scenario, list_lag=more), params, g, rows)
+        better = lat_l < lat[rows]
+        lat[rows[better]], lag[rows[better]] = lat_l[better], more
     mem = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"])
     limit = BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9
     lat[mem > limit] = np.inf
@@ -164,13 +193,14 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
                       minibatch=int(g["minibatch"][i]), comm_sms=int(g["comm_sms"][i]),
                       macrobatch=int(g["macrobatch"][i]), capacity=float(g["capacity"][i]))
 
-    scored = [Scored(config_at(i), float(lat[i]) * 1e3) for i in order]
+    scored = [Scored(config_at(i), float(lat[i]) * 1e3, int(lag[i])) for i in order]
     if engine == "sim":
         from .sim import simulate
 
         from .progress import bar
 
-        scored = sorted((Scored(s.config, simulate(scenario, s.config, "mok", params).latency_ms)
+        scored = sorted((Scored(s.config, simulate(replace(scenario, list_lag=s.list_lag),
+                                                   s.config, "mok", params).latency_ms, s.list_lag)
                          for s in bar(scored, f"simulating {len(scored)} candidates at EP {scenario.ep}")),
                         key=lambda s: s.latency_ms)
-    return TuneResult(scored[0], scored[:top], n, time.perf_counter() - t0, engine)
+    return TuneResult(scored[0], scored[:top], evaluated, time.perf_counter() - t0, engine)

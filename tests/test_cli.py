@@ -43,7 +43,9 @@ def test_tune_json(capsys):
     code, out, _ = run(capsys, ["tune", *W, "--top", "3", "--json"])
     d = json.loads(out)
     assert code == 0 and len(d["top"]) == 3 and d["evaluated"] > 1000 and d["seconds"] > 0
-    assert d["best"] == d["top"][0]
+    assert d["best"] == d["top"][0] and d["best"]["list_lag"] in (1, 2, 3, 4)
+    code, out, _ = run(capsys, ["tune", *W, "--top", "3", "--list-lag", "3", "--json"])
+    assert code == 0 and {t["list_lag"] for t in json.loads(out)["top"]} == {3}
 
 
 def test_presets(capsys):

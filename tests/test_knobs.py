@@ -19,7 +19,7 @@ from mok_model.cli import main
 from mok_model.params import load_params
 from mok_model.presets import load_hardware, load_model
 from mok_model.scenario import Scenario
-from mok_model.tuner import tune
+from mok_model.tuner import LIST_LAGS, tune
 
 KIMI = knobs.shape_of(load_model("kimi-k2"))
 
@@ -31,8 +31,9 @@ def test_choice_is_the_tuners_and_cached_calls_are_fast():
     c = knobs.choose_knobs("h200-1", KIMI, 16, 2048)
     first_ms = (time.perf_counter() - t0) * 1e3
     best = tune(Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 16, 2048),
-                load_params(None, "h200-1"), top=1).best
+                load_params(None, "h200-1"), top=1, list_lags=LIST_LAGS).best
     assert c.knobs == best.config.as_dict() and c.predicted_ms == pytest.approx(best.latency_ms)
+    assert c.list_lag == best.list_lag
     assert c.source.startswith("tuner: h200-1 params ") and c.source.endswith("h200-1.json")
     again = knobs.tuned_choice("h200-1", KIMI, 16, 2048)      # uncached: same numbers
     assert again == c
@@ -76,6 +77,39 @@ def test_explicit_knobs_win_and_the_tuner_fills_the_rest():
     every = dict(dispatch="pull", combine="pull", minibatch=300, comm_sms=7, macrobatch=999,
                  capacity=0.9)
     assert knobs.choose_knobs(None, KIMI, 16, 1024, given=every) == knobs.Choice(every, "given")
+
+
+# narrow experts under a wide H (calibration/drawn_shapes/seed5): a lag above 1 measured faster
+SYN5 = dict(hidden=5376, expert_width=384, routed_experts=16, top_k=1, shared_width=0)
+
+
+def _fake_layer(cfg, group=None, **kw):
+    """What knobs.resolve_layer reads of a MoKLayer: SYN5's weights at EP 4, rank 0, 2304 tokens."""
+    from types import SimpleNamespace
+
+    w = SimpleNamespace(wg=torch.empty(4, 5376, 384, device="meta"), sg=None)
+    return SimpleNamespace(cfg=cfg, group=group, hardware="h200-1", device="cpu", weights=w,
+                           local_weights=True, ep=4, tokens=2304, topk=1, rank=0,
+                           knob_table=None, knob_params=None, **kw)
+
+
+def test_the_lag_is_chosen_with_the_knobs_on_one_gpu_in_bf16_only():
+    """KernelConfig.list_lag None: the tuner's lag with its knobs (BF16, one GPU, no group);
+    1 where every knob is given, in group mode and in FP8; a given lag is kept."""
+    c = knobs.choose_knobs("h200-1", SYN5, 4, 2304)
+    assert c.list_lag > 1
+    one = knobs.choose_knobs("h200-1", SYN5, 4, 2304, list_lag=1)
+    assert one.list_lag == 1 and one.predicted_ms > c.predicted_ms
+    cfg, source = knobs.resolve_layer(_fake_layer(KernelConfig()))
+    assert (cfg.knobs(), cfg.list_lag) == (c.knobs, c.list_lag)
+    assert source.endswith(f"; list_lag {c.list_lag}")
+    assert knobs.resolve_layer(_fake_layer(KernelConfig(list_lag=3)))[0].list_lag == 3
+    assert knobs.resolve_layer(_fake_layer(KernelConfig(), group=object()))[0].list_lag == 1
+    fp8 = KernelConfig(precision="fp8", block_k=128)
+    assert knobs.resolve_layer(_fake_layer(fp8))[0].list_lag == 1
+    full = KernelConfig(**c.knobs)
+    cfg, source = knobs.resolve_layer(_fake_layer(full))
+    assert source == "given" and cfg.list_lag == 1
 
 
 def small_weights(e=32, h=256, i=128, shared=True):
@@ -195,6 +229,8 @@ def _mutations():
         (config(0, dispatch="both"), "bucket 64: --dispatch 'both'"),
         (config(2, capacity=0.0), "bucket 512: --capacity 0.0"),
         (bucket(0, predicted_ms=-1.0), "bucket 64: predicted_ms=-1.0"),
+        (bucket(1, list_lag=0), "bucket 128: list_lag=0 must be an integer from 1 to 8"),
+        (bucket(2, list_lag="2"), "bucket 512: list_lag='2'"),
         (lambda d: d["shape"].update(top_k="8"), "shape.top_k='8'"),
     ]
 
@@ -231,6 +267,7 @@ def test_layer_loads_a_table(tmp_path):
                      knob_table=str(path))
     assert layer.cfg.knobs() == doc["buckets"][1]["config"]
     assert layer.knob_source == f"table {path} bucket 256"
+    assert layer.cfg.list_lag == doc["buckets"][1]["list_lag"]
     layer = MoKLayer(small_weights(), 4, 200, 4, 1, KernelConfig(comm_sms=8), device="cpu",
                      hardware="h200-1", knob_table=str(path))
     assert layer.cfg.knobs() == {**doc["buckets"][1]["config"], "comm_sms": 8}
@@ -305,3 +342,20 @@ def test_fp8_layers_are_tuned_with_the_fp8_terms():
     assert fp8.predicted_ms != bf16.predicted_ms
     with pytest.raises(MokInputError, match="knob tables hold BF16"):
         knobs.choose_knobs("h200-1", KIMI, 8, 4096, table="any.json", precision="fp8")
+
+
+def test_a_table_carries_each_buckets_lag(tmp_path):
+    """`mok tune --table` writes the lag chosen with each bucket's knobs; a layer takes it with
+    the bucket's knobs, but not with knobs of its own (the lag was chosen for the bucket's);
+    tables written before the lag was chosen name none and give 1."""
+    path = tmp_path / "syn5.json"
+    knobs.write_table(path, knobs.build_table("h200-1", SYN5, 4, [2304], command="test"))
+    doc = json.loads(path.read_text())
+    assert doc["buckets"][0]["list_lag"] == knobs.choose_knobs("h200-1", SYN5, 4, 2304).list_lag > 1
+    assert knobs.choose_knobs("h200-1", SYN5, 4, 2304, table=path).list_lag > 1
+    assert knobs.choose_knobs("h200-1", SYN5, 4, 2304, table=path,
+                              given={"comm_sms": 16}).list_lag == 1
+    del doc["buckets"][0]["list_lag"]
+    old = tmp_path / "old.json"
+    old.write_text(json.dumps(doc))
+    assert knobs.choose_knobs("h200-1", SYN5, 4, 2304, table=old).list_lag == 1

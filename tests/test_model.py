@@ -269,6 +269,48 @@ def test_tuner_beats_default_and_respects_fixed_knobs():
     assert tune(s, p).best == r.best  # deterministic
 
 
+def _drawn(name: str):
+    from pathlib import Path
+
+    seed = name.split("-")[0][3:]
+    return load_model(str(Path(__file__).resolve().parents[1] / "calibration" / "drawn_shapes"
+                          / f"seed{seed}" / f"{name}.toml"))
+
+
+def test_tuner_chooses_the_work_list_lag_where_the_list_binds():
+    """With list_lags the tuner scores the larger lags only where the in-order list binds at the
+    smallest (elsewhere a lag can only lengthen the combine tail): its pick is as good as tuning
+    every lag in full. Narrow experts under a wide H (measured 0.198 -> 0.182 ms best, lag 4:
+    calibration/runs/h200_drawn/lag_sweep.jsonl) take a lag; kimi-k2's wide experts keep 1."""
+    from mok_model.tuner import LIST_LAGS
+
+    h200, p = load_hardware("h200-1"), load_params(None, "h200-1")
+    narrow = Scenario(h200, _drawn("syn5-h5376-i384-e16-k1"), 4, 2304)
+    r = tune(narrow, p, list_lags=LIST_LAGS)
+    each = [tune(dataclasses.replace(narrow, list_lag=lag), p, top=1).best for lag in LIST_LAGS]
+    assert r.best.latency_ms == pytest.approx(min(b.latency_ms for b in each), rel=1e-12)
+    assert r.best.list_lag > 1 and r.best.latency_ms < 0.99 * each[0].latency_ms
+    assert tune(Scenario(h200, KIMI, 16, 2048), p, list_lags=LIST_LAGS).best.list_lag == 1
+    assert tune(narrow, p).best.list_lag == 1          # no list_lags: the scenario's lag
+
+
+def test_a_lag_past_the_last_two_minibatches_leaves_their_pull_combine_to_the_end():
+    """At lag L the down items of the last min(L + 1, M) minibatches follow the last gate/up
+    items; each past two adds the pull combine its comm SMs copy beyond the down's time
+    (measured, syn4 EP 8, 1,792 tokens, pull combine, minibatch 2048: 0.294 / 0.300 / 0.311 /
+    0.317 ms at lag 1-4). Push combine from the epilogue leaves no such tail."""
+    h200, p = load_hardware("h200-1"), load_params(None, "h200-1")
+    s = Scenario(h200, _drawn("syn4-h2560-i448-e32-k6"), 8, 1792)
+    times = {}
+    for combine in ("pull", "push"):
+        cfg = Config(dispatch="pull", combine=combine, minibatch=2048, comm_sms=32,
+                     macrobatch=131072, capacity=1.0)
+        times[combine] = [predict(dataclasses.replace(s, list_lag=lag), cfg, params=p).latency_ms
+                          for lag in (1, 2, 3, 4)]
+    assert times["pull"] == sorted(times["pull"]) and times["pull"][3] > 1.03 * times["pull"][0]
+    assert times["push"] == sorted(times["push"], reverse=True)
+
+
 @pytest.mark.parametrize("engine", ["analytic", "sim"])
 def test_in_order_work_list_waits_behind_a_minibatch_in_flight(engine, monkeypatch):
     """Our kernel's compute walks its work list in order: with the dispatch behind the GEMMs
