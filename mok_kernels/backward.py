@@ -399,6 +399,7 @@ def _bwd_kernels() -> dict[str, Any]:
             waited = 0
             g = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
             while g < total:
+                g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
                 if g < total_ax:
                     # sections A(0=shared), X(-1), A(1), X(0), A(2), X(1), ...; batch b>=1 is
                     # minibatch b-1 (the forward's walk, gate/up -> A, down -> X)
@@ -621,10 +622,7 @@ def _bwd_kernels() -> dict[str, Any]:
                         o_dn = dwd_ptr + e.to(tl.int64) * I * H
                         tl.store(o_dn + icols[:, None].to(tl.int64) * H + hcols[None, :], acc_dn,
                                  mask=hm[None, :])
-                # the next item is claimed once this one is done, not ahead of it: a claim held
-                # through a whole item hands a second item to a busy program while programs that
-                # join after the dispatch find none (the forward's late claim, megakernel.py)
-                g = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
+                g = g_next
 
     @triton.jit(do_not_specialize=["TRAP"])    # trap or raise: one compiled variant
     def bwd_epilogue_kernel(shdx_ptr, dxs_ptr, dws_ptr, dx_ptr, dw_ptr, err_ptr, over_ptr, tok0,
