@@ -9,6 +9,8 @@
 #    (claimed ahead at the loop top, "ahead"), training tiles, kimi-k2 / glm-5 EP 8, 1024 / 4096
 #    tokens, interleaved ahead, late, ahead, late. The backward GPU tests run on the late tree
 #    first (untimed, beside the compile warm-up).
+#    (Run once on 2026-12-02; the late variant gained nothing and was reverted, so the patch no
+#    longer reverses on this tree: the script is the record of what ran.)
 export PYTHONPATH=.
 T0=$(date +%s); R=$OUT/s20; J=/tmp/junk20; mkdir -p $R $J   # results straight under $OUT
 { nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader; date -u; } > $R/gpu.txt 2>&1
