@@ -5,7 +5,8 @@ shapes the project never chose, from a fixed seed so a failure names a reproduci
 the kernel accepts (a multiple of block_k), any I (padded to whole column blocks inside), one to
 eight experts per rank, top-1 to top-8, token counts that are not multiples of anything, every
 dispatch/combine pair, small and large minibatches, rings small enough to back-pressure,
-group_m, and activation tiles through TMA (tma_a, forward). Each case id prints its whole shape.
+group_m, activation tiles through TMA (tma_a, forward) and the work list's lag (list_lag 1-8,
+forward). Each case id prints its whole shape.
 Skipped without CUDA.
 """
 
@@ -46,8 +47,9 @@ def draw(seed: int, h_step: int, max_h: int, bwd: bool = False) -> dict:
     routing = str(r.choice(ROUTINGS))
     if routing.startswith("hot") and k > e - 1:    # the other experts cannot fill top_k
         routing = "onehot"
-    tma_a = bool(r.random() < 0.5)      # drawn last: the earlier draws stay what they were
-    return dict(ep=ep, rank=rank, routing=routing, tma_a=tma_a,
+    tma_a = bool(r.random() < 0.5)      # drawn after the rest: the earlier draws stay what they were
+    list_lag = int(r.choice([1, 2, 3, 4, 8]))   # forward BF16 only; drawn last for the same reason
+    return dict(ep=ep, rank=rank, routing=routing, tma_a=tma_a, list_lag=list_lag,
                 dispatch=str(r.choice(["pull", "push"])), combine=str(r.choice(["pull", "push"])),
                 minibatch=int(r.choice([64, 128, 200, 256, 384, 512, 1000])),
                 macro=int(r.choice([131072, 131072, 1024])),
@@ -59,7 +61,8 @@ def case_id(c: dict) -> str:
     s = c["shape"]
     return (f"ep{c['ep']}-r{c['rank']}-E{s['e']}-H{s['h']}-I{s['i']}-S{s['i_shared']}-n{s['n']}"
             f"-k{s['k']}-{c['routing']}-{c['dispatch']}-{c['combine']}-mb{c['minibatch']}"
-            f"-ring{c['macro']}-gm{c['group_m']}" + ("-tmaA" if c["tma_a"] else ""))
+            f"-ring{c['macro']}-gm{c['group_m']}" + ("-tmaA" if c["tma_a"] else "")
+            + (f"-lag{c['list_lag']}" if c["list_lag"] != 1 else ""))
 
 
 FWD = [draw(1000 + j, 64, 8192) for j in range(24)]
@@ -71,7 +74,7 @@ BWD = [draw(3000 + j, 64, 4096, bwd=True) for j in range(8)]
 def test_random_shape_forward(c):
     r_out, r_served, _, _ = run_case(c["ep"], c["rank"], c["routing"], c["dispatch"], c["combine"],
                                      c["minibatch"], macro=c["macro"], seed=7, shape=c["shape"],
-                                     group_m=c["group_m"], tma_a=c["tma_a"])
+                                     group_m=c["group_m"], tma_a=c["tma_a"], list_lag=c["list_lag"])
     assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
 
 
