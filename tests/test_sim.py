@@ -417,3 +417,28 @@ def test_shared_expert_tiles_run_on_the_joined_sms_in_both_engines(model, ep, to
     a = predict(scn, cfg, "mok", p).latency_ms
     s = predict(scn, cfg, "mok", p, "sim").latency_ms
     assert a == pytest.approx(s, rel=0.015)
+
+
+@pytest.mark.parametrize("lag", [1, 2, 4])
+def test_compute_walks_the_kernels_list_with_its_lag(tmp_path, lag):
+    """With list_lag L the simulated compute SMs take minibatch i's down after minibatch i+L's
+    gate/up (mok_kernels/megakernel.py's work list), and the last L downs at the end."""
+    import dataclasses
+
+    h200 = load_hardware("h200-1")
+    s = dataclasses.replace(Scenario(h200, load_model("qwen3-30b-a3b"), 8, 1024), list_lag=lag)
+    f = tmp_path / "t.json"
+    simulate(s, Config(minibatch=1024, comm_sms=32, macrobatch=131072, capacity=1.0), "mok",
+             load_params(None, "h200-1"), trace=f)
+    ev = [e for e in json.loads(f.read_text())["traceEvents"]
+          if e["pid"] == 0 and e["ph"] == "X" and e["name"].split(" mb")[0] in ("gate_up+swiglu", "down")]
+    order = [("gu" if e["name"].startswith("gate") else "dn", int(e["name"].split(" mb")[1]))
+             for e in sorted(ev, key=lambda e: e["ts"])]
+    m = sum(k == "gu" for k, _ in order)
+    want = []
+    for i in range(m):
+        want.append(("gu", i))
+        if i - lag >= 0:
+            want.append(("dn", i - lag))
+    want += [("dn", j) for j in range(max(m - lag, 0), m)]
+    assert m > 6 and order == want

@@ -632,7 +632,8 @@ class MokSim:
     def compute(self, d: int):
         """The compute SMs take GEMMs from one work list, in order: gate/up of the shared expert,
         gate/up of minibatch 0, down of the shared expert, then gate/up of minibatch i+1 before
-        down of minibatch i (mok_kernels/megakernel.py's work counter), so a minibatch's rows
+        down of minibatch i (mok_kernels/megakernel.py's work counter; with the kernel's
+        list_lag L, gate/up of minibatch i+L before down of minibatch i), so a minibatch's rows
         are released to the ring as early as they can be. In that order, as the kernel: its
         programs take items from one atomic counter and a program that took a gate/up item spins
         until the minibatch's rows are in, so when a gate/up section has at least as many items
@@ -644,12 +645,15 @@ class MokSim:
             yield from self._compute_in_order(d)
             return
         env, plan = self.env, self.plan
-        M = int(plan.minibatches[d])
+        M, lag = int(plan.minibatches[d]), self.scn.list_lag
+        # the kernel's list with its lag L: minibatch i's down after minibatch i+L's gate/up
+        # (the shared expert, -1 here, is the kernel's batch 0), the last L downs at the end
         work = [("gu", -1)] if plan.shared > 0 else []
         for i in range(M):
             work.append(("gu", i))
-            work.append(("dn", i - 1))
-        work.append(("dn", M - 1))
+            if i - lag >= -1:
+                work.append(("dn", i - lag))
+        work += [("dn", j) for j in range(max(M - lag, -1), M)]
         work = [w for w in work if w[1] >= 0 or plan.shared > 0]
         cx = self.scn.hardware.sms - self.cfg.comm_sms
         def runnable(w) -> bool:  # gate/up once its rows are in, down once its gate/up ran
