@@ -4,7 +4,7 @@ only), and the whole forward with and without its dispatch copies, each split in
 megakernel and epilogue. Diagnostic: prints a table, writes no run records.
 
     PYTHONPATH=. python3 benchmarks/narrow_diag.py --workloads qwen3-30b-a3b:8:4096,kimi-k2:8:4096 \\
-        [--comm-sms 16,32] [--minibatch 2048]
+        [--comm-sms 16,32] [--minibatch 2048] [--list-lag 1]
 """
 
 from __future__ import annotations
@@ -24,6 +24,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--comm-sms", default="16,32")
     p.add_argument("--minibatch", type=int_at_least(1), default=2048)
     p.add_argument("--iters", type=int_at_least(1), default=10)
+    p.add_argument("--list-lag", type=int_at_least(1), default=1,
+                   help="the work list's lag of the MoK rows (KernelConfig.list_lag)")
     return run_tool(p, run, argv)
 
 
@@ -46,10 +48,11 @@ def run(a) -> int:
         for cs in comm_sms:
             knobs = dict(dispatch="pull", combine="push", minibatch=a.minibatch, comm_sms=cs,
                          macrobatch=131072, capacity=1.0)
+            lag = f" lag {a.list_lag}" if a.list_lag != 1 else ""
             for label, opts in (("MoK", {}), ("MoK, no copies", {"skip_copy": True}),
                                 ("MoK, comm SMs never join", {"join": False})):
-                t, bd = run_mok(wl, knobs, a.iters, 3, True, True, **opts)
-                print(f"  comm {cs:3d} {label:26s} {med(t):.3f} ms ({med(t) / lib:.2f}x library, "
+                t, bd = run_mok(wl, knobs, a.iters, 3, True, True, list_lag=a.list_lag, **opts)
+                print(f"  comm {cs:3d}{lag} {label:26s} {med(t):.3f} ms ({med(t) / lib:.2f}x library, "
                       f"{med(t) / own:.2f}x own GEMMs); eager schedule {bd['schedule']:.3f}, "
                       f"megakernel {bd['megakernel']:.3f}, epilogue {bd['epilogue']:.3f}",
                       flush=True)
