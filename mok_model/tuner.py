@@ -112,6 +112,17 @@ def min_capacity(scenario: Scenario, params: Params) -> float:
     return float(need / per_unit)
 
 
+def least_capacity(scenario: Scenario, params: Params) -> float:
+    """The smallest of CAPACITIES that does not overflow. The capacity enters a pass only through
+    its overflow rule and the schedule's size (a term of its own, growing with it) and the
+    buffers only as smaller-is-smaller, so for every other knob setting this one is the best:
+    the tuner scores the grid at it rather than at every capacity."""
+    per_unit = scenario.ep * scenario.tokens * min(scenario.model.top_k, scenario.local_experts)
+    need = min(_busiest_rows(scenario) * params["capacity_headroom"], per_unit)
+    # the overflow rule in the kernel's integers: ceil(capacity x per_unit) rows hold `need`
+    return min(c for c in CAPACITIES if np.ceil(c * per_unit) >= need)
+
+
 def _infeasible(scn: Scenario, params: Params, fixed: dict, overflow, mem, limit: float) -> str:
     """Why no knob setting fits: the capacity that overflows or the buffers that exceed the HBM."""
     if overflow.all():
@@ -127,7 +138,8 @@ def _infeasible(scn: Scenario, params: Params, fixed: dict, overflow, mem, limit
     hint = ""
     if "minibatch" in fixed:  # the largest of the tuner's minibatches whose buffers fit
         ok = [mb for mb in MINIBATCHES if mb < fixed["minibatch"]
-              and _least_buffers(scn, {**fixed, "minibatch": mb}) <= limit]
+              and _least_buffers(scn, {"capacity": least_capacity(scn, params), **fixed,
+                                       "minibatch": mb}) <= limit]
         hint = f" (the largest minibatch that fits: {max(ok)})" if ok else ""
     return (f"{given}: MoK's buffers need at least {smallest / 1e9:.3g} GB per GPU, more than the "
             f"{limit / 1e9:.3g} GB (half of {scn.hardware.name}'s HBM) they may take; lower "
@@ -166,7 +178,7 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     if fixed and "comm_sms" in fixed:
         Config(comm_sms=fixed["comm_sms"]).check_for(scenario)
     lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
-    g = knob_grid(scenario, fixed)
+    g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **(fixed or {})})
     n = len(g["minibatch"])
     lat, overflow, binds = _score(replace(scenario, list_lag=lags[0]), params, g, np.arange(n))
     lag = np.full(n, lags[0])
