@@ -41,7 +41,7 @@ from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params
 from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
 from mok_model.scenario import MAX_LIST_LAG, Config, Scenario
-from mok_model.tuner import CAPACITIES, LIST_LAGS, tune
+from mok_model.tuner import CAPACITIES, lag_choices, tune
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 TABLE_SCHEMA = "mok-knobs/1"
@@ -166,7 +166,7 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
                  precision: str = "bf16", list_lag: int | None = None) -> Choice:
     """The tuner's knobs for one question (uncached), with the capacity kept safe; `precision`
     of the forward pass (bf16 or fp8: the model's FP8 terms); `list_lag`: the kernel's work-list
-    lag, or None to choose it with the knobs (tuner.LIST_LAGS)."""
+    lag, or None to choose it with the knobs where the tuner searches it (tuner.lag_choices)."""
     hw, model = _hardware(hardware), layer_model(shape)
     given = dict(given or {})
     _check_given(given)
@@ -175,7 +175,7 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
                             f"(the ring holds whole minibatches) or neither")
     p = params if isinstance(params, Params) else _params(hw, params)
     scn = Scenario(hw, model, ep, tokens, "fwd", precision, list_lag=list_lag or 1)
-    lags = LIST_LAGS if list_lag is None else None
+    lags = lag_choices(scn) if list_lag is None else None
     source = f"tuner: {hw.name} params {p.path}" + (f" ({precision})" if precision != "bf16" else "")
     if hw.sms != _preset_sms(hw.name):
         source += f" at {hw.sms} SMs per rank"

@@ -126,7 +126,8 @@ def _workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--list-lag", type=int_at_least(1), default=None,
                    help="our megakernel's work-list lag (KernelConfig.list_lag, 1-8): minibatch "
                         "i's down items after minibatch i+lag's gate/up items (predict, simulate: "
-                        "default 1; tune: chosen from 1-4 with the knobs unless given)")
+                        "default 1; tune: chosen from 1-4 with the knobs unless given, for the "
+                        "BF16 forward with ranks emulated on one GPU; else 1)")
     p.add_argument("--params", default=None, help="parameters file (default: the hardware's own)")
     p.add_argument("--allow-params-mismatch", action="store_true",
                    help="use a parameters file fitted for other hardware")
@@ -360,7 +361,7 @@ def cmd_tune_table(a) -> int:
 
 def cmd_tune(a) -> int:
     from .predict import scenario_notes
-    from .tuner import LIST_LAGS, tune
+    from .tuner import lag_choices, tune
 
     choice("--engine", ENGINES, a.engine)
     if a.table is not None:
@@ -374,7 +375,7 @@ def cmd_tune(a) -> int:
     knobs = _knobs(a, scn)
     params = _params_arg(a)(scn)
     r = tune(scn, params, fixed=knobs, top=a.top, engine=a.engine,
-             list_lags=LIST_LAGS if a.list_lag is None else None)
+             list_lags=lag_choices(scn) if a.list_lag is None else None)
 
     def entry(s):
         return {"config": s.config.as_dict(), "latency_ms": s.latency_ms, "list_lag": s.list_lag}

@@ -29,6 +29,14 @@ BUFFER_SHARE_OF_HBM = 0.5  # policy: MoK's buffers may take at most half the HBM
 LIST_LAGS = (1, 2, 3, 4)
 
 
+def lag_choices(scenario: Scenario) -> tuple[int, ...] | None:
+    """The lags searched with the knobs where none is given: LIST_LAGS for our kernel's BF16
+    forward with its ranks on one GPU (emulated or virtual: where lags were tested and
+    measured), else None (the scenario's lag; MoKLayer runs lag 1 across GPUs and in FP8)."""
+    one_gpu = scenario.hardware.emulated_ranks
+    return LIST_LAGS if one_gpu and scenario.pass_ == "fwd" and scenario.precision == "bf16" else None
+
+
 @dataclass(frozen=True)
 class Scored:
     config: Config

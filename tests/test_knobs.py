@@ -100,6 +100,9 @@ def test_the_lag_is_chosen_with_the_knobs_on_one_gpu_in_bf16_only():
     assert c.list_lag > 1
     one = knobs.choose_knobs("h200-1", SYN5, 4, 2304, list_lag=1)
     assert one.list_lag == 1 and one.predicted_ms > c.predicted_ms
+    # searched only where lags were tested: not across real GPUs (h200-hgx8), not in FP8
+    assert knobs.choose_knobs("h200-hgx8", SYN5, 4, 2304).list_lag == 1
+    assert knobs.choose_knobs("h200-1", SYN5, 4, 2304, precision="fp8").list_lag == 1
     cfg, source = knobs.resolve_layer(_fake_layer(KernelConfig()))
     assert (cfg.knobs(), cfg.list_lag) == (c.knobs, c.list_lag)
     assert source.endswith(f"; list_lag {c.list_lag}")
