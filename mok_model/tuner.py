@@ -112,11 +112,16 @@ def buffer_bytes(scenario: Scenario, minibatch, macrobatch, capacity):
     return ring + schedule + combine_slots + inter
 
 
-def min_capacity(scenario: Scenario, params: Params) -> float:
-    """The smallest --capacity whose schedule holds the busiest GPU's rows x capacity_headroom
-    (as analytic.mok_terms' overflow rule; capacity 1.0 always fits)."""
+def _schedule_need(scenario: Scenario, params: Params) -> tuple[float, int]:
+    """(rows the schedule must hold: the busiest GPU's x capacity_headroom, at most every route;
+    rows per unit of capacity), as analytic.mok_terms' overflow rule reads them."""
     per_unit = scenario.ep * scenario.tokens * min(scenario.model.top_k, scenario.local_experts)
-    need = min(_busiest_rows(scenario) * params["capacity_headroom"], per_unit)
+    return min(_busiest_rows(scenario) * params["capacity_headroom"], per_unit), per_unit
+
+
+def min_capacity(scenario: Scenario, params: Params) -> float:
+    """The smallest --capacity whose schedule holds the rows it must (capacity 1.0 always fits)."""
+    need, per_unit = _schedule_need(scenario, params)
     return float(need / per_unit)
 
 
@@ -125,10 +130,8 @@ def least_capacity(scenario: Scenario, params: Params) -> float:
     its overflow rule and the schedule's size (a term of its own, growing with it) and the
     buffers only as smaller-is-smaller, so for every other knob setting this one is the best:
     the tuner scores the grid at it rather than at every capacity."""
-    per_unit = scenario.ep * scenario.tokens * min(scenario.model.top_k, scenario.local_experts)
-    need = min(_busiest_rows(scenario) * params["capacity_headroom"], per_unit)
-    # the overflow rule in the kernel's integers: ceil(capacity x per_unit) rows hold `need`
-    return min(c for c in CAPACITIES if np.ceil(c * per_unit) >= need)
+    need, per_unit = _schedule_need(scenario, params)
+    return min(c for c in CAPACITIES if np.ceil(c * per_unit) >= need)  # ceil: the kernel's rows
 
 
 def _infeasible(scn: Scenario, params: Params, fixed: dict, overflow, mem, limit: float) -> str:
