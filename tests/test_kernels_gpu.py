@@ -369,6 +369,19 @@ def test_local_group_bits_identical_over_passes():
         assert all(torch.equal(g, o) for g, o in zip(got, outs[0]))
 
 
+@pytest.mark.parametrize("dispatch,combine", [("push", "pull"), ("pull", "push")])
+def test_local_group_list_lag_matches_reference_and_the_bits_of_lag_one(dispatch, combine):
+    """Group mode (each rank its own launch, the cross-GPU protocol) with the work list's lag:
+    the same bits as lag 1, at a shape with several minibatches per rank."""
+    shape = dict(h=2880, i=448, e=8, n=400, k=4)
+    _, _, one = run_local_group(2, dispatch, combine, shape=shape, passes=1, minibatch=256)
+    for lag in (2, 3):
+        errs, _, outs = run_local_group(2, dispatch, combine, shape=shape, passes=1,
+                                        minibatch=256, list_lag=lag)
+        assert max(errs) <= 1e-2, (lag, errs)
+        assert all(torch.equal(a, b) for a, b in zip(outs[0], one[0])), lag
+
+
 def test_local_group_missing_rank_raises():
     """Rank 1 never runs: rank 0's pass-entry exchange gives up and names rank 1."""
     from mok_kernels.peers import LocalGroup
