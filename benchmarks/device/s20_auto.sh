@@ -2,7 +2,8 @@
 # Session 20 (2026-12-02), nvidia-h200, <= 560 s. Two measurements, predictions registered first.
 # 1. The automatic pick with the work-list lag (mok bench --auto: MoKLayer's knobs and lag from
 #    the tuner) beside a sweep of push combine x minibatch 512-8192 x 32 / 64 comm SMs x lag
-#    1 / 2 / 4 on six workloads outside the lag sweep (plan: benchmarks/device/s20_auto_plan.py;
+#    1 / 2 / 4 on six workloads outside the lag sweep (plan: benchmarks/auto_plan.py, whose
+#    docstring names this run's arguments;
 #    registered: calibration/predictions/h200_auto_lag_2026-12-02.jsonl).
 # 2. The backward megakernel's claim policy, A/B in one run: this tree (the next item claimed
 #    once the current one is done, "late") and a copy with s20_bwd_claim_late.patch reversed

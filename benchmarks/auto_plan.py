@@ -1,0 +1,65 @@
+"""The plan of a `mok bench --auto` run beside a sweep, for `python -m calibration.register
+--plan`: per workload every swept setting (pull dispatch, push combine, capacity 1.0, ring
+131072 rows, minibatch x comm SMs x work-list lag) and the automatic pick (the tuner's knobs and
+lag, as MoKLayer resolves them on one H200), so the registered predictions meet every record the
+bench writes. Written before the run, committed with the registration.
+
+    PYTHONPATH=. python benchmarks/auto_plan.py --workloads MODEL:EP:TOKENS,... \\
+        [--minibatch 512,1024,2048,4096,8192] [--comm-sms 32,64] [--list-lag 1,2,4] > PLAN.jsonl
+
+Session 20's plan (calibration/predictions/h200_auto_lag_plan_2026-12-02.jsonl) is the defaults
+with --workloads calibration/drawn_shapes/seed2/syn2-h7936-i256-e64-k6-s1.toml:8:1024,
+calibration/drawn_shapes/seed5/syn5-h5888-i640-e32-k1-s1.toml:4:3072,
+calibration/drawn_shapes/seed4/syn4-h2048-i320-e8-k2-s1.toml:8:2048,
+calibration/drawn_shapes/seed3/syn3-h1792-i320-e64-k4-s1.toml:16:4096, qwen3-30b-a3b:8:4096,
+kimi-k2:16:1024.
+"""
+
+from __future__ import annotations
+
+import itertools
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mok_kernels.knobs import choose_knobs, shape_of  # noqa: E402
+from mok_kernels.tile_sweep import _workloads  # noqa: E402
+from mok_model.cli import doc_parser, number_list, run_tool  # noqa: E402
+from mok_model.presets import load_model  # noqa: E402
+from mok_model.records import record_model  # noqa: E402
+
+
+def line(model: str, ep: int, tokens: int, config: dict, lag: int) -> dict:
+    """One planned MoK record: its workload, knobs and (when not 1) lag."""
+    return {"config": config, "ep": ep, "model": record_model(model),
+            "routing": {"kind": "uniform", "seed": 0}, "tokens": tokens,
+            **({"tiles": {"list_lag": lag}} if lag != 1 else {})}
+
+
+def main(argv: list[str]) -> int:
+    p = doc_parser("benchmarks/auto_plan.py", __doc__)
+    p.add_argument("--workloads", required=True, help="MODEL:EP:TOKENS,... (presets or TOML files)")
+    p.add_argument("--minibatch", default="512,1024,2048,4096,8192")
+    p.add_argument("--comm-sms", default="32,64")
+    p.add_argument("--list-lag", default="1,2,4")
+    return run_tool(p, run, argv)
+
+
+def run(a) -> int:
+    """Print the plan's JSON lines, sweep first, the automatic pick last, per workload."""
+    grid = (number_list(a.minibatch, "--minibatch"), number_list(a.comm_sms, "--comm-sms"),
+            number_list(a.list_lag, "--list-lag"))
+    for model, ep, tokens in _workloads(a.workloads):
+        for mb, cs, lag in itertools.product(*grid):
+            cfg = dict(dispatch="pull", combine="push", minibatch=mb, comm_sms=cs,
+                       macrobatch=131072, capacity=1.0)
+            print(json.dumps(line(model, ep, tokens, cfg, lag), sort_keys=True))
+        auto = choose_knobs("h200-1", shape_of(load_model(model)), ep, tokens)
+        print(json.dumps(line(model, ep, tokens, auto.knobs, auto.list_lag), sort_keys=True))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
