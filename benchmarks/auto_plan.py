@@ -29,6 +29,7 @@ from mok_kernels.tile_sweep import _workloads  # noqa: E402
 from mok_model.cli import doc_parser, number_list, run_tool  # noqa: E402
 from mok_model.presets import load_model  # noqa: E402
 from mok_model.records import record_model  # noqa: E402
+from mok_model.scenario import MAX_LIST_LAG  # noqa: E402
 
 
 def line(model: str, ep: int, tokens: int, config: dict, lag: int) -> dict:
@@ -50,7 +51,7 @@ def main(argv: list[str]) -> int:
 def run(a) -> int:
     """Print the plan's JSON lines, sweep first, the automatic pick last, per workload."""
     grid = (number_list(a.minibatch, "--minibatch"), number_list(a.comm_sms, "--comm-sms"),
-            number_list(a.list_lag, "--list-lag"))
+            number_list(a.list_lag, "--list-lag", high=MAX_LIST_LAG))
     for model, ep, tokens in _workloads(a.workloads):
         for mb, cs, lag in itertools.product(*grid):
             cfg = dict(dispatch="pull", combine="push", minibatch=mb, comm_sms=cs,

@@ -412,7 +412,8 @@ TOOLS_WITHOUT_FLAGS = [["-m", "calibration.defaults", "--bogus"],   # would rewr
                        ["benchmarks/bwd_item_model.py", "--bogus"],
                        ["benchmarks/bench_sim.py", "--quik"],
                        ["benchmarks/l2_probe.py", "--bogus"],
-                       ["benchmarks/bwd_saved_fwd_cost.py", "--bogus"]]
+                       ["benchmarks/bwd_saved_fwd_cost.py", "--bogus"],
+                       ["benchmarks/auto_plan.py", "--workloads", "kimi-k2:8:64", "--bogus"]]
 
 
 @pytest.mark.parametrize("argv", TOOLS_WITHOUT_FLAGS, ids=[" ".join(a) for a in TOOLS_WITHOUT_FLAGS])
@@ -422,6 +423,18 @@ def test_tools_refuse_arguments_they_do_not_take(argv):
                        env={**os.environ, "PYTHONPATH": str(REPO), "MOK_PROGRESS": "0"})
     assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout[-300:], r.stderr[-300:])
     assert r.stderr.count("\n") == 1 and "unrecognized arguments" in r.stderr, r.stderr
+
+
+@pytest.mark.parametrize("argv, want", [
+    (["--workloads", "kimi-k2:8:64", "--list-lag", "9"], "--list-lag '9': 9 must be in [1, 8]"),
+    (["--workloads", "nope:8:64"], "unknown model preset 'nope'"),
+    (["--workloads", "kimi-k2:8"], "each workload is MODEL:EP:TOKENS"),
+    (["--workloads", "kimi-k2:8:64", "--minibatch", "0"], "--minibatch '0'")])
+def test_auto_plan_refuses_bad_flags_in_one_line(argv, want):
+    r = subprocess.run([sys.executable, "benchmarks/auto_plan.py", *argv], capture_output=True,
+                       text=True, cwd=REPO, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout[-300:])
+    assert r.stderr.count("\n") == 1 and want in r.stderr, r.stderr
 
 
 @pytest.mark.parametrize("argv, want", [(["--only", "nope"], "--only ['nope']: not a study"),
