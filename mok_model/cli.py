@@ -297,7 +297,9 @@ def cmd_predict(a, engine: str) -> int:
         from .progress import busy
         from .sim import simulate
 
-        tuned = predict(scn, knobs, a.system, params) if a.system == "mok" else None
+        tuned = predict(scn, knobs, a.system, params, search_lag=a.list_lag is None) \
+            if a.system == "mok" else None
+        scn = tuned.scenario if tuned else scn  # with the lag the tuner chose
         if a.degrade:  # links of the simulated network; knobs left unset are tuned on the healthy one
             scn = scn.with_(hardware=scn.hardware.with_(degrade=a.degrade))
         with busy(f"simulating {a.system} at EP {scn.ep}"):
@@ -306,7 +308,7 @@ def cmd_predict(a, engine: str) -> int:
         pred.tuned = tuned.tuned if tuned else []
         add_notes(pred, params)
     else:
-        pred = predict(scn, knobs, a.system, params, engine)
+        pred = predict(scn, knobs, a.system, params, engine, search_lag=a.list_lag is None)
     pred.with_band(params)
     _print_prediction(pred, a.json)
     if engine == "sim" and a.trace and not a.json:

@@ -123,10 +123,14 @@ def analytic_baseline(scenario: Scenario, system: str, p: Params) -> Prediction:
 
 def predict(scenario: Scenario, config: Config | dict | None = None, system: str = "mok",
             params: Params | str | None = None, engine: str = "analytic",
-            allow_other_hardware: bool = False, refuse_overflow: bool = True) -> Prediction:
+            allow_other_hardware: bool = False, refuse_overflow: bool = True,
+            search_lag: bool = False) -> Prediction:
     """Predict one pass. `config` may be a Config, a dict of some knobs (the tuner picks the
     rest), or None (the tuner picks all). ``refuse_overflow=False``: a measured run's config is
-    predicted even where the model's capacity headroom would refuse it (it ran, so it held)."""
+    predicted even where the model's capacity headroom would refuse it (it ran, so it held).
+    ``search_lag``: where the tuner picks knobs, it picks the kernel's work-list lag with them
+    as MoKLayer does (tuner.lag_choices; the prediction's scenario carries it), instead of
+    keeping the scenario's."""
     if system not in SYSTEMS:
         raise MokInputError(f"--system {system!r} must be one of {SYSTEMS}")
     if engine not in ENGINES:
@@ -136,9 +140,16 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
     if system == "mok" and not isinstance(config, Config):
         from .tuner import tune
 
+        from .tuner import lag_choices
+
         fixed = dict(config or {})
-        best = tune(scenario, p, fixed=fixed, top=1).best
+        searched = search_lag and len(fixed) < len(Config().as_dict())
+        best = tune(scenario, p, fixed=fixed, top=1,
+                    list_lags=lag_choices(scenario) if searched else None).best
         tuned = sorted(set(best.config.as_dict()) - set(fixed))
+        if searched and lag_choices(scenario):
+            tuned.append("list_lag")
+            scenario = scenario.with_(list_lag=best.list_lag)
         config = best.config
     if engine == "sim":
         from .sim import simulate

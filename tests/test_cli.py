@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from mok_model.cli import main
+from mok_model.presets import load_model
 
 W = ["--hardware", "gb300-nvl72", "--model", "kimi-k2", "--ep", "16", "--tokens", "2048"]
 
@@ -164,3 +165,26 @@ def test_device_jobs_import_without_simpy():
     res = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          cwd=Path(__file__).resolve().parents[1])
     assert res.returncode == 0, res.stderr[-2000:]
+
+
+def test_predict_without_knobs_takes_the_layers_lag(capsys):
+    """Knobs left to the tuner come with the lag MoKLayer would run (tuner.lag_choices): the
+    prediction is the layer's own choice; a given lag, or every knob given, keeps it."""
+    from mok_kernels import knobs
+
+    shape = Path(__file__).resolve().parents[1] / "calibration" / "drawn_shapes" / "seed5" / \
+        "syn5-h5376-i384-e16-k1.toml"
+    w = ["--hardware", "h200-1", "--model", str(shape), "--ep", "4", "--tokens", "2304", "--json"]
+    layer = knobs.choose_knobs("h200-1", knobs.shape_of(load_model(str(shape))), 4, 2304)
+    for cmd in ("predict", "simulate"):
+        code, out, _ = run(capsys, [cmd, *w])
+        d = json.loads(out)
+        assert code == 0 and d["list_lag"] == layer.list_lag > 1 and "list_lag" in d["tuned_knobs"]
+        assert d["config"] == layer.knobs
+    code, out, _ = run(capsys, ["predict", *w])
+    assert json.loads(out)["latency_ms"] == pytest.approx(layer.predicted_ms)
+    code, out, _ = run(capsys, ["predict", *w, "--list-lag", "1"])
+    assert "list_lag" not in json.loads(out) and "list_lag" not in json.loads(out)["tuned_knobs"]
+    given = [f"--{k.replace('_', '-')}={v}" for k, v in layer.knobs.items()]
+    code, out, _ = run(capsys, ["predict", *w, *given])
+    assert "list_lag" not in json.loads(out) and json.loads(out)["tuned_knobs"] == []
