@@ -125,9 +125,9 @@ def _workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--seed", type=int_at_least(0), default=0)
     p.add_argument("--list-lag", type=int_at_least(1), default=None,
                    help="our megakernel's work-list lag (KernelConfig.list_lag, 1-8): minibatch "
-                        "i's down items after minibatch i+lag's gate/up items (predict, simulate: "
-                        "default 1; tune: chosen from 1-4 with the knobs unless given, for the "
-                        "BF16 forward with ranks emulated on one GPU; else 1)")
+                        "i's down items after minibatch i+lag's gate/up items. Unset: chosen "
+                        "from 1-4 with the knobs the tuner picks (BF16 forward, ranks emulated "
+                        "on one GPU, as MoKLayer); 1 with every knob given or elsewhere")
     p.add_argument("--params", default=None, help="parameters file (default: the hardware's own)")
     p.add_argument("--allow-params-mismatch", action="store_true",
                    help="use a parameters file fitted for other hardware")
