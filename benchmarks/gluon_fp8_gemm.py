@@ -1,0 +1,322 @@
+"""An FP8 (e4m3) GEMM with the megakernel's block scales, written in Gluon (Triton's explicit
+sm_90 frontend), against the library at the megakernel's shapes: the first step of issue 14's
+plan to take the FP8 K loop out of Triton's (mok_kernels/NOTES.md "What FP8 can gain here").
+
+Triton's loop must wait for each 128-wide K block's MMA before it can scale and add it (the
+scales differ per block), so the tensor cores idle through every scale step. Here each K block's
+MMA goes to one of two accumulators in turn: the MMA of block k+1 is issued before the wait for
+block k's, whose scaled sum then runs while the tensor cores work (``warpgroup_mma_wait(1)``).
+TMA brings A and B tiles into a ring of STAGES shared buffers, one mbarrier each; a buffer is
+refilled once the MMA that read it is known done.
+
+C (M, N) bf16 = sum_k A_k (M, 128) B_k (128, N) x sa[m, k] x sb[k, n // 128]: A e4m3 (M, K) with
+one scale per row per 128 columns, B e4m3 given as B^T (N, K) (wgmma reads FP8 B K-major) with
+one scale per 128 x 128 block (mok_kernels/fp8.py quantize_rows / quantize_weight).
+
+    PYTHONPATH=. python3 benchmarks/gluon_fp8_gemm.py [--rows 4096,16384] [--out FILE.json]
+    PYTHONPATH=. python benchmarks/gluon_fp8_gemm.py --compile-only   # sm_90 compile, no GPU
+
+On a GPU: each shape's result against the float32 product of the dequantized operands (the
+error FP8 allows is in the operands, not here: rel. error <= 1e-2 is asked of the GEMM), then
+TF/s of this kernel, torch BF16 `a @ w.t()` and torch._scaled_mm with the same block scales,
+CUDA events, 10 warm-ups, median of 30 over four input sets; ratios against BF16 in the same
+run. Not yet measured (written 2026-12-02 with no device time left).
+"""
+
+
+import json
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mok_model.cli import doc_parser, number_list, run_tool  # noqa: E402
+from mok_model.errors import MokInputError  # noqa: E402
+
+SHAPES = {"kimi-k2 gate|up": (4096, 7168), "kimi-k2 down": (7168, 2048),
+          "qwen3-30b gate|up": (1536, 2048)}        # (N, K) of a routed expert's GEMM
+BM, BN, BK, STAGES, WARPS = 128, 128, 128, 4, 8
+
+
+try:  # Gluon comes with Triton; where it is missing (a CPU box) the tool says so when run
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (
+        fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
+except ImportError:
+    gluon = None
+
+if gluon is not None:
+    @gluon.jit
+    def _scale(sa_row, rmask, sb_ptr, pid_n, kb, nk):
+        """Block kb's scale of each row: sa[row, kb] x sb[kb, this column block]."""
+        return (gl.load(sa_row + kb, mask=rmask, other=0.0)
+                * gl.load(sb_ptr + kb * gl.num_programs(1) + pid_n))
+
+    @gluon.jit
+    def _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr, pid_n, off_m, off_n, k, nk,
+              t_new, t_old, acc, STAGES: gl.constexpr):
+        """Issue block k's MMA into t_new; once block k-1's (in t_old) is done, add it scaled and
+        refill its buffer with block k-1+STAGES. Returns (t_new, t_old, acc)."""
+        s = k % STAGES
+        mbarrier.wait(ready.index(s), phase=(k // STAGES) & 1)
+        t_new = warpgroup_mma(a_s.index(s), b_s.index(s).permute((1, 0)), t_new, use_acc=False,
+                              is_async=True)
+        t_old = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, ))
+        acc = acc + t_old * _scale(sa_row, rmask, sb_ptr, pid_n, k - 1, nk)[:, None]
+        _refill(a_desc, b_desc, a_s, b_s, ready, off_m, off_n, k - 1 + STAGES, nk, STAGES)
+        return t_new, t_old, acc
+
+    @gluon.jit
+    def _refill(a_desc, b_desc, a_s, b_s, ready, off_m, off_n, j, nk, STAGES: gl.constexpr):
+        """Bring K block j (if any) into its ring buffer, whose last reader is done."""
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        if j < nk:
+            sj = j % STAGES
+            mbarrier.expect(ready.index(sj), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(a_desc, [off_m, j * TK], ready.index(sj), a_s.index(sj))
+            tma.async_copy_global_to_shared(b_desc, [off_n, j * TK], ready.index(sj), b_s.index(sj))
+
+    @gluon.jit
+    def fp8_block_gemm_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, K, STAGES: gl.constexpr,
+                              PINGPONG: gl.constexpr, num_warps: gl.constexpr):
+        TM: gl.constexpr = c_desc.block_type.shape[0]
+        TN: gl.constexpr = c_desc.block_type.shape[1]
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        pid_m = gl.program_id(0)
+        pid_n = gl.program_id(1)
+        off_m = pid_m * TM
+        off_n = pid_n * TN
+        nk = gl.cdiv(K, TK)
+        mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                                       instr_shape=[16, TN, 32])
+        rows = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
+        rmask = rows < M
+        sa_row = sa_ptr + rows.to(gl.int64) * nk
+
+        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                        a_desc.layout)
+        b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
+                                        b_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+        nbytes: gl.constexpr = a_desc.block_type.nbytes + b_desc.block_type.nbytes
+        for i in gl.static_range(STAGES):           # fill the ring (K of at least STAGES blocks)
+            mbarrier.expect(ready.index(i), nbytes)
+            tma.async_copy_global_to_shared(a_desc, [off_m, i * TK], ready.index(i), a_s.index(i))
+            tma.async_copy_global_to_shared(b_desc, [off_n, i * TK], ready.index(i), b_s.index(i))
+
+        acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        if PINGPONG:
+            acc = _pingpong(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr, pid_n, off_m,
+                            off_n, nk, acc, STAGES)
+        else:                # each block's MMA waited for before its scale step (Triton's loop)
+            t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+            for k in range(nk):
+                s = k % STAGES
+                mbarrier.wait(ready.index(s), phase=(k // STAGES) & 1)
+                t = warpgroup_mma(a_s.index(s), b_s.index(s).permute((1, 0)), t, use_acc=False)
+                acc = acc + t * _scale(sa_row, rmask, sb_ptr, pid_n, k, nk)[:, None]
+                _refill(a_desc, b_desc, a_s, b_s, ready, off_m, off_n, k + STAGES, nk, STAGES)
+        for i in gl.static_range(STAGES):
+            mbarrier.invalidate(ready.index(i))
+
+        c_s = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        c_s.store(acc.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_s)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def _pingpong(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr, pid_n, off_m, off_n, nk,
+                  acc, STAGES: gl.constexpr):
+        """The K loop with two accumulators in turn (module docstring)."""
+        t_a = gl.zeros_like(acc)
+        t_b = gl.zeros_like(acc)
+        mbarrier.wait(ready.index(0), phase=0)
+        t_a = warpgroup_mma(a_s.index(0), b_s.index(0).permute((1, 0)), t_a, use_acc=False,
+                            is_async=True)
+        # two blocks a trip, so each accumulator keeps its registers (a swap of the two would
+        # leave ptxas unable to tell which MMA a scale step reads, and it serializes them)
+        for k in range(1, nk - 1, 2):
+            t_b, t_a, acc = _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr, pid_n,
+                                  off_m, off_n, k, nk, t_b, t_a, acc, STAGES)
+            t_a, t_b, acc = _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr, pid_n,
+                                  off_m, off_n, k + 1, nk, t_a, t_b, acc, STAGES)
+        if nk % 2 == 0:      # one block left: its MMA into t_b, the last to wait for
+            t_tail, t_done, acc = _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr,
+                                        pid_n, off_m, off_n, nk - 1, nk, t_b, t_a, acc, STAGES)
+            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_tail, ))
+        else:                # the last block's MMA is in t_a
+            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_a, ))
+        return acc + t_fin * _scale(sa_row, rmask, sb_ptr, pid_n, nk - 1, nk)[:, None]
+
+
+def _kernel():
+    """The Gluon kernel; refuses in one line where Triton has no Gluon."""
+    if gluon is None:
+        raise MokInputError("needs Triton with Gluon (triton.experimental.gluon)")
+    return fp8_block_gemm_kernel
+
+
+def _descriptors(a, bt, c):
+    """TMA descriptors of A (M, K) e4m3, B^T (N, K) e4m3 and C (M, N) bf16 in BM x BK,
+    BN x BK and BM x BN tiles."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    def desc(t, block, dtype):
+        layout = gl.NVMMASharedLayout.get_default_for(block, dtype)
+        return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
+
+    return (desc(a, [BM, BK], gl.float8e4nv), desc(bt, [BN, BK], gl.float8e4nv),
+            desc(c, [BM, BN], gl.bfloat16))
+
+
+def check_shape(m: int, n: int, k: int) -> None:
+    """The kernel takes whole tiles and at least STAGES K blocks; refuse anything else."""
+    if m % BM or n % BN or k % BK or k < STAGES * BK:
+        raise MokInputError(f"M={m}, N={n}, K={k}: M a multiple of {BM}, N of {BN}, K of {BK} "
+                         f"and at least {STAGES * BK} are required")
+
+
+def fp8_block_gemm(a, sa, bt, sb, pingpong: bool = True):
+    """(launch, C): a function that computes C (M, N) bf16 from A (M, K) e4m3 with scales sa
+    (M, K/128) and B^T (N, K) e4m3 with block scales sb (K/128, N/128) (float32, contiguous),
+    its descriptors built once; `pingpong` False waits for each block's MMA before its scale
+    step, as Triton's loop does."""
+    import torch
+
+    (m, k), n = a.shape, bt.shape[0]
+    check_shape(m, n, k)
+    c = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
+    a_d, b_d, c_d = _descriptors(a, bt, c)
+    kernel = _kernel()
+
+    def launch():
+        kernel[(m // BM, n // BN)](a_d, b_d, c_d, sa, sb, m, k, STAGES, pingpong,
+                                   num_warps=WARPS)
+    return launch, c
+
+
+def compile_sm90(m: int = 4096, n: int = 4096, k: int = 7168, pingpong: bool = True):
+    """triton.compile of the kernel for sm_90 as a launch at (m, n, k) would specialize it, on a
+    machine without a GPU (CPU tensors stand in for the operands): the compiled kernel."""
+    fn = _kernel()
+    import torch
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.runtime.jit import create_function_from_signature
+
+    a = torch.empty(m, k, dtype=torch.float8_e4m3fn)
+    bt = torch.empty(n, k, dtype=torch.float8_e4m3fn)
+    c = torch.empty(m, n, dtype=torch.bfloat16)
+    sa = torch.empty(m, k // BK)
+    sb = torch.empty(k // BK, n // BN)
+    args = (*_descriptors(a, bt, c), sa, sb, m, k, STAGES, pingpong)
+    target = GPUTarget("cuda", 90, 32)
+    backend = make_backend(target)
+    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    kwargs = {"num_warps": WARPS, "debug": False}
+    bound, spec, _ = binder(*args, **kwargs)
+    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, spec, None)
+    src = GluonASTSource(fn, signature, constexprs, attrs)
+    return triton.compile(src, target=target, options=options.__dict__)
+
+
+def measure(rows: list[int]) -> dict:
+    """Check, then time, each (shape, rows) against the library in the same run."""
+    import torch
+
+    from benchmarks.fp8_ceiling import SETS, time_ms
+    from mok_kernels.fp8 import dequantize_blocks, quantize_rows, quantize_weight
+
+    out = {}
+    for name, (n, k) in SHAPES.items():
+        for m in rows:
+            sets = []
+            for s in range(SETS):
+                g = torch.Generator(device="cuda").manual_seed(s)
+                x = torch.randn(m, k, device="cuda", generator=g)
+                w = torch.randn(k, n, device="cuda", generator=g) / k ** 0.5
+                a, sa = quantize_rows(x)
+                wq, sb = quantize_weight(w)
+                sa, sb = sa.contiguous(), sb.contiguous()
+                # cuBLAS wants the scales outer-dim major (benchmarks/fp8_ceiling.py)
+                sets.append((x.bfloat16(), w.t().contiguous().bfloat16(), a, sa,
+                             wq.t().contiguous(), sb, sa.t().contiguous().t(),
+                             sb.t().contiguous().t()))
+            a, sa, bt, sb = sets[0][2:6]
+            want = dequantize_blocks(a, sa, 1, BK) @ dequantize_blocks(bt.t(), sb, BK, BK)
+            err = 0.0
+            for pp in (True, False):
+                launch, c = fp8_block_gemm(a, sa, bt, sb, pp)
+                launch()
+                err = max(err, float((c.float() - want).norm() / want.norm()))
+            row = {"rel_err": err}
+            if err > 1e-2:
+                out[f"{name} M={m}"] = row | {"refused": "rel. error above 1e-2: not timed"}
+                print(f"{name} M={m}: rel. error {err:.2e} > 1e-2, not timed", flush=True)
+                continue
+            flops = 2.0 * m * n * k
+            fns = {
+                "gluon fp8 block, ping-pong": [fp8_block_gemm(*s[2:6])[0] for s in sets],
+                "gluon fp8 block, wait each": [fp8_block_gemm(*s[2:6], False)[0] for s in sets],
+                "torch bf16": [lambda s=s: s[0] @ s[1].t() for s in sets],
+                "torch._scaled_mm block": [
+                    lambda s=s: torch._scaled_mm(s[2], s[4].t(), s[6], s[7],
+                                                 out_dtype=torch.bfloat16) for s in sets],
+            }
+            for label, f in fns.items():
+                try:
+                    row[label] = flops / time_ms(f) / 1e9
+                except RuntimeError as exc:          # a scale layout this cuBLAS refuses
+                    row[label] = f"refused: {str(exc).splitlines()[0][:120]}"
+            bf = row["torch bf16"]
+            ratios = {lb: v / bf for lb, v in row.items() if isinstance(v, float) and lb != "rel_err"}
+            print(f"{name} M={m}: rel. error {err:.1e}; " + ", ".join(
+                f"{lb} {row[lb]:.0f} TF/s ({r:.2f}x bf16)" for lb, r in ratios.items()), flush=True)
+            out[f"{name} M={m}"] = row
+    return out
+
+
+def main(argv: list[str]) -> int:
+    p = doc_parser("benchmarks/gluon_fp8_gemm.py", __doc__)
+    p.add_argument("--rows", default="4096,16384", help="rows M of each GEMM (multiples of 128)")
+    p.add_argument("--out", default=None, help="write the figures as JSON here")
+    p.add_argument("--compile-only", action="store_true",
+                   help="compile for sm_90 without a GPU and print the kernel's resources")
+    return run_tool(p, run, argv)
+
+
+def run(a) -> int:
+    rows = number_list(a.rows, "--rows")
+    for m in rows:
+        check_shape(m, BN, STAGES * BK)
+    if a.out is not None:
+        from mok_model.fileio import check_output_file
+        check_output_file(a.out, "--out")
+    if a.compile_only:
+        import tempfile
+
+        from mok_kernels.aot import stats
+        for pp in (True, False):
+            st = stats(compile_sm90(pingpong=pp), tempfile.mkdtemp(), "fp8_block")
+            print(f"{'ping-pong' if pp else 'wait each'}: {st['regs']} registers, spills "
+                  f"{st['spill_st']} / {st['spill_ld']} bytes, {st['shared']} bytes of shared "
+                  f"memory, MMA waits {st['ttgir_dot_wait_pendings']}, ptxas notes "
+                  f"{[c for c, _ in st['ptxas_notes']]}")
+        return 0
+    from mok_kernels import require_cuda
+    require_cuda()
+    figures = measure(rows)
+    if a.out is not None:
+        Path(a.out).write_text(json.dumps(figures, indent=1) + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
