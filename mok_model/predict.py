@@ -190,7 +190,8 @@ def list_hold_note(pred: Prediction, config: Config, p: Params) -> str | None:
     return (f"at minibatch {config.minibatch} the kernel's in-order work list holds the compute "
             f"SMs {hold:.3f} ms past the GEMM tiles' time: each minibatch has few long gate/up items "
             f"ahead of many short down items that wait for them (docs/calibration.md \"The "
-            f"in-order list\"); larger minibatches take fewer such steps")
+            f"in-order list\"); larger minibatches take fewer such steps, and a larger "
+            f"work-list lag (now {pred.scenario.list_lag}; --list-lag) holds each less")
 
 
 def best_baseline(scenario: Scenario, params: Params | str | None = None,
