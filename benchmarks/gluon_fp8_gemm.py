@@ -7,7 +7,11 @@ scales differ per block), so the tensor cores idle through every scale step. Her
 MMA goes to one of two accumulators in turn: the MMA of block k+1 is issued before the wait for
 block k's, whose scaled sum then runs while the tensor cores work (``warpgroup_mma_wait(1)``).
 TMA brings A and B tiles into a ring of STAGES shared buffers, one mbarrier each; a buffer is
-refilled once the MMA that read it is known done.
+refilled once the MMA that read it is known done. Two other forms of the K loop are timed beside
+it (VARIANTS): "wait", each block's MMA waited for before its scale step (Triton's loop, but two
+warpgroups, each on 64 rows of the tile, may still overlap one's scale step with the other's
+MMA), and "ws", that loop fed by a one-warp TMA partition (gl.warp_specialize), so the math
+warps issue no loads.
 
 C (M, N) bf16 = sum_k A_k (M, 128) B_k (128, N) x sa[m, k] x sb[k, n // 128]: A e4m3 (M, K) with
 one scale per row per 128 columns, B e4m3 given as B^T (N, K) (wgmma reads FP8 B K-major) with
@@ -18,7 +22,7 @@ one scale per 128 x 128 block (mok_kernels/fp8.py quantize_rows / quantize_weigh
 
 On a GPU: each shape's result against the float32 product of the dequantized operands (the
 error FP8 allows is in the operands, not here: rel. error <= 1e-2 is asked of the GEMM), then
-TF/s of this kernel, torch BF16 `a @ w.t()` and torch._scaled_mm with the same block scales,
+TF/s of each variant, torch BF16 `a @ w.t()` and torch._scaled_mm with the same block scales,
 CUDA events, 10 warm-ups, median of 30 over four input sets; ratios against BF16 in the same
 run. Not yet measured (written 2026-12-02 with no device time left).
 """
@@ -36,6 +40,10 @@ from mok_model.errors import MokInputError  # noqa: E402
 SHAPES = {"kimi-k2 gate|up": (4096, 7168), "kimi-k2 down": (7168, 2048),
           "qwen3-30b gate|up": (1536, 2048)}        # (N, K) of a routed expert's GEMM
 BM, BN, BK, STAGES, WARPS = 128, 128, 128, 4, 8
+# the K loop's forms: two accumulators in turn; each block's MMA waited for before its scale
+# step (Triton's loop); that with a one-warp TMA partition (warp specialization)
+VARIANTS = ("pingpong", "wait", "ws")
+WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K registers
 
 
 try:  # Gluon comes with Triton; where it is missing (a CPU box) the tool says so when run
@@ -76,6 +84,72 @@ if gluon is not None:
             mbarrier.expect(ready.index(sj), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
             tma.async_copy_global_to_shared(a_desc, [off_m, j * TK], ready.index(sj), a_s.index(sj))
             tma.async_copy_global_to_shared(b_desc, [off_n, j * TK], ready.index(sj), b_s.index(sj))
+
+    @gluon.jit
+    def _loader(a_desc, b_desc, a_s, b_s, ready, empty, off_m, off_n, nk, STAGES: gl.constexpr):
+        """Warp-specialized variant's load partition (one warp): K block k into ring buffer
+        k % STAGES once the math partition has released it (empty), then signals ready."""
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        for k in range(nk):
+            s = k % STAGES
+            mbarrier.wait(empty.index(s), ((k // STAGES) & 1) ^ 1)   # a fresh barrier passes
+            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(a_desc, [off_m, k * TK], ready.index(s), a_s.index(s))
+            tma.async_copy_global_to_shared(b_desc, [off_n, k * TK], ready.index(s), b_s.index(s))
+
+    @gluon.jit
+    def _math(c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, off_m, off_n, pid_n, nk,
+              STAGES: gl.constexpr):
+        """Warp-specialized variant's default partition: each block's MMA, its buffer released
+        as soon as the MMA is done, then its scale step; the tile stored at the end."""
+        TM: gl.constexpr = c_desc.block_type.shape[0]
+        TN: gl.constexpr = c_desc.block_type.shape[1]
+        mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0],
+                                                       warps_per_cta=[gl.num_warps(), 1],
+                                                       instr_shape=[16, TN, 32])
+        rows = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
+        rmask = rows < M
+        sa_row = sa_ptr + rows.to(gl.int64) * nk
+        acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        for k in range(nk):
+            s = k % STAGES
+            mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+            t = warpgroup_mma(a_s.index(s), b_s.index(s).permute((1, 0)), t, use_acc=False)
+            mbarrier.arrive(empty.index(s), count=1)
+            acc = acc + t * _scale(sa_row, rmask, sb_ptr, pid_n, k, nk)[:, None]
+        c_s = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        c_s.store(acc.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_s)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def fp8_block_gemm_ws_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, K,
+                                 STAGES: gl.constexpr, num_warps: gl.constexpr):
+        """The wait-each loop with a one-warp load partition feeding the ring (warp
+        specialization): the math warps issue no TMA."""
+        TM: gl.constexpr = c_desc.block_type.shape[0]
+        TN: gl.constexpr = c_desc.block_type.shape[1]
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        pid_n = gl.program_id(1)
+        off_m = gl.program_id(0) * TM
+        off_n = pid_n * TN
+        nk = gl.cdiv(K, TK)
+        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                        a_desc.layout)
+        b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
+                                        b_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=1)
+        gl.warp_specialize([
+            (_math, (c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, off_m, off_n, pid_n, nk,
+                     STAGES)),
+            (_loader, (a_desc, b_desc, a_s, b_s, ready, empty, off_m, off_n, nk, STAGES)),
+        ], [1], [40])
 
     @gluon.jit
     def fp8_block_gemm_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, K, STAGES: gl.constexpr,
@@ -153,11 +227,16 @@ if gluon is not None:
         return acc + t_fin * _scale(sa_row, rmask, sb_ptr, pid_n, nk - 1, nk)[:, None]
 
 
-def _kernel():
-    """The Gluon kernel; refuses in one line where Triton has no Gluon."""
+def _launch_args(variant: str, descs: tuple, sa, sb, m: int, k: int) -> tuple:
+    """(kernel, positional arguments, launch options) of a variant; refuses in one line where
+    Triton has no Gluon."""
     if gluon is None:
         raise MokInputError("needs Triton with Gluon (triton.experimental.gluon)")
-    return fp8_block_gemm_kernel
+    if variant == "ws":
+        return (fp8_block_gemm_ws_kernel, (*descs, sa, sb, m, k, STAGES),
+                {"num_warps": WARPS, "maxnreg": WS_MAXNREG})
+    return (fp8_block_gemm_kernel, (*descs, sa, sb, m, k, STAGES, variant == "pingpong"),
+            {"num_warps": WARPS})
 
 
 def _descriptors(a, bt, c):
@@ -181,29 +260,25 @@ def check_shape(m: int, n: int, k: int) -> None:
                          f"and at least {STAGES * BK} are required")
 
 
-def fp8_block_gemm(a, sa, bt, sb, pingpong: bool = True):
+def fp8_block_gemm(a, sa, bt, sb, variant: str = "pingpong"):
     """(launch, C): a function that computes C (M, N) bf16 from A (M, K) e4m3 with scales sa
-    (M, K/128) and B^T (N, K) e4m3 with block scales sb (K/128, N/128) (float32, contiguous),
-    its descriptors built once; `pingpong` False waits for each block's MMA before its scale
-    step, as Triton's loop does."""
+    (M, K/128) and B^T (N, K) e4m3 with block scales sb (K/128, N/128) (float32, contiguous)
+    with the K loop `variant` (VARIANTS), its descriptors built once."""
     import torch
 
     (m, k), n = a.shape, bt.shape[0]
     check_shape(m, n, k)
     c = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
-    a_d, b_d, c_d = _descriptors(a, bt, c)
-    kernel = _kernel()
+    kernel, args, options = _launch_args(variant, _descriptors(a, bt, c), sa, sb, m, k)
 
     def launch():
-        kernel[(m // BM, n // BN)](a_d, b_d, c_d, sa, sb, m, k, STAGES, pingpong,
-                                   num_warps=WARPS)
+        kernel[(m // BM, n // BN)](*args, **options)
     return launch, c
 
 
-def compile_sm90(m: int = 4096, n: int = 4096, k: int = 7168, pingpong: bool = True):
+def compile_sm90(m: int = 4096, n: int = 4096, k: int = 7168, variant: str = "pingpong"):
     """triton.compile of the kernel for sm_90 as a launch at (m, n, k) would specialize it, on a
     machine without a GPU (CPU tensors stand in for the operands): the compiled kernel."""
-    fn = _kernel()
     import torch
     import triton
     from triton.backends.compiler import GPUTarget
@@ -216,11 +291,11 @@ def compile_sm90(m: int = 4096, n: int = 4096, k: int = 7168, pingpong: bool = T
     c = torch.empty(m, n, dtype=torch.bfloat16)
     sa = torch.empty(m, k // BK)
     sb = torch.empty(k // BK, n // BN)
-    args = (*_descriptors(a, bt, c), sa, sb, m, k, STAGES, pingpong)
+    fn, args, options = _launch_args(variant, _descriptors(a, bt, c), sa, sb, m, k)
     target = GPUTarget("cuda", 90, 32)
     backend = make_backend(target)
     binder = create_function_from_signature(fn.signature, fn.params, backend)
-    kwargs = {"num_warps": WARPS, "debug": False}
+    kwargs = {**options, "debug": False}
     bound, spec, _ = binder(*args, **kwargs)
     options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, spec, None)
     src = GluonASTSource(fn, signature, constexprs, attrs)
@@ -252,8 +327,8 @@ def measure(rows: list[int]) -> dict:
             a, sa, bt, sb = sets[0][2:6]
             want = dequantize_blocks(a, sa, 1, BK) @ dequantize_blocks(bt.t(), sb, BK, BK)
             err = 0.0
-            for pp in (True, False):
-                launch, c = fp8_block_gemm(a, sa, bt, sb, pp)
+            for variant in VARIANTS:
+                launch, c = fp8_block_gemm(a, sa, bt, sb, variant)
                 launch()
                 err = max(err, float((c.float() - want).norm() / want.norm()))
             row = {"rel_err": err}
@@ -263,8 +338,8 @@ def measure(rows: list[int]) -> dict:
                 continue
             flops = 2.0 * m * n * k
             fns = {
-                "gluon fp8 block, ping-pong": [fp8_block_gemm(*s[2:6])[0] for s in sets],
-                "gluon fp8 block, wait each": [fp8_block_gemm(*s[2:6], False)[0] for s in sets],
+                **{f"gluon fp8 block, {v}": [fp8_block_gemm(*s[2:6], v)[0] for s in sets]
+                   for v in VARIANTS},
                 "torch bf16": [lambda s=s: s[0] @ s[1].t() for s in sets],
                 "torch._scaled_mm block": [
                     lambda s=s: torch._scaled_mm(s[2], s[4].t(), s[6], s[7],
@@ -303,9 +378,9 @@ def run(a) -> int:
         import tempfile
 
         from mok_kernels.aot import stats
-        for pp in (True, False):
-            st = stats(compile_sm90(pingpong=pp), tempfile.mkdtemp(), "fp8_block")
-            print(f"{'ping-pong' if pp else 'wait each'}: {st['regs']} registers, spills "
+        for variant in VARIANTS:
+            st = stats(compile_sm90(variant=variant), tempfile.mkdtemp(), "fp8_block")
+            print(f"{variant}: {st['regs']} registers, spills "
                   f"{st['spill_st']} / {st['spill_ld']} bytes, {st['shared']} bytes of shared "
                   f"memory, MMA waits {st['ttgir_dot_wait_pendings']}, ptxas notes "
                   f"{[c for c, _ in st['ptxas_notes']]}")

@@ -2,7 +2,8 @@
 # Prepared in session 20 (2026-12-02) for a next session with an nvidia-h200 (<= 300 s): the Gluon
 # FP8 block-scaled GEMM prototype (benchmarks/gluon_fp8_gemm.py, compiled for sm_90 on the CPU
 # box only: 215 registers and no spills with two accumulators in turn, but ptxas note C7514 says
-# it serializes the wgmmas; 148 registers waiting for each block) checked against the float32
+# it serializes the wgmmas; 148 registers waiting for each block; 168 with a one-warp TMA
+# partition) checked against the float32
 # product of its dequantized operands, then timed beside torch BF16 and torch._scaled_mm with
 # the same block scales at kimi-k2 and qwen3-30b shapes, 4,096 and 16,384 rows.
 export PYTHONPATH=.
