@@ -227,11 +227,15 @@ if gluon is not None:
         return acc + t_fin * _scale(sa_row, rmask, sb_ptr, pid_n, nk - 1, nk)[:, None]
 
 
-def _launch_args(variant: str, descs: tuple, sa, sb, m: int, k: int) -> tuple:
-    """(kernel, positional arguments, launch options) of a variant; refuses in one line where
-    Triton has no Gluon."""
+def _require_gluon() -> None:
+    """Refuse in one line where Triton has no Gluon."""
     if gluon is None:
         raise MokInputError("needs Triton with Gluon (triton.experimental.gluon)")
+
+
+def _launch_args(variant: str, descs: tuple, sa, sb, m: int, k: int) -> tuple:
+    """(kernel, positional arguments, launch options) of a variant."""
+    _require_gluon()
     if variant == "ws":
         return (fp8_block_gemm_ws_kernel, (*descs, sa, sb, m, k, STAGES),
                 {"num_warps": WARPS, "maxnreg": WS_MAXNREG})
@@ -279,6 +283,7 @@ def fp8_block_gemm(a, sa, bt, sb, variant: str = "pingpong"):
 def compile_sm90(m: int = 4096, n: int = 4096, k: int = 7168, variant: str = "pingpong"):
     """triton.compile of the kernel for sm_90 as a launch at (m, n, k) would specialize it, on a
     machine without a GPU (CPU tensors stand in for the operands): the compiled kernel."""
+    _require_gluon()
     import torch
     import triton
     from triton.backends.compiler import GPUTarget

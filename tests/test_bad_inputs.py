@@ -413,7 +413,8 @@ TOOLS_WITHOUT_FLAGS = [["-m", "calibration.defaults", "--bogus"],   # would rewr
                        ["benchmarks/bench_sim.py", "--quik"],
                        ["benchmarks/l2_probe.py", "--bogus"],
                        ["benchmarks/bwd_saved_fwd_cost.py", "--bogus"],
-                       ["benchmarks/auto_plan.py", "--workloads", "kimi-k2:8:64", "--bogus"]]
+                       ["benchmarks/auto_plan.py", "--workloads", "kimi-k2:8:64", "--bogus"],
+                       ["benchmarks/gluon_fp8_gemm.py", "--bogus"]]
 
 
 @pytest.mark.parametrize("argv", TOOLS_WITHOUT_FLAGS, ids=[" ".join(a) for a in TOOLS_WITHOUT_FLAGS])
@@ -593,3 +594,13 @@ def test_nvlink_bench_checks_its_flags(files, capsys):
         assert nvlink_main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and want in err, err
+
+
+@pytest.mark.skipif(__import__("importlib").util.find_spec("triton") is not None,
+                    reason="Triton is installed here: the tool would compile")
+def test_gluon_tool_without_triton_says_so_in_one_line():
+    r = subprocess.run([sys.executable, "benchmarks/gluon_fp8_gemm.py", "--compile-only"],
+                       capture_output=True, text=True, cwd=REPO, timeout=60,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout[-300:])
+    assert r.stderr.count("\n") == 1 and "needs Triton with Gluon" in r.stderr, r.stderr
