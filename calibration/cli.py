@@ -28,7 +28,7 @@ from .fit import BAND_SAMPLES, BAND_SEED, BANDS, fit
 from .micro import fit_micro
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
 from .split import check_key, group_values, split
-from .validate import error_by, evaluate, plot, validate
+from .validate import error_by, evaluate, plot, record_bands, validate
 
 
 def busy(desc: str, show: bool):
@@ -339,6 +339,9 @@ def validate_parser() -> argparse.ArgumentParser:
     p.add_argument("--plot", default=None, help="write predicted vs measured (PNG)")
     p.add_argument("--color-by", default=None,
                    help="knob or field colouring the --plot (default minibatch)")
+    p.add_argument("--bands", action="store_true",
+                   help="draw each point's 90%% band on the --plot (the fit's parameter "
+                        "uncertainty, as predict prints it; analytic engine) and add it to --json")
     p.add_argument("--thin", type=int_at_least(1), default=1, help="every K-th record only (file order)")
     p.add_argument("--heldout-only", action="store_true",
                    help="only the records the parameters file's split held out")
@@ -360,6 +363,13 @@ def run_validate(a: argparse.Namespace) -> dict:
         raise MokInputError(f"--color-by {a.color_by!r} must be one of {', '.join(known)}")
     if a.color_by is not None and a.plot is None:
         raise MokInputError(f"--color-by {a.color_by} colours the plot; add --plot FILE.png")
+    if a.bands:
+        from mok_model.band import no_band
+        if a.plot is None:
+            raise MokInputError("--bands draws on the plot; add --plot FILE.png")
+        why = no_band(params, a.engine)
+        if why:
+            raise MokInputError(f"--bands with {a.params} ({a.engine}): {why}")
     records, skipped = model_records(records)
     if a.heldout_only:
         split_doc = json.loads(Path(a.params).read_text()).get("split")
@@ -384,8 +394,14 @@ def run_validate(a: argparse.Namespace) -> dict:
         v = validate(records, params, a.engine)
     for note in skipped:
         print(f"mok validate: {note}", file=sys.stderr)
+    bands = None
+    if a.bands:
+        with busy(f"bands of {len(records)} records", True):
+            bands = record_bands(records, params)
+        for row, b in zip(v.rows, bands):
+            row["band_ms"] = None if b is None else {"lo": b[0], "hi": b[1]}
     if a.plot:
-        plot(records, v, a.plot, a.color_by or "minibatch")
+        plot(records, v, a.plot, a.color_by or "minibatch", bands=bands)
     doc = v.as_json()
     if not a.json:
         for row in v.rows:

@@ -80,6 +80,25 @@ def validate(records: list[dict], params: Params, engine: str = "analytic") -> V
     return evaluate(records, measured, predict_records(records, params, engine))
 
 
+def record_bands(records: list[dict], params: Params) -> list[tuple[float, float] | None]:
+    """Each record's 90% band (mok_model.band: the pass re-predicted with the fit's sampled
+    parameter vectors, analytic engine, at the record's own knobs), (lo, hi) in ms; None where
+    there is none (a system the model does not predict, knobs infeasible under the samples)."""
+    from mok_model.predict import predict
+    from mok_model.records import predictable, record_config, record_scenario
+
+    out: list[tuple[float, float] | None] = []
+    for rec in records:
+        if not predictable(rec):
+            out.append(None)
+            continue
+        system, cfg = rec["system"], record_config(rec)
+        b = predict(record_scenario(rec), cfg if system == "mok" else None, system, params,
+                    refuse_overflow=False).with_band(params).band
+        out.append(None if b.lo is None else (b.lo, b.hi))
+    return out
+
+
 def knob_value(rec: dict, knob: str):
     """A record's value of a knob (or of a top-level field such as tokens or model)."""
     if knob in (rec.get("config") or {}):
@@ -101,8 +120,9 @@ def error_by(records: list[dict], v: Validation, key: str) -> dict[str, tuple[fl
 
 
 def plot(records: list[dict], v: Validation, path: str, color_by: str = "minibatch",
-         title: str = "") -> None:
-    """Predicted vs measured on log axes, points coloured by a knob, y = x and +-10% lines."""
+         title: str = "", bands: list | None = None) -> None:
+    """Predicted vs measured on log axes, points coloured by a knob, y = x and +-10% lines;
+    `bands` (record_bands) drawn as vertical bars through the points."""
     import matplotlib
 
     matplotlib.use("Agg")
@@ -118,6 +138,14 @@ def plot(records: list[dict], v: Validation, path: str, color_by: str = "minibat
         ix = [i for i, x in enumerate(labels) if str(x) == key]
         c = cmap(j / max(len(keys) - 1, 1)) if len(keys) > 10 else cmap(j % 10)
         ax.scatter(meas[ix], pred[ix], s=18, color=c, label=f"{color_by}={key}", alpha=0.85)
+    if bands is not None:
+        ix = [i for i, b in enumerate(bands) if b is not None]
+        lo_b = np.array([bands[i][0] for i in ix])
+        hi_b = np.array([bands[i][1] for i in ix])
+        ax.errorbar(meas[ix], pred[ix], yerr=[np.maximum(pred[ix] - lo_b, 0),
+                                              np.maximum(hi_b - pred[ix], 0)],
+                    fmt="none", ecolor="0.35", elinewidth=0.7, alpha=0.7, zorder=1,
+                    label="90% band (fit)")
     lo = min(meas.min(), pred.min()) * 0.8
     hi = max(meas.max(), pred.max()) * 1.25
     xs = np.array([lo, hi])

@@ -15,7 +15,7 @@ from calibration.cli import calibrate_cli, priors_for, validate_cli
 from calibration.fit import fit, predict_record, predict_records, record_config
 from calibration.split import split
 from calibration.validate import grouped_spearman, spearman
-from mok_model.params import write_params
+from mok_model.params import read_params, write_params
 from mok_model.records import append_records, read_records
 from mok_model.scenario import Config
 
@@ -320,3 +320,30 @@ def test_transfer_tracks_the_published_rows_at_the_tuned_knobs():
 
     out = score(transferred_params(), [r for r in read_records([RUNS]) if r["system"] == "mok"])
     assert out["mok"]["mape"] < 0.10 and out["mok"]["max"] < 0.20
+
+
+def test_validate_bands_on_the_plot_and_in_json(tmp_path, capsys):
+    """`mok validate --plot F --bands`: each row's 90% band, as `mok predict` prints it for the
+    record's own knobs, in --json and drawn on the plot; refused without a plot, with the
+    simulator, and for parameters without an uncertainty block."""
+    from mok_model.predict import predict
+    from mok_model.records import read_records, record_config, record_scenario
+
+    runs = "calibration/runs/h200_drawn/auto_lag.jsonl"
+    params = "mok_model/params/h200-1.json"
+    png = tmp_path / "v.png"
+    assert validate_cli([runs, "--params", params, "--plot", str(png), "--bands", "--json",
+                         "--thin", "8"]) == 0
+    v = json.loads(capsys.readouterr().out)
+    rec = next(r for r in read_records([runs]) if r["id"] == v["rows"][0]["id"])
+    want = predict(record_scenario(rec), record_config(rec), "mok", params,
+                   refuse_overflow=False).with_band(read_params(params)).band
+    assert v["rows"][0]["band_ms"] == {"lo": want.lo, "hi": want.hi}
+    assert all(r["band_ms"]["lo"] <= r["predicted_ms"] <= r["band_ms"]["hi"] for r in v["rows"])
+    assert png.stat().st_size > 1000
+    for extra, match in ((["--bands"], "add --plot"),
+                         (["--bands", "--plot", str(png), "--engine", "sim"], "analytic engine only"),
+                         (["--bands", "--plot", str(png), "--params", "mok_model/params/h100-hgx8.json",
+                           "--allow-params-mismatch"], "parameters are priors")):
+        assert validate_cli([runs, "--params", params, *extra]) == 2
+        assert match in capsys.readouterr().err
