@@ -55,6 +55,27 @@ except ImportError:
     gluon = None
 
 if gluon is not None:
+    @gluon.constexpr_function
+    def _acc_layout(num_warps, tn):
+        """The wgmma accumulator layout: warps stacked along M, one 16 x tn x 32 instruction."""
+        return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                         instr_shape=[16, tn, 32])
+
+    @gluon.jit
+    def _row_scales(sa_ptr, off_m, M, nk, TM: gl.constexpr, layout: gl.constexpr):
+        """(pointers to each tile row's K-block scales, which rows exist)."""
+        rows = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, layout))
+        return sa_ptr + rows.to(gl.int64) * nk, rows < M
+
+    @gluon.jit
+    def _store_tile(c_desc, acc, off_m, off_n):
+        """The accumulator tile to C in C's dtype, through shared memory and TMA."""
+        c_s = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        c_s.store(acc.to(c_desc.dtype))
+        fence_async_shared()
+        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_s)
+        tma.store_wait(pendings=0)
+
     @gluon.jit
     def _scale(sa_row, rmask, sb_ptr, pid_n, kb, nk):
         """Block kb's scale of each row: sa[row, kb] x sb[kb, this column block]."""
@@ -104,12 +125,8 @@ if gluon is not None:
         as soon as the MMA is done, then its scale step; the tile stored at the end."""
         TM: gl.constexpr = c_desc.block_type.shape[0]
         TN: gl.constexpr = c_desc.block_type.shape[1]
-        mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0],
-                                                       warps_per_cta=[gl.num_warps(), 1],
-                                                       instr_shape=[16, TN, 32])
-        rows = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
-        rmask = rows < M
-        sa_row = sa_ptr + rows.to(gl.int64) * nk
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
+        sa_row, rmask = _row_scales(sa_ptr, off_m, M, nk, TM, mma)
         acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
         t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
         for k in range(nk):
@@ -118,11 +135,7 @@ if gluon is not None:
             t = warpgroup_mma(a_s.index(s), b_s.index(s).permute((1, 0)), t, use_acc=False)
             mbarrier.arrive(empty.index(s), count=1)
             acc = acc + t * _scale(sa_row, rmask, sb_ptr, pid_n, k, nk)[:, None]
-        c_s = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
-        c_s.store(acc.to(c_desc.dtype))
-        fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_s)
-        tma.store_wait(pendings=0)
+        _store_tile(c_desc, acc, off_m, off_n)
 
     @gluon.jit
     def fp8_block_gemm_ws_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, K,
@@ -162,11 +175,8 @@ if gluon is not None:
         off_m = pid_m * TM
         off_n = pid_n * TN
         nk = gl.cdiv(K, TK)
-        mma: gl.constexpr = gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                                       instr_shape=[16, TN, 32])
-        rows = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
-        rmask = rows < M
-        sa_row = sa_ptr + rows.to(gl.int64) * nk
+        mma: gl.constexpr = _acc_layout(num_warps, TN)
+        sa_row, rmask = _row_scales(sa_ptr, off_m, M, nk, TM, mma)
 
         a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
                                         a_desc.layout)
@@ -196,11 +206,7 @@ if gluon is not None:
         for i in gl.static_range(STAGES):
             mbarrier.invalidate(ready.index(i))
 
-        c_s = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
-        c_s.store(acc.to(c_desc.dtype))
-        fence_async_shared()
-        tma.async_copy_shared_to_global(c_desc, [off_m, off_n], c_s)
-        tma.store_wait(pendings=0)
+        _store_tile(c_desc, acc, off_m, off_n)
 
     @gluon.jit
     def _pingpong(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr, pid_n, off_m, off_n, nk,
