@@ -561,6 +561,7 @@ TOOL_CASES = [
     ("calibration.knob_pairs", ["--worst", "-1"], "--worst: -1 must be an integer >= 0"),
     ("calibration.report_passes", ["--bogus"], "unrecognized arguments: --bogus"),
     ("calibration.report_unseen", [], "the following arguments are required: runs"),
+    ("calibration.report_auto", [PUBLISHED], "no automatic pick with a sweep in"),
     ("calibration.gemm_table", [PUBLISHED], "the following arguments are required: --out"),
     ("calibration.gb300_knobs", ["--fit-knobs", "x"], "invalid choice: 'x'"),
     ("calibration.fit_fabric", [PUBLISHED], "the following arguments are required: --out"),

@@ -347,3 +347,25 @@ def test_validate_bands_on_the_plot_and_in_json(tmp_path, capsys):
                            "--allow-params-mismatch"], "parameters are priors")):
         assert validate_cli([runs, "--params", params, *extra]) == 2
         assert match in capsys.readouterr().err
+
+
+def test_report_auto_joins_runs_setting_by_setting(tmp_path, capsys):
+    """calibration.report_auto: the session-20 table as the README prints it, and two runs of a
+    sweep joined setting by setting (each its better run), so the join is never worse than
+    either run's pick / best."""
+    from calibration.report_auto import main as report_auto, rows
+    from mok_model.records import read_records
+
+    one = rows(read_records(["calibration/runs/h200_drawn/auto_lag.jsonl"]))
+    syn4 = next(r for r in one if r["model"].startswith("syn4-h2048"))
+    assert (round(syn4["best_ms"], 3), round(syn4["pick_ms"], 3)) == (0.109, 0.123)
+    assert syn4["best"] == {"minibatch": 2048, "comm_sms": 64, "list_lag": 2}
+    assert max(r["pick_over_best"] for r in one) == syn4["pick_over_best"]
+    runs = [f"calibration/runs/h200_drawn/auto_s21_{x}.jsonl" for x in "ab"]
+    a, b, both = (rows(read_records(f)) for f in (runs[:1], runs[1:], runs))
+    for ra, rb, rj in zip(a, b, both):
+        assert rj["best_ms"] == min(ra["best_ms"], rb["best_ms"])
+        assert rj["pick_ms"] == min(ra["pick_ms"], rb["pick_ms"])
+    assert report_auto(runs + ["--markdown"]) == 0
+    out = capsys.readouterr().out
+    assert out.count("\n| ") == len(both) and "pick / best: worst" in out
