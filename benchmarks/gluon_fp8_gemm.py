@@ -3,15 +3,21 @@ sm_90 frontend), against the library at the megakernel's shapes: the first step 
 plan to take the FP8 K loop out of Triton's (mok_kernels/NOTES.md "What FP8 can gain here").
 
 Triton's loop must wait for each 128-wide K block's MMA before it can scale and add it (the
-scales differ per block), so the tensor cores idle through every scale step. Here each K block's
-MMA goes to one of two accumulators in turn: the MMA of block k+1 is issued before the wait for
-block k's, whose scaled sum then runs while the tensor cores work (``warpgroup_mma_wait(1)``).
-TMA brings A and B tiles into a ring of STAGES shared buffers, one mbarrier each; a buffer is
-refilled once the MMA that read it is known done. Two other forms of the K loop are timed beside
-it (VARIANTS): "wait", each block's MMA waited for before its scale step (Triton's loop, but two
-warpgroups, each on 64 rows of the tile, may still overlap one's scale step with the other's
-MMA), and "ws", that loop fed by a one-warp TMA partition (gl.warp_specialize), so the math
-warps issue no loads.
+scales differ per block), so the tensor cores idle through every scale step unless another
+warpgroup's MMA fills it. The forms of the K loop timed here (VARIANTS), all fed by TMA into a
+ring of STAGES shared buffers with one mbarrier each, all loading each block's scales one block
+ahead, under the MMA, and all walking the tiles GROUP_M row tiles at a time (so a wave's A rows
+stay in L2):
+- "pingpong": each block's MMA into one of two accumulators in turn, block k+1's issued before
+  the wait for block k's (``warpgroup_mma_wait(1)``); ptxas serializes the MMAs (note C7514);
+- "wait": each block's MMA waited for before its scale step (Triton's loop), eight warps;
+- "ws": that loop fed by a one-warp TMA partition (gl.warp_specialize);
+- "ws2": two math partitions of one warpgroup each, on half the tile's rows, and the load warp:
+  one warpgroup's scale step runs while the other's MMA keeps the tensor cores busy (the
+  arrangement of DeepGEMM's FP8 GEMM);
+- "ws2p": ws2 persistent, one program per SM walking its tiles, the load warp running into the
+  next tile while the math warpgroups store the last;
+- "wait-late": "wait" with each block's scales loaded after its MMA (the form first measured).
 
 C (M, N) bf16 = sum_k A_k (M, 128) B_k (128, N) x sa[m, k] x sb[k, n // 128]: A e4m3 (M, K) with
 one scale per row per 128 columns, B e4m3 given as B^T (N, K) (wgmma reads FP8 B K-major) with
@@ -24,7 +30,10 @@ On a GPU: each shape's result against the float32 product of the dequantized ope
 error FP8 allows is in the operands, not here: rel. error <= 1e-2 is asked of the GEMM), then
 TF/s of each variant, torch BF16 `a @ w.t()` and torch._scaled_mm with the same block scales,
 CUDA events, 10 warm-ups, median of 30 over four input sets; ratios against BF16 in the same
-run. Not yet measured (written 2026-12-02 with no device time left).
+run. Measured on one H200 on 2026-12-02 (mok_kernels/NOTES.md, session 21; logs in
+mok_kernels/logs_s21/gluon_fp8*.log): at kimi-k2 shapes and 16,384 qwen3-30b rows, ws2p runs at
+1.19-1.40x torch BF16 and torch._scaled_mm at 1.42-1.61x; at 4,096 qwen3-30b rows (K of 2,048)
+both trail BF16 (0.85x and 1.03x).
 """
 
 
@@ -40,9 +49,8 @@ from mok_model.errors import MokInputError  # noqa: E402
 SHAPES = {"kimi-k2 gate|up": (4096, 7168), "kimi-k2 down": (7168, 2048),
           "qwen3-30b gate|up": (1536, 2048)}        # (N, K) of a routed expert's GEMM
 BM, BN, BK, STAGES, WARPS = 128, 128, 128, 4, 8
-# the K loop's forms: two accumulators in turn; each block's MMA waited for before its scale
-# step (Triton's loop); that with a one-warp TMA partition (warp specialization)
-VARIANTS = ("pingpong", "wait", "ws")
+# the K loop's forms (module docstring)
+VARIANTS = ("pingpong", "wait", "ws", "ws2", "ws2p", "wait-late")
 WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K registers
 
 
@@ -55,6 +63,8 @@ except ImportError:
     gluon = None
 
 if gluon is not None:
+    GROUP_M = gl.constexpr(8)          # row tiles that a wave of programs shares (_tile)
+
     @gluon.constexpr_function
     def _acc_layout(num_warps, tn):
         """The wgmma accumulator layout: warps stacked along M, one 16 x tn x 32 instruction."""
@@ -78,23 +88,38 @@ if gluon is not None:
 
     @gluon.jit
     def _scale(sa_row, rmask, sb_ptr, pid_n, kb, nk):
-        """Block kb's scale of each row: sa[row, kb] x sb[kb, this column block]."""
+        """Block kb's scale of each row: sa[row, kb] x sb[kb, column block pid_n], sb given
+        transposed (N / 128, nk) (kb past the last block reads the last one's, so a loop may
+        load one block ahead)."""
+        kb = gl.minimum(kb, nk - 1)
         return (gl.load(sa_row + kb, mask=rmask, other=0.0)
-                * gl.load(sb_ptr + kb * gl.num_programs(1) + pid_n))
+                * gl.load(sb_ptr + pid_n * nk + kb))
+
+    @gluon.jit
+    def _tile(pid, M, N, TM: gl.constexpr, TN: gl.constexpr, GROUP: gl.constexpr):
+        """(pid_m, pid_n) of tile pid in a 1-D order: GROUP row tiles at a time walk the
+        column tiles, so the A rows that a wave of programs reads stay in L2."""
+        n_m = gl.cdiv(M, TM)
+        per_group = GROUP * gl.cdiv(N, TN)
+        first_m = (pid // per_group) * GROUP
+        rows = gl.minimum(n_m - first_m, GROUP)
+        return first_m + (pid % per_group) % rows, (pid % per_group) // rows
 
     @gluon.jit
     def _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr, pid_n, off_m, off_n, k, nk,
-              t_new, t_old, acc, STAGES: gl.constexpr):
-        """Issue block k's MMA into t_new; once block k-1's (in t_old) is done, add it scaled and
-        refill its buffer with block k-1+STAGES. Returns (t_new, t_old, acc)."""
+              t_new, t_old, acc, sc_old, STAGES: gl.constexpr):
+        """Issue block k's MMA into t_new and load block k's scales; once block k-1's MMA (in
+        t_old) is done, add it scaled by sc_old and refill its buffer with block k-1+STAGES.
+        Returns (t_new, t_old, acc, block k's scales)."""
         s = k % STAGES
         mbarrier.wait(ready.index(s), phase=(k // STAGES) & 1)
         t_new = warpgroup_mma(a_s.index(s), b_s.index(s).permute((1, 0)), t_new, use_acc=False,
                               is_async=True)
+        sc_new = _scale(sa_row, rmask, sb_ptr, pid_n, k, nk)
         t_old = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, ))
-        acc = acc + t_old * _scale(sa_row, rmask, sb_ptr, pid_n, k - 1, nk)[:, None]
+        acc = acc + t_old * sc_old[:, None]
         _refill(a_desc, b_desc, a_s, b_s, ready, off_m, off_n, k - 1 + STAGES, nk, STAGES)
-        return t_new, t_old, acc
+        return t_new, t_old, acc, sc_new
 
     @gluon.jit
     def _refill(a_desc, b_desc, a_s, b_s, ready, off_m, off_n, j, nk, STAGES: gl.constexpr):
@@ -129,24 +154,163 @@ if gluon is not None:
         sa_row, rmask = _row_scales(sa_ptr, off_m, M, nk, TM, mma)
         acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
         t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        sc = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)
         for k in range(nk):
             s = k % STAGES
             mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+            sc_next = _scale(sa_row, rmask, sb_ptr, pid_n, k + 1, nk)   # loads under the MMA
             t = warpgroup_mma(a_s.index(s), b_s.index(s).permute((1, 0)), t, use_acc=False)
             mbarrier.arrive(empty.index(s), count=1)
-            acc = acc + t * _scale(sa_row, rmask, sb_ptr, pid_n, k, nk)[:, None]
+            acc = acc + t * sc[:, None]
+            sc = sc_next
         _store_tile(c_desc, acc, off_m, off_n)
 
     @gluon.jit
-    def fp8_block_gemm_ws_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, K,
+    def _half_math(c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, off_m, off_n, pid_n, nk,
+                   ROW0: gl.constexpr, STAGES: gl.constexpr):
+        """Two-warpgroup variant's math partitions (one warpgroup each): rows ROW0 ... ROW0 + TM
+        of the tile, each block's MMA waited for before its scale step, while the other
+        warpgroup's MMA keeps the tensor cores busy; its half of the tile stored at the end."""
+        TM: gl.constexpr = c_desc.block_type.shape[0]
+        TN: gl.constexpr = c_desc.block_type.shape[1]
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
+        sa_row, rmask = _row_scales(sa_ptr, off_m + ROW0, M, nk, TM, mma)
+        acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        sc = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)
+        for k in range(nk):
+            s = k % STAGES
+            mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+            sc_next = _scale(sa_row, rmask, sb_ptr, pid_n, k + 1, nk)
+            t = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).permute((1, 0)), t,
+                              use_acc=False)
+            mbarrier.arrive(empty.index(s), count=1)
+            acc = acc + t * sc[:, None]
+            sc = sc_next
+        _store_tile(c_desc, acc, off_m + ROW0, off_n)
+
+    @gluon.jit
+    def _loader_persistent(a_desc, b_desc, a_s, b_s, ready, empty, M, N, K,
+                           STAGES: gl.constexpr):
+        """Persistent variant's load partition (one warp): every K block of this program's
+        tiles in turn through the ring, running ahead into the next tile while the math
+        warpgroups finish and store the last one."""
+        TM: gl.constexpr = a_desc.block_type.shape[0]
+        TN: gl.constexpr = b_desc.block_type.shape[0]
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        nk = gl.cdiv(K, TK)
+        it = 0
+        for tile in range(gl.program_id(0), gl.cdiv(M, TM) * gl.cdiv(N, TN), gl.num_programs(0)):
+            pid_m, pid_n = _tile(tile, M, N, TM, TN, GROUP_M)
+            for k in range(nk):
+                s = it % STAGES
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                mbarrier.expect(ready.index(s),
+                                a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(a_desc, [pid_m * TM, k * TK], ready.index(s),
+                                                a_s.index(s))
+                tma.async_copy_global_to_shared(b_desc, [pid_n * TN, k * TK], ready.index(s),
+                                                b_s.index(s))
+                it += 1
+
+    @gluon.jit
+    def _half_math_persistent(c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, N, K,
+                              ROW0: gl.constexpr, STAGES: gl.constexpr):
+        """Persistent variant's math partitions: _half_math over this program's tiles, each
+        tile's store left in flight until the next tile's is due."""
+        TM: gl.constexpr = c_desc.block_type.shape[0]
+        TN: gl.constexpr = c_desc.block_type.shape[1]
+        TK: gl.constexpr = a_s.shape[2]
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
+        c_s = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        nk = gl.cdiv(K, TK)
+        it = 0
+        for tile in range(gl.program_id(0), gl.cdiv(M, 2 * TM) * gl.cdiv(N, TN),
+                          gl.num_programs(0)):
+            pid_m, pid_n = _tile(tile, M, N, 2 * TM, TN, GROUP_M)
+            off_m = pid_m * 2 * TM + ROW0
+            sa_row, rmask = _row_scales(sa_ptr, off_m, M, nk, TM, mma)
+            acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+            t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+            sc = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)
+            for k in range(nk):
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                sc_next = _scale(sa_row, rmask, sb_ptr, pid_n, k + 1, nk)
+                t = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).permute((1, 0)), t,
+                                  use_acc=False)
+                mbarrier.arrive(empty.index(s), count=1)
+                acc = acc + t * sc[:, None]
+                sc = sc_next
+                it += 1
+            tma.store_wait(pendings=0)          # the last tile's store has left c_s
+            c_s.store(acc.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [off_m, pid_n * TN], c_s)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def fp8_block_gemm_ws2p_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
+                                   STAGES: gl.constexpr, num_warps: gl.constexpr):
+        """The two-warpgroup kernel made persistent: one program per SM walks the tiles."""
+        TH: gl.constexpr = c_desc.block_type.shape[0]
+        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                        a_desc.layout)
+        b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
+                                        b_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)
+        gl.warp_specialize([
+            (_half_math_persistent, (c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, N, K, 0,
+                                     STAGES)),
+            (_half_math_persistent, (c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, N, K,
+                                     TH, STAGES)),
+            (_loader_persistent, (a_desc, b_desc, a_s, b_s, ready, empty, M, N, K, STAGES)),
+        ], [4, 1], [168, 40])
+
+    @gluon.jit
+    def fp8_block_gemm_ws2_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
+                                  STAGES: gl.constexpr, num_warps: gl.constexpr):
+        """Two math warpgroups, each on half the tile's rows, fed by a one-warp TMA partition:
+        one's scale step overlaps the other's MMA (as DeepGEMM's FP8 GEMM does)."""
+        TM: gl.constexpr = a_desc.block_type.shape[0]
+        TH: gl.constexpr = c_desc.block_type.shape[0]
+        TN: gl.constexpr = c_desc.block_type.shape[1]
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        pid_m, pid_n = _tile(gl.program_id(0), M, N, TM, TN, GROUP_M)
+        off_m = pid_m * TM
+        off_n = pid_n * TN
+        nk = gl.cdiv(K, TK)
+        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                        a_desc.layout)
+        b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
+                                        b_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)       # both math warpgroups release
+        gl.warp_specialize([
+            (_half_math, (c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, off_m, off_n, pid_n,
+                          nk, 0, STAGES)),
+            (_half_math, (c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, off_m, off_n, pid_n,
+                          nk, TH, STAGES)),
+            (_loader, (a_desc, b_desc, a_s, b_s, ready, empty, off_m, off_n, nk, STAGES)),
+        ], [4, 1], [168, 40])                         # WS_MAXNREG for the second warpgroup
+
+    @gluon.jit
+    def fp8_block_gemm_ws_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
                                  STAGES: gl.constexpr, num_warps: gl.constexpr):
         """The wait-each loop with a one-warp load partition feeding the ring (warp
         specialization): the math warps issue no TMA."""
         TM: gl.constexpr = c_desc.block_type.shape[0]
         TN: gl.constexpr = c_desc.block_type.shape[1]
         TK: gl.constexpr = a_desc.block_type.shape[1]
-        pid_n = gl.program_id(1)
-        off_m = gl.program_id(0) * TM
+        pid_m, pid_n = _tile(gl.program_id(0), M, N, TM, TN, GROUP_M)
+        off_m = pid_m * TM
         off_n = pid_n * TN
         nk = gl.cdiv(K, TK)
         a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
@@ -165,13 +329,13 @@ if gluon is not None:
         ], [1], [40])
 
     @gluon.jit
-    def fp8_block_gemm_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, K, STAGES: gl.constexpr,
-                              PINGPONG: gl.constexpr, num_warps: gl.constexpr):
+    def fp8_block_gemm_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K, STAGES: gl.constexpr,
+                              PINGPONG: gl.constexpr, PREFETCH: gl.constexpr,
+                              num_warps: gl.constexpr):
         TM: gl.constexpr = c_desc.block_type.shape[0]
         TN: gl.constexpr = c_desc.block_type.shape[1]
         TK: gl.constexpr = a_desc.block_type.shape[1]
-        pid_m = gl.program_id(0)
-        pid_n = gl.program_id(1)
+        pid_m, pid_n = _tile(gl.program_id(0), M, N, TM, TN, GROUP_M)
         off_m = pid_m * TM
         off_n = pid_n * TN
         nk = gl.cdiv(K, TK)
@@ -197,11 +361,18 @@ if gluon is not None:
                             off_n, nk, acc, STAGES)
         else:                # each block's MMA waited for before its scale step (Triton's loop)
             t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+            sc = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)
             for k in range(nk):
                 s = k % STAGES
                 mbarrier.wait(ready.index(s), phase=(k // STAGES) & 1)
+                if PREFETCH:     # block k+1's scales load under block k's MMA
+                    sc_next = _scale(sa_row, rmask, sb_ptr, pid_n, k + 1, nk)
                 t = warpgroup_mma(a_s.index(s), b_s.index(s).permute((1, 0)), t, use_acc=False)
-                acc = acc + t * _scale(sa_row, rmask, sb_ptr, pid_n, k, nk)[:, None]
+                if not PREFETCH:  # loaded after the MMA: their latency adds to every block
+                    sc = _scale(sa_row, rmask, sb_ptr, pid_n, k, nk)
+                acc = acc + t * sc[:, None]
+                if PREFETCH:
+                    sc = sc_next
                 _refill(a_desc, b_desc, a_s, b_s, ready, off_m, off_n, k + STAGES, nk, STAGES)
         for i in gl.static_range(STAGES):
             mbarrier.invalidate(ready.index(i))
@@ -217,20 +388,22 @@ if gluon is not None:
         mbarrier.wait(ready.index(0), phase=0)
         t_a = warpgroup_mma(a_s.index(0), b_s.index(0).permute((1, 0)), t_a, use_acc=False,
                             is_async=True)
+        sc = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)
         # two blocks a trip, so each accumulator keeps its registers (a swap of the two would
         # leave ptxas unable to tell which MMA a scale step reads, and it serializes them)
         for k in range(1, nk - 1, 2):
-            t_b, t_a, acc = _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr, pid_n,
-                                  off_m, off_n, k, nk, t_b, t_a, acc, STAGES)
-            t_a, t_b, acc = _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr, pid_n,
-                                  off_m, off_n, k + 1, nk, t_a, t_b, acc, STAGES)
+            t_b, t_a, acc, sc = _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr,
+                                      pid_n, off_m, off_n, k, nk, t_b, t_a, acc, sc, STAGES)
+            t_a, t_b, acc, sc = _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr,
+                                      pid_n, off_m, off_n, k + 1, nk, t_a, t_b, acc, sc, STAGES)
         if nk % 2 == 0:      # one block left: its MMA into t_b, the last to wait for
-            t_tail, t_done, acc = _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr,
-                                        pid_n, off_m, off_n, nk - 1, nk, t_b, t_a, acc, STAGES)
+            t_tail, t_done, acc, sc = _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask,
+                                            sb_ptr, pid_n, off_m, off_n, nk - 1, nk, t_b, t_a,
+                                            acc, sc, STAGES)
             t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_tail, ))
         else:                # the last block's MMA is in t_a
             t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_a, ))
-        return acc + t_fin * _scale(sa_row, rmask, sb_ptr, pid_n, nk - 1, nk)[:, None]
+        return acc + t_fin * sc[:, None]
 
 
 def _require_gluon() -> None:
@@ -239,19 +412,25 @@ def _require_gluon() -> None:
         raise MokInputError("needs Triton with Gluon (triton.experimental.gluon)")
 
 
-def _launch_args(variant: str, descs: tuple, sa, sb, m: int, k: int) -> tuple:
-    """(kernel, positional arguments, launch options) of a variant."""
+def _launch_args(variant: str, a, bt, c, sa, sb) -> tuple:
+    """(kernel, positional arguments, launch options) of a variant on A, B^T, C and scales."""
     _require_gluon()
-    if variant == "ws":
-        return (fp8_block_gemm_ws_kernel, (*descs, sa, sb, m, k, STAGES),
-                {"num_warps": WARPS, "maxnreg": WS_MAXNREG})
-    return (fp8_block_gemm_kernel, (*descs, sa, sb, m, k, STAGES, variant == "pingpong"),
+    (m, k), n = a.shape, bt.shape[0]
+    descs = _descriptors(a, bt, c, BM // 2 if variant in ("ws2", "ws2p") else BM)
+    sbt = sb.t().contiguous()          # the kernels read each column block's scales in a row
+    if variant in ("ws", "ws2", "ws2p"):
+        kernel = {"ws": fp8_block_gemm_ws_kernel, "ws2": fp8_block_gemm_ws2_kernel,
+                  "ws2p": fp8_block_gemm_ws2p_kernel}[variant]
+        return (kernel, (*descs, sa, sbt, m, n, k, STAGES),
+                {"num_warps": WARPS if variant == "ws" else 4, "maxnreg": WS_MAXNREG})
+    return (fp8_block_gemm_kernel,
+            (*descs, sa, sbt, m, n, k, STAGES, variant == "pingpong", variant != "wait-late"),
             {"num_warps": WARPS})
 
 
-def _descriptors(a, bt, c):
+def _descriptors(a, bt, c, c_rows: int = BM):
     """TMA descriptors of A (M, K) e4m3, B^T (N, K) e4m3 and C (M, N) bf16 in BM x BK,
-    BN x BK and BM x BN tiles."""
+    BN x BK and c_rows x BN tiles."""
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -260,7 +439,7 @@ def _descriptors(a, bt, c):
         return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
     return (desc(a, [BM, BK], gl.float8e4nv), desc(bt, [BN, BK], gl.float8e4nv),
-            desc(c, [BM, BN], gl.bfloat16))
+            desc(c, [c_rows, BN], gl.bfloat16))
 
 
 def check_shape(m: int, n: int, k: int) -> None:
@@ -279,10 +458,14 @@ def fp8_block_gemm(a, sa, bt, sb, variant: str = "pingpong"):
     (m, k), n = a.shape, bt.shape[0]
     check_shape(m, n, k)
     c = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
-    kernel, args, options = _launch_args(variant, _descriptors(a, bt, c), sa, sb, m, k)
+    kernel, args, options = _launch_args(variant, a, bt, c, sa, sb)
+
+    tiles = (m // BM) * (n // BN)
+    grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count
+               ) if variant == "ws2p" else tiles
 
     def launch():
-        kernel[(m // BM, n // BN)](*args, **options)
+        kernel[(grid, )](*args, **options)
     return launch, c
 
 
@@ -302,7 +485,7 @@ def compile_sm90(m: int = 4096, n: int = 4096, k: int = 7168, variant: str = "pi
     c = torch.empty(m, n, dtype=torch.bfloat16)
     sa = torch.empty(m, k // BK)
     sb = torch.empty(k // BK, n // BN)
-    fn, args, options = _launch_args(variant, _descriptors(a, bt, c), sa, sb, m, k)
+    fn, args, options = _launch_args(variant, a, bt, c, sa, sb)
     target = GPUTarget("cuda", 90, 32)
     backend = make_backend(target)
     binder = create_function_from_signature(fn.signature, fn.params, backend)
