@@ -17,6 +17,10 @@ stay in L2):
   arrangement of DeepGEMM's FP8 GEMM);
 - "ws2p": ws2 persistent, one program per SM walking its tiles, the load warp running into the
   next tile while the math warpgroups store the last;
+- "ws2w": ws2p on 128 x 256 tiles (a third less operand traffic per FLOP), each K block's two
+  column halves in turn through one MMA accumulator, a 3-stage ring, and no load partition
+  (warps are allocated in whole warpgroups, so a ninth warp would cap every warp at 168
+  registers): the first math warpgroup keeps the ring two blocks ahead;
 - "wait-late": "wait" with each block's scales loaded after its MMA (the form first measured).
 
 C (M, N) bf16 = sum_k A_k (M, 128) B_k (128, N) x sa[m, k] x sb[k, n // 128]: A e4m3 (M, K) with
@@ -50,8 +54,9 @@ SHAPES = {"kimi-k2 gate|up": (4096, 7168), "kimi-k2 down": (7168, 2048),
           "qwen3-30b gate|up": (1536, 2048)}        # (N, K) of a routed expert's GEMM
 BM, BN, BK, STAGES, WARPS = 128, 128, 128, 4, 8
 # the K loop's forms (module docstring)
-VARIANTS = ("pingpong", "wait", "ws", "ws2", "ws2p", "wait-late")
+VARIANTS = ("pingpong", "wait", "ws", "ws2", "ws2p", "ws2w", "wait-late")
 WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K registers
+WIDE_MAXNREG, WIDE_STAGES = 240, 3   # ws2w: 8 warps x 32 x 240 <= 64K; 3 x 48 KB ring + 64 KB C
 
 
 try:  # Gluon comes with Triton; where it is missing (a CPU box) the tool says so when run
@@ -250,6 +255,103 @@ if gluon is not None:
         tma.store_wait(pendings=0)
 
     @gluon.jit
+    def _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, j, M, N, nk, STAGES: gl.constexpr):
+        """Bring this program's j-th K block (of all its tiles in turn) into ring buffer
+        j % STAGES once both math warpgroups have released it; nothing past its last tile."""
+        TM: gl.constexpr = a_desc.block_type.shape[0]
+        TN: gl.constexpr = b_desc.block_type.shape[0]
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        tile = gl.program_id(0) + (j // nk) * gl.num_programs(0)
+        if tile < gl.cdiv(M, TM) * gl.cdiv(N, TN):
+            pid_m, pid_n = _tile(tile, M, N, TM, TN, GROUP_M)
+            s = j % STAGES
+            mbarrier.wait(empty.index(s), ((j // STAGES) & 1) ^ 1)   # a fresh barrier passes
+            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(a_desc, [pid_m * TM, (j % nk) * TK], ready.index(s),
+                                            a_s.index(s))
+            tma.async_copy_global_to_shared(b_desc, [pid_n * TN, (j % nk) * TK], ready.index(s),
+                                            b_s.index(s))
+
+    @gluon.jit
+    def _wide_math_persistent(a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M,
+                              N, K, ROW0: gl.constexpr, PRODUCER: gl.constexpr,
+                              STAGES: gl.constexpr):
+        """Wide variant's math partitions: rows ROW0 ... ROW0 + TM of 128 x 256 tiles, each K
+        block's two 128-column halves in turn through one MMA accumulator (two output
+        accumulators and the MMA's fit in 240 registers; a 256-wide MMA's would not), each
+        half's scale step under the other warpgroup's MMA. The PRODUCER warpgroup also keeps
+        the ring STAGES - 1 blocks ahead (a load partition would leave 168 registers a warp)."""
+        TM: gl.constexpr = c_desc.block_type.shape[0]
+        TH: gl.constexpr = c_desc.block_type.shape[1]          # a half's columns
+        TK: gl.constexpr = a_s.shape[2]
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TH)
+        c_s = gl.allocate_shared_memory(c_desc.dtype, [2] + c_desc.block_type.shape,
+                                        c_desc.layout)
+        nk = gl.cdiv(K, TK)
+        if PRODUCER:
+            for j in gl.static_range(STAGES - 1):
+                _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, j, M, N, nk, STAGES)
+        it = 0
+        for tile in range(gl.program_id(0), gl.cdiv(M, 2 * TM) * gl.cdiv(N, 2 * TH),
+                          gl.num_programs(0)):
+            pid_m, pid_n = _tile(tile, M, N, 2 * TM, 2 * TH, GROUP_M)
+            off_m = pid_m * 2 * TM + ROW0
+            sa_row, rmask = _row_scales(sa_ptr, off_m, M, nk, TM, mma)
+            acc0 = gl.zeros((TM, TH), dtype=gl.float32, layout=mma)
+            acc1 = gl.zeros((TM, TH), dtype=gl.float32, layout=mma)
+            t = gl.zeros((TM, TH), dtype=gl.float32, layout=mma)
+            for k in range(nk):
+                if PRODUCER:
+                    _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, it + STAGES - 1, M, N,
+                                 nk, STAGES)
+                s = it % STAGES
+                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+                sc0 = _scale(sa_row, rmask, sb_ptr, 2 * pid_n, k, nk)
+                a = a_s.index(s).slice(ROW0, TM)
+                t = warpgroup_mma(a, b_s.index(s).slice(0, TH).permute((1, 0)), t, use_acc=False,
+                                  is_async=True)
+                t = warpgroup_mma_wait(num_outstanding=0, deps=(t, ))
+                acc0 = gl.fma(t, sc0[:, None], acc0)
+                # an empty wait that names acc0: the half-0 scale step stays before the half-1
+                # MMA, so both halves' MMA results share registers (else ptxas spills ~440 B)
+                t = warpgroup_mma_wait(num_outstanding=0, deps=(t, acc0))[0]
+                sc1 = _scale(sa_row, rmask, sb_ptr, 2 * pid_n + 1, k, nk)
+                t = warpgroup_mma(a, b_s.index(s).slice(TH, TH).permute((1, 0)), t,
+                                  use_acc=False)
+                mbarrier.arrive(empty.index(s), count=1)
+                acc1 = gl.fma(t, sc1[:, None], acc1)
+                it += 1
+            tma.store_wait(pendings=0)          # the last tile's stores have left c_s
+            c_s.index(0).store(acc0.to(c_desc.dtype))
+            c_s.index(1).store(acc1.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [off_m, pid_n * 2 * TH], c_s.index(0))
+            tma.async_copy_shared_to_global(c_desc, [off_m, pid_n * 2 * TH + TH], c_s.index(1))
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def fp8_block_gemm_ws2w_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
+                                   STAGES: gl.constexpr, num_warps: gl.constexpr):
+        """ws2p on 128 x 256 tiles (a third less operand traffic per FLOP than 128 x 128), two
+        math warpgroups and no load partition: eight warps in all, so 240 registers each."""
+        TH: gl.constexpr = c_desc.block_type.shape[0]
+        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                        a_desc.layout)
+        b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
+                                        b_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=2)
+        gl.warp_specialize([
+            (_wide_math_persistent, (a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr,
+                                     sb_ptr, M, N, K, 0, True, STAGES)),
+            (_wide_math_persistent, (a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr,
+                                     sb_ptr, M, N, K, TH, False, STAGES)),
+        ], [4], [240])                                # WIDE_MAXNREG for the second warpgroup
+
+    @gluon.jit
     def fp8_block_gemm_ws2p_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
                                    STAGES: gl.constexpr, num_warps: gl.constexpr):
         """The two-warpgroup kernel made persistent: one program per SM walks the tiles."""
@@ -416,8 +518,12 @@ def _launch_args(variant: str, a, bt, c, sa, sb) -> tuple:
     """(kernel, positional arguments, launch options) of a variant on A, B^T, C and scales."""
     _require_gluon()
     (m, k), n = a.shape, bt.shape[0]
-    descs = _descriptors(a, bt, c, BM // 2 if variant in ("ws2", "ws2p") else BM)
+    descs = _descriptors(a, bt, c, BM // 2 if variant in ("ws2", "ws2p", "ws2w") else BM,
+                         2 * BN if variant == "ws2w" else BN)
     sbt = sb.t().contiguous()          # the kernels read each column block's scales in a row
+    if variant == "ws2w":
+        return (fp8_block_gemm_ws2w_kernel, (*descs, sa, sbt, m, n, k, WIDE_STAGES),
+                {"num_warps": 4, "maxnreg": WIDE_MAXNREG})
     if variant in ("ws", "ws2", "ws2p"):
         kernel = {"ws": fp8_block_gemm_ws_kernel, "ws2": fp8_block_gemm_ws2_kernel,
                   "ws2p": fp8_block_gemm_ws2p_kernel}[variant]
@@ -428,9 +534,9 @@ def _launch_args(variant: str, a, bt, c, sa, sb) -> tuple:
             {"num_warps": WARPS})
 
 
-def _descriptors(a, bt, c, c_rows: int = BM):
+def _descriptors(a, bt, c, c_rows: int = BM, b_rows: int = BN):
     """TMA descriptors of A (M, K) e4m3, B^T (N, K) e4m3 and C (M, N) bf16 in BM x BK,
-    BN x BK and c_rows x BN tiles."""
+    b_rows x BK and c_rows x BN tiles."""
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
@@ -438,15 +544,16 @@ def _descriptors(a, bt, c, c_rows: int = BM):
         layout = gl.NVMMASharedLayout.get_default_for(block, dtype)
         return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
-    return (desc(a, [BM, BK], gl.float8e4nv), desc(bt, [BN, BK], gl.float8e4nv),
+    return (desc(a, [BM, BK], gl.float8e4nv), desc(bt, [b_rows, BK], gl.float8e4nv),
             desc(c, [c_rows, BN], gl.bfloat16))
 
 
-def check_shape(m: int, n: int, k: int) -> None:
+def check_shape(m: int, n: int, k: int, variant: str = "pingpong") -> None:
     """The kernel takes whole tiles and at least STAGES K blocks; refuse anything else."""
-    if m % BM or n % BN or k % BK or k < STAGES * BK:
-        raise MokInputError(f"M={m}, N={n}, K={k}: M a multiple of {BM}, N of {BN}, K of {BK} "
-                         f"and at least {STAGES * BK} are required")
+    bn = 2 * BN if variant == "ws2w" else BN
+    if m % BM or n % bn or k % BK or k < STAGES * BK:
+        raise MokInputError(f"M={m}, N={n}, K={k}: M a multiple of {BM}, N of {bn}, K of {BK} "
+                            f"and at least {STAGES * BK} are required ({variant})")
 
 
 def fp8_block_gemm(a, sa, bt, sb, variant: str = "pingpong"):
@@ -456,13 +563,13 @@ def fp8_block_gemm(a, sa, bt, sb, variant: str = "pingpong"):
     import torch
 
     (m, k), n = a.shape, bt.shape[0]
-    check_shape(m, n, k)
+    check_shape(m, n, k, variant)
     c = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
     kernel, args, options = _launch_args(variant, a, bt, c, sa, sb)
 
-    tiles = (m // BM) * (n // BN)
+    tiles = (m // BM) * (n // (2 * BN if variant == "ws2w" else BN))
     grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count
-               ) if variant == "ws2p" else tiles
+               ) if variant in ("ws2p", "ws2w") else tiles
 
     def launch():
         kernel[(grid, )](*args, **options)
