@@ -262,15 +262,22 @@ def _col(x):
 
 
 def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, comm_sms,
-              macrobatch, capacity) -> dict[str, np.ndarray]:
+              macrobatch, capacity, list_lag=None) -> dict[str, np.ndarray]:
     """Critical-path terms (seconds) of the MoK pass for arrays of configs, each shape (C,).
 
-    dispatch_push / combine_push are boolean arrays (False = pull). Infeasible configs (capacity
-    overflow) get latency inf. Returns the breakdown terms, their sum `total`, and work totals.
+    dispatch_push / combine_push are boolean arrays (False = pull). `list_lag`: the kernel's
+    work-list lag of each config, where they differ (the tuner scores several at once); None:
+    scn.list_lag. Infeasible configs (capacity overflow) get latency inf. Returns the breakdown
+    terms, their sum `total`, and work totals.
     """
     hw, m, P = scn.hardware, scn.model, scn.ep
-    ld = loads(scn)
+    ld = every = loads(scn)
+    if hw.emulated_ranks:
+        # one GPU runs rank 0 of the group and only its time is measured (slow, typ below): the
+        # other ranks' columns are not computed (list_binds, which asks every rank, apart)
+        ld = Loads(**{name: a[:1] for name, a in vars(every).items()})
     mb, cc = _col(minibatch), _col(comm_sms)
+    lag = scn.list_lag if list_lag is None else _col(list_lag)
     cx = hw.sms - cc
     dpush, kpush = _col(dispatch_push).astype(bool), _col(combine_push).astype(bool)
     rows = ld.rows[None, :].astype(np.float64)  # (1, P)
@@ -302,7 +309,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # push combine: the expert holder writes outputs home; pull: the home reads them.
     # Emulated peers are absent: the one GPU's comm programs act for them, so they move the rows
     # it receives (dispatch) and the outputs it holds (combine) in every mode.
-    M = np.maximum(np.ceil(rows / mb), 1.0)   # minibatches
+    M, row_tiles = minibatch_tiles(scn, p, ld, mb)   # minibatches and their routed row tiles
     # Chunk scans are comm-SM time: push lanes visit every chunk of the receiver's minibatch for
     # their own rows (push_scan), our pull combine's homes every chunk of each owner's minibatches
     # (pull_scan_chunks). They slow the comm SMs' copy (as the simulator loads its comm SMs),
@@ -318,19 +325,16 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         else move(out, r_out, r_in, link_in, link_out, pull_rate)
     combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in, push_rate), home_pull)
 
-    # --- minibatches (M, above) and routed GEMMs on the compute SMs ---
+    # --- minibatches (M, row_tiles: above) and routed GEMMs on the compute SMs ---
     tm = tile_rows(scn, p)
-    base_tiles = np.ceil(ld.expert_rows / tm).sum(axis=1)[None, :]  # (1, P)
     active = (ld.expert_rows > 0).sum(axis=1)[None, :]
-    # a minibatch boundary inside an expert splits one tile, unless minibatches are cut on tile
-    # boundaries; it reloads that expert's weights either way
-    row_tiles = base_tiles + (1.0 - p["tile_aligned_minibatches"]) * (M - 1)
+    # a minibatch boundary inside an expert reloads that expert's weights
     touched = active + (M - 1)
     ws = p["wave_sync"]
     ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws,
                           wgrad_experts=active / M)
     # per minibatch: the tiles' time, or the period the in-order work list holds the SMs for
-    lp = list_period(scn, p, row_tiles / M, cx)
+    lp = list_period(scn, p, row_tiles / M, cx, lag)
     held = np.maximum(ffn, lp)
     c = held + p["minibatch_overhead_us"] * US
     ns, sw = shared_section(scn)
@@ -376,10 +380,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # the work list's lag L (scn.list_lag) leaves the down items of the last min(L + 1, M)
     # minibatches, not two, after the last gate/up items: each one past two adds the combine
     # the comm SMs copy for it beyond its down items' time (a third of the joined SMs' step)
-    lagged = np.maximum(np.minimum(scn.list_lag + 1.0, M) - 2.0, 0.0)
+    lagged = np.maximum(np.minimum(lag + 1.0, M) - 2.0, 0.0)
     # comm SMs can only join when they have no combine left to do
     joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
-    lp_join = list_period(scn, p, row_tiles / M, joined)
+    lp_join = list_period(scn, p, row_tiles / M, joined, lag)
     c_join = np.maximum(expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
                                         m.expert_width, wave_sync=ws, wgrad_experts=active / M),
                         lp_join) + p["minibatch_overhead_us"] * US
@@ -470,7 +474,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     routes = P * scn.tokens * k
     cap_rows = np.ceil(_col(capacity) * P * scn.tokens * min(k, scn.local_experts))
     worst = P * scn.tokens * min(k, scn.local_experts)  # every token to one GPU: capacity 1.0
-    overflow = (cap_rows < min(ld.rows.max() * p["capacity_headroom"], worst)).ravel()
+    overflow = (cap_rows < min(every.rows.max() * p["capacity_headroom"], worst)).ravel()
     gather_bytes = (P - 1) * scn.tokens * k * 4.0  # all-gather of top-k ids
     schedule = (p["schedule_us"] * US + routes * p["schedule_ns_per_route"] * 1e-9
                 + (gather_bytes / (hw.link_gbps * 1e9 * p["link_eff"]) + lat if P > 1 else 0.0)
@@ -482,10 +486,14 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
 
     C = per_gpu.shape[0]
     rows_ix = np.arange(C)
-    slow = np.argmax(per_gpu, axis=1)  # (C,) the straggler ends the pass
-    typ = np.argsort(per_gpu, axis=1, kind="stable")[:, P // 2]  # the median GPU
     if hw.emulated_ranks:  # one GPU runs rank 0 of the group: its time is what is measured
         slow = typ = np.zeros(C, dtype=np.int64)
+        # where the in-order list binds on some rank, as computed for every rank
+        binds = list_binds(scn, p, every, mb, cx, joined, lag)
+    else:
+        slow = np.argmax(per_gpu, axis=1)  # (C,) the straggler ends the pass
+        typ = np.argsort(per_gpu, axis=1, kind="stable")[:, P // 2]  # the median GPU
+        binds = np.broadcast_to((lp > 0) | (lp_join > 0), per_gpu.shape).any(axis=1)
 
     def at(x, gpu=typ):
         return np.broadcast_to(x, per_gpu.shape)[rows_ix, gpu]
@@ -514,7 +522,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         # spanning domains is its own term: the same pass with every peer on NVLink gives the
         # other terms; scale_out is what the scale-out link adds to the slowest GPU's time
         one = mok_terms(one_domain(scn), p, dispatch_push, combine_push, minibatch, comm_sms,
-                        macrobatch, capacity)
+                        macrobatch, capacity, list_lag)
         terms = dict(one["terms"])
         terms["scale_out"] = total - one["finite_total"]
     finite_total = total
@@ -528,7 +536,57 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
             "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute"),
             # where the in-order list's period is set on some GPU: only there can a larger
             # list_lag shorten the pass (elsewhere it only lengthens the combine tail)
-            "list_binds": np.broadcast_to((lp > 0) | (lp_join > 0), per_gpu.shape).any(axis=1)}
+            "list_binds": binds}
+
+
+def minibatch_tiles(scn: Scenario, p: Params, ld: Loads, mb):
+    """(minibatches, routed row tiles over them) per config (rows; `mb`: (C, 1) minibatch rows)
+    and GPU (columns, as in `ld`)."""
+    M = np.maximum(np.ceil(ld.rows[None, :].astype(np.float64) / mb), 1.0)
+    base_tiles = np.ceil(ld.expert_rows / tile_rows(scn, p)).sum(axis=1)[None, :]  # (1, P)
+    # a minibatch boundary inside an expert splits one tile, unless minibatches are cut on tile
+    # boundaries
+    return M, base_tiles + (1.0 - p["tile_aligned_minibatches"]) * (M - 1)
+
+
+def list_binds(scn: Scenario, p: Params, ld: Loads, mb, compute_sms, joined_sms, lag) -> np.ndarray:
+    """(C,) whether the in-order list's period (list_period) binds on some GPU of `ld`, on the
+    compute SMs or on the SMs joined by comm SMs, at the work-list lag; configs (C, 1) arrays
+    (the lag may be a number). mok_terms' list_binds, computed once per distinct (minibatch,
+    compute SMs, joined SMs, lag): a grid repeats each."""
+    keys, inverse = unique_rows(np.hstack([mb, compute_sms, joined_sms,
+                                           np.broadcast_to(lag, mb.shape)]))
+    mb, cx, joined, lag = (np.ascontiguousarray(keys[:, i:i + 1]) for i in range(4))
+    M, row_tiles = minibatch_tiles(scn, p, ld, mb)
+    lp = list_period(scn, p, row_tiles / M, cx, lag)
+    lp_join = list_period(scn, p, row_tiles / M, joined, lag)
+    return np.broadcast_to((lp > 0) | (lp_join > 0), M.shape).any(axis=1)[inverse]
+
+
+def _row_groups(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(a stable lexsort order of a 2-D array's rows, where in that order each distinct row
+    begins): one lexsort, several times faster than np.unique's sort of whole rows."""
+    order = np.lexsort(a.T[::-1])
+    s = a[order]
+    begins = np.ones(len(a), dtype=bool)
+    begins[1:] = (s[1:] != s[:-1]).any(axis=1)
+    return order, begins
+
+
+def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct rows of a 2-D array, the index of each row's among them), as
+    np.unique(a, axis=0, return_inverse=True) gives them."""
+    order, begins = _row_groups(a)
+    inverse = np.empty(len(a), dtype=np.intp)
+    inverse[order] = np.cumsum(begins) - 1
+    return a[order[begins]], inverse
+
+
+def first_rows(a: np.ndarray) -> np.ndarray:
+    """The index of each distinct row's first occurrence in a 2-D array, ascending (the sorted
+    np.unique(a, axis=0, return_index=True)[1]; the order is stable, so a group's first)."""
+    order, begins = _row_groups(a)
+    return np.sort(order[begins])
 
 
 def push_scan_chunks(P: int, comm_sms, minibatch_rows):
@@ -574,10 +632,11 @@ def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) ->
     return (tiles_per_minibatch * blocks >= compute_sms) & (p["wave_sync"] < 0.5)
 
 
-def list_period(scn: Scenario, p: Params, row_tiles, compute_sms) -> np.ndarray:
+def list_period(scn: Scenario, p: Params, row_tiles, compute_sms, lag=None) -> np.ndarray:
     """Seconds per minibatch of `row_tiles` routed row tiles that the kernel's in-order work list
     holds `compute_sms` SMs for, where it binds, else 0 (gemm_table.list_period: few long gate/up
-    items ahead of many short down items). Only for our kernel's counter (wave_sync 0), forward.
+    items ahead of many short down items), at the work-list lag `lag` (None: scn.list_lag).
+    Only for our kernel's counter (wave_sync 0), forward.
     Item times from the parameters' GEMM table's phase mechanism where it has one for the pass
     and precision; else (h200-hgx8, FP8) the tiles' rate at gemm_eff (fp8_gemm_eff), no per-item
     cost."""
@@ -585,10 +644,10 @@ def list_period(scn: Scenario, p: Params, row_tiles, compute_sms) -> np.ndarray:
     if p["wave_sync"] >= 0.5 or scn.pass_ != "fwd":
         return np.zeros(np.broadcast(row_tiles, compute_sms).shape)
     if t is not None and t.uses_mechanism and t.covers(scn):
-        return list_period_of_table(t, scn, row_tiles, compute_sms, p["sm_scaling"])
+        return list_period_of_table(t, scn, row_tiles, compute_sms, p["sm_scaling"], lag)
     # no measured mechanism: the items at the tiles' rate (gemm_eff), without a per-item cost
     eff = p["fp8_gemm_eff"] if scn.precision == "fp8" else gemm_efficiency(p, scn)[0]
-    return items_period(scn, row_tiles, compute_sms, eff, p["sm_scaling"])
+    return items_period(scn, row_tiles, compute_sms, eff, p["sm_scaling"], lag=lag)
 
 
 def pull_scan_chunks(scn: Scenario, p: Params, M, comm_sms) -> np.ndarray:

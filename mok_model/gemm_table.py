@@ -116,19 +116,20 @@ class GemmTable:
         if self.level not in LEVELS:
             raise MokInputError(f"GEMM table {self.path or '(given)'}: level {self.level!r} must "
                                 f"be one of {LEVELS}")
-        by: dict[tuple, list[tuple[float, float]]] = {}
-        for pt in self.points:
+        by: dict[tuple, dict[float, list[float]]] = {}
+        if self.uses_mechanism:
+            mech_s = points_mechanism_seconds([pt["mech"] for pt in self.points], self.mechanism)
+        for i, pt in enumerate(self.points):
             shape = (float(pt["expert_width"]), float(pt["hidden"]), float(pt["local_experts"]))
             if self.uses_mechanism:  # measured / mechanism, both less the launch
                 launch = self.mechanism["launch_us"] * 1e-6
-                v = ((float(pt["measured_ms"]) * 1e-3 - launch)
-                     / (mechanism_seconds(pt["mech"], self.mechanism) - launch))
+                v = (float(pt["measured_ms"]) * 1e-3 - launch) / (mech_s[i] - launch)
             else:                    # efficiency per occupied SM
                 v = float(pt["eff"]) / float(pt.get("occupancy", 1.0))
-            by.setdefault(shape, []).append((math.log2(pt["rows_per_expert"]), v))
-        for shape, xy in by.items():
-            xs = sorted({x for x, _ in xy})  # points at one rows value are averaged
-            ys = [float(np.mean([y for x2, y in xy if x2 == x])) for x in xs]
+            by.setdefault(shape, {}).setdefault(math.log2(pt["rows_per_expert"]), []).append(v)
+        for shape, at in by.items():
+            xs = sorted(at)  # points at one rows value are averaged (one alone is its own mean)
+            ys = [at[x][0] if len(at[x]) == 1 else float(np.mean(at[x])) for x in xs]
             self._curves[shape] = (np.array(xs), np.array(ys))
 
     @cached_property
@@ -472,10 +473,11 @@ def row_tile_items(scn, width: int, tile: dict | None = None) -> tuple:
             (math.ceil(H / bn_dn) * split, 2.0 * bm * bn_dn * wp / split))
 
 
-def list_period(table: GemmTable, scn, row_tiles, sms, scaling: float = 1.0):
+def list_period(table: GemmTable, scn, row_tiles, sms, scaling: float = 1.0, lag=None):
     """Seconds per minibatch that the kernel's in-order work list allows where it binds (0
     elsewhere): `row_tiles` routed row tiles per minibatch on `sms` compute SMs (numbers or
-    arrays; the result has their broadcast shape).
+    arrays; the result has their broadcast shape), the work-list lag `lag` (a number or an
+    array; None: scn.list_lag).
 
     The list (mok_kernels/megakernel.py) puts minibatch i+1's g gate/up items before minibatch
     i's d down items, and a program that takes a down item holds its SM until its row tile's
@@ -494,21 +496,22 @@ def list_period(table: GemmTable, scn, row_tiles, sms, scaling: float = 1.0):
     if not (table.uses_mechanism and table.covers(scn)):
         return np.zeros(np.broadcast(row_tiles, sms).shape)
     mech = table.mechanism
-    return (items_period(scn, row_tiles, sms, mech["tensor_eff"], scaling, mech["item_us"] * 1e-6)
-            * _mechanism_inputs(table, scn)[1])
+    return (items_period(scn, row_tiles, sms, mech["tensor_eff"], scaling, mech["item_us"] * 1e-6,
+                         lag) * _mechanism_inputs(table, scn)[1])
 
 
-def items_period(scn, row_tiles, sms, eff: float, scaling: float, item_s: float = 0.0):
+def items_period(scn, row_tiles, sms, eff: float, scaling: float, item_s: float = 0.0, lag=None):
     """held_period for the routed row tiles of a minibatch on `sms` SMs, each item costing
     `item_s` plus its FLOPs at `eff` of an SM's peak, (all / sms)^(1 - scaling) faster on fewer
-    SMs (list_period's mechanism rates, or the analytic model's gemm_eff)."""
+    SMs (list_period's mechanism rates, or the analytic model's gemm_eff), at the work-list lag
+    `lag` (None: scn.list_lag)."""
     S = scn.hardware.sms
     used = np.asarray(sms, dtype=np.float64)
     rate = eff * scn.hardware.tflops(scn.precision) * 1e12 / S * (S / used) ** (1.0 - scaling)
     (n_gu, f_gu), (n_dn, f_dn) = row_tile_items(scn, scn.model.expert_width)
     rt = np.asarray(row_tiles, dtype=np.float64)
     return held_period(rt * n_gu, rt * n_dn, item_s + f_gu / rate, item_s + f_dn / rate, used,
-                       scn.list_lag)
+                       scn.list_lag if lag is None else lag)
 
 
 def held_period(g, d, t_gu, t_dn, sms, lag: int = 1):
@@ -520,6 +523,49 @@ def held_period(g, d, t_gu, t_dn, sms, lag: int = 1):
     held = (g * t_gu + d * (t_gu + t_dn)) / (sms + (lag + 0.5) * d)
     plain = (g * t_gu + d * t_dn) / sms
     return np.where(held > plain, held, 0.0)
+
+
+def points_mechanism_seconds(features: list[dict], mech: dict) -> list[float]:
+    """mechanism_seconds(f, mech) of each of `features` (a table's points') on all of its SMs,
+    all at once: the same operations, feature by feature, on arrays (a table's 800 points cost
+    30 ms one by one). Phases of fewer blocks than the longest are padded with blocks that
+    leave the sums as they are."""
+    S = np.array([f["sms"] for f in features], dtype=np.float64)
+    peak = np.array([f["peak_tflops"] for f in features], dtype=np.float64) * 1e12 / S
+    rate = mech["tensor_eff"] * peak
+    item = mech["item_us"] * 1e-6
+    bw = mech["hbm_gbps"] * 1e9 if mech["hbm_gbps"] > 0 else np.inf
+    per_flop = np.array([f.get("weight_bytes_per_flop", 1.0 / DEFAULT_TILE["block_m"])
+                         for f in features], dtype=np.float64)
+    total, times = 0.0, {}
+    for phase in ("gu", "dn"):
+        blocks = [f[phase] for f in features]
+        width = max(map(len, blocks))
+        has = np.arange(width)[:, None] < np.array([len(b) for b in blocks])[None, :]
+        # (block, point) counts and FLOPs per item
+        k, fl = np.array([b + [[0.0, 0.0]] * (width - len(b)) for b in blocks],
+                         dtype=np.float64).reshape(len(blocks), width, 2).T
+        part, n, flops = 0, 0, np.full(len(features), -np.inf)
+        for i in range(width):  # in block order, as mechanism_seconds' sums
+            part = np.where(has[i], part + k[i] * (item + fl[i] / rate), part)
+            n = np.where(has[i], n + k[i], n)
+            flops = np.where(has[i] & (k[i] > 0), np.maximum(flops, fl[i]), flops)
+        total += part
+        busy = n > 0
+        flops = np.where(busy, flops, 0.0)
+        waves = np.ceil(n / S)
+        tail = n - (waves - 1) * S
+        full = item + flops / rate
+        alone = np.maximum(item + flops / peak, tail * flops * per_flop / bw)
+        times[phase] = (np.where(busy, full, 0.0), np.where(busy, np.minimum(full, alone), 0.0),
+                        np.where(busy, waves, 0.0))
+    (full_gu, last_gu, waves_gu), (full_dn, last_dn, waves_dn) = times["gu"], times["dn"]
+    chain = np.maximum((waves_gu - 1) * full_gu + last_gu + last_dn,
+                       last_gu + (waves_dn - 1) * full_dn + last_dn)
+    compute = np.maximum(total / S, chain)  # on all SMs: (S / used) ** scaling is 1
+    weight_bytes = np.array([f["weight_bytes"] for f in features], dtype=np.float64)
+    stream = weight_bytes / (mech["hbm_gbps"] * 1e9) if mech["hbm_gbps"] > 0 else 0.0
+    return (np.maximum(compute, stream) + mech["launch_us"] * 1e-6).tolist()
 
 
 def mechanism_seconds(f: dict, mech: dict, sms=None, scaling: float = 1.0):

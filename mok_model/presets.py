@@ -110,9 +110,11 @@ def _validated_hardware(hw: Hardware) -> Hardware:
     if hw.switch_tiers == 2 and not 0 < hw.leaf_gpus <= hw.domain_size:
         raise MokInputError(f"hardware {hw.name!r}: two switch tiers need 0 < leaf_gpus <= "
                             f"domain_size {hw.domain_size} (got {hw.leaf_gpus})")
-    from .sim.network import parse_degrade  # late: the simulator imports this module
+    if (hw.degrade or "").strip():  # parse_degrade takes a blank spec as none
+        # late: the simulator imports this module; and only here: it loads networkx (0.3 s)
+        from .sim.network import parse_degrade
 
-    parse_degrade(hw.degrade)
+        parse_degrade(hw.degrade)
     return hw
 
 

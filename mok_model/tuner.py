@@ -6,13 +6,12 @@ re-ranks the analytic top candidates by simulation.
 
 from __future__ import annotations
 
-import itertools
 import time
 from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .analytic import mok_terms
+from .analytic import first_rows, mok_terms
 from .errors import MokInputError
 from .params import Params
 from .scenario import ELEMENT_BYTES, MODES, Config, Scenario
@@ -67,7 +66,9 @@ def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.nda
         "macro": [None] if "macrobatch" in fixed else list(MACRO_FRACTIONS),
         "capacity": [fixed["capacity"]] if "capacity" in fixed else list(CAPACITIES),
     }
-    combos = np.array(list(itertools.product(*[range(len(v)) for v in axes.values()])))
+    # every combination of the axes' values, in itertools.product's order (no Python tuples:
+    # numpy's multi-indices in C order are the same)
+    combos = np.indices([len(v) for v in axes.values()]).reshape(len(axes), -1).T
     g = {name: np.asarray(vals, dtype=object)[combos[:, i]] for i, (name, vals) in enumerate(axes.items())}
     mb = g["minibatch"].astype(np.int64)
     if "macrobatch" in fixed:
@@ -81,8 +82,7 @@ def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.nda
     # drop duplicates created by the macrobatch rounding
     key = np.stack([out["dispatch_push"], out["combine_push"], out["minibatch"], out["comm_sms"],
                     out["macrobatch"], out["capacity"] * 1000], axis=1).astype(np.int64)
-    _, keep = np.unique(key, axis=0, return_index=True)
-    keep.sort()
+    keep = first_rows(key)
     return {k: v[keep] for k, v in out.items()}
 
 
@@ -163,15 +163,18 @@ def _least_buffers(scn: Scenario, fixed: dict) -> float:
     return float(buffer_bytes(scn, g["minibatch"], g["macrobatch"], g["capacity"]).min())
 
 
-def _score(scenario: Scenario, params: Params, g: dict, which: np.ndarray):
-    """(latency s, overflow, list binds) of the grid rows `which` (analytic, in chunks)."""
+def _score(scenario: Scenario, params: Params, g: dict, which: np.ndarray,
+           lags: np.ndarray | None = None):
+    """(latency s, overflow, list binds) of the grid rows `which` (analytic, in chunks), at the
+    work-list lags `lags` (one per row; None: the scenario's)."""
     n = len(which)
     lat, overflow, binds = np.empty(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
     chunk = max(1, 2_000_000 // max(scenario.ep, 1))
     for s in range(0, n, chunk):
         sl, ix = slice(s, s + chunk), which[s:s + chunk]
         r = mok_terms(scenario, params, g["dispatch_push"][ix], g["combine_push"][ix],
-                      g["minibatch"][ix], g["comm_sms"][ix], g["macrobatch"][ix], g["capacity"][ix])
+                      g["minibatch"][ix], g["comm_sms"][ix], g["macrobatch"][ix], g["capacity"][ix],
+                      None if lags is None else lags[sl])
         lat[sl], overflow[sl], binds[sl] = r["total"], r["overflow"], r["list_binds"]
     return lat, overflow, binds
 
@@ -191,16 +194,18 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
     g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **(fixed or {})})
     n = len(g["minibatch"])
-    lat, overflow, binds = _score(replace(scenario, list_lag=lags[0]), params, g, np.arange(n))
+    first = replace(scenario, list_lag=lags[0])
+    lat, overflow, binds = _score(first, params, g, np.arange(n))
     lag = np.full(n, lags[0])
     rows = np.flatnonzero(binds)
     evaluated = n + len(rows) * (len(lags) - 1)
-    for more in lags[1:]:
-        if not len(rows):
-            break
-        lat_l, _, _ = _score(replace(scenario, list_lag=more), params, g, rows)
-        better = lat_l < lat[rows]
-        lat[rows[better]], lag[rows[better]] = lat_l[better], more
+    if len(rows) and len(lags) > 1:  # the other lags' rows, all in one call (the lag per row)
+        lat_more, _, _ = _score(first, params, g, np.tile(rows, len(lags) - 1),
+                                np.repeat(lags[1:], len(rows)))
+        for i, more in enumerate(lags[1:]):
+            lat_l = lat_more[i * len(rows):(i + 1) * len(rows)]
+            better = lat_l < lat[rows]
+            lat[rows[better]], lag[rows[better]] = lat_l[better], more
     mem = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"])
     limit = BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9
     lat[mem > limit] = np.inf

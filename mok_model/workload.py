@@ -83,24 +83,35 @@ def check_routing_memory(ep: int, tokens: int, top_k: int, spec: str) -> float:
     return need
 
 
-def _distinct(rng: np.random.Generator, draw, shape: tuple[int, int]) -> np.ndarray:
-    """Draw ids row-wise, then redraw duplicated entries until every row holds k distinct ids."""
+def _repeats(ids: np.ndarray, bound: int) -> np.ndarray:
+    """Where an entry of `ids` (values in [0, bound)) repeats an id of an earlier column of its
+    row: a (rows, k) bool view, False at each id's first occurrence in its row."""
+    # For small k, k(k-1)/2 compares of contiguous columns are several times cheaper than
+    # sorting every row; the columns are copied out in the smallest dtype that holds the ids.
+    rows, k = ids.shape
+    small = ids.astype(np.min_scalar_type(max(bound - 1, 0)), copy=False)
+    cols = np.ascontiguousarray(small.T)
+    later = np.zeros((k, rows), dtype=bool)
+    for j in range(1, k):
+        np.equal(cols[:j], cols[j]).any(axis=0, out=later[j])
+    return later.T
+
+
+def _distinct(rng: np.random.Generator, draw, shape: tuple[int, int], bound: int) -> np.ndarray:
+    """Draw ids (in [0, bound)) row-wise, then redraw repeated entries until every row holds k
+    distinct ids: each id's first occurrence in a row is kept, the later ones are redrawn in
+    row-major order of the rows that hold repeats."""
     ids = draw(shape)
+    rows, sub = np.arange(shape[0]), ids  # rows that may hold repeats (ascending), their ids
     for _ in range(1000):
-        srt = np.sort(ids, axis=1)
-        dup_rows = np.nonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))[0]
-        if dup_rows.size == 0:
+        dup = _repeats(sub, bound).any(axis=1)
+        if not dup.any():
             return ids
-        sub = ids[dup_rows]
-        # keep each id's first occurrence in a row, redraw the later ones
-        order = np.argsort(sub, axis=1, kind="stable")
-        srt_sub = np.take_along_axis(sub, order, axis=1)
-        later = np.zeros_like(sub, dtype=bool)
-        later_sorted = np.concatenate(
-            [np.zeros((len(sub), 1), bool), srt_sub[:, 1:] == srt_sub[:, :-1]], axis=1)
-        np.put_along_axis(later, order, later_sorted, axis=1)
+        # only rows redrawn in this round can hold repeats in the next one
+        rows, sub = rows[dup], sub[dup]
+        later = _repeats(sub, bound)
         sub[later] = draw((int(later.sum()),))
-        ids[dup_rows] = sub
+        ids[rows] = sub
     raise MokInputError("--routing: could not draw top_k distinct experts per token from this "
                         "distribution in 1000 rounds; use a milder zipf:S or hot:F, or a file")
 
@@ -177,7 +188,7 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
     if kind == "file":
         return _routing_file(str(arg), rows, experts, top_k)
     if kind == "uniform":
-        ids = _distinct(rng, lambda s: rng.integers(0, experts, size=s), (rows, top_k))
+        ids = _distinct(rng, lambda s: rng.integers(0, experts, size=s), (rows, top_k), experts)
     elif kind == "zipf":
         # expert popularity falls as 1/rank^S; ranks are a seeded permutation of the experts
         p = 1.0 / np.arange(1, experts + 1) ** float(arg)
@@ -190,13 +201,13 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
         else:
             cdf = np.cumsum(p)
             draw = lambda s: perm[np.minimum(np.searchsorted(cdf, rng.random(s)), experts - 1)]  # noqa: E731
-            ids = _distinct(rng, draw, (rows, top_k))
+            ids = _distinct(rng, draw, (rows, top_k), experts)
     else:  # hot: expert 0 takes a share F of all routes; the others share the rest uniformly
         share = float(arg)
         if top_k > experts - 1:
             raise MokInputError(f"--routing {spec!r}: the other {experts - 1} experts cannot fill a "
                                 f"token's top_k = {top_k} slots; use uniform or zipf:S")
-        ids = _distinct(rng, lambda s: rng.integers(1, experts, size=s), (rows, top_k))
+        ids = _distinct(rng, lambda s: rng.integers(1, experts, size=s), (rows, top_k), experts)
         takes_hot = rng.random(rows) < share * top_k
         slot = rng.integers(0, top_k, size=rows)
         ids[np.nonzero(takes_hot)[0], slot[takes_hot]] = 0
@@ -288,16 +299,22 @@ def traffic_from_routing(ids: np.ndarray, ep: int, tokens: int, experts: int) ->
     Every GPU has ceil(experts / ep) local slots; a GPU that holds fewer leaves one empty."""
     local = -(-experts // ep)
     gpu_of, slot_of = expert_home(experts, ep)
-    src = np.repeat(np.arange(ep), tokens)[:, None]  # (P*N, 1)
-    dst = gpu_of[ids]
-    flat = (src * ep + dst) * local + slot_of[ids]
-    rows = np.bincount(flat.ravel(), minlength=ep * ep * local).reshape(ep, ep, local)
-    # one row per (token, destination): count distinct destinations per token
-    dsorted = np.sort(dst, axis=1)
-    first = np.concatenate([np.ones((len(ids), 1), bool), dsorted[:, 1:] != dsorted[:, :-1]], axis=1)
-    pair = (np.broadcast_to(src, dst.shape) * ep + dsorted)[first]
-    dedup = np.bincount(pair, minlength=ep * ep).reshape(ep, ep)
-    return Traffic(rows=rows.astype(np.int64), dedup_rows=dedup.astype(np.int64))
+    # a token's route to a GPU it already reaches (an earlier column of its row) is no extra
+    # row de-duplicated: count each source's routes per expert in two halves, the first routes
+    # to a destination (bins 0..E-1) and the repeats (bins E..2E-1); no sort needed
+    dst = np.take(gpu_of.astype(np.min_scalar_type(max(ep - 1, 0))), ids)
+    routes = (ep, tokens * ids.shape[1])  # each source's routes
+    key = ids.reshape(routes) + np.ascontiguousarray(_repeats(dst, ep)).reshape(routes) * experts
+    counts = np.stack([np.bincount(key[s], minlength=2 * experts) for s in range(ep)])
+    first = counts[:, :experts]
+    # then each expert's routes go to its (GPU, local slot)
+    slot = gpu_of * local + slot_of
+    rows = np.zeros((ep, ep * local), dtype=np.int64)
+    rows[:, slot] = first + counts[:, experts:]
+    dedup = np.zeros((ep, ep * local), dtype=np.int64)
+    dedup[:, slot] = first
+    return Traffic(rows=rows.reshape(ep, ep, local),
+                   dedup_rows=dedup.reshape(ep, ep, local).sum(axis=2))
 
 
 # a run record's median is over fresh routing draws (mok_kernels/bench.py Workload.refresh: one

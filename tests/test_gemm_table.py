@@ -20,8 +20,8 @@ from mok_model.band import band
 from mok_model.errors import MokInputError
 from calibration.gemm_table import fit_mechanism
 from mok_model.gemm_table import (MECHANISM, GemmTable, ideal_seconds, mechanism_seconds,
-                                  phase_features, read_table, scenario_eff, shape_of, table_point,
-                                  write_table)
+                                  phase_features, points_mechanism_seconds, read_table,
+                                  scenario_eff, shape_of, table_point, write_table)
 from mok_model.params import read_params, write_params
 from mok_model.predict import predict
 from mok_model.presets import load_hardware, load_model
@@ -366,6 +366,22 @@ def test_phase_mechanism_counts_items_waves_and_weight_reads():
     g1 = phase_features(scn, {"group_m": 1})["weight_bytes"]
     g8 = phase_features(scn, {"group_m": 8})["weight_bytes"]
     assert g8 < g1 / 4
+
+
+def test_a_table_s_points_take_the_mechanism_all_at_once_as_one_by_one():
+    """points_mechanism_seconds (a table's points, read at once) is mechanism_seconds point by
+    point, bit for bit: the shipped table's points and features of 0 to 3 blocks per phase."""
+    shipped = read_table(Path(__file__).resolve().parents[1] / "mok_model" / "params" / "gemm"
+                         / "h200-1.json")
+    features = [p["mech"] for p in shipped.points]
+    features += [phase_features(scenario(m, ep, n)) for m, ep, n in
+                 (("kimi-k2", 16, 64), ("mixtral-8x7b", 8, 8192), ("qwen3-30b-a3b", 4, 1))]
+    features += [{"gu": gu, "dn": dn, "weight_bytes": 3e9, "sms": 132, "peak_tflops": 989.0}
+                 for gu, dn in (([], [[4.0, 1e9]]), ([[0.0, 5e8], [3.0, 2e9], [700.0, 1e8]],
+                                                    [[0.0, 1e9]]))]
+    for mech in (shipped.mechanism, MECH, {**MECH, "hbm_gbps": 0.0}, {**MECH, "hbm_gbps": 1.0}):
+        assert points_mechanism_seconds(features, mech) == [mechanism_seconds(f, mech)
+                                                            for f in features]
 
 
 def test_the_chain_counts_its_waves_and_a_few_items_take_as_long_on_fewer_sms():

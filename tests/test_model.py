@@ -59,6 +59,21 @@ def test_model_and_hardware_validation():
         GB300.with_(link_gbps=0.0)
 
 
+def test_a_degrade_spec_is_checked_and_a_preset_without_one_does_not_load_the_simulator():
+    """A hardware's --degrade spec is parsed where it has one; a preset without one leaves the
+    simulator (and networkx, 0.3 s to import) unloaded: choosing knobs never needs them."""
+    import subprocess
+    import sys
+
+    with pytest.raises(MokInputError, match="empty element"):
+        GB300.with_(degrade="gpu3:0.5,,gpu2:0.5")
+    assert GB300.with_(degrade="gpu3:0.5").degrade == "gpu3:0.5"
+    code = ("import sys; from mok_model.presets import load_hardware; load_hardware('h200-1'); "
+            "print('networkx' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "False"
+
+
 def test_scaleout_allows_ep_beyond_domain():
     s = scn(ep=128)  # gb300 has a scale-out link: two racks
     assert s.domains == 2
@@ -99,6 +114,69 @@ def test_traffic_counts_and_dedup(tmp_path):
     np.savetxt(path, ids[:10], fmt="%d")
     with pytest.raises(MokInputError, match="shape"):
         make_routing(str(path), 4, 128, 16, 4, 0)
+
+
+def _distinct_by_sort(rng, draw, shape):
+    """make_routing's redraw of repeated ids as first written (a sort of every row each round):
+    the oracle its pairwise compares must match draw for draw."""
+    ids = draw(shape)
+    while True:
+        srt = np.sort(ids, axis=1)
+        dup_rows = np.nonzero((srt[:, 1:] == srt[:, :-1]).any(axis=1))[0]
+        if dup_rows.size == 0:
+            return ids
+        sub = ids[dup_rows]
+        order = np.argsort(sub, axis=1, kind="stable")
+        srt_sub = np.take_along_axis(sub, order, axis=1)
+        later = np.zeros_like(sub, dtype=bool)
+        np.put_along_axis(later, order, np.concatenate(
+            [np.zeros((len(sub), 1), bool), srt_sub[:, 1:] == srt_sub[:, :-1]], axis=1), axis=1)
+        sub[later] = draw((int(later.sum()),))
+        ids[dup_rows] = sub
+
+
+def _traffic_by_sort(ids, ep, tokens, experts):
+    """traffic_from_routing as first written (each token's destinations sorted): the oracle."""
+    from mok_model.workload import expert_home
+
+    local = -(-experts // ep)
+    gpu_of, slot_of = expert_home(experts, ep)
+    src = np.repeat(np.arange(ep), tokens)[:, None]
+    dst = gpu_of[ids]
+    flat = (src * ep + dst) * local + slot_of[ids]
+    rows = np.bincount(flat.ravel(), minlength=ep * ep * local).reshape(ep, ep, local)
+    dsorted = np.sort(dst, axis=1)
+    first = np.concatenate([np.ones((len(ids), 1), bool), dsorted[:, 1:] != dsorted[:, :-1]], axis=1)
+    pair = (np.broadcast_to(src, dst.shape) * ep + dsorted)[first]
+    return rows, np.bincount(pair, minlength=ep * ep).reshape(ep, ep)
+
+
+@pytest.mark.parametrize("experts,k,rows", [(8, 2, 5000), (12, 8, 3000), (384, 8, 4000),
+                                            (64, 1, 100), (513, 10, 2000), (300, 8, 1)])
+def test_repeats_are_redrawn_as_a_sort_of_every_row_would(experts, k, rows):
+    """_distinct finds repeated ids by compares of columns, not by sorting rows: the same rows,
+    the same entries (each id's first occurrence in its row kept), redrawn from the same stream."""
+    from mok_model.workload import _distinct
+
+    for seed in range(3):
+        a, b = np.random.default_rng(seed), np.random.default_rng(seed)
+        mine = _distinct(a, lambda s, g=a: g.integers(0, experts, size=s), (rows, k), experts)
+        want = _distinct_by_sort(b, lambda s, g=b: g.integers(0, experts, size=s), (rows, k))
+        assert np.array_equal(mine, want) and a.random() == b.random()  # streams in step
+
+
+@pytest.mark.parametrize("spec,ep,tokens,experts,k", [
+    ("uniform", 4, 128, 16, 4), ("zipf:1.2", 16, 256, 384, 8), ("hot:0.1", 8, 64, 128, 8),
+    ("uniform", 6, 100, 160, 8), ("uniform", 4, 50, 10, 3), ("uniform", 8, 32, 8, 2),
+    ("zipf:1.2", 12, 40, 512, 10), ("uniform", 5, 20, 128, 1), ("uniform", 1, 64, 64, 8)])
+def test_traffic_counts_as_a_sort_of_each_token_s_destinations_would(spec, ep, tokens, experts, k):
+    """traffic_from_routing counts each token's first route to a GPU without sorting: the same
+    rows and de-duplicated rows, on even and uneven expert placements."""
+    ids = make_routing(spec, ep, tokens, experts, k, seed=5)
+    t = traffic_from_routing(ids, ep, tokens, experts)
+    rows, dedup = _traffic_by_sort(ids, ep, tokens, experts)
+    assert np.array_equal(t.rows, rows) and np.array_equal(t.dedup_rows, dedup)
+    assert t.rows.dtype == t.dedup_rows.dtype == np.int64
 
 
 # ---------------------------------------------------------------- analytic model
@@ -290,6 +368,78 @@ def test_tuner_scores_the_least_safe_capacity_only_and_loses_nothing():
         knobs = [(t.config.dispatch, t.config.combine, t.config.minibatch, t.config.comm_sms,
                   t.config.macrobatch) for t in r.top]
         assert len(set(knobs)) == len(knobs)
+
+
+def test_unique_rows_and_first_rows_match_numpy_unique():
+    from mok_model.analytic import first_rows, unique_rows
+
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        a = rng.integers(0, 3, size=(int(rng.integers(1, 60)), int(rng.integers(1, 5))))
+        for x in (a, a * 0.5):
+            keys, inverse = unique_rows(x)
+            want_keys, want_inverse = np.unique(x, axis=0, return_inverse=True)
+            assert np.array_equal(keys, want_keys) and np.array_equal(inverse, want_inverse.ravel())
+            assert np.array_equal(first_rows(x), np.sort(np.unique(x, axis=0, return_index=True)[1]))
+
+
+def _grid_terms(s, p, lag=None):
+    from mok_model.analytic import mok_terms
+    from mok_model.tuner import knob_grid
+
+    g = knob_grid(s)
+    args = [g[k] for k in ("dispatch_push", "combine_push", "minibatch", "comm_sms", "macrobatch",
+                           "capacity")]
+    return args, mok_terms(s, p, *args, list_lag=lag)
+
+
+def _same(a, b) -> bool:
+    if isinstance(a, dict):
+        return a.keys() == b.keys() and all(_same(a[k], b[k]) for k in a)
+    return np.array_equal(a, b, equal_nan=np.asarray(a).dtype.kind == "f")
+
+
+def test_mok_terms_scores_several_work_list_lags_in_one_call():
+    """A lag per config gives each config's terms bit for bit as a call at that lag alone (the
+    tuner scores the larger lags in one call); emulated ranks and real ones, FP8 too."""
+    from mok_model.analytic import mok_terms
+
+    for s, p in ((Scenario(load_hardware("h200-1"), load_model("qwen3-30b-a3b"), 8, 1024),
+                  load_params(None, "h200-1")),
+                 (Scenario(load_hardware("h200-1"), _drawn("syn5-h5376-i384-e16-k1"), 4, 2304,
+                           precision="fp8"), load_params(None, "h200-1")),
+                 (scn(ep=128, tokens=512), load_params(None, "gb300-nvl72"))):
+        args, _ = _grid_terms(s, p)
+        lags = np.arange(len(args[0])) % 4 + 1
+        mixed = mok_terms(s, p, *args, list_lag=lags)
+        for lag in (1, 2, 3, 4):
+            at = lags == lag
+            alone = mok_terms(dataclasses.replace(s, list_lag=lag), p, *(a[at] for a in args))
+            for key in ("total", "overflow", "list_binds", "slowest_gpu", "bound"):
+                assert _same(mixed[key][at], alone[key]), (lag, key)
+            for group in ("terms", "work"):
+                assert _same({k: v[at] for k, v in mixed[group].items()}, alone[group])
+
+
+def test_emulated_ranks_ask_every_rank_whether_the_list_binds():
+    """One GPU emulating the group computes rank 0's time only, but list_binds (where a larger
+    lag may help) still asks every rank, as the in-order list's period on all of them says."""
+    from mok_model.analytic import list_period, loads, minibatch_tiles
+
+    h200, p = load_hardware("h200-1"), load_params(None, "h200-1")
+    for s in (Scenario(h200, _drawn("syn5-h5376-i384-e16-k1"), 4, 2304),
+              Scenario(h200, load_model("qwen3-30b-a3b"), 8, 1024)):
+        args, r = _grid_terms(s, p)
+        assert (r["slowest_gpu"] == 0).all()
+        mb = args[2].astype(float).reshape(-1, 1)
+        cx = s.hardware.sms - args[3].astype(float).reshape(-1, 1)
+        epilogue = args[1].reshape(-1, 1) & (p["combine_in_epilogue"] >= 0.5)
+        joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * args[3].reshape(-1, 1)
+        M, tiles = minibatch_tiles(s, p, loads(s), mb)
+        assert M.shape[1] == s.ep
+        want = ((list_period(s, p, tiles / M, cx) > 0)
+                | (list_period(s, p, tiles / M, joined) > 0)).any(axis=1)
+        assert np.array_equal(r["list_binds"], want) and want.any()
 
 
 def _drawn(name: str):
