@@ -328,8 +328,9 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # --- minibatches (M, row_tiles: above) and routed GEMMs on the compute SMs ---
     tm = tile_rows(scn, p)
     active = (ld.expert_rows > 0).sum(axis=1)[None, :]
-    # a minibatch boundary inside an expert reloads that expert's weights
-    touched = active + (M - 1)
+    # a minibatch boundary inside an expert reloads that expert's weights; the kernel cuts
+    # minibatches on tile boundaries, so only some boundaries fall inside an expert
+    touched = active + (M - 1) * boundary_split_share(ld.expert_rows, tm)[None, :]
     ws = p["wave_sync"]
     ffn = expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, cx, m.expert_width, wave_sync=ws,
                           wgrad_experts=active / M)
@@ -537,6 +538,17 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
             # where the in-order list's period is set on some GPU: only there can a larger
             # list_lag shorten the pass (elsewhere it only lengthens the combine tail)
             "list_binds": binds}
+
+
+def boundary_split_share(expert_rows, tm) -> np.ndarray:
+    """(P,) the share of each GPU's minibatch boundaries that fall inside an expert
+    (`expert_rows`: (P, L) rows per local expert; `tm`: rows per tile). The kernel
+    (mok_kernels/schedule.py) starts a minibatch at the first tile at or past its first row, so
+    a boundary falls inside an expert where the row it aims at lies in a tile that is not that
+    expert's last: those tiles' rows over all rows. 0 where every expert fits one tile."""
+    r = np.asarray(expert_rows, dtype=np.float64)
+    inner = (tm * np.maximum(np.ceil(r / tm) - 1.0, 0.0)).sum(axis=1)
+    return inner / np.maximum(r.sum(axis=1), 1.0)
 
 
 def minibatch_tiles(scn: Scenario, p: Params, ld: Loads, mb):

@@ -632,3 +632,22 @@ def test_decode_sizes_predict_the_median_routing_draw():
     big = Scenario(hw, m, 4, 4096, routing="zipf:1.2")
     own = wl.traffic_from_routing(wl.make_routing("zipf:1.2", 4, 4096, 128, 1, 0), 4, 4096, 128)
     assert np.array_equal(wl.traffic(big).rows, own.rows)
+
+
+def test_boundary_split_share_follows_the_kernels_tile_aligned_cut():
+    """A minibatch boundary falls inside an expert only where the row it aims at lies in a tile
+    that is not the expert's last (mok_kernels/schedule.py): none where every expert fits one
+    tile, and the analytic pass then costs what the simulator's exact cut says (glm-5, EP 32,
+    64 tokens: 8 experts of about 64 rows each; measured flat across minibatch 256-2048,
+    calibration/runs/h200_drawn/auto_decode_a.jsonl)."""
+    from mok_model.analytic import boundary_split_share
+    from mok_model.sim import simulate
+
+    share = boundary_split_share(np.array([[64, 64, 64], [256, 256, 0], [1000, 0, 0]]), 128)
+    assert np.allclose(share, [0.0, 0.5, 896 / 1000])
+    scn = Scenario(load_hardware("h200-1"), load_model("glm-5"), 32, 64)
+    cfg = {mb: Config("pull", "push", mb, 32, 131072, 1.0) for mb in (256, 1024)}
+    ana = {mb: predict(scn, c, "mok").latency_ms for mb, c in cfg.items()}
+    sim = {mb: simulate(scn, c, "mok").latency_ms for mb, c in cfg.items()}
+    assert abs(ana[256] / ana[1024] - sim[256] / sim[1024]) < 0.03
+    assert ana[256] / ana[1024] < 1.05
