@@ -255,6 +255,21 @@ if gluon is not None:
         tma.store_wait(pendings=0)
 
     @gluon.jit
+    def _ring(a_desc, b_desc, STAGES: gl.constexpr, RELEASERS: gl.constexpr):
+        """The K-block ring: STAGES A and B tiles in shared memory, a `ready` mbarrier each (the
+        TMA's bytes landed) and an `empty` one (its RELEASERS math partitions are done with it)."""
+        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                        a_desc.layout)
+        b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
+                                        b_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=RELEASERS)
+        return a_s, b_s, ready, empty
+
+    @gluon.jit
     def _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, j, M, N, nk, STAGES: gl.constexpr):
         """Bring this program's j-th K block (of all its tiles in turn) into ring buffer
         j % STAGES once both math warpgroups have released it; nothing past its last tile."""
@@ -335,15 +350,7 @@ if gluon is not None:
         """ws2p on 128 x 256 tiles (a third less operand traffic per FLOP than 128 x 128), two
         math warpgroups and no load partition: eight warps in all, so 240 registers each."""
         TH: gl.constexpr = c_desc.block_type.shape[0]
-        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
-                                        a_desc.layout)
-        b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
-                                        b_desc.layout)
-        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(STAGES):
-            mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=2)
+        a_s, b_s, ready, empty = _ring(a_desc, b_desc, STAGES, 2)
         gl.warp_specialize([
             (_wide_math_persistent, (a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr,
                                      sb_ptr, M, N, K, 0, True, STAGES)),
@@ -356,15 +363,7 @@ if gluon is not None:
                                    STAGES: gl.constexpr, num_warps: gl.constexpr):
         """The two-warpgroup kernel made persistent: one program per SM walks the tiles."""
         TH: gl.constexpr = c_desc.block_type.shape[0]
-        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
-                                        a_desc.layout)
-        b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
-                                        b_desc.layout)
-        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(STAGES):
-            mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=2)
+        a_s, b_s, ready, empty = _ring(a_desc, b_desc, STAGES, 2)
         gl.warp_specialize([
             (_half_math_persistent, (c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, N, K, 0,
                                      STAGES)),
@@ -386,15 +385,7 @@ if gluon is not None:
         off_m = pid_m * TM
         off_n = pid_n * TN
         nk = gl.cdiv(K, TK)
-        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
-                                        a_desc.layout)
-        b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
-                                        b_desc.layout)
-        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(STAGES):
-            mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=2)       # both math warpgroups release
+        a_s, b_s, ready, empty = _ring(a_desc, b_desc, STAGES, 2)
         gl.warp_specialize([
             (_half_math, (c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, off_m, off_n, pid_n,
                           nk, 0, STAGES)),
@@ -415,15 +406,7 @@ if gluon is not None:
         off_m = pid_m * TM
         off_n = pid_n * TN
         nk = gl.cdiv(K, TK)
-        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
-                                        a_desc.layout)
-        b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
-                                        b_desc.layout)
-        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
-        for i in gl.static_range(STAGES):
-            mbarrier.init(ready.index(i), count=1)
-            mbarrier.init(empty.index(i), count=1)
+        a_s, b_s, ready, empty = _ring(a_desc, b_desc, STAGES, 1)
         gl.warp_specialize([
             (_math, (c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, off_m, off_n, pid_n, nk,
                      STAGES)),
