@@ -180,19 +180,28 @@ if gluon is not None:
         TN: gl.constexpr = c_desc.block_type.shape[1]
         mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
         sa_row, rmask = _row_scales(sa_ptr, off_m + ROW0, M, nk, TM, mma)
+        acc, _ = _half_tile(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, pid_n, nk, 0, ROW0, TM,
+                            TN, mma, STAGES)
+        _store_tile(c_desc, acc, off_m + ROW0, off_n)
+
+    @gluon.jit
+    def _half_tile(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, pid_n, nk, it, ROW0: gl.constexpr,
+                   TM: gl.constexpr, TN: gl.constexpr, mma: gl.constexpr, STAGES: gl.constexpr):
+        """One tile's K loop for its rows ROW0 ... ROW0 + TM, the ring's blocks from position
+        `it` on: (the scaled sum, the ring position after it)."""
         acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
         t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
         sc = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)
         for k in range(nk):
-            s = k % STAGES
-            mbarrier.wait(ready.index(s), (k // STAGES) & 1)
+            s = (it + k) % STAGES
+            mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
             sc_next = _scale(sa_row, rmask, sb_ptr, pid_n, k + 1, nk)
             t = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).permute((1, 0)), t,
                               use_acc=False)
             mbarrier.arrive(empty.index(s), count=1)
             acc = acc + t * sc[:, None]
             sc = sc_next
-        _store_tile(c_desc, acc, off_m + ROW0, off_n)
+        return acc, it + nk
 
     @gluon.jit
     def _loader_persistent(a_desc, b_desc, a_s, b_s, ready, empty, M, N, K,
@@ -235,19 +244,8 @@ if gluon is not None:
             pid_m, pid_n = _tile(tile, M, N, 2 * TM, TN, GROUP_M)
             off_m = pid_m * 2 * TM + ROW0
             sa_row, rmask = _row_scales(sa_ptr, off_m, M, nk, TM, mma)
-            acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
-            t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
-            sc = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)
-            for k in range(nk):
-                s = it % STAGES
-                mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-                sc_next = _scale(sa_row, rmask, sb_ptr, pid_n, k + 1, nk)
-                t = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).permute((1, 0)), t,
-                                  use_acc=False)
-                mbarrier.arrive(empty.index(s), count=1)
-                acc = acc + t * sc[:, None]
-                sc = sc_next
-                it += 1
+            acc, it = _half_tile(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, pid_n, nk, it,
+                                 ROW0, TM, TN, mma, STAGES)
             tma.store_wait(pendings=0)          # the last tile's store has left c_s
             c_s.store(acc.to(c_desc.dtype))
             fence_async_shared()
