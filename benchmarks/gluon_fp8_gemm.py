@@ -35,9 +35,9 @@ error FP8 allows is in the operands, not here: rel. error <= 1e-2 is asked of th
 TF/s of each variant, torch BF16 `a @ w.t()` and torch._scaled_mm with the same block scales,
 CUDA events, 10 warm-ups, median of 30 over four input sets; ratios against BF16 in the same
 run. Measured on one H200 on 2026-12-02 (mok_kernels/NOTES.md, session 21; logs in
-mok_kernels/logs_s21/gluon_fp8*.log): at kimi-k2 shapes and 16,384 qwen3-30b rows, ws2p runs at
-1.19-1.40x torch BF16 and torch._scaled_mm at 1.42-1.61x; at 4,096 qwen3-30b rows (K of 2,048)
-both trail BF16 (0.85x and 1.03x).
+mok_kernels/logs_s21/gluon_fp8*.log): at kimi-k2 shapes and 16,384 qwen3-30b rows, ws2p ran at
+1.19-1.48x torch BF16 over three runs and torch._scaled_mm at 1.42-1.61x; at 4,096 qwen3-30b
+rows (K of 2,048) ws2p trails BF16 (0.85-0.96x) and the library gains little (1.03-1.21x).
 """
 
 
