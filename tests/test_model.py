@@ -645,9 +645,9 @@ def test_boundary_split_share_follows_the_kernels_tile_aligned_cut():
 
     share = boundary_split_share(np.array([[64, 64, 64], [256, 256, 0], [1000, 0, 0]]), 128)
     assert np.allclose(share, [0.0, 0.5, 896 / 1000])
-    scn = Scenario(load_hardware("h200-1"), load_model("glm-5"), 32, 64)
+    s = Scenario(load_hardware("h200-1"), load_model("glm-5"), 32, 64)
     cfg = {mb: Config("pull", "push", mb, 32, 131072, 1.0) for mb in (256, 1024)}
-    ana = {mb: predict(scn, c, "mok").latency_ms for mb, c in cfg.items()}
-    sim = {mb: simulate(scn, c, "mok").latency_ms for mb, c in cfg.items()}
+    ana = {mb: predict(s, c, "mok").latency_ms for mb, c in cfg.items()}
+    sim = {mb: simulate(s, c, "mok").latency_ms for mb, c in cfg.items()}
     assert abs(ana[256] / ana[1024] - sim[256] / sim[1024]) < 0.03
     assert ana[256] / ana[1024] < 1.05
