@@ -25,11 +25,13 @@ it back (held out by model, the kernel's GEMM-phase times are predicted with 9.3
 this way against 11.1% interpolating eff itself: docs/calibration.md). Lookup (`GemmTable.eff`):
 
 1. for every shape (I, H, L) in the table, the efficiency per occupied SM at the queried rows
-   per expert, linear in log2(rows) between that shape's points (flat beyond its first and last);
+   per expert, linear in log2(rows) between that shape's points (flat beyond its first and last),
+   each point but the first and last taken as the median of itself and its two neighbours (one
+   point off its neighbours, a run's outlier, is not a trend: session 21's mixtral point);
 2. the shape itself when the table has it; otherwise the inverse-square-distance mean of the
    `NEIGHBOURS` nearest shapes, distance measured in log2 I, log2 H and log2 L;
 3. times the query's occupancy (a table point's own occupancy at its own shape and rows, so a
-   point is reproduced exactly).
+   point the median keeps is reproduced exactly).
 
 **Phase mechanism** (`phase_features`, `mechanism_seconds`; a table whose points carry their
 features and whose file carries the fitted `mechanism`). Across shapes, what is interpolated is
@@ -129,8 +131,10 @@ class GemmTable:
             by.setdefault(shape, {}).setdefault(math.log2(pt["rows_per_expert"]), []).append(v)
         for shape, at in by.items():
             xs = sorted(at)  # points at one rows value are averaged (one alone is its own mean)
-            ys = [at[x][0] if len(at[x]) == 1 else float(np.mean(at[x])) for x in xs]
-            self._curves[shape] = (np.array(xs), np.array(ys))
+            ys = np.array([at[x][0] if len(at[x]) == 1 else float(np.mean(at[x])) for x in xs])
+            if len(ys) >= 3:  # a 3-point running median: one point off its neighbours is not a trend
+                ys[1:-1] = np.median(np.stack([ys[:-2], ys[1:-1], ys[2:]]), axis=0)
+            self._curves[shape] = (np.array(xs), ys)
 
     @cached_property
     def uses_mechanism(self) -> bool:

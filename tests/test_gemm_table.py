@@ -56,6 +56,18 @@ def test_one_shape_is_linear_in_log_rows_and_flat_beyond_its_ends():
     assert table(pt(64, 0.4), pt(64, 0.6)).eff(64, 2048, 7168, 16) == pytest.approx(0.5)
 
 
+def test_one_point_off_its_neighbours_is_not_a_trend():
+    """Each point but a curve's ends is the median of itself and its neighbours: an isolated
+    outlier (a run's, as mixtral's 891-row point of 2026-12-01) is replaced, a monotone curve and
+    its ends are kept as measured."""
+    a = (2048, 7168, 16)
+    spike = table(pt(64, 0.4), pt(128, 0.9), pt(256, 0.5), pt(512, 0.6))
+    assert spike.eff(128, *a) == pytest.approx(0.5)         # median of 0.4, 0.9, 0.5
+    assert spike.eff(64, *a) == pytest.approx(0.4) and spike.eff(512, *a) == pytest.approx(0.6)
+    rising = table(pt(64, 0.4), pt(128, 0.5), pt(256, 0.6))
+    assert [rising.eff(r, *a) for r in (64, 128, 256)] == pytest.approx([0.4, 0.5, 0.6])
+
+
 def test_other_shapes_are_inverse_distance_weighted_in_log_space():
     t = table(pt(100, 0.5, **SHAPE_A), pt(100, 0.7, **SHAPE_B))
     assert t.eff(100, 2048, 7168, 16) == pytest.approx(0.5)  # its own shape: no mixing
