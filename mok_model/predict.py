@@ -138,16 +138,13 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
     p = resolve_params(scenario, params, allow_other_hardware)
     tuned: list[str] = []
     if system == "mok" and not isinstance(config, Config):
-        from .tuner import tune
-
-        from .tuner import lag_choices
+        from .tuner import lag_choices, tune
 
         fixed = dict(config or {})
-        searched = search_lag and len(fixed) < len(Config().as_dict())
-        best = tune(scenario, p, fixed=fixed, top=1,
-                    list_lags=lag_choices(scenario) if searched else None).best
+        lags = lag_choices(scenario) if search_lag and len(fixed) < len(Config().as_dict()) else None
+        best = tune(scenario, p, fixed=fixed, top=1, list_lags=lags).best
         tuned = sorted(set(best.config.as_dict()) - set(fixed))
-        if searched and lag_choices(scenario):
+        if lags:
             tuned.append("list_lag")
             scenario = scenario.with_(list_lag=best.list_lag)
         config = best.config

@@ -7,11 +7,10 @@ import dataclasses
 from dataclasses import dataclass
 
 from .errors import MokInputError
+from .presets import Hardware, MoEModel
 
 # the longest work-list lag our megakernel takes (KernelConfig.list_lag; Scenario.list_lag)
 MAX_LIST_LAG = 8
-from .presets import Hardware, MoEModel
-
 PASSES = ("fwd", "bwd")
 PRECISIONS = ("bf16", "fp8", "mxfp8")
 MODES = ("pull", "push")
