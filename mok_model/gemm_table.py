@@ -538,10 +538,9 @@ def points_mechanism_seconds(features: list[dict], mech: dict) -> list[float]:
     peak = np.array([f["peak_tflops"] for f in features], dtype=np.float64) * 1e12 / S
     rate = mech["tensor_eff"] * peak
     item = mech["item_us"] * 1e-6
-    bw = mech["hbm_gbps"] * 1e9 if mech["hbm_gbps"] > 0 else np.inf
     per_flop = np.array([f.get("weight_bytes_per_flop", 1.0 / DEFAULT_TILE["block_m"])
                          for f in features], dtype=np.float64)
-    total, times = 0.0, {}
+    total, phases = 0.0, []
     for phase in ("gu", "dn"):
         blocks = [f[phase] for f in features]
         width = max(map(len, blocks))
@@ -555,21 +554,10 @@ def points_mechanism_seconds(features: list[dict], mech: dict) -> list[float]:
             n = np.where(has[i], n + k[i], n)
             flops = np.where(has[i] & (k[i] > 0), np.maximum(flops, fl[i]), flops)
         total += part
-        busy = n > 0
-        flops = np.where(busy, flops, 0.0)
-        waves = np.ceil(n / S)
-        tail = n - (waves - 1) * S
-        full = item + flops / rate
-        alone = np.maximum(item + flops / peak, tail * flops * per_flop / bw)
-        times[phase] = (np.where(busy, full, 0.0), np.where(busy, np.minimum(full, alone), 0.0),
-                        np.where(busy, waves, 0.0))
-    (full_gu, last_gu, waves_gu), (full_dn, last_dn, waves_dn) = times["gu"], times["dn"]
-    chain = np.maximum((waves_gu - 1) * full_gu + last_gu + last_dn,
-                       last_gu + (waves_dn - 1) * full_dn + last_dn)
-    compute = np.maximum(total / S, chain)  # on all SMs: (S / used) ** scaling is 1
+        phases.append((n, np.where(n > 0, flops, 0.0)))
     weight_bytes = np.array([f["weight_bytes"] for f in features], dtype=np.float64)
-    stream = weight_bytes / (mech["hbm_gbps"] * 1e9) if mech["hbm_gbps"] > 0 else 0.0
-    return (np.maximum(compute, stream) + mech["launch_us"] * 1e-6).tolist()
+    return _mechanism_time(total, phases, S, S, peak, rate, item, per_flop, weight_bytes, mech,
+                           1.0).tolist()
 
 
 def mechanism_seconds(f: dict, mech: dict, sms=None, scaling: float = 1.0):
@@ -583,16 +571,26 @@ def mechanism_seconds(f: dict, mech: dict, sms=None, scaling: float = 1.0):
     peak = f["peak_tflops"] * 1e12 / S     # FLOP/s of one SM at its tensor peak
     rate = mech["tensor_eff"] * peak
     item = mech["item_us"] * 1e-6
-    bw = mech["hbm_gbps"] * 1e9 if mech["hbm_gbps"] > 0 else np.inf
     per_flop = f.get("weight_bytes_per_flop", 1.0 / DEFAULT_TILE["block_m"])  # BF16, 128 rows
-    total, times = 0.0, {}
+    total, phases = 0.0, []
     for phase in ("gu", "dn"):
         total += sum(n * (item + flops / rate) for n, flops in f[phase])
-        n = sum(k for k, _ in f[phase])
-        if n <= 0:
-            times[phase] = (0.0, 0.0, 0.0)
-            continue
-        flops = max(fl for k, fl in f[phase] if k > 0)
+        phases.append((sum(k for k, _ in f[phase]),
+                       max((fl for k, fl in f[phase] if k > 0), default=0.0)))
+    out = _mechanism_time(total, phases, S, used, peak, rate, item, per_flop, f["weight_bytes"],
+                          mech, scaling)
+    return float(out) if np.ndim(out) == 0 else out
+
+
+def _mechanism_time(total, phases, S, used, peak, rate, item, per_flop, weight_bytes, mech: dict,
+                    scaling: float):
+    """mechanism_seconds once its phases are counted, for one point or arrays of them: `total`
+    the items' seconds on one SM, `phases` each phase's (items, largest FLOPs of an item; 0
+    where it has none), on `used` of the `S` SMs."""
+    bw = mech["hbm_gbps"] * 1e9 if mech["hbm_gbps"] > 0 else np.inf
+    times = []
+    for n, flops in phases:
+        busy = n > 0
         waves = np.ceil(n / used)
         tail = n - (waves - 1) * used
         full = item + flops / rate
@@ -600,11 +598,11 @@ def mechanism_seconds(f: dict, mech: dict, sms=None, scaling: float = 1.0):
         # share of HBM for their weight blocks, whichever is slower (never slower than a full
         # wave's item)
         alone = np.maximum(item + flops / peak, tail * flops * per_flop / bw)
-        times[phase] = (full, np.minimum(full, alone), waves)
-    (full_gu, last_gu, waves_gu), (full_dn, last_dn, waves_dn) = times["gu"], times["dn"]
+        times.append((np.where(busy, full, 0.0), np.where(busy, np.minimum(full, alone), 0.0),
+                      np.where(busy, waves, 0.0)))
+    (full_gu, last_gu, waves_gu), (full_dn, last_dn, waves_dn) = times
     chain = np.maximum((waves_gu - 1) * full_gu + last_gu + last_dn,
                        last_gu + (waves_dn - 1) * full_dn + last_dn)
     compute = np.maximum(total / S * (S / used) ** scaling, chain)
-    stream = f["weight_bytes"] / (mech["hbm_gbps"] * 1e9) if mech["hbm_gbps"] > 0 else 0.0
-    out = np.maximum(compute, stream) + mech["launch_us"] * 1e-6
-    return float(out) if np.ndim(out) == 0 else out
+    stream = weight_bytes / (mech["hbm_gbps"] * 1e9) if mech["hbm_gbps"] > 0 else 0.0
+    return np.maximum(compute, stream) + mech["launch_us"] * 1e-6
