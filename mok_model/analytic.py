@@ -169,8 +169,8 @@ def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, 
     weights of `experts_touched` experts from HBM (and, backward, the weight-gradient traffic).
     `library`: the GEMMs are the library's grouped GEMM (torch._grouped_mm and torch matmul, as
     the unfused baselines run them) at its own efficiencies, torch_gemm_eff and torch_hbm_eff,
-    instead of the megakernel's tiles (gemm_eff, sm_scaling, gemm_row_share, hbm_eff); its
-    backward is two GEMMs per forward GEMM. `wgrad_experts`: the experts whose weight gradients
+    instead of the megakernel's tiles (gemm_eff, sm_scaling, gemm_row_share, the weight stream
+    of weight_stream_bps); its backward is two GEMMs per forward GEMM. `wgrad_experts`: the experts whose weight gradients
     the rows complete (default experts_touched; a minibatch boundary inside an expert splits
     its rows, not its weight-gradient blocks).
     """
@@ -245,7 +245,6 @@ def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched,
     precision = "bf16" if shared and not fused else scn.precision
     wbytes = ELEMENT_BYTES[precision]
     H, I = m.hidden, width
-    hbm_eff = p["torch_hbm_eff"] if library else p["hbm_eff"]
     pieces, fill = _pieces(scn, p, rows, row_tiles, experts_touched, sms, width, shared, wave_sync,
                            library, wgrad_experts)
     t = sum(pieces.values()) * fill
@@ -253,8 +252,22 @@ def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched,
     if scn.pass_ == "bwd":
         weight_bytes += 3.0 * H * I * p["wgrad_bytes_per_weight"]  # weight-gradient traffic
     act_bytes = rows * (2 * I) * 2.0 * (1 if scn.pass_ == "fwd" else 3)  # gate/up activations
-    floor = (experts_touched * weight_bytes + act_bytes) / (hw.hbm_tbps * 1e12 * hbm_eff)
+    floor = (experts_touched * weight_bytes + act_bytes) / weight_stream_bps(scn, p, library)
     return t, floor
+
+
+def weight_stream_bps(scn: Scenario, p: Params, library: bool = False) -> float:
+    """Bytes per second at which a pass's GEMMs stream expert weights from HBM: the library's
+    torch_hbm_eff of the spec; the megakernel's, the phase mechanism's hbm_gbps where a measured
+    GEMM table (mok_model/gemm_table.py) covers the scenario (its own GEMM phases measured it),
+    else hbm_eff of the spec (fitted on the epilogue reduction)."""
+    hw = scn.hardware
+    if library:
+        return hw.hbm_tbps * 1e12 * p["torch_hbm_eff"]
+    t = p.gemm_table
+    if t is not None and t.level == "absolute" and t.uses_mechanism and t.covers(scn):
+        return t.mechanism["hbm_gbps"] * 1e9
+    return hw.hbm_tbps * 1e12 * p["hbm_eff"]
 
 
 def _col(x):

@@ -15,7 +15,7 @@ import pytest
 import calibration.report_space as rs
 from calibration.cli import priors_for
 from calibration.gemm_table import build_table
-from mok_model.analytic import mok_terms
+from mok_model.analytic import expert_ffn_parts, mok_terms, weight_stream_bps
 from mok_model.band import band
 from mok_model.errors import MokInputError
 from calibration.gemm_table import fit_mechanism
@@ -475,6 +475,27 @@ def test_a_held_out_shape_takes_the_mechanism_and_its_neighbours_residual():
         errs_old.append(ideal / old.eff(*shape_of(scn), 1.0) / want - 1)
     assert max(abs(e) for e in errs_new) < 0.08
     assert max(abs(e) for e in errs_old) > 2 * max(abs(e) for e in errs_new)
+
+
+def test_the_weight_floor_streams_at_the_rate_the_table_measured():
+    """Where a mechanism table covers the pass, the layer's HBM floor reads expert weights at the
+    mechanism's hbm_gbps (the kernel's own GEMM phases measured it), not at hbm_eff of the spec
+    (the epilogue reduction's); outside the table's pass, and for the library's GEMMs, as before."""
+    scn = scenario("kimi-k2", 16, 64)
+    base = priors_for("h200-1").with_values(hbm_eff=0.5)
+    pts = tuple(_mech_point(m, 8, n) for m in ("kimi-k2", "glm-4.5") for n in (64, 4096))
+    with_table = base.with_table(GemmTable("h200-1", pts, mechanism=MECH))
+    spec = scn.hardware.hbm_tbps * 1e12
+    assert weight_stream_bps(scn, base) == pytest.approx(0.5 * spec)
+    assert weight_stream_bps(scn, with_table) == pytest.approx(MECH["hbm_gbps"] * 1e9)
+    assert weight_stream_bps(scn.with_(pass_="bwd"), with_table) == pytest.approx(0.5 * spec)
+    assert weight_stream_bps(scn, with_table, library=True) == pytest.approx(
+        base["torch_hbm_eff"] * spec)
+    # a weight-bound pass: the floor is the touched experts' weights at that rate
+    rows, tiles = np.array([4.0]), np.array([1.0])
+    _, floor = expert_ffn_parts(scn, with_table, rows, tiles, 24, 132, scn.model.expert_width)
+    weights = 24 * 3.0 * scn.model.hidden * scn.model.expert_width * 2
+    assert floor[0] == pytest.approx((weights + 4 * 2 * scn.model.expert_width * 2) / (MECH["hbm_gbps"] * 1e9))
 
 
 def test_table_file_keeps_its_mechanism(tmp_path):
