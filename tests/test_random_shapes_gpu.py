@@ -6,11 +6,16 @@ the kernel accepts (a multiple of block_k), any I (padded to whole column blocks
 eight experts per rank, top-1 to top-8, token counts that are not multiples of anything, every
 dispatch/combine pair, small and large minibatches, rings small enough to back-pressure,
 group_m, activation tiles through TMA (tma_a, forward) and the work list's lag (list_lag 1-8,
-forward). Each case id prints its whole shape.
+forward). Each case id prints its seed and whole shape.
+MOK_RANDOM_SHAPES_SEED=<offset> draws other cases (seeds offset from the fixed ones) and
+MOK_RANDOM_SHAPES_COUNT=<n> draws n per kind beside the default 24 / 8 / 8 (forward / FP8 /
+backward), so a run can check shapes no earlier run drew; a failure's id reproduces it.
 Skipped without CUDA.
 """
 
 from __future__ import annotations
+
+import os
 
 import numpy as np
 import pytest
@@ -49,7 +54,7 @@ def draw(seed: int, h_step: int, max_h: int, bwd: bool = False) -> dict:
         routing = "onehot"
     tma_a = bool(r.random() < 0.5)      # drawn after the rest: the earlier draws stay what they were
     list_lag = int(r.choice([1, 2, 3, 4, 8]))   # forward BF16 only; drawn last for the same reason
-    return dict(ep=ep, rank=rank, routing=routing, tma_a=tma_a, list_lag=list_lag,
+    return dict(seed=seed, ep=ep, rank=rank, routing=routing, tma_a=tma_a, list_lag=list_lag,
                 dispatch=str(r.choice(["pull", "push"])), combine=str(r.choice(["pull", "push"])),
                 minibatch=int(r.choice([64, 128, 200, 256, 384, 512, 1000])),
                 macro=int(r.choice([131072, 131072, 1024])),
@@ -59,15 +64,23 @@ def draw(seed: int, h_step: int, max_h: int, bwd: bool = False) -> dict:
 
 def case_id(c: dict) -> str:
     s = c["shape"]
-    return (f"ep{c['ep']}-r{c['rank']}-E{s['e']}-H{s['h']}-I{s['i']}-S{s['i_shared']}-n{s['n']}"
+    return (f"s{c['seed']}-ep{c['ep']}-r{c['rank']}-E{s['e']}-H{s['h']}-I{s['i']}-S{s['i_shared']}-n{s['n']}"
             f"-k{s['k']}-{c['routing']}-{c['dispatch']}-{c['combine']}-mb{c['minibatch']}"
             f"-ring{c['macro']}-gm{c['group_m']}" + ("-tmaA" if c["tma_a"] else "")
             + (f"-lag{c['list_lag']}" if c["list_lag"] != 1 else ""))
 
 
-FWD = [draw(1000 + j, 64, 8192) for j in range(24)]
-FP8 = [draw(2000 + j, 128, 8192) for j in range(8)]
-BWD = [draw(3000 + j, 64, 4096, bwd=True) for j in range(8)]
+OFFSET = int(os.environ.get("MOK_RANDOM_SHAPES_SEED", "0"))
+COUNT = os.environ.get("MOK_RANDOM_SHAPES_COUNT")
+
+
+def _count(default: int) -> int:
+    return default if COUNT is None else int(COUNT)
+
+
+FWD = [draw(OFFSET + 1000 + j, 64, 8192) for j in range(_count(24))]
+FP8 = [draw(OFFSET + 2000 + j, 128, 8192) for j in range(_count(8))]
+BWD = [draw(OFFSET + 3000 + j, 64, 4096, bwd=True) for j in range(_count(8))]
 
 
 @pytest.mark.parametrize("c", FWD, ids=case_id)
