@@ -5,7 +5,11 @@ lag, as MoKLayer resolves them on one H200), so the registered predictions meet 
 bench writes. Written before the run, committed with the registration.
 
     PYTHONPATH=. python benchmarks/auto_plan.py --workloads MODEL:EP:TOKENS,... \\
-        [--minibatch 512,1024,2048,4096,8192] [--comm-sms 32,64] [--list-lag 1,2,4] > PLAN.jsonl
+        [--minibatch 512,1024,2048,4096,8192] [--comm-sms 32,64] [--list-lag 1,2,4] \\
+        [--routing uniform|zipf:S|hot:F] > PLAN.jsonl
+
+`--routing` (the bench's, seed 0) is every workload's routing; the automatic pick does not see
+it (the layer chooses its knobs before any token is routed), the predictions do.
 
 Session 20's plan (calibration/predictions/h200_auto_lag_plan_2026-12-02.jsonl) is the defaults
 with --workloads calibration/drawn_shapes/seed2/syn2-h7936-i256-e64-k6-s1.toml:8:1024,
@@ -25,6 +29,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mok_kernels.knobs import choose_knobs, shape_of  # noqa: E402
+from mok_kernels.routing import routing_record  # noqa: E402
 from mok_kernels.tile_sweep import _workloads  # noqa: E402
 from mok_model.cli import doc_parser, number_list, run_tool  # noqa: E402
 from mok_model.presets import load_model  # noqa: E402
@@ -32,10 +37,11 @@ from mok_model.records import record_model  # noqa: E402
 from mok_model.scenario import MAX_LIST_LAG  # noqa: E402
 
 
-def line(model: str, ep: int, tokens: int, config: dict, lag: int) -> dict:
-    """One planned MoK record: its workload, knobs and (when not 1) lag."""
+def line(model: str, ep: int, tokens: int, config: dict, lag: int, routing: str = "uniform") -> dict:
+    """One planned MoK record: its workload, routing (as the bench records it), knobs and (when
+    not 1) lag."""
     return {"config": config, "ep": ep, "model": record_model(model),
-            "routing": {"kind": "uniform", "seed": 0}, "tokens": tokens,
+            "routing": routing_record(routing, 0), "tokens": tokens,
             **({"tiles": {"list_lag": lag}} if lag != 1 else {})}
 
 
@@ -45,6 +51,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--minibatch", default="512,1024,2048,4096,8192")
     p.add_argument("--comm-sms", default="32,64")
     p.add_argument("--list-lag", default="1,2,4")
+    p.add_argument("--routing", default="uniform", help="uniform, zipf:S or hot:F (the bench's)")
     return run_tool(p, run, argv)
 
 
@@ -52,13 +59,15 @@ def run(a) -> int:
     """Print the plan's JSON lines, sweep first, the automatic pick last, per workload."""
     grid = (number_list(a.minibatch, "--minibatch"), number_list(a.comm_sms, "--comm-sms"),
             number_list(a.list_lag, "--list-lag", high=MAX_LIST_LAG))
+    routing_record(a.routing, 0)  # a bad --routing is refused before any line is printed
     for model, ep, tokens in _workloads(a.workloads):
         for mb, cs, lag in itertools.product(*grid):
             cfg = dict(dispatch="pull", combine="push", minibatch=mb, comm_sms=cs,
                        macrobatch=131072, capacity=1.0)
-            print(json.dumps(line(model, ep, tokens, cfg, lag), sort_keys=True))
+            print(json.dumps(line(model, ep, tokens, cfg, lag, a.routing), sort_keys=True))
         auto = choose_knobs("h200-1", shape_of(load_model(model)), ep, tokens)
-        print(json.dumps(line(model, ep, tokens, auto.knobs, auto.list_lag), sort_keys=True))
+        print(json.dumps(line(model, ep, tokens, auto.knobs, auto.list_lag, a.routing),
+                         sort_keys=True))
     return 0
 
 

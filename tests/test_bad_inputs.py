@@ -430,7 +430,8 @@ def test_tools_refuse_arguments_they_do_not_take(argv):
     (["--workloads", "kimi-k2:8:64", "--list-lag", "9"], "--list-lag '9': 9 must be in [1, 8]"),
     (["--workloads", "nope:8:64"], "unknown model preset 'nope'"),
     (["--workloads", "kimi-k2:8"], "each workload is MODEL:EP:TOKENS"),
-    (["--workloads", "kimi-k2:8:64", "--minibatch", "0"], "--minibatch '0'")])
+    (["--workloads", "kimi-k2:8:64", "--minibatch", "0"], "--minibatch '0'"),
+    (["--workloads", "kimi-k2:8:64", "--routing", "zipf"], "--routing 'zipf'")])
 def test_auto_plan_refuses_bad_flags_in_one_line(argv, want):
     r = subprocess.run([sys.executable, "benchmarks/auto_plan.py", *argv], capture_output=True,
                        text=True, cwd=REPO, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
