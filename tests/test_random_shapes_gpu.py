@@ -6,10 +6,12 @@ the kernel accepts (a multiple of block_k), any I (padded to whole column blocks
 eight experts per rank, top-1 to top-8, token counts that are not multiples of anything, every
 dispatch/combine pair, small and large minibatches, rings small enough to back-pressure,
 group_m, activation tiles through TMA (tma_a, forward) and the work list's lag (list_lag 1-8,
-forward). Each case id prints its seed and whole shape.
+forward); and group mode (LocalGroup: each of 2 or 4 ranks its own launch on one GPU, the
+cross-GPU protocol of epoch flags, routing exchange, remote rings and signals), two passes of
+fresh tokens per case. Each case id prints its seed and whole shape.
 MOK_RANDOM_SHAPES_SEED=<offset> draws other cases (seeds offset from the fixed ones) and
-MOK_RANDOM_SHAPES_COUNT=<n> draws n per kind beside the default 24 / 8 / 8 (forward / FP8 /
-backward), so a run can check shapes no earlier run drew; a failure's id reproduces it.
+MOK_RANDOM_SHAPES_COUNT=<n> draws n per kind beside the default 24 / 8 / 8 / 8 (forward / FP8 /
+backward / group), so a run can check shapes no earlier run drew; a failure's id reproduces it.
 Skipped without CUDA.
 """
 
@@ -28,7 +30,7 @@ if not torch.cuda.is_available():  # pragma: no cover - CPU CI
 from mok_kernels.backward import BackwardTiles  # noqa: E402
 from tests import test_backward_gpu as bwd_tests  # noqa: E402
 from tests.test_fp8_gpu import check as check_fp8, run_fp8  # noqa: E402
-from tests.test_kernels_gpu import run_case  # noqa: E402
+from tests.test_kernels_gpu import run_case, run_local_group  # noqa: E402
 
 ROUTINGS = ["uniform", "zipf:1.2", "hot:0.1", "onehot"]
 ELEMENTS = 6e8       # cap on E*H*I*3 weights (drawn on the CPU; bf16 + float32 copies)
@@ -83,12 +85,41 @@ FP8 = [draw(OFFSET + 2000 + j, 128, 8192) for j in range(_count(8))]
 BWD = [draw(OFFSET + 3000 + j, 64, 4096, bwd=True) for j in range(_count(8))]
 
 
+def draw_group(seed: int) -> dict:
+    """A forward case for group mode: draw()'s shape and knobs on 2 or 4 ranks, every rank's
+    output checked (group mode has no virtual-rank or emulated form)."""
+    c = draw(seed, 64, 4096)
+    r = np.random.default_rng([seed, 1])
+    ep = int(r.choice([2, 4]))
+    s = dict(c["shape"])
+    s["e"] = ep * max(1, s["e"] // c["ep"])
+    s["k"] = min(s["k"], s["e"])
+    s["n"] = min(s["n"], 300)
+    routing = c["routing"]
+    if routing.startswith("hot") and s["k"] > s["e"] - 1:
+        routing = "onehot"
+    return {**c, "ep": ep, "rank": "all", "routing": routing, "shape": s, "tma_a": False,
+            "group_m": 8}
+
+
+GROUP = [draw_group(OFFSET + 4000 + j) for j in range(_count(8))]
+
+
 @pytest.mark.parametrize("c", FWD, ids=case_id)
 def test_random_shape_forward(c):
     r_out, r_served, _, _ = run_case(c["ep"], c["rank"], c["routing"], c["dispatch"], c["combine"],
                                      c["minibatch"], macro=c["macro"], seed=7, shape=c["shape"],
                                      group_m=c["group_m"], tma_a=c["tma_a"], list_lag=c["list_lag"])
     assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+
+
+@pytest.mark.parametrize("c", GROUP, ids=case_id)
+def test_random_shape_local_group(c):
+    errs, _, _ = run_local_group(c["ep"], c["dispatch"], c["combine"], shape=c["shape"],
+                                 routing=c["routing"], passes=2, seed=7,
+                                 minibatch=c["minibatch"], macro=c["macro"],
+                                 list_lag=c["list_lag"])
+    assert max(errs) <= 1e-2, errs
 
 
 @pytest.mark.parametrize("c", FP8, ids=case_id)
