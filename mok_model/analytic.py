@@ -170,9 +170,9 @@ def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, 
     `library`: the GEMMs are the library's grouped GEMM (torch._grouped_mm and torch matmul, as
     the unfused baselines run them) at its own efficiencies, torch_gemm_eff and torch_hbm_eff,
     instead of the megakernel's tiles (gemm_eff, sm_scaling, gemm_row_share, the weight stream
-    of weight_stream_bps); its backward is two GEMMs per forward GEMM. `wgrad_experts`: the experts whose weight gradients
-    the rows complete (default experts_touched; a minibatch boundary inside an expert splits
-    its rows, not its weight-gradient blocks).
+    of weight_stream_bps); its backward is two GEMMs per forward GEMM. `wgrad_experts`: the
+    experts whose weight gradients the rows complete (default experts_touched; a minibatch
+    boundary inside an expert splits its rows, not its weight-gradient blocks).
     """
     t, floor = expert_ffn_parts(scn, p, rows, row_tiles, experts_touched, sms, width, shared,
                                 wave_sync, library, wgrad_experts)
