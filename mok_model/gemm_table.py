@@ -150,8 +150,11 @@ class GemmTable:
 
     def covers(self, scn) -> bool:
         """Whether the table measured this scenario's pass and precision (else gemm_eff holds)."""
-        return any(p.get("pass", "fwd") == scn.pass_ and p.get("precision", "bf16") == scn.precision
-                   for p in self.points)
+        return (scn.pass_, scn.precision) in self._measured
+
+    @cached_property
+    def _measured(self) -> frozenset:
+        return frozenset((p.get("pass", "fwd"), p.get("precision", "bf16")) for p in self.points)
 
     @property
     def shapes(self) -> list[tuple[float, float, float]]:
