@@ -238,6 +238,8 @@ def _print_prediction(pred, as_json: bool) -> None:
         print(f"note: {note}")
     for caveat in pred.band.caveats if pred.band is not None else ():
         print(f"note: band: {caveat}")
+    if pred.heldout is not None:
+        print(f"held-out: {pred.heldout.text()}")
     print("critical path (adds up to the latency):")
     for k, v in pred.breakdown_ms.items():
         print(f"  {k:<22} {v:9.4f} ms")
@@ -309,7 +311,7 @@ def cmd_predict(a, engine: str) -> int:
         add_notes(pred, params)
     else:
         pred = predict(scn, knobs, a.system, params, engine, search_lag=a.list_lag is None)
-    pred.with_band(params)
+    pred.with_band(params).with_heldout(params)
     _print_prediction(pred, a.json)
     if engine == "sim" and a.trace and not a.json:
         kept = pred.extra.get("traced_gpus")

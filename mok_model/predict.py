@@ -13,6 +13,7 @@ from .analytic import mok_config_terms
 from .band import LEVEL, Band, band
 from .baselines import BASELINES, COMM_KERNELS, baseline_terms, copy_gbps
 from .errors import MokInputError
+from .heldout import Heldout, heldout_range
 from .params import Params, load_params
 from .scenario import ENGINES, SYSTEMS, Config, Scenario
 
@@ -33,6 +34,7 @@ class Prediction:
     tuned: list[str] = field(default_factory=list)  # knobs the tuner chose
     extra: dict = field(default_factory=dict)  # engine-specific results (sim: events, timelines)
     band: Band | None = None  # the fit's uncertainty band, once with_band() computed it
+    heldout: Heldout | None = None  # the held-out runs' range, once with_heldout() read it
 
     def notes(self) -> list[str]:
         """What a reader must know to read the numbers (scenario_notes, then the engine's)."""
@@ -49,11 +51,19 @@ class Prediction:
         if self.band is not None:
             d["band_ms"] = self.band.as_json()
             d["band_note"] = self.band.full_note
+        if self.heldout is not None:
+            d["heldout_ms"] = self.heldout.as_json()
+            d["heldout_note"] = self.heldout.note
         return d
 
     def with_band(self, params: Params, level: float = LEVEL) -> "Prediction":
         """Attach the uncertainty band of the parameters' fit (mok_model.band); returns self."""
         self.band = band(self, params, level)
+        return self
+
+    def with_heldout(self, params: Params) -> "Prediction":
+        """Attach the range held-out runs measured at such a prediction (mok_model.heldout)."""
+        self.heldout = heldout_range(self, params)
         return self
 
 

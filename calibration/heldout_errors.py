@@ -1,0 +1,111 @@
+"""The shipped parameters' errors on run records no fit reads, as the quantiles a prediction's
+held-out range is made of (mok_model/heldout.py).
+
+    python -m calibration.heldout_errors [--hardware h200-1] [--sim-every 3] [--out FILE] [RUNS ...]
+
+RUNS default to HELDOUT_RUNS[hardware] (the records of the held-out tests: drawn shapes, unseen
+shapes, the automatic-pick and decode runs; none is read by calibration/defaults.py). Each MoK
+record the model can predict is predicted with the shipped parameters (analytic; the simulator
+on every `--sim-every`-th record of each file), and the signed errors pred / measured - 1 are
+summarised per engine, pass, precision and token regime (n, MAPE, 5%/50%/95% quantiles). The
+output (default mok_model/params/heldout/HARDWARE.json, written atomically) names the files, the
+command, the date and the parameters' fingerprint. Rerun it after every refit.
+
+Held out from every fit, not from every look: some of these runs pointed at model changes
+(docs/calibration.md says which), so the range is a fair guide, not a blind test; the registered
+reports (calibration.registered) are the blind ones.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import sys
+from pathlib import Path
+
+import numpy as np
+
+from mok_model.cli import MokParser
+from mok_model.errors import MokInputError
+from mok_model.fileio import atomic_write_text, check_output_file
+from mok_model.heldout import HELDOUT_DIR, SCHEMA, fingerprint, group_key
+from mok_model.params import load_params
+from mok_model.predict import predict
+from mok_model.records import predictable, read_records, record_config, record_scenario
+from mok_model.sim import simulate
+
+ROOT = Path(__file__).resolve().parents[1]
+HELDOUT_RUNS = {"h200-1": sorted(
+    str(p.relative_to(ROOT)) for d in ("h200_drawn", "h200_unseen")
+    for p in (ROOT / "calibration" / "runs" / d).glob("*.jsonl"))}
+
+
+def summarise(errors: list[float]) -> dict:
+    e = np.asarray(errors, dtype=np.float64)
+    q05, q50, q95 = np.quantile(e, [0.05, 0.5, 0.95])
+    return {"n": int(e.size), "mape": float(np.abs(e).mean()), "q05": float(q05),
+            "q50": float(q50), "q95": float(q95)}
+
+
+def measure(hardware: str, runs: list[str], sim_every: int, progress=None) -> dict:
+    """{group key: summary} of the shipped parameters' signed errors on `runs`, and the fingerprint."""
+    params = load_params(None, hardware)
+    errors: dict[str, list[float]] = {}
+    for f in runs:
+        recs = [r for r in read_records([f]) if r["system"] == "mok" and r["source"] == "measured"
+                and r["hardware"]["preset"] == hardware and predictable(r)]
+        for i, r in enumerate(recs):
+            scn, cfg, meas = record_scenario(r), record_config(r), r["latency_ms"]["median"]
+            engines = [("analytic", predict)] + ([("sim", simulate)] if i % sim_every == 0 else [])
+            for engine, fn in engines:
+                p = fn(scn, cfg, "mok", params).latency_ms
+                errors.setdefault(group_key(engine, scn.pass_, scn.precision, scn.tokens),
+                                  []).append(p / meas - 1.0)
+        if progress:
+            progress(f"{f}: {len(recs)} MoK records")
+    if not errors:
+        raise MokInputError(f"no MoK records of {hardware} the model predicts in {', '.join(runs)}")
+    return {"groups": {k: summarise(v) for k, v in sorted(errors.items())},
+            "fingerprint": fingerprint(params), "params": str(Path(params.path).relative_to(ROOT))
+            if Path(params.path).is_relative_to(ROOT) else params.path}
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = MokParser(prog="python -m calibration.heldout_errors", description=__doc__,
+                   formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("runs", nargs="*", help="held-out run-record files (default: HELDOUT_RUNS)")
+    ap.add_argument("--hardware", default="h200-1")
+    ap.add_argument("--sim-every", type=int, default=3)
+    ap.add_argument("--out", default=None, help="default mok_model/params/heldout/HARDWARE.json")
+    try:
+        a = ap.parse_args(argv)
+        if a.sim_every < 1:
+            raise MokInputError(f"--sim-every {a.sim_every} must be >= 1")
+        runs = a.runs or HELDOUT_RUNS.get(a.hardware)
+        if not runs:
+            raise MokInputError(f"no held-out runs named for --hardware {a.hardware!r}; give the "
+                                f"files (known: {sorted(HELDOUT_RUNS)})")
+        if a.out is None:
+            HELDOUT_DIR.mkdir(exist_ok=True)
+        out = Path(a.out) if a.out else HELDOUT_DIR / f"{a.hardware}.json"
+        check_output_file(out, "--out", ".json")
+        made = measure(a.hardware, list(runs), a.sim_every,
+                       progress=lambda s: print(s, file=sys.stderr))
+    except MokInputError as exc:
+        print(f"heldout_errors: {exc}", file=sys.stderr)
+        return 2
+    command = "python -m calibration.heldout_errors" + (
+        f" --hardware {a.hardware}" if a.hardware != "h200-1" else "")
+    doc = {"schema": SCHEMA, "hardware": a.hardware, "made": datetime.date.today().isoformat(),
+           "command": command, "files": list(runs), "sim_every": a.sim_every, **made}
+    atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
+    for k, g in doc["groups"].items():
+        print(f"{k:<28} n {g['n']:5d} MAPE {100 * g['mape']:5.1f}%  5% {100 * g['q05']:+6.1f}%  "
+              f"median {100 * g['q50']:+6.1f}%  95% {100 * g['q95']:+6.1f}%")
+    print(f"wrote {out}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

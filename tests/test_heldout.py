@@ -1,0 +1,112 @@
+"""The held-out range of a prediction (mok_model/heldout.py) and the tool that measures it
+(calibration/heldout_errors.py): the range's arithmetic, its refusal of parameters it was not
+measured with, the shipped file matching the shipped parameters, and the CLI showing it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from calibration.heldout_errors import main as heldout_main
+from mok_model.heldout import (HELDOUT_DIR, MIN_RUNS, SCHEMA, fingerprint, group_key,
+                               heldout_range, read_heldout)
+from mok_model.params import load_params
+from mok_model.predict import predict
+from mok_model.presets import load_hardware, load_model
+from mok_model.scenario import Scenario
+
+REPO = Path(__file__).resolve().parents[1]
+DRAWN6 = REPO / "calibration" / "runs" / "h200_drawn" / "drawn6.jsonl"
+
+
+def _scenario(tokens: int = 1024) -> Scenario:
+    return Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 16, tokens)
+
+
+def _doc(params, groups: dict) -> dict:
+    return {"schema": SCHEMA, "hardware": "h200-1", "made": "2026-12-02", "command": "cmd",
+            "files": ["x.jsonl"], "fingerprint": fingerprint(params), "groups": groups}
+
+
+def test_the_range_divides_the_prediction_by_one_plus_each_quantile(tmp_path):
+    params = load_params(None, "h200-1")
+    pred = predict(_scenario(), None, "mok", params)
+    key = group_key("analytic", "fwd", "bf16", 1024)
+    (tmp_path / "h200-1.json").write_text(json.dumps(_doc(params, {key: {
+        "n": 40, "mape": 0.05, "q05": -0.2, "q50": 0.0, "q95": 0.1}})))
+    r = heldout_range(pred, params, tmp_path)
+    # a prediction 20% fast means the run took p / 0.8; 10% slow, p / 1.1
+    assert r.lo == pytest.approx(pred.latency_ms / 1.1) and r.hi == pytest.approx(pred.latency_ms / 0.8)
+    assert r.n == 40 and "held-out runs" in r.text()
+    # another token regime, too few runs, a baseline: no range, and the note says why
+    small = predict(_scenario(128), None, "mok", params)
+    assert heldout_range(small, params, tmp_path).lo is None
+    doc = json.loads((tmp_path / "h200-1.json").read_text())
+    doc["groups"][key]["n"] = MIN_RUNS - 1
+    (tmp_path / "h200-1.json").write_text(json.dumps(doc))
+    assert "a range needs" in heldout_range(pred, params, tmp_path).note
+    base = predict(_scenario(), None, "nccl-torch", params)
+    assert "nccl-torch" in heldout_range(base, params, tmp_path).note
+
+
+def test_parameters_it_was_not_measured_with_get_no_range(tmp_path):
+    params = load_params(None, "h200-1")
+    pred = predict(_scenario(), None, "mok", params)
+    key = group_key("analytic", "fwd", "bf16", 1024)
+    doc = _doc(params, {key: {"n": 40, "mape": 0.05, "q05": -0.2, "q50": 0.0, "q95": 0.1}})
+    doc["fingerprint"] = {**doc["fingerprint"], "params": "0" * 64}  # a refit since
+    (tmp_path / "h200-1.json").write_text(json.dumps(doc))
+    r = heldout_range(pred, params, tmp_path)
+    assert r.lo is None and "rerun cmd" in r.note
+    changed = params.with_values(mok_fixed_us=params["mok_fixed_us"] + 1.0)
+    assert heldout_range(predict(_scenario(), None, "mok", changed), changed, tmp_path).lo is None
+
+
+def test_a_malformed_file_is_refused_in_one_line(tmp_path):
+    from mok_model.errors import MokInputError
+
+    bad = tmp_path / "h200-1.json"
+    bad.write_text(json.dumps({"schema": SCHEMA, "hardware": "h200-1"}))
+    with pytest.raises(MokInputError, match="missing 'fingerprint'"):
+        read_heldout(bad)
+
+
+def test_the_shipped_range_belongs_to_the_shipped_parameters():
+    """A refit must be followed by `python -m calibration.heldout_errors` (else predictions
+    would show a range measured with other parameters: they show none, and this fails)."""
+    path = HELDOUT_DIR / "h200-1.json"
+    assert path.is_file(), "run python -m calibration.heldout_errors"
+    doc = read_heldout(path)
+    assert doc["fingerprint"] == fingerprint(load_params(None, "h200-1")), \
+        "stale: rerun python -m calibration.heldout_errors after the refit"
+    groups = [g for g in doc["groups"].values() if g["n"] >= MIN_RUNS]
+    assert len(groups) >= 4 and all(g["q05"] < g["q50"] < g["q95"] for g in groups)
+    assert all((REPO / f).is_file() for f in doc["files"])
+
+
+def test_the_tool_measures_a_file_and_refuses_bad_flags(tmp_path, capsys):
+    out = tmp_path / "e.json"
+    assert heldout_main([str(DRAWN6), "--out", str(out), "--sim-every", "40"]) == 0
+    doc = read_heldout(out)
+    an = doc["groups"]["analytic fwd bf16 >512"]
+    assert an["n"] > 30 and -0.5 < an["q05"] < 0 < an["q95"] < 0.5
+    assert doc["groups"]["sim fwd bf16 >512"]["n"] < an["n"]
+    assert heldout_main([str(DRAWN6), "--sim-every", "0", "--out", str(out)]) == 2
+    err = capsys.readouterr().err.strip().splitlines()
+    assert err[-1] == "heldout_errors: --sim-every 0 must be >= 1"
+
+
+def test_predict_shows_the_range():
+    r = subprocess.run([sys.executable, "-m", "mok_model.cli", "predict", "--hardware", "h200-1",
+                        "--model", "kimi-k2", "--ep", "16", "--tokens", "2048", "--json"],
+                       capture_output=True, text=True, cwd=REPO, timeout=120,
+                       env={**os.environ, "PYTHONPATH": str(REPO)})
+    assert r.returncode == 0, r.stderr
+    d = json.loads(r.stdout)
+    assert d["heldout_ms"]["lo"] < d["latency_ms"] < d["heldout_ms"]["hi"]
+    assert d["heldout_ms"]["n"] >= 20 and "analytic fwd bf16 >512" in d["heldout_note"]
