@@ -136,7 +136,7 @@ def test_simulate_prints_the_notes_predict_prints(capsys):
     wide H at 512-row minibatches)."""
     shape = Path(__file__).resolve().parents[1] / "calibration" / "drawn_shapes" / "seed3" / \
         "syn3-h7168-i256-e256-k5-s1.toml"
-    w = ["--hardware", "h200-1", "--model", str(shape), "--ep", "32", "--tokens", "768",
+    w = ["--hardware", "h200-1", "--model", str(shape), "--ep", "16", "--tokens", "768",
          "--dispatch", "pull", "--combine", "push", "--minibatch", "512", "--comm-sms", "32"]
     notes = {}
     for cmd in ("predict", "simulate"):
