@@ -11,6 +11,12 @@ summarised per engine, pass, precision and token regime (n, MAPE, 5%/50%/95% qua
 output (default mok_model/params/heldout/HARDWARE.json, written atomically) names the files, the
 command, the date and the parameters' fingerprint. Rerun it after every refit.
 
+    python -m calibration.heldout_errors --coverage [RUNS ...]
+
+writes nothing: it leaves each file out in turn and prints how many of its runs fall inside the
+90% range of the other files' errors (same group): whether the range holds for runs it was not
+made from.
+
 Held out from every fit, not from every look: some of these runs pointed at model changes
 (docs/calibration.md says which), so the range is a fair guide, not a blind test; the registered
 reports (calibration.registered) are the blind ones.
@@ -29,7 +35,7 @@ import numpy as np
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.fileio import atomic_write_text, check_output_file
-from mok_model.heldout import HELDOUT_DIR, SCHEMA, fingerprint, group_key
+from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, SCHEMA, fingerprint, group_key
 from mok_model.params import load_params
 from mok_model.predict import predict
 from mok_model.records import predictable, read_records, record_config, record_scenario
@@ -48,27 +54,52 @@ def summarise(errors: list[float]) -> dict:
             "q50": float(q50), "q95": float(q95)}
 
 
-def measure(hardware: str, runs: list[str], sim_every: int, progress=None) -> dict:
-    """{group key: summary} of the shipped parameters' signed errors on `runs`, and the fingerprint."""
-    params = load_params(None, hardware)
-    errors: dict[str, list[float]] = {}
+def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> list[tuple]:
+    """(file, group key, pred / measured - 1) of every MoK record of `runs` the model predicts,
+    analytic, and simulated on every `sim_every`-th record of each file."""
+    out = []
     for f in runs:
         recs = [r for r in read_records([f]) if r["system"] == "mok" and r["source"] == "measured"
-                and r["hardware"]["preset"] == hardware and predictable(r)]
+                and r["hardware"]["preset"] == params.hardware and predictable(r)]
         for i, r in enumerate(recs):
             scn, cfg, meas = record_scenario(r), record_config(r), r["latency_ms"]["median"]
             engines = [("analytic", predict)] + ([("sim", simulate)] if i % sim_every == 0 else [])
             for engine, fn in engines:
                 p = fn(scn, cfg, "mok", params).latency_ms
-                errors.setdefault(group_key(engine, scn.pass_, scn.precision, scn.tokens),
-                                  []).append(p / meas - 1.0)
+                out.append((f, group_key(engine, scn.pass_, scn.precision, scn.tokens),
+                            p / meas - 1.0))
         if progress:
             progress(f"{f}: {len(recs)} MoK records")
-    if not errors:
-        raise MokInputError(f"no MoK records of {hardware} the model predicts in {', '.join(runs)}")
+    if not out:
+        raise MokInputError(f"no MoK records of {params.hardware} the model predicts in "
+                            f"{', '.join(runs)}")
+    return out
+
+
+def measure(hardware: str, runs: list[str], sim_every: int, progress=None) -> dict:
+    """{group key: summary} of the shipped parameters' signed errors on `runs`, and the fingerprint."""
+    params = load_params(None, hardware)
+    errors: dict[str, list[float]] = {}
+    for _, key, e in signed_errors(params, runs, sim_every, progress):
+        errors.setdefault(key, []).append(e)
     return {"groups": {k: summarise(v) for k, v in sorted(errors.items())},
             "fingerprint": fingerprint(params), "params": str(Path(params.path).relative_to(ROOT))
             if Path(params.path).is_relative_to(ROOT) else params.path}
+
+
+def coverage(errors: list[tuple]) -> list[tuple[str, int, int]]:
+    """Per file: (file, its runs, how many fall inside the 5%-95% range of the other files' errors
+    of the same group): whether the range holds for a set of runs it was not made from."""
+    out = []
+    for f in sorted({f for f, _, _ in errors}):
+        rest: dict[str, list[float]] = {}
+        for g, key, e in errors:
+            if g != f:
+                rest.setdefault(key, []).append(e)
+        mine = [(key, e) for g, key, e in errors if g == f and len(rest.get(key, ())) >= MIN_RUNS]
+        q = {key: np.quantile(rest[key], [0.05, 0.95]) for key, _ in mine}
+        out.append((f, len(mine), sum(1 for key, e in mine if q[key][0] <= e <= q[key][1])))
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -78,6 +109,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--hardware", default="h200-1")
     ap.add_argument("--sim-every", type=int, default=3)
     ap.add_argument("--out", default=None, help="default mok_model/params/heldout/HARDWARE.json")
+    ap.add_argument("--coverage", action="store_true",
+                    help="write nothing; print, leaving out each file in turn, the share of its "
+                         "runs inside the other files' range")
     try:
         a = ap.parse_args(argv)
         if a.sim_every < 1:
@@ -86,15 +120,28 @@ def main(argv: list[str] | None = None) -> int:
         if not runs:
             raise MokInputError(f"no held-out runs named for --hardware {a.hardware!r}; give the "
                                 f"files (known: {sorted(HELDOUT_RUNS)})")
-        if a.out is None:
-            HELDOUT_DIR.mkdir(exist_ok=True)
-        out = Path(a.out) if a.out else HELDOUT_DIR / f"{a.hardware}.json"
-        check_output_file(out, "--out", ".json")
-        made = measure(a.hardware, list(runs), a.sim_every,
-                       progress=lambda s: print(s, file=sys.stderr))
+        if a.coverage:
+            if a.out is not None:
+                raise MokInputError("--coverage writes nothing; drop --out")
+            errors = signed_errors(load_params(None, a.hardware), list(runs), a.sim_every)
+            rows = coverage(errors)
+        else:
+            if a.out is None:
+                HELDOUT_DIR.mkdir(exist_ok=True)
+            out = Path(a.out) if a.out else HELDOUT_DIR / f"{a.hardware}.json"
+            check_output_file(out, "--out", ".json")
+            made = measure(a.hardware, list(runs), a.sim_every,
+                           progress=lambda s: print(s, file=sys.stderr))
     except MokInputError as exc:
         print(f"heldout_errors: {exc}", file=sys.stderr)
         return 2
+    if a.coverage:
+        for f, n, inside in rows:
+            print(f"{f}: {inside} of {n} runs inside the other files' 90% range"
+                  + (f" ({inside / n:.0%})" if n else ""))
+        n, inside = sum(r[1] for r in rows), sum(r[2] for r in rows)
+        print(f"all: {inside} of {n} ({inside / max(n, 1):.1%})")
+        return 0
     command = "python -m calibration.heldout_errors" + (
         f" --hardware {a.hardware}" if a.hardware != "h200-1" else "")
     doc = {"schema": SCHEMA, "hardware": a.hardware, "made": datetime.date.today().isoformat(),

@@ -101,6 +101,17 @@ def test_the_tool_measures_a_file_and_refuses_bad_flags(tmp_path, capsys):
     assert err[-1] == "heldout_errors: --sim-every 0 must be >= 1"
 
 
+def test_coverage_leaves_each_file_out_and_writes_nothing(tmp_path, capsys):
+    drawn5 = DRAWN6.with_name("drawn5.jsonl")
+    assert heldout_main(["--coverage", "--sim-every", "1000", str(DRAWN6), str(drawn5)]) == 0
+    lines = capsys.readouterr().out.strip().splitlines()
+    assert [ln.split(":")[0] for ln in lines] == [str(drawn5), str(DRAWN6), "all"]  # sorted
+    inside, n = (int(x) for x in lines[-1].split()[1:4:2])
+    assert n >= 200 and 0.6 * n < inside <= n   # a 90% range holds most of a new file's runs
+    assert heldout_main(["--coverage", "--out", str(tmp_path / "x.json"), str(DRAWN6)]) == 2
+    assert not (tmp_path / "x.json").exists()
+
+
 def test_predict_shows_the_range():
     r = subprocess.run([sys.executable, "-m", "mok_model.cli", "predict", "--hardware", "h200-1",
                         "--model", "kimi-k2", "--ep", "16", "--tokens", "2048", "--json"],
