@@ -97,7 +97,7 @@ def coverage(errors: list[tuple]) -> list[tuple[str, int, int]]:
             if g != f:
                 rest.setdefault(key, []).append(e)
         mine = [(key, e) for g, key, e in errors if g == f and len(rest.get(key, ())) >= MIN_RUNS]
-        q = {key: np.quantile(rest[key], [0.05, 0.95]) for key, _ in mine}
+        q = {key: np.quantile(rest[key], [0.05, 0.95]) for key in {key for key, _ in mine}}
         out.append((f, len(mine), sum(1 for key, e in mine if q[key][0] <= e <= q[key][1])))
     return out
 
