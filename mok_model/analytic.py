@@ -265,7 +265,7 @@ def weight_stream_bps(scn: Scenario, p: Params, library: bool = False) -> float:
     if library:
         return hw.hbm_tbps * 1e12 * p["torch_hbm_eff"]
     t = p.gemm_table
-    if t is not None and t.level == "absolute" and t.uses_mechanism and t.covers(scn):
+    if t is not None and t.level == "absolute" and t.mechanism_covers(scn):
         return t.mechanism["hbm_gbps"] * 1e9
     return hw.hbm_tbps * 1e12 * p["hbm_eff"]
 
@@ -668,7 +668,7 @@ def list_period(scn: Scenario, p: Params, row_tiles, compute_sms, lag=None) -> n
     t = p.gemm_table
     if p["wave_sync"] >= 0.5 or scn.pass_ != "fwd":
         return np.zeros(np.broadcast(row_tiles, compute_sms).shape)
-    if t is not None and t.uses_mechanism and t.covers(scn):
+    if t is not None and t.mechanism_covers(scn):
         return list_period_of_table(t, scn, row_tiles, compute_sms, p["sm_scaling"], lag)
     # no measured mechanism: the items at the tiles' rate (gemm_eff), without a per-item cost
     eff = p["fp8_gemm_eff"] if scn.precision == "fp8" else gemm_efficiency(p, scn)[0]

@@ -133,7 +133,8 @@ class GemmTable:
             xs = sorted(at)  # points at one rows value are averaged (one alone is its own mean)
             ys = np.array([at[x][0] if len(at[x]) == 1 else float(np.mean(at[x])) for x in xs])
             if len(ys) >= 3:  # a 3-point running median: one point off its neighbours is not a trend
-                ys[1:-1] = np.sort(np.stack([ys[:-2], ys[1:-1], ys[2:]]), axis=0)[1]  # np.median's import costs 35 ms
+                # the middle of three by a sort: np.median's first call imports numpy.ma (35 ms)
+                ys[1:-1] = np.sort(np.stack([ys[:-2], ys[1:-1], ys[2:]]), axis=0)[1]
             self._curves[shape] = (np.array(xs), ys)
 
     @cached_property
@@ -151,6 +152,11 @@ class GemmTable:
     def covers(self, scn) -> bool:
         """Whether the table measured this scenario's pass and precision (else gemm_eff holds)."""
         return (scn.pass_, scn.precision) in self._measured
+
+    def mechanism_covers(self, scn) -> bool:
+        """Whether the phase mechanism times this scenario's GEMMs (it has one, and the table
+        measured the scenario's pass and precision)."""
+        return self.uses_mechanism and self.covers(scn)
 
     @cached_property
     def _measured(self) -> frozenset:
@@ -500,7 +506,7 @@ def list_period(table: GemmTable, scn, row_tiles, sms, scaling: float = 1.0, lag
     average, 17.3% at most; the plain total by 36.6% and 84.4% (docs/calibration.md "The
     in-order list"). Item times are the mechanism's on `sms` SMs times the table's residual at
     the shape; a table without a mechanism, or outside its pass and precision, gives 0."""
-    if not (table.uses_mechanism and table.covers(scn)):
+    if not table.mechanism_covers(scn):
         return np.zeros(np.broadcast(row_tiles, sms).shape)
     mech = table.mechanism
     return (items_period(scn, row_tiles, sms, mech["tensor_eff"], scaling, mech["item_us"] * 1e-6,
