@@ -13,52 +13,80 @@ from __future__ import annotations
 
 import argparse
 import sys
+from typing import NamedTuple
 
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.records import model_key, read_records, record_list_lag
 
 
-def _setting(rec: dict) -> tuple:
+class Setting(NamedTuple):
+    """One MoK record's knobs and lag, and whether it is the automatic pick."""
+
+    dispatch: str
+    combine: str
+    minibatch: int
+    comm_sms: int
+    capacity: float
+    list_lag: int
+    auto: bool
+
+    def knobs(self) -> dict:
+        return {"minibatch": self.minibatch, "comm_sms": self.comm_sms, "list_lag": self.list_lag}
+
+
+class Workload(NamedTuple):
+    model: str
+    key: str       # records.model_key: a model given by its shape is told apart by it
+    ep: int
+    tokens: int
+    routing: str
+    pass_: str
+    precision: str
+
+
+def _setting(rec: dict) -> Setting:
     c = rec["config"]
-    return (c.get("dispatch"), c.get("combine"), c.get("minibatch"), c.get("comm_sms"),
-            c.get("capacity"),
-            record_list_lag(rec), "auto" in rec)
+    return Setting(c.get("dispatch"), c.get("combine"), c.get("minibatch"), c.get("comm_sms"),
+                   c.get("capacity"), record_list_lag(rec), "auto" in rec)
 
 
-def _workload(rec: dict) -> tuple:
+def _workload(rec: dict) -> Workload:
     m = rec["model"]
-    return (m["name"] if isinstance(m, dict) else m, model_key(rec), rec["ep"], rec["tokens"],
-            rec["routing"]["kind"], rec["pass"], rec["precision"])
+    return Workload(m["name"] if isinstance(m, dict) else m, model_key(rec), rec["ep"],
+                    rec["tokens"], rec["routing"]["kind"], rec["pass"], rec["precision"])
 
 
 def rows(records: list[dict]) -> list[dict]:
     """One row per workload with an automatic pick; each setting at its best run (ms)."""
-    best: dict[tuple, dict[tuple, float]] = {}
+    mok: dict[Workload, dict[Setting, float]] = {}
+    gemm: dict[Workload, float] = {}
     for r in records:
-        key = (r["system"],) + _setting(r) if r["system"] == "mok" else (r["system"],)
-        runs = best.setdefault(_workload(r), {})
-        runs[key] = min(runs.get(key, float("inf")), r["latency_ms"]["median"])
+        ms, wl = r["latency_ms"]["median"], _workload(r)
+        if r["system"] == "mok":
+            runs = mok.setdefault(wl, {})
+            s = _setting(r)
+            runs[s] = min(runs.get(s, float("inf")), ms)
+        elif r["system"] == "gemm-only":
+            gemm[wl] = min(gemm.get(wl, float("inf")), ms)
     out = []
-    for wl, runs in sorted(best.items(), key=lambda kv: str(kv[0])):
-        swept = {k: v for k, v in runs.items() if k[0] == "mok" and not k[-1]}
-        picks = [(v, k) for k, v in runs.items() if k[0] == "mok" and k[-1]]
+    for wl, runs in sorted(mok.items(), key=lambda kv: str(kv[0])):
+        swept = {s: v for s, v in runs.items() if not s.auto}
+        picks = [(v, s) for s, v in runs.items() if s.auto]
         if not picks:
             continue
         if not swept:
-            print(f"report_auto: {wl[0]} EP {wl[2]} {wl[3]} tokens: an automatic pick without "
-                  "a sweep; left out", file=sys.stderr)
+            print(f"report_auto: {wl.model} EP {wl.ep} {wl.tokens} tokens: an automatic pick "
+                  "without a sweep; left out", file=sys.stderr)
             continue
         pick_ms, pick = min(picks)
-        best_ms, best_key = min((v, k) for k, v in swept.items())
-        lag1 = [v for k, v in swept.items() if k[6] == 1]
-        out.append({"model": wl[0], "ep": wl[2], "tokens": wl[3], "routing": wl[4],
-                    "gemm_ms": runs.get(("gemm-only",)), "best_ms": best_ms,
-                    "best": {"minibatch": best_key[3], "comm_sms": best_key[4],
-                             "list_lag": best_key[6]},
+        best_ms, best = min((v, s) for s, v in swept.items())
+        lag1 = [v for s, v in swept.items() if s.list_lag == 1]
+        out.append({"model": wl.model, "ep": wl.ep, "tokens": wl.tokens, "routing": wl.routing,
+                    "gemm_ms": gemm.get(wl), "best_ms": best_ms, "best": best.knobs(),
                     "best_lag1_ms": min(lag1) if lag1 else None, "pick_ms": pick_ms,
-                    "pick": {"minibatch": pick[3], "comm_sms": pick[4], "list_lag": pick[6]},
-                    "pick_over_best": pick_ms / best_ms, "swept": len(swept)})
+                    "pick": pick.knobs(), "pick_over_best": pick_ms / best_ms,
+                    "swept": len(swept)})
     return out
 
 
@@ -92,8 +120,9 @@ def main(argv: list[str] | None = None) -> int:
                  f"{r['pick_over_best']:.3f}")
         print("| " + " | ".join(cells) + " |" if a.markdown else "  ".join(cells))
     worst = max(r["pick_over_best"] for r in table)
-    print(f"{'' if not a.markdown else chr(10)}pick / best: worst {worst:.3f} over {len(table)} "
-          f"workloads, {sum(r['pick_over_best'] <= 1.03 for r in table)} within 3%")
+    gap = "\n" if a.markdown else ""
+    print(f"{gap}pick / best: worst {worst:.3f} over {len(table)} workloads, "
+          f"{sum(r['pick_over_best'] <= 1.03 for r in table)} within 3%")
     return 0
 
 
