@@ -37,9 +37,9 @@ from mok_model.errors import MokInputError
 from mok_model.fileio import atomic_write_text, check_output_file
 from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, SCHEMA, fingerprint, group_key
 from mok_model.params import load_params
-from mok_model.predict import predict
-from mok_model.records import predictable, read_records, record_config, record_scenario
-from mok_model.sim import simulate
+from mok_model.records import predictable, read_records
+
+from .scoring import predict_records
 
 ROOT = Path(__file__).resolve().parents[1]
 HELDOUT_RUNS = {"h200-1": sorted(
@@ -61,13 +61,10 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> lis
     for f in runs:
         recs = [r for r in read_records([f]) if r["system"] == "mok" and r["source"] == "measured"
                 and r["hardware"]["preset"] == params.hardware and predictable(r)]
-        for i, r in enumerate(recs):
-            scn, cfg, meas = record_scenario(r), record_config(r), r["latency_ms"]["median"]
-            engines = [("analytic", predict)] + ([("sim", simulate)] if i % sim_every == 0 else [])
-            for engine, fn in engines:
-                p = fn(scn, cfg, "mok", params).latency_ms
-                out.append((f, group_key(engine, scn.pass_, scn.precision, scn.tokens),
-                            p / meas - 1.0))
+        for engine, part in (("analytic", recs), ("sim", recs[::sim_every])):
+            for r, p in zip(part, predict_records(part, params, engine)):
+                out.append((f, group_key(engine, r["pass"], r["precision"], r["tokens"]),
+                            p / r["latency_ms"]["median"] - 1.0))
         if progress:
             progress(f"{f}: {len(recs)} MoK records")
     if not out:
