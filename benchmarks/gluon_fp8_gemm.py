@@ -111,6 +111,13 @@ if gluon is not None:
         return first_m + (pid % per_group) % rows, (pid % per_group) // rows
 
     @gluon.jit
+    def _tile_origin(M, N, K, TM: gl.constexpr, TN: gl.constexpr, TK: gl.constexpr):
+        """This program's tile (grouped order, _tile): its first row and column, its column
+        block and the number of K blocks."""
+        pid_m, pid_n = _tile(gl.program_id(0), M, N, TM, TN, GROUP_M)
+        return pid_m * TM, pid_n * TN, pid_n, gl.cdiv(K, TK)
+
+    @gluon.jit
     def _step(a_desc, b_desc, a_s, b_s, ready, sa_row, rmask, sb_ptr, pid_n, off_m, off_n, k, nk,
               t_new, t_old, acc, sc_old, STAGES: gl.constexpr):
         """Issue block k's MMA into t_new and load block k's scales; once block k-1's MMA (in
@@ -379,10 +386,7 @@ if gluon is not None:
         TH: gl.constexpr = c_desc.block_type.shape[0]
         TN: gl.constexpr = c_desc.block_type.shape[1]
         TK: gl.constexpr = a_desc.block_type.shape[1]
-        pid_m, pid_n = _tile(gl.program_id(0), M, N, TM, TN, GROUP_M)
-        off_m = pid_m * TM
-        off_n = pid_n * TN
-        nk = gl.cdiv(K, TK)
+        off_m, off_n, pid_n, nk = _tile_origin(M, N, K, TM, TN, TK)
         a_s, b_s, ready, empty = _ring(a_desc, b_desc, STAGES, 2)
         gl.warp_specialize([
             (_half_math, (c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, off_m, off_n, pid_n,
@@ -400,10 +404,7 @@ if gluon is not None:
         TM: gl.constexpr = c_desc.block_type.shape[0]
         TN: gl.constexpr = c_desc.block_type.shape[1]
         TK: gl.constexpr = a_desc.block_type.shape[1]
-        pid_m, pid_n = _tile(gl.program_id(0), M, N, TM, TN, GROUP_M)
-        off_m = pid_m * TM
-        off_n = pid_n * TN
-        nk = gl.cdiv(K, TK)
+        off_m, off_n, pid_n, nk = _tile_origin(M, N, K, TM, TN, TK)
         a_s, b_s, ready, empty = _ring(a_desc, b_desc, STAGES, 1)
         gl.warp_specialize([
             (_math, (c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, off_m, off_n, pid_n, nk,
@@ -418,10 +419,7 @@ if gluon is not None:
         TM: gl.constexpr = c_desc.block_type.shape[0]
         TN: gl.constexpr = c_desc.block_type.shape[1]
         TK: gl.constexpr = a_desc.block_type.shape[1]
-        pid_m, pid_n = _tile(gl.program_id(0), M, N, TM, TN, GROUP_M)
-        off_m = pid_m * TM
-        off_n = pid_n * TN
-        nk = gl.cdiv(K, TK)
+        off_m, off_n, pid_n, nk = _tile_origin(M, N, K, TM, TN, TK)
         mma: gl.constexpr = _acc_layout(num_warps, TN)
         sa_row, rmask = _row_scales(sa_ptr, off_m, M, nk, TM, mma)
 
