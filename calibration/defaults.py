@@ -56,17 +56,23 @@ H200_RUNS = ([Path(__file__).parent / "runs" / "h200" / f
              + [Path(__file__).parent / "runs" / "h200_v4" / "micro.jsonl",
                 Path(__file__).parent / "runs" / "h200_space" / "space.jsonl",
                 Path(__file__).parent / "runs" / "h200_space" / "space_noshared.jsonl",
-                Path(__file__).parent / "runs" / "h200_space" / "space_mixtral_split.jsonl"])
+                Path(__file__).parent / "runs" / "h200_space" / "space_mixtral_split.jsonl",
+                # today's kernel, 2026-12-02: the sweep's first 132 workloads again (no drift
+                # from the records above) and the space at 128 / 512 tokens (session 23)
+                Path(__file__).parent / "runs" / "h200_space" / "space_v2.jsonl",
+                Path(__file__).parent / "runs" / "h200_space" / "space_t128_512.jsonl"])
 # the megakernel's own GEMM phases on the space-sweep workloads (system mok-gemm; today's variants:
 # the presets without a shared expert measured again without the zero shared slot, mixtral-8x7b
 # again with split_dn chosen from the shape, 2026-12-01; mixtral-8x7b at 384-1024 tokens between
 # those points and six narrow-expert shapes at H 4096 / 7168 (calibration/table_shapes/),
-# 2026-12-02), as
+# 2026-12-02; the space's first 72 workloads again and its 128 / 512-token points, session 23), as
 # a table (python -m calibration.gemm_table calibration/runs/h200_space/gemm_phases.jsonl
 # calibration/runs/h200_space/gemm_phases_noshared.jsonl
 # calibration/runs/h200_space/gemm_phases_mixtral_split.jsonl
 # calibration/runs/h200_drawn/mixtral_gemm_check.jsonl
-# calibration/runs/h200_space/gemm_phases_narrow.jsonl --system mok-gemm --out
+# calibration/runs/h200_space/gemm_phases_narrow.jsonl
+# calibration/runs/h200_space/gemm_phases_v2.jsonl
+# calibration/runs/h200_space/gemm_phases_t128_512.jsonl --system mok-gemm --out
 # mok_model/params/gemm/h200-1.json): h200-1's GEMM efficiency, gemm_eff not fitted
 H200_GEMM_TABLE = PARAMS_DIR / "gemm" / "h200-1.json"
 FREE = ["gemm_eff", "mok_fixed_us", "wgrad_bytes_per_weight", "host_launch_scale", "nccl_eff"]
