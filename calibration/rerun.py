@@ -1,0 +1,110 @@
+"""Run-to-run repeatability: runs measured twice, each measurement scored as the other's
+prediction, beside the model on the same runs. What a second run of the same runs reproduces is
+the most any model of the kernel can reproduce of them (calibration/noise.py's ceiling re-draws
+one run's iterations and so misses the drift between runs; this one does not).
+
+    python -m calibration.rerun --first A.jsonl [B.jsonl ...] --second C.jsonl [...] \\
+        [--params FILE]
+
+Two records are the same run when they measured the same workload (records.workload_key: model,
+EP, tokens, routing with its seed and zipf order, pass, precision, the zero shared slot, the down
+split, the work-list lag) with the same system, knobs and kernel tiles (a record without
+`group_m` in its tiles predates it: 1). Where one side measured a run several times its latest
+record stands for it. Printed per system: how many runs both sides measured, the median ratio
+second / first with its 10th and 90th percentiles, and the figures of calibration.registered
+(MAPE, max, signed range; for MoK Spearman within workloads of 3+ settings and the regret of the
+pick among each workload's settings) of the first side as a prediction of the second, the
+second of the first, and the model (parameters of the records' hardware, or --params) of each.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+import numpy as np
+
+from mok_model.errors import MokInputError
+from mok_model.params import load_params
+from mok_model.records import KNOBS, predictable, read_records, workload_key
+
+from .registered import figures
+from .scoring import predict_records
+
+TILES = ("block_m", "bn_gu", "bn_dn", "num_warps", "num_stages", "group_m")
+
+
+def run_key(rec: dict) -> tuple:
+    """What identifies a run across measurements (module docstring)."""
+    cfg, tiles = rec.get("config") or {}, rec.get("tiles") or {}
+    return (rec["system"], workload_key(rec), *(cfg.get(k) for k in KNOBS),
+            *(tiles.get(k, 1 if k == "group_m" else None) for k in TILES))
+
+
+def latest(records: list[dict]) -> dict[tuple, dict]:
+    """Each run's latest record (by date; on equal dates the later in the files)."""
+    out: dict[tuple, dict] = {}
+    for r in records:
+        k = run_key(r)
+        if k not in out or r["date"] >= out[k]["date"]:
+            out[k] = r
+    return out
+
+
+def pairs(first: list[dict], second: list[dict]) -> list[tuple[dict, dict]]:
+    """(first, second) records of every run both sides measured, in the second side's order."""
+    a, b = latest(first), latest(second)
+    return [(a[k], b[k]) for k in b if k in a]
+
+
+def report(first: list[dict], second: list[dict], params_path: str | None = None) -> list[str]:
+    """The report's lines (module docstring)."""
+    both = pairs(first, second)
+    if not both:
+        raise MokInputError("no run was measured on both sides (same workload, system, knobs "
+                            "and tiles)")
+    lines = []
+    for system in sorted({b["system"] for _, b in both}):
+        sub = [(a, b) for a, b in both if b["system"] == system]
+        a_ms = [a["latency_ms"]["median"] for a, _ in sub]
+        b_ms = [b["latency_ms"]["median"] for _, b in sub]
+        ratio = np.sort(np.divide(b_ms, a_ms))
+        q10, q50, q90 = np.quantile(ratio, [0.1, 0.5, 0.9])
+        ranking = system in ("mok", "mok-gemm")
+        lines += [f"{system}: {len(sub)} runs measured twice; second / first median {q50:.3f} "
+                  f"(p10 {q10:.3f}, p90 {q90:.3f})",
+                  f"  first as a prediction of second : "
+                  f"{figures([b for _, b in sub], a_ms, ranking)}",
+                  f"  second as a prediction of first : "
+                  f"{figures([a for a, _ in sub], b_ms, ranking)}"]
+        model = [(a, b) for a, b in sub if predictable(b)]
+        if model:
+            hw = model[0][1]["hardware"]["preset"]
+            params = load_params(params_path, hw)
+            for side, name in ((1, "second"), (0, "first")):
+                recs = [pair[side] for pair in model]
+                pred = predict_records(recs, params)
+                ok = np.isfinite(pred)
+                lines.append(f"  model of {name:6s} ({len(recs)} runs)    : "
+                             f"{figures([r for r, o in zip(recs, ok) if o], pred[ok], ranking)}")
+    return lines
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m calibration.rerun", description=__doc__,
+                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p.add_argument("--first", nargs="+", required=True, help="run-record files of the first run")
+    p.add_argument("--second", nargs="+", required=True,
+                   help="run-record files of the second run")
+    p.add_argument("--params", default=None, help="parameters file for the model's lines")
+    a = p.parse_args(argv)
+    try:
+        print("\n".join(report(read_records(a.first), read_records(a.second), a.params)))
+    except MokInputError as exc:
+        print(f"rerun: {exc}", file=sys.stderr)
+        return 2
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
