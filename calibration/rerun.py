@@ -19,11 +19,11 @@ second of the first, and the model (parameters of the records' hardware, or --pa
 
 from __future__ import annotations
 
-import argparse
 import sys
 
 import numpy as np
 
+from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
 from mok_model.params import load_params
 from mok_model.records import KNOBS, predictable, read_records, workload_key
@@ -91,19 +91,13 @@ def report(first: list[dict], second: list[dict], params_path: str | None = None
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.rerun", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser("python -m calibration.rerun", __doc__)
     p.add_argument("--first", nargs="+", required=True, help="run-record files of the first run")
     p.add_argument("--second", nargs="+", required=True,
                    help="run-record files of the second run")
     p.add_argument("--params", default=None, help="parameters file for the model's lines")
-    a = p.parse_args(argv)
-    try:
-        print("\n".join(report(read_records(a.first), read_records(a.second), a.params)))
-    except MokInputError as exc:
-        print(f"rerun: {exc}", file=sys.stderr)
-        return 2
-    return 0
+    return run_tool(p, lambda a: print("\n".join(
+        report(read_records(a.first), read_records(a.second), a.params))), argv)
 
 
 if __name__ == "__main__":

@@ -42,4 +42,5 @@ def test_cli_refuses_missing_files_and_runs_measured_once(tmp_path, capsys):
     b.write_text(json.dumps(_rec(1, mb=512)) + "\n")
     assert main(["--first", str(a), "--second", str(b)]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("rerun: no run was measured on both sides") and err.count("\n") == 1
+    assert err.startswith("python -m calibration.rerun: error: no run was measured on both")
+    assert err.count("\n") == 1
