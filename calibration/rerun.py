@@ -57,6 +57,16 @@ def pairs(first: list[dict], second: list[dict]) -> list[tuple[dict, dict]]:
     return [(a[k], b[k]) for k in b if k in a]
 
 
+def _predict(records: list[dict], params_path: str | None) -> np.ndarray:
+    """The model's prediction of each record, with the parameters of its hardware preset (or
+    `params_path`, which is refused for hardware it was not fitted for)."""
+    out = np.full(len(records), np.nan)
+    for hw in sorted({r["hardware"]["preset"] for r in records}):
+        ix = [i for i, r in enumerate(records) if r["hardware"]["preset"] == hw]
+        out[ix] = predict_records([records[i] for i in ix], load_params(params_path, hw))
+    return out
+
+
 def report(first: list[dict], second: list[dict], params_path: str | None = None) -> list[str]:
     """The report's lines (module docstring)."""
     both = pairs(first, second)
@@ -78,15 +88,12 @@ def report(first: list[dict], second: list[dict], params_path: str | None = None
                   f"  second as a prediction of first : "
                   f"{figures([a for a, _ in sub], b_ms, ranking)}"]
         model = [(a, b) for a, b in sub if predictable(b)]
-        if model:
-            hw = model[0][1]["hardware"]["preset"]
-            params = load_params(params_path, hw)
-            for side, name in ((1, "second"), (0, "first")):
-                recs = [pair[side] for pair in model]
-                pred = predict_records(recs, params)
-                ok = np.isfinite(pred)
-                lines.append(f"  model of {name:6s} ({len(recs)} runs)    : "
-                             f"{figures([r for r, o in zip(recs, ok) if o], pred[ok], ranking)}")
+        for side, name in ((1, "second"), (0, "first")) if model else ():
+            recs = [pair[side] for pair in model]
+            pred = _predict(recs, params_path)
+            ok = np.isfinite(pred)
+            lines.append(f"  model of {name:6s} ({len(recs)} runs)    : "
+                         f"{figures([r for r, o in zip(recs, ok) if o], pred[ok], ranking)}")
     return lines
 
 
