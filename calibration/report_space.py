@@ -27,6 +27,10 @@ whole workloads, K chosen so that about --sim-records records are simulated, 0: 
 output says how many. MoK records whose `tiles` differ from the tile of their workload's
 GEMM-phase record (or from the kernel's default where there is none) are left out: the model
 has no tile knob, and the output counts them.
+
+Where the files hold runs measured twice (a sweep and its re-measurement), the report also
+prints what the older measurement of each such run predicts of the newer (calibration/rerun.py:
+MAPE, max, Spearman, regret): the ceiling run-to-run drift puts on any model's figures.
 """
 
 from __future__ import annotations
@@ -53,6 +57,7 @@ from .fit import fit
 from .gemm_table import SYSTEM as TABLE_SYSTEM
 from .gemm_table import build_table, record_points, table_records
 from .micro import fit_micro
+from .rerun import ceiling, repeated
 from .split import check_key, group_value, group_values
 from .validate import evaluate, validate
 
@@ -351,7 +356,8 @@ def _run(a: argparse.Namespace) -> int:
     doc = {"files": files, "left_out": left, "records": len(mok), "thin": a.thin,
            "workloads": len({workload_key(r) for r in mok}), "goals": GOALS, "summary": [],
            "folds": per_group(results, by_id), "worst": worst(results, by_id),
-           "seconds": time.time() - t0, "results": results}
+           "seconds": time.time() - t0, "results": results,
+           "rerun": ceiling(repeated(mok))}
     for by in keys:
         for table in tables:
             fs = [f for f in results if f["by"] == by and f["table"] == table]
@@ -404,6 +410,14 @@ def render(doc: dict) -> str:
                    f"(--thin {doc['thin']}); every held-out run predicted")
     out.append(f"\n{len(doc['folds'])} fits in {doc['seconds']:.0f} s; goals: MAPE <= 6%, "
                f"max <= 25%, Spearman >= 0.9, regret <= 3%")
+    c = doc.get("rerun")
+    if c:   # the same runs measured twice among the inputs (calibration/rerun.py)
+        rho = "n/a" if c["spearman"] is None else f"{c['spearman']:.3f} ({c['spearman_groups']})"
+        reg = ("n/a" if c["regret_max"] is None else
+               f"{_pct(c['regret_max'])} / {_pct(c['regret_mean'])} ({c['regret_workloads']})")
+        out.append(f"re-run ceiling: {c['n']} MoK runs measured twice among the inputs, the "
+                   f"older measurement as a prediction of the newer: MAPE {_pct(c['mape'])}, max "
+                   f"{_pct(c['max_ape'])}, Spearman {rho}, regret max / mean {reg}")
     return "\n".join(out)
 
 if __name__ == "__main__":

@@ -8,8 +8,9 @@ one run's iterations and so misses the drift between runs; this one does not).
 
 Two records are the same run when they measured the same workload (records.workload_key: model,
 EP, tokens, routing with its seed and zipf order, pass, precision, the zero shared slot, the down
-split, the work-list lag) with the same system, knobs and kernel tiles (a record without
-`group_m` in its tiles predates it: 1). Where one side measured a run several times its latest
+split, the work-list lag) with the same routing fields as recorded (a hot record of the old draw,
+without "draw": "model", is another run than one of today's), system, knobs and kernel tiles (a
+record without `group_m` in its tiles predates it: 1). Where one side measured a run several times its latest
 record stands for it. Printed per system: how many runs both sides measured, the median ratio
 second / first with its 10th and 90th percentiles, and the figures of calibration.registered
 (MAPE, max, signed range; for MoK Spearman within workloads of 3+ settings and the regret of the
@@ -19,6 +20,7 @@ second of the first, and the model (parameters of the records' hardware, or --pa
 
 from __future__ import annotations
 
+import json
 import sys
 
 import numpy as np
@@ -28,8 +30,10 @@ from mok_model.errors import MokInputError
 from mok_model.params import load_params
 from mok_model.records import KNOBS, predictable, read_records, workload_key
 
+from .noise import pick_key
 from .registered import figures
 from .scoring import predict_records
+from .validate import evaluate
 
 TILES = ("block_m", "bn_gu", "bn_dn", "num_warps", "num_stages", "group_m")
 
@@ -37,7 +41,8 @@ TILES = ("block_m", "bn_gu", "bn_dn", "num_warps", "num_stages", "group_m")
 def run_key(rec: dict) -> tuple:
     """What identifies a run across measurements (module docstring)."""
     cfg, tiles = rec.get("config") or {}, rec.get("tiles") or {}
-    return (rec["system"], workload_key(rec), *(cfg.get(k) for k in KNOBS),
+    return (rec["system"], workload_key(rec), json.dumps(rec["routing"], sort_keys=True),
+            *(cfg.get(k) for k in KNOBS),
             *(tiles.get(k, 1 if k == "group_m" else None) for k in TILES))
 
 
@@ -49,6 +54,39 @@ def latest(records: list[dict]) -> dict[tuple, dict]:
         if k not in out or r["date"] >= out[k]["date"]:
             out[k] = r
     return out
+
+
+def repeated(records: list[dict]) -> list[tuple[dict, dict]]:
+    """(older, newer) of the latest two records of every run measured at least twice among
+    `records` (one set of files holding a sweep and its re-measurement)."""
+    runs: dict[tuple, list[dict]] = {}
+    for r in records:
+        runs.setdefault(run_key(r), []).append(r)
+    out = []
+    for recs in runs.values():
+        if len(recs) >= 2:
+            older, newer = sorted(recs, key=lambda r: r["date"])[-2:]
+            out.append((older, newer))
+    return out
+
+
+def ceiling(both: list[tuple[dict, dict]]) -> dict | None:
+    """The first record of each pair as a prediction of the second, MoK runs: n, MAPE, max,
+    Spearman within workloads (3+ settings), regret of the pick (workloads of 2+ settings);
+    None where no MoK run is in the pairs."""
+    mok = [(a, b) for a, b in both if b["system"] == "mok"]
+    if not mok:
+        return None
+    recs, pred = [b for _, b in mok], [a["latency_ms"]["median"] for a, _ in mok]
+    v = evaluate(recs, [r["latency_ms"]["median"] for r in recs], pred)
+    per: dict[tuple, list] = {}
+    for q, r in zip(pred, recs):
+        per.setdefault(workload_key(r), []).append((pick_key(r, q), r["latency_ms"]["median"]))
+    reg = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values() if len(rows) > 1]
+    return {"n": v.n, "mape": v.mape, "max_ape": v.max_ape, "spearman": v.spearman,
+            "spearman_groups": v.groups, "regret_workloads": len(reg),
+            "regret_mean": float(np.mean(reg)) if reg else None,
+            "regret_max": float(np.max(reg)) if reg else None}
 
 
 def pairs(first: list[dict], second: list[dict]) -> list[tuple[dict, dict]]:

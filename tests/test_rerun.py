@@ -44,3 +44,30 @@ def test_cli_refuses_missing_files_and_runs_measured_once(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("python -m calibration.rerun: error: no run was measured on both")
     assert err.count("\n") == 1
+
+
+def test_a_hot_run_of_the_old_draw_is_another_run():
+    """Hot records written before the model's draw (no "draw": "model") routed otherwise."""
+    old = _rec(0) | {"routing": {"kind": "hot", "arg": 0.1, "seed": 0}}
+    new = _rec(1) | {"routing": {"kind": "hot", "arg": 0.1, "seed": 0, "draw": "model"}}
+    assert pairs([old], [new]) == []
+    assert len(pairs([new | {"id": "r2"}], [new])) == 1
+
+
+def test_repeated_runs_in_one_set_give_the_ceiling_and_report_space_prints_it():
+    from calibration.report_space import render
+    from calibration.rerun import ceiling, repeated
+    later = "2026-12-02T03:00:00+00:00"
+    recs = [_rec(0, ms=2.0), _rec(1, mb=2048, ms=3.0), _rec(2, mb=1024, ms=4.0),
+            _rec(3, ms=2.0, date=later), _rec(4, mb=2048, ms=3.3, date=later),
+            _rec(5, mb=1024, ms=3.6, date=later), _rec(6, mb=512, ms=9.0)]   # 512: measured once
+    both = repeated(recs)
+    assert sorted((a["id"], b["id"]) for a, b in both) == [("r0", "r3"), ("r1", "r4"),
+                                                          ("r2", "r5")]
+    c = ceiling(both)
+    assert c["n"] == 3 and abs(c["max_ape"] - 0.4 / 3.6) < 1e-12
+    assert c["regret_max"] == 0.0 and c["spearman_groups"] == 1     # picks 4096: 2.0, the best
+    assert ceiling([]) is None
+    doc = {"records": 7, "workloads": 1, "files": ["x"], "left_out": {}, "summary": [],
+           "folds": [], "seconds": 1.0, "rerun": c}
+    assert "re-run ceiling: 3 MoK runs measured twice among the inputs" in render(doc)
