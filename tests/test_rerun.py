@@ -6,9 +6,9 @@ from calibration.rerun import main, pairs, report
 
 
 def _rec(i, mb=4096, ms=2.0, date="2026-12-01T03:00:00+00:00", tiles=None, system="mok"):
-    return {"schema": "mok-run/1", "id": f"r{i}", "date": date, "system": system, "model": "glm-5", "ep": 8,
-            "hardware": {"preset": "h200-1"}, "software": {}, "emulated_peers": True,
-            "tokens": 1024,
+    return {"schema": "mok-run/1", "id": f"r{i}", "date": date, "system": system,
+            "model": "glm-5", "ep": 8, "hardware": {"preset": "h200-1"}, "software": {},
+            "emulated_peers": True, "tokens": 1024,
             "routing": {"kind": "uniform", "seed": 0}, "pass": "fwd", "precision": "bf16",
             "source": "measured", "latency_ms": {"median": ms}, "tiles": tiles or {},
             "config": {"dispatch": "pull", "combine": "push", "minibatch": mb, "comm_sms": 32,
