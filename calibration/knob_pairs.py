@@ -2,6 +2,7 @@
 2-GPU runs"): which knob differences the model orders wrongly, and by how much.
 
     python -m calibration.knob_pairs [--engine analytic|sim] [--by tokens|model] [--worst N]
+    python -m calibration.knob_pairs RUNS.jsonl ... [--params FILE] [--engine ...] [--worst N]
 
 Pairs of MoK records of one workload, timed by one bench command (same `note`: no run-to-run
 drift between them), whose configurations differ in exactly one knob. For each knob (from the
@@ -10,7 +11,9 @@ other knobs' values, tokens, routing, model): the mean relative change b / a - 1
 predicted, their difference, how many pairs the records resolve (p10-p90 intervals disjoint,
 as calibration/noise.py `resolved_pairs`) and the share of those the model moves the same way.
 Predictions are held out as in calibration/report_h200x2.py (each token count, or each model,
-predicted by the fit without it). Then the workloads of the largest tuner regret: the model's
+predicted by the fit without it). Given run-record files instead (e.g. the single-GPU automatic-
+pick sweeps, which no fit reads), their records are predicted with the shipped parameters of
+their hardware (or --params). Then the workloads of the largest tuner regret: the model's
 pick and the best measured configuration, each with its median [p10, p90], and whether the
 records resolve the two (intervals disjoint) and whether one bench command timed both.
 """
@@ -23,10 +26,12 @@ import sys
 import numpy as np
 
 from mok_model.cli import doc_parser, int_at_least, run_tool
+from mok_model.errors import MokInputError
 from mok_model.records import predictable, read_records, workload_key
 
 from .noise import disjoint, pick_key
 from .report_h200x2 import H200X2, held_out_fits
+from .scoring import predict_shipped
 from .validate import validate
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
@@ -116,32 +121,47 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--by", choices=("tokens", "model"), default="tokens")
     ap.add_argument("--worst", type=int_at_least(0), default=8,
                     help="workloads of the largest regret to show")
+    ap.add_argument("runs", nargs="*",
+                    help="run-record files (default: the real 2-GPU runs, held out by --by)")
+    ap.add_argument("--params", default=None,
+                    help="parameters file for given run files (default: the shipped ones)")
     return run_tool(ap, report, argv)
 
 
 def report(a) -> None:
     """Each knob step's measured and predicted effects, then the largest regrets."""
-    runs = read_records(sorted(H200X2.glob("bench_*.jsonl")))
-    fits = held_out_fits(runs)
-    mok = [r for r in runs if r["system"] == "mok" and predictable(r)]
-    recs, pred = [], []
-    for g in sorted({str(r[a.by]) for r in mok}):
-        test = [r for r in mok if str(r[a.by]) == g]
-        recs += test
-        pred += [x["predicted_ms"] for x in validate(test, fits[a.by, g], a.engine).rows]
+    if a.runs:
+        recs = [r for r in read_records(a.runs) if r["system"] == "mok" and predictable(r)]
+        if not recs:
+            raise MokInputError("no MoK records the model predicts in the files")
+        pred = list(predict_shipped(recs, a.params, a.engine))
+        how = f"{a.engine}, shipped parameters" if a.params is None else f"{a.engine}, {a.params}"
+    else:
+        if a.params is not None:
+            raise MokInputError("--params applies to given run files; the 2-GPU report fits "
+                                "its own held-out parameters")
+        runs = read_records(sorted(H200X2.glob("bench_*.jsonl")))
+        fits = held_out_fits(runs)
+        mok = [r for r in runs if r["system"] == "mok" and predictable(r)]
+        recs, pred = [], []
+        for g in sorted({str(r[a.by]) for r in mok}):
+            test = [r for r in mok if str(r[a.by]) == g]
+            recs += test
+            pred += [x["predicted_ms"] for x in validate(test, fits[a.by, g], a.engine).rows]
+        how = f"{a.engine}, held out by {a.by}"
     pairs = knob_pairs(recs, pred)
     steps = sorted({(p["knob"], p["a"], p["b"]) for p in pairs},
                    key=lambda t: (KNOBS.index(t[0]), _order(t[1]), _order(t[2])))
     for k, x, y in steps:
         mine = [p for p in pairs if (p["knob"], p["a"], p["b"]) == (k, x, y)]
-        print(f"{k}: {x} -> {y} ({a.engine}, held out by {a.by})")
+        print(f"{k}: {x} -> {y} ({how})")
         print(_line("all", summarize(mine)))
         for c in CONTEXT:
             if c == k:
                 continue
             for v in sorted({p["context"][c] for p in mine}, key=_order):
                 print(_line(f"{c} {v}", summarize([p for p in mine if p["context"][c] == v])))
-    print(f"largest regrets ({a.engine}, held out by {a.by}):")
+    print(f"largest regrets ({how}):")
     for x in regrets(recs, pred)[:a.worst]:
         r = recs[x["pick"]]
         print(f"  {r['model']} {r['tokens']} {r['routing'].get('kind', 'uniform')} "

@@ -27,12 +27,11 @@ import numpy as np
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.params import load_params
 from mok_model.records import KNOBS, predictable, read_records, workload_key
 
 from .noise import pick_key
 from .registered import figures
-from .scoring import predict_records
+from .scoring import predict_shipped
 from .validate import evaluate
 
 TILES = ("block_m", "bn_gu", "bn_dn", "num_warps", "num_stages", "group_m")
@@ -95,16 +94,6 @@ def pairs(first: list[dict], second: list[dict]) -> list[tuple[dict, dict]]:
     return [(a[k], b[k]) for k in b if k in a]
 
 
-def _predict(records: list[dict], params_path: str | None) -> np.ndarray:
-    """The model's prediction of each record, with the parameters of its hardware preset (or
-    `params_path`, which is refused for hardware it was not fitted for)."""
-    out = np.full(len(records), np.nan)
-    for hw in sorted({r["hardware"]["preset"] for r in records}):
-        ix = [i for i, r in enumerate(records) if r["hardware"]["preset"] == hw]
-        out[ix] = predict_records([records[i] for i in ix], load_params(params_path, hw))
-    return out
-
-
 def report(first: list[dict], second: list[dict], params_path: str | None = None) -> list[str]:
     """The report's lines (module docstring)."""
     both = pairs(first, second)
@@ -128,7 +117,7 @@ def report(first: list[dict], second: list[dict], params_path: str | None = None
         model = [(a, b) for a, b in sub if predictable(b)]
         for side, name in ((1, "second"), (0, "first")) if model else ():
             recs = [pair[side] for pair in model]
-            pred = _predict(recs, params_path)
+            pred = predict_shipped(recs, params_path)
             ok = np.isfinite(pred)
             lines.append(f"  model of {name:6s} ({len(recs)} runs)    : "
                          f"{figures([r for r, o in zip(recs, ok) if o], pred[ok], ranking)}")

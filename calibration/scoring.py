@@ -10,7 +10,7 @@ import numpy as np
 
 from mok_model.analytic import mok_terms
 from mok_model.errors import MokInputError
-from mok_model.params import Params
+from mok_model.params import Params, load_params
 from mok_model.predict import predict
 from mok_model.records import (predictable, record_config, record_scenario, record_where,
                                workload_key, workload_scenario)
@@ -21,6 +21,17 @@ from mok_model.tuner import tune
 def predict_record(rec: dict, params: Params, engine: str = "analytic") -> float:
     """Predicted latency (ms) of the run a record describes."""
     return float(predict_records([rec], params, engine)[0])
+
+
+def predict_shipped(records: list[dict], params_path: str | None = None,
+                    engine: str = "analytic") -> np.ndarray:
+    """Predicted latency (ms) of every record with the shipped parameters of its hardware preset
+    (or `params_path`, refused for hardware it was not fitted for); nan where not modelled."""
+    out = np.full(len(records), np.nan)
+    for hw in sorted({r["hardware"]["preset"] for r in records}):
+        ix = [i for i, r in enumerate(records) if r["hardware"]["preset"] == hw]
+        out[ix] = predict_records([records[i] for i in ix], load_params(params_path, hw), engine)
+    return out
 
 
 def resolve_configs(records: list[dict], params: Params) -> list[Config | None]:
