@@ -82,6 +82,15 @@ def match(preds: list[dict], runs: list[dict]) -> list[tuple[dict, dict]]:
     return pairs
 
 
+def pick_regrets(recs: list[dict], pred) -> list[float]:
+    """Per workload of 2+ measured configurations: the measured time of the one `pred` picks
+    (noise.pick_key) over the best measured, minus 1."""
+    per = collections.defaultdict(list)
+    for q, r in zip(pred, recs):
+        per[workload_key(r)].append((pick_key(r, q), r["latency_ms"]["median"]))
+    return [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values() if len(rows) > 1]
+
+
 def figures(recs: list[dict], pred: list[float], ranking: bool = True) -> str:
     """One line of figures of predictions `pred` against records `recs`: count, MAPE, max and
     signed error; with `ranking` (MoK) also Spearman within workloads and the regret of the pick
@@ -93,10 +102,7 @@ def figures(recs: list[dict], pred: list[float], ranking: bool = True) -> str:
     if not ranking:
         return line
     ev = evaluate(recs, [r["latency_ms"]["median"] for r in recs], list(pred))
-    per = collections.defaultdict(list)
-    for q, r in zip(pred, recs):
-        per[workload_key(r)].append((pick_key(r, q), r["latency_ms"]["median"]))
-    reg = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values() if len(rows) > 1]
+    reg = pick_regrets(recs, pred)
     rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"
     line += f"; Spearman {rho}"
     if reg:

@@ -29,8 +29,7 @@ from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
 from mok_model.records import KNOBS, predictable, read_records, workload_key
 
-from .noise import pick_key
-from .registered import figures
+from .registered import figures, pick_regrets
 from .scoring import predict_shipped
 from .validate import evaluate
 
@@ -45,28 +44,23 @@ def run_key(rec: dict) -> tuple:
             *(tiles.get(k, 1 if k == "group_m" else None) for k in TILES))
 
 
+def _by_run(records: list[dict]) -> dict[tuple, list[dict]]:
+    """Each run's records, oldest first (by date; on equal dates in the files' order)."""
+    runs: dict[tuple, list[dict]] = {}
+    for r in records:
+        runs.setdefault(run_key(r), []).append(r)
+    return {k: sorted(v, key=lambda r: r["date"]) for k, v in runs.items()}
+
+
 def latest(records: list[dict]) -> dict[tuple, dict]:
     """Each run's latest record (by date; on equal dates the later in the files)."""
-    out: dict[tuple, dict] = {}
-    for r in records:
-        k = run_key(r)
-        if k not in out or r["date"] >= out[k]["date"]:
-            out[k] = r
-    return out
+    return {k: v[-1] for k, v in _by_run(records).items()}
 
 
 def repeated(records: list[dict]) -> list[tuple[dict, dict]]:
     """(older, newer) of the latest two records of every run measured at least twice among
     `records` (one set of files holding a sweep and its re-measurement)."""
-    runs: dict[tuple, list[dict]] = {}
-    for r in records:
-        runs.setdefault(run_key(r), []).append(r)
-    out = []
-    for recs in runs.values():
-        if len(recs) >= 2:
-            older, newer = sorted(recs, key=lambda r: r["date"])[-2:]
-            out.append((older, newer))
-    return out
+    return [(v[-2], v[-1]) for v in _by_run(records).values() if len(v) >= 2]
 
 
 def ceiling(both: list[tuple[dict, dict]]) -> dict | None:
@@ -78,10 +72,7 @@ def ceiling(both: list[tuple[dict, dict]]) -> dict | None:
         return None
     recs, pred = [b for _, b in mok], [a["latency_ms"]["median"] for a, _ in mok]
     v = evaluate(recs, [r["latency_ms"]["median"] for r in recs], pred)
-    per: dict[tuple, list] = {}
-    for q, r in zip(pred, recs):
-        per.setdefault(workload_key(r), []).append((pick_key(r, q), r["latency_ms"]["median"]))
-    reg = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values() if len(rows) > 1]
+    reg = pick_regrets(recs, pred)
     return {"n": v.n, "mape": v.mape, "max_ape": v.max_ape, "spearman": v.spearman,
             "spearman_groups": v.groups, "regret_workloads": len(reg),
             "regret_mean": float(np.mean(reg)) if reg else None,
