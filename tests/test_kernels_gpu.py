@@ -21,8 +21,12 @@ OLD_DEFAULTS = dict(dispatch="pull", combine="push", macrobatch=131072)
 
 
 def rel(a: torch.Tensor, b: torch.Tensor) -> float:
+    """Relative error of a against b; 0 where both are empty (e.g. a rank that serves no route:
+    top-1 onehot routing sends every token to rank 0's expert 0)."""
     a, b = a.float(), b.float()
-    assert torch.isfinite(a).all()
+    assert a.shape == b.shape and torch.isfinite(a).all()
+    if b.numel() == 0:
+        return 0.0
     return float((a - b).norm() / b.norm())
 
 
