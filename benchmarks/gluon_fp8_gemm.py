@@ -17,6 +17,13 @@ stay in L2):
   arrangement of DeepGEMM's FP8 GEMM);
 - "ws2p": ws2 persistent, one program per SM walking its tiles, the load warp running into the
   next tile while the math warpgroups store the last;
+- "ws2pp": CUTLASS's ping-pong schedule: persistent, each math warpgroup on a whole 64 x 128
+  tile of its own (alternate tiles of the program's sequence), the two taking turns on the
+  tensor cores a K loop at a time (an mbarrier pair), so one's store and the next tile's start
+  run under the other's MMAs; each K block's scale step is no longer under the other's MMA.
+  First run (H200, 2026-12-02; kimi-k2, 16,384 qwen3-30b rows): 1.00-1.13x BF16 where ws2p ran
+  1.28-1.56x, and no faster with the scale step taken out: one warpgroup's MMAs, each waited
+  for, keep too little in flight;
 - "ws2w": ws2p on 128 x 256 tiles (a third less operand traffic per FLOP), each K block's two
   column halves in turn through one MMA accumulator, a 3-stage ring, and no load partition
   (warps are allocated in whole warpgroups, so a ninth warp would cap every warp at 168
@@ -28,6 +35,7 @@ one scale per row per 128 columns, B e4m3 given as B^T (N, K) (wgmma reads FP8 B
 one scale per 128 x 128 block (mok_kernels/fp8.py quantize_rows / quantize_weight).
 
     PYTHONPATH=. python3 benchmarks/gluon_fp8_gemm.py [--rows 4096,16384] [--out FILE.json]
+        [--variants wait,ws2p,ws2pp]    # the K loops to check and time (default: all)
     PYTHONPATH=. python benchmarks/gluon_fp8_gemm.py --compile-only   # sm_90 compile, no GPU
 
 On a GPU: each shape's result against the float32 product of the dequantized operands (the
@@ -54,8 +62,17 @@ SHAPES = {"kimi-k2 gate|up": (4096, 7168), "kimi-k2 down": (7168, 2048),
           "qwen3-30b gate|up": (1536, 2048)}        # (N, K) of a routed expert's GEMM
 BM, BN, BK, STAGES, WARPS = 128, 128, 128, 4, 8
 # the K loop's forms (module docstring)
-VARIANTS = ("pingpong", "wait", "ws", "ws2", "ws2p", "ws2w", "wait-late")
+VARIANTS = ("pingpong", "wait", "ws", "ws2", "ws2p", "ws2pp", "ws2w", "wait-late")
 WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K registers
+# ws2pp: a warpgroup (128 threads) holds a whole tile. 128 x 128 (or 64 x 256): fp32 accumulator
+# 16,384 / 128 = 128 registers a thread plus the K block's MMA result before scaling, 128 more:
+# 256 > 255, the most any thread can have, whatever maxnreg says. 64 x 128 (or 128 x 64): 64 + 64
+# = 128, plus ~30 for scales, pointers and counters, under WS_MAXNREG. 64 x 128, as one m64n128
+# wgmma per 32 of K reads 6 KB of shared memory per 64 tensor-core cycles (96 B/cycle), where
+# 128 x 64 (two m64n64) reads 8 KB (128 B/cycle, shared memory's whole rate).
+# Ring: 8 x (8 KB A + 16 KB B) + 2 x 16 KB C = 224 KB <= 227 KB; a K block is half ws2p's MMA
+# time, so 8 stages look as far ahead as ws2p's 4.
+PP_STAGES = 8
 WIDE_MAXNREG, WIDE_STAGES = 240, 3   # ws2w: 8 warps x 32 x 240 <= 64K; 3 x 48 KB ring + 64 KB C
 
 
@@ -260,6 +277,56 @@ if gluon is not None:
         tma.store_wait(pendings=0)
 
     @gluon.jit
+    def _pp_math(c_desc, a_s, b_s, ready, empty, turn, sa_ptr, sb_ptr, M, N, K, WG: gl.constexpr,
+                 STAGES: gl.constexpr):
+        """Ping-pong variant's math partitions: warpgroup WG takes the tiles at positions WG,
+        WG + 2, ... of this program's sequence, whole, and runs a tile's K loop only in its turn
+        (turn.index(WG)), handing the turn over once the tile's last MMA is issued: the other
+        warpgroup's K loop then runs under this one's last scale step and store."""
+        TM: gl.constexpr = c_desc.block_type.shape[0]
+        TN: gl.constexpr = c_desc.block_type.shape[1]
+        TK: gl.constexpr = a_s.shape[2]
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
+        c_s = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        nk = gl.cdiv(K, TK)
+        pid, programs = gl.program_id(0), gl.num_programs(0)
+        for tile in range(pid + WG * programs, gl.cdiv(M, TM) * gl.cdiv(N, TN), 2 * programs):
+            pid_m, pid_n = _tile(tile, M, N, TM, TN, GROUP_M)
+            sa_row, rmask = _row_scales(sa_ptr, pid_m * TM, M, nk, TM, mma)
+            sc = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)      # loads in the other's turn
+            pos = (tile - pid) // programs                        # in the program's sequence
+            it = pos * nk                                         # its first block in the ring
+            # the turn for position pos comes with the other warpgroup's handover after pos - 1:
+            # warpgroup 0's (pos // 2)-th wait passes on parity (pos // 2 - 1) & 1 (a fresh
+            # barrier passes parity 1), warpgroup 1's on (pos // 2) & 1. Waiting for the turn
+            # before any `ready` wait also keeps the ring's parities unambiguous: every block
+            # before `it` has landed (the other warpgroup waited for each).
+            mbarrier.wait(turn.index(WG), ((pos // 2) & 1) ^ (1 - WG))
+            acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+            t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+            for k in range(nk - 1):
+                s = (it + k) % STAGES
+                mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
+                sc_next = _scale(sa_row, rmask, sb_ptr, pid_n, k + 1, nk)
+                t = warpgroup_mma(a_s.index(s), b_s.index(s).permute((1, 0)), t, use_acc=False)
+                mbarrier.arrive(empty.index(s), count=1)
+                acc = acc + t * sc[:, None]
+                sc = sc_next
+            s = (it + nk - 1) % STAGES        # the last block: issued, the turn handed over, waited
+            mbarrier.wait(ready.index(s), ((it + nk - 1) // STAGES) & 1)
+            t = warpgroup_mma(a_s.index(s), b_s.index(s).permute((1, 0)), t, use_acc=False,
+                              is_async=True)
+            mbarrier.arrive(turn.index(1 - WG), count=1)
+            t = warpgroup_mma_wait(num_outstanding=0, deps=(t, ))
+            mbarrier.arrive(empty.index(s), count=1)
+            acc = acc + t * sc[:, None]
+            tma.store_wait(pendings=0)          # this warpgroup's last store has left c_s
+            c_s.store(acc.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [pid_m * TM, pid_n * TN], c_s)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
     def _ring(a_desc, b_desc, STAGES: gl.constexpr, RELEASERS: gl.constexpr):
         """The K-block ring: STAGES A and B tiles in shared memory, a `ready` mbarrier each (the
         TMA's bytes landed) and an `empty` one (its RELEASERS math partitions are done with it)."""
@@ -374,6 +441,25 @@ if gluon is not None:
                                      STAGES)),
             (_half_math_persistent, (c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M, N, K,
                                      TH, STAGES)),
+            (_loader_persistent, (a_desc, b_desc, a_s, b_s, ready, empty, M, N, K, STAGES)),
+        ], [4, 1], [168, 40])
+
+    @gluon.jit
+    def fp8_block_gemm_ws2pp_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
+                                    STAGES: gl.constexpr, num_warps: gl.constexpr):
+        """Ping-pong (CUTLASS's schedule): persistent, each math warpgroup on its own 64 x 128
+        tiles, the two taking turns on the tensor cores a tile's K loop at a time; the load warp
+        walks the program's tiles in order (_loader_persistent on 64-row A blocks), which is
+        the order the turns consume them, and each buffer has one releaser."""
+        a_s, b_s, ready, empty = _ring(a_desc, b_desc, STAGES, 1)
+        turn = gl.allocate_shared_memory(gl.int64, [2, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(2):       # turn.index(w): warpgroup w may run its K loop
+            mbarrier.init(turn.index(i), count=1)
+        gl.warp_specialize([
+            (_pp_math, (c_desc, a_s, b_s, ready, empty, turn, sa_ptr, sb_ptr, M, N, K, 0,
+                        STAGES)),
+            (_pp_math, (c_desc, a_s, b_s, ready, empty, turn, sa_ptr, sb_ptr, M, N, K, 1,
+                        STAGES)),
             (_loader_persistent, (a_desc, b_desc, a_s, b_s, ready, empty, M, N, K, STAGES)),
         ], [4, 1], [168, 40])
 
@@ -497,12 +583,15 @@ def _launch_args(variant: str, a, bt, c, sa, sb) -> tuple:
     """(kernel, positional arguments, launch options) of a variant on A, B^T, C and scales."""
     _require_gluon()
     (m, k), n = a.shape, bt.shape[0]
-    descs = _descriptors(a, bt, c, BM // 2 if variant in ("ws2", "ws2p", "ws2w") else BM,
-                         2 * BN if variant == "ws2w" else BN)
+    descs = _descriptors(a, bt, c, BM // 2 if variant in ("ws2", "ws2p", "ws2pp", "ws2w") else BM,
+                         2 * BN if variant == "ws2w" else BN, BM // 2 if variant == "ws2pp" else BM)
     sbt = sb.t().contiguous()          # the kernels read each column block's scales in a row
     if variant == "ws2w":
         return (fp8_block_gemm_ws2w_kernel, (*descs, sa, sbt, m, n, k, WIDE_STAGES),
                 {"num_warps": 4, "maxnreg": WIDE_MAXNREG})
+    if variant == "ws2pp":
+        return (fp8_block_gemm_ws2pp_kernel, (*descs, sa, sbt, m, n, k, PP_STAGES),
+                {"num_warps": 4, "maxnreg": WS_MAXNREG})
     if variant in ("ws", "ws2", "ws2p"):
         kernel = {"ws": fp8_block_gemm_ws_kernel, "ws2": fp8_block_gemm_ws2_kernel,
                   "ws2p": fp8_block_gemm_ws2p_kernel}[variant]
@@ -513,8 +602,8 @@ def _launch_args(variant: str, a, bt, c, sa, sb) -> tuple:
             {"num_warps": WARPS})
 
 
-def _descriptors(a, bt, c, c_rows: int = BM, b_rows: int = BN):
-    """TMA descriptors of A (M, K) e4m3, B^T (N, K) e4m3 and C (M, N) bf16 in BM x BK,
+def _descriptors(a, bt, c, c_rows: int = BM, b_rows: int = BN, a_rows: int = BM):
+    """TMA descriptors of A (M, K) e4m3, B^T (N, K) e4m3 and C (M, N) bf16 in a_rows x BK,
     b_rows x BK and c_rows x BN tiles."""
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
@@ -523,12 +612,13 @@ def _descriptors(a, bt, c, c_rows: int = BM, b_rows: int = BN):
         layout = gl.NVMMASharedLayout.get_default_for(block, dtype)
         return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
-    return (desc(a, [BM, BK], gl.float8e4nv), desc(bt, [b_rows, BK], gl.float8e4nv),
+    return (desc(a, [a_rows, BK], gl.float8e4nv), desc(bt, [b_rows, BK], gl.float8e4nv),
             desc(c, [c_rows, BN], gl.bfloat16))
 
 
 def check_shape(m: int, n: int, k: int, variant: str = "pingpong") -> None:
-    """The kernel takes whole tiles and at least STAGES K blocks; refuse anything else."""
+    """The kernel takes whole tiles and at least STAGES K blocks; refuse anything else (ws2pp's
+    64-row tiles and 8-stage ring ask no more: its load warp waits for free buffers)."""
     bn = 2 * BN if variant == "ws2w" else BN
     if m % BM or n % bn or k % BK or k < STAGES * BK:
         raise MokInputError(f"M={m}, N={n}, K={k}: M a multiple of {BM}, N of {bn}, K of {BK} "
@@ -546,9 +636,10 @@ def fp8_block_gemm(a, sa, bt, sb, variant: str = "pingpong"):
     c = torch.empty(m, n, device=a.device, dtype=torch.bfloat16)
     kernel, args, options = _launch_args(variant, a, bt, c, sa, sb)
 
-    tiles = (m // BM) * (n // (2 * BN if variant == "ws2w" else BN))
+    tile_m, tile_n = BM // 2 if variant == "ws2pp" else BM, 2 * BN if variant == "ws2w" else BN
+    tiles = (m // tile_m) * (n // tile_n)
     grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count
-               ) if variant in ("ws2p", "ws2w") else tiles
+               ) if variant in ("ws2p", "ws2pp", "ws2w") else tiles
 
     def launch():
         kernel[(grid, )](*args, **options)
@@ -582,8 +673,18 @@ def compile_sm90(m: int = 4096, n: int = 4096, k: int = 7168, variant: str = "pi
     return triton.compile(src, target=target, options=options.__dict__)
 
 
-def measure(rows: list[int]) -> dict:
-    """Check, then time, each (shape, rows) against the library in the same run."""
+def variant_list(text: str) -> tuple:
+    """The comma list of --variants, each one of VARIANTS (repeats dropped); refuse others."""
+    names = tuple(dict.fromkeys(text.split(",")))
+    for v in names:
+        if v not in VARIANTS:
+            raise MokInputError(f"--variants {text!r}: {v!r} is not one of {', '.join(VARIANTS)}")
+    return names
+
+
+def measure(rows: list[int], variants: tuple = VARIANTS) -> dict:
+    """Check, then time, each (shape, rows) against the library in the same run: the K loops
+    `variants`; the library always."""
     import torch
 
     from benchmarks.fp8_ceiling import SETS, time_ms
@@ -607,7 +708,7 @@ def measure(rows: list[int]) -> dict:
             a, sa, bt, sb = sets[0][2:6]
             want = dequantize_blocks(a, sa, 1, BK) @ dequantize_blocks(bt.t(), sb, BK, BK)
             err = 0.0
-            for variant in VARIANTS:
+            for variant in variants:
                 launch, c = fp8_block_gemm(a, sa, bt, sb, variant)
                 launch()
                 err = max(err, float((c.float() - want).norm() / want.norm()))
@@ -619,7 +720,7 @@ def measure(rows: list[int]) -> dict:
             flops = 2.0 * m * n * k
             fns = {
                 **{f"gluon fp8 block, {v}": [fp8_block_gemm(*s[2:6], v)[0] for s in sets]
-                   for v in VARIANTS},
+                   for v in variants},
                 "torch bf16": [lambda s=s: s[0] @ s[1].t() for s in sets],
                 "torch._scaled_mm block": [
                     lambda s=s: torch._scaled_mm(s[2], s[4].t(), s[6], s[7],
@@ -642,6 +743,8 @@ def main(argv: list[str]) -> int:
     p = doc_parser("benchmarks/gluon_fp8_gemm.py", __doc__)
     p.add_argument("--rows", default="4096,16384", help="rows M of each GEMM (multiples of 128)")
     p.add_argument("--out", default=None, help="write the figures as JSON here")
+    p.add_argument("--variants", default=",".join(VARIANTS),
+                   help="comma list of the K loops to check and time (default: all)")
     p.add_argument("--compile-only", action="store_true",
                    help="compile for sm_90 without a GPU and print the kernel's resources")
     return run_tool(p, run, argv)
@@ -649,6 +752,7 @@ def main(argv: list[str]) -> int:
 
 def run(a) -> int:
     rows = number_list(a.rows, "--rows")
+    variants = variant_list(a.variants)
     for m in rows:
         check_shape(m, BN, STAGES * BK)
     if a.out is not None:
@@ -658,7 +762,7 @@ def run(a) -> int:
         import tempfile
 
         from mok_kernels.aot import stats
-        for variant in VARIANTS:
+        for variant in variants:
             st = stats(compile_sm90(variant=variant), tempfile.mkdtemp(), "fp8_block")
             print(f"{variant}: {st['regs']} registers, spills "
                   f"{st['spill_st']} / {st['spill_ld']} bytes, {st['shared']} bytes of shared "
@@ -667,7 +771,7 @@ def run(a) -> int:
         return 0
     from mok_kernels import require_cuda
     require_cuda()
-    figures = measure(rows)
+    figures = measure(rows, variants)
     if a.out is not None:
         Path(a.out).write_text(json.dumps(figures, indent=1) + "\n")
     return 0
