@@ -28,6 +28,14 @@ stay in L2):
   column halves in turn through one MMA accumulator, a 3-stage ring, and no load partition
   (warps are allocated in whole warpgroups, so a ninth warp would cap every warp at 168
   registers): the first math warpgroup keeps the ring two blocks ahead;
+- "ws2d": ws2p with two MMAs in flight in each math warpgroup: block k+1's MMA is issued into a
+  second result before block k's is waited for and scaled, so a warpgroup's scale step runs
+  under its own next MMA as well as the other's. Sum and two results take 192 registers a
+  thread, past the 168 a load warp leaves, so as in ws2w the first math warpgroup loads the
+  ring (6 stages, 4 blocks ahead) itself, at 240 registers. First run (H200, 2026-12-02):
+  0.96-1.01x BF16 where ws2p ran 1.23-1.58x (qwen3-30b at 4,096 rows: both 0.80x): the
+  producer warpgroup waits on each buffer's release before its own MMA, which ties the two
+  warpgroups in step;
 - "wait-late": "wait" with each block's scales loaded after its MMA (the form first measured).
 
 C (M, N) bf16 = sum_k A_k (M, 128) B_k (128, N) x sa[m, k] x sb[k, n // 128]: A e4m3 (M, K) with
@@ -62,7 +70,7 @@ SHAPES = {"kimi-k2 gate|up": (4096, 7168), "kimi-k2 down": (7168, 2048),
           "qwen3-30b gate|up": (1536, 2048)}        # (N, K) of a routed expert's GEMM
 BM, BN, BK, STAGES, WARPS = 128, 128, 128, 4, 8
 # the K loop's forms (module docstring)
-VARIANTS = ("pingpong", "wait", "ws", "ws2", "ws2p", "ws2pp", "ws2w", "wait-late")
+VARIANTS = ("pingpong", "wait", "ws", "ws2", "ws2p", "ws2pp", "ws2w", "ws2d", "wait-late")
 WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K registers
 # ws2pp: a warpgroup (128 threads) holds a whole tile. 128 x 128 (or 64 x 256): fp32 accumulator
 # 16,384 / 128 = 128 registers a thread plus the K block's MMA result before scaling, 128 more:
@@ -74,6 +82,7 @@ WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K
 # time, so 8 stages look as far ahead as ws2p's 4.
 PP_STAGES = 8
 WIDE_MAXNREG, WIDE_STAGES = 240, 3   # ws2w: 8 warps x 32 x 240 <= 64K; 3 x 48 KB ring + 64 KB C
+DUAL_STAGES = 6    # ws2d: 6 x 32 KB ring + 2 x 16 KB C = 224 KB; loads run 4 blocks ahead
 
 
 try:  # Gluon comes with Triton; where it is missing (a CPU box) the tool says so when run
@@ -417,6 +426,104 @@ if gluon is not None:
         tma.store_wait(pendings=0)
 
     @gluon.jit
+    def _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, pid_n, M, N,
+                   nk, p, k, t_new, t_old, acc, sc_old, ROW0: gl.constexpr,
+                   PRODUCER: gl.constexpr, STAGES: gl.constexpr):
+        """Dual variant's step at ring position p (block k of the tile): the PRODUCER first
+        refills the buffer that block p - 2 left (released by both warpgroups a step ago);
+        block k's MMA issued into t_new, then block k-1's (t_old) waited for, its buffer
+        released and its result added scaled. Returns (t_new, t_old, acc, block k's scales)."""
+        TM: gl.constexpr = t_new.shape[0]
+        if PRODUCER:
+            _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, p + STAGES - 2, M, N, nk, STAGES)
+        s = p % STAGES
+        mbarrier.wait(ready.index(s), (p // STAGES) & 1)
+        t_new = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).permute((1, 0)), t_new,
+                              use_acc=False, is_async=True)
+        sc_new = _scale(sa_row, rmask, sb_ptr, pid_n, k, nk)
+        t_old = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, ))
+        mbarrier.arrive(empty.index((p - 1) % STAGES), count=1)
+        acc = gl.fma(t_old, sc_old[:, None], acc)
+        # an empty wait that names t_old and acc: the scale step stays before the next MMA
+        # into t_old's registers (else it sinks below it, t_old is copied while that MMA is in
+        # flight, and ptxas serializes every MMA: note C7514)
+        t_old, acc = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, acc))
+        return t_new, t_old, acc, sc_new
+
+    @gluon.jit
+    def _dual_math_persistent(a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M,
+                              N, K, ROW0: gl.constexpr, PRODUCER: gl.constexpr,
+                              STAGES: gl.constexpr):
+        """Dual variant's math partitions: ws2p's rows ROW0 ... ROW0 + TM of 128 x 128 tiles,
+        with two MMAs in flight: block k+1's issued (into the other of two results, t0 and t1
+        in turn: two blocks a trip so each keeps its registers) before block k's is waited for
+        and scaled. The PRODUCER warpgroup also loads the ring, STAGES - 2 blocks ahead."""
+        TM: gl.constexpr = c_desc.block_type.shape[0]
+        TN: gl.constexpr = c_desc.block_type.shape[1]
+        TK: gl.constexpr = a_s.shape[2]
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
+        c_s = gl.allocate_shared_memory(c_desc.dtype, c_desc.block_type.shape, c_desc.layout)
+        nk = gl.cdiv(K, TK)
+        if PRODUCER:
+            for j in gl.static_range(STAGES - 2):
+                _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, j, M, N, nk, STAGES)
+        it = 0
+        for tile in range(gl.program_id(0), gl.cdiv(M, 2 * TM) * gl.cdiv(N, TN),
+                          gl.num_programs(0)):
+            pid_m, pid_n = _tile(tile, M, N, 2 * TM, TN, GROUP_M)
+            off_m = pid_m * 2 * TM + ROW0
+            sa_row, rmask = _row_scales(sa_ptr, off_m, M, nk, TM, mma)
+            acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+            t0 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+            t1 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+            if PRODUCER:           # block 0: no earlier MMA of the tile to wait for
+                _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, it + STAGES - 2, M, N, nk,
+                             STAGES)
+            s = it % STAGES
+            mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+            t0 = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).permute((1, 0)), t0,
+                               use_acc=False, is_async=True)
+            sc0 = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)
+            for k in range(1, nk - 1, 2):
+                t1, t0, acc, sc1 = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row,
+                                              rmask, sb_ptr, pid_n, M, N, nk, it + k, k, t1, t0,
+                                              acc, sc0, ROW0, PRODUCER, STAGES)
+                t0, t1, acc, sc0 = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row,
+                                              rmask, sb_ptr, pid_n, M, N, nk, it + k + 1, k + 1,
+                                              t0, t1, acc, sc1, ROW0, PRODUCER, STAGES)
+            if nk % 2 == 0:        # one block left: its MMA into t1, the last to wait for
+                t_end, _, acc, sc_fin = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty,
+                                                   sa_row, rmask, sb_ptr, pid_n, M, N, nk,
+                                                   it + nk - 1, nk - 1, t1, t0, acc, sc0, ROW0,
+                                                   PRODUCER, STAGES)
+                t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_end, ))
+            else:                  # the last block's MMA is in t0
+                t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t0, ))
+                sc_fin = sc0
+            mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
+            acc = gl.fma(t_fin, sc_fin[:, None], acc)
+            it += nk
+            tma.store_wait(pendings=0)          # the last tile's store has left c_s
+            c_s.store(acc.to(c_desc.dtype))
+            fence_async_shared()
+            tma.async_copy_shared_to_global(c_desc, [off_m, pid_n * TN], c_s)
+        tma.store_wait(pendings=0)
+
+    @gluon.jit
+    def fp8_block_gemm_ws2d_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
+                                   STAGES: gl.constexpr, num_warps: gl.constexpr):
+        """ws2p with two MMAs in flight in each math warpgroup and no load partition: eight
+        warps in all, so 240 registers each (two MMA results and a half tile's sum: 192)."""
+        TH: gl.constexpr = c_desc.block_type.shape[0]
+        a_s, b_s, ready, empty = _ring(a_desc, b_desc, STAGES, 2)
+        gl.warp_specialize([
+            (_dual_math_persistent, (a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr,
+                                     sb_ptr, M, N, K, 0, True, STAGES)),
+            (_dual_math_persistent, (a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr,
+                                     sb_ptr, M, N, K, TH, False, STAGES)),
+        ], [4], [240])                                # WIDE_MAXNREG for the second warpgroup
+
+    @gluon.jit
     def fp8_block_gemm_ws2w_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
                                    STAGES: gl.constexpr, num_warps: gl.constexpr):
         """ws2p on 128 x 256 tiles (a third less operand traffic per FLOP than 128 x 128), two
@@ -583,11 +690,15 @@ def _launch_args(variant: str, a, bt, c, sa, sb) -> tuple:
     """(kernel, positional arguments, launch options) of a variant on A, B^T, C and scales."""
     _require_gluon()
     (m, k), n = a.shape, bt.shape[0]
-    descs = _descriptors(a, bt, c, BM // 2 if variant in ("ws2", "ws2p", "ws2pp", "ws2w") else BM,
+    descs = _descriptors(a, bt, c,
+                         BM // 2 if variant in ("ws2", "ws2p", "ws2pp", "ws2w", "ws2d") else BM,
                          2 * BN if variant == "ws2w" else BN, BM // 2 if variant == "ws2pp" else BM)
     sbt = sb.t().contiguous()          # the kernels read each column block's scales in a row
     if variant == "ws2w":
         return (fp8_block_gemm_ws2w_kernel, (*descs, sa, sbt, m, n, k, WIDE_STAGES),
+                {"num_warps": 4, "maxnreg": WIDE_MAXNREG})
+    if variant == "ws2d":
+        return (fp8_block_gemm_ws2d_kernel, (*descs, sa, sbt, m, n, k, DUAL_STAGES),
                 {"num_warps": 4, "maxnreg": WIDE_MAXNREG})
     if variant == "ws2pp":
         return (fp8_block_gemm_ws2pp_kernel, (*descs, sa, sbt, m, n, k, PP_STAGES),
@@ -618,7 +729,8 @@ def _descriptors(a, bt, c, c_rows: int = BM, b_rows: int = BN, a_rows: int = BM)
 
 def check_shape(m: int, n: int, k: int, variant: str = "pingpong") -> None:
     """The kernel takes whole tiles and at least STAGES K blocks; refuse anything else (ws2pp's
-    64-row tiles and 8-stage ring ask no more: its load warp waits for free buffers)."""
+    64-row tiles and 8-stage ring, and ws2d's 6-stage ring, ask no more: their loads wait for
+    free buffers and run on into the next tile)."""
     bn = 2 * BN if variant == "ws2w" else BN
     if m % BM or n % bn or k % BK or k < STAGES * BK:
         raise MokInputError(f"M={m}, N={n}, K={k}: M a multiple of {BM}, N of {bn}, K of {BK} "
@@ -639,7 +751,7 @@ def fp8_block_gemm(a, sa, bt, sb, variant: str = "pingpong"):
     tile_m, tile_n = BM // 2 if variant == "ws2pp" else BM, 2 * BN if variant == "ws2w" else BN
     tiles = (m // tile_m) * (n // tile_n)
     grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count
-               ) if variant in ("ws2p", "ws2pp", "ws2w") else tiles
+               ) if variant in ("ws2p", "ws2pp", "ws2w", "ws2d") else tiles
 
     def launch():
         kernel[(grid, )](*args, **options)
