@@ -306,8 +306,6 @@ def forward_tiles(precision: str, wl: "Workload", group: bool = False,
         out["tma_a"] = 1
     if (cfg.list_lag or 1) != 1:               # named only when not 1, as tma_a
         out["list_lag"] = cfg.list_lag
-    if cfg.fused_schedule:                     # named only when on, as tma_a
-        out["fused_schedule"] = 1
     split = cfg.split_dn or (1 if group else forward_split_dn(
         wl.tokens, sh.topk, sh.experts, wl.ep, sh.hidden, sh.inter, cfg.block_m, cfg.bn_dn,
         precision))

@@ -99,11 +99,6 @@ class KernelConfig:
                                     # 128 (4 stages of fp8 128x128 / 128x256 tiles exceed the
                                     # H200's shared memory; at block_m 64 they fit)
     copy_rows: int = 16
-    fused_schedule: bool = False    # build the dispatch schedule in one cooperative launch of
-                                    # its five phases (schedule.py builder "fused") instead of
-                                    # five kernels: the same arrays. One GPU only (rank=r or
-                                    # rank=None): a launch that needs every program resident
-                                    # could wait forever behind a peer's megakernel on one GPU
     split_dn: int | None = None     # down items split along K into this many slices (1, 2, 4,
                                     # 8 or 16), partial tiles summed in slice order by the item
                                     # that completes a block: more items where row tiles are few
@@ -1266,9 +1261,6 @@ class MoKLayer:
         if (cfg.split_dn or 1) > 1 and self.group is not None:
             raise ValueError(f"split_dn={cfg.split_dn} runs on one GPU (rank=r emulation or "
                              f"rank=None virtual ranks); group mode keeps split_dn=1")
-        if cfg.fused_schedule and self.group is not None:
-            raise ValueError("fused_schedule=True runs on one GPU (rank=r emulation or rank=None "
-                             "virtual ranks); group mode builds the schedule in five kernels")
         if cfg.precision == "fp8" and self.group is not None:
             raise ValueError("precision='fp8' runs on one GPU (rank=r emulation or rank=None virtual "
                              "ranks); group mode (LocalGroup or real GPUs) is BF16 only")
@@ -1487,11 +1479,9 @@ class MoKLayer:
     def schedule(self, ids_all: torch.Tensor) -> Schedule:
         """Build the GPU-side schedule of every rank this launch serves (stacked for P virtual ranks)."""
         ranks = range(self.ep) if self.rank is None else [self.rank]
-        builder = "fused" if self.cfg.fused_schedule else None
         scheds = [build_schedule(ids_all, ep=self.ep, num_experts=self.E, rank=r,
                                  capacity_multiplier=self.cfg.capacity,
-                                 minibatch=self.cfg.minibatch, block_m=self.cfg.block_m,
-                                 builder=builder)
+                                 minibatch=self.cfg.minibatch, block_m=self.cfg.block_m)
                   for r in ranks]
         return scheds[0] if len(scheds) == 1 else stack_schedules(scheds)
 

@@ -104,32 +104,22 @@ def _span(ids_all: torch.Tensor, ep: int, num_experts: int, rank: int | None,
     return pn, k, n, el, rank * el, el, cap_rank, cap_rank
 
 
-BUILDERS = ("kernels", "fused", "torch")
-
-
 def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: int | None,
                    capacity_multiplier: float, minibatch: int, block_m: int = 128,
-                   builder: str | None = None) -> Schedule:
+                   use_triton: bool | None = None) -> Schedule:
     """Build the schedule on ids_all's device from all-gathered top-k ids (P*N, k).
 
-    ``builder`` (BUILDERS): "kernels", five Triton kernels (a stable counting sort of the
-    routes, then tiles and minibatches); "fused", the same phases in one cooperative launch
-    (every program resident, a grid barrier between dependent phases: not for a GPU where
-    another launch may hold SMs while it waits for this one, as LocalGroup's ranks do);
-    "torch", plain tensor ops (the checked reference). None: "kernels" on CUDA, else "torch".
-    All three give the same arrays.
+    On CUDA the fused Triton path (a few kernels plus one sort) is used unless use_triton=False;
+    elsewhere (and as the checked fallback) plain tensor ops compute the same arrays.
     """
     if minibatch < 1 or block_m < 1:
         raise ValueError("minibatch and block_m must be >= 1")
-    if builder is None:
-        builder = "kernels" if ids_all.is_cuda else "torch"
-    if builder not in BUILDERS:
-        raise ValueError(f"schedule builder {builder!r} must be one of {', '.join(BUILDERS)}")
-    if builder != "torch":
+    if use_triton is None:
+        use_triton = ids_all.is_cuda
+    if use_triton:
         return _build_schedule_triton(ids_all, ep=ep, num_experts=num_experts, rank=rank,
                                       capacity_multiplier=capacity_multiplier,
-                                      minibatch=minibatch, block_m=block_m,
-                                      fused=builder == "fused")
+                                      minibatch=minibatch, block_m=block_m)
     pn, k, n, el, e0, nloc, cap, cap_rank = _span(ids_all, ep, num_experts, rank, capacity_multiplier)
     dev = ids_all.device
     f_all = pn * k
@@ -201,20 +191,18 @@ _SK: dict = {}
 
 
 def _sched_kernels() -> dict:
-    """Triton kernels of the schedule builder (Triton imported lazily). Each phase is a helper
-    that one program runs for one block, expert or chunk: the "kernels" builder launches one
-    kernel per phase (five), the "fused" builder one kernel that walks every phase with its
-    programs and a grid barrier between dependent phases."""
+    """Triton kernels of the fused schedule builder (Triton imported lazily)."""
     if _SK:
         return _SK
     import triton
     import triton.language as tl
 
     @triton.jit
-    def hist_block(b, ids_ptr, bh_ptr, bs_ptr, cnt_ptr, F, e0, nloc, NBIN: tl.constexpr,
-                   BLK: tl.constexpr):
-        """Block b of BLK routes: bucket histogram (bucket = local expert, nloc for others) and
+    def hist_kernel(ids_ptr, bh_ptr, bs_ptr, cnt_ptr, F, e0, nloc, NBIN: tl.constexpr,
+                    BLK: tl.constexpr):
+        """Per block of BLK routes: bucket histogram (bucket = local expert, nloc for others) and
         its exclusive prefix; global bucket counts by atomics."""
+        b = tl.program_id(0)
         f = b * BLK + tl.arange(0, BLK)
         m = f < F
         le = tl.load(ids_ptr + f, mask=m, other=0).to(tl.int32) - e0
@@ -226,37 +214,34 @@ def _sched_kernels() -> dict:
         tl.atomic_add(cnt_ptr + bins, hist, mask=(bins <= nloc) & (hist > 0), sem="relaxed")
 
     @triton.jit
-    def expert_start(e, cnt_ptr, nloc, NBE: tl.constexpr):
-        """First row of expert e's routes: the counts of the experts before it."""
-        j = tl.arange(0, NBE)
-        return tl.sum(tl.where(j < e, tl.load(cnt_ptr + j, mask=j < nloc, other=0), 0))
+    def scan_kernel(bh_ptr, cnt_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, NB, C, nloc,
+                    NBE: tl.constexpr, NBIN: tl.constexpr, BB: tl.constexpr, BLK: tl.constexpr):
+        """Program e < nloc: first row of expert e's routes in each block (expert start plus the
+        earlier blocks' counts). Later programs: rows past the kept total get empty entries."""
+        pid = tl.program_id(0)
+        e = tl.arange(0, NBE)
+        cnt = tl.load(cnt_ptr + e, mask=e < nloc, other=0)
+        if pid < nloc:
+            carry = tl.sum(tl.where(e < pid, cnt, 0))
+            for c0 in range(0, NB, BB):
+                j = c0 + tl.arange(0, BB)
+                v = tl.load(bh_ptr + j * NBIN + pid, mask=j < NB, other=0)
+                tl.store(base_ptr + j * NBIN + pid, carry + tl.cumsum(v, 0) - v, mask=j < NB)
+                carry += tl.sum(v)
+        else:
+            total = tl.minimum(tl.sum(cnt), C)
+            pos = (pid - nloc) * BLK + tl.arange(0, BLK)
+            m = (pos >= total) & (pos < C)
+            tl.store(slot_ptr + pos, pos * 0, mask=m)
+            tl.store(src_ptr + pos, pos * 0, mask=m)
+            tl.store(exp_ptr + pos, pos * 0 - 1, mask=m)
 
     @triton.jit
-    def scan_chunk(e, c0, carry, bh_ptr, base_ptr, NB, NBIN: tl.constexpr, BB: tl.constexpr):
-        """Blocks c0 ... c0 + BB of expert e's scan: the first row of its routes in each block
-        (carry: its first row in block c0); returns the carry past them."""
-        jb = c0 + tl.arange(0, BB)
-        v = tl.load(bh_ptr + jb * NBIN + e, mask=jb < NB, other=0)
-        tl.store(base_ptr + jb * NBIN + e, carry + tl.cumsum(v, 0) - v, mask=jb < NB)
-        return carry + tl.sum(v)
-
-    @triton.jit
-    def empty_rows(c, cnt_ptr, src_ptr, slot_ptr, exp_ptr, C, nloc, NBE: tl.constexpr,
-                   BLK: tl.constexpr):
-        """Chunk c of BLK rows: rows past the kept total get empty entries."""
-        j = tl.arange(0, NBE)
-        total = tl.minimum(tl.sum(tl.load(cnt_ptr + j, mask=j < nloc, other=0)), C)
-        pos = c * BLK + tl.arange(0, BLK)
-        m = (pos >= total) & (pos < C)
-        tl.store(slot_ptr + pos, pos * 0, mask=m)
-        tl.store(src_ptr + pos, pos * 0, mask=m)
-        tl.store(exp_ptr + pos, pos * 0 - 1, mask=m)
-
-    @triton.jit
-    def place_block(b, ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, e0, nloc,
-                    NBIN: tl.constexpr, BLK: tl.constexpr):
-        """Stable counting sort, last step: block b orders its routes by bucket (in-block sort
+    def place_kernel(ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, e0, nloc,
+                     NBIN: tl.constexpr, BLK: tl.constexpr):
+        """Stable counting sort, last step: each block orders its routes by bucket (in-block sort
         of bucket*BLK + lane) and writes every kept local route to its row."""
+        b = tl.program_id(0)
         lane = tl.arange(0, BLK)
         f = b * BLK + lane
         m = f < F
@@ -274,61 +259,58 @@ def _sched_kernels() -> dict:
         tl.store(exp_ptr + pos, sb, mask=keep)
 
     @triton.jit
-    def tile_counts(cnt_ptr, C, nloc, NBE: tl.constexpr, BM: tl.constexpr):
-        """Per expert (NBE lanes): counts, first kept row, kept rows, row tiles and their
-        inclusive prefix; and the kept total."""
+    def tiles_kernel(cnt_ptr, te_ptr, tr0_ptr, trows_ptr, off_ptr, C, nloc, T_MAX,
+                     NBE: tl.constexpr, BM: tl.constexpr, BT: tl.constexpr):
+        """Program e < nloc writes expert e's tiles; later programs fill unused tiles."""
+        pid = tl.program_id(0)
         e = tl.arange(0, NBE)
-        cnt = tl.load(cnt_ptr + e, mask=e < nloc, other=0)
+        em = e < nloc
+        cnt = tl.load(cnt_ptr + e, mask=em, other=0)
         cum = tl.cumsum(cnt, 0)
         start = cum - cnt
         kept = tl.minimum(cum, C) - tl.minimum(start, C)
         ntile = (kept + BM - 1) // BM
-        return cnt, start, kept, ntile, tl.cumsum(ntile, 0), tl.minimum(tl.sum(cnt), C)
-
-    @triton.jit
-    def expert_tiles(pid, cnt_ptr, te_ptr, tr0_ptr, trows_ptr, off_ptr, C, nloc,
-                     NBE: tl.constexpr, BM: tl.constexpr, BT: tl.constexpr):
-        """Expert pid's row tiles and first kept row (and, from the last expert, the total)."""
-        cnt, start, kept, ntile, tcum, total = tile_counts(cnt_ptr, C, nloc, NBE, BM)
-        sel = tl.arange(0, NBE) == pid
-        my_off = tl.sum(tl.where(sel, tl.minimum(start, C), 0))
-        my_kept = tl.sum(tl.where(sel, kept, 0))
-        my_nt = tl.sum(tl.where(sel, ntile, 0))
-        my_t0 = tl.sum(tl.where(sel, tcum - ntile, 0))
-        tl.store(off_ptr + pid, my_off)
-        if pid == nloc - 1:
-            tl.store(off_ptr + nloc, total)
-        j0 = 0
-        while j0 < my_nt:
-            j = j0 + tl.arange(0, BT)
-            mj = j < my_nt
-            tl.store(te_ptr + my_t0 + j, pid + j * 0, mask=mj)
-            tl.store(tr0_ptr + my_t0 + j, my_off + j * BM, mask=mj)
-            tl.store(trows_ptr + my_t0 + j, tl.minimum(my_kept - j * BM, BM), mask=mj)
-            j0 += BT
-
-    @triton.jit
-    def unused_tiles(c, cnt_ptr, te_ptr, tr0_ptr, trows_ptr, C, nloc, T_MAX,
-                     NBE: tl.constexpr, BM: tl.constexpr, BT: tl.constexpr):
-        """Chunk c of BT tiles: tiles past the last used one start at the total, with no rows."""
-        cnt, start, kept, ntile, tcum, total = tile_counts(cnt_ptr, C, nloc, NBE, BM)
-        t = c * BT + tl.arange(0, BT)
-        mt = (t >= tl.sum(ntile)) & (t < T_MAX)
-        tl.store(te_ptr + t, t * 0, mask=mt)
-        tl.store(tr0_ptr + t, t * 0 + total, mask=mt)
-        tl.store(trows_ptr + t, t * 0, mask=mt)
-
-    @triton.jit
-    def mb_chunk(c, cnt_ptr, tr0_ptr, mbt_ptr, mbr_ptr, scal_ptr, C, nloc, T_MAX, MB_MAX, MB,
-                 P, EL, CAP_RANK, PER_RANK, NBE: tl.constexpr, BM: tl.constexpr,
-                 LOG2T: tl.constexpr, BLK: tl.constexpr):
-        """Chunk c of BLK minibatch boundaries by binary search over tile starts; the scalars
-        (total, tiles, minibatches, overflow) from chunk 0."""
-        cnt, start, kept, ntile, tcum, total = tile_counts(cnt_ptr, C, nloc, NBE, BM)
-        e = tl.arange(0, NBE)
+        tcum = tl.cumsum(ntile, 0)
         num_tiles = tl.sum(ntile)
+        total = tl.minimum(tl.sum(cnt), C)
+        if pid < nloc:
+            sel = e == pid
+            my_off = tl.sum(tl.where(sel, tl.minimum(start, C), 0))
+            my_kept = tl.sum(tl.where(sel, kept, 0))
+            my_nt = tl.sum(tl.where(sel, ntile, 0))
+            my_t0 = tl.sum(tl.where(sel, tcum - ntile, 0))
+            tl.store(off_ptr + pid, my_off)
+            if pid == nloc - 1:
+                tl.store(off_ptr + nloc, total)
+            j0 = 0
+            while j0 < my_nt:
+                j = j0 + tl.arange(0, BT)
+                mj = j < my_nt
+                tl.store(te_ptr + my_t0 + j, pid + j * 0, mask=mj)
+                tl.store(tr0_ptr + my_t0 + j, my_off + j * BM, mask=mj)
+                tl.store(trows_ptr + my_t0 + j, tl.minimum(my_kept - j * BM, BM), mask=mj)
+                j0 += BT
+        else:
+            t = (pid - nloc) * BT + tl.arange(0, BT)
+            mt = (t >= num_tiles) & (t < T_MAX)
+            tl.store(te_ptr + t, t * 0, mask=mt)
+            tl.store(tr0_ptr + t, t * 0 + total, mask=mt)
+            tl.store(trows_ptr + t, t * 0, mask=mt)
+
+    @triton.jit
+    def mb_kernel(cnt_ptr, tr0_ptr, mbt_ptr, mbr_ptr, scal_ptr, C, nloc, T_MAX, MB_MAX, MB,
+                  P, EL, CAP_RANK, PER_RANK, NBE: tl.constexpr, BM: tl.constexpr,
+                  LOG2T: tl.constexpr, BLK: tl.constexpr):
+        """Minibatch boundaries by binary search over tile starts; scalars by program 0."""
+        e = tl.arange(0, NBE)
+        em = e < nloc
+        cnt = tl.load(cnt_ptr + e, mask=em, other=0)
+        cum = tl.cumsum(cnt, 0)
+        kept = tl.minimum(cum, C) - tl.minimum(cum - cnt, C)
+        num_tiles = tl.sum((kept + BM - 1) // BM)
         total_in = tl.sum(cnt)
-        m = c * BLK + tl.arange(0, BLK)
+        total = tl.minimum(total_in, C)
+        m = tl.program_id(0) * BLK + tl.arange(0, BLK)
         mm = m <= MB_MAX
         target = m * MB
         lo = m * 0
@@ -345,7 +327,7 @@ def _sched_kernels() -> dict:
         tl.store(mbt_ptr + m, first, mask=mm)
         r = tl.load(tr0_ptr + first, mask=mm & (first < T_MAX), other=0)
         tl.store(mbr_ptr + m, tl.where(first < T_MAX, r, total), mask=mm)
-        if c == 0:
+        if tl.program_id(0) == 0:
             if PER_RANK != 0:
                 over = total_in * 0
                 q = 0
@@ -360,99 +342,15 @@ def _sched_kernels() -> dict:
             tl.store(scal_ptr + 2, (total + MB - 1) // MB)
             tl.store(scal_ptr + 3, over)
 
-    @triton.jit
-    def hist_kernel(ids_ptr, bh_ptr, bs_ptr, cnt_ptr, F, e0, nloc, NBIN: tl.constexpr,
-                    BLK: tl.constexpr):
-        hist_block(tl.program_id(0), ids_ptr, bh_ptr, bs_ptr, cnt_ptr, F, e0, nloc, NBIN, BLK)
-
-    @triton.jit
-    def scan_kernel(bh_ptr, cnt_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, NB, C, nloc,
-                    NBE: tl.constexpr, NBIN: tl.constexpr, BB: tl.constexpr, BLK: tl.constexpr):
-        """Programs < nloc: one expert's scan each; the later ones: empty_rows."""
-        pid = tl.program_id(0)
-        if pid < nloc:
-            carry = expert_start(pid, cnt_ptr, nloc, NBE)
-            for c0 in range(0, NB, BB):
-                carry = scan_chunk(pid, c0, carry, bh_ptr, base_ptr, NB, NBIN, BB)
-        else:
-            empty_rows(pid - nloc, cnt_ptr, src_ptr, slot_ptr, exp_ptr, C, nloc, NBE, BLK)
-
-    @triton.jit
-    def place_kernel(ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, e0, nloc,
-                     NBIN: tl.constexpr, BLK: tl.constexpr):
-        place_block(tl.program_id(0), ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, F,
-                    C, K, e0, nloc, NBIN, BLK)
-
-    @triton.jit
-    def tiles_kernel(cnt_ptr, te_ptr, tr0_ptr, trows_ptr, off_ptr, C, nloc, T_MAX,
-                     NBE: tl.constexpr, BM: tl.constexpr, BT: tl.constexpr):
-        """Programs < nloc: expert_tiles; the later ones: unused_tiles."""
-        pid = tl.program_id(0)
-        if pid < nloc:
-            expert_tiles(pid, cnt_ptr, te_ptr, tr0_ptr, trows_ptr, off_ptr, C, nloc, NBE, BM, BT)
-        else:
-            unused_tiles(pid - nloc, cnt_ptr, te_ptr, tr0_ptr, trows_ptr, C, nloc, T_MAX, NBE, BM,
-                         BT)
-
-    @triton.jit
-    def mb_kernel(cnt_ptr, tr0_ptr, mbt_ptr, mbr_ptr, scal_ptr, C, nloc, T_MAX, MB_MAX, MB,
-                  P, EL, CAP_RANK, PER_RANK, NBE: tl.constexpr, BM: tl.constexpr,
-                  LOG2T: tl.constexpr, BLK: tl.constexpr):
-        mb_chunk(tl.program_id(0), cnt_ptr, tr0_ptr, mbt_ptr, mbr_ptr, scal_ptr, C, nloc, T_MAX,
-                 MB_MAX, MB, P, EL, CAP_RANK, PER_RANK, NBE, BM, LOG2T, BLK)
-
-    @triton.jit
-    def grid_barrier(ptr, G):
-        """Every program of the (co-resident) grid arrives at word ptr; wait until all G have
-        (release / acquire at GPU scope). The word starts at zero: one word per barrier."""
-        tl.debug_barrier()
-        v = tl.atomic_add(ptr, 1, sem="acq_rel", scope="gpu") + 1
-        while v < G:
-            v = tl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
-        tl.debug_barrier()
-
-    @triton.jit
-    def fused_kernel(ids_ptr, bh_ptr, bs_ptr, base_ptr, cnt_ptr, bar_ptr, src_ptr, slot_ptr,
-                     exp_ptr, te_ptr, tr0_ptr, trows_ptr, off_ptr, mbt_ptr, mbr_ptr, scal_ptr,
-                     F, C, K, e0, nloc, NB, T_MAX, MB_MAX, MB, P, EL, CAP_RANK, PER_RANK,
-                     NBE: tl.constexpr, NBIN: tl.constexpr, BB: tl.constexpr, BLK: tl.constexpr,
-                     BM: tl.constexpr, BT: tl.constexpr, LOG2T: tl.constexpr, BMB: tl.constexpr):
-        """The five phases in one launch: histograms; the per-expert scans, empty rows and
-        tiles (all need only the counts); then placement and minibatches (they need the scans'
-        bases and the tiles' first rows). Needs every program resident: a cooperative launch."""
-        pid = tl.program_id(0)
-        G = tl.num_programs(0)
-        for b in range(pid, NB, G):
-            hist_block(b, ids_ptr, bh_ptr, bs_ptr, cnt_ptr, F, e0, nloc, NBIN, BLK)
-        grid_barrier(bar_ptr, G)
-        for e in range(pid, nloc, G):
-            carry = expert_start(e, cnt_ptr, nloc, NBE)
-            for c0 in range(0, NB, BB):
-                carry = scan_chunk(e, c0, carry, bh_ptr, base_ptr, NB, NBIN, BB)
-            expert_tiles(e, cnt_ptr, te_ptr, tr0_ptr, trows_ptr, off_ptr, C, nloc, NBE, BM, BT)
-        for c in range(pid, (C + BLK - 1) // BLK, G):
-            empty_rows(c, cnt_ptr, src_ptr, slot_ptr, exp_ptr, C, nloc, NBE, BLK)
-        for c in range(pid, (T_MAX + BT - 1) // BT, G):
-            unused_tiles(c, cnt_ptr, te_ptr, tr0_ptr, trows_ptr, C, nloc, T_MAX, NBE, BM, BT)
-        grid_barrier(bar_ptr + 1, G)
-        for b in range(pid, NB, G):
-            place_block(b, ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, e0,
-                        nloc, NBIN, BLK)
-        for c in range(pid, (MB_MAX + BMB) // BMB, G):
-            mb_chunk(c, cnt_ptr, tr0_ptr, mbt_ptr, mbr_ptr, scal_ptr, C, nloc, T_MAX, MB_MAX, MB,
-                     P, EL, CAP_RANK, PER_RANK, NBE, BM, LOG2T, BMB)
-
     _SK.update(hist=hist_kernel, scan=scan_kernel, place=place_kernel, tiles=tiles_kernel,
-               mb=mb_kernel, fused=fused_kernel)
+               mb=mb_kernel)
     return _SK
 
 
 def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: int | None,
-                           capacity_multiplier: float, minibatch: int, block_m: int,
-                           fused: bool) -> Schedule:
-    """CUDA paths of build_schedule: the same arrays as the tensor ops (a stable counting sort
-    of the routes by local expert, then tiles and minibatches) from five Triton kernels, or
-    (``fused``) from one cooperative launch of their phases."""
+                           capacity_multiplier: float, minibatch: int, block_m: int) -> Schedule:
+    """Fused CUDA path of build_schedule: same arrays from 5 Triton kernels (a stable counting
+    sort of the routes by local expert, then tiles and minibatches) instead of ~60 tensor ops."""
     ks = _sched_kernels()
     pn, k, n, el, e0, nloc, cap, cap_rank = _span(ids_all, ep, num_experts, rank, capacity_multiplier)
     dev, i32 = ids_all.device, torch.int32
@@ -461,56 +359,38 @@ def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, 
     nbin = max(16, 1 << (nloc + 1).bit_length())
     t_max = (cap + block_m - 1) // block_m + nloc
     mb_max = max(1, (cap + minibatch - 1) // minibatch)
-    # counts (+ the dump bucket), four scalars and the fused launch's two barrier words: zeroed
-    ints = torch.zeros(nloc + 1 + 4 + 2, dtype=i32, device=dev)
-    counts_all, scal, bar = ints[:nloc + 1], ints[nloc + 1:nloc + 5], ints[nloc + 5:]
-    blk, bt, bmb = 512, 128, 256
+    ints = torch.zeros(nloc + 1 + 4, dtype=i32, device=dev)           # counts (+dump), scalars
+    counts_all, scal = ints[:nloc + 1], ints[nloc + 1:]
+    blk = 512
     nb = triton_cdiv(f_all, blk)
     ids_flat = ids_all.reshape(-1)
     scratch = torch.empty(3, nb * nbin, dtype=i32, device=dev)   # block hist, its prefix, bases
+    ks["hist"][(nb,)](ids_flat, scratch[0], scratch[1], counts_all, f_all, e0, nloc, NBIN=nbin,
+                      BLK=blk, num_warps=4)
     recv = torch.empty(3, cap, dtype=i32, device=dev)
+    ks["scan"][(nloc + triton_cdiv(cap, blk),)](scratch[0], counts_all, scratch[2], recv[0], recv[1],
+                                                recv[2], nb, cap, nloc, NBE=nbe, NBIN=nbin, BB=1024,
+                                                BLK=blk, num_warps=4)
+    ks["place"][(nb,)](ids_flat, scratch[1], scratch[2], recv[0], recv[1], recv[2], f_all, cap, k,
+                       e0, nloc, NBIN=nbin, BLK=blk, num_warps=4)
     tiles = torch.empty(3, t_max, dtype=i32, device=dev)
     offsets = torch.empty(nloc + 1, dtype=i32, device=dev)
+    bt = 128
+    ks["tiles"][(nloc + triton_cdiv(t_max, bt),)](counts_all, tiles[0], tiles[1], tiles[2], offsets,
+                                                  cap, nloc, t_max, NBE=nbe, BM=block_m, BT=bt,
+                                                  num_warps=4)
     mbs = torch.empty(2, mb_max + 1, dtype=i32, device=dev)
     log2t = max(1, t_max.bit_length())
-    if fused:
-        work = max(nb, nloc, triton_cdiv(cap, blk), triton_cdiv(t_max, bt),
-                   triton_cdiv(mb_max + 1, bmb))
-        grid = min(work, fused_programs(dev))
-        ks["fused"][(grid,)](ids_flat, scratch[0], scratch[1], scratch[2], counts_all, bar,
-                             recv[0], recv[1], recv[2], tiles[0], tiles[1], tiles[2], offsets,
-                             mbs[0], mbs[1], scal, f_all, cap, k, e0, nloc, nb, t_max, mb_max,
-                             minibatch, ep, el, cap_rank, int(rank is None), NBE=nbe, NBIN=nbin,
-                             BB=1024, BLK=blk, BM=block_m, BT=bt, LOG2T=log2t, BMB=bmb,
-                             num_warps=4, launch_cooperative_grid=True)
-    else:
-        ks["hist"][(nb,)](ids_flat, scratch[0], scratch[1], counts_all, f_all, e0, nloc,
-                          NBIN=nbin, BLK=blk, num_warps=4)
-        ks["scan"][(nloc + triton_cdiv(cap, blk),)](scratch[0], counts_all, scratch[2], recv[0],
-                                                    recv[1], recv[2], nb, cap, nloc, NBE=nbe,
-                                                    NBIN=nbin, BB=1024, BLK=blk, num_warps=4)
-        ks["place"][(nb,)](ids_flat, scratch[1], scratch[2], recv[0], recv[1], recv[2], f_all,
-                           cap, k, e0, nloc, NBIN=nbin, BLK=blk, num_warps=4)
-        ks["tiles"][(nloc + triton_cdiv(t_max, bt),)](counts_all, tiles[0], tiles[1], tiles[2],
-                                                      offsets, cap, nloc, t_max, NBE=nbe,
-                                                      BM=block_m, BT=bt, num_warps=4)
-        ks["mb"][(triton_cdiv(mb_max + 1, bmb),)](counts_all, tiles[1], mbs[0], mbs[1], scal, cap,
-                                                  nloc, t_max, mb_max, minibatch, ep, el,
-                                                  cap_rank, int(rank is None), NBE=nbe,
-                                                  BM=block_m, LOG2T=log2t, BLK=bmb, num_warps=4)
+    ks["mb"][(triton_cdiv(mb_max + 1, 256),)](counts_all, tiles[1], mbs[0], mbs[1], scal, cap, nloc,
+                                              t_max, mb_max, minibatch, ep, el, cap_rank,
+                                              int(rank is None), NBE=nbe, BM=block_m, LOG2T=log2t,
+                                              BLK=256, num_warps=4)
     return Schedule(
         ep=ep, tokens=n, topk=k, rank=rank, expert_base=e0, num_local=nloc, capacity=cap,
         block_m=block_m, minibatch=minibatch, recv_src=recv[0], recv_slot=recv[1],
         recv_expert=recv[2], counts=counts_all[:nloc], offsets=offsets, total=scal[0:1],
         tile_expert=tiles[0], tile_row0=tiles[1], tile_rows=tiles[2], num_tiles=scal[1:2],
         mb_tile=mbs[0], mb_row=mbs[1], num_mb=scal[2:3], overflow=scal[3:4])
-
-
-def fused_programs(device: torch.device) -> int:
-    """Programs of the fused builder's cooperative grid: one per SM (every one resident)."""
-    if device.type != "cuda":
-        return 1
-    return torch.cuda.get_device_properties(device).multi_processor_count
 
 
 def triton_cdiv(a: int, b: int) -> int:

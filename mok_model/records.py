@@ -398,8 +398,8 @@ DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, 
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
 # BF16 forward options besides group_m (KernelConfig): activation tiles through TMA, rows per
 # dispatch copy step, K slices of the down GEMM (the default split_dn is the shape's since
-# 2026-12-01 16:10 UTC: default_split_dn), the work list's lag, the schedule in one launch
-DEFAULT_BF16 = {"tma_a": 0, "copy_rows": 16, "split_dn": 1, "list_lag": 1, "fused_schedule": 0}
+# 2026-12-01 16:10 UTC: default_split_dn)
+DEFAULT_BF16 = {"tma_a": 0, "copy_rows": 16, "split_dn": 1, "list_lag": 1}
 
 
 def default_split_dn(rec: dict) -> int:
