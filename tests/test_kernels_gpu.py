@@ -293,20 +293,38 @@ def test_torch_grouped_matches_reference():
     assert rel(got, want) <= 1e-2
 
 
-@pytest.mark.parametrize("ep,rank,routing,mult,mb,bm", [
-    (16, 3, "uniform", 0.5, 300, 128), (8, None, "zipf:1.2", 0.5, 1000, 128),
-    (4, 0, "onehot", 0.2, 256, 64), (1, 0, "hot:0.1", 1.0, 4096, 128)])
-def test_fused_schedule_equals_tensor_ops(ep, rank, routing, mult, mb, bm):
+SCHEDULE_CASES = [   # (ep, rank, routing, capacity multiplier, minibatch, block_m, E, N, k)
+    (16, 3, "uniform", 0.5, 300, 128, 64, 512, 8), (8, None, "zipf:1.2", 0.5, 1000, 128, 64, 512, 8),
+    (4, 0, "onehot", 0.2, 256, 64, 64, 512, 8), (1, 0, "hot:0.1", 1.0, 4096, 128, 64, 512, 8),
+    (32, 7, "uniform", 1.0, 512, 128, 384, 8192, 8), (16, 0, "hot:0.1", 1.0, 2048, 64, 512, 4096, 8),
+    (32, None, "zipf:1.2", 0.25, 128, 128, 256, 1024, 8),
+    (8, 2, "zipf:1.2", 0.05, 128, 64, 32, 700, 4),   # overflows: rows past the capacity dropped
+    (64, 63, "uniform", 1.0, 64, 128, 256, 64, 1)]
+
+
+@pytest.mark.parametrize("ep,rank,routing,mult,mb,bm,e,n,k", SCHEDULE_CASES)
+def test_fused_schedule_equals_tensor_ops(ep, rank, routing, mult, mb, bm, e, n, k):
+    """The Triton schedule builder gives the tensor ops' arrays bit for bit, eagerly and
+    replayed from a CUDA graph on fresh ids."""
     import dataclasses
+    from mok_kernels.bench import capture_graph
     from mok_kernels.schedule import build_schedule
-    ids, _ = make_routing(ep * 512, 64, 8, routing, 5, device="cuda")
-    kw = dict(ep=ep, num_experts=64, rank=rank, capacity_multiplier=mult, minibatch=mb, block_m=bm)
-    a = build_schedule(ids, use_triton=False, **kw)
-    b = build_schedule(ids, use_triton=True, **kw)
-    for f in dataclasses.fields(a):
-        x, y = getattr(a, f.name), getattr(b, f.name)
-        if isinstance(x, torch.Tensor):
-            assert torch.equal(x.long(), y.long()), f.name
+    kw = dict(ep=ep, num_experts=e, rank=rank, capacity_multiplier=mult, minibatch=mb, block_m=bm)
+    ids, _ = make_routing(ep * n, e, k, routing, 5, device="cuda")
+    out = {}
+    step = capture_graph(lambda: out.update(s=build_schedule(ids, use_triton=True, **kw)))
+    for seed in (5, 6, 7):
+        ids.copy_(make_routing(ep * n, e, k, routing, seed, device="cuda")[0])
+        want = build_schedule(ids, use_triton=False, **kw)
+        for got in (build_schedule(ids, use_triton=True, **kw), None):
+            if got is None:
+                step()
+                got = out["s"]
+            torch.cuda.synchronize()
+            for f in dataclasses.fields(want):
+                x, y = getattr(want, f.name), getattr(got, f.name)
+                if isinstance(x, torch.Tensor):
+                    assert torch.equal(x.long(), y.long()), (seed, f.name)
 
 
 # ---- group mode: P separate launches (one per rank, own stream, own arena) on one GPU run the
