@@ -1,4 +1,6 @@
 #!/bin/bash
+# NOT RUN in session 24: its device time ran out before a machine could be started. Run it as
+# is in the next session (the registration stands: the model it predicts with is unchanged).
 # Session 24, fourth device call (nvidia-h200, <= 160 s: what the session's device time left):
 # the three worst of the presets' decode-size
 # workloads of the space sweep (MoK / same-rank GEMMs alone 1.56-1.71x with its four sampled
