@@ -69,6 +69,16 @@ OUR_PASSES = {
                                    "1 / (1 + 21.6/58) = 0.73 of the plain rate"),
 }
 
+# cross-GPU signalling over NVLink until measured (Hopper and Blackwell alike)
+NVLINK_SIGNALS = {
+    "signal_remote_us": (1.8, "facts: P2P write latency with software overhead 1.8-2.3 us (cuda-samples issue 230)"),
+    "push_signal_per_peer_us": (1.2, "prior: a pushing sender releases its peers in turn, each system-scope "
+                                     "release atomic waiting for the previous one's acknowledgment: one "
+                                     "NVLink round trip, 2 x the preset's 0.6 us hop latency (facts: "
+                                     "simulators use 500-700 ns, ASTRA-sim issue 59); not measured yet "
+                                     "(calibration/fit_fabric.py fits it from micro-nvlink-signal)"),
+}
+
 HOPPER = {  # what our megakernel would be on a Hopper box
     "tile_aligned_minibatches": (1.0, "design: mok_kernels/schedule.py cuts minibatches on row-tile boundaries"),
     "wave_sync": (0.0, "design: mok_kernels/megakernel.py hands out tiles from a dynamic work counter "
@@ -87,12 +97,7 @@ HOPPER = {  # what our megakernel would be on a Hopper box
     "hbm_eff": (0.875, "probe: device-to-device copy 4.20 of 4.8 TB/s"),
     "copy_gbps_per_sm": (12.4, "probe: row gather 12.4 GB/s per 256-thread block, linear to 132 blocks"),
     "link_eff": (0.83, "facts: HGX H100 peer copy 371-380 of 450 GB/s (NCCL issue 1264)"),
-    "signal_remote_us": (1.8, "facts: P2P write latency with software overhead 1.8-2.3 us (cuda-samples issue 230)"),
-    "push_signal_per_peer_us": (1.2, "prior: a pushing sender releases its peers in turn, each system-scope "
-                                     "release atomic waiting for the previous one's acknowledgment: one "
-                                     "NVLink round trip, 2 x the preset's 0.6 us hop latency (facts: "
-                                     "simulators use 500-700 ns, ASTRA-sim issue 59); not measured yet "
-                                     "(calibration/fit_fabric.py fits it from micro-nvlink-signal)"),
+    **NVLINK_SIGNALS,
     **OUR_PASSES,
 }
 
@@ -119,12 +124,7 @@ BLACKWELL = {  # the published kernel on Blackwell
     "hbm_eff": (0.875, "prior: Hopper's measured fraction (probe) until fitted"),
     "copy_gbps_per_sm": (50.0, "facts: DeepEP v2's SM-count formula assumes 50 GB/s written per SM"),
     "link_eff": (0.82, "facts: HybridEP kernel-only dispatch 735 of 900 GB/s on B200 EP8"),
-    "signal_remote_us": (1.8, "facts: P2P write latency with software overhead 1.8-2.3 us (cuda-samples issue 230)"),
-    "push_signal_per_peer_us": (1.2, "prior: a pushing sender releases its peers in turn, each system-scope "
-                                     "release atomic waiting for the previous one's acknowledgment: one "
-                                     "NVLink round trip, 2 x the preset's 0.6 us hop latency (facts: "
-                                     "simulators use 500-700 ns, ASTRA-sim issue 59); not measured yet "
-                                     "(calibration/fit_fabric.py fits it from micro-nvlink-signal)"),
+    **NVLINK_SIGNALS,
 }
 
 
