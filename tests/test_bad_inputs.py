@@ -482,6 +482,7 @@ GPU_TOOLS = [
     ("benchmarks.bwd_saved_fwd_cost", [], "needs a CUDA GPU"),
     ("benchmarks.bwd_saved_fwd_cost", ["--tokens", "x"], "--tokens 'x'"),
     ("benchmarks.fp8_ceiling", [], "needs a CUDA GPU"),
+    ("benchmarks.gluon_fp8_gemm", ["--variants", "ws2p,bogus"], "'bogus' is not one of"),
     ("benchmarks.fp8_ceiling", ["--rows", "1,,2"], "--rows '1,,2'"),
     ("benchmarks.fp8_ceiling", ["--out", "{d}/missing/x.json"], "does not exist"),
     ("mok_kernels.space_sweep", ["--shapes", "{d}/nope.toml", "--plan-out", "{d}/p.jsonl"],
