@@ -11,11 +11,12 @@ EP, tokens, routing with its seed and zipf order, pass, precision, the zero shar
 split, the work-list lag) with the same routing fields as recorded (a hot record of the old draw,
 without "draw": "model", is another run than one of today's), system, knobs and kernel tiles (a
 record without `group_m` in its tiles predates it: 1). Where one side measured a run several
-times, its latest record stands for it. Printed per system: how many runs both sides measured, the median ratio
-second / first with its 10th and 90th percentiles, and the figures of calibration.registered
-(MAPE, max, signed range; for MoK Spearman within workloads of 3+ settings and the regret of the
-pick among each workload's settings) of the first side as a prediction of the second, the
-second of the first, and the model (parameters of the records' hardware, or --params) of each.
+times, its latest record stands for it. Printed per system: how many runs both sides measured,
+the median ratio second / first with its 10th and 90th percentiles, and the figures of
+calibration.registered (MAPE, max, signed range; for MoK Spearman within workloads of 3+ settings
+and the regret of the pick among each workload's settings) of the first side as a prediction of
+the second, the second of the first, and the model (parameters of the records' hardware, or
+--params) of each.
 """
 
 from __future__ import annotations

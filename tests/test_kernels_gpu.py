@@ -294,9 +294,11 @@ def test_torch_grouped_matches_reference():
 
 
 SCHEDULE_CASES = [   # (ep, rank, routing, capacity multiplier, minibatch, block_m, E, N, k)
-    (16, 3, "uniform", 0.5, 300, 128, 64, 512, 8), (8, None, "zipf:1.2", 0.5, 1000, 128, 64, 512, 8),
+    (16, 3, "uniform", 0.5, 300, 128, 64, 512, 8),
+    (8, None, "zipf:1.2", 0.5, 1000, 128, 64, 512, 8),
     (4, 0, "onehot", 0.2, 256, 64, 64, 512, 8), (1, 0, "hot:0.1", 1.0, 4096, 128, 64, 512, 8),
-    (32, 7, "uniform", 1.0, 512, 128, 384, 8192, 8), (16, 0, "hot:0.1", 1.0, 2048, 64, 512, 4096, 8),
+    (32, 7, "uniform", 1.0, 512, 128, 384, 8192, 8),
+    (16, 0, "hot:0.1", 1.0, 2048, 64, 512, 4096, 8),
     (32, None, "zipf:1.2", 0.25, 128, 128, 256, 1024, 8),
     (8, 2, "zipf:1.2", 0.05, 128, 64, 32, 700, 4),   # overflows: rows past the capacity dropped
     (64, 63, "uniform", 1.0, 64, 128, 256, 64, 1)]
