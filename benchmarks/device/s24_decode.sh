@@ -1,4 +1,5 @@
 #!/bin/bash
+# SUPERSEDED by s25_decode.sh (the same registration, all six workloads); kept as written.
 # NOT RUN in session 24: its device time ran out before a machine could be started. Run it as
 # is in the next session (the registration stands: the model it predicts with is unchanged).
 # Session 24, fourth device call (nvidia-h200, <= 160 s: what the session's device time left):
