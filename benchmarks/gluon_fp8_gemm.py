@@ -36,6 +36,14 @@ stay in L2):
   0.96-1.01x BF16 where ws2p ran 1.23-1.58x (qwen3-30b at 4,096 rows: both 0.80x): the
   producer warpgroup waits on each buffer's release before its own MMA, which ties the two
   warpgroups in step;
+- "ws2d1": ws2d fed by ws2p's one-warp load partition, so neither math warpgroup waits on a
+  buffer's release before its own next MMA (the loader alone does). The load warp, padded to a
+  warpgroup, gives its registers back (setmaxnreg 24), which leaves 240 a thread to each math
+  warpgroup (240 + 240 + 24 <= 3 x 168): ws2d's 64 x 128 halves, sum and two results, fit as
+  they are (no need for 64 x 64 halves and their extra operand traffic). Measured
+  (benchmarks/device/s25_fp8.sh, one H200, 2026-12-02): 1.49-1.72x torch BF16 at kimi-k2
+  shapes and 16,384 qwen3-30b rows where ws2p ran 1.26-1.61x and torch._scaled_mm 1.43-1.69x
+  in the same run; qwen3-30b at 4,096 rows 0.65x (ws2p 0.66x, the library 0.84x);
 - "wait-late": "wait" with each block's scales loaded after its MMA (the form first measured).
 
 C (M, N) bf16 = sum_k A_k (M, 128) B_k (128, N) x sa[m, k] x sb[k, n // 128]: A e4m3 (M, K) with
@@ -43,7 +51,7 @@ one scale per row per 128 columns, B e4m3 given as B^T (N, K) (wgmma reads FP8 B
 one scale per 128 x 128 block (mok_kernels/fp8.py quantize_rows / quantize_weight).
 
     PYTHONPATH=. python3 benchmarks/gluon_fp8_gemm.py [--rows 4096,16384] [--out FILE.json]
-        [--variants wait,ws2p,ws2pp]    # the K loops to check and time (default: all)
+        [--variants ws2p,ws2d1]    # the K loops to check and time (default: all)
     PYTHONPATH=. python benchmarks/gluon_fp8_gemm.py --compile-only   # sm_90 compile, no GPU
 
 On a GPU: each shape's result against the float32 product of the dequantized operands (the
@@ -70,7 +78,8 @@ SHAPES = {"kimi-k2 gate|up": (4096, 7168), "kimi-k2 down": (7168, 2048),
           "qwen3-30b gate|up": (1536, 2048)}        # (N, K) of a routed expert's GEMM
 BM, BN, BK, STAGES, WARPS = 128, 128, 128, 4, 8
 # the K loop's forms (module docstring)
-VARIANTS = ("pingpong", "wait", "ws", "ws2", "ws2p", "ws2pp", "ws2w", "ws2d", "wait-late")
+VARIANTS = ("pingpong", "wait", "ws", "ws2", "ws2p", "ws2pp", "ws2w", "ws2d", "ws2d1",
+            "wait-late")
 WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K registers
 # ws2pp: a warpgroup (128 threads) holds a whole tile. 128 x 128 (or 64 x 256): fp32 accumulator
 # 16,384 / 128 = 128 registers a thread plus the K block's MMA result before scaling, 128 more:
@@ -83,6 +92,9 @@ WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K
 PP_STAGES = 8
 WIDE_MAXNREG, WIDE_STAGES = 240, 3   # ws2w: 8 warps x 32 x 240 <= 64K; 3 x 48 KB ring + 64 KB C
 DUAL_STAGES = 6    # ws2d: 6 x 32 KB ring + 2 x 16 KB C = 224 KB; loads run 4 blocks ahead
+# ws2d1: launched at WS_MAXNREG (12 warps x 32 x 168 <= 64K), the load warpgroup drops to 24 and
+# each math warpgroup rises to 240 (240 + 240 + 24 <= 3 x 168: Triton's AllocateWarpGroups
+# gives the default partition what the workers leave); same 6-stage ring as ws2d
 
 
 try:  # Gluon comes with Triton; where it is missing (a CPU box) the tool says so when run
@@ -524,6 +536,22 @@ if gluon is not None:
         ], [4], [240])                                # WIDE_MAXNREG for the second warpgroup
 
     @gluon.jit
+    def fp8_block_gemm_ws2d1_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
+                                    STAGES: gl.constexpr, num_warps: gl.constexpr):
+        """ws2d fed by a one-warp load partition (ws2p's): each math warpgroup waits only on
+        its buffers' arrival, never on their release; the load warp's 24 registers leave 240 to
+        each math warpgroup (two MMA results and a half tile's sum: 192)."""
+        TH: gl.constexpr = c_desc.block_type.shape[0]
+        a_s, b_s, ready, empty = _ring(a_desc, b_desc, STAGES, 2)
+        gl.warp_specialize([
+            (_dual_math_persistent, (a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr,
+                                     sb_ptr, M, N, K, 0, False, STAGES)),
+            (_dual_math_persistent, (a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr,
+                                     sb_ptr, M, N, K, TH, False, STAGES)),
+            (_loader_persistent, (a_desc, b_desc, a_s, b_s, ready, empty, M, N, K, STAGES)),
+        ], [4, 1], [240, 24])             # the default (first) one: 3 x 168 - 240 - 24 = 240
+
+    @gluon.jit
     def fp8_block_gemm_ws2w_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
                                    STAGES: gl.constexpr, num_warps: gl.constexpr):
         """ws2p on 128 x 256 tiles (a third less operand traffic per FLOP than 128 x 128), two
@@ -691,7 +719,8 @@ def _launch_args(variant: str, a, bt, c, sa, sb) -> tuple:
     _require_gluon()
     (m, k), n = a.shape, bt.shape[0]
     descs = _descriptors(a, bt, c,
-                         BM // 2 if variant in ("ws2", "ws2p", "ws2pp", "ws2w", "ws2d") else BM,
+                         BM // 2 if variant in ("ws2", "ws2p", "ws2pp", "ws2w", "ws2d", "ws2d1")
+                         else BM,
                          2 * BN if variant == "ws2w" else BN, BM // 2 if variant == "ws2pp" else BM)
     sbt = sb.t().contiguous()          # the kernels read each column block's scales in a row
     if variant == "ws2w":
@@ -700,6 +729,9 @@ def _launch_args(variant: str, a, bt, c, sa, sb) -> tuple:
     if variant == "ws2d":
         return (fp8_block_gemm_ws2d_kernel, (*descs, sa, sbt, m, n, k, DUAL_STAGES),
                 {"num_warps": 4, "maxnreg": WIDE_MAXNREG})
+    if variant == "ws2d1":
+        return (fp8_block_gemm_ws2d1_kernel, (*descs, sa, sbt, m, n, k, DUAL_STAGES),
+                {"num_warps": 4, "maxnreg": WS_MAXNREG})
     if variant == "ws2pp":
         return (fp8_block_gemm_ws2pp_kernel, (*descs, sa, sbt, m, n, k, PP_STAGES),
                 {"num_warps": 4, "maxnreg": WS_MAXNREG})
@@ -729,8 +761,8 @@ def _descriptors(a, bt, c, c_rows: int = BM, b_rows: int = BN, a_rows: int = BM)
 
 def check_shape(m: int, n: int, k: int, variant: str = "pingpong") -> None:
     """The kernel takes whole tiles and at least STAGES K blocks; refuse anything else (ws2pp's
-    64-row tiles and 8-stage ring, and ws2d's 6-stage ring, ask no more: their loads wait for
-    free buffers and run on into the next tile)."""
+    64-row tiles and 8-stage ring, and ws2d's and ws2d1's 6-stage ring, ask no more: their loads
+    wait for free buffers and run on into the next tile)."""
     bn = 2 * BN if variant == "ws2w" else BN
     if m % BM or n % bn or k % BK or k < STAGES * BK:
         raise MokInputError(f"M={m}, N={n}, K={k}: M a multiple of {BM}, N of {bn}, K of {BK} "
@@ -751,7 +783,7 @@ def fp8_block_gemm(a, sa, bt, sb, variant: str = "pingpong"):
     tile_m, tile_n = BM // 2 if variant == "ws2pp" else BM, 2 * BN if variant == "ws2w" else BN
     tiles = (m // tile_m) * (n // tile_n)
     grid = min(tiles, torch.cuda.get_device_properties(a.device).multi_processor_count
-               ) if variant in ("ws2p", "ws2pp", "ws2w", "ws2d") else tiles
+               ) if variant in ("ws2p", "ws2pp", "ws2w", "ws2d", "ws2d1") else tiles
 
     def launch():
         kernel[(grid, )](*args, **options)
@@ -856,7 +888,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--rows", default="4096,16384", help="rows M of each GEMM (multiples of 128)")
     p.add_argument("--out", default=None, help="write the figures as JSON here")
     p.add_argument("--variants", default=",".join(VARIANTS),
-                   help="comma list of the K loops to check and time (default: all)")
+                   help=f"comma list of the K loops to check and time, of {', '.join(VARIANTS)} "
+                   "(default: all)")
     p.add_argument("--compile-only", action="store_true",
                    help="compile for sm_90 without a GPU and print the kernel's resources")
     return run_tool(p, run, argv)
@@ -871,12 +904,17 @@ def run(a) -> int:
         from mok_model.fileio import check_output_file
         check_output_file(a.out, "--out")
     if a.compile_only:
+        import re
         import tempfile
 
         from mok_kernels.aot import stats
         for variant in variants:
-            st = stats(compile_sm90(variant=variant), tempfile.mkdtemp(), "fp8_block")
-            print(f"{variant}: {st['regs']} registers, spills "
+            kernel = compile_sm90(variant=variant)
+            st = stats(kernel, tempfile.mkdtemp(), "fp8_block")
+            # warp-specialized forms: the launch's registers, then each partition's setmaxnreg
+            nreg = sorted({int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)",
+                                                      kernel.asm["ptx"])})
+            print(f"{variant}: {st['regs']} registers (setmaxnreg {nreg}), spills "
                   f"{st['spill_st']} / {st['spill_ld']} bytes, {st['shared']} bytes of shared "
                   f"memory, MMA waits {st['ttgir_dot_wait_pendings']}, ptxas notes "
                   f"{[c for c, _ in st['ptxas_notes']]}")
