@@ -6,7 +6,7 @@
 # minibatch 256-2,048 x 16 / 32 / 64 comm SMs x lag 1 / 2), the automatic pick and the GEMMs
 # alone, uniform routing. Predictions registered before the run (model unchanged since):
 # calibration/predictions/h200_decode_worst_2026-12-02.jsonl, plan beside it. Report:
-# `python -m calibration.registered PRED calibration/runs/h200_decode/decode_worst.jsonl`.
+# `python -m calibration.registered PRED calibration/runs/h200_unseen/decode_worst.jsonl`.
 export PYTHONPATH=.
 T0=$(date +%s); R=$OUT/s25d; J=/tmp/junk25d; mkdir -p $R $J
 { nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader; date -u; } > $R/gpu.txt 2>&1
