@@ -54,7 +54,8 @@ from mok_model.scenario import MAX_LIST_LAG
 from .peers import (ArenaLayout, LocalGroup, SymmetricArena, check_same_on_every_rank,
                     emulated_offsets)
 from .reference import MoEWeights
-from .schedule import CapacityOverflowError, Schedule, build_schedule, stack_schedules
+from .schedule import (CapacityOverflowError, Schedule, build_schedule, group_overflow,
+                       stack_schedules)
 from .tiles import forward_group_m, forward_split_dn, padded_width
 
 STALL_CODES = {
@@ -1631,6 +1632,11 @@ class MoKLayer:
         if x.shape != (n, self.H) or ids.shape != (n, k) or w.shape != (n, k):
             raise ValueError(f"group mode takes this rank's x ({n}, {self.H}), ids and w ({n}, {k});"
                              f" got {tuple(x.shape)}, {tuple(ids.shape)}, {tuple(w.shape)}")
+        if x.device != self.out.device or torch.cuda.current_device() != self.out.device.index:
+            raise ValueError(f"group mode: x on {x.device} and the current CUDA device "
+                             f"cuda:{torch.cuda.current_device()} must both be this rank's "
+                             f"{self.out.device} (the kernels launch on the current device: "
+                             f"torch.cuda.set_device)")
         x = x.to(torch.bfloat16).contiguous()
         cr = cfg.copy_rows
         ks["prologue"][(min(16, -(-n // cr)),)](
@@ -1639,7 +1645,10 @@ class MoKLayer:
             self.FLAG_FIN * p, self.FLAG_RDY * p, self.flag_epoch, self.flag_enter,
             H=self.H, CC=self.chunk, CR=cr, BI=1024,
             num_warps=4)
-        sched = self.schedule(a["ids"])
+        # the epilogue and check() read the rows dropped on ANY rank: those a peer drops are
+        # this rank's tokens, whose combine slots would otherwise keep stale values
+        sched = dataclasses.replace(self.schedule(a["ids"]), overflow=group_overflow(
+            a["ids"], ep=p, num_experts=self.E, capacity_multiplier=cfg.capacity))
         self.overflow_acc += sched.overflow
         for name, src in (("recv_src", sched.recv_src), ("recv_slot", sched.recv_slot),
                           ("mb_tile", sched.mb_tile), ("mb_row", sched.mb_row),

@@ -104,6 +104,20 @@ def _span(ids_all: torch.Tensor, ep: int, num_experts: int, rank: int | None,
     return pn, k, n, el, rank * el, el, cap_rank, cap_rank
 
 
+def group_overflow(ids_all: torch.Tensor, *, ep: int, num_experts: int,
+                   capacity_multiplier: float) -> torch.Tensor:
+    """(1,) int32 on ids_all's device: the routed rows over capacity summed over EVERY rank of
+    the group, from the exchanged ids (P*N, k). A rank's own schedule sees only its own
+    overflow, but the rows another rank drops are this rank's tokens: its combine slots would
+    keep stale values. Fixed-size tensor ops only (graph-capturable, no host read)."""
+    pn, k, n, el, _, _, _, cap = _span(ids_all, ep, num_experts, 0, capacity_multiplier)
+    flat = ids_all.reshape(-1).to(torch.int64)
+    dst = torch.where((flat >= 0) & (flat < num_experts), flat // el, ep)  # ep: no rank's
+    rows = torch.zeros(ep + 1, dtype=torch.int64, device=flat.device)
+    rows.scatter_add_(0, dst, torch.ones_like(dst))
+    return (rows[:ep] - cap).clamp_min(0).sum().to(torch.int32).reshape(1)
+
+
 def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: int | None,
                    capacity_multiplier: float, minibatch: int, block_m: int = 128,
                    use_triton: bool | None = None) -> Schedule:

@@ -13,7 +13,8 @@ import torch
 from mok_kernels import reference as ref
 from mok_kernels.baselines import LocalExperts, torch_grouped_rank
 from mok_kernels.routing import make_routing
-from mok_kernels.schedule import CapacityOverflowError, build_schedule, capacity_rows
+from mok_kernels.schedule import (CapacityOverflowError, build_schedule, capacity_rows,
+                                  group_overflow)
 
 
 def _setup(p=2, n=12, e=8, k=3, h=16, i=8, ishared=8, routing="uniform", seed=0):
@@ -133,6 +134,26 @@ def test_schedule_matches_oracle(ep, rank, routing, mult, mb, bm):
             s.check()
     else:
         s.check()
+
+
+@pytest.mark.parametrize("ep,routing,mult", [
+    (4, "onehot", 0.3),     # every route to expert 0: rank 0 alone overflows
+    (4, "zipf:1.2", 0.5),
+    (2, "uniform", 1.0),    # none overflows
+    (4, "hot:0.3", 0.4),
+])
+def test_group_overflow_counts_every_rank(ep, routing, mult):
+    """Group mode's epilogue reads the rows dropped on any rank (a peer's drops are this rank's
+    tokens): the sum of every rank's own schedule overflow, whichever rank asks."""
+    e, k, n = 8, 3, 10
+    ids, _ = make_routing(ep * n, e, k, routing, seed=5)
+    each = [int(build_schedule(ids, ep=ep, num_experts=e, rank=r, capacity_multiplier=mult,
+                               minibatch=8, block_m=4).overflow) for r in range(ep)]
+    got = group_overflow(ids, ep=ep, num_experts=e, capacity_multiplier=mult)
+    assert got.dtype == torch.int32 and got.shape == (1,)
+    assert int(got) == sum(each)
+    if routing == "onehot":
+        assert each[0] > 0 and sum(each[1:]) == 0   # the case a rank's own schedule misses
 
 
 def test_capacity_formula():

@@ -422,6 +422,28 @@ def test_local_group_missing_rank_raises():
         layer0.check()
 
 
+def test_local_group_overflow_on_one_rank_fails_every_rank():
+    """One-hot routing sends every route to rank 0, which drops half of them; rank 1 serves
+    none. The rows rank 0 drops are rank 1's tokens too, so rank 1's output must not be usable
+    either: NaN, and its check() raises (until 2026-12-02 it returned stale combine slots)."""
+    from mok_kernels.megakernel import group_forward
+    from mok_kernels.peers import LocalGroup
+    group = LocalGroup(2)
+    w, wf, x, ids, wts = setup(2, "onehot", 0)
+    cfg = KernelConfig(capacity=0.5, comm_sms=8, minibatch=256, on_error="raise",
+                       **OLD_DEFAULTS)
+    layers = [MoKLayer(w, 2, N, K, r, cfg, group=group) for r in range(2)]
+    sl = [slice(0, N), slice(N, 2 * N)]
+    with pytest.raises(CapacityOverflowError, match="overflow"):
+        group_forward(layers, [x[s] for s in sl], [ids[s] for s in sl], [wts[s] for s in sl])
+    torch.cuda.synchronize()
+    assert int(layers[0].last_schedule.overflow) > 0
+    for layer in layers:
+        assert torch.isnan(layer.out.float()).all()
+    with pytest.raises(CapacityOverflowError, match="overflow"):
+        layers[1].check()
+
+
 def test_bench_on_real_gpus(tmp_path):
     """`mok bench --gpus N` on every GPU of the host: each configuration checked and recorded."""
     import subprocess
