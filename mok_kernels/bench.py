@@ -184,6 +184,15 @@ def _check_args(a: argparse.Namespace) -> None:
     if a.list_lag != "1" and a.gpus:
         raise BadInput(f"--list-lag {a.list_lag} with --gpus: the real-GPU bench does not sweep "
                        f"the lag yet (leave it at 1)")
+    if a.gpus and not a.macrobatch.isdigit():
+        raise BadInput(f"--macrobatch {a.macrobatch!r} with --gpus: one whole number of ring rows "
+                       f"is required (the real-GPU bench does not sweep it)")
+    if a.gpus:
+        for flag, given in (("--no-graph", a.no_graph), ("--breakdown", a.breakdown),
+                            ("--rank", a.rank != 0)):
+            if given:
+                raise BadInput(f"{flag} with --gpus: the real-GPU bench runs every rank, from a "
+                               f"CUDA graph, without a breakdown (leave {flag} out)")
     if a.bwd_tiles != "default":
         if a.pass_ != "bwd":
             raise BadInput("--bwd-tiles is for --pass bwd")

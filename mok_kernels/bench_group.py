@@ -152,7 +152,7 @@ def _systems(a: argparse.Namespace, wl: RankWorkload):
             a.dispatch.split(","), a.combine.split(","), _ints(a.minibatch), _ints(a.comm_sms),
             [float(v) for v in a.capacity.split(",")]):
         knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
-                     macrobatch=int(a.macrobatch) if a.macrobatch.isdigit() else 131072,
+                     macrobatch=int(a.macrobatch),      # one number (bench._check_args)
                      capacity=cap)
         build = lambda kn=knobs: MoKLayer(  # noqa: E731
             wl.w, wl.ep, wl.tokens, wl.shape.topk, None, KernelConfig(**kn), device=str(wl.dev),
@@ -202,14 +202,12 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
             faulthandler.dump_traceback_later(max(5, a.timeout * 3 // 4), exit=False)
             layer = None
             try:
-                if system in ("mok", "mok-auto"):         # check eagerly, then capture
+                if system in ("mok", "mok-auto"):  # check eagerly; capture once all ranks pass
                     layer = step()
                     knobs = layer.cfg.knobs() if system == "mok-auto" else knobs
                     fwd = lambda lay=layer, w=wl: lay.forward(w.x, w.ids, w.wts)  # noqa: E731
                     layer.cfg.on_error = "raise"
                     err = _rel(fwd(), want)
-                    layer.cfg.on_error = "trap"           # no host sync inside the graph
-                    step = capture_graph(fwd)
                 elif check is not None:
                     err = _rel(check(), want)
                 else:
@@ -227,6 +225,11 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
                     print(f"{model} n{tokens} {routing} {system} {knobs}: FAILED "
                           f"(rank 0 relative error {err:.2e}, allowed {TOL})", flush=True)
                 continue
+            if layer is not None:
+                # only now that every rank passed: a capture runs a pass, and one on a rank
+                # whose peer failed its check would wait for that peer until it traps
+                layer.cfg.on_error = "trap"               # no host sync inside the graph
+                step = capture_graph(fwd)
             times = _time(step, wl, a.iters, a.warmup)
             if layer is not None:
                 del step                                  # the graph holds the layer's buffers

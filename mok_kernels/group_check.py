@@ -93,6 +93,9 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace, results) -> 
             report[f"mok-{dispatch}-{combine}"] = {
                 "rel_err": _rel(out, want), "bits_identical": same,
                 "ms": median_ms(lambda lay=layer: lay.forward(x_t, ids, wts))}
+            del graph, out_g       # the graph holds the layer's buffers
+            torch.cuda.synchronize(dev)
+            layer.close()          # the arena back to the pool, at the same point on every rank
     ex = LocalExperts(w, rank * E // world, (rank + 1) * E // world, dev, torch.bfloat16)
     y = nccl_torch_forward(x, ids, wts, ex, world)
     report["nccl-torch"] = {"rel_err": _rel(y, want), "bits_identical": True,

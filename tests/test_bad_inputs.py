@@ -397,6 +397,32 @@ def test_bench_bad_grid_is_named_before_the_gpu_check(argv, want, tmp_path, caps
     assert err.startswith("mok bench: ") and want in err, err
 
 
+GROUP_BENCH_CASES = [
+    (["--macrobatch", "half"], "--macrobatch 'half' with --gpus: one whole number"),
+    (["--macrobatch", "4096,8192"], "--macrobatch '4096,8192' with --gpus: one whole number"),
+    (["--no-graph"], "--no-graph with --gpus"),
+    (["--breakdown"], "--breakdown with --gpus"),
+    (["--rank", "1"], "--rank with --gpus"),
+]
+
+
+@pytest.mark.parametrize("argv, want", GROUP_BENCH_CASES,
+                         ids=[" ".join(a) for a, _ in GROUP_BENCH_CASES])
+def test_bench_group_refuses_flags_it_would_ignore(argv, want, tmp_path, capsys, monkeypatch):
+    """`mok bench --gpus N` names a flag it cannot honour instead of running without it (until
+    2026-12-02 --macrobatch half became 131072 and --no-graph was ignored)."""
+    import torch
+
+    from mok_kernels import bench
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    rc = bench.cli(["--out", str(tmp_path / "r.jsonl"), "--gpus", "2", "--model", "glm-5", *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("mok bench: ") and want in err, err
+
+
 def test_bench_out_to_a_missing_folder(tmp_path, capsys):
     from mok_kernels import bench
 
