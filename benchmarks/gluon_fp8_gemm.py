@@ -46,12 +46,29 @@ stay in L2):
   in the same run; qwen3-30b at 4,096 rows 0.65x (ws2p 0.66x, the library 0.84x);
 - "wait-late": "wait" with each block's scales loaded after its MMA (the form first measured).
 
+Grouped (--grouped; session 25, not yet run on a GPU): ws2d1 as the megakernel's workload, one
+grouped GEMM over a rank's ragged experts (fp8_grouped_ws2d1_kernel, fp8_grouped_gemm). A (R, K)
+holds every local expert's rows one expert after the other (expert e's from sum(counts[:e]) on,
+any count, 0 too), B^T (E, N, K) and its scales (E, N/128, K/128). A work list built with torch
+ops (grouped_tiles: tile_expert, tile_row0, tile_rows; tiles of at most 128 rows of one expert)
+times the N / 128 column blocks gives the items, which the persistent programs (one an SM) walk
+in a static order (GROUP_M tiles at a time), the load warp and both math warpgroups alike. The
+loader's TMA reads A's 128 rows from the tile's first (rows past its end, the next expert's or
+past A's end as zeros, are loaded and never stored) and B^T's from row e x N + n0 of an (E x N,
+K) view. A math warpgroup whose 64 rows hold none of the tile's only releases its ring buffers.
+The sum goes to a shared-memory tile, then to C by a store masked by row (rows < the tile's
+end): no TMA store, whose box would write the next expert's rows. The device check pre-fills C
+with NaN, wants every row written and within 1e-2 of its expert's float32 product, and reruns
+with the even, then the odd, experts' tiles alone: their rows bitwise the same, all others NaN.
+
 C (M, N) bf16 = sum_k A_k (M, 128) B_k (128, N) x sa[m, k] x sb[k, n // 128]: A e4m3 (M, K) with
 one scale per row per 128 columns, B e4m3 given as B^T (N, K) (wgmma reads FP8 B K-major) with
 one scale per 128 x 128 block (mok_kernels/fp8.py quantize_rows / quantize_weight).
 
     PYTHONPATH=. python3 benchmarks/gluon_fp8_gemm.py [--rows 4096,16384] [--out FILE.json]
         [--variants ws2p,ws2d1]    # the K loops to check and time (default: all)
+    PYTHONPATH=. python3 benchmarks/gluon_fp8_gemm.py --grouped [kimi-k2-down,...] [--out F]
+        # the grouped GEMM beside torch's BF16 grouped GEMM (GROUPED_CASES; default: all)
     PYTHONPATH=. python benchmarks/gluon_fp8_gemm.py --compile-only   # sm_90 compile, no GPU
 
 On a GPU: each shape's result against the float32 product of the dequantized operands (the
@@ -62,6 +79,10 @@ run. Measured on one H200 on 2026-12-02 (mok_kernels/NOTES.md, session 21; logs 
 mok_kernels/logs_s21/gluon_fp8*.log): at kimi-k2 shapes and 16,384 qwen3-30b rows, ws2p ran at
 1.19-1.48x torch BF16 over three runs and torch._scaled_mm at 1.42-1.61x; at 4,096 qwen3-30b
 rows (K of 2,048) ws2p trails BF16 (0.85-0.96x) and the library gains little (1.03-1.21x).
+--grouped: the same check per expert (above), then TF/s of the grouped kernel (its work list
+built once, outside the timing, as the megakernel's schedule is) beside torch._grouped_mm on the
+same ragged rows, BF16, B (E, K, N) as mok_kernels/bench.py run_gemm_only has it (and B given
+K-major), over two input sets; exit status 1 if any case failed its check.
 """
 
 
@@ -80,6 +101,18 @@ BM, BN, BK, STAGES, WARPS = 128, 128, 128, 4, 8
 # the K loop's forms (module docstring)
 VARIANTS = ("pingpong", "wait", "ws", "ws2", "ws2p", "ws2pp", "ws2w", "ws2d", "ws2d1",
             "wait-late")
+# --grouped: a rank's expert GEMMs at EP 8 as one grouped GEMM over ragged experts (name: (N, K,
+# local experts, routing)); the rank receives GROUPED_ROWS rows (4,096 tokens x top-8 from each
+# of 8 ranks, 1/8 of them its own), spread over its experts by a seeded multinomial ("uniform":
+# kimi-k2 682 rows an expert on average, glm-5 1,024) or zipf-like counts with edge cases
+# ("skewed": grouped_counts)
+GROUPED_CASES = {"kimi-k2-gate-up": (4096, 7168, 48, "uniform"),
+                 "kimi-k2-down": (7168, 2048, 48, "uniform"),
+                 "glm-5-gate-up": (4096, 6144, 32, "uniform"),
+                 "glm-5-down": (6144, 2048, 32, "uniform"),
+                 "kimi-k2-down-skewed": (7168, 2048, 48, "skewed")}
+GROUPED_ROWS = 4096 * 8
+GROUPED_SETS = 2   # input sets timed in turn (each set's weights alone are far past L2)
 WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K registers
 # ws2pp: a warpgroup (128 threads) holds a whole tile. 128 x 128 (or 64 x 256): fp32 accumulator
 # 16,384 / 128 = 128 registers a thread plus the K block's MMA result before scaling, 128 more:
@@ -463,6 +496,43 @@ if gluon is not None:
         return t_new, t_old, acc, sc_new
 
     @gluon.jit
+    def _dual_tile(a_desc, b_desc, a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, pid_n, M, N, nk,
+                   it, ROW0: gl.constexpr, TM: gl.constexpr, TN: gl.constexpr, mma: gl.constexpr,
+                   PRODUCER: gl.constexpr, STAGES: gl.constexpr):
+        """Dual variant's K loop of one tile (rows ROW0 ... ROW0 + TM of the ring's A blocks, the
+        ring's blocks from position `it` on), two MMAs in flight (_dual_step); every buffer it
+        read released: the tile's scaled sum."""
+        acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t0 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t1 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        if PRODUCER:           # block 0: no earlier MMA of the tile to wait for
+            _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, it + STAGES - 2, M, N, nk,
+                         STAGES)
+        s = it % STAGES
+        mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+        t0 = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).permute((1, 0)), t0,
+                           use_acc=False, is_async=True)
+        sc0 = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)
+        for k in range(1, nk - 1, 2):
+            t1, t0, acc, sc1 = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row,
+                                          rmask, sb_ptr, pid_n, M, N, nk, it + k, k, t1, t0,
+                                          acc, sc0, ROW0, PRODUCER, STAGES)
+            t0, t1, acc, sc0 = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row,
+                                          rmask, sb_ptr, pid_n, M, N, nk, it + k + 1, k + 1,
+                                          t0, t1, acc, sc1, ROW0, PRODUCER, STAGES)
+        if nk % 2 == 0:        # one block left: its MMA into t1, the last to wait for
+            t_end, _, acc, sc_fin = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty,
+                                               sa_row, rmask, sb_ptr, pid_n, M, N, nk,
+                                               it + nk - 1, nk - 1, t1, t0, acc, sc0, ROW0,
+                                               PRODUCER, STAGES)
+            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_end, ))
+        else:                  # the last block's MMA is in t0
+            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t0, ))
+            sc_fin = sc0
+        mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
+        return gl.fma(t_fin, sc_fin[:, None], acc)
+
+    @gluon.jit
     def _dual_math_persistent(a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M,
                               N, K, ROW0: gl.constexpr, PRODUCER: gl.constexpr,
                               STAGES: gl.constexpr):
@@ -485,35 +555,8 @@ if gluon is not None:
             pid_m, pid_n = _tile(tile, M, N, 2 * TM, TN, GROUP_M)
             off_m = pid_m * 2 * TM + ROW0
             sa_row, rmask = _row_scales(sa_ptr, off_m, M, nk, TM, mma)
-            acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
-            t0 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
-            t1 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
-            if PRODUCER:           # block 0: no earlier MMA of the tile to wait for
-                _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, it + STAGES - 2, M, N, nk,
-                             STAGES)
-            s = it % STAGES
-            mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-            t0 = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).permute((1, 0)), t0,
-                               use_acc=False, is_async=True)
-            sc0 = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)
-            for k in range(1, nk - 1, 2):
-                t1, t0, acc, sc1 = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row,
-                                              rmask, sb_ptr, pid_n, M, N, nk, it + k, k, t1, t0,
-                                              acc, sc0, ROW0, PRODUCER, STAGES)
-                t0, t1, acc, sc0 = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row,
-                                              rmask, sb_ptr, pid_n, M, N, nk, it + k + 1, k + 1,
-                                              t0, t1, acc, sc1, ROW0, PRODUCER, STAGES)
-            if nk % 2 == 0:        # one block left: its MMA into t1, the last to wait for
-                t_end, _, acc, sc_fin = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty,
-                                                   sa_row, rmask, sb_ptr, pid_n, M, N, nk,
-                                                   it + nk - 1, nk - 1, t1, t0, acc, sc0, ROW0,
-                                                   PRODUCER, STAGES)
-                t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_end, ))
-            else:                  # the last block's MMA is in t0
-                t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t0, ))
-                sc_fin = sc0
-            mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
-            acc = gl.fma(t_fin, sc_fin[:, None], acc)
+            acc = _dual_tile(a_desc, b_desc, a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, pid_n,
+                             M, N, nk, it, ROW0, TM, TN, mma, PRODUCER, STAGES)
             it += nk
             tma.store_wait(pendings=0)          # the last tile's store has left c_s
             c_s.store(acc.to(c_desc.dtype))
@@ -550,6 +593,113 @@ if gluon is not None:
                                      sb_ptr, M, N, K, TH, False, STAGES)),
             (_loader_persistent, (a_desc, b_desc, a_s, b_s, ready, empty, M, N, K, STAGES)),
         ], [4, 1], [240, 24])             # the default (first) one: 3 x 168 - 240 - 24 = 240
+
+    @gluon.constexpr_function
+    def _out_layouts(num_warps, tm, tn):
+        """(shared layout of a tm x tn bf16 tile, registers layout that reads it back as 8
+        consecutive columns a thread, a row of tn columns a half-warp: 16-byte coalesced stores)."""
+        return (gl.NVMMASharedLayout.get_default_for([tm, tn], gl.bfloat16),
+                gl.BlockedLayout([1, 8], [32 * 8 // tn, tn // 8], [num_warps, 1], [1, 0]))
+
+    @gluon.jit
+    def _grouped_item(t_expert, t_row0, t_rows, item, items, n_tiles, N, n_blocks,
+                      TM: gl.constexpr, TN: gl.constexpr):
+        """Work item `item` of the grouped variant (zeros past the last, `items`): (its tile's
+        first row, the tile's first row not its own, its row of the experts' (E x N / TN, nk)
+        B scales, its column block)."""
+        tile, pid_n = _tile(item, n_tiles * TM, N, TM, TN, GROUP_M)
+        real = item < items
+        row0 = gl.load(t_row0 + tile, mask=real, other=0)
+        end = row0 + gl.load(t_rows + tile, mask=real, other=0)
+        return row0, end, gl.load(t_expert + tile, mask=real, other=0) * n_blocks + pid_n, pid_n
+
+    @gluon.jit
+    def _loader_grouped(a_desc, b_desc, a_s, b_s, ready, empty, t_expert, t_row0, n_tiles, N,
+                        K, STAGES: gl.constexpr):
+        """Grouped variant's load partition (one warp): _loader_persistent over the work list's
+        (tile, column block) items in the math partitions' order: A's TM rows from the tile's
+        first row (rows past the tile's end are the next expert's, or past A's end and zero:
+        loaded, never stored), B^T's from row expert x N + the column block's first."""
+        TM: gl.constexpr = a_desc.block_type.shape[0]
+        TN: gl.constexpr = b_desc.block_type.shape[0]
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        nk = gl.cdiv(K, TK)
+        it = 0
+        for item in range(gl.program_id(0), n_tiles * gl.cdiv(N, TN), gl.num_programs(0)):
+            tile, pid_n = _tile(item, n_tiles * TM, N, TM, TN, GROUP_M)
+            row0 = gl.load(t_row0 + tile)
+            n0 = gl.load(t_expert + tile) * N + pid_n * TN
+            for k in range(nk):
+                s = it % STAGES
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                mbarrier.expect(ready.index(s),
+                                a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(a_desc, [row0, k * TK], ready.index(s),
+                                                a_s.index(s))
+                tma.async_copy_global_to_shared(b_desc, [n0, k * TK], ready.index(s),
+                                                b_s.index(s))
+                it += 1
+
+    @gluon.jit
+    def _dual_math_grouped(a_desc, b_desc, c_ptr, a_s, b_s, ready, empty, sa_ptr, sb_ptr,
+                           t_expert, t_row0, t_rows, n_tiles, N, K, ROW0: gl.constexpr,
+                           STAGES: gl.constexpr):
+        """Grouped variant's math partitions: ws2d1's over the work list's items, rows ROW0 ...
+        ROW0 + TM of each tile. Only the tile's rows [row0, row0 + rows) are ever written: the
+        A scales of the rows past it read as 0 and the sum goes through shared memory to a
+        store masked by row. A half with no row of the tile issues no MMA: it only waits for
+        each of its blocks and releases it (the loader waits on both halves' release)."""
+        TM: gl.constexpr = a_s.shape[1] // 2
+        TN: gl.constexpr = b_s.shape[1]
+        TK: gl.constexpr = a_s.shape[2]
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
+        layouts: gl.constexpr = _out_layouts(gl.num_warps(), TM, TN)
+        out: gl.constexpr = layouts[1]
+        c_s = gl.allocate_shared_memory(gl.bfloat16, [TM, TN], layouts[0])
+        nk = gl.cdiv(K, TK)
+        n_blocks = gl.cdiv(N, TN)
+        items, programs = n_tiles * n_blocks, gl.num_programs(0)
+        row0, end, sb_row, pid_n = _grouped_item(t_expert, t_row0, t_rows, gl.program_id(0),
+                                                 items, n_tiles, N, n_blocks, 2 * TM, TN)
+        it = 0
+        for item in range(gl.program_id(0), items, programs):
+            # the next item's tile, its loads left in flight under this one's K loop
+            row0_nx, end_nx, sb_row_nx, pid_n_nx = _grouped_item(
+                t_expert, t_row0, t_rows, item + programs, items, n_tiles, N, n_blocks, 2 * TM,
+                TN)
+            off_m = row0 + ROW0
+            if off_m < end:
+                sa_row, rmask = _row_scales(sa_ptr, off_m, end, nk, TM, mma)
+                acc = _dual_tile(a_desc, b_desc, a_s, b_s, ready, empty, sa_row, rmask, sb_ptr,
+                                 sb_row, N, N, nk, it, ROW0, TM, TN, mma, False, STAGES)
+                c_s.store(acc.to(gl.bfloat16))
+                rows = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, out))
+                cols = pid_n * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, out))
+                gl.store(c_ptr + rows.to(gl.int64)[:, None] * N + cols[None, :], c_s.load(out),
+                         mask=(rows < end)[:, None] & (cols < N)[None, :])
+            else:                  # no row of the tile in this half: release its blocks
+                for k in range(nk):
+                    s = (it + k) % STAGES
+                    mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
+                    mbarrier.arrive(empty.index(s), count=1)
+            it += nk
+            row0, end, sb_row, pid_n = row0_nx, end_nx, sb_row_nx, pid_n_nx
+
+    @gluon.jit
+    def fp8_grouped_ws2d1_kernel(a_desc, b_desc, c_ptr, sa_ptr, sb_ptr, t_expert, t_row0, t_rows,
+                                 n_tiles, N, K, STAGES: gl.constexpr, num_warps: gl.constexpr):
+        """ws2d1 as a grouped GEMM over ragged experts: the persistent programs walk a work list
+        of (tile of at most 2 TH rows of one expert, column block) items (fp8_grouped_gemm)."""
+        TH: gl.constexpr = a_desc.block_type.shape[0] // 2
+        a_s, b_s, ready, empty = _ring(a_desc, b_desc, STAGES, 2)
+        gl.warp_specialize([
+            (_dual_math_grouped, (a_desc, b_desc, c_ptr, a_s, b_s, ready, empty, sa_ptr, sb_ptr,
+                                  t_expert, t_row0, t_rows, n_tiles, N, K, 0, STAGES)),
+            (_dual_math_grouped, (a_desc, b_desc, c_ptr, a_s, b_s, ready, empty, sa_ptr, sb_ptr,
+                                  t_expert, t_row0, t_rows, n_tiles, N, K, TH, STAGES)),
+            (_loader_grouped, (a_desc, b_desc, a_s, b_s, ready, empty, t_expert, t_row0, n_tiles,
+                               N, K, STAGES)),
+        ], [4, 1], [240, 24])             # as ws2d1's: 3 x 168 - 240 - 24 = 240
 
     @gluon.jit
     def fp8_block_gemm_ws2w_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
@@ -749,14 +899,18 @@ def _descriptors(a, bt, c, c_rows: int = BM, b_rows: int = BN, a_rows: int = BM)
     """TMA descriptors of A (M, K) e4m3, B^T (N, K) e4m3 and C (M, N) bf16 in a_rows x BK,
     b_rows x BK and c_rows x BN tiles."""
     from triton.experimental.gluon import language as gl
+
+    return (_desc(a, [a_rows, BK], gl.float8e4nv), _desc(bt, [b_rows, BK], gl.float8e4nv),
+            _desc(c, [c_rows, BN], gl.bfloat16))
+
+
+def _desc(t, block: list, dtype):
+    """A TMA descriptor of the 2-D tensor t in `block` tiles (the default NVMMA layout)."""
+    from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
 
-    def desc(t, block, dtype):
-        layout = gl.NVMMASharedLayout.get_default_for(block, dtype)
-        return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
-
-    return (desc(a, [a_rows, BK], gl.float8e4nv), desc(bt, [b_rows, BK], gl.float8e4nv),
-            desc(c, [c_rows, BN], gl.bfloat16))
+    layout = gl.NVMMASharedLayout.get_default_for(block, dtype)
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
 
 
 def check_shape(m: int, n: int, k: int, variant: str = "pingpong") -> None:
@@ -790,23 +944,102 @@ def fp8_block_gemm(a, sa, bt, sb, variant: str = "pingpong"):
     return launch, c
 
 
+def grouped_tiles(counts, tile_rows: int = BM) -> tuple:
+    """The grouped GEMM's work list for experts of counts[e] rows each, laid out one after the
+    other (expert e's rows from sum(counts[:e]) on): (tile_expert, tile_row0, tile_rows), int32
+    on counts' device, tiles of at most tile_rows rows of one expert, each expert's in order,
+    experts in order, none for an expert without rows."""
+    import torch
+
+    counts = counts.to(torch.int64)
+    starts = torch.cumsum(counts, 0) - counts
+    per = (counts + tile_rows - 1) // tile_rows
+    expert = torch.repeat_interleave(torch.arange(len(counts), device=counts.device), per)
+    j = (torch.arange(len(expert), device=counts.device)
+         - torch.repeat_interleave(torch.cumsum(per, 0) - per, per))       # tile j of its expert
+    rows = torch.clamp(counts[expert] - j * tile_rows, max=tile_rows)
+    return expert.int(), (starts[expert] + j * tile_rows).int(), rows.int()
+
+
+def _grouped_launch_args(a, sa, bt, sb, c, tiles) -> tuple:
+    """(kernel, positional arguments, launch options, items) of the grouped kernel on A (R, K),
+    its scales (R, K/128), B^T (E, N, K), its scales (E, N/128, K/128), C (R', N) (R' >= R)
+    and the work list `tiles` (grouped_tiles); items: tiles x column blocks."""
+    _require_gluon()
+    from triton.experimental.gluon import language as gl
+
+    (e, n, k), rows = bt.shape, a.shape[0]
+    check_shape(BM, n, k, "ws2d1")
+    if (sa.shape != (rows, k // BK) or sb.shape != (e, n // BN, k // BK) or c.shape[1] != n
+            or c.shape[0] < rows or not all(t.is_contiguous() for t in (a, sa, bt, sb, c))):
+        raise MokInputError("grouped GEMM: A (R, K), sa (R, K/128), B^T (E, N, K), sb "
+                            "(E, N/128, K/128), C (>= R, N), all contiguous, are required")
+    expert, row0, nrows = tiles
+    descs = (_desc(a, [BM, BK], gl.float8e4nv), _desc(bt.view(e * n, k), [BN, BK], gl.float8e4nv))
+    return (fp8_grouped_ws2d1_kernel,
+            (*descs, c, sa, sb, expert, row0, nrows, len(expert), n, k, DUAL_STAGES),
+            {"num_warps": 4, "maxnreg": WS_MAXNREG}, len(expert) * (n // BN))
+
+
+def fp8_grouped_gemm(a, sa, bt, sb, counts, c=None, tiles=None):
+    """(launch, C): a function that computes the grouped GEMM C[r] = A[r] B_e (bf16) for each
+    expert e's rows r (counts[e] rows each, one expert's after the other) with the ws2d1 K loop
+    (fp8_grouped_ws2d1_kernel), its work list (grouped_tiles) and descriptors built once. C
+    (R, N) is made unless given (rows past R, if it has any, are never written); `tiles`: a
+    work list in place of grouped_tiles(counts) (a subset of it leaves the other rows alone)."""
+    import torch
+
+    if c is None:
+        c = torch.empty(a.shape[0], bt.shape[1], device=a.device, dtype=torch.bfloat16)
+    tiles = grouped_tiles(counts.to(a.device)) if tiles is None else tiles
+    kernel, args, options, items = _grouped_launch_args(a, sa, bt, sb, c, tiles)
+    grid = min(items, torch.cuda.get_device_properties(a.device).multi_processor_count)
+
+    def launch():
+        if items:
+            kernel[(grid, )](*args, **options)
+    return launch, c
+
+
 def compile_sm90(m: int = 4096, n: int = 4096, k: int = 7168, variant: str = "pingpong"):
     """triton.compile of the kernel for sm_90 as a launch at (m, n, k) would specialize it, on a
     machine without a GPU (CPU tensors stand in for the operands): the compiled kernel."""
     _require_gluon()
     import torch
-    import triton
-    from triton.backends.compiler import GPUTarget
-    from triton.compiler import make_backend
-    from triton.experimental.gluon._runtime import GluonASTSource
-    from triton.runtime.jit import create_function_from_signature
 
     a = torch.empty(m, k, dtype=torch.float8_e4m3fn)
     bt = torch.empty(n, k, dtype=torch.float8_e4m3fn)
     c = torch.empty(m, n, dtype=torch.bfloat16)
     sa = torch.empty(m, k // BK)
     sb = torch.empty(k // BK, n // BN)
-    fn, args, options = _launch_args(variant, a, bt, c, sa, sb)
+    return _compile_sm90(*_launch_args(variant, a, bt, c, sa, sb))
+
+
+def compile_grouped_sm90(experts: int = 48, rows: int = 32768, n: int = 4096, k: int = 7168):
+    """compile_sm90 of the grouped kernel (fp8_grouped_gemm) at `experts` experts' weights of
+    (n, k) and `rows` rows in all."""
+    _require_gluon()
+    import torch
+
+    counts = torch.full((experts, ), rows // experts, dtype=torch.int64)
+    counts[0] += rows - int(counts.sum())
+    a = torch.empty(rows, k, dtype=torch.float8_e4m3fn)
+    bt = torch.empty(experts, n, k, dtype=torch.float8_e4m3fn)
+    c = torch.empty(rows, n, dtype=torch.bfloat16)
+    sa = torch.empty(rows, k // BK)
+    sb = torch.empty(experts, n // BN, k // BK)
+    return _compile_sm90(*_grouped_launch_args(a, sa, bt, sb, c, grouped_tiles(counts))[:3])
+
+
+def _compile_sm90(fn, args, options):
+    """triton.compile for sm_90 of the Gluon kernel fn as a launch with args would specialize
+    it (CPU tensors standing in for the operands)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.runtime.jit import create_function_from_signature
+
     target = GPUTarget("cuda", 90, 32)
     backend = make_backend(target)
     binder = create_function_from_signature(fn.signature, fn.params, backend)
@@ -883,6 +1116,152 @@ def measure(rows: list[int], variants: tuple = VARIANTS) -> dict:
     return out
 
 
+def grouped_case_list(text: str) -> tuple:
+    """The comma list of --grouped ("all": every one of GROUPED_CASES); refuse others."""
+    names = tuple(GROUPED_CASES) if text == "all" else tuple(dict.fromkeys(text.split(",")))
+    for name in names:
+        if name not in GROUPED_CASES:
+            raise MokInputError(f"--grouped {text!r}: {name!r} is not one of "
+                                f"{', '.join(GROUPED_CASES)} (or all)")
+    return names
+
+
+def grouped_counts(experts: int, routing: str, rows: int = GROUPED_ROWS, seed: int = 0):
+    """Rows of each of `experts` experts (int64, CPU), `rows` in all: a seeded multinomial
+    ("uniform"), or zipf-like counts (s = 1.1) with an expert of 0 rows, one of 1, one of 37
+    (under 64), 64, 65, 128 and 129, in a seeded order ("skewed")."""
+    import torch
+
+    g = torch.Generator().manual_seed(seed)
+    if routing == "uniform":
+        ids = torch.multinomial(torch.ones(experts), rows, replacement=True, generator=g)
+        return torch.bincount(ids, minlength=experts)
+    w = (torch.arange(experts) + 1.0) ** -1.1
+    counts = (w / w.sum() * rows).floor().to(torch.int64)
+    edges = torch.tensor([129, 128, 65, 64, 37, 1, 0])
+    counts[-len(edges):] = edges
+    counts[0] += rows - int(counts.sum())
+    return counts[torch.randperm(experts, generator=g)]
+
+
+def _grouped_check(name: str, sets: list, counts, n: int) -> tuple:
+    """(error, failures) of the grouped kernel on the first input set: every row of C (pre-filled
+    with NaN, BM rows past the last one's too) written and near the float32 product of its
+    expert's dequantized operands (the worst expert's relative error, <= 1e-2), no row past
+    the end written; then with the work list cut to the even experts' tiles, and to the odd
+    ones': their rows bitwise as before, every other row, and those past the end, still NaN."""
+    import torch
+
+    from mok_kernels.fp8 import dequantize_blocks
+
+    a, sa, bt, sb = sets[0][:4]
+    rows = a.shape[0]
+    counts_d = counts.to(a.device)
+    owner = torch.repeat_interleave(torch.arange(len(counts), device=a.device), counts_d)
+    fails = []
+    c = torch.full((rows + BM, n), float("nan"), device=a.device, dtype=torch.bfloat16)
+    fp8_grouped_gemm(a, sa, bt, sb, counts, c=c)[0]()
+    torch.cuda.synchronize()
+    if int(torch.isnan(c[rows:]).logical_not().any(dim=1).sum()):
+        fails.append("rows past the last expert's written")
+    unwritten = int(torch.isnan(c[:rows]).any(dim=1).sum())
+    if unwritten:
+        fails.append(f"{unwritten} rows not written (or NaN)")
+    err, end = 0.0, 0
+    for e, m in enumerate(counts.tolist()):
+        if m:
+            want = (dequantize_blocks(a[end:end + m], sa[end:end + m], 1, BK)
+                    @ dequantize_blocks(bt[e], sb[e], BK, BK).t())
+            got = c[end:end + m].float()
+            e_err = float((got - want).norm() / want.norm())
+            if not e_err <= 1e-2:                  # NaN too
+                fails.append(f"expert {e} ({m} rows): rel. error {e_err:.2e}")
+            err = max(err, e_err) if e_err == e_err else float("nan")
+        end += m
+    tiles = grouped_tiles(counts_d)
+    for parity in (0, 1):
+        keep = tiles[0] % 2 == parity
+        part = torch.full_like(c, float("nan"))
+        fp8_grouped_gemm(a, sa, bt, sb, counts, c=part,
+                         tiles=tuple(t[keep].contiguous() for t in tiles))[0]()
+        torch.cuda.synchronize()
+        mine = owner % 2 == parity
+        if not torch.equal(part[:rows][mine], c[:rows][mine]):
+            fails.append(f"{'odd' if parity else 'even'} experts' tiles alone: their rows differ")
+        if not bool(torch.isnan(part[:rows][~mine]).all()) or not bool(
+                torch.isnan(part[rows:]).all()):
+            fails.append(f"{'odd' if parity else 'even'} experts' tiles alone wrote rows of "
+                         "other experts or past the end")
+    for f in fails:
+        print(f"{name}: CHECK FAILED: {f}", flush=True)
+    return err, fails
+
+
+def measure_grouped(cases: tuple) -> tuple:
+    """Check, then time, the grouped kernel on each of GROUPED_CASES `cases` beside torch's
+    BF16 grouped GEMM on the same ragged rows: (figures, number of cases that failed a check)."""
+    import torch
+
+    from benchmarks.fp8_ceiling import time_ms
+    from mok_kernels.baselines import grouped_mm
+    from mok_kernels.fp8 import quantize_rows, quantize_weight
+
+    has_grouped_mm = hasattr(torch, "_grouped_mm")
+    bf16_label = "torch bf16 grouped" if has_grouped_mm else "torch bf16 per-expert loop"
+    out, failed = {}, 0
+    for name in cases:
+        n, k, experts, routing = GROUPED_CASES[name]
+        counts = grouped_counts(experts, routing)
+        rows = int(counts.sum())
+        offs = torch.cumsum(counts, 0).to(torch.int32).cuda()   # cumulative ends (bench.py)
+        sets = []
+        for s in range(GROUPED_SETS):
+            g = torch.Generator(device="cuda").manual_seed(s)
+            x = torch.randn(rows, k, device="cuda", generator=g)
+            w = torch.randn(experts, k, n, device="cuda", generator=g) / k ** 0.5
+            a, sa = quantize_rows(x)
+            wq, sw = quantize_weight(w)                 # (E, K, N), (E, K/128, N/128)
+            sets.append((a, sa.contiguous(), wq.transpose(1, 2).contiguous(),
+                         sw.transpose(1, 2).contiguous(), x.bfloat16(), w.bfloat16(),
+                         w.bfloat16().transpose(1, 2).contiguous()))
+            del x, w, wq, sw
+            torch.cuda.empty_cache()
+        tiles = len(grouped_tiles(counts)[0])
+        row = {"N": n, "K": k, "experts": experts, "rows": rows, "tiles": tiles,
+               "counts": counts.tolist()}
+        head = (f"{name} (N {n}, K {k}, {experts} experts, {rows} rows, {int(counts.min())}-"
+                f"{int(counts.max())} an expert, {tiles} tiles)")
+        err, fails = _grouped_check(name, sets, counts, n)
+        row["rel_err"] = err
+        if fails:
+            failed += 1
+            out[name] = row | {"failed": fails}
+            print(f"{head}: FAILED, not timed", flush=True)
+            continue
+        flops = 2.0 * rows * n * k
+        fns = {"gluon fp8 grouped, ws2d1": [fp8_grouped_gemm(*st[:4], counts)[0] for st in sets],
+               bf16_label: [lambda st=st, o=offs: grouped_mm(st[4], st[5], o) for st in sets]}
+        if has_grouped_mm:       # the same with B^T's layout (E, N, K) seen as (E, K, N)
+            fns["torch bf16 grouped, B K-major"] = [
+                lambda st=st, o=offs: torch._grouped_mm(st[4], st[6].transpose(1, 2), offs=o)
+                for st in sets]
+        for label, f in fns.items():
+            try:
+                row[label] = flops / time_ms(f) / 1e9
+            except RuntimeError as exc:          # a layout this torch refuses
+                row[label] = f"refused: {str(exc).splitlines()[0][:120]}"
+        bf = row[bf16_label]
+        ratios = {lb: v / bf for lb, v in row.items()
+                  if isinstance(v, float) and lb != "rel_err" and isinstance(bf, float)}
+        print(f"{head}: rows checked, rel. error {err:.1e}; " + ", ".join(
+            f"{lb} {row[lb]:.0f} TF/s ({r:.2f}x {bf16_label})" for lb, r in ratios.items()),
+            flush=True)
+        out[name] = row
+        del sets, fns
+        torch.cuda.empty_cache()
+    return out, failed
+
+
 def main(argv: list[str]) -> int:
     p = doc_parser("benchmarks/gluon_fp8_gemm.py", __doc__)
     p.add_argument("--rows", default="4096,16384", help="rows M of each GEMM (multiples of 128)")
@@ -890,14 +1269,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--variants", default=",".join(VARIANTS),
                    help=f"comma list of the K loops to check and time, of {', '.join(VARIANTS)} "
                    "(default: all)")
+    p.add_argument("--grouped", nargs="?", const="all", default=None,
+                   help="check and time the grouped GEMM (ws2d1) over ragged experts instead: "
+                   f"a comma list of {', '.join(GROUPED_CASES)} (default: all)")
     p.add_argument("--compile-only", action="store_true",
-                   help="compile for sm_90 without a GPU and print the kernel's resources")
+                   help="compile for sm_90 without a GPU and print the kernels' resources "
+                   "(the --variants and the grouped kernel)")
     return run_tool(p, run, argv)
 
 
 def run(a) -> int:
     rows = number_list(a.rows, "--rows")
     variants = variant_list(a.variants)
+    cases = grouped_case_list(a.grouped) if a.grouped is not None else ()
     for m in rows:
         check_shape(m, BN, STAGES * BK)
     if a.out is not None:
@@ -908,8 +1292,9 @@ def run(a) -> int:
         import tempfile
 
         from mok_kernels.aot import stats
-        for variant in variants:
-            kernel = compile_sm90(variant=variant)
+        for variant in (*variants, "grouped ws2d1"):
+            kernel = (compile_grouped_sm90() if variant == "grouped ws2d1"
+                      else compile_sm90(variant=variant))
             st = stats(kernel, tempfile.mkdtemp(), "fp8_block")
             # warp-specialized forms: the launch's registers, then each partition's setmaxnreg
             nreg = sorted({int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)",
@@ -921,10 +1306,16 @@ def run(a) -> int:
         return 0
     from mok_kernels import require_cuda
     require_cuda()
-    figures = measure(rows, variants)
+    failed = 0
+    if cases:
+        figures, failed = measure_grouped(cases)
+    else:
+        figures = measure(rows, variants)
     if a.out is not None:
         Path(a.out).write_text(json.dumps(figures, indent=1) + "\n")
-    return 0
+    if failed:
+        print(f"grouped GEMM: {failed} case(s) FAILED their check", file=sys.stderr)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
