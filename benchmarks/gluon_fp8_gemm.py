@@ -61,6 +61,27 @@ end): no TMA store, whose box would write the next expert's rows. The device che
 with NaN, wants every row written and within 1e-2 of its expert's float32 product, and reruns
 with the even, then the odd, experts' tiles alone: their rows bitwise the same, all others NaN.
 
+FFN (--ffn; session 25, not yet run on a GPU): a rank's whole routed expert FFN in FP8 on this
+core, two launches. The gate/up kernel (fp8_ffn_gate_up_kernel, fp8_ffn_gate_up) walks the
+grouped kernel's work list with items of (tile of <= 128 rows of one expert, 128-column block nb
+of h): W_gu^T (E, 2I, H) e4m3 packed as the megakernel packs it (pack_gate_up: gate block nb's
+128 rows, then up block nb's), one 256 x 128 TMA box a K block (ring of 4 x 48 KB), and each
+math warpgroup's 64 rows take the block's gate half then its up half through one MMA result
+(ws2w's schedule: two 64 x 128 sums and one result, 192 of its 240 registers; ws2d1's second
+result in flight would need 256), each scale step under the other warpgroup's MMA. So an item
+owns 128 whole h columns of its rows: the epilogue forms h = silu(g) u in float32 and
+quantizes it by fp8.py's rule in registers (a row's 128 columns lie in one quad of threads, the
+amax a reduction within the warp; correctly rounded divisions, the cast cvt.rn.satfinite), and
+stores q (R, I) e4m3 through shared memory and its scale (R, I/128) float32, masked to the
+tile's rows. The down GEMM is the grouped kernel on q, W_d^T (E, H, I). The check
+(_ffn_check): outputs pre-filled with NaN; a build that also stores h, then the timed build
+(q, scales, y bitwise alike); q and scales bitwise torch's quantize_rows of the kernel's own h;
+every row written, none past the end; per expert h within 2e-3 and y within 1e-2 of the
+float32 reference of the same FP8 pipeline, q unlike torch's quantization of the reference h in
+under 2% of elements (the fraction printed). Timed beside torch's BF16 FFN (grouped GEMM
+gate|up, silu x mul, grouped GEMM down) at kimi-k2 and glm-5 EP 8 (--grouped's rows), and the
+two kernels alone.
+
 C (M, N) bf16 = sum_k A_k (M, 128) B_k (128, N) x sa[m, k] x sb[k, n // 128]: A e4m3 (M, K) with
 one scale per row per 128 columns, B e4m3 given as B^T (N, K) (wgmma reads FP8 B K-major) with
 one scale per 128 x 128 block (mok_kernels/fp8.py quantize_rows / quantize_weight).
@@ -69,6 +90,8 @@ one scale per 128 x 128 block (mok_kernels/fp8.py quantize_rows / quantize_weigh
         [--variants ws2p,ws2d1]    # the K loops to check and time (default: all)
     PYTHONPATH=. python3 benchmarks/gluon_fp8_gemm.py --grouped [kimi-k2-down,...] [--out F]
         # the grouped GEMM beside torch's BF16 grouped GEMM (GROUPED_CASES; default: all)
+    PYTHONPATH=. python3 benchmarks/gluon_fp8_gemm.py --ffn [kimi-k2,...] [--out F]
+        # the FP8 routed FFN (2 launches) beside torch's BF16 FFN (FFN_CASES; default: all)
     PYTHONPATH=. python benchmarks/gluon_fp8_gemm.py --compile-only   # sm_90 compile, no GPU
 
 On a GPU: each shape's result against the float32 product of the dequantized operands (the
@@ -125,6 +148,13 @@ WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K
 PP_STAGES = 8
 WIDE_MAXNREG, WIDE_STAGES = 240, 3   # ws2w: 8 warps x 32 x 240 <= 64K; 3 x 48 KB ring + 64 KB C
 DUAL_STAGES = 6    # ws2d: 6 x 32 KB ring + 2 x 16 KB C = 224 KB; loads run 4 blocks ahead
+# --ffn: a rank's routed expert FFN in FP8 (name: (H, I, local experts, routing)), GROUPED_ROWS
+# rows as --grouped's
+FFN_CASES = {"kimi-k2": (7168, 2048, 48, "uniform"),
+             "glm-5": (6144, 2048, 32, "uniform"),
+             "kimi-k2-skewed": (7168, 2048, 48, "skewed")}
+# the FFN gate/up kernel: 4 x (16 KB A + 32 KB [gate | up] B) ring + 2 x 8 KB q = 208 KB <= 227 KB
+FFN_STAGES = 4
 # ws2d1: launched at WS_MAXNREG (12 warps x 32 x 168 <= 64K), the load warpgroup drops to 24 and
 # each math warpgroup rises to 240 (240 + 240 + 24 <= 3 x 168: Triton's AllocateWarpGroups
 # gives the default partition what the workers leave); same 6-stage ring as ws2d
@@ -702,6 +732,164 @@ if gluon is not None:
         ], [4, 1], [240, 24])             # as ws2d1's: 3 x 168 - 240 - 24 = 240
 
     @gluon.jit
+    def _ffn_item(t_expert, t_row0, t_rows, item, items, n_tiles, I, n_blocks,
+                  TM: gl.constexpr, TN: gl.constexpr):
+        """Work item `item` of the FFN gate/up kernel (zeros past the last, `items`): (its
+        tile's first row, the tile's first row not its own, the row of the (E x 2I / TN, nk)
+        weight scales of its gate block (its up block's: the next), its h column block)."""
+        tile, pid_n = _tile(item, n_tiles * TM, I, TM, TN, GROUP_M)
+        real = item < items
+        row0 = gl.load(t_row0 + tile, mask=real, other=0)
+        end = row0 + gl.load(t_rows + tile, mask=real, other=0)
+        expert = gl.load(t_expert + tile, mask=real, other=0)
+        return row0, end, expert * 2 * n_blocks + 2 * pid_n, pid_n
+
+    @gluon.jit
+    def _loader_ffn(a_desc, b_desc, a_s, b_s, ready, empty, t_expert, t_row0, n_tiles, I, K,
+                    STAGES: gl.constexpr):
+        """FFN gate/up kernel's load partition (one warp): _loader_grouped with B^T's 2 x TN
+        rows of the item's [gate | up] block pair: from row expert x 2I + column block x 2TN of
+        the (E x 2I, H) view (the megakernel's packing: gate block nb, then up block nb)."""
+        TM: gl.constexpr = a_desc.block_type.shape[0]
+        TN2: gl.constexpr = b_desc.block_type.shape[0]
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        nk = gl.cdiv(K, TK)
+        it = 0
+        for item in range(gl.program_id(0), n_tiles * gl.cdiv(I, TN2 // 2), gl.num_programs(0)):
+            tile, pid_n = _tile(item, n_tiles * TM, I, TM, TN2 // 2, GROUP_M)
+            row0 = gl.load(t_row0 + tile)
+            n0 = gl.load(t_expert + tile) * 2 * I + pid_n * TN2
+            for k in range(nk):
+                s = it % STAGES
+                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                mbarrier.expect(ready.index(s),
+                                a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+                tma.async_copy_global_to_shared(a_desc, [row0, k * TK], ready.index(s),
+                                                a_s.index(s))
+                tma.async_copy_global_to_shared(b_desc, [n0, k * TK], ready.index(s),
+                                                b_s.index(s))
+                it += 1
+
+    @gluon.jit
+    def _ffn_gate_up_tile(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, it,
+                          ROW0: gl.constexpr, TM: gl.constexpr, TN: gl.constexpr,
+                          mma: gl.constexpr, STAGES: gl.constexpr):
+        """One item's K loop for rows ROW0 ... ROW0 + TM of the ring's A blocks: per K block
+        the gate half's MMA, waited for and scaled into acc_g, then the up half's into acc_u
+        through the same MMA result (ws2w's schedule: two sums and one result, 192 registers;
+        a second result in flight would need 256). Each scale step runs under the other
+        warpgroup's MMA. Returns (acc_g, acc_u)."""
+        acc_g = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        acc_u = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        for k in range(nk):
+            s = (it + k) % STAGES
+            mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
+            sa_k = gl.load(sa_row + k, mask=rmask, other=0.0)      # loads under the MMA
+            sb_g = gl.load(sb_ptr + sb_row * nk + k)
+            a = a_s.index(s).slice(ROW0, TM)
+            t = warpgroup_mma(a, b_s.index(s).slice(0, TN).permute((1, 0)), t, use_acc=False,
+                              is_async=True)
+            t = warpgroup_mma_wait(num_outstanding=0, deps=(t, ))
+            acc_g = gl.fma(t, (sa_k * sb_g)[:, None], acc_g)
+            # an empty wait that names acc_g: the gate scale step stays before the up MMA, so
+            # both MMA results share registers (as in _wide_math_persistent)
+            t = warpgroup_mma_wait(num_outstanding=0, deps=(t, acc_g))[0]
+            sb_u = gl.load(sb_ptr + (sb_row + 1) * nk + k)
+            t = warpgroup_mma(a, b_s.index(s).slice(TN, TN).permute((1, 0)), t, use_acc=False)
+            mbarrier.arrive(empty.index(s), count=1)
+            acc_u = gl.fma(t, (sa_k * sb_u)[:, None], acc_u)
+        return acc_g, acc_u
+
+    @gluon.jit
+    def _ffn_quant(acc_g, acc_u):
+        """SwiGLU and the FP8 quantization of its (TM, 128) block, one scale a row, by
+        mok_kernels/fp8.py's rule (the megakernel's quant_rows): h = silu(g) u in float32,
+        amax = max(max |h|, 1e-12), q = e4m3(clamp(h x (448 / amax), -448, 448)) (correctly
+        rounded division; the cast rounds to nearest even), scale = amax / 448 (correctly
+        rounded). Returns (h, q, scale)."""
+        h = acc_g / (1.0 + gl.exp(-acc_g)) * acc_u
+        amax = gl.maximum(gl.max(gl.abs(h), axis=1), 1e-12)
+        fmax = gl.full(amax.shape, 448.0, gl.float32, amax.type.layout)
+        inv = gl.div_rn(fmax, amax)
+        q = gl.minimum(gl.maximum(h * inv[:, None], -448.0), 448.0).to(gl.float8e4nv)
+        return h, q, gl.div_rn(amax, fmax)
+
+    @gluon.jit
+    def _ffn_math(a_s, b_s, ready, empty, q_ptr, hs_ptr, h_ptr, sa_ptr, sb_ptr, t_expert,
+                  t_row0, t_rows, n_tiles, I, K, ROW0: gl.constexpr, STAGES: gl.constexpr,
+                  STORE_H: gl.constexpr):
+        """FFN gate/up kernel's math partitions: rows ROW0 ... ROW0 + TM of each item's tile,
+        the item's 128 gate and 128 up columns (_ffn_gate_up_tile), then h's 128-column block
+        quantized whole in registers (_ffn_quant: each row's 128 h columns sit in one quad of
+        threads, so the amax is a reduction within the warp) and stored: q through shared
+        memory to a store masked by row, the scale (one a row) masked by row; only the tile's
+        rows [row0, end) are written. STORE_H (the check's build) also stores h in float32. A
+        half with no row of the tile only releases its blocks (as _dual_math_grouped)."""
+        TM: gl.constexpr = a_s.shape[1] // 2
+        TN: gl.constexpr = b_s.shape[1] // 2
+        TK: gl.constexpr = a_s.shape[2]
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
+        q_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([TM, TN], gl.float8e4nv)
+        # 16 consecutive e4m3 a thread, a row of 128 in 8 threads: 16-byte coalesced stores
+        out: gl.constexpr = gl.BlockedLayout([1, 16], [32 * 16 // TN, TN // 16],
+                                             [gl.num_warps(), 1], [1, 0])
+        q_s = gl.allocate_shared_memory(gl.float8e4nv, [TM, TN], q_layout)
+        nk = gl.cdiv(K, TK)
+        n_blocks = gl.cdiv(I, TN)
+        items, programs = n_tiles * n_blocks, gl.num_programs(0)
+        row0, end, sb_row, pid_n = _ffn_item(t_expert, t_row0, t_rows, gl.program_id(0), items,
+                                             n_tiles, I, n_blocks, 2 * TM, TN)
+        it = 0
+        for item in range(gl.program_id(0), items, programs):
+            row0_nx, end_nx, sb_row_nx, pid_n_nx = _ffn_item(
+                t_expert, t_row0, t_rows, item + programs, items, n_tiles, I, n_blocks, 2 * TM,
+                TN)
+            off_m = row0 + ROW0
+            if off_m < end:
+                sa_row, rmask = _row_scales(sa_ptr, off_m, end, nk, TM, mma)
+                acc_g, acc_u = _ffn_gate_up_tile(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr,
+                                                 sb_row, nk, it, ROW0, TM, TN, mma, STAGES)
+                h, q, hs = _ffn_quant(acc_g, acc_u)
+                rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
+                gl.store(hs_ptr + rows_m.to(gl.int64) * n_blocks + pid_n, hs, mask=rows_m < end)
+                if STORE_H:
+                    cols_m = pid_n * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
+                    gl.store(h_ptr + rows_m.to(gl.int64)[:, None] * I + cols_m[None, :], h,
+                             mask=(rows_m < end)[:, None] & (cols_m < I)[None, :])
+                q_s.store(q)
+                rows = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, out))
+                cols = pid_n * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, out))
+                gl.store(q_ptr + rows.to(gl.int64)[:, None] * I + cols[None, :], q_s.load(out),
+                         mask=(rows < end)[:, None] & (cols < I)[None, :])
+            else:                  # no row of the tile in this half: release its blocks
+                for k in range(nk):
+                    s = (it + k) % STAGES
+                    mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
+                    mbarrier.arrive(empty.index(s), count=1)
+            it += nk
+            row0, end, sb_row, pid_n = row0_nx, end_nx, sb_row_nx, pid_n_nx
+
+    @gluon.jit
+    def fp8_ffn_gate_up_kernel(a_desc, b_desc, q_ptr, hs_ptr, h_ptr, sa_ptr, sb_ptr, t_expert,
+                               t_row0, t_rows, n_tiles, I, K, STAGES: gl.constexpr,
+                               STORE_H: gl.constexpr, num_warps: gl.constexpr):
+        """The routed FFN's gate/up GEMM with SwiGLU and h's FP8 quantization fused (--ffn):
+        the grouped kernel's work list of (tile of at most 2 TH rows of one expert, 128-column
+        block of h) items; each item reads the block's gate and up weight rows (one 256 x 128
+        TMA box a K block) and writes q (e4m3) and its 1 x 128 scales."""
+        TH: gl.constexpr = a_desc.block_type.shape[0] // 2
+        a_s, b_s, ready, empty = _ring(a_desc, b_desc, STAGES, 2)
+        gl.warp_specialize([
+            (_ffn_math, (a_s, b_s, ready, empty, q_ptr, hs_ptr, h_ptr, sa_ptr, sb_ptr, t_expert,
+                         t_row0, t_rows, n_tiles, I, K, 0, STAGES, STORE_H)),
+            (_ffn_math, (a_s, b_s, ready, empty, q_ptr, hs_ptr, h_ptr, sa_ptr, sb_ptr, t_expert,
+                         t_row0, t_rows, n_tiles, I, K, TH, STAGES, STORE_H)),
+            (_loader_ffn, (a_desc, b_desc, a_s, b_s, ready, empty, t_expert, t_row0, n_tiles,
+                           I, K, STAGES)),
+        ], [4, 1], [240, 24])             # as ws2d1's: 3 x 168 - 240 - 24 = 240
+
+    @gluon.jit
     def fp8_block_gemm_ws2w_kernel(a_desc, b_desc, c_desc, sa_ptr, sb_ptr, M, N, K,
                                    STAGES: gl.constexpr, num_warps: gl.constexpr):
         """ws2p on 128 x 256 tiles (a third less operand traffic per FLOP than 128 x 128), two
@@ -1001,6 +1189,108 @@ def fp8_grouped_gemm(a, sa, bt, sb, counts, c=None, tiles=None):
     return launch, c
 
 
+def pack_gate_up(wg_t, sg, wu_t, su) -> tuple:
+    """W_gu^T as the megakernel packs it, from the gate and up weights given K-major (E, I, H)
+    e4m3 with block scales (E, I/128, H/128): (E, 2I, H), for each 128-row block nb the gate's
+    rows then the up's (rows 256 nb ... 256 nb + 127 gate block nb, the next 128 up block nb),
+    and scales (E, 2I/128, H/128) alike (gate block nb's row 2 nb, up's 2 nb + 1)."""
+    import torch
+
+    e, i, h = wg_t.shape
+    w = torch.stack((wg_t.reshape(e, i // BN, BN, h), wu_t.reshape(e, i // BN, BN, h)), dim=2)
+    sc = torch.stack((sg, su), dim=2)
+    return w.reshape(e, 2 * i, h).contiguous(), sc.reshape(e, 2 * i // BN, -1).contiguous()
+
+
+def _ffn_launch_args(a, sa, wgu, sgu, q, hs, tiles, h=None) -> tuple:
+    """(kernel, positional arguments, launch options, items) of the FFN gate/up kernel on A
+    (R, H) e4m3, its scales (R, H/128), W_gu^T (E, 2I, H) e4m3 packed as pack_gate_up has it,
+    its scales (E, 2I/128, H/128), the outputs q (R', I) e4m3 and hs (R', I/128) float32
+    (R' >= R; rows past R never written), h (R', I) float32 or None (the check's build, which
+    also stores h) and the work list `tiles` (grouped_tiles); items: tiles x I / 128."""
+    _require_gluon()
+    import torch
+    from triton.experimental.gluon import language as gl
+
+    (e, n2, k), rows = wgu.shape, a.shape[0]
+    i = n2 // 2
+    check_shape(BM, i, k, "ws2d1")           # I and H multiples of 128, H of 4 blocks at least
+    outs = (q, hs) if h is None else (q, hs, h)
+    if (n2 % (2 * BN) or sa.shape != (rows, k // BK) or sgu.shape != (e, n2 // BN, k // BK)
+            or q.shape[1] != i or hs.shape[1] != i // BN or (h is not None and h.shape[1] != i)
+            or any(t.shape[0] < rows for t in outs)
+            or a.dtype != torch.float8_e4m3fn or wgu.dtype != torch.float8_e4m3fn
+            or q.dtype != torch.float8_e4m3fn
+            or any(t.dtype != torch.float32 for t in (sa, sgu, hs) + outs[2:])
+            or not all(t.is_contiguous() for t in (a, sa, wgu, sgu) + outs)):
+        raise MokInputError("FFN gate/up: A (R, H) e4m3, sa (R, H/128), W_gu^T (E, 2I, H) e4m3, "
+                            "its scales (E, 2I/128, H/128), q (>= R, I) e4m3, scales (>= R, "
+                            "I/128) float32, all contiguous, I a multiple of 128, are required")
+    expert, row0, nrows = tiles
+    descs = (_desc(a, [BM, BK], gl.float8e4nv),
+             _desc(wgu.view(e * n2, k), [2 * BN, BK], gl.float8e4nv))
+    return (fp8_ffn_gate_up_kernel,
+            (*descs, q, hs, hs if h is None else h, sa, sgu, expert, row0, nrows, len(expert), i,
+             k, FFN_STAGES, h is not None),
+            {"num_warps": 4, "maxnreg": WS_MAXNREG}, len(expert) * (i // BN))
+
+
+def fp8_ffn_gate_up(a, sa, wgu, sgu, counts, q=None, hs=None, h=None, tiles=None):
+    """(launch, q, hs): a function that computes, for each expert e's rows r of A (counts[e]
+    rows each, one expert's after the other), h[r] = silu(A[r] W_g,e) * (A[r] W_u,e) and its FP8
+    quantization (fp8_ffn_gate_up_kernel): q (R, I) e4m3 and hs (R, I/128) float32, made unless
+    given (then rows past R are never written); h (float32, given): h itself stored too."""
+    import torch
+
+    rows, i = a.shape[0], wgu.shape[1] // 2
+    if q is None:
+        q = torch.empty(rows, i, device=a.device, dtype=torch.float8_e4m3fn)
+    if hs is None:
+        hs = torch.empty(rows, i // BN, device=a.device, dtype=torch.float32)
+    tiles = grouped_tiles(counts.to(a.device)) if tiles is None else tiles
+    kernel, args, options, items = _ffn_launch_args(a, sa, wgu, sgu, q, hs, tiles, h)
+    grid = min(items, torch.cuda.get_device_properties(a.device).multi_processor_count)
+
+    def launch():
+        if items:
+            kernel[(grid, )](*args, **options)
+    return launch, q, hs
+
+
+def fp8_grouped_ffn(a, sa, wgu, sgu, wd, sd, counts, q=None, hs=None, y=None, h=None):
+    """(launch, (q, hs, y)): the routed expert FFN in FP8 on the Gluon core, two launches: the
+    gate/up kernel with SwiGLU and h's quantization fused (fp8_ffn_gate_up), then the grouped
+    ws2d1 GEMM (fp8_grouped_gemm) of q, hs by W_d^T (E, H, I) e4m3 with block scales sd (E, H/128,
+    I/128) into y (R, H) bf16. Outputs made unless given (rows past R are never written); one
+    work list (grouped_tiles) for both."""
+    tiles = grouped_tiles(counts.to(a.device))
+    gate_up, q, hs = fp8_ffn_gate_up(a, sa, wgu, sgu, counts, q, hs, h, tiles)
+    rows = a.shape[0]
+    down, y = fp8_grouped_gemm(q[:rows], hs[:rows], wd, sd, counts, c=y, tiles=tiles)
+
+    def launch():
+        gate_up()
+        down()
+    return launch, (q, hs, y)
+
+
+def compile_ffn_sm90(experts: int = 48, rows: int = 32768, h: int = 7168, i: int = 2048):
+    """compile_sm90 of the FFN gate/up kernel (fp8_ffn_gate_up, the timed build) at `experts`
+    experts of hidden size h and intermediate size i and `rows` rows in all."""
+    _require_gluon()
+    import torch
+
+    counts = torch.full((experts, ), rows // experts, dtype=torch.int64)
+    counts[0] += rows - int(counts.sum())
+    a = torch.empty(rows, h, dtype=torch.float8_e4m3fn)
+    sa = torch.empty(rows, h // BK)
+    wgu = torch.empty(experts, 2 * i, h, dtype=torch.float8_e4m3fn)
+    sgu = torch.empty(experts, 2 * i // BN, h // BK)
+    q = torch.empty(rows, i, dtype=torch.float8_e4m3fn)
+    hs = torch.empty(rows, i // BN)
+    return _compile_sm90(*_ffn_launch_args(a, sa, wgu, sgu, q, hs, grouped_tiles(counts))[:3])
+
+
 def compile_sm90(m: int = 4096, n: int = 4096, k: int = 7168, variant: str = "pingpong"):
     """triton.compile of the kernel for sm_90 as a launch at (m, n, k) would specialize it, on a
     machine without a GPU (CPU tensors stand in for the operands): the compiled kernel."""
@@ -1262,6 +1552,233 @@ def measure_grouped(cases: tuple) -> tuple:
     return out, failed
 
 
+def ffn_case_list(text: str) -> tuple:
+    """The comma list of --ffn ("all": every one of FFN_CASES); refuse others."""
+    names = tuple(FFN_CASES) if text == "all" else tuple(dict.fromkeys(text.split(",")))
+    for name in names:
+        if name not in FFN_CASES:
+            raise MokInputError(f"--ffn {text!r}: {name!r} is not one of "
+                                f"{', '.join(FFN_CASES)} (or all)")
+    return names
+
+
+# --ffn's check (_ffn_check): y against the float32 reference of the same FP8 pipeline, per
+# expert. The FP8 roundings of x, W_gu, h and W_d are in both sides alike, so what is left is
+# y's BF16 rounding (~1e-3 RMS relative), float32 summation order, the FP8 MMA's own
+# accumulation within a K block, and the few h elements whose e4m3 rounding the two sides
+# decide differently (FFN_Q_DIFF_TOL): 1e-2 as --grouped asks of one GEMM.
+FFN_Y_TOL = 1e-2
+# h: the kernel's (the check's build stores it) against the reference's, relative error norm:
+# float32 sums in another order, the exponential's approximation and the FP8 MMA's own
+# accumulation within a K block (not known: --grouped's 1.7e-3 on BF16 outputs, whose rounding
+# alone is ~1.6e-3, leaves it at most ~6e-4); a wrong scale or a swapped gate / up block gives O(1)
+FFN_H_TOL = 2e-3
+# q elements unlike torch's quantization of the reference h: those whose h lies within the two
+# h's difference of an e4m3 rounding boundary; a per-element relative difference d flips ~13 d of
+# them (measured on a CPU mock), so 0.1-1% at d = 1e-4 ... 7e-4. 2% is asked (a gross-error
+# gate: a wrong scale or rounding mode flips most), the fraction printed. The strict check of the
+# epilogue is bitwise, on the kernel's own h.
+FFN_Q_DIFF_TOL = 2e-2
+
+
+def _ffn_check(name: str, st: tuple, counts) -> tuple:
+    """(errors, failures) of the FFN's two launches on the input set st: outputs pre-filled
+    with NaN, BM rows past the last too. Runs the check's build (h stored as well), then the
+    timed build: both must give the same q, scales and y bitwise; torch's quantize_rows of the
+    kernel's own h must give its q and scales bitwise (the fused epilogue is fp8.py's rule);
+    every row < R written and none past it; per expert, h within FFN_H_TOL of the float32
+    reference (dequantized x and W_gu; g, u in float32; silu(g) u), q unlike torch's
+    quantization of that h in under FFN_Q_DIFF_TOL of its elements, and y within FFN_Y_TOL of
+    the reference's q dequantized times W_d dequantized."""
+    import torch
+    import torch.nn.functional as F
+
+    from mok_kernels.fp8 import dequantize_blocks, quantize_rows
+
+    a, sa, wgu, sgu, wd, sd = st[:6]
+    rows, dev = a.shape[0], a.device
+    i, hdim = wgu.shape[1] // 2, wd.shape[1]
+    nan = float("nan")
+
+    def filled(cols, dtype):
+        return torch.full((rows + BM, cols), nan, device=dev, dtype=dtype)
+
+    fails = []
+    runs = []
+    for store_h in (True, False):
+        out = dict(q=filled(i, torch.float8_e4m3fn), hs=filled(i // BN, torch.float32),
+                   y=filled(hdim, torch.bfloat16),
+                   h=filled(i, torch.float32) if store_h else None)
+        fp8_grouped_ffn(a, sa, wgu, sgu, wd, sd, counts, **out)[0]()
+        torch.cuda.synchronize()
+        runs.append(out)
+        build = "check build" if store_h else "timed build"
+        for key in ("q", "hs", "y", "h"):
+            t = out[key]
+            if t is None:
+                continue
+            bad = torch.isnan(t.float())
+            if int(bad[rows:].logical_not().any(dim=1).sum()):
+                fails.append(f"{build}: {key} rows past the last expert's written")
+            if int(bad[:rows].any(dim=1).sum()):
+                fails.append(f"{build}: {int(bad[:rows].any(dim=1).sum())} {key} rows not "
+                             "written (or NaN)")
+    chk, tim = runs
+    q, hs, y, h = tim["q"][:rows], tim["hs"][:rows], tim["y"][:rows], chk["h"][:rows]
+    for key in ("q", "hs", "y"):
+        if not torch.equal(chk[key][:rows].view(torch.uint8) if key == "q" else chk[key][:rows],
+                           tim[key][:rows].view(torch.uint8) if key == "q" else tim[key][:rows]):
+            fails.append(f"the check build's {key} differs from the timed build's")
+    q_h, hs_h = quantize_rows(h)
+    rule_q = int((q_h.view(torch.uint8) != q.view(torch.uint8)).sum())
+    rule_s = int((hs_h != hs).sum())
+    if rule_q or rule_s:
+        fails.append(f"q / scales unlike torch's quantize_rows of the kernel's own h: {rule_q} "
+                     f"q elements, {rule_s} scales differ")
+    errs = {"h": 0.0, "y": 0.0, "q_diff": 0, "hs_diff": 0, "rule_q_diff": rule_q,
+            "rule_hs_diff": rule_s}
+    tf32 = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        end = 0
+        for ex, m in enumerate(counts.tolist()):
+            if not m:
+                continue
+            r = slice(end, end + m)
+            end += m
+            x = dequantize_blocks(a[r], sa[r], 1, BK)
+            gu = x @ dequantize_blocks(wgu[ex], sgu[ex], BN, BK).t()           # (m, 2I)
+            gu = gu.view(m, i // BN, 2, BN)
+            h_ref = (F.silu(gu[:, :, 0]) * gu[:, :, 1]).reshape(m, i)
+            q_ref, hs_ref = quantize_rows(h_ref)
+            y_ref = (dequantize_blocks(q_ref, hs_ref, 1, BK)
+                     @ dequantize_blocks(wd[ex], sd[ex], BN, BK).t())
+            h_err = float((h[r] - h_ref).norm() / h_ref.norm())
+            y_err = float((y[r].float() - y_ref).norm() / y_ref.norm())
+            q_diff = int((q_ref.view(torch.uint8) != q[r].view(torch.uint8)).sum())
+            errs["hs_diff"] += int((hs_ref != hs[r]).sum())
+            errs["q_diff"] += q_diff
+            if not h_err <= FFN_H_TOL:
+                fails.append(f"expert {ex} ({m} rows): h rel. error {h_err:.2e}")
+            if not y_err <= FFN_Y_TOL:
+                fails.append(f"expert {ex} ({m} rows): y rel. error {y_err:.2e}")
+            if not q_diff <= FFN_Q_DIFF_TOL * m * i:
+                fails.append(f"expert {ex} ({m} rows): {q_diff} q elements unlike torch's "
+                             "quantization of the reference h")
+            errs["h"] = max(errs["h"], h_err) if h_err == h_err else nan
+            errs["y"] = max(errs["y"], y_err) if y_err == y_err else nan
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = tf32
+    errs["q_diff_frac"] = errs["q_diff"] / max(rows * i, 1)
+    for f in fails:
+        print(f"{name}: CHECK FAILED: {f}", flush=True)
+    return errs, fails
+
+
+def _ffn_inputs(h: int, i: int, experts: int, rows: int, seed: int, device: str = "cuda") -> tuple:
+    """One --ffn input set: (A e4m3 (R, H), its scales, W_gu^T packed (pack_gate_up), its scales,
+    W_d^T (E, H, I) e4m3, its scales (E, H/128, I/128), then BF16 x (R, H), W_gu (E, H, 2I)
+    [gate | up] and W_d (E, I, H) for torch): randn tokens, weights of std 1/sqrt(fan_in)."""
+    import torch
+
+    from mok_kernels.fp8 import quantize_rows, quantize_weight
+
+    g = torch.Generator(device=device).manual_seed(seed)
+    x = torch.randn(rows, h, device=device, generator=g)
+    a, sa = quantize_rows(x)
+    x16 = x.bfloat16()
+    del x
+    wts = []
+    for fan_in, shape in ((h, (experts, h, i)), (h, (experts, h, i)), (i, (experts, i, h))):
+        w = torch.randn(*shape, device=device, generator=g) / fan_in ** 0.5
+        wq, sw = quantize_weight(w)                    # (E, K, N), (E, K/128, N/128)
+        wts.append((wq.transpose(1, 2).contiguous(), sw.transpose(1, 2).contiguous(),
+                    w.bfloat16()))
+        del w, wq, sw
+    (gq, gs, g16), (uq, us, u16), (dq, ds, d16) = wts
+    wgu, sgu = pack_gate_up(gq, gs, uq, us)
+    del gq, uq
+    if device == "cuda":
+        torch.cuda.empty_cache()
+    return (a, sa.contiguous(), wgu, sgu, dq, ds, x16, torch.cat((g16, u16), dim=2).contiguous(),
+            d16)
+
+
+def _torch_ffn(x, wgu, wd, offs):
+    """torch's BF16 routed FFN on rows grouped by expert (offs: cumulative ends): one grouped
+    GEMM for gate|up (W_gu (E, H, 2I), [gate | up]), silu(g) x u, one grouped GEMM for down."""
+    import torch.nn.functional as F
+
+    from mok_kernels.baselines import grouped_mm
+
+    i = wd.shape[1]
+    gu = grouped_mm(x, wgu, offs)
+    return grouped_mm(F.silu(gu[:, :i]) * gu[:, i:], wd, offs)
+
+
+def measure_ffn(cases: tuple) -> tuple:
+    """Check, then time, the FP8 routed FFN (gate/up with SwiGLU and h's quantization fused,
+    then the grouped down GEMM) on each of FFN_CASES `cases` beside torch's BF16 FFN on the
+    same ragged rows (grouped GEMM gate|up, silu x mul, grouped GEMM down): (figures, number of
+    cases that failed a check)."""
+    import torch
+
+    from benchmarks.fp8_ceiling import time_ms
+
+    bf16_label = ("torch bf16 FFN (grouped)" if hasattr(torch, "_grouped_mm")
+                  else "torch bf16 FFN (per-expert loop)")
+    out, failed = {}, 0
+    for name in cases:
+        hdim, i, experts, routing = FFN_CASES[name]
+        counts = grouped_counts(experts, routing)
+        rows = int(counts.sum())
+        offs = torch.cumsum(counts, 0).to(torch.int32).cuda()   # cumulative ends (bench.py)
+        sets = [_ffn_inputs(hdim, i, experts, rows, s) for s in range(GROUPED_SETS)]
+        tiles = len(grouped_tiles(counts)[0])
+        row = {"H": hdim, "I": i, "experts": experts, "rows": rows, "tiles": tiles,
+               "counts": counts.tolist()}
+        head = (f"FFN {name} (H {hdim}, I {i}, {experts} experts, {rows} rows, "
+                f"{int(counts.min())}-{int(counts.max())} an expert, {tiles} tiles)")
+        errs, fails = _ffn_check(name, sets[0], counts)
+        row["check"] = errs
+        if fails:
+            failed += 1
+            out[name] = row | {"failed": fails}
+            print(f"{head}: FAILED, not timed", flush=True)
+            continue
+
+        ffns = [fp8_grouped_ffn(*st[:6], counts) for st in sets]
+        tiles_d = grouped_tiles(counts.cuda())
+        fns = {"gluon fp8 FFN (2 launches)": [f[0] for f in ffns],
+               "gluon fp8 gate/up + SwiGLU + quant": [
+                   fp8_ffn_gate_up(*st[:4], counts, tiles=tiles_d)[0] for st in sets],
+               "gluon fp8 down": [
+                   fp8_grouped_gemm(f[1][0], f[1][1], st[4], st[5], counts, tiles=tiles_d)[0]
+                   for f, st in zip(ffns, sets)],
+               bf16_label: [lambda st=st, o=offs: _torch_ffn(*st[6:], o) for st in sets]}
+        flops = {"gluon fp8 gate/up + SwiGLU + quant": 4.0 * rows * hdim * i,
+                 "gluon fp8 down": 2.0 * rows * hdim * i}
+        for label, f in fns.items():
+            try:
+                row[label] = flops.get(label, 6.0 * rows * hdim * i) / time_ms(f) / 1e9
+            except RuntimeError as exc:          # a layout this torch refuses
+                row[label] = f"refused: {str(exc).splitlines()[0][:120]}"
+        bf = row[bf16_label]
+        fp = row["gluon fp8 FFN (2 launches)"]
+        ratio = (f" ({fp / bf:.2f}x {bf16_label})" if isinstance(bf, float)
+                 and isinstance(fp, float) else "")
+        row["ratio"] = fp / bf if ratio else None
+        print(f"{head}: checked (y rel. error {errs['y']:.1e}, h {errs['h']:.1e}, q bitwise "
+              f"torch's quantization of the kernel's h, {100 * errs['q_diff_frac']:.3f}% of q "
+              f"unlike that of the reference h); " + ", ".join(
+                  f"{lb} {v:.0f} TF/s" if isinstance(v, float) else f"{lb} {v}"
+                  for lb, v in row.items() if lb in fns) + ratio, flush=True)
+        out[name] = row
+        del sets, fns, ffns
+        torch.cuda.empty_cache()
+    return out, failed
+
+
 def main(argv: list[str]) -> int:
     p = doc_parser("benchmarks/gluon_fp8_gemm.py", __doc__)
     p.add_argument("--rows", default="4096,16384", help="rows M of each GEMM (multiples of 128)")
@@ -1272,6 +1789,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--grouped", nargs="?", const="all", default=None,
                    help="check and time the grouped GEMM (ws2d1) over ragged experts instead: "
                    f"a comma list of {', '.join(GROUPED_CASES)} (default: all)")
+    p.add_argument("--ffn", nargs="?", const="all", default=None,
+                   help="check and time the routed expert FFN in FP8 (gate/up with SwiGLU and "
+                   "h's quantization fused, then the grouped down GEMM) instead: a comma list "
+                   f"of {', '.join(FFN_CASES)} (default: all)")
     p.add_argument("--compile-only", action="store_true",
                    help="compile for sm_90 without a GPU and print the kernels' resources "
                    "(the --variants and the grouped kernel)")
@@ -1282,6 +1803,9 @@ def run(a) -> int:
     rows = number_list(a.rows, "--rows")
     variants = variant_list(a.variants)
     cases = grouped_case_list(a.grouped) if a.grouped is not None else ()
+    ffn_cases = ffn_case_list(a.ffn) if a.ffn is not None else ()
+    if cases and ffn_cases:
+        raise MokInputError("--grouped and --ffn: one at a time")
     for m in rows:
         check_shape(m, BN, STAGES * BK)
     if a.out is not None:
@@ -1292,8 +1816,9 @@ def run(a) -> int:
         import tempfile
 
         from mok_kernels.aot import stats
-        for variant in (*variants, "grouped ws2d1"):
+        for variant in (*variants, "grouped ws2d1", "ffn gate/up"):
             kernel = (compile_grouped_sm90() if variant == "grouped ws2d1"
+                      else compile_ffn_sm90() if variant == "ffn gate/up"
                       else compile_sm90(variant=variant))
             st = stats(kernel, tempfile.mkdtemp(), "fp8_block")
             # warp-specialized forms: the launch's registers, then each partition's setmaxnreg
@@ -1303,18 +1828,26 @@ def run(a) -> int:
                   f"{st['spill_st']} / {st['spill_ld']} bytes, {st['shared']} bytes of shared "
                   f"memory, MMA waits {st['ttgir_dot_wait_pendings']}, ptxas notes "
                   f"{[c for c, _ in st['ptxas_notes']]}")
+            if variant == "ffn gate/up":      # h's quantization: fp8.py's rounding, in the PTX
+                ptx = kernel.asm["ptx"]
+                print(f"{variant}: e4m3 casts {len(re.findall(r'cvt.rn.satfinite.e4m3x2.f32', ptx))}"
+                      f" (cvt.rn.satfinite), correctly rounded divisions "
+                      f"{len(re.findall(r'div.rn.f32', ptx))} (div.rn.f32)")
         return 0
     from mok_kernels import require_cuda
     require_cuda()
     failed = 0
     if cases:
         figures, failed = measure_grouped(cases)
+    elif ffn_cases:
+        figures, failed = measure_ffn(ffn_cases)
     else:
         figures = measure(rows, variants)
     if a.out is not None:
         Path(a.out).write_text(json.dumps(figures, indent=1) + "\n")
     if failed:
-        print(f"grouped GEMM: {failed} case(s) FAILED their check", file=sys.stderr)
+        print(f"{'FFN' if ffn_cases else 'grouped GEMM'}: {failed} case(s) FAILED their check",
+              file=sys.stderr)
     return 1 if failed else 0
 
 
