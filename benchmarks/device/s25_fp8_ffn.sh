@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 25 (prepared, not yet run). The routed expert FFN in FP8 on the Gluon core
+# Session 25 (run: one H200, 2026-12-02, 30 s; logs mok_kernels/logs_s25/fp8_ffn/). The routed expert FFN in FP8 on the Gluon core
 # (benchmarks/gluon_fp8_gemm.py --ffn): the megakernel's Triton FP8 path runs at 0.86x its BF16
 # path, while the Gluon grouped ws2d1 GEMM ran 1.48-1.92x torch._grouped_mm BF16 at kimi-k2 /
 # glm-5 expert shapes (s25_fp8_grouped.sh); the next step is the whole FFN on that core, with
