@@ -1,0 +1,774 @@
+"""A prototype FP8 MoK forward pass as ONE persistent Gluon kernel (sm_90) plus the megakernel's
+epilogue, for one emulated rank (issue 14: the FP8 pass on the Gluon core of
+benchmarks/gluon_fp8_gemm.py, whose --ffn ran 1.55-1.77x torch's BF16 grouped FFN).
+
+Stage: comm and compute overlap in one launch (pull dispatch, push combine, capacity 1.0, lag 1).
+- Host: mok_kernels.schedule.build_schedule(rank=r, capacity 1.0, minibatch MB, block_m 128);
+  weights quantized by mok_kernels/fp8.py (quantize_weight), gate/up packed as --ffn packs them
+  (pack_gate_up), the shared expert (width I, or none) as one more expert (index EL). One buffer A
+  (N + C + 128, H) e4m3 holds the rank's N home tokens (the shared expert's rows) then the C-row
+  ring; h (N + C + 128, I) e4m3 alike, with 1 x 128 scales.
+- Comm programs (the first COMM program ids; both math warpgroups of each, 64 rows a chunk):
+  quantize the home tokens into A[0, N) (fp8.py's rule, bit for bit), release-add the landed
+  rows (gpu scope) to one counter; then minibatch by minibatch copy x_all[recv_src[j]] into
+  A[N + j] quantized and release-add the minibatch's counter.
+- Compute programs walk one static, globally ordered item list (shared gate/up items, then per
+  minibatch its gate/up items then its down items, then the shared down items; item i -> compute
+  program i mod n_compute). Gate/up items are the --ffn kernel's (<= 128 rows of one expert x one
+  128-column block of h, SwiGLU and h's 1 x 128 quantization fused); down items the grouped
+  ws2d1 K loop. The load warp acquire-waits (bounded spin; on timeout an error word is set, every
+  later wait gives up at once and the epilogue writes NaN) before each item's loads: gate/up on its
+  minibatch's landed rows, down on its row tile's counter, which the math warpgroups release-add
+  after storing q / scales of h (fence.proxy.async.global on both sides: generic stores, TMA
+  loads). The math warpgroups acquire the same counter before reading scales with plain loads.
+  Down items store each bf16 row from registers to comb[recv_slot[row]] (shared ones to
+  sh_out[token]), masked to the tile's rows. Then the megakernel's epilogue kernel.
+Dependencies only point to earlier items and every program takes its items in order, so with all
+programs resident (grid <= SMs, one program an SM by shared memory) the pass cannot deadlock.
+
+    PYTHONPATH=. python3 benchmarks/gluon_fp8_mok.py [--models kimi-k2,glm-5] [--iters 20]
+    PYTHONPATH=. python3 benchmarks/gluon_fp8_mok.py --compile-only
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from benchmarks.gluon_fp8_gemm import (BK, BM, BN, FFN_STAGES, WS_MAXNREG,  # noqa: E402
+                                       _compile_sm90, _desc, gluon, pack_gate_up)
+
+COMM_SMS = 32
+MINIBATCH = 4096
+MAX_SPIN = 1 << 22          # acquire polls before a wait gives up (~seconds)
+CHECK_TOL = 2e-2            # home output vs reference.moe_reference(fp8=True), relative norm
+CHUNK_ROWS = 64             # rows a comm warpgroup quantizes at a time
+
+if gluon is not None:
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
+                                                                   warpgroup_mma_wait)
+
+    from benchmarks.gluon_fp8_gemm import (GROUP_M, _acc_layout, _ffn_gate_up_tile, _ffn_quant,
+                                           _ring, _row_scales, _scale, _tile)
+
+    @gluon.jit
+    def _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, p, k, t_new, t_old,
+                 acc, sc_old, ROW0: gl.constexpr, STAGES: gl.constexpr):
+        """gluon_fp8_gemm's _dual_step (no producer) on the first 128 rows of the B buffers."""
+        TM: gl.constexpr = t_new.shape[0]
+        TN: gl.constexpr = t_new.shape[1]
+        s = p % STAGES
+        mbarrier.wait(ready.index(s), (p // STAGES) & 1)
+        t_new = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).slice(0, TN).permute((1, 0)),
+                              t_new, use_acc=False, is_async=True)
+        sc_new = _scale(sa_row, rmask, sb_ptr, sb_row, k, nk)
+        t_old = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, ))
+        mbarrier.arrive(empty.index((p - 1) % STAGES), count=1)
+        acc = gl.fma(t_old, sc_old[:, None], acc)
+        t_old, acc = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, acc))
+        return t_new, t_old, acc, sc_new
+
+    @gluon.jit
+    def _dn_tile(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, it,
+                 ROW0: gl.constexpr, TM: gl.constexpr, TN: gl.constexpr, mma: gl.constexpr,
+                 STAGES: gl.constexpr):
+        """gluon_fp8_gemm's _dual_tile (two MMAs in flight, no producer) for a down item."""
+        acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t0 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t1 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        s = it % STAGES
+        mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+        t0 = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).slice(0, TN).permute((1, 0)),
+                           t0, use_acc=False, is_async=True)
+        sc0 = _scale(sa_row, rmask, sb_ptr, sb_row, 0, nk)
+        for k in range(1, nk - 1, 2):
+            t1, t0, acc, sc1 = _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row,
+                                        nk, it + k, k, t1, t0, acc, sc0, ROW0, STAGES)
+            t0, t1, acc, sc0 = _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row,
+                                        nk, it + k + 1, k + 1, t0, t1, acc, sc1, ROW0, STAGES)
+        if nk % 2 == 0:
+            t_end, _, acc, sc_fin = _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr,
+                                             sb_row, nk, it + nk - 1, nk - 1, t1, t0, acc, sc0,
+                                             ROW0, STAGES)
+            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_end, ))
+        else:
+            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t0, ))
+            sc_fin = sc0
+        mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
+        return gl.fma(t_fin, sc_fin[:, None], acc)
+
+    @gluon.jit
+    def _fence_async_global():
+        """Order this thread's generic-proxy global accesses before its later async-proxy (TMA)
+        ones (and the reverse)."""
+        gl.inline_asm_elementwise("fence.proxy.async.global; mov.u32 $0, 0;", "=r", [],
+                                  dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
+    def _wait_geq(ptr, target, err_ptr, max_spin):
+        """Acquire (gpu scope) until *ptr >= target; after max_spin polls, or once the error word
+        is set, give up and set it (the pass's output is then NaN, never used)."""
+        v = gl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+        spins = 0
+        while (v < target) & (spins < max_spin):
+            v = gl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+            spins += 1
+            if spins % 256 == 0:
+                if gl.load(err_ptr, volatile=True) != 0:
+                    spins = max_spin
+        if v < target:
+            gl.atomic_or(err_ptr, 1, sem="relaxed", scope="gpu")
+
+    @gluon.jit
+    def _signal(ptr, count):
+        """This partition's earlier stores visible (gpu scope), then add count (release)."""
+        _fence_async_global()
+        gl.thread_barrier()
+        if count > 0:
+            gl.atomic_add(ptr, count, sem="release", scope="gpu")
+
+    @gluon.jit
+    def _quant_copy(x_ptr, a_ptr, as_ptr, src, dst, m, H, RB: gl.constexpr, layout: gl.constexpr):
+        """Rows src of x (bf16) into rows dst of A (e4m3) and their 1 x 128 scales, fp8.py's rule:
+        amax = max(max |x|, 1e-12), q = e4m3(clamp(x (448 / amax))), scale = amax / 448."""
+        cols = gl.arange(0, 128, layout=gl.SliceLayout(0, layout))
+        nkb = H // 128
+        s64 = src.to(gl.int64)
+        d64 = dst.to(gl.int64)
+        for kb in range(nkb):
+            x = gl.load(x_ptr + s64[:, None] * H + kb * 128 + cols[None, :], mask=m[:, None],
+                        other=0.0).to(gl.float32)
+            amax = gl.maximum(gl.max(gl.abs(x), axis=1), 1e-12)
+            fmax = gl.full(amax.shape, 448.0, gl.float32, amax.type.layout)
+            inv = gl.div_rn(fmax, amax)
+            q = gl.minimum(gl.maximum(x * inv[:, None], -448.0), 448.0).to(gl.float8e4nv)
+            gl.store(a_ptr + d64[:, None] * H + kb * 128 + cols[None, :], q, mask=m[:, None])
+            gl.store(as_ptr + d64 * nkb + kb, gl.div_rn(amax, fmax), mask=m)
+
+    @gluon.jit
+    def _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, worker,
+              workers):
+        """A comm worker (one math warpgroup of a comm program): home tokens, then each
+        minibatch's ring rows, CHUNK rows at a time (chunk c -> worker c mod workers); after
+        each segment its landed rows released to the segment's counter."""
+        RB: gl.constexpr = 64
+        layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [gl.num_warps(), 1], [1, 0])
+        rr = gl.arange(0, RB, layout=gl.SliceLayout(1, layout))
+        cnt = 0
+        for c in range(worker * RB, NSH, workers * RB):
+            rows = c + rr
+            _quant_copy(x_ptr, a_ptr, as_ptr, tok0 + rows, rows, rows < NSH, H, RB, layout)
+            cnt += gl.minimum(NSH - c, RB)
+        _signal(sync_ptr + 1, cnt)
+        for mbi in range(gl.load(num_mb)):
+            lo = gl.load(mb_row + mbi)
+            hi = gl.load(mb_row + mbi + 1)
+            cnt = 0
+            for c in range(lo + worker * RB, hi, workers * RB):
+                j = c + rr
+                m = j < hi
+                src = gl.load(recv_src + j, mask=m, other=0)
+                _quant_copy(x_ptr, a_ptr, as_ptr, src, N + j, m, H, RB, layout)
+                cnt += gl.minimum(hi - c, RB)
+            _signal(sync_ptr + 2 + mbi, cnt)
+
+    @gluon.jit
+    def _mok_item(i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
+                  NBG, NBD, T_MAX, MB_MAX):
+        """Item i of the global list: (kind 0 gate/up or 1 down, first A / h row of its tile, the
+        tile's end row, expert, column block, sync word to wait on, its target, row tile u)."""
+        TM: gl.constexpr = 128
+        nt_s = gl.cdiv(NSH, TM)
+        s_gu = nt_s * NBG
+        nb_all = NBG + NBD
+        r_end = s_gu + num_tiles * nb_all
+        kind = 0
+        o = i
+        ntl = nt_s
+        t0 = 0
+        ncols = NBG
+        if i >= s_gu:
+            if i < r_end:
+                r = i - s_gu
+                q = r // nb_all
+                t0r = gl.load(t_mb + q)
+                ntr = gl.load(t_mb + T_MAX + q)
+                o = r - t0r * nb_all
+                t0 = nt_s + t0r
+                ntl = ntr
+                if o >= ntr * NBG:
+                    kind = 1
+                    o = o - ntr * NBG
+                    ncols = NBD
+            else:
+                kind = 1
+                o = i - r_end
+                ncols = NBD
+        tt, nb = _tile(o, ntl * TM, ncols * TM, TM, TM, GROUP_M)
+        u = t0 + tt
+        row0 = u * TM
+        end = gl.minimum(row0 + TM, NSH)
+        expert = EL
+        woff = 1
+        wtgt = NSH
+        if u >= nt_s:
+            t = u - nt_s
+            row0 = N + gl.load(tile_row0 + t)
+            end = row0 + gl.load(tile_rows + t)
+            expert = gl.load(tile_expert + t)
+            mbi = gl.load(t_mb + 2 * T_MAX + t)
+            woff = 2 + mbi
+            wtgt = gl.load(mb_row + mbi + 1) - gl.load(mb_row + mbi)
+        if kind == 1:
+            woff = 2 + MB_MAX + u
+            wtgt = 2 * NBG
+        return kind, row0, end, expert, nb, woff, wtgt, u
+
+    @gluon.jit
+    def _n_items(NSH, num_tiles_ptr, NBG, NBD):
+        nt_s = gl.cdiv(NSH, 128)
+        return nt_s * (NBG + NBD) + gl.load(num_tiles_ptr) * (NBG + NBD)
+
+    @gluon.jit
+    def _mok_loader(a_desc, h_desc, wgu_desc, wd_desc, a_s, b_s, ready, empty, num_tiles_ptr,
+                    t_mb, tile_expert, tile_row0, tile_rows, mb_row, sync_ptr, N, NSH, H, I, EL,
+                    T_MAX, MB_MAX, COMM, max_spin, STAGES: gl.constexpr):
+        """Load partition (one warp) of a compute program: each item's wait, then its K blocks
+        into the ring (gate/up: A rows and a 256 x 128 [gate | up] box; down: h rows and a
+        128 x 128 W_d^T box in the first half of the B buffer)."""
+        TK: gl.constexpr = 128
+        TN: gl.constexpr = 128
+        pid = gl.program_id(0)
+        if pid >= COMM:
+            NBG = I // TN
+            NBD = H // TN
+            num_tiles = gl.load(num_tiles_ptr)
+            total = _n_items(NSH, num_tiles_ptr, NBG, NBD)
+            it = 0
+            for i in range(pid - COMM, total, gl.num_programs(0) - COMM):
+                kind, row0, end, expert, nb, woff, wtgt, u = _mok_item(
+                    i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
+                    NBG, NBD, T_MAX, MB_MAX)
+                _wait_geq(sync_ptr + woff, wtgt, sync_ptr, max_spin)
+                _fence_async_global()
+                if kind == 0:
+                    n0 = expert * 2 * I + nb * 2 * TN
+                    for k in range(NBD):
+                        s = it % STAGES
+                        mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                        mbarrier.expect(ready.index(s),
+                                        a_desc.block_type.nbytes + wgu_desc.block_type.nbytes)
+                        tma.async_copy_global_to_shared(a_desc, [row0, k * TK], ready.index(s),
+                                                        a_s.index(s))
+                        tma.async_copy_global_to_shared(wgu_desc, [n0, k * TK], ready.index(s),
+                                                        b_s.index(s))
+                        it += 1
+                else:
+                    n0 = expert * H + nb * TN
+                    for k in range(NBG):
+                        s = it % STAGES
+                        mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                        mbarrier.expect(ready.index(s),
+                                        h_desc.block_type.nbytes + wd_desc.block_type.nbytes)
+                        tma.async_copy_global_to_shared(h_desc, [row0, k * TK], ready.index(s),
+                                                        a_s.index(s))
+                        tma.async_copy_global_to_shared(wd_desc, [n0, k * TK], ready.index(s),
+                                                        b_s.index(s).slice(0, TN))
+                        it += 1
+
+    @gluon.jit
+    def _mok_math(a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr, hs_ptr,
+                  sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot, num_tiles_ptr, t_mb,
+                  tile_expert, tile_row0, tile_rows, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, I,
+                  EL, T_MAX, MB_MAX, COMM, max_spin, ROW0: gl.constexpr, STAGES: gl.constexpr):
+        """A math warpgroup: in a comm program a comm worker (_comm); in a compute program rows
+        ROW0 ... ROW0 + 64 of each item's tile (gate/up as --ffn's _ffn_math, down as
+        _dual_math_grouped with the row scatter to the combine slots)."""
+        TM: gl.constexpr = 64
+        TN: gl.constexpr = 128
+        pid = gl.program_id(0)
+        if pid < COMM:
+            _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H,
+                  pid * 2 + ROW0 // TM, 2 * COMM)
+        else:
+            mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
+            NBG = I // TN
+            NBD = H // TN
+            num_tiles = gl.load(num_tiles_ptr)
+            total = _n_items(NSH, num_tiles_ptr, NBG, NBD)
+            it = 0
+            for i in range(pid - COMM, total, gl.num_programs(0) - COMM):
+                kind, row0, end, expert, nb, woff, wtgt, u = _mok_item(
+                    i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
+                    NBG, NBD, T_MAX, MB_MAX)
+                _wait_geq(sync_ptr + woff, wtgt, sync_ptr, max_spin)   # scales: plain loads
+                off_m = row0 + ROW0
+                if kind == 0:
+                    if off_m < end:
+                        sa_row, rm = _row_scales(as_ptr, off_m, end, NBD, TM, mma)
+                        acc_g, acc_u = _ffn_gate_up_tile(a_s, b_s, ready, empty, sa_row, rm,
+                                                         sgu_ptr, expert * 2 * NBG + 2 * nb, NBD,
+                                                         it, ROW0, TM, TN, mma, STAGES)
+                        h, q, hsc = _ffn_quant(acc_g, acc_u)
+                        rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
+                        cols_m = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
+                        rmask = rows_m < end
+                        r64 = rows_m.to(gl.int64)
+                        gl.store(hs_ptr + r64 * NBG + nb, hsc, mask=rmask)
+                        gl.store(h_ptr + r64[:, None] * I + cols_m[None, :], q,
+                                 mask=rmask[:, None])
+                    else:
+                        for k in range(NBD):
+                            s = (it + k) % STAGES
+                            mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
+                            mbarrier.arrive(empty.index(s), count=1)
+                    it += NBD
+                    _signal(sync_ptr + 2 + MB_MAX + u, 1)
+                else:
+                    if off_m < end:
+                        sa_row, rm = _row_scales(hs_ptr, off_m, end, NBG, TM, mma)
+                        acc = _dn_tile(a_s, b_s, ready, empty, sa_row, rm, sd_ptr,
+                                       expert * NBD + nb, NBG, it, ROW0, TM, TN, mma, STAGES)
+                        y = acc.to(gl.bfloat16)
+                        rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
+                        cols_m = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
+                        rmask = rows_m < end
+                        if u * 128 < NSH:          # a shared tile: rows are home tokens
+                            gl.store(sh_ptr + rows_m.to(gl.int64)[:, None] * H + cols_m[None, :],
+                                     y, mask=rmask[:, None])
+                        else:
+                            slot = gl.load(recv_slot + (rows_m - N), mask=rmask, other=0)
+                            gl.store(comb_ptr + slot.to(gl.int64)[:, None] * H + cols_m[None, :],
+                                     y, mask=rmask[:, None])
+                    else:
+                        for k in range(NBG):
+                            s = (it + k) % STAGES
+                            mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
+                            mbarrier.arrive(empty.index(s), count=1)
+                    it += NBG
+
+    @gluon.jit
+    def fp8_mok_kernel(a_desc, h_desc, wgu_desc, wd_desc, x_ptr, a_ptr, as_ptr, h_ptr, hs_ptr,
+                       sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot, num_tiles_ptr,
+                       t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb, sync_ptr, tok0,
+                       N, NSH, H, I, EL, T_MAX, MB_MAX, COMM, max_spin, STAGES: gl.constexpr,
+                       num_warps: gl.constexpr):
+        """The whole FP8 MoK pass of one rank (module docstring): comm programs then compute
+        programs, each with two math warpgroups (240 registers) and a load warp (24)."""
+        a_s, b_s, ready, empty = _ring(a_desc, wgu_desc, STAGES, 2)
+        gl.warp_specialize([
+            (_mok_math, (a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr,
+                         hs_ptr, sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot,
+                         num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb,
+                         sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, COMM, max_spin, 0,
+                         STAGES)),
+            (_mok_math, (a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr,
+                         hs_ptr, sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot,
+                         num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb,
+                         sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, COMM, max_spin, 64,
+                         STAGES)),
+            (_mok_loader, (a_desc, h_desc, wgu_desc, wd_desc, a_s, b_s, ready, empty,
+                           num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row,
+                           sync_ptr, N, NSH, H, I, EL, T_MAX, MB_MAX, COMM, max_spin, STAGES)),
+        ], [4, 1], [240, 24])
+
+
+def item_order(nsh: int, mb_tile: list[int], num_tiles: int, nbg: int, nbd: int,
+               group_m: int = 8) -> list[tuple]:
+    """The kernel's global item list on the host (for tests): (kind, row tile u, column block),
+    in the order _mok_item decodes it (shared tiles u < ceil(nsh/128), routed u = that + t)."""
+    def tile(pid, n_m, n_n):
+        per = group_m * n_n
+        first = (pid // per) * group_m
+        rows = min(n_m - first, group_m)
+        return first + (pid % per) % rows, (pid % per) // rows
+
+    nt_s = -(-nsh // 128)
+    out = [("gu", *tile(o, nt_s, nbg)) for o in range(nt_s * nbg)]
+    m = 0
+    for t0, t1 in zip(mb_tile[:-1], mb_tile[1:]):
+        if t0 >= num_tiles:
+            break
+        nt = t1 - t0
+        out += [("gu", nt_s + t0 + tt, nb) for tt, nb in (tile(o, nt, nbg) for o in range(nt * nbg))]
+        out += [("dn", nt_s + t0 + tt, nb) for tt, nb in (tile(o, nt, nbd) for o in range(nt * nbd))]
+        m += 1
+    out += [("dn", *tile(o, nt_s, nbd)) for o in range(nt_s * nbd)]
+    return out
+
+
+def item_at(i: int, nsh: int, mb_tile: list[int], num_tiles: int, nbg: int, nbd: int,
+            t_max: int, group_m: int = 8) -> tuple:
+    """_mok_item's decode of item i in Python (its arithmetic, for the CPU test)."""
+    def tile(pid, n_m, n_n):
+        per = group_m * n_n
+        first = (pid // per) * group_m
+        rows = min(n_m - first, group_m)
+        return first + (pid % per) % rows, (pid % per) // rows
+
+    t_mb = tile_minibatch_host(mb_tile, t_max)
+    nt_s = -(-nsh // 128)
+    s_gu, nb_all = nt_s * nbg, nbg + nbd
+    r_end = s_gu + num_tiles * nb_all
+    kind, o, ntl, t0, ncols = "gu", i, nt_s, 0, nbg
+    if i >= s_gu:
+        if i < r_end:
+            r = i - s_gu
+            q = r // nb_all
+            t0r, ntr = t_mb[0][q], t_mb[1][q]
+            o, t0, ntl = r - t0r * nb_all, nt_s + t0r, ntr
+            if o >= ntr * nbg:
+                kind, o, ncols = "dn", o - ntr * nbg, nbd
+        else:
+            kind, o, ncols = "dn", i - r_end, nbd
+    tt, nb = tile(o, ntl, ncols)
+    return kind, t0 + tt, nb
+
+
+def tile_minibatch_host(mb_tile: list[int], t_max: int) -> list[list[int]]:
+    """Host twin of tile_minibatch."""
+    import bisect
+    mb_max = len(mb_tile) - 1
+    first, cnt, mb = [], [], []
+    for t in range(t_max):
+        m = min(max(bisect.bisect_right(mb_tile, t) - 1, 0), mb_max - 1)
+        first.append(mb_tile[m])
+        cnt.append(mb_tile[m + 1] - mb_tile[m])
+        mb.append(m)
+    return [first, cnt, mb]
+
+
+def tile_minibatch(mb_tile, t_idx):
+    """(3, T_max) int32 on the device, tensor ops only: for each tile the first tile of its
+    minibatch, the minibatch's tile count, the minibatch (for the kernel's item decode)."""
+    import torch
+    mb_max = mb_tile.shape[0] - 1
+    m = (torch.searchsorted(mb_tile, t_idx, right=True) - 1).clamp(0, mb_max - 1)
+    first = mb_tile[m]
+    return torch.stack((first, mb_tile[m + 1] - first, m.to(torch.int32))).to(torch.int32)
+
+
+class GluonFP8MoK:
+    """One emulated rank's FP8 MoK pass on the Gluon kernel. w: MoEWeights (all E experts, or
+    with local_weights only this rank's E/P); refuses what the prototype does not do."""
+
+    def __init__(self, w, ep: int, tokens: int, topk: int, rank: int, *, num_experts=None,
+                 local_weights: bool = False, minibatch: int = MINIBATCH, comm: int = COMM_SMS,
+                 capacity: float = 1.0, dispatch: str = "pull", combine: str = "push",
+                 lag: int = 1, group=None, max_spin: int = MAX_SPIN, device: str = "cuda"):
+        import torch
+
+        from mok_kernels.fp8 import quantize_weight
+        from mok_kernels.megakernel import _kernels
+        from mok_kernels.schedule import capacity_rows
+
+        if gluon is None:
+            raise ValueError("needs Triton with Gluon (triton.experimental.gluon)")
+        if group is not None:
+            raise ValueError("gluon FP8 MoK: rank emulation on one GPU only (no group mode)")
+        if dispatch != "pull" or combine != "push":
+            raise ValueError(f"gluon FP8 MoK: pull dispatch and push combine only (got "
+                             f"{dispatch}/{combine})")
+        if capacity != 1.0:
+            raise ValueError(f"gluon FP8 MoK: capacity 1.0 only (the ring holds all C rows; "
+                             f"got {capacity})")
+        if lag != 1:
+            raise ValueError(f"gluon FP8 MoK: lag 1 only (got {lag})")
+        e_w, h, i = (int(s) for s in w.wg.shape)
+        e = num_experts if num_experts is not None else (e_w * ep if local_weights else e_w)
+        if e % ep or not 0 <= rank < ep:
+            raise ValueError(f"E={e}, EP={ep}, rank={rank}: E divisible by EP, 0 <= rank < EP")
+        if h % 128 or i % 128:
+            raise ValueError(f"H={h}, I={i}: multiples of 128 only")
+        ish = 0 if w.sg is None else int(w.sg.shape[1])
+        if ish not in (0, i):
+            raise ValueError(f"shared width {ish}: 0 or I={i} only")
+        if not 0 < comm or minibatch < 1:
+            raise ValueError("comm programs and minibatch must be >= 1")
+        self.ep, self.n, self.k, self.rank, self.E, self.H, self.I = ep, tokens, topk, rank, e, h, i
+        self.el, self.mb, self.comm, self.max_spin = e // ep, minibatch, comm, max_spin
+        self.has_shared = ish > 0
+        self.nsh = tokens if self.has_shared else 0
+        dev, f8 = device, torch.float8_e4m3fn
+        lo = 0 if local_weights else rank * self.el
+        gq, gs, uq, us, dq, ds = [], [], [], [], [], []
+        mats = [(w.wg[x], w.wu[x], w.wd[x]) for x in range(lo, lo + self.el)]
+        mats.append((w.sg, w.su, w.sd) if self.has_shared else
+                    (torch.zeros(h, i), torch.zeros(h, i), torch.zeros(i, h)))
+        for g_, u_, d_ in mats:
+            for src, qs, ss in ((g_, gq, gs), (u_, uq, us), (d_, dq, ds)):
+                q, s = quantize_weight(src.to(dev).float())        # (K, N), (K/128, N/128)
+                qs.append(q.t().contiguous())
+                ss.append(s.t().contiguous())
+        self.wgu, self.sgu = pack_gate_up(torch.stack(gq), torch.stack(gs), torch.stack(uq),
+                                          torch.stack(us))
+        self.wd, self.sd = torch.stack(dq), torch.stack(ds)        # (EL+1, H, I), (.., H/128, I/128)
+        del gq, uq, dq
+        self.cap = capacity_rows(ep, tokens, topk, e, 1.0)
+        self.t_max = (self.cap + BM - 1) // BM + self.el
+        self.mb_max = max(1, (self.cap + minibatch - 1) // minibatch)
+        rows = tokens + self.cap + BM
+        self.a = torch.zeros(rows, h, dtype=f8, device=dev)
+        self.a_s = torch.zeros(rows, h // 128, device=dev)
+        self.hq = torch.zeros(rows, i, dtype=f8, device=dev)
+        self.h_s = torch.zeros(rows, i // 128, device=dev)
+        self.sh_out = torch.zeros(tokens, h, dtype=torch.bfloat16, device=dev)
+        self.comb = torch.randn(ep * tokens * topk, h, dtype=torch.bfloat16, device=dev)
+        self.out = torch.empty(tokens, h, dtype=torch.bfloat16, device=dev)
+        self.nt_s = -(-self.nsh // BM)
+        self.sync = torch.zeros(2 + self.mb_max + self.nt_s + self.t_max, dtype=torch.int32,
+                                device=dev)
+        self.err_acc = torch.zeros(1, dtype=torch.int32, device=dev)
+        self.t_idx = torch.arange(self.t_max, dtype=torch.int32, device=dev)
+        self.chunk = min(1024, 1 << (h - 1).bit_length())
+        self.descs = (_desc(self.a, [BM, BK], gl.float8e4nv),
+                      _desc(self.hq, [BM, BK], gl.float8e4nv),
+                      _desc(self.wgu.view(-1, h), [2 * BN, BK], gl.float8e4nv),
+                      _desc(self.wd.view(-1, i), [BN, BK], gl.float8e4nv))
+        self.epilogue_kernel = _kernels()["epilogue"]
+        self.last_schedule = None
+
+    def schedule(self, ids_all):
+        from mok_kernels.schedule import build_schedule
+        return build_schedule(ids_all, ep=self.ep, num_experts=self.E, rank=self.rank,
+                              capacity_multiplier=1.0, minibatch=self.mb, block_m=BM)
+
+    def args(self, x_all, sched, t_mb) -> tuple:
+        return (*self.descs, x_all, self.a, self.a_s, self.hq, self.h_s, self.sgu, self.sd,
+                self.comb, self.sh_out, sched.recv_src, sched.recv_slot, sched.num_tiles, t_mb,
+                sched.tile_expert, sched.tile_row0, sched.tile_rows, sched.mb_row, sched.num_mb,
+                self.sync, self.rank * self.n, self.n, self.nsh, self.H, self.I, self.el,
+                self.t_max, self.mb_max, self.comm, self.max_spin, FFN_STAGES)
+
+    def launch(self, x_all, sched) -> None:
+        import torch
+        t_mb = tile_minibatch(sched.mb_tile, self.t_idx)
+        self.sync.zero_()
+        grid = torch.cuda.get_device_properties(x_all.device).multi_processor_count
+        if self.comm >= grid:
+            raise ValueError(f"comm={self.comm} leaves no compute programs (grid {grid})")
+        fp8_mok_kernel[(grid, )](*self.args(x_all, sched, t_mb), num_warps=4,
+                                 maxnreg=WS_MAXNREG)
+        self.err_acc += self.sync[:1]
+
+    def epilogue(self, w_all, sched):
+        self.epilogue_kernel[(self.n, -(-self.H // self.chunk))](
+            self.sh_out, self.comb, w_all, self.out, self.sync, sched.overflow, self.rank * self.n,
+            int(self.has_shared), 0, K=self.k, H=self.H, BH=self.chunk, num_warps=4)
+        return self.out
+
+    def forward(self, x_all, ids_all, w_all):
+        sched = self.schedule(ids_all)
+        self.last_schedule = sched
+        self.launch(x_all, sched)
+        return self.epilogue(w_all, sched)
+
+    def check(self) -> None:
+        if int(self.err_acc.item()):
+            raise RuntimeError("gluon FP8 MoK: a wait timed out (output NaN, not usable)")
+        if self.last_schedule is not None:
+            self.last_schedule.check()
+
+
+def compile_mok_sm90(ep: int = 8, tokens: int = 4096, topk: int = 8, experts: int = 384,
+                     h: int = 7168, i: int = 2048):
+    """The kernel compiled for sm_90 on the CPU at a model's shape (CPU tensors stand in)."""
+    import torch
+
+    from mok_kernels.schedule import capacity_rows
+    el = experts // ep
+    cap = capacity_rows(ep, tokens, topk, experts, 1.0)
+    t_max, mb_max = (cap + BM - 1) // BM + el, max(1, -(-cap // MINIBATCH))
+    rows = tokens + cap + BM
+    f8 = torch.float8_e4m3fn
+    a, hq = torch.empty(rows, h, dtype=f8), torch.empty(rows, i, dtype=f8)
+    wgu, wd = torch.empty((el + 1) * 2 * i, h, dtype=f8), torch.empty((el + 1) * h, i, dtype=f8)
+    i32 = torch.int32
+    z = lambda *s, dt=i32: torch.empty(*s, dtype=dt)  # noqa: E731
+    args = (_desc(a, [BM, BK], gl.float8e4nv), _desc(hq, [BM, BK], gl.float8e4nv),
+            _desc(wgu, [2 * BN, BK], gl.float8e4nv), _desc(wd, [BN, BK], gl.float8e4nv),
+            z(ep * tokens, h, dt=torch.bfloat16), a, z(rows, h // 128, dt=torch.float32), hq,
+            z(rows, i // 128, dt=torch.float32), z(el + 1, 2 * i // 128, h // 128,
+                                                   dt=torch.float32),
+            z(el + 1, h // 128, i // 128, dt=torch.float32),
+            z(ep * tokens * topk, h, dt=torch.bfloat16), z(tokens, h, dt=torch.bfloat16),
+            z(cap), z(cap), z(1), z(3, t_max), z(t_max), z(t_max), z(t_max), z(mb_max + 1), z(1),
+            z(2 + mb_max + 32 + t_max), 0, tokens, tokens, h, i, el, t_max, mb_max, COMM_SMS,
+            MAX_SPIN, FFN_STAGES)
+    return _compile_sm90(fp8_mok_kernel, args, {"num_warps": 4, "maxnreg": WS_MAXNREG})
+
+
+def print_compile() -> None:
+    import re
+    import tempfile
+
+    from mok_kernels.aot import stats
+    kernel = compile_mok_sm90()
+    st = stats(kernel, tempfile.mkdtemp(), "fp8_mok")
+    ptx = kernel.asm["ptx"]
+    nreg = sorted({int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)})
+    print(f"fp8_mok_kernel (kimi-k2, EP 8, 4096 tokens): {st['regs']} registers (setmaxnreg "
+          f"{nreg}), spills {st['spill_st']} / {st['spill_ld']} bytes, {st['shared']} bytes of "
+          f"shared memory, ptxas notes {[c for c, _ in st['ptxas_notes']]}; e4m3 casts "
+          f"{len(re.findall(r'cvt.rn.satfinite.e4m3x2.f32', ptx))}, div.rn.f32 "
+          f"{len(re.findall(r'div.rn.f32', ptx))}, fence.proxy.async.global "
+          f"{len(re.findall(r'fence.proxy.async.global', ptx))}, acquire atomics "
+          f"{len(re.findall(r'acquire', ptx))}, release atomics "
+          f"{len(re.findall(r'release', ptx))}", flush=True)
+    if st["spill_st"] or st["spill_ld"]:
+        print("WARNING: the kernel spills (the goal is 0)", flush=True)
+
+
+# --- the device check -------------------------------------------------------------------------
+CHECK_SHAPES = {"kimi-k2-widths": dict(h=7168, i=2048, e=16, n=256, k=8, routing="uniform",
+                                       minibatch=512),
+                "glm-5-widths": dict(h=6144, i=2048, e=16, n=192, k=8, routing="zipf:1.2",
+                                     minibatch=384)}
+
+
+def run_check(name: str, ep: int = 8) -> list[str]:
+    """All P ranks emulated in turn (each writes its served slots into one combine buffer),
+    then every rank's epilogue: the full home output of every token against
+    reference.moe_reference(fp8=True) (CHECK_TOL) and the plain float32 one (fp8.FP8_REL_TOL);
+    every served slot written (poisoned with NaN first); rank 0's pass bitwise the same over 3
+    repeats; no wait timed out. Returns the failures."""
+    import torch
+
+    from mok_kernels import reference as ref
+    from mok_kernels.fp8 import FP8_REL_TOL
+    from mok_kernels.routing import make_routing
+
+    c = CHECK_SHAPES[name]
+    h, i, e, n, k = c["h"], c["i"], c["e"], c["n"], c["k"]
+    w = ref.random_weights(e, h, i, i, seed=0).to(torch.bfloat16).to(device="cuda")
+    wf = w.to(torch.float32)
+    g = torch.Generator(device="cuda").manual_seed(7)
+    x = torch.randn(ep * n, h, device="cuda", generator=g).to(torch.bfloat16)
+    ids, wts = make_routing(ep * n, e, k, c["routing"], 0, device="cuda")
+    wts = wts.float().contiguous()
+    fails = []
+    layers = [GluonFP8MoK(w, ep, n, k, r, minibatch=c["minibatch"], comm=8) for r in range(ep)]
+    comb = layers[0].comb
+    comb.fill_(float("nan"))
+    for lay in layers[1:]:
+        lay.comb = comb
+    scheds = []
+    for lay in layers:
+        s = lay.schedule(ids)
+        lay.last_schedule = s
+        lay.launch(x, s)
+        scheds.append(s)
+    outs = torch.cat([lay.epilogue(wts, s).clone() for lay, s in zip(layers, scheds)])
+    torch.cuda.synchronize()
+    for lay in layers:
+        try:
+            lay.check()
+        except RuntimeError as exc:
+            fails.append(str(exc))
+    nan_slots = int(torch.isnan(comb.float()).any(dim=1).sum())
+    if nan_slots:
+        fails.append(f"{nan_slots} combine slots not written")
+    want_q = ref.moe_reference(x.float(), ids, wts, wf, fp8=True)
+    want_p = ref.moe_reference(x.float(), ids, wts, wf, fp8=False)
+    eq = float((outs.float() - want_q).norm() / want_q.norm())
+    ep_ = float((outs.float() - want_p).norm() / want_p.norm())
+    if not eq <= CHECK_TOL:
+        fails.append(f"home output vs the quantizing reference: rel. error {eq:.2e} > {CHECK_TOL}")
+    if not ep_ <= FP8_REL_TOL:
+        fails.append(f"home output vs the float32 reference: rel. error {ep_:.2e} > "
+                     f"{FP8_REL_TOL}")
+    # rank 0: bits identical over 3 repeats (served slots and home output)
+    lay = layers[0]
+    sv = ((ids >= 0) & (ids < lay.el)).reshape(-1).nonzero().squeeze(1)
+    runs = []
+    for _ in range(3):
+        out = lay.forward(x, ids, wts).clone()
+        torch.cuda.synchronize()
+        runs.append((out, comb[sv].clone()))
+    if not all(torch.equal(runs[0][0], r[0]) and torch.equal(runs[0][1], r[1]) for r in runs[1:]):
+        fails.append("rank 0's pass is not bitwise the same over 3 repeats")
+    print(f"check {name} (H {h}, I {i}, E {e}, EP {ep}, {n} tokens a rank, top-{k}, "
+          f"{c['routing']}, minibatch {c['minibatch']}): home output rel. error {eq:.2e} vs "
+          f"the FP8 reference (<= {CHECK_TOL}), {ep_:.2e} vs float32 (<= {FP8_REL_TOL}); "
+          + ("FAILED: " + "; ".join(fails) if fails else "ok"), flush=True)
+    return fails
+
+
+def time_model(model: str, iters: int, warmup: int) -> dict:
+    """Rank 0's pass (schedule + kernel + epilogue) of the Gluon FP8 MoK beside the Triton
+    megakernel's BF16 and FP8 paths on the same inputs (bench.Workload, uniform routing)."""
+    import torch
+
+    from mok_kernels.bench import Workload, capture_graph, time_events
+    from mok_kernels.megakernel import KernelConfig, MoKLayer
+
+    wl = Workload(model, 8, 4096, "uniform", 0, 0)
+    sh = wl.shape
+    res = {}
+    knobs = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32, capacity=1.0,
+                 macrobatch=131072)
+    for label, prec in (("triton bf16", "bf16"), ("triton fp8", "fp8"), ("gluon fp8", None)):
+        if prec is None:
+            layer = GluonFP8MoK(wl.w, 8, 4096, sh.topk, 0, num_experts=sh.experts,
+                                local_weights=True)
+        else:
+            layer = MoKLayer(wl.w, 8, 4096, sh.topk, 0, KernelConfig(**knobs, precision=prec),
+                             local_weights=True)
+        fwd = lambda layer=layer: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
+        fwd()
+        torch.cuda.synchronize()
+        layer.check()
+        try:
+            step, how = capture_graph(fwd), "graph"
+        except Exception as exc:  # noqa: BLE001 - time eagerly where capture fails
+            step, how = fwd, f"eager ({type(exc).__name__})"
+        ts = time_events(step, wl.refresh, iters, warmup)
+        torch.cuda.synchronize()
+        layer.check()
+        res[label] = statistics.median(ts)
+        print(f"{model} EP 8, 4096 tokens, uniform: {label}: {res[label]:.3f} ms ({how})",
+              flush=True)
+        del layer
+        torch.cuda.empty_cache()
+    print(f"{model}: gluon fp8 / triton bf16 speed {res['triton bf16'] / res['gluon fp8']:.2f}x,"
+          f" triton fp8 / bf16 {res['triton bf16'] / res['triton fp8']:.2f}x (goal >= 1.4x)",
+          flush=True)
+    return res
+
+
+def main(argv: list[str]) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    p.add_argument("--models", default="kimi-k2,glm-5")
+    p.add_argument("--checks", default=",".join(CHECK_SHAPES))
+    p.add_argument("--iters", type=int, default=20)
+    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--compile-only", action="store_true")
+    p.add_argument("--no-time", action="store_true")
+    a = p.parse_args(argv)
+    if gluon is None:
+        print("needs Triton with Gluon", file=sys.stderr)
+        return 2
+    if a.compile_only:
+        print_compile()
+        return 0
+    failed = []
+    for name in [s for s in a.checks.split(",") if s]:
+        if name not in CHECK_SHAPES:
+            raise SystemExit(f"--checks: {name} not one of {', '.join(CHECK_SHAPES)}")
+        failed += run_check(name)
+    if failed:
+        print(f"CHECK FAILED ({len(failed)}): not timed", file=sys.stderr)
+        return 1
+    if not a.no_time:
+        for model in [m for m in a.models.split(",") if m]:
+            time_model(model, a.iters, a.warmup)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
