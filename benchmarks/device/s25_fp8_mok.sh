@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 25 (prepared, not yet run): a prototype FP8 MoK forward pass as ONE persistent Gluon
+# Session 25 (run: one H200, 2026-12-02, 72 s; logs mok_kernels/logs_s25/fp8_mok/): a prototype FP8 MoK forward pass as ONE persistent Gluon
 # kernel (benchmarks/gluon_fp8_mok.py) plus the megakernel's epilogue, one emulated rank: comm
 # programs quantize the home tokens and the routed rows (pull dispatch, 1 x 128 e4m3 by fp8.py's
 # rule) into the ring minibatch by minibatch and release-add landed-row counters; compute programs
