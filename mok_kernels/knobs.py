@@ -237,15 +237,21 @@ def build_table(hardware: str, model: str | MoEModel | dict, ep: int,
     `model`: a preset name or TOML file, a MoEModel, or a layer shape dict."""
     hw = load_hardware(hardware)
     m = load_model(model) if isinstance(model, str) else layer_model(model)
-    buckets = sorted(set(int(b) for b in buckets))
+    given_buckets = [int(b) for b in buckets]
+    buckets = sorted(set(given_buckets))
     if not buckets or buckets[0] < 1:
-        raise MokInputError(f"--tokens-buckets {buckets}: need token counts >= 1")
+        raise MokInputError(f"--tokens-buckets {given_buckets}: need token counts >= 1")
+    if len(buckets) != len(given_buckets):
+        raise MokInputError(f"--tokens-buckets {given_buckets}: each token count once")
     p = load_params(params, hw.name, allow_params_mismatch)
     given = {k: v for k, v in (given or {}).items() if v is not None}
     t0 = time.perf_counter()
     rows = []
     for n in buckets:
-        c = tuned_choice(hw, m, ep, n, p, given, list_lag=list_lag)
+        try:
+            c = tuned_choice(hw, m, ep, n, p, given, list_lag=list_lag)
+        except MokInputError as exc:
+            raise MokInputError(f"--tokens-buckets bucket {n}: {exc}") from None
         rows.append({"tokens": n, "config": c.knobs, "list_lag": c.list_lag,
                      "predicted_ms": c.predicted_ms, "source": c.source})
     return {"schema": TABLE_SCHEMA, "hardware": hw.name, "sms": hw.sms, "model": m.name,

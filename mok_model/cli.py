@@ -286,7 +286,7 @@ def cmd_predict(a, engine: str) -> int:
             raise MokInputError(f"--schedule {a.schedule} orders MoK's work; --system {a.system} "
                                 f"runs its own fixed sequence of kernels (drop --schedule)")
         if a.trace is not None:
-            check_output_file(a.trace, "--trace")
+            check_output_file(a.trace, "--trace", ".json")
         if a.degrade is not None and not a.degrade.strip():
             raise MokInputError(f"--degrade {a.degrade!r} is empty; {DEGRADE_HELP}")
     scn = _scenario(a)
@@ -325,7 +325,7 @@ def cmd_tune_table(a) -> int:
 
     if a.tokens is not None:
         raise MokInputError("--table tunes every bucket of --tokens-buckets; drop --tokens")
-    check_output_file(a.table, "--table")
+    check_output_file(a.table, "--table", ".json")
     if a.engine != "analytic" or a.pass_ != "fwd" or a.precision != "bf16" or a.routing != "uniform" \
             or a.seed != 0:
         raise MokInputError("--table is the megakernel's choice: analytic engine, --pass fwd, "

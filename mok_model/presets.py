@@ -128,6 +128,11 @@ def _validated_model(m: MoEModel) -> MoEModel:
             f"model {m.name!r}: top_k={m.top_k} must be <= routed_experts={m.routed_experts}")
     if m.shared_experts and not m.shared_width:
         raise MokInputError(f"model {m.name!r}: shared_experts={m.shared_experts} needs shared_width > 0")
+    for key in ("moe_layers", "layers"):
+        _positive("model", m.name, key, getattr(m, key))
+    if m.moe_layers > m.layers:
+        raise MokInputError(f"model {m.name!r}: moe_layers={m.moe_layers} must be <= "
+                            f"layers={m.layers}")
     return m
 
 

@@ -9,6 +9,7 @@ studies all use this one reading).
 from __future__ import annotations
 
 import json
+import datetime
 import os
 from collections import Counter
 from functools import lru_cache
@@ -58,6 +59,12 @@ def validate_record(rec: Any) -> None:
             raise MokInputError(f"field {key!r}={rec[key]!r} has the wrong type")
     if rec["schema"] != SCHEMA:
         raise MokInputError(f"schema {rec['schema']!r} is not {SCHEMA!r}")
+    if not rec["id"].strip():
+        raise MokInputError("id '' must name the record")
+    try:
+        datetime.datetime.fromisoformat(rec["date"])
+    except ValueError:
+        raise MokInputError(f"date {rec['date']!r} must be an ISO 8601 date and time") from None
     if rec["pass"] not in PASSES:
         raise MokInputError(f"pass {rec['pass']!r} is not one of {PASSES}")
     if rec["precision"] not in PRECISIONS:
@@ -74,10 +81,21 @@ def validate_record(rec: Any) -> None:
     if not isinstance(med, (int, float)) or isinstance(med, bool) or not 0 < med < float("inf"):
         raise MokInputError(f"latency_ms.median={med!r} must be a positive number")
     for key in ("p10", "p90"):
-        if key in lat and not (isinstance(lat[key], (int, float)) and lat[key] > 0):
-            raise MokInputError(f"latency_ms.{key}={lat[key]!r} must be a positive number")
-    if "breakdown_ms" in rec and not isinstance(rec["breakdown_ms"], dict):
-        raise MokInputError("breakdown_ms must be an object")
+        v = lat.get(key)
+        if key in lat and (isinstance(v, bool) or not isinstance(v, (int, float))
+                           or not 0 < v < float("inf")):
+            raise MokInputError(f"latency_ms.{key}={v!r} must be a positive number")
+    if not lat.get("p10", med) <= med <= lat.get("p90", med):
+        raise MokInputError(f"latency_ms p10={lat.get('p10')!r}, median={med!r}, "
+                            f"p90={lat.get('p90')!r} must be in that order")
+    if "n" in lat and (isinstance(lat["n"], bool) or not isinstance(lat["n"], int) or lat["n"] < 1):
+        raise MokInputError(f"latency_ms.n={lat['n']!r} must be a count >= 1")
+    if "breakdown_ms" in rec:
+        parts = rec["breakdown_ms"]
+        if not isinstance(parts, dict) or any(
+                isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf")
+                for v in parts.values()):
+            raise MokInputError(f"breakdown_ms={parts!r} must be an object of times >= 0 (ms)")
     if "tiles" in rec:
         tiles = rec["tiles"]
         if not isinstance(tiles, dict) or any(

@@ -61,6 +61,10 @@ def files(tmp_path_factory) -> Path:
     (d / "broken.toml").write_text("sms = = 3\n")
     (d / "model-full.toml").write_text("hidden = 64\nexpert_width = 64\nrouted_experts = 4\ntop_k = 4\n")
     (d / "model-topk.toml").write_text("hidden = 64\nexpert_width = 64\nrouted_experts = 4\ntop_k = 8\n")
+    base = "hidden = 64\nexpert_width = 64\nrouted_experts = 8\ntop_k = 2\n"
+    (d / "model-nolayers.toml").write_text(base + "moe_layers = 0\n")
+    (d / "model-neglayers.toml").write_text(base + "layers = -3\n")
+    (d / "model-morelayers.toml").write_text(base + "moe_layers = 5\nlayers = 4\n")
     (d / "params-bad.json").write_text("{")
     (d / "params-schema.json").write_text('{"schema": "other"}')
     (d / "params-values.json").write_text('{"schema": "mok-params/1", "values": [1, 2]}')
@@ -93,6 +97,10 @@ CASES = [
     (["--hardware", "{d}/hw-one-sm.toml", *W[2:]], "sms=1 must be >= 2"),
     ([*W[:2], "--model", "nope", *W[4:]], "unknown model preset 'nope'"),
     ([*W[:2], "--model", "{d}/model-topk.toml", *W[4:]], "top_k=8 must be <= routed_experts=4"),
+    ([*W[:2], "--model", "{d}/model-nolayers.toml", *W[4:]], "moe_layers=0 must be finite and > 0"),
+    ([*W[:2], "--model", "{d}/model-neglayers.toml", *W[4:]], "layers=-3 must be finite and > 0"),
+    ([*W[:2], "--model", "{d}/model-morelayers.toml", *W[4:]],
+     "moe_layers=5 must be <= layers=4"),
     ([*W, "--pass", "sideways"], "--pass 'sideways' must be one of fwd, bwd"),
     ([*W, "--precision", "fp4"], "--precision 'fp4' must be one of bf16, fp8, mxfp8"),
     (["--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8", "--tokens", "64",
@@ -154,6 +162,7 @@ SIM_CASES = [
     ([*W, "--trace", "{d}/folder"], "is a folder"),
     ([*W, "--trace", "{d}/a-file/t.json"], "does not exist"),
     ([*W, "--trace", ""], "--trace '' is empty; name a file"),
+    ([*W, "--trace", "{d}/t.txt"], "must name a .json file"),
     ([*W, "--degrade", ""], "--degrade '' is empty"),
     ([*W, "--degrade", ","], "--degrade ',' has an empty element"),
     ([*W, "--degrade", "gpu3:0.5,,gpu2:0.5"], "has an empty element"),
@@ -171,6 +180,10 @@ TUNE_CASES = [
     ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", ""], "--tokens-buckets '': a comma list"),
     ([*W[:6], "--table", "{d}/missing/t.json"], "does not exist; create it first"),
     ([*W[:6], "--table", ""], "--table '' is empty; name a file"),
+    ([*W[:6], "--table", "{d}/t.txt"], "must name a .json file"),
+    ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", "64,64,128"], "each token count once"),
+    ([*W[:6], "--table", "{d}/t.json", "--tokens-buckets", "64,1000000000000"],
+     "--tokens-buckets bucket 1000000000000"),
     ([*W, "--comm-sms", "148"], "at most 147"),
     ([*W, "--minibatch", "99999999999999999999"], "must be at most 2147483647"),
 ]

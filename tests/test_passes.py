@@ -209,6 +209,23 @@ def test_tiles_field_validated():
             validate_record(record(tiles=bad))
 
 
+@pytest.mark.parametrize("change, match", [
+    (dict(id=""), "id ''"),
+    (dict(date="not-a-date"), "date 'not-a-date'"),
+    (dict(latency_ms={"median": 1.0, "p90": float("inf")}), "p90=inf"),
+    (dict(latency_ms={"median": 1.0, "p10": 1.2, "p90": 1.5}), "in that order"),
+    (dict(latency_ms={"median": 1.0, "p10": 0.9, "p90": 0.95}), "in that order"),
+    (dict(latency_ms={"median": 1.0, "n": 0}), "n=0"),
+    (dict(breakdown_ms={"kernel": "fast"}), "breakdown_ms"),
+    (dict(breakdown_ms={"kernel": -1.0}), "breakdown_ms"),
+])
+def test_malformed_record_fields_refused(change, match):
+    """A record that cannot be a measurement is refused where it is read or appended."""
+    validate_record(record())
+    with pytest.raises(MokInputError, match=match):
+        validate_record({**record(), **change})
+
+
 def test_old_zipf_records_skipped():
     z = record(routing={"kind": "zipf", "arg": 1.2, "seed": 0},
                note="backward tiles bw=256,w_flat=1,a_fuse_gu=1")
