@@ -116,15 +116,16 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a.argv = list(argv)
     if a.gpus:
         if a.ep not in (None, str(a.gpus)):
-            raise BadInput(f"--ep {a.ep} with --gpus {a.gpus}: on real GPUs EP is the GPU count")
+            raise BadInput(f"--ep {a.ep!r} with --gpus {a.gpus}: on real GPUs EP is the GPU count")
         a.ep = str(a.gpus)
-        a.capacity = a.capacity or "1.0"
-        a.systems = a.systems or "mok,nccl-torch,graph-a2a,gemm-only"
-    else:
-        a.ep = a.ep or "16"
-        a.capacity = a.capacity or "0.5"
-        a.systems = a.systems or ("mok,gemm-only,torch-autograd" if a.pass_ == "bwd"
-                                  else "mok,torch-grouped")
+    # only an absent flag takes its default: an empty value is refused by _check_args
+    if a.capacity is None:
+        a.capacity = "1.0" if a.gpus else "0.5"
+    if a.systems is None:
+        a.systems = ("mok,nccl-torch,graph-a2a,gemm-only" if a.gpus else
+                     "mok,gemm-only,torch-autograd" if a.pass_ == "bwd" else "mok,torch-grouped")
+    if a.ep is None:
+        a.ep = "16"
     return a
 
 
@@ -193,15 +194,8 @@ def _check_args(a: argparse.Namespace) -> None:
             if given:
                 raise BadInput(f"{flag} with --gpus: the real-GPU bench runs every rank, from a "
                                f"CUDA graph, without a breakdown (leave {flag} out)")
-    if a.bwd_tiles != "default":
-        if a.pass_ != "bwd":
-            raise BadInput("--bwd-tiles is for --pass bwd")
-        from .backward import parse_tiles
-        for spec in a.bwd_tiles.split(";"):
-            try:
-                parse_tiles(spec)
-            except ValueError as exc:
-                raise BadInput(f"--bwd-tiles: {exc}") from None
+    if a.bwd_tiles != "default" and a.pass_ != "bwd":
+        raise BadInput("--bwd-tiles is for --pass bwd")
     for flag in ("--ep", "--tokens", "--minibatch", "--comm-sms"):
         _ints(getattr(a, flag[2:].replace("-", "_")), flag)
     _floats(a.capacity, "--capacity")
@@ -211,10 +205,166 @@ def _check_args(a: argparse.Namespace) -> None:
             raise BadInput(f"{flag} {v}: must be >= {low}")
     if not 0 <= a.rank < min(_ints(a.ep, "--ep")):
         raise BadInput(f"--rank {a.rank}: must be in [0, EP) for every --ep {a.ep}")
-    check_output_file(a.out, "--out")
+    check_records_out(a.out, "--out")
     for m in a.macrobatch.split(","):
         if m not in ("half", "all") and not (m.isdigit() and int(m) >= 1):
             raise BadInput(f"--macrobatch {m!r}: allowed a row count >= 1, half, all")
+    _check_grid(a)
+
+
+def check_records_out(path: str, flag: str = "--out") -> None:
+    """Refuse, before any GPU work, a records file that append_records would refuse only after
+    the first run: not a .jsonl name, a missing or unwritable folder, or an existing non-empty
+    file whose lines are not valid run records (records are appended, never rewritten)."""
+    from mok_model.records import read_records
+    p = check_output_file(path, flag, ".jsonl")
+    if p.is_file() and p.stat().st_size:
+        try:
+            read_records([p])
+        except MokInputError as exc:
+            raise MokInputError(f"{flag} {str(path)!r} exists and is not a valid run-records file "
+                                f"(records are appended to it): {exc}") from None
+
+
+def gpu_limits() -> tuple[int, float, str]:
+    """(SMs, memory bytes, which GPU) the grid is checked against: device 0 where torch sees a
+    CUDA GPU, else the h200-1 preset's (the GPU the bench records name; there is none to ask)."""
+    if torch.cuda.is_available():
+        props = torch.cuda.get_device_properties(0)
+        return props.multi_processor_count, float(props.total_memory), f"this {props.name}"
+    from mok_model.presets import load_hardware
+    hw = load_hardware("h200-1")
+    return hw.sms, hw.hbm_gb * 1e9, "the h200-1 preset (no CUDA GPU here to ask)"
+
+
+def check_comm_sms(values: list[int], flag: str = "--comm-sms") -> None:
+    """Refuse comm_sms that leave the persistent grid (one program per SM) no compute
+    programs (MoKLayer.launch would raise after the GPU work started)."""
+    sms, _, where = gpu_limits()
+    for cs in values:
+        if cs >= sms:
+            raise BadInput(f"{flag} {cs}: must leave compute programs, at most {sms - 1} of the "
+                           f"{sms} SMs of {where}")
+
+
+def input_bytes(sh: Shape, ep: int, tokens: int, group: bool = False) -> float:
+    """A lower bound of the bytes a bench workload allocates before any kernel buffer: the
+    rank's expert weights (bf16) and its input buffers: one GPU emulating EP ranks holds the
+    peers' send buffers and output gradients (2 x EP x tokens rows of H, bf16) and their routes
+    (int64 ids, fp32 weights); a real-GPU rank its own tokens and every rank's ids."""
+    weights = 2.0 * 3 * (sh.experts // ep) * sh.hidden * sh.inter + 2.0 * 3 * sh.hidden * sh.shared
+    if group:
+        return weights + tokens * (2.0 * sh.hidden + 12 * sh.topk) + 8.0 * ep * tokens * sh.topk
+    return weights + ep * tokens * (4.0 * sh.hidden + 12 * sh.topk)
+
+
+def check_fits(model: str, ep: int, tokens: int, flag: str = "--tokens",
+               group: bool = False) -> None:
+    """Refuse a workload whose weights and input buffers alone (input_bytes) pass the GPU's
+    memory: its allocation would fail only on the GPU."""
+    _, mem, where = gpu_limits()
+    need = input_bytes(shape_of(model), ep, tokens, group)
+    if need > mem:
+        raise BadInput(f"{flag} {tokens} at EP {ep} ({model}): the weights and input buffers alone "
+                       f"need {need / 1e9:.4g} GB, more than the {mem / 1e9:.4g} GB of {where}; "
+                       f"lower the tokens or the EP size")
+
+
+TILE_POW2 = ("bn_a", "bn_x", "bw_h", "bk_rows")      # powers of two >= 16
+TILE_POW2_OR_0 = ("bk_x", "bw")                      # the same, or 0: chosen from the shape
+
+
+def check_bwd_tiles(spec: str, models: list[str]) -> None:
+    """Refuse a --bwd-tiles set (semicolon list) with an empty item, a field that is not
+    BackwardTiles', a value that is not an integer, or one MoKBackward would refuse or clamp for
+    any of `models` (tile sizes powers of two >= 16, bn_a at most the forward's bn_gu, tiles
+    that divide the padded expert width, booleans 0/1, diag 0-3, warps a power of two <= 32,
+    stages >= 1)."""
+    from .backward import BackwardTiles, parse_tiles
+    from .megakernel import KernelConfig
+    from .tiles import padded_width
+    fields = BackwardTiles.__dataclass_fields__
+    for one in spec.split(";"):
+        if not one.strip():
+            raise BadInput(f"--bwd-tiles {spec!r}: an empty item (write 'default' for the defaults)")
+        if one.strip() == "default":
+            continue
+        for item in one.split(","):
+            name, _, val = (x.strip() for x in item.partition("="))
+            if name not in fields or not val:
+                raise BadInput(f"--bwd-tiles {item!r}: expected field=value with a field of "
+                               f"{', '.join(fields)}")
+            try:
+                v = int(val)
+            except ValueError:
+                raise BadInput(f"--bwd-tiles {item!r}: {val!r} is not an integer") from None
+            rule = None
+            if isinstance(getattr(BackwardTiles(), name), bool):
+                rule = None if v in (0, 1) else "0 or 1 is required"
+            elif name in TILE_POW2 or name in TILE_POW2_OR_0:
+                if not (v == 0 and name in TILE_POW2_OR_0) and (v < 16 or v & (v - 1)):
+                    rule = "tile sizes must be powers of two >= 16" + (
+                        " (or 0: chosen from the shape)" if name in TILE_POW2_OR_0 else "")
+            elif name == "diag":
+                rule = None if 0 <= v <= 3 else "allowed 0 (full pass), 1, 2, 3 (timing diagnostics)"
+            elif name == "num_warps":
+                rule = None if v in (1, 2, 4, 8, 16, 32) else "a power of two from 1 to 32"
+            elif name == "num_stages":
+                rule = None if v >= 1 else "an integer >= 1 is required"
+            if rule:
+                raise BadInput(f"--bwd-tiles {item!r}: {name}={v}: {rule}")
+        t = parse_tiles(one)
+        cfg = KernelConfig()
+        if t.bn_a > cfg.bn_gu:
+            raise BadInput(f"--bwd-tiles {one!r}: bn_a={t.bn_a} must be at most the forward's "
+                           f"bn_gu {cfg.bn_gu} (it would run at {cfg.bn_gu})")
+        for m in models:
+            ip = padded_width(shape_of(m).inter, cfg.bn_gu, cfg.block_k)
+            for name, v, width in (("bn_a", t.bn_a, ip), ("bk_x", t.bk_x, 2 * ip), ("bw", t.bw, ip)):
+                if v and width % v:
+                    raise BadInput(f"--bwd-tiles {one!r}: {name}={v} does not divide {m}'s padded "
+                                   f"expert width ({width} columns)")
+
+
+def _check_grid(a: argparse.Namespace) -> None:
+    """The grid's values that only the GPU run used to refuse, named on any machine: EP sizes
+    that the experts do not divide, workloads whose buffers cannot fit, comm SMs that leave no
+    compute, a ring smaller than a minibatch, backward tile values, and every MoK grid point's
+    KernelConfig.validate()."""
+    from .megakernel import KernelConfig
+    models, eps, tokens = a.model.split(","), _ints(a.ep, "--ep"), _ints(a.tokens, "--tokens")
+    for m in models:
+        for ep in eps:
+            if shape_of(m).experts % ep:
+                raise BadInput(f"--ep {ep}: {m}'s {shape_of(m).experts} experts do not divide over "
+                               f"{ep} ranks")
+            for n in tokens:
+                check_fits(m, ep, n, group=bool(a.gpus))
+    minibatches, comm = _ints(a.minibatch, "--minibatch"), _ints(a.comm_sms, "--comm-sms")
+    check_comm_sms(comm)
+    macros = a.macrobatch.split(",")
+    for mac in macros:
+        for mb in minibatches:
+            if mac.isdigit() and int(mac) < mb:
+                raise BadInput(f"--macrobatch {mac} with --minibatch {mb}: the ring must hold at "
+                               f"least one minibatch (macrobatch >= minibatch; the kernel would "
+                               f"silently enlarge it)")
+    if a.pass_ == "bwd" and a.bwd_tiles != "default":
+        check_bwd_tiles(a.bwd_tiles, models)
+    variants = [(pr, v) for pr in a.precision.split(",")
+                for v in (a.fp8_kernel.split(",") if pr == "fp8" else [None])]
+    for (prec, f8v), d, c, mb, cs, mac, cap, lag in itertools.product(
+            variants, a.dispatch.split(","), a.combine.split(","), minibatches, comm, macros,
+            _floats(a.capacity), _ints(a.list_lag, "--list-lag")):
+        cfg = KernelConfig(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
+                           macrobatch=int(mac) if mac.isdigit() else None, capacity=cap,
+                           precision=prec, **fp8_variant_tiles(f8v), list_lag=lag)
+        try:
+            cfg.validate()
+        except ValueError as exc:
+            raise BadInput(f"grid point {prec}{'-' + f8v if f8v else ''} {d}/{c} minibatch {mb} "
+                           f"comm-sms {cs} macrobatch {mac} capacity {cap} list-lag {lag}: "
+                           f"{exc}") from None
 
 
 def stats(ts: list[float]) -> dict[str, float | int]:

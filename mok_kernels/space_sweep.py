@@ -71,15 +71,33 @@ def plan(seed: int = 0, models: tuple = MODELS, eps: tuple = EPS, tokens: tuple 
     return out
 
 
-def planned_records(seed: int = 0, **space) -> list[dict]:
+def planned_records(seed: int = 0, only: set | None = None, **space) -> list[dict]:
     """The MoK records the plan asks for (calibration.register --plan reads these lines);
-    `space`: plan's keywords."""
+    `space`: plan's keywords; `only`: the workloads of these models alone (--models), of the
+    same plan."""
     from mok_model.records import record_model
 
     from .routing import routing_record
     return [{"model": record_model(w["model"]), "ep": w["ep"], "tokens": w["tokens"],
              "routing": routing_record(w["routing"], seed), "config": cfg}
-            for w in plan(seed, **space) for cfg in w["configs"]]
+            for w in plan(seed, **space) if only is None or w["model"] in only
+            for cfg in w["configs"]]
+
+
+def _check_workloads(a: argparse.Namespace) -> None:
+    """Refuse a space with no workload left for a selected model (every EP size fails to
+    divide its routed experts): the sweep would run nothing and the plan would be empty."""
+    from mok_model.errors import MokInputError
+    from mok_model.presets import load_model
+    space = space_of(a)
+    models = a.models.split(",") if a.models else list(space["models"])
+    eps = ",".join(str(e) for e in space["eps"])
+    empty = [m for m in models
+             if not any(load_model(m).routed_experts % ep == 0 for ep in space["eps"])]
+    if empty and (a.models or len(empty) == len(models)):
+        experts = ", ".join(f"{m}'s {load_model(m).routed_experts}" for m in empty)
+        raise MokInputError(f"no workload of {', '.join(empty)} at EP {eps}: the routed experts "
+                            f"({experts}) divide over none of them; choose --eps that divide them")
 
 
 def space_of(a: argparse.Namespace) -> dict:
@@ -237,18 +255,29 @@ def _checked_run(a: argparse.Namespace, argv: list[str]) -> int:
         from mok_model.presets import load_model
         for path in a.shapes.split(","):
             load_model(path)          # a missing or bad file stops here, naming it
+    _check_workloads(a)
     if a.plan_out is not None:
+        for flag, given in (("--out", a.out is not None), ("--skip-done", a.skip_done is not None),
+                            ("--compile-only", a.compile_only), ("--gemm-phases", a.gemm_phases)):
+            if given:
+                raise MokInputError(f"{flag} with --plan-out: the plan is every planned MoK record "
+                                    f"of the space (fixed by --seed), written without running; "
+                                    f"leave {flag} out or drop --plan-out")
         if check_output_file(a.plan_out, "--plan-out").exists():
             raise MokInputError(f"--plan-out {a.plan_out!r} exists; a plan is written once (name a "
                                 f"new file)")
-        with open(a.plan_out, "x") as f:
-            for rec in planned_records(a.seed, **space_of(a)):
+        check_output_file(a.plan_out, "--plan-out", ".jsonl")    # JSON lines, as register reads
+        space = space_of(a)
+        models = set(a.models.split(",")) if a.models else set(space["models"])
+        with open(a.plan_out, "x") as f:    # --models: that part of the same plan, as run() runs
+            for rec in planned_records(a.seed, only=models, **space):
                 f.write(json.dumps(rec, sort_keys=True) + "\n")
         return 0
     if a.out is None and not a.compile_only:
         raise MokInputError("--out is required (or --plan-out, or --compile-only)")
     if a.out is not None:
-        check_output_file(a.out, "--out")
+        from .bench import check_records_out
+        check_records_out(a.out, "--out")
     _done(a.skip_done, "gemm-only")     # a bad records file stops here, not mid-sweep
     require_cuda()
     return run(a)

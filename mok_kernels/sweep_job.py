@@ -17,14 +17,16 @@ import time
 import torch
 
 from mok_model.cli import doc_parser, int_at_least, number_at_least, number_list, run_tool
-from mok_model.fileio import check_output_file
+from mok_model.errors import MokInputError
 from mok_model.presets import load_model
 from mok_model.records import append_records
 
 from . import require_cuda
-from .bench import (Workload, _hardware, _software, macro_rows, make_record, run_gemm_only,
-                    run_mok, run_torch_grouped)
+from .bench import (Workload, _hardware, _software, check_comm_sms, check_fits, check_records_out,
+                    macro_rows, make_record, run_gemm_only, run_mok, run_torch_grouped)
 from .routing import parse_routing, shape_of
+
+EP = 16     # the emulated EP group of every workload
 
 
 def main(argv: list[str]) -> int:
@@ -43,14 +45,19 @@ def main(argv: list[str]) -> int:
 
 def sweep(a, argv: list[str]) -> int:
     """The grid on each workload (flags checked first; a CUDA GPU)."""
-    check_output_file(a.out, "--out")
+    check_records_out(a.out, "--out")
     minibatches, comm_sms = number_list(a.minibatch, "--minibatch"), number_list(a.comm_sms, "--comm-sms")
+    check_comm_sms(comm_sms)
     workloads = []
     for wspec in a.workloads.split(","):
         model, _, n = wspec.partition(":")
         load_model(model)
         workloads.append((wspec, model, number_list(n, f"--workloads {wspec!r} (MODEL:TOKENS)")[0]))
         parse_routing(a.routing, shape_of(model).topk)
+        if shape_of(model).experts % EP:
+            raise MokInputError(f"--workloads {wspec!r}: {model}'s {shape_of(model).experts} "
+                                f"experts do not divide over EP {EP} (the job's emulated group)")
+        check_fits(model, EP, workloads[-1][2], f"--workloads {wspec!r}: tokens")
     require_cuda()
     t0 = time.time()
     hw, sw = _hardware(), _software()
@@ -61,8 +68,8 @@ def sweep(a, argv: list[str]) -> int:
                                   minibatches, comm_sms, ("half", "all")))
     total = 0
     for wspec, model, n in workloads:
-        wl = Workload(model, 16, n, a.routing, 0, 0)
-        common = dict(model=model, ep=16, tokens=n, routing=a.routing, seed=0,
+        wl = Workload(model, EP, n, a.routing, 0, 0)
+        common = dict(model=model, ep=EP, tokens=n, routing=a.routing, seed=0,
                       hardware=hw, software=sw)
         recs = []
         base = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32,

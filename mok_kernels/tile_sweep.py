@@ -132,13 +132,18 @@ def _workloads(text: str) -> list[tuple[str, int, int]]:
     from mok_model.errors import MokInputError
     from mok_model.presets import load_model
 
+    from .bench import check_fits
     out = []
     for spec in text.split(","):
         parts = spec.split(":")
         if len(parts) != 3:
             raise MokInputError(f"--workloads {spec!r}: each workload is MODEL:EP:TOKENS")
-        load_model(parts[0])
+        experts = load_model(parts[0]).routed_experts
         ep, n = number_list(f"{parts[1]},{parts[2]}", f"--workloads {spec!r} (EP, tokens)")
+        if experts % ep:
+            raise MokInputError(f"--workloads {spec!r}: {parts[0]}'s {experts} experts do not "
+                                f"divide over EP {ep}")
+        check_fits(parts[0], ep, n, f"--workloads {spec!r}: tokens")
         out.append((parts[0], ep, n))
     return out
 
@@ -147,15 +152,16 @@ def sweep(a, argv: list[str]) -> int:
     """Time each candidate on each workload (flags checked first; a CUDA GPU)."""
     from mok_model.cli import number_list
     from mok_model.errors import MokInputError
-    from mok_model.fileio import check_output_file
 
     from . import require_cuda
-    from .bench import capture_graph
+    from .bench import capture_graph, check_comm_sms, check_records_out
     from .megakernel import KernelConfig, MoKLayer
 
-    check_output_file(a.out, "--out")
+    check_records_out(a.out, "--out")
     workloads = _workloads(a.workloads)
     comm_sms = number_list(a.comm_sms, "--comm-sms") if a.comm_sms is not None else None
+    if comm_sms is not None:
+        check_comm_sms(comm_sms)
     fp8 = a.precision == "fp8"
     table = FP8_CANDIDATES if fp8 else CANDIDATES
     names = a.candidates.split(",") if a.candidates else list(table)

@@ -1,0 +1,180 @@
+"""`mok bench` and the device jobs (space_sweep, sweep_job, tile_sweep) on bad input, with
+torch.cuda hidden: one line on stderr naming the value and the rule, exit 2, no traceback, before
+the "needs a CUDA GPU" check and before any GPU work (records are append-only and validated, so a
+records file that append_records would refuse is named at the start, not after the first run)."""
+
+from __future__ import annotations
+
+import importlib
+import json
+
+import pytest
+
+BENCH = [
+    # an empty value is refused, only an absent flag takes the default
+    (["--ep", ""], "--ep '': '' is not one of a comma list of integers"),
+    (["--capacity", ""], "--capacity '': '' is not one of a comma list of numbers"),
+    (["--systems", ""], "--systems '': allowed mok, torch-grouped"),
+    (["--gpus", "2", "--capacity", ""], "--capacity '': '' is not one of"),
+    (["--gpus", "2", "--systems", ""], "--systems '': allowed mok"),
+    (["--gpus", "2", "--ep", ""], "--ep '' with --gpus 2"),
+    # grid values the GPU run used to refuse first
+    (["--ep", "7"], "--ep 7: kimi-k2's 384 experts do not divide over 7 ranks"),
+    (["--model", "glm-5", "--ep", "16,3"], "--ep 3: glm-5's 256 experts"),
+    (["--macrobatch", "100", "--minibatch", "4096"],
+     "--macrobatch 100 with --minibatch 4096: the ring must hold at least one minibatch"),
+    (["--comm-sms", "1000"], "--comm-sms 1000: must leave compute programs, at most 131 of the "
+                             "132 SMs of the h200-1 preset"),
+    (["--comm-sms", "132"], "--comm-sms 132: must leave compute programs"),
+    (["--tokens", "1000000000000"], "--tokens 1000000000000 at EP 16 (kimi-k2): the weights and "
+                                    "input buffers alone need"),
+    (["--pass", "bwd", "--bwd-tiles", "bn_x=-5"], "--bwd-tiles 'bn_x=-5': bn_x=-5: tile sizes "
+                                                  "must be powers of two >= 16"),
+    (["--pass", "bwd", "--bwd-tiles", "num_warps=3"], "--bwd-tiles 'num_warps=3': num_warps=3"),
+    (["--pass", "bwd", "--bwd-tiles", "diag=9"], "--bwd-tiles 'diag=9': diag=9: allowed 0"),
+    (["--pass", "bwd", "--bwd-tiles", "default;;w_flat=1"],
+     "--bwd-tiles 'default;;w_flat=1': an empty item"),
+    (["--pass", "bwd", "--bwd-tiles", ""], "--bwd-tiles '': an empty item"),
+    (["--pass", "bwd", "--bwd-tiles", "w_flat=5"], "--bwd-tiles 'w_flat=5': w_flat=5: 0 or 1"),
+    (["--pass", "bwd", "--bwd-tiles", "bn_x=x"], "--bwd-tiles 'bn_x=x': 'x' is not an integer"),
+    (["--pass", "bwd", "--bwd-tiles", "bn_a=256"], "bn_a=256 must be at most the forward's bn_gu"),
+    (["--pass", "bwd", "--bwd-tiles", "bw=48"], "bw=48: tile sizes must be powers of two"),
+    (["--pass", "bwd", "--bwd-tiles", "nope=2"], "--bwd-tiles 'nope=2': expected field=value"),
+]
+
+
+@pytest.mark.parametrize("argv, want", BENCH, ids=[" ".join(a) for a, _ in BENCH])
+def test_bench_names_bad_values_before_the_gpu_check(argv, want, tmp_path, capsys, monkeypatch):
+    import torch
+
+    from mok_kernels import bench
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    rc = bench.cli(["--out", str(tmp_path / "r.jsonl"), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("mok bench: ") and want in err, err
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.fixture
+def outs(tmp_path):
+    """A records file that is not valid records, and one that is."""
+    (tmp_path / "bad.jsonl").write_text('{"x": 1}\n')
+    (tmp_path / "notjson.jsonl").write_text("{not json\n")
+    return tmp_path
+
+
+OUT_CASES = [("{d}/x.txt", "must name a .jsonl file"), ("{d}/x.json", "must name a .jsonl file"),
+             ("{d}/bad.jsonl", "exists and is not a valid run-records file"),
+             ("{d}/notjson.jsonl", "notjson.jsonl:1: not JSON"),
+             ("{d}/missing/r.jsonl", "does not exist")]
+
+
+@pytest.mark.parametrize("out, want", OUT_CASES, ids=[o for o, _ in OUT_CASES])
+def test_bench_checks_its_records_file_first(out, want, outs, capsys, monkeypatch):
+    import torch
+
+    from mok_kernels import bench
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    before = {p.name: p.read_bytes() for p in outs.iterdir()}
+    rc = bench.cli(["--out", out.replace("{d}", str(outs))])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith("mok bench: ") and want in err and out.split("/")[-1] in err, err
+    assert {p.name: p.read_bytes() for p in outs.iterdir()} == before
+
+
+@pytest.mark.parametrize("argv", [
+    [],
+    ["--ep", "8,16", "--tokens", "64,8192", "--macrobatch", "half,all,8192"],
+    ["--precision", "bf16,fp8", "--fp8-kernel", "v1,v5-bm64", "--comm-sms", "131"],
+    ["--pass", "bwd", "--bwd-tiles", "default;w_flat=1,a_fuse_gu=1,bn_x=256;saved_gu=1,bn_a=128"],
+    ["--gpus", "2", "--model", "glm-5"],
+], ids=lambda a: " ".join(a) or "defaults")
+def test_bench_valid_grids_reach_the_gpu_check(argv, tmp_path, capsys, monkeypatch):
+    """Valid grids pass every new check (and an existing valid records file is accepted)."""
+    import torch
+
+    from mok_kernels import bench
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 2)
+    rec = bench.make_record(system="torch-grouped", model="kimi-k2", ep=16, tokens=64, knobs={},
+                            routing="uniform", seed=0, times=[1.0], breakdown={}, note="",
+                            hardware={"preset": "h200-1"}, software={})
+    out = tmp_path / "r.jsonl"
+    out.write_text(json.dumps(rec) + "\n")
+    rc = bench.cli(["--out", str(out), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and "needs a CUDA GPU" in err, err
+
+
+# (module, argv with {d} for the folder, text the one line must contain)
+TOOLS = [
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/p.jsonl", "--skip-done", "{d}/nope.jsonl"],
+     "--skip-done with --plan-out"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/p.jsonl", "--skip-done", "{d}/bad.jsonl"],
+     "--skip-done with --plan-out"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/p.jsonl", "--out", "{d}/r.jsonl"],
+     "--out with --plan-out"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/p.jsonl", "--compile-only"],
+     "--compile-only with --plan-out"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/p.jsonl", "--gemm-phases"],
+     "--gemm-phases with --plan-out"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/p.jsonl", "--eps", "7", "--models", "kimi-k2"],
+     "no workload of kimi-k2 at EP 7: the routed experts (kimi-k2's 384)"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/p.jsonl", "--eps", "7"], "at EP 7:"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl", "--eps", "16", "--models",
+                                 "mixtral-8x7b,kimi-k2"], "no workload of mixtral-8x7b at EP 16"),
+    ("mok_kernels.space_sweep", ["--plan-out", "{d}/p.txt"], "--plan-out '{d}/p.txt' must name a "
+                                                             ".jsonl file"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.txt"], "--out '{d}/r.txt' must name a .jsonl"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/bad.jsonl"], "--out '{d}/bad.jsonl' exists and is "
+                                                            "not a valid run-records file"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/bad.jsonl"], "--out '{d}/bad.jsonl' exists and is not"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/r.json"], "--out '{d}/r.json' must name a .jsonl"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl", "--comm-sms", "8,1000"],
+     "--comm-sms 1000: must leave compute programs"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl", "--workloads", "mixtral-8x7b:1024"],
+     "--workloads 'mixtral-8x7b:1024': mixtral-8x7b's 8 experts do not divide over EP 16"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl", "--workloads", "kimi-k2:1000000000000"],
+     "tokens 1000000000000 at EP 16 (kimi-k2)"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/bad.jsonl"], "--out '{d}/bad.jsonl' exists and is not"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.txt"], "--out '{d}/r.txt' must name a .jsonl"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--comm-sms", "500"],
+     "--comm-sms 500: must leave compute programs"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--workloads", "kimi-k2:7:64"],
+     "--workloads 'kimi-k2:7:64': kimi-k2's 384 experts do not divide over EP 7"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--workloads", "kimi-k2:8:1000000000000"],
+     "tokens 1000000000000 at EP 8 (kimi-k2)"),
+]
+
+
+@pytest.mark.parametrize("module, argv, want", TOOLS,
+                         ids=[f"{m} {' '.join(a)}" for m, a, _ in TOOLS])
+def test_device_jobs_name_bad_input_first(module, argv, want, outs, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    before = {p.name: p.read_bytes() for p in outs.iterdir()}
+    tool = importlib.import_module(module)
+    rc = tool.main([a.replace("{d}", str(outs)) for a in argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
+    assert err.startswith(f"python -m {module}: error: ") and want.replace("{d}", str(outs)) in err, err
+    assert {p.name: p.read_bytes() for p in outs.iterdir()} == before     # nothing written
+
+
+def test_plan_out_honours_models(tmp_path):
+    """--plan-out --models writes that model's part of the same plan (it used to write all)."""
+    from mok_kernels import space_sweep as ss
+
+    assert ss.main(["--plan-out", str(tmp_path / "all.jsonl"), "--eps", "8,16"]) == 0
+    assert ss.main(["--plan-out", str(tmp_path / "k.jsonl"), "--eps", "8,16", "--models",
+                    "kimi-k2"]) == 0
+    every = [json.loads(x) for x in (tmp_path / "all.jsonl").read_text().splitlines()]
+    mine = [json.loads(x) for x in (tmp_path / "k.jsonl").read_text().splitlines()]
+    assert mine and mine == [r for r in every if r["model"] == "kimi-k2"]
