@@ -62,6 +62,11 @@ def cli(argv: list[str]) -> int:
         except SystemExit as exc:  # --help
             return int(exc.code or 0)
         if a.list:
+            given = [f for f, v in (("NAME", a.name), ("--cluster", a.cluster),
+                                    ("--engine", a.engine != "analytic" and a.engine)) if v]
+            if given:
+                raise MokInputError(f"--list lists the studies and runs none; drop "
+                                    f"{', '.join(given)}")
             for name in STUDIES:
                 print(f"{name:24s} {study(name).TITLE}")
             return 0

@@ -60,6 +60,7 @@ def _dask(fn, points, address: str, bar) -> list:
         from dask.distributed import Client
     except ImportError:  # pragma: no cover - dask is a declared dependency
         raise MokInputError("--cluster needs dask[distributed] installed") from None
+    _reachable(address)
     try:
         client = Client(address, timeout="10s", set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
@@ -73,3 +74,25 @@ def _dask(fn, points, address: str, bar) -> list:
         return results
     finally:
         client.close()
+
+
+def _reachable(address: str) -> None:
+    """Refuse an address that is not [tcp://]HOST:PORT or where nothing listens, before Dask's
+    client is built (one that cannot connect hangs for its timeout, then fails again when it is
+    collected)."""
+    import socket
+    from urllib.parse import urlsplit
+
+    parts = urlsplit(address if "://" in address else "tcp://" + address)
+    try:
+        host, port = parts.hostname, parts.port
+    except ValueError:
+        host = port = None
+    if parts.scheme != "tcp" or not host or not port or " " in address:
+        raise MokInputError(f"--cluster {address!r}: a Dask scheduler address such as "
+                            f"tcp://HOST:8786 is required")
+    try:
+        socket.create_connection((host, port), timeout=5).close()
+    except OSError as exc:
+        raise MokInputError(f"--cluster {address!r}: cannot reach a Dask scheduler there "
+                            f"({exc})") from None

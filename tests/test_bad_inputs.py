@@ -245,6 +245,12 @@ STUDY_CASES = [
     (["ep-table", "--seed", "-1"], "--seed: -1 must be an integer >= 0"),
     (["ep-table", "--out", ""], "--out '' is empty; name a folder"),
     (["ep-table", "--cluster", ""], "--cluster '' is empty"),
+    (["ep-table", "--quick", "--out", "{d}", "--cluster", "bogus address"],
+     "a Dask scheduler address such as tcp://HOST:8786"),
+    (["ep-table", "--quick", "--out", "{d}", "--cluster", "tcp://127.0.0.1:1"],
+     "cannot reach a Dask scheduler there"),
+    (["--list", "bogus-name"], "--list lists the studies and runs none; drop NAME"),
+    (["--list", "--engine", "sim"], "drop --engine"),
 ]
 
 
