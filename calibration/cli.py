@@ -24,6 +24,7 @@ from mok_model.params import BOUNDS, Params, read_params, write_params
 from mok_model.records import KNOBS, model_records, read_records
 from mok_model.scenario import ENGINES
 
+from .checks import params_file, required_text
 from .fit import BAND_SAMPLES, BAND_SEED, BANDS, fit
 from .micro import fit_micro
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
@@ -157,20 +158,28 @@ def run_calibrate(a: argparse.Namespace) -> dict:
         if unknown or not a.free:
             raise MokInputError(f"--free {a.free!r}: unknown parameter(s) {unknown}; choose from "
                                 f"{', '.join(sorted(BOUNDS))}")
+    for flag, value in (("--hardware", a.hardware), ("--gemm-table", a.gemm_table)):
+        required_text(value, flag, "preset name" if flag == "--hardware" else "file path")
     if a.base is not None:
-        read_params(a.base)
-    band = a.band or ("bootstrap" if a.engine == "analytic" else "linear")
+        params_file(a.base, "--base")
+    band = a.band if a.band is not None else ("bootstrap" if a.engine == "analytic" else "linear")
     if band not in BANDS:
         raise MokInputError(f"--band {band!r} must be one of {', '.join(BANDS)}")
+    for flag, value in (("--band-samples", a.band_samples), ("--band-seed", a.band_seed)):
+        if value is not None and not BANDS[band]:
+            raise MokInputError(f"{flag} {value}: only applies with a sampled band (--band "
+                                f"bootstrap or linear), not --band {band}")
+    a.band_samples = BAND_SAMPLES if a.band_samples is None else a.band_samples
+    a.band_seed = BAND_SEED if a.band_seed is None else a.band_seed
     records = read_records(a.runs)
     hardware, records = _hardware_of(records, a.hardware)
     layer, notes = model_records(records)
-    base = read_params(a.base) if a.base else priors_for(hardware)
-    if a.base and base.hardware not in ("", hardware):
+    base = params_file(a.base, "--base") if a.base is not None else priors_for(hardware)
+    if a.base is not None and base.hardware not in ("", hardware):
         raise MokInputError(f"--base {a.base!r} was fitted for hardware {base.hardware!r}, not "
                             f"{hardware!r} (the records' hardware); start from a file of "
                             f"{hardware!r} or from its priors (no --base)")
-    table = read_table(a.gemm_table) if a.gemm_table else base.gemm_table
+    table = read_table(a.gemm_table) if a.gemm_table is not None else base.gemm_table
     if table is not None and table.hardware != hardware:
         raise MokInputError(f"--gemm-table {table.path!r} was measured on {table.hardware!r}, "
                             f"not {hardware!r}")
@@ -323,9 +332,9 @@ def calibrate_parser() -> argparse.ArgumentParser:
                         "bands: bootstrap (refit to resampled workloads; default with the analytic "
                         "engine), linear (the same, linearized at the optimum; default with sim), "
                         "none")
-    p.add_argument("--band-samples", type=int_at_least(2), default=BAND_SAMPLES,
+    p.add_argument("--band-samples", type=int_at_least(2), default=None,
                    help=f"parameter vectors to sample (default {BAND_SAMPLES})")
-    p.add_argument("--band-seed", type=int_at_least(0), default=BAND_SEED,
+    p.add_argument("--band-seed", type=int_at_least(0), default=None,
                    help=f"seed of the workload resampling (default {BAND_SEED})")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return p

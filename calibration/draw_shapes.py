@@ -73,6 +73,9 @@ def _run(a: argparse.Namespace) -> int:
     from mok_model.errors import MokInputError
     from mok_model.presets import load_model
 
+    from .checks import required_text
+
+    required_text(a.out_dir, "--out-dir", "folder path")
     if a.count > MAX_COUNT:
         raise MokInputError(f"--count {a.count}: at most {MAX_COUNT} shapes per draw")
     out = Path(a.out_dir)

@@ -35,9 +35,11 @@ from scipy.optimize import least_squares
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
-from mok_model.params import BOUNDS, PARAMS_DIR, Params, read_params, write_params
+from mok_model.params import BOUNDS, Params, write_params
 from mok_model.presets import load_hardware
 from mok_model.records import read_records
+
+from .checks import params_file, required_text, shipped_params
 
 SYSTEMS = ("micro-nvlink-copy", "micro-nvlink-bidir", "micro-nvlink-signal", "micro-nvlink-gemm-copy")
 
@@ -193,6 +195,8 @@ def main(argv: list[str]) -> int:
     try:
         a = p.parse_args(argv)
         check_output_file(a.out, "--out", ".json")
+        required_text(a.hardware, "--hardware", "preset name")
+        base = params_file(a.base, "--base") if a.base is not None else None
         records = [r for r in read_records(a.runs) if r["system"] in SYSTEMS]
         if not records:
             raise MokInputError(f"no records of {', '.join(SYSTEMS)} in {' '.join(a.runs)}")
@@ -202,13 +206,16 @@ def main(argv: list[str]) -> int:
             raise MokInputError(f"{r['_file']}:{r['_line']}: emulated_peers is true (one GPU, the peer in "
                                 f"local HBM): not a fabric measurement; pass --allow-emulated to fit it anyway")
         presets = sorted({r["hardware"]["preset"] for r in records})
-        hw_name = a.hardware or (presets[0] if len(presets) == 1 else None)
+        hw_name = a.hardware if a.hardware is not None else (presets[0] if len(presets) == 1
+                                                             else None)
         if hw_name is None or presets != [hw_name]:
             raise MokInputError(f"records of hardware {presets}; --hardware names one preset and "
                                 f"every record must be of it")
-        base = read_params(a.base or PARAMS_DIR / f"{hw_name}.json")
+        if base is None:
+            base = shipped_params(hw_name, other="--base FILE")
         if base.hardware != hw_name:
-            raise MokInputError(f"--base {a.base} is for hardware {base.hardware!r}, not {hw_name!r}")
+            raise MokInputError(f"--base {a.base!r} is for hardware {base.hardware!r}, not "
+                                f"{hw_name!r}")
         link = load_hardware(hw_name).link_gbps
         res = fit_fabric(records, base, link)
     except MokInputError as exc:

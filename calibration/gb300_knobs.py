@@ -43,12 +43,13 @@ import numpy as np
 
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
-from mok_model.params import PARAMS_DIR, Params, read_params
+from mok_model.params import PARAMS_DIR, Params
 from mok_model.predict import predict
 from mok_model.records import predictable, read_records, record_scenario
 from mok_model.scenario import Config, default_config
 
 from .cli import default_free, priors_for
+from .checks import params_file as read_params_as
 from .defaults import FREE
 from .fit import fit, predict_records, resolve_configs
 
@@ -109,7 +110,7 @@ def priors_with(hardware: str, prior_from: dict[str, str] | None = None) -> Para
         return base
     values, sources = dict(base.values), dict(base.sources)
     for name, path in prior_from.items():
-        other = read_params(path)
+        other = read_params_as(path, f"--prior {name}")
         if name not in values:
             raise MokInputError(f"--prior {name}: not a parameter (known: {sorted(values)})")
         values[name] = other[name]
@@ -172,7 +173,7 @@ def report(runs: list[str], params_file: Path | None, engines: tuple[str, ...],
             where += "; held: " + ", ".join(f"{n} {priors[n]:.4g} from {f}"
                                             for n, f in prior_from.items())
     else:
-        params, where = read_params(params_file), str(params_file)
+        params, where = read_params_as(params_file, "--params"), str(params_file)
     ins = in_sample(records, params, engines)
     loo = leave_one_out(records, engines, fit_knobs=fit_knobs,
                         priors=priors if prior_from else None,
@@ -210,7 +211,8 @@ def main(argv: list[str] | None = None) -> int:
     p = MokParser(prog="python -m calibration.gb300_knobs", description=__doc__,
                   formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="*", default=[str(PUBLISHED)])
-    p.add_argument("--params", default=str(SHIPPED), help="in-sample parameters file")
+    p.add_argument("--params", default=None, help="in-sample parameters file (default "
+                   "mok_model/params/gb300-nvl72.json; with --fit-knobs tuned and no --prior)")
     p.add_argument("--fit-knobs", choices=("tuned", "default"), default="tuned",
                    help="the knobs the fits score the MoK rows at (default: the tuner's, as the "
                         "shipped file and calibration.loo; 'default': the published defaults)")
@@ -228,8 +230,17 @@ def main(argv: list[str] | None = None) -> int:
             if not sep or not name or not path:
                 raise MokInputError(f"--prior {item!r} must be NAME=PARAMS_FILE")
             prior_from[name] = path
-        doc = report(a.runs, Path(a.params) if a.fit_knobs == "tuned" and not prior_from
-                     else None, engines, a.fit_knobs, prior_from)
+        in_sample_file = a.fit_knobs == "tuned" and not prior_from
+        if a.params is not None and not in_sample_file:
+            raise MokInputError(f"--params {a.params!r}: the in-sample column is then a fit "
+                                f"(--fit-knobs {a.fit_knobs}"
+                                + (", --prior" if prior_from else "") + "), not a file; drop --params")
+        if a.params is not None:
+            read_params_as(a.params, "--params")     # a bad file named before the fits
+        for name, path in prior_from.items():
+            read_params_as(path, f"--prior {name}")
+        doc = report(a.runs, Path(a.params if a.params is not None else SHIPPED)
+                     if in_sample_file else None, engines, a.fit_knobs, prior_from)
     except MokInputError as exc:
         print(f"mok: error: {exc}", file=sys.stderr)
         return 2

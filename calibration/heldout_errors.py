@@ -36,9 +36,9 @@ from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.fileio import atomic_write_text, check_output_file
 from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, SCHEMA, fingerprint, group_key
-from mok_model.params import load_params
 from mok_model.records import predictable, read_records
 
+from .checks import required_text, shipped_params
 from .scoring import predict_records
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -75,7 +75,7 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> lis
 
 def measure(hardware: str, runs: list[str], sim_every: int, progress=None) -> dict:
     """{group key: summary} of the shipped parameters' signed errors on `runs`, and the fingerprint."""
-    params = load_params(None, hardware)
+    params = shipped_params(hardware)
     errors: dict[str, list[float]] = {}
     for _, key, e in signed_errors(params, runs, sim_every, progress):
         errors.setdefault(key, []).append(e)
@@ -113,6 +113,7 @@ def main(argv: list[str] | None = None) -> int:
         a = ap.parse_args(argv)
         if a.sim_every < 1:
             raise MokInputError(f"--sim-every {a.sim_every} must be >= 1")
+        shipped_params(a.hardware)      # a hardware without shipped parameters, named first
         runs = a.runs or HELDOUT_RUNS.get(a.hardware)
         if not runs:
             raise MokInputError(f"no held-out runs named for --hardware {a.hardware!r}; give the "
@@ -120,13 +121,16 @@ def main(argv: list[str] | None = None) -> int:
         if a.coverage:
             if a.out is not None:
                 raise MokInputError("--coverage writes nothing; drop --out")
-            errors = signed_errors(load_params(None, a.hardware), list(runs), a.sim_every)
+            read_records(list(runs))    # every file readable before the first prediction
+            errors = signed_errors(shipped_params(a.hardware), list(runs), a.sim_every)
             rows = coverage(errors)
         else:
-            if a.out is None:
+            if a.out is None:       # the default, only when --out is not given ("" is refused)
                 HELDOUT_DIR.mkdir(exist_ok=True)
-            out = Path(a.out) if a.out else HELDOUT_DIR / f"{a.hardware}.json"
+            out = Path(required_text(a.out, "--out")) if a.out is not None \
+                else HELDOUT_DIR / f"{a.hardware}.json"
             check_output_file(out, "--out", ".json")
+            read_records(list(runs))    # every file readable before the first prediction
             made = measure(a.hardware, list(runs), a.sim_every,
                            progress=lambda s: print(s, file=sys.stderr))
     except MokInputError as exc:

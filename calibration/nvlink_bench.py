@@ -541,7 +541,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--out", required=True, help="JSONL file the records are appended to")
     p.add_argument("--emulate", action="store_true", help="one GPU, peer buffer in local HBM")
     p.add_argument("--gpus", type=int_at_least(0), default=0,
-                   help="without torchrun: spawn this many ranks")
+                   help="without torchrun: spawn this many ranks (0: one per GPU here)")
     p.add_argument("--quick", action="store_true", help="fewer points, rows and iterations")
     p.add_argument("--iters", type=int_at_least(1), default=None,
                    help="timed iterations (default 10, quick 5)")
@@ -551,14 +551,16 @@ def main(argv: list[str]) -> int:
     try:
         a = p.parse_args(argv)
         check_output_file(a.out, "--out")
+        if a.emulate and a.gpus:
+            raise MokInputError(f"--gpus {a.gpus} with --emulate: the emulated run is one GPU "
+                                f"(drop --gpus)")
+        bad = [n for n in a.only.split(",") if n not in BENCHES]
+        if bad:
+            raise MokInputError(f"--only {a.only!r}: {bad} not in {','.join(BENCHES)}")
     except MokInputError as exc:
         print(f"nvlink_bench: {exc}", file=sys.stderr)
         return 2
     a.iters = a.iters or (5 if a.quick else 10)
-    bad = [n for n in a.only.split(",") if n not in BENCHES]
-    if bad:
-        print(f"nvlink_bench: --only {a.only!r}: {bad} not in {','.join(BENCHES)}", file=sys.stderr)
-        return 2
     have = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if have == 0:
         print("nvlink_bench: needs a CUDA GPU (no GPU here)", file=sys.stderr)

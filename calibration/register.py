@@ -25,14 +25,18 @@ import os
 import sys
 from datetime import datetime, timezone
 
-from mok_kernels.routing import routing_record
+from mok_kernels.routing import parse_routing, routing_record
 from mok_model.cli import capacity_arg, doc_parser, int_at_least, number_list, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
-from mok_model.params import PARAMS_DIR, load_params
+from mok_model.params import PARAMS_DIR
+from mok_model.presets import load_model
 from mok_model.predict import predict
 from mok_model.records import record_config, record_model, record_scenario
+from mok_model.scenario import MAX_LIST_LAG
 from mok_model.sim import simulate
+
+from .checks import required_text, shipped_params
 
 
 def read_plan(path: str, hardware: str) -> list[dict]:
@@ -97,14 +101,92 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
     return out
 
 
-def register(a: argparse.Namespace) -> int:
-    if check_output_file(a.out, "--out").exists():
-        raise MokInputError(f"--out {a.out} exists; a registration is written once (name a new file)")
-    if a.plan is None and (a.model is None or a.tokens is None):
+# The grid flags and their defaults (None in the parser, so that a flag given with --plan, or
+# --ep with --gpus N, is seen and refused rather than dropped).
+GRID = {"ep": "16", "pass_": "fwd", "precision": "bf16", "model": None, "tokens": None,
+        "routing": "uniform", "seed": 0, "dispatch": "pull", "combine": "push",
+        "minibatch": "4096", "comm_sms": "32", "macrobatch": 131072, "capacity": 1.0,
+        "list_lag": "1"}
+
+
+def _flag(dest: str) -> str:
+    return "--" + dest.rstrip("_").replace("_", "-")
+
+
+def check_grid(a: argparse.Namespace) -> None:
+    """Refuse what `mok bench` refuses for the same grid (mok_kernels/bench.py _check_args), and
+    grid flags the run would drop; then fill the defaults of the flags not given."""
+    given = [d for d in GRID if getattr(a, d) is not None]
+    if a.plan is not None:
+        if given:
+            raise MokInputError(f"--plan {a.plan!r} with {', '.join(_flag(d) for d in given)}: a "
+                                f"plan names every record itself; drop the grid flags")
+        return
+    if a.gpus and a.ep is not None:
+        raise MokInputError(f"--ep {a.ep} with --gpus {a.gpus}: the EP is the number of real GPUs; "
+                            f"--ep is for one GPU emulating its peers (--gpus 0)")
+    for d, v in GRID.items():
+        if getattr(a, d) is None:
+            setattr(a, d, v)
+    if a.model is None or a.tokens is None:
         raise MokInputError("--model and --tokens are required (or --plan FILE)")
+    for flag in ("--model", "--routing", "--dispatch", "--combine"):
+        value = getattr(a, flag[2:])
+        if any(not x.strip() for x in value.split(",")):
+            raise MokInputError(f"{flag} {value!r}: a comma list with no empty elements is required")
+    if a.pass_ == "bwd" and a.precision != "bf16":
+        raise MokInputError(f"--pass bwd with --precision {a.precision}: the backward megakernel "
+                            f"is BF16 only")
+    if a.gpus and a.precision != "bf16":
+        raise MokInputError(f"--precision {a.precision} with --gpus {a.gpus}: the FP8 megakernel "
+                            f"runs on one GPU (rank emulation) only; real-GPU groups are bf16")
+    if a.gpus and a.pass_ == "bwd":
+        raise MokInputError(f"--pass bwd with --gpus {a.gpus}: the backward megakernel has no "
+                            f"group mode yet; it runs one GPU emulating its peers (--gpus 0)")
+    for d in a.dispatch.split(","):
+        if d not in ("pull", "push"):
+            raise MokInputError(f"--dispatch {d!r}: allowed pull, push")
+    for c in a.combine.split(","):
+        if c not in ("push", "pull"):
+            raise MokInputError(f"--combine {c!r}: allowed push, pull")
+    lags = number_list(a.list_lag, "--list-lag")
+    for lag in lags:
+        if lag > MAX_LIST_LAG:     # the model's words (mok_model.scenario.Scenario)
+            raise MokInputError(f"--list-lag {lag} must be at most {MAX_LIST_LAG} "
+                                f"(KernelConfig.list_lag)")
+    if lags != [1] and a.pass_ == "bwd":
+        raise MokInputError(f"--list-lag {a.list_lag} with --pass bwd: the backward kernel's list "
+                            f"has no lag (leave it at 1)")
+    if lags != [1] and a.gpus:
+        raise MokInputError(f"--list-lag {a.list_lag} with --gpus {a.gpus}: the real-GPU bench "
+                            f"does not sweep the lag yet (leave it at 1)")
+    eps = [a.gpus] if a.gpus else number_list(a.ep, "--ep")
+    for flag in ("--tokens", "--minibatch", "--comm-sms"):
+        number_list(getattr(a, flag[2:].replace("-", "_")), flag)
+    for name in a.model.split(","):
+        shape = load_model(name)
+        for r in a.routing.split(","):
+            parse_routing(r, shape.top_k)        # hot:X is bounded by this model's 1/top_k
+        for ep in eps:
+            if shape.routed_experts % ep:
+                flag, what = (f"--gpus {ep}", "GPUs") if a.gpus else (f"--ep {ep}", "ranks")
+                raise MokInputError(f"{flag}: {name}'s {shape.routed_experts} experts do not "
+                                    f"divide over {ep} {what}")
+    small = [mb for mb in number_list(a.minibatch, "--minibatch") if a.macrobatch < mb]
+    if small:   # as mok bench refuses it (the kernel would enlarge the ring without saying so)
+        raise MokInputError(f"--macrobatch {a.macrobatch} with --minibatch {small[0]}: the ring "
+                            f"must hold at least one minibatch (macrobatch >= minibatch), as "
+                            f"`mok bench` requires")
+
+
+def register(a: argparse.Namespace) -> int:
+    if check_output_file(a.out, "--out", ".jsonl").exists():
+        raise MokInputError(f"--out {a.out} exists; a registration is written once (name a new file)")
+    required_text(a.plan, "--plan")
+    check_grid(a)
     if a.hardware is None:
         a.hardware = "h200-hgx8" if a.gpus else "h200-1"
-    params = load_params(None, a.hardware)
+    params = shipped_params(a.hardware)
     params_path = PARAMS_DIR / f"{a.hardware}.json"
     rows = []
     for i, rec in enumerate(planned_records(a)):
@@ -135,23 +217,24 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--hardware", default=None, help="preset whose shipped parameters predict "
                    "(default h200-hgx8 with --gpus N, h200-1 with --gpus 0)")
     p.add_argument("--gpus", type=int_at_least(0), default=0, help="real GPUs (EP = N); 0: one GPU emulating")
-    p.add_argument("--ep", default="16", help="comma list of EP sizes emulated with --gpus 0")
-    p.add_argument("--pass", dest="pass_", default="fwd", choices=("fwd", "bwd"))
-    p.add_argument("--precision", default="bf16", choices=("bf16", "fp8"))
+    p.add_argument("--ep", default=None, help="comma list of EP sizes emulated with --gpus 0 "
+                   "(default 16)")
+    p.add_argument("--pass", dest="pass_", default=None, choices=("fwd", "bwd"), help="default fwd")
+    p.add_argument("--precision", default=None, choices=("bf16", "fp8"), help="default bf16")
     p.add_argument("--plan", default=None, help="JSON lines of planned MoK records instead of a grid")
     p.add_argument("--sim-every", type=int_at_least(1), default=1,
                    help="simulate every K-th planned record only (the analytic model predicts all)")
     p.add_argument("--model")
     p.add_argument("--tokens")
-    p.add_argument("--routing", default="uniform")
-    p.add_argument("--seed", type=int_at_least(0), default=0)
-    p.add_argument("--dispatch", default="pull")
-    p.add_argument("--combine", default="push")
-    p.add_argument("--minibatch", default="4096")
-    p.add_argument("--comm-sms", default="32")
-    p.add_argument("--macrobatch", type=int_at_least(1), default=131072)
-    p.add_argument("--capacity", type=capacity_arg, default=1.0)
-    p.add_argument("--list-lag", default="1", help="comma list of the work list's lag (mok bench "
+    p.add_argument("--routing", default=None, help="default uniform")
+    p.add_argument("--seed", type=int_at_least(0), default=None, help="default 0")
+    p.add_argument("--dispatch", default=None, help="default pull")
+    p.add_argument("--combine", default=None, help="default push")
+    p.add_argument("--minibatch", default=None, help="default 4096")
+    p.add_argument("--comm-sms", default=None, help="default 32")
+    p.add_argument("--macrobatch", type=int_at_least(1), default=None, help="default 131072")
+    p.add_argument("--capacity", type=capacity_arg, default=None, help="default 1.0")
+    p.add_argument("--list-lag", default=None, help="comma list of the work list's lag (mok bench "
                    "--list-lag; a plan line may name it in its `tiles`)")
     p.add_argument("--out", required=True)
     return run_tool(p, register, argv)

@@ -17,6 +17,7 @@ import collections
 import sys
 from pathlib import Path
 
+from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import read_json_lines
 from mok_model.records import model_key, read_records, record_list_lag
@@ -125,8 +126,10 @@ def _field(r: dict, name: str) -> str:
     return str(v)
 
 
-def report(pred_paths: list[str], runs: list[dict], by: list[str] = ()) -> None:
-    """Print the figures of each registration file against ``runs``."""
+def report(pred_paths: list[str], runs: list[dict], by: list[str] = ()) -> int:
+    """Print the figures of each registration file against ``runs``; return how many
+    predictions met their run."""
+    met = 0
     for path in pred_paths:
         preds = read_predictions(path)
         for engine in ("analytic", "sim"):
@@ -135,6 +138,7 @@ def report(pred_paths: list[str], runs: list[dict], by: list[str] = ()) -> None:
                               runs)
                 if not pairs:
                     continue
+                met += len(pairs)
                 print(f"registered {Path(path).name} {engine:8s} {system:10s}: "
                       f"{summary(pairs, system)}")
                 for name in by:
@@ -143,24 +147,26 @@ def report(pred_paths: list[str], runs: list[dict], by: list[str] = ()) -> None:
                         groups[_field(r, name)].append((p, r))
                     for value in sorted(groups, key=lambda v: (len(v), v)):
                         print(f"    {name} {value:18s} {summary(groups[value], system)}")
+    return met
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.registered", description=__doc__,
-                                formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser("python -m calibration.registered", __doc__)
     p.add_argument("predictions", help="a registration file (calibration/predictions/*.jsonl)")
     p.add_argument("runs", nargs="+", help="run-record files")
     p.add_argument("--by", default="", help="comma list of record fields to break down by")
-    a = p.parse_args(argv)
-    try:
-        by = a.by.split(",") if a.by else []
-        if any(b not in BY_FIELDS for b in by):
-            raise MokInputError(f"--by {a.by!r}: a comma list of {', '.join(BY_FIELDS)}")
-        read_predictions(a.predictions)     # a bad registration stops before the records are read
-        report([a.predictions], read_records(a.runs), by)
-    except MokInputError as exc:
-        print(f"registered: {exc}", file=sys.stderr)
-        return 2
+    return run_tool(p, _run, argv)
+
+
+def _run(a: argparse.Namespace) -> int:
+    by = a.by.split(",") if a.by else []
+    if any(b not in BY_FIELDS for b in by):
+        raise MokInputError(f"--by {a.by!r}: a comma list of {', '.join(BY_FIELDS)}")
+    preds = read_predictions(a.predictions)  # a bad registration stops before the records are read
+    if not report([a.predictions], read_records(a.runs), by):
+        raise MokInputError(f"{a.predictions}: none of its {len(preds)} predictions meets exactly "
+                            f"one run in {', '.join(a.runs)} (same system, model, EP, tokens, "
+                            f"routing, pass, precision and knobs, made after the registration)")
     return 0
 
 

@@ -17,6 +17,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_dir
 
@@ -103,20 +104,39 @@ def _regret_table(rows: list[dict]) -> None:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = argparse.ArgumentParser(prog="python -m calibration.report", description=__doc__)
+    p = doc_parser("python -m calibration.report", __doc__)
     p.add_argument("runs", nargs="+")
     p.add_argument("--out", default="calibration/out", help="where parameter files and plots go")
     p.add_argument("--sim", action="store_true", help="also validate with the simulator")
     p.add_argument("--free", default=None, help="stage-2 parameters (default: calibrate's choice)")
     p.add_argument("--also", nargs="+", default=[], help="run files never fitted on, validated "
                    "with the fit to all RUN_FILES (e.g. skewed-routing sweeps)")
-    a = p.parse_args(argv)
-    try:
-        out = check_output_dir(a.out, "--out")
-    except MokInputError as exc:
-        print(f"mok: error: {exc}", file=sys.stderr)
-        return 2
-    free = ["--free", a.free] if a.free else []
+    return run_tool(p, _report, argv)
+
+
+def _check(a: argparse.Namespace) -> Path:
+    """Every input checked before the first fit: the files (RUN_FILES and --also), --free; the
+    output folder made."""
+    from mok_model.params import BOUNDS
+    from mok_model.records import read_records
+
+    read_records(a.runs)
+    if a.also:
+        try:
+            read_records(a.also)
+        except MokInputError as exc:
+            raise MokInputError(f"--also: {exc}") from None
+    if a.free is not None:
+        unknown = [f for f in a.free.split(",") if f not in BOUNDS]
+        if unknown or not a.free.strip():
+            raise MokInputError(f"--free {a.free!r}: unknown parameter(s) {unknown}; choose from "
+                                f"{', '.join(sorted(BOUNDS))}")
+    return check_output_dir(a.out, "--out")
+
+
+def _report(a: argparse.Namespace) -> int:
+    out = _check(a)
+    free = ["--free", a.free] if a.free is not None else []
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True,
                             text=True).stdout.strip()
     dirty = subprocess.run(["git", "status", "--porcelain", "mok_model", "calibration"],

@@ -18,8 +18,10 @@ import sys
 import numpy as np
 
 from mok_model.cli import doc_parser, run_tool
+from mok_model.errors import MokInputError
 from mok_model.records import read_records, record_scenario
 
+from .checks import required_text
 from .gemm_table import build_table, record_points, table_records
 from .split import group_value
 
@@ -45,9 +47,29 @@ def main(argv: list[str] | None = None) -> int:
     return run_tool(p, _run, argv)
 
 
+def _table_records(files: list[str], hardware: str, what: str) -> list[dict]:
+    """The table's records among `files`, or a refusal naming the files and what they hold."""
+    records = read_records(files)
+    out = table_records(records, hardware, SYSTEM)
+    if not out:
+        have = sorted({r["hardware"]["preset"] for r in records if r["system"] == SYSTEM})
+        held = f"its {SYSTEM} records are of {have}" if have else f"it holds no {SYSTEM} records"
+        raise MokInputError(f"{what} {', '.join(files)}: no measured forward BF16 {SYSTEM} records "
+                            f"of --hardware {hardware!r} ({held})")
+    return out
+
+
 def _run(a: argparse.Namespace) -> int:
-    recs = table_records(read_records(a.runs), a.hardware, SYSTEM)
-    checked = table_records(read_records(a.check.split(",")), a.hardware, SYSTEM) if a.check else []
+    required_text(a.hardware, "--hardware", "preset name")
+    if a.check is not None and any(not f.strip() for f in a.check.split(",")):
+        raise MokInputError(f"--check {a.check!r}: a comma list of record files is required (no "
+                            f"empty elements)")
+    recs = _table_records(a.runs, a.hardware, "RUN_FILES")
+    checked = _table_records(a.check.split(","), a.hardware, "--check") if a.check else []
+    models = {group_value(r, "model") for r in recs}
+    if len(models) < 2:
+        raise MokInputError(f"RUN_FILES {', '.join(a.runs)}: {SYSTEM} records of one model "
+                            f"({', '.join(models)}); holding out by model needs two or more")
     known = record_points(recs, a.hardware, SYSTEM)
     pooled = []
     print("held out by model (a table of the other models' records):")

@@ -29,9 +29,10 @@ import numpy as np
 
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
-from mok_model.params import Params, load_params, read_params
+from mok_model.params import Params, load_params
 from mok_model.records import read_records, routing_reproduced
 
+from .checks import params_file
 from .passes import GROUPS, PASS_FREE, record_value, fit_passes, held_out, pass_group, pass_records
 from .scoring import predict_records
 from .validate import spearman
@@ -187,13 +188,14 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="one JSON document on stdout")
     try:
         a = p.parse_args(argv)
+        base = params_file(a.params, "--params") if a.params is not None \
+            else load_params(None, "h200-1")
         files = a.runs or sorted(str(f) for f in RUNS.glob("*.jsonl"))
         records = read_records(files)
         # the pass records, and the BF16 forward MoK records of the files that hold FP8 ones
         fp8_files = {r["_file"] for r in records if pass_group(r) == "fp8"}
         records = [r for r in records if pass_group(r) or (
             r["system"] == "mok" and r["pass"] == "fwd" and r["_file"] in fp8_files)]
-        base = read_params(a.params) if a.params else load_params(None, "h200-1")
         doc = report(records, base, a.old, a.sim)
     except MokInputError as exc:
         print(f"mok: error: {exc}", file=sys.stderr)

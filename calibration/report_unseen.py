@@ -16,11 +16,11 @@ import sys
 
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
-from mok_model.params import load_params
 from mok_model.predict import predict
 from mok_model.records import read_records, record_config, record_scenario
 from mok_model.sim import simulate
 
+from .checks import params_file, required_text, shipped_params
 from .registered import figures
 
 
@@ -32,7 +32,14 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--params", default=None, help="parameters file (default: the hardware's)")
     try:
         a = ap.parse_args(argv)
-        params = load_params(a.params, a.hardware)
+        if a.params is None:
+            params = shipped_params(a.hardware, other="--params FILE")
+        else:
+            required_text(a.hardware, "--hardware", "preset name")
+            params = params_file(a.params, "--params")
+            if params.hardware != a.hardware:
+                raise MokInputError(f"--params {a.params!r} was fitted for hardware "
+                                    f"{params.hardware!r}, not --hardware {a.hardware!r}")
         recs = [r for r in read_records(a.runs) if r["system"] == "mok"
                 and r["hardware"]["preset"] == a.hardware]
         if not recs:
