@@ -16,6 +16,11 @@ import statistics
 import sys
 from pathlib import Path
 
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+from mok_model.cli import doc_parser, run_tool  # noqa: E402
+from mok_model.errors import MokInputError  # noqa: E402
+
 
 def _times(path: Path) -> dict[tuple, float]:
     """MoK median latency (ms) per workload and knob setting."""
@@ -43,6 +48,13 @@ def _geo(xs: list[float]) -> float:
 
 def main(folder: str = "mok_kernels/logs_s19") -> None:
     d = Path(folder)
+    need = [d / f"{kind}_{tree}_{i}.jsonl" for kind in ("drawn4", "join")
+            for tree in ("ahead", "late") for i in (1, 2)]
+    missing = [str(f) for f in need if not f.is_file()]
+    if missing:
+        raise MokInputError(f"FOLDER {folder!r}: needs the A/B's eight record files; missing "
+                            f"{missing[0]}" + (f" and {len(missing) - 1} more" if len(missing) > 1
+                                               else ""))
     for kind in ("drawn4", "join"):
         ahead = _best_of([d / f"{kind}_ahead_{i}.jsonl" for i in (1, 2)])
         late = _best_of([d / f"{kind}_late_{i}.jsonl" for i in (1, 2)])
@@ -67,4 +79,7 @@ def main(folder: str = "mok_kernels/logs_s19") -> None:
 
 
 if __name__ == "__main__":
-    main(*sys.argv[1:2])
+    parser = doc_parser("benchmarks/claim_ab.py", __doc__)
+    parser.add_argument("folder", nargs="?", default="mok_kernels/logs_s19",
+                        help="the folder of the A/B's record files")
+    sys.exit(run_tool(parser, lambda a: main(a.folder)))

@@ -177,6 +177,16 @@ def _cfg_fields(text: str) -> dict:
         if not sep or not k:
             raise MokInputError(f"--cfg {text!r}: {item!r} is not FIELD=VALUE (e.g. block_m=128)")
         out[k] = int(v) if v.lstrip("-").isdigit() else v
+    from dataclasses import fields
+
+    from .megakernel import KernelConfig
+    kinds = {f.name: str(f.type) for f in fields(KernelConfig)}
+    for k, v in out.items():
+        if k not in kinds:
+            raise MokInputError(f"--cfg {k}={v}: not a KernelConfig field (one of "
+                                f"{', '.join(sorted(kinds))})")
+        if "int" in kinds[k] and "str" not in kinds[k] and not isinstance(v, int):
+            raise MokInputError(f"--cfg {k}={v}: an integer is required")
     return out
 
 

@@ -42,6 +42,9 @@ def run_tool(parser: argparse.ArgumentParser, body, argv: list[str] | None = Non
     except MokInputError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
+    except BrokenPipeError:   # the reader went away (`| head`): stop quietly, as the docs advise
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
 
 
 def doc_parser(prog: str, doc: str | None) -> MokParser:

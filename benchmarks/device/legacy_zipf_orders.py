@@ -14,10 +14,18 @@ import sys
 
 import torch
 
+from mok_model.cli import doc_parser, run_tool
+from mok_model.errors import MokInputError
+from mok_model.fileio import check_output_file
 from mok_model.presets import load_model, model_names
 
 
 def main(path: str) -> None:
+    if check_output_file(path, "PATH", ".json").exists():
+        raise MokInputError(f"PATH {path!r} exists; the orders are written once (name a new file)")
+    if not torch.cuda.is_available():
+        raise MokInputError("needs a CUDA GPU (the orders are what torch.randperm drew on one), "
+                            "and torch.cuda.is_available() is False here")
     counts = sorted({load_model(m).routed_experts for m in model_names()})
     perms = {}
     for e in counts:
@@ -34,4 +42,6 @@ def main(path: str) -> None:
 
 
 if __name__ == "__main__":
-    main(sys.argv[1])
+    parser = doc_parser("benchmarks/device/legacy_zipf_orders.py", __doc__)
+    parser.add_argument("path", help="the JSON file to write")
+    sys.exit(run_tool(parser, lambda a: main(a.path)))
