@@ -54,7 +54,7 @@ if gluon is not None:
                                                                    warpgroup_mma_wait)
 
     from benchmarks.gluon_fp8_gemm import (GROUP_M, _acc_layout, _ffn_gate_up_tile, _ffn_quant,
-                                           _ring, _row_scales, _scale, _tile)
+                                           _out_layouts, _ring, _row_scales, _scale, _tile)
 
     @gluon.jit
     def _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, p, k, t_new, t_old,
@@ -133,26 +133,41 @@ if gluon is not None:
             gl.atomic_add(ptr, count, sem="release", scope="gpu")
 
     @gluon.jit
-    def _quant_copy(x_ptr, a_ptr, as_ptr, src, dst, m, H, RB: gl.constexpr, layout: gl.constexpr):
+    def _quant_block(q_ptr, qs_ptr, d64, m, kb, nkb, H, x):
+        """One 128-column block x (bf16, rows d64) quantized by fp8.py's rule and stored."""
+        layout: gl.constexpr = x.type.layout
+        cols = gl.arange(0, 128, layout=gl.SliceLayout(0, layout))
+        xf = x.to(gl.float32)
+        amax = gl.maximum(gl.max(gl.abs(xf), axis=1), 1e-12)
+        fmax = gl.full(amax.shape, 448.0, gl.float32, amax.type.layout)
+        inv = gl.div_rn(fmax, amax)
+        q = gl.minimum(gl.maximum(xf * inv[:, None], -448.0), 448.0).to(gl.float8e4nv)
+        gl.store(q_ptr + d64[:, None] * H + kb * 128 + cols[None, :], q, mask=m[:, None])
+        gl.store(qs_ptr + d64 * nkb + kb, gl.div_rn(amax, fmax), mask=m)
+
+    @gluon.jit
+    def _quant_copy(x_ptr, a_ptr, as_ptr, src, dst, m, H, RB: gl.constexpr, layout: gl.constexpr,
+                    CU: gl.constexpr):
         """Rows src of x (bf16) into rows dst of A (e4m3) and their 1 x 128 scales, fp8.py's rule:
-        amax = max(max |x|, 1e-12), q = e4m3(clamp(x (448 / amax))), scale = amax / 448."""
+        amax = max(max |x|, 1e-12), q = e4m3(clamp(x (448 / amax))), scale = amax / 448.
+        CU (1 or 2) 128-column blocks loaded before the first is quantized (bytes in flight;
+        H / 128 a multiple of CU)."""
         cols = gl.arange(0, 128, layout=gl.SliceLayout(0, layout))
         nkb = H // 128
         s64 = src.to(gl.int64)
         d64 = dst.to(gl.int64)
-        for kb in range(nkb):
-            x = gl.load(x_ptr + s64[:, None] * H + kb * 128 + cols[None, :], mask=m[:, None],
-                        other=0.0).to(gl.float32)
-            amax = gl.maximum(gl.max(gl.abs(x), axis=1), 1e-12)
-            fmax = gl.full(amax.shape, 448.0, gl.float32, amax.type.layout)
-            inv = gl.div_rn(fmax, amax)
-            q = gl.minimum(gl.maximum(x * inv[:, None], -448.0), 448.0).to(gl.float8e4nv)
-            gl.store(a_ptr + d64[:, None] * H + kb * 128 + cols[None, :], q, mask=m[:, None])
-            gl.store(as_ptr + d64 * nkb + kb, gl.div_rn(amax, fmax), mask=m)
+        xp = x_ptr + s64[:, None] * H + cols[None, :]
+        for kb in range(0, nkb, CU):
+            x0 = gl.load(xp + kb * 128, mask=m[:, None], other=0.0)
+            if CU == 2:
+                x1 = gl.load(xp + (kb + 1) * 128, mask=m[:, None], other=0.0)
+            _quant_block(a_ptr, as_ptr, d64, m, kb, nkb, H, x0)
+            if CU == 2:
+                _quant_block(a_ptr, as_ptr, d64, m, kb + 1, nkb, H, x1)
 
     @gluon.jit
     def _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, worker,
-              workers):
+              workers, CU: gl.constexpr):
         """A comm worker (one math warpgroup of a comm program): home tokens, then each
         minibatch's ring rows, CHUNK rows at a time (chunk c -> worker c mod workers); after
         each segment its landed rows released to the segment's counter."""
@@ -162,7 +177,7 @@ if gluon is not None:
         cnt = 0
         for c in range(worker * RB, NSH, workers * RB):
             rows = c + rr
-            _quant_copy(x_ptr, a_ptr, as_ptr, tok0 + rows, rows, rows < NSH, H, RB, layout)
+            _quant_copy(x_ptr, a_ptr, as_ptr, tok0 + rows, rows, rows < NSH, H, RB, layout, CU)
             cnt += gl.minimum(NSH - c, RB)
         _signal(sync_ptr + 1, cnt)
         for mbi in range(gl.load(num_mb)):
@@ -173,9 +188,40 @@ if gluon is not None:
                 j = c + rr
                 m = j < hi
                 src = gl.load(recv_src + j, mask=m, other=0)
-                _quant_copy(x_ptr, a_ptr, as_ptr, src, N + j, m, H, RB, layout)
+                _quant_copy(x_ptr, a_ptr, as_ptr, src, N + j, m, H, RB, layout, CU)
                 cnt += gl.minimum(hi - c, RB)
             _signal(sync_ptr + 2 + mbi, cnt)
+
+    @gluon.jit
+    def _walk(knob_ptr, total):
+        """This program's walk of the global item list (knobs: comm programs, mode, join):
+        (first item, join point J0, compute programs NC, programs P). Items [0, J0) go round
+        robin to the compute programs (item i -> program COMM + i mod NC), items [J0, total) to
+        all P programs (J0 + x -> program x mod P), so every program's items rise in global
+        order; J0 = total x join / 1000 (join >= 1000: no join, J0 = total). Mode 1 (comm
+        only): no items. Next item: _walk_next."""
+        COMM = gl.load(knob_ptr)
+        mode = gl.load(knob_ptr + 1)
+        join = gl.load(knob_ptr + 2)
+        pid = gl.program_id(0)
+        P = gl.num_programs(0)
+        tot = gl.where(mode == 1, 0, total)
+        j0 = gl.where(join >= 1000, tot, (tot * gl.minimum(join, 1000)) // 1000)
+        i = j0 + pid
+        if pid >= COMM:
+            i = pid - COMM
+            if i >= j0:
+                i = j0 + pid
+        return i, j0, P - COMM, P, tot
+
+    @gluon.jit
+    def _walk_next(i, j0, NC, P):
+        nx = i + P
+        if i < j0:
+            nx = i + NC
+            if nx >= j0:
+                nx = j0 + gl.program_id(0)
+        return nx
 
     @gluon.jit
     def _mok_item(i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
@@ -237,144 +283,179 @@ if gluon is not None:
     @gluon.jit
     def _mok_loader(a_desc, h_desc, wgu_desc, wd_desc, a_s, b_s, ready, empty, num_tiles_ptr,
                     t_mb, tile_expert, tile_row0, tile_rows, mb_row, sync_ptr, N, NSH, H, I, EL,
-                    T_MAX, MB_MAX, COMM, max_spin, STAGES: gl.constexpr):
+                    T_MAX, MB_MAX, knob_ptr, max_spin, STAGES: gl.constexpr):
         """Load partition (one warp) of a compute program: each item's wait, then its K blocks
         into the ring (gate/up: A rows and a 256 x 128 [gate | up] box; down: h rows and a
         128 x 128 W_d^T box in the first half of the B buffer)."""
         TK: gl.constexpr = 128
         TN: gl.constexpr = 128
-        pid = gl.program_id(0)
-        if pid >= COMM:
-            NBG = I // TN
-            NBD = H // TN
-            num_tiles = gl.load(num_tiles_ptr)
-            total = _n_items(NSH, num_tiles_ptr, NBG, NBD)
-            it = 0
-            for i in range(pid - COMM, total, gl.num_programs(0) - COMM):
-                kind, row0, end, expert, nb, woff, wtgt, u = _mok_item(
-                    i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
-                    NBG, NBD, T_MAX, MB_MAX)
-                _wait_geq(sync_ptr + woff, wtgt, sync_ptr, max_spin)
-                _fence_async_global()
-                if kind == 0:
-                    n0 = expert * 2 * I + nb * 2 * TN
-                    for k in range(NBD):
-                        s = it % STAGES
-                        mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-                        mbarrier.expect(ready.index(s),
-                                        a_desc.block_type.nbytes + wgu_desc.block_type.nbytes)
-                        tma.async_copy_global_to_shared(a_desc, [row0, k * TK], ready.index(s),
-                                                        a_s.index(s))
-                        tma.async_copy_global_to_shared(wgu_desc, [n0, k * TK], ready.index(s),
-                                                        b_s.index(s))
-                        it += 1
-                else:
-                    n0 = expert * H + nb * TN
-                    for k in range(NBG):
-                        s = it % STAGES
-                        mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-                        mbarrier.expect(ready.index(s),
-                                        h_desc.block_type.nbytes + wd_desc.block_type.nbytes)
-                        tma.async_copy_global_to_shared(h_desc, [row0, k * TK], ready.index(s),
-                                                        a_s.index(s))
-                        tma.async_copy_global_to_shared(wd_desc, [n0, k * TK], ready.index(s),
-                                                        b_s.index(s).slice(0, TN))
-                        it += 1
+        NBG = I // TN
+        NBD = H // TN
+        num_tiles = gl.load(num_tiles_ptr)
+        i, j0, NC, P, total = _walk(knob_ptr, _n_items(NSH, num_tiles_ptr, NBG, NBD))
+        it = 0
+        while i < total:
+            kind, row0, end, expert, nb, woff, wtgt, u = _mok_item(
+                i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
+                NBG, NBD, T_MAX, MB_MAX)
+            _wait_geq(sync_ptr + woff, wtgt, sync_ptr, max_spin)
+            _fence_async_global()
+            if kind == 0:
+                n0 = expert * 2 * I + nb * 2 * TN
+                for k in range(NBD):
+                    s = it % STAGES
+                    mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                    mbarrier.expect(ready.index(s),
+                                    a_desc.block_type.nbytes + wgu_desc.block_type.nbytes)
+                    tma.async_copy_global_to_shared(a_desc, [row0, k * TK], ready.index(s),
+                                                    a_s.index(s))
+                    tma.async_copy_global_to_shared(wgu_desc, [n0, k * TK], ready.index(s),
+                                                    b_s.index(s))
+                    it += 1
+            else:
+                n0 = expert * H + nb * TN
+                for k in range(NBG):
+                    s = it % STAGES
+                    mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                    mbarrier.expect(ready.index(s),
+                                    h_desc.block_type.nbytes + wd_desc.block_type.nbytes)
+                    tma.async_copy_global_to_shared(h_desc, [row0, k * TK], ready.index(s),
+                                                    a_s.index(s))
+                    tma.async_copy_global_to_shared(wd_desc, [n0, k * TK], ready.index(s),
+                                                    b_s.index(s).slice(0, TN))
+                    it += 1
+            i = _walk_next(i, j0, NC, P)
 
     @gluon.jit
     def _mok_math(a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr, hs_ptr,
                   sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot, num_tiles_ptr, t_mb,
                   tile_expert, tile_row0, tile_rows, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, I,
-                  EL, T_MAX, MB_MAX, COMM, max_spin, ROW0: gl.constexpr, STAGES: gl.constexpr):
-        """A math warpgroup: in a comm program a comm worker (_comm); in a compute program rows
-        ROW0 ... ROW0 + 64 of each item's tile (gate/up as --ffn's _ffn_math, down as
-        _dual_math_grouped with the row scatter to the combine slots)."""
+                  EL, T_MAX, MB_MAX, knob_ptr, max_spin, ROW0: gl.constexpr,
+                  STAGES: gl.constexpr, CU: gl.constexpr, YS: gl.constexpr):
+        """A math warpgroup: in a comm program a comm worker (_comm, unless mode 2), then (join)
+        the program's share of the list's tail; in a compute program rows ROW0 ... ROW0 + 64 of
+        each item's tile (gate/up as --ffn's _ffn_math, down as _dual_math_grouped with the row
+        scatter to the combine slots). YS: q and y stored through shared memory (one 16 KB tile
+        a warpgroup, 16-byte coalesced stores) instead of from the MMA layout."""
         TM: gl.constexpr = 64
         TN: gl.constexpr = 128
         pid = gl.program_id(0)
+        COMM = gl.load(knob_ptr)
         if pid < COMM:
-            _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H,
-                  pid * 2 + ROW0 // TM, 2 * COMM)
-        else:
-            mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
-            NBG = I // TN
-            NBD = H // TN
-            num_tiles = gl.load(num_tiles_ptr)
-            total = _n_items(NSH, num_tiles_ptr, NBG, NBD)
-            it = 0
-            for i in range(pid - COMM, total, gl.num_programs(0) - COMM):
-                kind, row0, end, expert, nb, woff, wtgt, u = _mok_item(
-                    i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
-                    NBG, NBD, T_MAX, MB_MAX)
-                _wait_geq(sync_ptr + woff, wtgt, sync_ptr, max_spin)   # scales: plain loads
-                off_m = row0 + ROW0
-                if kind == 0:
-                    if off_m < end:
-                        sa_row, rm = _row_scales(as_ptr, off_m, end, NBD, TM, mma)
-                        acc_g, acc_u = _ffn_gate_up_tile(a_s, b_s, ready, empty, sa_row, rm,
-                                                         sgu_ptr, expert * 2 * NBG + 2 * nb, NBD,
-                                                         it, ROW0, TM, TN, mma, STAGES)
-                        h, q, hsc = _ffn_quant(acc_g, acc_u)
-                        rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
+            if gl.load(knob_ptr + 1) != 2:
+                _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H,
+                      pid * 2 + ROW0 // TM, 2 * COMM, CU)
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
+        if YS:
+            layouts: gl.constexpr = _out_layouts(gl.num_warps(), TM, TN)
+            out: gl.constexpr = layouts[1]
+            c_s = gl.allocate_shared_memory(gl.bfloat16, [TM, TN], layouts[0])
+            q_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([TM, TN],
+                                                                           gl.float8e4nv)
+            q_out: gl.constexpr = gl.BlockedLayout([1, 16], [32 * 16 // TN, TN // 16],
+                                                   [gl.num_warps(), 1], [1, 0])
+        NBG = I // TN
+        NBD = H // TN
+        num_tiles = gl.load(num_tiles_ptr)
+        i, j0, NC, P, total = _walk(knob_ptr, _n_items(NSH, num_tiles_ptr, NBG, NBD))
+        it = 0
+        while i < total:
+            kind, row0, end, expert, nb, woff, wtgt, u = _mok_item(
+                i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
+                NBG, NBD, T_MAX, MB_MAX)
+            _wait_geq(sync_ptr + woff, wtgt, sync_ptr, max_spin)   # scales: plain loads
+            off_m = row0 + ROW0
+            if kind == 0:
+                if off_m < end:
+                    sa_row, rm = _row_scales(as_ptr, off_m, end, NBD, TM, mma)
+                    acc_g, acc_u = _ffn_gate_up_tile(a_s, b_s, ready, empty, sa_row, rm,
+                                                     sgu_ptr, expert * 2 * NBG + 2 * nb, NBD,
+                                                     it, ROW0, TM, TN, mma, STAGES)
+                    h, q, hsc = _ffn_quant(acc_g, acc_u)
+                    rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
+                    rmask = rows_m < end
+                    r64 = rows_m.to(gl.int64)
+                    gl.store(hs_ptr + r64 * NBG + nb, hsc, mask=rmask)
+                    if YS:
+                        q_s = c_s._reinterpret(gl.float8e4nv, [TM, TN], q_layout)
+                        q_s.store(q)
+                        rows_o = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, q_out))
+                        cols_o = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, q_out))
+                        gl.store(h_ptr + rows_o.to(gl.int64)[:, None] * I + cols_o[None, :],
+                                 q_s.load(q_out), mask=(rows_o < end)[:, None])
+                    else:
                         cols_m = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
-                        rmask = rows_m < end
-                        r64 = rows_m.to(gl.int64)
-                        gl.store(hs_ptr + r64 * NBG + nb, hsc, mask=rmask)
                         gl.store(h_ptr + r64[:, None] * I + cols_m[None, :], q,
                                  mask=rmask[:, None])
-                    else:
-                        for k in range(NBD):
-                            s = (it + k) % STAGES
-                            mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
-                            mbarrier.arrive(empty.index(s), count=1)
-                    it += NBD
-                    _signal(sync_ptr + 2 + MB_MAX + u, 1)
                 else:
-                    if off_m < end:
-                        sa_row, rm = _row_scales(hs_ptr, off_m, end, NBG, TM, mma)
-                        acc = _dn_tile(a_s, b_s, ready, empty, sa_row, rm, sd_ptr,
-                                       expert * NBD + nb, NBG, it, ROW0, TM, TN, mma, STAGES)
-                        y = acc.to(gl.bfloat16)
+                    for k in range(NBD):
+                        s = (it + k) % STAGES
+                        mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
+                        mbarrier.arrive(empty.index(s), count=1)
+                it += NBD
+                _signal(sync_ptr + 2 + MB_MAX + u, 1)
+            else:
+                if off_m < end:
+                    sa_row, rm = _row_scales(hs_ptr, off_m, end, NBG, TM, mma)
+                    acc = _dn_tile(a_s, b_s, ready, empty, sa_row, rm, sd_ptr,
+                                   expert * NBD + nb, NBG, it, ROW0, TM, TN, mma, STAGES)
+                    y = acc.to(gl.bfloat16)
+                    if YS:
+                        c_s.store(y)
+                        rows_o = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, out))
+                        cols_o = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, out))
+                        omask = rows_o < end
+                        if u * 128 < NSH:          # a shared tile: rows are home tokens
+                            optr = sh_ptr + rows_o.to(gl.int64)[:, None] * H + cols_o[None, :]
+                        else:
+                            slot = gl.load(recv_slot + (rows_o - N), mask=omask, other=0)
+                            optr = (comb_ptr + slot.to(gl.int64)[:, None] * H
+                                    + cols_o[None, :])
+                        gl.store(optr, c_s.load(out), mask=omask[:, None])
+                    else:
                         rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
                         cols_m = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
                         rmask = rows_m < end
                         if u * 128 < NSH:          # a shared tile: rows are home tokens
-                            gl.store(sh_ptr + rows_m.to(gl.int64)[:, None] * H + cols_m[None, :],
-                                     y, mask=rmask[:, None])
+                            gl.store(sh_ptr + rows_m.to(gl.int64)[:, None] * H
+                                     + cols_m[None, :], y, mask=rmask[:, None])
                         else:
                             slot = gl.load(recv_slot + (rows_m - N), mask=rmask, other=0)
-                            gl.store(comb_ptr + slot.to(gl.int64)[:, None] * H + cols_m[None, :],
-                                     y, mask=rmask[:, None])
-                    else:
-                        for k in range(NBG):
-                            s = (it + k) % STAGES
-                            mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
-                            mbarrier.arrive(empty.index(s), count=1)
-                    it += NBG
+                            gl.store(comb_ptr + slot.to(gl.int64)[:, None] * H
+                                     + cols_m[None, :], y, mask=rmask[:, None])
+                else:
+                    for k in range(NBG):
+                        s = (it + k) % STAGES
+                        mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
+                        mbarrier.arrive(empty.index(s), count=1)
+                it += NBG
+            i = _walk_next(i, j0, NC, P)
 
     @gluon.jit
     def fp8_mok_kernel(a_desc, h_desc, wgu_desc, wd_desc, x_ptr, a_ptr, as_ptr, h_ptr, hs_ptr,
                        sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot, num_tiles_ptr,
                        t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb, sync_ptr, tok0,
-                       N, NSH, H, I, EL, T_MAX, MB_MAX, COMM, max_spin, STAGES: gl.constexpr,
-                       num_warps: gl.constexpr):
+                       N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, STAGES: gl.constexpr,
+                       CU: gl.constexpr, YS: gl.constexpr, num_warps: gl.constexpr):
         """The whole FP8 MoK pass of one rank (module docstring): comm programs then compute
-        programs, each with two math warpgroups (240 registers) and a load warp (24)."""
+        programs, each with two math warpgroups (240 registers) and a load warp (24). knob_ptr:
+        int32 (comm programs, mode 0 pass / 1 comm only / 2 compute only, join permille)."""
         a_s, b_s, ready, empty = _ring(a_desc, wgu_desc, STAGES, 2)
         gl.warp_specialize([
             (_mok_math, (a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr,
                          hs_ptr, sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot,
                          num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb,
-                         sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, COMM, max_spin, 0,
-                         STAGES)),
+                         sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, 0,
+                         STAGES, CU, YS)),
             (_mok_math, (a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr,
                          hs_ptr, sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot,
                          num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb,
-                         sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, COMM, max_spin, 64,
-                         STAGES)),
+                         sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, 64,
+                         STAGES, CU, YS)),
             (_mok_loader, (a_desc, h_desc, wgu_desc, wd_desc, a_s, b_s, ready, empty,
                            num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row,
-                           sync_ptr, N, NSH, H, I, EL, T_MAX, MB_MAX, COMM, max_spin, STAGES)),
+                           sync_ptr, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin,
+                           STAGES)),
         ], [4, 1], [240, 24])
 
 
@@ -460,7 +541,8 @@ class GluonFP8MoK:
     def __init__(self, w, ep: int, tokens: int, topk: int, rank: int, *, num_experts=None,
                  local_weights: bool = False, minibatch: int = MINIBATCH, comm: int = COMM_SMS,
                  capacity: float = 1.0, dispatch: str = "pull", combine: str = "push",
-                 lag: int = 1, group=None, max_spin: int = MAX_SPIN, device: str = "cuda"):
+                 lag: int = 1, group=None, max_spin: int = MAX_SPIN, device: str = "cuda",
+                 cu: int = 1, ys: bool = False, join: int = 1000, mode: int = 0):
         import torch
 
         from mok_kernels.fp8 import quantize_weight
@@ -488,8 +570,8 @@ class GluonFP8MoK:
         ish = 0 if w.sg is None else int(w.sg.shape[1])
         if ish not in (0, i):
             raise ValueError(f"shared width {ish}: 0 or I={i} only")
-        if not 0 < comm or minibatch < 1:
-            raise ValueError("comm programs and minibatch must be >= 1")
+        if minibatch < 1:
+            raise ValueError("minibatch must be >= 1")
         self.ep, self.n, self.k, self.rank, self.E, self.H, self.I = ep, tokens, topk, rank, e, h, i
         self.el, self.mb, self.comm, self.max_spin = e // ep, minibatch, comm, max_spin
         self.has_shared = ish > 0
@@ -532,6 +614,25 @@ class GluonFP8MoK:
                       _desc(self.wd.view(-1, i), [BN, BK], gl.float8e4nv))
         self.epilogue_kernel = _kernels()["epilogue"]
         self.last_schedule = None
+        self.knobs = torch.zeros(4, dtype=torch.int32, device=dev)
+        self.configure(comm=comm, cu=cu, ys=ys, join=join, mode=mode)
+
+    def configure(self, comm=None, cu=None, ys=None, join=None, mode=None) -> None:
+        """The pass's variant (outside any graph capture): comm programs; cu, 1 or 2 K blocks
+        in flight in a comm copy; ys, q / y stored through shared memory; join, the permille of
+        the item list after which the comm programs take items too (>= 1000: never); mode 0 the
+        pass, 1 comm programs only (no items, no epilogue), 2 compute only (no copies: the
+        landed-row counters preset, the ring as the last pass left it; no epilogue)."""
+        for k_, v in (("comm", comm), ("cu", cu), ("ys", ys), ("join", join), ("mode", mode)):
+            if v is not None:
+                setattr(self, k_, v)
+        if self.cu not in (1, 2) or (self.H // 128) % self.cu:
+            raise ValueError(f"cu={self.cu}: 1 or 2, dividing H/128")
+        if self.mode not in (0, 1, 2) or (self.comm < 1 and self.mode != 2) or self.comm < 0:
+            raise ValueError(f"comm={self.comm}, mode={self.mode}: comm >= 1 (0 in mode 2 only)")
+        if self.join < 1000 and self.mode == 1:
+            self.join = 1000
+        self.knobs.copy_(torch_tensor([self.comm, self.mode, self.join, 0]))
 
     def schedule(self, ids_all):
         from mok_kernels.schedule import build_schedule
@@ -543,12 +644,17 @@ class GluonFP8MoK:
                 self.comb, self.sh_out, sched.recv_src, sched.recv_slot, sched.num_tiles, t_mb,
                 sched.tile_expert, sched.tile_row0, sched.tile_rows, sched.mb_row, sched.num_mb,
                 self.sync, self.rank * self.n, self.n, self.nsh, self.H, self.I, self.el,
-                self.t_max, self.mb_max, self.comm, self.max_spin, FFN_STAGES)
+                self.t_max, self.mb_max, self.knobs, self.max_spin, FFN_STAGES, self.cu,
+                int(self.ys))
 
     def launch(self, x_all, sched) -> None:
         import torch
         t_mb = tile_minibatch(sched.mb_tile, self.t_idx)
         self.sync.zero_()
+        if self.mode == 2:      # compute only: every landed-row counter at its target
+            self.sync[1] = self.nsh
+            mbr = sched.mb_row[:self.mb_max + 1]
+            self.sync[2:2 + self.mb_max] = mbr[1:] - mbr[:-1]
         grid = torch.cuda.get_device_properties(x_all.device).multi_processor_count
         if self.comm >= grid:
             raise ValueError(f"comm={self.comm} leaves no compute programs (grid {grid})")
@@ -566,6 +672,8 @@ class GluonFP8MoK:
         sched = self.schedule(ids_all)
         self.last_schedule = sched
         self.launch(x_all, sched)
+        if self.mode != 0:
+            return self.out
         return self.epilogue(w_all, sched)
 
     def check(self) -> None:
@@ -575,8 +683,13 @@ class GluonFP8MoK:
             self.last_schedule.check()
 
 
+def torch_tensor(vals):
+    import torch
+    return torch.tensor(vals, dtype=torch.int32)
+
+
 def compile_mok_sm90(ep: int = 8, tokens: int = 4096, topk: int = 8, experts: int = 384,
-                     h: int = 7168, i: int = 2048):
+                     h: int = 7168, i: int = 2048, cu: int = 1, ys: bool = False):
     """The kernel compiled for sm_90 on the CPU at a model's shape (CPU tensors stand in)."""
     import torch
 
@@ -598,30 +711,41 @@ def compile_mok_sm90(ep: int = 8, tokens: int = 4096, topk: int = 8, experts: in
             z(el + 1, h // 128, i // 128, dt=torch.float32),
             z(ep * tokens * topk, h, dt=torch.bfloat16), z(tokens, h, dt=torch.bfloat16),
             z(cap), z(cap), z(1), z(3, t_max), z(t_max), z(t_max), z(t_max), z(mb_max + 1), z(1),
-            z(2 + mb_max + 32 + t_max), 0, tokens, tokens, h, i, el, t_max, mb_max, COMM_SMS,
-            MAX_SPIN, FFN_STAGES)
+            z(2 + mb_max + 32 + t_max), 0, tokens, tokens, h, i, el, t_max, mb_max, z(4),
+            MAX_SPIN, FFN_STAGES, cu, int(ys))
     return _compile_sm90(fp8_mok_kernel, args, {"num_warps": 4, "maxnreg": WS_MAXNREG})
 
 
-def print_compile() -> None:
+def print_compile(builds=((1, False), )) -> bool:
+    """sm_90 compile figures of each (cu, ys) build; False where one spills or passes 227 KB."""
     import re
     import tempfile
 
     from mok_kernels.aot import stats
-    kernel = compile_mok_sm90()
-    st = stats(kernel, tempfile.mkdtemp(), "fp8_mok")
-    ptx = kernel.asm["ptx"]
-    nreg = sorted({int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)})
-    print(f"fp8_mok_kernel (kimi-k2, EP 8, 4096 tokens): {st['regs']} registers (setmaxnreg "
-          f"{nreg}), spills {st['spill_st']} / {st['spill_ld']} bytes, {st['shared']} bytes of "
-          f"shared memory, ptxas notes {[c for c, _ in st['ptxas_notes']]}; e4m3 casts "
-          f"{len(re.findall(r'cvt.rn.satfinite.e4m3x2.f32', ptx))}, div.rn.f32 "
-          f"{len(re.findall(r'div.rn.f32', ptx))}, fence.proxy.async.global "
-          f"{len(re.findall(r'fence.proxy.async.global', ptx))}, acquire atomics "
-          f"{len(re.findall(r'acquire', ptx))}, release atomics "
-          f"{len(re.findall(r'release', ptx))}", flush=True)
-    if st["spill_st"] or st["spill_ld"]:
-        print("WARNING: the kernel spills (the goal is 0)", flush=True)
+    ok = True
+    for cu, ys in builds:
+        kernel = compile_mok_sm90(cu=cu, ys=ys)
+        st = stats(kernel, tempfile.mkdtemp(), "fp8_mok")
+        ptx = kernel.asm["ptx"]
+        nreg = sorted({int(r) for r in
+                       re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)})
+        print(f"fp8_mok_kernel cu{cu}{' ys' if ys else ''} (kimi-k2, EP 8, 4096 tokens): "
+              f"{st['regs']} registers (setmaxnreg {nreg}), spills {st['spill_st']} / "
+              f"{st['spill_ld']} bytes, {st['shared']} bytes of shared memory, ptxas notes "
+              f"{[c for c, _ in st['ptxas_notes']]}; e4m3 casts "
+              f"{len(re.findall(r'cvt.rn.satfinite.e4m3x2.f32', ptx))}, div.rn.f32 "
+              f"{len(re.findall(r'div.rn.f32', ptx))}, fence.proxy.async.global "
+              f"{len(re.findall(r'fence.proxy.async.global', ptx))}, acquire atomics "
+              f"{len(re.findall(r'acquire', ptx))}, release atomics "
+              f"{len(re.findall(r'release', ptx))}, ld.global.v4 "
+              f"{len(re.findall(r'ld.global[.a-z0-9]*.v4', ptx))}, st.global.v4 "
+              f"{len(re.findall(r'st.global[.a-z0-9]*.v4', ptx))}", flush=True)
+        if st["spill_st"] or st["spill_ld"]:
+            print("WARNING: the kernel spills (the goal is 0)", flush=True)
+        if st["shared"] > 227 * 1024:
+            print("ERROR: shared memory past 227 KB", flush=True)
+            ok = False
+    return ok
 
 
 # --- the device check -------------------------------------------------------------------------
@@ -631,12 +755,41 @@ CHECK_SHAPES = {"kimi-k2-widths": dict(h=7168, i=2048, e=16, n=256, k=8, routing
                                      minibatch=384)}
 
 
-def run_check(name: str, ep: int = 8) -> list[str]:
-    """All P ranks emulated in turn (each writes its served slots into one combine buffer),
-    then every rank's epilogue: the full home output of every token against
-    reference.moe_reference(fp8=True) (CHECK_TOL) and the plain float32 one (fp8.FP8_REL_TOL);
-    every served slot written (poisoned with NaN first); rank 0's pass bitwise the same over 3
-    repeats; no wait timed out. Returns the failures."""
+def parse_variant(text: str) -> dict:
+    """A variant spec: '+'-joined knobs, e.g. 'default', 'comm=16', 'join=250+cu2+ys',
+    'mode=comm', 'mode=compute+comm=0+join=0' (configure's knobs; unnamed ones as default)."""
+    cfg = dict(comm=COMM_SMS, cu=1, ys=False, join=1000, mode=0)
+    for part in [x for x in text.split("+") if x and x != "default"]:
+        if part in ("cu1", "cu2"):
+            cfg["cu"] = int(part[2])
+        elif part == "ys":
+            cfg["ys"] = True
+        elif "=" in part:
+            k, v = part.split("=", 1)
+            if k == "mode":
+                cfg["mode"] = {"pass": 0, "comm": 1, "compute": 2}[v]
+            elif k in ("comm", "join"):
+                cfg[k] = int(v)
+            else:
+                raise SystemExit(f"variant {text}: unknown knob {k}")
+        else:
+            raise SystemExit(f"variant {text}: unknown knob {part}")
+    return cfg
+
+
+def check_key(cfg: dict) -> tuple:
+    """The code path a variant takes (what its check covers): (cu, ys, joins)."""
+    return (cfg["cu"], bool(cfg["ys"]), cfg["join"] < 1000)
+
+
+def run_check(name: str, configs: list[dict], ep: int = 8) -> list[str]:
+    """For each config (configure's knobs, comm programs as given): all P ranks emulated in
+    turn (each writes its served slots into one combine buffer), then every rank's epilogue:
+    the full home output of every token against reference.moe_reference(fp8=True) (CHECK_TOL)
+    and the plain float32 one (fp8.FP8_REL_TOL); every served slot written (poisoned with NaN
+    first); rank 0's pass bitwise the same over 3 repeats; no wait timed out; home output and
+    combine buffer bitwise the first config's (the math is the same in every variant).
+    Returns the failures as (check_key, text)."""
     import torch
 
     from mok_kernels import reference as ref
@@ -651,57 +804,74 @@ def run_check(name: str, ep: int = 8) -> list[str]:
     x = torch.randn(ep * n, h, device="cuda", generator=g).to(torch.bfloat16)
     ids, wts = make_routing(ep * n, e, k, c["routing"], 0, device="cuda")
     wts = wts.float().contiguous()
-    fails = []
-    layers = [GluonFP8MoK(w, ep, n, k, r, minibatch=c["minibatch"], comm=8) for r in range(ep)]
+    want_q = ref.moe_reference(x.float(), ids, wts, wf, fp8=True)
+    want_p = ref.moe_reference(x.float(), ids, wts, wf, fp8=False)
+    layers = [GluonFP8MoK(w, ep, n, k, r, minibatch=c["minibatch"], comm=16) for r in range(ep)]
     comb = layers[0].comb
-    comb.fill_(float("nan"))
     for lay in layers[1:]:
         lay.comb = comb
-    scheds = []
-    for lay in layers:
-        s = lay.schedule(ids)
-        lay.last_schedule = s
-        lay.launch(x, s)
-        scheds.append(s)
-    outs = torch.cat([lay.epilogue(wts, s).clone() for lay, s in zip(layers, scheds)])
-    torch.cuda.synchronize()
-    for lay in layers:
+    all_fails, first = [], None
+    for cfg in configs:
+        fails = []
+        for lay in layers:
+            lay.configure(**cfg)
+            lay.err_acc.zero_()
+        comb.fill_(float("nan"))
+        scheds = []
+        for lay in layers:
+            s = lay.schedule(ids)
+            lay.last_schedule = s
+            lay.launch(x, s)
+            scheds.append(s)
+        outs = torch.cat([lay.epilogue(wts, s).clone() for lay, s in zip(layers, scheds)])
+        torch.cuda.synchronize()
+        for lay in layers:
+            try:
+                lay.check()
+            except RuntimeError as exc:
+                fails.append(str(exc))
+        nan_slots = int(torch.isnan(comb.float()).any(dim=1).sum())
+        if nan_slots:
+            fails.append(f"{nan_slots} combine slots not written")
+        eq = float((outs.float() - want_q).norm() / want_q.norm())
+        ep_ = float((outs.float() - want_p).norm() / want_p.norm())
+        if not eq <= CHECK_TOL:
+            fails.append(f"home output vs the quantizing reference: rel. error {eq:.2e} > "
+                         f"{CHECK_TOL}")
+        if not ep_ <= FP8_REL_TOL:
+            fails.append(f"home output vs the float32 reference: rel. error {ep_:.2e} > "
+                         f"{FP8_REL_TOL}")
+        if first is None:
+            first = (outs, comb.clone())
+        elif not (torch.equal(first[0], outs) and torch.equal(first[1], comb)):
+            fails.append("not bitwise the first config's output")
+        lay = layers[0]          # rank 0: bits identical over 3 repeats
+        sv = ((ids >= 0) & (ids < lay.el)).reshape(-1).nonzero().squeeze(1)
+        runs = []
+        for _ in range(3):
+            out = lay.forward(x, ids, wts).clone()
+            torch.cuda.synchronize()
+            runs.append((out, comb[sv].clone()))
+        if not all(torch.equal(runs[0][0], r[0]) and torch.equal(runs[0][1], r[1])
+                   for r in runs[1:]):
+            fails.append("rank 0's pass is not bitwise the same over 3 repeats")
         try:
             lay.check()
         except RuntimeError as exc:
             fails.append(str(exc))
-    nan_slots = int(torch.isnan(comb.float()).any(dim=1).sum())
-    if nan_slots:
-        fails.append(f"{nan_slots} combine slots not written")
-    want_q = ref.moe_reference(x.float(), ids, wts, wf, fp8=True)
-    want_p = ref.moe_reference(x.float(), ids, wts, wf, fp8=False)
-    eq = float((outs.float() - want_q).norm() / want_q.norm())
-    ep_ = float((outs.float() - want_p).norm() / want_p.norm())
-    if not eq <= CHECK_TOL:
-        fails.append(f"home output vs the quantizing reference: rel. error {eq:.2e} > {CHECK_TOL}")
-    if not ep_ <= FP8_REL_TOL:
-        fails.append(f"home output vs the float32 reference: rel. error {ep_:.2e} > "
-                     f"{FP8_REL_TOL}")
-    # rank 0: bits identical over 3 repeats (served slots and home output)
-    lay = layers[0]
-    sv = ((ids >= 0) & (ids < lay.el)).reshape(-1).nonzero().squeeze(1)
-    runs = []
-    for _ in range(3):
-        out = lay.forward(x, ids, wts).clone()
-        torch.cuda.synchronize()
-        runs.append((out, comb[sv].clone()))
-    if not all(torch.equal(runs[0][0], r[0]) and torch.equal(runs[0][1], r[1]) for r in runs[1:]):
-        fails.append("rank 0's pass is not bitwise the same over 3 repeats")
-    print(f"check {name} (H {h}, I {i}, E {e}, EP {ep}, {n} tokens a rank, top-{k}, "
-          f"{c['routing']}, minibatch {c['minibatch']}): home output rel. error {eq:.2e} vs "
-          f"the FP8 reference (<= {CHECK_TOL}), {ep_:.2e} vs float32 (<= {FP8_REL_TOL}); "
-          + ("FAILED: " + "; ".join(fails) if fails else "ok"), flush=True)
-    return fails
+        print(f"check {name} {cfg} (H {h}, I {i}, E {e}, EP {ep}, {n} tokens a rank, top-{k}, "
+              f"{c['routing']}, minibatch {c['minibatch']}): rel. error {eq:.2e} vs the FP8 "
+              f"reference (<= {CHECK_TOL}), {ep_:.2e} vs float32 (<= {FP8_REL_TOL}); "
+              + ("FAILED: " + "; ".join(fails) if fails else "ok"), flush=True)
+        all_fails += [(check_key(cfg), f"{name} {cfg}: {f}") for f in fails]
+    return all_fails
 
 
-def time_model(model: str, iters: int, warmup: int) -> dict:
-    """Rank 0's pass (schedule + kernel + epilogue) of the Gluon FP8 MoK beside the Triton
-    megakernel's BF16 and FP8 paths on the same inputs (bench.Workload, uniform routing)."""
+def time_model(model: str, variants: list[str], iters: int, warmup: int,
+               baseline: bool = False) -> dict:
+    """Rank 0's pass (schedule + kernel + epilogue; modes 1 / 2 without the epilogue) of the
+    Gluon FP8 MoK in each variant (parse_variant), one layer reconfigured, (with baseline) the
+    Triton megakernel's BF16 path beside it, on the same inputs (bench.Workload, uniform)."""
     import torch
 
     from mok_kernels.bench import Workload, capture_graph, time_events
@@ -710,41 +880,65 @@ def time_model(model: str, iters: int, warmup: int) -> dict:
     wl = Workload(model, 8, 4096, "uniform", 0, 0)
     sh = wl.shape
     res = {}
-    knobs = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32, capacity=1.0,
-                 macrobatch=131072)
-    for label, prec in (("triton bf16", "bf16"), ("triton fp8", "fp8"), ("gluon fp8", None)):
-        if prec is None:
-            layer = GluonFP8MoK(wl.w, 8, 4096, sh.topk, 0, num_experts=sh.experts,
-                                local_weights=True)
-        else:
-            layer = MoKLayer(wl.w, 8, 4096, sh.topk, 0, KernelConfig(**knobs, precision=prec),
-                             local_weights=True)
-        fwd = lambda layer=layer: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
+    if baseline:
+        knobs = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32,
+                     capacity=1.0, macrobatch=131072)
+        layer = MoKLayer(wl.w, 8, 4096, sh.topk, 0, KernelConfig(**knobs, precision="bf16"),
+                         local_weights=True)
+        fwd = lambda m=layer: m.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
         fwd()
-        torch.cuda.synchronize()
+        step = capture_graph(fwd)
+        res["triton bf16"] = statistics.median(time_events(step, wl.refresh, iters, warmup))
         layer.check()
-        try:
-            step, how = capture_graph(fwd), "graph"
-        except Exception as exc:  # noqa: BLE001 - time eagerly where capture fails
-            step, how = fwd, f"eager ({type(exc).__name__})"
-        ts = time_events(step, wl.refresh, iters, warmup)
-        torch.cuda.synchronize()
-        layer.check()
-        res[label] = statistics.median(ts)
-        print(f"{model} EP 8, 4096 tokens, uniform: {label}: {res[label]:.3f} ms ({how})",
-              flush=True)
-        del layer
+        print(f"{model}: triton bf16: {res['triton bf16']:.3f} ms", flush=True)
+        del layer, fwd, step
         torch.cuda.empty_cache()
-    print(f"{model}: gluon fp8 / triton bf16 speed {res['triton bf16'] / res['gluon fp8']:.2f}x,"
-          f" triton fp8 / bf16 {res['triton bf16'] / res['triton fp8']:.2f}x (goal >= 1.4x)",
-          flush=True)
+    ref_ms = res.get("triton bf16", S25_BF16_MS.get(model))
+    layer = GluonFP8MoK(wl.w, 8, 4096, sh.topk, 0, num_experts=sh.experts, local_weights=True)
+    fwd = lambda m=layer: m.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
+    fwd()                        # the ring filled once (mode 2 reads it as left)
+    torch.cuda.synchronize()
+    layer.check()
+    for v in variants:
+        layer.configure(**parse_variant(v))
+        layer.err_acc.zero_()
+        try:
+            fwd()
+            torch.cuda.synchronize()
+            layer.check()
+            step = capture_graph(fwd)
+            ts = time_events(step, wl.refresh, iters, warmup)
+            torch.cuda.synchronize()
+            layer.check()
+            del step
+        except Exception as exc:  # noqa: BLE001 - report and go on to the next variant
+            print(f"{model} {v}: FAILED {type(exc).__name__}: {exc}", flush=True)
+            continue
+        res[v] = statistics.median(ts)
+        print(f"{model} EP 8, 4096 tokens, uniform: gluon fp8 [{v}]: {res[v]:.3f} ms"
+              + (f" ({ref_ms / res[v]:.2f}x bf16 {ref_ms:.3f} ms)" if ref_ms else ""),
+              flush=True)
+    del layer, fwd
+    torch.cuda.empty_cache()
     return res
+
+
+# the Triton BF16 megakernel on the same pass (benchmarks/device/s25_fp8_mok.sh, 2026-12-02)
+S25_BF16_MS = {"kimi-k2": 5.773, "glm-5": 4.710}
+DEFAULT_VARIANTS = "default"
 
 
 def main(argv: list[str]) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     p.add_argument("--models", default="kimi-k2,glm-5")
     p.add_argument("--checks", default=",".join(CHECK_SHAPES))
+    p.add_argument("--variants", default=DEFAULT_VARIANTS,
+                   help="comma list of timed variants (parse_variant), e.g. default,comm=16,"
+                        "mode=comm,mode=compute,join=300+cu2+ys")
+    p.add_argument("--check-variants", default=None,
+                   help="variants checked (default: every distinct code path of --variants "
+                        "in mode 0, comm 16)")
+    p.add_argument("--baseline", action="store_true", help="time the Triton BF16 megakernel")
     p.add_argument("--iters", type=int, default=20)
     p.add_argument("--warmup", type=int, default=5)
     p.add_argument("--compile-only", action="store_true")
@@ -753,21 +947,41 @@ def main(argv: list[str]) -> int:
     if gluon is None:
         print("needs Triton with Gluon", file=sys.stderr)
         return 2
+    variants = [v for v in a.variants.split(",") if v]
+    cfgs = [parse_variant(v) for v in variants]
     if a.compile_only:
-        print_compile()
-        return 0
+        builds = sorted({(c["cu"], c["ys"]) for c in cfgs} | {(1, False)})
+        return 0 if print_compile(builds) else 1
+    if a.check_variants is not None:
+        checks = [parse_variant(v) for v in a.check_variants.split(",") if v]
+    else:
+        seen = {}
+        for c in [parse_variant("default")] + cfgs:
+            if c["mode"] == 0:
+                seen.setdefault(check_key(c), dict(c, comm=16))
+        checks = list(seen.values())
     failed = []
     for name in [s for s in a.checks.split(",") if s]:
         if name not in CHECK_SHAPES:
             raise SystemExit(f"--checks: {name} not one of {', '.join(CHECK_SHAPES)}")
-        failed += run_check(name)
+        failed += run_check(name, checks)
+    bad = {key for key, _ in failed}
     if failed:
-        print(f"CHECK FAILED ({len(failed)}): not timed", file=sys.stderr)
-        return 1
+        print(f"CHECK FAILED ({len(failed)}): " + "; ".join(t for _, t in failed),
+              file=sys.stderr, flush=True)
+    checked = {check_key(c) for c in checks}
     if not a.no_time:
+        ok_variants = []
+        for v, c in zip(variants, cfgs):
+            key = check_key(c)
+            if c["mode"] != 1 and (key in bad or check_key(parse_variant("default")) in bad
+                                   or key not in checked):
+                print(f"{v}: not timed (its code path failed or was not checked)", flush=True)
+            else:
+                ok_variants.append(v)
         for model in [m for m in a.models.split(",") if m]:
-            time_model(model, a.iters, a.warmup)
-    return 0
+            time_model(model, ok_variants, a.iters, a.warmup, a.baseline)
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":
