@@ -14,10 +14,8 @@
 export PYTHONPATH=.
 R=$OUT/s25m2; mkdir -p $R
 { nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader; date -u; } > $R/gpu.txt 2>&1
-V=default,mode=comm,mode=comm+cu2,mode=compute,mode=compute+comm=0+join=0,mode=compute+comm=0+join=0+ys
-V=$V,comm=16,comm=48,join=200,join=350,join=500,join=350+comm=16,join=350+cu2,join=350+ys
-V=$V,join=350+cu2+ys,join=200+cu2+ys,join=500+cu2+ys,join=350+cu2+ys+comm=16
-timeout 225 python3 benchmarks/gluon_fp8_mok.py --iters 20 --warmup 5 --baseline \
+V=default,mode=comm,mode=compute+comm=0+join=0,join=350,join=200,join=500,join=350+ys,join=350+cu2
+timeout 170 python3 benchmarks/gluon_fp8_mok.py --iters 20 --warmup 5 --baseline \
   --variants $V > $R/mok2.log 2>&1
 echo "exit $?" >> $R/mok2.log
 date -u >> $R/gpu.txt
