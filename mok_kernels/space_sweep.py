@@ -228,9 +228,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--gemm-phases", action="store_true",
                    help="record the megakernel's GEMM phases alone (mok-gemm) per workload")
     p.add_argument("--seed", type=int_at_least(0), default=0)
-    p.add_argument("--iters", type=int_at_least(1), default=8)
-    p.add_argument("--warmup", type=int_at_least(0), default=2)
-    p.add_argument("--deadline-s", type=number_at_least(0), default=400)
+    p.add_argument("--iters", type=int_at_least(1), default=None, help="timed iterations (8)")
+    p.add_argument("--warmup", type=int_at_least(0), default=None, help="warm-up iterations (2)")
+    p.add_argument("--deadline-s", type=number_at_least(0), default=None,
+                   help="stop starting workloads after this many seconds (400)")
     return run_tool(p, lambda a: _checked_run(a, argv), argv)
 
 
@@ -258,7 +259,9 @@ def _checked_run(a: argparse.Namespace, argv: list[str]) -> int:
     _check_workloads(a)
     if a.plan_out is not None:
         for flag, given in (("--out", a.out is not None), ("--skip-done", a.skip_done is not None),
-                            ("--compile-only", a.compile_only), ("--gemm-phases", a.gemm_phases)):
+                            ("--compile-only", a.compile_only), ("--gemm-phases", a.gemm_phases),
+                            ("--iters", a.iters is not None), ("--warmup", a.warmup is not None),
+                            ("--deadline-s", a.deadline_s is not None)):
             if given:
                 raise MokInputError(f"{flag} with --plan-out: the plan is every planned MoK record "
                                     f"of the space (fixed by --seed), written without running; "
@@ -275,6 +278,12 @@ def _checked_run(a: argparse.Namespace, argv: list[str]) -> int:
         return 0
     if a.out is None and not a.compile_only:
         raise MokInputError("--out is required (or --plan-out, or --compile-only)")
+    if a.out is not None and a.compile_only:
+        raise MokInputError("--out with --compile-only: a compile-only run times nothing and "
+                            "writes no records; drop one of them")
+    a.iters = 8 if a.iters is None else a.iters
+    a.warmup = 2 if a.warmup is None else a.warmup
+    a.deadline_s = 400 if a.deadline_s is None else a.deadline_s
     if a.out is not None:
         from .bench import check_records_out
         check_records_out(a.out, "--out")
