@@ -671,6 +671,15 @@ if gluon is not None:
                 it += 1
 
     @gluon.jit
+    def _release_blocks(ready, empty, it, nk, STAGES: gl.constexpr):
+        """Take and free the nk ring buffers from position it on without using them: a math
+        warpgroup whose half of a tile holds no row keeps its place in the loader's sequence."""
+        for k in range(nk):
+            s = (it + k) % STAGES
+            mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
+            mbarrier.arrive(empty.index(s), count=1)
+
+    @gluon.jit
     def _dual_math_grouped(a_desc, b_desc, c_ptr, a_s, b_s, ready, empty, sa_ptr, sb_ptr,
                            t_expert, t_row0, t_rows, n_tiles, N, K, ROW0: gl.constexpr,
                            STAGES: gl.constexpr):
@@ -708,10 +717,7 @@ if gluon is not None:
                 gl.store(c_ptr + rows.to(gl.int64)[:, None] * N + cols[None, :], c_s.load(out),
                          mask=(rows < end)[:, None] & (cols < N)[None, :])
             else:                  # no row of the tile in this half: release its blocks
-                for k in range(nk):
-                    s = (it + k) % STAGES
-                    mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
-                    mbarrier.arrive(empty.index(s), count=1)
+                _release_blocks(ready, empty, it, nk, STAGES)
             it += nk
             row0, end, sb_row, pid_n = row0_nx, end_nx, sb_row_nx, pid_n_nx
 
@@ -863,10 +869,7 @@ if gluon is not None:
                 gl.store(q_ptr + rows.to(gl.int64)[:, None] * I + cols[None, :], q_s.load(out),
                          mask=(rows < end)[:, None] & (cols < I)[None, :])
             else:                  # no row of the tile in this half: release its blocks
-                for k in range(nk):
-                    s = (it + k) % STAGES
-                    mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
-                    mbarrier.arrive(empty.index(s), count=1)
+                _release_blocks(ready, empty, it, nk, STAGES)
             it += nk
             row0, end, sb_row, pid_n = row0_nx, end_nx, sb_row_nx, pid_n_nx
 

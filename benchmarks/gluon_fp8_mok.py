@@ -54,7 +54,8 @@ if gluon is not None:
                                                                    warpgroup_mma_wait)
 
     from benchmarks.gluon_fp8_gemm import (GROUP_M, _acc_layout, _ffn_gate_up_tile, _ffn_quant,
-                                           _out_layouts, _ring, _row_scales, _scale, _tile)
+                                           _out_layouts, _release_blocks, _ring, _row_scales,
+                                           _scale, _tile)
 
     @gluon.jit
     def _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, p, k, t_new, t_old,
@@ -388,10 +389,7 @@ if gluon is not None:
                         gl.store(h_ptr + r64[:, None] * I + cols_m[None, :], q,
                                  mask=rmask[:, None])
                 else:
-                    for k in range(NBD):
-                        s = (it + k) % STAGES
-                        mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
-                        mbarrier.arrive(empty.index(s), count=1)
+                    _release_blocks(ready, empty, it, NBD, STAGES)
                 it += NBD
                 _signal(sync_ptr + 2 + MB_MAX + u, 1)
             else:
@@ -424,10 +422,7 @@ if gluon is not None:
                             gl.store(comb_ptr + slot.to(gl.int64)[:, None] * H
                                      + cols_m[None, :], y, mask=rmask[:, None])
                 else:
-                    for k in range(NBG):
-                        s = (it + k) % STAGES
-                        mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
-                        mbarrier.arrive(empty.index(s), count=1)
+                    _release_blocks(ready, empty, it, NBG, STAGES)
                 it += NBG
             i = _walk_next(i, j0, NC, P)
 
