@@ -8,9 +8,9 @@ parameters (the shipped gb300-nvl72 defaults), and prints both with their relati
 
 from __future__ import annotations
 
-import argparse
 import time
 
+from ..cli import doc_parser, run_tool
 from ..params import load_params
 from ..predict import analytic_baseline, analytic_mok
 from ..presets import load_hardware, load_model
@@ -35,9 +35,13 @@ def _row(label: str, scn: Scenario, cfg: Config | None, system: str = "mok", hw_
 
 
 def main(argv: list[str] | None = None) -> int:
-    ap = argparse.ArgumentParser(description=__doc__)
+    ap = doc_parser("python -m mok_model.sim.study", __doc__)
     ap.add_argument("--quick", action="store_true", help="fewer rows")
-    a = ap.parse_args(argv)
+    return run_tool(ap, _tables, argv)
+
+
+def _tables(a) -> int:
+    """Print every table (module docstring)."""
     t0 = time.perf_counter()
     hw = load_hardware(HW)
     kimi = load_model("kimi-k2")
