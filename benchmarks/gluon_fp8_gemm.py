@@ -312,6 +312,22 @@ if gluon is not None:
         return acc, it + nk
 
     @gluon.jit
+    def _load_blocks(a_desc, b_desc, a_s, b_s, ready, empty, a_row, b_row, nk, it,
+                     STAGES: gl.constexpr):
+        """The loader's K loop for one item: nk blocks of A rows from a_row and B rows from b_row
+        into the ring from position it, each into a buffer both math warpgroups released;
+        returns the next position."""
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        for k in range(nk):
+            s = it % STAGES
+            mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(a_desc, [a_row, k * TK], ready.index(s), a_s.index(s))
+            tma.async_copy_global_to_shared(b_desc, [b_row, k * TK], ready.index(s), b_s.index(s))
+            it += 1
+        return it
+
+    @gluon.jit
     def _loader_persistent(a_desc, b_desc, a_s, b_s, ready, empty, M, N, K,
                            STAGES: gl.constexpr):
         """Persistent variant's load partition (one warp): every K block of this program's
@@ -324,7 +340,7 @@ if gluon is not None:
         it = 0
         for tile in range(gl.program_id(0), gl.cdiv(M, TM) * gl.cdiv(N, TN), gl.num_programs(0)):
             pid_m, pid_n = _tile(tile, M, N, TM, TN, GROUP_M)
-            for k in range(nk):
+            for k in range(nk):        # (as _load_blocks; kept inline: the measured form)
                 s = it % STAGES
                 mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
                 mbarrier.expect(ready.index(s),
@@ -659,16 +675,8 @@ if gluon is not None:
             tile, pid_n = _tile(item, n_tiles * TM, N, TM, TN, GROUP_M)
             row0 = gl.load(t_row0 + tile)
             n0 = gl.load(t_expert + tile) * N + pid_n * TN
-            for k in range(nk):
-                s = it % STAGES
-                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-                mbarrier.expect(ready.index(s),
-                                a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-                tma.async_copy_global_to_shared(a_desc, [row0, k * TK], ready.index(s),
-                                                a_s.index(s))
-                tma.async_copy_global_to_shared(b_desc, [n0, k * TK], ready.index(s),
-                                                b_s.index(s))
-                it += 1
+            it = _load_blocks(a_desc, b_desc, a_s, b_s, ready, empty, row0, n0, nk, it,
+                              STAGES)
 
     @gluon.jit
     def _release_blocks(ready, empty, it, nk, STAGES: gl.constexpr):
@@ -765,16 +773,8 @@ if gluon is not None:
             tile, pid_n = _tile(item, n_tiles * TM, I, TM, TN2 // 2, GROUP_M)
             row0 = gl.load(t_row0 + tile)
             n0 = gl.load(t_expert + tile) * 2 * I + pid_n * TN2
-            for k in range(nk):
-                s = it % STAGES
-                mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-                mbarrier.expect(ready.index(s),
-                                a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-                tma.async_copy_global_to_shared(a_desc, [row0, k * TK], ready.index(s),
-                                                a_s.index(s))
-                tma.async_copy_global_to_shared(b_desc, [n0, k * TK], ready.index(s),
-                                                b_s.index(s))
-                it += 1
+            it = _load_blocks(a_desc, b_desc, a_s, b_s, ready, empty, row0, n0, nk, it,
+                              STAGES)
 
     @gluon.jit
     def _ffn_gate_up_tile(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, it,

@@ -54,8 +54,8 @@ if gluon is not None:
                                                                    warpgroup_mma_wait)
 
     from benchmarks.gluon_fp8_gemm import (GROUP_M, _acc_layout, _ffn_gate_up_tile, _ffn_quant,
-                                           _out_layouts, _release_blocks, _ring, _row_scales,
-                                           _scale, _tile)
+                                           _load_blocks, _out_layouts, _release_blocks, _ring,
+                                           _row_scales, _scale, _tile)
 
     @gluon.jit
     def _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, p, k, t_new, t_old,
@@ -303,16 +303,8 @@ if gluon is not None:
             _fence_async_global()
             if kind == 0:
                 n0 = expert * 2 * I + nb * 2 * TN
-                for k in range(NBD):
-                    s = it % STAGES
-                    mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
-                    mbarrier.expect(ready.index(s),
-                                    a_desc.block_type.nbytes + wgu_desc.block_type.nbytes)
-                    tma.async_copy_global_to_shared(a_desc, [row0, k * TK], ready.index(s),
-                                                    a_s.index(s))
-                    tma.async_copy_global_to_shared(wgu_desc, [n0, k * TK], ready.index(s),
-                                                    b_s.index(s))
-                    it += 1
+                it = _load_blocks(a_desc, wgu_desc, a_s, b_s, ready, empty, row0, n0, NBD, it,
+                                  STAGES)
             else:
                 n0 = expert * H + nb * TN
                 for k in range(NBG):
