@@ -32,7 +32,6 @@ programs resident (grid <= SMs, one program an SM by shared memory) the pass can
 
 from __future__ import annotations
 
-import argparse
 import statistics
 import sys
 from pathlib import Path
@@ -744,24 +743,30 @@ CHECK_SHAPES = {"kimi-k2-widths": dict(h=7168, i=2048, e=16, n=256, k=8, routing
 
 def parse_variant(text: str) -> dict:
     """A variant spec: '+'-joined knobs, e.g. 'default', 'comm=16', 'join=250+cu2+ys',
-    'mode=comm', 'mode=compute+comm=0+join=0' (configure's knobs; unnamed ones as default)."""
+    'mode=comm', 'mode=compute+comm=0+join=0' (configure's knobs; unnamed ones as default).
+    MokInputError names a knob or value that is not one."""
+    from mok_model.errors import MokInputError
+
     cfg = dict(comm=COMM_SMS, cu=1, ys=False, join=1000, mode=0)
     for part in [x for x in text.split("+") if x and x != "default"]:
+        k, sep, v = part.partition("=")
         if part in ("cu1", "cu2"):
             cfg["cu"] = int(part[2])
         elif part == "ys":
             cfg["ys"] = True
-        elif "=" in part:
-            k, v = part.split("=", 1)
-            if k == "mode":
-                cfg["mode"] = {"pass": 0, "comm": 1, "compute": 2}[v]
-            elif k in ("comm", "join"):
-                cfg[k] = int(v)
-            else:
-                raise SystemExit(f"variant {text}: unknown knob {k}")
+        elif sep and k == "mode" and v in MODES:
+            cfg["mode"] = MODES[v]
+        elif sep and k in ("comm", "join") and v.isdigit() and int(v) <= KNOB_MAX[k]:
+            cfg[k] = int(v)
         else:
-            raise SystemExit(f"variant {text}: unknown knob {part}")
+            raise MokInputError(f"--variants {text!r}: {part!r} is not a knob (cu1, cu2, ys, "
+                                f"mode={'|'.join(MODES)}, comm=0..{KNOB_MAX['comm']}, "
+                                f"join=0..{KNOB_MAX['join']})")
     return cfg
+
+
+MODES = {"pass": 0, "comm": 1, "compute": 2}
+KNOB_MAX = {"comm": 131, "join": 1000}   # comm programs of the H200's 132; join in 1/1000ths
 
 
 def check_key(cfg: dict) -> tuple:
@@ -880,7 +885,7 @@ def time_model(model: str, variants: list[str], iters: int, warmup: int,
         print(f"{model}: triton bf16: {res['triton bf16']:.3f} ms", flush=True)
         del layer, fwd, step
         torch.cuda.empty_cache()
-    ref_ms = res.get("triton bf16", S25_BF16_MS.get(model))
+    ref_ms = res.get("triton bf16")     # ratios only against this run's own baseline
     layer = GluonFP8MoK(wl.w, 8, 4096, sh.topk, 0, num_experts=sh.experts, local_weights=True)
     fwd = lambda m=layer: m.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
     fwd()                        # the ring filled once (mode 2 reads it as left)
@@ -910,37 +915,60 @@ def time_model(model: str, variants: list[str], iters: int, warmup: int,
     return res
 
 
-# the Triton BF16 megakernel on the same pass (benchmarks/device/s25_fp8_mok.sh, 2026-12-02)
-S25_BF16_MS = {"kimi-k2": 5.773, "glm-5": 4.710}
 DEFAULT_VARIANTS = "default"
 
 
 def main(argv: list[str]) -> int:
-    p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    p.add_argument("--models", default="kimi-k2,glm-5")
-    p.add_argument("--checks", default=",".join(CHECK_SHAPES))
+    from mok_model.cli import doc_parser, int_at_least, run_tool
+
+    p = doc_parser("benchmarks/gluon_fp8_mok.py", __doc__)
+    p.add_argument("--models", default="kimi-k2,glm-5", help="model presets to time")
+    p.add_argument("--checks", default=",".join(CHECK_SHAPES),
+                   help=f"check shapes, of {', '.join(CHECK_SHAPES)}")
     p.add_argument("--variants", default=DEFAULT_VARIANTS,
                    help="comma list of timed variants (parse_variant), e.g. default,comm=16,"
                         "mode=comm,mode=compute,join=300+cu2+ys")
     p.add_argument("--check-variants", default=None,
                    help="variants checked (default: every distinct code path of --variants "
                         "in mode 0, comm 16)")
-    p.add_argument("--baseline", action="store_true", help="time the Triton BF16 megakernel")
-    p.add_argument("--iters", type=int, default=20)
-    p.add_argument("--warmup", type=int, default=5)
+    p.add_argument("--baseline", action="store_true",
+                   help="time the Triton BF16 megakernel in the same run (the speed ratios "
+                        "are printed only then)")
+    p.add_argument("--iters", type=int_at_least(1), default=20)
+    p.add_argument("--warmup", type=int_at_least(0), default=5)
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--no-time", action="store_true")
-    a = p.parse_args(argv)
-    if gluon is None:
-        print("needs Triton with Gluon", file=sys.stderr)
-        return 2
+    return run_tool(p, _run, argv)
+
+
+def _run(a) -> int:
+    """Check the flags, then compile, check and time (module docstring)."""
+    from mok_kernels.routing import shape_of
+    from mok_model.errors import MokInputError
+
     variants = [v for v in a.variants.split(",") if v]
+    if not variants:
+        raise MokInputError(f"--variants {a.variants!r}: at least one variant is required")
     cfgs = [parse_variant(v) for v in variants]
+    checks_given = ([parse_variant(v) for v in a.check_variants.split(",") if v]
+                    if a.check_variants is not None else None)
+    names = [s for s in a.checks.split(",") if s]
+    for name in names:
+        if name not in CHECK_SHAPES:
+            raise MokInputError(f"--checks {name!r}: one of {', '.join(CHECK_SHAPES)}")
+    for model in [m for m in a.models.split(",") if m]:
+        sh = shape_of(model)       # an unknown preset is named here
+        if sh.hidden % 128 or sh.inter % 128 or sh.shared not in (0, sh.inter) or sh.experts % 8:
+            raise MokInputError(f"--models {model}: H {sh.hidden} and I {sh.inter} must be "
+                                f"multiples of 128, the shared width 0 or I, the experts divide "
+                                f"over EP 8")
+    if gluon is None:
+        raise MokInputError("needs Triton with Gluon (triton.experimental.gluon)")
     if a.compile_only:
         builds = sorted({(c["cu"], c["ys"]) for c in cfgs} | {(1, False)})
         return 0 if print_compile(builds) else 1
-    if a.check_variants is not None:
-        checks = [parse_variant(v) for v in a.check_variants.split(",") if v]
+    if checks_given is not None:
+        checks = checks_given
     else:
         seen = {}
         for c in [parse_variant("default")] + cfgs:
@@ -948,9 +976,7 @@ def main(argv: list[str]) -> int:
                 seen.setdefault(check_key(c), dict(c, comm=16))
         checks = list(seen.values())
     failed = []
-    for name in [s for s in a.checks.split(",") if s]:
-        if name not in CHECK_SHAPES:
-            raise SystemExit(f"--checks: {name} not one of {', '.join(CHECK_SHAPES)}")
+    for name in names:
         failed += run_check(name, checks)
     bad = {key for key, _ in failed}
     if failed:

@@ -644,6 +644,12 @@ def test_calibration_tools_refuse_in_one_line(module, argv, want, files, capsys,
     ("benchmarks/device/legacy_zipf_orders.py", [], "required: path"),
     ("benchmarks/device/legacy_zipf_orders.py", ["{d}/x.txt"], "must name a .json file"),
     ("benchmarks/device/legacy_zipf_orders.py", ["{d}/x.json"], "needs a CUDA GPU"),
+    ("benchmarks/gluon_fp8_mok.py", ["--variants", "join=2000"], "'join=2000' is not a knob"),
+    ("benchmarks/gluon_fp8_mok.py", ["--variants", "mode=fast"], "'mode=fast' is not a knob"),
+    ("benchmarks/gluon_fp8_mok.py", ["--models", "nope"], "unknown model preset 'nope'"),
+    ("benchmarks/gluon_fp8_mok.py", ["--models", "gpt-oss-120b"], "must be multiples of 128"),
+    ("benchmarks/gluon_fp8_mok.py", ["--checks", "x"], "--checks 'x': one of"),
+    ("benchmarks/gluon_fp8_mok.py", ["--iters", "0"], "--iters: 0 must be an integer >= 1"),
 ])
 def test_scripts_refuse_in_one_line(script, argv, want, files):
     """Scripts under benchmarks/ parse their arguments too: one line, exit 2, no traceback."""
