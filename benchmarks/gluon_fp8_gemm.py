@@ -1784,9 +1784,10 @@ def measure_ffn(cases: tuple) -> tuple:
 
 def main(argv: list[str]) -> int:
     p = doc_parser("benchmarks/gluon_fp8_gemm.py", __doc__)
-    p.add_argument("--rows", default="4096,16384", help="rows M of each GEMM (multiples of 128)")
+    p.add_argument("--rows", default=None,
+                   help="rows M of each GEMM (multiples of 128; default 4096,16384)")
     p.add_argument("--out", default=None, help="write the figures as JSON here")
-    p.add_argument("--variants", default=",".join(VARIANTS),
+    p.add_argument("--variants", default=None,
                    help=f"comma list of the K loops to check and time, of {', '.join(VARIANTS)} "
                    "(default: all)")
     p.add_argument("--grouped", nargs="?", const="all", default=None,
@@ -1803,12 +1804,17 @@ def main(argv: list[str]) -> int:
 
 
 def run(a) -> int:
-    rows = number_list(a.rows, "--rows")
-    variants = variant_list(a.variants)
     cases = grouped_case_list(a.grouped) if a.grouped is not None else ()
     ffn_cases = ffn_case_list(a.ffn) if a.ffn is not None else ()
     if cases and ffn_cases:
         raise MokInputError("--grouped and --ffn: one at a time")
+    if (cases or ffn_cases) and not a.compile_only:
+        for flag, given in (("--rows", a.rows), ("--variants", a.variants)):
+            if given is not None:
+                raise MokInputError(f"{flag} with {'--grouped' if cases else '--ffn'}: its cases "
+                                    f"fix the rows and run ws2d1 only; drop {flag}")
+    rows = number_list(a.rows if a.rows is not None else "4096,16384", "--rows")
+    variants = variant_list(a.variants if a.variants is not None else ",".join(VARIANTS))
     for m in rows:
         check_shape(m, BN, STAGES * BK)
     if a.out is not None:

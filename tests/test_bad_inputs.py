@@ -650,6 +650,8 @@ def test_calibration_tools_refuse_in_one_line(module, argv, want, files, capsys,
     ("benchmarks/gluon_fp8_mok.py", ["--models", "gpt-oss-120b"], "must be multiples of 128"),
     ("benchmarks/gluon_fp8_mok.py", ["--checks", "x"], "--checks 'x': one of"),
     ("benchmarks/gluon_fp8_mok.py", ["--iters", "0"], "--iters: 0 must be an integer >= 1"),
+    ("benchmarks/gluon_fp8_gemm.py", ["--grouped", "--rows", "4096"], "--rows with --grouped"),
+    ("benchmarks/gluon_fp8_gemm.py", ["--ffn", "--variants", "ws2p"], "--variants with --ffn"),
 ])
 def test_scripts_refuse_in_one_line(script, argv, want, files):
     """Scripts under benchmarks/ parse their arguments too: one line, exit 2, no traceback."""
