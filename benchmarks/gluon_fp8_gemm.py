@@ -1831,15 +1831,16 @@ def run(a) -> int:
                       else compile_sm90(variant=variant))
             st = stats(kernel, tempfile.mkdtemp(), "fp8_block")
             # warp-specialized forms: the launch's registers, then each partition's setmaxnreg
-            nreg = sorted({int(r) for r in re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)",
-                                                      kernel.asm["ptx"])})
+            maxnreg = r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)"
+            nreg = sorted({int(r) for r in re.findall(maxnreg, kernel.asm["ptx"])})
             print(f"{variant}: {st['regs']} registers (setmaxnreg {nreg}), spills "
                   f"{st['spill_st']} / {st['spill_ld']} bytes, {st['shared']} bytes of shared "
                   f"memory, MMA waits {st['ttgir_dot_wait_pendings']}, ptxas notes "
                   f"{[c for c, _ in st['ptxas_notes']]}")
             if variant == "ffn gate/up":      # h's quantization: fp8.py's rounding, in the PTX
                 ptx = kernel.asm["ptx"]
-                print(f"{variant}: e4m3 casts {len(re.findall(r'cvt.rn.satfinite.e4m3x2.f32', ptx))}"
+                casts = len(re.findall(r"cvt.rn.satfinite.e4m3x2.f32", ptx))
+                print(f"{variant}: e4m3 casts {casts}"
                       f" (cvt.rn.satfinite), correctly rounded divisions "
                       f"{len(re.findall(r'div.rn.f32', ptx))} (div.rn.f32)")
         return 0

@@ -64,7 +64,8 @@ if gluon is not None:
         TN: gl.constexpr = t_new.shape[1]
         s = p % STAGES
         mbarrier.wait(ready.index(s), (p // STAGES) & 1)
-        t_new = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).slice(0, TN).permute((1, 0)),
+        t_new = warpgroup_mma(a_s.index(s).slice(ROW0, TM),
+                              b_s.index(s).slice(0, TN).permute((1, 0)),
                               t_new, use_acc=False, is_async=True)
         sc_new = _scale(sa_row, rmask, sb_ptr, sb_row, k, nk)
         t_old = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, ))
@@ -457,14 +458,13 @@ def item_order(nsh: int, mb_tile: list[int], num_tiles: int, nbg: int, nbd: int,
 
     nt_s = -(-nsh // 128)
     out = [("gu", *tile(o, nt_s, nbg)) for o in range(nt_s * nbg)]
-    m = 0
     for t0, t1 in zip(mb_tile[:-1], mb_tile[1:]):
         if t0 >= num_tiles:
             break
         nt = t1 - t0
-        out += [("gu", nt_s + t0 + tt, nb) for tt, nb in (tile(o, nt, nbg) for o in range(nt * nbg))]
-        out += [("dn", nt_s + t0 + tt, nb) for tt, nb in (tile(o, nt, nbd) for o in range(nt * nbd))]
-        m += 1
+        for kind, ncols in (("gu", nbg), ("dn", nbd)):
+            out += [(kind, nt_s + t0 + tt, nb)
+                    for tt, nb in (tile(o, nt, ncols) for o in range(nt * ncols))]
     out += [("dn", *tile(o, nt_s, nbd)) for o in range(nt_s * nbd)]
     return out
 
@@ -575,7 +575,8 @@ class GluonFP8MoK:
                 ss.append(s.t().contiguous())
         self.wgu, self.sgu = pack_gate_up(torch.stack(gq), torch.stack(gs), torch.stack(uq),
                                           torch.stack(us))
-        self.wd, self.sd = torch.stack(dq), torch.stack(ds)        # (EL+1, H, I), (.., H/128, I/128)
+        # (EL+1, H, I), (EL+1, H/128, I/128)
+        self.wd, self.sd = torch.stack(dq), torch.stack(ds)
         del gq, uq, dq
         self.cap = capacity_rows(ep, tokens, topk, e, 1.0)
         self.t_max = (self.cap + BM - 1) // BM + self.el

@@ -232,9 +232,9 @@ def main(argv: list[str] | None = None) -> int:
             prior_from[name] = path
         in_sample_file = a.fit_knobs == "tuned" and not prior_from
         if a.params is not None and not in_sample_file:
+            fit = f"--fit-knobs {a.fit_knobs}" + (", --prior" if prior_from else "")
             raise MokInputError(f"--params {a.params!r}: the in-sample column is then a fit "
-                                f"(--fit-knobs {a.fit_knobs}"
-                                + (", --prior" if prior_from else "") + "), not a file; drop --params")
+                                f"({fit}), not a file; drop --params")
         if a.params is not None:
             read_params_as(a.params, "--params")     # a bad file named before the fits
         for name, path in prior_from.items():

@@ -133,7 +133,8 @@ def check_grid(a: argparse.Namespace) -> None:
     for flag in ("--model", "--routing", "--dispatch", "--combine"):
         value = getattr(a, flag[2:])
         if any(not x.strip() for x in value.split(",")):
-            raise MokInputError(f"{flag} {value!r}: a comma list with no empty elements is required")
+            raise MokInputError(f"{flag} {value!r}: a comma list with no empty elements is "
+                                f"required")
     if a.pass_ == "bwd" and a.precision != "bf16":
         raise MokInputError(f"--pass bwd with --precision {a.precision}: the backward megakernel "
                             f"is BF16 only")

@@ -167,9 +167,6 @@ def _check_args(a: argparse.Namespace) -> None:
             raise BadInput(f"--systems {s!r}: allowed {', '.join(allowed)}"
                            + (" with --gpus" if a.gpus else ""))
     if a.gpus:
-        have = torch.cuda.device_count()
-        if not 1 <= a.gpus <= have:
-            raise BadInput(f"--gpus {a.gpus}: this machine has {have} GPU(s)")
         for m in a.model.split(","):
             if shape_of(m).experts % a.gpus:
                 raise BadInput(f"--gpus {a.gpus}: {m}'s {shape_of(m).experts} experts do not "
@@ -210,6 +207,8 @@ def _check_args(a: argparse.Namespace) -> None:
         if m not in ("half", "all") and not (m.isdigit() and int(m) >= 1):
             raise BadInput(f"--macrobatch {m!r}: allowed a row count >= 1, half, all")
     _check_grid(a)
+    if a.gpus and not 1 <= a.gpus <= torch.cuda.device_count():   # the machine, checked last
+        raise BadInput(f"--gpus {a.gpus}: this machine has {torch.cuda.device_count()} GPU(s)")
 
 
 def check_records_out(path: str, flag: str = "--out") -> None:
@@ -286,7 +285,8 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
     fields = BackwardTiles.__dataclass_fields__
     for one in spec.split(";"):
         if not one.strip():
-            raise BadInput(f"--bwd-tiles {spec!r}: an empty item (write 'default' for the defaults)")
+            raise BadInput(f"--bwd-tiles {spec!r}: an empty item (write 'default' for the "
+                           f"defaults)")
         if one.strip() == "default":
             continue
         for item in one.split(","):
@@ -306,7 +306,8 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
                     rule = "tile sizes must be powers of two >= 16" + (
                         " (or 0: chosen from the shape)" if name in TILE_POW2_OR_0 else "")
             elif name == "diag":
-                rule = None if 0 <= v <= 3 else "allowed 0 (full pass), 1, 2, 3 (timing diagnostics)"
+                rule = (None if 0 <= v <= 3
+                        else "allowed 0 (full pass), 1, 2, 3 (timing diagnostics)")
             elif name == "num_warps":
                 rule = None if v in (1, 2, 4, 8, 16, 32) else "a power of two from 1 to 32"
             elif name == "num_stages":
@@ -320,7 +321,8 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
                            f"bn_gu {cfg.bn_gu} (it would run at {cfg.bn_gu})")
         for m in models:
             ip = padded_width(shape_of(m).inter, cfg.bn_gu, cfg.block_k)
-            for name, v, width in (("bn_a", t.bn_a, ip), ("bk_x", t.bk_x, 2 * ip), ("bw", t.bw, ip)):
+            for name, v, width in (("bn_a", t.bn_a, ip), ("bk_x", t.bk_x, 2 * ip),
+                                   ("bw", t.bw, ip)):
                 if v and width % v:
                     raise BadInput(f"--bwd-tiles {one!r}: {name}={v} does not divide {m}'s padded "
                                    f"expert width ({width} columns)")

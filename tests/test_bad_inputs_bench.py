@@ -140,7 +140,8 @@ TOOLS = [
     ("mok_kernels.space_sweep", ["--out", "{d}/r.txt"], "--out '{d}/r.txt' must name a .jsonl"),
     ("mok_kernels.space_sweep", ["--out", "{d}/bad.jsonl"], "--out '{d}/bad.jsonl' exists and is "
                                                             "not a valid run-records file"),
-    ("mok_kernels.sweep_job", ["--out", "{d}/bad.jsonl"], "--out '{d}/bad.jsonl' exists and is not"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/bad.jsonl"],
+     "--out '{d}/bad.jsonl' exists and is not"),
     ("mok_kernels.sweep_job", ["--out", "{d}/r.json"], "--out '{d}/r.json' must name a .jsonl"),
     ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl", "--comm-sms", "8,1000"],
      "--comm-sms 1000: must leave compute programs"),
@@ -148,7 +149,8 @@ TOOLS = [
      "--workloads 'mixtral-8x7b:1024': mixtral-8x7b's 8 experts do not divide over EP 16"),
     ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl", "--workloads", "kimi-k2:1000000000000"],
      "tokens 1000000000000 at EP 16 (kimi-k2)"),
-    ("mok_kernels.tile_sweep", ["--out", "{d}/bad.jsonl"], "--out '{d}/bad.jsonl' exists and is not"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/bad.jsonl"],
+     "--out '{d}/bad.jsonl' exists and is not"),
     ("mok_kernels.tile_sweep", ["--out", "{d}/r.txt"], "--out '{d}/r.txt' must name a .jsonl"),
     ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--comm-sms", "500"],
      "--comm-sms 500: must leave compute programs"),
@@ -170,7 +172,8 @@ def test_device_jobs_name_bad_input_first(module, argv, want, outs, capsys, monk
     rc = tool.main([a.replace("{d}", str(outs)) for a in argv])
     err = capsys.readouterr().err
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
-    assert err.startswith(f"python -m {module}: error: ") and want.replace("{d}", str(outs)) in err, err
+    assert err.startswith(f"python -m {module}: error: "), err
+    assert want.replace("{d}", str(outs)) in err, err
     assert {p.name: p.read_bytes() for p in outs.iterdir()} == before     # nothing written
 
 

@@ -1,6 +1,7 @@
 #!/bin/bash
 # Session 25 (run inside s25_group.sh, one H200, 2026-12-02, 26 s; logs mok_kernels/logs_s25/fp8_grouped/). The Gluon FP8 block-scaled GEMM's ws2d1 form (1.49-1.72x
-# torch BF16 on dense kimi-k2 / qwen3-30b shapes, benchmarks/device/s25_fp8.sh) as the
+# torch BF16 at dense kimi-k2 shapes and 16,384 qwen3-30b rows, 0.65x at 4,096 qwen3-30b rows;
+# benchmarks/device/s25_fp8.sh) as the
 # megakernel's real workload: ONE grouped GEMM over a rank's ragged experts
 # (fp8_grouped_ws2d1_kernel in benchmarks/gluon_fp8_gemm.py, --grouped). Does a Gluon core keep
 # its speed there (the megakernel's Triton FP8 path runs 0.86x its BF16 path)? A work list of

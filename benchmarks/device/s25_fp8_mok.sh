@@ -1,6 +1,8 @@
 #!/bin/bash
-# Session 25 (run: one H200, 2026-12-02, 72 s; logs mok_kernels/logs_s25/fp8_mok/): a prototype FP8 MoK forward pass as ONE persistent Gluon
-# kernel (benchmarks/gluon_fp8_mok.py) plus the megakernel's epilogue, one emulated rank: comm
+# Session 25 (run: one H200, 2026-12-02, 72 s, at commit e4c7353, whose gluon_fp8_mok.py also
+# timed the Triton FP8 path; logs mok_kernels/logs_s25/fp8_mok/). Run again, today's file times
+# the BF16 baseline (--baseline) and not the FP8 one. A prototype FP8 MoK forward pass as ONE
+# persistent Gluon kernel (benchmarks/gluon_fp8_mok.py) plus the megakernel's epilogue, one emulated rank: comm
 # programs quantize the home tokens and the routed rows (pull dispatch, 1 x 128 e4m3 by fp8.py's
 # rule) into the ring minibatch by minibatch and release-add landed-row counters; compute programs
 # walk one globally ordered item list (shared gate/up, then per minibatch gate/up then down, then

@@ -1,9 +1,10 @@
 #!/bin/bash
-# Session 25, second run (one H200): the Gluon FP8 MoK pass (benchmarks/gluon_fp8_mok.py) split
-# and improved, kimi-k2 and glm-5 EP 8, 4,096 tokens, uniform routing, rank 0, one device run.
-# Checks first (16 comm programs, each distinct code path: default, join, cu2+join, ys+join,
-# cu2+ys+join; every rank vs the FP8 reference and float32, every slot written, bitwise the
-# default's output and over 3 repeats); a variant whose path failed is not timed.
+# Prepared in session 25, NOT RUN (its device time ran out): the Gluon FP8 MoK pass
+# (benchmarks/gluon_fp8_mok.py) split and improved, kimi-k2 and glm-5 EP 8, 4,096 tokens,
+# uniform routing, rank 0, one device run. Checks first (16 comm programs, each distinct code
+# path of V: default, join, ys+join, cu2+join; every rank vs the FP8 reference and float32,
+# every slot written, bitwise the default's output and over 3 repeats); a variant whose path
+# failed is not timed.
 # Variants (parse_variant): mode=comm (comm programs only, no items, no epilogue),
 # mode=compute (copies skipped, landed-row counters preset, ring as the last pass left it, no
 # epilogue; +comm=0+join=0: all 132 programs compute), comm=16/48, join=P (comm programs take
