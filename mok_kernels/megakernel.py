@@ -1672,18 +1672,37 @@ class MoKLayer:
             self._symm = self.arena = None
 
     def check(self) -> None:
-        """Raise MegakernelStallError / CapacityOverflowError if the last forward failed."""
+        """Raise MegakernelStallError / CapacityOverflowError if the last forward failed; either
+        way the error words are zeroed. In group mode on real GPUs it is collective (every rank
+        calls it at the same point, as forward does with on_error="raise"): a rank whose peer's
+        waits timed out raises too, since that peer's rows in its output are not usable."""
         err = self.err.tolist()
+        over = int(self.overflow_acc.item())
+        self.err.zero_()
+        self.overflow_acc.zero_()
+        stalled = [self.rank] if err[0] else []
+        if self.group is not None and not self.local_group:
+            stalled = stalled_ranks(bool(err[0]), self.group, self.err.device)
         if err[0]:
             waits = [STALL_CODES[c].format(info=err[c]) for c in sorted(STALL_CODES) if err[0] >> c & 1]
-            self.err.zero_()
             raise MegakernelStallError("megakernel spin-wait timed out: " + "; then ".join(waits))
-        over = int(self.overflow_acc.item())
+        if stalled:
+            raise MegakernelStallError(f"megakernel spin-wait timed out on rank(s) {stalled} of "
+                                       f"the group: this rank's output holds their rows")
         if over:
-            self.overflow_acc.zero_()
             raise CapacityOverflowError(
                 f"schedule capacity overflow: {over} routed rows did not fit in the fixed capacity "
                 f"of {self.capacity} rows (multiplier {self.cfg.capacity}); raise --capacity")
+
+
+def stalled_ranks(stalled: bool, group, device) -> list[int]:
+    """The ranks of `group` (torch.distributed) whose last pass timed out in a wait, from each
+    rank's own flag: a collective, every rank calls it at the same point."""
+    import torch.distributed as dist
+    flags = torch.zeros(dist.get_world_size(group), dtype=torch.int32, device=device)
+    flags[dist.get_rank(group)] = int(stalled)
+    dist.all_reduce(flags, group=group)
+    return [r for r, f in enumerate(flags.tolist()) if f]
 
 
 def group_forward(layers: list[MoKLayer], xs: list[torch.Tensor], ids: list[torch.Tensor],
@@ -1702,8 +1721,14 @@ def group_forward(layers: list[MoKLayer], xs: list[torch.Tensor], ids: list[torc
     for st in group.streams:
         cur.wait_stream(st)
     if layers[0].cfg.on_error == "raise":
-        for layer in layers:
-            layer.check()
+        errors = []
+        for layer in layers:     # every rank checked (and its words zeroed), the first raised
+            try:
+                layer.check()
+            except (MegakernelStallError, CapacityOverflowError) as exc:
+                errors.append(exc)
+        if errors:
+            raise errors[0]
     return outs
 
 

@@ -220,6 +220,22 @@ def test_unfused_baselines_on_gloo_two_ranks(system):
     assert max(errs.values()) < 1e-4
 
 
+def _stall_worker(rank: int, world: int, port: int, q) -> None:
+    import torch.distributed as dist
+    from mok_kernels.megakernel import stalled_ranks
+    dist.init_process_group("gloo", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
+                            world_size=world)
+    q.put((rank, stalled_ranks(rank == 1, dist.group.WORLD, "cpu")))
+    dist.destroy_process_group()
+
+
+def test_every_rank_learns_which_ranks_stalled():
+    """Group mode's check() is collective: rank 0, whose own waits held, learns that rank 1's
+    timed out (its rows in rank 0's output are not usable), and rank 1 learns it of itself."""
+    got = _two_ranks(lambda r, port, q: (r, 2, port, q), _stall_worker)
+    assert got == {0: [1], 1: [1]}
+
+
 def test_make_record_validates_and_appends(tmp_path):
     from mok_kernels.bench import make_record, stats
     from mok_model.records import append_records, read_records

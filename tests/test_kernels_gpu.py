@@ -423,9 +423,9 @@ def test_local_group_missing_rank_raises():
 
 
 def test_local_group_overflow_on_one_rank_fails_every_rank():
-    """One-hot routing sends every route to rank 0, which drops half of them; rank 1 serves
-    none. The rows rank 0 drops are rank 1's tokens too, so rank 1's output must not be usable
-    either: NaN, and its check() raises (until 2026-12-02 it returned stale combine slots)."""
+    """One-hot routing sends every route's top-1 to rank 0, which drops rows; rank 1 drops none.
+    The rows rank 0 drops are rank 1's tokens too, so rank 1's output must not be usable either:
+    NaN, and the pass raises (until 2026-12-02 rank 1 returned stale combine slots)."""
     from mok_kernels.megakernel import group_forward
     from mok_kernels.peers import LocalGroup
     group = LocalGroup(2)
@@ -440,8 +440,7 @@ def test_local_group_overflow_on_one_rank_fails_every_rank():
     assert int(layers[0].last_schedule.overflow) > 0
     for layer in layers:
         assert torch.isnan(layer.out.float()).all()
-    with pytest.raises(CapacityOverflowError, match="overflow"):
-        layers[1].check()
+        layer.check()      # group_forward checked every rank: the failed pass's words are zeroed
 
 
 def test_bench_on_real_gpus(tmp_path):
