@@ -240,7 +240,7 @@ def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched,
                      width: int, shared: bool = False, wave_sync: float = 1.0,
                      library: bool = False, wgrad_experts=None):
     """(tile time, HBM floor) of expert_ffn_time, apart (the simulator streams the floor)."""
-    hw, m = scn.hardware, scn.model
+    m = scn.model
     fused = fp8_fused(scn, p) and not library
     precision = "bf16" if shared and not fused else scn.precision
     wbytes = ELEMENT_BYTES[precision]

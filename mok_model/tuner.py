@@ -108,7 +108,9 @@ def buffer_bytes(scenario: Scenario, minibatch, macrobatch, capacity):
     ring = np.minimum(macrobatch, cap_rows) * act
     schedule = cap_rows * 8.0
     combine_slots = N * m.top_k * m.hidden * 2.0
-    inter = minibatch * 2 * m.expert_width * 2.0 * 2  # gate/up and h for two minibatches
+    # gate/up and h for two minibatches, of at most the rows there are (the kernel sizes them
+    # by its capacity rows: a minibatch past them holds no more)
+    inter = np.minimum(minibatch, cap_rows) * 2 * m.expert_width * 2.0 * 2
     return ring + schedule + combine_slots + inter
 
 

@@ -651,3 +651,15 @@ def test_boundary_split_share_follows_the_kernels_tile_aligned_cut():
     sim = {mb: simulate(s, c, "mok").latency_ms for mb, c in cfg.items()}
     assert abs(ana[256] / ana[1024] - sim[256] / sim[1024]) < 0.03
     assert ana[256] / ana[1024] < 1.05
+
+
+def test_buffers_of_a_minibatch_past_the_rows_are_those_of_the_rows():
+    """A minibatch larger than every row a GPU can receive holds no more rows (the kernel sizes
+    its intermediates by the capacity rows): its buffers are those of one such minibatch, so a
+    huge --minibatch is not refused for memory it would never take."""
+    from mok_model.tuner import buffer_bytes
+    scn = Scenario(load_hardware("gb300-nvl72"), load_model("kimi-k2"), 16, 64)
+    rows = 16 * 64 * 8                      # capacity 1.0: every route of every token
+    at_rows = buffer_bytes(scn, rows, 131072, 1.0)
+    assert buffer_bytes(scn, 100_000_000, 131072, 1.0) == at_rows
+    assert buffer_bytes(scn, rows // 2, 131072, 1.0) < at_rows
