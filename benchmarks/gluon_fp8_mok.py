@@ -520,6 +520,18 @@ def tile_minibatch(mb_tile, t_idx):
     return torch.stack((first, mb_tile[m + 1] - first, m.to(torch.int32))).to(torch.int32)
 
 
+def refusal(h: int, i: int, shared: int, experts: int, ep: int, rank: int = 0) -> str | None:
+    """Why the prototype cannot run a layer shape (H, I and the shared width, experts over EP
+    ranks), or None."""
+    if experts % ep or not 0 <= rank < ep:
+        return f"E={experts}, EP={ep}, rank={rank}: E divisible by EP, 0 <= rank < EP"
+    if h % 128 or i % 128:
+        return f"H={h}, I={i}: must be multiples of 128"
+    if shared not in (0, i):
+        return f"shared width {shared}: 0 or I={i} only"
+    return None
+
+
 class GluonFP8MoK:
     """One emulated rank's FP8 MoK pass on the Gluon kernel. w: MoEWeights (all E experts, or
     with local_weights only this rank's E/P); refuses what the prototype does not do."""
@@ -549,13 +561,10 @@ class GluonFP8MoK:
             raise ValueError(f"gluon FP8 MoK: lag 1 only (got {lag})")
         e_w, h, i = (int(s) for s in w.wg.shape)
         e = num_experts if num_experts is not None else (e_w * ep if local_weights else e_w)
-        if e % ep or not 0 <= rank < ep:
-            raise ValueError(f"E={e}, EP={ep}, rank={rank}: E divisible by EP, 0 <= rank < EP")
-        if h % 128 or i % 128:
-            raise ValueError(f"H={h}, I={i}: multiples of 128 only")
         ish = 0 if w.sg is None else int(w.sg.shape[1])
-        if ish not in (0, i):
-            raise ValueError(f"shared width {ish}: 0 or I={i} only")
+        shape_refusal = refusal(h, i, ish, e, ep, rank)
+        if shape_refusal:
+            raise ValueError(shape_refusal)
         if minibatch < 1:
             raise ValueError("minibatch must be >= 1")
         self.ep, self.n, self.k, self.rank, self.E, self.H, self.I = ep, tokens, topk, rank, e, h, i
@@ -959,10 +968,9 @@ def _run(a) -> int:
             raise MokInputError(f"--checks {name!r}: one of {', '.join(CHECK_SHAPES)}")
     for model in [m for m in a.models.split(",") if m]:
         sh = shape_of(model)       # an unknown preset is named here
-        if sh.hidden % 128 or sh.inter % 128 or sh.shared not in (0, sh.inter) or sh.experts % 8:
-            raise MokInputError(f"--models {model}: H {sh.hidden} and I {sh.inter} must be "
-                                f"multiples of 128, the shared width 0 or I, the experts divide "
-                                f"over EP 8")
+        why = refusal(sh.hidden, sh.inter, sh.shared, sh.experts, 8)
+        if why:
+            raise MokInputError(f"--models {model} (timed at EP 8): {why}")
     if gluon is None:
         raise MokInputError("needs Triton with Gluon (triton.experimental.gluon)")
     if a.compile_only:

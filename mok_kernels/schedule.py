@@ -110,7 +110,7 @@ def group_overflow(ids_all: torch.Tensor, *, ep: int, num_experts: int,
     the group, from the exchanged ids (P*N, k). A rank's own schedule sees only its own
     overflow, but the rows another rank drops are this rank's tokens: its combine slots would
     keep stale values. Fixed-size tensor ops only (graph-capturable, no host read)."""
-    pn, k, n, el, _, _, _, cap = _span(ids_all, ep, num_experts, 0, capacity_multiplier)
+    *_, el, _, _, _, cap = _span(ids_all, ep, num_experts, 0, capacity_multiplier)
     flat = ids_all.reshape(-1).to(torch.int64)
     dst = torch.where((flat >= 0) & (flat < num_experts), flat // el, ep)  # ep: no rank's
     rows = torch.zeros(ep + 1, dtype=torch.int64, device=flat.device)

@@ -8,8 +8,8 @@ studies all use this one reading).
 
 from __future__ import annotations
 
-import json
 import datetime
+import json
 import os
 from collections import Counter
 from functools import lru_cache
