@@ -648,7 +648,7 @@ class GluonFP8MoK:
         t_mb = tile_minibatch(sched.mb_tile, self.t_idx)
         self.sync.zero_()
         if self.mode == 2:      # compute only: every landed-row counter at its target
-            self.sync[1] = self.nsh
+            self.sync[1:2].fill_(self.nsh)     # a device fill: graph-capturable
             mbr = sched.mb_row[:self.mb_max + 1]
             self.sync[2:2 + self.mb_max] = mbr[1:] - mbr[:-1]
         grid = torch.cuda.get_device_properties(x_all.device).multi_processor_count
@@ -873,7 +873,8 @@ def time_model(model: str, variants: list[str], iters: int, warmup: int,
                baseline: bool = False) -> dict:
     """Rank 0's pass (schedule + kernel + epilogue; modes 1 / 2 without the epilogue) of the
     Gluon FP8 MoK in each variant (parse_variant), one layer reconfigured, (with baseline) the
-    Triton megakernel's BF16 path beside it, on the same inputs (bench.Workload, uniform)."""
+    Triton megakernel's BF16 path beside it, on the same inputs (bench.Workload, uniform);
+    then the schedule and the epilogue alone ('part schedule', 'part epilogue')."""
     import torch
 
     from mok_kernels.bench import Workload, capture_graph, time_events
@@ -920,7 +921,16 @@ def time_model(model: str, variants: list[str], iters: int, warmup: int,
         print(f"{model} EP 8, 4096 tokens, uniform: gluon fp8 [{v}]: {res[v]:.3f} ms"
               + (f" ({ref_ms / res[v]:.2f}x bf16 {ref_ms:.3f} ms)" if ref_ms else ""),
               flush=True)
-    del layer, fwd
+    sched = layer.schedule(wl.ids)
+    parts = {"part schedule": lambda: layer.schedule(wl.ids),
+             "part epilogue": lambda: layer.epilogue(wl.wts, sched)}
+    for name, fn in parts.items():      # where a pass's time goes besides the kernel
+        step = capture_graph(fn)
+        res[name] = statistics.median(time_events(step, wl.refresh, iters, warmup))
+        print(f"{model} EP 8, 4096 tokens, uniform: gluon fp8 {name}: {res[name]:.3f} ms",
+              flush=True)
+        del step
+    del layer, fwd, sched
     torch.cuda.empty_cache()
     return res
 
