@@ -45,7 +45,8 @@ COMM_SMS = 32
 MINIBATCH = 4096
 MAX_SPIN = 1 << 22          # acquire polls before a wait gives up (~seconds)
 CHECK_TOL = 2e-2            # home output vs reference.moe_reference(fp8=True), relative norm
-CHUNK_ROWS = 64             # rows a comm warpgroup quantizes at a time
+CHUNK_ROWS = 64             # rows a comm warpgroup quantizes at a time (16 where every
+                            # program takes a share of the home tokens, knob home)
 
 if gluon is not None:
     from triton.experimental.gluon import language as gl
@@ -167,12 +168,10 @@ if gluon is not None:
                 _quant_block(a_ptr, as_ptr, d64, m, kb + 1, nkb, H, x1)
 
     @gluon.jit
-    def _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, worker,
-              workers, CU: gl.constexpr):
-        """A comm worker (one math warpgroup of a comm program): home tokens, then each
-        minibatch's ring rows, CHUNK rows at a time (chunk c -> worker c mod workers); after
-        each segment its landed rows released to the segment's counter."""
-        RB: gl.constexpr = 64
+    def _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, worker, workers, RB: gl.constexpr,
+              CU: gl.constexpr):
+        """The home tokens' share of one worker (a math warpgroup), RB rows at a time (chunk c
+        -> worker c mod workers), then its landed rows released to the home counter."""
         layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [gl.num_warps(), 1], [1, 0])
         rr = gl.arange(0, RB, layout=gl.SliceLayout(1, layout))
         cnt = 0
@@ -181,6 +180,19 @@ if gluon is not None:
             _quant_copy(x_ptr, a_ptr, as_ptr, tok0 + rows, rows, rows < NSH, H, RB, layout, CU)
             cnt += gl.minimum(NSH - c, RB)
         _signal(sync_ptr + 1, cnt)
+
+    @gluon.jit
+    def _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, worker,
+              workers, home, CU: gl.constexpr):
+        """A comm worker (one math warpgroup of a comm program): the home tokens (unless every
+        program takes them, home != 0), then each minibatch's ring rows, CHUNK_ROWS at a time
+        (chunk c -> worker c mod workers); after each segment its landed rows released to the
+        segment's counter."""
+        RB: gl.constexpr = 64
+        layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [gl.num_warps(), 1], [1, 0])
+        rr = gl.arange(0, RB, layout=gl.SliceLayout(1, layout))
+        if home == 0:
+            _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, worker, workers, RB, CU)
         for mbi in range(gl.load(num_mb)):
             lo = gl.load(mb_row + mbi)
             hi = gl.load(mb_row + mbi + 1)
@@ -334,10 +346,15 @@ if gluon is not None:
         TN: gl.constexpr = 128
         pid = gl.program_id(0)
         COMM = gl.load(knob_ptr)
+        copies = gl.load(knob_ptr + 1) != 2
+        home = gl.load(knob_ptr + 3)
+        if copies & (home != 0):       # every program's share of the home tokens first
+            _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, pid * 2 + ROW0 // TM,
+                  2 * gl.num_programs(0), 16, CU)
         if pid < COMM:
-            if gl.load(knob_ptr + 1) != 2:
+            if copies:
                 _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H,
-                      pid * 2 + ROW0 // TM, 2 * COMM, CU)
+                      pid * 2 + ROW0 // TM, 2 * COMM, home, CU)
         mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
         if YS:
             layouts: gl.constexpr = _out_layouts(gl.num_warps(), TM, TN)
@@ -540,7 +557,8 @@ class GluonFP8MoK:
                  local_weights: bool = False, minibatch: int = MINIBATCH, comm: int = COMM_SMS,
                  capacity: float = 1.0, dispatch: str = "pull", combine: str = "push",
                  lag: int = 1, group=None, max_spin: int = MAX_SPIN, device: str = "cuda",
-                 cu: int = 1, ys: bool = False, join: int = 1000, mode: int = 0):
+                 cu: int = 1, ys: bool = False, join: int = 1000, mode: int = 0,
+                 home: bool = False):
         import torch
 
         from mok_kernels.fp8 import quantize_weight
@@ -611,15 +629,18 @@ class GluonFP8MoK:
         self.epilogue_kernel = _kernels()["epilogue"]
         self.last_schedule = None
         self.knobs = torch.zeros(4, dtype=torch.int32, device=dev)
-        self.configure(comm=comm, cu=cu, ys=ys, join=join, mode=mode)
+        self.configure(comm=comm, cu=cu, ys=ys, join=join, mode=mode, home=home)
 
-    def configure(self, comm=None, cu=None, ys=None, join=None, mode=None) -> None:
+    def configure(self, comm=None, cu=None, ys=None, join=None, mode=None,
+                  home=None) -> None:
         """The pass's variant (outside any graph capture): comm programs; cu, 1 or 2 K blocks
         in flight in a comm copy; ys, q / y stored through shared memory; join, the permille of
         the item list after which the comm programs take items too (>= 1000: never); mode 0 the
         pass, 1 comm programs only (no items, no epilogue), 2 compute only (no copies: the
-        landed-row counters preset, the ring as the last pass left it; no epilogue)."""
-        for k_, v in (("comm", comm), ("cu", cu), ("ys", ys), ("join", join), ("mode", mode)):
+        landed-row counters preset, the ring as the last pass left it; no epilogue); home,
+        every program quantizes a share of the home tokens first (else the comm programs)."""
+        for k_, v in (("comm", comm), ("cu", cu), ("ys", ys), ("join", join), ("mode", mode),
+                      ("home", home)):
             if v is not None:
                 setattr(self, k_, v)
         if self.cu not in (1, 2) or (self.H // 128) % self.cu:
@@ -628,7 +649,7 @@ class GluonFP8MoK:
             raise ValueError(f"comm={self.comm}, mode={self.mode}: comm >= 1 (0 in mode 2 only)")
         if self.join < 1000 and self.mode == 1:
             self.join = 1000
-        self.knobs.copy_(torch_tensor([self.comm, self.mode, self.join, 0]))
+        self.knobs.copy_(torch_tensor([self.comm, self.mode, self.join, int(self.home)]))
 
     def schedule(self, ids_all):
         from mok_kernels.schedule import build_schedule
@@ -748,7 +769,13 @@ def print_compile(builds=((1, False), )) -> bool:
 CHECK_SHAPES = {"kimi-k2-widths": dict(h=7168, i=2048, e=16, n=256, k=8, routing="uniform",
                                        minibatch=512),
                 "glm-5-widths": dict(h=6144, i=2048, e=16, n=192, k=8, routing="zipf:1.2",
-                                     minibatch=384)}
+                                     minibatch=384),
+                # the timed token count and minibatch (8 minibatches of the 32,768-row ring),
+                # 64 experts (the presets' 384 / 256 take 34 / 23 GB of bf16 weights whole)
+                "kimi-k2-4096": dict(h=7168, i=2048, e=64, n=4096, k=8, routing="uniform",
+                                     minibatch=4096),
+                "glm-5-4096": dict(h=6144, i=2048, e=64, n=4096, k=8, routing="zipf:1.2",
+                                   minibatch=4096)}
 
 
 def parse_variant(text: str) -> dict:
@@ -757,19 +784,19 @@ def parse_variant(text: str) -> dict:
     MokInputError names a knob or value that is not one."""
     from mok_model.errors import MokInputError
 
-    cfg = dict(comm=COMM_SMS, cu=1, ys=False, join=1000, mode=0)
+    cfg = dict(comm=COMM_SMS, cu=1, ys=False, join=1000, mode=0, home=False)
     for part in [x for x in text.split("+") if x and x != "default"]:
         k, sep, v = part.partition("=")
         if part in ("cu1", "cu2"):
             cfg["cu"] = int(part[2])
-        elif part == "ys":
-            cfg["ys"] = True
+        elif part in ("ys", "home"):
+            cfg[part] = True
         elif sep and k == "mode" and v in MODES:
             cfg["mode"] = MODES[v]
         elif sep and k in ("comm", "join") and v.isdigit() and int(v) <= KNOB_MAX[k]:
             cfg[k] = int(v)
         else:
-            raise MokInputError(f"--variants {text!r}: {part!r} is not a knob (cu1, cu2, ys, "
+            raise MokInputError(f"--variants {text!r}: {part!r} is not a knob (cu1, cu2, ys, home, "
                                 f"mode={'|'.join(MODES)}, comm=0..{KNOB_MAX['comm']}, "
                                 f"join=0..{KNOB_MAX['join']})")
     return cfg
@@ -780,8 +807,8 @@ KNOB_MAX = {"comm": 131, "join": 1000}   # comm programs of the H200's 132; join
 
 
 def check_key(cfg: dict) -> tuple:
-    """The code path a variant takes (what its check covers): (cu, ys, joins)."""
-    return (cfg["cu"], bool(cfg["ys"]), cfg["join"] < 1000)
+    """The code path a variant takes (what its check covers): (cu, ys, joins, home)."""
+    return (cfg["cu"], bool(cfg["ys"]), cfg["join"] < 1000, bool(cfg["home"]))
 
 
 def run_check(name: str, configs: list[dict], ep: int = 8) -> list[str]:
