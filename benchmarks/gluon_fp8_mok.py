@@ -949,8 +949,8 @@ def time_model(model: str, variants: list[str], iters: int, warmup: int,
               + (f" ({ref_ms / res[v]:.2f}x bf16 {ref_ms:.3f} ms)" if ref_ms else ""),
               flush=True)
     sched = layer.schedule(wl.ids)
-    parts = {"part schedule": lambda: layer.schedule(wl.ids),
-             "part epilogue": lambda: layer.epilogue(wl.wts, sched)}
+    parts = {"part schedule": lambda m=layer: m.schedule(wl.ids),
+             "part epilogue": lambda m=layer, s=sched: m.epilogue(wl.wts, s)}
     for name, fn in parts.items():      # where a pass's time goes besides the kernel
         step = capture_graph(fn)
         res[name] = statistics.median(time_events(step, wl.refresh, iters, warmup))

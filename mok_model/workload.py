@@ -83,18 +83,22 @@ def check_routing_memory(ep: int, tokens: int, top_k: int, spec: str) -> float:
     return need
 
 
-def _repeats(ids: np.ndarray, bound: int) -> np.ndarray:
-    """Where an entry of `ids` (values in [0, bound)) repeats an id of an earlier column of its
-    row: a (rows, k) bool view, False at each id's first occurrence in its row."""
+def _later(cols: np.ndarray) -> np.ndarray:
+    """Where an entry of `cols` (..., k, n: k columns of n rows) repeats an entry of an earlier
+    column in its row: a bool array of the same shape, False at each value's first occurrence."""
     # For small k, k(k-1)/2 compares of contiguous columns are several times cheaper than
-    # sorting every row; the columns are copied out in the smallest dtype that holds the ids.
-    rows, k = ids.shape
+    # sorting every row.
+    later = np.zeros(cols.shape, dtype=bool)
+    for j in range(1, cols.shape[-2]):
+        np.equal(cols[..., :j, :], cols[..., j, None, :]).any(axis=-2, out=later[..., j, :])
+    return later
+
+
+def _repeats(ids: np.ndarray, bound: int) -> np.ndarray:
+    """_later of the columns of `ids` (rows, k; values in [0, bound)), copied out in the smallest
+    dtype that holds the ids: a (rows, k) bool view."""
     small = ids.astype(np.min_scalar_type(max(bound - 1, 0)), copy=False)
-    cols = np.ascontiguousarray(small.T)
-    later = np.zeros((k, rows), dtype=bool)
-    for j in range(1, k):
-        np.equal(cols[:j], cols[j]).any(axis=0, out=later[j])
-    return later.T
+    return _later(np.ascontiguousarray(small.T)).T
 
 
 def _distinct(rng: np.random.Generator, draw, shape: tuple[int, int], bound: int) -> np.ndarray:
@@ -104,12 +108,12 @@ def _distinct(rng: np.random.Generator, draw, shape: tuple[int, int], bound: int
     ids = draw(shape)
     rows, sub = np.arange(shape[0]), ids  # rows that may hold repeats (ascending), their ids
     for _ in range(1000):
-        dup = _repeats(sub, bound).any(axis=1)
+        later = _repeats(sub, bound)
+        dup = later.any(axis=1)
         if not dup.any():
             return ids
         # only rows redrawn in this round can hold repeats in the next one
-        rows, sub = rows[dup], sub[dup]
-        later = _repeats(sub, bound)
+        rows, sub, later = rows[dup], sub[dup], later[dup]
         sub[later] = draw((int(later.sum()),))
         ids[rows] = sub
     raise MokInputError("--routing: could not draw top_k distinct experts per token from this "
