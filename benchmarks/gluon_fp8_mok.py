@@ -8,10 +8,12 @@ Stage: comm and compute overlap in one launch (pull dispatch, push combine, capa
   (pack_gate_up), the shared expert (width I, or none) as one more expert (index EL). One buffer A
   (N + C + 128, H) e4m3 holds the rank's N home tokens (the shared expert's rows) then the C-row
   ring; h (N + C + 128, I) e4m3 alike, with 1 x 128 scales.
+- Home tokens: every program's math warpgroups (knob home; else the comm programs') quantize a
+  share of them into A[0, N) (fp8.py's rule, bit for bit) and release-add the landed rows (gpu
+  scope) to one counter.
 - Comm programs (the first COMM program ids; both math warpgroups of each, 64 rows a chunk):
-  quantize the home tokens into A[0, N) (fp8.py's rule, bit for bit), release-add the landed
-  rows (gpu scope) to one counter; then minibatch by minibatch copy x_all[recv_src[j]] into
-  A[N + j] quantized and release-add the minibatch's counter.
+  minibatch by minibatch copy x_all[recv_src[j]] into A[N + j] quantized and release-add the
+  minibatch's counter; then (knob join) they take items of the list's tail too.
 - Compute programs walk one static, globally ordered item list (shared gate/up items, then per
   minibatch its gate/up items then its down items, then the shared down items; item i -> compute
   program i mod n_compute). Gate/up items are the --ffn kernel's (<= 128 rows of one expert x one
@@ -41,7 +43,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from benchmarks.gluon_fp8_gemm import (BK, BM, BN, FFN_STAGES, WS_MAXNREG,  # noqa: E402
                                        _compile_sm90, _desc, gluon, pack_gate_up)
 
-COMM_SMS = 32
+# Default knobs: the best worst case of kimi-k2 / glm-5 EP 8, 4,096 tokens (1.27x / 1.30x the
+# Triton BF16 megakernel; benchmarks/device/s26_fp8c.sh, mok_kernels/logs_s26/s26c/mok.log).
+# Before session 26: 32 comm programs, no join, no ys, no home (1.12x / 1.17x in that run).
+COMM_SMS = 24
+JOIN = 350
+YS = True
+HOME = True
 MINIBATCH = 4096
 MAX_SPIN = 1 << 22          # acquire polls before a wait gives up (~seconds)
 CHECK_TOL = 2e-2            # home output vs reference.moe_reference(fp8=True), relative norm
@@ -557,8 +565,8 @@ class GluonFP8MoK:
                  local_weights: bool = False, minibatch: int = MINIBATCH, comm: int = COMM_SMS,
                  capacity: float = 1.0, dispatch: str = "pull", combine: str = "push",
                  lag: int = 1, group=None, max_spin: int = MAX_SPIN, device: str = "cuda",
-                 cu: int = 1, ys: bool = False, join: int = 1000, mode: int = 0,
-                 home: bool = False):
+                 cu: int = 1, ys: bool = YS, join: int = JOIN, mode: int = 0,
+                 home: bool = HOME):
         import torch
 
         from mok_kernels.fp8 import quantize_weight
@@ -784,19 +792,22 @@ def parse_variant(text: str) -> dict:
     MokInputError names a knob or value that is not one."""
     from mok_model.errors import MokInputError
 
-    cfg = dict(comm=COMM_SMS, cu=1, ys=False, join=1000, mode=0, home=False)
+    cfg = dict(comm=COMM_SMS, cu=1, ys=YS, join=JOIN, mode=0, home=HOME)
     for part in [x for x in text.split("+") if x and x != "default"]:
         k, sep, v = part.partition("=")
         if part in ("cu1", "cu2"):
             cfg["cu"] = int(part[2])
         elif part in ("ys", "home"):
             cfg[part] = True
+        elif sep and k in ("ys", "home") and v in ("0", "1"):
+            cfg[k] = v == "1"
         elif sep and k == "mode" and v in MODES:
             cfg["mode"] = MODES[v]
         elif sep and k in ("comm", "join") and v.isdigit() and int(v) <= KNOB_MAX[k]:
             cfg[k] = int(v)
         else:
-            raise MokInputError(f"--variants {text!r}: {part!r} is not a knob (cu1, cu2, ys, home, "
+            raise MokInputError(f"--variants {text!r}: {part!r} is not a knob (cu1, cu2, ys[=0|1], "
+                                f"home[=0|1], "
                                 f"mode={'|'.join(MODES)}, comm=0..{KNOB_MAX['comm']}, "
                                 f"join=0..{KNOB_MAX['join']})")
     return cfg
