@@ -83,6 +83,10 @@ def check_routing_memory(ep: int, tokens: int, top_k: int, spec: str) -> float:
     return need
 
 
+# routes a routing's compares and counts take at a time (about a megabyte of temporaries)
+CHUNK_ROUTES = 2 ** 16
+
+
 def _later(cols: np.ndarray) -> np.ndarray:
     """Where an entry of `cols` (..., k, n: k columns of n rows) repeats an entry of an earlier
     column in its row: a bool array of the same shape, False at each value's first occurrence."""
@@ -101,21 +105,28 @@ def _repeats(ids: np.ndarray, bound: int) -> np.ndarray:
     return _later(np.ascontiguousarray(small.T)).T
 
 
+def _repeat_rows(ids: np.ndarray, bound: int) -> np.ndarray:
+    """The rows of `ids` (values in [0, bound)) that hold a repeated id, ascending (in blocks of
+    about CHUNK_ROUTES routes: the work stays in cache)."""
+    step = max(1, CHUNK_ROUTES // ids.shape[1])
+    return np.concatenate([a + np.flatnonzero(_repeats(ids[a:a + step], bound).any(axis=1))
+                           for a in range(0, len(ids), step)] or [np.zeros(0, dtype=np.intp)])
+
+
 def _distinct(rng: np.random.Generator, draw, shape: tuple[int, int], bound: int) -> np.ndarray:
     """Draw ids (in [0, bound)) row-wise, then redraw repeated entries until every row holds k
     distinct ids: each id's first occurrence in a row is kept, the later ones are redrawn in
     row-major order of the rows that hold repeats."""
     ids = draw(shape)
-    rows, sub = np.arange(shape[0]), ids  # rows that may hold repeats (ascending), their ids
+    rows = _repeat_rows(ids, bound)
     for _ in range(1000):
-        later = _repeats(sub, bound)
-        dup = later.any(axis=1)
-        if not dup.any():
+        if not rows.size:
             return ids
-        # only rows redrawn in this round can hold repeats in the next one
-        rows, sub, later = rows[dup], sub[dup], later[dup]
+        sub = ids[rows]
+        later = _repeats(sub, bound)
         sub[later] = draw((int(later.sum()),))
         ids[rows] = sub
+        rows = rows[_repeat_rows(sub, bound)]  # only rows redrawn now can hold repeats
     raise MokInputError("--routing: could not draw top_k distinct experts per token from this "
                         "distribution in 1000 rounds; use a milder zipf:S or hot:F, or a file")
 
@@ -291,16 +302,24 @@ class Traffic:
         return self.rows.sum(axis=0)
 
 
-def expert_home(experts: int, ep: int) -> tuple[np.ndarray, np.ndarray]:
-    """(GPU, local slot) of every expert. Experts are placed in order, as evenly as they go:
-    when EP does not divide them, the first experts % EP GPUs hold one expert more."""
+def expert_gpu(ids: np.ndarray, experts: int, ep: int) -> np.ndarray:
+    """The GPU of each expert id in `ids` (a signed integer array; the result has its dtype).
+    Experts are placed in order, as evenly as they go: when EP does not divide them, the first
+    experts % EP GPUs hold one expert more."""
     q, r = divmod(experts, ep)
+    if r == 0:
+        return ids // q
+    # on the first r GPUs, GPU e // (q + 1); past them, r + (e - r (q + 1)) // q = (e - r) // q;
+    # each formula is the smaller one on the other's GPUs
+    return np.maximum(ids // (q + 1), (ids - r) // max(q, 1))
+
+
+def expert_home(experts: int, ep: int) -> tuple[np.ndarray, np.ndarray]:
+    """(GPU, local slot) of every expert (expert_gpu's placement)."""
     e = np.arange(experts)
-    big = r * (q + 1)  # experts on the GPUs that hold q + 1
-    rest = np.maximum(e - big, 0)
-    gpu = np.where(e < big, e // (q + 1), r + rest // max(q, 1))
-    slot = np.where(e < big, e % (q + 1), rest % max(q, 1))
-    return gpu, slot
+    gpu = expert_gpu(e, experts, ep)
+    q, r = divmod(experts, ep)
+    return gpu, e - (gpu * q + np.minimum(gpu, r))  # less the GPU's first expert
 
 
 def traffic_from_routing(ids: np.ndarray, ep: int, tokens: int, experts: int) -> Traffic:
@@ -308,13 +327,23 @@ def traffic_from_routing(ids: np.ndarray, ep: int, tokens: int, experts: int) ->
     Every GPU has ceil(experts / ep) local slots; a GPU that holds fewer leaves one empty."""
     local = -(-experts // ep)
     gpu_of, slot_of = expert_home(experts, ep)
+    k = ids.shape[1]
     # a token's route to a GPU it already reaches (an earlier column of its row) is no extra
     # row de-duplicated: count each source's routes per expert in two halves, the first routes
-    # to a destination (bins 0..E-1) and the repeats (bins E..2E-1); no sort needed
-    dst = np.take(gpu_of.astype(np.min_scalar_type(max(ep - 1, 0))), ids)
-    routes = (ep, tokens * ids.shape[1])  # each source's routes
-    key = ids.reshape(routes) + np.ascontiguousarray(_repeats(dst, ep)).reshape(routes) * experts
-    counts = np.stack([np.bincount(key[s], minlength=2 * experts) for s in range(ep)])
+    # to a destination (bins 0..E-1) and the repeats (bins E..2E-1); no sort needed. Sources go
+    # in blocks of about CHUNK_ROUTES routes (the work stays in cache), column by column (the
+    # compares' layout; a count does not mind the order), in a small signed dtype that holds 2E
+    small = np.min_scalar_type(-2 * experts)
+    counts = np.empty((ep, 2 * experts), dtype=np.int64)
+    step = max(1, CHUNK_ROUTES // (tokens * k))
+    for a in range(0, ep, step):
+        n = min(step, ep - a)
+        block = ids[a * tokens:(a + n) * tokens].astype(small).reshape(n, tokens, k)
+        cols = block.transpose(0, 2, 1).copy()  # (n, k, tokens)
+        repeat = _later(expert_gpu(cols, experts, ep))  # a route to a GPU its token reaches
+        cols += repeat.view(np.uint8) * small.type(experts)  # counted in bins E..2E-1
+        for s in range(n):
+            counts[a + s] = np.bincount(cols[s].ravel(), minlength=2 * experts)
     first = counts[:, :experts]
     # then each expert's routes go to its (GPU, local slot)
     slot = gpu_of * local + slot_of
