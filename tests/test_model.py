@@ -179,6 +179,32 @@ def test_traffic_counts_as_a_sort_of_each_token_s_destinations_would(spec, ep, t
     assert t.rows.dtype == t.dedup_rows.dtype == np.int64
 
 
+
+@pytest.mark.parametrize("spec,ep,tokens,experts", [("uniform", 16, 64, 384), ("uniform", 4, 300, 10),
+                                                    ("uniform", 16, 8192, 384)])
+def test_uniform_routing_is_the_int64_draw_as_first_written(spec, ep, tokens, experts):
+    """make_routing draws int32 ids in blocks: the same draws as int64 ids redrawn by sorting rows."""
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        want = _distinct_by_sort(rng, lambda s, g=rng: g.integers(0, experts, size=s), (ep * tokens, 8))
+        assert np.array_equal(make_routing(spec, ep, tokens, experts, 8, seed), want)
+
+
+def test_expert_home_places_experts_as_first_written():
+    """expert_home's placement by expert_gpu's division: the GPUs and slots of the first formula."""
+    from mok_model.workload import expert_home
+
+    for experts in range(1, 200):
+        for ep in range(1, 40):
+            q, r = divmod(experts, ep)
+            e = np.arange(experts)
+            big = r * (q + 1)  # experts on the GPUs that hold q + 1
+            rest = np.maximum(e - big, 0)
+            gpu, slot = expert_home(experts, ep)
+            assert np.array_equal(gpu, np.where(e < big, e // (q + 1), r + rest // max(q, 1)))
+            assert np.array_equal(slot, np.where(e < big, e % (q + 1), rest % max(q, 1)))
+
+
 # ---------------------------------------------------------------- analytic model
 def test_breakdown_adds_up_to_latency():
     for s in (scn(), scn(pass_="bwd"), scn(routing="zipf:1.2"), scn(ep=1, tokens=512)):
