@@ -118,16 +118,17 @@ class GemmTable:
         if self.level not in LEVELS:
             raise MokInputError(f"GEMM table {self.path or '(given)'}: level {self.level!r} must "
                                 f"be one of {LEVELS}")
+        pts = self.points
+        if self.uses_mechanism:  # measured / mechanism, both less the launch
+            launch = self.mechanism["launch_us"] * 1e-6
+            measured = np.array([float(pt["measured_ms"]) for pt in pts]) * 1e-3
+            mech_s = np.array(points_mechanism_seconds([pt["mech"] for pt in pts], self.mechanism))
+            values = ((measured - launch) / (mech_s - launch)).tolist()
+        else:                    # efficiency per occupied SM
+            values = [float(pt["eff"]) / float(pt.get("occupancy", 1.0)) for pt in pts]
         by: dict[tuple, dict[float, list[float]]] = {}
-        if self.uses_mechanism:
-            mech_s = points_mechanism_seconds([pt["mech"] for pt in self.points], self.mechanism)
-        for i, pt in enumerate(self.points):
+        for pt, v in zip(pts, values):
             shape = (float(pt["expert_width"]), float(pt["hidden"]), float(pt["local_experts"]))
-            if self.uses_mechanism:  # measured / mechanism, both less the launch
-                launch = self.mechanism["launch_us"] * 1e-6
-                v = (float(pt["measured_ms"]) * 1e-3 - launch) / (mech_s[i] - launch)
-            else:                    # efficiency per occupied SM
-                v = float(pt["eff"]) / float(pt.get("occupancy", 1.0))
             by.setdefault(shape, {}).setdefault(math.log2(pt["rows_per_expert"]), []).append(v)
         for shape, at in by.items():
             xs = sorted(at)  # points at one rows value are averaged (one alone is its own mean)
@@ -554,8 +555,9 @@ def points_mechanism_seconds(features: list[dict], mech: dict) -> list[float]:
         blocks = [f[phase] for f in features]
         width = max(map(len, blocks))
         has = np.arange(width)[:, None] < np.array([len(b) for b in blocks])[None, :]
-        # (block, point) counts and FLOPs per item
-        k, fl = np.array([b + [[0.0, 0.0]] * (width - len(b)) for b in blocks],
+        # (block, point) counts and FLOPs per item (from a flat list: numpy reads nested lists slowly)
+        pad = [[0.0, 0.0]] * width
+        k, fl = np.array([v for b in blocks for pair in b + pad[len(b):] for v in pair],
                          dtype=np.float64).reshape(len(blocks), width, 2).T
         part, n, flops = 0, 0, np.full(len(features), -np.inf)
         for i in range(width):  # in block order, as mechanism_seconds' sums
