@@ -1,4 +1,4 @@
-"""The Gluon FP8 MoK prototype's work list (benchmarks/gluon_fp8_mok.py), on the CPU: the host
+"""The Gluon FP8 MoK pass's work list (mok_kernels/gluon_fp8/mok.py), on the CPU: the host
 twin of the kernel's item decode walks the same list as item_order, and every item's waits
 point to earlier items (the pass's freedom from deadlock, with every program resident)."""
 
@@ -7,7 +7,7 @@ from __future__ import annotations
 import pytest
 import torch
 
-from benchmarks.gluon_fp8_mok import item_at, item_order, tile_minibatch, tile_minibatch_host
+from mok_kernels.gluon_fp8.mok import item_at, item_order, tile_minibatch, tile_minibatch_host
 from mok_kernels.routing import make_routing
 from mok_kernels.schedule import build_schedule
 

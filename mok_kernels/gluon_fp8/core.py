@@ -1,0 +1,193 @@
+"""Building blocks of the FP8 (e4m3) GEMM core in Gluon (Triton's explicit sm_90 frontend) that
+the Gluon FP8 MoK kernel (mok.py) and the GEMM benchmarks (benchmarks/gluon_fp8_gemm.py) share:
+the K-block ring (TMA into STAGES shared buffers, a ready and an empty mbarrier each), block
+scales, the grouped tile order, the gate/up K loop with SwiGLU and h's FP8 quantization, and the
+host side (TMA descriptors, pack_gate_up, the sm_90 compile on a machine without a GPU).
+
+C (M, N) = sum_k A_k (M, 128) B_k (128, N) x sa[m, k] x sb[k, n // 128]: A e4m3 with one scale
+per row per 128 columns, B given as B^T (N, K) (wgmma reads FP8 B K-major) with one scale per
+128 x 128 block (mok_kernels/fp8.py quantize_rows / quantize_weight). Gluon is imported where
+Triton has it; elsewhere ``gluon`` is None and only the host helpers that need no Triton work.
+"""
+
+from __future__ import annotations
+
+BM, BN, BK = 128, 128, 128   # tile rows, tile columns, K block (one scale block)
+WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K registers
+# the FFN gate/up kernel: 4 x (16 KB A + 32 KB [gate | up] B) ring + 2 x 8 KB q = 208 KB <= 227 KB
+FFN_STAGES = 4
+
+try:  # Gluon comes with Triton; where it is missing (a CPU box) the tools say so when run
+    from triton.experimental import gluon
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
+                                                                   warpgroup_mma_wait)
+except ImportError:
+    gluon = None
+
+if gluon is not None:
+    GROUP_M = gl.constexpr(8)          # row tiles that a wave of programs shares (_tile)
+
+    @gluon.constexpr_function
+    def _acc_layout(num_warps, tn):
+        """The wgmma accumulator layout: warps stacked along M, one 16 x tn x 32 instruction."""
+        return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
+                                         instr_shape=[16, tn, 32])
+
+    @gluon.jit
+    def _row_scales(sa_ptr, off_m, M, nk, TM: gl.constexpr, layout: gl.constexpr):
+        """(pointers to each tile row's K-block scales, which rows exist)."""
+        rows = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, layout))
+        return sa_ptr + rows.to(gl.int64) * nk, rows < M
+
+    @gluon.jit
+    def _scale(sa_row, rmask, sb_ptr, pid_n, kb, nk):
+        """Block kb's scale of each row: sa[row, kb] x sb[kb, column block pid_n], sb given
+        transposed (N / 128, nk) (kb past the last block reads the last one's, so a loop may
+        load one block ahead)."""
+        kb = gl.minimum(kb, nk - 1)
+        return (gl.load(sa_row + kb, mask=rmask, other=0.0)
+                * gl.load(sb_ptr + pid_n * nk + kb))
+
+    @gluon.jit
+    def _tile(pid, M, N, TM: gl.constexpr, TN: gl.constexpr, GROUP: gl.constexpr):
+        """(pid_m, pid_n) of tile pid in a 1-D order: GROUP row tiles at a time walk the
+        column tiles, so the A rows that a wave of programs reads stay in L2."""
+        n_m = gl.cdiv(M, TM)
+        per_group = GROUP * gl.cdiv(N, TN)
+        first_m = (pid // per_group) * GROUP
+        rows = gl.minimum(n_m - first_m, GROUP)
+        return first_m + (pid % per_group) % rows, (pid % per_group) // rows
+
+    @gluon.jit
+    def _load_blocks(a_desc, b_desc, a_s, b_s, ready, empty, a_row, b_row, nk, it,
+                     STAGES: gl.constexpr):
+        """The loader's K loop for one item: nk blocks of A rows from a_row and B rows from b_row
+        into the ring from position it, each into a buffer both math warpgroups released;
+        returns the next position."""
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        for k in range(nk):
+            s = it % STAGES
+            mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(a_desc, [a_row, k * TK], ready.index(s), a_s.index(s))
+            tma.async_copy_global_to_shared(b_desc, [b_row, k * TK], ready.index(s), b_s.index(s))
+            it += 1
+        return it
+
+    @gluon.jit
+    def _ring(a_desc, b_desc, STAGES: gl.constexpr, RELEASERS: gl.constexpr):
+        """The K-block ring: STAGES A and B tiles in shared memory, a `ready` mbarrier each (the
+        TMA's bytes landed) and an `empty` one (its RELEASERS math partitions are done with it)."""
+        a_s = gl.allocate_shared_memory(a_desc.dtype, [STAGES] + a_desc.block_type.shape,
+                                        a_desc.layout)
+        b_s = gl.allocate_shared_memory(b_desc.dtype, [STAGES] + b_desc.block_type.shape,
+                                        b_desc.layout)
+        ready = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        empty = gl.allocate_shared_memory(gl.int64, [STAGES, 1], mbarrier.MBarrierLayout())
+        for i in gl.static_range(STAGES):
+            mbarrier.init(ready.index(i), count=1)
+            mbarrier.init(empty.index(i), count=RELEASERS)
+        return a_s, b_s, ready, empty
+
+    @gluon.jit
+    def _release_blocks(ready, empty, it, nk, STAGES: gl.constexpr):
+        """Take and free the nk ring buffers from position it on without using them: a math
+        warpgroup whose half of a tile holds no row keeps its place in the loader's sequence."""
+        for k in range(nk):
+            s = (it + k) % STAGES
+            mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
+            mbarrier.arrive(empty.index(s), count=1)
+
+    @gluon.constexpr_function
+    def _out_layouts(num_warps, tm, tn):
+        """(shared layout of a tm x tn bf16 tile, registers layout that reads it back as 8
+        consecutive columns a thread, a row of tn columns a half-warp: 16-byte coalesced stores)."""
+        return (gl.NVMMASharedLayout.get_default_for([tm, tn], gl.bfloat16),
+                gl.BlockedLayout([1, 8], [32 * 8 // tn, tn // 8], [num_warps, 1], [1, 0]))
+
+    @gluon.jit
+    def _ffn_gate_up_tile(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, it,
+                          ROW0: gl.constexpr, TM: gl.constexpr, TN: gl.constexpr,
+                          mma: gl.constexpr, STAGES: gl.constexpr):
+        """One item's K loop for rows ROW0 ... ROW0 + TM of the ring's A blocks: per K block
+        the gate half's MMA, waited for and scaled into acc_g, then the up half's into acc_u
+        through the same MMA result (ws2w's schedule: two sums and one result, 192 registers;
+        a second result in flight would need 256). Each scale step runs under the other
+        warpgroup's MMA. Returns (acc_g, acc_u)."""
+        acc_g = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        acc_u = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        for k in range(nk):
+            s = (it + k) % STAGES
+            mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
+            sa_k = gl.load(sa_row + k, mask=rmask, other=0.0)      # loads under the MMA
+            sb_g = gl.load(sb_ptr + sb_row * nk + k)
+            a = a_s.index(s).slice(ROW0, TM)
+            t = warpgroup_mma(a, b_s.index(s).slice(0, TN).permute((1, 0)), t, use_acc=False,
+                              is_async=True)
+            t = warpgroup_mma_wait(num_outstanding=0, deps=(t, ))
+            acc_g = gl.fma(t, (sa_k * sb_g)[:, None], acc_g)
+            # an empty wait that names acc_g: the gate scale step stays before the up MMA, so
+            # both MMA results share registers (as in _wide_math_persistent)
+            t = warpgroup_mma_wait(num_outstanding=0, deps=(t, acc_g))[0]
+            sb_u = gl.load(sb_ptr + (sb_row + 1) * nk + k)
+            t = warpgroup_mma(a, b_s.index(s).slice(TN, TN).permute((1, 0)), t, use_acc=False)
+            mbarrier.arrive(empty.index(s), count=1)
+            acc_u = gl.fma(t, (sa_k * sb_u)[:, None], acc_u)
+        return acc_g, acc_u
+
+    @gluon.jit
+    def _ffn_quant(acc_g, acc_u):
+        """SwiGLU and the FP8 quantization of its (TM, 128) block, one scale a row, by
+        mok_kernels/fp8.py's rule (the megakernel's quant_rows): h = silu(g) u in float32,
+        amax = max(max |h|, 1e-12), q = e4m3(clamp(h x (448 / amax), -448, 448)) (correctly
+        rounded division; the cast rounds to nearest even), scale = amax / 448 (correctly
+        rounded). Returns (h, q, scale)."""
+        h = acc_g / (1.0 + gl.exp(-acc_g)) * acc_u
+        amax = gl.maximum(gl.max(gl.abs(h), axis=1), 1e-12)
+        fmax = gl.full(amax.shape, 448.0, gl.float32, amax.type.layout)
+        inv = gl.div_rn(fmax, amax)
+        q = gl.minimum(gl.maximum(h * inv[:, None], -448.0), 448.0).to(gl.float8e4nv)
+        return h, q, gl.div_rn(amax, fmax)
+
+
+def _desc(t, block: list, dtype):
+    """A TMA descriptor of the 2-D tensor t in `block` tiles (the default NVMMA layout)."""
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.nvidia.hopper import TensorDescriptor
+
+    layout = gl.NVMMASharedLayout.get_default_for(block, dtype)
+    return TensorDescriptor(t, list(t.shape), list(t.stride()), block, layout)
+
+
+def pack_gate_up(wg_t, sg, wu_t, su) -> tuple:
+    """W_gu^T as the megakernel packs it, from the gate and up weights given K-major (E, I, H)
+    e4m3 with block scales (E, I/128, H/128): (E, 2I, H), for each 128-row block nb the gate's
+    rows then the up's (rows 256 nb ... 256 nb + 127 gate block nb, the next 128 up block nb),
+    and scales (E, 2I/128, H/128) alike (gate block nb's row 2 nb, up's 2 nb + 1)."""
+    import torch
+
+    e, i, h = wg_t.shape
+    w = torch.stack((wg_t.reshape(e, i // BN, BN, h), wu_t.reshape(e, i // BN, BN, h)), dim=2)
+    sc = torch.stack((sg, su), dim=2)
+    return w.reshape(e, 2 * i, h).contiguous(), sc.reshape(e, 2 * i // BN, -1).contiguous()
+
+
+def _compile_sm90(fn, args, options):
+    """triton.compile for sm_90 of the Gluon kernel fn as a launch with args would specialize
+    it (CPU tensors standing in for the operands)."""
+    import triton
+    from triton.backends.compiler import GPUTarget
+    from triton.compiler import make_backend
+    from triton.experimental.gluon._runtime import GluonASTSource
+    from triton.runtime.jit import create_function_from_signature
+
+    target = GPUTarget("cuda", 90, 32)
+    backend = make_backend(target)
+    binder = create_function_from_signature(fn.signature, fn.params, backend)
+    kwargs = {**options, "debug": False}
+    bound, spec, _ = binder(*args, **kwargs)
+    options, signature, constexprs, attrs = fn._pack_args(backend, kwargs, bound, spec, None)
+    src = GluonASTSource(fn, signature, constexprs, attrs)
+    return triton.compile(src, target=target, options=options.__dict__)

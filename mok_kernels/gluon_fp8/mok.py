@@ -1,0 +1,731 @@
+"""The FP8 MoK forward pass of one emulated rank as ONE persistent Gluon kernel (sm_90) plus the
+Triton megakernel's epilogue (issue 14: the FP8 pass on the Gluon core of core.py, whose FFN
+ran 1.55-1.77x torch's BF16 grouped FFN). MoKLayer runs it as
+``KernelConfig(precision="fp8", fp8_kernel="gluon")``; benchmarks/gluon_fp8_mok.py checks and
+times its variants.
+
+Stage: comm and compute overlap in one launch (pull dispatch, push combine, capacity 1.0, lag 1).
+- Host: mok_kernels.schedule.build_schedule(rank=r, capacity 1.0, minibatch MB, block_m 128);
+  weights quantized by mok_kernels/fp8.py (quantize_weight), gate/up packed as --ffn packs them
+  (pack_gate_up), the shared expert (width I, or none) as one more expert (index EL). One buffer A
+  (N + C + 128, H) e4m3 holds the rank's N home tokens (the shared expert's rows) then the C-row
+  ring; h (N + C + 128, I) e4m3 alike, with 1 x 128 scales.
+- Home tokens: every program's math warpgroups (knob home; else the comm programs') quantize a
+  share of them into A[0, N) (fp8.py's rule, bit for bit) and release-add the landed rows (gpu
+  scope) to one counter.
+- Comm programs (the first COMM program ids; both math warpgroups of each, 64 rows a chunk):
+  minibatch by minibatch copy x_all[recv_src[j]] into A[N + j] quantized and release-add the
+  minibatch's counter; then (knob join) they take items of the list's tail too.
+- Compute programs walk one static, globally ordered item list (shared gate/up items, then per
+  minibatch its gate/up items then its down items, then the shared down items; item i -> compute
+  program i mod n_compute). Gate/up items are the --ffn kernel's (<= 128 rows of one expert x one
+  128-column block of h, SwiGLU and h's 1 x 128 quantization fused); down items the grouped
+  ws2d1 K loop. The load warp acquire-waits (bounded spin; on timeout an error word is set, every
+  later wait gives up at once and the epilogue writes NaN) before each item's loads: gate/up on its
+  minibatch's landed rows, down on its row tile's counter, which the math warpgroups release-add
+  after storing q / scales of h (fence.proxy.async.global on both sides: generic stores, TMA
+  loads). The math warpgroups acquire the same counter before reading scales with plain loads.
+  Down items store each bf16 row from registers to comb[recv_slot[row]] (shared ones to
+  sh_out[token]), masked to the tile's rows. Then the megakernel's epilogue kernel.
+Dependencies only point to earlier items and every program takes its items in order, so with all
+programs resident (grid <= SMs, one program an SM by shared memory) the pass cannot deadlock.
+"""
+
+from __future__ import annotations
+
+from .core import BK, BM, BN, FFN_STAGES, WS_MAXNREG, _compile_sm90, _desc, gluon, pack_gate_up
+
+# Default knobs: the best worst case of kimi-k2 / glm-5 EP 8, 4,096 tokens (1.27x / 1.30x the
+# Triton BF16 megakernel; benchmarks/device/s26_fp8c.sh, mok_kernels/logs_s26/s26c/mok.log).
+# Before session 26: 32 comm programs, no join, no ys, no home (1.12x / 1.17x in that run).
+COMM_SMS = 24
+JOIN = 350
+YS = True
+HOME = True
+MINIBATCH = 4096
+MAX_SPIN = 1 << 22          # acquire polls before a wait gives up (~seconds)
+CHUNK_ROWS = 64             # rows a comm warpgroup quantizes at a time (16 where every
+                            # program takes a share of the home tokens, knob home)
+
+if gluon is not None:
+    from triton.experimental.gluon import language as gl
+    from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
+                                                                   warpgroup_mma_wait)
+
+    from .core import (GROUP_M, _acc_layout, _ffn_gate_up_tile, _ffn_quant, _load_blocks,
+                       _out_layouts, _release_blocks, _ring, _row_scales, _scale, _tile)
+
+    @gluon.jit
+    def _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, p, k, t_new, t_old,
+                 acc, sc_old, ROW0: gl.constexpr, STAGES: gl.constexpr):
+        """gluon_fp8_gemm's _dual_step (no producer) on the first 128 rows of the B buffers."""
+        TM: gl.constexpr = t_new.shape[0]
+        TN: gl.constexpr = t_new.shape[1]
+        s = p % STAGES
+        mbarrier.wait(ready.index(s), (p // STAGES) & 1)
+        t_new = warpgroup_mma(a_s.index(s).slice(ROW0, TM),
+                              b_s.index(s).slice(0, TN).permute((1, 0)),
+                              t_new, use_acc=False, is_async=True)
+        sc_new = _scale(sa_row, rmask, sb_ptr, sb_row, k, nk)
+        t_old = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, ))
+        mbarrier.arrive(empty.index((p - 1) % STAGES), count=1)
+        acc = gl.fma(t_old, sc_old[:, None], acc)
+        t_old, acc = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, acc))
+        return t_new, t_old, acc, sc_new
+
+    @gluon.jit
+    def _dn_tile(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, it,
+                 ROW0: gl.constexpr, TM: gl.constexpr, TN: gl.constexpr, mma: gl.constexpr,
+                 STAGES: gl.constexpr):
+        """gluon_fp8_gemm's _dual_tile (two MMAs in flight, no producer) for a down item."""
+        acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t0 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t1 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        s = it % STAGES
+        mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+        t0 = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).slice(0, TN).permute((1, 0)),
+                           t0, use_acc=False, is_async=True)
+        sc0 = _scale(sa_row, rmask, sb_ptr, sb_row, 0, nk)
+        for k in range(1, nk - 1, 2):
+            t1, t0, acc, sc1 = _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row,
+                                        nk, it + k, k, t1, t0, acc, sc0, ROW0, STAGES)
+            t0, t1, acc, sc0 = _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row,
+                                        nk, it + k + 1, k + 1, t0, t1, acc, sc1, ROW0, STAGES)
+        if nk % 2 == 0:
+            t_end, _, acc, sc_fin = _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr,
+                                             sb_row, nk, it + nk - 1, nk - 1, t1, t0, acc, sc0,
+                                             ROW0, STAGES)
+            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_end, ))
+        else:
+            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t0, ))
+            sc_fin = sc0
+        mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
+        return gl.fma(t_fin, sc_fin[:, None], acc)
+
+    @gluon.jit
+    def _fence_async_global():
+        """Order this thread's generic-proxy global accesses before its later async-proxy (TMA)
+        ones (and the reverse)."""
+        gl.inline_asm_elementwise("fence.proxy.async.global; mov.u32 $0, 0;", "=r", [],
+                                  dtype=gl.int32, is_pure=False, pack=1)
+
+    @gluon.jit
+    def _wait_geq(ptr, target, err_ptr, max_spin):
+        """Acquire (gpu scope) until *ptr >= target; after max_spin polls, or once the error word
+        is set, give up and set it (the pass's output is then NaN, never used)."""
+        v = gl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+        spins = 0
+        while (v < target) & (spins < max_spin):
+            v = gl.atomic_add(ptr, 0, sem="acquire", scope="gpu")
+            spins += 1
+            if spins % 256 == 0:
+                if gl.load(err_ptr, volatile=True) != 0:
+                    spins = max_spin
+        if v < target:
+            gl.atomic_or(err_ptr, 1, sem="relaxed", scope="gpu")
+
+    @gluon.jit
+    def _signal(ptr, count):
+        """This partition's earlier stores visible (gpu scope), then add count (release)."""
+        _fence_async_global()
+        gl.thread_barrier()
+        if count > 0:
+            gl.atomic_add(ptr, count, sem="release", scope="gpu")
+
+    @gluon.jit
+    def _quant_block(q_ptr, qs_ptr, d64, m, kb, nkb, H, x):
+        """One 128-column block x (bf16, rows d64) quantized by fp8.py's rule and stored."""
+        layout: gl.constexpr = x.type.layout
+        cols = gl.arange(0, 128, layout=gl.SliceLayout(0, layout))
+        xf = x.to(gl.float32)
+        amax = gl.maximum(gl.max(gl.abs(xf), axis=1), 1e-12)
+        fmax = gl.full(amax.shape, 448.0, gl.float32, amax.type.layout)
+        inv = gl.div_rn(fmax, amax)
+        q = gl.minimum(gl.maximum(xf * inv[:, None], -448.0), 448.0).to(gl.float8e4nv)
+        gl.store(q_ptr + d64[:, None] * H + kb * 128 + cols[None, :], q, mask=m[:, None])
+        gl.store(qs_ptr + d64 * nkb + kb, gl.div_rn(amax, fmax), mask=m)
+
+    @gluon.jit
+    def _quant_copy(x_ptr, a_ptr, as_ptr, src, dst, m, H, RB: gl.constexpr, layout: gl.constexpr,
+                    CU: gl.constexpr):
+        """Rows src of x (bf16) into rows dst of A (e4m3) and their 1 x 128 scales, fp8.py's rule:
+        amax = max(max |x|, 1e-12), q = e4m3(clamp(x (448 / amax))), scale = amax / 448.
+        CU (1 or 2) 128-column blocks loaded before the first is quantized (bytes in flight;
+        H / 128 a multiple of CU)."""
+        cols = gl.arange(0, 128, layout=gl.SliceLayout(0, layout))
+        nkb = H // 128
+        s64 = src.to(gl.int64)
+        d64 = dst.to(gl.int64)
+        xp = x_ptr + s64[:, None] * H + cols[None, :]
+        for kb in range(0, nkb, CU):
+            x0 = gl.load(xp + kb * 128, mask=m[:, None], other=0.0)
+            if CU == 2:
+                x1 = gl.load(xp + (kb + 1) * 128, mask=m[:, None], other=0.0)
+            _quant_block(a_ptr, as_ptr, d64, m, kb, nkb, H, x0)
+            if CU == 2:
+                _quant_block(a_ptr, as_ptr, d64, m, kb + 1, nkb, H, x1)
+
+    @gluon.jit
+    def _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, worker, workers, RB: gl.constexpr,
+              CU: gl.constexpr):
+        """The home tokens' share of one worker (a math warpgroup), RB rows at a time (chunk c
+        -> worker c mod workers), then its landed rows released to the home counter."""
+        layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [gl.num_warps(), 1], [1, 0])
+        rr = gl.arange(0, RB, layout=gl.SliceLayout(1, layout))
+        cnt = 0
+        for c in range(worker * RB, NSH, workers * RB):
+            rows = c + rr
+            _quant_copy(x_ptr, a_ptr, as_ptr, tok0 + rows, rows, rows < NSH, H, RB, layout, CU)
+            cnt += gl.minimum(NSH - c, RB)
+        _signal(sync_ptr + 1, cnt)
+
+    @gluon.jit
+    def _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, worker,
+              workers, home, CU: gl.constexpr):
+        """A comm worker (one math warpgroup of a comm program): the home tokens (unless every
+        program takes them, home != 0), then each minibatch's ring rows, CHUNK_ROWS at a time
+        (chunk c -> worker c mod workers); after each segment its landed rows released to the
+        segment's counter."""
+        RB: gl.constexpr = 64
+        layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [gl.num_warps(), 1], [1, 0])
+        rr = gl.arange(0, RB, layout=gl.SliceLayout(1, layout))
+        if home == 0:
+            _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, worker, workers, RB, CU)
+        for mbi in range(gl.load(num_mb)):
+            lo = gl.load(mb_row + mbi)
+            hi = gl.load(mb_row + mbi + 1)
+            cnt = 0
+            for c in range(lo + worker * RB, hi, workers * RB):
+                j = c + rr
+                m = j < hi
+                src = gl.load(recv_src + j, mask=m, other=0)
+                _quant_copy(x_ptr, a_ptr, as_ptr, src, N + j, m, H, RB, layout, CU)
+                cnt += gl.minimum(hi - c, RB)
+            _signal(sync_ptr + 2 + mbi, cnt)
+
+    @gluon.jit
+    def _walk(knob_ptr, total):
+        """This program's walk of the global item list (knobs: comm programs, mode, join):
+        (first item, join point J0, compute programs NC, programs P). Items [0, J0) go round
+        robin to the compute programs (item i -> program COMM + i mod NC), items [J0, total) to
+        all P programs (J0 + x -> program x mod P), so every program's items rise in global
+        order; J0 = total x join / 1000 (join >= 1000: no join, J0 = total). Mode 1 (comm
+        only): no items. Next item: _walk_next."""
+        COMM = gl.load(knob_ptr)
+        mode = gl.load(knob_ptr + 1)
+        join = gl.load(knob_ptr + 2)
+        pid = gl.program_id(0)
+        P = gl.num_programs(0)
+        tot = gl.where(mode == 1, 0, total)
+        j0 = gl.where(join >= 1000, tot, (tot * gl.minimum(join, 1000)) // 1000)
+        i = j0 + pid
+        if pid >= COMM:
+            i = pid - COMM
+            if i >= j0:
+                i = j0 + pid
+        return i, j0, P - COMM, P, tot
+
+    @gluon.jit
+    def _walk_next(i, j0, NC, P):
+        nx = i + P
+        if i < j0:
+            nx = i + NC
+            if nx >= j0:
+                nx = j0 + gl.program_id(0)
+        return nx
+
+    @gluon.jit
+    def _mok_item(i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
+                  NBG, NBD, T_MAX, MB_MAX):
+        """Item i of the global list: (kind 0 gate/up or 1 down, first A / h row of its tile, the
+        tile's end row, expert, column block, sync word to wait on, its target, row tile u)."""
+        TM: gl.constexpr = 128
+        nt_s = gl.cdiv(NSH, TM)
+        s_gu = nt_s * NBG
+        nb_all = NBG + NBD
+        r_end = s_gu + num_tiles * nb_all
+        kind = 0
+        o = i
+        ntl = nt_s
+        t0 = 0
+        ncols = NBG
+        if i >= s_gu:
+            if i < r_end:
+                r = i - s_gu
+                q = r // nb_all
+                t0r = gl.load(t_mb + q)
+                ntr = gl.load(t_mb + T_MAX + q)
+                o = r - t0r * nb_all
+                t0 = nt_s + t0r
+                ntl = ntr
+                if o >= ntr * NBG:
+                    kind = 1
+                    o = o - ntr * NBG
+                    ncols = NBD
+            else:
+                kind = 1
+                o = i - r_end
+                ncols = NBD
+        tt, nb = _tile(o, ntl * TM, ncols * TM, TM, TM, GROUP_M)
+        u = t0 + tt
+        row0 = u * TM
+        end = gl.minimum(row0 + TM, NSH)
+        expert = EL
+        woff = 1
+        wtgt = NSH
+        if u >= nt_s:
+            t = u - nt_s
+            row0 = N + gl.load(tile_row0 + t)
+            end = row0 + gl.load(tile_rows + t)
+            expert = gl.load(tile_expert + t)
+            mbi = gl.load(t_mb + 2 * T_MAX + t)
+            woff = 2 + mbi
+            wtgt = gl.load(mb_row + mbi + 1) - gl.load(mb_row + mbi)
+        if kind == 1:
+            woff = 2 + MB_MAX + u
+            wtgt = 2 * NBG
+        return kind, row0, end, expert, nb, woff, wtgt, u
+
+    @gluon.jit
+    def _n_items(NSH, num_tiles_ptr, NBG, NBD):
+        nt_s = gl.cdiv(NSH, 128)
+        return nt_s * (NBG + NBD) + gl.load(num_tiles_ptr) * (NBG + NBD)
+
+    @gluon.jit
+    def _mok_loader(a_desc, h_desc, wgu_desc, wd_desc, a_s, b_s, ready, empty, num_tiles_ptr,
+                    t_mb, tile_expert, tile_row0, tile_rows, mb_row, sync_ptr, N, NSH, H, I, EL,
+                    T_MAX, MB_MAX, knob_ptr, max_spin, STAGES: gl.constexpr):
+        """Load partition (one warp) of a compute program: each item's wait, then its K blocks
+        into the ring (gate/up: A rows and a 256 x 128 [gate | up] box; down: h rows and a
+        128 x 128 W_d^T box in the first half of the B buffer)."""
+        TK: gl.constexpr = 128
+        TN: gl.constexpr = 128
+        NBG = I // TN
+        NBD = H // TN
+        num_tiles = gl.load(num_tiles_ptr)
+        i, j0, NC, P, total = _walk(knob_ptr, _n_items(NSH, num_tiles_ptr, NBG, NBD))
+        it = 0
+        while i < total:
+            kind, row0, end, expert, nb, woff, wtgt, u = _mok_item(
+                i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
+                NBG, NBD, T_MAX, MB_MAX)
+            _wait_geq(sync_ptr + woff, wtgt, sync_ptr, max_spin)
+            _fence_async_global()
+            if kind == 0:
+                n0 = expert * 2 * I + nb * 2 * TN
+                it = _load_blocks(a_desc, wgu_desc, a_s, b_s, ready, empty, row0, n0, NBD, it,
+                                  STAGES)
+            else:
+                n0 = expert * H + nb * TN
+                for k in range(NBG):
+                    s = it % STAGES
+                    mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
+                    mbarrier.expect(ready.index(s),
+                                    h_desc.block_type.nbytes + wd_desc.block_type.nbytes)
+                    tma.async_copy_global_to_shared(h_desc, [row0, k * TK], ready.index(s),
+                                                    a_s.index(s))
+                    tma.async_copy_global_to_shared(wd_desc, [n0, k * TK], ready.index(s),
+                                                    b_s.index(s).slice(0, TN))
+                    it += 1
+            i = _walk_next(i, j0, NC, P)
+
+    @gluon.jit
+    def _mok_math(a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr, hs_ptr,
+                  sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot, num_tiles_ptr, t_mb,
+                  tile_expert, tile_row0, tile_rows, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, I,
+                  EL, T_MAX, MB_MAX, knob_ptr, max_spin, ROW0: gl.constexpr,
+                  STAGES: gl.constexpr, CU: gl.constexpr, YS: gl.constexpr):
+        """A math warpgroup: in a comm program a comm worker (_comm, unless mode 2), then (join)
+        the program's share of the list's tail; in a compute program rows ROW0 ... ROW0 + 64 of
+        each item's tile (gate/up as --ffn's _ffn_math, down as _dual_math_grouped with the row
+        scatter to the combine slots). YS: q and y stored through shared memory (one 16 KB tile
+        a warpgroup, 16-byte coalesced stores) instead of from the MMA layout."""
+        TM: gl.constexpr = 64
+        TN: gl.constexpr = 128
+        pid = gl.program_id(0)
+        COMM = gl.load(knob_ptr)
+        copies = gl.load(knob_ptr + 1) != 2
+        home = gl.load(knob_ptr + 3)
+        if copies & (home != 0):       # every program's share of the home tokens first
+            _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, pid * 2 + ROW0 // TM,
+                  2 * gl.num_programs(0), 16, CU)
+        if pid < COMM:
+            if copies:
+                _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H,
+                      pid * 2 + ROW0 // TM, 2 * COMM, home, CU)
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
+        if YS:
+            layouts: gl.constexpr = _out_layouts(gl.num_warps(), TM, TN)
+            out: gl.constexpr = layouts[1]
+            c_s = gl.allocate_shared_memory(gl.bfloat16, [TM, TN], layouts[0])
+            q_layout: gl.constexpr = gl.NVMMASharedLayout.get_default_for([TM, TN],
+                                                                           gl.float8e4nv)
+            q_out: gl.constexpr = gl.BlockedLayout([1, 16], [32 * 16 // TN, TN // 16],
+                                                   [gl.num_warps(), 1], [1, 0])
+        NBG = I // TN
+        NBD = H // TN
+        num_tiles = gl.load(num_tiles_ptr)
+        i, j0, NC, P, total = _walk(knob_ptr, _n_items(NSH, num_tiles_ptr, NBG, NBD))
+        it = 0
+        while i < total:
+            kind, row0, end, expert, nb, woff, wtgt, u = _mok_item(
+                i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
+                NBG, NBD, T_MAX, MB_MAX)
+            _wait_geq(sync_ptr + woff, wtgt, sync_ptr, max_spin)   # scales: plain loads
+            off_m = row0 + ROW0
+            if kind == 0:
+                if off_m < end:
+                    sa_row, rm = _row_scales(as_ptr, off_m, end, NBD, TM, mma)
+                    acc_g, acc_u = _ffn_gate_up_tile(a_s, b_s, ready, empty, sa_row, rm,
+                                                     sgu_ptr, expert * 2 * NBG + 2 * nb, NBD,
+                                                     it, ROW0, TM, TN, mma, STAGES)
+                    h, q, hsc = _ffn_quant(acc_g, acc_u)
+                    rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
+                    rmask = rows_m < end
+                    r64 = rows_m.to(gl.int64)
+                    gl.store(hs_ptr + r64 * NBG + nb, hsc, mask=rmask)
+                    if YS:
+                        q_s = c_s._reinterpret(gl.float8e4nv, [TM, TN], q_layout)
+                        q_s.store(q)
+                        rows_o = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, q_out))
+                        cols_o = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, q_out))
+                        gl.store(h_ptr + rows_o.to(gl.int64)[:, None] * I + cols_o[None, :],
+                                 q_s.load(q_out), mask=(rows_o < end)[:, None])
+                    else:
+                        cols_m = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
+                        gl.store(h_ptr + r64[:, None] * I + cols_m[None, :], q,
+                                 mask=rmask[:, None])
+                else:
+                    _release_blocks(ready, empty, it, NBD, STAGES)
+                it += NBD
+                _signal(sync_ptr + 2 + MB_MAX + u, 1)
+            else:
+                if off_m < end:
+                    sa_row, rm = _row_scales(hs_ptr, off_m, end, NBG, TM, mma)
+                    acc = _dn_tile(a_s, b_s, ready, empty, sa_row, rm, sd_ptr,
+                                   expert * NBD + nb, NBG, it, ROW0, TM, TN, mma, STAGES)
+                    y = acc.to(gl.bfloat16)
+                    if YS:
+                        c_s.store(y)
+                        rows_o = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, out))
+                        cols_o = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, out))
+                        omask = rows_o < end
+                        if u * 128 < NSH:          # a shared tile: rows are home tokens
+                            optr = sh_ptr + rows_o.to(gl.int64)[:, None] * H + cols_o[None, :]
+                        else:
+                            slot = gl.load(recv_slot + (rows_o - N), mask=omask, other=0)
+                            optr = (comb_ptr + slot.to(gl.int64)[:, None] * H
+                                    + cols_o[None, :])
+                        gl.store(optr, c_s.load(out), mask=omask[:, None])
+                    else:
+                        rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
+                        cols_m = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
+                        rmask = rows_m < end
+                        if u * 128 < NSH:          # a shared tile: rows are home tokens
+                            gl.store(sh_ptr + rows_m.to(gl.int64)[:, None] * H
+                                     + cols_m[None, :], y, mask=rmask[:, None])
+                        else:
+                            slot = gl.load(recv_slot + (rows_m - N), mask=rmask, other=0)
+                            gl.store(comb_ptr + slot.to(gl.int64)[:, None] * H
+                                     + cols_m[None, :], y, mask=rmask[:, None])
+                else:
+                    _release_blocks(ready, empty, it, NBG, STAGES)
+                it += NBG
+            i = _walk_next(i, j0, NC, P)
+
+    @gluon.jit
+    def fp8_mok_kernel(a_desc, h_desc, wgu_desc, wd_desc, x_ptr, a_ptr, as_ptr, h_ptr, hs_ptr,
+                       sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot, num_tiles_ptr,
+                       t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb, sync_ptr, tok0,
+                       N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, STAGES: gl.constexpr,
+                       CU: gl.constexpr, YS: gl.constexpr, num_warps: gl.constexpr):
+        """The whole FP8 MoK pass of one rank (module docstring): comm programs then compute
+        programs, each with two math warpgroups (240 registers) and a load warp (24). knob_ptr:
+        int32 (comm programs, mode 0 pass / 1 comm only / 2 compute only, join permille)."""
+        a_s, b_s, ready, empty = _ring(a_desc, wgu_desc, STAGES, 2)
+        gl.warp_specialize([
+            (_mok_math, (a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr,
+                         hs_ptr, sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot,
+                         num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb,
+                         sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, 0,
+                         STAGES, CU, YS)),
+            (_mok_math, (a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr,
+                         hs_ptr, sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot,
+                         num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb,
+                         sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, 64,
+                         STAGES, CU, YS)),
+            (_mok_loader, (a_desc, h_desc, wgu_desc, wd_desc, a_s, b_s, ready, empty,
+                           num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row,
+                           sync_ptr, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin,
+                           STAGES)),
+        ], [4, 1], [240, 24])
+
+
+def item_order(nsh: int, mb_tile: list[int], num_tiles: int, nbg: int, nbd: int,
+               group_m: int = 8) -> list[tuple]:
+    """The kernel's global item list on the host (for tests): (kind, row tile u, column block),
+    in the order _mok_item decodes it (shared tiles u < ceil(nsh/128), routed u = that + t)."""
+    def tile(pid, n_m, n_n):
+        per = group_m * n_n
+        first = (pid // per) * group_m
+        rows = min(n_m - first, group_m)
+        return first + (pid % per) % rows, (pid % per) // rows
+
+    nt_s = -(-nsh // 128)
+    out = [("gu", *tile(o, nt_s, nbg)) for o in range(nt_s * nbg)]
+    for t0, t1 in zip(mb_tile[:-1], mb_tile[1:]):
+        if t0 >= num_tiles:
+            break
+        nt = t1 - t0
+        for kind, ncols in (("gu", nbg), ("dn", nbd)):
+            out += [(kind, nt_s + t0 + tt, nb)
+                    for tt, nb in (tile(o, nt, ncols) for o in range(nt * ncols))]
+    out += [("dn", *tile(o, nt_s, nbd)) for o in range(nt_s * nbd)]
+    return out
+
+
+def item_at(i: int, nsh: int, mb_tile: list[int], num_tiles: int, nbg: int, nbd: int,
+            t_max: int, group_m: int = 8) -> tuple:
+    """_mok_item's decode of item i in Python (its arithmetic, for the CPU test)."""
+    def tile(pid, n_m, n_n):
+        per = group_m * n_n
+        first = (pid // per) * group_m
+        rows = min(n_m - first, group_m)
+        return first + (pid % per) % rows, (pid % per) // rows
+
+    t_mb = tile_minibatch_host(mb_tile, t_max)
+    nt_s = -(-nsh // 128)
+    s_gu, nb_all = nt_s * nbg, nbg + nbd
+    r_end = s_gu + num_tiles * nb_all
+    kind, o, ntl, t0, ncols = "gu", i, nt_s, 0, nbg
+    if i >= s_gu:
+        if i < r_end:
+            r = i - s_gu
+            q = r // nb_all
+            t0r, ntr = t_mb[0][q], t_mb[1][q]
+            o, t0, ntl = r - t0r * nb_all, nt_s + t0r, ntr
+            if o >= ntr * nbg:
+                kind, o, ncols = "dn", o - ntr * nbg, nbd
+        else:
+            kind, o, ncols = "dn", i - r_end, nbd
+    tt, nb = tile(o, ntl, ncols)
+    return kind, t0 + tt, nb
+
+
+def tile_minibatch_host(mb_tile: list[int], t_max: int) -> list[list[int]]:
+    """Host twin of tile_minibatch."""
+    import bisect
+    mb_max = len(mb_tile) - 1
+    first, cnt, mb = [], [], []
+    for t in range(t_max):
+        m = min(max(bisect.bisect_right(mb_tile, t) - 1, 0), mb_max - 1)
+        first.append(mb_tile[m])
+        cnt.append(mb_tile[m + 1] - mb_tile[m])
+        mb.append(m)
+    return [first, cnt, mb]
+
+
+def tile_minibatch(mb_tile, t_idx):
+    """(3, T_max) int32 on the device, tensor ops only: for each tile the first tile of its
+    minibatch, the minibatch's tile count, the minibatch (for the kernel's item decode)."""
+    import torch
+    mb_max = mb_tile.shape[0] - 1
+    m = (torch.searchsorted(mb_tile, t_idx, right=True) - 1).clamp(0, mb_max - 1)
+    first = mb_tile[m]
+    return torch.stack((first, mb_tile[m + 1] - first, m.to(torch.int32))).to(torch.int32)
+
+
+def refusal(h: int, i: int, shared: int, experts: int, ep: int, rank: int = 0) -> str | None:
+    """Why the prototype cannot run a layer shape (H, I and the shared width, experts over EP
+    ranks), or None."""
+    if experts % ep or not 0 <= rank < ep:
+        return f"E={experts}, EP={ep}, rank={rank}: E divisible by EP, 0 <= rank < EP"
+    if h % 128 or i % 128:
+        return f"H={h}, I={i}: must be multiples of 128"
+    if shared not in (0, i):
+        return f"shared width {shared}: 0 or I={i} only"
+    return None
+
+
+class GluonFP8MoK:
+    """One emulated rank's FP8 MoK pass on the Gluon kernel. w: MoEWeights (all E experts, or
+    with local_weights only this rank's E/P); refuses what the prototype does not do."""
+
+    def __init__(self, w, ep: int, tokens: int, topk: int, rank: int, *, num_experts=None,
+                 local_weights: bool = False, minibatch: int = MINIBATCH, comm: int = COMM_SMS,
+                 capacity: float = 1.0, dispatch: str = "pull", combine: str = "push",
+                 lag: int = 1, group=None, max_spin: int = MAX_SPIN, device: str = "cuda",
+                 cu: int = 1, ys: bool = YS, join: int = JOIN, mode: int = 0,
+                 home: bool = HOME):
+        import torch
+
+        from mok_kernels.fp8 import quantize_weight
+        from mok_kernels.megakernel import _kernels
+        from mok_kernels.schedule import capacity_rows
+
+        if gluon is None:
+            raise ValueError("needs Triton with Gluon (triton.experimental.gluon)")
+        if group is not None:
+            raise ValueError("gluon FP8 MoK: rank emulation on one GPU only (no group mode)")
+        if dispatch != "pull" or combine != "push":
+            raise ValueError(f"gluon FP8 MoK: pull dispatch and push combine only (got "
+                             f"{dispatch}/{combine})")
+        if capacity != 1.0:
+            raise ValueError(f"gluon FP8 MoK: capacity 1.0 only (the ring holds all C rows; "
+                             f"got {capacity})")
+        if lag != 1:
+            raise ValueError(f"gluon FP8 MoK: lag 1 only (got {lag})")
+        e_w, h, i = (int(s) for s in w.wg.shape)
+        e = num_experts if num_experts is not None else (e_w * ep if local_weights else e_w)
+        ish = 0 if w.sg is None else int(w.sg.shape[1])
+        shape_refusal = refusal(h, i, ish, e, ep, rank)
+        if shape_refusal:
+            raise ValueError(shape_refusal)
+        if minibatch < 1:
+            raise ValueError("minibatch must be >= 1")
+        self.ep, self.n, self.k, self.rank, self.E, self.H, self.I = ep, tokens, topk, rank, e, h, i
+        self.el, self.mb, self.comm, self.max_spin = e // ep, minibatch, comm, max_spin
+        self.has_shared = ish > 0
+        self.nsh = tokens if self.has_shared else 0
+        dev, f8 = device, torch.float8_e4m3fn
+        lo = 0 if local_weights else rank * self.el
+        gq, gs, uq, us, dq, ds = [], [], [], [], [], []
+        mats = [(w.wg[x], w.wu[x], w.wd[x]) for x in range(lo, lo + self.el)]
+        mats.append((w.sg, w.su, w.sd) if self.has_shared else
+                    (torch.zeros(h, i), torch.zeros(h, i), torch.zeros(i, h)))
+        for g_, u_, d_ in mats:
+            for src, qs, ss in ((g_, gq, gs), (u_, uq, us), (d_, dq, ds)):
+                q, s = quantize_weight(src.to(dev).float())        # (K, N), (K/128, N/128)
+                qs.append(q.t().contiguous())
+                ss.append(s.t().contiguous())
+        self.wgu, self.sgu = pack_gate_up(torch.stack(gq), torch.stack(gs), torch.stack(uq),
+                                          torch.stack(us))
+        # (EL+1, H, I), (EL+1, H/128, I/128)
+        self.wd, self.sd = torch.stack(dq), torch.stack(ds)
+        del gq, uq, dq
+        self.cap = capacity_rows(ep, tokens, topk, e, 1.0)
+        self.t_max = (self.cap + BM - 1) // BM + self.el
+        self.mb_max = max(1, (self.cap + minibatch - 1) // minibatch)
+        rows = tokens + self.cap + BM
+        self.a = torch.zeros(rows, h, dtype=f8, device=dev)
+        self.a_s = torch.zeros(rows, h // 128, device=dev)
+        self.hq = torch.zeros(rows, i, dtype=f8, device=dev)
+        self.h_s = torch.zeros(rows, i // 128, device=dev)
+        self.sh_out = torch.zeros(tokens, h, dtype=torch.bfloat16, device=dev)
+        self.comb = torch.randn(ep * tokens * topk, h, dtype=torch.bfloat16, device=dev)
+        self.out = torch.empty(tokens, h, dtype=torch.bfloat16, device=dev)
+        self.nt_s = -(-self.nsh // BM)
+        self.sync = torch.zeros(2 + self.mb_max + self.nt_s + self.t_max, dtype=torch.int32,
+                                device=dev)
+        self.err_acc = torch.zeros(1, dtype=torch.int32, device=dev)
+        self.t_idx = torch.arange(self.t_max, dtype=torch.int32, device=dev)
+        self.chunk = min(1024, 1 << (h - 1).bit_length())
+        self.descs = (_desc(self.a, [BM, BK], gl.float8e4nv),
+                      _desc(self.hq, [BM, BK], gl.float8e4nv),
+                      _desc(self.wgu.view(-1, h), [2 * BN, BK], gl.float8e4nv),
+                      _desc(self.wd.view(-1, i), [BN, BK], gl.float8e4nv))
+        self.epilogue_kernel = _kernels()["epilogue"]
+        self.last_schedule = None
+        self.knobs = torch.zeros(4, dtype=torch.int32, device=dev)
+        self.configure(comm=comm, cu=cu, ys=ys, join=join, mode=mode, home=home)
+
+    def configure(self, comm=None, cu=None, ys=None, join=None, mode=None,
+                  home=None) -> None:
+        """The pass's variant (outside any graph capture): comm programs; cu, 1 or 2 K blocks
+        in flight in a comm copy; ys, q / y stored through shared memory; join, the permille of
+        the item list after which the comm programs take items too (>= 1000: never); mode 0 the
+        pass, 1 comm programs only (no items, no epilogue), 2 compute only (no copies: the
+        landed-row counters preset, the ring as the last pass left it; no epilogue); home,
+        every program quantizes a share of the home tokens first (else the comm programs)."""
+        for k_, v in (("comm", comm), ("cu", cu), ("ys", ys), ("join", join), ("mode", mode),
+                      ("home", home)):
+            if v is not None:
+                setattr(self, k_, v)
+        if self.cu not in (1, 2) or (self.H // 128) % self.cu:
+            raise ValueError(f"cu={self.cu}: 1 or 2, dividing H/128")
+        if self.mode not in (0, 1, 2) or (self.comm < 1 and self.mode != 2) or self.comm < 0:
+            raise ValueError(f"comm={self.comm}, mode={self.mode}: comm >= 1 (0 in mode 2 only)")
+        if self.join < 1000 and self.mode == 1:
+            self.join = 1000
+        self.knobs.copy_(torch_tensor([self.comm, self.mode, self.join, int(self.home)]))
+
+    def schedule(self, ids_all):
+        from mok_kernels.schedule import build_schedule
+        return build_schedule(ids_all, ep=self.ep, num_experts=self.E, rank=self.rank,
+                              capacity_multiplier=1.0, minibatch=self.mb, block_m=BM)
+
+    def args(self, x_all, sched, t_mb) -> tuple:
+        return (*self.descs, x_all, self.a, self.a_s, self.hq, self.h_s, self.sgu, self.sd,
+                self.comb, self.sh_out, sched.recv_src, sched.recv_slot, sched.num_tiles, t_mb,
+                sched.tile_expert, sched.tile_row0, sched.tile_rows, sched.mb_row, sched.num_mb,
+                self.sync, self.rank * self.n, self.n, self.nsh, self.H, self.I, self.el,
+                self.t_max, self.mb_max, self.knobs, self.max_spin, FFN_STAGES, self.cu,
+                int(self.ys))
+
+    def launch(self, x_all, sched) -> None:
+        import torch
+        t_mb = tile_minibatch(sched.mb_tile, self.t_idx)
+        self.sync.zero_()
+        if self.mode == 2:      # compute only: every landed-row counter at its target
+            self.sync[1:2].fill_(self.nsh)     # a device fill: graph-capturable
+            mbr = sched.mb_row[:self.mb_max + 1]
+            self.sync[2:2 + self.mb_max] = mbr[1:] - mbr[:-1]
+        grid = torch.cuda.get_device_properties(x_all.device).multi_processor_count
+        if self.comm >= grid:
+            raise ValueError(f"comm={self.comm} leaves no compute programs (grid {grid})")
+        fp8_mok_kernel[(grid, )](*self.args(x_all, sched, t_mb), num_warps=4,
+                                 maxnreg=WS_MAXNREG)
+        self.err_acc += self.sync[:1]
+
+    def epilogue(self, w_all, sched):
+        self.epilogue_kernel[(self.n, -(-self.H // self.chunk))](
+            self.sh_out, self.comb, w_all, self.out, self.sync, sched.overflow, self.rank * self.n,
+            int(self.has_shared), 0, K=self.k, H=self.H, BH=self.chunk, num_warps=4)
+        return self.out
+
+    def forward(self, x_all, ids_all, w_all):
+        sched = self.schedule(ids_all)
+        self.last_schedule = sched
+        self.launch(x_all, sched)
+        if self.mode != 0:
+            return self.out
+        return self.epilogue(w_all, sched)
+
+    def check(self) -> None:
+        if int(self.err_acc.item()):
+            raise RuntimeError("gluon FP8 MoK: a wait timed out (output NaN, not usable)")
+        if self.last_schedule is not None:
+            self.last_schedule.check()
+
+
+def torch_tensor(vals):
+    import torch
+    return torch.tensor(vals, dtype=torch.int32)
+
+
+def compile_mok_sm90(ep: int = 8, tokens: int = 4096, topk: int = 8, experts: int = 384,
+                     h: int = 7168, i: int = 2048, cu: int = 1, ys: bool = False):
+    """The kernel compiled for sm_90 on the CPU at a model's shape (CPU tensors stand in)."""
+    import torch
+
+    from mok_kernels.schedule import capacity_rows
+    el = experts // ep
+    cap = capacity_rows(ep, tokens, topk, experts, 1.0)
+    t_max, mb_max = (cap + BM - 1) // BM + el, max(1, -(-cap // MINIBATCH))
+    rows = tokens + cap + BM
+    f8 = torch.float8_e4m3fn
+    a, hq = torch.empty(rows, h, dtype=f8), torch.empty(rows, i, dtype=f8)
+    wgu, wd = torch.empty((el + 1) * 2 * i, h, dtype=f8), torch.empty((el + 1) * h, i, dtype=f8)
+    i32 = torch.int32
+    z = lambda *s, dt=i32: torch.empty(*s, dtype=dt)  # noqa: E731
+    args = (_desc(a, [BM, BK], gl.float8e4nv), _desc(hq, [BM, BK], gl.float8e4nv),
+            _desc(wgu, [2 * BN, BK], gl.float8e4nv), _desc(wd, [BN, BK], gl.float8e4nv),
+            z(ep * tokens, h, dt=torch.bfloat16), a, z(rows, h // 128, dt=torch.float32), hq,
+            z(rows, i // 128, dt=torch.float32), z(el + 1, 2 * i // 128, h // 128,
+                                                   dt=torch.float32),
+            z(el + 1, h // 128, i // 128, dt=torch.float32),
+            z(ep * tokens * topk, h, dt=torch.bfloat16), z(tokens, h, dt=torch.bfloat16),
+            z(cap), z(cap), z(1), z(3, t_max), z(t_max), z(t_max), z(t_max), z(mb_max + 1), z(1),
+            z(2 + mb_max + 32 + t_max), 0, tokens, tokens, h, i, el, t_max, mb_max, z(4),
+            MAX_SPIN, FFN_STAGES, cu, int(ys))
+    return _compile_sm90(fp8_mok_kernel, args, {"num_warps": 4, "maxnreg": WS_MAXNREG})
