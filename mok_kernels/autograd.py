@@ -257,6 +257,10 @@ class MegakernelForward:
         if save and cfg.precision != "bf16":
             raise ValueError(f"save_for_backward=True with precision {cfg.precision!r}: the backward "
                              f"megakernel is BF16 only (pass save_for_backward=False)")
+        if cfg.precision == "fp8" and cfg.fp8_kernel == "gluon":
+            raise ValueError("fp8_kernel='gluon' in the autograd path: its backward runs on the "
+                             "Triton forward's buffers and ep > 1 runs virtual ranks; use "
+                             "MoKLayer(..., rank=r) for the Gluon forward (inference)")
         self.cfg, self.save = cfg, save
         self.hardware, self.knob_table, self.max_layers = hardware, knob_table, max(1, max_layers)
         self.layers: OrderedDict[tuple, Any] = OrderedDict()

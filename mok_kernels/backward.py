@@ -851,6 +851,9 @@ class MoKBackward:
 
 def why_not_backward(layer: MoKLayer) -> str | None:
     """Why the backward megakernel cannot run a forward layer (None when it can)."""
+    if layer.gluon is not None:
+        return ("fp8_kernel='gluon' is forward only (the backward megakernel reads the Triton "
+                "forward's buffers)")
     if layer.group is not None:
         return "group mode (real GPUs / LocalGroup) is not implemented in the backward megakernel"
     if not layer.cfg.fuse_gu:

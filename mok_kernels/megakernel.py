@@ -72,6 +72,7 @@ STALL_CODES = {
 
 
 SPLIT_WS_MAX_BYTES = 1 << 30   # split_dn's fp32 workspace per layer
+FP8_KERNELS = ("v1", "v2", "v3", "v4", "v5", "gluon")   # KernelConfig.fp8_kernel
 
 
 class MegakernelStallError(RuntimeError):
@@ -141,7 +142,17 @@ class KernelConfig:
                                     # as v2 and v2's rules: v3, v2 with the scaling of K block k-1 done
                                     # while block k's dots run; v4, gate|up in one dot per K
                                     # block and the down tile in one; v5, v4 with v3's
-                                    # deferral. NOTES.md "FP8 forward", "FP8 v3-v5"
+                                    # deferral. NOTES.md "FP8 forward", "FP8 v3-v5".
+                                    # gluon: the whole pass as one persistent Gluon kernel
+                                    # (mok_kernels/gluon_fp8, sm_90 only; 1.27x / 1.30x the
+                                    # BF16 megakernel at kimi-k2 / glm-5 EP 8, 4,096 tokens, H200
+                                    # 2026-12-02, where v2 runs ~0.84x): one emulated rank
+                                    # (rank=r), pull dispatch, push combine, capacity 1.0, lag 1,
+                                    # H and I multiples of 128; comm_sms are its comm programs,
+                                    # minibatch its minibatch, join=False keeps the comm programs
+                                    # out of the item list; its tiles are fixed (128 x 128 x 128,
+                                    # 4 stages; block_m 128) and macrobatch is not used (its ring
+                                    # holds every routed row); forward only (gluon_refusal)
     save_for_backward: bool = False  # training: every forward also stores the gate and up
                                     # pre-activations (bf16, (NS + C, 2I) per rank, a fresh tensor
                                     # per call: MoKLayer.saved_gu) so the backward megakernel
@@ -154,10 +165,11 @@ class KernelConfig:
     def __post_init__(self) -> None:
         if self.block_k is None:
             self.block_k = 128 if self.precision == "fp8" else 64
+        triton_fp8 = self.precision == "fp8" and self.fp8_kernel != "gluon"
         if self.block_m is None:
-            self.block_m = 64 if self.precision == "fp8" else 128
+            self.block_m = 64 if triton_fp8 else 128
         if self.num_stages is None:
-            self.num_stages = 3 if self.precision == "fp8" and self.block_m > 64 else 4
+            self.num_stages = 3 if triton_fp8 and self.block_m > 64 else 4
 
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
@@ -210,13 +222,37 @@ class KernelConfig:
         if self.save_for_backward and self.precision != "bf16":
             raise ValueError(f"save_for_backward=True with precision {self.precision!r}: the "
                              f"backward megakernel is BF16 only")
-        if self.fp8_kernel not in ("v1", "v2", "v3", "v4", "v5"):
-            raise ValueError(f"fp8_kernel {self.fp8_kernel!r}: allowed v1, v2, v3, v4, v5")
+        if self.fp8_kernel not in FP8_KERNELS:
+            raise ValueError(f"fp8_kernel {self.fp8_kernel!r}: allowed {', '.join(FP8_KERNELS)}")
+        if self.precision == "fp8" and self.fp8_kernel == "gluon":
+            why = self.gluon_refusal()
+            if why:
+                raise ValueError(why)
         if self.precision == "fp8" and self.fp8_kernel != "v1" and (
                 self.bn_gu != 128 or self.bn_dn not in (128, 256)):
             raise ValueError(f"fp8_kernel={self.fp8_kernel!r} needs bn_gu=128 and bn_dn 128 or 256 "
                              f"(128-column dots, one weight scale block each; fp8_kernel='v1' takes "
                              f"others); got bn_gu={self.bn_gu}, bn_dn={self.bn_dn}")
+
+    def gluon_refusal(self) -> str | None:
+        """Why fp8_kernel='gluon' cannot run this config, or None: its pass has one protocol and
+        fixed tiles (a knob left None takes the Gluon pass's value)."""
+        from .gluon_fp8.core import GROUP_ROWS
+        rules = [("dispatch", self.dispatch in (None, "pull"), "pull dispatch only"),
+                 ("combine", self.combine in (None, "push"), "push combine only"),
+                 ("capacity", self.capacity in (None, 1.0),
+                  "capacity 1.0 only (its ring holds every routed row)"),
+                 ("list_lag", self.list_lag in (None, 1), "lag 1 only"),
+                 ("block_m", self.block_m == 128, "its row tiles are 128 rows"),
+                 ("group_m", self.group_m in (None, GROUP_ROWS),
+                  f"its item order takes {GROUP_ROWS} row tiles a group"),
+                 ("grid", self.grid is None, "one program an SM (grid None)"),
+                 ("skip_copy", not self.skip_copy, "the diagnostic is the Triton kernel's"),
+                 ("tma", self.tma, "its weights always go through TMA")]
+        for name, ok, rule in rules:
+            if not ok:
+                return f"{name}={getattr(self, name)!r} with fp8_kernel='gluon': {rule}"
+        return None
 
 
 _KERNELS: dict[str, Any] = {}
@@ -1242,6 +1278,10 @@ class MoKLayer:
         self.cfg.validate()
         w, cfg = self.weights, self.cfg
         self.local_group = isinstance(self.group, LocalGroup)
+        self.gluon = None            # fp8_kernel="gluon": the GluonFP8MoK that runs the pass
+        if cfg.precision == "fp8" and cfg.fp8_kernel == "gluon":
+            self._init_gluon()
+            return
         if self.local_group:
             if self.group.size != self.ep or self.rank is None or not 0 <= self.rank < self.ep:
                 raise ValueError(f"LocalGroup of {self.group.size} ranks needs ep={self.group.size} "
@@ -1367,6 +1407,55 @@ class MoKLayer:
         self.saved_gu: torch.Tensor | None = None   # save_for_backward: the last forward's g, u
         self.stall_test = 0
 
+    def _init_gluon(self) -> None:
+        """fp8_kernel="gluon": refuse what the Gluon pass cannot run, then build its GluonFP8MoK
+        from the weights. Knobs: comm_sms are its comm programs, minibatch its minibatch (None:
+        its measured defaults), join=False keeps its comm programs out of the item list; the
+        rest are fixed (pull, push, capacity 1.0, lag 1: KernelConfig.gluon_refusal)."""
+        from .gluon_fp8 import mok as gm
+        cfg, w = self.cfg, self.weights
+        if self.group is not None:
+            raise ValueError("fp8_kernel='gluon' runs one emulated rank on one GPU (rank=r); group "
+                             "mode (LocalGroup or real GPUs) is not supported")
+        if self.rank is None:
+            raise ValueError("fp8_kernel='gluon' runs one emulated rank (rank=r); rank=None (P "
+                             "virtual ranks in one launch) is not supported")
+        e, h, i = (int(d) for d in w.wg.shape)
+        e *= self.ep if self.local_weights else 1
+        why = gm.refusal(h, i, 0 if w.sg is None else int(w.sg.shape[1]), e, self.ep, self.rank)
+        if why:
+            raise ValueError(f"fp8_kernel='gluon': {why}")
+        if gm.gluon is None:
+            raise ValueError("fp8_kernel='gluon' needs Triton with Gluon "
+                             "(triton.experimental.gluon)")
+        dev = torch.device(self.device)
+        cuda = dev.type == "cuda" and torch.cuda.is_available()
+        arch = torch.cuda.get_device_capability(dev) if cuda else None
+        if arch != (9, 0):
+            raise ValueError(f"fp8_kernel='gluon' needs an sm_90 GPU (H100 / H200); device "
+                             f"{self.device!r} is " + (f"sm_{arch[0]}{arch[1]}" if arch else
+                                                       "not a CUDA GPU here"))
+        sms = torch.cuda.get_device_properties(dev).multi_processor_count
+        given = cfg.minibatch is not None and cfg.comm_sms is not None
+        self.knob_source = "given" if given else "fp8_kernel='gluon' defaults"
+        cfg = dataclasses.replace(
+            cfg, dispatch="pull", combine="push", capacity=1.0, list_lag=1, split_dn=1,
+            group_m=gm.GROUP_ROWS, minibatch=cfg.minibatch or gm.MINIBATCH,
+            comm_sms=cfg.comm_sms or gm.COMM_SMS)
+        if cfg.comm_sms >= sms:
+            raise ValueError(f"comm_sms={cfg.comm_sms} leaves no compute programs (the Gluon "
+                             f"pass runs one program on each of the {sms} SMs)")
+        self.gluon = g = gm.GluonFP8MoK(
+            w, self.ep, self.tokens, self.topk, self.rank, num_experts=e,
+            local_weights=self.local_weights, minibatch=cfg.minibatch, comm=cfg.comm_sms,
+            join=gm.JOIN if cfg.join else 1000, device=self.device)
+        self.cfg = dataclasses.replace(cfg, macrobatch=cfg.macrobatch or g.cap)
+        self.H, self.I, self.E, self.el, self.has_shared = h, i, e, g.el, g.has_shared
+        self.capacity, self.vranks, self.ns = g.cap, 1, self.tokens
+        self.comb, self.sh_out, self.out = g.comb, g.sh_out, g.out
+        self.last_schedule: Schedule | None = None
+        self.saved_gu: torch.Tensor | None = None
+
     def _pack(self, w: MoEWeights) -> tuple[torch.Tensor, ...]:
         """The kernel's weights on the device: each served rank's E/P experts then the shared
         expert (zeros when there is none), I zero-padded to Ip, and their FP8 scales (None for
@@ -1426,6 +1515,10 @@ class MoKLayer:
         if (e, int(w.wg.shape[1]), int(w.wg.shape[2]), ishared) != want:
             raise ValueError(f"load_weights: (E, H, I, shared width) {(e, *w.wg.shape[1:], ishared)} "
                              f"differ from the layer's {want}")
+        if self.gluon is not None:
+            self.gluon.load_weights(w)
+            self.weights = w
+            return
         wg, wu, wd, wg_s, wd_s = self._pack(w)
         self.wg.copy_(wg)
         if not self.cfg.fuse_gu:
@@ -1479,6 +1572,8 @@ class MoKLayer:
 
     def schedule(self, ids_all: torch.Tensor) -> Schedule:
         """Build the GPU-side schedule of every rank this launch serves (stacked for P virtual ranks)."""
+        if self.gluon is not None:
+            return self.gluon.schedule(ids_all)
         ranks = range(self.ep) if self.rank is None else [self.rank]
         scheds = [build_schedule(ids_all, ep=self.ep, num_experts=self.E, rank=r,
                                  capacity_multiplier=self.cfg.capacity,
@@ -1490,6 +1585,10 @@ class MoKLayer:
                gu: torch.Tensor | None = None) -> None:
         """Zero the sync words and run the persistent megakernel (no host read-back). ``gu``:
         (V*(NS + C), 2Ip) bf16 that receives g and u (save_for_backward), or None."""
+        if self.gluon is not None:
+            self._sync_gluon()
+            self.gluon.launch(x_all, sched)
+            return
         ks, cfg, v = _kernels(), self.cfg, self.vranks
         self.sync.zero_()
         grid = cfg.grid or torch.cuda.get_device_properties(x_all.device).multi_processor_count
@@ -1580,6 +1679,9 @@ class MoKLayer:
     def epilogue(self, w_all: torch.Tensor, sched: Schedule) -> torch.Tensor:
         """Sum the k combine slots of this launch's home tokens (fixed order) plus shared output;
         NaN output and (on_error="trap") a trapped launch if the pass failed."""
+        if self.gluon is not None:
+            self._sync_gluon()
+            return self.gluon.epilogue(w_all, sched)
         ks = _kernels()
         ks["epilogue"][(self.vranks * self.ns, -(-self.H // self.chunk))](
             self.sh_out, self.comb, w_all, self.out, self.err, sched.overflow, self.tok0,
@@ -1604,7 +1706,11 @@ class MoKLayer:
         """
         if save_gu and not self.cfg.save_for_backward:
             raise ValueError("save_gu=True needs a layer built with KernelConfig(save_for_backward=True)")
-        if self.group is not None:
+        if self.gluon is not None:
+            self._sync_gluon()
+            out = self.gluon.forward(x_all, ids_all, w_all.float().contiguous())
+            self.last_schedule = self.gluon.last_schedule
+        elif self.group is not None:
             out = self._forward_group(x_all, ids_all, w_all)
         else:
             sched = self.schedule(ids_all)
@@ -1621,6 +1727,12 @@ class MoKLayer:
         if self.cfg.on_error == "raise" and not self.local_group:
             self.check()           # one host read per forward; raises before the output is used
         return out
+
+    def _sync_gluon(self) -> None:
+        """The config's error handling as the Gluon pass's next launch takes it (read at each
+        launch, as the Triton kernel's)."""
+        self.gluon.max_spin = self.max_spin
+        self.gluon.trap = self.cfg.on_error == "trap"
 
     def _forward_group(self, x: torch.Tensor, ids: torch.Tensor, w: torch.Tensor) -> torch.Tensor:
         """One rank of a group: prologue (pass-entry wait, tokens and ids published to every
@@ -1676,6 +1788,9 @@ class MoKLayer:
         way the error words are zeroed. In group mode on real GPUs it is collective (every rank
         calls it at the same point, as forward does with on_error="raise"): a rank whose peer's
         waits timed out raises too, since that peer's rows in its output are not usable."""
+        if self.gluon is not None:
+            self.gluon.check()
+            return
         err = self.err.tolist()
         over = int(self.overflow_acc.item())
         self.err.zero_()

@@ -16,6 +16,7 @@ BM, BN, BK = 128, 128, 128   # tile rows, tile columns, K block (one scale block
 WS_MAXNREG = 168   # 8 math warps + 1 load warp (3 warpgroups) x 32 x 168 <= 64K registers
 # the FFN gate/up kernel: 4 x (16 KB A + 32 KB [gate | up] B) ring + 2 x 8 KB q = 208 KB <= 227 KB
 FFN_STAGES = 4
+GROUP_ROWS = 8     # row tiles that a wave of programs shares (_tile's order)
 
 try:  # Gluon comes with Triton; where it is missing (a CPU box) the tools say so when run
     from triton.experimental import gluon
@@ -26,7 +27,7 @@ except ImportError:
     gluon = None
 
 if gluon is not None:
-    GROUP_M = gl.constexpr(8)          # row tiles that a wave of programs shares (_tile)
+    GROUP_M = gl.constexpr(GROUP_ROWS)
 
     @gluon.constexpr_function
     def _acc_layout(num_warps, tn):

@@ -33,7 +33,8 @@ programs resident (grid <= SMs, one program an SM by shared memory) the pass can
 
 from __future__ import annotations
 
-from .core import BK, BM, BN, FFN_STAGES, WS_MAXNREG, _compile_sm90, _desc, gluon, pack_gate_up
+from .core import (BK, BM, BN, FFN_STAGES, GROUP_ROWS, WS_MAXNREG, _compile_sm90, _desc, gluon,
+                   pack_gate_up)
 
 # Default knobs: the best worst case of kimi-k2 / glm-5 EP 8, 4,096 tokens (1.27x / 1.30x the
 # Triton BF16 megakernel; benchmarks/device/s26_fp8c.sh, mok_kernels/logs_s26/s26c/mok.log).
@@ -548,33 +549,23 @@ def refusal(h: int, i: int, shared: int, experts: int, ep: int, rank: int = 0) -
 
 
 class GluonFP8MoK:
-    """One emulated rank's FP8 MoK pass on the Gluon kernel. w: MoEWeights (all E experts, or
-    with local_weights only this rank's E/P); refuses what the prototype does not do."""
+    """One emulated rank's FP8 MoK pass on the Gluon kernel: pull dispatch, push combine,
+    capacity 1.0 (the ring holds every routed row), lag 1, on one GPU (rank emulation).
+    w: MoEWeights (all E experts, or with local_weights only this rank's E/P). A wait that
+    times out leaves NaN output: with ``trap`` the epilogue also traps the launch; check()
+    raises MegakernelStallError."""
 
     def __init__(self, w, ep: int, tokens: int, topk: int, rank: int, *, num_experts=None,
                  local_weights: bool = False, minibatch: int = MINIBATCH, comm: int = COMM_SMS,
-                 capacity: float = 1.0, dispatch: str = "pull", combine: str = "push",
-                 lag: int = 1, group=None, max_spin: int = MAX_SPIN, device: str = "cuda",
-                 cu: int = 1, ys: bool = YS, join: int = JOIN, mode: int = 0,
-                 home: bool = HOME):
+                 max_spin: int = MAX_SPIN, device: str = "cuda", cu: int = 1, ys: bool = YS,
+                 join: int = JOIN, mode: int = 0, home: bool = HOME, trap: bool = False):
         import torch
 
-        from mok_kernels.fp8 import quantize_weight
         from mok_kernels.megakernel import _kernels
         from mok_kernels.schedule import capacity_rows
 
         if gluon is None:
             raise ValueError("needs Triton with Gluon (triton.experimental.gluon)")
-        if group is not None:
-            raise ValueError("gluon FP8 MoK: rank emulation on one GPU only (no group mode)")
-        if dispatch != "pull" or combine != "push":
-            raise ValueError(f"gluon FP8 MoK: pull dispatch and push combine only (got "
-                             f"{dispatch}/{combine})")
-        if capacity != 1.0:
-            raise ValueError(f"gluon FP8 MoK: capacity 1.0 only (the ring holds all C rows; "
-                             f"got {capacity})")
-        if lag != 1:
-            raise ValueError(f"gluon FP8 MoK: lag 1 only (got {lag})")
         e_w, h, i = (int(s) for s in w.wg.shape)
         e = num_experts if num_experts is not None else (e_w * ep if local_weights else e_w)
         ish = 0 if w.sg is None else int(w.sg.shape[1])
@@ -585,24 +576,11 @@ class GluonFP8MoK:
             raise ValueError("minibatch must be >= 1")
         self.ep, self.n, self.k, self.rank, self.E, self.H, self.I = ep, tokens, topk, rank, e, h, i
         self.el, self.mb, self.comm, self.max_spin = e // ep, minibatch, comm, max_spin
+        self.local_weights, self.device, self.trap = local_weights, device, trap
         self.has_shared = ish > 0
         self.nsh = tokens if self.has_shared else 0
         dev, f8 = device, torch.float8_e4m3fn
-        lo = 0 if local_weights else rank * self.el
-        gq, gs, uq, us, dq, ds = [], [], [], [], [], []
-        mats = [(w.wg[x], w.wu[x], w.wd[x]) for x in range(lo, lo + self.el)]
-        mats.append((w.sg, w.su, w.sd) if self.has_shared else
-                    (torch.zeros(h, i), torch.zeros(h, i), torch.zeros(i, h)))
-        for g_, u_, d_ in mats:
-            for src, qs, ss in ((g_, gq, gs), (u_, uq, us), (d_, dq, ds)):
-                q, s = quantize_weight(src.to(dev).float())        # (K, N), (K/128, N/128)
-                qs.append(q.t().contiguous())
-                ss.append(s.t().contiguous())
-        self.wgu, self.sgu = pack_gate_up(torch.stack(gq), torch.stack(gs), torch.stack(uq),
-                                          torch.stack(us))
-        # (EL+1, H, I), (EL+1, H/128, I/128)
-        self.wd, self.sd = torch.stack(dq), torch.stack(ds)
-        del gq, uq, dq
+        self.wgu, self.sgu, self.wd, self.sd = self.quantize(w)
         self.cap = capacity_rows(ep, tokens, topk, e, 1.0)
         self.t_max = (self.cap + BM - 1) // BM + self.el
         self.mb_max = max(1, (self.cap + minibatch - 1) // minibatch)
@@ -628,6 +606,42 @@ class GluonFP8MoK:
         self.last_schedule = None
         self.knobs = torch.zeros(4, dtype=torch.int32, device=dev)
         self.configure(comm=comm, cu=cu, ys=ys, join=join, mode=mode, home=home)
+
+    def quantize(self, w) -> tuple:
+        """This rank's experts then the shared one (zeros where there is none) in e4m3 with
+        128 x 128 block scales (fp8.py), K-major: W_gu^T (EL+1, 2I, H) packed by pack_gate_up
+        and its scales (EL+1, 2I/128, H/128), W_d^T (EL+1, H, I) and its scales
+        (EL+1, H/128, I/128)."""
+        import torch
+
+        from mok_kernels.fp8 import quantize_weight
+
+        h, i, dev = self.H, self.I, self.device
+        lo = 0 if self.local_weights else self.rank * self.el
+        gq, gs, uq, us, dq, ds = [], [], [], [], [], []
+        mats = [(w.wg[x], w.wu[x], w.wd[x]) for x in range(lo, lo + self.el)]
+        mats.append((w.sg, w.su, w.sd) if self.has_shared else
+                    (torch.zeros(h, i), torch.zeros(h, i), torch.zeros(i, h)))
+        for g_, u_, d_ in mats:
+            for src, qs, ss in ((g_, gq, gs), (u_, uq, us), (d_, dq, ds)):
+                q, s = quantize_weight(src.to(dev).float())        # (K, N), (K/128, N/128)
+                qs.append(q.t().contiguous())
+                ss.append(s.t().contiguous())
+        return (*pack_gate_up(torch.stack(gq), torch.stack(gs), torch.stack(uq),
+                              torch.stack(us)), torch.stack(dq), torch.stack(ds))
+
+    def load_weights(self, w) -> None:
+        """Replace the weights in place (the construction's shapes): the same buffers, so the
+        TMA descriptors and a captured CUDA graph stay valid."""
+        for dst, src in zip((self.wgu, self.sgu, self.wd, self.sd), self.quantize(w)):
+            dst.copy_(src)
+
+    def tiles(self) -> dict:
+        """The pass's fixed tiles and its knobs, as a run record's ``tiles`` (mok bench)."""
+        return {"fp8_kernel": "gluon", "block_m": BM, "bn_gu": BN, "bn_dn": BN, "block_k": BK,
+                "num_warps": 4, "num_stages": FFN_STAGES, "group_m": GROUP_ROWS,
+                "gluon_join": self.join, "gluon_ys": int(self.ys), "gluon_home": int(self.home),
+                "gluon_cu": self.cu}
 
     def configure(self, comm=None, cu=None, ys=None, join=None, mode=None,
                   home=None) -> None:
@@ -680,7 +694,8 @@ class GluonFP8MoK:
     def epilogue(self, w_all, sched):
         self.epilogue_kernel[(self.n, -(-self.H // self.chunk))](
             self.sh_out, self.comb, w_all, self.out, self.sync, sched.overflow, self.rank * self.n,
-            int(self.has_shared), 0, K=self.k, H=self.H, BH=self.chunk, num_warps=4)
+            int(self.has_shared), int(self.trap), K=self.k, H=self.H, BH=self.chunk,
+            num_warps=4)
         return self.out
 
     def forward(self, x_all, ids_all, w_all):
@@ -692,8 +707,15 @@ class GluonFP8MoK:
         return self.epilogue(w_all, sched)
 
     def check(self) -> None:
-        if int(self.err_acc.item()):
-            raise RuntimeError("gluon FP8 MoK: a wait timed out (output NaN, not usable)")
+        """Raise MegakernelStallError if a wait of a pass since the last check timed out (the
+        word is zeroed either way), CapacityOverflowError if the last schedule overflowed."""
+        from mok_kernels.megakernel import MegakernelStallError
+
+        stalled = int(self.err_acc.item())
+        self.err_acc.zero_()
+        if stalled:
+            raise MegakernelStallError("gluon FP8 MoK: a wait timed out (output NaN, not "
+                                       "usable)")
         if self.last_schedule is not None:
             self.last_schedule.check()
 
