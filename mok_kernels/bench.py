@@ -85,7 +85,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "dot and one down dot per K block) or v5 (v4 with v3's overlap; "
                         "KernelConfig.fp8_kernel; NOTES.md 'FP8 v3-v5'), at "
                         "block_m 128 and 3 stages, or with -bm64 at block_m 64 and 4 stages "
-                        "(default v2-bm64, KernelConfig's fp8 default)")
+                        "(default v2-bm64, KernelConfig's fp8 default); or gluon, the whole pass "
+                        "as one Gluon kernel (sm_90; pull dispatch, push combine, capacity 1.0, "
+                        "lag 1 only: give --capacity 1.0)")
     p.add_argument("--routing", default="uniform",
                    help="comma list: uniform, zipf:S, hot:X (expert 0's share of routes), onehot")
     p.add_argument("--seed", type=int, default=0)
@@ -331,8 +333,8 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
 def _check_grid(a: argparse.Namespace) -> None:
     """The grid's values that only the GPU run used to refuse, named on any machine: EP sizes
     that the experts do not divide, workloads whose buffers cannot fit, comm SMs that leave no
-    compute, a ring smaller than a minibatch, backward tile values, and every MoK grid point's
-    KernelConfig.validate()."""
+    compute, a ring smaller than a minibatch, backward tile values, the shapes the Gluon FP8
+    pass refuses (--fp8-kernel gluon), and every MoK grid point's KernelConfig.validate()."""
     from .megakernel import KernelConfig
     models, eps, tokens = a.model.split(","), _ints(a.ep, "--ep"), _ints(a.tokens, "--tokens")
     for m in models:
@@ -355,6 +357,14 @@ def _check_grid(a: argparse.Namespace) -> None:
         check_bwd_tiles(a.bwd_tiles, models)
     variants = [(pr, v) for pr in a.precision.split(",")
                 for v in (a.fp8_kernel.split(",") if pr == "fp8" else [None])]
+    if ("fp8", "gluon") in variants:
+        from .gluon_fp8.mok import refusal
+        for m in models:
+            sh = shape_of(m)
+            for ep in eps:
+                why = refusal(sh.hidden, sh.inter, sh.shared, sh.experts, ep, a.rank)
+                if why:
+                    raise BadInput(f"--fp8-kernel gluon with --model {m} --ep {ep}: {why}")
     for (prec, f8v), d, c, mb, cs, mac, cap, lag in itertools.product(
             variants, a.dispatch.split(","), a.combine.split(","), minibatches, comm, macros,
             _floats(a.capacity), _ints(a.list_lag, "--list-lag")):
@@ -549,14 +559,18 @@ class Workload:
         return 6.0 * sh.hidden * sh.inter * self.expected_rows() + 6.0 * sh.hidden * sh.shared * self.tokens
 
 
-FP8_VARIANTS = tuple(f"v{i}{bm}" for bm in ("", "-bm64") for i in range(1, 6))   # --fp8-kernel
+FP8_VARIANTS = (*(f"v{i}{bm}" for bm in ("", "-bm64") for i in range(1, 6)),
+                "gluon")   # --fp8-kernel
 
 
 def fp8_variant_tiles(variant: str | None) -> dict[str, Any]:
-    """KernelConfig options of an --fp8-kernel variant (v1-v5, optionally -bm64); {} for None.
-    4 stages fit in shared memory at block_m 64 (~188 KB), 3 at block_m 128."""
+    """KernelConfig options of an --fp8-kernel variant (v1-v5, optionally -bm64, or gluon: its
+    tiles are fixed); {} for None. 4 stages fit in shared memory at block_m 64 (~188 KB), 3 at
+    block_m 128."""
     if variant is None:
         return {}
+    if variant == "gluon":
+        return {"fp8_kernel": "gluon"}
     bm64 = variant.endswith("-bm64")
     return {"fp8_kernel": variant.split("-")[0], "block_m": 64 if bm64 else 128,
             "num_stages": 4 if bm64 else 3}
@@ -569,8 +583,9 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
 
     Knobs left out of ``knobs`` are chosen by MoKLayer before launch; ``chosen``, if given, is
     filled with the knobs the layer ran ("knobs"), where they came from ("source"), the down
-    split it ran ("split_dn": the shape's choice, or 1 where its workspace would pass the limit)
-    and its work-list lag ("list_lag").
+    split it ran ("split_dn": the shape's choice, or 1 where its workspace would pass the limit),
+    its work-list lag ("list_lag") and, for fp8_kernel="gluon", the record's tiles ("tiles";
+    else None).
     ``tiles``: KernelConfig implementation options beyond the knobs (e.g. tma=True).
     """
     from .megakernel import KernelConfig, MoKLayer
@@ -578,7 +593,8 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, cfg, local_weights=True)
     if chosen is not None:
         chosen.update(knobs=layer.cfg.knobs(), source=layer.knob_source,
-                      split_dn=layer.cfg.split_dn, list_lag=layer.cfg.list_lag)
+                      split_dn=layer.cfg.split_dn, list_lag=layer.cfg.list_lag,
+                      tiles=layer.gluon.tiles() if layer.gluon is not None else None)
     fwd = lambda: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
     fwd()
     torch.cuda.synchronize()
@@ -811,7 +827,8 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
             except RuntimeError as exc:
                 log(f"{model} ep{ep} n{tokens} {knobs}: FAILED {exc}")
                 continue
-            ring = max(knobs["macrobatch"], mb + 128)
+            ring = ("every routed row (gluon)" if f8v == "gluon"
+                    else max(knobs["macrobatch"], mb + 128))
             tl_note = ""
             if bwd and bt != "default":
                 from .backward import parse_tiles, tiles_label
@@ -824,7 +841,8 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                                    (f"fp8 kernel {f8v}; " if f8v else "") + tl_note +
                                    f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
                               precision=prec, tiles=backward_tiles(bt) if bwd else
-                              forward_tiles(prec, wl, split_dn=ran["split_dn"], **opts),
+                              ran["tiles"] or forward_tiles(prec, wl, split_dn=ran["split_dn"],
+                                                            **opts),
                               **common)
             append_records(a.out, [rec])
             recs.append(rec)
@@ -856,6 +874,20 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
     return recs
 
 
+def gluon_machine_refusal(a: argparse.Namespace) -> str | None:
+    """Why this machine cannot run --fp8-kernel gluon (sm_90 and Triton with Gluon), or None."""
+    if "fp8" not in a.precision.split(",") or "gluon" not in a.fp8_kernel.split(","):
+        return None
+    from .gluon_fp8.core import gluon
+    if gluon is None:
+        return "--fp8-kernel gluon needs Triton with Gluon (triton.experimental.gluon)"
+    arch = torch.cuda.get_device_capability(0)
+    if arch != (9, 0):
+        return (f"--fp8-kernel gluon needs an sm_90 GPU (H100 / H200); this "
+                f"{torch.cuda.get_device_name(0)} is sm_{arch[0]}{arch[1]}")
+    return None
+
+
 def cli(argv: list[str]) -> int:
     """Entry point of `mok bench`; returns the exit status."""
     try:
@@ -873,6 +905,10 @@ def cli(argv: list[str]) -> int:
     if not torch.cuda.is_available():
         print("mok bench: needs a CUDA GPU, and torch.cuda.is_available() is False here",
               file=sys.stderr)
+        return 2
+    why = gluon_machine_refusal(a)
+    if why:
+        print(f"mok bench: {why}", file=sys.stderr)
         return 2
     if a.gpus:
         from .bench_group import run
