@@ -1,4 +1,5 @@
-"""Randomized shapes on the GPU: forward BF16, FP8 and backward against the float32 reference.
+"""Randomized shapes on the GPU: forward BF16, FP8 (Triton and Gluon) and backward against the
+float32 reference.
 
 The other GPU tests pick shapes by hand (every preset, H not a multiple of 1024, ...). These draw
 shapes the project never chose, from a fixed seed so a failure names a reproducible case: any H
@@ -6,18 +7,22 @@ the kernel accepts (a multiple of block_k), any I (padded to whole column blocks
 eight experts per rank, top-1 to top-8, token counts that are not multiples of anything, every
 dispatch/combine pair, small and large minibatches, rings small enough to back-pressure,
 group_m, activation tiles through TMA (tma_a, forward) and the work list's lag (list_lag 1-8,
-forward); and group mode (LocalGroup: each of 2 or 4 ranks its own launch on one GPU, the
+forward); the Gluon FP8 pass (fp8_kernel="gluon": the FP8 draws as it runs them, one emulated
+rank with pull / push and capacity 1.0, a shape it refuses raising its refusal, and draws with I
+a multiple of 128, which it accepts); and group mode (LocalGroup: each of 2 or 4 ranks its own launch on one GPU, the
 cross-GPU protocol of epoch flags, routing exchange, remote rings and signals), two passes of
 fresh tokens per case. Each case id prints its seed and whole shape.
 MOK_RANDOM_SHAPES_SEED=<offset> draws other cases (seeds offset from the fixed ones) and
-MOK_RANDOM_SHAPES_COUNT=<n> draws n per kind beside the default 24 / 8 / 8 / 8 (forward / FP8 /
-backward / group), so a run can check shapes no earlier run drew; a failure's id reproduces it.
+MOK_RANDOM_SHAPES_COUNT=<n> draws n per kind beside the default 24 / 8 / 8 / 8 / 8 (forward /
+FP8 / backward / group / Gluon), so a run can check shapes no earlier run drew; a failure's id
+reproduces it.
 Skipped without CUDA.
 """
 
 from __future__ import annotations
 
 import os
+import re
 
 import numpy as np
 import pytest
@@ -30,6 +35,7 @@ if not torch.cuda.is_available():  # pragma: no cover - CPU CI
 from mok_kernels.backward import BackwardTiles  # noqa: E402
 from tests import test_backward_gpu as bwd_tests  # noqa: E402
 from tests.test_fp8_gpu import check as check_fp8, run_fp8  # noqa: E402
+from tests.test_gluon_fp8_gpu import needs_sm90, run_gluon  # noqa: E402
 from tests.test_kernels_gpu import run_case, run_local_group  # noqa: E402
 
 ROUTINGS = ["uniform", "zipf:1.2", "hot:0.1", "onehot"]
@@ -105,6 +111,26 @@ def draw_group(seed: int) -> dict:
 GROUP = [draw_group(OFFSET + 4000 + j) for j in range(_count(8))]
 
 
+def gluon_case(c: dict) -> dict:
+    """A draw as the Gluon FP8 pass runs it: one emulated rank (a virtual-ranks draw takes rank
+    seed mod EP), pull dispatch, push combine (the draw's ring and group_m do not apply)."""
+    rank = c["rank"] if c["rank"] is not None else c["seed"] % c["ep"]
+    return {**c, "rank": rank, "dispatch": "pull", "combine": "push", "tma_a": False,
+            "list_lag": 1, "group_m": 8}
+
+
+def draw_gluon(seed: int) -> dict:
+    """An FP8 draw with I (and the shared width) rounded up to a multiple of 128."""
+    c = draw(seed, 128, 8192)
+    s = dict(c["shape"])
+    s["i"] = -(-s["i"] // 128) * 128
+    s["i_shared"] = s["i"] if s["i_shared"] else 0
+    return gluon_case({**c, "shape": s})
+
+
+GLUON = [gluon_case(c) for c in FP8] + [draw_gluon(OFFSET + 5000 + j) for j in range(_count(8))]
+
+
 @pytest.mark.parametrize("c", FWD, ids=case_id)
 def test_random_shape_forward(c):
     r_out, r_served, _, _ = run_case(c["ep"], c["rank"], c["routing"], c["dispatch"], c["combine"],
@@ -127,6 +153,21 @@ def test_random_shape_fp8(c):
     quant, plain, _, _ = run_fp8(c["ep"], c["rank"], c["routing"], c["dispatch"], c["combine"],
                                  c["shape"], minibatch=c["minibatch"], macro=c["macro"], seed=7,
                                  group_m=c["group_m"])
+    check_fp8(quant, plain)
+
+
+@needs_sm90
+@pytest.mark.parametrize("c", GLUON, ids=case_id)
+def test_random_shape_gluon_fp8(c):
+    from mok_kernels.gluon_fp8.mok import refusal
+    s = c["shape"]
+    why = refusal(s["h"], s["i"], s["i_shared"], s["e"], c["ep"], c["rank"])
+    if why:
+        with pytest.raises(ValueError, match=re.escape(why)):
+            run_gluon(c["ep"], c["rank"], c["routing"], s, minibatch=c["minibatch"], seed=7)
+        return
+    quant, plain, _, _ = run_gluon(c["ep"], c["rank"], c["routing"], s, minibatch=c["minibatch"],
+                                   seed=7)
     check_fp8(quant, plain)
 
 
