@@ -199,6 +199,9 @@ def compile_one(a) -> int:
     from . import require_triton
     if a.model not in MODELS:
         raise MokInputError(f"--model {a.model!r} must be one of {', '.join(sorted(MODELS))}")
+    if a.fp8_kernel == "gluon":
+        raise MokInputError("--fp8-kernel gluon: this tool compiles the Triton megakernel; the "
+                            "Gluon pass compiles with benchmarks/gluon_fp8_mok.py --compile-only")
     experts = MODELS[a.model][2]
     if experts % a.ep:
         raise MokInputError(f"--ep {a.ep} must divide {a.model}'s {experts} experts")

@@ -624,6 +624,7 @@ TOOL_CASES = [
     ("mok_kernels.aot", ["--cfg", "x"], "'x' is not FIELD=VALUE"),
     ("mok_kernels.aot", ["--cfg", "bogus=1"], "--cfg bogus=1: not a KernelConfig field"),
     ("mok_kernels.aot", ["--cfg", "block_m=abc"], "--cfg block_m=abc: an integer is required"),
+    ("mok_kernels.aot", ["--fp8-kernel", "gluon"], "the Gluon pass compiles with benchmarks/"),
 ]
 
 

@@ -135,7 +135,8 @@ def test_gluon_layer_maps_the_knobs(sm90):
     assert (c.minibatch, c.comm_sms, c.macrobatch) == (gm.MINIBATCH, gm.COMM_SMS, 123)
     assert lay.comb is g.comb and lay.out is g.out and lay.capacity == 123
     lay = gluon_layer(gluon_cfg(comm_sms=16, minibatch=512, join=False))
-    assert (lay.gluon.kw["comm"], lay.gluon.kw["minibatch"], lay.gluon.kw["join"]) == (16, 512, 1000)
+    kw = lay.gluon.kw
+    assert (kw["comm"], kw["minibatch"], kw["join"]) == (16, 512, 1000)
     assert lay.knob_source == "given"
     assert lay.gluon.kw["local_weights"] is False and lay.gluon.kw["num_experts"] == 16
 
