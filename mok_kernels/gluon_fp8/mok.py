@@ -1,15 +1,15 @@
 """The FP8 MoK forward pass of one emulated rank as ONE persistent Gluon kernel (sm_90) plus the
 Triton megakernel's epilogue (issue 14: the FP8 pass on the Gluon core of core.py, whose FFN
-ran 1.55-1.77x torch's BF16 grouped FFN). MoKLayer runs it as
-``KernelConfig(precision="fp8", fp8_kernel="gluon")``; benchmarks/gluon_fp8_mok.py checks and
-times its variants.
+kernel, benchmarks/gluon_fp8_gemm.py --ffn, ran 1.55-1.77x torch's BF16 grouped FFN). MoKLayer
+runs it as ``KernelConfig(precision="fp8", fp8_kernel="gluon")``; benchmarks/gluon_fp8_mok.py
+checks and times its variants.
 
 Stage: comm and compute overlap in one launch (pull dispatch, push combine, capacity 1.0, lag 1).
 - Host: mok_kernels.schedule.build_schedule(rank=r, capacity 1.0, minibatch MB, block_m 128);
-  weights quantized by mok_kernels/fp8.py (quantize_weight), gate/up packed as --ffn packs them
-  (pack_gate_up), the shared expert (width I, or none) as one more expert (index EL). One buffer A
-  (N + C + 128, H) e4m3 holds the rank's N home tokens (the shared expert's rows) then the C-row
-  ring; h (N + C + 128, I) e4m3 alike, with 1 x 128 scales.
+  weights quantized by mok_kernels/fp8.py (quantize_weight), gate/up packed as the FFN kernel
+  packs them (pack_gate_up), the shared expert (width I, or none) as one more expert (index
+  EL). One buffer A (N + C + 128, H) e4m3 holds the rank's N home tokens (the shared expert's
+  rows) then the C-row ring; h (N + C + 128, I) e4m3 alike, with 1 x 128 scales.
 - Home tokens: every program's math warpgroups (knob home; else the comm programs') quantize a
   share of them into A[0, N) (fp8.py's rule, bit for bit) and release-add the landed rows (gpu
   scope) to one counter.
@@ -18,7 +18,7 @@ Stage: comm and compute overlap in one launch (pull dispatch, push combine, capa
   minibatch's counter; then (knob join) they take items of the list's tail too.
 - Compute programs walk one static, globally ordered item list (shared gate/up items, then per
   minibatch its gate/up items then its down items, then the shared down items; item i -> compute
-  program i mod n_compute). Gate/up items are the --ffn kernel's (<= 128 rows of one expert x one
+  program i mod n_compute). Gate/up items are the FFN kernel's (<= 128 rows of one expert x one
   128-column block of h, SwiGLU and h's 1 x 128 quantization fused); down items the grouped
   ws2d1 K loop. The load warp acquire-waits (bounded spin; on timeout an error word is set, every
   later wait gives up at once and the epilogue writes NaN) before each item's loads: gate/up on its
@@ -537,7 +537,7 @@ def tile_minibatch(mb_tile, t_idx):
 
 
 def refusal(h: int, i: int, shared: int, experts: int, ep: int, rank: int = 0) -> str | None:
-    """Why the prototype cannot run a layer shape (H, I and the shared width, experts over EP
+    """Why the Gluon pass cannot run a layer shape (H, I and the shared width, experts over EP
     ranks), or None."""
     if experts % ep or not 0 <= rank < ep:
         return f"E={experts}, EP={ep}, rank={rank}: E divisible by EP, 0 <= rank < EP"
