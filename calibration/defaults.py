@@ -17,8 +17,16 @@
   (mok_model/params/gemm/h200-1.json; gemm_eff not fitted); then the backward megakernel's and
   the FP8 forward's terms fitted to the
   default-variant backward and FP8 records of calibration/runs/h200/ (calibration/passes.py,
-  everything else held). h200-hgx8 takes those terms as fitted on h200-1 (same GPU and kernels;
+  everything else held), and the Gluon FP8 kernel's to its kimi-k2 and glm-5 records of
+  calibration/runs/h200_gluon/fp8_gluon.jsonl (qwen3-235b-a22b's held out: passes.FIT_HELD_OUT).
+  h200-hgx8 takes those terms as fitted on h200-1 (same GPU and kernels;
   no backward or FP8 run on two GPUs yet).
+
+    python -m calibration.defaults --pass-group fp8-gluon
+
+writes only that pass group's terms (calibration/passes.py) into h200-1.json and h200-hgx8.json,
+every other value held as shipped (the groups share no parameter, so this is what the full run's
+last step writes for the group; a group added after the last full run, session 26).
 
 Every fitted file also gets the fit's uncertainty block (a bootstrap over whole workloads,
 calibration/fit.py); the transferred files carry gb300-nvl72's samples, marked as transferred
@@ -42,7 +50,7 @@ from .fit import fit
 from .fit_fabric import fit_fabric
 from .fit_gemm import FREE as GEMM_FREE
 from .fit_gemm import fit_library_gemm
-from .passes import PASS_FREE, fit_passes, merge_uncertainty
+from .passes import FIT_HELD_OUT, PASS_FREE, fit_passes, merge_uncertainty
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
 from .published import published_records
 
@@ -179,6 +187,31 @@ def transferred(block: dict | None, source: str, drop: list[str]) -> dict | None
 
 
 PASS_RUNS = Path(__file__).parent / "runs" / "h200"
+# the Gluon FP8 kernel's records (session 26, 2026-12-02; their BF16 records are not a pass group)
+PASS_GLUON_RUNS = [Path(__file__).parent / "runs" / "h200_gluon" / "fp8_gluon.jsonl"]
+
+
+def pass_files() -> list[Path]:
+    """The run files the pass groups are fitted to (calibration/passes.py)."""
+    return sorted(PASS_RUNS.glob("*.jsonl")) + PASS_GLUON_RUNS
+
+
+def pass_sources(res, records: list[dict], root: Path, base_sources: dict) -> tuple[dict, list]:
+    """(sources with each fitted pass parameter's, the files the fitted groups used) for a
+    fit_passes result: the words fit_h200_passes writes."""
+    file_of = {r["id"]: str(Path(r["_file"]).resolve().relative_to(root)) for r in records}
+    used_by = {g: sorted({file_of[x["id"]] for x in rows}) for g, rows in res.residuals.items()}
+    used = sorted({f for files in used_by.values() for f in files})
+    sources = dict(base_sources)
+    for g, names in res.fitted.items():
+        n = len(res.residuals.get(g, []))
+        for name in names:
+            sources[name] = (f"fitted to the {n} default-variant {g} MoK records in "
+                             f"{', '.join(used_by[g])} (calibration/passes.py; forward values held; "
+                             f"zipf and non-default variants skipped"
+                             + (f"; {FIT_HELD_OUT[g][0]} {', '.join(FIT_HELD_OUT[g][1])} held out"
+                                if g in FIT_HELD_OUT else "") + ")")
+    return sources, used
 
 
 def fit_h200_passes(root: Path) -> None:
@@ -190,19 +223,9 @@ def fit_h200_passes(root: Path) -> None:
 
     path = PARAMS_DIR / "h200-1.json"
     base = read_params(path)
-    files = sorted(PASS_RUNS.glob("*.jsonl"))
-    records = read_records(files)
+    records = read_records(pass_files())
     res = fit_passes(records, base, band="bootstrap")
-    file_of = {r["id"]: str(Path(r["_file"]).resolve().relative_to(root)) for r in records}
-    used_by = {g: sorted({file_of[x["id"]] for x in rows}) for g, rows in res.residuals.items()}
-    used = sorted({f for files in used_by.values() for f in files})
-    sources = dict(base.sources)
-    for g, names in res.fitted.items():
-        n = len(res.residuals.get(g, []))
-        for name in names:
-            sources[name] = (f"fitted to the {n} default-variant {g} MoK records in "
-                             f"{', '.join(used_by[g])} (calibration/passes.py; forward values held; "
-                             f"zipf and non-default variants skipped)")
+    sources, used = pass_sources(res, records, root, base.sources)
     doc = json.loads(path.read_text())
     unc = merge_uncertainty(base.uncertainty, res.uncertainty)
     params = Params(res.params.values, base.hardware, None, list(base.fitted_on) + used, sources, unc)
@@ -224,6 +247,54 @@ def fit_h200_passes(root: Path) -> None:
         for row in rows:
             print(f"{g} {row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "
                   f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
+
+
+def add_h200_pass_group(root: Path, group: str) -> None:
+    """Fit one pass group (calibration/passes.py) on the shipped h200-1.json, its other values
+    held, and write its terms as fit_h200_passes writes them after a full fit: value, source,
+    the file among fitted_on, its residuals in pass_residuals, its bootstrap column appended to
+    the uncertainty block, the group's notes among the pass notes; then the values into
+    h200-hgx8.json (transferred). Refused for a group the file already holds residuals of."""
+    import json
+
+    from mok_model.errors import MokInputError
+
+    from .passes import add_uncertainty
+
+    if group not in PASS_FREE:
+        raise MokInputError(f"--pass-group {group!r}: one of {', '.join(PASS_FREE)}")
+    path = PARAMS_DIR / "h200-1.json"
+    doc, base = json.loads(path.read_text()), read_params(path)
+    if group in doc.get("pass_residuals", {}):
+        raise MokInputError(f"--pass-group {group}: {path.name} already holds it (the full run, "
+                            f"python -m calibration.defaults, refits every group)")
+    records = read_records(pass_files())
+    res = fit_passes(records, base, band="bootstrap", only=(group,))
+    sources, used = pass_sources(res, records, root, base.sources)
+    fitted_on = list(base.fitted_on) + [f for f in used if f not in base.fitted_on]
+    unc = add_uncertainty(base.uncertainty, res.uncertainty) if base.uncertainty else None
+    params = Params(res.params.values, base.hardware, None, fitted_on, sources, unc)
+    extra = {k: v for k, v in doc.items()
+             if k not in ("schema", "hardware", "notes", "fitted_on", "values", "uncertainty")}
+    extra["pass_residuals"] = {**doc["pass_residuals"], **res.residuals}
+    notes = doc["notes"]
+    new = [n for n in res.notes if n not in notes]  # the others' notes are in the file already
+    if new:
+        assert notes.endswith(")."), "the pass notes end the file's notes"
+        notes = notes[:-2] + "; " + "; ".join(new) + ")."
+    write_params(path, params, notes, extra)
+    names = PASS_FREE[group]
+    hx = PARAMS_DIR / "h200-hgx8.json"
+    hdoc, hp = json.loads(hx.read_text()), read_params(hx)
+    values = {**hp.values, **{n: params[n] for n in names}}
+    hsrc = {**hp.sources, **{n: f"transferred from h200-1 (same GPU and kernels): {sources[n]}"
+                             for n in names}}
+    keep = ("schema", "hardware", "notes", "fitted_on", "values", "uncertainty")
+    write_params(hx, Params(values, hp.hardware, None, hp.fitted_on, hsrc, hp.uncertainty),
+                 hdoc["notes"], {k: v for k, v in hdoc.items() if k not in keep})
+    for row in res.residuals.get(group, []):
+        print(f"{group} {row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "
+              f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
 
 
 def fit_h200_hgx8(root: Path) -> None:
@@ -261,5 +332,20 @@ def fit_h200_hgx8(root: Path) -> None:
                   "gemm_only_residuals": gemm.residuals, "residuals": layer.residuals})
 
 
+def _main(a) -> int:
+    if a.pass_group:
+        add_h200_pass_group(Path(__file__).resolve().parents[1], a.pass_group)
+    else:
+        main()
+    return 0
+
+
+def parser():
+    p = doc_parser("python -m calibration.defaults", __doc__)
+    p.add_argument("--pass-group", default=None,
+                   help="fit and write only this pass group of h200-1 (calibration/passes.py)")
+    return p
+
+
 if __name__ == "__main__":
-    sys.exit(run_tool(doc_parser("python -m calibration.defaults", __doc__), lambda a: main()))
+    sys.exit(run_tool(parser(), _main))

@@ -9,7 +9,14 @@ fitted to the forward sweeps, stay as they are):
   so the token counts tell it from the rate). wgrad_eff_scale (the weight-gradient tiles' own
   rate) stays at its prior 1: the weight and data gradients' FLOPs stand in one ratio (6HI to
   10HI per row) in every workload, so the records cannot tell the two rates apart.
-- "fp8": FP8 forward passes. Free: fp8_gemm_eff (the FP8 tiles' fraction of the FP8 peak).
+- "fp8": FP8 forward passes of the Triton megakernel. Free: fp8_gemm_eff (the FP8 tiles'
+  fraction of the FP8 peak).
+- "fp8-gluon": FP8 forward passes of the Gluon kernel (records whose tiles say fp8_kernel
+  "gluon": mok_kernels/gluon_fp8/mok.py). Free: fp8_gluon_gemm_eff; its design values
+  (fp8_gluon_tile_m, fp8_gluon_scale_cost) are mok_model/params.py ADDED's, and the quantizing
+  copy (fp8_quant_in_copy, fp8_quant_copy_scale) is the Triton FP8 kernel's. The records of the
+  models in FIT_HELD_OUT are not fitted: they are the group's held-out check
+  (docs/calibration.md, "The Gluon FP8 kernel (session 26)").
 
 Design values (bwd_recompute, bwd_dispatch_rows, fp8_tile_m, fp8_quant_in_copy) and derived
 priors (fp8_scale_cost, fp8_quant_copy_scale) are not fitted: calibration/priors.py OUR_PASSES.
@@ -26,7 +33,7 @@ import numpy as np
 
 from mok_model.errors import MokInputError
 from mok_model.params import Params
-from mok_model.records import routing_reproduced, split_default_variant
+from mok_model.records import record_fp8_kernel, routing_reproduced, split_default_variant
 
 from .fit import fit
 from .scoring import predict_records
@@ -35,18 +42,22 @@ from .validate import spearman
 PASS_FREE: dict[str, list[str]] = {
     "bwd": ["bwd_gemm_eff_scale", "wgrad_tile_us"],
     "fp8": ["fp8_gemm_eff"],
+    "fp8-gluon": ["fp8_gluon_gemm_eff"],
 }
+# group -> (record key, values): records left out of the shipped fit, held out to judge it
+# (session 26: qwen3-235b-a22b's 12 Gluon FP8 records of calibration/runs/h200_gluon/)
+FIT_HELD_OUT: dict[str, tuple[str, tuple]] = {"fp8-gluon": ("model", ("qwen3-235b-a22b",))}
 GROUPS = tuple(PASS_FREE)
 
 
 def pass_group(rec: dict) -> str | None:
-    """"bwd" or "fp8" for a MoK record whose time the pass terms set, else None."""
+    """"bwd", "fp8" or "fp8-gluon" for a MoK record whose time the pass terms set, else None."""
     if rec["system"] != "mok":
         return None
     if rec["pass"] == "bwd" and rec["precision"] == "bf16":
         return "bwd"
     if rec["pass"] == "fwd" and rec["precision"] == "fp8":
-        return "fp8"
+        return "fp8-gluon" if record_fp8_kernel(rec) == "gluon" else "fp8"
     return None
 
 
@@ -69,6 +80,19 @@ def pass_records(records: list[dict], old: bool = False) -> tuple[dict[str, list
     return groups, notes
 
 
+def fit_records(groups: dict[str, list[dict]]) -> tuple[dict[str, list[dict]], list[str]]:
+    """Each group's records the shipped fit takes (FIT_HELD_OUT's left out), and notes naming
+    what was held out."""
+    out, notes = dict(groups), []
+    for g, (key, values) in FIT_HELD_OUT.items():
+        held = [r for r in groups.get(g, []) if record_value(r, key) in values]
+        if held:
+            out[g] = [r for r in groups[g] if record_value(r, key) not in values]
+            notes.append(f"{g}: {len(held)} record(s) of {key} {', '.join(map(str, values))} "
+                         f"held out (not fitted; calibration/passes.py FIT_HELD_OUT)")
+    return out, notes
+
+
 @dataclass
 class PassFit:
     params: Params
@@ -79,14 +103,18 @@ class PassFit:
 
 
 def fit_passes(records: list[dict], base: Params, band: str = "none",
-               free: dict[str, list[str]] | None = None, old: bool = False) -> PassFit:
+               free: dict[str, list[str]] | None = None, old: bool = False,
+               only: tuple[str, ...] | None = None) -> PassFit:
     """Fit each group's free parameters to its default-variant records, one group after the
     other (they share no parameter), every other value held at `base`'s. A group without
-    records keeps its values (a note says so)."""
+    records keeps its values (a note says so). `only`: these groups alone (the others' values
+    held at `base`'s, no notes of theirs)."""
     free = free or PASS_FREE
     groups, notes = pass_records(records, old)
+    groups, held_notes = fit_records(groups)
+    notes += held_notes
     p, residuals, fitted, blocks = base, {}, {}, {}
-    for g in GROUPS:
+    for g in (GROUPS if only is None else [g for g in GROUPS if g in only]):
         recs = groups[g]
         if not recs:
             notes.append(f"{g}: no default-variant records; {', '.join(free[g])} kept at "
@@ -121,11 +149,31 @@ def merge_uncertainty(block: dict | None, extra: dict[str, dict | None]) -> dict
     return out
 
 
+def add_uncertainty(block: dict, extra: dict[str, dict | None]) -> dict:
+    """An uncertainty block already merged by merge_uncertainty with more pass groups' bootstrap
+    columns appended, as merge_uncertainty would have merged them all at once (same columns,
+    samples, counts and words)."""
+    parts = [b for b in extra.values() if b]
+    if not parts:
+        return block
+    n = min([block["n"]] + [b["n"] for b in parts])
+    out = {**block, "n": n, "free": list(block["free"]), "summary": dict(block["summary"]),
+           "samples": [list(row) for row in block["samples"][:n]],
+           "groups": block["groups"] + sum(b["groups"] for b in parts),
+           "records": block["records"] + sum(b["records"] for b in parts)}
+    for b in parts:
+        out["free"] += b["free"]
+        out["summary"].update(b["summary"])
+        for row, s in zip(out["samples"], b["samples"][:n]):
+            row += s
+    return out
+
+
 # ---- held out: refit without one model / one token count, predict it ----
 
 @dataclass
 class HeldOut:
-    group: str  # "bwd" or "fp8"
+    group: str  # "bwd", "fp8" or "fp8-gluon"
     key: str  # "model" or "tokens"
     n: int
     mape: float

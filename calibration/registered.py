@@ -4,7 +4,8 @@
         calibration/runs/h200_space/space.jsonl [--by model,ep,tokens,routing]
 
 A prediction (calibration.register, committed before the runs) meets the record of its run by
-system, model, EP, tokens, routing, pass, precision and the four knobs, made after it. Per engine
+system, model, EP, tokens, routing, pass, precision, the four knobs, the work list's lag and the
+FP8 kernel (tiles.fp8_kernel "gluon" or not), made after it. Per engine
 and system: matched count, MAPE, max error, signed range, Spearman within workloads (MoK), and
 the regret of the registered pick among each workload's measured MoK configurations; ``--by``
 adds a line per value of each named field.
@@ -20,7 +21,7 @@ from pathlib import Path
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import read_json_lines
-from mok_model.records import model_key, read_records, record_list_lag
+from mok_model.records import model_key, read_records, record_fp8_kernel, record_list_lag
 
 from .fit import workload_key
 from .noise import pick_key
@@ -66,7 +67,9 @@ def _run_key(p: dict) -> tuple:
     cfg = (p.get("config") or {}) if p["system"] == "mok" else {}
     return (p["system"], model_key(p), p["ep"], p["tokens"], routing["kind"], routing.get("arg"),
             p.get("pass", "fwd"), p.get("precision", "bf16"), *(cfg.get(k) for k in _KNOBS),
-            record_list_lag(p | {"pass": p.get("pass", "fwd")}))
+            record_list_lag(p | {"pass": p.get("pass", "fwd")}),
+            record_fp8_kernel(p | {"pass": p.get("pass", "fwd"),
+                                   "precision": p.get("precision", "bf16")}))
 
 
 def match(preds: list[dict], runs: list[dict]) -> list[tuple[dict, dict]]:

@@ -122,10 +122,25 @@ def fp8_fused(scn: Scenario, p: Params) -> bool:
     return scn.precision == "fp8" and scn.pass_ == "fwd" and p["fp8_quant_in_copy"] >= 0.5
 
 
+def gluon_fp8(scn: Scenario) -> bool:
+    """Whether the pass runs on the Gluon FP8 kernel (Scenario.fp8_kernel "gluon":
+    mok_kernels/gluon_fp8/mok.py), whose tiles have their own terms (fp8_gluon_*)."""
+    return scn.fp8_kernel == "gluon"
+
+
 def tile_rows(scn: Scenario, p: Params) -> float:
-    """Rows of the megakernel's compute tile for the scenario: fp8_tile_m for FP8, else
-    gemm_tile_m (row tiles per expert are counted in these)."""
+    """Rows of the megakernel's compute tile for the scenario: fp8_tile_m for FP8
+    (fp8_gluon_tile_m on the Gluon kernel), else gemm_tile_m (row tiles per expert are counted
+    in these)."""
+    if gluon_fp8(scn):
+        return p["fp8_gluon_tile_m"]
     return p["fp8_tile_m"] if scn.precision == "fp8" else p["gemm_tile_m"]
+
+
+def fp8_tile_eff(scn: Scenario, p: Params) -> float:
+    """Fraction of the FP8 peak a full FP8 tile of our kernel sustains: fp8_gluon_gemm_eff on the
+    Gluon kernel, else fp8_gemm_eff."""
+    return p["fp8_gluon_gemm_eff"] if gluon_fp8(scn) else p["fp8_gemm_eff"]
 
 
 def dispatch_row_bytes(scn: Scenario, p: Params) -> float:
@@ -203,7 +218,7 @@ def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, wid
     if library:
         eff = p["torch_gemm_eff"]
     elif precision == "fp8":
-        eff = p["fp8_gemm_eff"]
+        eff = fp8_tile_eff(scn, p)
     else:  # the table's efficiency for this shape where the parameters carry one, else gemm_eff
         eff, measured = gemm_efficiency(p, scn, sms)
     if scn.pass_ == "bwd":
@@ -221,7 +236,9 @@ def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, wid
     if precision == "fp8" and not library:
         # the scale FFMAs after each 128-wide K block wait for the MMA: their time, relative to
         # the MMA's at the peak rate, is added to the tiles'
-        gu, dn = gu * (1.0 + p["fp8_scale_cost"] * eff), dn * (1.0 + p["fp8_scale_cost"] * eff)
+        # (fp8_gluon_scale_cost on the Gluon kernel)
+        c = p["fp8_gluon_scale_cost"] if gluon_fp8(scn) else p["fp8_scale_cost"]
+        gu, dn = gu * (1.0 + c * eff), dn * (1.0 + c * eff)
     if scn.pass_ == "fwd":
         return {"gate_up": gu, "down": dn}, fill
     if library:  # autograd: two GEMMs per forward GEMM
@@ -417,7 +434,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # each such minibatch's whole gate/up counter; ring_refill_overlap is the share of that
     # gate/up a refill may overlap, 0 for our kernel). The last rows arrive only then, so the
     # dispatch ends late, and comm SMs that would join the compute join late.
-    ring_rows = ring_capacity(p, macrobatch, minibatch)
+    ring_rows = ring_capacity(p, macrobatch, minibatch, scn)
     it_rows = iteration_rows(scn, ld)[None, :]
     over = np.maximum(it_rows - ring_rows, 0.0) / mb  # minibatches' worth past the ring
     waited = np.ceil(over)  # whole minibatches whose slots are overwritten
@@ -671,7 +688,7 @@ def list_period(scn: Scenario, p: Params, row_tiles, compute_sms, lag=None) -> n
     if t is not None and t.mechanism_covers(scn):
         return list_period_of_table(t, scn, row_tiles, compute_sms, p["sm_scaling"], lag)
     # no measured mechanism: the items at the tiles' rate (gemm_eff), without a per-item cost
-    eff = p["fp8_gemm_eff"] if scn.precision == "fp8" else gemm_efficiency(p, scn)[0]
+    eff = fp8_tile_eff(scn, p) if scn.precision == "fp8" else gemm_efficiency(p, scn)[0]
     return items_period(scn, row_tiles, compute_sms, eff, p["sm_scaling"], lag=lag)
 
 
@@ -722,11 +739,16 @@ def pull_combine_tail(scn: Scenario, p: Params, kk, M, out: float, sm_rate, link
     return k_first / M + k_rest + lat_read
 
 
-def ring_capacity(p: Params, macrobatch, minibatch) -> np.ndarray:
+def ring_capacity(p: Params, macrobatch, minibatch, scn: Scenario | None = None) -> np.ndarray:
     """Rows the ring buffer holds, (C, 1): the macrobatch knob, raised to a minibatch plus one
     row tile when smaller (a tile-aligned minibatch spans up to minibatch + tile_m - 1 rows;
-    mok_kernels/megakernel.py KernelConfig.macrobatch)."""
-    return np.maximum(_col(macrobatch), _col(minibatch) + p["gemm_tile_m"])
+    mok_kernels/megakernel.py KernelConfig.macrobatch). The Gluon FP8 pass (`scn` on it) has no
+    macrobatch: its ring holds every routed row (capacity 1.0, mok_kernels/gluon_fp8/mok.py
+    GluonFP8MoK: C + 128 rows), so it never wraps."""
+    ring = np.maximum(_col(macrobatch), _col(minibatch) + p["gemm_tile_m"])
+    if scn is not None and gluon_fp8(scn):
+        return np.full(ring.shape, float(np.iinfo(np.int64).max))
+    return ring
 
 
 def iteration_rows(scn: Scenario, ld: Loads) -> np.ndarray:

@@ -16,7 +16,8 @@ import sys
 from .errors import MokInputError, SimInvariantError
 from .fileio import check_output_file, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
-from .scenario import ENGINES, MODES, PASSES, PRECISIONS, SYSTEMS, Config, Scenario
+from .scenario import (ENGINES, FP8_KERNELS, MODES, PASSES, PRECISIONS, SYSTEMS, Config, Scenario,
+                       check_gluon_knobs)
 from .sim.network import DEGRADE_HELP
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
@@ -125,6 +126,11 @@ def _workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--pass", dest="pass_", default="fwd", help=f"one of {PASSES}")
     p.add_argument("--precision", default="bf16", help=f"one of {PRECISIONS}")
     p.add_argument("--routing", default="uniform", help="uniform | zipf:S | hot:F | FILE")
+    p.add_argument("--fp8-kernel", default="triton",
+                   help="our megakernel's FP8 forward kernel: triton (default; the Triton "
+                        "megakernel) or gluon (mok_kernels/gluon_fp8/mok.py; --precision fp8 "
+                        "--pass fwd; it runs --dispatch pull --combine push --capacity 1.0 "
+                        "and lag 1 only)")
     p.add_argument("--seed", type=int_at_least(0), default=0)
     p.add_argument("--list-lag", type=int_at_least(1), default=None,
                    help="our megakernel's work-list lag (KernelConfig.list_lag, 1-8): minibatch "
@@ -151,6 +157,10 @@ def _scenario(a) -> Scenario:
     """The Scenario of the flags, validated; warnings for legal but suspicious settings."""
     choice("--pass", PASSES, a.pass_)
     choice("--precision", PRECISIONS, a.precision)
+    choice("--fp8-kernel", FP8_KERNELS, a.fp8_kernel)
+    if a.fp8_kernel == "gluon" and a.list_lag not in (None, 1):
+        raise MokInputError(f"--list-lag {a.list_lag} with --fp8-kernel gluon: the Gluon FP8 pass "
+                            f"runs lag 1 only (mok_kernels/gluon_fp8/mok.py)")
     hw, model = load_hardware(a.hardware), load_model(a.model)
     _warn_shadowing(a.hardware, hw, hardware_names(), load_hardware, "hardware",
                     "its default parameters are that preset's fitted file "
@@ -158,7 +168,7 @@ def _scenario(a) -> Scenario:
                     "or rename it")
     _warn_shadowing(a.model, model, model_names(), load_model, "model", "rename it")
     scn = Scenario(hw, model, a.ep, a.tokens, a.pass_, a.precision, a.routing, a.seed,
-                   list_lag=a.list_lag or 1)
+                   list_lag=a.list_lag or 1, fp8_kernel=a.fp8_kernel)
     from .workload import parse_routing, routing_bytes
 
     if a.seed and parse_routing(scn.routing, model.top_k)[0] == "file":
@@ -210,6 +220,7 @@ def _knobs(a, scn: Scenario | None = None) -> dict:
         trial["macrobatch"] = max(trial["macrobatch"], trial["minibatch"])
     config = Config(**trial)
     if scn is not None:
+        check_gluon_knobs(scn, knobs)
         if "comm_sms" in knobs:
             config.check_for(scn)
         _warn_knobs(scn, knobs)
@@ -229,7 +240,8 @@ def _print_prediction(pred, as_json: bool) -> None:
     s = pred.scenario
     print(f"{pred.system} ({pred.engine}) on {s.hardware.name}, {s.model.name}, EP {s.ep}, "
           f"{s.tokens} tokens/GPU, {s.pass_}, {s.precision}, routing {s.routing}"
-          + (f", work-list lag {s.list_lag}" if s.list_lag != 1 else ""))
+          + (f", work-list lag {s.list_lag}" if s.list_lag != 1 else "")
+          + (f", fp8 kernel {s.fp8_kernel}" if s.fp8_kernel != "triton" else ""))
     if pred.config:
         c = pred.config
         chosen = f" (tuner chose: {', '.join(pred.tuned)})" if pred.tuned else ""
@@ -394,7 +406,8 @@ def cmd_tune(a) -> int:
                           "params": params.path}, indent=1))
         return 0
     print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
-          f"{scn.pass_} / {scn.precision}: {r.evaluated} configurations in {r.seconds:.3f} s ({r.engine})")
+          f"{scn.pass_} / {scn.precision}{' / gluon' if scn.fp8_kernel == 'gluon' else ''}: "
+          f"{r.evaluated} configurations in {r.seconds:.3f} s ({r.engine})")
     for note in scenario_notes(scn):
         print(f"note: {note}")
     print(f"  {'rank':<5}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity"

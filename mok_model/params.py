@@ -74,6 +74,10 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "fp8_tile_m": (16, 256),  # rows of an FP8 compute tile
     "fp8_quant_in_copy": (0.0, 1.0),  # 1: rows quantized while the comm SMs copy them (no pass)
     "fp8_quant_copy_scale": (0.05, 1.0),  # a quantizing comm SM's copy rate relative to a plain one
+    # the Gluon FP8 forward (Scenario.fp8_kernel "gluon", mok_kernels/gluon_fp8/mok.py)
+    "fp8_gluon_gemm_eff": (0.05, 0.9),  # fraction of the FP8 peak a full Gluon FP8 tile sustains
+    "fp8_gluon_tile_m": (16, 256),  # rows of a Gluon FP8 compute item
+    "fp8_gluon_scale_cost": (0.0, 2.0),  # its scale FFMAs' time beside the MMA (fp8_scale_cost's)
 }
 
 # Parameters added to the model after parameter files were first written: name -> (prior,
@@ -108,6 +112,20 @@ ADDED: dict[str, tuple[float, str]] = {
                                "expert stays BF16"),
     "fp8_quant_copy_scale": (1.0, "prior: quantizing does not slow the copy (unused while "
                                   "fp8_quant_in_copy is 0)"),
+    # the Gluon FP8 forward's terms (docs/calibration.md, "The Gluon FP8 kernel (session 26)");
+    # they change only scenarios on that kernel (Scenario.fp8_kernel "gluon"), which no file
+    # written before them predicted
+    "fp8_gluon_gemm_eff": (0.76, "prior: the BF16 probe fraction (bf16 GEMM 752 of 989 TF/s, "
+                                 "shared data/h200_probe.json) applied to the FP8 peak, as "
+                                 "fp8_gemm_eff's prior, until Gluon FP8 runs are fitted"),
+    "fp8_gluon_tile_m": (128, "design: mok_kernels/gluon_fp8/core.py BM = 128: a Gluon gate/up or "
+                              "down item holds <= 128 rows of one expert (mok.py: the schedule is "
+                              "built with block_m 128)"),
+    "fp8_gluon_scale_cost": (0.0, "design: the Gluon kernel's scale FFMAs run under an MMA "
+                                  "(mok_kernels/gluon_fp8/core.py _ffn_gate_up_tile: each scale "
+                                  "step under the other math warpgroup's MMA; mok.py _dn_step: two "
+                                  "MMAs in flight, block k's scales under block k+1's MMA), not "
+                                  "after it as fp8_kernel v2's (fp8_scale_cost)"),
     "push_scan_us": (0.0, "prior: a push dispatch (and our pull combine across GPUs) costs only "
                           "the bytes it copies, as before the per-chunk scan was modelled; "
                           "h200-1's prior in calibration/priors.py"),

@@ -221,22 +221,22 @@ def _model(key: str):
 def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
                       routing: str, seed: int, zipf_order: str = "model",
                       zero_shared_slot: bool = False, split_dn: int = 0,
-                      list_lag: int = 1) -> Scenario:
+                      list_lag: int = 1, fp8_kernel: str = "triton") -> Scenario:
     """The Scenario of a workload key (see workload_key); cached, records share it."""
     return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed,
-                    zipf_order, zero_shared_slot, split_dn, list_lag)
+                    zipf_order, zero_shared_slot, split_dn, list_lag, fp8_kernel)
 
 
 def workload_key(rec: dict) -> tuple:
     """What a record measured, without the knobs: records with equal keys share a Scenario.
-    The last four elements: the zipf popularity order (record_zipf_order; "model" for the
+    The last five elements: the zipf popularity order (record_zipf_order; "model" for the
     others), whether the record's kernel ran a zero shared expert (record_zero_shared_slot),
-    the K slices of its down GEMM where they are not today's choice (record_split_dn) and its
-    work list's lag (record_list_lag)."""
+    the K slices of its down GEMM where they are not today's choice (record_split_dn), its
+    work list's lag (record_list_lag) and its FP8 forward kernel (record_fp8_kernel)."""
     return (rec["hardware"]["preset"], model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
             rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)),
             record_zipf_order(rec) or "model", record_zero_shared_slot(rec), record_split_dn(rec),
-            record_list_lag(rec))
+            record_list_lag(rec), record_fp8_kernel(rec))
 
 
 # our megakernel's systems: the MoE layer pass and its GEMM phases alone
@@ -276,6 +276,17 @@ def record_list_lag(rec: dict) -> int:
     if rec["system"] not in KERNEL_SYSTEMS or rec["pass"] != "fwd":
         return 1
     return int(tiles.get("list_lag", 1))
+
+
+def record_fp8_kernel(rec: dict) -> str:
+    """The FP8 forward kernel a record of our megakernel ran (Scenario.fp8_kernel): "gluon" where
+    its `tiles` say fp8_kernel "gluon" (mok_kernels/bench.py forward_tiles: the Gluon pass of
+    mok_kernels/gluon_fp8/mok.py), else "triton" (the Triton megakernel, every other record)."""
+    tiles = rec.get("tiles") if isinstance(rec.get("tiles"), dict) else {}
+    if (rec.get("system") not in KERNEL_SYSTEMS or rec.get("pass", "fwd") != "fwd"
+            or rec.get("precision", "bf16") != "fp8"):
+        return "triton"
+    return "gluon" if tiles.get("fp8_kernel") == "gluon" else "triton"
 
 
 def record_scenario(rec: dict) -> Scenario:
@@ -411,6 +422,11 @@ def routing_reproduced(rec: dict) -> bool:
 # restricted to the options that distinguish the variants measured so far
 DEFAULT_FP8 = {"fp8_kernel": "v2", "block_m": 64, "num_stages": 4}
 OLD_FP8 = {"fp8_kernel": "v1", "block_m": 128, "num_stages": 3}  # default until 2026-12-01
+# the Gluon FP8 pass (fp8_kernel "gluon", since 2026-12-02; its own kernel, Scenario.fp8_kernel):
+# its knobs as mok_kernels/bench.py records them in `tiles` (gluon_join, gluon_ys, gluon_home,
+# gluon_cu) at the defaults of mok_kernels/gluon_fp8/mok.py (JOIN 350, YS, HOME; cu 1)
+DEFAULT_GLUON = {"fp8_kernel": "gluon", "gluon_join": 350, "gluon_ys": 1, "gluon_home": 1,
+                 "gluon_cu": 1}
 DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, "bw_h": 128,
                "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0, "saved_gu": 0}
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
@@ -464,6 +480,8 @@ def kernel_variant(rec: dict) -> dict:
     if rec["precision"] != "fp8":     # an option `tiles` does not name ran its default
         named = tiles if isinstance(tiles, dict) else {}
         return group | {k: int(named.get(k, v)) for k, v in DEFAULT_BF16.items()}
+    if isinstance(tiles, dict) and tiles.get("fp8_kernel") == "gluon":
+        return {k: tiles.get(k, DEFAULT_GLUON[k]) for k in DEFAULT_GLUON}
     if isinstance(tiles, dict):
         return {k: tiles.get(k, DEFAULT_FP8[k]) for k in DEFAULT_FP8} | group
     found = re.search(r"fp8 kernel (v\d)(-bm64)?", note)
@@ -488,6 +506,8 @@ def default_variant(rec: dict, old: bool = False) -> bool:
         return v == (OLD_BWD if old else DEFAULT_BWD)
     from mok_kernels.tiles import forward_group_m
     group = {"group_m": 1 if old else forward_group_m(_expert_width(rec))}
+    if rec["precision"] == "fp8" and v.get("fp8_kernel") == "gluon":
+        return not old and v == DEFAULT_GLUON
     if rec["precision"] == "fp8":
         return v == (OLD_FP8 if old else DEFAULT_FP8) | group
     return v == group | DEFAULT_BF16 | {"split_dn": 1 if old else default_split_dn(rec)}
@@ -509,6 +529,8 @@ def variant_label(rec: dict) -> str:
         return (f"bf16 forward group_m {v['group_m']}" + (" tma_a" if v["tma_a"] else "")
                 + "".join(f" {k} {v[k]}" for k in ("copy_rows", "split_dn", "list_lag")
                           if v[k] != DEFAULT_BF16[k]))
+    if v["fp8_kernel"] == "gluon":
+        return "fp8 gluon " + ",".join(f"{k}={v[k]}" for k in DEFAULT_GLUON if k != "fp8_kernel")
     return f"fp8 {v['fp8_kernel']} block_m {v['block_m']} stages {v['num_stages']} group_m {v['group_m']}"
 
 

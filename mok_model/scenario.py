@@ -14,6 +14,13 @@ MAX_LIST_LAG = 8
 PASSES = ("fwd", "bwd")
 PRECISIONS = ("bf16", "fp8", "mxfp8")
 MODES = ("pull", "push")
+# our megakernel's FP8 forward kernels (mok_kernels KernelConfig.fp8_kernel): "triton", the
+# Triton megakernel (fp8_kernel v1 / v2, the default), or "gluon", the one persistent Gluon kernel
+# of mok_kernels/gluon_fp8/mok.py (pull dispatch, push combine, capacity 1.0, lag 1 only)
+FP8_KERNELS = ("triton", "gluon")
+# the knobs the Gluon FP8 pass runs with and refuses otherwise (mok_kernels/gluon_fp8/mok.py
+# GluonFP8MoK: "pull dispatch, push combine, capacity 1.0 (the ring holds every routed row), lag 1")
+GLUON_KNOBS = {"dispatch": "pull", "combine": "push", "capacity": 1.0}
 SYSTEMS = ("mok", "nccl-torch", "deepep", "hybridep", "comet")
 ENGINES = ("analytic", "sim")
 # The largest row count or SM count a knob may take: the model's arrays hold them as 64-bit
@@ -56,9 +63,24 @@ class Scenario:
     # i + list_lag (mok_kernels KernelConfig.list_lag; a run record's tiles name it when not 1:
     # records.record_list_lag); a record that does not name it ran 1
     list_lag: int = 1
+    # our megakernel's FP8 forward kernel (FP8_KERNELS; a run record's tiles.fp8_kernel "gluon":
+    # records.record_fp8_kernel); "triton" for every other pass and precision
+    fp8_kernel: str = "triton"
 
     def __post_init__(self) -> None:
         hw, m = self.hardware, self.model
+        if self.fp8_kernel not in FP8_KERNELS:
+            raise MokInputError(f"--fp8-kernel {self.fp8_kernel!r} must be one of "
+                                f"{', '.join(FP8_KERNELS)}")
+        if self.fp8_kernel == "gluon":
+            if self.precision != "fp8" or self.pass_ != "fwd":
+                raise MokInputError(f"--fp8-kernel gluon with --precision {self.precision} --pass "
+                                    f"{self.pass_}: the Gluon kernel runs the FP8 forward only "
+                                    f"(--precision fp8 --pass fwd)")
+            if self.list_lag != 1:
+                raise MokInputError(f"--list-lag {self.list_lag} with --fp8-kernel gluon: the "
+                                    f"Gluon FP8 pass runs lag 1 only "
+                                    f"(mok_kernels/gluon_fp8/mok.py)")
         if isinstance(self.list_lag, bool) or not isinstance(self.list_lag, int) or self.list_lag < 1:
             raise MokInputError(f"list_lag {self.list_lag!r} must be an integer >= 1")
         if self.list_lag > MAX_LIST_LAG:
@@ -127,7 +149,8 @@ class Scenario:
             | ({"zipf_order": self.zipf_order} if self.zipf_order != "model" else {}) \
             | ({"zero_shared_slot": True} if self.zero_shared_slot else {}) \
             | ({"split_dn": self.split_dn} if self.split_dn else {}) \
-            | ({"list_lag": self.list_lag} if self.list_lag != 1 else {})
+            | ({"list_lag": self.list_lag} if self.list_lag != 1 else {}) \
+            | ({"fp8_kernel": self.fp8_kernel} if self.fp8_kernel != "triton" else {})
 
 
 @dataclass(frozen=True, slots=True)
@@ -159,7 +182,8 @@ class Config:
             raise MokInputError(f"--capacity {self.capacity!r} must be in (0, 1]")
 
     def check_for(self, scenario: Scenario) -> "Config":
-        """Validate the knobs against the hardware they will run on."""
+        """Validate the knobs against the hardware and kernel they will run on."""
+        check_gluon_knobs(scenario, self.as_dict())
         sms = scenario.hardware.sms
         if self.comm_sms >= sms:
             raise MokInputError(
@@ -181,3 +205,14 @@ def default_config(scenario: Scenario) -> Config:
     published = 40 if scenario.pass_ == "fwd" else 28
     comm = max(1, round(published * scenario.hardware.sms / 148))
     return Config(dispatch="pull", combine="push", comm_sms=comm)
+
+
+def check_gluon_knobs(scenario: Scenario, knobs: dict) -> None:
+    """Refuse knobs the Gluon FP8 pass does not run (GLUON_KNOBS) for a scenario on that kernel;
+    `knobs` may name some of them (the tuner fixes the rest to GLUON_KNOBS)."""
+    if scenario.fp8_kernel != "gluon":
+        return
+    for knob, want in GLUON_KNOBS.items():
+        if knob in knobs and knobs[knob] != want:
+            raise MokInputError(f"--{knob} {knobs[knob]} with --fp8-kernel gluon: the Gluon FP8 "
+                                f"pass runs --{knob} {want} only (mok_kernels/gluon_fp8/mok.py)")

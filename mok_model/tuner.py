@@ -14,7 +14,7 @@ import numpy as np
 from .analytic import first_rows, mok_terms
 from .errors import MokInputError
 from .params import Params
-from .scenario import ELEMENT_BYTES, MODES, Config, Scenario
+from .scenario import ELEMENT_BYTES, GLUON_KNOBS, MODES, Config, Scenario, check_gluon_knobs
 
 MINIBATCHES = (256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768)
 CAPACITIES = (0.125, 0.25, 0.5, 0.75, 1.0)
@@ -191,8 +191,12 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     binds at the smallest (mok_terms' list_binds; elsewhere it can only lengthen the combine
     tail), so the other lags are scored on those rows only; ties go to the smaller lag."""
     t0 = time.perf_counter()
+    if scenario.fp8_kernel == "gluon":  # the knobs the Gluon FP8 pass runs (and no others)
+        check_gluon_knobs(scenario, fixed or {})
+        fixed = {**GLUON_KNOBS, **(fixed or {})}
     if fixed and "comm_sms" in fixed:
-        Config(comm_sms=fixed["comm_sms"]).check_for(scenario)
+        given = {k: fixed[k] for k in ("comm_sms", *GLUON_KNOBS) if k in fixed}
+        Config(**given).check_for(scenario)
     lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
     g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **(fixed or {})})
     n = len(g["minibatch"])

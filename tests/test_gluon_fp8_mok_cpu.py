@@ -217,7 +217,7 @@ def test_gluon_pass_check_raises_once_and_zeroes_its_word():
     g.check()
 
 
-def test_gluon_record_tiles_are_a_non_default_variant(tmp_path):
+def test_gluon_record_tiles_are_the_gluon_default_variant(tmp_path):
     from mok_kernels import bench
     from mok_model.records import append_records, default_variant, read_records, variant_label
     g = object.__new__(gm.GluonFP8MoK)
@@ -234,7 +234,10 @@ def test_gluon_record_tiles_are_a_non_default_variant(tmp_path):
     append_records(out, [rec])
     back = read_records([out])[0]
     assert back["tiles"]["fp8_kernel"] == "gluon"
-    assert not default_variant(back) and variant_label(back).startswith("fp8 gluon")
+    # the Gluon kernel's own default (records.DEFAULT_GLUON; the model's Scenario.fp8_kernel
+    # "gluon"), not the Triton FP8 kernel's; other Gluon knobs are a non-default variant
+    assert default_variant(back) and variant_label(back).startswith("fp8 gluon")
+    assert not default_variant({**back, "tiles": {**back["tiles"], "gluon_join": 1000}})
 
 
 def test_bench_gluon_variant_and_grid_refusals(tmp_path):

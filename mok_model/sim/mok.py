@@ -320,7 +320,7 @@ class MokSim:
         # (analytic.ring_capacity). The rows a timed iteration routes to a GPU exceed the seeded
         # routing's by analytic.iteration_rows' margin; those extra rows take ring slots here.
         widest = max(int(r.sum(axis=1).max()) for r in plan.rows)
-        ring = float(ring_capacity(p, cfg.macrobatch, cfg.minibatch)[0, 0])
+        ring = float(ring_capacity(p, cfg.macrobatch, cfg.minibatch, scn)[0, 0])
         margin = np.ceil(iteration_rows(scn, loads(scn)) - traffic(scn).received())
         self.ring_rows = [int(max(ring - margin[d], widest)) for d in range(P)]
         self.ring = [simpy.Container(env, capacity=n, init=n) for n in self.ring_rows]

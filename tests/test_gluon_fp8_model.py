@@ -1,0 +1,196 @@
+"""The model's Gluon FP8 kernel (session 26): the scenario field, its refusals, the records'
+reading, the fitted term reproducing, and the registration plan meeting what `mok bench` records.
+CPU only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from calibration.defaults import pass_files, pass_sources
+from calibration.passes import FIT_HELD_OUT, fit_passes, pass_group
+from mok_model.cli import main
+from mok_model.errors import MokInputError
+from mok_model.params import load_params
+from mok_model.predict import predict
+from mok_model.presets import load_hardware, load_model
+from mok_model.records import (DEFAULT_GLUON, default_variant, read_records, record_fp8_kernel,
+                               record_scenario, workload_key)
+from mok_model.scenario import Config, Scenario
+from mok_model.tuner import tune
+
+REPO = Path(__file__).resolve().parents[1]
+RUNS = REPO / "calibration" / "runs" / "h200_gluon" / "fp8_gluon.jsonl"
+PLAN = REPO / "benchmarks" / "device" / "s26_gluon_reg_plan.jsonl"
+KNOBS = Config(dispatch="pull", combine="push", minibatch=4096, comm_sms=24, macrobatch=131072,
+               capacity=1.0)
+
+
+def _scn(**kw) -> Scenario:
+    args = dict(hardware=load_hardware("h200-1"), model=load_model("kimi-k2"), ep=8, tokens=4096,
+                precision="fp8")
+    return Scenario(**{**args, **kw})
+
+
+def test_scenario_field_default_and_describe():
+    assert _scn().fp8_kernel == "triton" and "fp8_kernel" not in _scn().describe()
+    assert _scn(fp8_kernel="gluon").describe()["fp8_kernel"] == "gluon"
+    for kw in ({"precision": "bf16"}, {"pass_": "bwd"}, {"list_lag": 2}, {"fp8_kernel": "x"}):
+        with pytest.raises(MokInputError):
+            _scn(**{"fp8_kernel": "gluon", **kw} if "fp8_kernel" not in kw else kw)
+
+
+def test_gluon_knobs_refused_and_tuned():
+    scn = _scn(fp8_kernel="gluon")
+    for bad in ({"dispatch": "push"}, {"combine": "pull"}, {"capacity": 0.5}):
+        with pytest.raises(MokInputError, match="fp8-kernel gluon"):
+            Config(**{**KNOBS.as_dict(), **bad}).check_for(scn)
+        with pytest.raises(MokInputError, match="fp8-kernel gluon"):
+            tune(scn, load_params(None, "h200-1"), fixed=bad)
+    best = tune(scn, load_params(None, "h200-1")).best.config
+    assert (best.dispatch, best.combine, best.capacity) == ("pull", "push", 1.0)
+    # the Triton FP8 scenario keeps its knobs and is not touched by the Gluon terms
+    p = load_params(None, "h200-1")
+    q = p.with_values(fp8_gluon_gemm_eff=0.2, fp8_gluon_tile_m=64, fp8_gluon_scale_cost=1.0)
+    triton = _scn()
+    same = predict(triton, KNOBS, "mok", p).latency_ms
+    assert same == predict(triton, KNOBS, "mok", q).latency_ms
+    assert predict(scn, KNOBS, "mok", p).latency_ms != predict(scn, KNOBS, "mok", q).latency_ms
+
+
+W = ["--hardware", "h200-1", "--model", "kimi-k2", "--ep", "8", "--tokens", "1024"]
+
+
+@pytest.mark.parametrize("cmd", ["predict", "tune", "simulate"])
+@pytest.mark.parametrize("extra, want", [
+    (["--precision", "fp8", "--fp8-kernel", "gluon", "--dispatch", "push"], "--dispatch push with"),
+    (["--precision", "fp8", "--fp8-kernel", "gluon", "--combine", "pull"], "--combine pull with"),
+    (["--precision", "fp8", "--fp8-kernel", "gluon", "--capacity", "0.5"], "--capacity 0.5 with"),
+    (["--precision", "fp8", "--fp8-kernel", "gluon", "--list-lag", "2"], "--list-lag 2 with"),
+    (["--precision", "bf16", "--fp8-kernel", "gluon"], "the FP8 forward only"),
+    (["--precision", "fp8", "--fp8-kernel", "cutlass"], "must be one of triton, gluon"),
+])
+def test_cli_refusals_one_line_exit_2(cmd, extra, want, capsys):
+    rc = main([cmd, *W, *extra])
+    out, err = capsys.readouterr()
+    assert rc == 2 and not out and err.count("\n") == 1 and err.startswith("mok: error: "), err
+    assert want in err, err
+
+
+def test_cli_predicts_gluon(capsys):
+    assert main(["predict", *W, "--precision", "fp8", "--fp8-kernel", "gluon", "--json"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert doc["fp8_kernel"] == "gluon"
+    assert (doc["config"]["dispatch"], doc["config"]["combine"]) == ("pull", "push")
+
+
+def test_records_read_as_gluon():
+    recs = read_records([RUNS])
+    g = [r for r in recs if r["precision"] == "fp8"]
+    assert len(g) == 36 and all(record_fp8_kernel(r) == "gluon" for r in g)
+    assert all(record_scenario(r).fp8_kernel == "gluon" and default_variant(r) for r in g)
+    assert all(pass_group(r) == "fp8-gluon" for r in g)
+    assert all(record_fp8_kernel(r) == "triton" and pass_group(r) is None
+               for r in recs if r["precision"] == "bf16")
+    assert workload_key(g[0])[-1] == "gluon"
+
+
+def test_default_gluon_is_the_kernels_default():
+    from mok_kernels.gluon_fp8 import mok
+    assert DEFAULT_GLUON == {"fp8_kernel": "gluon", "gluon_join": mok.JOIN,
+                             "gluon_ys": int(mok.YS), "gluon_home": int(mok.HOME), "gluon_cu": 1}
+
+
+def test_fitted_term_reproduces():
+    """What `python -m calibration.defaults` (its pass step) would write for the group equals the
+    shipped value and source in h200-1.json and h200-hgx8.json."""
+    p = load_params(None, "h200-1")
+    records = read_records(pass_files())
+    res = fit_passes(records, p, only=("fp8-gluon",))
+    assert len(res.residuals["fp8-gluon"]) == 24  # kimi-k2 and glm-5; qwen3-235b-a22b held out
+    assert FIT_HELD_OUT["fp8-gluon"] == ("model", ("qwen3-235b-a22b",))
+    v = res.params["fp8_gluon_gemm_eff"]
+    assert v == pytest.approx(p["fp8_gluon_gemm_eff"], rel=1e-9)
+    sources, _ = pass_sources(res, records, REPO, p.sources)
+    assert sources["fp8_gluon_gemm_eff"] == p.sources["fp8_gluon_gemm_eff"]
+    hx = load_params(None, "h200-hgx8")
+    assert hx["fp8_gluon_gemm_eff"] == p["fp8_gluon_gemm_eff"]
+    assert hx.sources["fp8_gluon_gemm_eff"] == ("transferred from h200-1 (same GPU and kernels): "
+                                                + p.sources["fp8_gluon_gemm_eff"])
+
+
+def test_registration_plan_meets_bench_records():
+    """Each planned line is read as the record `mok bench` will write for it (make_record with
+    the tiles the Gluon pass and the Triton forward record)."""
+    from mok_kernels.bench import make_record
+    from mok_kernels.gluon_fp8 import mok
+    from mok_kernels.tiles import forward_group_m
+    from calibration.registered import _run_key
+    plan = [json.loads(x) for x in PLAN.read_text().splitlines()]
+    assert len(plan) == 64
+    gluon_tiles = {"fp8_kernel": "gluon", "block_m": 128, "bn_gu": 128, "bn_dn": 128,
+                   "block_k": 128, "num_warps": 4, "num_stages": 4, "group_m": 8,
+                   "gluon_join": mok.JOIN, "gluon_ys": int(mok.YS), "gluon_home": int(mok.HOME),
+                   "gluon_cu": 1}
+    hw = {"preset": "h200-1", "gpus": 1, "gpu": "NVIDIA H200", "sms": 132}
+    for line in plan:
+        spec = line["routing"]["kind"] + (f":{line['routing']['arg']}"
+                                           if "arg" in line["routing"] else "")
+        width = load_model(line["model"]).expert_width
+        tiles = (gluon_tiles if line["precision"] == "fp8"
+                 else {"group_m": forward_group_m(width), **line.get("tiles", {})})
+        rec = make_record(system="mok", model=line["model"], ep=8, tokens=line["tokens"],
+                          knobs=line["config"], routing=spec, seed=0, times=[1.0],
+                          breakdown={}, note="", hardware=hw, software={},
+                          precision=line["precision"], tiles=tiles)
+        planned = {**line, "system": "mok", "hardware": {"preset": "h200-1"}}
+        assert record_scenario(rec) == record_scenario(planned)
+        assert rec["routing"] == line["routing"] and rec["config"] == line["config"]
+        assert _run_key(rec) == _run_key(planned)
+        assert record_scenario(rec).fp8_kernel == ("gluon" if line["precision"] == "fp8"
+                                                   else "triton")
+
+
+def test_registered_bench_command_runs_the_plan():
+    """benchmarks/device/s26_gluon_reg.sh's `mok bench` grid is the registered plan, line for
+    line (model, tokens, routing, precision with fp8_kernel gluon, knobs)."""
+    import itertools
+    import re
+    from mok_kernels.routing import routing_record
+    text = (REPO / "benchmarks" / "device" / "s26_gluon_reg.sh").read_text().replace("\\\n", " ")
+    cmd = next(x for x in text.splitlines() if "mok_kernels.bench" in x)
+    flag = dict(re.findall(r"--([a-z0-9-]+) (\S+)", cmd))
+    assert (flag["ep"], flag["rank"], flag["fp8-kernel"], flag["systems"]) == \
+        ("8", "0", "gluon", "mok")
+    grid = []
+    for m, n, rt, prec, d, c, mb, cs, cap in itertools.product(
+            *(flag[k].split(",") for k in ("model", "tokens", "routing", "precision", "dispatch",
+                                           "combine", "minibatch", "comm-sms", "capacity"))):
+        grid.append(json.dumps({"model": m, "tokens": int(n), "routing": routing_record(rt, 0),
+                                "fp8": prec == "fp8", "config": {
+                                    "dispatch": d, "combine": c, "minibatch": int(mb),
+                                    "comm_sms": int(cs), "macrobatch": 131072,
+                                    "capacity": float(cap)}}, sort_keys=True))
+    plan = [json.loads(x) for x in PLAN.read_text().splitlines()]
+    want = [json.dumps({"model": p["model"], "tokens": p["tokens"], "routing": p["routing"],
+                        "fp8": p.get("tiles", {}).get("fp8_kernel") == "gluon",
+                        "config": p["config"]}, sort_keys=True) for p in plan]
+    assert sorted(grid) == sorted(want) and len(set(want)) == 64
+    assert "--out calibration/runs/h200_gluon/registered.jsonl" in cmd
+
+
+def test_every_shipped_file_carries_the_gluon_terms():
+    """Each shipped parameters file holds the three Gluon terms (no file fills them), at
+    mok_model/params.py ADDED's value and words (what a refit from the priors writes), but for
+    h200-1's fitted fp8_gluon_gemm_eff and h200-hgx8's copy of it."""
+    from mok_model.params import ADDED, PARAMS_DIR, read_params
+    for path in sorted(PARAMS_DIR.glob("*.json")):
+        p = read_params(path)
+        assert not p.filled, path
+        for k in ("fp8_gluon_gemm_eff", "fp8_gluon_tile_m", "fp8_gluon_scale_cost"):
+            if k == "fp8_gluon_gemm_eff" and path.stem in ("h200-1", "h200-hgx8"):
+                assert "fitted to the 24 default-variant fp8-gluon MoK records" in p.sources[k]
+                continue
+            assert p[k] == ADDED[k][0] and p.sources[k].endswith(ADDED[k][1]), (path, k)
