@@ -72,7 +72,8 @@ def report(records: list[dict], base: Params, old: bool = False, sim: bool = Fal
         for key in ("model", "tokens", "routing", "comm_sms", "minibatch"):
             by: dict = {}
             for r in recs:
-                by.setdefault(str(record_value(r, key)), []).append(err[r["id"]])
+                if r["id"] in err:  # the fit's records (passes.FIT_HELD_OUT's are not)
+                    by.setdefault(str(record_value(r, key)), []).append(err[r["id"]])
             if len(by) > 1:
                 bias[key] = {v: float(np.mean(e)) for v, e in sorted(by.items())}
         doc["all"][g]["bias"] = bias
