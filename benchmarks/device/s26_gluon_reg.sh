@@ -16,7 +16,7 @@ R=$OUT/s26r; mkdir -p $R
 { nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader; date -u; } > $R/gpu.txt 2>&1
 T0=$(date +%s)
 mkdir -p calibration/runs/h200_gluon
-timeout 540 python3 -m mok_kernels.bench \
+timeout 300 python3 -m mok_kernels.bench \
   --model qwen3-30b-a3b,deepseek-v3,llama4-maverick,kimi-k2 --ep 8 --rank 0 \
   --tokens 2048,8192 --routing uniform,zipf:1.2 --precision fp8,bf16 \
   --fp8-kernel gluon --systems mok --dispatch pull --combine push --minibatch 4096 \
