@@ -17,8 +17,9 @@
   (mok_model/params/gemm/h200-1.json; gemm_eff not fitted); then the backward megakernel's and
   the FP8 forward's terms fitted to the
   default-variant backward and FP8 records of calibration/runs/h200/ (calibration/passes.py,
-  everything else held), and the Gluon FP8 kernel's to its kimi-k2 and glm-5 records of
-  calibration/runs/h200_gluon/fp8_gluon.jsonl (qwen3-235b-a22b's held out: passes.FIT_HELD_OUT).
+  everything else held), and the Gluon FP8 kernel's (fp8_gluon_gemm_eff, fp8_gluon_copy_scale)
+  to its 36 records of calibration/runs/h200_gluon/fp8_gluon.jsonl (none held out since the
+  refit of 2026-12-02: passes.FIT_HELD_OUT).
   h200-hgx8 takes those terms as fitted on h200-1 (same GPU and kernels;
   no backward or FP8 run on two GPUs yet).
 

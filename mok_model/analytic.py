@@ -154,9 +154,12 @@ def dispatch_row_bytes(scn: Scenario, p: Params) -> float:
 
 
 def dispatch_copy_scale(scn: Scenario, p: Params) -> float:
-    """A dispatching comm SM's copy rate relative to a plain copy's: fp8_quant_copy_scale when
-    it quantizes the rows as it copies them, else 1."""
-    return p["fp8_quant_copy_scale"] if fp8_fused(scn, p) else 1.0
+    """A dispatching comm SM's copy rate relative to a plain copy's: when it quantizes the rows
+    as it copies them, fp8_gluon_copy_scale on the Gluon FP8 kernel (its comm programs'
+    quantizing copy, mok_kernels/gluon_fp8/mok.py) and fp8_quant_copy_scale otherwise; else 1."""
+    if not fp8_fused(scn, p):
+        return 1.0
+    return p["fp8_gluon_copy_scale"] if gluon_fp8(scn) else p["fp8_quant_copy_scale"]
 
 
 def shared_section(scn: Scenario, kernel: bool = True) -> tuple[int, int]:

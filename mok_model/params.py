@@ -78,6 +78,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "fp8_gluon_gemm_eff": (0.05, 0.9),  # fraction of the FP8 peak a full Gluon FP8 tile sustains
     "fp8_gluon_tile_m": (16, 256),  # rows of a Gluon FP8 compute item
     "fp8_gluon_scale_cost": (0.0, 2.0),  # its scale FFMAs' time beside the MMA (fp8_scale_cost's)
+    "fp8_gluon_copy_scale": (0.05, 1.0),  # its comm programs' quantizing copy rate / copy_gbps_per_sm
 }
 
 # Parameters added to the model after parameter files were first written: name -> (prior,
@@ -126,6 +127,9 @@ ADDED: dict[str, tuple[float, str]] = {
                                   "step under the other math warpgroup's MMA; mok.py _dn_step: two "
                                   "MMAs in flight, block k's scales under block k+1's MMA), not "
                                   "after it as fp8_kernel v2's (fp8_scale_cost)"),
+    "fp8_gluon_copy_scale": (0.73, "prior: the Triton FP8 kernel's derived quantizing-copy rate "
+                                   "(fp8_quant_copy_scale 0.73 of copy_gbps_per_sm), assumed for the "
+                                   "Gluon kernel's comm programs until Gluon FP8 runs are fitted"),
     "push_scan_us": (0.0, "prior: a push dispatch (and our pull combine across GPUs) costs only "
                           "the bytes it copies, as before the per-chunk scan was modelled; "
                           "h200-1's prior in calibration/priors.py"),

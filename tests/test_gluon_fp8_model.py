@@ -109,27 +109,37 @@ def test_fitted_term_reproduces():
     p = load_params(None, "h200-1")
     records = read_records(pass_files())
     res = fit_passes(records, p, only=("fp8-gluon",))
-    assert len(res.residuals["fp8-gluon"]) == 24  # kimi-k2 and glm-5; qwen3-235b-a22b held out
-    assert FIT_HELD_OUT["fp8-gluon"] == ("model", ("qwen3-235b-a22b",))
-    v = res.params["fp8_gluon_gemm_eff"]
-    assert v == pytest.approx(p["fp8_gluon_gemm_eff"], rel=1e-9)
+    # all three models' 36 records since the refit with fp8_gluon_copy_scale (none held out)
+    assert len(res.residuals["fp8-gluon"]) == 36
+    assert "fp8-gluon" not in FIT_HELD_OUT
     sources, _ = pass_sources(res, records, REPO, p.sources)
-    assert sources["fp8_gluon_gemm_eff"] == p.sources["fp8_gluon_gemm_eff"]
     hx = load_params(None, "h200-hgx8")
-    assert hx["fp8_gluon_gemm_eff"] == p["fp8_gluon_gemm_eff"]
-    assert hx.sources["fp8_gluon_gemm_eff"] == ("transferred from h200-1 (same GPU and kernels): "
-                                                + p.sources["fp8_gluon_gemm_eff"])
+    for k in ("fp8_gluon_gemm_eff", "fp8_gluon_copy_scale"):
+        # two free parameters: the refit from the shipped values ends within the solver's tolerance
+        assert res.params[k] == pytest.approx(p[k], rel=1e-6), k
+        assert sources[k] == p.sources[k]
+        assert hx[k] == p[k]
+        assert hx.sources[k] == "transferred from h200-1 (same GPU and kernels): " + p.sources[k]
 
 
-def test_registration_plan_meets_bench_records():
+REG2_N = 64
+# (plan, script, records file, configurations): session 26's registrations
+REGISTRATIONS = [
+    ("s26_gluon_reg_plan.jsonl", "s26_gluon_reg.sh", "registered.jsonl", 64),
+    ("s26_gluon_reg2_plan.jsonl", "s26_gluon_reg2.sh", "registered2.jsonl", REG2_N),
+]
+
+
+@pytest.mark.parametrize("plan_name,script,out,n_cfg", REGISTRATIONS)
+def test_registration_plan_meets_bench_records(plan_name, script, out, n_cfg):
     """Each planned line is read as the record `mok bench` will write for it (make_record with
     the tiles the Gluon pass and the Triton forward record)."""
     from mok_kernels.bench import make_record
     from mok_kernels.gluon_fp8 import mok
     from mok_kernels.tiles import forward_group_m
     from calibration.registered import _run_key
-    plan = [json.loads(x) for x in PLAN.read_text().splitlines()]
-    assert len(plan) == 64
+    plan = [json.loads(x) for x in (PLAN.parent / plan_name).read_text().splitlines()]
+    assert len(plan) == n_cfg
     gluon_tiles = {"fp8_kernel": "gluon", "block_m": 128, "bn_gu": 128, "bn_dn": 128,
                    "block_k": 128, "num_warps": 4, "num_stages": 4, "group_m": 8,
                    "gluon_join": mok.JOIN, "gluon_ys": int(mok.YS), "gluon_home": int(mok.HOME),
@@ -153,13 +163,14 @@ def test_registration_plan_meets_bench_records():
                                                    else "triton")
 
 
-def test_registered_bench_command_runs_the_plan():
+@pytest.mark.parametrize("plan_name,script,out,n_cfg", REGISTRATIONS)
+def test_registered_bench_command_runs_the_plan(plan_name, script, out, n_cfg):
     """benchmarks/device/s26_gluon_reg.sh's `mok bench` grid is the registered plan, line for
     line (model, tokens, routing, precision with fp8_kernel gluon, knobs)."""
     import itertools
     import re
     from mok_kernels.routing import routing_record
-    text = (REPO / "benchmarks" / "device" / "s26_gluon_reg.sh").read_text().replace("\\\n", " ")
+    text = (REPO / "benchmarks" / "device" / script).read_text().replace("\\\n", " ")
     cmd = next(x for x in text.splitlines() if "mok_kernels.bench" in x)
     flag = dict(re.findall(r"--([a-z0-9-]+) (\S+)", cmd))
     assert (flag["ep"], flag["rank"], flag["fp8-kernel"], flag["systems"]) == \
@@ -173,12 +184,12 @@ def test_registered_bench_command_runs_the_plan():
                                     "dispatch": d, "combine": c, "minibatch": int(mb),
                                     "comm_sms": int(cs), "macrobatch": 131072,
                                     "capacity": float(cap)}}, sort_keys=True))
-    plan = [json.loads(x) for x in PLAN.read_text().splitlines()]
+    plan = [json.loads(x) for x in (PLAN.parent / plan_name).read_text().splitlines()]
     want = [json.dumps({"model": p["model"], "tokens": p["tokens"], "routing": p["routing"],
                         "fp8": p.get("tiles", {}).get("fp8_kernel") == "gluon",
                         "config": p["config"]}, sort_keys=True) for p in plan]
-    assert sorted(grid) == sorted(want) and len(set(want)) == 64
-    assert "--out calibration/runs/h200_gluon/registered.jsonl" in cmd
+    assert sorted(grid) == sorted(want) and len(set(want)) == n_cfg
+    assert f"--out calibration/runs/h200_gluon/{out}" in cmd
 
 
 def test_every_shipped_file_carries_the_gluon_terms():
@@ -189,8 +200,10 @@ def test_every_shipped_file_carries_the_gluon_terms():
     for path in sorted(PARAMS_DIR.glob("*.json")):
         p = read_params(path)
         assert not p.filled, path
-        for k in ("fp8_gluon_gemm_eff", "fp8_gluon_tile_m", "fp8_gluon_scale_cost"):
-            if k == "fp8_gluon_gemm_eff" and path.stem in ("h200-1", "h200-hgx8"):
-                assert "fitted to the 24 default-variant fp8-gluon MoK records" in p.sources[k]
+        for k in ("fp8_gluon_gemm_eff", "fp8_gluon_tile_m", "fp8_gluon_scale_cost",
+                  "fp8_gluon_copy_scale"):
+            if k in ("fp8_gluon_gemm_eff", "fp8_gluon_copy_scale") and \
+                    path.stem in ("h200-1", "h200-hgx8"):
+                assert "fitted to the 36 default-variant fp8-gluon MoK records" in p.sources[k]
                 continue
             assert p[k] == ADDED[k][0] and p.sources[k].endswith(ADDED[k][1]), (path, k)
