@@ -36,10 +36,13 @@ from __future__ import annotations
 from .core import (BK, BM, BN, FFN_STAGES, GROUP_ROWS, WS_MAXNREG, _compile_sm90, _desc, gluon,
                    pack_gate_up)
 
-# Default knobs: the best worst case of kimi-k2 / glm-5 EP 8, 4,096 tokens (1.27x / 1.30x the
-# Triton BF16 megakernel; benchmarks/device/s26_fp8c.sh, mok_kernels/logs_s26/s26c/mok.log).
-# Before session 26: 32 comm programs, no join, no ys, no home (1.12x / 1.17x in that run).
-COMM_SMS = 24
+# Default knobs. join, ys, home: the best worst case of kimi-k2 / glm-5 EP 8, 4,096 tokens
+# (benchmarks/device/s26_fp8c.sh, mok_kernels/logs_s26/s26c/mok.log). Comm programs: 32, the
+# smaller worst regret over the 50 FP8 workloads of calibration/runs/h200_gluon/ (11 presets,
+# 1,024-8,192 tokens, 24 or 32 each: 32 is at most 3.7% from the better, mean 0.7%; 24 up to
+# 27%, mean 6.0%, narrow experts wanting more copy programs). Before session 26: 32 comm
+# programs, no join, no ys, no home (1.12x / 1.17x BF16 in s26c's run).
+COMM_SMS = 32
 JOIN = 350
 YS = True
 HOME = True
