@@ -21,6 +21,7 @@ FP8_KERNELS = ("triton", "gluon")
 # the knobs the Gluon FP8 pass runs with and refuses otherwise (mok_kernels/gluon_fp8/mok.py
 # GluonFP8MoK: "pull dispatch, push combine, capacity 1.0 (the ring holds every routed row), lag 1")
 GLUON_KNOBS = {"dispatch": "pull", "combine": "push", "capacity": 1.0}
+HOPPER_GPUS = ("H100", "H200")   # the GPUs (Hardware.gpu) the Gluon FP8 kernel runs on (sm_90)
 SYSTEMS = ("mok", "nccl-torch", "deepep", "hybridep", "comet")
 ENGINES = ("analytic", "sim")
 # The largest row count or SM count a knob may take: the model's arrays hold them as 64-bit
@@ -77,6 +78,9 @@ class Scenario:
                 raise MokInputError(f"--fp8-kernel gluon with --precision {self.precision} --pass "
                                     f"{self.pass_}: the Gluon kernel runs the FP8 forward only "
                                     f"(--precision fp8 --pass fwd)")
+            if not hw.gpu.startswith(HOPPER_GPUS):
+                raise MokInputError(f"--fp8-kernel gluon on {hw.name} ({hw.gpu}): the Gluon FP8 "
+                                    f"kernel is sm_90 only ({', '.join(HOPPER_GPUS)})")
             if self.list_lag != 1:
                 raise MokInputError(f"--list-lag {self.list_lag} with --fp8-kernel gluon: the "
                                     f"Gluon FP8 pass runs lag 1 only "

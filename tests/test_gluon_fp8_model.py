@@ -71,6 +71,8 @@ W = ["--hardware", "h200-1", "--model", "kimi-k2", "--ep", "8", "--tokens", "102
     (["--precision", "fp8", "--fp8-kernel", "gluon", "--list-lag", "2"], "--list-lag 2 with"),
     (["--precision", "bf16", "--fp8-kernel", "gluon"], "the FP8 forward only"),
     (["--precision", "fp8", "--fp8-kernel", "cutlass"], "must be one of triton, gluon"),
+    (["--precision", "fp8", "--fp8-kernel", "gluon", "--hardware", "b200-hgx8"],
+     "the Gluon FP8 kernel is sm_90 only"),
 ])
 def test_cli_refusals_one_line_exit_2(cmd, extra, want, capsys):
     rc = main([cmd, *W, *extra])
