@@ -16,8 +16,8 @@ import sys
 from .errors import MokInputError, SimInvariantError
 from .fileio import check_output_file, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
-from .scenario import (ENGINES, FP8_KERNELS, MODES, PASSES, PRECISIONS, SYSTEMS, Config, Scenario,
-                       check_gluon_knobs)
+from .scenario import (ENGINES, FP8_KERNELS, GLUON_KNOBS, MODES, PASSES, PRECISIONS, SYSTEMS,
+                       Config, Scenario, check_gluon_knobs)
 from .sim.network import DEGRADE_HELP
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
@@ -215,7 +215,8 @@ def _knobs(a, scn: Scenario | None = None) -> dict:
         if getattr(a, knob) is not None:
             choice(f"--{knob}", MODES, getattr(a, knob))
     knobs = {k: getattr(a, k) for k in KNOBS if getattr(a, k) is not None}
-    trial = {**Config().as_dict(), **knobs}
+    gluon = scn is not None and scn.fp8_kernel == "gluon"   # its fixed knobs, not Config's
+    trial = {**Config().as_dict(), **(GLUON_KNOBS if gluon else {}), **knobs}
     if "macrobatch" not in knobs:  # the tuner sizes the ring; only a given one must hold a minibatch
         trial["macrobatch"] = max(trial["macrobatch"], trial["minibatch"])
     config = Config(**trial)

@@ -81,6 +81,10 @@ class Scenario:
             if not hw.gpu.startswith(HOPPER_GPUS):
                 raise MokInputError(f"--fp8-kernel gluon on {hw.name} ({hw.gpu}): the Gluon FP8 "
                                     f"kernel is sm_90 only ({', '.join(HOPPER_GPUS)})")
+            why = gluon_shape_refusal(m.hidden, m.expert_width, m.shared_width * m.shared_experts,
+                                      m.routed_experts, self.ep)
+            if why:
+                raise MokInputError(f"--fp8-kernel gluon with model {m.name}, EP {self.ep}: {why}")
             if self.list_lag != 1:
                 raise MokInputError(f"--list-lag {self.list_lag} with --fp8-kernel gluon: the "
                                     f"Gluon FP8 pass runs lag 1 only "
@@ -209,6 +213,20 @@ def default_config(scenario: Scenario) -> Config:
     published = 40 if scenario.pass_ == "fwd" else 28
     comm = max(1, round(published * scenario.hardware.sms / 148))
     return Config(dispatch="pull", combine="push", comm_sms=comm)
+
+
+def gluon_shape_refusal(h: int, i: int, shared: int, experts: int, ep: int,
+                        rank: int = 0) -> str | None:
+    """Why the Gluon FP8 pass (mok_kernels/gluon_fp8/mok.py) cannot run a layer shape (H, I, the
+    shared width, experts over EP ranks), or None: the kernel's rule, here so the model refuses
+    what the kernel refuses."""
+    if experts % ep or not 0 <= rank < ep:
+        return f"E={experts}, EP={ep}, rank={rank}: E divisible by EP, 0 <= rank < EP"
+    if h % 128 or i % 128:
+        return f"H={h}, I={i}: must be multiples of 128"
+    if shared not in (0, i):
+        return f"shared width {shared}: 0 or I={i} only"
+    return None
 
 
 def check_gluon_knobs(scenario: Scenario, knobs: dict) -> None:

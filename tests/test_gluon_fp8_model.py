@@ -73,6 +73,9 @@ W = ["--hardware", "h200-1", "--model", "kimi-k2", "--ep", "8", "--tokens", "102
     (["--precision", "fp8", "--fp8-kernel", "cutlass"], "must be one of triton, gluon"),
     (["--precision", "fp8", "--fp8-kernel", "gluon", "--hardware", "b200-hgx8"],
      "the Gluon FP8 kernel is sm_90 only"),
+    (["--precision", "fp8", "--fp8-kernel", "gluon", "--model", "gpt-oss-120b"],
+     "H=2880, I=2880: must be multiples of 128"),
+    (["--precision", "fp8", "--fp8-kernel", "gluon", "--ep", "5"], "E divisible by EP"),
 ])
 def test_cli_refusals_one_line_exit_2(cmd, extra, want, capsys):
     rc = main([cmd, *W, *extra])
@@ -86,6 +89,16 @@ def test_cli_predicts_gluon(capsys):
     doc = json.loads(capsys.readouterr().out)
     assert doc["fp8_kernel"] == "gluon"
     assert (doc["config"]["dispatch"], doc["config"]["combine"]) == ("pull", "push")
+    # a knob given alone: the others are the Gluon pass's, not Config's (capacity 0.5)
+    assert main(["predict", *W, "--precision", "fp8", "--fp8-kernel", "gluon", "--comm-sms", "32",
+                 "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["config"]["capacity"] == 1.0
+
+
+def test_kernel_and_model_share_the_shape_rule():
+    from mok_kernels.gluon_fp8.mok import refusal
+    from mok_model.scenario import gluon_shape_refusal
+    assert refusal is gluon_shape_refusal
 
 
 def test_records_read_as_gluon():

@@ -33,6 +33,8 @@ programs resident (grid <= SMs, one program an SM by shared memory) the pass can
 
 from __future__ import annotations
 
+from mok_model.scenario import gluon_shape_refusal
+
 from .core import (BK, BM, BN, FFN_STAGES, GROUP_ROWS, WS_MAXNREG, _compile_sm90, _desc, gluon,
                    pack_gate_up)
 
@@ -539,16 +541,8 @@ def tile_minibatch(mb_tile, t_idx):
     return torch.stack((first, mb_tile[m + 1] - first, m.to(torch.int32))).to(torch.int32)
 
 
-def refusal(h: int, i: int, shared: int, experts: int, ep: int, rank: int = 0) -> str | None:
-    """Why the Gluon pass cannot run a layer shape (H, I and the shared width, experts over EP
-    ranks), or None."""
-    if experts % ep or not 0 <= rank < ep:
-        return f"E={experts}, EP={ep}, rank={rank}: E divisible by EP, 0 <= rank < EP"
-    if h % 128 or i % 128:
-        return f"H={h}, I={i}: must be multiples of 128"
-    if shared not in (0, i):
-        return f"shared width {shared}: 0 or I={i} only"
-    return None
+refusal = gluon_shape_refusal   # why the pass cannot run a layer shape (mok_model, so the model
+                                # refuses the same shapes), or None
 
 
 class GluonFP8MoK:
