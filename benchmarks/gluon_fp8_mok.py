@@ -21,20 +21,22 @@ from mok_kernels.gluon_fp8.mok import (COMM_SMS, HOME, JOIN, YS, GluonFP8MoK,  #
 CHECK_TOL = 2e-2            # home output vs reference.moe_reference(fp8=True), relative norm
 
 
-def print_compile(builds=((1, False), )) -> bool:
-    """sm_90 compile figures of each (cu, ys) build; False where one spills or passes 227 KB."""
+def print_compile(builds=((1, False, 0), )) -> bool:
+    """sm_90 compile figures of each (cu, ys, qv) build; False where one spills or passes
+    227 KB."""
     import re
     import tempfile
 
     from mok_kernels.aot import stats
     ok = True
-    for cu, ys in builds:
-        kernel = compile_mok_sm90(cu=cu, ys=ys)
+    for cu, ys, qv in builds:
+        kernel = compile_mok_sm90(cu=cu, ys=ys, qv=qv)
         st = stats(kernel, tempfile.mkdtemp(), "fp8_mok")
         ptx = kernel.asm["ptx"]
         nreg = sorted({int(r) for r in
                        re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)})
-        print(f"fp8_mok_kernel cu{cu}{' ys' if ys else ''} (kimi-k2, EP 8, 4096 tokens): "
+        print(f"fp8_mok_kernel cu{cu}{' ys' if ys else ''}{' qv1' if qv else ''} (kimi-k2, EP 8, "
+              f"4096 tokens): "
               f"{st['regs']} registers (setmaxnreg {nreg}), spills {st['spill_st']} / "
               f"{st['spill_ld']} bytes, {st['shared']} bytes of shared memory, ptxas notes "
               f"{[c for c, _ in st['ptxas_notes']]}; e4m3 casts "
@@ -72,7 +74,7 @@ def parse_variant(text: str) -> dict:
     MokInputError names a knob or value that is not one."""
     from mok_model.errors import MokInputError
 
-    cfg = dict(comm=COMM_SMS, cu=1, ys=YS, join=JOIN, mode=0, home=HOME)
+    cfg = dict(comm=COMM_SMS, cu=1, ys=YS, join=JOIN, mode=0, home=HOME, qv=0)
     for part in [x for x in text.split("+") if x and x != "default"]:
         k, sep, v = part.partition("=")
         if part in ("cu1", "cu2"):
@@ -85,9 +87,11 @@ def parse_variant(text: str) -> dict:
             cfg["mode"] = MODES[v]
         elif sep and k in ("comm", "join") and v.isdigit() and int(v) <= KNOB_MAX[k]:
             cfg[k] = int(v)
+        elif part == "qv1" or (sep and k == "qv" and v in ("0", "1")):
+            cfg["qv"] = 1 if part == "qv1" else int(v)
         else:
             raise MokInputError(f"--variants {text!r}: {part!r} is not a knob (cu1, cu2, ys[=0|1], "
-                                f"home[=0|1], "
+                                f"home[=0|1], qv1, qv=0|1, "
                                 f"mode={'|'.join(MODES)}, comm=0..{KNOB_MAX['comm']}, "
                                 f"join=0..{KNOB_MAX['join']})")
     return cfg
@@ -98,8 +102,8 @@ KNOB_MAX = {"comm": 131, "join": 1000}   # comm programs of the H200's 132; join
 
 
 def check_key(cfg: dict) -> tuple:
-    """The code path a variant takes (what its check covers): (cu, ys, joins, home)."""
-    return (cfg["cu"], bool(cfg["ys"]), cfg["join"] < 1000, bool(cfg["home"]))
+    """The code path a variant takes (what its check covers): (cu, ys, joins, home, qv)."""
+    return (cfg["cu"], bool(cfg["ys"]), cfg["join"] < 1000, bool(cfg["home"]), cfg["qv"])
 
 
 def run_check(name: str, configs: list[dict], ep: int = 8) -> list[str]:
@@ -302,7 +306,7 @@ def _run(a) -> int:
     if gluon is None:
         raise MokInputError("needs Triton with Gluon (triton.experimental.gluon)")
     if a.compile_only:
-        builds = sorted({(c["cu"], c["ys"]) for c in cfgs} | {(1, False)})
+        builds = sorted({(c["cu"], c["ys"], c["qv"]) for c in cfgs} | {(1, False, 0)})
         return 0 if print_compile(builds) else 1
     if checks_given is not None:
         checks = checks_given

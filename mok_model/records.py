@@ -424,9 +424,10 @@ DEFAULT_FP8 = {"fp8_kernel": "v2", "block_m": 64, "num_stages": 4}
 OLD_FP8 = {"fp8_kernel": "v1", "block_m": 128, "num_stages": 3}  # default until 2026-12-01
 # the Gluon FP8 pass (fp8_kernel "gluon", since 2026-12-02; its own kernel, Scenario.fp8_kernel):
 # its knobs as mok_kernels/bench.py records them in `tiles` (gluon_join, gluon_ys, gluon_home,
-# gluon_cu) at the defaults of mok_kernels/gluon_fp8/mok.py (JOIN 350, YS, HOME; cu 1)
+# gluon_cu; gluon_qv only where not 0) at the defaults of mok_kernels/gluon_fp8/mok.py (JOIN
+# 350, YS, HOME; cu 1, qv 0)
 DEFAULT_GLUON = {"fp8_kernel": "gluon", "gluon_join": 350, "gluon_ys": 1, "gluon_home": 1,
-                 "gluon_cu": 1}
+                 "gluon_cu": 1, "gluon_qv": 0}
 DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, "bw_h": 128,
                "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0, "saved_gu": 0}
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01

@@ -115,7 +115,8 @@ def test_records_read_as_gluon():
 def test_default_gluon_is_the_kernels_default():
     from mok_kernels.gluon_fp8 import mok
     assert DEFAULT_GLUON == {"fp8_kernel": "gluon", "gluon_join": mok.JOIN,
-                             "gluon_ys": int(mok.YS), "gluon_home": int(mok.HOME), "gluon_cu": 1}
+                             "gluon_ys": int(mok.YS), "gluon_home": int(mok.HOME), "gluon_cu": 1,
+                             "gluon_qv": 0}
 
 
 def test_fitted_term_reproduces():

@@ -221,8 +221,9 @@ def test_gluon_record_tiles_are_the_gluon_default_variant(tmp_path):
     from mok_kernels import bench
     from mok_model.records import append_records, default_variant, read_records, variant_label
     g = object.__new__(gm.GluonFP8MoK)
-    g.join, g.ys, g.home, g.cu = gm.JOIN, gm.YS, gm.HOME, 1
+    g.join, g.ys, g.home, g.cu, g.qv = gm.JOIN, gm.YS, gm.HOME, 1, 0
     tiles = g.tiles()
+    assert "gluon_qv" not in tiles        # records of the default path keep their old tiles
     assert tiles["fp8_kernel"] == "gluon" and tiles["block_m"] == 128 and tiles["gluon_join"] == 350
     knobs = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=24, macrobatch=131072,
                  capacity=1.0)
@@ -238,6 +239,7 @@ def test_gluon_record_tiles_are_the_gluon_default_variant(tmp_path):
     # "gluon"), not the Triton FP8 kernel's; other Gluon knobs are a non-default variant
     assert default_variant(back) and variant_label(back).startswith("fp8 gluon")
     assert not default_variant({**back, "tiles": {**back["tiles"], "gluon_join": 1000}})
+    assert not default_variant({**back, "tiles": {**back["tiles"], "gluon_qv": 1}})
 
 
 def test_bench_gluon_variant_and_grid_refusals(tmp_path):

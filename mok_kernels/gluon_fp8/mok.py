@@ -139,21 +139,34 @@ if gluon is not None:
             gl.atomic_add(ptr, count, sem="release", scope="gpu")
 
     @gluon.jit
-    def _quant_block(q_ptr, qs_ptr, d64, m, kb, nkb, H, x):
-        """One 128-column block x (bf16, rows d64) quantized by fp8.py's rule and stored."""
+    def _quant_block(q_ptr, qs_ptr, d64, m, kb, nkb, H, x, QV: gl.constexpr):
+        """One 128-column block x (bf16, rows d64) quantized by fp8.py's rule and stored.
+        QV 1: the two correctly rounded divisions once a row (rows spread one a thread, the
+        quotient brought back to the block's layout) instead of in each of the 16 threads that
+        hold a row's columns; the same bits."""
         layout: gl.constexpr = x.type.layout
         cols = gl.arange(0, 128, layout=gl.SliceLayout(0, layout))
         xf = x.to(gl.float32)
         amax = gl.maximum(gl.max(gl.abs(xf), axis=1), 1e-12)
         fmax = gl.full(amax.shape, 448.0, gl.float32, amax.type.layout)
-        inv = gl.div_rn(fmax, amax)
+        rows: gl.constexpr = gl.BlockedLayout([1], [32], [gl.num_warps()], [0])
+        if QV == 1:
+            a_r = gl.convert_layout(amax, rows)
+            f_r = gl.full(a_r.shape, 448.0, gl.float32, rows)
+            inv = gl.convert_layout(gl.div_rn(f_r, a_r), amax.type.layout)
+        else:
+            inv = gl.div_rn(fmax, amax)
         q = gl.minimum(gl.maximum(xf * inv[:, None], -448.0), 448.0).to(gl.float8e4nv)
         gl.store(q_ptr + d64[:, None] * H + kb * 128 + cols[None, :], q, mask=m[:, None])
-        gl.store(qs_ptr + d64 * nkb + kb, gl.div_rn(amax, fmax), mask=m)
+        if QV == 1:
+            sc_ptr = qs_ptr + gl.convert_layout(d64, rows) * nkb + kb
+            gl.store(sc_ptr, gl.div_rn(a_r, f_r), mask=gl.convert_layout(m, rows))
+        else:
+            gl.store(qs_ptr + d64 * nkb + kb, gl.div_rn(amax, fmax), mask=m)
 
     @gluon.jit
     def _quant_copy(x_ptr, a_ptr, as_ptr, src, dst, m, H, RB: gl.constexpr, layout: gl.constexpr,
-                    CU: gl.constexpr):
+                    CU: gl.constexpr, QV: gl.constexpr):
         """Rows src of x (bf16) into rows dst of A (e4m3) and their 1 x 128 scales, fp8.py's rule:
         amax = max(max |x|, 1e-12), q = e4m3(clamp(x (448 / amax))), scale = amax / 448.
         CU (1 or 2) 128-column blocks loaded before the first is quantized (bytes in flight;
@@ -167,13 +180,13 @@ if gluon is not None:
             x0 = gl.load(xp + kb * 128, mask=m[:, None], other=0.0)
             if CU == 2:
                 x1 = gl.load(xp + (kb + 1) * 128, mask=m[:, None], other=0.0)
-            _quant_block(a_ptr, as_ptr, d64, m, kb, nkb, H, x0)
+            _quant_block(a_ptr, as_ptr, d64, m, kb, nkb, H, x0, QV)
             if CU == 2:
-                _quant_block(a_ptr, as_ptr, d64, m, kb + 1, nkb, H, x1)
+                _quant_block(a_ptr, as_ptr, d64, m, kb + 1, nkb, H, x1, QV)
 
     @gluon.jit
     def _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, worker, workers, RB: gl.constexpr,
-              CU: gl.constexpr):
+              CU: gl.constexpr, QV: gl.constexpr):
         """The home tokens' share of one worker (a math warpgroup), RB rows at a time (chunk c
         -> worker c mod workers), then its landed rows released to the home counter."""
         layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [gl.num_warps(), 1], [1, 0])
@@ -181,13 +194,14 @@ if gluon is not None:
         cnt = 0
         for c in range(worker * RB, NSH, workers * RB):
             rows = c + rr
-            _quant_copy(x_ptr, a_ptr, as_ptr, tok0 + rows, rows, rows < NSH, H, RB, layout, CU)
+            _quant_copy(x_ptr, a_ptr, as_ptr, tok0 + rows, rows, rows < NSH, H, RB, layout, CU,
+                        QV)
             cnt += gl.minimum(NSH - c, RB)
         _signal(sync_ptr + 1, cnt)
 
     @gluon.jit
     def _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, worker,
-              workers, home, CU: gl.constexpr):
+              workers, home, CU: gl.constexpr, QV: gl.constexpr):
         """A comm worker (one math warpgroup of a comm program): the home tokens (unless every
         program takes them, home != 0), then each minibatch's ring rows, CHUNK_ROWS at a time
         (chunk c -> worker c mod workers); after each segment its landed rows released to the
@@ -196,7 +210,7 @@ if gluon is not None:
         layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [gl.num_warps(), 1], [1, 0])
         rr = gl.arange(0, RB, layout=gl.SliceLayout(1, layout))
         if home == 0:
-            _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, worker, workers, RB, CU)
+            _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, worker, workers, RB, CU, QV)
         for mbi in range(gl.load(num_mb)):
             lo = gl.load(mb_row + mbi)
             hi = gl.load(mb_row + mbi + 1)
@@ -205,7 +219,7 @@ if gluon is not None:
                 j = c + rr
                 m = j < hi
                 src = gl.load(recv_src + j, mask=m, other=0)
-                _quant_copy(x_ptr, a_ptr, as_ptr, src, N + j, m, H, RB, layout, CU)
+                _quant_copy(x_ptr, a_ptr, as_ptr, src, N + j, m, H, RB, layout, CU, QV)
                 cnt += gl.minimum(hi - c, RB)
             _signal(sync_ptr + 2 + mbi, cnt)
 
@@ -340,7 +354,8 @@ if gluon is not None:
                   sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot, num_tiles_ptr, t_mb,
                   tile_expert, tile_row0, tile_rows, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, I,
                   EL, T_MAX, MB_MAX, knob_ptr, max_spin, ROW0: gl.constexpr,
-                  STAGES: gl.constexpr, CU: gl.constexpr, YS: gl.constexpr):
+                  STAGES: gl.constexpr, CU: gl.constexpr, YS: gl.constexpr,
+                  QV: gl.constexpr):
         """A math warpgroup: in a comm program a comm worker (_comm, unless mode 2), then (join)
         the program's share of the list's tail; in a compute program rows ROW0 ... ROW0 + 64 of
         each item's tile (gate/up as --ffn's _ffn_math, down as _dual_math_grouped with the row
@@ -354,11 +369,11 @@ if gluon is not None:
         home = gl.load(knob_ptr + 3)
         if copies & (home != 0):       # every program's share of the home tokens first
             _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, pid * 2 + ROW0 // TM,
-                  2 * gl.num_programs(0), 16, CU)
+                  2 * gl.num_programs(0), 16, CU, QV)
         if pid < COMM:
             if copies:
                 _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H,
-                      pid * 2 + ROW0 // TM, 2 * COMM, home, CU)
+                      pid * 2 + ROW0 // TM, 2 * COMM, home, CU, QV)
         mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
         if YS:
             layouts: gl.constexpr = _out_layouts(gl.num_warps(), TM, TN)
@@ -444,7 +459,8 @@ if gluon is not None:
                        sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot, num_tiles_ptr,
                        t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb, sync_ptr, tok0,
                        N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, STAGES: gl.constexpr,
-                       CU: gl.constexpr, YS: gl.constexpr, num_warps: gl.constexpr):
+                       CU: gl.constexpr, YS: gl.constexpr, QV: gl.constexpr,
+                       num_warps: gl.constexpr):
         """The whole FP8 MoK pass of one rank (module docstring): comm programs then compute
         programs, each with two math warpgroups (240 registers) and a load warp (24). knob_ptr:
         int32 (comm programs, mode 0 pass / 1 comm only / 2 compute only, join permille)."""
@@ -454,12 +470,12 @@ if gluon is not None:
                          hs_ptr, sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot,
                          num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb,
                          sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, 0,
-                         STAGES, CU, YS)),
+                         STAGES, CU, YS, QV)),
             (_mok_math, (a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr,
                          hs_ptr, sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot,
                          num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb,
                          sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, 64,
-                         STAGES, CU, YS)),
+                         STAGES, CU, YS, QV)),
             (_mok_loader, (a_desc, h_desc, wgu_desc, wd_desc, a_s, b_s, ready, empty,
                            num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row,
                            sync_ptr, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin,
@@ -555,7 +571,8 @@ class GluonFP8MoK:
     def __init__(self, w, ep: int, tokens: int, topk: int, rank: int, *, num_experts=None,
                  local_weights: bool = False, minibatch: int = MINIBATCH, comm: int = COMM_SMS,
                  max_spin: int = MAX_SPIN, device: str = "cuda", cu: int = 1, ys: bool = YS,
-                 join: int = JOIN, mode: int = 0, home: bool = HOME, trap: bool = False):
+                 join: int = JOIN, mode: int = 0, home: bool = HOME, qv: int = 0,
+                 trap: bool = False):
         import torch
 
         from mok_kernels.megakernel import _kernels
@@ -602,7 +619,7 @@ class GluonFP8MoK:
         self.epilogue_kernel = _kernels()["epilogue"]
         self.last_schedule = None
         self.knobs = torch.zeros(4, dtype=torch.int32, device=dev)
-        self.configure(comm=comm, cu=cu, ys=ys, join=join, mode=mode, home=home)
+        self.configure(comm=comm, cu=cu, ys=ys, join=join, mode=mode, home=home, qv=qv)
 
     def quantize(self, w) -> tuple:
         """This rank's experts then the shared one (zeros where there is none) in e4m3 with
@@ -638,22 +655,26 @@ class GluonFP8MoK:
         return {"fp8_kernel": "gluon", "block_m": BM, "bn_gu": BN, "bn_dn": BN, "block_k": BK,
                 "num_warps": 4, "num_stages": FFN_STAGES, "group_m": GROUP_ROWS,
                 "gluon_join": self.join, "gluon_ys": int(self.ys), "gluon_home": int(self.home),
-                "gluon_cu": self.cu}
+                "gluon_cu": self.cu} | ({"gluon_qv": self.qv} if self.qv else {})
 
     def configure(self, comm=None, cu=None, ys=None, join=None, mode=None,
-                  home=None) -> None:
+                  home=None, qv=None) -> None:
         """The pass's variant (outside any graph capture): comm programs; cu, 1 or 2 K blocks
         in flight in a comm copy; ys, q / y stored through shared memory; join, the permille of
         the item list after which the comm programs take items too (>= 1000: never); mode 0 the
         pass, 1 comm programs only (no items, no epilogue), 2 compute only (no copies: the
         landed-row counters preset, the ring as the last pass left it; no epilogue); home,
-        every program quantizes a share of the home tokens first (else the comm programs)."""
+        every program quantizes a share of the home tokens first (else the comm programs); qv 1,
+        the copies' divisions once a row (_quant_block; the same bits; not yet run on a GPU, so
+        0 by default)."""
         for k_, v in (("comm", comm), ("cu", cu), ("ys", ys), ("join", join), ("mode", mode),
-                      ("home", home)):
+                      ("home", home), ("qv", qv)):
             if v is not None:
                 setattr(self, k_, v)
         if self.cu not in (1, 2) or (self.H // 128) % self.cu:
             raise ValueError(f"cu={self.cu}: 1 or 2, dividing H/128")
+        if self.qv not in (0, 1):
+            raise ValueError(f"qv={self.qv}: 0 or 1")
         if self.mode not in (0, 1, 2) or (self.comm < 1 and self.mode != 2) or self.comm < 0:
             raise ValueError(f"comm={self.comm}, mode={self.mode}: comm >= 1 (0 in mode 2 only)")
         if self.join < 1000 and self.mode == 1:
@@ -671,7 +692,7 @@ class GluonFP8MoK:
                 sched.tile_expert, sched.tile_row0, sched.tile_rows, sched.mb_row, sched.num_mb,
                 self.sync, self.rank * self.n, self.n, self.nsh, self.H, self.I, self.el,
                 self.t_max, self.mb_max, self.knobs, self.max_spin, FFN_STAGES, self.cu,
-                int(self.ys))
+                int(self.ys), self.qv)
 
     def launch(self, x_all, sched) -> None:
         import torch
@@ -723,7 +744,7 @@ def torch_tensor(vals):
 
 
 def compile_mok_sm90(ep: int = 8, tokens: int = 4096, topk: int = 8, experts: int = 384,
-                     h: int = 7168, i: int = 2048, cu: int = 1, ys: bool = False):
+                     h: int = 7168, i: int = 2048, cu: int = 1, ys: bool = False, qv: int = 0):
     """The kernel compiled for sm_90 on the CPU at a model's shape (CPU tensors stand in)."""
     import torch
 
@@ -746,5 +767,5 @@ def compile_mok_sm90(ep: int = 8, tokens: int = 4096, topk: int = 8, experts: in
             z(ep * tokens * topk, h, dt=torch.bfloat16), z(tokens, h, dt=torch.bfloat16),
             z(cap), z(cap), z(1), z(3, t_max), z(t_max), z(t_max), z(t_max), z(mb_max + 1), z(1),
             z(2 + mb_max + 32 + t_max), 0, tokens, tokens, h, i, el, t_max, mb_max, z(4),
-            MAX_SPIN, FFN_STAGES, cu, int(ys))
+            MAX_SPIN, FFN_STAGES, cu, int(ys), qv)
     return _compile_sm90(fp8_mok_kernel, args, {"num_warps": 4, "maxnreg": WS_MAXNREG})
