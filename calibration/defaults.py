@@ -334,7 +334,7 @@ def fit_h200_hgx8(root: Path) -> None:
 
 
 def _main(a) -> int:
-    if a.pass_group:
+    if a.pass_group is not None:   # '' is refused there, never taken for the full run
         add_h200_pass_group(Path(__file__).resolve().parents[1], a.pass_group)
     else:
         main()
