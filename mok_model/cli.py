@@ -306,6 +306,10 @@ def cmd_predict(a, engine: str) -> int:
         if a.degrade is not None and not a.degrade.strip():
             raise MokInputError(f"--degrade {a.degrade!r} is empty; {DEGRADE_HELP}")
     scn = _scenario(a)
+    if a.system != "mok" and (a.fp8_kernel != "triton" or a.list_lag is not None):
+        flag = f"--fp8-kernel {a.fp8_kernel}" if a.fp8_kernel != "triton" else f"--list-lag {a.list_lag}"
+        raise MokInputError(f"{flag} applies to our megakernel (--system mok); --system {a.system} runs its "
+                            f"own kernels (drop {flag.split()[0]})")
     if a.system != "mok" and any(getattr(a, k) is not None for k in KNOBS):
         raise MokInputError(f"--system {a.system} has no MoK knobs; drop "
                             f"{sorted(k for k in KNOBS if getattr(a, k) is not None)}")
