@@ -78,7 +78,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--precision", default="bf16",
                    help="comma list of bf16|fp8 for MoK (fp8: e4m3 with 1x128 activation and "
                         "128x128 weight block scales; one GPU only); baselines run BF16")
-    p.add_argument("--fp8-kernel", default="v2-bm64",
+    p.add_argument("--fp8-kernel", default=None,
                    help="comma list of FP8 kernel variants for --precision fp8: v1 (one dot per "
                         "gate|up K block), v2 (128-column dots), v3 (v2 with the scaling of K "
                         "block k-1 overlapping block k's dots), v4 (v2's scaling on one gate|up "
@@ -123,6 +123,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     # only an absent flag takes its default: an empty value is refused by _check_args
     if a.capacity is None:
         a.capacity = "1.0" if a.gpus else "0.5"
+    a.fp8_kernel_given = a.fp8_kernel is not None   # refused without --precision fp8
+    if a.fp8_kernel is None:
+        a.fp8_kernel = "v2-bm64"
     if a.systems is None:
         a.systems = ("mok,nccl-torch,graph-a2a,gemm-only" if a.gpus else
                      "mok,gemm-only,torch-autograd" if a.pass_ == "bwd" else "mok,torch-grouped")
@@ -146,6 +149,17 @@ def _check_args(a: argparse.Namespace) -> None:
     for v in a.fp8_kernel.split(","):
         if v not in FP8_VARIANTS:
             raise BadInput(f"--fp8-kernel {v!r}: allowed {', '.join(FP8_VARIANTS)}")
+    if getattr(a, "fp8_kernel_given", False) and "fp8" not in a.precision.split(","):
+        raise BadInput(f"--fp8-kernel {a.fp8_kernel} with --precision {a.precision}: the FP8 "
+                       f"kernel variants run with --precision fp8 only (drop --fp8-kernel)")
+    for flag in ("--model", "--ep", "--tokens", "--dispatch", "--combine", "--minibatch",
+                 "--comm-sms", "--macrobatch", "--capacity", "--precision", "--fp8-kernel",
+                 "--routing", "--systems", "--list-lag"):
+        items = str(getattr(a, flag[2:].replace("-", "_"))).split(",")
+        twice = sorted({x for x in items if x and items.count(x) > 1})   # '' named below
+        if twice:
+            raise BadInput(f"{flag} {','.join(items)!r} names {twice[0]!r} twice: each grid "
+                           f"value once (a repeated value would rerun the same points)")
     if a.gpus and a.precision != "bf16":
         raise BadInput(f"--precision {a.precision} with --gpus: the FP8 megakernel runs on one GPU "
                        f"(rank emulation) only; real-GPU groups are bf16")
