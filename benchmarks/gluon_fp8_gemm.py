@@ -1641,6 +1641,12 @@ def run(a) -> int:
     ffn_cases = ffn_case_list(a.ffn) if a.ffn is not None else ()
     if cases and ffn_cases:
         raise MokInputError("--grouped and --ffn: one at a time")
+    if a.compile_only:
+        for flag, given in (("--out", a.out), ("--rows", a.rows), ("--grouped", a.grouped),
+                            ("--ffn", a.ffn)):
+            if given is not None:
+                raise MokInputError(f"{flag} with --compile-only: it compiles the --variants and "
+                                    f"the grouped and FFN kernels, measures nothing; drop {flag}")
     if (cases or ffn_cases) and not a.compile_only:
         for flag, given in (("--rows", a.rows), ("--variants", a.variants)):
             if given is not None:

@@ -75,7 +75,16 @@ def parse_variant(text: str) -> dict:
     from mok_model.errors import MokInputError
 
     cfg = dict(comm=COMM_SMS, cu=1, ys=YS, join=JOIN, mode=0, home=HOME, qv=0)
-    for part in [x for x in text.split("+") if x and x != "default"]:
+    parts = text.split("+")
+    if "" in parts:
+        raise MokInputError(f"--variants {text!r}: an empty knob (each '+'-joined part names one; "
+                            f"'default' for none)")
+    named = [p.partition("=")[0].rstrip("12") if p in ("cu1", "cu2", "qv1") else p.partition("=")[0]
+             for p in parts]
+    twice = sorted({k for k in named if named.count(k) > 1})
+    if twice:
+        raise MokInputError(f"--variants {text!r}: sets {twice[0]!r} twice (one value a knob)")
+    for part in [x for x in parts if x != "default"]:
         k, sep, v = part.partition("=")
         if part in ("cu1", "cu2"):
             cfg["cu"] = int(part[2])
@@ -288,9 +297,20 @@ def _run(a) -> int:
     from mok_kernels.routing import shape_of
     from mok_model.errors import MokInputError
 
-    variants = [v for v in a.variants.split(",") if v]
-    if not variants:
-        raise MokInputError(f"--variants {a.variants!r}: at least one variant is required")
+    for flag, text in (("--variants", a.variants), ("--check-variants", a.check_variants),
+                       ("--checks", a.checks), ("--models", a.models)):
+        items = text.split(",") if text is not None else []
+        if "" in items:
+            raise MokInputError(f"{flag} {text!r}: a comma list with no empty elements is required")
+        twice = sorted({x for x in items if items.count(x) > 1})
+        if twice:
+            raise MokInputError(f"{flag} {text!r} names {twice[0]!r} twice: each one once")
+    for flag, given, other in (("--baseline", a.baseline, "--compile-only"),
+                               ("--no-time", a.no_time, "--compile-only"),
+                               ("--baseline", a.baseline, "--no-time")):
+        if given and getattr(a, other[2:].replace("-", "_")):
+            raise MokInputError(f"{flag} with {other}: {other} times nothing; drop {flag}")
+    variants = a.variants.split(",")
     cfgs = [parse_variant(v) for v in variants]
     checks_given = ([parse_variant(v) for v in a.check_variants.split(",") if v]
                     if a.check_variants is not None else None)
