@@ -39,6 +39,24 @@ from mok_model.sim import simulate
 from .checks import required_text, shipped_params
 
 
+def _check_plan_tiles(rec: dict) -> None:
+    """A planned record's tiles: an object; its fp8_kernel one of the bench's --fp8-kernel values
+    (a misspelt "gluon" would be read as the Triton kernel), "gluon" on the FP8 forward only."""
+    from mok_kernels.bench import FP8_VARIANTS
+
+    tiles = rec.get("tiles", {})
+    if not isinstance(tiles, dict):
+        raise MokInputError(f"tiles={tiles!r} must be an object")
+    kern = tiles.get("fp8_kernel")
+    if kern is None:
+        return
+    if kern not in FP8_VARIANTS:
+        raise MokInputError(f"tiles.fp8_kernel={kern!r} must be one of {', '.join(FP8_VARIANTS)}")
+    if rec["precision"] != "fp8" or rec["pass"] != "fwd":
+        raise MokInputError(f"tiles.fp8_kernel={kern!r} with precision {rec['precision']!r}, pass "
+                            f"{rec['pass']!r}: FP8 kernels run the FP8 forward only")
+
+
 def read_plan(path: str, hardware: str) -> list[dict]:
     """The planned MoK records of a --plan file (JSON lines with model, ep, tokens, routing and
     config, optionally pass, precision and tiles), each checked as the model reads it; a bad line stops
@@ -62,6 +80,7 @@ def read_plan(path: str, hardware: str) -> list[dict]:
                 for key, kind in (("routing", dict), ("config", dict)):
                     if not isinstance(rec[key], kind):
                         raise MokInputError(f"{key}={rec[key]!r} must be an object")
+                _check_plan_tiles(rec)
                 record_scenario(rec)
                 record_config(rec)
             except json.JSONDecodeError as exc:

@@ -157,14 +157,16 @@ def main(argv: list[str] | None = None) -> int:
     p = doc_parser("python -m calibration.registered", __doc__)
     p.add_argument("predictions", help="a registration file (calibration/predictions/*.jsonl)")
     p.add_argument("runs", nargs="+", help="run-record files")
-    p.add_argument("--by", default="", help="comma list of record fields to break down by")
+    p.add_argument("--by", default=None, help="comma list of record fields to break down by")
     return run_tool(p, _run, argv)
 
 
 def _run(a: argparse.Namespace) -> int:
-    by = a.by.split(",") if a.by else []
+    by = a.by.split(",") if a.by is not None else []
     if any(b not in BY_FIELDS for b in by):
         raise MokInputError(f"--by {a.by!r}: a comma list of {', '.join(BY_FIELDS)}")
+    if len(set(by)) < len(by):
+        raise MokInputError(f"--by {a.by!r}: names a field twice (each field once)")
     preds = read_predictions(a.predictions)  # a bad registration stops before the records are read
     if not report([a.predictions], read_records(a.runs), by):
         raise MokInputError(f"{a.predictions}: none of its {len(preds)} predictions meets exactly "
