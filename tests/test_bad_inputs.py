@@ -155,6 +155,11 @@ CASES = [
     # argparse itself
     ([*W, "--frobnicate"], "unrecognized arguments: --frobnicate (see `mok predict --help`)"),
     (W[:4], "the following arguments are required: --ep, --tokens"),
+    # our megakernel's flags with another system (session 26): refused, never silently dropped
+    (["--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8", "--tokens", "64",
+      "--precision", "fp8", "--fp8-kernel", "gluon", "--system", "deepep"],
+     "--fp8-kernel gluon applies to our megakernel (--system mok); --system deepep"),
+    ([*W, "--list-lag", "2", "--system", "nccl-torch"], "--list-lag 2 applies to our megakernel"),
 ]
 SIM_CASES = [
     ([*W, "--schedule", "eager"], "--schedule 'eager' must be one of published, naive"),
@@ -581,6 +586,8 @@ TOOL_CASES = [
     ("calibration.registered", ["{d}/notjson.jsonl", PUBLISHED], "notjson.jsonl:1: not JSON"),
     ("calibration.registered", [PUBLISHED, PUBLISHED], "gb300_table1.jsonl:1: engine=None"),
     ("calibration.registered", [PUBLISHED, PUBLISHED, "--by", "ep,,tokens"], "--by 'ep,,tokens'"),
+    ("calibration.registered", [PUBLISHED, PUBLISHED, "--by", ""], "--by '': a comma list"),
+    ("calibration.registered", [PUBLISHED, PUBLISHED, "--by", "ep,ep"], "names a field twice"),
     ("calibration.register", ["--out", "{d}/r.jsonl", "--plan", "{d}/notjson.jsonl"],
      "notjson.jsonl:1: not JSON"),
     ("calibration.register", ["--out", "{d}/r.jsonl", "--plan", "{d}/empty.jsonl"],
@@ -654,6 +661,20 @@ def test_calibration_tools_refuse_in_one_line(module, argv, want, files, capsys,
     ("benchmarks/gluon_fp8_mok.py", ["--models", "gpt-oss-120b"], "must be multiples of 128"),
     ("benchmarks/gluon_fp8_mok.py", ["--checks", "x"], "--checks 'x': one of"),
     ("benchmarks/gluon_fp8_mok.py", ["--iters", "0"], "--iters: 0 must be an integer >= 1"),
+    ("benchmarks/gluon_fp8_mok.py", ["--variants", "+"], "--variants '+': an empty knob"),
+    ("benchmarks/gluon_fp8_mok.py", ["--variants", "comm=16++ys"], "an empty knob"),
+    ("benchmarks/gluon_fp8_mok.py", ["--variants", "cu1+cu2"], "sets 'cu' twice"),
+    ("benchmarks/gluon_fp8_mok.py", ["--variants", "default,,comm=16"], "no empty elements"),
+    ("benchmarks/gluon_fp8_mok.py", ["--variants", "comm=16,comm=16"], "names 'comm=16' twice"),
+    ("benchmarks/gluon_fp8_mok.py", ["--check-variants", ""], "--check-variants '': a comma list"),
+    ("benchmarks/gluon_fp8_mok.py", ["--checks", ""], "--checks '': a comma list"),
+    ("benchmarks/gluon_fp8_mok.py", ["--models", ""], "--models '': a comma list"),
+    ("benchmarks/gluon_fp8_mok.py", ["--models", "kimi-k2,kimi-k2"], "names 'kimi-k2' twice"),
+    ("benchmarks/gluon_fp8_mok.py", ["--no-time", "--baseline"], "--baseline with --no-time"),
+    ("benchmarks/gluon_fp8_mok.py", ["--compile-only", "--no-time"], "--no-time with --compile-only"),
+    ("benchmarks/gluon_fp8_gemm.py", ["--compile-only", "--out", "{d}/c.json"],
+     "--out with --compile-only"),
+    ("benchmarks/gluon_fp8_gemm.py", ["--compile-only", "--grouped"], "--grouped with --compile-only"),
     ("benchmarks/gluon_fp8_gemm.py", ["--grouped", "--rows", "4096"], "--rows with --grouped"),
     ("benchmarks/gluon_fp8_gemm.py", ["--ffn", "--variants", "ws2p"], "--variants with --ffn"),
 ])
@@ -684,3 +705,14 @@ def test_gluon_tool_without_triton_says_so_in_one_line():
                        env={**os.environ, "PYTHONPATH": str(REPO)})
     assert r.returncode == 2 and r.stdout == "", (r.returncode, r.stdout[-300:])
     assert r.stderr.count("\n") == 1 and "needs Triton with Gluon" in r.stderr, r.stderr
+
+
+def test_defaults_refuses_an_empty_pass_group_before_any_write(capsys, monkeypatch):
+    """--pass-group '' is refused, never taken for the full run that rewrites every params file."""
+    from calibration import defaults
+    from mok_model.cli import run_tool
+
+    monkeypatch.setattr(defaults, "main", lambda: pytest.fail("the full run started"))
+    assert run_tool(defaults.parser(), defaults._main, ["--pass-group", ""]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "--pass-group '': one of" in err, err

@@ -40,6 +40,19 @@ BENCH = [
     (["--pass", "bwd", "--bwd-tiles", "bn_a=256"], "bn_a=256 must be at most the forward's bn_gu"),
     (["--pass", "bwd", "--bwd-tiles", "bw=48"], "bw=48: tile sizes must be powers of two"),
     (["--pass", "bwd", "--bwd-tiles", "nope=2"], "--bwd-tiles 'nope=2': expected field=value"),
+    # --fp8-kernel gluon (session 26): its grid values, named before the GPU check
+    (["--precision", "fp8", "--fp8-kernel", "gluon"], "capacity=0.5 with fp8_kernel='gluon'"),
+    (["--precision", "fp8", "--fp8-kernel", "gluon", "--capacity", "1.0", "--dispatch", "push"],
+     "dispatch='push' with fp8_kernel='gluon'"),
+    (["--precision", "fp8", "--fp8-kernel", "gluon", "--capacity", "1.0", "--list-lag", "2"],
+     "list_lag=2 with fp8_kernel='gluon'"),
+    (["--precision", "fp8", "--fp8-kernel", "gluon", "--capacity", "1.0", "--model", "gpt-oss-120b"],
+     "--fp8-kernel gluon with --model gpt-oss-120b"),
+    (["--precision", "fp8", "--fp8-kernel", "gluon,v2,gluon", "--capacity", "1.0"],
+     "--fp8-kernel 'gluon,v2,gluon' names 'gluon' twice"),
+    (["--precision", "bf16", "--fp8-kernel", "gluon"], "--fp8-kernel gluon with --precision bf16"),
+    (["--ep", "16,16"], "--ep '16,16' names '16' twice"),
+    (["--precision", "fp8,fp8"], "--precision 'fp8,fp8' names 'fp8' twice"),
 ]
 
 
@@ -93,6 +106,7 @@ def test_bench_checks_its_records_file_first(out, want, outs, capsys, monkeypatc
     ["--precision", "bf16,fp8", "--fp8-kernel", "v1,v5-bm64", "--comm-sms", "131"],
     ["--pass", "bwd", "--bwd-tiles", "default;w_flat=1,a_fuse_gu=1,bn_x=256;saved_gu=1,bn_a=128"],
     ["--gpus", "2", "--model", "glm-5"],
+    ["--precision", "fp8", "--fp8-kernel", "gluon,v2", "--capacity", "1.0"],
 ], ids=lambda a: " ".join(a) or "defaults")
 def test_bench_valid_grids_reach_the_gpu_check(argv, tmp_path, capsys, monkeypatch):
     """Valid grids pass every new check (and an existing valid records file is accepted)."""

@@ -5,6 +5,7 @@ stderr naming the value and the rule, no traceback, nothing written, and refused
 from __future__ import annotations
 
 import importlib
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -144,3 +145,24 @@ def test_register_refuses_a_ring_below_a_minibatch(tmp_path, capsys, monkeypatch
     err = capsys.readouterr().err
     assert "--macrobatch 10 with --minibatch 4096" in err and err.count("\n") == 1
     assert not calls and not out.exists()
+
+
+@pytest.mark.parametrize("tiles, prec, want", [
+    ({"fp8_kernel": "Gluon"}, "fp8", "tiles.fp8_kernel='Gluon' must be one of"),
+    ({"fp8_kernel": ""}, "fp8", "tiles.fp8_kernel='' must be one of"),
+    ({"fp8_kernel": "gluon"}, "bf16", "tiles.fp8_kernel='gluon' with precision 'bf16'"),
+])
+def test_register_plan_names_a_bad_fp8_kernel(tiles, prec, want, tmp_path, capsys, monkeypatch):
+    """A plan's tiles.fp8_kernel is one of the bench's values, on the FP8 forward: a misspelt
+    "gluon" is not registered as the Triton kernel."""
+    from calibration import register
+
+    monkeypatch.chdir(REPO)
+    line = json.loads((REPO / "benchmarks/device/s26_gluon_reg_plan.jsonl").read_text().splitlines()[0])
+    plan = tmp_path / "plan.jsonl"
+    plan.write_text(json.dumps({**line, "tiles": tiles, "precision": prec}) + "\n")
+    out = tmp_path / "r.jsonl"
+    assert register.main(["--plan", str(plan), "--out", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and want in err and "plan.jsonl:1" in err, err
+    assert not out.exists()
