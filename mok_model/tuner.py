@@ -63,7 +63,9 @@ def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.nda
         "combine": [fixed["combine"]] if "combine" in fixed else list(reversed(MODES)),
         "minibatch": [fixed["minibatch"]] if "minibatch" in fixed else list(MINIBATCHES),
         "comm_sms": [fixed["comm_sms"]] if "comm_sms" in fixed else list(range(4, min(64, sms // 2) + 1, 4)),
-        "macro": [None] if "macrobatch" in fixed else list(MACRO_FRACTIONS),
+        # the Gluon FP8 pass's ring holds every routed row: one macrobatch, all of them
+        "macro": ([None] if "macrobatch" in fixed else
+                  [1.0] if scenario.fp8_kernel == "gluon" else list(MACRO_FRACTIONS)),
         "capacity": [fixed["capacity"]] if "capacity" in fixed else list(CAPACITIES),
     }
     # every combination of the axes' values, in itertools.product's order (no Python tuples:

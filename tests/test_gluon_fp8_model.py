@@ -223,3 +223,15 @@ def test_every_shipped_file_carries_the_gluon_terms():
                 assert "fitted to the 36 default-variant fp8-gluon MoK records" in p.sources[k]
                 continue
             assert p[k] == ADDED[k][0] and p.sources[k].endswith(ADDED[k][1]), (path, k)
+
+
+def test_gluon_grid_has_one_macrobatch_per_setting():
+    """The Gluon pass's ring holds every routed row, so the tuner tries one macrobatch (all of
+    them) per setting instead of rows that differ only in a knob the kernel does not use."""
+    from mok_model.tuner import knob_grid
+    g = knob_grid(_scn(fp8_kernel="gluon"), {"dispatch": "pull", "combine": "push",
+                                             "capacity": 1.0})
+    settings = list(zip(g["minibatch"], g["comm_sms"]))
+    assert len(settings) == len(set(settings))
+    assert len(knob_grid(_scn(), {"dispatch": "pull", "combine": "push", "capacity": 1.0})
+               ["minibatch"]) > len(settings)
