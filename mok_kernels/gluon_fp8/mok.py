@@ -619,6 +619,7 @@ class GluonFP8MoK:
         self.epilogue_kernel = _kernels()["epilogue"]
         self.last_schedule = None
         self.knobs = torch.zeros(4, dtype=torch.int32, device=dev)
+        self.grid = torch.cuda.get_device_properties(torch.device(dev)).multi_processor_count
         self.configure(comm=comm, cu=cu, ys=ys, join=join, mode=mode, home=home, qv=qv)
 
     def quantize(self, w) -> tuple:
@@ -677,6 +678,8 @@ class GluonFP8MoK:
             raise ValueError(f"qv={self.qv}: 0 or 1")
         if self.mode not in (0, 1, 2) or (self.comm < 1 and self.mode != 2) or self.comm < 0:
             raise ValueError(f"comm={self.comm}, mode={self.mode}: comm >= 1 (0 in mode 2 only)")
+        if self.comm >= self.grid:
+            raise ValueError(f"comm={self.comm} leaves no compute programs (grid {self.grid})")
         if self.join < 1000 and self.mode == 1:
             self.join = 1000
         self.knobs.copy_(torch_tensor([self.comm, self.mode, self.join, int(self.home)]))
@@ -695,18 +698,14 @@ class GluonFP8MoK:
                 int(self.ys), self.qv)
 
     def launch(self, x_all, sched) -> None:
-        import torch
         t_mb = tile_minibatch(sched.mb_tile, self.t_idx)
         self.sync.zero_()
         if self.mode == 2:      # compute only: every landed-row counter at its target
             self.sync[1:2].fill_(self.nsh)     # a device fill: graph-capturable
             mbr = sched.mb_row[:self.mb_max + 1]
             self.sync[2:2 + self.mb_max] = mbr[1:] - mbr[:-1]
-        grid = torch.cuda.get_device_properties(x_all.device).multi_processor_count
-        if self.comm >= grid:
-            raise ValueError(f"comm={self.comm} leaves no compute programs (grid {grid})")
-        fp8_mok_kernel[(grid, )](*self.args(x_all, sched, t_mb), num_warps=4,
-                                 maxnreg=WS_MAXNREG)
+        fp8_mok_kernel[(self.grid, )](*self.args(x_all, sched, t_mb), num_warps=4,
+                                      maxnreg=WS_MAXNREG)
         self.err_acc += self.sync[:1]
 
     def epilogue(self, w_all, sched):
