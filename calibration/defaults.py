@@ -235,16 +235,28 @@ def fit_h200_passes(root: Path) -> None:
     extra["pass_residuals"] = res.residuals
     write_params(path, params, doc["notes"] + " Backward and FP8 terms: calibration/passes.py "
                  f"({'; '.join(res.notes) or 'every record used'}).", extra)
-    names = [n for g in PASS_FREE for n in PASS_FREE[g]]
+    pass_terms_to_hgx8(params, sources, [n for g in PASS_FREE for n in PASS_FREE[g]])
+    print_pass_residuals(res.residuals)
+
+
+def pass_terms_to_hgx8(params: Params, sources: dict, names: list[str]) -> None:
+    """The pass terms `names` as fitted on h200-1 written into h200-hgx8.json (same GPU and
+    kernels), each source marked as transferred; the rest of that file kept."""
+    import json
+
     hx = PARAMS_DIR / "h200-hgx8.json"
     hdoc, hp = json.loads(hx.read_text()), read_params(hx)
     values = {**hp.values, **{n: params[n] for n in names}}
     hsrc = {**hp.sources, **{n: f"transferred from h200-1 (same GPU and kernels): {sources[n]}"
                              for n in names}}
+    keep = ("schema", "hardware", "notes", "fitted_on", "values", "uncertainty")
     write_params(hx, Params(values, hp.hardware, None, hp.fitted_on, hsrc, hp.uncertainty),
-                 hdoc["notes"], {k: v for k, v in hdoc.items() if k not in
-                                 ("schema", "hardware", "notes", "fitted_on", "values", "uncertainty")})
-    for g, rows in res.residuals.items():
+                 hdoc["notes"], {k: v for k, v in hdoc.items() if k not in keep})
+
+
+def print_pass_residuals(residuals: dict) -> None:
+    """Each pass group's records: measured, predicted, error."""
+    for g, rows in residuals.items():
         for row in rows:
             print(f"{g} {row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "
                   f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
@@ -284,18 +296,8 @@ def add_h200_pass_group(root: Path, group: str) -> None:
         assert notes.endswith(")."), "the pass notes end the file's notes"
         notes = notes[:-2] + "; " + "; ".join(new) + ")."
     write_params(path, params, notes, extra)
-    names = PASS_FREE[group]
-    hx = PARAMS_DIR / "h200-hgx8.json"
-    hdoc, hp = json.loads(hx.read_text()), read_params(hx)
-    values = {**hp.values, **{n: params[n] for n in names}}
-    hsrc = {**hp.sources, **{n: f"transferred from h200-1 (same GPU and kernels): {sources[n]}"
-                             for n in names}}
-    keep = ("schema", "hardware", "notes", "fitted_on", "values", "uncertainty")
-    write_params(hx, Params(values, hp.hardware, None, hp.fitted_on, hsrc, hp.uncertainty),
-                 hdoc["notes"], {k: v for k, v in hdoc.items() if k not in keep})
-    for row in res.residuals.get(group, []):
-        print(f"{group} {row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "
-              f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
+    pass_terms_to_hgx8(params, sources, PASS_FREE[group])
+    print_pass_residuals({group: res.residuals.get(group, [])})
 
 
 def fit_h200_hgx8(root: Path) -> None:
