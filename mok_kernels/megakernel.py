@@ -148,7 +148,8 @@ class KernelConfig:
                                     # BF16 megakernel at kimi-k2 / glm-5 EP 8, 4,096 tokens, H200
                                     # 2026-12-02, where v2 runs ~0.84x): one emulated rank
                                     # (rank=r), pull dispatch, push combine, capacity 1.0, lag 1,
-                                    # H and I multiples of 128; comm_sms are its comm programs,
+                                    # H a multiple of 128 (I any: zero-padded to
+                                    # whole 128-column blocks); comm_sms are its comm programs,
                                     # minibatch its minibatch, join=False keeps the comm programs
                                     # out of the item list; its tiles are fixed (128 x 128 x 128,
                                     # 4 stages; block_m 128) and macrobatch is not used (its ring

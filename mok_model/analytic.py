@@ -31,7 +31,7 @@ from .errors import MokInputError
 from .gemm_table import gemm_efficiency, items_period
 from .gemm_table import list_period as list_period_of_table
 from .params import Params
-from .scenario import ELEMENT_BYTES, QUANTIZE_BYTES, Config, Scenario
+from .scenario import ELEMENT_BYTES, QUANTIZE_BYTES, Config, Scenario, gluon_padded_width
 from .workload import traffic
 
 US = 1e-6
@@ -216,7 +216,8 @@ def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, wid
     fused = fp8_fused(scn, p) and not library
     # the shared expert stays BF16 (published) unless our kernel runs it in FP8 (fused)
     precision = "bf16" if shared and not fused else scn.precision
-    H, I = m.hidden, width
+    # the Gluon FP8 kernel computes I zero-padded to whole 128-column blocks
+    H, I = m.hidden, (gluon_padded_width(width) if gluon_fp8(scn) and not library else width)
     measured = False  # whether a measured GEMM table gives the efficiency (mok_model/gemm_table.py)
     if library:
         eff = p["torch_gemm_eff"]

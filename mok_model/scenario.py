@@ -219,14 +219,24 @@ def gluon_shape_refusal(h: int, i: int, shared: int, experts: int, ep: int,
                         rank: int = 0) -> str | None:
     """Why the Gluon FP8 pass (mok_kernels/gluon_fp8/mok.py) cannot run a layer shape (H, I, the
     shared width, experts over EP ranks), or None: the kernel's rule, here so the model refuses
-    what the kernel refuses."""
+    what the kernel refuses. Any I runs: the kernel zero-pads it to whole 128-column blocks
+    (gluon_padded_width), which adds nothing to the output."""
     if experts % ep or not 0 <= rank < ep:
         return f"E={experts}, EP={ep}, rank={rank}: E divisible by EP, 0 <= rank < EP"
-    if h % 128 or i % 128:
-        return f"H={h}, I={i}: must be multiples of 128"
+    if h % 128:
+        return f"H={h}: must be a multiple of 128 (whole 1 x 128 scale blocks along K)"
+    if i < 1:
+        return f"I={i}: must be >= 1"
     if shared not in (0, i):
         return f"shared width {shared}: 0 or I={i} only"
     return None
+
+
+def gluon_padded_width(i: int) -> int:
+    """The expert width the Gluon FP8 pass computes: I rounded up to whole 128-column blocks
+    (zero gate/up columns give SwiGLU 0 and meet zero rows of the down weights; a zero-padded
+    1 x 128 scale block has the partial block's amax, so the bits are the unpadded rule's)."""
+    return -(-i // 128) * 128
 
 
 def check_gluon_knobs(scenario: Scenario, knobs: dict) -> None:

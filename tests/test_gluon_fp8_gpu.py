@@ -71,7 +71,11 @@ def served(layer, ids) -> torch.Tensor:
 # its shared expert, rank 5 of qwen3-30b, which has none, no item at all)
 CASES = [(3, "uniform", KIMI), (5, "zipf:1.2", dict(KIMI, i_shared=0)), (0, "hot:0.1", GLM),
          (6, "onehot", dict(GLM, k=1)), (7, "uniform", QWEN), (0, "onehot", dict(QWEN, k=1)),
-         (5, "onehot", dict(QWEN, k=1)), (2, "zipf:1.2", dict(QWEN, i_shared=768))]
+         (5, "onehot", dict(QWEN, k=1)), (2, "zipf:1.2", dict(QWEN, i_shared=768)),
+         # I not a multiple of 128 (zero-padded to whole blocks by the pass): 16.5 and 2.5
+         # blocks, routed only and with a shared expert of that width
+         (1, "uniform", dict(h=4608, i=2112, i_shared=0, e=16, n=96, k=3)),
+         (4, "zipf:1.2", dict(h=2304, i=320, i_shared=320, e=16, n=128, k=2))]
 
 
 @needs_sm90

@@ -74,7 +74,7 @@ W = ["--hardware", "h200-1", "--model", "kimi-k2", "--ep", "8", "--tokens", "102
     (["--precision", "fp8", "--fp8-kernel", "gluon", "--hardware", "b200-hgx8"],
      "the Gluon FP8 kernel is sm_90 only"),
     (["--precision", "fp8", "--fp8-kernel", "gluon", "--model", "gpt-oss-120b"],
-     "H=2880, I=2880: must be multiples of 128"),
+     "H=2880: must be a multiple of 128"),
     (["--precision", "fp8", "--fp8-kernel", "gluon", "--ep", "5"], "E divisible by EP"),
 ])
 def test_cli_refusals_one_line_exit_2(cmd, extra, want, capsys):

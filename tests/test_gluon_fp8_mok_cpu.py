@@ -172,8 +172,7 @@ def test_gluon_layer_load_weights_checks_shapes_then_delegates(sm90):
     (dict(group=object()), "group mode \\(LocalGroup or real GPUs\\) is not supported"),
     (dict(rank=8), "E=16, EP=8, rank=8: E divisible by EP, 0 <= rank < EP"),
     (dict(e=12), "E=12, EP=8, rank=3: E divisible by EP"),
-    (dict(h=320), "H=320, I=128: must be multiples of 128"),
-    (dict(i=192, ishared=192), "H=256, I=192: must be multiples of 128"),
+    (dict(h=320), "H=320: must be a multiple of 128"),
     (dict(ishared=256), "shared width 256: 0 or I=128 only"),
     (dict(cfg=gluon_cfg(comm_sms=132)), "comm_sms=132 leaves no compute programs"),
 ])
@@ -193,6 +192,35 @@ def test_gluon_layer_needs_gluon_and_sm90(sm90, monkeypatch):
     monkeypatch.setattr(gm, "gluon", None)
     with pytest.raises(ValueError, match="needs Triton with Gluon"):
         gluon_layer()
+
+
+@pytest.mark.parametrize("i, shared", [(192, True), (200, False), (64, True)])
+def test_gluon_quantize_pads_the_width_exactly(i, shared):
+    """The pass computes I zero-padded to whole 128-column blocks: its quantized weights are the
+    unpadded weights' (fp8.py's partial edge blocks), bit for bit, then zeros."""
+    from mok_kernels.fp8 import quantize_weight
+    g = object.__new__(gm.GluonFP8MoK)
+    h, el = 256, 2
+    ip = -(-i // 128) * 128
+    g.H, g.I, g.ip, g.device, g.local_weights, g.rank, g.el = h, i, ip, "cpu", False, 1, el
+    g.has_shared = shared
+    w = ref.random_weights(4, h, i, i if shared else 0, seed=3)
+    wgu, sgu, wd, sd = g.quantize(w)
+    assert wgu.shape == (el + 1, 2 * ip, h) and wd.shape == (el + 1, h, ip)
+    gate = wgu.view(el + 1, ip // 128, 2, 128, h)
+    mats = [(w.wg[x], w.wu[x], w.wd[x]) for x in (2, 3)] + [
+        (w.sg, w.su, w.sd) if shared else (torch.zeros(h, i),) * 2 + (torch.zeros(i, h),)]
+    for x, (g_, u_, d_) in enumerate(mats):
+        for half, src in ((0, g_), (1, u_)):
+            q, sc = quantize_weight(src.float())
+            got = gate[x, :, half].reshape(ip, h)
+            assert torch.equal(got[:i].view(torch.uint8), q.t().contiguous().view(torch.uint8))
+            assert not got[i:].view(torch.uint8).any()
+            assert torch.equal(sgu[x].view(ip // 128, 2, h // 128)[:, half], sc.t())
+        q, sc = quantize_weight(d_.float())
+        assert torch.equal(wd[x, :, :i].view(torch.uint8), q.t().contiguous().view(torch.uint8))
+        assert not wd[x, :, i:].view(torch.uint8).any()
+        assert torch.equal(sd[x], sc.t())
 
 
 def test_gluon_layer_has_no_backward(sm90):
@@ -258,8 +286,8 @@ def test_bench_gluon_variant_and_grid_refusals(tmp_path):
             (["--capacity", "1.0", "--combine", "pull"], "combine='pull' with fp8_kernel"),
             (["--capacity", "1.0", "--list-lag", "2"], "list_lag=2 with fp8_kernel='gluon'"),
             (["--capacity", "1.0", "--model", "gpt-oss-120b"],
-             "--fp8-kernel gluon with --model gpt-oss-120b --ep 8: H=2880, I=2880: must be "
-             "multiples of 128")]:
+             "--fp8-kernel gluon with --model gpt-oss-120b --ep 8: H=2880: must be a "
+             "multiple of 128")]:
         with pytest.raises(bench.BadInput, match=message):
             bench._check_args(bench.parse_args([*base, *extra]))
 

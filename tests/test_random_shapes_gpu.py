@@ -8,8 +8,9 @@ eight experts per rank, top-1 to top-8, token counts that are not multiples of a
 dispatch/combine pair, small and large minibatches, rings small enough to back-pressure,
 group_m, activation tiles through TMA (tma_a, forward) and the work list's lag (list_lag 1-8,
 forward); the Gluon FP8 pass (fp8_kernel="gluon": the FP8 draws as it runs them, one emulated
-rank with pull / push and capacity 1.0, a shape it refuses raising its refusal, and draws with I
-a multiple of 128, which it accepts); and group mode (LocalGroup: each of 2 or 4 ranks its own launch on one GPU, the
+rank with pull / push and capacity 1.0, any I zero-padded to whole 128-column blocks inside, a
+shape it refuses raising its refusal, and draws with I a multiple of 128); and group mode
+(LocalGroup: each of 2 or 4 ranks its own launch on one GPU, the
 cross-GPU protocol of epoch flags, routing exchange, remote rings and signals), two passes of
 fresh tokens per case. Each case id prints its seed and whole shape.
 MOK_RANDOM_SHAPES_SEED=<offset> draws other cases (seeds offset from the fixed ones) and

@@ -8,8 +8,9 @@ Stage: comm and compute overlap in one launch (pull dispatch, push combine, capa
 - Host: mok_kernels.schedule.build_schedule(rank=r, capacity 1.0, minibatch MB, block_m 128);
   weights quantized by mok_kernels/fp8.py (quantize_weight), gate/up packed as the FFN kernel
   packs them (pack_gate_up), the shared expert (width I, or none) as one more expert (index
-  EL). One buffer A (N + C + 128, H) e4m3 holds the rank's N home tokens (the shared expert's
-  rows) then the C-row ring; h (N + C + 128, I) e4m3 alike, with 1 x 128 scales.
+  EL), I zero-padded to Ip, whole 128-column blocks (exact: padded columns give SwiGLU 0 and
+  meet zero down rows). One buffer A (N + C + 128, H) e4m3 holds the rank's N home tokens (the
+  shared expert's rows) then the C-row ring; h (N + C + 128, Ip) e4m3 alike, 1 x 128 scales.
 - Home tokens: every program's math warpgroups (knob home; else the comm programs') quantize a
   share of them into A[0, N) (fp8.py's rule, bit for bit) and release-add the landed rows (gpu
   scope) to one counter.
@@ -33,7 +34,7 @@ programs resident (grid <= SMs, one program an SM by shared memory) the pass can
 
 from __future__ import annotations
 
-from mok_model.scenario import gluon_shape_refusal
+from mok_model.scenario import gluon_padded_width, gluon_shape_refusal
 
 from .core import (BK, BM, BN, FFN_STAGES, GROUP_ROWS, WS_MAXNREG, _compile_sm90, _desc, gluon,
                    pack_gate_up)
@@ -589,6 +590,7 @@ class GluonFP8MoK:
         if minibatch < 1:
             raise ValueError("minibatch must be >= 1")
         self.ep, self.n, self.k, self.rank, self.E, self.H, self.I = ep, tokens, topk, rank, e, h, i
+        self.ip = ip = gluon_padded_width(i)     # the width the kernel computes (zero-padded)
         self.el, self.mb, self.comm, self.max_spin = e // ep, minibatch, comm, max_spin
         self.local_weights, self.device, self.trap = local_weights, device, trap
         self.has_shared = ish > 0
@@ -601,8 +603,8 @@ class GluonFP8MoK:
         rows = tokens + self.cap + BM
         self.a = torch.zeros(rows, h, dtype=f8, device=dev)
         self.a_s = torch.zeros(rows, h // 128, device=dev)
-        self.hq = torch.zeros(rows, i, dtype=f8, device=dev)
-        self.h_s = torch.zeros(rows, i // 128, device=dev)
+        self.hq = torch.zeros(rows, ip, dtype=f8, device=dev)
+        self.h_s = torch.zeros(rows, ip // 128, device=dev)
         self.sh_out = torch.zeros(tokens, h, dtype=torch.bfloat16, device=dev)
         self.comb = torch.randn(ep * tokens * topk, h, dtype=torch.bfloat16, device=dev)
         self.out = torch.empty(tokens, h, dtype=torch.bfloat16, device=dev)
@@ -615,7 +617,7 @@ class GluonFP8MoK:
         self.descs = (_desc(self.a, [BM, BK], gl.float8e4nv),
                       _desc(self.hq, [BM, BK], gl.float8e4nv),
                       _desc(self.wgu.view(-1, h), [2 * BN, BK], gl.float8e4nv),
-                      _desc(self.wd.view(-1, i), [BN, BK], gl.float8e4nv))
+                      _desc(self.wd.view(-1, ip), [BN, BK], gl.float8e4nv))
         self.epilogue_kernel = _kernels()["epilogue"]
         self.last_schedule = None
         self.knobs = torch.zeros(4, dtype=torch.int32, device=dev)
@@ -624,20 +626,23 @@ class GluonFP8MoK:
 
     def quantize(self, w) -> tuple:
         """This rank's experts then the shared one (zeros where there is none) in e4m3 with
-        128 x 128 block scales (fp8.py), K-major: W_gu^T (EL+1, 2I, H) packed by pack_gate_up
-        and its scales (EL+1, 2I/128, H/128), W_d^T (EL+1, H, I) and its scales
-        (EL+1, H/128, I/128)."""
+        128 x 128 block scales (fp8.py), K-major, I zero-padded to Ip (whole 128-column
+        blocks): W_gu^T (EL+1, 2Ip, H) packed by pack_gate_up and its scales
+        (EL+1, 2Ip/128, H/128), W_d^T (EL+1, H, Ip) and its scales (EL+1, H/128, Ip/128)."""
         import torch
+        from torch.nn.functional import pad
 
         from mok_kernels.fp8 import quantize_weight
 
         h, i, dev = self.H, self.I, self.device
+        more = self.ip - i
         lo = 0 if self.local_weights else self.rank * self.el
         gq, gs, uq, us, dq, ds = [], [], [], [], [], []
         mats = [(w.wg[x], w.wu[x], w.wd[x]) for x in range(lo, lo + self.el)]
         mats.append((w.sg, w.su, w.sd) if self.has_shared else
                     (torch.zeros(h, i), torch.zeros(h, i), torch.zeros(i, h)))
         for g_, u_, d_ in mats:
+            g_, u_, d_ = pad(g_, (0, more)), pad(u_, (0, more)), pad(d_, (0, 0, 0, more))
             for src, qs, ss in ((g_, gq, gs), (u_, uq, us), (d_, dq, ds)):
                 q, s = quantize_weight(src.to(dev).float())        # (K, N), (K/128, N/128)
                 qs.append(q.t().contiguous())
@@ -693,7 +698,7 @@ class GluonFP8MoK:
         return (*self.descs, x_all, self.a, self.a_s, self.hq, self.h_s, self.sgu, self.sd,
                 self.comb, self.sh_out, sched.recv_src, sched.recv_slot, sched.num_tiles, t_mb,
                 sched.tile_expert, sched.tile_row0, sched.tile_rows, sched.mb_row, sched.num_mb,
-                self.sync, self.rank * self.n, self.n, self.nsh, self.H, self.I, self.el,
+                self.sync, self.rank * self.n, self.n, self.nsh, self.H, self.ip, self.el,
                 self.t_max, self.mb_max, self.knobs, self.max_spin, FFN_STAGES, self.cu,
                 int(self.ys), self.qv)
 
