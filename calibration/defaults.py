@@ -41,6 +41,7 @@ import sys
 from pathlib import Path
 
 from mok_model.cli import doc_parser, run_tool
+from mok_model.errors import MokInputError
 from mok_model.params import PARAMS_DIR, Params, read_params, write_params
 from mok_model.records import append_records, read_records
 
@@ -189,7 +190,11 @@ def transferred(block: dict | None, source: str, drop: list[str]) -> dict | None
 
 PASS_RUNS = Path(__file__).parent / "runs" / "h200"
 # the Gluon FP8 kernel's records (session 26, 2026-12-02; their BF16 records are not a pass group)
-PASS_GLUON_RUNS = [Path(__file__).parent / "runs" / "h200_gluon" / "fp8_gluon.jsonl"]
+# (fp8_gluon.jsonl; since session 27 the two registered runs of session 26, the 128 / 512-token
+# runs and the 32 / 48 / 64 comm-program runs too; drawn9.jsonl, the seed-9 shapes, held out)
+PASS_GLUON_RUNS = [Path(__file__).parent / "runs" / "h200_gluon" / f"{name}.jsonl"
+                   for name in ("fp8_gluon", "registered", "registered2", "small",
+                                "comm_programs")]
 
 
 def pass_files() -> list[Path]:
@@ -262,34 +267,40 @@ def print_pass_residuals(residuals: dict) -> None:
                   f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
 
 
-def add_h200_pass_group(root: Path, group: str) -> None:
+def add_h200_pass_group(root: Path, group: str, replace: bool = False) -> None:
     """Fit one pass group (calibration/passes.py) on the shipped h200-1.json, its other values
     held, and write its terms as fit_h200_passes writes them after a full fit: value, source,
     the file among fitted_on, its residuals in pass_residuals, its bootstrap column appended to
     the uncertainty block, the group's notes among the pass notes; then the values into
-    h200-hgx8.json (transferred). Refused for a group the file already holds residuals of."""
+    h200-hgx8.json (transferred). For a group the file already holds residuals of: refused,
+    or with `replace` its residuals and bootstrap columns (the block's by_group) taken out
+    first and the group fitted again."""
     import json
 
-    from mok_model.errors import MokInputError
-
-    from .passes import add_uncertainty
+    from .passes import add_uncertainty, drop_uncertainty
 
     if group not in PASS_FREE:
         raise MokInputError(f"--pass-group {group!r}: one of {', '.join(PASS_FREE)}")
     path = PARAMS_DIR / "h200-1.json"
     doc, base = json.loads(path.read_text()), read_params(path)
-    if group in doc.get("pass_residuals", {}):
-        raise MokInputError(f"--pass-group {group}: {path.name} already holds it (the full run, "
-                            f"python -m calibration.defaults, refits every group)")
+    held = doc.get("pass_residuals", {})
+    unc = base.uncertainty
+    if group in held:
+        if not replace:
+            raise MokInputError(f"--pass-group {group}: {path.name} already holds it (--replace "
+                                f"fits it again; the full run, python -m calibration.defaults, "
+                                f"refits every group)")
+        held = {g: rows for g, rows in held.items() if g != group}
+        unc = drop_uncertainty(unc, group) if unc else None
     records = read_records(pass_files())
     res = fit_passes(records, base, band="bootstrap", only=(group,))
     sources, used = pass_sources(res, records, root, base.sources)
     fitted_on = list(base.fitted_on) + [f for f in used if f not in base.fitted_on]
-    unc = add_uncertainty(base.uncertainty, res.uncertainty) if base.uncertainty else None
+    unc = add_uncertainty(unc, res.uncertainty) if unc else None
     params = Params(res.params.values, base.hardware, None, fitted_on, sources, unc)
     extra = {k: v for k, v in doc.items()
              if k not in ("schema", "hardware", "notes", "fitted_on", "values", "uncertainty")}
-    extra["pass_residuals"] = {**doc["pass_residuals"], **res.residuals}
+    extra["pass_residuals"] = {**held, **res.residuals}
     notes = doc["notes"]
     new = [n for n in res.notes if n not in notes]  # the others' notes are in the file already
     if new:
@@ -336,8 +347,11 @@ def fit_h200_hgx8(root: Path) -> None:
 
 
 def _main(a) -> int:
+    if a.replace and a.pass_group is None:
+        raise MokInputError("--replace: only with --pass-group GROUP (the full run refits "
+                            "every group)")
     if a.pass_group is not None:   # '' is refused there, never taken for the full run
-        add_h200_pass_group(Path(__file__).resolve().parents[1], a.pass_group)
+        add_h200_pass_group(Path(__file__).resolve().parents[1], a.pass_group, a.replace)
     else:
         main()
     return 0
@@ -347,6 +361,8 @@ def parser():
     p = doc_parser("python -m calibration.defaults", __doc__)
     p.add_argument("--pass-group", default=None,
                    help="fit and write only this pass group of h200-1 (calibration/passes.py)")
+    p.add_argument("--replace", action="store_true",
+                   help="with --pass-group: fit a group the file already holds again")
     return p
 
 

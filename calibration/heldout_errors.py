@@ -36,15 +36,18 @@ from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.fileio import atomic_write_text, check_output_file
 from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, SCHEMA, fingerprint, group_key
-from mok_model.records import predictable, read_records
+from mok_model.records import predictable, read_records, record_fp8_kernel
 
 from .checks import required_text, shipped_params
 from .scoring import predict_records
 
 ROOT = Path(__file__).resolve().parents[1]
 HELDOUT_RUNS = {"h200-1": sorted(
-    str(p.relative_to(ROOT)) for d in ("h200_drawn", "h200_unseen")
-    for p in (ROOT / "calibration" / "runs" / d).glob("*.jsonl"))}
+    [str(p.relative_to(ROOT)) for d in ("h200_drawn", "h200_unseen")
+     for p in (ROOT / "calibration" / "runs" / d).glob("*.jsonl")]
+    # the Gluon FP8 pass on the seed-9 shapes (session 27; the fp8-gluon fit reads the other
+    # h200_gluon files, calibration/defaults.py PASS_GLUON_RUNS)
+    + ["calibration/runs/h200_gluon/drawn9.jsonl"])}
 
 
 def summarise(errors: list[float]) -> dict:
@@ -63,8 +66,9 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> lis
                 and r["hardware"]["preset"] == params.hardware and predictable(r)]
         for engine, part in (("analytic", recs), ("sim", recs[::sim_every])):
             for r, p in zip(part, predict_records(part, params, engine)):
-                out.append((f, group_key(engine, r["pass"], r["precision"], r["tokens"]),
-                            p / r["latency_ms"]["median"] - 1.0))
+                key = group_key(engine, r["pass"], r["precision"], r["tokens"],
+                                record_fp8_kernel(r))
+                out.append((f, key, p / r["latency_ms"]["median"] - 1.0))
         if progress:
             progress(f"{f}: {len(recs)} MoK records")
     if not out:

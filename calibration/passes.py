@@ -12,9 +12,12 @@ fitted to the forward sweeps, stay as they are):
 - "fp8": FP8 forward passes of the Triton megakernel. Free: fp8_gemm_eff (the FP8 tiles'
   fraction of the FP8 peak).
 - "fp8-gluon": FP8 forward passes of the Gluon kernel (records whose tiles say fp8_kernel
-  "gluon": mok_kernels/gluon_fp8/mok.py). Free: fp8_gluon_gemm_eff and fp8_gluon_copy_scale
+  "gluon": mok_kernels/gluon_fp8/mok.py). Free: fp8_gluon_gemm_eff, fp8_gluon_copy_scale
   (its comm programs' quantizing copy rate relative to copy_gbps_per_sm: the 24 / 32 comm-SM
-  pairs and the models' widths tell it from the tiles' rate); its design values
+  pairs and the models' widths tell it from the tiles' rate), fp8_gluon_fixed_us and
+  fp8_gluon_stream_scale (a pass's fixed time and its weight stream: the 128 / 512-token
+  runs; session 27), with fp8_gluon_copy_exp as measured (calibration/priors.py OUR_PASSES:
+  how the copy rate grows with the programs); its design values
   (fp8_gluon_tile_m, fp8_gluon_scale_cost) are mok_model/params.py ADDED's, fp8_quant_in_copy
   the Triton FP8 kernel's (docs/calibration.md, "The Gluon FP8 kernel (session 26)").
 
@@ -42,7 +45,8 @@ from .validate import spearman
 PASS_FREE: dict[str, list[str]] = {
     "bwd": ["bwd_gemm_eff_scale", "wgrad_tile_us"],
     "fp8": ["fp8_gemm_eff"],
-    "fp8-gluon": ["fp8_gluon_gemm_eff", "fp8_gluon_copy_scale"],
+    "fp8-gluon": ["fp8_gluon_gemm_eff", "fp8_gluon_copy_scale", "fp8_gluon_fixed_us",
+                  "fp8_gluon_stream_scale"],
 }
 # group -> (record key, values): records left out of the shipped fit, held out to judge it.
 # Session 26 first held qwen3-235b-a22b's 12 Gluon FP8 records out; since the refit with
@@ -145,10 +149,17 @@ def merge_uncertainty(block: dict | None, extra: dict[str, dict | None]) -> dict
         out["summary"].update(b["summary"])
         for row, s in zip(out["samples"], b["samples"][:n]):
             row += s
+    out["by_group"] = {g: _counts(b) for g, b in extra.items() if b}
     if len(parts) > 1:
         out["held"] += ("; the backward and FP8 columns come from their own bootstraps "
                         "(calibration/passes.py), paired by index")
     return out
+
+
+def _counts(b: dict) -> dict:
+    """What a pass group's bootstrap block added to a merged block (by_group: drop_uncertainty
+    takes it out again)."""
+    return {"groups": b["groups"], "records": b["records"], "free": list(b["free"])}
 
 
 def add_uncertainty(block: dict, extra: dict[str, dict | None]) -> dict:
@@ -162,13 +173,34 @@ def add_uncertainty(block: dict, extra: dict[str, dict | None]) -> dict:
     out = {**block, "n": n, "free": list(block["free"]), "summary": dict(block["summary"]),
            "samples": [list(row) for row in block["samples"][:n]],
            "groups": block["groups"] + sum(b["groups"] for b in parts),
-           "records": block["records"] + sum(b["records"] for b in parts)}
+           "records": block["records"] + sum(b["records"] for b in parts),
+           "by_group": {**block.get("by_group", {}),
+                        **{g: _counts(b) for g, b in extra.items() if b}}}
     for b in parts:
         out["free"] += b["free"]
         out["summary"].update(b["summary"])
         for row, s in zip(out["samples"], b["samples"][:n]):
             row += s
     return out
+
+
+def drop_uncertainty(block: dict, group: str) -> dict:
+    """A merged uncertainty block without pass group `group`'s bootstrap columns and counts
+    (its by_group entry says which); MokInputError where the block does not record them."""
+    from mok_model.errors import MokInputError
+
+    mine = block.get("by_group", {}).get(group)
+    if mine is None:
+        raise MokInputError(f"pass group {group}: the uncertainty block does not record its "
+                            f"columns (by_group); refit every group (python -m "
+                            f"calibration.defaults)")
+    keep = [i for i, name in enumerate(block["free"]) if name not in mine["free"]]
+    return {**block, "free": [block["free"][i] for i in keep],
+            "summary": {k: v for k, v in block["summary"].items() if k not in mine["free"]},
+            "samples": [[row[i] for i in keep] for row in block["samples"]],
+            "groups": block["groups"] - mine["groups"],
+            "records": block["records"] - mine["records"],
+            "by_group": {g: v for g, v in block["by_group"].items() if g != group}}
 
 
 # ---- held out: refit without one model / one token count, predict it ----

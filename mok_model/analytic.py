@@ -153,13 +153,21 @@ def dispatch_row_bytes(scn: Scenario, p: Params) -> float:
     return 2.0 * H if fp8_fused(scn, p) else ELEMENT_BYTES[scn.precision] * H
 
 
-def dispatch_copy_scale(scn: Scenario, p: Params) -> float:
+GLUON_COPY_REF = 32   # comm programs at which fp8_gluon_copy_scale is each one's rate
+
+
+def dispatch_copy_scale(scn: Scenario, p: Params, comm_sms=GLUON_COPY_REF):
     """A dispatching comm SM's copy rate relative to a plain copy's: when it quantizes the rows
-    as it copies them, fp8_gluon_copy_scale on the Gluon FP8 kernel (its comm programs'
-    quantizing copy, mok_kernels/gluon_fp8/mok.py) and fp8_quant_copy_scale otherwise; else 1."""
+    as it copies them, fp8_quant_copy_scale on the Triton kernel; on the Gluon FP8 kernel
+    (mok_kernels/gluon_fp8/mok.py) fp8_gluon_copy_scale x (comm_sms / 32)^(fp8_gluon_copy_exp
+    - 1): its comm programs' summed rate grows as their count to fp8_gluon_copy_exp (measured
+    sublinear: 16 -> 48 programs 2.25x faster, not 3x); else 1."""
     if not fp8_fused(scn, p):
         return 1.0
-    return p["fp8_gluon_copy_scale"] if gluon_fp8(scn) else p["fp8_quant_copy_scale"]
+    if not gluon_fp8(scn):
+        return p["fp8_quant_copy_scale"]
+    ratio = np.asarray(comm_sms, dtype=np.float64) / GLUON_COPY_REF
+    return p["fp8_gluon_copy_scale"] * ratio ** (p["fp8_gluon_copy_exp"] - 1.0)
 
 
 def shared_section(scn: Scenario, kernel: bool = True) -> tuple[int, int]:
@@ -281,14 +289,16 @@ def weight_stream_bps(scn: Scenario, p: Params, library: bool = False) -> float:
     """Bytes per second at which a pass's GEMMs stream expert weights from HBM: the library's
     torch_hbm_eff of the spec; the megakernel's, the phase mechanism's hbm_gbps where a measured
     GEMM table (mok_model/gemm_table.py) covers the scenario (its own GEMM phases measured it),
-    else hbm_eff of the spec (fitted on the epilogue reduction)."""
+    else hbm_eff of the spec (fitted on the epilogue reduction); the Gluon FP8 kernel's at
+    fp8_gluon_stream_scale of that."""
     hw = scn.hardware
     if library:
         return hw.hbm_tbps * 1e12 * p["torch_hbm_eff"]
+    scale = p["fp8_gluon_stream_scale"] if gluon_fp8(scn) else 1.0
     t = p.gemm_table
     if t is not None and t.level == "absolute" and t.mechanism_covers(scn):
-        return t.mechanism["hbm_gbps"] * 1e9
-    return hw.hbm_tbps * 1e12 * p["hbm_eff"]
+        return t.mechanism["hbm_gbps"] * 1e9 * scale
+    return hw.hbm_tbps * 1e12 * p["hbm_eff"] * scale
 
 
 def _col(x):
@@ -338,7 +348,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         return np.maximum(mine, port) + local_rows * bytes_row / rate
 
     push_rate = sm_rate * p["push_copy_scale"]
-    q = dispatch_copy_scale(scn, p)  # comm SMs that quantize while they copy copy slower
+    q = dispatch_copy_scale(scn, p, cc)  # comm SMs that quantize while they copy copy slower
     # pull dispatch: the receiver's SMs read its incoming rows; push: the sender's SMs write.
     # push combine: the expert holder writes outputs home; pull: the home reads them.
     # Emulated peers are absent: the one GPU's comm programs act for them, so they move the rows
@@ -517,7 +527,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     reduction = scn.tokens * H * 2.0 * (k + 2) / (hw.hbm_tbps * 1e12 * p["hbm_eff"])
     quantize = quantize_time(scn, p)
     launch = p["mok_exposed_launches"] * hw.launch_us * p["host_launch_scale"] * US
-    fixed = p["mok_fixed_us"] * US
+    fixed = (p["mok_fixed_us"] + (p["fp8_gluon_fixed_us"] if gluon_fp8(scn) else 0.0)) * US
 
     C = per_gpu.shape[0]
     rows_ix = np.arange(C)

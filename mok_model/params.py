@@ -79,6 +79,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "fp8_gluon_tile_m": (16, 256),  # rows of a Gluon FP8 compute item
     "fp8_gluon_scale_cost": (0.0, 2.0),  # its scale FFMAs' time beside the MMA (fp8_scale_cost's)
     "fp8_gluon_copy_scale": (0.05, 1.0),  # its comm programs' quantizing copy rate / copy_gbps_per_sm
+    "fp8_gluon_copy_exp": (0.1, 1.0),  # their summed rate grows as (comm programs)^this
+    "fp8_gluon_fixed_us": (0.0, 200.0),  # a Gluon pass's own fixed time beyond mok_fixed_us
+    "fp8_gluon_stream_scale": (0.2, 1.5),  # its weight stream rate / the megakernel's
 }
 
 # Parameters added to the model after parameter files were first written: name -> (prior,
@@ -130,6 +133,13 @@ ADDED: dict[str, tuple[float, str]] = {
     "fp8_gluon_copy_scale": (0.73, "prior: the Triton FP8 kernel's derived quantizing-copy rate "
                                    "(fp8_quant_copy_scale 0.73 of copy_gbps_per_sm), assumed for the "
                                    "Gluon kernel's comm programs until Gluon FP8 runs are fitted"),
+    "fp8_gluon_copy_exp": (1.0, "prior: the Gluon comm programs' summed copy rate grows in "
+                                "proportion to their count (fp8_gluon_copy_scale per program at "
+                                "every count)"),
+    "fp8_gluon_fixed_us": (0.0, "prior: a Gluon FP8 pass costs no fixed time beyond the "
+                                "megakernel's (mok_fixed_us, the launch and the schedule)"),
+    "fp8_gluon_stream_scale": (1.0, "prior: the Gluon FP8 pass streams expert weights at the "
+                                    "megakernel's rate (weight_stream_bps)"),
     "push_scan_us": (0.0, "prior: a push dispatch (and our pull combine across GPUs) costs only "
                           "the bytes it copies, as before the per-chunk scan was modelled; "
                           "h200-1's prior in calibration/priors.py"),

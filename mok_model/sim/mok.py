@@ -280,7 +280,8 @@ class MokSim:
         # a pushing comm SM copies at push_copy_scale of a pulling one's rate (as analytic.move)
         push_scale = 1.0 / _param(p, "push_copy_scale", 1.0)
         # comm SMs that quantize rows while they copy them load it 1 / dispatch_copy_scale more
-        self.dispatch_sm_scale = (push_scale if self.dpush else 1.0) / dispatch_copy_scale(scn, p)
+        self.dispatch_sm_scale = ((push_scale if self.dpush else 1.0)
+                                  / float(dispatch_copy_scale(scn, p, cfg.comm_sms)))
         # a push dispatch's lanes also visit every chunk of the receiver's minibatch for their
         # rows (analytic.push_scan): that time loads the copying comm SMs as more bytes
         self.push_scan = self.dpush and P > 1 and _param(p, "push_scan_us", 0.0) > 0
