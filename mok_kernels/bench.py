@@ -819,9 +819,9 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                     f"{rec['latency_ms']['median']:.3f} ms")
         if "mok" not in systems:
             continue
-        swept: dict[str, list[float]] = {pr: [] for pr in a.precision.split(",")}
         variants = [(pr, v) for pr in a.precision.split(",")
                     for v in (a.fp8_kernel.split(",") if pr == "fp8" else [None])]
+        swept: dict[tuple, list[float]] = {pv: [] for pv in variants}
         for (prec, f8v), d, c, mb, cs, mac, cap, bt, lag in itertools.product(
                 variants, a.dispatch.split(","), a.combine.split(","),
                 _ints(a.minibatch), _ints(a.comm_sms), a.macrobatch.split(","),
@@ -860,29 +860,32 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                               **common)
             append_records(a.out, [rec])
             recs.append(rec)
-            swept[prec].append(rec["latency_ms"]["median"])
+            swept[(prec, f8v)].append(rec["latency_ms"]["median"])
             log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} mok {prec}{'-' + f8v if f8v else ''} "
                 f"{d}/{c} mb{mb} c{cs} " + (f"[{bt}] " if bwd and bt != "default" else "") +
                 (f"lag{lag} " if lag != 1 else "") +
                 f"r{knobs['macrobatch']} {rec['latency_ms']['median']:.3f} ms "
                 f"{wl.flops() / rec['latency_ms']['median'] / 1e9:.0f} TF/s")
-        for prec in a.precision.split(",") if a.auto else []:
+        for prec, f8v in variants if a.auto else []:
             chosen: dict = {}
+            label = prec + (f"-{f8v}" if f8v else "")
             try:
                 t, bd = run_mok(wl, {}, a.iters, a.warmup, not a.no_graph, a.breakdown, chosen,
-                                precision=prec)
+                                precision=prec, **fp8_variant_tiles(f8v))
             except (RuntimeError, ValueError) as exc:     # a stall, or no knob choice possible
-                log(f"{model} ep{ep} n{tokens} {prec} auto: FAILED {exc}")
+                log(f"{model} ep{ep} n{tokens} {label} auto: FAILED {exc}")
                 continue
             rec = auto_record(make_record(
                 system="mok", knobs=chosen["knobs"], times=t, breakdown=bd,
-                note=f"{note0}; {'graph replay' if not a.no_graph else 'eager'}; {cmd}",
-                precision=prec, tiles=forward_tiles(prec, wl, split_dn=chosen["split_dn"],
-                                                    list_lag=chosen["list_lag"]), **common),
-                chosen["source"], swept[prec])
+                note=f"{note0}; " + (f"fp8 kernel {f8v}; " if f8v else "") +
+                     f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
+                precision=prec, tiles=chosen["tiles"] or forward_tiles(
+                    prec, wl, split_dn=chosen["split_dn"], list_lag=chosen["list_lag"],
+                    **fp8_variant_tiles(f8v)), **common),
+                chosen["source"], swept[(prec, f8v)])
             append_records(a.out, [rec])
             recs.append(rec)
-            log(auto_line(rec, f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} {prec}"))
+            log(auto_line(rec, f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} {label}"))
         del wl
         torch.cuda.empty_cache()
     return recs

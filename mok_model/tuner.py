@@ -14,7 +14,8 @@ import numpy as np
 from .analytic import first_rows, mok_terms
 from .errors import MokInputError
 from .params import Params
-from .scenario import ELEMENT_BYTES, GLUON_KNOBS, MODES, Config, Scenario, check_gluon_knobs
+from .scenario import (ELEMENT_BYTES, GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
+                       Config, Scenario, check_gluon_knobs)
 
 MINIBATCHES = (256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768)
 CAPACITIES = (0.125, 0.25, 0.5, 0.75, 1.0)
@@ -57,15 +58,17 @@ def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.nda
     fixed = dict(fixed or {})
     sms = scenario.hardware.sms
     busiest = int(np.ceil(_ring_rows(scenario)))
+    gluon = scenario.fp8_kernel == "gluon"
+    comm = [c for c in GLUON_COMM_SMS if c < sms] if gluon else range(4, min(64, sms // 2) + 1, 4)
     axes = {
         "dispatch": [fixed["dispatch"]] if "dispatch" in fixed else list(MODES),
         # on ties the published choice wins: pull dispatch, push combine
         "combine": [fixed["combine"]] if "combine" in fixed else list(reversed(MODES)),
-        "minibatch": [fixed["minibatch"]] if "minibatch" in fixed else list(MINIBATCHES),
-        "comm_sms": [fixed["comm_sms"]] if "comm_sms" in fixed else list(range(4, min(64, sms // 2) + 1, 4)),
+        "minibatch": ([fixed["minibatch"]] if "minibatch" in fixed else
+                      list(GLUON_MINIBATCHES if gluon else MINIBATCHES)),
+        "comm_sms": [fixed["comm_sms"]] if "comm_sms" in fixed else list(comm),
         # the Gluon FP8 pass's ring holds every routed row: one macrobatch, all of them
-        "macro": ([None] if "macrobatch" in fixed else
-                  [1.0] if scenario.fp8_kernel == "gluon" else list(MACRO_FRACTIONS)),
+        "macro": [None] if "macrobatch" in fixed else [1.0] if gluon else list(MACRO_FRACTIONS),
         "capacity": [fixed["capacity"]] if "capacity" in fixed else list(CAPACITIES),
     }
     # every combination of the axes' values, in itertools.product's order (no Python tuples:
