@@ -163,13 +163,10 @@ def _preset_sms(name: str) -> int | None:
 
 def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, tokens: int,
                  params: str | Params | None = None, given: dict | None = None,
-                 precision: str = "bf16", list_lag: int | None = None,
-                 fp8_kernel: str = "triton") -> Choice:
+                 precision: str = "bf16", list_lag: int | None = None) -> Choice:
     """The tuner's knobs for one question (uncached), with the capacity kept safe; `precision`
-    of the forward pass (bf16 or fp8: the model's FP8 terms) and, for fp8, `fp8_kernel`
-    (triton, or gluon: the Gluon pass's terms and knob choices, mok_model.scenario
-    GLUON_COMM_SMS); `list_lag`: the kernel's work-list lag, or None to choose it with the knobs
-    where the tuner searches it (tuner.lag_choices)."""
+    of the forward pass (bf16 or fp8: the model's FP8 terms); `list_lag`: the kernel's work-list
+    lag, or None to choose it with the knobs where the tuner searches it (tuner.lag_choices)."""
     hw, model = _hardware(hardware), layer_model(shape)
     given = dict(given or {})
     _check_given(given)
@@ -177,11 +174,9 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
         raise MokInputError(f"macrobatch={given['macrobatch']} given without minibatch: give both "
                             f"(the ring holds whole minibatches) or neither")
     p = params if isinstance(params, Params) else _params(hw, params)
-    scn = Scenario(hw, model, ep, tokens, "fwd", precision, list_lag=list_lag or 1,
-                   fp8_kernel=fp8_kernel)
+    scn = Scenario(hw, model, ep, tokens, "fwd", precision, list_lag=list_lag or 1)
     lags = lag_choices(scn) if list_lag is None else None
-    label = precision + (" gluon" if fp8_kernel == "gluon" else "")
-    source = f"tuner: {hw.name} params {p.path}" + (f" ({label})" if label != "bf16" else "")
+    source = f"tuner: {hw.name} params {p.path}" + (f" ({precision})" if precision != "bf16" else "")
     if hw.sms != _preset_sms(hw.name):
         source += f" at {hw.sms} SMs per rank"
     safe = safe_capacity(ep, tokens, model.top_k, model.routed_experts)
@@ -201,7 +196,7 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
 def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: int, tokens: int,
                  table: str | os.PathLike | None = None, params: str | None = None,
                  given: dict | None = None, precision: str = "bf16",
-                 list_lag: int | None = None, fp8_kernel: str = "triton") -> Choice:
+                 list_lag: int | None = None) -> Choice:
     """The knobs for one layer: `given` knobs win; the rest from `table` (its bucket for
     `tokens`) when one is named, else from the tuner for `hardware` (cached per question).
     `list_lag` None: the work-list lag too (a table's bucket lag, or the tuner's); else that lag.
@@ -225,10 +220,9 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
     if hw is None:
         raise MokInputError("no hardware to ask the model for: name a hardware preset or a knob table")
     key = (hw, params, tuple(sorted(shape_of(model).items())), ep, tokens,
-           tuple(sorted(given.items())), precision, list_lag, fp8_kernel)
+           tuple(sorted(given.items())), precision, list_lag)
     if key not in _CACHE:
-        _CACHE[key] = tuned_choice(hw, model, ep, tokens, params, given, precision, list_lag,
-                                   fp8_kernel)
+        _CACHE[key] = tuned_choice(hw, model, ep, tokens, params, given, precision, list_lag)
     return _CACHE[key]
 
 
@@ -463,41 +457,3 @@ def resolve_layer(layer: Any) -> tuple[Any, str]:
                      cfg.precision, lag)
     source = c.source + (f"; list_lag {c.list_lag}" if lag is None and c.list_lag != 1 else "")
     return dataclasses.replace(cfg, **c.knobs, list_lag=c.list_lag), source
-
-
-def resolve_gluon(layer: Any, sms: int) -> tuple[int, int, str]:
-    """(comm programs, minibatch, knob source) for a MoKLayer on the Gluon FP8 pass
-    (fp8_kernel="gluon") that leaves comm_sms or minibatch unset: the tuner's choice for this
-    hardware (layer.hardware, else the GPU's preset), shape, EP and token count among the values
-    the Gluon records cover (mok_model.scenario GLUON_COMM_SMS, GLUON_MINIBATCHES), with the
-    pass's fixed knobs and the given ones held. A GPU with no preset (an H100): the pass's
-    measured defaults, and the source says so."""
-    from .gluon_fp8 import mok as gm
-
-    cfg = layer.cfg
-    given = {k: getattr(cfg, k) for k in ("comm_sms", "minibatch") if getattr(cfg, k) is not None}
-    if layer.knob_table is not None:
-        raise MokInputError("knob_table with fp8_kernel='gluon': knob tables hold BF16 choices; "
-                            "leave it unset (the model chooses) or give comm_sms and minibatch")
-    if layer.hardware is not None:
-        hw = _hardware(layer.hardware)
-    else:
-        import torch
-
-        name = torch.cuda.get_device_name(torch.device(layer.device))
-        if "H200" not in name:
-            return (given.get("comm_sms", gm.COMM_SMS), given.get("minibatch", gm.MINIBATCH),
-                    f"fp8_kernel='gluon' defaults (no hardware preset for GPU {name!r} to ask "
-                    f"the model; pass hardware=<preset> to choose)")
-        hw = load_hardware(hardware_for_gpu(name, False))
-    if hw.sms != sms:
-        hw = hw.with_(sms=sms)
-    w = layer.weights
-    e, h, i = (int(x) for x in w.wg.shape)
-    shape = {"hidden": h, "expert_width": i, "routed_experts": e * (layer.ep if
-             layer.local_weights else 1), "top_k": layer.topk,
-             "shared_width": 0 if w.sg is None else int(w.sg.shape[1])}
-    # the tuner holds the pass's fixed knobs (mok_model.scenario GLUON_KNOBS) itself
-    c = choose_knobs(hw, shape, layer.ep, layer.tokens, None, layer.knob_params, given, "fp8",
-                     1, "gluon")
-    return c.knobs["comm_sms"], c.knobs["minibatch"], c.source

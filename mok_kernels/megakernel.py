@@ -1411,8 +1411,7 @@ class MoKLayer:
     def _init_gluon(self) -> None:
         """fp8_kernel="gluon": refuse what the Gluon pass cannot run, then build its GluonFP8MoK
         from the weights. Knobs: comm_sms are its comm programs, minibatch its minibatch (None:
-        the model's choice, knobs.resolve_gluon), join=False keeps its comm programs out of the
-        item list; the
+        its measured defaults), join=False keeps its comm programs out of the item list; the
         rest are fixed (pull, push, capacity 1.0, lag 1: KernelConfig.gluon_refusal)."""
         from .gluon_fp8 import mok as gm
         cfg, w = self.cfg, self.weights
@@ -1438,17 +1437,15 @@ class MoKLayer:
                              f"{self.device!r} is " + (f"sm_{arch[0]}{arch[1]}" if arch else
                                                        "not a CUDA GPU here"))
         sms = torch.cuda.get_device_properties(dev).multi_processor_count
-        if cfg.comm_sms is not None and cfg.comm_sms >= sms:
-            raise ValueError(f"comm_sms={cfg.comm_sms} leaves no compute programs (the Gluon "
-                             f"pass runs one program on each of the {sms} SMs)")
-        if cfg.minibatch is not None and cfg.comm_sms is not None:
-            comm, mb, self.knob_source = cfg.comm_sms, cfg.minibatch, "given"
-        else:                            # the model's choice (knobs.py resolve_gluon)
-            from .knobs import resolve_gluon
-            comm, mb, self.knob_source = resolve_gluon(self, sms)
+        given = cfg.minibatch is not None and cfg.comm_sms is not None
+        self.knob_source = "given" if given else "fp8_kernel='gluon' defaults"
         cfg = dataclasses.replace(
             cfg, dispatch="pull", combine="push", capacity=1.0, list_lag=1, split_dn=1,
-            group_m=gm.GROUP_ROWS, minibatch=mb, comm_sms=comm)
+            group_m=gm.GROUP_ROWS, minibatch=cfg.minibatch or gm.MINIBATCH,
+            comm_sms=cfg.comm_sms or gm.COMM_SMS)
+        if cfg.comm_sms >= sms:
+            raise ValueError(f"comm_sms={cfg.comm_sms} leaves no compute programs (the Gluon "
+                             f"pass runs one program on each of the {sms} SMs)")
         self.gluon = g = gm.GluonFP8MoK(
             w, self.ep, self.tokens, self.topk, self.rank, num_experts=e,
             local_weights=self.local_weights, minibatch=cfg.minibatch, comm=cfg.comm_sms,

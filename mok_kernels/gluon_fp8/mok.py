@@ -40,12 +40,14 @@ from .core import (BK, BM, BN, FFN_STAGES, GROUP_ROWS, WS_MAXNREG, _compile_sm90
                    pack_gate_up)
 
 # Default knobs. join, ys, home: the best worst case of kimi-k2 / glm-5 EP 8, 4,096 tokens
-# (benchmarks/device/s26_fp8c.sh, mok_kernels/logs_s26/s26c/mok.log). Comm programs: 32, the
-# smaller worst regret over the 50 FP8 workloads of calibration/runs/h200_gluon/ (11 presets,
-# 1,024-8,192 tokens, 24 or 32 each: 32 is at most 3.7% from the better, mean 0.7%; 24 up to
-# 27%, mean 6.0%, narrow experts wanting more copy programs). Before session 26: 32 comm
-# programs, no join, no ys, no home (1.12x / 1.17x BF16 in s26c's run).
-COMM_SMS = 32
+# (benchmarks/device/s26_fp8c.sh, mok_kernels/logs_s26/s26c/mok.log). Comm programs: 40, the
+# smallest worst regret of the six counts 24-64 timed on twelve workloads (six presets, EP 8,
+# 1,024 / 4,096 tokens; calibration/runs/h200_gluon/auto.jsonl, s27_sixth.sh, 2026-12-02): 40
+# at most 5.8% from the best (mean 1.1%), 48 8.1%, 32 19.8%, 24 38.7%; the model's pick among
+# them 9.7% (registered) and 8-16% in nine of the twelve automatic runs, so the layer does not
+# ask the model for it. 32 before (session 26: the better of 24 / 32 on 50 workloads; kimi-k2 /
+# glm-5 at 4,096 tokens run 3% slower at 40 than at 32, s27_fifth.sh).
+COMM_SMS = 40
 JOIN = 350
 YS = True
 HOME = True
