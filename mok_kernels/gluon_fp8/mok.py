@@ -673,8 +673,8 @@ class GluonFP8MoK:
         pass, 1 comm programs only (no items, no epilogue), 2 compute only (no copies: the
         landed-row counters preset, the ring as the last pass left it; no epilogue); home,
         every program quantizes a share of the home tokens first (else the comm programs); qv 1,
-        the copies' divisions once a row (_quant_block; the same bits; not yet run on a GPU, so
-        0 by default)."""
+        the copies' divisions once a row (_quant_block; the same bits, checked on the H200;
+        the copies alone 8% faster, the pass no faster, so 0 by default: session 27)."""
         for k_, v in (("comm", comm), ("cu", cu), ("ys", ys), ("join", join), ("mode", mode),
                       ("home", home), ("qv", qv)):
             if v is not None:
