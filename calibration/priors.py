@@ -63,7 +63,12 @@ OUR_PASSES = {
                              "1/128 clk per element on 128 FP32 lanes vs 256 FLOP per element at "
                              "the SM's FP8 rate (1979 TF/s / 132 SMs / 1.98 GHz = 7,570 FLOP/clk): "
                              "0.0078 / 0.0338 = 0.23"),
-    "fp8_gluon_copy_exp": (0.737, "measured: the Gluon FP8 pass's comm programs alone (mode=comm) at 16 / 24 / 32 / 48 programs, kimi-k2 and glm-5 EP 8, 4,096 tokens: time ~ programs^-0.746 and ^-0.729 (benchmarks/device/s27_fourth.sh, mok_kernels/logs_s27/s27d/comm.log, H200, 2026-12-02); their mean"),
+    "fp8_gluon_copy_exp": (0.737, "measured: the Gluon FP8 pass's comm programs alone "
+                                  "(mode=comm) at 16 / 24 / 32 / 48 programs, kimi-k2 and glm-5 "
+                                  "EP 8, 4,096 tokens: time ~ programs^-0.746 and ^-0.729 "
+                                  "(benchmarks/device/s27_fourth.sh, "
+                                  "mok_kernels/logs_s27/s27d/comm.log, H200, 2026-12-02); their "
+                                  "mean"),
     "fp8_quant_copy_scale": (0.73, "derived: the quantizing copy's ~8.7 instructions per element "
                                    "(sm_90 compile, NOTES.md) issue at ~58 GB/s of BF16 rows per "
                                    "SM, serial with the plain copy's ~21.6 GB/s per SM (h200-1 fit): "
