@@ -306,13 +306,14 @@ def _col(x):
 
 
 def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, comm_sms,
-              macrobatch, capacity, list_lag=None) -> dict[str, np.ndarray]:
+              macrobatch, capacity, list_lag=None, find_binds: bool = True) -> dict[str, np.ndarray]:
     """Critical-path terms (seconds) of the MoK pass for arrays of configs, each shape (C,).
 
     dispatch_push / combine_push are boolean arrays (False = pull). `list_lag`: the kernel's
     work-list lag of each config, where they differ (the tuner scores several at once); None:
     scn.list_lag. Infeasible configs (capacity overflow) get latency inf. Returns the breakdown
-    terms, their sum `total`, and work totals.
+    terms, their sum `total`, and work totals. `find_binds` False: "list_binds" is None (on
+    emulated ranks it asks every rank; the tuner's scores at larger lags do not need it).
     """
     hw, m, P = scn.hardware, scn.model, scn.ep
     ld = every = loads(scn)
@@ -534,7 +535,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     if hw.emulated_ranks:  # one GPU runs rank 0 of the group: its time is what is measured
         slow = typ = np.zeros(C, dtype=np.int64)
         # where the in-order list binds on some rank, as computed for every rank
-        binds = list_binds(scn, p, every, mb, cx, joined, lag)
+        binds = list_binds(scn, p, every, mb, cx, joined, lag) if find_binds else None
     else:
         slow = np.argmax(per_gpu, axis=1)  # (C,) the straggler ends the pass
         typ = np.argsort(per_gpu, axis=1, kind="stable")[:, P // 2]  # the median GPU
@@ -619,30 +620,17 @@ def list_binds(scn: Scenario, p: Params, ld: Loads, mb, compute_sms, joined_sms,
     return np.broadcast_to((lp > 0) | (lp_join > 0), M.shape).any(axis=1)[inverse]
 
 
-def _row_groups(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(a stable lexsort order of a 2-D array's rows, where in that order each distinct row
-    begins): one lexsort, several times faster than np.unique's sort of whole rows."""
+def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """(the distinct rows of a 2-D array, the index of each row's among them), as
+    np.unique(a, axis=0, return_inverse=True) gives them: one lexsort, several times faster than
+    np.unique's sort of whole rows."""
     order = np.lexsort(a.T[::-1])
     s = a[order]
     begins = np.ones(len(a), dtype=bool)
     begins[1:] = (s[1:] != s[:-1]).any(axis=1)
-    return order, begins
-
-
-def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-    """(the distinct rows of a 2-D array, the index of each row's among them), as
-    np.unique(a, axis=0, return_inverse=True) gives them."""
-    order, begins = _row_groups(a)
     inverse = np.empty(len(a), dtype=np.intp)
     inverse[order] = np.cumsum(begins) - 1
     return a[order[begins]], inverse
-
-
-def first_rows(a: np.ndarray) -> np.ndarray:
-    """The index of each distinct row's first occurrence in a 2-D array, ascending (the sorted
-    np.unique(a, axis=0, return_index=True)[1]; the order is stable, so a group's first)."""
-    order, begins = _row_groups(a)
-    return np.sort(order[begins])
 
 
 def push_scan_chunks(P: int, comm_sms, minibatch_rows):

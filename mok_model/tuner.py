@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .analytic import first_rows, mok_terms
+from .analytic import mok_terms
 from .errors import MokInputError
 from .params import Params
 from .scenario import (ELEMENT_BYTES, GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
@@ -72,22 +72,27 @@ def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.nda
         "capacity": [fixed["capacity"]] if "capacity" in fixed else list(CAPACITIES),
     }
     # every combination of the axes' values, in itertools.product's order (no Python tuples:
-    # numpy's multi-indices in C order are the same)
-    combos = np.indices([len(v) for v in axes.values()]).reshape(len(axes), -1).T
-    g = {name: np.asarray(vals, dtype=object)[combos[:, i]] for i, (name, vals) in enumerate(axes.items())}
-    mb = g["minibatch"].astype(np.int64)
+    # numpy's multi-indices in C order are the same); each axis's values are converted first
+    shape = [len(v) for v in axes.values()]
+    ix = dict(zip(axes, np.indices(shape).reshape(len(axes), -1)))
+    vals = {name: np.asarray(v, dtype=object) for name, v in axes.items()}
+    mb = vals["minibatch"].astype(np.int64)[ix["minibatch"]]
     if "macrobatch" in fixed:
         macro = np.full(len(mb), int(fixed["macrobatch"]), dtype=np.int64)
     else:  # a share of the busiest GPU's rows, rounded up to whole minibatches
-        want = np.ceil(g["macro"].astype(float) * max(busiest, 1))
+        want = np.ceil(vals["macro"].astype(float) * max(busiest, 1))[ix["macro"]]
         macro = (np.maximum(np.ceil(want / mb), 1) * mb).astype(np.int64)
-    out = {"dispatch_push": g["dispatch"] == "push", "combine_push": g["combine"] == "push",
-           "minibatch": mb, "comm_sms": g["comm_sms"].astype(np.int64), "macrobatch": macro,
-           "capacity": g["capacity"].astype(float)}
-    # drop duplicates created by the macrobatch rounding
-    key = np.stack([out["dispatch_push"], out["combine_push"], out["minibatch"], out["comm_sms"],
-                    out["macrobatch"], out["capacity"] * 1000], axis=1).astype(np.int64)
-    keep = first_rows(key)
+    out = {"dispatch_push": (vals["dispatch"] == "push")[ix["dispatch"]],
+           "combine_push": (vals["combine"] == "push")[ix["combine"]],
+           "minibatch": mb, "comm_sms": vals["comm_sms"].astype(np.int64)[ix["comm_sms"]],
+           "macrobatch": macro, "capacity": vals["capacity"].astype(float)[ix["capacity"]]}
+    # drop duplicates created by the macrobatch rounding: the other axes' values are distinct and
+    # the rounded macrobatch grows with the share (the shares ascend), so a duplicate repeats the
+    # macrobatch of the share before it, every other knob the same
+    m = macro.reshape(shape)
+    repeat = np.zeros(shape, dtype=bool)
+    repeat[:, :, :, :, 1:] = m[:, :, :, :, 1:] == m[:, :, :, :, :-1]
+    keep = np.flatnonzero(~repeat.ravel())
     return {k: v[keep] for k, v in out.items()}
 
 
@@ -171,18 +176,22 @@ def _least_buffers(scn: Scenario, fixed: dict) -> float:
 
 
 def _score(scenario: Scenario, params: Params, g: dict, which: np.ndarray,
-           lags: np.ndarray | None = None):
+           lags: np.ndarray | None = None, find_binds: bool = True):
     """(latency s, overflow, list binds) of the grid rows `which` (analytic, in chunks), at the
-    work-list lags `lags` (one per row; None: the scenario's)."""
+    work-list lags `lags` (one per row; None: the scenario's); `find_binds` False: no list
+    binds (None)."""
     n = len(which)
-    lat, overflow, binds = np.empty(n), np.zeros(n, dtype=bool), np.zeros(n, dtype=bool)
+    lat, overflow = np.empty(n), np.zeros(n, dtype=bool)
+    binds = np.zeros(n, dtype=bool) if find_binds else None
     chunk = max(1, 2_000_000 // max(scenario.ep, 1))
     for s in range(0, n, chunk):
         sl, ix = slice(s, s + chunk), which[s:s + chunk]
         r = mok_terms(scenario, params, g["dispatch_push"][ix], g["combine_push"][ix],
                       g["minibatch"][ix], g["comm_sms"][ix], g["macrobatch"][ix], g["capacity"][ix],
-                      None if lags is None else lags[sl])
-        lat[sl], overflow[sl], binds[sl] = r["total"], r["overflow"], r["list_binds"]
+                      None if lags is None else lags[sl], find_binds)
+        lat[sl], overflow[sl] = r["total"], r["overflow"]
+        if find_binds:
+            binds[sl] = r["list_binds"]
     return lat, overflow, binds
 
 
@@ -212,7 +221,7 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     evaluated = n + len(rows) * (len(lags) - 1)
     if len(rows) and len(lags) > 1:  # the other lags' rows, all in one call (the lag per row)
         lat_more, _, _ = _score(first, params, g, np.tile(rows, len(lags) - 1),
-                                np.repeat(lags[1:], len(rows)))
+                                np.repeat(lags[1:], len(rows)), find_binds=False)
         for i, more in enumerate(lags[1:]):
             lat_l = lat_more[i * len(rows):(i + 1) * len(rows)]
             better = lat_l < lat[rows]

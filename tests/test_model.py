@@ -396,8 +396,34 @@ def test_tuner_scores_the_least_safe_capacity_only_and_loses_nothing():
         assert len(set(knobs)) == len(knobs)
 
 
-def test_unique_rows_and_first_rows_match_numpy_unique():
-    from mok_model.analytic import first_rows, unique_rows
+def test_knob_grid_holds_every_distinct_setting_once_in_product_order():
+    """The macrobatch rounding's duplicates are dropped (the first share kept): the grid is the
+    distinct settings of the full product of the axes, in its order."""
+    import itertools
+
+    from mok_model.tuner import CAPACITIES, MACRO_FRACTIONS, MINIBATCHES, _ring_rows, knob_grid
+
+    for s, fixed in ((scn(), {}), (scn(tokens=64), {"capacity": 0.25}),
+                     (Scenario(load_hardware("h200-1"), load_model("qwen3-30b-a3b"), 8, 1024),
+                      {"dispatch": "push", "comm_sms": 8})):
+        g = knob_grid(s, fixed)
+        got = list(zip(*(g[k].tolist() for k in ("dispatch_push", "combine_push", "minibatch",
+                                                   "comm_sms", "macrobatch", "capacity"))))
+        busiest = max(int(np.ceil(_ring_rows(s))), 1)
+        axes = [[fixed["dispatch"] == "push"] if "dispatch" in fixed else [False, True],
+                [fixed["combine"] == "push"] if "combine" in fixed else [True, False],
+                MINIBATCHES, [fixed["comm_sms"]] if "comm_sms" in fixed
+                else range(4, min(64, s.hardware.sms // 2) + 1, 4), MACRO_FRACTIONS,
+                [fixed["capacity"]] if "capacity" in fixed else CAPACITIES]
+        want = {}
+        for d, c, mb, cs, f, cap in itertools.product(*axes):
+            macro = max(-(-int(np.ceil(f * busiest)) // mb), 1) * mb
+            want.setdefault((d, c, mb, cs, macro, cap), None)
+        assert got == list(want)
+
+
+def test_unique_rows_matches_numpy_unique():
+    from mok_model.analytic import unique_rows
 
     rng = np.random.default_rng(0)
     for _ in range(200):
@@ -406,7 +432,6 @@ def test_unique_rows_and_first_rows_match_numpy_unique():
             keys, inverse = unique_rows(x)
             want_keys, want_inverse = np.unique(x, axis=0, return_inverse=True)
             assert np.array_equal(keys, want_keys) and np.array_equal(inverse, want_inverse.ravel())
-            assert np.array_equal(first_rows(x), np.sort(np.unique(x, axis=0, return_index=True)[1]))
 
 
 def _grid_terms(s, p, lag=None):
