@@ -31,7 +31,6 @@ import datetime
 import json
 import math
 import os
-import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -264,6 +263,8 @@ def build_table(hardware: str, model: str | MoEModel | dict, ep: int,
 
 def write_table(path: str | os.PathLike, doc: dict) -> None:
     """Write a knob table atomically (a temporary file in the same folder, then rename)."""
+    import tempfile  # late: 3 ms to import, and a process that only reads never needs it
+
     path = Path(path)
     _validate_table(doc, str(path))
     try:

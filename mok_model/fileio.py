@@ -11,7 +11,6 @@ import contextlib
 import json
 import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Callable, Iterator
 
@@ -48,6 +47,8 @@ def _not_empty(path, flag: str, what: str) -> None:
 
 def _probe(folder: Path, flag: str, path) -> None:
     """Create and remove a file in `folder`: the one test of writability that never lies."""
+    import tempfile  # late: 3 ms to import, and a process that only reads never needs it
+
     try:
         with tempfile.TemporaryFile(dir=folder):
             pass
@@ -79,6 +80,8 @@ def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
 @contextlib.contextmanager
 def atomic_path(path: str | os.PathLike) -> Iterator[Path]:
     """Yield a temporary path beside `path`; on success rename it over `path`, else remove it."""
+    import tempfile  # late: 3 ms to import, and a process that only reads never needs it
+
     p = Path(path)
     fd, tmp = tempfile.mkstemp(prefix=f".{p.name}.", suffix=".tmp" + p.suffix, dir=p.parent or ".")
     os.close(fd)
