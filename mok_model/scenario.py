@@ -21,10 +21,12 @@ FP8_KERNELS = ("triton", "gluon")
 # the knobs the Gluon FP8 pass runs with and refuses otherwise (mok_kernels/gluon_fp8/mok.py
 # GluonFP8MoK: "pull dispatch, push combine, capacity 1.0 (the ring holds every routed row), lag 1")
 GLUON_KNOBS = {"dispatch": "pull", "combine": "push", "capacity": 1.0}
-# what the tuner tries for the Gluon FP8 pass where the caller leaves them open: the comm-program
-# counts and the minibatch its records cover (calibration/runs/h200_gluon/: 24-64 programs,
-# minibatch 4,096), so its pick never rests on a fit's extrapolation
-GLUON_COMM_SMS = (24, 32, 40, 48, 56, 64)
+# what the tuner takes for the Gluon FP8 pass where the caller leaves them open: the pass's
+# measured defaults (mok_kernels/gluon_fp8/mok.py COMM_SMS, MINIBATCH), which the layer runs.
+# The model's own pick among 24-64 comm programs was 8-16% from the best on nine of twelve
+# workloads (docs/calibration.md "Session 27"): a prediction with the knob open is the layer's
+# pass; --comm-sms predicts another count
+GLUON_COMM_SMS = (40,)
 GLUON_MINIBATCHES = (4096,)
 HOPPER_GPUS = ("H100", "H200")   # the GPUs (Hardware.gpu) the Gluon FP8 kernel runs on (sm_90)
 SYSTEMS = ("mok", "nccl-torch", "deepep", "hybridep", "comet")

@@ -141,6 +141,12 @@ def test_gluon_layer_maps_the_knobs(sm90):
     assert lay.gluon.kw["local_weights"] is False and lay.gluon.kw["num_experts"] == 16
 
 
+def test_the_model_takes_the_pass_defaults_for_open_knobs():
+    """A Gluon prediction with comm_sms / minibatch open is of the pass the layer runs."""
+    from mok_model.scenario import GLUON_COMM_SMS, GLUON_MINIBATCHES
+    assert (GLUON_COMM_SMS, GLUON_MINIBATCHES) == ((gm.COMM_SMS,), (gm.MINIBATCH,))
+
+
 def test_gluon_layer_honors_on_error(sm90):
     x, ids, w = torch.zeros(1), torch.zeros(1), torch.zeros(2, dtype=torch.float64)
     lay = gluon_layer(gluon_cfg(max_spin=5))
