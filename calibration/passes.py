@@ -187,8 +187,6 @@ def add_uncertainty(block: dict, extra: dict[str, dict | None]) -> dict:
 def drop_uncertainty(block: dict, group: str) -> dict:
     """A merged uncertainty block without pass group `group`'s bootstrap columns and counts
     (its by_group entry says which); MokInputError where the block does not record them."""
-    from mok_model.errors import MokInputError
-
     mine = block.get("by_group", {}).get(group)
     if mine is None:
         raise MokInputError(f"pass group {group}: the uncertainty block does not record its "

@@ -156,12 +156,13 @@ def dispatch_row_bytes(scn: Scenario, p: Params) -> float:
 GLUON_COPY_REF = 32   # comm programs at which fp8_gluon_copy_scale is each one's rate
 
 
-def dispatch_copy_scale(scn: Scenario, p: Params, comm_sms=GLUON_COPY_REF):
+def dispatch_copy_scale(scn: Scenario, p: Params, comm_sms):
     """A dispatching comm SM's copy rate relative to a plain copy's: when it quantizes the rows
     as it copies them, fp8_quant_copy_scale on the Triton kernel; on the Gluon FP8 kernel
     (mok_kernels/gluon_fp8/mok.py) fp8_gluon_copy_scale x (comm_sms / 32)^(fp8_gluon_copy_exp
-    - 1): its comm programs' summed rate grows as their count to fp8_gluon_copy_exp (measured
-    sublinear: 16 -> 48 programs 2.25x faster, not 3x); else 1."""
+    - 1) for `comm_sms` comm programs (a scalar or an array of configs): their summed rate
+    grows as their count to fp8_gluon_copy_exp (measured sublinear: 16 -> 48 programs 2.25x
+    faster, not 3x); else 1."""
     if not fp8_fused(scn, p):
         return 1.0
     if not gluon_fp8(scn):
