@@ -16,6 +16,15 @@ table publishes none) and, for the MoK rows, also at the published default knobs
 except `--terms`, which prints the shipped GB300 fit's terms beside the transferred ones to show
 where they differ (a diagnosis; no prediction uses it).
 
+**Hopper to Hopper: h200-1 -> h100-1** (`--write-hopper`). The H100 is the H200's die (the same
+SMs, clocks and tensor rates) with HBM3 at 3.35 TB/s instead of HBM3e at 4.8, and our kernels
+run unchanged on it. So every h200-1 value moves as it is (HOPPER_WHY says why for each kind),
+its fit's uncertainty samples with them, and the GEMM table of our kernel's own GEMM phases
+transfers with its mechanism's weight stream scaled by the two presets' HBM bandwidths (the
+points and their residuals stay H200's: mok_model/gemm_table.py, "A table transferred"). The
+spec differences come from the presets (hbm_tbps, and h100-1's local-HBM copy rate, h200-1's
+probe moved as the same fraction of HBM). Nothing is fitted on an H100: the H100 runs test it.
+
 **GEMM efficiency.** The H200 fit's gemm_eff (0.53) describes our Triton megakernel's tiles
 (tl.dot, a dynamic work counter, 128-192 experts per GPU at EP 2): a property of that
 implementation, not of the H200. The published kernel is another implementation, a hand-written
@@ -37,6 +46,7 @@ stays for what the table does not cover (FP8, MXFP8).
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -115,6 +125,53 @@ def transferred_params():
     table = GemmTable(table.hardware, table.points, table.records, fitted_on[1], table.notes,
                       table.level)
     return Params(values, TARGET, None, fitted_on, sources).with_table(table)
+
+
+HOPPER_SOURCE, HOPPER_TARGET = "h200-1", "h100-1"
+HOPPER_WHY = ("the H100 is the H200's die (same SMs, clocks, tensor rates; HBM3 3.35 TB/s against "
+              "4.8): a fraction of a spec moves as the same fraction (the spec is the preset's), "
+              "a design value or an SM-side time or rate as it is, a host term with the same "
+              "x86 host assumed")
+
+
+def hopper_params() -> Params:
+    """h100-1's parameters: h200-1's values and uncertainty samples as they are, the GEMM
+    table transferred with its weight stream scaled by hbm_tbps (module docstring)."""
+    from mok_model.gemm_table import GemmTable
+
+    from .defaults import transferred
+
+    src = read_params(PARAMS_DIR / f"{HOPPER_SOURCE}.json")
+    ratio = load_hardware(HOPPER_TARGET).hbm_tbps / load_hardware(HOPPER_SOURCE).hbm_tbps
+    sources = {k: f"transferred from {HOPPER_SOURCE} ({HOPPER_WHY}): {v}"
+               for k, v in src.sources.items()}
+    t = src.gemm_table
+    path = PARAMS_DIR / "gemm" / f"{HOPPER_TARGET}.json"
+    mech = {**t.mechanism, "hbm_gbps": t.mechanism["hbm_gbps"] * ratio}
+    notes = (f"transferred from {Path(t.path).name} ({HOPPER_SOURCE}, measured): its points and "
+             f"residuals on {HOPPER_TARGET}'s mechanism, hbm_gbps {t.mechanism['hbm_gbps']:.0f} x "
+             f"{ratio:.4f} (hbm_tbps {HOPPER_TARGET} / {HOPPER_SOURCE}) = {mech['hbm_gbps']:.0f}; "
+             f"tensor_eff, item_us, launch_us as measured (same SMs and clocks); "
+             f"python -m calibration.transfer --write-hopper")
+    table = GemmTable(HOPPER_TARGET, t.points, t.records, str(path), notes, t.level, t.mechanism,
+                      mech, os.path.relpath(t.path, path.parent))
+    return Params(src.values, HOPPER_TARGET, None, [str((PARAMS_DIR / f"{HOPPER_SOURCE}.json")
+                                                        .relative_to(ROOT))], sources,
+                  transferred(src.uncertainty, HOPPER_SOURCE, [])).with_table(table)
+
+
+def write_hopper() -> list[Path]:
+    """Write h100-1's parameters file and its transferred GEMM table (hopper_params)."""
+    from mok_model.gemm_table import write_table
+    from mok_model.params import write_params
+
+    params = hopper_params()
+    table = Path(params.gemm_table.path)
+    write_table(table, params.gemm_table)
+    out = PARAMS_DIR / f"{HOPPER_TARGET}.json"
+    write_params(out, params, f"Transferred from {HOPPER_SOURCE} (same GPU die and kernels; "
+                              f"python -m calibration.transfer --write-hopper); no H100 fit.")
+    return [out, table]
 
 
 def spec_ratios() -> dict:
@@ -197,7 +254,18 @@ def main(argv: list[str] | None = None) -> int:
                    help="also each MoK row's cost terms, transferred beside the shipped GB300 "
                         "fit's, and each transferred value's share of the error (diagnosis)")
     p.add_argument("--json", action="store_true", help="one JSON document")
-    return run_tool(p, report, argv)
+    p.add_argument("--write-hopper", action="store_true",
+                   help=f"write {HOPPER_TARGET}'s parameters and GEMM table, transferred from "
+                        f"{HOPPER_SOURCE} (no report)")
+    return run_tool(p, _main, argv)
+
+
+def _main(a) -> int:
+    if a.write_hopper:
+        for path in write_hopper():
+            print(f"wrote {path.relative_to(ROOT)}")
+        return 0
+    return report(a)
 
 
 def report(a) -> int:

@@ -433,8 +433,13 @@ def capture_graph(fn: Callable[[], Any]) -> Callable[[], None]:
 
 
 def _hardware() -> dict[str, Any]:
+    """The record's hardware: the GPU and the preset its emulated-rank runs are read against
+    (knobs.preset_for_gpu; "unknown" for a GPU without one)."""
+    from .knobs import preset_for_gpu
+
     props = torch.cuda.get_device_properties(0)
-    return {"preset": "h200-1", "gpu": props.name, "gpus": 1, "sms": props.multi_processor_count,
+    return {"preset": preset_for_gpu(props.name, False) or "unknown", "gpu": props.name,
+            "gpus": 1, "sms": props.multi_processor_count,
             "fabric": "local-hbm", "driver": f"cuda {torch.version.cuda}"}
 
 

@@ -31,6 +31,7 @@ from mok_model.records import record_model
 
 from .bench import (_ints, _software, auto_line, auto_record, capture_graph, forward_tiles,
                     make_record, stats, time_events)
+from .knobs import preset_for_gpu
 from .routing import make_routing, shape_of
 
 GROUP_SYSTEMS = ("mok", "nccl-torch", "graph-a2a", "gemm-only")
@@ -177,7 +178,7 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world, device_id=dev, timeout=timedelta(seconds=a.timeout))
     props = torch.cuda.get_device_properties(dev)
-    hw = {"preset": "h200-hgx8" if "H200" in props.name else "unknown", "gpu": props.name,
+    hw = {"preset": preset_for_gpu(props.name, True) or "unknown", "gpu": props.name,
           "gpus": world, "sms": props.multi_processor_count, "fabric": "nvlink4",
           "driver": f"cuda {torch.version.cuda}"}
     sw, cmd = _software(), a.note or "mok bench " + " ".join(a.argv)

@@ -404,11 +404,24 @@ def _table_choice(doc: dict, hw: Hardware | None, model: MoEModel, ep: int, toke
 
 # ---------------------------------------------------------------- MoKLayer's resolution
 
+# GPU name fragment -> (preset with ranks emulated on one GPU, preset with one rank a GPU)
+GPU_PRESETS = {"H200": ("h200-1", "h200-hgx8"), "H100": ("h100-1", "h100-hgx8")}
+
+
+def preset_for_gpu(gpu_name: str, group_mode: bool) -> str | None:
+    """The hardware preset a GPU's runs are read against (GPU_PRESETS: emulated ranks, or real
+    ranks one per GPU with group_mode), None for a GPU without one."""
+    for part, (one, group) in GPU_PRESETS.items():
+        if part in gpu_name:
+            return group if group_mode else one
+    return None
+
+
 def hardware_for_gpu(gpu_name: str, group_mode: bool) -> str:
-    """The hardware preset for a GPU: h200-1 (ranks emulated on one H200) or h200-hgx8 (real
-    ranks, one per GPU). Other GPUs have no preset mapping yet: name one explicitly."""
-    if "H200" in gpu_name:
-        return "h200-hgx8" if group_mode else "h200-1"
+    """preset_for_gpu, refusing a GPU without a preset (name one explicitly)."""
+    preset = preset_for_gpu(gpu_name, group_mode)
+    if preset is not None:
+        return preset
     raise MokInputError(f"GPU {gpu_name!r} has no hardware preset for choosing knobs; pass "
                         f"hardware=<preset> (with a knob table: the table's hardware), or set "
                         f"every knob")

@@ -298,7 +298,7 @@ def weight_stream_bps(scn: Scenario, p: Params, library: bool = False) -> float:
     scale = p["fp8_gluon_stream_scale"] if gluon_fp8(scn) else 1.0
     t = p.gemm_table
     if t is not None and t.level == "absolute" and t.mechanism_covers(scn):
-        return t.mechanism["hbm_gbps"] * 1e9 * scale
+        return t.lookup["hbm_gbps"] * 1e9 * scale
     return hw.hbm_tbps * 1e12 * p["hbm_eff"] * scale
 
 

@@ -60,6 +60,13 @@ with 8.1% mean error this way against 9.7% interpolating eff / occupancy (docs/c
 A point is reproduced exactly, less the
 launch: its efficiency in use is ideal / (measured - launch_us), its `eff` field ideal / measured.
 
+**A table transferred to another GPU** (a file with `transferred_from`: calibration/transfer.py
+writes h100-1's from h200-1's): the source's points and residuals, measured against the source's
+mechanism, applied to the target's mechanism (`lookup`): the same tile counts, waves and K loops
+at the target's own peak, and the constants that are fractions of a spec moved with it (the
+weight stream's hbm_gbps by the two presets' HBM bandwidths). The file holds only the target's
+constants and why; the points stay in the source's file.
+
 Hardware without a table keeps gemm_eff. A table is for the hardware it was measured on; for
 other hardware it transfers as a ratio (docs/calibration.md, "GEMM efficiency table"): the same
 fraction of that hardware's own peak at the same shape, times the ratio of the two presets'
@@ -110,6 +117,10 @@ class GemmTable:
     # fitted phase mechanism {"tensor_eff", "item_us", "hbm_gbps", "launch_us"} (module
     # docstring); used where every point carries its features ("mech"), else None
     mechanism: dict | None = None
+    # a transferred table (module docstring): the target GPU's mechanism, which lookups use, and
+    # the source table's file; None for a table measured on its own hardware
+    target_mechanism: dict | None = None
+    transferred_from: str | None = None
     _curves: dict = field(default_factory=dict, compare=False, repr=False)
 
     def __post_init__(self) -> None:
@@ -146,6 +157,12 @@ class GemmTable:
                                                   for p in self.points)
 
     @property
+    def lookup(self) -> dict | None:
+        """The mechanism lookups use: the target's in a transferred table, else the fitted one
+        (the points' residuals are always against `mechanism`, the one they were measured on)."""
+        return self.target_mechanism if self.target_mechanism is not None else self.mechanism
+
+    @property
     def median(self) -> float:
         """The points' median efficiency (a relative table's unit)."""
         return float(np.median([float(p["eff"]) for p in self.points]))
@@ -177,8 +194,8 @@ class GemmTable:
         a number or an array): the mechanism's phases times the interpolated residual (tables
         with a mechanism only)."""
         features, residual = _mechanism_inputs(self, scn)
-        launch = self.mechanism["launch_us"] * 1e-6
-        return (mechanism_seconds(features, self.mechanism, sms, scaling) - launch) * residual
+        launch = self.lookup["launch_us"] * 1e-6
+        return (mechanism_seconds(features, self.lookup, sms, scaling) - launch) * residual
 
     def _eff(self, rows_per_expert: float, expert_width: int, hidden: int, local_experts: int) -> float:
         lr = math.log2(max(float(rows_per_expert), 1.0))
@@ -207,6 +224,10 @@ class GemmTable:
                 for i in np.argsort(d2, kind="stable")[:NEIGHBOURS]]
 
     def to_json(self) -> dict:
+        if self.transferred_from is not None:
+            return {"schema": SCHEMA, "hardware": self.hardware, "notes": self.notes,
+                    "transferred_from": self.transferred_from,
+                    "mechanism": dict(self.target_mechanism)}
         doc = {"schema": SCHEMA, "hardware": self.hardware, "notes": self.notes,
                "level": self.level, "records": list(self.records), "neighbours": NEIGHBOURS}
         if self.mechanism is not None:
@@ -226,6 +247,8 @@ def read_table(path: str | Path) -> GemmTable:
         raise MokInputError(f"{where}: not JSON ({exc})") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
         raise MokInputError(f"{where}: schema must be {SCHEMA!r}")
+    if "transferred_from" in doc:
+        return _read_transferred(path, doc)
     points = doc.get("points")
     if not isinstance(points, list) or not points:
         raise MokInputError(f"{where}: needs a non-empty list of points")
@@ -241,15 +264,36 @@ def read_table(path: str | Path) -> GemmTable:
             raise MokInputError(f"{where}: point {i}: eff={pt['eff']} is above 1.5 of peak")
     mech = doc.get("mechanism")
     if mech is not None:
-        if not isinstance(mech, dict) or set(mech) < set(MECHANISM):
-            raise MokInputError(f"{where}: mechanism must hold {', '.join(MECHANISM)}")
-        for k in MECHANISM:
-            v = mech[k]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
-                raise MokInputError(f"{where}: mechanism {k}={v!r} must be a number >= 0")
-        mech = {k: float(mech[k]) for k in MECHANISM}
+        mech = _mechanism(mech, where)
     return GemmTable(str(doc.get("hardware", "")), tuple(points), tuple(doc.get("records", [])),
                      str(path), str(doc.get("notes", "")), str(doc.get("level", "absolute")), mech)
+
+
+def _mechanism(mech, where: str) -> dict:
+    """A file's mechanism constants, checked (MECHANISM, each a number >= 0)."""
+    if not isinstance(mech, dict) or set(mech) < set(MECHANISM):
+        raise MokInputError(f"{where}: mechanism must hold {', '.join(MECHANISM)}")
+    for k in MECHANISM:
+        v = mech[k]
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
+            raise MokInputError(f"{where}: mechanism {k}={v!r} must be a number >= 0")
+    return {k: float(mech[k]) for k in MECHANISM}
+
+
+def _read_transferred(path: Path, doc: dict) -> GemmTable:
+    """A transferred table file (module docstring): the source file's points, this file's
+    hardware and target mechanism."""
+    where = f"GEMM table {str(path)!r}"
+    ref = doc["transferred_from"]
+    if not isinstance(ref, str) or not ref:
+        raise MokInputError(f"{where}: transferred_from must be the source table's file name")
+    src = read_table(path.parent / ref)
+    if src.transferred_from is not None or not src.uses_mechanism:
+        raise MokInputError(f"{where}: transferred_from {ref!r} must be a measured table with a "
+                            f"phase mechanism (not itself transferred)")
+    return GemmTable(str(doc.get("hardware", "")), src.points, src.records, str(path),
+                     str(doc.get("notes", "")), src.level, src.mechanism,
+                     _mechanism(doc.get("mechanism"), where), ref)
 
 
 def write_table(path: str | Path, table: GemmTable) -> None:
@@ -509,7 +553,7 @@ def list_period(table: GemmTable, scn, row_tiles, sms, scaling: float = 1.0, lag
     the shape; a table without a mechanism, or outside its pass and precision, gives 0."""
     if not table.mechanism_covers(scn):
         return np.zeros(np.broadcast(row_tiles, sms).shape)
-    mech = table.mechanism
+    mech = table.lookup
     return (items_period(scn, row_tiles, sms, mech["tensor_eff"], scaling, mech["item_us"] * 1e-6,
                          lag) * _mechanism_inputs(table, scn)[1])
 

@@ -322,6 +322,67 @@ def test_transfer_tracks_the_published_rows_at_the_tuned_knobs():
     assert out["mok"]["mape"] < 0.10 and out["mok"]["max"] < 0.20
 
 
+def test_hopper_transfer_is_h200_1_with_the_h100s_hbm():
+    """h100-1 by stated ratios: the shipped file is what `--write-hopper` writes now (every
+    h200-1 value as it is, no H100 record behind it), its GEMM table h200-1's points on a
+    mechanism whose weight stream is scaled by hbm_tbps alone; so a compute-bound pass is
+    predicted about as fast as on h200-1 and a weight-bound one slower by up to the HBM ratio."""
+    from calibration.transfer import hopper_params
+    from mok_model.params import PARAMS_DIR
+    from mok_model.predict import predict
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.scenario import Scenario, default_config
+
+    shipped, now, src = (read_params(PARAMS_DIR / "h100-1.json"), hopper_params(),
+                         read_params(PARAMS_DIR / "h200-1.json"))
+    assert shipped.values == now.values == src.values and shipped.hardware == "h100-1"
+    assert shipped.fitted_on == ["mok_model/params/h200-1.json"]
+    assert shipped.uncertainty["transferred_from"] == "h200-1"
+    t, ts = shipped.gemm_table, src.gemm_table
+    assert t.points == ts.points and t.mechanism == ts.mechanism and t.hardware == "h100-1"
+    ratio = 3.35 / 4.8
+    assert t.lookup == {**ts.mechanism, "hbm_gbps": pytest.approx(ts.mechanism["hbm_gbps"] * ratio)}
+    assert t.lookup == now.gemm_table.lookup
+    model = load_model("kimi-k2")
+    for tokens, lo, hi in ((64, 1.15, 1 / ratio + 1e-9), (4096, 1.0, 1.05)):
+        ms = []
+        for hw, p in (("h200-1", src), ("h100-1", shipped)):
+            scn = Scenario(model=model, hardware=load_hardware(hw), ep=8, tokens=tokens)
+            ms.append(predict(scn, default_config(scn), "mok", p).latency_ms)
+        assert lo <= ms[1] / ms[0] <= hi, (tokens, ms)
+
+
+def test_transferred_gemm_table_file_is_checked(tmp_path):
+    """A transferred table names a measured source table with a mechanism; one that names a
+    missing file or another transferred table is refused with one line."""
+    from mok_model.errors import MokInputError
+    from mok_model.gemm_table import read_table
+    from mok_model.params import PARAMS_DIR
+
+    mech = {"tensor_eff": 0.7, "item_us": 3.0, "hbm_gbps": 2000.0, "launch_us": 27.0}
+    src = PARAMS_DIR / "gemm" / "h200-1.json"
+    good = tmp_path / "t.json"
+    good.write_text(json.dumps({"schema": "mok-gemm-table/1", "hardware": "x",
+                                "transferred_from": str(src), "mechanism": mech}))
+    t = read_table(good)
+    assert t.lookup == mech and t.mechanism == read_table(src).mechanism
+    again = tmp_path / "again.json"
+    again.write_text(json.dumps({"schema": "mok-gemm-table/1", "hardware": "y",
+                                 "transferred_from": "t.json", "mechanism": mech}))
+    with pytest.raises(MokInputError, match="not itself transferred"):
+        read_table(again)
+    gone = tmp_path / "gone.json"
+    gone.write_text(json.dumps({"schema": "mok-gemm-table/1", "transferred_from": "nope.json",
+                                "mechanism": mech}))
+    with pytest.raises(MokInputError, match="no such file"):
+        read_table(gone)
+    bad = tmp_path / "bad.json"
+    bad.write_text(json.dumps({"schema": "mok-gemm-table/1", "transferred_from": str(src),
+                               "mechanism": {**mech, "hbm_gbps": -1}}))
+    with pytest.raises(MokInputError, match="hbm_gbps"):
+        read_table(bad)
+
+
 def test_validate_bands_on_the_plot_and_in_json(tmp_path, capsys):
     """`mok validate --plot F --bands`: each row's 90% band, as `mok predict` prints it for the
     record's own knobs, in --json and drawn on the plot; refused without a plot, with the

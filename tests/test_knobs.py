@@ -151,14 +151,21 @@ def test_layer_without_gpu_or_hardware_refuses_in_one_line():
 
 
 @pytest.mark.parametrize("gpu,group,want", [("NVIDIA H200", False, "h200-1"),
-                                            ("NVIDIA H200", True, "h200-hgx8")])
+                                            ("NVIDIA H200", True, "h200-hgx8"),
+                                            ("NVIDIA H100 80GB HBM3", False, "h100-1"),
+                                            ("NVIDIA H100 80GB HBM3", True, "h100-hgx8")])
 def test_hardware_for_gpu(gpu, group, want):
-    assert knobs.hardware_for_gpu(gpu, group) == want
+    """The preset a GPU's knobs are chosen for and its bench records are read against; each
+    has a shipped parameters file."""
+    from mok_model.params import PARAMS_DIR
+    assert knobs.hardware_for_gpu(gpu, group) == knobs.preset_for_gpu(gpu, group) == want
+    assert (PARAMS_DIR / f"{want}.json").is_file()
 
 
 def test_unknown_gpu_is_refused():
     with pytest.raises(ValueError, match="no hardware preset"):
         knobs.hardware_for_gpu("NVIDIA A100-SXM4-80GB", False)
+    assert knobs.preset_for_gpu("NVIDIA A100-SXM4-80GB", False) is None
 
 
 # ---------------------------------------------------------------- knob tables
