@@ -164,9 +164,9 @@ if gluon is not None:   # the shared building blocks: mok_kernels/gluon_fp8/core
     from triton.experimental.gluon.language.nvidia.hopper import (
         fence_async_shared, mbarrier, tma, warpgroup_mma, warpgroup_mma_wait)
 
-    from mok_kernels.gluon_fp8.core import (GROUP_M, _acc_layout, _ffn_gate_up_tile, _ffn_quant,
-                                            _load_blocks, _out_layouts, _release_blocks, _ring,
-                                            _row_scales, _scale, _tile)
+    from mok_kernels.gluon_fp8.core import (GROUP_M, _acc_layout, _dual_tile, _ffn_gate_up_tile,
+                                            _ffn_quant, _issue_block, _load_blocks, _out_layouts,
+                                            _release_blocks, _ring, _row_scales, _scale, _tile)
 
     @gluon.jit
     def _store_tile(c_desc, acc, off_m, off_n):
@@ -377,24 +377,6 @@ if gluon is not None:   # the shared building blocks: mok_kernels/gluon_fp8/core
         tma.store_wait(pendings=0)
 
     @gluon.jit
-    def _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, j, M, N, nk, STAGES: gl.constexpr):
-        """Bring this program's j-th K block (of all its tiles in turn) into ring buffer
-        j % STAGES once both math warpgroups have released it; nothing past its last tile."""
-        TM: gl.constexpr = a_desc.block_type.shape[0]
-        TN: gl.constexpr = b_desc.block_type.shape[0]
-        TK: gl.constexpr = a_desc.block_type.shape[1]
-        tile = gl.program_id(0) + (j // nk) * gl.num_programs(0)
-        if tile < gl.cdiv(M, TM) * gl.cdiv(N, TN):
-            pid_m, pid_n = _tile(tile, M, N, TM, TN, GROUP_M)
-            s = j % STAGES
-            mbarrier.wait(empty.index(s), ((j // STAGES) & 1) ^ 1)   # a fresh barrier passes
-            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
-            tma.async_copy_global_to_shared(a_desc, [pid_m * TM, (j % nk) * TK], ready.index(s),
-                                            a_s.index(s))
-            tma.async_copy_global_to_shared(b_desc, [pid_n * TN, (j % nk) * TK], ready.index(s),
-                                            b_s.index(s))
-
-    @gluon.jit
     def _wide_math_persistent(a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M,
                               N, K, ROW0: gl.constexpr, PRODUCER: gl.constexpr,
                               STAGES: gl.constexpr):
@@ -450,68 +432,6 @@ if gluon is not None:   # the shared building blocks: mok_kernels/gluon_fp8/core
             tma.async_copy_shared_to_global(c_desc, [off_m, pid_n * 2 * TH], c_s.index(0))
             tma.async_copy_shared_to_global(c_desc, [off_m, pid_n * 2 * TH + TH], c_s.index(1))
         tma.store_wait(pendings=0)
-
-    @gluon.jit
-    def _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, pid_n, M, N,
-                   nk, p, k, t_new, t_old, acc, sc_old, ROW0: gl.constexpr,
-                   PRODUCER: gl.constexpr, STAGES: gl.constexpr):
-        """Dual variant's step at ring position p (block k of the tile): the PRODUCER first
-        refills the buffer that block p - 2 left (released by both warpgroups a step ago);
-        block k's MMA issued into t_new, then block k-1's (t_old) waited for, its buffer
-        released and its result added scaled. Returns (t_new, t_old, acc, block k's scales)."""
-        TM: gl.constexpr = t_new.shape[0]
-        if PRODUCER:
-            _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, p + STAGES - 2, M, N, nk, STAGES)
-        s = p % STAGES
-        mbarrier.wait(ready.index(s), (p // STAGES) & 1)
-        t_new = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).permute((1, 0)), t_new,
-                              use_acc=False, is_async=True)
-        sc_new = _scale(sa_row, rmask, sb_ptr, pid_n, k, nk)
-        t_old = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, ))
-        mbarrier.arrive(empty.index((p - 1) % STAGES), count=1)
-        acc = gl.fma(t_old, sc_old[:, None], acc)
-        # an empty wait that names t_old and acc: the scale step stays before the next MMA
-        # into t_old's registers (else it sinks below it, t_old is copied while that MMA is in
-        # flight, and ptxas serializes every MMA: note C7514)
-        t_old, acc = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, acc))
-        return t_new, t_old, acc, sc_new
-
-    @gluon.jit
-    def _dual_tile(a_desc, b_desc, a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, pid_n, M, N, nk,
-                   it, ROW0: gl.constexpr, TM: gl.constexpr, TN: gl.constexpr, mma: gl.constexpr,
-                   PRODUCER: gl.constexpr, STAGES: gl.constexpr):
-        """Dual variant's K loop of one tile (rows ROW0 ... ROW0 + TM of the ring's A blocks, the
-        ring's blocks from position `it` on), two MMAs in flight (_dual_step); every buffer it
-        read released: the tile's scaled sum."""
-        acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
-        t0 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
-        t1 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
-        if PRODUCER:           # block 0: no earlier MMA of the tile to wait for
-            _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, it + STAGES - 2, M, N, nk,
-                         STAGES)
-        s = it % STAGES
-        mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-        t0 = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).permute((1, 0)), t0,
-                           use_acc=False, is_async=True)
-        sc0 = _scale(sa_row, rmask, sb_ptr, pid_n, 0, nk)
-        for k in range(1, nk - 1, 2):
-            t1, t0, acc, sc1 = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row,
-                                          rmask, sb_ptr, pid_n, M, N, nk, it + k, k, t1, t0,
-                                          acc, sc0, ROW0, PRODUCER, STAGES)
-            t0, t1, acc, sc0 = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row,
-                                          rmask, sb_ptr, pid_n, M, N, nk, it + k + 1, k + 1,
-                                          t0, t1, acc, sc1, ROW0, PRODUCER, STAGES)
-        if nk % 2 == 0:        # one block left: its MMA into t1, the last to wait for
-            t_end, _, acc, sc_fin = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty,
-                                               sa_row, rmask, sb_ptr, pid_n, M, N, nk,
-                                               it + nk - 1, nk - 1, t1, t0, acc, sc0, ROW0,
-                                               PRODUCER, STAGES)
-            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_end, ))
-        else:                  # the last block's MMA is in t0
-            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t0, ))
-            sc_fin = sc0
-        mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
-        return gl.fma(t_fin, sc_fin[:, None], acc)
 
     @gluon.jit
     def _dual_math_persistent(a_desc, b_desc, c_desc, a_s, b_s, ready, empty, sa_ptr, sb_ptr, M,
@@ -1235,7 +1155,8 @@ def measure(rows: list[int], variants: tuple = VARIANTS) -> dict:
                 except RuntimeError as exc:          # a scale layout this cuBLAS refuses
                     row[label] = f"refused: {str(exc).splitlines()[0][:120]}"
             bf = row["torch bf16"]
-            ratios = {lb: v / bf for lb, v in row.items() if isinstance(v, float) and lb != "rel_err"}
+            ratios = {lb: v / bf for lb, v in row.items()
+                      if isinstance(v, float) and lb != "rel_err"}
             print(f"{name} M={m}: rel. error {err:.1e}; " + ", ".join(
                 f"{lb} {row[lb]:.0f} TF/s ({r:.2f}x bf16)" for lb, r in ratios.items()), flush=True)
             out[f"{name} M={m}"] = row

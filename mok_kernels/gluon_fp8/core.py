@@ -1,8 +1,10 @@
 """Building blocks of the FP8 (e4m3) GEMM core in Gluon (Triton's explicit sm_90 frontend) that
 the Gluon FP8 MoK kernel (mok.py) and the GEMM benchmarks (benchmarks/gluon_fp8_gemm.py) share:
 the K-block ring (TMA into STAGES shared buffers, a ready and an empty mbarrier each), block
-scales, the grouped tile order, the gate/up K loop with SwiGLU and h's FP8 quantization, and the
-host side (TMA descriptors, pack_gate_up, the sm_90 compile on a machine without a GPU).
+scales, the grouped tile order, the gate/up K loop with SwiGLU and h's FP8 quantization, the K
+loop with two MMAs in flight (_dual_tile: the pass's down items, the benchmarks' ws2d / ws2d1 /
+grouped), and the host side (TMA descriptors, pack_gate_up, the sm_90 compile on a machine
+without a GPU).
 
 C (M, N) = sum_k A_k (M, 128) B_k (128, N) x sa[m, k] x sb[k, n // 128]: A e4m3 with one scale
 per row per 128 columns, B given as B^T (N, K) (wgmma reads FP8 B K-major) with one scale per
@@ -99,6 +101,95 @@ if gluon is not None:
             s = (it + k) % STAGES
             mbarrier.wait(ready.index(s), ((it + k) // STAGES) & 1)
             mbarrier.arrive(empty.index(s), count=1)
+
+    @gluon.jit
+    def _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, j, M, N, nk, STAGES: gl.constexpr):
+        """Bring this program's j-th K block (of all its tiles in turn) into ring buffer
+        j % STAGES once both math warpgroups have released it; nothing past its last tile."""
+        TM: gl.constexpr = a_desc.block_type.shape[0]
+        TN: gl.constexpr = b_desc.block_type.shape[0]
+        TK: gl.constexpr = a_desc.block_type.shape[1]
+        tile = gl.program_id(0) + (j // nk) * gl.num_programs(0)
+        if tile < gl.cdiv(M, TM) * gl.cdiv(N, TN):
+            pid_m, pid_n = _tile(tile, M, N, TM, TN, GROUP_M)
+            s = j % STAGES
+            mbarrier.wait(empty.index(s), ((j // STAGES) & 1) ^ 1)   # a fresh barrier passes
+            mbarrier.expect(ready.index(s), a_desc.block_type.nbytes + b_desc.block_type.nbytes)
+            tma.async_copy_global_to_shared(a_desc, [pid_m * TM, (j % nk) * TK], ready.index(s),
+                                            a_s.index(s))
+            tma.async_copy_global_to_shared(b_desc, [pid_n * TN, (j % nk) * TK], ready.index(s),
+                                            b_s.index(s))
+
+    @gluon.jit
+    def _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, M, N,
+                   nk, p, k, t_new, t_old, acc, sc_old, ROW0: gl.constexpr,
+                   PRODUCER: gl.constexpr, STAGES: gl.constexpr):
+        """_dual_tile's step at ring position p (block k of the tile): the PRODUCER first
+        refills the buffer that block p - 2 left (released by both warpgroups a step ago;
+        _issue_block of a_desc, b_desc, M, N, which only it reads); block k's MMA issued into
+        t_new (rows ROW0 ... ROW0 + TM of the A buffer, the first TN rows of the B buffer),
+        then block k-1's (t_old) waited for, its buffer released and its result added scaled.
+        Returns (t_new, t_old, acc, block k's scales)."""
+        TM: gl.constexpr = t_new.shape[0]
+        TN: gl.constexpr = t_new.shape[1]
+        if PRODUCER:
+            _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, p + STAGES - 2, M, N, nk, STAGES)
+        s = p % STAGES
+        mbarrier.wait(ready.index(s), (p // STAGES) & 1)
+        t_new = warpgroup_mma(a_s.index(s).slice(ROW0, TM),
+                              b_s.index(s).slice(0, TN).permute((1, 0)), t_new, use_acc=False,
+                              is_async=True)
+        sc_new = _scale(sa_row, rmask, sb_ptr, sb_row, k, nk)
+        t_old = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, ))
+        mbarrier.arrive(empty.index((p - 1) % STAGES), count=1)
+        acc = gl.fma(t_old, sc_old[:, None], acc)
+        # an empty wait that names t_old and acc: the scale step stays before the next MMA
+        # into t_old's registers (else it sinks below it, t_old is copied while that MMA is in
+        # flight, and ptxas serializes every MMA: note C7514)
+        t_old, acc = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, acc))
+        return t_new, t_old, acc, sc_new
+
+    @gluon.jit
+    def _dual_tile(a_desc, b_desc, a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, M, N,
+                   nk, it, ROW0: gl.constexpr, TM: gl.constexpr, TN: gl.constexpr,
+                   mma: gl.constexpr, PRODUCER: gl.constexpr, STAGES: gl.constexpr):
+        """The K loop of one tile with two MMAs in flight (_dual_step): rows ROW0 ... ROW0 + TM
+        of the ring's A blocks against the first TN rows of its B blocks (the whole B box in
+        benchmarks/gluon_fp8_gemm.py's ws2d / ws2d1 / grouped; in the MoK pass's down items the
+        W_d^T box in the first half of a gate/up-sized buffer), the ring's blocks from position
+        `it` on, block kb's scales sa_row[kb] x sb[sb_row, kb] (_scale); every buffer it read
+        released: the tile's scaled sum. PRODUCER (ws2d's first warpgroup): it also loads the
+        ring, STAGES - 2 blocks ahead, from a_desc / b_desc over M x N tiles; without it those
+        four are never read (None will do)."""
+        acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t0 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        t1 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        if PRODUCER:           # block 0: no earlier MMA of the tile to wait for
+            _issue_block(a_desc, b_desc, a_s, b_s, ready, empty, it + STAGES - 2, M, N, nk,
+                         STAGES)
+        s = it % STAGES
+        mbarrier.wait(ready.index(s), (it // STAGES) & 1)
+        t0 = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).slice(0, TN).permute((1, 0)),
+                           t0, use_acc=False, is_async=True)
+        sc0 = _scale(sa_row, rmask, sb_ptr, sb_row, 0, nk)
+        for k in range(1, nk - 1, 2):
+            t1, t0, acc, sc1 = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row,
+                                          rmask, sb_ptr, sb_row, M, N, nk, it + k, k, t1, t0,
+                                          acc, sc0, ROW0, PRODUCER, STAGES)
+            t0, t1, acc, sc0 = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty, sa_row,
+                                          rmask, sb_ptr, sb_row, M, N, nk, it + k + 1, k + 1,
+                                          t0, t1, acc, sc1, ROW0, PRODUCER, STAGES)
+        if nk % 2 == 0:        # one block left: its MMA into t1, the last to wait for
+            t_end, _, acc, sc_fin = _dual_step(a_desc, b_desc, a_s, b_s, ready, empty,
+                                               sa_row, rmask, sb_ptr, sb_row, M, N, nk,
+                                               it + nk - 1, nk - 1, t1, t0, acc, sc0, ROW0,
+                                               PRODUCER, STAGES)
+            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_end, ))
+        else:                  # the last block's MMA is in t0
+            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t0, ))
+            sc_fin = sc0
+        mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
+        return gl.fma(t_fin, sc_fin[:, None], acc)
 
     @gluon.constexpr_function
     def _out_layouts(num_warps, tm, tn):

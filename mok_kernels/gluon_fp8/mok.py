@@ -58,58 +58,10 @@ CHUNK_ROWS = 64             # rows a comm warpgroup quantizes at a time (16 wher
 
 if gluon is not None:
     from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, tma, warpgroup_mma,
-                                                                   warpgroup_mma_wait)
+    from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
-    from .core import (GROUP_M, _acc_layout, _ffn_gate_up_tile, _ffn_quant, _load_blocks,
-                       _out_layouts, _release_blocks, _ring, _row_scales, _scale, _tile)
-
-    @gluon.jit
-    def _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, p, k, t_new, t_old,
-                 acc, sc_old, ROW0: gl.constexpr, STAGES: gl.constexpr):
-        """gluon_fp8_gemm's _dual_step (no producer) on the first 128 rows of the B buffers."""
-        TM: gl.constexpr = t_new.shape[0]
-        TN: gl.constexpr = t_new.shape[1]
-        s = p % STAGES
-        mbarrier.wait(ready.index(s), (p // STAGES) & 1)
-        t_new = warpgroup_mma(a_s.index(s).slice(ROW0, TM),
-                              b_s.index(s).slice(0, TN).permute((1, 0)),
-                              t_new, use_acc=False, is_async=True)
-        sc_new = _scale(sa_row, rmask, sb_ptr, sb_row, k, nk)
-        t_old = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, ))
-        mbarrier.arrive(empty.index((p - 1) % STAGES), count=1)
-        acc = gl.fma(t_old, sc_old[:, None], acc)
-        t_old, acc = warpgroup_mma_wait(num_outstanding=1, deps=(t_old, acc))
-        return t_new, t_old, acc, sc_new
-
-    @gluon.jit
-    def _dn_tile(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row, nk, it,
-                 ROW0: gl.constexpr, TM: gl.constexpr, TN: gl.constexpr, mma: gl.constexpr,
-                 STAGES: gl.constexpr):
-        """gluon_fp8_gemm's _dual_tile (two MMAs in flight, no producer) for a down item."""
-        acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
-        t0 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
-        t1 = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
-        s = it % STAGES
-        mbarrier.wait(ready.index(s), (it // STAGES) & 1)
-        t0 = warpgroup_mma(a_s.index(s).slice(ROW0, TM), b_s.index(s).slice(0, TN).permute((1, 0)),
-                           t0, use_acc=False, is_async=True)
-        sc0 = _scale(sa_row, rmask, sb_ptr, sb_row, 0, nk)
-        for k in range(1, nk - 1, 2):
-            t1, t0, acc, sc1 = _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row,
-                                        nk, it + k, k, t1, t0, acc, sc0, ROW0, STAGES)
-            t0, t1, acc, sc0 = _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr, sb_row,
-                                        nk, it + k + 1, k + 1, t0, t1, acc, sc1, ROW0, STAGES)
-        if nk % 2 == 0:
-            t_end, _, acc, sc_fin = _dn_step(a_s, b_s, ready, empty, sa_row, rmask, sb_ptr,
-                                             sb_row, nk, it + nk - 1, nk - 1, t1, t0, acc, sc0,
-                                             ROW0, STAGES)
-            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t_end, ))
-        else:
-            t_fin = warpgroup_mma_wait(num_outstanding=0, deps=(t0, ))
-            sc_fin = sc0
-        mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
-        return gl.fma(t_fin, sc_fin[:, None], acc)
+    from .core import (GROUP_M, _acc_layout, _dual_tile, _ffn_gate_up_tile, _ffn_quant,
+                       _load_blocks, _out_layouts, _release_blocks, _ring, _row_scales, _tile)
 
     @gluon.jit
     def _fence_async_global():
@@ -315,6 +267,31 @@ if gluon is not None:
         return nt_s * (NBG + NBD) + gl.load(num_tiles_ptr) * (NBG + NBD)
 
     @gluon.jit
+    def _mok_walk(knob_ptr, num_tiles_ptr, NSH, H, I):
+        """A compute partition's walk of the item list from its start (_walk; the load warp and
+        both math warpgroups take the same items): (first item, join point J0, compute programs
+        NC, programs P, items, routed row tiles, gate/up column blocks NBG = I / 128, down
+        column blocks NBD = H / 128). Next item: _walk_next; what it is: _take_item."""
+        NBG = I // 128
+        NBD = H // 128
+        num_tiles = gl.load(num_tiles_ptr)
+        i, j0, NC, P, total = _walk(knob_ptr, _n_items(NSH, num_tiles_ptr, NBG, NBD))
+        return i, j0, NC, P, total, num_tiles, NBG, NBD
+
+    @gluon.jit
+    def _take_item(i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row,
+                   sync_ptr, EL, NBG, NBD, T_MAX, MB_MAX, max_spin):
+        """Item i decoded (_mok_item), then the acquire wait on its sync word (_wait_geq: on
+        timeout the error word is set and the item runs on, its output never used): (kind 0
+        gate/up or 1 down, first A / h row of its tile, the tile's end row, expert, column
+        block, row tile u)."""
+        kind, row0, end, expert, nb, woff, wtgt, u = _mok_item(
+            i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL, NBG, NBD,
+            T_MAX, MB_MAX)
+        _wait_geq(sync_ptr + woff, wtgt, sync_ptr, max_spin)
+        return kind, row0, end, expert, nb, u
+
+    @gluon.jit
     def _mok_loader(a_desc, h_desc, wgu_desc, wd_desc, a_s, b_s, ready, empty, num_tiles_ptr,
                     t_mb, tile_expert, tile_row0, tile_rows, mb_row, sync_ptr, N, NSH, H, I, EL,
                     T_MAX, MB_MAX, knob_ptr, max_spin, STAGES: gl.constexpr):
@@ -323,17 +300,13 @@ if gluon is not None:
         128 x 128 W_d^T box in the first half of the B buffer)."""
         TK: gl.constexpr = 128
         TN: gl.constexpr = 128
-        NBG = I // TN
-        NBD = H // TN
-        num_tiles = gl.load(num_tiles_ptr)
-        i, j0, NC, P, total = _walk(knob_ptr, _n_items(NSH, num_tiles_ptr, NBG, NBD))
+        i, j0, NC, P, total, num_tiles, NBG, NBD = _mok_walk(knob_ptr, num_tiles_ptr, NSH, H, I)
         it = 0
         while i < total:
-            kind, row0, end, expert, nb, woff, wtgt, u = _mok_item(
-                i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
-                NBG, NBD, T_MAX, MB_MAX)
-            _wait_geq(sync_ptr + woff, wtgt, sync_ptr, max_spin)
-            _fence_async_global()
+            kind, row0, end, expert, nb, _ = _take_item(
+                i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, sync_ptr,
+                EL, NBG, NBD, T_MAX, MB_MAX, max_spin)
+            _fence_async_global()       # the item's inputs (generic stores) before its TMA loads
             if kind == 0:
                 n0 = expert * 2 * I + nb * 2 * TN
                 it = _load_blocks(a_desc, wgu_desc, a_s, b_s, ready, empty, row0, n0, NBD, it,
@@ -386,16 +359,13 @@ if gluon is not None:
                                                                            gl.float8e4nv)
             q_out: gl.constexpr = gl.BlockedLayout([1, 16], [32 * 16 // TN, TN // 16],
                                                    [gl.num_warps(), 1], [1, 0])
-        NBG = I // TN
-        NBD = H // TN
-        num_tiles = gl.load(num_tiles_ptr)
-        i, j0, NC, P, total = _walk(knob_ptr, _n_items(NSH, num_tiles_ptr, NBG, NBD))
+        i, j0, NC, P, total, num_tiles, NBG, NBD = _mok_walk(knob_ptr, num_tiles_ptr, NSH, H, I)
         it = 0
         while i < total:
-            kind, row0, end, expert, nb, woff, wtgt, u = _mok_item(
-                i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, EL,
-                NBG, NBD, T_MAX, MB_MAX)
-            _wait_geq(sync_ptr + woff, wtgt, sync_ptr, max_spin)   # scales: plain loads
+            # the wait acquires what the scales' plain loads read
+            kind, row0, end, expert, nb, u = _take_item(
+                i, N, NSH, num_tiles, t_mb, tile_expert, tile_row0, tile_rows, mb_row, sync_ptr,
+                EL, NBG, NBD, T_MAX, MB_MAX, max_spin)
             off_m = row0 + ROW0
             if kind == 0:
                 if off_m < end:
@@ -426,8 +396,10 @@ if gluon is not None:
             else:
                 if off_m < end:
                     sa_row, rm = _row_scales(hs_ptr, off_m, end, NBG, TM, mma)
-                    acc = _dn_tile(a_s, b_s, ready, empty, sa_row, rm, sd_ptr,
-                                   expert * NBD + nb, NBG, it, ROW0, TM, TN, mma, STAGES)
+                    # the W_d^T box in the first TN rows of the B buffer; no producer
+                    acc = _dual_tile(None, None, a_s, b_s, ready, empty, sa_row, rm, sd_ptr,
+                                     expert * NBD + nb, None, None, NBG, it, ROW0, TM, TN, mma,
+                                     False, STAGES)
                     y = acc.to(gl.bfloat16)
                     if YS:
                         c_s.store(y)
