@@ -20,7 +20,7 @@ from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
-from mok_model.params import BOUNDS, Params, read_params, write_params
+from mok_model.params import BOUNDS, Params, read_fit_record, read_params, write_params
 from mok_model.records import KNOBS, model_records, read_records
 from mok_model.scenario import ENGINES
 
@@ -381,7 +381,7 @@ def run_validate(a: argparse.Namespace) -> dict:
             raise MokInputError(f"--bands with {a.params} ({a.engine}): {why}")
     records, skipped = model_records(records)
     if a.heldout_only:
-        split_doc = json.loads(Path(a.params).read_text()).get("split")
+        split_doc = read_fit_record(a.params).get("split")
         if not isinstance(split_doc, dict) or not isinstance(split_doc.get("heldout_ids"), list):
             raise MokInputError(f"--heldout-only: {a.params} was fitted without a hold-out split")
         ids = set(map(str, split_doc["heldout_ids"]))

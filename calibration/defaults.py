@@ -42,7 +42,7 @@ from pathlib import Path
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.params import PARAMS_DIR, Params, read_params, write_params
+from mok_model.params import PARAMS_DIR, Params, read_fit_record, read_params, write_params
 from mok_model.records import append_records, read_records
 
 from mok_model.presets import load_hardware
@@ -235,9 +235,8 @@ def fit_h200_passes(root: Path) -> None:
     doc = json.loads(path.read_text())
     unc = merge_uncertainty(base.uncertainty, res.uncertainty)
     params = Params(res.params.values, base.hardware, None, list(base.fitted_on) + used, sources, unc)
-    extra = {k: v for k, v in doc.items()
-             if k not in ("schema", "hardware", "notes", "fitted_on", "values", "uncertainty")}
-    extra["pass_residuals"] = res.residuals
+    params = params.with_table(base.gemm_table)
+    extra = {**read_fit_record(path), "pass_residuals": res.residuals}
     write_params(path, params, doc["notes"] + " Backward and FP8 terms: calibration/passes.py "
                  f"({'; '.join(res.notes) or 'every record used'}).", extra)
     pass_terms_to_hgx8(params, sources, [n for g in PASS_FREE for n in PASS_FREE[g]])
@@ -254,9 +253,8 @@ def pass_terms_to_hgx8(params: Params, sources: dict, names: list[str]) -> None:
     values = {**hp.values, **{n: params[n] for n in names}}
     hsrc = {**hp.sources, **{n: f"transferred from h200-1 (same GPU and kernels): {sources[n]}"
                              for n in names}}
-    keep = ("schema", "hardware", "notes", "fitted_on", "values", "uncertainty")
-    write_params(hx, Params(values, hp.hardware, None, hp.fitted_on, hsrc, hp.uncertainty),
-                 hdoc["notes"], {k: v for k, v in hdoc.items() if k not in keep})
+    hgx8 = Params(values, hp.hardware, None, hp.fitted_on, hsrc, hp.uncertainty)
+    write_params(hx, hgx8.with_table(hp.gemm_table), hdoc["notes"], read_fit_record(hx))
 
 
 def print_pass_residuals(residuals: dict) -> None:
@@ -283,7 +281,8 @@ def add_h200_pass_group(root: Path, group: str, replace: bool = False) -> None:
         raise MokInputError(f"--pass-group {group!r}: one of {', '.join(PASS_FREE)}")
     path = PARAMS_DIR / "h200-1.json"
     doc, base = json.loads(path.read_text()), read_params(path)
-    held = doc.get("pass_residuals", {})
+    record = read_fit_record(path)
+    held = record.get("pass_residuals", {})
     unc = base.uncertainty
     if group in held:
         if not replace:
@@ -298,9 +297,8 @@ def add_h200_pass_group(root: Path, group: str, replace: bool = False) -> None:
     fitted_on = list(base.fitted_on) + [f for f in used if f not in base.fitted_on]
     unc = add_uncertainty(unc, res.uncertainty) if unc else None
     params = Params(res.params.values, base.hardware, None, fitted_on, sources, unc)
-    extra = {k: v for k, v in doc.items()
-             if k not in ("schema", "hardware", "notes", "fitted_on", "values", "uncertainty")}
-    extra["pass_residuals"] = {**held, **res.residuals}
+    params = params.with_table(base.gemm_table)
+    extra = {**record, "pass_residuals": {**held, **res.residuals}}
     notes = doc["notes"]
     new = [n for n in res.notes if n not in notes]  # the others' notes are in the file already
     if new:

@@ -20,6 +20,7 @@ from pathlib import Path
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_dir
+from mok_model.params import read_fit_record
 
 from .cli import calibrate_cli, priors_for, validate_cli
 from .regret import main as regret_main
@@ -199,7 +200,7 @@ def _report(a: argparse.Namespace) -> int:
         for by in ("tokens", "model"):
             # the simulator with the analytic fit's parameters, on each held-out group
             rows = []
-            for f in json.loads((out / f"h200-cv-{by}.json").read_text())["cross_validation"]["folds"]:
+            for f in read_fit_record(out / f"h200-cv-{by}.json")["cross_validation"]["folds"]:
                 held = out / f"h200-{by}-{f['heldout']}.json"
                 argv_h = [*a.runs, "--out", str(held), "--holdout-by", by, "--holdout", f["heldout"],
                           *free, "--band", "none", "--json"]

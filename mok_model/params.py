@@ -1,7 +1,9 @@
 """Model parameters: every efficiency or overhead constant, with provenance, in a JSON file.
 
 A parameters file names the hardware it was made for, the runs it was fitted on, and for each
-value its source. predict/simulate/tune read one; calibration writes one.
+value its source. predict/simulate/tune read one; calibration writes one. What a fit reports
+beside the values (residuals, metrics, stages: nothing a prediction reads) goes to a fit record
+of its own, fit/NAME beside the file, which the file names (`read_fit_record`).
 """
 
 from __future__ import annotations
@@ -16,6 +18,7 @@ from .fileio import atomic_write_text
 
 PARAMS_DIR = Path(__file__).parent / "params"
 SCHEMA = "mok-params/1"
+FIT_SCHEMA = "mok-params-fit/1"
 
 # name -> (lower bound, upper bound): the physically meaningful range of each parameter.
 BOUNDS: dict[str, tuple[float, float]] = {
@@ -300,7 +303,8 @@ def read_params(path: str | Path) -> Params:
 
 def write_params(path: str | Path, params: Params, notes: str, extra: dict | None = None) -> None:
     """Write a parameters file with provenance (values, sources, fitted_on, notes) and, when the
-    parameters carry one, the fit's uncertainty block (last, after any `extra` fields)."""
+    parameters carry one, the fit's uncertainty block (last); `extra` fields (the fit's
+    residuals and metrics) go to its fit record, fit/NAME beside it, which the file names."""
     _check(params.values, str(path))
     if params.uncertainty is not None:
         check_uncertainty(params.uncertainty, str(path))
@@ -313,10 +317,33 @@ def write_params(path: str | Path, params: Params, notes: str, extra: dict | Non
             raise MokInputError(f"{path}: its GEMM table must be written to a file first")
         doc["gemm_table"] = os.path.relpath(params.gemm_table.path, Path(path).resolve().parent)
     if extra:
-        doc.update(extra)
+        record = fit_record_path(path)
+        record.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(record, json.dumps({"schema": FIT_SCHEMA, "hardware": params.hardware,
+                                              **extra}, indent=1) + "\n")
+        doc["fit_record"] = f"{record.parent.name}/{record.name}"
     if params.uncertainty is not None:
         doc["uncertainty"] = params.uncertainty
     atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
+
+
+def fit_record_path(path: str | Path) -> Path:
+    """Where a parameters file's fit record goes: fit/NAME in the file's folder."""
+    path = Path(path)
+    return path.parent / "fit" / path.name
+
+
+def read_fit_record(path: str | Path) -> dict:
+    """The fit record a parameters file names (its `extra` fields as write_params got them:
+    residuals, metrics, stages), or {} where it names none."""
+    path = Path(path)
+    ref = json.loads(path.read_text(encoding="utf-8")).get("fit_record")
+    if ref is None:
+        return {}
+    record = json.loads((path.parent / ref).read_text(encoding="utf-8"))
+    if record.get("schema") != FIT_SCHEMA:
+        raise MokInputError(f"{path.parent / ref}: schema must be {FIT_SCHEMA!r}")
+    return {k: v for k, v in record.items() if k not in ("schema", "hardware")}
 
 
 def load_params(path: str | Path | None, hardware_name: str, allow_other_hardware: bool = False) -> Params:

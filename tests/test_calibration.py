@@ -15,7 +15,7 @@ from calibration.cli import calibrate_cli, priors_for, validate_cli
 from calibration.fit import fit, predict_record, predict_records, record_config
 from calibration.split import split
 from calibration.validate import grouped_spearman, spearman
-from mok_model.params import read_params, write_params
+from mok_model.params import read_fit_record, read_params, write_params
 from mok_model.records import append_records, read_records
 from mok_model.scenario import Config
 
@@ -107,7 +107,8 @@ def test_calibrate_then_validate_json(syn, tmp_path, capsys):
     assert doc["split"]["heldout"] == "2048" and doc["heldout"]["mape"] < 0.01
     saved = json.loads(out.read_text())
     held_ids = {r["id"] for r in recs if r["tokens"] == 2048}
-    assert set(saved["split"]["heldout_ids"]) == held_ids and saved["fitted_on"] == [str(path)]
+    assert set(read_fit_record(out)["split"]["heldout_ids"]) == held_ids
+    assert saved["fitted_on"] == [str(path)]
     assert saved["values"]["gemm_eff"]["value"] == pytest.approx(0.6, rel=0.02)
     png = tmp_path / "v.png"
     assert validate_cli([str(path), "--params", str(out), "--json", "--plot", str(png)]) == 0
@@ -159,10 +160,16 @@ def test_loo_on_published_rows(capsys):
     assert mape < 15.0
 
 
-def test_write_params_roundtrip_keeps_split(tmp_path):
+def test_write_params_puts_the_fit_record_beside_the_file(tmp_path):
     p = priors_for("h200-1")
     write_params(tmp_path / "p.json", p, "test", {"split": {"by": "tokens"}})
-    assert json.loads((tmp_path / "p.json").read_text())["split"] == {"by": "tokens"}
+    doc = json.loads((tmp_path / "p.json").read_text())
+    assert "split" not in doc and doc["fit_record"] == "fit/p.json"
+    assert read_fit_record(tmp_path / "p.json") == {"split": {"by": "tokens"}}
+    assert read_params(tmp_path / "p.json").values == p.values
+    write_params(tmp_path / "q.json", p, "test")
+    assert "fit_record" not in json.loads((tmp_path / "q.json").read_text())
+    assert read_fit_record(tmp_path / "q.json") == {}
 
 
 def test_regret_zero_on_model_generated_sweep(syn, tmp_path, capsys):

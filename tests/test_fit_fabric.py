@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from calibration.fit_fabric import fit_fabric, main
-from mok_model.params import PARAMS_DIR, read_params
+from mok_model.params import PARAMS_DIR, read_fit_record, read_params
 from mok_model.records import append_records, read_records
 
 LINK = 450.0  # h200-hgx8 link_gbps
@@ -120,10 +120,10 @@ def test_cli_writes_params_with_provenance(tmp_path, capsys):
     # everything not measured is the base's value with the base's source
     for name in ("gemm_eff", "hbm_eff", "signal_local_us", "minibatch_overhead_us"):
         assert p[name] == base[name] and p.sources[name] == base.sources[name]
-    doc = json.loads(out.read_text())
+    fabric = read_fit_record(out)["fabric_fit"]
     ids = {r["id"] for r in read_records([runs]) if r["system"] == "micro-nvlink-signal"}
-    assert set(doc["fabric_fit"]["fitted"]["push_signal_per_peer_us"]["records"]) == ids
-    assert doc["fabric_fit"]["measurements"]["gemm_beside_copy"][0]["copy_sms"] == 16
+    assert set(fabric["fitted"]["push_signal_per_peer_us"]["records"]) == ids
+    assert fabric["measurements"]["gemm_beside_copy"][0]["copy_sms"] == 16
     # the fitted file drives the model
     r = subprocess.run([sys.executable, "-m", "mok_model.cli", "predict", "--hardware", "h200-hgx8",
                         "--model", "kimi-k2", "--ep", "8", "--tokens", "256", "--params", str(out),
