@@ -72,14 +72,19 @@ other hardware it transfers as a ratio (docs/calibration.md, "GEMM efficiency ta
 fraction of that hardware's own peak at the same shape, times the ratio of the two presets'
 gemm_eff (1 where both come from one kernel design), the same rule calibration/transfer.py
 states for gemm_eff. The table file names the record files it was read from.
+
+**Files** (`write_table`, `read_table`): a table file holds what lookups read, the curves of
+step 1 (`curves_of` the points, written with them), and names its points file (points/NAME beside
+it), which a prediction never reads: calibration and reports read it when they ask for the
+points. A file of schema mok-gemm-table/1 holds its points itself; its curves are made on reading.
 """
 
 from __future__ import annotations
 
 import json
 import math
-from dataclasses import dataclass, field
-from functools import cached_property, lru_cache
+from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
@@ -87,7 +92,10 @@ import numpy as np
 from .errors import MokInputError
 from .fileio import atomic_write_text
 
-SCHEMA = "mok-gemm-table/1"
+SCHEMA = "mok-gemm-table/2"
+# schema 1: the points in the table file, the curves made of them when it is read
+SCHEMAS = ("mok-gemm-table/1", SCHEMA)
+POINTS_SCHEMA = "mok-gemm-points/1"
 NEIGHBOURS = 4
 # the tile of the kernel's defaults (mok_kernels/megakernel.py KernelConfig): a point made from
 # a record without a `tiles` field ran with it
@@ -101,12 +109,81 @@ MECHANISM = ("tensor_eff", "item_us", "hbm_gbps", "launch_us")
 KERNEL_SYSTEM = "mok-gemm"
 
 
+@dataclass(frozen=True)
+class Curves:
+    """What a lookup reads of a table's points (`curves_of`): per measured shape (I, H, local
+    experts), in the points' order, the value a lookup interpolates at each log2 rows per expert
+    (eff / occupancy, or measured / mechanism with a mechanism); the (pass, precision) pairs the
+    points measured; whether lookups go through the mechanism; the points' median eff."""
+
+    by_shape: dict  # (I, H, L) floats -> (log2 rows ascending, values), numpy arrays
+    measured: frozenset
+    uses_mechanism: bool
+    median_eff: float
+
+    def as_json(self) -> dict:
+        return {"measured": sorted(list(m) for m in self.measured),
+                "uses_mechanism": self.uses_mechanism, "median_eff": self.median_eff,
+                "shapes": [{"shape": list(s), "log2_rows": xs.tolist(), "values": ys.tolist()}
+                           for s, (xs, ys) in self.by_shape.items()]}
+
+    @staticmethod
+    def from_json(doc, where: str) -> "Curves":
+        try:
+            by_shape = {tuple(float(v) for v in c["shape"]): (np.array(c["log2_rows"], dtype=float),
+                                                               np.array(c["values"], dtype=float))
+                        for c in doc["shapes"]}
+            curves = Curves(by_shape, frozenset(tuple(m) for m in doc["measured"]),
+                            bool(doc["uses_mechanism"]), float(doc["median_eff"]))
+        except (KeyError, TypeError, ValueError) as exc:
+            raise MokInputError(f"{where}: curves must hold measured, uses_mechanism, median_eff "
+                                f"and shapes of shape, log2_rows and values ({exc!r})") from None
+        if not by_shape or any(len(s) != 3 or len(xs) != len(ys) or not len(xs)
+                               for s, (xs, ys) in by_shape.items()):
+            raise MokInputError(f"{where}: curves need shapes of three sizes, each with as many "
+                                f"log2_rows as values (at least one)")
+        return curves
+
+
+def curves_of(points: tuple, mechanism: dict | None) -> Curves:
+    """A table's curves (module docstring, lookup step 1) from its points: each shape's points at
+    one rows value averaged, then a 3-point running median."""
+    uses_mechanism = mechanism is not None and all("mech" in p and "measured_ms" in p
+                                                   for p in points)
+    if uses_mechanism:  # measured / mechanism, both less the launch
+        launch = mechanism["launch_us"] * 1e-6
+        measured = np.array([float(pt["measured_ms"]) for pt in points]) * 1e-3
+        mech_s = np.array(points_mechanism_seconds([pt["mech"] for pt in points], mechanism))
+        values = ((measured - launch) / (mech_s - launch)).tolist()
+    else:               # efficiency per occupied SM
+        values = [float(pt["eff"]) / float(pt.get("occupancy", 1.0)) for pt in points]
+    by: dict[tuple, dict[float, list[float]]] = {}
+    for pt, v in zip(points, values):
+        shape = (float(pt["expert_width"]), float(pt["hidden"]), float(pt["local_experts"]))
+        by.setdefault(shape, {}).setdefault(math.log2(pt["rows_per_expert"]), []).append(v)
+    by_shape = {}
+    for shape, at in by.items():
+        xs = sorted(at)  # points at one rows value are averaged (one alone is its own mean)
+        ys = np.array([at[x][0] if len(at[x]) == 1 else float(np.mean(at[x])) for x in xs])
+        if len(ys) >= 3:  # a 3-point running median: one point off its neighbours is not a trend
+            # the middle of three by a sort: np.median's first call imports numpy.ma (35 ms)
+            ys[1:-1] = np.sort(np.stack([ys[:-2], ys[1:-1], ys[2:]]), axis=0)[1]
+        by_shape[shape] = (np.array(xs), ys)
+    effs = np.sort([float(p["eff"]) for p in points])
+    half = len(effs) // 2  # the median without np.median (see above)
+    median = float(effs[half]) if len(effs) % 2 else float((effs[half - 1] + effs[half]) / 2)
+    measured = frozenset((p.get("pass", "fwd"), p.get("precision", "bf16")) for p in points)
+    return Curves(by_shape, measured, uses_mechanism, median)
+
+
 @dataclass(frozen=True, eq=False)  # hashed by identity: scenario_eff caches per table
 class GemmTable:
-    """Measured GEMM efficiencies by shape; `points` as in the file (see module docstring)."""
+    """Measured GEMM efficiencies by shape: `points` as measured (see module docstring) and the
+    curves lookups read (`curves_of` them). A table read from a file holds its curves; its
+    points are in a file of their own (`points_file`), read when first asked for."""
 
     hardware: str
-    points: tuple  # of dicts: rows_per_expert, expert_width, hidden, local_experts, eff, ...
+    _points: tuple | None  # of dicts: rows_per_expert, expert_width, hidden, local_experts, eff, ...
     records: tuple = ()  # the run-record files the points were read from
     path: str | None = None
     notes: str = ""
@@ -121,40 +198,33 @@ class GemmTable:
     # the source table's file; None for a table measured on its own hardware
     target_mechanism: dict | None = None
     transferred_from: str | None = None
-    _curves: dict = field(default_factory=dict, compare=False, repr=False)
+    # the curves (None: made from the points) and, for a table read from a file, its points file
+    curves: Curves | None = None
+    points_file: str | None = None
 
     def __post_init__(self) -> None:
-        if not self.points:
-            raise MokInputError(f"GEMM table {self.path or '(given)'} has no points")
+        where = f"GEMM table {self.path or '(given)'}"
         if self.level not in LEVELS:
-            raise MokInputError(f"GEMM table {self.path or '(given)'}: level {self.level!r} must "
-                                f"be one of {LEVELS}")
-        pts = self.points
-        if self.uses_mechanism:  # measured / mechanism, both less the launch
-            launch = self.mechanism["launch_us"] * 1e-6
-            measured = np.array([float(pt["measured_ms"]) for pt in pts]) * 1e-3
-            mech_s = np.array(points_mechanism_seconds([pt["mech"] for pt in pts], self.mechanism))
-            values = ((measured - launch) / (mech_s - launch)).tolist()
-        else:                    # efficiency per occupied SM
-            values = [float(pt["eff"]) / float(pt.get("occupancy", 1.0)) for pt in pts]
-        by: dict[tuple, dict[float, list[float]]] = {}
-        for pt, v in zip(pts, values):
-            shape = (float(pt["expert_width"]), float(pt["hidden"]), float(pt["local_experts"]))
-            by.setdefault(shape, {}).setdefault(math.log2(pt["rows_per_expert"]), []).append(v)
-        for shape, at in by.items():
-            xs = sorted(at)  # points at one rows value are averaged (one alone is its own mean)
-            ys = np.array([at[x][0] if len(at[x]) == 1 else float(np.mean(at[x])) for x in xs])
-            if len(ys) >= 3:  # a 3-point running median: one point off its neighbours is not a trend
-                # the middle of three by a sort: np.median's first call imports numpy.ma (35 ms)
-                ys[1:-1] = np.sort(np.stack([ys[:-2], ys[1:-1], ys[2:]]), axis=0)[1]
-            self._curves[shape] = (np.array(xs), ys)
+            raise MokInputError(f"{where}: level {self.level!r} must be one of {LEVELS}")
+        if self.curves is None:
+            if not self._points:
+                raise MokInputError(f"{where} has no points")
+            object.__setattr__(self, "curves", curves_of(self._points, self.mechanism))
+        elif self._points is None and self.points_file is None:
+            raise MokInputError(f"{where}: curves without points or a points file")
 
-    @cached_property
+    @property
+    def points(self) -> tuple:
+        """The measured points (read from the points file the first time for a table read from
+        a file: predictions never need them)."""
+        if self._points is None:
+            object.__setattr__(self, "_points", read_points(self.points_file))
+        return self._points
+
+    @property
     def uses_mechanism(self) -> bool:
-        """Whether lookups go through the phase mechanism (see the module docstring); computed
-        once (the analytic model asks for every configuration)."""
-        return self.mechanism is not None and all("mech" in p and "measured_ms" in p
-                                                  for p in self.points)
+        """Whether lookups go through the phase mechanism (see the module docstring)."""
+        return self.curves.uses_mechanism
 
     @property
     def lookup(self) -> dict | None:
@@ -165,24 +235,20 @@ class GemmTable:
     @property
     def median(self) -> float:
         """The points' median efficiency (a relative table's unit)."""
-        return float(np.median([float(p["eff"]) for p in self.points]))
+        return self.curves.median_eff
 
     def covers(self, scn) -> bool:
         """Whether the table measured this scenario's pass and precision (else gemm_eff holds)."""
-        return (scn.pass_, scn.precision) in self._measured
+        return (scn.pass_, scn.precision) in self.curves.measured
 
     def mechanism_covers(self, scn) -> bool:
         """Whether the phase mechanism times this scenario's GEMMs (it has one, and the table
         measured the scenario's pass and precision)."""
         return self.uses_mechanism and self.covers(scn)
 
-    @cached_property
-    def _measured(self) -> frozenset:
-        return frozenset((p.get("pass", "fwd"), p.get("precision", "bf16")) for p in self.points)
-
     @property
     def shapes(self) -> list[tuple[float, float, float]]:
-        return list(self._curves)
+        return list(self.curves.by_shape)
 
     def eff(self, rows_per_expert: float, expert_width: int, hidden: int, local_experts: int,
             occupancy: float = 1.0) -> float:
@@ -199,7 +265,8 @@ class GemmTable:
 
     def _eff(self, rows_per_expert: float, expert_width: int, hidden: int, local_experts: int) -> float:
         lr = math.log2(max(float(rows_per_expert), 1.0))
-        at = np.array([float(np.interp(lr, *self._curves[s])) for s in self._curves])
+        curves = self.curves.by_shape
+        at = np.array([float(np.interp(lr, *curves[s])) for s in curves])
         d2 = self._distances(expert_width, hidden, local_experts)
         exact = d2 < 1e-12
         if exact.any():
@@ -224,6 +291,8 @@ class GemmTable:
                 for i in np.argsort(d2, kind="stable")[:NEIGHBOURS]]
 
     def to_json(self) -> dict:
+        """The table as one document: its fields, curves and points (write_table puts the points
+        in a file of their own)."""
         if self.transferred_from is not None:
             return {"schema": SCHEMA, "hardware": self.hardware, "notes": self.notes,
                     "transferred_from": self.transferred_from,
@@ -232,24 +301,63 @@ class GemmTable:
                "level": self.level, "records": list(self.records), "neighbours": NEIGHBOURS}
         if self.mechanism is not None:
             doc["mechanism"] = dict(self.mechanism)
-        return {**doc, "points": [dict(p) for p in self.points]}
+        return {**doc, "curves": self.curves.as_json(), "points": [dict(p) for p in self.points]}
+
+
+def points_path(path: str | Path) -> Path:
+    """Where a table file's points go: points/NAME in the table's folder."""
+    path = Path(path)
+    return path.parent / "points" / path.name
 
 
 def read_table(path: str | Path) -> GemmTable:
-    """Read and validate a GEMM table file."""
+    """Read and validate a GEMM table file: its curves (a file of schema mok-gemm-table/1 holds
+    its points instead, and the curves are made of them); the points file is read only when
+    the table's points are asked for."""
     path = Path(path)
     where = f"GEMM table {str(path)!r}"
+    doc = _read_json(path, where)
+    if doc.get("schema") not in SCHEMAS:
+        raise MokInputError(f"{where}: schema must be one of {SCHEMAS}")
+    if "transferred_from" in doc:
+        return _read_transferred(path, doc)
+    mech = doc.get("mechanism")
+    if mech is not None:
+        mech = _mechanism(mech, where)
+    meta = (str(doc.get("hardware", "")), tuple(doc.get("records", [])), str(path),
+            str(doc.get("notes", "")), str(doc.get("level", "absolute")), mech)
+    if doc["schema"] == SCHEMA:
+        ref = doc.get("points_file")
+        if not isinstance(ref, str) or not ref:
+            raise MokInputError(f"{where}: points_file must name the points' file")
+        curves = Curves.from_json(doc.get("curves"), where)
+        return GemmTable(meta[0], None, *meta[1:], curves=curves, points_file=str(path.parent / ref))
+    return GemmTable(meta[0], _checked_points(doc.get("points"), where), *meta[1:])
+
+
+def read_points(path: str | Path) -> tuple:
+    """The points of a table's points file (write_table), checked."""
+    path = Path(path)
+    where = f"GEMM table points {str(path)!r}"
+    doc = _read_json(path, where)
+    if doc.get("schema") != POINTS_SCHEMA:
+        raise MokInputError(f"{where}: schema must be {POINTS_SCHEMA!r}")
+    return _checked_points(doc.get("points"), where)
+
+
+def _read_json(path: Path, where: str) -> dict:
     if not path.is_file():
         raise MokInputError(f"{where}: no such file")
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise MokInputError(f"{where}: not JSON ({exc})") from None
-    if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:
-        raise MokInputError(f"{where}: schema must be {SCHEMA!r}")
-    if "transferred_from" in doc:
-        return _read_transferred(path, doc)
-    points = doc.get("points")
+    if not isinstance(doc, dict):
+        raise MokInputError(f"{where}: must be a JSON object")
+    return doc
+
+
+def _checked_points(points, where: str) -> tuple:
     if not isinstance(points, list) or not points:
         raise MokInputError(f"{where}: needs a non-empty list of points")
     for i, pt in enumerate(points):
@@ -262,11 +370,7 @@ def read_table(path: str | Path) -> GemmTable:
             raise MokInputError(f"{where}: point {i}: occupancy={occ!r} must be in (0, 1]")
         if pt["eff"] > 1.5:
             raise MokInputError(f"{where}: point {i}: eff={pt['eff']} is above 1.5 of peak")
-    mech = doc.get("mechanism")
-    if mech is not None:
-        mech = _mechanism(mech, where)
-    return GemmTable(str(doc.get("hardware", "")), tuple(points), tuple(doc.get("records", [])),
-                     str(path), str(doc.get("notes", "")), str(doc.get("level", "absolute")), mech)
+    return tuple(points)
 
 
 def _mechanism(mech, where: str) -> dict:
@@ -291,13 +395,23 @@ def _read_transferred(path: Path, doc: dict) -> GemmTable:
     if src.transferred_from is not None or not src.uses_mechanism:
         raise MokInputError(f"{where}: transferred_from {ref!r} must be a measured table with a "
                             f"phase mechanism (not itself transferred)")
-    return GemmTable(str(doc.get("hardware", "")), src.points, src.records, str(path),
+    return GemmTable(str(doc.get("hardware", "")), src._points, src.records, str(path),
                      str(doc.get("notes", "")), src.level, src.mechanism,
-                     _mechanism(doc.get("mechanism"), where), ref)
+                     _mechanism(doc.get("mechanism"), where), ref, src.curves, src.points_file)
 
 
 def write_table(path: str | Path, table: GemmTable) -> None:
-    atomic_write_text(path, json.dumps(table.to_json(), indent=1) + "\n")
+    """Write a table file and, unless the table is transferred, its points file (points/NAME
+    beside it, which the table file names)."""
+    doc = table.to_json()
+    points = doc.pop("points", None)
+    if points is not None:
+        where = points_path(path)
+        where.parent.mkdir(parents=True, exist_ok=True)
+        atomic_write_text(where, json.dumps({"schema": POINTS_SCHEMA, "hardware": table.hardware,
+                                             "points": points}, indent=1) + "\n")
+        doc["points_file"] = f"{where.parent.name}/{where.name}"
+    atomic_write_text(path, json.dumps(doc, indent=1) + "\n")
 
 
 def measured_gpu(scn) -> int:

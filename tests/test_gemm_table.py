@@ -19,7 +19,7 @@ from mok_model.analytic import expert_ffn_parts, mok_terms, weight_stream_bps
 from mok_model.band import band
 from mok_model.errors import MokInputError
 from calibration.gemm_table import fit_mechanism
-from mok_model.gemm_table import (MECHANISM, GemmTable, ideal_seconds, mechanism_seconds,
+from mok_model.gemm_table import (MECHANISM, GemmTable, curves_of, ideal_seconds, mechanism_seconds,
                                   phase_features, points_mechanism_seconds, read_table,
                                   scenario_eff, shape_of, table_point, write_table)
 from mok_model.params import read_params, write_params
@@ -496,6 +496,31 @@ def test_the_weight_floor_streams_at_the_rate_the_table_measured():
     _, floor = expert_ffn_parts(scn, with_table, rows, tiles, 24, 132, scn.model.expert_width)
     weights = 24 * 3.0 * scn.model.hidden * scn.model.expert_width * 2
     assert floor[0] == pytest.approx((weights + 4 * 2 * scn.model.expert_width * 2) / (MECH["hbm_gbps"] * 1e9))
+
+
+def test_a_table_file_holds_the_curves_its_points_make_and_reads_the_points_when_asked(tmp_path):
+    """The shipped tables' curves are those their points make (curves_of), bit for bit; a table
+    written and read back looks up the same and reads its points file only when asked."""
+    shipped = Path(__file__).resolve().parents[1] / "mok_model" / "params" / "gemm"
+    for name in ("h200-1.json", "h200-1-library.json"):
+        t = read_table(shipped / name)
+        assert t._points is None  # a lookup never needs the points
+        made = curves_of(t.points, t.mechanism)
+        assert list(made.by_shape) == t.shapes
+        for s, (xs, ys) in made.by_shape.items():
+            assert xs.tobytes() == t.curves.by_shape[s][0].tobytes()
+            assert ys.tobytes() == t.curves.by_shape[s][1].tobytes()
+        assert (made.measured, made.uses_mechanism) == (t.curves.measured, t.uses_mechanism)
+        assert made.median_eff == t.median == float(np.median([p["eff"] for p in t.points]))
+    pts = (pt(64, 0.4), pt(128, 0.5), pt(256, 0.45), pt(64, 0.3, **SHAPE_B))
+    write_table(tmp_path / "t.json", GemmTable("h200-1", pts, ("r.jsonl",)))
+    back = read_table(tmp_path / "t.json")
+    assert json.loads((tmp_path / "t.json").read_text())["points_file"] == "points/t.json"
+    assert back.eff(100, 2048, 7168, 16) == table(*pts).eff(100, 2048, 7168, 16)
+    assert back._points is None and back.points == pts and back.records == ("r.jsonl",)
+    (tmp_path / "points" / "t.json").write_text(json.dumps({"schema": "other"}))
+    with pytest.raises(MokInputError, match="schema"):
+        len(read_table(tmp_path / "t.json").points)
 
 
 def test_table_file_keeps_its_mechanism(tmp_path):
