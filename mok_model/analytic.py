@@ -307,20 +307,19 @@ def _col(x):
 
 
 def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, comm_sms,
-              macrobatch, capacity, list_lag=None, find_binds: bool = True) -> dict[str, np.ndarray]:
+              macrobatch, capacity, list_lag=None) -> dict[str, np.ndarray]:
     """Critical-path terms (seconds) of the MoK pass for arrays of configs, each shape (C,).
 
     dispatch_push / combine_push are boolean arrays (False = pull). `list_lag`: the kernel's
     work-list lag of each config, where they differ (the tuner scores several at once); None:
     scn.list_lag. Infeasible configs (capacity overflow) get latency inf. Returns the breakdown
-    terms, their sum `total`, and work totals. `find_binds` False: "list_binds" is None (on
-    emulated ranks it asks every rank; the tuner's scores at larger lags do not need it).
+    terms, their sum `total`, and work totals.
     """
     hw, m, P = scn.hardware, scn.model, scn.ep
     ld = every = loads(scn)
     if hw.emulated_ranks:
         # one GPU runs rank 0 of the group and only its time is measured (slow, typ below): the
-        # other ranks' columns are not computed (list_binds, which asks every rank, apart)
+        # other ranks' columns are not computed
         ld = Loads(**{name: a[:1] for name, a in vars(every).items()})
     mb, cc = _col(minibatch), _col(comm_sms)
     lag = scn.list_lag if list_lag is None else _col(list_lag)
@@ -429,7 +428,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # the comm SMs copy for it beyond its down items' time (a third of the joined SMs' step)
     lagged = np.maximum(np.minimum(lag + 1.0, M) - 2.0, 0.0)
     # comm SMs can only join when they have no combine left to do
-    joined = cx + np.where(epilogue, p["comm_join_share"], 0.0) * cc
+    joined = joined_sms(p, kpush, cc, cx)
     lp_join = list_period(scn, p, row_tiles / M, joined, lag)
     c_join = np.maximum(expert_ffn_time(scn, p, rows / M, row_tiles / M, touched / M, joined,
                                         m.expert_width, wave_sync=ws, wgrad_experts=active / M),
@@ -535,12 +534,9 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     rows_ix = np.arange(C)
     if hw.emulated_ranks:  # one GPU runs rank 0 of the group: its time is what is measured
         slow = typ = np.zeros(C, dtype=np.int64)
-        # where the in-order list binds on some rank, as computed for every rank
-        binds = list_binds(scn, p, every, mb, cx, joined, lag) if find_binds else None
     else:
         slow = np.argmax(per_gpu, axis=1)  # (C,) the straggler ends the pass
         typ = np.argsort(per_gpu, axis=1, kind="stable")[:, P // 2]  # the median GPU
-        binds = np.broadcast_to((lp > 0) | (lp_join > 0), per_gpu.shape).any(axis=1)
 
     def at(x, gpu=typ):
         return np.broadcast_to(x, per_gpu.shape)[rows_ix, gpu]
@@ -580,10 +576,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
             "signals": at(M * (sig_dispatch + np.where(kpush, 0.0, remote_wait)) + sig_end, slow)}
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
-            "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute"),
-            # where the in-order list's period is set on some GPU: only there can a larger
-            # list_lag shorten the pass (elsewhere it only lengthens the combine tail)
-            "list_binds": binds}
+            "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
 
 
 def boundary_split_share(expert_rows, tm) -> np.ndarray:
@@ -607,17 +600,28 @@ def minibatch_tiles(scn: Scenario, p: Params, ld: Loads, mb):
     return M, base_tiles + (1.0 - p["tile_aligned_minibatches"]) * (M - 1)
 
 
-def list_binds(scn: Scenario, p: Params, ld: Loads, mb, compute_sms, joined_sms, lag) -> np.ndarray:
-    """(C,) whether the in-order list's period (list_period) binds on some GPU of `ld`, on the
-    compute SMs or on the SMs joined by comm SMs, at the work-list lag; configs (C, 1) arrays
-    (the lag may be a number). mok_terms' list_binds, computed once per distinct (minibatch,
-    compute SMs, joined SMs, lag): a grid repeats each."""
-    keys, inverse = unique_rows(np.hstack([mb, compute_sms, joined_sms,
-                                           np.broadcast_to(lag, mb.shape)]))
-    mb, cx, joined, lag = (np.ascontiguousarray(keys[:, i:i + 1]) for i in range(4))
-    M, row_tiles = minibatch_tiles(scn, p, ld, mb)
-    lp = list_period(scn, p, row_tiles / M, cx, lag)
-    lp_join = list_period(scn, p, row_tiles / M, joined, lag)
+def joined_sms(p: Params, combine_push, comm_sms, compute_sms):
+    """SMs that run the GEMMs once the dispatch is done: the compute SMs, joined by a share
+    (comm_join_share) of the comm SMs where the combine leaves them free (a push combine stored
+    from the down-projection epilogue: combine_in_epilogue)."""
+    epilogue = combine_push & (p["combine_in_epilogue"] >= 0.5)
+    return compute_sms + np.where(epilogue, p["comm_join_share"], 0.0) * comm_sms
+
+
+def list_binds(scn: Scenario, p: Params, combine_push, minibatch, comm_sms) -> np.ndarray:
+    """(C,) whether the in-order list's period (list_period) binds on some GPU (every rank, on
+    emulated hardware too), on the compute SMs or on the joined SMs (joined_sms), at the
+    scenario's work-list lag, for configs (arrays (C,)): only there can a larger lag shorten the
+    pass (elsewhere it only lengthens the combine tail). Computed once per distinct (minibatch,
+    compute SMs, joined SMs): a grid repeats each."""
+    mb, cc = _col(minibatch), _col(comm_sms)
+    cx = scn.hardware.sms - cc
+    joined = joined_sms(p, _col(combine_push).astype(bool), cc, cx)
+    keys, inverse = unique_rows(np.hstack([mb, cx, joined]))
+    mb, cx, joined = (np.ascontiguousarray(keys[:, i:i + 1]) for i in range(3))
+    M, row_tiles = minibatch_tiles(scn, p, loads(scn), mb)
+    lp = list_period(scn, p, row_tiles / M, cx)
+    lp_join = list_period(scn, p, row_tiles / M, joined)
     return np.broadcast_to((lp > 0) | (lp_join > 0), M.shape).any(axis=1)[inverse]
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from .analytic import mok_terms
+from .analytic import list_binds, mok_terms
 from .errors import MokInputError
 from .params import Params
 from .scenario import (ELEMENT_BYTES, GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
@@ -176,23 +176,19 @@ def _least_buffers(scn: Scenario, fixed: dict) -> float:
 
 
 def _score(scenario: Scenario, params: Params, g: dict, which: np.ndarray,
-           lags: np.ndarray | None = None, find_binds: bool = True):
-    """(latency s, overflow, list binds) of the grid rows `which` (analytic, in chunks), at the
-    work-list lags `lags` (one per row; None: the scenario's); `find_binds` False: no list
-    binds (None)."""
+           lags: np.ndarray | None = None):
+    """(latency s, overflow) of the grid rows `which` (analytic, in chunks), at the work-list
+    lags `lags` (one per row; None: the scenario's)."""
     n = len(which)
     lat, overflow = np.empty(n), np.zeros(n, dtype=bool)
-    binds = np.zeros(n, dtype=bool) if find_binds else None
     chunk = max(1, 2_000_000 // max(scenario.ep, 1))
     for s in range(0, n, chunk):
         sl, ix = slice(s, s + chunk), which[s:s + chunk]
         r = mok_terms(scenario, params, g["dispatch_push"][ix], g["combine_push"][ix],
                       g["minibatch"][ix], g["comm_sms"][ix], g["macrobatch"][ix], g["capacity"][ix],
-                      None if lags is None else lags[sl], find_binds)
+                      None if lags is None else lags[sl])
         lat[sl], overflow[sl] = r["total"], r["overflow"]
-        if find_binds:
-            binds[sl] = r["list_binds"]
-    return lat, overflow, binds
+    return lat, overflow
 
 
 def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int = 5,
@@ -202,8 +198,9 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
 
     `list_lags`: the kernel work-list lags to search with the knobs (e.g. LIST_LAGS), smallest
     first; None keeps the scenario's. A larger lag changes a pass only where the in-order list
-    binds at the smallest (mok_terms' list_binds; elsewhere it can only lengthen the combine
-    tail), so the other lags are scored on those rows only; ties go to the smaller lag."""
+    binds at the smallest (analytic.list_binds; elsewhere it can only lengthen the combine
+    tail), so the other lags are scored on those rows only (in the same call of the model, the
+    lag per row); ties go to the smaller lag."""
     t0 = time.perf_counter()
     if scenario.fp8_kernel == "gluon":  # the knobs the Gluon FP8 pass runs (and no others)
         check_gluon_knobs(scenario, fixed or {})
@@ -215,17 +212,17 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **(fixed or {})})
     n = len(g["minibatch"])
     first = replace(scenario, list_lag=lags[0])
-    lat, overflow, binds = _score(first, params, g, np.arange(n))
-    lag = np.full(n, lags[0])
-    rows = np.flatnonzero(binds)
-    evaluated = n + len(rows) * (len(lags) - 1)
-    if len(rows) and len(lags) > 1:  # the other lags' rows, all in one call (the lag per row)
-        lat_more, _, _ = _score(first, params, g, np.tile(rows, len(lags) - 1),
-                                np.repeat(lags[1:], len(rows)), find_binds=False)
-        for i, more in enumerate(lags[1:]):
-            lat_l = lat_more[i * len(rows):(i + 1) * len(rows)]
-            better = lat_l < lat[rows]
-            lat[rows[better]], lag[rows[better]] = lat_l[better], more
+    rows = (np.flatnonzero(list_binds(first, params, g["combine_push"], g["minibatch"],
+                                      g["comm_sms"])) if len(lags) > 1 else np.zeros(0, np.intp))
+    lat_all, overflow = _score(first, params, g,
+                               np.concatenate([np.arange(n), np.tile(rows, len(lags) - 1)]),
+                               np.concatenate([np.full(n, lags[0]), np.repeat(lags[1:], len(rows))]))
+    lat, overflow, lag = lat_all[:n], overflow[:n], np.full(n, lags[0])
+    evaluated = len(lat_all)
+    for i, more in enumerate(lags[1:]):  # where a larger lag scores lower, it is the choice
+        lat_l = lat_all[n + i * len(rows):n + (i + 1) * len(rows)]
+        better = lat_l < lat[rows]
+        lat[rows[better]], lag[rows[better]] = lat_l[better], more
     mem = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"])
     limit = BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9
     lat[mem > limit] = np.inf

@@ -466,7 +466,7 @@ def test_mok_terms_scores_several_work_list_lags_in_one_call():
         for lag in (1, 2, 3, 4):
             at = lags == lag
             alone = mok_terms(dataclasses.replace(s, list_lag=lag), p, *(a[at] for a in args))
-            for key in ("total", "overflow", "list_binds", "slowest_gpu", "bound"):
+            for key in ("total", "overflow", "slowest_gpu", "bound"):
                 assert _same(mixed[key][at], alone[key]), (lag, key)
             for group in ("terms", "work"):
                 assert _same({k: v[at] for k, v in mixed[group].items()}, alone[group])
@@ -475,7 +475,7 @@ def test_mok_terms_scores_several_work_list_lags_in_one_call():
 def test_emulated_ranks_ask_every_rank_whether_the_list_binds():
     """One GPU emulating the group computes rank 0's time only, but list_binds (where a larger
     lag may help) still asks every rank, as the in-order list's period on all of them says."""
-    from mok_model.analytic import list_period, loads, minibatch_tiles
+    from mok_model.analytic import list_binds, list_period, loads, minibatch_tiles
 
     h200, p = load_hardware("h200-1"), load_params(None, "h200-1")
     for s in (Scenario(h200, _drawn("syn5-h5376-i384-e16-k1"), 4, 2304),
@@ -490,7 +490,7 @@ def test_emulated_ranks_ask_every_rank_whether_the_list_binds():
         assert M.shape[1] == s.ep
         want = ((list_period(s, p, tiles / M, cx) > 0)
                 | (list_period(s, p, tiles / M, joined) > 0)).any(axis=1)
-        assert np.array_equal(r["list_binds"], want) and want.any()
+        assert np.array_equal(list_binds(s, p, *args[1:4]), want) and want.any()
 
 
 def _drawn(name: str):
