@@ -19,8 +19,6 @@ where they differ (a diagnosis; no prediction uses it).
 **Hopper to Hopper: h200-1 -> h100-1** (`--write-hopper`). The H100 is the H200's die (the same
 SMs, clocks and tensor rates) with HBM3 at 3.35 TB/s instead of HBM3e at 4.8, and our kernels
 run unchanged on it. So every h200-1 value moves as it is (HOPPER_WHY says why for each kind),
-but the comm programs' plain copy rate, scaled by the HBM ratio (HOPPER_HBM: session 28's first
-H100 runs showed the pass's copies, not its GEMM phases, carry the H100's gap),
 its fit's uncertainty samples with them, and the GEMM table of our kernel's own GEMM phases
 transfers with its mechanism's weight stream scaled by the two presets' HBM bandwidths (the
 points and their residuals stay H200's: mok_model/gemm_table.py, "A table transferred"). The
@@ -134,16 +132,6 @@ HOPPER_WHY = ("the H100 is the H200's die (same SMs, clocks, tensor rates; HBM3 
               "4.8): a fraction of a spec moves as the same fraction (the spec is the preset's), "
               "a design value or an SM-side time or rate as it is, a host term with the same "
               "x86 host assumed")
-# values moved by the HBM ratio (target / source hbm_tbps) or its inverse, with why (session 28:
-# chosen after the first H100 runs, then registered on a new H100 sweep before it ran)
-HOPPER_HBM = {
-    "copy_gbps_per_sm": (1.0, "with peers emulated in local memory the comm programs' plain copy "
-                              "is HBM traffic beside the GEMM phases' (its fitted rate is an "
-                              "effective one under that contention): scaled by the HBM ratio"),
-    "fp8_gluon_copy_scale": (-1.0, "the Gluon pass's quantizing copy is bound by its instructions, "
-                                   "not HBM (fp8_quant_copy_scale's source): its rate, "
-                                   "copy_gbps_per_sm x this, stays the H200's"),
-}
 
 
 def hopper_params() -> Params:
@@ -157,11 +145,6 @@ def hopper_params() -> Params:
     ratio = load_hardware(HOPPER_TARGET).hbm_tbps / load_hardware(HOPPER_SOURCE).hbm_tbps
     sources = {k: f"transferred from {HOPPER_SOURCE} ({HOPPER_WHY}): {v}"
                for k, v in src.sources.items()}
-    values = dict(src.values)
-    for k, (power, why) in HOPPER_HBM.items():
-        values[k] = src[k] * ratio ** power
-        sources[k] = (f"transferred from {HOPPER_SOURCE} ({src[k]:.4g}) x (hbm_tbps "
-                      f"{HOPPER_TARGET} / {HOPPER_SOURCE})^{power:g}: {why}; there: {src.sources[k]}")
     t = src.gemm_table
     path = PARAMS_DIR / "gemm" / f"{HOPPER_TARGET}.json"
     mech = {**t.mechanism, "hbm_gbps": t.mechanism["hbm_gbps"] * ratio}
@@ -172,24 +155,9 @@ def hopper_params() -> Params:
              f"python -m calibration.transfer --write-hopper")
     table = GemmTable(HOPPER_TARGET, t.points, t.records, str(path), notes, t.level, t.mechanism,
                       mech, os.path.relpath(t.path, path.parent))
-    return Params(values, HOPPER_TARGET, None, [str((PARAMS_DIR / f"{HOPPER_SOURCE}.json")
-                                                    .relative_to(ROOT))], sources,
-                  scaled_samples(transferred(src.uncertainty, HOPPER_SOURCE, []),
-                                 {k: ratio ** power for k, (power, _) in HOPPER_HBM.items()})
-                  ).with_table(table)
-
-
-def scaled_samples(block: dict | None, factors: dict) -> dict | None:
-    """An uncertainty block whose named parameters' samples and summary are scaled by their
-    factors (a transfer that moves a fitted value by a ratio moves its band with it)."""
-    if block is None:
-        return None
-    free = block["free"]
-    col = {i: factors[f] for i, f in enumerate(free) if f in factors}
-    summary = {f: ({k: v * factors[f] for k, v in row.items()} if f in factors else row)
-               for f, row in block["summary"].items()}
-    samples = [[v * col.get(i, 1.0) for i, v in enumerate(row)] for row in block["samples"]]
-    return {**block, "summary": summary, "samples": samples}
+    return Params(src.values, HOPPER_TARGET, None, [str((PARAMS_DIR / f"{HOPPER_SOURCE}.json")
+                                                        .relative_to(ROOT))], sources,
+                  transferred(src.uncertainty, HOPPER_SOURCE, [])).with_table(table)
 
 
 def write_hopper() -> list[Path]:
