@@ -22,6 +22,7 @@
   refit of 2026-12-02: passes.FIT_HELD_OUT).
   h200-hgx8 takes those terms as fitted on h200-1 (same GPU and kernels;
   no backward or FP8 run on two GPUs yet).
+- h100-1: h200-1 moved by stated ratios (calibration/transfer.py --write-hopper), last.
 
     python -m calibration.defaults --pass-group fp8-gluon
 
@@ -169,6 +170,8 @@ def main() -> None:
                      "--base", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
                      "--gemm-table", str(H200_GEMM_TABLE.relative_to(root))])
     fit_h200_passes(root)
+    from .transfer import write_hopper   # transfer imports this module: imported here
+    write_hopper()
     for row in result.residuals:
         print(f"{row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "
               f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
