@@ -26,7 +26,8 @@
 
     python -m calibration.defaults --pass-group fp8-gluon
 
-writes only that pass group's terms (calibration/passes.py) into h200-1.json and h200-hgx8.json,
+writes only that pass group's terms (calibration/passes.py) into h200-1.json and h200-hgx8.json
+(and h100-1.json, transferred from h200-1),
 every other value held as shipped (the groups share no parameter, so this is what the full run's
 last step writes for the group; a group added after the last full run, session 26).
 
@@ -309,6 +310,8 @@ def add_h200_pass_group(root: Path, group: str, replace: bool = False) -> None:
         notes = notes[:-2] + "; " + "; ".join(new) + ")."
     write_params(path, params, notes, extra)
     pass_terms_to_hgx8(params, sources, PASS_FREE[group])
+    from .transfer import write_hopper   # h100-1 is h200-1 moved: written again with it
+    write_hopper()
     print_pass_residuals({group: res.residuals.get(group, [])})
 
 
