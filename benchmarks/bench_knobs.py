@@ -1,26 +1,44 @@
-"""Speed of the launch-time knob choice (mok_kernels/knobs.py): a first question (the tuner),
-the same question again (cached) and a knob table, printed as ms and as ratios to the first
-question measured in the same run. Goal: under 10 ms per layer construction.
+"""Speed of the launch-time knob choice (mok_kernels/knobs.py), printed as ms and as ratios to the
+first question measured in the same run. Goal: under 10 ms per layer construction.
+
+Warm process (after one question of another shape, WARMUP): a shape's first question (the
+tuner), the same question again (cached) and a knob table. Fresh process (a `python -c` per
+question, FRESH_RUNS of each): `import mok_kernels.knobs` (what MoKLayer imports to choose its
+knobs), then the first question, both timed in the child.
 
     python benchmarks/bench_knobs.py
 """
 
 from __future__ import annotations
 
+import json
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
 from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
 
 from mok_kernels import knobs  # noqa: E402
 from mok_model.cli import doc_parser, run_tool  # noqa: E402
 from mok_model.presets import load_model  # noqa: E402
 
-WORKLOADS = [("kimi-k2", 16, 64), ("kimi-k2", 16, 2048), ("kimi-k2", 16, 8192),
-             ("glm-5", 16, 2048), ("qwen3-30b-a3b", 8, 1024)]
+WORKLOADS = [("kimi-k2", 16, 64), ("kimi-k2", 16, 512), ("kimi-k2", 16, 2048), ("kimi-k2", 16, 4096),
+             ("kimi-k2", 16, 8192), ("glm-5", 16, 2048), ("qwen3-30b-a3b", 8, 1024)]
+WARMUP = ("deepseek-v3", 8, 256)
+FRESH_RUNS = 3
+# a fresh process: the import, then the first question (the shape as MoKLayer passes it)
+CHILD = """import json, sys, time
+t0 = time.perf_counter()
+from mok_kernels import knobs
+t1 = time.perf_counter()
+knobs.choose_knobs("h200-1", json.loads(sys.argv[1]), int(sys.argv[2]), int(sys.argv[3]))
+t2 = time.perf_counter()
+print(json.dumps({"import_ms": (t1 - t0) * 1e3, "first_ms": (t2 - t1) * 1e3}))
+"""
 
 
 def ms(repeat: int, *args, **kw) -> float:
@@ -33,14 +51,24 @@ def ms(repeat: int, *args, **kw) -> float:
     return statistics.median(times) * 1e3
 
 
+def fresh(shape: dict, ep: int, tokens: int) -> dict:
+    """import_ms and first_ms of one fresh process asking one question."""
+    out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(shape), str(ep), str(tokens)],
+                         cwd=ROOT, capture_output=True, text=True, check=True)
+    return json.loads(out.stdout)
+
+
 def main() -> None:
+    knobs.choose_knobs("h200-1", knobs.shape_of(load_model(WARMUP[0])), *WARMUP[1:])
+    print(f"warm process (after one question of {WARMUP[0]} EP{WARMUP[1]} {WARMUP[2]})")
     print(f"{'workload':<26}{'first ms':>10}{'cached ms':>11}{'table 1st ms':>14}{'table ms':>10}"
           f"{'cached/first':>14}")
+    warm = {}
     with tempfile.TemporaryDirectory() as tmp:
         for model, ep, n in WORKLOADS:
             shape = knobs.shape_of(load_model(model))
             knobs._CACHE.clear()
-            first = ms(1, "h200-1", shape, ep, n)
+            first = warm[model, ep, n] = ms(1, "h200-1", shape, ep, n)
             cached = ms(50, "h200-1", shape, ep, n)
             path = Path(tmp) / f"{model}-{ep}-{n}.json"
             knobs.write_table(path, knobs.build_table("h200-1", model, ep, [n]))
@@ -49,6 +77,15 @@ def main() -> None:
             table = ms(50, "h200-1", shape, ep, n, table=path)
             print(f"{f'{model} EP{ep} {n}':<26}{first:>10.1f}{cached:>11.3f}{table_first:>14.2f}"
                   f"{table:>10.3f}{cached / first:>14.5f}")
+    print(f"\nfresh process (python -c: import mok_kernels.knobs, then the first question), "
+          f"median of {FRESH_RUNS}")
+    print(f"{'workload':<26}{'import ms':>10}{'first ms':>10}{'worst ms':>10}{'first/warm':>12}")
+    for model, ep, n in WORKLOADS:
+        runs = [fresh(knobs.shape_of(load_model(model)), ep, n) for _ in range(FRESH_RUNS)]
+        first = statistics.median(r["first_ms"] for r in runs)
+        print(f"{f'{model} EP{ep} {n}':<26}{statistics.median(r['import_ms'] for r in runs):>10.1f}"
+              f"{first:>10.1f}{max(r['first_ms'] for r in runs):>10.1f}"
+              f"{first / warm[model, ep, n]:>12.2f}")
 
 
 if __name__ == "__main__":

@@ -15,6 +15,7 @@ from functools import lru_cache
 from pathlib import Path
 
 import numpy as np
+from numpy.random import default_rng  # with the module, not at the first draw (numpy loads it lazily)
 
 from .errors import MokInputError
 
@@ -156,7 +157,7 @@ def zipf_order(experts: int, seed: int) -> np.ndarray:
     first draw of the seed's generator, as make_routing takes it. The kernels' routing
     (mok_kernels/routing.py) uses this order, so the model puts the popular experts on the same
     ranks as the runs it predicts."""
-    return np.random.default_rng(seed).permutation(experts)
+    return default_rng(seed).permutation(experts)
 
 
 @lru_cache(maxsize=1)
@@ -196,10 +197,10 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
     holds which popularity rank differs."""
     kind, arg = parse_routing(spec, top_k)
     rows = ep * tokens
-    rng = np.random.default_rng(seed)
+    rng = default_rng(seed)
     if draw is not None:    # another token draw under the seed's expert popularity (as the bench)
         perm0 = rng.permutation(experts)
-        rng = np.random.default_rng([seed, DRAW_BASE + draw])
+        rng = default_rng([seed, DRAW_BASE + draw])
     if kind == "file":
         return _routing_file(str(arg), rows, experts, top_k)
     # ids are drawn as int32, the same stream as int64 (numpy draws 32 bits for any range below
