@@ -15,7 +15,7 @@ from .baselines import BASELINES, COMM_KERNELS, baseline_terms, copy_gbps
 from .errors import MokInputError
 from .heldout import Heldout, heldout_range
 from .params import Params, load_params
-from .scenario import ENGINES, SYSTEMS, Config, Scenario
+from .scenario import ENGINES, GLUON_MINIBATCHES, SYSTEMS, Config, Scenario
 
 
 @dataclass
@@ -179,10 +179,22 @@ def add_notes(pred: Prediction, p: Params) -> Prediction:
     if pred.system == "mok":
         from .gemm_table import unmeasured_shape_note
         notes += [unmeasured_shape_note(p.gemm_table, pred.scenario),
-                  list_hold_note(pred, pred.config, p)]
+                  list_hold_note(pred, pred.config, p), gluon_minibatch_note(pred)]
     notes.append(p.filled_note())
     pred.extra["notes"] = list(pred.extra.get("notes", [])) + [n for n in notes if n]
     return pred
+
+
+def gluon_minibatch_note(pred: Prediction) -> str | None:
+    """A note where the Gluon FP8 pass is predicted at a minibatch its terms were not fitted or
+    checked at (GLUON_MINIBATCHES): measured there, the pass ran much slower than predicted."""
+    mb = pred.config.minibatch
+    if pred.scenario.fp8_kernel != "gluon" or mb is None or mb in GLUON_MINIBATCHES:
+        return None
+    return (f"the Gluon FP8 pass's terms were fitted and checked at minibatch "
+            f"{', '.join(str(m) for m in GLUON_MINIBATCHES)} only; at {mb} this prediction is "
+            f"an extrapolation, and measured at 2,048 and 1,024 the pass ran up to 49% and 30% "
+            f"slower than predicted (docs/calibration.md \"Session 28\")")
 
 
 def list_hold_note(pred: Prediction, config: Config, p: Params) -> str | None:

@@ -253,3 +253,19 @@ def test_gluon_grid_has_one_macrobatch_per_setting():
     assert len(settings) == len(set(settings))
     assert len(knob_grid(_scn(), {"dispatch": "pull", "combine": "push", "capacity": 1.0})
                ["minibatch"]) > len(settings)
+
+
+def test_gluon_minibatch_outside_the_fit_is_noted():
+    """A Gluon FP8 prediction at a minibatch its terms were not fitted at (GLUON_MINIBATCHES)
+    says so (measured there it ran far slower than predicted); at 4,096, and for the Triton FP8
+    kernel at any minibatch, no such note."""
+    from mok_model.predict import predict
+    from mok_model.scenario import Config
+
+    def notes(kernel, mb):
+        cfg = Config(dispatch="pull", combine="push", minibatch=mb, comm_sms=40, capacity=1.0)
+        return " ".join(predict(_scn(fp8_kernel=kernel), cfg, "mok").notes())
+
+    assert "fitted and checked at minibatch 4096 only; at 2048" in notes("gluon", 2048)
+    assert "fitted and checked at minibatch" not in notes("gluon", 4096)
+    assert "fitted and checked at minibatch" not in notes("triton", 2048)
