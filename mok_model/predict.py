@@ -193,8 +193,8 @@ def gluon_minibatch_note(pred: Prediction) -> str | None:
         return None
     return (f"the Gluon FP8 pass's terms were fitted and checked at minibatch "
             f"{', '.join(str(m) for m in GLUON_MINIBATCHES)} only; at {mb} this prediction is "
-            f"an extrapolation, and measured at 2,048 and 1,024 the pass ran up to 49% and 30% "
-            f"slower than predicted (docs/calibration.md \"Session 28\")")
+            f"an extrapolation, and measured at 2,048 and 1,024 the pass took up to 1.47x and "
+            f"1.35x the prediction (docs/calibration.md \"Session 28\")")
 
 
 def list_hold_note(pred: Prediction, config: Config, p: Params) -> str | None:
