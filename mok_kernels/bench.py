@@ -438,8 +438,9 @@ def _hardware() -> dict[str, Any]:
     from .knobs import preset_for_gpu
 
     props = torch.cuda.get_device_properties(0)
-    return {"preset": preset_for_gpu(props.name, False) or "unknown", "gpu": props.name,
-            "gpus": 1, "sms": props.multi_processor_count,
+    sms = props.multi_processor_count
+    return {"preset": preset_for_gpu(props.name, False, sms) or "unknown", "gpu": props.name,
+            "gpus": 1, "sms": sms,
             "fabric": "local-hbm", "driver": f"cuda {torch.version.cuda}"}
 
 

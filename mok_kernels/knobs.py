@@ -404,27 +404,35 @@ def _table_choice(doc: dict, hw: Hardware | None, model: MoEModel, ep: int, toke
 
 # ---------------------------------------------------------------- MoKLayer's resolution
 
-# GPU name fragment -> (preset with ranks emulated on one GPU, preset with one rank a GPU)
+# GPU name fragment -> (preset with ranks emulated on one GPU, preset with one rank a GPU): the
+# SXM parts the presets describe; the PCIe and NVL cards of the same names have other SM counts,
+# memory rates or power limits, so they get none
 GPU_PRESETS = {"H200": ("h200-1", "h200-hgx8"), "H100": ("h100-1", "h100-hgx8")}
+OTHER_PARTS = ("PCIe", "NVL")
 
 
-def preset_for_gpu(gpu_name: str, group_mode: bool) -> str | None:
+def preset_for_gpu(gpu_name: str, group_mode: bool, sms: int | None = None) -> str | None:
     """The hardware preset a GPU's runs are read against (GPU_PRESETS: emulated ranks, or real
-    ranks one per GPU with group_mode), None for a GPU without one."""
+    ranks one per GPU with group_mode), None for a GPU without one: another part, or (`sms`
+    given) an SM count other than the preset's."""
+    if any(part in gpu_name for part in OTHER_PARTS):
+        return None
     for part, (one, group) in GPU_PRESETS.items():
         if part in gpu_name:
-            return group if group_mode else one
+            preset = group if group_mode else one
+            return preset if sms is None or load_hardware(preset).sms == sms else None
     return None
 
 
-def hardware_for_gpu(gpu_name: str, group_mode: bool) -> str:
+def hardware_for_gpu(gpu_name: str, group_mode: bool, sms: int | None = None) -> str:
     """preset_for_gpu, refusing a GPU without a preset (name one explicitly)."""
-    preset = preset_for_gpu(gpu_name, group_mode)
+    preset = preset_for_gpu(gpu_name, group_mode, sms)
     if preset is not None:
         return preset
-    raise MokInputError(f"GPU {gpu_name!r} has no hardware preset for choosing knobs; pass "
-                        f"hardware=<preset> (with a knob table: the table's hardware), or set "
-                        f"every knob")
+    raise MokInputError(f"GPU {gpu_name!r}" + (f" ({sms} SMs)" if sms else "")
+                        + " has no hardware preset for choosing knobs (the presets describe the "
+                        f"{' and '.join(GPU_PRESETS)} SXM parts); pass hardware=<preset> (with a "
+                        f"knob table: the table's hardware), or set every knob")
 
 
 def resolve_layer(layer: Any) -> tuple[Any, str]:
@@ -446,7 +454,9 @@ def resolve_layer(layer: Any) -> tuple[Any, str]:
 
         dev = torch.device(layer.device)
         if dev.type == "cuda" and torch.cuda.is_available():
-            hw = load_hardware(hardware_for_gpu(torch.cuda.get_device_name(dev), group_mode))
+            props = torch.cuda.get_device_properties(dev)
+            hw = load_hardware(hardware_for_gpu(props.name, group_mode,
+                                                props.multi_processor_count))
         elif layer.knob_table is None:
             raise MokInputError(f"knobs {[k for k in KNOBS if k not in given]} are unset and device "
                                 f"{layer.device!r} is not a CUDA GPU to choose for; pass "

@@ -163,9 +163,17 @@ def test_hardware_for_gpu(gpu, group, want):
 
 
 def test_unknown_gpu_is_refused():
+    """A GPU the presets do not describe gets none: another GPU, the PCIe / NVL parts of the
+    same names, or an SM count other than the preset's."""
     with pytest.raises(ValueError, match="no hardware preset"):
         knobs.hardware_for_gpu("NVIDIA A100-SXM4-80GB", False)
-    assert knobs.preset_for_gpu("NVIDIA A100-SXM4-80GB", False) is None
+    for name, sms in (("NVIDIA A100-SXM4-80GB", None), ("NVIDIA H100 PCIe", 114),
+                      ("NVIDIA H100 NVL", 132), ("NVIDIA H200 NVL", 132),
+                      ("NVIDIA H100 80GB HBM3", 114)):
+        assert knobs.preset_for_gpu(name, False, sms) is None, name
+    assert knobs.preset_for_gpu("NVIDIA H100 80GB HBM3", False, 132) == "h100-1"
+    with pytest.raises(ValueError, match=r"\(114 SMs\) has no hardware preset"):
+        knobs.hardware_for_gpu("NVIDIA H100 80GB HBM3", True, 114)
 
 
 # ---------------------------------------------------------------- knob tables

@@ -28,8 +28,11 @@ def forward_vs_reference(ep: int, rank: int | None, seed: int = 0, **layer_kw):
 
 
 def _hardware() -> str | None:
-    """None (chosen from the GPU) on an H200; the H200 preset named explicitly elsewhere."""
-    return None if "H200" in torch.cuda.get_device_name() else "h200-1"
+    """None (chosen from the GPU) on a GPU with a preset (knobs.preset_for_gpu); the H200
+    preset named explicitly elsewhere."""
+    props = torch.cuda.get_device_properties(0)
+    known = knobs.preset_for_gpu(props.name, False, props.multi_processor_count)
+    return None if known else "h200-1"
 
 
 @pytest.mark.parametrize("ep,rank", [(4, 1), (4, None)])
