@@ -377,3 +377,20 @@ def test_a_table_carries_each_buckets_lag(tmp_path):
     old = tmp_path / "old.json"
     old.write_text(json.dumps(doc))
     assert knobs.choose_knobs("h200-1", SYN5, 4, 2304, table=old).list_lag == 1
+
+
+@pytest.mark.parametrize("name,sms,want", [("NVIDIA H200", 132, "h200-1"),
+                                           ("NVIDIA H100 80GB HBM3", 132, "h100-1"),
+                                           ("NVIDIA H100 PCIe", 114, "unknown")])
+def test_bench_records_name_the_gpus_preset(monkeypatch, name, sms, want):
+    """A bench record's hardware names the preset of the GPU that ran it (knobs.preset_for_gpu),
+    "unknown" where none describes it: never h200-1 for another GPU."""
+    from types import SimpleNamespace
+
+    import torch
+
+    from mok_kernels import bench
+    monkeypatch.setattr(torch.cuda, "get_device_properties",
+                        lambda dev=None: SimpleNamespace(name=name, multi_processor_count=sms))
+    hw = bench._hardware()
+    assert (hw["preset"], hw["gpu"], hw["sms"]) == (want, name, sms)
