@@ -178,8 +178,9 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
     dist.init_process_group("nccl", init_method=f"tcp://127.0.0.1:{port}", rank=rank,
                             world_size=world, device_id=dev, timeout=timedelta(seconds=a.timeout))
     props = torch.cuda.get_device_properties(dev)
-    hw = {"preset": preset_for_gpu(props.name, True, props.multi_processor_count) or "unknown", "gpu": props.name,
-          "gpus": world, "sms": props.multi_processor_count, "fabric": "nvlink4",
+    sms = props.multi_processor_count
+    hw = {"preset": preset_for_gpu(props.name, True, sms) or "unknown", "gpu": props.name,
+          "gpus": world, "sms": sms, "fabric": "nvlink4",
           "driver": f"cuda {torch.version.cuda}"}
     sw, cmd = _software(), a.note or "mok bench " + " ".join(a.argv)
     failures = 0
