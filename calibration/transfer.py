@@ -46,7 +46,6 @@ stays for what the table does not cover (FP8, MXFP8).
 from __future__ import annotations
 
 import json
-import os
 import sys
 from pathlib import Path
 
@@ -137,7 +136,7 @@ HOPPER_WHY = ("the H100 is the H200's die (same SMs, clocks, tensor rates; HBM3 
 def hopper_params() -> Params:
     """h100-1's parameters: h200-1's values and uncertainty samples as they are, the GEMM
     table transferred with its weight stream scaled by hbm_tbps (module docstring)."""
-    from mok_model.gemm_table import GemmTable
+    from mok_model.gemm_table import transferred_table
 
     from .defaults import transferred
 
@@ -153,8 +152,7 @@ def hopper_params() -> Params:
              f"{ratio:.4f} (hbm_tbps {HOPPER_TARGET} / {HOPPER_SOURCE}) = {mech['hbm_gbps']:.0f}; "
              f"tensor_eff, item_us, launch_us as measured (same SMs and clocks); "
              f"python -m calibration.transfer --write-hopper")
-    table = GemmTable(HOPPER_TARGET, t.points, t.records, str(path), notes, t.level, t.mechanism,
-                      mech, os.path.relpath(t.path, path.parent))
+    table = transferred_table(t, HOPPER_TARGET, path, mech, notes)
     return Params(src.values, HOPPER_TARGET, None, [str((PARAMS_DIR / f"{HOPPER_SOURCE}.json")
                                                         .relative_to(ROOT))], sources,
                   transferred(src.uncertainty, HOPPER_SOURCE, [])).with_table(table)

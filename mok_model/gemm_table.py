@@ -83,6 +83,7 @@ from __future__ import annotations
 
 import json
 import math
+import os
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -395,9 +396,17 @@ def _read_transferred(path: Path, doc: dict) -> GemmTable:
     if src.transferred_from is not None or not src.uses_mechanism:
         raise MokInputError(f"{where}: transferred_from {ref!r} must be a measured table with a "
                             f"phase mechanism (not itself transferred)")
-    return GemmTable(str(doc.get("hardware", "")), src._points, src.records, str(path),
-                     str(doc.get("notes", "")), src.level, src.mechanism,
-                     _mechanism(doc.get("mechanism"), where), ref, src.curves, src.points_file)
+    return transferred_table(src, str(doc.get("hardware", "")), path,
+                             _mechanism(doc.get("mechanism"), where), str(doc.get("notes", "")))
+
+
+def transferred_table(src: GemmTable, hardware: str, path: str | Path, mechanism: dict,
+                      notes: str) -> GemmTable:
+    """`src` (a measured table) transferred to `hardware` (module docstring): its points and
+    curves, looked up on `mechanism`; the file at `path` names src's file (relative to it)."""
+    ref = os.path.relpath(src.path, Path(path).parent)
+    return GemmTable(hardware, src._points, src.records, str(path), notes, src.level,
+                     src.mechanism, mechanism, ref, src.curves, src.points_file)
 
 
 def write_table(path: str | Path, table: GemmTable) -> None:

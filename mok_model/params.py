@@ -340,6 +340,9 @@ def read_fit_record(path: str | Path) -> dict:
     ref = json.loads(path.read_text(encoding="utf-8")).get("fit_record")
     if ref is None:
         return {}
+    if not (path.parent / ref).is_file():
+        raise MokInputError(f"{path}: its fit record {ref!r} is missing (written beside it by "
+                            f"calibration; copy it with the parameters file)")
     record = json.loads((path.parent / ref).read_text(encoding="utf-8"))
     if record.get("schema") != FIT_SCHEMA:
         raise MokInputError(f"{path.parent / ref}: schema must be {FIT_SCHEMA!r}")

@@ -123,3 +123,15 @@ def test_predict_shows_the_range():
     d = json.loads(r.stdout)
     assert d["heldout_ms"]["lo"] < d["latency_ms"] < d["heldout_ms"]["hi"]
     assert d["heldout_ms"]["n"] >= 20 and "analytic fwd bf16 >512" in d["heldout_note"]
+
+
+def test_a_missing_fit_record_is_one_line(tmp_path):
+    """A parameters file copied without the fit record it names (params/fit/NAME): reading the
+    record (validate --heldout-only, reports) says so in one line, no traceback."""
+    import shutil
+
+    from mok_model.errors import MokInputError
+    from mok_model.params import PARAMS_DIR, read_fit_record
+    shutil.copy(PARAMS_DIR / "h200-1.json", tmp_path / "h200-1.json")
+    with pytest.raises(MokInputError, match="fit record 'fit/h200-1.json' is missing"):
+        read_fit_record(tmp_path / "h200-1.json")
