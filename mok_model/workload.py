@@ -17,6 +17,7 @@ from pathlib import Path
 import numpy as np
 from numpy.random import default_rng  # with the module, not at the first draw (numpy loads it lazily)
 
+from . import route_cache
 from .errors import MokInputError
 
 ROUTING_KINDS = ("uniform", "zipf:S", "hot:F", "FILE (.npy or whitespace text of top-k ids)")
@@ -368,8 +369,16 @@ FEW_ROWS_PER_EXPERT = 8.0
 
 @lru_cache(maxsize=64)
 def _cached_traffic(spec, ep, tokens, experts, top_k, seed, order="model", draw=None) -> Traffic:
+    """A routing's traffic, cached in the process and, for generated routings, across processes
+    (route_cache: read where a sound entry exists, else drawn, counted and written)."""
+    key = route_cache.entry_key(spec, ep, tokens, experts, top_k, seed, order, draw)
+    if key is not None and (hit := route_cache.load(key)) is not None:
+        return Traffic(*hit)
     ids = make_routing(spec, ep, tokens, experts, top_k, seed, order, draw)
-    return traffic_from_routing(ids, ep, tokens, experts)
+    t = traffic_from_routing(ids, ep, tokens, experts)
+    if key is not None:
+        route_cache.store(key, t.rows, t.dedup_rows)
+    return t
 
 
 @lru_cache(maxsize=256)

@@ -1,0 +1,182 @@
+"""Route statistics kept across processes: a seeded routing's row counts (workload.Traffic) on
+disk, so that a process's first question of a workload reads them instead of drawing and counting
+every route again (a million routes at kimi-k2 EP 16 x 8,192 tokens: ~6.5 ms; a read: ~0.1 ms).
+
+An entry is one file named by a hash of its key: the full inputs (routing, EP, tokens, experts,
+top-k, seed, zipf order, draw), numpy's version, the CPU features numpy dispatches on and a hash
+of workload.py (the code that draws and counts), so a changed input, numpy, CPU or workload.py
+never reads another's entry. The file holds one line of JSON (format, key, SHA-256 of the
+arrays' bytes) and the two arrays, little-endian int64, zlib-compressed (about a fifth: 10 KB at
+EP 16). It is written to a temporary file beside it and renamed. An entry that cannot be read,
+whose key or checksum does not match, or whose counts do not conserve the routes is ignored, and
+the answer is computed and written again: the cache is never the only way to an answer, and a
+miss answers exactly as without it. The folder keeps at most MAX_ENTRIES entries: past them, one
+write in PRUNE_EVERY (by the entry's name) removes the least recently used quarter.
+
+    MOK_ROUTE_CACHE_DIR   where the entries live (default $XDG_CACHE_HOME/mok/routes, else
+                          ~/.cache/mok/routes)
+    MOK_ROUTE_CACHE=0     no cache (neither read nor written; also "off", "false", "no")
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import platform
+import tempfile
+import time
+import zlib
+from functools import lru_cache
+from pathlib import Path
+
+import numpy as np
+
+FORMAT = "mok-route-cache/1"
+# routings of fewer routes (EP x tokens x top-k) are counted faster than an entry is read
+MIN_ROUTES = 2 ** 15
+MAX_ENTRIES = 4096  # about 40 MB at EP 16
+PRUNE_EVERY = 16  # one write in 16 (the entries whose name starts with 0) counts the entries
+_OFF = ("0", "off", "false", "no")
+_WORKLOAD = Path(__file__).with_name("workload.py")
+
+
+def cache_dir() -> Path | None:
+    """The cache's folder, or None where MOK_ROUTE_CACHE turns it off."""
+    if os.environ.get("MOK_ROUTE_CACHE", "1").strip().lower() in _OFF:
+        return None
+    where = os.environ.get("MOK_ROUTE_CACHE_DIR")
+    if where:
+        return Path(where)
+    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
+    return Path(base) / "mok" / "routes"
+
+
+@lru_cache(maxsize=1)
+def _versions() -> dict:
+    """numpy's version, the CPU features its kernels dispatch on, and workload.py's hash."""
+    try:
+        from numpy._core._multiarray_umath import __cpu_features__ as feats
+    except ImportError:  # numpy < 2
+        try:
+            from numpy.core._multiarray_umath import __cpu_features__ as feats
+        except ImportError:
+            feats = {}
+    cpu = ",".join(sorted(k for k, v in feats.items() if v))
+    return {"numpy": np.__version__, "machine": platform.machine(),
+            "cpu": hashlib.sha256(cpu.encode()).hexdigest()[:16],
+            "code": hashlib.sha256(_WORKLOAD.read_bytes()).hexdigest()[:32]}
+
+
+def entry_key(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: int,
+              order: str, draw: int | None) -> dict | None:
+    """The key of a routing's entry, or None where the cache does not apply: a routing file (its
+    contents may change), a zipf order other than the model's (read from a table), fewer than
+    MIN_ROUTES routes, inputs of other types, or the cache turned off."""
+    if not (spec == "uniform" or spec.startswith(("zipf:", "hot:"))) or order != "model":
+        return None
+    if not all(type(v) is int for v in (ep, tokens, experts, top_k, seed)) or not (
+            draw is None or type(draw) is int):
+        return None
+    if ep * tokens * top_k < MIN_ROUTES or cache_dir() is None:
+        return None
+    try:
+        versions = _versions()
+    except OSError:  # workload.py unreadable: no version, no cache
+        return None
+    return {"routing": spec, "ep": ep, "tokens": tokens, "experts": experts, "top_k": top_k,
+            "seed": seed, "order": order, "draw": draw, **versions}
+
+
+def _path(key: dict) -> Path | None:
+    where = cache_dir()
+    if where is None:
+        return None
+    name = hashlib.sha256(json.dumps(key, sort_keys=True).encode()).hexdigest()[:40]
+    return where / f"{name}.route"
+
+
+def load(key: dict) -> tuple[np.ndarray, np.ndarray] | None:
+    """(rows (P, P, L), dedup_rows (P, P)) of `key`'s entry, int64, or None where there is no
+    sound entry (missing, unreadable, another key, a bad checksum, counts that do not add up)."""
+    path = _path(key)
+    if path is None:
+        return None
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return None
+    head, _, packed = data.partition(b"\n")
+    try:
+        header = json.loads(head)
+        body = zlib.decompress(packed)
+    except (ValueError, zlib.error):
+        return None
+    if not isinstance(header, dict) or header.get("format") != FORMAT or header.get("key") != key:
+        return None
+    ep, tokens, top_k = key["ep"], key["tokens"], key["top_k"]
+    local = -(-key["experts"] // ep)
+    n_rows = ep * ep * local
+    if len(body) != 8 * (n_rows + ep * ep) or hashlib.sha256(body).hexdigest() != header.get("sha256"):
+        return None
+    flat = np.frombuffer(body, dtype="<i8").astype(np.int64)  # a writable native copy
+    rows, dedup = flat[:n_rows].reshape(ep, ep, local), flat[n_rows:].reshape(ep, ep)
+    # every route counted once; a token reaches between one and top_k GPUs, each at most once
+    per_source = dedup.sum(axis=1)
+    if (flat.min() < 0 or int(rows.sum()) != ep * tokens * top_k
+            or (dedup > rows.sum(axis=2)).any() or (per_source < tokens).any()
+            or (per_source > tokens * top_k).any()):
+        return None
+    try:
+        os.utime(path)  # recently used: the last to be pruned
+    except OSError:
+        pass
+    return rows, dedup
+
+
+def store(key: dict, rows: np.ndarray, dedup: np.ndarray) -> None:
+    """Write `key`'s entry (a temporary file beside it, renamed); a cache that cannot be written
+    is left alone."""
+    path = _path(key)
+    if path is None:
+        return
+    body = rows.astype("<i8").tobytes() + dedup.astype("<i8").tobytes()
+    head = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(body).hexdigest()})
+    tmp = None
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".part")
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(head.encode() + b"\n" + zlib.compress(body, 1))
+        os.replace(tmp, path)
+    except OSError:
+        if tmp is not None:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+        return
+    if path.name.startswith("0"):  # hex names: one in PRUNE_EVERY
+        prune(path.parent)
+
+
+def prune(where: Path, keep: int = MAX_ENTRIES) -> None:
+    """Past `keep` entries in `where`, remove the least recently used down to three quarters;
+    and temporary files an hour old (a writer that died)."""
+    try:
+        now = time.time()
+        entries, stale = [], []
+        for e in os.scandir(where):
+            if e.name.endswith(".route"):
+                entries.append((e.stat().st_mtime, e.path))
+            elif e.name.endswith(".part") and now - e.stat().st_mtime > 3600:
+                stale.append(e.path)
+    except OSError:
+        return
+    if len(entries) > keep:
+        stale += [path for _, path in sorted(entries)[:len(entries) - keep * 3 // 4]]
+    for path in stale:
+        try:
+            os.unlink(path)
+        except OSError:  # another process removed or replaced it
+            pass
