@@ -37,6 +37,7 @@ and a backward from the saved inputs).
 
 from __future__ import annotations
 
+import dataclasses
 import warnings
 from collections import OrderedDict
 from typing import Any, Callable
@@ -214,18 +215,23 @@ class MegakernelForward:
     a fresh bf16 (V*(n + C), 2I) tensor per call, held by the autograd graph until the backward;
     at EP 1 and capacity 1.0, (N + N*k) x 2I x 2 bytes per MoE layer, e.g. 302 MB at 4096
     tokens, top-8, I 2048), and the backward megakernel reads them instead of recomputing the
-    gate/up GEMM, with ``backward.training_tiles()`` (saved_gu=1, bn_a=128, bn_x=256). One H200,
+    gate/up GEMM, with ``backward.training_tiles()`` (saved_gu=1, bn_a=128, bn_x=256,
+    w_direct=1: the routed weight gradients written by the kernel in the parameters' layout and
+    dtype, w_bf16 for bf16 parameters, the bits a float32 result cast to them has). One H200,
     kimi-k2 / glm-5 EP 8: backward 23.52 -> 17.36 ms and 19.25 -> 13.71 ms at 4096 tokens, for
-    +1.1-3.7% on the forward (README, "Backward megakernel and FP8 forward"). Under no_grad /
+    +1.1-3.7% on the forward (README, "Backward megakernel and FP8 forward"); writing the
+    weight gradients directly took the autograd backward from 34.5 to 26.8 ms (E 64, H 7168,
+    I 2048, 4096 tokens, EP 1, bf16; 2026-12-02, benchmarks/bwd_autograd_cost.py). Under no_grad /
     inference_mode, or with nothing requiring grad, nothing is saved and the forward costs as
     without the option.
 
     Opting out / choosing: ``save_for_backward=False`` keeps nothing from the forward (less
-    memory; the backward recomputes g and u with ``BackwardTiles()``, 1.2-1.4x slower);
+    memory; the backward recomputes g and u with ``recompute_tiles()``, 1.2-1.4x slower);
     ``save_for_backward`` overrides ``cfg.save_for_backward``. Left None, it follows ``cfg`` when
     one is given (a ``cfg`` without save_for_backward recomputes), else ``bwd_tiles.saved_gu``
     when tiles are given, else True. ``bwd_tiles``: the backward's tiles (their saved_gu must
-    match); None: ``training_tiles()`` when saving, else ``BackwardTiles()``.
+    match); None: ``training_tiles()`` when saving, else ``recompute_tiles()``. With w_direct
+    tiles the backward sets w_bf16 from the parameters' dtype.
     """
 
     name = "megakernel"
@@ -233,9 +239,7 @@ class MegakernelForward:
     def __init__(self, ep: int = 1, cfg: Any = None, hardware: str | None = None,
                  knob_table: str | None = None, max_layers: int = 2, bucket: int = 1,
                  bwd_tiles: Any = None, save_for_backward: bool | None = None) -> None:
-        import dataclasses
-
-        from .backward import BackwardTiles, training_tiles
+        from .backward import recompute_tiles, training_tiles
         from .megakernel import KernelConfig
         if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
             raise ValueError(f"ep={ep!r}: an integer >= 1 is required")
@@ -269,17 +273,17 @@ class MegakernelForward:
                              f"{self.save}: the backward reads saved g/u exactly when the forward "
                              f"saves them")
         self.bwd_tiles = bwd_tiles if bwd_tiles is not None else (
-            training_tiles() if save else BackwardTiles())
+            training_tiles() if save else recompute_tiles())
         self._saved_gu: torch.Tensor | None = None    # the last forward's g, u (take_saved_gu)
 
     def tiles_for(self, saved: bool) -> Any:
         """The backward's tiles for a pass with (``saved``) or without the forward's g, u:
         ``bwd_tiles`` when its saved_gu matches, else that mode's default (training_tiles() /
-        BackwardTiles())."""
-        from .backward import BackwardTiles, training_tiles
+        recompute_tiles())."""
+        from .backward import recompute_tiles, training_tiles
         if bool(self.bwd_tiles.saved_gu) == saved:
             return self.bwd_tiles
-        return training_tiles() if saved else BackwardTiles()
+        return training_tiles() if saved else recompute_tiles()
 
     def why_not(self, x: torch.Tensor, w: MoEWeights, topk: int) -> str | None:
         """Why this forward cannot take the inputs (None when it can)."""
@@ -309,7 +313,6 @@ class MegakernelForward:
         if layer is None:
             while len(self.layers) >= self.max_layers:
                 self.layers.popitem(last=False)[1].close()
-            import dataclasses
             layer = MoKLayer(w, self.ep, n, topk, 0 if self.ep == 1 else None,
                              dataclasses.replace(self.cfg), device=str(device),
                              hardware=self.hardware, knob_table=self.knob_table)
@@ -370,10 +373,15 @@ class MegakernelForward:
         layer = self.layer_for(n, k, w, x.device)
         if why_not_backward(layer) is not None:
             return None
-        attr = "mok_backward" if saved_gu is None else "mok_backward_saved"
+        tiles = self.tiles_for(saved_gu is not None)
+        if tiles.w_direct:      # routed weight gradients written in the parameters' dtype
+            tiles = dataclasses.replace(
+                tiles, w_bf16=all(t.dtype == torch.bfloat16 for t in (w.wg, w.wu, w.wd)))
+        attr = "mok_backward" + ("" if saved_gu is None else "_saved") + (
+            "_bf16" if tiles.w_bf16 else "")
         bwd = getattr(layer, attr, None)
-        if bwd is None:
-            bwd = MoKBackward(layer, self.tiles_for(saved_gu is not None))
+        if bwd is None or bwd.tiles != tiles:
+            bwd = MoKBackward(layer, tiles)
             setattr(layer, attr, bwd)
         xb, gb = x.to(torch.bfloat16), gout.to(torch.bfloat16)
         ids, wts = topk_ids.long(), topk_w.float()
@@ -387,8 +395,12 @@ class MegakernelForward:
                       saved_gu=saved_gu)
         grads = (res.dx[:n_all], res.dw[:n_all], *bwd.weight_grads(res))
         like = (x, topk_w, w.wg, w.wu, w.wd, w.sg, w.su, w.sd)
-        return tuple(None if not need or g is None else g.to(t.dtype, copy=True)
-                     for g, t, need in zip(grads, like, needs))
+        # the pass's fresh routed weight gradients (w_direct) are handed over as they are; the
+        # rest are views of buffers the next pass overwrites
+        fresh = (False, False, *(res.routed is not None,) * 3, False, False, False)
+        return tuple(None if not need or g is None
+                     else g if own and g.dtype == t.dtype else g.to(t.dtype, copy=True)
+                     for g, t, need, own in zip(grads, like, needs, fresh))
 
 
 _DEFAULT_MEGAKERNEL: MegakernelForward | None = None

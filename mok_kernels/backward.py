@@ -91,6 +91,12 @@ class BackwardTiles:
     saved_gu: bool = False   # A items read g and u saved by the forward (KernelConfig(
     #                          save_for_backward=True); MoKBackward.run(saved_gu=...)) instead of
     #                          recomputing them: K loop of one dot (dA), 12HI of 16HI FLOPs a row
+    w_direct: bool = False   # routed experts' weight gradients stored straight into fresh
+    #                          tensors in the parameters' layout, dWg / dWu (V*EL, H, I) and dWd
+    #                          (V*EL, I, H) (BackwardResult.routed), not into the packed float32
+    #                          buffers that weight_grads() then unpacks and copies
+    w_bf16: bool = False     # with w_direct: those tensors bfloat16 (the float32 sums rounded to
+    #                          nearest even once, as .to(bfloat16) of the packed path gives)
     diag: int = 0            # timing diagnostic only, gradients left incomplete: 1 = skip the W
     #                          items, 2 = skip the X items, 3 = both (mok bench --bwd-tiles diag=N
     #                          times A only / A+X / A+W; the difference with diag=0 is the part's cost)
@@ -99,16 +105,26 @@ class BackwardTiles:
 # The training path's backward (autograd.MegakernelForward's default, with g/u saved by the
 # forward): the fastest tiles measured, one H200, 2026-12-01, kimi-k2 / glm-5, EP 8 rank 0,
 # 1024-4096 tokens (calibration/runs/h200/bwd_saved.jsonl, mok_kernels/logs_s13/bwd_saved.log:
-# 23.52 -> 17.36 ms and 19.25 -> 13.71 ms at 4096 tokens against BackwardTiles()). Not the
-# dataclass defaults: those stay the recomputing path that `mok bench --pass bwd`'s "default"
-# times and the model is fitted on.
-TRAINING_TILES = "saved_gu=1,bn_a=128,bn_x=256"
+# 23.52 -> 17.36 ms and 19.25 -> 13.71 ms at 4096 tokens against BackwardTiles()), and since
+# 2026-12-02 the routed weight gradients written in the parameters' layout and dtype (w_direct;
+# autograd sets w_bf16 for bf16 parameters): the same gradient bits, the kernel 3-16% faster and
+# the autograd backward 22-31% (calibration/runs/h200/bwd_direct.jsonl,
+# mok_kernels/logs_s29/autograd_cost.log). Not the dataclass defaults: those stay the
+# recomputing path that `mok bench --pass bwd`'s "default" times and the model is fitted on.
+TRAINING_TILES = "saved_gu=1,bn_a=128,bn_x=256,w_direct=1"
+RECOMPUTE_TILES = "w_direct=1"    # the autograd path's backward when the forward saved nothing
 
 
 def training_tiles() -> BackwardTiles:
     """A fresh BackwardTiles of the training default (TRAINING_TILES): saved g/u, bn_a 128,
-    bn_x 256."""
+    bn_x 256, weight gradients written directly."""
     return parse_tiles(TRAINING_TILES)
+
+
+def recompute_tiles() -> BackwardTiles:
+    """A fresh BackwardTiles of the autograd path without saved g/u (RECOMPUTE_TILES): the
+    defaults with weight gradients written directly."""
+    return parse_tiles(RECOMPUTE_TILES)
 
 
 def parse_tiles(spec: str) -> BackwardTiles:
@@ -315,13 +331,16 @@ def _bwd_kernels() -> dict[str, Any]:
         wgu_ptr,          # (EL+1, H, 2I) bf16 gate|up interleaved per BN_GU-column block
         wd_ptr,           # (EL+1, I, H) bf16 down
         dwgu_ptr,         # (EL+1, H, 2I) fp32 gradient of the packed gate|up weights
-        dwd_ptr,          # (EL+1, I, H) fp32 gradient of the down weights
+        dwd_ptr,          # (EL+1, I, H) fp32 gradient of the down weights (W_DIRECT: one
+                          # slot a rank, the shared expert's only)
+        ow_gu_ptr,        # W_DIRECT: (2, NR, H, I_REAL) dWg then dWu of the NR = V*EL routed
+        ow_d_ptr,         # experts, (NR, I_REAL, H) dWd: the parameters' layout and dtype
         recv_src_ptr, recv_slot_ptr,                  # (C,) int32
         tile_exp_ptr, tile_row0_ptr, tile_rows_ptr,   # (T_max,) int32
         mb_tile_ptr, mb_row_ptr, nmb_ptr,             # (MB_max+1,), (MB_max+1,), (1,) int32
         etile_ptr,        # (EL+1,) int32 first row tile of each local expert, then the end
         sync_ptr, err_ptr,                            # int32 workspace (zeroed), (16,) int32
-        NS, N_RANK, SLOTS, EL, COMM, HAS_SHARED,
+        NS, N_RANK, SLOTS, EL, COMM, HAS_SHARED, NR, I_REAL,
         READY_OFF, TC_OFF, SH_OFF, WORK_OFF,
         STALL, max_spin, JOIN,
         GRID_V, C_STRIDE, T_STRIDE, MB_STRIDE, E_STRIDE, SYNC_STRIDE,
@@ -330,6 +349,7 @@ def _bwd_kernels() -> dict[str, Any]:
         BW: tl.constexpr, BW_H: tl.constexpr, BKR: tl.constexpr, CR: tl.constexpr,
         CC: tl.constexpr, W_FLAT: tl.constexpr = False, A_FUSE_GU: tl.constexpr = False,
         DIAG: tl.constexpr = 0, A_SAVED: tl.constexpr = False, A_SPLIT: tl.constexpr = False,
+        W_DIRECT: tl.constexpr = False,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its slice of every
         # per-rank buffer (one rank per launch: VR = 0).
@@ -600,8 +620,24 @@ def _bwd_kernels() -> dict[str, Any]:
                                                 tile_rows_ptr, cnt, NB_A, NS, err_ptr, max_spin,
                                                 False, True, BM, BKR)
                         o_gu = dwgu_ptr + e.to(tl.int64) * H * (2 * I)
-                        tl.store(o_gu + hcols[:, None].to(tl.int64) * (2 * I) + ccols[None, :], acc_gu,
-                                 mask=hm[:, None])
+                        direct = False
+                        if W_DIRECT:
+                            o_gu = dwgu_ptr + vr * H * (2 * I)   # the shared expert: a slot a rank
+                            direct = not shared
+                        if direct:
+                            # packed column -> (gate 0 / up 1, column of the unpadded I)
+                            cw = ccols % (2 * BN_GU)
+                            sel = (cw // BN_GU).to(tl.int64)
+                            ii = (ccols // (2 * BN_GU)) * BN_GU + cw % BN_GU
+                            r_e = (VR * EL + le).to(tl.int64)
+                            o_w = (ow_gu_ptr + sel[None, :] * NR * H * I_REAL
+                                   + r_e * H * I_REAL + hcols[:, None].to(tl.int64) * I_REAL
+                                   + ii[None, :])
+                            tl.store(o_w, acc_gu.to(ow_gu_ptr.dtype.element_ty),
+                                     mask=hm[:, None] & (ii < I_REAL)[None, :])
+                        else:
+                            tl.store(o_gu + hcols[:, None].to(tl.int64) * (2 * I) + ccols[None, :],
+                                     acc_gu, mask=hm[:, None])
                     else:
                         # dWd[e][i block, h block] = sum_rows (w h)^T dOut
                         it = item - NWT_GU
@@ -620,8 +656,19 @@ def _bwd_kernels() -> dict[str, Any]:
                                                 hm, shared, t_lo, t_hi, tile_row0_ptr, tile_rows_ptr,
                                                 cnt, NB_A, NS, err_ptr, max_spin, True, False, BM, BKR)
                         o_dn = dwd_ptr + e.to(tl.int64) * I * H
-                        tl.store(o_dn + icols[:, None].to(tl.int64) * H + hcols[None, :], acc_dn,
-                                 mask=hm[None, :])
+                        direct = False
+                        if W_DIRECT:
+                            o_dn = dwd_ptr + vr * I * H
+                            direct = not shared
+                        if direct:
+                            r_e = (VR * EL + le).to(tl.int64)
+                            o_w = ow_d_ptr + r_e * I_REAL * H
+                            tl.store(o_w + icols[:, None].to(tl.int64) * H + hcols[None, :],
+                                     acc_dn.to(ow_d_ptr.dtype.element_ty),
+                                     mask=(icols < I_REAL)[:, None] & hm[None, :])
+                        else:
+                            tl.store(o_dn + icols[:, None].to(tl.int64) * H + hcols[None, :],
+                                     acc_dn, mask=hm[None, :])
                 g = g_next
 
     @triton.jit(do_not_specialize=["TRAP"])    # trap or raise: one compiled variant
@@ -657,12 +704,16 @@ class BackwardResult:
     """Gradients of one backward pass, as the kernel leaves them (views of the pass's buffers,
     overwritten by the next pass). dx (V*N, H) and dw (V*N, k) float32 for the launch's home
     tokens; dwgu (V*(EL+1), H, 2Ip) and dwd (V*(EL+1), Ip, H) float32 in the packed layout: each
-    served rank's EL experts then its shared expert (computed on that rank's home tokens)."""
+    served rank's EL experts then its shared expert (computed on that rank's home tokens). With
+    BackwardTiles.w_direct, dwgu / dwd hold the shared expert's slot of each rank only (V, ...)
+    and ``routed`` the routed experts' gradients: fresh tensors of this pass, dWg / dWu
+    (V*EL, H, I) and dWd (V*EL, I, H), float32 or (w_bf16) bfloat16, in global expert order."""
 
     dx: torch.Tensor
     dw: torch.Tensor
     dwgu: torch.Tensor
     dwd: torch.Tensor
+    routed: tuple[torch.Tensor, ...] | None = None   # BackwardTiles.w_direct: (dWg, dWu, dWd)
 
 
 class MoKBackward:
@@ -683,6 +734,9 @@ class MoKBackward:
         for name, v in (("bn_a", self.bn_a), ("bn_x", t.bn_x), ("bw_h", t.bw_h), ("bk_rows", t.bk_rows)):
             if v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
+        if t.w_bf16 and not t.w_direct:
+            raise ValueError("w_bf16=1 needs w_direct=1 (the packed weight-gradient buffers are "
+                             "float32)")
         if t.diag not in (0, 1, 2, 3):
             raise ValueError(f"diag={t.diag}: allowed 0 (full pass), 1, 2, 3 (timing diagnostics)")
         if lay.Ip % self.bn_a or (2 * lay.Ip) % self.bk_x or lay.Ip % self.bw:
@@ -703,7 +757,9 @@ class MoKBackward:
         self.dxs = torch.zeros(p * n * k, h, dtype=bf, device=dev)      # home dX slots
         self.dws = torch.zeros(p * n * k, dtype=f32, device=dev)        # home dw slots
         self.shdx = torch.zeros(v * n, h, dtype=f32, device=dev)
-        ne = v * (lay.el + 1)
+        ne = v if t.w_direct else v * (lay.el + 1)     # w_direct: the shared expert's slots
+        self.w_dtype = bf if t.w_bf16 else f32
+        self.routed: tuple[torch.Tensor, ...] | None = None   # the last w_direct pass's outputs
         self.dwgu = torch.empty(ne, h, 2 * ip, dtype=f32, device=dev)
         self.dwd = torch.empty(ne, ip, h, dtype=f32, device=dev)
         self.dx = torch.empty(v * n, h, dtype=f32, device=dev)
@@ -723,12 +779,33 @@ class MoKBackward:
         nt = (off[:, 1:] - off[:, :-1] + bm - 1) // bm
         return torch.cat([torch.zeros_like(nt[:, :1]), nt.cumsum(1)], 1).to(torch.int32).contiguous()
 
+    def new_routed(self) -> tuple[torch.Tensor, ...]:
+        """Fresh (dWg, dWu, dWd) tensors for one w_direct pass: (V*EL, H, I) twice, from one
+        (2, V*EL, H, I) buffer, and (V*EL, I, H), in the tiles' weight-gradient dtype."""
+        lay = self.layer
+        nr, h, i, dev = lay.vranks * lay.el, lay.H, lay.I, lay.device
+        gu = torch.empty(2, nr, h, i, dtype=self.w_dtype, device=dev)
+        return gu[0], gu[1], torch.empty(nr, i, h, dtype=self.w_dtype, device=dev)
+
     def launch(self, x_all: torch.Tensor, dout_all: torch.Tensor, w_all: torch.Tensor,
-               sched: Schedule, gu: torch.Tensor | None = None) -> None:
+               sched: Schedule, gu: torch.Tensor | None = None,
+               routed: tuple[torch.Tensor, ...] | None = None) -> None:
         """Zero the sync words and run the persistent backward megakernel (no host read).
-        ``gu``: the forward's saved g and u (tiles.saved_gu), else None (recomputed)."""
+        ``gu``: the forward's saved g and u (tiles.saved_gu), else None (recomputed).
+        ``routed``: with tiles.w_direct, the (dWg, dWu, dWd) tensors of new_routed() the pass
+        writes (a fresh set if None, kept as ``self.routed``)."""
         ks, lay, cfg, t = _bwd_kernels(), self.layer, self.layer.cfg, self.tiles
         v = lay.vranks
+        if t.w_direct:
+            routed = routed if routed is not None else self.new_routed()
+            dwg, dwu, _ = routed
+            if dwu.data_ptr() != dwg.data_ptr() + dwg.numel() * dwg.element_size():
+                raise ValueError("routed: the (dWg, dWu, dWd) of new_routed() (dWu right after "
+                                 "dWg in one buffer)")
+            self.routed = routed
+            ow_gu, ow_d = dwg, routed[2]
+        else:
+            ow_gu = ow_d = self.dwgu
         self.sync.zero_()
         if cfg.grid:
             grid = cfg.grid
@@ -744,9 +821,11 @@ class MoKBackward:
         ks["bwd"][(per_rank * v,)](
             x_all, dout_all, lay.x_off, x_loc, g_loc, w_all, self.xr, self.gr, self.dgu, self.hs,
             self.hs if gu is None else gu, self.dwp, self.dxs, self.dxs_off, self.dws, self.shdx,
-            lay.wg, lay.wd, self.dwgu, self.dwd, sched.recv_src, sched.recv_slot, sched.tile_expert, sched.tile_row0,
-            sched.tile_rows, sched.mb_tile, sched.mb_row, sched.num_mb, etile, self.sync, self.err,
+            lay.wg, lay.wd, self.dwgu, self.dwd, ow_gu, ow_d, sched.recv_src, sched.recv_slot,
+            sched.tile_expert, sched.tile_row0, sched.tile_rows, sched.mb_tile, sched.mb_row,
+            sched.num_mb, etile, self.sync, self.err,
             lay.ns, lay.tokens, lay.tokens * lay.topk, lay.el, cfg.comm_sms, int(lay.has_shared),
+            v * lay.el, lay.I,
             self.off["ready"], self.off["tc"], self.off["sh"], self.off["work"],
             self.stall_test, lay.max_spin, int(cfg.join),
             per_rank, lay.capacity, lay.t_max, lay.mb_max + 1, lay.el + 1, self.sync_stride,
@@ -754,6 +833,7 @@ class MoKBackward:
             BK=cfg.block_k, BK_X=self.bk_x, BW=self.bw, BW_H=t.bw_h, BKR=t.bk_rows,
             CR=cfg.copy_rows, CC=lay.chunk, W_FLAT=t.w_flat, A_FUSE_GU=t.a_fuse_gu,
             DIAG=t.diag, A_SAVED=gu is not None, A_SPLIT=gu is not None and self.bn_a > 64,
+            W_DIRECT=t.w_direct,
             num_warps=t.num_warps, num_stages=t.num_stages)
 
     def epilogue(self, sched: Schedule) -> None:
@@ -786,7 +866,12 @@ class MoKBackward:
         self.epilogue(sched)
         if lay.cfg.on_error == "raise":
             self.check()
-        return BackwardResult(self.dx, self.dw, self.dwgu, self.dwd)
+        return self.result()
+
+    def result(self) -> BackwardResult:
+        """The last pass's gradients (BackwardResult)."""
+        return BackwardResult(self.dx, self.dw, self.dwgu, self.dwd,
+                              self.routed if self.tiles.w_direct else None)
 
     def check_saved(self, saved_gu: torch.Tensor | None) -> None:
         """ValueError unless ``saved_gu`` matches the option: None without tiles.saved_gu, else
@@ -812,8 +897,8 @@ class MoKBackward:
         err = self.err.tolist()
         over = int(self.overflow_acc.item())
         if err[0] or over:
-            self.dwgu.fill_(float("nan"))
-            self.dwd.fill_(float("nan"))
+            for t in (self.dwgu, self.dwd, *(self.routed or ())):
+                t.fill_(float("nan"))
         if err[0]:
             waits = [BWD_STALL_CODES[c].format(info=err[c]) for c in sorted(BWD_STALL_CODES)
                      if err[0] >> c & 1]
@@ -829,22 +914,27 @@ class MoKBackward:
     def weight_grads(self, res: BackwardResult | None = None) -> tuple[torch.Tensor, ...]:
         """Unpack the weight gradients: (dwg, dwu (V*EL, H, I), dwd (V*EL, I, H) of the served
         ranks' experts in global order, and dsg, dsu (H, I), dsd (I, H) of the shared expert
-        summed over the served ranks in rank order, or None without a shared expert), float32."""
+        summed over the served ranks in rank order, or None without a shared expert), float32;
+        with w_direct the routed three are the pass's own tensors (BackwardResult.routed)."""
         lay = self.layer
-        res = res or BackwardResult(self.dx, self.dw, self.dwgu, self.dwd)
+        res = res or self.result()
         v, el, h, ip, i, bn = lay.vranks, lay.el, lay.H, lay.Ip, lay.I, lay.cfg.bn_gu
-        gu = res.dwgu.view(v, el + 1, h, ip // bn, 2, bn)
-        dg = gu[:, :, :, :, 0].reshape(v, el + 1, h, ip)[..., :i]
-        du = gu[:, :, :, :, 1].reshape(v, el + 1, h, ip)[..., :i]
-        dd = res.dwd.view(v, el + 1, ip, h)[:, :, :i]
-        routed = [t[:, :el].reshape(v * el, *t.shape[2:]).contiguous() for t in (dg, du, dd)]
+        slots = res.dwgu.shape[0] // v                 # el + 1, or 1 (w_direct: shared only)
+        gu = res.dwgu.view(v, slots, h, ip // bn, 2, bn)
+        dg = gu[:, :, :, :, 0].reshape(v, slots, h, ip)[..., :i]
+        du = gu[:, :, :, :, 1].reshape(v, slots, h, ip)[..., :i]
+        dd = res.dwd.view(v, slots, ip, h)[:, :, :i]
+        if res.routed is not None:
+            routed = list(res.routed)
+        else:
+            routed = [t[:, :el].reshape(v * el, *t.shape[2:]).contiguous() for t in (dg, du, dd)]
         if not lay.has_shared:
             return (*routed, None, None, None)
         shared = []
         for t in (dg, du, dd):
-            acc = t[0, el].clone()
+            acc = t[0, slots - 1].clone()
             for r in range(1, v):                      # fixed rank order
-                acc += t[r, el]
+                acc += t[r, slots - 1]
             shared.append(acc)
         return (*routed, *shared)
 

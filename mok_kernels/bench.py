@@ -332,6 +332,9 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
                 raise BadInput(f"--bwd-tiles {item!r}: {name}={v}: {rule}")
         t = parse_tiles(one)
         cfg = KernelConfig()
+        if t.w_bf16 and not t.w_direct:
+            raise BadInput(f"--bwd-tiles {one!r}: w_bf16=1 needs w_direct=1 (the packed "
+                           f"weight-gradient buffers are float32)")
         if t.bn_a > cfg.bn_gu:
             raise BadInput(f"--bwd-tiles {one!r}: bn_a={t.bn_a} must be at most the forward's "
                            f"bn_gu {cfg.bn_gu} (it would run at {cfg.bn_gu})")

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import datetime
 import json
+import math
 import os
 from collections import Counter
 from functools import lru_cache
@@ -76,6 +77,9 @@ def validate_record(rec: Any) -> None:
     hw = rec["hardware"]
     if not isinstance(hw.get("preset"), str):
         raise MokInputError("hardware.preset must be a preset name")
+    for key in ("gpus", "sms"):
+        if key in hw and (isinstance(hw[key], bool) or not isinstance(hw[key], int) or hw[key] < 1):
+            raise MokInputError(f"hardware.{key}={hw[key]!r} must be an integer >= 1")
     lat = rec["latency_ms"]
     med = lat.get("median")
     if not isinstance(med, (int, float)) or isinstance(med, bool) or not 0 < med < float("inf"):
@@ -90,6 +94,20 @@ def validate_record(rec: Any) -> None:
                             f"p90={lat.get('p90')!r} must be in that order")
     if "n" in lat and (isinstance(lat["n"], bool) or not isinstance(lat["n"], int) or lat["n"] < 1):
         raise MokInputError(f"latency_ms.n={lat['n']!r} must be a count >= 1")
+    if "samples" in lat and not _times(lat["samples"]):
+        raise MokInputError(f"latency_ms.samples={lat['samples']!r} must be a list of times > 0 (ms)")
+    if "rank_ms" in rec and not (isinstance(rec["rank_ms"], list) and rec["rank_ms"]
+                                 and all(_times(r) for r in rec["rank_ms"])):
+        raise MokInputError(f"rank_ms={rec['rank_ms']!r} must be a list (one per rank) of lists of "
+                            f"times > 0 (ms)")
+    if "rel_err_vs_fp32" in rec:
+        err = rec["rel_err_vs_fp32"]
+        if not all(_number(e) and e >= 0 for e in (err if isinstance(err, list) and err else [err])):
+            raise MokInputError(f"rel_err_vs_fp32={err!r} must be a number >= 0 or a list of them "
+                                f"(one per rank)")
+    for key in ("value", "auto"):
+        if key in rec and not isinstance(rec[key], dict):
+            raise MokInputError(f"{key}={rec[key]!r} must be an object")
     if "breakdown_ms" in rec:
         parts = rec["breakdown_ms"]
         if not isinstance(parts, dict) or any(
@@ -98,10 +116,13 @@ def validate_record(rec: Any) -> None:
             raise MokInputError(f"breakdown_ms={parts!r} must be an object of times >= 0 (ms)")
     if "tiles" in rec:
         tiles = rec["tiles"]
-        if not isinstance(tiles, dict) or any(
-                isinstance(v, bool) or not isinstance(v, (int, str)) for v in tiles.values()):
+        if not isinstance(tiles, dict):
             raise MokInputError(f"tiles={tiles!r} must be an object of tile options "
-                                f"(integers, or a string such as fp8_kernel)")
+                                f"(integers; fp8_kernel a string)")
+        for k, v in tiles.items():
+            if isinstance(v, bool) or not isinstance(v, str if k == "fp8_kernel" else int):
+                raise MokInputError(f"tiles.{k}={v!r} must be "
+                                    + ("a string" if k == "fp8_kernel" else "an integer"))
     _validate_config(rec["config"])
     routing = rec["routing"]
     if not isinstance(routing.get("kind", "uniform"), str):
@@ -109,6 +130,39 @@ def validate_record(rec: Any) -> None:
     seed = routing.get("seed", 0)
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise MokInputError(f"routing.seed={seed!r} must be an integer >= 0")
+    _validate_routing_arg(routing)
+
+
+# a routing's parameter: (keys that may hold it, highest value) per kind (routing_spec reads them)
+_ROUTING_ARGS = {"zipf": (("arg", "s"), 10.0), "hot": (("arg", "fraction"), 1.0)}
+
+
+def _validate_routing_arg(routing: dict) -> None:
+    """A zipf or hot routing names its number (zipf's exponent in (0, 10], hot's share in
+    (0, 1]) and a file routing its path; else the record could not be reproduced, and would be
+    left out under the wrong reason."""
+    kind = routing.get("kind", "uniform")
+    if kind == "file":
+        path = routing.get("arg", routing.get("path"))
+        if not isinstance(path, str) or not path.strip():
+            raise MokInputError(f"routing file: arg (or path)={path!r} must name the routing file")
+    if kind not in _ROUTING_ARGS:
+        return
+    keys, high = _ROUTING_ARGS[kind]
+    key = next((k for k in keys if k in routing), keys[0])
+    v = routing.get(key)
+    if not (_number(v) and 0 < v <= high):
+        raise MokInputError(f"routing {kind}: {key}={v!r} must be a number in (0, {high:g}]")
+
+
+def _number(v) -> bool:
+    """A finite JSON number (not a boolean)."""
+    return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
+
+
+def _times(v) -> bool:
+    """A non-empty list of finite times > 0."""
+    return isinstance(v, list) and bool(v) and all(_number(t) and t > 0 for t in v)
 
 
 def _validate_config(cfg: dict) -> None:
@@ -150,7 +204,11 @@ def append_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
             raise MokInputError(f"{path}: record id {rec['id']!r} already present (append-only)")
         existing.add(rec["id"])
         clean = {k: v for k, v in rec.items() if not k.startswith("_")}
-        lines.append(json.dumps(clean, sort_keys=True) + "\n")
+        try:
+            lines.append(json.dumps(clean, sort_keys=True, allow_nan=False) + "\n")
+        except ValueError:   # a NaN or infinity in a field validate_record does not read
+            raise MokInputError(f"{path}: record {rec['id']!r} holds NaN or infinity, which JSON "
+                                f"cannot carry (readers refuse it); nothing appended") from None
     path.parent.mkdir(parents=True, exist_ok=True)
     with path.open("a") as fh:
         if path.stat().st_size and not _ends_with_newline(path):
@@ -429,7 +487,8 @@ OLD_FP8 = {"fp8_kernel": "v1", "block_m": 128, "num_stages": 3}  # default until
 DEFAULT_GLUON = {"fp8_kernel": "gluon", "gluon_join": 350, "gluon_ys": 1, "gluon_home": 1,
                  "gluon_cu": 1, "gluon_qv": 0}
 DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, "bw_h": 128,
-               "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0, "saved_gu": 0}
+               "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0, "saved_gu": 0,
+               "w_direct": 0, "w_bf16": 0}
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
 # BF16 forward options besides group_m (KernelConfig): activation tiles through TMA, rows per
 # dispatch copy step, K slices of the down GEMM (the default split_dn is the shape's since

@@ -251,14 +251,15 @@ def test_plain_training_loop_matches_reference_loss_curve():
 
 def test_training_default_saves_gu_with_the_fastest_measured_tiles():
     from mok_kernels.autograd import default_megakernel
-    from mok_kernels.backward import BackwardTiles, parse_tiles, training_tiles
-    fastest = BackwardTiles(saved_gu=True, bn_a=128, bn_x=256)   # calibration/runs/h200/bwd_saved.jsonl
+    from mok_kernels.backward import BackwardTiles, parse_tiles, recompute_tiles, training_tiles
+    # calibration/runs/h200/bwd_saved.jsonl and bwd_direct.jsonl
+    fastest = BackwardTiles(saved_gu=True, bn_a=128, bn_x=256, w_direct=True)
     assert training_tiles() == fastest
     for fwd in (MegakernelForward(), MegakernelForward(ep=4), default_megakernel()):
         assert fwd.save and fwd.cfg.save_for_backward
         assert fwd.cfg.capacity == 1.0 and fwd.cfg.on_error == "raise" and fwd.cfg.precision == "bf16"
         assert fwd.bwd_tiles == fastest and fwd.tiles_for(True) == fastest
-        assert fwd.tiles_for(False) == BackwardTiles()          # a forward that kept nothing
+        assert fwd.tiles_for(False) == recompute_tiles() == BackwardTiles(w_direct=True)
     # what `mok bench --pass bwd` times as "default" and the model is fitted on: unchanged
     assert BackwardTiles() == parse_tiles("default")
     assert (BackwardTiles().saved_gu, BackwardTiles().bn_a, BackwardTiles().bn_x) == (False, 64, 128)
@@ -267,15 +268,15 @@ def test_training_default_saves_gu_with_the_fastest_measured_tiles():
 
 
 def test_training_default_opt_outs_and_user_choices():
-    from mok_kernels.backward import BackwardTiles, parse_tiles, training_tiles
+    from mok_kernels.backward import BackwardTiles, parse_tiles, recompute_tiles, training_tiles
     from mok_kernels.megakernel import KernelConfig
     off = MegakernelForward(save_for_backward=False)
-    assert not off.save and not off.cfg.save_for_backward and off.bwd_tiles == BackwardTiles()
+    assert not off.save and not off.cfg.save_for_backward and off.bwd_tiles == recompute_tiles()
     assert off.cfg.capacity == 1.0 and off.cfg.on_error == "raise"
     # the user's own config or tiles decide
     mine = KernelConfig(capacity=1.0, minibatch=2048)
     fwd = MegakernelForward(cfg=mine)
-    assert not fwd.save and fwd.cfg is mine and fwd.bwd_tiles == BackwardTiles()
+    assert not fwd.save and fwd.cfg is mine and fwd.bwd_tiles == recompute_tiles()
     fwd = MegakernelForward(cfg=KernelConfig(capacity=1.0, save_for_backward=True))
     assert fwd.save and fwd.bwd_tiles == training_tiles()
     fwd = MegakernelForward(cfg=mine, save_for_backward=True)   # the keyword wins, on a copy
@@ -293,7 +294,7 @@ def test_training_default_opt_outs_and_user_choices():
     with pytest.raises(ValueError, match="BF16 only"):
         MegakernelForward(cfg=KernelConfig(precision="fp8"), save_for_backward=True)
     fp8 = MegakernelForward(cfg=KernelConfig(precision="fp8"))  # an FP8 config: nothing saved
-    assert not fp8.save and fp8.bwd_tiles == BackwardTiles()
+    assert not fp8.save and fp8.bwd_tiles == recompute_tiles()
 
 
 @pytest.mark.parametrize("ep", [1, 4])

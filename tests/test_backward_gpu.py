@@ -319,3 +319,36 @@ def test_saved_gu_equals_the_recomputed_pre_activations():
             e = 1 * lay.el + le
             assert rel(g[ns + a:ns + b], xe @ w.wg[e].float()) < 1e-2
             assert rel(u[ns + a:ns + b], xe @ w.wu[e].float()) < 1e-2
+
+
+# --- weight gradients written straight in the parameters' layout (w_direct, w_bf16) ------------
+
+def _routed_and_shared(tiles, ep, rank, routing, shape, mb=256):
+    """run_case with `tiles` (checked against float32), then its weight gradients unpacked."""
+    _, bwd, _ = run_case(ep, rank, routing, mb, shape=shape, tiles=tiles)
+    return [None if g is None else g.clone() for g in bwd.weight_grads()], bwd
+
+
+@pytest.mark.parametrize("ep,rank,routing,shape", [
+    (2, None, "zipf:1.2", dict(h=7168, i=2048, e=8, n=64, k=4)),        # kimi-k2 widths
+    (4, None, "uniform", dict(h=2880, i=2880, e=8, n=96, k=4)),         # I padded to 2944
+    (8, 3, "hot:0.2", dict(h=1536, i=768, e=16, n=128, k=4)),
+    (4, None, "idle", dict(h=2560, i=1280, e=8, n=96, k=4, i_shared=0)),
+])
+@pytest.mark.parametrize("saved", ["", "saved_gu=1,bn_a=128,bn_x=256,"])
+def test_direct_weight_gradients_are_the_packed_ones(ep, rank, routing, shape, saved):
+    """w_direct gives the packed path's float32 weight gradients bit for bit, and w_bf16 their
+    round-to-nearest bfloat16 (what the autograd path's .to(bfloat16) of them gives)."""
+    packed, _ = _routed_and_shared(parse_tiles(saved.rstrip(",") or "default"), ep, rank,
+                                   routing, shape)
+    direct, bwd = _routed_and_shared(parse_tiles(saved + "w_direct=1"), ep, rank, routing, shape)
+    half, bwd16 = _routed_and_shared(parse_tiles(saved + "w_direct=1,w_bf16=1"), ep, rank,
+                                     routing, shape)
+    assert bwd.dwgu.shape[0] == bwd.layer.vranks            # only the shared expert's slots
+    for j, (a, b, c) in enumerate(zip(packed, direct, half)):
+        if a is None:                                        # no shared expert
+            assert b is None and c is None
+            continue
+        assert b.dtype == torch.float32 and torch.equal(a, b)
+        assert c.dtype == (torch.bfloat16 if j < 3 else torch.float32)   # routed / shared
+        assert torch.equal(a.to(c.dtype), c)
