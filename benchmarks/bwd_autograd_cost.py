@@ -1,9 +1,11 @@
 """What a training step's backward costs through the autograd path (`mok_moe` with the
 megakernel): `loss.backward()` timed with CUDA events (the forward runs untimed before each
-iteration, with fresh output gradients), bfloat16 parameters, EP 1, for each backward tile set
-given, in one run; the gradients of the last iteration of each set are compared with the first
-set's, bit for bit. Prints one line per set; writes no records (this times the layer's autograd
-path, not a kernel the model fits: the weight-gradient unpacking and casting are in it).
+iteration, with fresh output gradients; its time is printed too), bfloat16 parameters, EP 1,
+for each backward tile set given, in one run; the gradients of the last iteration of each set
+are compared with the first set's, bit for bit. ``--before``: each set also as the layer loaded
+weights until 2026-12-02 (through _pack's temporaries, and again before every backward). Prints
+one line per set; writes no records (this times the layer's autograd path, not a kernel the
+model fits: weight loading, the weight-gradient unpacking and casting are in it).
 
     PYTHONPATH=. python benchmarks/bwd_autograd_cost.py --shape 7168,2048,64,8 --tokens 4096 \
         --tiles "saved_gu=1,bn_a=128,bn_x=256;saved_gu=1,bn_a=128,bn_x=256,w_direct=1"
@@ -33,7 +35,21 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tiles", default="saved_gu=1,bn_a=128,bn_x=256;"
                    "saved_gu=1,bn_a=128,bn_x=256,w_direct=1")
     p.add_argument("--iters", type=int_at_least(1), default=10)
+    p.add_argument("--before", action="store_true", help="also time each set with the weight "
+                   "loading of before 2026-12-02")
     return run_tool(p, run, argv)
+
+
+class BeforeLoading(MegakernelForward):
+    """The autograd forward with the weight loading used until 2026-12-02: _pack's packed copy,
+    then copied into the buffers, on every forward and again before every backward."""
+
+    def layer_for(self, n, topk, w, device, reload=True):
+        layer = super().layer_for(n, topk, w, device, reload=False)
+        wg, _, wd, _, _ = layer._pack(w)
+        layer.wg.copy_(wg)
+        layer.wd.copy_(wd)
+        return layer
 
 
 def run(a) -> None:
@@ -56,34 +72,45 @@ def run(a) -> None:
         g = torch.Generator(device=dev).manual_seed(1)
         x = torch.randn(n, h, device=dev, generator=g).to(torch.bfloat16).requires_grad_()
         first = None
-        for spec, tiles in zip(a.tiles.split(";"), sets):
-            t, grads = time_backward(MegakernelForward(bwd_tiles=tiles), x, ids, wts, w, params,
-                                     a.iters)
+        runs = [(spec, tiles, kind) for spec, tiles in zip(a.tiles.split(";"), sets)
+                for kind in ((MegakernelForward, BeforeLoading) if a.before else
+                             (MegakernelForward,))]
+        for spec, tiles, kind in runs:
+            t, tf, grads = time_backward(kind(bwd_tiles=tiles), x, ids, wts, w, params, a.iters)
             same = "" if first is None else (
                 "; gradients bit-identical to the first set" if all(
                     torch.equal(u, v) for u, v in zip(first, grads)) else
                 "; GRADIENTS DIFFER from the first set")
             first = first or grads
             print(f"H {h} I {i} E {e} top-{k} n {n}: backward median {t[len(t) // 2]:.3f} ms, "
-                  f"max {t[-1]:.3f} ms (of {a.iters}), tiles {spec}{same}", flush=True)
+                  f"max {t[-1]:.3f} ms (of {a.iters}); forward median {tf[len(tf) // 2]:.3f} ms; "
+                  f"tiles {spec}{' (loading as before)' if kind is BeforeLoading else ''}{same}",
+                  flush=True)
             torch.cuda.empty_cache()
 
 
 def time_backward(fwd, x, ids, wts, w, params, iters):
-    """Sorted backward times (ms) of mok_moe through ``fwd`` (forward untimed before each, output
-    gradients drawn from seed 100 + iteration) and the last iteration's gradients."""
+    """Sorted backward times (ms) of mok_moe through ``fwd`` (its forward untimed by the
+    backward's events before each, output gradients drawn from seed 100 + iteration), the sorted
+    forward times (events of their own), and the last iteration's gradients."""
     dev = x.device
     dout = torch.empty_like(x)
-    out = {}
+    out, fwd_ms = {}, []
 
     def refresh(it: int) -> None:
         for p in (*params, x):
             p.grad = None
         dout.normal_(generator=torch.Generator(device=dev).manual_seed(100 + max(it, 0)))
+        s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        s.record()
         out["y"] = mok_moe(x, ids, wts, w, backend=fwd)
+        e.record()
+        e.synchronize()
+        if it >= 0:
+            fwd_ms.append(s.elapsed_time(e))
 
     t = sorted(time_events(lambda: out["y"].backward(dout), refresh, iters, 2))
-    return t, [p.grad.clone() for p in (*params, x)]
+    return t, sorted(fwd_ms), [p.grad.clone() for p in (*params, x)]
 
 if __name__ == "__main__":
     sys.exit(main())

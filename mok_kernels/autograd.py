@@ -305,9 +305,14 @@ class MegakernelForward:
             return "Triton is not installed"
         return None
 
-    def layer_for(self, n: int, topk: int, w: MoEWeights, device: torch.device) -> Any:
-        """The cached MoKLayer for n tokens per rank (built on first use), weights loaded."""
-        from .megakernel import MoKLayer
+    def layer_for(self, n: int, topk: int, w: MoEWeights, device: torch.device,
+                  reload: bool = True) -> Any:
+        """The cached MoKLayer for n tokens per rank (built on first use), weights loaded:
+        always (``reload``, a forward: weights may have been written where no version counter
+        sees it, e.g. a collective into their storage), else only where the layer's buffers
+        hold other weights than ``w`` (the backward: autograd refuses weights written in place
+        since the forward, and another layer of the same shape may have loaded its own)."""
+        from .megakernel import MoKLayer, weights_key
         key = (n, topk, tuple(w.wg.shape), None if w.sg is None else tuple(w.sg.shape), str(device))
         layer = self.layers.pop(key, None)
         if layer is None:
@@ -316,7 +321,7 @@ class MegakernelForward:
             layer = MoKLayer(w, self.ep, n, topk, 0 if self.ep == 1 else None,
                              dataclasses.replace(self.cfg), device=str(device),
                              hardware=self.hardware, knob_table=self.knob_table)
-        else:
+        elif reload or layer.loaded_key != weights_key(w):
             layer.load_weights(w)
         self.layers[key] = layer
         return layer
@@ -361,8 +366,8 @@ class MegakernelForward:
         """Gradients (dx, dtopk_w, dwg, dwu, dwd, dsg, dsu, dsd) of sum(gout * layer(x)) from the
         backward megakernel (backward.py) on the layer this forward ran, None where ``needs`` is
         False; or None when the backward megakernel cannot run this layer (the caller then runs
-        the PyTorch backward). The layer's weights are re-packed first (layers of one shape share
-        it); tokens are padded as in the forward (zero tokens, weights and output gradients).
+        the PyTorch backward). The layer's weights are re-packed first where another layer of
+        the same shape loaded its own since (layer_for, reload=False); tokens are padded as in the forward (zero tokens, weights and output gradients).
         ``saved_gu``: that forward's take_saved_gu() (save_for_backward), read instead of
         recomputing g and u."""
         from .backward import MoKBackward, why_not_backward
@@ -370,7 +375,7 @@ class MegakernelForward:
         p = self.ep
         n = -(-max(1, -(-n_all // p)) // self.bucket) * self.bucket
         pad = n * p - n_all
-        layer = self.layer_for(n, k, w, x.device)
+        layer = self.layer_for(n, k, w, x.device, reload=False)
         if why_not_backward(layer) is not None:
             return None
         tiles = self.tiles_for(saved_gu is not None)

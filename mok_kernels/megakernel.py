@@ -1254,6 +1254,17 @@ def _kernels() -> dict[str, Any]:
     return _KERNELS
 
 
+def weights_key(w: MoEWeights) -> tuple:
+    """What identifies the values of a layer's weights while no one writes them behind
+    PyTorch's back: each tensor's address, version counter (bumped by every in-place write,
+    optimizer steps included), shape, strides and dtype. The autograd backward re-packs only
+    when a layer's buffers hold other weights than this key's (autograd itself refuses weights
+    written in place between a forward and its backward)."""
+    return tuple(None if t is None else (t.data_ptr(), t._version, tuple(t.shape), t.stride(),
+                                         t.dtype, str(t.device))
+                 for t in (w.wg, w.wu, w.wd, w.sg, w.su, w.sd))
+
+
 @dataclass
 class MoKLayer:
     """Megakernel forward of one rank (``rank=r``) or of P virtual ranks (``rank=None``).
@@ -1278,6 +1289,7 @@ class MoKLayer:
     def __post_init__(self) -> None:
         self.cfg.validate()
         w, cfg = self.weights, self.cfg
+        self.loaded_key = weights_key(w)     # which weights the packed buffers hold (load_weights)
         self.local_group = isinstance(self.group, LocalGroup)
         self.gluon = None            # fp8_kernel="gluon": the GluonFP8MoK that runs the pass
         if cfg.precision == "fp8" and cfg.fp8_kernel == "gluon":
@@ -1519,16 +1531,53 @@ class MoKLayer:
         if self.gluon is not None:
             self.gluon.load_weights(w)
             self.weights = w
+            self.loaded_key = weights_key(w)
             return
-        wg, wu, wd, wg_s, wd_s = self._pack(w)
-        self.wg.copy_(wg)
-        if not self.cfg.fuse_gu:
-            self.wu.copy_(wu)
-        self.wd.copy_(wd)
-        if wg_s is not None:
+        if self.cfg.precision == "fp8":
+            wg, _, wd, wg_s, wd_s = self._pack(w)
+            self.wg.copy_(wg)
+            self.wd.copy_(wd)
             self.wg_s.copy_(wg_s)
             self.wd_s.copy_(wd_s)
+        else:
+            self._copy_into_packed(w)
         self.weights = w
+        self.loaded_key = weights_key(w)
+
+    def _copy_into_packed(self, w: MoEWeights) -> None:
+        """BF16 load_weights: each matrix copied (and cast) straight into its place in the packed
+        buffers, _pack's layout without its temporaries (one read and one write of the weights
+        instead of four). The zero padding of I and a missing shared expert's zeros were written
+        at construction and are never touched."""
+        served = range(self.ep) if self.rank is None else [self.rank]
+        el, h, i, ip, bn = self.el, self.H, self.I, self.Ip, self.cfg.bn_gu
+        nf, rem = divmod(i, bn)                      # whole BN_GU blocks of I, then a part block
+        fuse = self.cfg.fuse_gu
+        gu = self.wg.view(self.vranks, el + 1, h, ip // bn, 2, bn) if fuse else None
+
+        def gate_up(dst_half: int, src: torch.Tensor, v: int, e: slice | int) -> None:
+            """src (..., H, I) into gate (0) or up (1) of rank slot v, expert slot(s) e."""
+            if fuse:
+                d = gu[v, e, ..., dst_half, :]                       # (..., H, Ip / bn, bn)
+                if nf:
+                    d[..., :nf, :].copy_(src[..., :nf * bn].unflatten(-1, (nf, bn)))
+                if rem:
+                    d[..., nf, :rem].copy_(src[..., nf * bn:])
+            else:
+                dst = (self.wg if dst_half == 0 else self.wu).view(self.vranks, el + 1, h, ip)
+                dst[v, e, ..., :i].copy_(src)
+
+        dd = self.wd.view(self.vranks, el + 1, ip, h)
+        for v, r in enumerate(served):
+            lo = 0 if self.local_weights else r * el
+            experts = slice(0, el)
+            gate_up(0, w.wg[lo:lo + el], v, experts)
+            gate_up(1, w.wu[lo:lo + el], v, experts)
+            dd[v, :el, :i].copy_(w.wd[lo:lo + el])
+            if w.sg is not None:
+                gate_up(0, w.sg, v, el)
+                gate_up(1, w.su, v, el)
+                dd[v, el, :i].copy_(w.sd)
 
     # pass-level flags of group mode (int32 words in each rank's arena; epochs, never reset)
     FLAG_FIN, FLAG_RDY, FLAG_SCHED, FLAG_CDONE = 0, 1, 2, 3     # x P words each

@@ -206,6 +206,30 @@ def test_megakernel_forward_reloads_weights_and_pads(monkeypatch, ep, n, bucket)
         mok_moe(x, bad, tw, w, backend=fwd)
 
 
+def test_backward_reloads_weights_only_where_the_layer_holds_others(monkeypatch):
+    """layer_for: a forward always loads; the backward (reload=False) loads only where the
+    layer's buffers hold other weights: another layer of the same shape ran since, or these
+    were written in place."""
+    from mok_kernels.megakernel import KernelConfig, MoKLayer
+    loads = []
+    real = MoKLayer.load_weights
+    monkeypatch.setattr(MoKLayer, "load_weights", lambda self, w: (loads.append(w), real(self, w)))
+    cfg = KernelConfig(dispatch="pull", combine="push", minibatch=256, comm_sms=8, macrobatch=512,
+                       capacity=1.0, on_error="raise")
+    fwd = CpuMegakernel(ep=2, cfg=cfg)
+    a, b = (ref.random_weights(E, H, I, I, seed=s) for s in (1, 2))
+    lay = fwd.layer_for(32, K, a, torch.device("cpu"))            # built: holds a
+    assert fwd.layer_for(32, K, a, torch.device("cpu"), reload=False) is lay and loads == []
+    fwd.layer_for(32, K, a, torch.device("cpu"))                  # a forward: loads anyway
+    assert len(loads) == 1
+    fwd.layer_for(32, K, b, torch.device("cpu"), reload=False)    # another layer's weights
+    fwd.layer_for(32, K, b, torch.device("cpu"), reload=False)
+    assert [w is b for w in loads] == [False, True]
+    b.wd.mul_(2.0)                                                # written in place
+    fwd.layer_for(32, K, b, torch.device("cpu"), reload=False)
+    assert len(loads) == 3
+
+
 def test_plain_training_loop_matches_reference_loss_curve():
     """A tiny model (router + MoE layer + head) trained 6 SGD steps: the loss curve of the
     Function equals that of float32 autograd through the reference."""

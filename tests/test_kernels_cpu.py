@@ -614,3 +614,41 @@ def test_tile_sweep_candidate_suffixes():
     assert candidate("m128-g128-d256-w8-s4-G8-A-k4", CANDIDATES) == (
         "m128-g128-d256-w8-s4-G8-A", {"split_dn": 4})
     assert candidate(base + "-x3", CANDIDATES) is None and candidate("nope", CANDIDATES) is None
+
+
+# --- load_weights copies straight into the packed buffers ---------------------------------------
+
+@pytest.mark.parametrize("ep,rank,i,ishared,fuse_gu,local", [
+    (2, None, 80, 80, True, False),     # virtual ranks, I padded 80 -> 96 (a part block)
+    (4, 1, 96, 96, True, False),        # one rank, whole blocks
+    (4, 3, 80, 0, True, False),         # no shared expert: its slot stays zero
+    (2, None, 64, 64, False, False),    # gate and up apart (fuse_gu=False)
+    (4, 2, 80, 80, True, True),         # local_weights: the rank's experts only
+])
+def test_load_weights_equals_construction(ep, rank, i, ishared, fuse_gu, local):
+    """A layer built with weights A, then loaded with B, holds bit for bit the buffers of a layer
+    built with B (float32 weights in, cast to bf16); its key follows the weights it holds."""
+    from mok_kernels.megakernel import KernelConfig, MoKLayer, weights_key
+    e, h = 8, 64
+    cfg = KernelConfig(dispatch="pull", combine="push", minibatch=32, comm_sms=2, macrobatch=64,
+                       capacity=1.0, block_m=32, bn_gu=32, bn_dn=32, block_k=32, copy_rows=16,
+                       fuse_gu=fuse_gu, tma=fuse_gu)
+
+    def weights(seed):
+        w = ref.random_weights(e, h, i, ishared, seed=seed)
+        if local:
+            el = e // ep
+            w = ref.MoEWeights(w.wg[rank * el:(rank + 1) * el], w.wu[rank * el:(rank + 1) * el],
+                               w.wd[rank * el:(rank + 1) * el], w.sg, w.su, w.sd)
+        return w
+
+    a, b = weights(1), weights(2)
+    lay = MoKLayer(a, ep, 16, 2, rank, cfg, device="cpu", local_weights=local)
+    assert lay.loaded_key == weights_key(a)
+    lay.load_weights(b)
+    fresh = MoKLayer(b, ep, 16, 2, rank, cfg, device="cpu", local_weights=local)
+    assert torch.equal(lay.wg, fresh.wg) and torch.equal(lay.wd, fresh.wd)
+    assert torch.equal(lay.wu, fresh.wu)
+    assert lay.loaded_key == weights_key(b) != weights_key(a)
+    b.wg.add_(1.0)                                            # an in-place write: a new key
+    assert lay.loaded_key != weights_key(b)
