@@ -45,9 +45,9 @@ ROOT = Path(__file__).resolve().parents[1]
 HELDOUT_RUNS = {"h200-1": sorted(
     [str(p.relative_to(ROOT)) for d in ("h200_drawn", "h200_unseen")
      for p in (ROOT / "calibration" / "runs" / d).glob("*.jsonl")]
-    # the Gluon FP8 pass on the seed-9 shapes (session 27; the fp8-gluon fit reads the other
-    # h200_gluon files, calibration/defaults.py PASS_GLUON_RUNS)
-    + ["calibration/runs/h200_gluon/drawn9.jsonl"]),
+    # the Gluon FP8 pass on the seed-9 and seed-10 shapes (sessions 27, 29; the fp8-gluon fit
+    # reads the other h200_gluon files, calibration/defaults.py PASS_GLUON_RUNS)
+    + ["calibration/runs/h200_gluon/drawn9.jsonl", "calibration/runs/h200_gluon/drawn10.jsonl"]),
     # every H100 record: h100-1 is h200-1 transferred, fitted on none of them (session 28)
     "h100-1": sorted(str(p.relative_to(ROOT))
                      for p in (ROOT / "calibration" / "runs" / "h100").glob("*.jsonl"))}
