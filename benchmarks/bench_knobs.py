@@ -1,10 +1,14 @@
 """Speed of the launch-time knob choice (mok_kernels/knobs.py), printed as ms and as ratios to the
 first question measured in the same run. Goal: under 10 ms per layer construction.
 
-Warm process (after one question of another shape, WARMUP): a shape's first question (the
-tuner), the same question again (cached) and a knob table. Fresh process (a `python -c` per
-question, FRESH_RUNS of each): `import mok_kernels.knobs` (what MoKLayer imports to choose its
-knobs), then the first question, both timed in the child.
+Warm process (after one question of another shape, WARMUP): a shape's first question with the
+route cache (mok_model/route_cache.py) empty (the routes drawn, counted and written), the same
+question with the answer and routes forgotten in the process but on disk (read), the same again
+(cached in the process) and a knob table. Fresh process (a `python -c` per question,
+FRESH_RUNS of each): `import mok_kernels.knobs` (what MoKLayer imports to choose its knobs),
+then the first question, both timed in the child, with the route cache empty (first) and with
+the question's entry written by an earlier process (read). The cache lives in a temporary
+folder (MOK_ROUTE_CACHE_DIR), never the user's.
 
     python benchmarks/bench_knobs.py
 """
@@ -12,6 +16,7 @@ knobs), then the first question, both timed in the child.
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import subprocess
 import sys
@@ -23,6 +28,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from mok_kernels import knobs  # noqa: E402
+from mok_model import analytic, workload  # noqa: E402
 from mok_model.cli import doc_parser, run_tool  # noqa: E402
 from mok_model.presets import load_model  # noqa: E402
 
@@ -51,41 +57,65 @@ def ms(repeat: int, *args, **kw) -> float:
     return statistics.median(times) * 1e3
 
 
-def fresh(shape: dict, ep: int, tokens: int) -> dict:
-    """import_ms and first_ms of one fresh process asking one question."""
+def fresh(shape: dict, ep: int, tokens: int, cache: Path) -> dict:
+    """import_ms and first_ms of one fresh process asking one question, its route cache `cache`."""
     out = subprocess.run([sys.executable, "-c", CHILD, json.dumps(shape), str(ep), str(tokens)],
-                         cwd=ROOT, capture_output=True, text=True, check=True)
+                         cwd=ROOT, capture_output=True, text=True, check=True,
+                         env={**os.environ, "MOK_ROUTE_CACHE_DIR": str(cache)})
     return json.loads(out.stdout)
 
 
+def forget() -> None:
+    """This process's answers and route statistics (the route cache on disk stays)."""
+    knobs._CACHE.clear()
+    analytic.loads.cache_clear()
+    workload._cached_traffic.cache_clear()
+    workload._median_draw.cache_clear()
+
+
 def main() -> None:
-    knobs.choose_knobs("h200-1", knobs.shape_of(load_model(WARMUP[0])), *WARMUP[1:])
-    print(f"warm process (after one question of {WARMUP[0]} EP{WARMUP[1]} {WARMUP[2]})")
-    print(f"{'workload':<26}{'first ms':>10}{'cached ms':>11}{'table 1st ms':>14}{'table ms':>10}"
-          f"{'cached/first':>14}")
-    warm = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for model, ep, n in WORKLOADS:
-            shape = knobs.shape_of(load_model(model))
-            knobs._CACHE.clear()
-            first = warm[model, ep, n] = ms(1, "h200-1", shape, ep, n)
-            cached = ms(50, "h200-1", shape, ep, n)
-            path = Path(tmp) / f"{model}-{ep}-{n}.json"
-            knobs.write_table(path, knobs.build_table("h200-1", model, ep, [n]))
-            knobs._TABLES.clear()
-            table_first = ms(1, "h200-1", shape, ep, n, table=path)
-            table = ms(50, "h200-1", shape, ep, n, table=path)
-            print(f"{f'{model} EP{ep} {n}':<26}{first:>10.1f}{cached:>11.3f}{table_first:>14.2f}"
-                  f"{table:>10.3f}{cached / first:>14.5f}")
-    print(f"\nfresh process (python -c: import mok_kernels.knobs, then the first question), "
-          f"median of {FRESH_RUNS}")
-    print(f"{'workload':<26}{'import ms':>10}{'first ms':>10}{'worst ms':>10}{'first/warm':>12}")
+        os.environ.pop("MOK_ROUTE_CACHE", None)
+        caches = Path(tmp) / "routes"
+        os.environ["MOK_ROUTE_CACHE_DIR"] = str(caches / "warmup")
+        run(Path(tmp), caches)
+
+
+def run(tmp: Path, caches: Path) -> None:
+    knobs.choose_knobs("h200-1", knobs.shape_of(load_model(WARMUP[0])), *WARMUP[1:])
+    print(f"warm process (after one question of {WARMUP[0]} EP{WARMUP[1]} {WARMUP[2]}); first: "
+          f"route cache empty, read: the routes read from it")
+    print(f"{'workload':<26}{'first ms':>10}{'read ms':>9}{'cached ms':>11}{'table 1st ms':>14}"
+          f"{'table ms':>10}{'read/first':>12}")
+    warm = {}
     for model, ep, n in WORKLOADS:
-        runs = [fresh(knobs.shape_of(load_model(model)), ep, n) for _ in range(FRESH_RUNS)]
+        shape = knobs.shape_of(load_model(model))
+        os.environ["MOK_ROUTE_CACHE_DIR"] = str(caches / f"warm-{model}-{ep}-{n}")
+        forget()
+        first = warm[model, ep, n] = ms(1, "h200-1", shape, ep, n)
+        forget()
+        read = ms(1, "h200-1", shape, ep, n)
+        cached = ms(50, "h200-1", shape, ep, n)
+        path = tmp / f"{model}-{ep}-{n}.json"
+        knobs.write_table(path, knobs.build_table("h200-1", model, ep, [n]))
+        knobs._TABLES.clear()
+        table_first = ms(1, "h200-1", shape, ep, n, table=path)
+        table = ms(50, "h200-1", shape, ep, n, table=path)
+        print(f"{f'{model} EP{ep} {n}':<26}{first:>10.1f}{read:>9.1f}{cached:>11.3f}"
+              f"{table_first:>14.2f}{table:>10.3f}{read / first:>12.2f}")
+    print(f"\nfresh process (python -c: import mok_kernels.knobs, then the first question), "
+          f"median and worst of {FRESH_RUNS}; first: route cache empty, read: the entry there")
+    print(f"{'workload':<26}{'import ms':>10}{'first ms':>10}{'worst ms':>10}{'read ms':>9}"
+          f"{'worst ms':>10}{'first/warm':>12}")
+    for model, ep, n in WORKLOADS:
+        shape = knobs.shape_of(load_model(model))
+        runs = [fresh(shape, ep, n, caches / f"fresh-{model}-{ep}-{n}-{i}") for i in range(FRESH_RUNS)]
+        reads = [fresh(shape, ep, n, caches / f"fresh-{model}-{ep}-{n}-0") for _ in range(FRESH_RUNS)]
         first = statistics.median(r["first_ms"] for r in runs)
         print(f"{f'{model} EP{ep} {n}':<26}{statistics.median(r['import_ms'] for r in runs):>10.1f}"
               f"{first:>10.1f}{max(r['first_ms'] for r in runs):>10.1f}"
-              f"{first / warm[model, ep, n]:>12.2f}")
+              f"{statistics.median(r['first_ms'] for r in reads):>9.1f}"
+              f"{max(r['first_ms'] for r in reads):>10.1f}{first / warm[model, ep, n]:>12.2f}")
 
 
 if __name__ == "__main__":
