@@ -21,6 +21,25 @@ def required_text(value: str | None, flag: str, what: str = "file path") -> str 
     return value
 
 
+def param_names(value: str | None, flag: str) -> list[str] | None:
+    """A comma list of model parameters (--free, --fix): each one mok_model.params BOUNDS knows,
+    none empty, none twice (a repeated name would be fitted as two parameters); None (not
+    given) passes."""
+    from mok_model.params import BOUNDS
+
+    if value is None:
+        return None
+    names = value.split(",")
+    unknown = [f for f in names if f not in BOUNDS]
+    if unknown:
+        raise MokInputError(f"{flag} {value!r}: unknown parameter(s) {unknown}; choose from "
+                            f"{', '.join(sorted(BOUNDS))}")
+    twice = sorted({f for f in names if names.count(f) > 1})
+    if twice:
+        raise MokInputError(f"{flag} {value!r} names {twice[0]!r} twice; each parameter once")
+    return names
+
+
 def params_file(path: str | Path, flag: str) -> Params:
     """read_params, its messages naming `flag` (e.g. --base) instead of --params."""
     required_text(str(path), flag)

@@ -24,12 +24,17 @@ from mok_model.params import BOUNDS, Params, read_fit_record, read_params, write
 from mok_model.records import KNOBS, model_records, read_records
 from mok_model.scenario import ENGINES
 
-from .checks import params_file, required_text
+from .checks import param_names, params_file, required_text
 from .fit import BAND_SAMPLES, BAND_SEED, BANDS, fit
 from .micro import fit_micro
 from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
 from .split import check_key, group_values, split
 from .validate import error_by, evaluate, plot, record_bands, validate
+
+
+# band samples: each is a refit of the free parameters (50 take seconds; more than this would
+# look like a hang)
+MAX_BAND_SAMPLES = 10_000
 
 
 def busy(desc: str, show: bool):
@@ -148,16 +153,14 @@ def _fmt(name: str, v) -> str:
 def run_calibrate(a: argparse.Namespace) -> dict:
     """Fit and write the parameters file; return what was done (the --json document)."""
     _check_engine(a.engine)
-    check_output_file(a.out, "--out", ".json")
+    # --base may be --out (a refit in place: calibration/defaults.py); the others are read later
+    check_output_file(a.out, "--out", ".json",
+                      inputs=[("RUN_FILES", r) for r in a.runs] + [("--gemm-table", a.gemm_table)])
     if a.holdout is not None and a.holdout_by is None:
         raise MokInputError("--holdout VALUE needs --holdout-by KEY")
     if a.holdout_by is not None:
         check_key(a.holdout_by)
-    if a.free is not None:
-        unknown = [f for f in a.free.split(",") if f not in BOUNDS]
-        if unknown or not a.free:
-            raise MokInputError(f"--free {a.free!r}: unknown parameter(s) {unknown}; choose from "
-                                f"{', '.join(sorted(BOUNDS))}")
+    param_names(a.free, "--free")
     for flag, value in (("--hardware", a.hardware), ("--gemm-table", a.gemm_table)):
         required_text(value, flag, "preset name" if flag == "--hardware" else "file path")
     if a.base is not None:
@@ -332,8 +335,9 @@ def calibrate_parser() -> argparse.ArgumentParser:
                         "bands: bootstrap (refit to resampled workloads; default with the analytic "
                         "engine), linear (the same, linearized at the optimum; default with sim), "
                         "none")
-    p.add_argument("--band-samples", type=int_at_least(2), default=None,
-                   help=f"parameter vectors to sample (default {BAND_SAMPLES})")
+    p.add_argument("--band-samples", type=int_at_least(2, MAX_BAND_SAMPLES), default=None,
+                   help=f"parameter vectors to sample (default {BAND_SAMPLES}; at most "
+                        f"{MAX_BAND_SAMPLES}: each is a refit)")
     p.add_argument("--band-seed", type=int_at_least(0), default=None,
                    help=f"seed of the workload resampling (default {BAND_SEED})")
     p.add_argument("--json", action="store_true", help="print one JSON document")
@@ -364,7 +368,8 @@ def run_validate(a: argparse.Namespace) -> dict:
     """Predict every layer record with the parameters file; return the --json document."""
     _check_engine(a.engine)
     if a.plot is not None:
-        check_output_file(a.plot, "--plot", ".png")
+        check_output_file(a.plot, "--plot", ".png",
+                          inputs=[("RUN_FILES", r) for r in a.runs] + [("--params", a.params)])
     records = read_records(a.runs)
     params = read_params(a.params)
     known = ("model", "tokens", "ep", "pass", "precision", "system", "source", "date") + KNOBS

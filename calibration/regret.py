@@ -24,11 +24,12 @@ import numpy as np
 
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
-from mok_model.params import BOUNDS, Params, load_params, read_params
+from mok_model.params import Params, load_params, read_params
 from mok_model.records import read_records
 from mok_model.scenario import ENGINES, Config, default_config
 from mok_model.tuner import tune
 
+from .checks import param_names
 from .cli import default_free, priors_for
 from .fit import fit, predict_records, record_config, record_scenario, workload_key
 from .micro import fit_micro
@@ -125,10 +126,7 @@ def _check_flags(a: argparse.Namespace) -> None:
     if a.free is not None:
         if a.refit_by is None:
             raise MokInputError("--free needs --refit-by (it names the refit's parameters)")
-        unknown = [f for f in a.free.split(",") if f not in BOUNDS]
-        if unknown:
-            raise MokInputError(f"--free {a.free!r}: unknown parameter(s) {unknown}; choose from "
-                                f"{', '.join(sorted(BOUNDS))}")
+        param_names(a.free, "--free")
     if a.params is not None:
         read_params(a.params)
 

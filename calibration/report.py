@@ -22,6 +22,7 @@ from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_dir
 from mok_model.params import read_fit_record
 
+from .checks import param_names
 from .cli import calibrate_cli, priors_for, validate_cli
 from .regret import main as regret_main
 
@@ -118,7 +119,6 @@ def main(argv: list[str] | None = None) -> int:
 def _check(a: argparse.Namespace) -> Path:
     """Every input checked before the first fit: the files (RUN_FILES and --also), --free; the
     output folder made."""
-    from mok_model.params import BOUNDS
     from mok_model.records import read_records
 
     read_records(a.runs)
@@ -127,11 +127,7 @@ def _check(a: argparse.Namespace) -> Path:
             read_records(a.also)
         except MokInputError as exc:
             raise MokInputError(f"--also: {exc}") from None
-    if a.free is not None:
-        unknown = [f for f in a.free.split(",") if f not in BOUNDS]
-        if unknown or not a.free.strip():
-            raise MokInputError(f"--free {a.free!r}: unknown parameter(s) {unknown}; choose from "
-                                f"{', '.join(sorted(BOUNDS))}")
+    param_names(a.free, "--free")
     return check_output_dir(a.out, "--out")
 
 

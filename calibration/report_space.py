@@ -49,9 +49,9 @@ import numpy as np
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
 from mok_model.gemm_table import DEFAULT_TILE
-from mok_model.params import BOUNDS
 from mok_model.records import read_records, routing_reproduced, workload_key
 
+from .checks import param_names
 from .cli import default_free, priors_for
 from .fit import fit
 from .gemm_table import SYSTEM as TABLE_SYSTEM
@@ -329,11 +329,12 @@ def _run(a: argparse.Namespace) -> int:
     keys = a.by.split(",")
     for k in keys:
         check_key(k, "--by")
+    for flag, items in (("--table", tables), ("--by", keys)):
+        twice = sorted({x for x in items if items.count(x) > 1})
+        if twice:
+            raise MokInputError(f"{flag} {','.join(items)!r} names {twice[0]!r} twice; each once")
     for flag, value in (("--free", a.free), ("--fix", a.fix)):
-        bad = [f for f in value.split(",") if f not in BOUNDS] if value is not None else []
-        if bad:
-            raise MokInputError(f"{flag} {value!r}: unknown parameter(s) {bad}; choose from "
-                                f"{sorted(BOUNDS)}")
+        param_names(value, flag)
     files = [str(Path(f)) for f in a.runs]
     records, left = usable(read_records(files), a.table_system)
     by_id = {r["id"]: r for r in records}

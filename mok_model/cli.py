@@ -37,7 +37,10 @@ def run_tool(parser: argparse.ArgumentParser, body, argv: list[str] | None = Non
     """Entry of a `python -m` tool or a script: parse argv (default sys.argv[1:]) with `parser`
     (a MokParser: a tool without flags then refuses any argument instead of ignoring it), call
     body(args); bad input is one line `PROG: error: ...` on stderr and exit status 2."""
+    from .progress import check_env
+
     try:
+        check_env()
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
         return body(args) or 0
     except MokInputError as exc:
@@ -53,24 +56,28 @@ def doc_parser(prog: str, doc: str | None) -> MokParser:
     return MokParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def _at_least(kind, low: float, noun: str, bounded_noun: str):
-    """An argparse type: a finite `kind` value >= low, refused with the rule otherwise (`noun`
-    names what unparsable text should be, `bounded_noun` what an out-of-range value should be)."""
+def _at_least(kind, low: float, noun: str, bounded_noun: str, high: float = math.inf):
+    """An argparse type: a finite `kind` value >= low (and <= high), refused with the rule
+    otherwise (`noun` names what unparsable text should be, `bounded_noun` what an out-of-range
+    value should be)."""
+    rule = f">= {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
+
     def parse(text: str):
         try:
             v = kind(text)
         except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} must be {noun} >= {low:g}") from None
-        if not (math.isfinite(v) and v >= low):
-            raise argparse.ArgumentTypeError(f"{text} must be {bounded_noun} >= {low:g}")
+            raise argparse.ArgumentTypeError(f"{text!r} must be {noun} {rule}") from None
+        if not (math.isfinite(v) and low <= v <= high):
+            raise argparse.ArgumentTypeError(f"{text} must be {bounded_noun} {rule}")
         return v
-    parse.__name__ = f"{noun.split()[-1]} >= {low:g}"
+    parse.__name__ = f"{noun.split()[-1]} {rule}"
     return parse
 
 
-def int_at_least(low: int):
-    """An argparse type: an integer >= low."""
-    return _at_least(int, low, "an integer", "an integer")
+def int_at_least(low: int, high: int | None = None):
+    """An argparse type: an integer >= low (and <= high, where a larger value could only be a
+    mistake: a job that would never end, a count no buffer holds)."""
+    return _at_least(int, low, "an integer", "an integer", math.inf if high is None else high)
 
 
 def number_list(text: str, flag: str, kind=int, low: float = 1, high: float = math.inf,
@@ -228,6 +235,12 @@ def _knobs(a, scn: Scenario | None = None) -> dict:
     return knobs
 
 
+def _inputs(a) -> list[tuple[str, str | None]]:
+    """The files a predict / simulate / tune command reads (an output must not be one)."""
+    return [("--params", a.params), ("--routing", a.routing), ("--hardware", a.hardware),
+            ("--model", a.model)]
+
+
 def _params_arg(a):
     from .predict import resolve_params
 
@@ -302,7 +315,7 @@ def cmd_predict(a, engine: str) -> int:
             raise MokInputError(f"--schedule {a.schedule} orders MoK's work; --system {a.system} "
                                 f"runs its own fixed sequence of kernels (drop --schedule)")
         if a.trace is not None:
-            check_output_file(a.trace, "--trace", ".json")
+            check_output_file(a.trace, "--trace", ".json", inputs=_inputs(a))
         if a.degrade is not None and not a.degrade.strip():
             raise MokInputError(f"--degrade {a.degrade!r} is empty; {DEGRADE_HELP}")
     scn = _scenario(a)
@@ -345,7 +358,10 @@ def cmd_tune_table(a) -> int:
 
     if a.tokens is not None:
         raise MokInputError("--table tunes every bucket of --tokens-buckets; drop --tokens")
-    check_output_file(a.table, "--table", ".json")
+    check_output_file(a.table, "--table", ".json", inputs=_inputs(a))
+    if a.top is not None:
+        raise MokInputError(f"--top {a.top} lists the best configurations of one --tokens; --table "
+                            f"keeps the best per bucket (drop --top)")
     if a.engine != "analytic" or a.pass_ != "fwd" or a.precision != "bf16" or a.routing != "uniform" \
             or a.seed != 0:
         raise MokInputError("--table is the megakernel's choice: analytic engine, --pass fwd, "
@@ -398,7 +414,7 @@ def cmd_tune(a) -> int:
     scn = _scenario(a)
     knobs = _knobs(a, scn)
     params = _params_arg(a)(scn)
-    r = tune(scn, params, fixed=knobs, top=a.top, engine=a.engine,
+    r = tune(scn, params, fixed=knobs, top=5 if a.top is None else a.top, engine=a.engine,
              list_lags=lag_choices(scn) if a.list_lag is None else None)
 
     def entry(s):
@@ -449,7 +465,8 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--macrobatch", type=int_at_least(1))
     sp.add_argument("--capacity", type=capacity_arg)
     sp.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
-    sp.add_argument("--top", type=int_at_least(1), default=5)
+    sp.add_argument("--top", type=int_at_least(1), default=None,
+                    help="configurations to list (default 5)")
     sp.add_argument("--table", help="write a knob table FILE.json per token bucket (MoKLayer's "
                                     "knob_table); replaces --tokens")
     sp.add_argument("--tokens-buckets", dest="tokens_buckets",
@@ -475,8 +492,11 @@ def _forward(cmd: str, rest: list[str]) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
+    from .progress import check_env, debug
+
     argv = sys.argv[1:] if argv is None else argv
     try:
+        check_env()
         if argv and argv[0] in ("calibrate", "validate", "study", "bench"):
             return _forward(argv[0], argv[1:])
         a, extra = build_parser().parse_known_args(argv)
@@ -503,7 +523,7 @@ def main(argv: list[str] | None = None) -> int:
         print("mok: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - a bug or the system, not the input: one line, exit 1
-        if os.environ.get("MOK_DEBUG"):
+        if debug():
             raise
         print(f"mok: internal error: {type(exc).__name__}: {exc} (rerun with MOK_DEBUG=1 for the "
               f"traceback, and please report it)", file=sys.stderr)

@@ -9,20 +9,24 @@ from __future__ import annotations
 
 import contextlib
 import json
+import math
 import os
 import sys
 from pathlib import Path
-from typing import Any, Callable, Iterator
+from typing import Any, Callable, Iterable, Iterator
 
 from .errors import MokInputError
 
 
-def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = None) -> Path:
+def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = None,
+                      inputs: Iterable[tuple[str, str | os.PathLike | None]] = ()) -> Path:
     """Refuse an output file that cannot be written: a missing or unwritable folder, a folder
-    given as the file, an unwritable existing file, or (if `suffix`) the wrong extension."""
+    given as the file (or a path ending in a slash), an unwritable existing file, (if `suffix`)
+    the wrong extension, or one of the command's `inputs` ((flag, path) pairs; a None path is
+    not given): writing it would destroy what the command reads."""
     _not_empty(path, flag, "file")
     p = Path(path)
-    if p.is_dir():
+    if p.is_dir() or str(path).endswith(("/", os.sep)):
         raise MokInputError(f"{flag} {str(path)!r} is a folder; name a file inside it")
     if suffix and p.suffix.lower() != suffix:
         raise MokInputError(f"{flag} {str(path)!r} must name a {suffix} file")
@@ -30,13 +34,37 @@ def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = N
     if not parent.is_dir():
         raise MokInputError(f"{flag} {str(path)!r}: folder {str(parent)!r} does not exist; create it "
                             f"first or name another path")
-    if not os.access(parent, os.W_OK | os.X_OK):
+    if not _writable(parent, os.W_OK | os.X_OK):
         raise MokInputError(f"{flag} {str(path)!r}: folder {str(parent)!r} is not writable; name "
                             f"another path")
-    if p.exists() and not os.access(p, os.W_OK):
+    if p.exists() and not _writable(p, os.W_OK):
         raise MokInputError(f"{flag} {str(path)!r} exists and is not writable; name another path")
+    for in_flag, in_path in inputs:
+        if in_path is not None and str(in_path).strip() and _same_file(p, Path(in_path)):
+            raise MokInputError(f"{flag} {str(path)!r} is also the input {in_flag} {str(in_path)!r}; "
+                                f"writing it would destroy what is read: name another file")
     _probe(parent, flag, path)
     return p
+
+
+def _writable(path: Path, mode: int) -> bool:
+    """os.access, and (for root, whom os.access always lets write) a write bit in the mode: a
+    file or folder someone made read-only (chmod a-w) is not written over."""
+    try:
+        return os.access(path, mode) and bool(path.stat().st_mode & 0o222)
+    except OSError:
+        return False
+
+
+def _same_file(a: Path, b: Path) -> bool:
+    """Whether two paths name one file (the same inode where both exist, else the same
+    absolute path)."""
+    try:
+        if a.exists() and b.exists():
+            return os.path.samefile(a, b)
+    except OSError:
+        pass
+    return a.resolve() == b.resolve()
 
 
 def _not_empty(path, flag: str, what: str) -> None:
@@ -73,6 +101,8 @@ def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
     except OSError as exc:
         raise MokInputError(f"{flag} {str(path)!r}: cannot create it ({exc.strerror or exc}); name "
                             f"another folder") from None
+    if not _writable(p, os.W_OK | os.X_OK):
+        raise MokInputError(f"{flag} {str(path)!r} is not writable; name another folder")
     _probe(p, flag, path)
     return p
 
@@ -112,9 +142,12 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
     `what` (e.g. "run-record", "run records"), each passed to `check` first. A missing, non-UTF-8
     or empty file, a line that is not JSON or one `check` refuses (MokInputError) stops the reader
     with its file and line."""
+    if not str(path).strip():
+        raise MokInputError(f"{str(path)!r}: an empty path; name a {kind} file")
     path = Path(path)
     if not path.is_file():
-        raise MokInputError(f"{path}: no such {kind} file")
+        raise MokInputError(f"{path}: no such {kind} file"
+                            + (" (it is a folder)" if path.is_dir() else ""))
     try:
         text = path.read_text(encoding="utf-8")
     except UnicodeDecodeError as exc:
@@ -127,10 +160,24 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
             continue
         where = f"{path}:{lineno}"
         try:
-            obj = json.loads(line)
+            obj = json.loads(line, parse_constant=_not_a_json_number, parse_float=_finite)
             check(obj)
         except json.JSONDecodeError as exc:
             raise MokInputError(f"{where}: not JSON ({exc.msg})") from None
         except MokInputError as exc:
             raise MokInputError(f"{where}: {exc}") from None
         yield where, lineno, obj
+
+
+def _not_a_json_number(text: str):
+    """json.loads' hook for NaN, Infinity and -Infinity, which Python reads but JSON has not."""
+    raise MokInputError(f"{text} is not a JSON number (a measured value must be finite; leave an "
+                        f"unknown one out)")
+
+
+def _finite(text: str) -> float:
+    """json.loads' float hook: a literal too large for a float (1e999) would read as infinity."""
+    value = float(text)
+    if not math.isfinite(value):
+        _not_a_json_number(text)
+    return value

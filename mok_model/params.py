@@ -256,9 +256,12 @@ def check_uncertainty(block, where: str) -> dict:
 
 def read_params(path: str | Path) -> Params:
     """Read and validate a parameters file."""
+    if not str(path).strip():
+        raise MokInputError(f"--params {str(path)!r} is empty; name a parameters file")
     path = Path(path)
     if not path.is_file():
-        raise MokInputError(f"--params {str(path)!r}: no such file")
+        raise MokInputError(f"--params {str(path)!r}: no such file"
+                            + (" (it is a folder)" if path.is_dir() else ""))
     try:
         doc = json.loads(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:

@@ -14,10 +14,35 @@ from typing import Iterable, Iterator, TypeVar
 
 DELAY_S = 2.0
 T = TypeVar("T")
+# the switches the tools read from the environment, and their values when unset
+ENV_SWITCHES = {"MOK_PROGRESS": "1", "MOK_DEBUG": "0"}
+
+
+def env_switch(name: str) -> bool:
+    """A 0 / 1 switch of ENV_SWITCHES (unset or empty: its default); any other value is bad
+    input (MOK_PROGRESS=off would otherwise leave the bars on without a word)."""
+    from .errors import MokInputError
+
+    text = os.environ.get(name, "").strip() or ENV_SWITCHES[name]
+    if text not in ("0", "1"):
+        raise MokInputError(f"environment variable {name}={os.environ[name]!r} must be 0 or 1 "
+                            f"(unset: {ENV_SWITCHES[name]})")
+    return text == "1"
+
+
+def check_env() -> None:
+    """Refuse a malformed switch at a tool's start, before any work."""
+    for name in ENV_SWITCHES:
+        env_switch(name)
+
+
+def debug() -> bool:
+    """MOK_DEBUG=1: an internal error shows its traceback (never raises: used in error paths)."""
+    return os.environ.get("MOK_DEBUG", "").strip() == "1"
 
 
 def enabled() -> bool:
-    return os.environ.get("MOK_PROGRESS", "1") != "0"
+    return env_switch("MOK_PROGRESS")
 
 
 def bar(items: Iterable[T], desc: str, total: int | None = None) -> Iterator[T]:

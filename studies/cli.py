@@ -21,18 +21,25 @@ def build_parser() -> argparse.ArgumentParser:
     p = MokParser(prog="mok study", description="Run a what-if or paper-reproduction study.")
     p.add_argument("name", nargs="?", help="study name (see --list)")
     p.add_argument("--list", action="store_true", help="list the studies and exit")
-    p.add_argument("--out", default="studies/out", help="output folder; the study writes DIR/NAME/")
-    p.add_argument("--engine", default="analytic", help=f"one of {ENGINES}")
-    p.add_argument("--workers", type=int_at_least(0), default=0, help="local processes (0: one per core)")
+    # defaults None, resolved in options(): --list refuses a flag it would ignore
+    p.add_argument("--out", default=None, help="output folder; the study writes DIR/NAME/ "
+                                               "(default studies/out)")
+    p.add_argument("--engine", default=None, help=f"one of {ENGINES} (default analytic)")
+    p.add_argument("--workers", type=int_at_least(0), default=None,
+                   help="local processes (0, the default: one per core)")
     p.add_argument("--cluster", default=None, help="address of a running Dask scheduler")
-    p.add_argument("--seed", type=int_at_least(0), default=0, help="routing seed (outputs reproduce from it)")
+    p.add_argument("--seed", type=int_at_least(0), default=None,
+                   help="routing seed (outputs reproduce from it; default 0)")
     p.add_argument("--quick", action="store_true", help="reduced grid (tests, smoke runs)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")
     return p
 
 
 def options(a: argparse.Namespace) -> Options:
-    """Validate the parsed flags into Options."""
+    """Validate the parsed flags into Options (flags not given take their defaults)."""
+    for key, default in (("out", "studies/out"), ("engine", "analytic"), ("workers", 0), ("seed", 0)):
+        if getattr(a, key) is None:
+            setattr(a, key, default)
     if a.engine not in ENGINES:
         raise MokInputError(f"--engine {a.engine!r} must be one of {ENGINES}")
     if a.workers < 0:
@@ -63,7 +70,11 @@ def cli(argv: list[str]) -> int:
             return int(exc.code or 0)
         if a.list:
             given = [f for f, v in (("NAME", a.name), ("--cluster", a.cluster),
-                                    ("--engine", a.engine != "analytic" and a.engine)) if v]
+                                    ("--engine", a.engine), ("--out", a.out),
+                                    ("--workers", a.workers), ("--seed", a.seed),
+                                    ("--quick", a.quick or None), ("--no-progress",
+                                                                   a.no_progress or None))
+                     if v is not None]
             if given:
                 raise MokInputError(f"--list lists the studies and runs none; drop "
                                     f"{', '.join(given)}")

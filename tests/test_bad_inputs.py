@@ -73,6 +73,20 @@ def files(tmp_path_factory) -> Path:
     (d / "params-range.json").write_text(json.dumps(p))
     (d / "a-file").write_text("x")
     (d / "folder").mkdir()
+    # session 29's fuzzing (2026-12-02): inputs nobody had listed
+    (d / "params-copy.json").write_text((REPO / PARAMS).read_text())
+    (d / "ro-dir").mkdir()
+    (d / "ro-dir").chmod(0o555)          # chmod a-w: refused even for root, who could write
+    (d / "ro.json").write_text("{}")
+    (d / "ro.json").chmod(0o444)
+    for name, bad in (("tiles-str", {"tiles": {"split_dn": "abc"}}),
+                      ("gpus-str", {"hardware": {**rec["hardware"], "gpus": "x"}}),
+                      ("hot-str", {"routing": {"kind": "hot", "fraction": "abc", "seed": 0}}),
+                      ("zipf-none", {"routing": {"kind": "zipf", "seed": 0}}),
+                      ("value-str", {"value": "x"}),
+                      ("samples-neg", {"latency_ms": {"median": 1.0, "samples": [1.0, -2.0]}})):
+        (d / f"{name}.jsonl").write_text(json.dumps({**rec, **bad}) + "\n")
+    (d / "nan-extra.jsonl").write_text(json.dumps({**rec, "extra": float("nan")}) + "\n")
     return d
 
 
@@ -152,6 +166,8 @@ CASES = [
     ([*W, "--params", "{d}/params-values.json"], "values must be an object"),
     ([*W, "--params", "{d}/params-range.json"], "gemm_eff=7.0 must be a number in"),
     ([*W, "--params", "mok_model/params/h200-1.json"], "pass --allow-params-mismatch"),
+    ([*W, "--params", ""], "--params '' is empty; name a parameters file"),
+    ([*W, "--params", "{d}/folder"], "no such file (it is a folder)"),
     # argparse itself
     ([*W, "--frobnicate"], "unrecognized arguments: --frobnicate (see `mok predict --help`)"),
     (W[:4], "the following arguments are required: --ep, --tokens"),
@@ -175,6 +191,12 @@ SIM_CASES = [
     ([*W, "--degrade", ","], "--degrade ',' has an empty element"),
     ([*W, "--degrade", "gpu3:0.5,,gpu2:0.5"], "has an empty element"),
     ([*W, "--degrade", "gpu3:0.5,gpu3:0.2"], "names gpu3 twice"),
+    # an output that is an input, a path ending in a slash, read-only targets (session 29)
+    ([*W, "--trace", "{d}/params-copy.json", "--params", "{d}/params-copy.json"],
+     "--trace '{d}/params-copy.json' is also the input --params"),
+    ([*W, "--trace", "{d}/t.json/"], "is a folder; name a file inside it"),
+    ([*W, "--trace", "{d}/ro-dir/t.json"], "folder '{d}/ro-dir' is not writable"),
+    ([*W, "--trace", "{d}/ro.json"], "exists and is not writable"),
 ]
 TUNE_CASES = [
     ([*W, "--engine", "quantum"], "--engine 'quantum' must be one of analytic, sim"),
@@ -194,6 +216,10 @@ TUNE_CASES = [
      "--tokens-buckets bucket 1000000000000"),
     ([*W, "--comm-sms", "148"], "at most 147"),
     ([*W, "--minibatch", "99999999999999999999"], "must be at most 2147483647"),
+    ([*W[:6], "--table", "{d}/params-copy.json", "--params", "{d}/params-copy.json"],
+     "is also the input --params"),
+    ([*W[:6], "--table", "{d}/t.json", "--top", "3"], "--top 3 lists the best configurations of "
+                                                      "one --tokens; --table keeps"),
 ]
 CALIBRATE_CASES = [
     (["{d}/none.jsonl", "--out", "{d}/p.json"], "no such run-record file"),
@@ -226,6 +252,23 @@ CALIBRATE_CASES = [
     (["{d}/unknown-model.jsonl", "--out", "{d}/p.json"], "unknown-model.jsonl:1: unknown model preset"),
     (["{d}/huge-knob.jsonl", "--out", "{d}/p.json"],
      "huge-knob.jsonl:1: config.minibatch=100000000000000000000 must be an integer in [1, "),
+    ([PUBLISHED, "--out", "{d}/p.json", "--free", "gemm_eff,gemm_eff"],
+     "--free 'gemm_eff,gemm_eff' names 'gemm_eff' twice"),
+    ([PUBLISHED, "--out", "{d}/p.json", "--band-samples", "99999999999999999999"],
+     "--band-samples: 99999999999999999999 must be an integer in [2, 10000]"),
+    ([PUBLISHED, "--out", "{d}/params-copy.json", "--gemm-table", "{d}/params-copy.json"],
+     "is also the input --gemm-table"),
+    ([PUBLISHED, "--out", "{d}/p.json/"], "is a folder"),
+    (["", "--out", "{d}/p.json"], "'': an empty path; name a run-record file"),
+    # records the readers used to let through (session 29): each names its field
+    (["{d}/tiles-str.jsonl", "--out", "{d}/p.json"], "tiles-str.jsonl:1: tiles.split_dn='abc' "
+                                                     "must be an integer"),
+    (["{d}/gpus-str.jsonl", "--out", "{d}/p.json"], "hardware.gpus='x' must be an integer >= 1"),
+    (["{d}/hot-str.jsonl", "--out", "{d}/p.json"], "routing hot: fraction='abc' must be a number"),
+    (["{d}/zipf-none.jsonl", "--out", "{d}/p.json"], "routing zipf: arg=None must be a number"),
+    (["{d}/value-str.jsonl", "--out", "{d}/p.json"], "value='x' must be an object"),
+    (["{d}/samples-neg.jsonl", "--out", "{d}/p.json"], "latency_ms.samples=[1.0, -2.0] must be"),
+    (["{d}/nan-extra.jsonl", "--out", "{d}/p.json"], "nan-extra.jsonl:1: NaN is not a JSON number"),
 ]
 VALIDATE_CASES = [
     ([PUBLISHED, "--params", "{d}/none.json"], "no such file"),
@@ -242,6 +285,9 @@ VALIDATE_CASES = [
     ([PUBLISHED, "--params", PARAMS, "--heldout-only"], "fitted without a hold-out split"),
     (["{d}/other-hw.jsonl", "--params", PARAMS], "--allow-params-mismatch"),
     (["{d}/badshape.jsonl", "--params", PARAMS], "badshape.jsonl:1: model 'custom': unknown field(s) ['kind']"),
+    ([PUBLISHED, "--params", ""], "--params '' is empty"),
+    (["{d}/folder", "--params", PARAMS], "no such run-record file (it is a folder)"),
+    ([PUBLISHED, "--params", PARAMS, "--plot", "{d}/ro-dir/x.png"], "is not writable"),
 ]
 STUDY_CASES = [
     (["nope"], "unknown study 'nope'"),
@@ -259,6 +305,9 @@ STUDY_CASES = [
      "cannot reach a Dask scheduler there"),
     (["--list", "bogus-name"], "--list lists the studies and runs none; drop NAME"),
     (["--list", "--engine", "sim"], "drop --engine"),
+    (["--list", "--out", "{d}/o"], "--list lists the studies and runs none; drop --out"),
+    (["--list", "--workers", "3", "--seed", "4", "--quick"], "drop --workers, --seed, --quick"),
+    (["ep-table", "--out", "{d}/ro-dir"], "--out '{d}/ro-dir' is not writable"),
 ]
 
 
@@ -292,7 +341,7 @@ ALL = (_cases(["predict"], CASES) + _cases(["simulate"], SIM_CASES) + _cases(["t
 def test_bad_input_is_one_line_and_exit_2(argv, want, files, capsys, monkeypatch):
     monkeypatch.chdir(REPO)
     rc, out, err = _run(argv, files, capsys)
-    _one_line_error(rc, out, err, want)
+    _one_line_error(rc, out, err, want.replace("{d}", str(files)))
     assert not list(files.glob(".*.tmp*")), "a temporary file was left behind"
     assert not (files / "p.json").exists(), "calibrate wrote a file although it refused the input"
 
@@ -316,6 +365,35 @@ def test_unexpected_failure_is_one_line_exit_1(monkeypatch, capsys):
     assert main(["presets"]) == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "internal error: RuntimeError: kaput" in err and "MOK_DEBUG" in err
+
+
+@pytest.mark.parametrize("name, value", [("MOK_PROGRESS", "off"), ("MOK_PROGRESS", "no"),
+                                         ("MOK_DEBUG", "yes"), ("MOK_DEBUG", "2")])
+def test_a_malformed_environment_switch_is_bad_input(name, value, capsys, monkeypatch):
+    """MOK_PROGRESS=off used to leave the bars on, MOK_DEBUG=0 to show tracebacks: a switch is
+    0 or 1, anything else one line, exit 2, before any work (the tools' run_tool too)."""
+    from calibration.loo import main as loo_main
+
+    monkeypatch.setenv(name, value)
+    for run, prefix in ((lambda: main(["predict", *W]), "mok: error: "),
+                        (lambda: loo_main([PUBLISHED]), "python -m calibration.loo: error: ")):
+        rc = run()
+        cap = capsys.readouterr()
+        assert rc == 2 and cap.out == "" and cap.err.count("\n") == 1, cap.err
+        assert cap.err.startswith(prefix), cap.err
+        assert f"environment variable {name}={value!r} must be 0 or 1" in cap.err, cap.err
+
+
+def test_mok_debug_0_keeps_the_one_line(monkeypatch, capsys):
+    import mok_model.cli as cli
+
+    def boom(a):
+        raise RuntimeError("kaput")
+
+    monkeypatch.setattr(cli, "cmd_presets", boom)
+    monkeypatch.setenv("MOK_DEBUG", "0")
+    assert main(["presets"]) == 1          # it used to raise: any non-empty value meant on
+    assert "internal error: RuntimeError: kaput" in capsys.readouterr().err
 
 
 # --- legal but suspicious: accepted, with a warning on stderr and the answer on stdout ---
@@ -392,6 +470,19 @@ def test_append_never_glues_onto_a_line_without_newline(tmp_path):
     assert [r["id"] for r in read_records([f])] == [recs[0]["id"], recs[1]["id"]]
     with pytest.raises(Exception, match="already present"):
         append_records(f, [recs[1]])
+
+
+def test_append_refuses_nan_which_readers_refuse(tmp_path):
+    """A NaN in a field the validator does not read used to be written as a bare NaN (not JSON);
+    the readers now refuse it, so it is refused before the write, and nothing is appended."""
+    from mok_model.errors import MokInputError
+    from mok_model.records import append_records
+
+    rec = json.loads((REPO / PUBLISHED).read_text().splitlines()[0])
+    f = tmp_path / "r.jsonl"
+    with pytest.raises(MokInputError, match="holds NaN or infinity"):
+        append_records(f, [{**rec, "extra": {"x": float("nan")}}])
+    assert not f.exists() or f.read_text() == ""
 
 
 BENCH_CASES = [
