@@ -14,6 +14,7 @@ import argparse
 import datetime as _dt
 import itertools
 import os
+import re
 import sys
 import uuid
 from typing import Any, Callable
@@ -24,7 +25,7 @@ from mok_model.cli import MokParser, number_list
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
 from mok_model.records import KERNEL_SYSTEMS, append_records, record_model
-from mok_model.scenario import MAX_LIST_LAG
+from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG
 
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
 
@@ -48,6 +49,14 @@ def _floats(s: str, flag: str = "--capacity") -> list[float]:
 def _ints(s: str, flag: str = "--tokens") -> list[int]:
     """A comma list of integers >= 1, refused naming `flag` otherwise."""
     return number_list(s, flag)
+
+
+# limits of flags that bound how long a run takes or what a generator takes: past them a run
+# would look like a hang (--iters, --warmup), overflow (--seed: torch takes 64-bit seeds, and
+# the iterations add to it) or outlive any use (--timeout, with --gpus)
+MAX_ITERS = 1_000_000
+MAX_SEED = 2**63 - 1
+GROUP_TIMEOUT_S, MIN_TIMEOUT_S, MAX_TIMEOUT_S = 300, 10, 86_400
 
 
 class BadInput(MokInputError):
@@ -112,10 +121,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--auto", action="store_true",
                    help="also run MoK with every knob chosen by the model before launch and "
                         "print its regret against the best configuration of the sweep")
-    p.add_argument("--timeout", type=int, default=300,
-                   help="with --gpus: seconds a rank waits in a collective before the run fails")
+    p.add_argument("--timeout", type=int, default=None,
+                   help=f"with --gpus: seconds a rank waits in a collective before the run fails "
+                        f"(default {GROUP_TIMEOUT_S}; {MIN_TIMEOUT_S} to {MAX_TIMEOUT_S})")
     a = p.parse_args(argv)
     a.argv = list(argv)
+    a.timeout_given = a.timeout is not None   # refused without --gpus (_check_args)
+    if a.timeout is None:
+        a.timeout = GROUP_TIMEOUT_S
     if a.gpus:
         if a.ep not in (None, str(a.gpus)):
             raise BadInput(f"--ep {a.ep!r} with --gpus {a.gpus}: on real GPUs EP is the GPU count")
@@ -187,8 +200,11 @@ def _check_args(a: argparse.Namespace) -> None:
             if shape_of(m).experts % a.gpus:
                 raise BadInput(f"--gpus {a.gpus}: {m}'s {shape_of(m).experts} experts do not "
                                f"divide over {a.gpus} GPUs")
-    if a.timeout < 10:
-        raise BadInput(f"--timeout {a.timeout}: must be >= 10 seconds")
+    if not MIN_TIMEOUT_S <= a.timeout <= MAX_TIMEOUT_S:
+        raise BadInput(f"--timeout {a.timeout}: must be {MIN_TIMEOUT_S} to {MAX_TIMEOUT_S} seconds")
+    if getattr(a, "timeout_given", False) and not a.gpus:
+        raise BadInput(f"--timeout {a.timeout} without --gpus: one GPU has no collective to wait "
+                       f"in (drop --timeout)")
     for v in a.list_lag.split(","):
         if not (v.isdigit() and 1 <= int(v) <= MAX_LIST_LAG):
             raise BadInput(f"--list-lag {v!r}: an integer from 1 to {MAX_LIST_LAG} is required")
@@ -211,17 +227,27 @@ def _check_args(a: argparse.Namespace) -> None:
         raise BadInput("--bwd-tiles is for --pass bwd")
     for flag in ("--ep", "--tokens", "--minibatch", "--comm-sms"):
         _ints(getattr(a, flag[2:].replace("-", "_")), flag)
+    number_list(a.minibatch, "--minibatch", high=KNOB_MAX)
     _floats(a.capacity, "--capacity")
-    for flag, v, low in (("--iters", a.iters, 1), ("--warmup", a.warmup, 0), ("--seed", a.seed, 0),
-                         ("--gpus", a.gpus, 0)):
+    for flag, v, low, high in (("--iters", a.iters, 1, MAX_ITERS), ("--warmup", a.warmup, 0, MAX_ITERS),
+                               ("--seed", a.seed, 0, MAX_SEED), ("--gpus", a.gpus, 0, KNOB_MAX)):
         if v < low:
             raise BadInput(f"{flag} {v}: must be >= {low}")
+        if v > high:
+            raise BadInput(f"{flag} {v}: must be at most {high}"
+                           + (" (torch generators take 64-bit seeds, and each iteration adds one)"
+                              if flag == "--seed" else ""))
+    commit = os.environ.get("MOK_COMMIT")
+    if commit is not None and not re.fullmatch(r"[\x21-\x7e]{1,100}", commit):
+        raise BadInput(f"environment variable MOK_COMMIT={commit!r}: the commit each record names "
+                       f"(software.commit) must be 1-100 printable characters without spaces "
+                       f"(unset: unknown)")
     if not 0 <= a.rank < min(_ints(a.ep, "--ep")):
         raise BadInput(f"--rank {a.rank}: must be in [0, EP) for every --ep {a.ep}")
     check_records_out(a.out, "--out")
     for m in a.macrobatch.split(","):
-        if m not in ("half", "all") and not (m.isdigit() and int(m) >= 1):
-            raise BadInput(f"--macrobatch {m!r}: allowed a row count >= 1, half, all")
+        if m not in ("half", "all") and not (m.isdigit() and 1 <= int(m) <= KNOB_MAX):
+            raise BadInput(f"--macrobatch {m!r}: allowed a row count >= 1 (at most {KNOB_MAX}), half, all")
     _check_grid(a)
     if a.gpus and not 1 <= a.gpus <= torch.cuda.device_count():   # the machine, checked last
         raise BadInput(f"--gpus {a.gpus}: this machine has {torch.cuda.device_count()} GPU(s)")
@@ -919,22 +945,22 @@ def cli(argv: list[str]) -> int:
     try:
         a = parse_args(argv)
     except MokInputError as exc:
-        print(f"mok bench: {exc}", file=sys.stderr)
+        print(f"mok bench: error: {exc}", file=sys.stderr)
         return 2
     except SystemExit as exc:   # --help
         return int(exc.code or 0)
     try:
         _check_args(a)  # bad flags are named on any machine, before the GPU check
     except ValueError as exc:
-        print(f"mok bench: {exc}", file=sys.stderr)
+        print(f"mok bench: error: {exc}", file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
-        print("mok bench: needs a CUDA GPU, and torch.cuda.is_available() is False here",
+        print("mok bench: error: needs a CUDA GPU, and torch.cuda.is_available() is False here",
               file=sys.stderr)
         return 2
     why = gluon_machine_refusal(a)
     if why:
-        print(f"mok bench: {why}", file=sys.stderr)
+        print(f"mok bench: error: {why}", file=sys.stderr)
         return 2
     if a.gpus:
         from .bench_group import run
@@ -942,7 +968,7 @@ def cli(argv: list[str]) -> int:
     try:
         run_grid(a)
     except BadInput as exc:
-        print(f"mok bench: {exc}", file=sys.stderr)
+        print(f"mok bench: error: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -86,8 +86,12 @@ def number_list(text: str, flag: str, kind=int, low: float = 1, high: float = ma
     1024,2048; an empty element ("1,,2", "") or a value out of range is refused naming the flag,
     never dropped."""
     what = "integers" if kind is int else "numbers"
-    rule = (f"in {'(' if open_low else '['}{low:g}, {high:g}]" if high < math.inf
-            else f"{'>' if open_low else '>='} {low:g}")
+
+    def num(x: float) -> str:   # 2147483647, not 2.14748e+09
+        return str(int(x)) if float(x).is_integer() else f"{x:g}"
+
+    rule = (f"in {'(' if open_low else '['}{num(low)}, {num(high)}]" if high < math.inf
+            else f"{'>' if open_low else '>='} {num(low)}")
     out = []
     for item in text.split(","):
         try:

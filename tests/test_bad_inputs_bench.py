@@ -53,6 +53,19 @@ BENCH = [
     (["--precision", "bf16", "--fp8-kernel", "gluon"], "--fp8-kernel gluon with --precision bf16"),
     (["--ep", "16,16"], "--ep '16,16' names '16' twice"),
     (["--precision", "fp8,fp8"], "--precision 'fp8,fp8' names 'fp8' twice"),
+    # session 29's fuzzing (2026-12-02): values that reached the GPU check, then a hang, an
+    # overflow or a flag ignored
+    (["--macrobatch", "99999999999999999999"], "--macrobatch '99999999999999999999': allowed a "
+                                               "row count >= 1 (at most 2147483647)"),
+    (["--minibatch", "3000000000", "--macrobatch", "3000000000"],
+     "--minibatch '3000000000': 3000000000 must be in [1, 2147483647]"),
+    (["--seed", "99999999999999999999"], "--seed 99999999999999999999: must be at most "
+                                         "9223372036854775807 (torch generators take 64-bit"),
+    (["--iters", "99999999999999999999"], "--iters 99999999999999999999: must be at most 1000000"),
+    (["--warmup", "1000001"], "--warmup 1000001: must be at most 1000000"),
+    (["--timeout", "30"], "--timeout 30 without --gpus: one GPU has no collective"),
+    (["--gpus", "2", "--model", "glm-5", "--timeout", "99999999999999999999"],
+     "--timeout 99999999999999999999: must be 10 to 86400 seconds"),
 ]
 
 
@@ -69,6 +82,22 @@ def test_bench_names_bad_values_before_the_gpu_check(argv, want, tmp_path, capsy
     assert rc == 2 and err.count("\n") == 1 and "Traceback" not in err, err
     assert err.startswith("mok bench: ") and want in err, err
     assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("value", ["", "two words", "a" * 101, "line\nbreak"])
+def test_bench_refuses_a_malformed_mok_commit(value, tmp_path, capsys, monkeypatch):
+    """MOK_COMMIT becomes every record's software.commit: garbage is named before the GPU
+    check instead of being written into the records."""
+    import torch
+
+    from mok_kernels import bench
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setenv("MOK_COMMIT", value)
+    rc = bench.cli(["--out", str(tmp_path / "r.jsonl")])
+    err = capsys.readouterr().err
+    assert rc == 2 and err.count("\n") == 1, err
+    assert err.startswith("mok bench: error: environment variable MOK_COMMIT="), err
 
 
 @pytest.fixture

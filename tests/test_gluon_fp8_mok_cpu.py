@@ -314,5 +314,5 @@ def test_bench_gluon_machine_refusal(tmp_path, monkeypatch, capsys):
         multi_processor_count=108, total_memory=80e9, name="NVIDIA A100"))
     assert bench.cli(argv) == 2
     err = capsys.readouterr().err
-    assert err == ("mok bench: --fp8-kernel gluon needs an sm_90 GPU (H100 / H200); this "
+    assert err == ("mok bench: error: --fp8-kernel gluon needs an sm_90 GPU (H100 / H200); this "
                    "NVIDIA A100 is sm_80\n")
