@@ -20,8 +20,11 @@ import torch
 
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
+from mok_model.scenario import KNOB_MAX
+from mok_model.workload import check_routing_memory
 
 from . import require_cuda
+from .bench import MAX_ITERS, MAX_SEED
 from .routing import parse_routing
 
 E, K, H, I = 32, 4, 256, 128    # small shape: correctness of the protocol, not speed
@@ -107,24 +110,31 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace, results) -> 
 
 def main(argv: list[str]) -> int:
     p = doc_parser("python -m mok_kernels.group_check", __doc__)
-    p.add_argument("--gpus", type=int_at_least(0), default=0,
-                   help="ranks, one per GPU (default: all GPUs)")
-    p.add_argument("--tokens", type=int_at_least(1), default=200)
-    p.add_argument("--minibatch", type=int_at_least(1), default=300)
+    p.add_argument("--gpus", type=int_at_least(0, E), default=0,
+                   help=f"ranks, one per GPU, dividing the {E} experts (default: all GPUs)")
+    p.add_argument("--tokens", type=int_at_least(1, KNOB_MAX), default=200)
+    p.add_argument("--minibatch", type=int_at_least(1, KNOB_MAX), default=300)
     p.add_argument("--routing", default="uniform")
     p.add_argument("--dispatch", default="pull,push")
     p.add_argument("--combine", default="push,pull")
-    p.add_argument("--iters", type=int_at_least(1), default=10)
-    p.add_argument("--seed", type=int_at_least(0), default=0)
+    p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=10)
+    p.add_argument("--seed", type=int_at_least(0, MAX_SEED), default=0)
     return run_tool(p, check_group, argv)
 
 
 def check_group(a) -> int:
     """Every dispatch x combine on every GPU (flags checked first; CUDA GPUs)."""
     for flag, modes in (("--dispatch", a.dispatch), ("--combine", a.combine)):
-        if any(m not in ("pull", "push") for m in modes.split(",")):
+        items = modes.split(",")
+        if any(m not in ("pull", "push") for m in items):
             raise MokInputError(f"{flag} {modes!r}: a comma list of pull, push")
+        if len(set(items)) < len(items):
+            raise MokInputError(f"{flag} {modes!r} names a mode twice: each once (a repeat would "
+                                f"rerun the same configuration)")
+    if a.gpus and E % a.gpus:
+        raise MokInputError(f"--gpus {a.gpus} must divide the {E} experts (1, 2, 4, 8, 16, 32)")
     parse_routing(a.routing, K)
+    check_routing_memory(max(a.gpus, 1), a.tokens, K, a.routing)
     require_cuda()
     have = torch.cuda.device_count()
     world = a.gpus or have

@@ -60,7 +60,7 @@ def _at_least(kind, low: float, noun: str, bounded_noun: str, high: float = math
     """An argparse type: a finite `kind` value >= low (and <= high), refused with the rule
     otherwise (`noun` names what unparsable text should be, `bounded_noun` what an out-of-range
     value should be)."""
-    rule = f">= {low:g}" if high == math.inf else f"in [{low:g}, {high:g}]"
+    rule = f">= {_num(low)}" if high == math.inf else f"in [{_num(low)}, {_num(high)}]"
 
     def parse(text: str):
         try:
@@ -72,6 +72,11 @@ def _at_least(kind, low: float, noun: str, bounded_noun: str, high: float = math
         return v
     parse.__name__ = f"{noun.split()[-1]} {rule}"
     return parse
+
+
+def _num(x: float) -> str:
+    """A bound as a rule prints it: 2147483647, not 2.14748e+09; 0.5 as 0.5."""
+    return str(int(x)) if float(x).is_integer() else f"{x:g}"
 
 
 def int_at_least(low: int, high: int | None = None):
@@ -86,12 +91,8 @@ def number_list(text: str, flag: str, kind=int, low: float = 1, high: float = ma
     1024,2048; an empty element ("1,,2", "") or a value out of range is refused naming the flag,
     never dropped."""
     what = "integers" if kind is int else "numbers"
-
-    def num(x: float) -> str:   # 2147483647, not 2.14748e+09
-        return str(int(x)) if float(x).is_integer() else f"{x:g}"
-
-    rule = (f"in {'(' if open_low else '['}{num(low)}, {num(high)}]" if high < math.inf
-            else f"{'>' if open_low else '>='} {num(low)}")
+    rule = (f"in {'(' if open_low else '['}{_num(low)}, {_num(high)}]" if high < math.inf
+            else f"{'>' if open_low else '>='} {_num(low)}")
     out = []
     for item in text.split(","):
         try:
