@@ -31,10 +31,14 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from mok_kernels.knobs import choose_knobs, shape_of  # noqa: E402
 from mok_kernels.routing import routing_record  # noqa: E402
 from mok_kernels.tile_sweep import _workloads  # noqa: E402
-from mok_model.cli import doc_parser, number_list, run_tool  # noqa: E402
+from mok_kernels.bench import check_comm_sms  # noqa: E402
+from mok_model.cli import distinct, doc_parser, number_list, run_tool  # noqa: E402
 from mok_model.presets import load_model  # noqa: E402
 from mok_model.records import record_model  # noqa: E402
 from mok_model.scenario import MAX_LIST_LAG  # noqa: E402
+
+
+RING = 131072   # every planned record's macrobatch: a minibatch must fit in it
 
 
 def line(model: str, ep: int, tokens: int, config: dict, lag: int, routing: str = "uniform") -> dict:
@@ -57,13 +61,17 @@ def main(argv: list[str]) -> int:
 
 def run(a) -> int:
     """Print the plan's JSON lines, sweep first, the automatic pick last, per workload."""
-    grid = (number_list(a.minibatch, "--minibatch"), number_list(a.comm_sms, "--comm-sms"),
+    grid = (number_list(a.minibatch, "--minibatch", high=RING),
+            number_list(a.comm_sms, "--comm-sms"),
             number_list(a.list_lag, "--list-lag", high=MAX_LIST_LAG))
+    for flag in ("--workloads", "--minibatch", "--comm-sms", "--list-lag"):
+        distinct(flag, getattr(a, flag[2:].replace("-", "_")))
+    check_comm_sms(grid[1])       # the plan is the bench's on one H200 (h200-1)
     routing_record(a.routing, 0)  # a bad --routing is refused before any line is printed
     for model, ep, tokens in _workloads(a.workloads):
         for mb, cs, lag in itertools.product(*grid):
             cfg = dict(dispatch="pull", combine="push", minibatch=mb, comm_sms=cs,
-                       macrobatch=131072, capacity=1.0)
+                       macrobatch=RING, capacity=1.0)
             print(json.dumps(line(model, ep, tokens, cfg, lag, a.routing), sort_keys=True))
         auto = choose_knobs("h200-1", shape_of(load_model(model)), ep, tokens)
         print(json.dumps(line(model, ep, tokens, auto.knobs, auto.list_lag, a.routing),

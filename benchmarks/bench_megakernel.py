@@ -15,14 +15,18 @@ import sys
 import torch
 
 from mok_kernels import require_cuda
-from mok_kernels.bench import (Workload, _hardware, _software, make_record, run_gemm_only,
+from mok_kernels.aot import _cfg_fields
+from mok_kernels.bench import (MAX_ITERS, Workload, _hardware, _software, check_knobs,
+                               check_records_out, check_workloads, make_record, run_gemm_only,
                                run_mok, run_torch_grouped)
-from mok_model.cli import doc_parser, int_at_least, number_list, run_tool
-from mok_model.fileio import check_output_file
+from mok_model.cli import distinct, doc_parser, int_at_least, number_list, run_tool
+from mok_model.errors import MokInputError
 from mok_model.presets import load_model
+from mok_model.scenario import KNOB_MAX
 from mok_model.records import append_records
 
 GEMM_TF, COPY_TBS = 752.0, 4.2
+RING = 131072   # macrobatch rows of every config
 
 
 def main(argv: list[str]) -> int:
@@ -33,18 +37,46 @@ def main(argv: list[str]) -> int:
     p.add_argument("--configs", default="pull/push/2048/32,pull/push/4096/24")
     p.add_argument("--variants", default="",
                    help="';'-separated KernelConfig tile options to compare, e.g. 'tma=1;block_m=64,num_warps=4'")
-    p.add_argument("--iters", type=int_at_least(1), default=10)
+    p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=10)
     p.add_argument("--out", default=None, help="RUNS.jsonl to append records to (default: none)")
     return run_tool(p, run, argv)
 
 
+def configs(text: str) -> list[tuple[str, dict]]:
+    """--configs: (text, knobs) of each 'dispatch/combine/minibatch/comm_sms', checked as the
+    kernel would check them (bench.check_knobs), each once."""
+    out = []
+    for c in distinct("--configs", text):
+        parts = c.split("/")
+        if len(parts) != 4:
+            raise MokInputError(f"--configs {c!r}: each config is dispatch/combine/minibatch/"
+                                f"comm_sms, e.g. pull/push/2048/32")
+        mb, cs = number_list(f"{parts[2]},{parts[3]}", f"--configs {c!r} (minibatch, comm_sms)",
+                             high=KNOB_MAX)
+        knobs = dict(dispatch=parts[0], combine=parts[1], minibatch=mb, comm_sms=cs,
+                     macrobatch=RING, capacity=0.5)
+        check_knobs(knobs, f"--configs {c!r}")
+        if mb > RING:
+            raise MokInputError(f"--configs {c!r}: minibatch {mb} is more than the ring's {RING} "
+                                f"rows (the kernel would enlarge the ring without saying so)")
+        out.append((c, knobs))
+    return out
+
+
 def run(a) -> int:
     """Time each model x tokens x config (flags checked first; a CUDA GPU)."""
-    number_list(a.tokens, "--tokens")
-    for model in a.models.split(","):
+    tokens = number_list(a.tokens, "--tokens")
+    distinct("--tokens", a.tokens)
+    models = distinct("--models", a.models)
+    for model in models:
         load_model(model)
+    check_workloads(models, [a.ep], tokens)
+    grid = configs(a.configs)
+    variants = [_cfg_fields(v, "--variants") for v in distinct("--variants", a.variants, ";")]
+    for (c, knobs), var in itertools.product(grid, variants):
+        check_knobs({**knobs, **var}, f"--configs {c!r} --variants {a.variants!r}")
     if a.out is not None:
-        check_output_file(a.out, "--out")
+        check_records_out(a.out)
     require_cuda()
     hw, sw = _hardware(), _software()
     rows = []
@@ -54,11 +86,8 @@ def run(a) -> int:
             g = run_gemm_only(wl, a.iters, 3)
             tg = run_torch_grouped(wl, a.iters, 3)
             best = None
-            for c, var in itertools.product(a.configs.split(","), a.variants.split(";")):
-                tiles = {k: int(v) for k, v in (o.split("=") for o in var.split(",") if o)}
-                d, cb, mb, cs = c.split("/")
-                knobs = dict(dispatch=d, combine=cb, minibatch=int(mb), comm_sms=int(cs),
-                             macrobatch=131072, capacity=0.5)
+            for (c, knobs), (var, tiles) in itertools.product(
+                    grid, zip(a.variants.split(";"), variants)):
                 t, bd = run_mok(wl, knobs, a.iters, 3, True, True, **tiles)
                 med = sorted(t)[len(t) // 2]
                 if a.out:

@@ -15,10 +15,10 @@ import sys
 import torch
 
 from mok_kernels import require_cuda
-from mok_kernels.bench import Workload, time_events
+from mok_kernels.bench import MAX_ITERS, Workload, check_workloads, time_events
 from mok_kernels.megakernel import KernelConfig, MoKLayer
 from mok_kernels.routing import parse_routing, shape_of
-from mok_model.cli import doc_parser, int_at_least, number_list, run_tool
+from mok_model.cli import distinct, doc_parser, int_at_least, number_list, run_tool
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -27,15 +27,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--tokens", default="1024,4096")
     p.add_argument("--routing", default="uniform")
     p.add_argument("--ep", type=int_at_least(1), default=8)
-    p.add_argument("--iters", type=int_at_least(1), default=10)
+    p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=10)
     return run_tool(p, run, argv)
 
 
 def run(a) -> None:
     """One line per workload (flags checked first; a CUDA GPU)."""
     tokens = number_list(a.tokens, "--tokens")
-    for model in a.model.split(","):
+    distinct("--tokens", a.tokens)
+    models = distinct("--model", a.model)
+    for model in models:
         parse_routing(a.routing, shape_of(model).topk)
+    check_workloads(models, [a.ep], tokens)
     require_cuda()
     for model in a.model.split(","):
         for n in tokens:

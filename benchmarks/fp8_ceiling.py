@@ -78,8 +78,12 @@ def _run(a: argparse.Namespace) -> int:
     from mok_model.cli import number_list
     from mok_model.fileio import atomic_write_text, check_output_file
 
-    rows = number_list(a.rows, "--rows")
-    if a.out:
+    from mok_model.cli import distinct
+    from mok_model.scenario import KNOB_MAX
+
+    rows = number_list(a.rows, "--rows", high=KNOB_MAX)
+    distinct("--rows", a.rows)
+    if a.out is not None:     # '' is refused, never taken for no file
         check_output_file(a.out, "--out", ".json")
     require_cuda()
     results = []

@@ -117,7 +117,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mok_kernels.gluon_fp8.core import (BK, BM, BN, FFN_STAGES, WS_MAXNREG,  # noqa: E402
                                         _compile_sm90, _desc, gluon, pack_gate_up)
-from mok_model.cli import doc_parser, number_list, run_tool  # noqa: E402
+from mok_model.cli import distinct, doc_parser, number_list, run_tool  # noqa: E402
 from mok_model.errors import MokInputError  # noqa: E402
 
 SHAPES = {"kimi-k2 gate|up": (4096, 7168), "kimi-k2 down": (7168, 2048),
@@ -1574,6 +1574,8 @@ def run(a) -> int:
                 raise MokInputError(f"{flag} with {'--grouped' if cases else '--ffn'}: its cases "
                                     f"fix the rows and run ws2d1 only; drop {flag}")
     rows = number_list(a.rows if a.rows is not None else "4096,16384", "--rows")
+    if a.rows is not None:
+        distinct("--rows", a.rows)
     variants = variant_list(a.variants if a.variants is not None else ",".join(VARIANTS))
     for m in rows:
         check_shape(m, BN, STAGES * BK)

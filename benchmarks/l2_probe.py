@@ -14,7 +14,9 @@ import sys
 import torch
 
 from mok_kernels import require_cuda, require_triton
-from mok_model.cli import doc_parser, int_at_least, number_list, run_tool
+from mok_model.cli import distinct, doc_parser, int_at_least, number_list, run_tool
+
+MAX_MB = 100_000   # a buffer larger than any GPU's memory (100 GB) is refused before the GPU
 
 
 @functools.lru_cache(maxsize=1)
@@ -56,13 +58,14 @@ def probe(mbytes: float, reps: int, progs_per_sm: int = 4, block: int = 4096) ->
 def main(argv: list[str] | None = None) -> int:
     p = doc_parser("benchmarks/l2_probe.py", __doc__)
     p.add_argument("--mb", default="8,24,40,200", help="buffer sizes, MB (200: HBM for contrast)")
-    p.add_argument("--reps", type=int_at_least(1), default=50)
+    p.add_argument("--reps", type=int_at_least(1, 1_000_000), default=50)
     return run_tool(p, run, argv)
 
 
 def run(a) -> None:
     """One line per buffer size (flags checked first; a CUDA GPU and Triton)."""
-    sizes = number_list(a.mb, "--mb", float, 0, open_low=True)
+    sizes = number_list(a.mb, "--mb", float, 0, MAX_MB, open_low=True)
+    distinct("--mb", a.mb)
     require_cuda()
     require_triton()
     for mb in sizes:

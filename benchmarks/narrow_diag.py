@@ -15,16 +15,19 @@ import sys
 import torch
 
 from mok_kernels import require_cuda
-from mok_model.cli import doc_parser, int_at_least, number_list, run_tool
+from mok_kernels.bench import MAX_ITERS
+from mok_model.cli import distinct, doc_parser, int_at_least, number_list, run_tool
+from mok_model.scenario import MAX_LIST_LAG
 
 
 def main(argv: list[str]) -> int:
     p = doc_parser("benchmarks/narrow_diag.py", __doc__)
     p.add_argument("--workloads", default="qwen3-30b-a3b:8:4096,kimi-k2:8:4096")
     p.add_argument("--comm-sms", default="16,32")
-    p.add_argument("--minibatch", type=int_at_least(1), default=2048)
-    p.add_argument("--iters", type=int_at_least(1), default=10)
-    p.add_argument("--list-lag", type=int_at_least(1), default=1,
+    p.add_argument("--minibatch", type=int_at_least(1, 131072), default=2048,
+                   help="rows per step, at most the ring's 131072")
+    p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=10)
+    p.add_argument("--list-lag", type=int_at_least(1, MAX_LIST_LAG), default=1,
                    help="the work list's lag of the MoK rows (KernelConfig.list_lag)")
     return run_tool(p, run, argv)
 
@@ -33,8 +36,13 @@ def run(a) -> int:
     """Each workload's phases timed (flags checked first; a CUDA GPU)."""
     from mok_kernels.tile_sweep import _workloads
 
+    from mok_kernels.bench import check_knobs
+
     workloads = _workloads(a.workloads)
     comm_sms = number_list(a.comm_sms, "--comm-sms")
+    distinct("--comm-sms", a.comm_sms)
+    for cs in comm_sms:
+        check_knobs(dict(minibatch=a.minibatch, comm_sms=cs, list_lag=a.list_lag), "--comm-sms")
     require_cuda()
     from mok_kernels.bench import Workload, run_gemm_only, run_mok, run_mok_gemm
 

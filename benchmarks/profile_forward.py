@@ -20,14 +20,19 @@ def main(argv: list[str]) -> int:
     p.add_argument("--model", default="kimi-k2")
     p.add_argument("--tokens", type=int_at_least(1), default=2048)
     p.add_argument("--ep", type=int_at_least(1), default=16)
-    p.add_argument("--minibatch", type=int_at_least(1), default=4096)
+    p.add_argument("--minibatch", type=int_at_least(1, 131072), default=4096,
+                   help="rows per step, at most the ring's 131072")
     p.add_argument("--comm-sms", type=int_at_least(1), default=16)
     return run_tool(p, run, argv)
 
 
 def run(a) -> int:
     """One profiled forward (flags checked first; a CUDA GPU)."""
+    from mok_kernels.bench import check_knobs, check_workloads
+
     load_model(a.model)
+    check_workloads([a.model], [a.ep], [a.tokens])
+    check_knobs(dict(minibatch=a.minibatch, comm_sms=a.comm_sms, tma=True), "--minibatch / --comm-sms")
     require_cuda()
     from torch.profiler import ProfilerActivity, profile
 

@@ -41,6 +41,12 @@ def nvml_sampler():
 def run(a) -> int:
     import torch
 
+    from mok_kernels import require_cuda
+    from mok_model.fileio import check_output_file
+
+    if a.json is not None:   # checked before the load runs ('' refused, never taken for none)
+        check_output_file(a.json, "--json", ".json")
+    require_cuda()
     n, dev = a.n, torch.device("cuda")
     x = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
     y = torch.randn(n, n, device=dev, dtype=torch.bfloat16)
@@ -75,15 +81,21 @@ def run(a) -> int:
            "windows": windows}
     print(f"{out['gpu']}: sustained {out['sustained_tflops_median']:.0f} TF/s (median of the "
           f"second half's 0.5 s windows), SM clock {out['sustained_sm_mhz_median']} MHz")
-    if a.json:
-        Path(a.json).write_text(json.dumps(out, indent=1) + "\n")
+    if a.json is not None:
+        from mok_model.fileio import atomic_write_text
+        atomic_write_text(a.json, json.dumps(out, indent=1) + "\n")
     return 0
+
+
+MAX_SECONDS = 3600.0
 
 
 def main(argv: list[str] | None = None) -> int:
     p = doc_parser("benchmarks/sustained_clock.py", __doc__)
-    p.add_argument("--seconds", type=number_at_least(1), default=12.0)
-    p.add_argument("--n", type=int_at_least(256), default=8192)
+    p.add_argument("--seconds", type=number_at_least(1, MAX_SECONDS), default=12.0,
+                   help=f"length of the load (at most {MAX_SECONDS:g})")
+    p.add_argument("--n", type=int_at_least(256, 65536), default=8192,
+                   help="matrix size (three n x n BF16 matrices: at most 65536, 25.8 GB)")
     p.add_argument("--json", default=None, help="write the windows and medians here")
     return run_tool(p, run, argv)
 

@@ -167,15 +167,19 @@ def main(argv: list[str] | None = None) -> int:
     return run_tool(ap, compile_one, argv)
 
 
-def _cfg_fields(text: str) -> dict:
-    """--cfg FIELD=VALUE,...: integers where the value is one; an empty element is refused."""
+def _cfg_fields(text: str, flag: str = "--cfg") -> dict:
+    """--cfg FIELD=VALUE,...: integers where the value is one; an empty element, a field named
+    twice and a field that is not KernelConfig's are refused (`flag` names the option in the
+    message: benchmarks/bench_megakernel.py --variants reads the same form)."""
     from mok_model.errors import MokInputError
 
     out = {}
     for item in text.split(",") if text else []:
         k, sep, v = item.partition("=")
         if not sep or not k:
-            raise MokInputError(f"--cfg {text!r}: {item!r} is not FIELD=VALUE (e.g. block_m=128)")
+            raise MokInputError(f"{flag} {text!r}: {item!r} is not FIELD=VALUE (e.g. block_m=128)")
+        if k in out:
+            raise MokInputError(f"{flag} {text!r} sets {k} twice")
         out[k] = int(v) if v.lstrip("-").isdigit() else v
     from dataclasses import fields
 
@@ -183,10 +187,10 @@ def _cfg_fields(text: str) -> dict:
     kinds = {f.name: str(f.type) for f in fields(KernelConfig)}
     for k, v in out.items():
         if k not in kinds:
-            raise MokInputError(f"--cfg {k}={v}: not a KernelConfig field (one of "
+            raise MokInputError(f"{flag} {k}={v}: not a KernelConfig field (one of "
                                 f"{', '.join(sorted(kinds))})")
         if "int" in kinds[k] and "str" not in kinds[k] and not isinstance(v, int):
-            raise MokInputError(f"--cfg {k}={v}: an integer is required")
+            raise MokInputError(f"{flag} {k}={v}: an integer is required")
     return out
 
 

@@ -21,7 +21,7 @@ from typing import Any, Callable
 
 import torch
 
-from mok_model.cli import MokParser, number_list
+from mok_model.cli import MokParser, distinct, number_list
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
 from mok_model.records import KERNEL_SYSTEMS, append_records, record_model
@@ -168,11 +168,7 @@ def _check_args(a: argparse.Namespace) -> None:
     for flag in ("--model", "--ep", "--tokens", "--dispatch", "--combine", "--minibatch",
                  "--comm-sms", "--macrobatch", "--capacity", "--precision", "--fp8-kernel",
                  "--routing", "--systems", "--list-lag"):
-        items = str(getattr(a, flag[2:].replace("-", "_"))).split(",")
-        twice = sorted({x for x in items if x and items.count(x) > 1})   # '' named below
-        if twice:
-            raise BadInput(f"{flag} {','.join(items)!r} names {twice[0]!r} twice: each grid "
-                           f"value once (a repeated value would rerun the same points)")
+        distinct(flag, str(getattr(a, flag[2:].replace("-", "_"))))   # '' named below
     if a.gpus and a.precision != "bf16":
         raise BadInput(f"--precision {a.precision} with --gpus: the FP8 megakernel runs on one GPU "
                        f"(rank emulation) only; real-GPU groups are bf16")
@@ -311,6 +307,31 @@ def check_fits(model: str, ep: int, tokens: int, flag: str = "--tokens",
                        f"lower the tokens or the EP size")
 
 
+def check_workloads(models: list[str], eps: list[int], tokens: list[int],
+                    group: bool = False) -> None:
+    """Refuse, before the GPU check, an EP size a model's experts do not divide and a workload
+    whose buffers cannot fit (check_fits): every model x EP x tokens of a grid."""
+    for m in models:
+        for ep in eps:
+            if shape_of(m).experts % ep:
+                raise BadInput(f"--ep {ep}: {m}'s {shape_of(m).experts} experts do not divide over "
+                               f"{ep} ranks")
+            for n in tokens:
+                check_fits(m, ep, n, group=group)
+
+
+def check_knobs(knobs: dict, flag: str) -> None:
+    """Refuse, before the GPU check, MoK knobs (KernelConfig fields) the kernel would refuse
+    on the GPU: KernelConfig.validate(), and comm SMs that leave no compute (check_comm_sms)."""
+    from .megakernel import KernelConfig
+    try:
+        KernelConfig(**knobs).validate()
+    except (TypeError, ValueError) as exc:
+        raise BadInput(f"{flag}: {exc}") from None
+    if "comm_sms" in knobs:
+        check_comm_sms([knobs["comm_sms"]], flag)
+
+
 TILE_POW2 = ("bn_a", "bn_x", "bw_h", "bk_rows")      # powers of two >= 16
 TILE_POW2_OR_0 = ("bk_x", "bw")                      # the same, or 0: chosen from the shape
 
@@ -380,13 +401,7 @@ def _check_grid(a: argparse.Namespace) -> None:
     pass refuses (--fp8-kernel gluon), and every MoK grid point's KernelConfig.validate()."""
     from .megakernel import KernelConfig
     models, eps, tokens = a.model.split(","), _ints(a.ep, "--ep"), _ints(a.tokens, "--tokens")
-    for m in models:
-        for ep in eps:
-            if shape_of(m).experts % ep:
-                raise BadInput(f"--ep {ep}: {m}'s {shape_of(m).experts} experts do not divide over "
-                               f"{ep} ranks")
-            for n in tokens:
-                check_fits(m, ep, n, group=bool(a.gpus))
+    check_workloads(models, eps, tokens, group=bool(a.gpus))
     minibatches, comm = _ints(a.minibatch, "--minibatch"), _ints(a.comm_sms, "--comm-sms")
     check_comm_sms(comm)
     macros = a.macrobatch.split(",")

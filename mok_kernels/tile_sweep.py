@@ -133,8 +133,10 @@ def _workloads(text: str) -> list[tuple[str, int, int]]:
     from mok_model.presets import load_model
 
     from .bench import check_fits
+    from mok_model.cli import distinct
+
     out = []
-    for spec in text.split(","):
+    for spec in distinct("--workloads", text):
         parts = spec.split(":")
         if len(parts) != 3:
             raise MokInputError(f"--workloads {spec!r}: each workload is MODEL:EP:TOKENS")

@@ -106,9 +106,20 @@ def number_list(text: str, flag: str, kind=int, low: float = 1, high: float = ma
     return out
 
 
-def number_at_least(low: float):
-    """An argparse type: a finite number >= low."""
-    return _at_least(float, low, "a number", "a finite number")
+def distinct(flag: str, text: str, sep: str = ",") -> list[str]:
+    """The items of a `sep` list, refusing one named twice (a repeated grid value would rerun
+    the same points; a repeated name would count twice)."""
+    items = text.split(sep)
+    twice = sorted({x for x in items if x and items.count(x) > 1})   # '' is the caller's to name
+    if twice:
+        raise MokInputError(f"{flag} {text!r} names {twice[0]!r} twice: each grid value once (a "
+                            f"repeated value would rerun the same points)")
+    return items
+
+
+def number_at_least(low: float, high: float | None = None):
+    """An argparse type: a finite number >= low (and <= high)."""
+    return _at_least(float, low, "a number", "a finite number", math.inf if high is None else high)
 
 
 def capacity_arg(text: str) -> float:

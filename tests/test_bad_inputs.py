@@ -575,7 +575,10 @@ def test_tools_refuse_arguments_they_do_not_take(argv):
     (["--workloads", "nope:8:64"], "unknown model preset 'nope'"),
     (["--workloads", "kimi-k2:8"], "each workload is MODEL:EP:TOKENS"),
     (["--workloads", "kimi-k2:8:64", "--minibatch", "0"], "--minibatch '0'"),
-    (["--workloads", "kimi-k2:8:64", "--routing", "zipf"], "--routing 'zipf'")])
+    (["--workloads", "kimi-k2:8:64", "--routing", "zipf"], "--routing 'zipf'"),
+    (["--workloads", "kimi-k2:8:64,kimi-k2:8:64"], "names 'kimi-k2:8:64' twice"),
+    (["--workloads", "kimi-k2:8:64", "--minibatch", "200000"], "200000 must be in [1, 131072]"),
+    (["--workloads", "kimi-k2:8:64", "--comm-sms", "200"], "must leave compute programs")])
 def test_auto_plan_refuses_bad_flags_in_one_line(argv, want):
     r = subprocess.run([sys.executable, "benchmarks/auto_plan.py", *argv], capture_output=True,
                        text=True, cwd=REPO, timeout=60, env={**os.environ, "PYTHONPATH": str(REPO)})
@@ -642,6 +645,34 @@ GPU_TOOLS = [
      "nope.toml"),
     ("mok_kernels.space_sweep", ["--plan-out", "{d}/p.jsonl", "--tokens", "96,,1"],
      "--tokens '96,,1'"),
+    # session 29: the scripts' grids, checked as mok bench checks them, before the GPU check
+    ("benchmarks.bench_megakernel", ["--configs", "x"], "each config is dispatch/combine/"
+                                                        "minibatch/comm_sms"),
+    ("benchmarks.bench_megakernel", ["--configs", "pull/push/2048/200"],
+     "must leave compute programs"),
+    ("benchmarks.bench_megakernel", ["--configs", "shove/push/2048/32"], "dispatch 'shove'"),
+    ("benchmarks.bench_megakernel", ["--ep", "7"], "--ep 7: kimi-k2's 384 experts do not divide"),
+    ("benchmarks.bench_megakernel", ["--models", "kimi-k2,kimi-k2"], "names 'kimi-k2' twice"),
+    ("benchmarks.bench_megakernel", ["--variants", "block_m=48"], "tile sizes must be powers of two"),
+    ("benchmarks.bench_megakernel", ["--variants", "bogus=1"], "--variants bogus=1: not a "
+                                                               "KernelConfig field"),
+    ("benchmarks.bench_megakernel", ["--out", "{d}/r.txt"], "must name a .jsonl file"),
+    ("benchmarks.bench_megakernel", ["--iters", "99999999999999999999"], "in [1, 1000000]"),
+    ("benchmarks.profile_forward", ["--ep", "7"], "do not divide over 7 ranks"),
+    ("benchmarks.profile_forward", ["--comm-sms", "200"], "must leave compute programs"),
+    ("benchmarks.narrow_diag", ["--list-lag", "9"], "--list-lag: 9 must be an integer in [1, 8]"),
+    ("benchmarks.narrow_diag", ["--workloads", "kimi-k2:8:64,kimi-k2:8:64"],
+     "names 'kimi-k2:8:64' twice"),
+    ("benchmarks.narrow_diag", ["--comm-sms", "16,16"], "names '16' twice"),
+    ("benchmarks.bwd_saved_fwd_cost", ["--ep", "7"], "do not divide over 7 ranks"),
+    ("benchmarks.bwd_saved_fwd_cost", ["--tokens", "64,64"], "names '64' twice"),
+    ("benchmarks.l2_probe", ["--mb", "8,8"], "names '8' twice"),
+    ("benchmarks.l2_probe", ["--mb", "1e20"], "must be in (0, 100000]"),
+    ("benchmarks.fp8_ceiling", ["--out", ""], "--out '' is empty"),
+    ("benchmarks.fp8_ceiling", ["--rows", "4096,4096"], "names '4096' twice"),
+    ("benchmarks.sustained_clock", [], "needs a CUDA GPU"),
+    ("benchmarks.sustained_clock", ["--json", "{d}/missing/x.json"], "does not exist"),
+    ("benchmarks.sustained_clock", ["--seconds", "1e20"], "in [1, 3600]"),
     ("calibration.draw_shapes", ["--seed", "1", "--count", "0", "--out-dir", "{d}/s"], ">= 1"),
     ("calibration.report_gemm_table", ["{d}/notjson.jsonl"], "notjson.jsonl:1: not JSON"),
     ("calibration.list_check", ["--draws", "0"], "must be an integer >= 1"),
@@ -777,6 +808,7 @@ def test_calibration_tools_refuse_in_one_line(module, argv, want, files, capsys,
     ("benchmarks/gluon_fp8_gemm.py", ["--compile-only", "--grouped"], "--grouped with --compile-only"),
     ("benchmarks/gluon_fp8_gemm.py", ["--grouped", "--rows", "4096"], "--rows with --grouped"),
     ("benchmarks/gluon_fp8_gemm.py", ["--ffn", "--variants", "ws2p"], "--variants with --ffn"),
+    ("benchmarks/gluon_fp8_gemm.py", ["--rows", "4096,4096"], "names '4096' twice"),
 ])
 def test_scripts_refuse_in_one_line(script, argv, want, files):
     """Scripts under benchmarks/ parse their arguments too: one line, exit 2, no traceback."""
