@@ -35,7 +35,10 @@ from scipy.optimize import least_squares
 
 from mok_model.gemm_table import (IDEAL_TILE, MECHANISM, GemmTable, mechanism_seconds, table_point,
                                   write_table)
+from mok_model.presets import load_hardware
 from mok_model.records import read_records, record_scenario, routing_reproduced, todays_kernel
+
+from .checks import required_text
 
 SYSTEM = "gemm-only"
 TILE_M, TILE_N = IDEAL_TILE, IDEAL_TILE  # the parameters' gemm_tile_m, gemm_tile_n (priors.py)
@@ -123,7 +126,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true")
     try:
         a = p.parse_args(argv)
-        check_output_file(a.out, "--out", ".json")
+        check_output_file(a.out, "--out", ".json", inputs=[("RUN_FILES", r) for r in a.runs])
+        required_text(a.hardware, "--hardware", "preset name")
+        load_hardware(a.hardware)           # a preset name or TOML file, named if unknown
+        required_text(a.system, "--system", "system name")
         files = [str(Path(f)) for f in a.runs]
         table = build_table(read_records(files), a.hardware, files, a.system, a.out,
                             level="relative" if a.relative else "absolute")

@@ -280,6 +280,10 @@ def read_params(path: str | Path) -> Params:
         raise MokInputError(f"--params {str(path)!r}: {bad[0]} has no 'value'")
     if not isinstance(doc.get("hardware", ""), str):
         raise MokInputError(f"--params {str(path)!r}: hardware must be a preset name")
+    fitted_on = doc.get("fitted_on", [])
+    if not (isinstance(fitted_on, list) and all(isinstance(f, str) for f in fitted_on)):
+        raise MokInputError(f"--params {str(path)!r}: fitted_on={fitted_on!r} must be a list of "
+                            f"run-record files")
     entries = {k: e for k, e in entries.items() if k not in RETIRED}
     values = {k: (e["value"] if isinstance(e, dict) else e) for k, e in entries.items()}
     sources = {k: e.get("source", "") for k, e in entries.items() if isinstance(e, dict)}
@@ -300,7 +304,7 @@ def read_params(path: str | Path) -> Params:
         if not isinstance(ref, str):
             raise MokInputError(f"--params {str(path)!r}: gemm_table must be a file name")
         table = read_table(path.parent / ref)
-    return Params(values, doc.get("hardware", ""), str(path), doc.get("fitted_on", []), sources,
+    return Params(values, doc.get("hardware", ""), str(path), fitted_on, sources,
                   block, filled, table)
 
 

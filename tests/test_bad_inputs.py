@@ -77,6 +77,8 @@ def files(tmp_path_factory) -> Path:
     (d / "params-copy.json").write_text((REPO / PARAMS).read_text())
     (d / "ro-dir").mkdir()
     (d / "ro-dir").chmod(0o555)          # chmod a-w: refused even for root, who could write
+    (d / "fitted-on-str.json").write_text(json.dumps({**json.loads((REPO / PARAMS).read_text()),
+                                                      "fitted_on": "x"}))
     (d / "ro.json").write_text("{}")
     (d / "ro.json").chmod(0o444)
     for name, bad in (("tiles-str", {"tiles": {"split_dn": "abc"}}),
@@ -168,6 +170,7 @@ CASES = [
     ([*W, "--params", "mok_model/params/h200-1.json"], "pass --allow-params-mismatch"),
     ([*W, "--params", ""], "--params '' is empty; name a parameters file"),
     ([*W, "--params", "{d}/folder"], "no such file (it is a folder)"),
+    ([*W, "--params", "{d}/fitted-on-str.json"], "fitted_on='x' must be a list of run-record files"),
     # argparse itself
     ([*W, "--frobnicate"], "unrecognized arguments: --frobnicate (see `mok predict --help`)"),
     (W[:4], "the following arguments are required: --ep, --tokens"),

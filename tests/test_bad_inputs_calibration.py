@@ -95,6 +95,19 @@ CASES = [
     ("report_unseen", ["--hardware", "nope", RUNS], "(or pass --params FILE)"),
     ("report_unseen", ["--params", "mok_model/params/gb300-nvl72.json", RUNS],
      "was fitted for hardware 'gb300-nvl72', not --hardware 'h200-1'"),
+    # 7. session 29's fuzzing (2026-12-02)
+    ("gemm_table", [GEMM, "--out", "{d}/t.json", "--hardware", ""], "--hardware '': a preset name "
+                                                                     "is required"),
+    ("gemm_table", [GEMM, "--out", "{d}/t.json", "--hardware", "nope"],
+     "unknown hardware preset 'nope'"),
+    ("gemm_table", [GEMM, "--out", "{d}/t.json", "--system", " "], "--system ' ': a system name"),
+    ("gemm_table", [GEMM, "--out", "{d}/t.json/"], "is a folder"),
+    ("report_space", [GEMM, "--by", "model,model"], "--by 'model,model' names 'model' twice"),
+    ("report_space", [GEMM, "--fix", "gemm_eff,gemm_eff"], "--fix 'gemm_eff,gemm_eff' names "
+                                                           "'gemm_eff' twice"),
+    ("regret", [RUNS, "--refit-by", "model", "--free", "gemm_eff,gemm_eff"], "names 'gemm_eff' twice"),
+    ("report", [RUNS, "--out", "{d}/rep", "--free", "gemm_eff,gemm_eff"], "names 'gemm_eff' twice"),
+    ("loo", [""], "'': an empty path; name a run-record file"),
 ]
 
 NO_FLAG = {"register", "heldout_errors", "fit_fabric"}  # tools without --params / mismatch flags
