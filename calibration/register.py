@@ -33,7 +33,7 @@ from mok_model.params import PARAMS_DIR
 from mok_model.presets import load_model
 from mok_model.predict import predict
 from mok_model.records import record_config, record_model, record_scenario
-from mok_model.scenario import MAX_LIST_LAG
+from mok_model.scenario import MAX_LIST_LAG, MAX_SEED
 from mok_model.sim import simulate
 
 from .checks import required_text, shipped_params
@@ -247,7 +247,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--model")
     p.add_argument("--tokens")
     p.add_argument("--routing", default=None, help="default uniform")
-    p.add_argument("--seed", type=int_at_least(0), default=None, help="default 0")
+    p.add_argument("--seed", type=int_at_least(0, MAX_SEED), default=None, help="default 0")
     p.add_argument("--dispatch", default=None, help="default pull")
     p.add_argument("--combine", default=None, help="default push")
     p.add_argument("--minibatch", default=None, help="default 4096")

@@ -25,7 +25,7 @@ from mok_model.cli import MokParser, distinct, number_list
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
 from mok_model.records import KERNEL_SYSTEMS, append_records, record_model
-from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG
+from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG, MAX_SEED
 
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
 
@@ -55,7 +55,6 @@ def _ints(s: str, flag: str = "--tokens") -> list[int]:
 # would look like a hang (--iters, --warmup), overflow (--seed: torch takes 64-bit seeds, and
 # the iterations add to it) or outlive any use (--timeout, with --gpus)
 MAX_ITERS = 1_000_000
-MAX_SEED = 2**63 - 1
 GROUP_TIMEOUT_S, MIN_TIMEOUT_S, MAX_TIMEOUT_S = 300, 10, 86_400
 
 

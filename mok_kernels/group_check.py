@@ -20,11 +20,11 @@ import torch
 
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
-from mok_model.scenario import KNOB_MAX
+from mok_model.scenario import KNOB_MAX, MAX_SEED
 from mok_model.workload import check_routing_memory
 
 from . import require_cuda
-from .bench import MAX_ITERS, MAX_SEED
+from .bench import MAX_ITERS
 from .routing import parse_routing
 
 E, K, H, I = 32, 4, 256, 128    # small shape: correctness of the protocol, not speed

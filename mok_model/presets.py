@@ -19,6 +19,7 @@ from .errors import MokInputError
 _DIR = Path(__file__).parent / "presets"
 MODEL_ALIASES = {"kimi-k2.7-code": "kimi-k2", "glm-5.2": "glm-5"}
 HOST_CPUS = ("x86", "grace")
+MAX_EXPERTS = 2**20   # routed experts of a model: a million-expert layer (PEER) predicts in ~2 s
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,6 +125,10 @@ def _validated_model(m: MoEModel) -> MoEModel:
         _positive("model", m.name, key, getattr(m, key))
     for key in ("shared_experts", "shared_width"):
         _positive("model", m.name, key, getattr(m, key), allow_zero=True)
+    if m.routed_experts > MAX_EXPERTS:
+        raise MokInputError(f"model {m.name!r}: routed_experts={m.routed_experts} must be at most "
+                            f"{MAX_EXPERTS} (the model keeps arrays per expert: 10^7 experts take "
+                            f"7 GB and half a minute, 10^9 would not finish)")
     if m.top_k > m.routed_experts:
         raise MokInputError(
             f"model {m.name!r}: top_k={m.top_k} must be <= routed_experts={m.routed_experts}")

@@ -34,6 +34,9 @@ ENGINES = ("analytic", "sim")
 # The largest row count or SM count a knob may take: the model's arrays hold them as 64-bit
 # integers and multiply them by widths and byte sizes, so larger values would overflow.
 KNOB_MAX = 2**31 - 1
+# The largest seed a run on the GPU takes: torch generators take 64-bit seeds, and the bench adds
+# the iteration to it (mok bench, calibration.register, group_check refuse more).
+MAX_SEED = 2**63 - 1
 
 # Bytes per activation/weight element moved or read, by precision. MXFP8: one E8M0 scale byte per
 # 32 E4M3 elements (mok-system.md section 1). The combine always returns BF16 outputs.

@@ -65,6 +65,8 @@ def files(tmp_path_factory) -> Path:
     (d / "model-nolayers.toml").write_text(base + "moe_layers = 0\n")
     (d / "model-neglayers.toml").write_text(base + "layers = -3\n")
     (d / "model-morelayers.toml").write_text(base + "moe_layers = 5\nlayers = 4\n")
+    (d / "model-experts-huge.toml").write_text(base.replace("routed_experts = 8",
+                                                            "routed_experts = 1000000000"))
     (d / "params-bad.json").write_text("{")
     (d / "params-schema.json").write_text('{"schema": "other"}')
     (d / "params-values.json").write_text('{"schema": "mok-params/1", "values": [1, 2]}')
@@ -117,6 +119,9 @@ CASES = [
     ([*W[:2], "--model", "{d}/model-neglayers.toml", *W[4:]], "layers=-3 must be finite and > 0"),
     ([*W[:2], "--model", "{d}/model-morelayers.toml", *W[4:]],
      "moe_layers=5 must be <= layers=4"),
+    # it ran out of memory or time (10^7 experts: 7 GB, 30 s; session 29)
+    ([*W[:2], "--model", "{d}/model-experts-huge.toml", *W[4:]],
+     "routed_experts=1000000000 must be at most 1048576"),
     ([*W, "--pass", "sideways"], "--pass 'sideways' must be one of fwd, bwd"),
     ([*W, "--precision", "fp4"], "--precision 'fp4' must be one of bf16, fp8, mxfp8"),
     (["--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8", "--tokens", "64",

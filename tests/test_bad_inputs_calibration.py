@@ -108,6 +108,8 @@ CASES = [
     ("regret", [RUNS, "--refit-by", "model", "--free", "gemm_eff,gemm_eff"], "names 'gemm_eff' twice"),
     ("report", [RUNS, "--out", "{d}/rep", "--free", "gemm_eff,gemm_eff"], "names 'gemm_eff' twice"),
     ("loo", [""], "'': an empty path; name a run-record file"),
+    ("register", [*K2, "--seed", "99999999999999999999", "--out", "{d}/r.jsonl"],
+     "--seed: 99999999999999999999 must be an integer in [0, 9223372036854775807]"),
 ]
 
 NO_FLAG = {"register", "heldout_errors", "fit_fabric"}  # tools without --params / mismatch flags
