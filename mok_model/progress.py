@@ -31,9 +31,13 @@ def env_switch(name: str) -> bool:
 
 
 def check_env() -> None:
-    """Refuse a malformed switch at a tool's start, before any work."""
+    """Refuse a malformed switch at a tool's start, before any work (the route cache's
+    variables too: mok_model.route_cache.check_env)."""
+    from .route_cache import check_env as route_cache_env
+
     for name in ENV_SWITCHES:
         env_switch(name)
+    route_cache_env()
 
 
 def debug() -> bool:

@@ -38,6 +38,7 @@ MIN_ROUTES = 2 ** 15
 MAX_ENTRIES = 4096  # about 40 MB at EP 16
 PRUNE_EVERY = 16  # one write in 16 (the entries whose name starts with 0) counts the entries
 _OFF = ("0", "off", "false", "no")
+_ON = ("1", "on", "true", "yes")
 _WORKLOAD = Path(__file__).with_name("workload.py")
 
 
@@ -50,6 +51,35 @@ def cache_dir() -> Path | None:
         return Path(where)
     base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
     return Path(base) / "mok" / "routes"
+
+
+def check_env() -> None:
+    """Refuse, at a tool's start, a MOK_ROUTE_CACHE that is neither on nor off and a
+    MOK_ROUTE_CACHE_DIR that is empty, a file, or a folder that cannot be written: the cache
+    would silently be on, in the default folder, or never written (cache_dir itself stays
+    lenient: a library call never fails for its cache)."""
+    from .errors import MokInputError
+    from .fileio import _writable
+
+    switch = os.environ.get("MOK_ROUTE_CACHE")
+    if switch is not None and switch.strip().lower() not in _OFF + _ON:
+        raise MokInputError(f"environment variable MOK_ROUTE_CACHE={switch!r} must be 0 or 1 "
+                            f"(also off / on, false / true, no / yes; unset: on)")
+    where = os.environ.get("MOK_ROUTE_CACHE_DIR")
+    if where is None or cache_dir() is None:
+        return
+    if not where.strip():
+        raise MokInputError("environment variable MOK_ROUTE_CACHE_DIR='' is empty: name the route "
+                            "cache's folder, or unset it for ~/.cache/mok/routes")
+    path = Path(where)
+    existing = next((q for q in (path, *path.parents) if q.exists()), None)
+    if existing is not None and not existing.is_dir():
+        raise MokInputError(f"environment variable MOK_ROUTE_CACHE_DIR={where!r}: "
+                            f"{str(existing)!r} is a file, not a folder")
+    if existing is not None and not _writable(existing, os.W_OK | os.X_OK):
+        raise MokInputError(f"environment variable MOK_ROUTE_CACHE_DIR={where!r}: "
+                            f"{str(existing)!r} is not writable (MOK_ROUTE_CACHE=0 turns the "
+                            f"cache off)")
 
 
 @lru_cache(maxsize=1)

@@ -376,7 +376,8 @@ def test_unexpected_failure_is_one_line_exit_1(monkeypatch, capsys):
 
 
 @pytest.mark.parametrize("name, value", [("MOK_PROGRESS", "off"), ("MOK_PROGRESS", "no"),
-                                         ("MOK_DEBUG", "yes"), ("MOK_DEBUG", "2")])
+                                         ("MOK_DEBUG", "yes"), ("MOK_DEBUG", "2"),
+                                         ("MOK_ROUTE_CACHE", "maybe")])
 def test_a_malformed_environment_switch_is_bad_input(name, value, capsys, monkeypatch):
     """MOK_PROGRESS=off used to leave the bars on, MOK_DEBUG=0 to show tracebacks: a switch is
     0 or 1, anything else one line, exit 2, before any work (the tools' run_tool too)."""
@@ -390,6 +391,21 @@ def test_a_malformed_environment_switch_is_bad_input(name, value, capsys, monkey
         assert rc == 2 and cap.out == "" and cap.err.count("\n") == 1, cap.err
         assert cap.err.startswith(prefix), cap.err
         assert f"environment variable {name}={value!r} must be 0 or 1" in cap.err, cap.err
+
+
+@pytest.mark.parametrize("where, want", [("", "MOK_ROUTE_CACHE_DIR='' is empty"),
+                                         ("{d}/a-file", "is a file, not a folder"),
+                                         ("{d}/a-file/routes", "is a file, not a folder"),
+                                         ("{d}/ro-dir", "is not writable")])
+def test_a_bad_route_cache_folder_is_bad_input(where, want, files, capsys, monkeypatch):
+    """The route cache used to fall back in silence: '' to ~/.cache, a file to no cache."""
+    monkeypatch.setenv("MOK_ROUTE_CACHE_DIR", where.replace("{d}", str(files)))
+    assert main(["predict", *W]) == 2
+    cap = capsys.readouterr()
+    assert cap.out == "" and cap.err.count("\n") == 1 and want in cap.err, cap.err
+    assert cap.err.startswith("mok: error: environment variable MOK_ROUTE_CACHE_DIR="), cap.err
+    monkeypatch.setenv("MOK_ROUTE_CACHE", "0")     # the cache off: its folder is not read
+    assert main(["predict", *W]) == 0
 
 
 def test_mok_debug_0_keeps_the_one_line(monkeypatch, capsys):
