@@ -33,11 +33,10 @@ from typing import Any, Callable
 
 import torch
 
-from mok_kernels.bench import _software, stats, time_events
+from mok_kernels.bench import MAX_ITERS, _software, check_records_out, stats, time_events
 from mok_kernels.peers import pointer_offsets
-from mok_model.cli import MokParser, int_at_least, number_at_least
+from mok_model.cli import MokParser, distinct, int_at_least, number_at_least
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_file
 from mok_model.records import append_records
 
 H, CR, CC, WARPS = 7168, 16, 1024, 8     # the megakernel's copy step: 16 rows x 1024 bf16, 8 warps
@@ -535,6 +534,22 @@ def _finish() -> None:
     dist.destroy_process_group()
 
 
+def torchrun_ranks() -> tuple[int, int, int]:
+    """(RANK, WORLD_SIZE, LOCAL_RANK) as torchrun sets them, each an integer, the rank below the
+    world size; else one line naming the variable (int() used to raise a traceback)."""
+    values = {}
+    for name, default in (("RANK", None), ("WORLD_SIZE", None), ("LOCAL_RANK", "0")):
+        text = os.environ.get(name, default)
+        if text is None or not text.strip().isdigit():
+            raise MokInputError(f"environment variable {name}={text!r} must be an integer >= 0 "
+                                f"(torchrun sets RANK, WORLD_SIZE and LOCAL_RANK)")
+        values[name] = int(text)
+    if not values["RANK"] < values["WORLD_SIZE"]:
+        raise MokInputError(f"environment variables RANK={values['RANK']} and WORLD_SIZE="
+                            f"{values['WORLD_SIZE']}: the rank must be below the world size")
+    return values["RANK"], values["WORLD_SIZE"], values["LOCAL_RANK"]
+
+
 def main(argv: list[str]) -> int:
     p = MokParser(prog="calibration/nvlink_bench.py", description=__doc__,
                   formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -543,43 +558,45 @@ def main(argv: list[str]) -> int:
     p.add_argument("--gpus", type=int_at_least(0), default=0,
                    help="without torchrun: spawn this many ranks (0: one per GPU here)")
     p.add_argument("--quick", action="store_true", help="fewer points, rows and iterations")
-    p.add_argument("--iters", type=int_at_least(1), default=None,
+    p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=None,
                    help="timed iterations (default 10, quick 5)")
     p.add_argument("--deadline-s", type=number_at_least(0), default=500.0,
                    help="stop starting new points")
     p.add_argument("--only", default=",".join(BENCHES), help=f"subset of {','.join(BENCHES)}")
     try:
         a = p.parse_args(argv)
-        check_output_file(a.out, "--out")
+        check_records_out(a.out)      # records are appended: a .jsonl of valid records
         if a.emulate and a.gpus:
             raise MokInputError(f"--gpus {a.gpus} with --emulate: the emulated run is one GPU "
                                 f"(drop --gpus)")
-        bad = [n for n in a.only.split(",") if n not in BENCHES]
+        bad = [n for n in distinct("--only", a.only) if n not in BENCHES]
         if bad:
             raise MokInputError(f"--only {a.only!r}: {bad} not in {','.join(BENCHES)}")
+        if "RANK" in os.environ:      # torchrun's variables, named before the GPU check
+            torchrun_ranks()
     except MokInputError as exc:
-        print(f"nvlink_bench: {exc}", file=sys.stderr)
+        print(f"nvlink_bench: error: {exc}", file=sys.stderr)
         return 2
     a.iters = a.iters or (5 if a.quick else 10)
     have = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if have == 0:
-        print("nvlink_bench: needs a CUDA GPU (no GPU here)", file=sys.stderr)
+        print("nvlink_bench: error: needs a CUDA GPU (no GPU here)", file=sys.stderr)
         return 2
     if a.emulate:
         return run(a)
     if "RANK" in os.environ:                       # torchrun
-        if int(os.environ["WORLD_SIZE"]) < 2:
-            print("nvlink_bench: torchrun with 1 process: use --nproc-per-node 2+ or --emulate",
-                  file=sys.stderr)
+        rank, world, local = torchrun_ranks()
+        if world < 2:
+            print("nvlink_bench: error: torchrun with 1 process: use --nproc-per-node 2+ or "
+                  "--emulate", file=sys.stderr)
             return 2
-        _init(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]),
-              int(os.environ.get("LOCAL_RANK", 0)), None)
+        _init(rank, world, local, None)
         rc = run(a)
         _finish()
         return rc
     world = a.gpus or have
     if world < 2 or world > have:
-        print(f"nvlink_bench: --gpus {world}: need 2..{have} GPUs (or --emulate on one GPU)",
+        print(f"nvlink_bench: error: --gpus {world}: need 2..{have} GPUs (or --emulate on one GPU)",
               file=sys.stderr)
         return 2
     import socket

@@ -847,10 +847,35 @@ def test_nvlink_bench_checks_its_flags(files, capsys):
     from calibration.nvlink_bench import main as nvlink_main
 
     for argv, want in ([["--out", str(files / "r.jsonl"), "--iters", "-1"], "--iters: -1 must be"],
-                       [["--out", str(files / "missing" / "r.jsonl")], "does not exist"]):
+                       [["--out", str(files / "missing" / "r.jsonl")], "does not exist"],
+                       # session 29: records are appended, so --out is a records file
+                       [["--out", str(files / "notjson.jsonl")], "notjson.jsonl:1: not JSON"],
+                       [["--out", str(files / "r.txt")], "must name a .jsonl file"],
+                       [["--out", str(files / "r.jsonl"), "--only", "copy,copy"],
+                        "names 'copy' twice"],
+                       [["--out", str(files / "r.jsonl"), "--iters", "99999999999999999999"],
+                        "--iters: 99999999999999999999 must be an integer in [1, 1000000]"]):
         assert nvlink_main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and want in err, err
+        assert err.startswith("nvlink_bench: error: "), err
+
+
+@pytest.mark.parametrize("env, want", [({"RANK": "x", "WORLD_SIZE": "2"}, "RANK='x' must be"),
+                                       ({"RANK": "0"}, "WORLD_SIZE=None must be"),
+                                       ({"RANK": "2", "WORLD_SIZE": "2"}, "below the world size"),
+                                       ({"RANK": "0", "WORLD_SIZE": "2", "LOCAL_RANK": "-1"},
+                                        "LOCAL_RANK='-1' must be")])
+def test_nvlink_bench_names_bad_torchrun_variables_first(env, want, files, capsys, monkeypatch):
+    """torchrun's RANK / WORLD_SIZE / LOCAL_RANK garbage raised a ValueError traceback after
+    the GPU check; now one line before it."""
+    from calibration.nvlink_bench import main as nvlink_main
+
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert nvlink_main(["--out", str(files / "r.jsonl")]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and err.startswith("nvlink_bench: error: environment ") and want in err, err
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("triton") is not None,
