@@ -71,6 +71,7 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(a: argparse.Namespace) -> int:
     from mok_model.errors import MokInputError
+    from mok_model.fileio import check_output_dir
     from mok_model.presets import load_model
 
     from .checks import required_text
@@ -87,7 +88,7 @@ def _run(a: argparse.Namespace) -> int:
     if taken:
         raise MokInputError(f"--out-dir {a.out_dir!r}: {taken[0]} exists; drawn shapes are written "
                             f"once (name a new directory)")
-    out.mkdir(parents=True, exist_ok=True)
+    check_output_dir(out, "--out-dir")     # made, and writable (a chmod a-w folder refused)
     for s, path in zip(shapes, paths):
         path.write_text(toml_text(s, a.seed))
         load_model(str(path))              # the file reads back as a valid preset

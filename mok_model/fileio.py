@@ -95,6 +95,9 @@ def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
             if not q.is_dir():
                 what = "is a file" if q == p else f"lies under the file {str(q)!r}"
                 raise MokInputError(f"{flag} {str(path)!r} {what}; name a folder")
+            if q != p and not _writable(q, os.W_OK | os.X_OK):   # never made in a chmod a-w one
+                raise MokInputError(f"{flag} {str(path)!r}: folder {str(q)!r} is not writable; "
+                                    f"name another folder")
             break
     try:
         p.mkdir(parents=True, exist_ok=True)

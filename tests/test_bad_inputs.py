@@ -316,6 +316,7 @@ STUDY_CASES = [
     (["--list", "--out", "{d}/o"], "--list lists the studies and runs none; drop --out"),
     (["--list", "--workers", "3", "--seed", "4", "--quick"], "drop --workers, --seed, --quick"),
     (["ep-table", "--out", "{d}/ro-dir"], "--out '{d}/ro-dir' is not writable"),
+    (["ep-table", "--out", "{d}/ro-dir/sub"], "folder '{d}/ro-dir' is not writable"),
 ]
 
 
@@ -698,6 +699,8 @@ GPU_TOOLS = [
     ("benchmarks.sustained_clock", ["--json", "{d}/missing/x.json"], "does not exist"),
     ("benchmarks.sustained_clock", ["--seconds", "1e20"], "in [1, 3600]"),
     ("calibration.draw_shapes", ["--seed", "1", "--count", "0", "--out-dir", "{d}/s"], ">= 1"),
+    ("calibration.draw_shapes", ["--seed", "1", "--count", "2", "--out-dir", "{d}/ro-dir/s"],
+     "ro-dir' is not writable"),
     ("calibration.report_gemm_table", ["{d}/notjson.jsonl"], "notjson.jsonl:1: not JSON"),
     ("calibration.list_check", ["--draws", "0"], "must be an integer >= 1"),
     ("calibration.list_check", ["--draws", "5001"], "--draws 5001: at most 5000"),
