@@ -19,10 +19,10 @@ from typing import Any
 import torch
 
 from mok_kernels import require_cuda
-from mok_kernels.bench import _hardware, _software, make_record, stats, time_events
-from mok_model.cli import doc_parser, run_tool
+from mok_kernels.bench import (_hardware, _software, check_records_out, make_record, stats,
+                               time_events)
+from mok_model.cli import distinct, doc_parser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_file
 from mok_model.records import append_records
 
 KNOBS0 = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32, macrobatch=131072,
@@ -262,10 +262,10 @@ def run(a) -> int:
     fns = {"copy": bench_copy, "copy_shapes": bench_copy_shapes, "flag": bench_flag,
            "gemm": bench_gemm, "gemm_sms": bench_gemm_sms, "swiglu": bench_swiglu_reduce,
            "schedule": bench_schedule, "launch": bench_launch}
-    bad = [n for n in a.only.split(",") if n not in fns]
+    bad = [n for n in distinct("--only", a.only) if n not in fns]
     if bad:
         raise MokInputError(f"--only {a.only!r}: {bad} not one of {', '.join(fns)}")
-    check_output_file(a.out, "--out")
+    check_records_out(a.out)       # records are appended: a .jsonl of valid records
     require_cuda()
     for name in a.only.split(","):
         out: list = []

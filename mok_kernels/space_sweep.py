@@ -209,6 +209,9 @@ def run(a: argparse.Namespace) -> int:
 
 def main(argv: list[str]) -> int:
     from mok_model.cli import doc_parser, int_at_least, number_at_least, run_tool
+    from mok_model.scenario import MAX_SEED
+
+    from .bench import MAX_ITERS
 
     p = doc_parser("python -m mok_kernels.space_sweep", __doc__)
     p.add_argument("--out", help="RUNS.jsonl to append records to")
@@ -227,9 +230,11 @@ def main(argv: list[str]) -> int:
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--gemm-phases", action="store_true",
                    help="record the megakernel's GEMM phases alone (mok-gemm) per workload")
-    p.add_argument("--seed", type=int_at_least(0), default=0)
-    p.add_argument("--iters", type=int_at_least(1), default=None, help="timed iterations (8)")
-    p.add_argument("--warmup", type=int_at_least(0), default=None, help="warm-up iterations (2)")
+    p.add_argument("--seed", type=int_at_least(0, MAX_SEED), default=0)
+    p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=None,
+                   help="timed iterations (8)")
+    p.add_argument("--warmup", type=int_at_least(0, MAX_ITERS), default=None,
+                   help="warm-up iterations (2)")
     p.add_argument("--deadline-s", type=number_at_least(0), default=None,
                    help="stop starting workloads after this many seconds (400)")
     return run_tool(p, lambda a: _checked_run(a, argv), argv)
@@ -237,13 +242,19 @@ def main(argv: list[str]) -> int:
 
 def _checked_run(a: argparse.Namespace, argv: list[str]) -> int:
     """Check every flag and output path, then plan (any machine) or sweep (a CUDA GPU)."""
-    from mok_model.cli import number_list
+    from mok_model.cli import distinct, number_list
     from mok_model.errors import MokInputError
     from mok_model.fileio import check_output_file
+    from mok_model.presets import load_model
 
     from . import require_cuda
+    from .bench import check_fits
 
     a.argv = argv
+    for flag in ("--eps", "--tokens", "--models", "--shapes"):
+        value = getattr(a, flag[2:])
+        if value is not None:
+            distinct(flag, value)
     a.eps = number_list(a.eps, "--eps") if a.eps is not None else None
     a.tokens = number_list(a.tokens, "--tokens") if a.tokens is not None else None
     if a.models is not None:
@@ -257,6 +268,12 @@ def _checked_run(a: argparse.Namespace, argv: list[str]) -> int:
         for path in a.shapes.split(","):
             load_model(path)          # a missing or bad file stops here, naming it
     _check_workloads(a)
+    space = space_of(a)
+    for m in a.models.split(",") if a.models else space["models"]:
+        experts = load_model(m).routed_experts
+        for ep in (e for e in space["eps"] if experts % e == 0):
+            for n in space["tokens"]:        # a workload that cannot fit, named before the GPU
+                check_fits(m, ep, n)
     if a.plan_out is not None:
         for flag, given in (("--out", a.out is not None), ("--skip-done", a.skip_done is not None),
                             ("--compile-only", a.compile_only), ("--gemm-phases", a.gemm_phases),

@@ -16,14 +16,15 @@ import time
 
 import torch
 
-from mok_model.cli import doc_parser, int_at_least, number_at_least, number_list, run_tool
+from mok_model.cli import distinct, doc_parser, int_at_least, number_at_least, number_list, run_tool
 from mok_model.errors import MokInputError
 from mok_model.presets import load_model
 from mok_model.records import append_records
+from mok_model.scenario import KNOB_MAX
 
 from . import require_cuda
-from .bench import (Workload, _hardware, _software, check_comm_sms, check_fits, check_records_out,
-                    macro_rows, make_record, run_gemm_only, run_mok, run_torch_grouped)
+from .bench import (MAX_ITERS, Workload, _hardware, _software, check_comm_sms, check_fits,
+                    check_records_out, macro_rows, make_record, run_gemm_only, run_mok, run_torch_grouped)
 from .routing import parse_routing, shape_of
 
 EP = 16     # the emulated EP group of every workload
@@ -36,8 +37,8 @@ def main(argv: list[str]) -> int:
                                           "kimi-k2:4096,glm-5:4096")
     p.add_argument("--minibatch", default="512,1024,2048,4096,8192")
     p.add_argument("--comm-sms", default="8,16,32,64")
-    p.add_argument("--iters", type=int_at_least(1), default=6)
-    p.add_argument("--warmup", type=int_at_least(0), default=2)
+    p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=6)
+    p.add_argument("--warmup", type=int_at_least(0, MAX_ITERS), default=2)
     p.add_argument("--deadline-s", type=number_at_least(0), default=520)
     p.add_argument("--routing", default="uniform")
     return run_tool(p, lambda a: sweep(a, argv), argv)
@@ -46,7 +47,10 @@ def main(argv: list[str]) -> int:
 def sweep(a, argv: list[str]) -> int:
     """The grid on each workload (flags checked first; a CUDA GPU)."""
     check_records_out(a.out, "--out")
-    minibatches, comm_sms = number_list(a.minibatch, "--minibatch"), number_list(a.comm_sms, "--comm-sms")
+    for flag in ("--workloads", "--minibatch", "--comm-sms"):
+        distinct(flag, getattr(a, flag[2:].replace("-", "_")))
+    minibatches = number_list(a.minibatch, "--minibatch", high=KNOB_MAX)
+    comm_sms = number_list(a.comm_sms, "--comm-sms")
     check_comm_sms(comm_sms)
     workloads = []
     for wspec in a.workloads.split(","):

@@ -112,6 +112,7 @@ def candidate(name: str, table: dict) -> tuple[str, dict] | None:
 def main(argv: list[str]) -> int:
     from mok_model.cli import doc_parser, int_at_least, number_at_least, run_tool
 
+    from .bench import MAX_ITERS
     p = doc_parser("python -m mok_kernels.tile_sweep", __doc__)
     p.add_argument("--out", required=True)
     p.add_argument("--workloads", default=WORKLOADS)
@@ -120,8 +121,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--precision", default="bf16", choices=("bf16", "fp8"))
     p.add_argument("--comm-sms", default=None, help="comma list (default: 16 where a workload "
                    "has >= 16384 routes, else 32)")
-    p.add_argument("--iters", type=int_at_least(1), default=8)
-    p.add_argument("--warmup", type=int_at_least(0), default=2)
+    p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=8)
+    p.add_argument("--warmup", type=int_at_least(0, MAX_ITERS), default=2)
     p.add_argument("--deadline-s", type=number_at_least(0), default=400)
     return run_tool(p, lambda a: sweep(a, argv), argv)
 
@@ -152,7 +153,7 @@ def _workloads(text: str) -> list[tuple[str, int, int]]:
 
 def sweep(a, argv: list[str]) -> int:
     """Time each candidate on each workload (flags checked first; a CUDA GPU)."""
-    from mok_model.cli import number_list
+    from mok_model.cli import distinct, number_list
     from mok_model.errors import MokInputError
 
     from . import require_cuda
@@ -163,10 +164,13 @@ def sweep(a, argv: list[str]) -> int:
     workloads = _workloads(a.workloads)
     comm_sms = number_list(a.comm_sms, "--comm-sms") if a.comm_sms is not None else None
     if comm_sms is not None:
+        distinct("--comm-sms", a.comm_sms)
         check_comm_sms(comm_sms)
     fp8 = a.precision == "fp8"
     table = FP8_CANDIDATES if fp8 else CANDIDATES
-    names = a.candidates.split(",") if a.candidates else list(table)
+    if a.candidates is not None:     # '' is refused below, never taken for every candidate
+        distinct("--candidates", a.candidates)
+    names = a.candidates.split(",") if a.candidates is not None else list(table)
     for name in names:
         if candidate(name, table) is None:
             raise MokInputError(f"--candidates {name!r}: not one of {', '.join(table)}, optionally "

@@ -9,11 +9,11 @@ import sys
 
 import torch
 
-from mok_model.cli import doc_parser, number_list, run_tool
+from mok_model.cli import distinct, doc_parser, number_list, run_tool
 from mok_model.errors import MokInputError
 
 from . import require_cuda
-from .bench import Workload, run_gemm_only, run_mok, run_torch_grouped, stats
+from .bench import Workload, check_fits, run_gemm_only, run_mok, run_torch_grouped, stats
 from .routing import shape_of
 
 BASE = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=16, macrobatch=131072,
@@ -39,8 +39,11 @@ def main(argv: list[str]) -> int:
 def run(a) -> int:
     """Time each variant on each workload (flags checked first; a CUDA GPU)."""
     tokens = number_list(a.tokens, "--tokens")
-    for model in a.models.split(","):
+    distinct("--tokens", a.tokens)
+    for model in distinct("--models", a.models):
         shape_of(model)
+        for n in tokens:
+            check_fits(model, 16, n)    # the job's emulated EP 16
     letters = {v[0] for v in VARIANTS}
     if a.variants is not None and (not a.variants or set(a.variants) - letters):
         raise MokInputError(f"--variants {a.variants!r}: letters of {''.join(sorted(letters))}")

@@ -201,6 +201,28 @@ TOOLS = [
      "--workloads 'kimi-k2:7:64': kimi-k2's 384 experts do not divide over EP 7"),
     ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--workloads", "kimi-k2:8:1000000000000"],
      "tokens 1000000000000 at EP 8 (kimi-k2)"),
+    # session 29's fuzzing (2026-12-02): these reached the GPU check
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl", "--seed", "99999999999999999999"],
+     "--seed: 99999999999999999999 must be an integer in [0, 9223372036854775807]"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl", "--iters", "99999999999999999999"],
+     "--iters: 99999999999999999999 must be an integer in [1, 1000000]"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl", "--eps", "16,16"], "names '16' twice"),
+    ("mok_kernels.space_sweep", ["--out", "{d}/r.jsonl", "--tokens", "99999999999999999999"],
+     "--tokens 99999999999999999999 at EP 4"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl", "--minibatch", "99999999999999999999"],
+     "--minibatch '99999999999999999999': 99999999999999999999 must be in [1, 2147483647]"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl", "--comm-sms", "16,16"], "names '16' twice"),
+    ("mok_kernels.sweep_job", ["--out", "{d}/r.jsonl", "--warmup", "99999999999999999999"],
+     "--warmup: 99999999999999999999 must be"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--candidates", ""],
+     "--candidates '': not one of"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--comm-sms", "16,16"], "names '16' twice"),
+    ("mok_kernels.tune_job", ["--tokens", "99999999999999999999"],
+     "--tokens 99999999999999999999 at EP 16"),
+    ("mok_kernels.tune_job", ["--models", "kimi-k2,kimi-k2"], "names 'kimi-k2' twice"),
+    ("calibration.microbench", ["--out", "{d}/bad.jsonl"], "exists and is not a valid run-records"),
+    ("calibration.microbench", ["--out", "{d}/r.txt"], "must name a .jsonl file"),
+    ("calibration.microbench", ["--out", "{d}/r.jsonl", "--only", "copy,copy"], "names 'copy' twice"),
 ]
 
 
