@@ -42,6 +42,32 @@ def test_weight_grads_invert_the_packing(rank, ishared):
         assert dsg is None and dsu is None and dsd is None
 
 
+@pytest.mark.parametrize("rank", [None, 2])
+def test_weight_grads_with_direct_routed_gradients(rank):
+    """w_direct: the packed buffers keep one (shared-expert) slot a rank, weight_grads sums those
+    over the ranks in order and hands the pass's routed tensors over as they are; w_bf16 alone
+    is refused."""
+    from mok_kernels.backward import BackwardResult, parse_tiles
+    lay, w = layer(rank=rank)
+    bwd = MoKBackward(lay, parse_tiles("w_direct=1,w_bf16=1"))
+    v, el = lay.vranks, lay.el
+    assert bwd.dwgu.shape[0] == v and bwd.dwd.shape[0] == v
+    packed = lay.wg.view(v, el + 1, *lay.wg.shape[1:])[:, el].float()
+    bwd.dwgu.copy_(packed)
+    bwd.dwd.copy_(lay.wd.view(v, el + 1, *lay.wd.shape[1:])[:, el].float())
+    routed = bwd.new_routed()
+    assert all(t.dtype == torch.bfloat16 for t in routed)
+    assert routed[0].shape == (v * el, 64, 80) and routed[2].shape == (v * el, 80, 64)
+    res = BackwardResult(bwd.dx, bwd.dw, bwd.dwgu, bwd.dwd, routed)
+    dwg, dwu, dwd, dsg, dsu, dsd = bwd.weight_grads(res)
+    assert dwg is routed[0] and dwu is routed[1] and dwd is routed[2]
+    bf = lambda t: t.to(torch.bfloat16).float()  # noqa: E731
+    assert torch.equal(dsg, v * bf(w.sg)) and torch.equal(dsu, v * bf(w.su))
+    assert torch.equal(dsd, v * bf(w.sd))
+    with pytest.raises(ValueError, match="w_bf16=1 needs w_direct=1"):
+        MoKBackward(lay, parse_tiles("w_bf16=1"))
+
+
 @pytest.mark.parametrize("rank,routing", [(None, "zipf:1.5"), (3, "onehot"), (0, "uniform")])
 def test_expert_tiles_match_the_schedule(rank, routing):
     lay, _ = layer(rank=rank)
