@@ -14,7 +14,7 @@ import shlex
 import sys
 
 from .errors import MokInputError, SimInvariantError
-from .fileio import check_output_file, warn
+from .fileio import check_output_file, deferred_warnings, drop_warnings, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
 from .scenario import (ENGINES, FP8_KERNELS, GLUON_KNOBS, MODES, PASSES, PRECISIONS, SYSTEMS,
                        Config, Scenario, check_gluon_knobs)
@@ -42,7 +42,11 @@ def run_tool(parser: argparse.ArgumentParser, body, argv: list[str] | None = Non
     try:
         check_env()
         args = parser.parse_args(sys.argv[1:] if argv is None else argv)
-        return body(args) or 0
+        with deferred_warnings():
+            rc = body(args) or 0
+            if rc == 2:                # a tool that printed its own error line
+                drop_warnings()
+            return rc
     except MokInputError as exc:
         print(f"{parser.prog}: error: {exc}", file=sys.stderr)
         return 2
@@ -514,15 +518,20 @@ def main(argv: list[str] | None = None) -> int:
     try:
         check_env()
         if argv and argv[0] in ("calibrate", "validate", "study", "bench"):
-            return _forward(argv[0], argv[1:])
+            with deferred_warnings():
+                rc = _forward(argv[0], argv[1:])
+                if rc == 2:            # bad input, its line printed: no warnings beside it
+                    drop_warnings()
+                return rc
         a, extra = build_parser().parse_known_args(argv)
         if extra:
             raise MokInputError(f"unrecognized arguments: {' '.join(extra)} (see `mok {a.cmd} --help`)")
-        if a.cmd == "presets":
-            return cmd_presets(a)
-        if a.cmd in ("predict", "simulate"):
-            return cmd_predict(a, "analytic" if a.cmd == "predict" else "sim")
-        return cmd_tune(a)
+        with deferred_warnings():
+            if a.cmd == "presets":
+                return cmd_presets(a)
+            if a.cmd in ("predict", "simulate"):
+                return cmd_predict(a, "analytic" if a.cmd == "predict" else "sim")
+            return cmd_tune(a)
     except MokInputError as exc:
         print(f"mok: error: {exc}", file=sys.stderr)
         return 2

@@ -134,9 +134,50 @@ def atomic_write_text(path: str | os.PathLike, text: str) -> None:
         tmp.write_text(text)
 
 
+# warnings held back while a command checks its input (deferred_warnings): None prints at once
+_pending: list[str] | None = None
+
+
 def warn(message: str) -> None:
-    """One line on stderr for a legal but suspicious input; never on stdout."""
-    print(f"mok: warning: {message}", file=sys.stderr)
+    """One line on stderr for a legal but suspicious input; never on stdout. Inside
+    deferred_warnings it waits until the input has passed every check, so that bad input is
+    the one error line alone."""
+    line = f"mok: warning: {message}"
+    if _pending is not None:
+        _pending.append(line)
+    else:
+        print(line, file=sys.stderr)
+
+
+def flush_warnings() -> None:
+    """Print the warnings held back so far, and any later ones at once (a long job is about to
+    start: its warnings should not wait for its end)."""
+    global _pending
+    held, _pending = _pending or [], None
+    for line in held:
+        print(line, file=sys.stderr)
+
+
+def drop_warnings() -> None:
+    """Forget the warnings held back: the input was bad, its error line stands alone."""
+    global _pending
+    _pending = None
+
+
+@contextlib.contextmanager
+def deferred_warnings() -> Iterator[None]:
+    """Hold a command's warnings until it ends (or flush_warnings: a long job starts); on bad
+    input (MokInputError, or drop_warnings from a command that prints its own error) drop
+    them: the error is the one line on stderr."""
+    global _pending
+    _pending = []
+    try:
+        yield
+    except MokInputError:
+        drop_warnings()
+        raise
+    finally:
+        flush_warnings()
 
 
 def read_json_lines(path: str | os.PathLike, kind: str, what: str,

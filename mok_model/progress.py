@@ -53,6 +53,10 @@ def bar(items: Iterable[T], desc: str, total: int | None = None) -> Iterator[T]:
     """Iterate with a bar of counted steps (shown after DELAY_S)."""
     from tqdm import tqdm
 
+    from .fileio import flush_warnings
+
+    flush_warnings()     # a long job starts: the warnings held back are shown now
+
     yield from tqdm(items, desc=desc, total=total, file=sys.stderr, delay=DELAY_S,
                     disable=not enabled(), leave=False, dynamic_ncols=True)
 
@@ -60,6 +64,9 @@ def bar(items: Iterable[T], desc: str, total: int | None = None) -> Iterator[T]:
 @contextlib.contextmanager
 def busy(desc: str) -> Iterator[None]:
     """An elapsed-time bar for one job that cannot count its steps (a single simulation)."""
+    from .fileio import flush_warnings
+
+    flush_warnings()     # a long job starts: the warnings held back are shown now
     if not enabled():
         yield
         return
