@@ -11,7 +11,7 @@ EP 16). It is written to a temporary file beside it and renamed. An entry that c
 whose key or checksum does not match, or whose counts do not conserve the routes is ignored, and
 the answer is computed and written again: the cache is never the only way to an answer, and a
 miss answers exactly as without it. The folder keeps at most MAX_ENTRIES entries: past them, one
-write in PRUNE_EVERY (by the entry's name) removes the least recently used quarter.
+write in 16 (the entries whose hex name starts with 0) removes the least recently used quarter.
 
     MOK_ROUTE_CACHE_DIR   where the entries live (default $XDG_CACHE_HOME/mok/routes, else
                           ~/.cache/mok/routes)
@@ -36,7 +36,6 @@ FORMAT = "mok-route-cache/1"
 # routings of fewer routes (EP x tokens x top-k) are counted faster than an entry is read
 MIN_ROUTES = 2 ** 15
 MAX_ENTRIES = 4096  # about 40 MB at EP 16
-PRUNE_EVERY = 16  # one write in 16 (the entries whose name starts with 0) counts the entries
 _OFF = ("0", "off", "false", "no")
 _ON = ("1", "on", "true", "yes")
 _WORKLOAD = Path(__file__).with_name("workload.py")
@@ -186,7 +185,7 @@ def store(key: dict, rows: np.ndarray, dedup: np.ndarray) -> None:
             except OSError:
                 pass
         return
-    if path.name.startswith("0"):  # hex names: one in PRUNE_EVERY
+    if path.name.startswith("0"):  # hex names: one write in 16 counts the entries
         prune(path.parent)
 
 
