@@ -97,6 +97,10 @@ class BackwardTiles:
     #                          buffers that weight_grads() then unpacks and copies
     w_bf16: bool = False     # with w_direct: those tensors bfloat16 (the float32 sums rounded to
     #                          nearest even once, as .to(bfloat16) of the packed path gives)
+    w_tma: bool = False      # with w_flat: W items load their operands by the tensor memory
+    #                          accelerator (one descriptor per operand and item over exactly the
+    #                          expert's rows) instead of masked pointer loads
+    w_stages: int = 0        # software-pipeline stages of the W items' row loop (0: num_stages)
     diag: int = 0            # timing diagnostic only, gradients left incomplete: 1 = skip the W
     #                          items, 2 = skip the X items, 3 = both (mok bench --bwd-tiles diag=N
     #                          times A only / A+X / A+W; the difference with diag=0 is the part's cost)
@@ -161,12 +165,26 @@ def _pow2_divisor(n: int, cap: int) -> int:
     return d
 
 
+def _scratch_allocator() -> None:
+    """Give Triton a global-memory allocator for the kernels' in-kernel tensor descriptors
+    (BackwardTiles.w_tma: 128 bytes a descriptor and program), unless the caller set one."""
+    from triton.runtime import _allocation
+
+    if _allocation._allocator.get() is _allocation._NULL_ALLOCATOR:
+        import triton
+
+        def alloc(size: int, alignment: int, stream: int | None) -> torch.Tensor:
+            return torch.empty(size, dtype=torch.int8, device="cuda")
+
+        triton.set_allocator(alloc)
+
+
 _BWD: dict[str, Any] = {}
 _HELPERS = ("wait_geq", "signal", "tile_of", "peer_row", "copy_rows", "trap")
 # Triton device functions the kernels call by name: the forward's helpers and wgrad_tile, set by
 # _bwd_kernels() before any kernel is compiled
 wait_geq = signal = tile_of = peer_row = copy_rows = trap = wgrad_tile = wgrad_flat = None
-a_saved_epi = None
+a_saved_epi = wgrad_tma = wait_tiles = expert_rows = None
 
 
 def _bwd_kernels() -> dict[str, Any]:
@@ -221,17 +239,10 @@ def _bwd_kernels() -> dict[str, Any]:
         return acc
 
     @triton.jit
-    def _wgrad_flat(acc, a_ptr, a_ld, a_cols, a_cm, b_ptr, b_ld, b_cols, b_cm, shared, t_lo, t_hi,
-                    tile_row0_ptr, tile_rows_ptr, cnt_ptr, need, NS, err_ptr, max_spin,
-                    A_H: tl.constexpr, B_H: tl.constexpr, BKR: tl.constexpr):
-        """_wgrad_tile with one K loop over the expert's whole row range (BackwardTiles.w_flat):
-        wait for every row tile of the expert first (their counters polled as one vector), then
-        sum A^T B over rows r_lo..r_hi-1 in BKR steps in row order (an expert's rows are
-        contiguous in the dispatched buffers; the shared expert's are the NS home rows). One
-        software pipeline per W item instead of one per 128-row tile (whose fill and drain cost
-        more than its two BKR steps)."""
-        # all of the expert's tile counters at once (vector acquire, one round trip per 64
-        # tiles instead of one per tile; the barrier orders them before every thread's reads)
+    def _wait_tiles(cnt_ptr, t_lo, t_hi, need, err_ptr, max_spin):
+        """Wait until the counters of row tiles t_lo..t_hi-1 all reach ``need`` (polled as one
+        vector: one acquire round trip per 64 tiles; the barrier orders them before every
+        thread's reads); a stall sets error bit 12 with the first late tile."""
         tv = tl.arange(0, 64)
         for t0 in range(t_lo, t_hi, 64):
             ts = t0 + tv
@@ -251,6 +262,12 @@ def _bwd_kernels() -> dict[str, Any]:
                 tl.atomic_or(err_ptr, 1 << 12)
                 tl.atomic_xchg(err_ptr + 12, first)
             tl.debug_barrier()
+
+    @triton.jit
+    def _expert_rows(shared, t_lo, t_hi, tile_row0_ptr, tile_rows_ptr, NS):
+        """(first row, end row, offset of the hs / dgu buffers' rows) of the rows a weight
+        gradient sums over: the shared expert's NS home rows, or the local expert's contiguous
+        dispatched rows (row tiles t_lo..t_hi-1; hs / dgu hold them after the NS shared rows)."""
         if shared:
             r_lo = t_lo * 0
             r_hi = NS + t_lo * 0
@@ -262,23 +279,44 @@ def _bwd_kernels() -> dict[str, Any]:
                 r_lo = tl.load(tile_row0_ptr + t_lo)
                 r_hi = tl.load(tile_row0_ptr + t_hi - 1) + tl.load(tile_rows_ptr + t_hi - 1)
             h_off = NS + t_lo * 0
-        if A_H:
-            a_off = h_off
-        else:
-            a_off = h_off * 0
-        if B_H:
-            b_off = h_off
-        else:
-            b_off = h_off * 0
+        return r_lo, r_hi, h_off
+
+    @triton.jit
+    def _wgrad_flat(acc, a_ptr, a_ld, a_cols, a_cm, b_ptr, b_ld, b_cols, b_cm, r_lo, r_hi,
+                    a_off, b_off, BKR: tl.constexpr, STAGES: tl.constexpr):
+        """acc += A^T B over rows r_lo..r_hi-1 in BKR steps in row order (BackwardTiles.w_flat:
+        one software pipeline per W item, the expert's row tiles waited for first). A's rows
+        at a_ptr + (a_off + row) * a_ld, columns a_cols (mask a_cm); B likewise."""
         rr = tl.arange(0, BKR)
         a_p = a_ptr + a_cols[None, :]
         b_p = b_ptr + b_cols[None, :]
-        for r in range(r_lo, r_hi, BKR):
+        for r in tl.range(r_lo, r_hi, BKR, num_stages=STAGES):
             m = (r + rr) < r_hi
             ra = (a_off + r + rr).to(tl.int64)
             rb = (b_off + r + rr).to(tl.int64)
             a = tl.load(a_p + ra[:, None] * a_ld, mask=m[:, None] & a_cm[None, :], other=0.0)
             b = tl.load(b_p + rb[:, None] * b_ld, mask=m[:, None] & b_cm[None, :], other=0.0)
+            acc = tl.dot(tl.trans(a), b, acc)
+        return acc
+
+    @triton.jit
+    def _wgrad_tma(acc, a_ptr, a_ld, a_ncols, a_c0, b_ptr, b_ld, b_ncols, b_c0, r_lo, r_hi,
+                   a_off, b_off, BKR: tl.constexpr, A_BLK: tl.constexpr, B_BLK: tl.constexpr,
+                   STAGES: tl.constexpr):
+        """_wgrad_flat with its operands loaded by the tensor memory accelerator
+        (BackwardTiles.w_tma): one descriptor per operand over exactly the item's rows
+        (r_hi - r_lo of them, a_ncols / b_ncols columns), so the rows past the expert's last
+        and the columns past the matrix's edge read as zeros without masks."""
+        nrows = r_hi - r_lo
+        a_d = tl.make_tensor_descriptor(a_ptr + (a_off + r_lo).to(tl.int64) * a_ld,
+                                        shape=[tl.maximum(nrows, 1), a_ncols], strides=[a_ld, 1],
+                                        block_shape=[BKR, A_BLK])
+        b_d = tl.make_tensor_descriptor(b_ptr + (b_off + r_lo).to(tl.int64) * b_ld,
+                                        shape=[tl.maximum(nrows, 1), b_ncols], strides=[b_ld, 1],
+                                        block_shape=[BKR, B_BLK])
+        for r in tl.range(0, nrows, BKR, num_stages=STAGES):
+            a = a_d.load([r, a_c0])
+            b = b_d.load([r, b_c0])
             acc = tl.dot(tl.trans(a), b, acc)
         return acc
 
@@ -309,6 +347,9 @@ def _bwd_kernels() -> dict[str, Any]:
     globals()["a_saved_epi"] = _a_saved_epi
     globals()["wgrad_tile"] = _wgrad_tile
     globals()["wgrad_flat"] = _wgrad_flat
+    globals()["wgrad_tma"] = _wgrad_tma
+    globals()["wait_tiles"] = _wait_tiles
+    globals()["expert_rows"] = _expert_rows
 
     @triton.jit
     def mok_bwd_kernel(
@@ -349,7 +390,8 @@ def _bwd_kernels() -> dict[str, Any]:
         BW: tl.constexpr, BW_H: tl.constexpr, BKR: tl.constexpr, CR: tl.constexpr,
         CC: tl.constexpr, W_FLAT: tl.constexpr = False, A_FUSE_GU: tl.constexpr = False,
         DIAG: tl.constexpr = 0, A_SAVED: tl.constexpr = False, A_SPLIT: tl.constexpr = False,
-        W_DIRECT: tl.constexpr = False,
+        W_DIRECT: tl.constexpr = False, W_TMA: tl.constexpr = False,
+        W_STAGES: tl.constexpr = 3,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its slice of every
         # per-rank buffer (one rank per launch: VR = 0).
@@ -417,6 +459,7 @@ def _bwd_kernels() -> dict[str, Any]:
             sec_start = 0
             sec_end = 0
             waited = 0
+            w_ready = -1                              # W items: the expert last waited for
             g = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
             while g < total:
                 g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
@@ -601,6 +644,14 @@ def _bwd_kernels() -> dict[str, Any]:
                     else:
                         xsrc = xr_ptr
                         gsrc = gr_ptr
+                    if W_FLAT | W_TMA:
+                        # one wait per expert and program (every row tile's A items done): a
+                        # program's next items are mostly the same expert's other tiles
+                        if ew != w_ready:
+                            wait_tiles(cnt, t_lo, t_hi, NB_A, err_ptr, max_spin)
+                            w_ready = ew
+                    r_lo, r_hi, h_off = expert_rows(shared, t_lo, t_hi, tile_row0_ptr,
+                                                    tile_rows_ptr, NS)
                     if item < NWT_GU:
                         # dWg|dWu[e][h block, c block] = sum_rows x^T [dg|du]
                         hb = item // NC_GU
@@ -609,11 +660,14 @@ def _bwd_kernels() -> dict[str, Any]:
                         hm = hcols < H
                         ccols = cb * BW + tl.arange(0, BW)
                         acc_gu = tl.zeros((BW_H, BW), dtype=tl.float32)
-                        if W_FLAT:
+                        if W_TMA:
+                            acc_gu = wgrad_tma(acc_gu, xsrc, H, H, hb * BW_H, dgu_ptr, 2 * I,
+                                               2 * I, cb * BW, r_lo, r_hi, 0, h_off, BKR, BW_H,
+                                               BW, W_STAGES)
+                        elif W_FLAT:
                             acc_gu = wgrad_flat(acc_gu, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
-                                                ccols < 2 * I, shared, t_lo, t_hi, tile_row0_ptr,
-                                                tile_rows_ptr, cnt, NB_A, NS, err_ptr, max_spin,
-                                                False, True, BKR)
+                                                ccols < 2 * I, r_lo, r_hi, 0, h_off, BKR,
+                                                W_STAGES)
                         else:
                             acc_gu = wgrad_tile(acc_gu, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
                                                 ccols < 2 * I, shared, t_lo, t_hi, tile_row0_ptr,
@@ -647,10 +701,13 @@ def _bwd_kernels() -> dict[str, Any]:
                         hcols = hb * BW_H + tl.arange(0, BW_H)
                         hm = hcols < H
                         acc_dn = tl.zeros((BW, BW_H), dtype=tl.float32)
-                        if W_FLAT:
+                        if W_TMA:
+                            acc_dn = wgrad_tma(acc_dn, hs_ptr, I, I, ib * BW, gsrc, H, H,
+                                               hb * BW_H, r_lo, r_hi, h_off, 0, BKR, BW, BW_H,
+                                               W_STAGES)
+                        elif W_FLAT:
                             acc_dn = wgrad_flat(acc_dn, hs_ptr, I, icols, icols < I, gsrc, H, hcols,
-                                                hm, shared, t_lo, t_hi, tile_row0_ptr, tile_rows_ptr,
-                                                cnt, NB_A, NS, err_ptr, max_spin, True, False, BKR)
+                                                hm, r_lo, r_hi, h_off, 0, BKR, W_STAGES)
                         else:
                             acc_dn = wgrad_tile(acc_dn, hs_ptr, I, icols, icols < I, gsrc, H, hcols,
                                                 hm, shared, t_lo, t_hi, tile_row0_ptr, tile_rows_ptr,
@@ -737,6 +794,10 @@ class MoKBackward:
         if t.w_bf16 and not t.w_direct:
             raise ValueError("w_bf16=1 needs w_direct=1 (the packed weight-gradient buffers are "
                              "float32)")
+        if t.w_tma and not t.w_flat:
+            raise ValueError("w_tma=1 needs w_flat=1 (one row loop per weight-gradient item)")
+        if not 0 <= t.w_stages <= 8:
+            raise ValueError(f"w_stages={t.w_stages}: allowed 0 (num_stages) to 8")
         if t.diag not in (0, 1, 2, 3):
             raise ValueError(f"diag={t.diag}: allowed 0 (full pass), 1, 2, 3 (timing diagnostics)")
         if lay.Ip % self.bn_a or (2 * lay.Ip) % self.bk_x or lay.Ip % self.bw:
@@ -818,6 +879,8 @@ class MoKBackward:
         x_loc = x_all[lay.tok0:lay.tok0 + v * lay.ns]
         g_loc = dout_all[lay.tok0:lay.tok0 + v * lay.ns]
         etile = self.expert_tiles(sched)
+        if t.w_tma:
+            _scratch_allocator()
         ks["bwd"][(per_rank * v,)](
             x_all, dout_all, lay.x_off, x_loc, g_loc, w_all, self.xr, self.gr, self.dgu, self.hs,
             self.hs if gu is None else gu, self.dwp, self.dxs, self.dxs_off, self.dws, self.shdx,
@@ -833,7 +896,7 @@ class MoKBackward:
             BK=cfg.block_k, BK_X=self.bk_x, BW=self.bw, BW_H=t.bw_h, BKR=t.bk_rows,
             CR=cfg.copy_rows, CC=lay.chunk, W_FLAT=t.w_flat, A_FUSE_GU=t.a_fuse_gu,
             DIAG=t.diag, A_SAVED=gu is not None, A_SPLIT=gu is not None and self.bn_a > 64,
-            W_DIRECT=t.w_direct,
+            W_DIRECT=t.w_direct, W_TMA=t.w_tma, W_STAGES=t.w_stages or t.num_stages,
             num_warps=t.num_warps, num_stages=t.num_stages)
 
     def epilogue(self, sched: Schedule) -> None:

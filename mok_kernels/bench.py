@@ -374,6 +374,8 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
                 rule = None if v in (1, 2, 4, 8, 16, 32) else "a power of two from 1 to 32"
             elif name == "num_stages":
                 rule = None if v >= 1 else "an integer >= 1 is required"
+            elif name == "w_stages":
+                rule = None if 0 <= v <= 8 else "allowed 0 (num_stages) to 8"
             if rule:
                 raise BadInput(f"--bwd-tiles {item!r}: {name}={v}: {rule}")
         t = parse_tiles(one)
@@ -381,6 +383,9 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
         if t.w_bf16 and not t.w_direct:
             raise BadInput(f"--bwd-tiles {one!r}: w_bf16=1 needs w_direct=1 (the packed "
                            f"weight-gradient buffers are float32)")
+        if t.w_tma and not t.w_flat:
+            raise BadInput(f"--bwd-tiles {one!r}: w_tma=1 needs w_flat=1 (one row loop per "
+                           f"weight-gradient item)")
         if t.bn_a > cfg.bn_gu:
             raise BadInput(f"--bwd-tiles {one!r}: bn_a={t.bn_a} must be at most the forward's "
                            f"bn_gu {cfg.bn_gu} (it would run at {cfg.bn_gu})")
