@@ -90,6 +90,39 @@ def _positive(kind: str, name: str, key: str, value, allow_zero: bool = False) -
         raise MokInputError(f"{kind} {name!r}: {key}={value!r} must be {rule}")
 
 
+# The largest value a hardware field may take, with its unit: 100-1,000 times the largest
+# shipped preset (sms 148, 16,700 TFLOP/s, 22 TB/s and 288 GB of HBM, 2,100 GB/s links, 576
+# GPUs in a domain, 18 switch planes, latencies under 22 us), room for any real or future GPU;
+# a value above is a typo or a unit slip (GB/s written as B/s), and would predict absurd times.
+# domain_size reaches MAX_EXPERTS: the model widens a domain to an EP of up to that many GPUs.
+HARDWARE_MAX = {
+    "sms": (16_384, "SMs"),
+    "bf16_tflops": (1e6, "TFLOP/s"), "fp8_tflops": (1e6, "TFLOP/s"), "mxfp8_tflops": (1e6, "TFLOP/s"),
+    "hbm_tbps": (1e4, "TB/s"), "hbm_gb": (1e6, "GB"),
+    "link_gbps": (1e6, "GB/s"), "scaleout_gbps": (1e6, "GB/s"),
+    "link_latency_us": (1e4, "us"), "scaleout_latency_us": (1e4, "us"),
+    "tier_latency_us": (1e4, "us"), "launch_us": (1e4, "us"),
+    "domain_size": (MAX_EXPERTS, "GPUs"), "leaf_gpus": (MAX_EXPERTS, "GPUs"),
+    "switch_planes": (4096, "planes"),
+    "tier_oversubscription": (1024, "(spine links per leaf link)"),
+    "rail_oversubscription": (1024, "(rail links per spine link)"),
+}
+_INT_FIELDS = ("sms", "domain_size", "leaf_gpus", "switch_planes", "switch_tiers")
+
+
+def _plausible(hw: Hardware) -> None:
+    """Every number of a hardware an integer where it counts things, and at most HARDWARE_MAX."""
+    for key in _INT_FIELDS:
+        v = getattr(hw, key)
+        if isinstance(v, bool) or not isinstance(v, int):
+            raise MokInputError(f"hardware {hw.name!r}: {key}={v!r} must be an integer")
+    for key, (high, unit) in HARDWARE_MAX.items():
+        v = getattr(hw, key)
+        if v > high:
+            raise MokInputError(f"hardware {hw.name!r}: {key}={v!r} must be at most {int(high):,} "
+                                f"{unit} (a plausible range for any real or future GPU)")
+
+
 def _validated_hardware(hw: Hardware) -> Hardware:
     for key in ("sms", "bf16_tflops", "fp8_tflops", "hbm_tbps", "hbm_gb", "link_gbps",
                 "domain_size"):
@@ -97,6 +130,7 @@ def _validated_hardware(hw: Hardware) -> Hardware:
     for key in ("mxfp8_tflops", "link_latency_us", "launch_us", "scaleout_gbps",
                 "scaleout_latency_us", "tier_latency_us", "leaf_gpus"):
         _positive("hardware", hw.name, key, getattr(hw, key), allow_zero=True)
+    _plausible(hw)
     if hw.sms < 2:
         raise MokInputError(f"hardware {hw.name!r}: sms={hw.sms} must be >= 2 (one SM at least "
                             f"moves data and one computes)")
