@@ -71,14 +71,14 @@ def table(records: list[dict]) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    p = MokParser(description=__doc__,
+    p = MokParser(prog="benchmarks/kernel_space.py", description=__doc__,
                   formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("runs", nargs="+")
     try:
         a = p.parse_args(argv)
         print("\n".join(table(read_records(a.runs))))
     except MokInputError as exc:
-        print(f"kernel_space: {exc}", file=sys.stderr)
+        print(f"{p.prog}: error: {exc}", file=sys.stderr)
         return 2
     return 0
 

@@ -17,7 +17,8 @@ measurement exists, and only there:
 Each replaced value's source names the records (files, count, system), what was fitted and the
 command; "fabric_fit" in the file holds the record ids per parameter, the residuals and the
 measurements the model has no term for (GEMM rate beside copying SMs). Emulated-peer records (one
-GPU, local HBM) are refused unless --allow-emulated. Bad input: one line `mok: error: ...`, exit 2.
+GPU, local HBM) are refused unless --allow-emulated. Bad input: one line
+`python -m calibration.fit_fabric: error: ...`, exit 2.
 """
 
 from __future__ import annotations
@@ -219,7 +220,7 @@ def main(argv: list[str]) -> int:
         link = load_hardware(hw_name).link_gbps
         res = fit_fabric(records, base, link)
     except MokInputError as exc:
-        print(f"mok: error: {exc}", file=sys.stderr)
+        print(f"{p.prog}: error: {exc}", file=sys.stderr)
         return 2
     cmd = "python -m calibration.fit_fabric " + " ".join(argv)
     files = sorted({r["_file"] for r in records})

@@ -242,7 +242,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = report(a.runs, Path(a.params if a.params is not None else SHIPPED)
                      if in_sample_file else None, engines, a.fit_knobs, prior_from)
     except MokInputError as exc:
-        print(f"mok: error: {exc}", file=sys.stderr)
+        print(f"{p.prog}: error: {exc}", file=sys.stderr)
         return 2
     if a.json:
         print(json.dumps(doc, indent=1))

@@ -135,7 +135,7 @@ def main(argv: list[str] | None = None) -> int:
                             level="relative" if a.relative else "absolute")
         write_table(a.out, table)
     except MokInputError as exc:
-        print(f"mok: error: {exc}", file=sys.stderr)
+        print(f"{p.prog}: error: {exc}", file=sys.stderr)
         return 2
     if a.json:
         print(json.dumps(table.to_json(), indent=1))

@@ -141,7 +141,7 @@ def main(argv: list[str] | None = None) -> int:
             made = measure(a.hardware, list(runs), a.sim_every,
                            progress=lambda s: print(s, file=sys.stderr))
     except MokInputError as exc:
-        print(f"heldout_errors: {exc}", file=sys.stderr)
+        print(f"{ap.prog}: error: {exc}", file=sys.stderr)
         return 2
     if a.coverage:
         for f, n, inside in rows:

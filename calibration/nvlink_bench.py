@@ -550,8 +550,11 @@ def torchrun_ranks() -> tuple[int, int, int]:
     return values["RANK"], values["WORLD_SIZE"], values["LOCAL_RANK"]
 
 
+PROG = "calibration/nvlink_bench.py"   # how it is run: its error lines start "PROG: error: "
+
+
 def main(argv: list[str]) -> int:
-    p = MokParser(prog="calibration/nvlink_bench.py", description=__doc__,
+    p = MokParser(prog=PROG, description=__doc__,
                   formatter_class=argparse.RawDescriptionHelpFormatter)
     p.add_argument("--out", required=True, help="JSONL file the records are appended to")
     p.add_argument("--emulate", action="store_true", help="one GPU, peer buffer in local HBM")
@@ -575,19 +578,19 @@ def main(argv: list[str]) -> int:
         if "RANK" in os.environ:      # torchrun's variables, named before the GPU check
             torchrun_ranks()
     except MokInputError as exc:
-        print(f"nvlink_bench: error: {exc}", file=sys.stderr)
+        print(f"{PROG}: error: {exc}", file=sys.stderr)
         return 2
     a.iters = a.iters or (5 if a.quick else 10)
     have = torch.cuda.device_count() if torch.cuda.is_available() else 0
     if have == 0:
-        print("nvlink_bench: error: needs a CUDA GPU (no GPU here)", file=sys.stderr)
+        print(f"{PROG}: error: needs a CUDA GPU (no GPU here)", file=sys.stderr)
         return 2
     if a.emulate:
         return run(a)
     if "RANK" in os.environ:                       # torchrun
         rank, world, local = torchrun_ranks()
         if world < 2:
-            print("nvlink_bench: error: torchrun with 1 process: use --nproc-per-node 2+ or "
+            print(f"{PROG}: error: torchrun with 1 process: use --nproc-per-node 2+ or "
                   "--emulate", file=sys.stderr)
             return 2
         _init(rank, world, local, None)
@@ -596,7 +599,7 @@ def main(argv: list[str]) -> int:
         return rc
     world = a.gpus or have
     if world < 2 or world > have:
-        print(f"nvlink_bench: error: --gpus {world}: need 2..{have} GPUs (or --emulate on one GPU)",
+        print(f"{PROG}: error: --gpus {world}: need 2..{have} GPUs (or --emulate on one GPU)",
               file=sys.stderr)
         return 2
     import socket
@@ -608,7 +611,7 @@ def main(argv: list[str]) -> int:
     try:
         mp.start_processes(_worker, args=(world, port, a), nprocs=world, start_method="spawn")
     except Exception as exc:  # a rank failed: its messages are above
-        print(f"nvlink_bench: {exc}", file=sys.stderr)
+        print(f"{PROG}: {exc}", file=sys.stderr)
         return 1
     return 0
 

@@ -105,7 +105,7 @@ def main(argv: list[str] | None = None) -> int:
         if not table:
             raise MokInputError(f"no automatic pick with a sweep in {', '.join(a.runs)}")
     except MokInputError as exc:
-        print(f"report_auto: {exc}", file=sys.stderr)
+        print(f"{ap.prog}: error: {exc}", file=sys.stderr)
         return 2
     if a.markdown:
         print("| workload (EP, tokens) | GEMMs alone | best swept (minibatch, comm SMs, lag) "

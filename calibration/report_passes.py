@@ -199,7 +199,7 @@ def main(argv: list[str] | None = None) -> int:
             r["system"] == "mok" and r["pass"] == "fwd" and r["_file"] in fp8_files)]
         doc = report(records, base, a.old, a.sim)
     except MokInputError as exc:
-        print(f"mok: error: {exc}", file=sys.stderr)
+        print(f"{p.prog}: error: {exc}", file=sys.stderr)
         return 2
     if a.json:
         print(json.dumps(doc, default=float))

@@ -45,7 +45,7 @@ def main(argv: list[str] | None = None) -> int:
         if not recs:
             raise MokInputError(f"no MoK records of {a.hardware} in {', '.join(a.runs)}")
     except MokInputError as exc:
-        print(f"report_unseen: {exc}", file=sys.stderr)
+        print(f"{ap.prog}: error: {exc}", file=sys.stderr)
         return 2
     for pass_ in sorted({r["pass"] for r in recs}):
         part = [r for r in recs if r["pass"] == pass_]

@@ -24,9 +24,43 @@ KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity
 SCHEDULES = ("published", "naive")
 
 
+def _shown(value) -> str:
+    """A flag's value as the command line gave it: a list (nargs) as its words, else repr."""
+    return " ".join(map(str, value)) if isinstance(value, list) else repr(value)
+
+
+class _StoreOnce(argparse._StoreAction):
+    """argparse's store, refusing a flag given twice: plain argparse keeps the last value, so
+    `--model a --model b` silently ran b. Flags that may repeat say so (action="append")."""
+
+    def __call__(self, parser, namespace, values, option_string=None):
+        given = getattr(parser, "_given", None)
+        if given is not None:
+            if self.dest in given:
+                first, value = given[self.dest]
+                again = f"{first} {_shown(value)}, then {option_string} {_shown(values)}"
+                rule = ("give it once, with all its values after it" if isinstance(values, list)
+                        else "it takes one value; give it once")
+                raise argparse.ArgumentError(self, f"given twice ({again}): {rule}")
+            given[self.dest] = (option_string, values)
+        super().__call__(parser, namespace, values, option_string)
+
+
 class MokParser(argparse.ArgumentParser):
     """argparse for every mok command and tool: bad input is a MokInputError (one line, exit 2)
-    instead of a usage block."""
+    instead of a usage block; a single-value flag given twice is refused (_StoreOnce)."""
+
+    def add_argument(self, *args, **kwargs):
+        if args and str(args[0]).startswith("-") and kwargs.get("action", "store") == "store":
+            kwargs["action"] = _StoreOnce
+        return super().add_argument(*args, **kwargs)
+
+    def parse_known_args(self, args=None, namespace=None):
+        self._given: dict = {}      # dest -> (flag, value) of the single-value flags given
+        try:
+            return super().parse_known_args(args, namespace)
+        finally:
+            self._given = None
 
     def error(self, message: str):
         raise MokInputError(f"{message} (see `{self.prog} --help`)")

@@ -864,7 +864,7 @@ def test_nvlink_bench_checks_its_flags(files, capsys):
         assert nvlink_main(argv) == 2
         err = capsys.readouterr().err
         assert err.count("\n") == 1 and want in err, err
-        assert err.startswith("nvlink_bench: error: "), err
+        assert err.startswith("calibration/nvlink_bench.py: error: "), err
 
 
 @pytest.mark.parametrize("env, want", [({"RANK": "x", "WORLD_SIZE": "2"}, "RANK='x' must be"),
@@ -881,7 +881,8 @@ def test_nvlink_bench_names_bad_torchrun_variables_first(env, want, files, capsy
         monkeypatch.setenv(name, value)
     assert nvlink_main(["--out", str(files / "r.jsonl")]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and err.startswith("nvlink_bench: error: environment ") and want in err, err
+    assert err.count("\n") == 1 and want in err, err
+    assert err.startswith("calibration/nvlink_bench.py: error: environment "), err
 
 
 @pytest.mark.skipif(__import__("importlib").util.find_spec("triton") is not None,

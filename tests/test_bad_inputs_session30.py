@@ -5,6 +5,7 @@ Each case is one line naming the value and the rule, exit status 2."""
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -77,3 +78,147 @@ def test_shipped_presets_and_the_studies_what_ifs_are_in_range():
         for key, (high, _) in HARDWARE_MAX.items():
             assert getattr(hw, key) <= high / 10, (name, key)     # a margin of 10x at least
         domain_variant(hw, 1024, 4.0)           # the scale-up-domains study's largest point
+
+
+# ---- 3. a single-value flag given twice ----
+
+def _tool(module: str):
+    import importlib
+
+    return importlib.import_module(module).main
+
+
+RUNS = "calibration/runs/published/gb300_table1.jsonl"
+PARAMS = "mok_model/params/gb300-nvl72.json"
+TWICE = [
+    (main, ["predict", "--model", "kimi-k2", "--model", "glm-5", *W[:2], *W[4:]], "mok: error: ",
+     "argument --model: given twice (--model 'kimi-k2', then --model 'glm-5')"),
+    (main, ["predict", *W, "--pass", "bwd", "--pass", "fwd"], "mok: error: ", "argument --pass: given twice"),
+    (main, ["simulate", *W, "--seed", "1", "--seed", "2"], "mok: error: ",
+     "argument --seed: given twice (--seed 1, then --seed 2): it takes one value; give it once"),
+    (main, ["tune", *W, "--top", "3", "--top", "5"], "mok: error: ", "argument --top: given twice"),
+    (main, ["calibrate", RUNS, "--out", "{d}/a.json", "--out", "{d}/b.json"], "mok: error: ",
+     "argument --out: given twice"),
+    (main, ["validate", RUNS, "--params", PARAMS, "--params", PARAMS], "mok: error: ",
+     "argument --params: given twice"),
+    (main, ["study", "ep-table", "--out", "{d}/a", "--out", "{d}/b"], "mok study: error: ",
+     "argument --out: given twice"),
+    (main, ["bench", "--out", "{d}/a.jsonl", "--out", "{d}/b.jsonl"], "mok bench: error: ",
+     "argument --out: given twice"),
+    ("calibration.report", [RUNS, "--also", "{d}/a", "--also", "{d}/b"],
+     "python -m calibration.report: error: ",
+     "argument --also: given twice (--also {d}/a, then --also {d}/b): give it once, with all its "
+     "values after it"),
+    ("calibration.rerun", ["--first", RUNS, "--first", RUNS, "--second", RUNS],
+     "python -m calibration.rerun: error: ", "argument --first: given twice"),
+    ("calibration.gemm_table", [RUNS, "--out", "{d}/t.json", "--hardware", "h200-1", "--hardware",
+                                "gb300-nvl72"], "python -m calibration.gemm_table: error: ",
+     "argument --hardware: given twice"),
+    ("calibration.gb300_knobs", ["--params", PARAMS, "--params", PARAMS],
+     "python -m calibration.gb300_knobs: error: ", "argument --params: given twice"),
+    ("calibration.fit_fabric", [RUNS, "--out", "{d}/p.json", "--hardware", "h200-hgx8",
+                                "--hardware", "h200-hgx8"], "python -m calibration.fit_fabric: error: ",
+     "argument --hardware: given twice"),
+    ("calibration.list_check", ["--draws", "5", "--draws", "6"],
+     "python -m calibration.list_check: error: ", "argument --draws: given twice (--draws 5, then"),
+    ("calibration.register", ["--model", "glm-5", "--model", "kimi-k2", "--tokens", "64",
+                              "--out", "{d}/r.jsonl"], "python -m calibration.register: error: ",
+     "argument --model: given twice"),
+    ("calibration.nvlink_bench", ["--out", "{d}/a.jsonl", "--out", "{d}/b.jsonl"],
+     "calibration/nvlink_bench.py: error: ", "argument --out: given twice"),
+    ("benchmarks.sustained_clock", ["--seconds", "5", "--seconds", "10"],
+     "benchmarks/sustained_clock.py: error: ", "argument --seconds: given twice"),
+]
+
+
+@pytest.mark.parametrize("tool, argv, prefix, want", TWICE,
+                         ids=[f"{t if isinstance(t, str) else 'mok'} {' '.join(a)}"[:80]
+                              for t, a, _, _ in TWICE])
+def test_a_single_value_flag_given_twice_is_refused(tool, argv, prefix, want, tmp_path, capsys,
+                                                    monkeypatch):
+    import torch
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    fn = _tool(tool) if isinstance(tool, str) else tool
+    rc = fn([a.replace("{d}", str(tmp_path)) for a in argv])
+    _one_line(rc, capsys.readouterr().err, prefix, want.replace("{d}", str(tmp_path)))
+    assert not list(tmp_path.iterdir()), "a refused command wrote a file"
+
+
+def test_flags_that_may_repeat_still_do(tmp_path, capsys):
+    """--prior NAME=FILE is documented as repeatable (action="append"); a boolean flag twice
+    says the same thing twice."""
+    from calibration.gb300_knobs import main as knobs
+
+    rc = knobs(["--prior", "a=" + str(tmp_path / "a.json"), "--prior", "b=" + str(tmp_path / "b.json")])
+    err = capsys.readouterr().err
+    assert rc == 2 and "given twice" not in err and "no such file" in err, err
+    assert main(["predict", *W, "--json", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["latency_ms"] > 0
+
+
+# ---- 4. each tool's error line names the tool, not `mok` ----
+
+def _calibration_tools() -> list[str]:
+    return sorted(f.stem for f in (REPO / "calibration").glob("*.py")
+                  if "def main(argv" in f.read_text())
+
+
+@pytest.mark.parametrize("name", _calibration_tools())
+def test_each_calibration_tool_names_itself_in_its_error_line(name, capsys, monkeypatch):
+    """gemm_table, gb300_knobs, report_passes and fit_fabric printed `mok: error:`;
+    heldout_errors, report_auto and report_unseen `NAME: ...` without `error:`; nvlink_bench
+    `nvlink_bench: error:` while its --help said calibration/nvlink_bench.py."""
+    import torch
+
+    monkeypatch.chdir(REPO)
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    rc = _tool(f"calibration.{name}")(["--no-such-flag"])
+    prog = "calibration/nvlink_bench.py" if name == "nvlink_bench" else f"python -m calibration.{name}"
+    _one_line(rc, capsys.readouterr().err, f"{prog}: error: ",
+              f"(see `{prog} --help`)")
+
+
+@pytest.mark.parametrize("module, argv, prog, want", [
+    ("calibration.gemm_table", [RUNS, "--out", "{d}/t.txt"], "python -m calibration.gemm_table",
+     "must name a .json file"),
+    ("calibration.report_unseen", ["{d}/none.jsonl"],
+     "python -m calibration.report_unseen", "none.jsonl"),
+    ("calibration.report_auto", ["{d}/none.jsonl"], "python -m calibration.report_auto", "none.jsonl"),
+    ("calibration.heldout_errors", ["--sim-every", "0"], "python -m calibration.heldout_errors",
+     "--sim-every 0 must be >= 1"),
+    ("benchmarks.kernel_space", ["{d}/none.jsonl"], "benchmarks/kernel_space.py", "none.jsonl"),
+])
+def test_checks_after_parsing_name_the_tool_too(module, argv, prog, want, tmp_path, capsys,
+                                                monkeypatch):
+    monkeypatch.chdir(REPO)
+    rc = _tool(module)([a.replace("{d}", str(tmp_path)) for a in argv])
+    _one_line(rc, capsys.readouterr().err, f"{prog}: error: ", want)
+
+
+# ---- 5. calibrate --base must name its hardware ----
+
+@pytest.mark.parametrize("hardware", ["", "  ", None])
+def test_calibrate_base_naming_no_hardware_is_refused(hardware, tmp_path, capsys, monkeypatch):
+    """A parameters file whose hardware is "" (or absent, read as "") was taken as a base for
+    any hardware; every other command refuses a file of other hardware."""
+    monkeypatch.chdir(REPO)
+    doc = json.loads((REPO / PARAMS).read_text())
+    if hardware is None:
+        del doc["hardware"]
+    else:
+        doc["hardware"] = hardware
+    base = tmp_path / "base.json"
+    base.write_text(json.dumps(doc))
+    rc = main(["calibrate", RUNS, "--out", str(tmp_path / "p.json"), "--base", str(base)])
+    named = hardware or ""
+    _one_line(rc, capsys.readouterr().err, "mok: error: ",
+              f"--base {str(base)!r}: hardware={named!r} names no hardware")
+    assert not (tmp_path / "p.json").exists()
+    if hardware is None:                      # the same file naming its hardware is taken
+        doc["hardware"] = "gb300-nvl72"
+        base.write_text(json.dumps(doc))
+        assert main(["calibrate", RUNS, "--out", str(tmp_path / "p.json"), "--base", str(base),
+                     "--band", "none"]) == 0
+

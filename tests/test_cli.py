@@ -13,6 +13,13 @@ from mok_model.presets import load_model
 W = ["--hardware", "gb300-nvl72", "--model", "kimi-k2", "--ep", "16", "--tokens", "2048"]
 
 
+def _with(base: list[str], extra: list[str]) -> list[str]:
+    """The flag pairs of `base` that `extra` does not name again, then `extra` (a single-value
+    flag given twice is refused)."""
+    named = {a for a in extra if a.startswith("--")}
+    return [x for i in range(0, len(base), 2) if base[i] not in named for x in base[i:i + 2]] + extra
+
+
 def run(capsys, argv):
     code = main(argv)
     out, err = capsys.readouterr()
@@ -61,13 +68,13 @@ BAD = [
     (["predict", *W[:-2]], "tokens"),
     (["predict", *W, "--hardware", "gb999"], "gb999"),
     (["predict", *W, "--model", "nope"], "nope"),
-    (["predict", *W, "--ep", "385"], "more than the 384 routed experts"),
+    (["predict", *_with(W, ["--ep", "385"])], "more than the 384 routed experts"),
     (["predict", *W, "--ep", "0"], "--ep"),
     (["predict", *W, "--tokens", "-5"], "--tokens"),
     (["predict", *W, "--tokens", "many"], "many"),
     (["predict", *W, "--pass", "sideways"], "sideways"),
     (["predict", *W, "--precision", "fp4"], "fp4"),
-    (["predict", *W, "--precision", "mxfp8", "--hardware", "h200-hgx8", "--ep", "8"], "mxfp8"),
+    (["predict", *_with(W, ["--precision", "mxfp8", "--hardware", "h200-hgx8", "--ep", "8"])], "mxfp8"),
     (["predict", *W, "--routing", "zipf:abc"], "zipf"),
     (["predict", *W, "--routing", "hot:0.9"], "hot"),
     (["predict", *W, "--routing", "gaussian"], "gaussian"),
@@ -99,10 +106,10 @@ def test_bad_input_exits_2_with_one_line(capsys, argv, needle):
 def test_bad_toml_files(tmp_path, capsys):
     bad = tmp_path / "hw.toml"
     bad.write_text("sms = 'many'\n")
-    code, _, err = run(capsys, ["predict", *W, "--hardware", str(bad)])
+    code, _, err = run(capsys, ["predict", *_with(W, ["--hardware", str(bad)])])
     assert code == 2 and "hw" in err
     bad.write_text("this is [ not toml")
-    code, _, err = run(capsys, ["predict", *W, "--hardware", str(bad)])
+    code, _, err = run(capsys, ["predict", *_with(W, ["--hardware", str(bad)])])
     assert code == 2 and "TOML" in err
 
 

@@ -137,7 +137,8 @@ def test_cli_refuses_emulated_records(tmp_path, capsys):
     append_records(runs, synthetic(emulated=True))
     assert main([str(runs), "--out", str(tmp_path / "x.json")]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.startswith("mok: error:") and "emulated_peers" in err and len(err.splitlines()) == 1
+    assert err.startswith("python -m calibration.fit_fabric: error:") and "emulated_peers" in err
+    assert len(err.splitlines()) == 1
     assert not (tmp_path / "x.json").exists()
 
 

@@ -343,7 +343,7 @@ def test_report_cli(synth, tmp_path, capsys):
     assert doc["held_out"]["fp8"]["model"]["mape"] < 1e-3
     assert main([str(tmp_path / "missing.jsonl")]) == 2
     err = capsys.readouterr().err
-    assert err.startswith("mok: error: ") and err.count("\n") == 1
+    assert err.startswith("python -m calibration.report_passes: error: ") and err.count("\n") == 1
     bad = tmp_path / "bad.jsonl"
     bad.write_text(json.dumps({**synth[0], "tiles": [1]}) + "\n")
     assert main([str(bad)]) == 2
