@@ -29,8 +29,10 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from mok_model.analytic import expert_ffn_time, loads, mok_terms
+from mok_model.errors import MokInputError
 from mok_model.gemm_table import replaces_gemm_eff
 from mok_model.params import BOUNDS, Params
+from mok_model.presets import load_hardware
 
 from .fit import record_scenario
 
@@ -94,7 +96,7 @@ def fit_terms(recs: list[dict], base: Params, names: list[str],
 
 
 def _copy_model(recs):
-    hw = record_scenario(recs[0]).hardware
+    hw = load_hardware(recs[0]["hardware"]["preset"])  # its model names the row width only
     sms = np.array([_metric(r, "sms") for r in recs])
     moved = np.array([_metric(r, "bytes") for r in recs]) / 2.0
 
@@ -166,14 +168,35 @@ def _schedule_model(recs):
     return model
 
 
+# the slots calibration/microbench.py bench_swiglu_reduce reduces per token (its records say
+# "k=8" in their note; those since session 30 also name it, metrics "k")
+REDUCE_SLOTS = 8
+
+
 def _reduce_model(recs):
-    scns = [record_scenario(r) for r in recs]
-    n = np.array([_metric(r, "tokens") or s.tokens for r, s in zip(recs, scns)])
+    """The k-slot epilogue reduction: rows of the record's hidden width (its model names only
+    that: {"hidden": H}; it is no layer, so no preset fills the rest) read k + 2 times."""
+    n = np.array([_metric(r, "tokens") or r["tokens"] for r in recs])
+    hidden = np.array([_hidden(r) for r in recs], float)
+    k = np.array([_metric(r, "k") or REDUCE_SLOTS for r in recs], float)
+    hbm = np.array([load_hardware(r["hardware"]["preset"]).hbm_tbps for r in recs])
 
     def model(p):
-        return np.array([t * s.model.hidden * 2.0 * (s.model.top_k + 2)
-                         / (s.hardware.hbm_tbps * 1e12 * p["hbm_eff"]) for t, s in zip(n, scns)])
+        return n * hidden * 2.0 * (k + 2) / (hbm * 1e12 * p["hbm_eff"])
     return model
+
+
+def _hidden(rec: dict) -> int:
+    """The row width a microbenchmark record moved: its model's hidden (a shape or a preset)."""
+    from mok_model.presets import load_model
+
+    m = rec["model"]
+    if isinstance(m, dict):
+        if "hidden" not in m:
+            raise MokInputError(f"{rec.get('_file', 'record')}:{rec.get('_line', rec['id'])}: "
+                                f"{rec['system']} model {m!r} must name its hidden width")
+        return int(m["hidden"])
+    return load_model(m).hidden
 
 
 # micro system -> (parameters, metrics it needs, model builder)

@@ -189,7 +189,7 @@ def bench_swiglu_reduce(out: list) -> None:
         t = time_events(step, lambda j: None, 10, 3)
         nb = n * k * h * 2 + n * h * 4 + n * h * 2
         gbs = nb / stats(t)["median"] / 1e6
-        out.append(rec("micro-reduce", t, {"GBps": gbs, "tokens": n},
+        out.append(rec("micro-reduce", t, {"GBps": gbs, "tokens": n, "k": k},
                        f"epilogue k=8 slot reduction, {n} tokens x {h}: {gbs:.0f} GB/s", tokens=n))
         print(f"reduce n={n} {gbs:.0f} GB/s")
 

@@ -90,7 +90,7 @@ def _positive(kind: str, name: str, key: str, value, allow_zero: bool = False) -
         raise MokInputError(f"{kind} {name!r}: {key}={value!r} must be {rule}")
 
 
-# The largest value a hardware field may take, with its unit: 100-1,000 times the largest
+# The largest value a hardware field may take, with its unit: 100 times or more the largest
 # shipped preset (sms 148, 16,700 TFLOP/s, 22 TB/s and 288 GB of HBM, 2,100 GB/s links, 576
 # GPUs in a domain, 18 switch planes, latencies under 22 us), room for any real or future GPU;
 # a value above is a typo or a unit slip (GB/s written as B/s), and would predict absurd times.
@@ -286,10 +286,14 @@ def load_model(arg: str) -> MoEModel:
     return _load(arg, "models.toml", MoEModel, _validated_model, MODEL_ALIASES)
 
 
-def model_from_shape(shape: dict, base: str = "kimi-k2") -> MoEModel:
-    """A model from a shape dict (a run record's "model" object): the fields it names over a
-    preset's, each checked like a TOML file's."""
-    table = {k: v for k, v in dataclasses.asdict(load_model(base)).items() if k != "name"}
+def model_from_shape(shape: dict, base: str | None = None) -> MoEModel:
+    """A model from a shape dict (a run record's "model" object), read as a model TOML file is:
+    it names every field a model needs (hidden, expert_width, routed_experts, top_k; a missing
+    one is refused, naming it), the others take the file's defaults (no shared expert, one
+    layer). `base`: a preset whose fields fill those the shape does not name, for a caller
+    that says which (until session 30 every shape was silently filled from kimi-k2)."""
+    table = ({} if base is None else
+             {k: v for k, v in dataclasses.asdict(load_model(base)).items() if k != "name"})
     table.update({k: v for k, v in shape.items() if k != "name"})
     return _build(MoEModel, str(shape.get("name", "custom")), table, _validated_model)
 

@@ -123,6 +123,8 @@ def validate_record(rec: Any) -> None:
             if isinstance(v, bool) or not isinstance(v, str if k == "fp8_kernel" else int):
                 raise MokInputError(f"tiles.{k}={v!r} must be "
                                     + ("a string" if k == "fp8_kernel" else "an integer"))
+    if isinstance(rec["model"], dict) and rec["system"] in LAYER_SYSTEMS:
+        _model(model_key(rec))     # a layer's shape: complete and valid, as a model file is
     _validate_config(rec["config"])
     routing = rec["routing"]
     if not isinstance(routing.get("kind", "uniform"), str):
@@ -131,6 +133,13 @@ def validate_record(rec: Any) -> None:
     if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
         raise MokInputError(f"routing.seed={seed!r} must be an integer >= 0")
     _validate_routing_arg(routing)
+
+
+# systems whose records time an MoE layer pass or its GEMMs: an explicit "model" shape of theirs
+# is read as a layer, so it names every field a model needs (presets.model_from_shape). The
+# others (microbenchmarks: micro-*, the published deepep / hybridep dispatch and combine rates)
+# name only the dimensions they moved, e.g. {"hidden": 7168}, and no reader makes a layer of it.
+LAYER_SYSTEMS = (*SYSTEMS, "mok-gemm", "gemm-only", "torch-grouped", "torch-autograd")
 
 
 # a routing's parameter: (keys that may hold it, highest value) per kind (routing_spec reads them)

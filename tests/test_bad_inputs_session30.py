@@ -222,3 +222,75 @@ def test_calibrate_base_naming_no_hardware_is_refused(hardware, tmp_path, capsys
         assert main(["calibrate", RUNS, "--out", str(tmp_path / "p.json"), "--base", str(base),
                      "--band", "none"]) == 0
 
+
+# ---- 2. a run record's model shape: complete, never filled from kimi-k2 ----
+
+def _record(**change) -> dict:
+    rec = json.loads((REPO / RUNS).read_text().splitlines()[0])
+    return {**rec, **change}
+
+
+@pytest.mark.parametrize("drop", ["hidden", "expert_width", "routed_experts", "top_k"])
+def test_a_layer_record_with_a_partial_shape_is_refused(drop, tmp_path, capsys, monkeypatch):
+    from mok_model.presets import load_model
+    from mok_model.records import read_records
+
+    monkeypatch.chdir(REPO)
+    m = load_model("glm-5")
+    shape = {"name": "glm-like", "hidden": m.hidden, "expert_width": m.expert_width,
+             "routed_experts": m.routed_experts, "top_k": m.top_k}
+    del shape[drop]
+    path = tmp_path / "partial.jsonl"
+    path.write_text(json.dumps(_record(model=shape)) + "\n")
+    with pytest.raises(MokInputError, match=rf"partial.jsonl:1: .*missing field\(s\) \['{drop}'\]"):
+        read_records([path])
+    rc = main(["validate", str(path), "--params", PARAMS])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ", f"partial.jsonl:1: model 'glm-like': "
+              f"missing field(s) ['{drop}']")
+
+
+def test_a_complete_shape_takes_a_model_files_defaults_not_kimi_k2s():
+    from mok_model.presets import load_model, model_from_shape
+
+    shape = {"hidden": 7168, "expert_width": 2048, "routed_experts": 384, "top_k": 8}
+    m = model_from_shape(shape)
+    assert (m.shared_experts, m.shared_width, m.moe_layers, m.layers) == (0, 0, 1, 1)
+    # kimi-k2 has a shared expert: the shape said none, and none is what the file format says
+    assert load_model("kimi-k2").shared_experts == 1
+    # a caller may name the preset to fill from, explicitly
+    assert model_from_shape({"top_k": 4}, base="kimi-k2").shared_experts == 1
+    with pytest.raises(MokInputError, match=r"missing field\(s\) \['expert_width', 'hidden', "
+                                            r"'routed_experts'\]"):
+        model_from_shape({"top_k": 4})
+
+
+def test_microbenchmark_records_keep_their_partial_shapes_and_shipped_records_are_valid():
+    """micro-* records name the rows they moved ({"hidden": 7168}) and the published deepep /
+    hybridep rates the exchange's dimensions; no reader makes a layer of them."""
+    from mok_model.records import LAYER_SYSTEMS, read_records, validate_record
+
+    validate_record(_record(system="micro-copy", model={"hidden": 7168}))
+    files = sorted((REPO / "calibration/runs").rglob("*.jsonl"))
+    records = [r for f in files for r in read_records([f])]
+    assert len(files) > 100 and len(records) > 20000
+    partial = [r for r in records if isinstance(r["model"], dict) and "expert_width" not in r["model"]]
+    assert partial and not any(r["system"] in LAYER_SYSTEMS for r in partial)
+
+
+def test_the_reduce_microbenchmark_reads_its_own_width_and_slots_not_a_layers():
+    """calibration.micro made a kimi-k2 layer of a micro-reduce record ({"hidden": H}) to read
+    its top_k (8, as it happens the benchmark's k); now H from the record, k from its metrics
+    or the benchmark's fixed REDUCE_SLOTS, the hardware from its preset."""
+    from calibration.micro import REDUCE_SLOTS, _reduce_model
+    from mok_model.params import load_params
+
+    p = load_params(None, "h200-1")
+    rec = _record(system="micro-reduce", model={"hidden": 4096}, tokens=1024,
+                  hardware={"preset": "h200-1"}, metrics={"tokens": 1024})
+    hbm = load_hardware("h200-1").hbm_tbps * 1e12 * p["hbm_eff"]
+    want = 1024 * 4096 * 2.0 * (REDUCE_SLOTS + 2) / hbm
+    assert _reduce_model([rec])(p)[0] == pytest.approx(want)
+    rec["metrics"]["k"] = 4
+    assert _reduce_model([rec])(p)[0] == pytest.approx(want * 6 / 10)
+    with pytest.raises(MokInputError, match="must name its hidden width"):
+        _reduce_model([{**rec, "model": {"top_k": 8}}])
