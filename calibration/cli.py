@@ -91,7 +91,7 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
             if len(emulated) < len(mok):
                 free.append("push_copy_scale")
             if emulated and any((r.get("config") or {}).get("dispatch") == "push" for r in emulated):
-                free.append("push_scan_us")
+                free += ["push_scan_us", "push_scan_step_us"]
         if len(knob_values("comm_sms")) > 1:
             # how the compute scales with the SMs left to it, and how many comm SMs join it
             # after the dispatch, are only seen when the comm SMs vary

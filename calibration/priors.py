@@ -117,6 +117,10 @@ H200_LOCAL = {  # one H200 emulating its peers in local memory
                           "peer's rows (analytic.push_scan_chunks): one dependent global load of "
                           "the chunk's 16 source indices, ~0.6-0.8 us HBM latency, then its "
                           "mostly masked row loop"),
+    "push_scan_step_us": (0.1, "prior: each column step of a visited chunk's row loop (copy_rows: "
+                               "a 16-row x up-to-1,024-column load and store, issued whether its "
+                               "rows are masked or not; analytic.copy_steps) costs about 200 cycles "
+                               "at 1.98 GHz"),
 }
 
 BLACKWELL = {  # the published kernel on Blackwell

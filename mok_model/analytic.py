@@ -364,7 +364,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     sender_push = move(act, r_in, r_out, link_in, link_out, push_rate_scan) if hw.emulated_ranks \
         else move(act, r_out, r_in, link_out, link_in, push_rate_scan)
     dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, q * sm_rate))
-    scan_home = (pull_scan_chunks(scn, p, M, cc) * p["push_scan_us"] * US).sum(axis=1, keepdims=True)
+    scan_home = (pull_scan_chunks(scn, p, M, cc) * scan_chunk_s(scn, p)).sum(axis=1, keepdims=True)
     pull_rate = sm_rate / (1.0 + scan_home * sm_rate / np.maximum((r_out + local_rows) * out, 1.0))
     home_pull = move(out, r_in, r_out, link_out, link_in, sm_rate) if hw.emulated_ranks \
         else move(out, r_out, r_in, link_in, link_out, pull_rate)
@@ -656,14 +656,31 @@ def push_scan_chunks(P: int, comm_sms, minibatch_rows):
     return np.ceil(P / cc) * np.ceil(nchunk / np.maximum(np.floor(cc / P), 1.0))
 
 
+def copy_steps(hidden: int) -> int:
+    """Column steps of a comm program's row loop over rows of `hidden` columns
+    (mok_kernels/megakernel.py copy_rows: steps of CC = min(1024, the next power of two >= H)
+    columns, unrolled; each step issues its load and store whether the chunk's rows are masked
+    or not)."""
+    cc = min(1024, 1 << (int(hidden) - 1).bit_length())
+    return -(-int(hidden) // cc)
+
+
+def scan_chunk_s(scn: Scenario, p: Params) -> float:
+    """Seconds a comm program spends visiting one chunk it scans for its rows, beside the bytes
+    it copies: push_scan_us (its source-index or slot load) plus push_scan_step_us per column
+    step of the mostly masked row loop (copy_steps)."""
+    return (p["push_scan_us"] + p["push_scan_step_us"] * copy_steps(scn.model.hidden)) * US
+
+
 def push_scan(scn: Scenario, p: Params, rows, M, comm_sms):
-    """Seconds a push dispatch's comm programs spend visiting chunks (push_scan_us each: a
+    """Seconds a push dispatch's comm programs spend visiting chunks (scan_chunk_s each: a
     chunk's source-index load and its masked row loop; push_scan_chunks), beside the bytes they
     copy, over the M minibatches of `rows` rows a GPU receives (cut evenly here; the simulator
     takes the real cut). 0 with one rank."""
-    if scn.ep < 2 or p["push_scan_us"] == 0.0:
+    scan = scan_chunk_s(scn, p)
+    if scn.ep < 2 or scan == 0.0:
         return 0.0
-    return M * push_scan_chunks(scn.ep, comm_sms, rows / M) * p["push_scan_us"] * US
+    return M * push_scan_chunks(scn.ep, comm_sms, rows / M) * scan
 
 
 def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) -> np.ndarray:

@@ -37,6 +37,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "push_signal_per_peer_us": (0.0, 10.0),  # extra wait per peer a push consumer must hear from
     "push_scan_us": (0.0, 20.0),  # a comm program's visit of one chunk it scans for its rows
     # (push dispatch lanes; our pull combine across GPUs: analytic.push_scan, pull_scan_chunks)
+    "push_scan_step_us": (0.0, 5.0),  # more per column step of the visited chunk's masked row loop
+    # (analytic.copy_steps: H in steps of up to 1,024 columns, each issued whether masked or not)
     "minibatch_overhead_us": (0.0, 100.0),  # per-minibatch pipeline step (barriers, lookups)
     "schedule_us": (0.0, 500.0),  # routing all-gather and schedule kernels, fixed part
     "schedule_ns_per_route": (0.0, 10.0),  # schedule building per routed row in the EP group
@@ -146,6 +148,9 @@ ADDED: dict[str, tuple[float, str]] = {
     "push_scan_us": (0.0, "prior: a push dispatch (and our pull combine across GPUs) costs only "
                           "the bytes it copies, as before the per-chunk scan was modelled; "
                           "h200-1's prior in calibration/priors.py"),
+    "push_scan_step_us": (0.0, "prior: a chunk visit costs push_scan_us whatever the hidden size, "
+                               "as before the masked row loop's column steps were modelled; "
+                               "h200-1's fitted in calibration/priors.py"),
     "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "
                                  "outputs as its owner finishes it, every owner's interleaved "
                                  "(mok-system.md); 1 for our kernel across GPUs (calibration/priors.py)"),

@@ -359,6 +359,28 @@ def test_emulated_push_scan_grows_with_peers_in_both_engines():
     assert added[32] > 4 * added[4] > 0
 
 
+def test_a_scanned_chunk_costs_more_with_more_column_steps_in_both_engines():
+    """A visited chunk's row loop (mok_kernels/megakernel.py copy_rows) walks the row in steps
+    of min(1024, the next power of two >= H) columns, each a load and a store issued whether its
+    rows are masked or not: push_scan_step_us per step on top of push_scan_us (analytic
+    .scan_chunk_s), the same seconds in the simulator."""
+    from mok_model.analytic import copy_steps, scan_chunk_s
+    assert [copy_steps(h) for h in (512, 1000, 2048, 2880, 4096, 7168)] == [1, 1, 2, 3, 4, 7]
+    h = load_hardware("h200-1")
+    base = load_params(None, "h200-1").with_values(push_scan_us=0.5, push_scan_step_us=0.0)
+    step = base.with_values(push_scan_step_us=0.1)
+    cfg = Config(dispatch="push", combine="push", minibatch=2048, comm_sms=8, capacity=1.0)
+    added = {}
+    for name in ("qwen3-30b-a3b", "deepseek-v3"):   # H 2,048 and 7,168
+        s = scn(ep=32, tokens=2048, model=load_model(name), hw=h)
+        assert scan_chunk_s(s, step) == pytest.approx((0.5 + 0.1 * copy_steps(s.model.hidden)) * 1e-6)
+        a0, a1 = analytic_mok(s, cfg, base).latency_ms, analytic_mok(s, cfg, step).latency_ms
+        b1 = simulate(s, cfg, "mok", step).latency_ms
+        assert abs(b1 - a1) / a1 < 0.10, (name, a1, b1)
+        added[name] = (a1 - a0) / a0
+    assert added["deepseek-v3"] > added["qwen3-30b-a3b"] > 0
+
+
 def test_chunk_scans_across_gpus_cost_more_with_fewer_comm_sms():
     """Two real GPUs (our kernel, mok_kernels/megakernel.py): a push dispatch's sender lanes walk
     every chunk of the receiver's minibatch for their own rows (PUSH_DISPATCH == 2), and a pull
