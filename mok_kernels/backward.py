@@ -100,7 +100,6 @@ class BackwardTiles:
     w_tma: bool = False      # with w_flat: W items load their operands by the tensor memory
     #                          accelerator (one descriptor per operand and item over exactly the
     #                          expert's rows) instead of masked pointer loads
-    w_stages: int = 0        # software-pipeline stages of the W items' row loop (0: num_stages)
     diag: int = 0            # timing diagnostic only, gradients left incomplete: 1 = skip the W
     #                          items, 2 = skip the X items, 3 = both (mok bench --bwd-tiles diag=N
     #                          times A only / A+X / A+W; the difference with diag=0 is the part's cost)
@@ -183,8 +182,8 @@ _BWD: dict[str, Any] = {}
 _HELPERS = ("wait_geq", "signal", "tile_of", "peer_row", "copy_rows", "trap")
 # Triton device functions the kernels call by name: the forward's helpers and wgrad_tile, set by
 # _bwd_kernels() before any kernel is compiled
-wait_geq = signal = tile_of = peer_row = copy_rows = trap = wgrad_tile = wgrad_flat = None
-a_saved_epi = wgrad_tma = wait_tiles = expert_rows = None
+wait_geq = signal = tile_of = peer_row = copy_rows = trap = wgrad_tile = None
+a_saved_epi = wait_tiles = expert_rows = store_dwgu = store_dwd = wgrad_flat = wgrad_tma = None
 
 
 def _bwd_kernels() -> dict[str, Any]:
@@ -283,14 +282,14 @@ def _bwd_kernels() -> dict[str, Any]:
 
     @triton.jit
     def _wgrad_flat(acc, a_ptr, a_ld, a_cols, a_cm, b_ptr, b_ld, b_cols, b_cm, r_lo, r_hi,
-                    a_off, b_off, BKR: tl.constexpr, STAGES: tl.constexpr):
+                    a_off, b_off, BKR: tl.constexpr):
         """acc += A^T B over rows r_lo..r_hi-1 in BKR steps in row order (BackwardTiles.w_flat:
         one software pipeline per W item, the expert's row tiles waited for first). A's rows
         at a_ptr + (a_off + row) * a_ld, columns a_cols (mask a_cm); B likewise."""
         rr = tl.arange(0, BKR)
         a_p = a_ptr + a_cols[None, :]
         b_p = b_ptr + b_cols[None, :]
-        for r in tl.range(r_lo, r_hi, BKR, num_stages=STAGES):
+        for r in range(r_lo, r_hi, BKR):
             m = (r + rr) < r_hi
             ra = (a_off + r + rr).to(tl.int64)
             rb = (b_off + r + rr).to(tl.int64)
@@ -300,25 +299,52 @@ def _bwd_kernels() -> dict[str, Any]:
         return acc
 
     @triton.jit
-    def _wgrad_tma(acc, a_ptr, a_ld, a_ncols, a_c0, b_ptr, b_ld, b_ncols, b_c0, r_lo, r_hi,
-                   a_off, b_off, BKR: tl.constexpr, A_BLK: tl.constexpr, B_BLK: tl.constexpr,
-                   STAGES: tl.constexpr):
+    def _wgrad_tma(acc, a_d, a_c0, b_d, b_c0, nrows, BKR: tl.constexpr):
         """_wgrad_flat with its operands loaded by the tensor memory accelerator
-        (BackwardTiles.w_tma): one descriptor per operand over exactly the item's rows
-        (r_hi - r_lo of them, a_ncols / b_ncols columns), so the rows past the expert's last
-        and the columns past the matrix's edge read as zeros without masks."""
-        nrows = r_hi - r_lo
-        a_d = tl.make_tensor_descriptor(a_ptr + (a_off + r_lo).to(tl.int64) * a_ld,
-                                        shape=[tl.maximum(nrows, 1), a_ncols], strides=[a_ld, 1],
-                                        block_shape=[BKR, A_BLK])
-        b_d = tl.make_tensor_descriptor(b_ptr + (b_off + r_lo).to(tl.int64) * b_ld,
-                                        shape=[tl.maximum(nrows, 1), b_ncols], strides=[b_ld, 1],
-                                        block_shape=[BKR, B_BLK])
-        for r in tl.range(0, nrows, BKR, num_stages=STAGES):
+        (BackwardTiles.w_tma): a_d / b_d describe exactly the item's nrows rows (and the
+        matrices' columns), so rows past the expert's last and columns past the edge read as
+        zeros without masks; a_c0 / b_c0 the tile's first columns."""
+        for r in range(0, nrows, BKR):
             a = a_d.load([r, a_c0])
             b = b_d.load([r, b_c0])
             acc = tl.dot(tl.trans(a), b, acc)
         return acc
+
+    @triton.jit
+    def _store_dwgu(acc, cb, hcols, hm, o_gu, ow_gu_ptr, r_e, direct, NR, I_REAL,
+                    H: tl.constexpr, I: tl.constexpr, BW: tl.constexpr, BN_GU: tl.constexpr):
+        """Store a dWg|dWu tile (rows hcols of H, packed column block cb): into the routed
+        expert's dWg / dWu in the parameters' layout and dtype (direct), else into the packed
+        float32 buffer at o_gu."""
+        ccols = cb * BW + tl.arange(0, BW)
+        if direct:
+            # packed column -> (gate 0 / up 1, column of the unpadded I)
+            cw = ccols % (2 * BN_GU)
+            sel = (cw // BN_GU).to(tl.int64)
+            ii = (ccols // (2 * BN_GU)) * BN_GU + cw % BN_GU
+            o_w = (ow_gu_ptr + sel[None, :] * NR * H * I_REAL + r_e * H * I_REAL
+                   + hcols[:, None].to(tl.int64) * I_REAL + ii[None, :])
+            tl.store(o_w, acc.to(ow_gu_ptr.dtype.element_ty),
+                     mask=hm[:, None] & (ii < I_REAL)[None, :])
+        else:
+            tl.store(o_gu + hcols[:, None].to(tl.int64) * (2 * I) + ccols[None, :], acc,
+                     mask=hm[:, None])
+
+    @triton.jit
+    def _store_dwd(acc, hb, icols, o_dn, ow_d_ptr, r_e, direct, I_REAL, H: tl.constexpr,
+                   BW_H: tl.constexpr):
+        """Store a dWd tile (rows icols of I, column block hb of H): direct into the routed
+        expert's dWd (parameters' layout and dtype), else into the packed float32 buffer."""
+        hcols = hb * BW_H + tl.arange(0, BW_H)
+        hm = hcols < H
+        if direct:
+            o_w = ow_d_ptr + r_e * I_REAL * H
+            tl.store(o_w + icols[:, None].to(tl.int64) * H + hcols[None, :],
+                     acc.to(ow_d_ptr.dtype.element_ty),
+                     mask=(icols < I_REAL)[:, None] & hm[None, :])
+        else:
+            tl.store(o_dn + icols[:, None].to(tl.int64) * H + hcols[None, :], acc,
+                     mask=hm[None, :])
 
     @triton.jit
     def _a_saved_epi(acc_d, ca, gu_ptr, dgu_ptr, hs_ptr, hrows, rmask, wr, I: tl.constexpr,
@@ -348,6 +374,8 @@ def _bwd_kernels() -> dict[str, Any]:
     globals()["wgrad_tile"] = _wgrad_tile
     globals()["wgrad_flat"] = _wgrad_flat
     globals()["wgrad_tma"] = _wgrad_tma
+    globals()["store_dwgu"] = _store_dwgu
+    globals()["store_dwd"] = _store_dwd
     globals()["wait_tiles"] = _wait_tiles
     globals()["expert_rows"] = _expert_rows
 
@@ -391,7 +419,6 @@ def _bwd_kernels() -> dict[str, Any]:
         CC: tl.constexpr, W_FLAT: tl.constexpr = False, A_FUSE_GU: tl.constexpr = False,
         DIAG: tl.constexpr = 0, A_SAVED: tl.constexpr = False, A_SPLIT: tl.constexpr = False,
         W_DIRECT: tl.constexpr = False, W_TMA: tl.constexpr = False,
-        W_STAGES: tl.constexpr = 3,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its slice of every
         # per-rank buffer (one rank per launch: VR = 0).
@@ -652,6 +679,11 @@ def _bwd_kernels() -> dict[str, Any]:
                             w_ready = ew
                     r_lo, r_hi, h_off = expert_rows(shared, t_lo, t_hi, tile_row0_ptr,
                                                     tile_rows_ptr, NS)
+                    r_e = (VR * EL + le).to(tl.int64)        # w_direct: the routed expert's slot
+                    direct = False
+                    if W_DIRECT:
+                        direct = not shared
+                    nrows = r_hi - r_lo
                     if item < NWT_GU:
                         # dWg|dWu[e][h block, c block] = sum_rows x^T [dg|du]
                         hb = item // NC_GU
@@ -660,38 +692,28 @@ def _bwd_kernels() -> dict[str, Any]:
                         hm = hcols < H
                         ccols = cb * BW + tl.arange(0, BW)
                         acc_gu = tl.zeros((BW_H, BW), dtype=tl.float32)
-                        if W_TMA:
-                            acc_gu = wgrad_tma(acc_gu, xsrc, H, H, hb * BW_H, dgu_ptr, 2 * I,
-                                               2 * I, cb * BW, r_lo, r_hi, 0, h_off, BKR, BW_H,
-                                               BW, W_STAGES)
+                        if W_TMA:     # descriptors over exactly the expert's rows
+                            xg_d = tl.make_tensor_descriptor(
+                                xsrc + r_lo.to(tl.int64) * H, shape=[tl.maximum(nrows, 1), H],
+                                strides=[H, 1], block_shape=[BKR, BW_H])
+                            dg_d = tl.make_tensor_descriptor(
+                                dgu_ptr + (h_off + r_lo).to(tl.int64) * (2 * I),
+                                shape=[tl.maximum(nrows, 1), 2 * I], strides=[2 * I, 1],
+                                block_shape=[BKR, BW])
+                            acc_gu = wgrad_tma(acc_gu, xg_d, hb * BW_H, dg_d, cb * BW, nrows, BKR)
                         elif W_FLAT:
                             acc_gu = wgrad_flat(acc_gu, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
-                                                ccols < 2 * I, r_lo, r_hi, 0, h_off, BKR,
-                                                W_STAGES)
+                                                ccols < 2 * I, r_lo, r_hi, 0, h_off, BKR)
                         else:
                             acc_gu = wgrad_tile(acc_gu, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
                                                 ccols < 2 * I, shared, t_lo, t_hi, tile_row0_ptr,
                                                 tile_rows_ptr, cnt, NB_A, NS, err_ptr, max_spin,
                                                 False, True, BM, BKR)
                         o_gu = dwgu_ptr + e.to(tl.int64) * H * (2 * I)
-                        direct = False
                         if W_DIRECT:
                             o_gu = dwgu_ptr + vr * H * (2 * I)   # the shared expert: a slot a rank
-                            direct = not shared
-                        if direct:
-                            # packed column -> (gate 0 / up 1, column of the unpadded I)
-                            cw = ccols % (2 * BN_GU)
-                            sel = (cw // BN_GU).to(tl.int64)
-                            ii = (ccols // (2 * BN_GU)) * BN_GU + cw % BN_GU
-                            r_e = (VR * EL + le).to(tl.int64)
-                            o_w = (ow_gu_ptr + sel[None, :] * NR * H * I_REAL
-                                   + r_e * H * I_REAL + hcols[:, None].to(tl.int64) * I_REAL
-                                   + ii[None, :])
-                            tl.store(o_w, acc_gu.to(ow_gu_ptr.dtype.element_ty),
-                                     mask=hm[:, None] & (ii < I_REAL)[None, :])
-                        else:
-                            tl.store(o_gu + hcols[:, None].to(tl.int64) * (2 * I) + ccols[None, :],
-                                     acc_gu, mask=hm[:, None])
+                        store_dwgu(acc_gu, cb, hcols, hm, o_gu, ow_gu_ptr, r_e, direct, NR, I_REAL,
+                                   H, I, BW, BN_GU)
                     else:
                         # dWd[e][i block, h block] = sum_rows (w h)^T dOut
                         it = item - NWT_GU
@@ -702,30 +724,25 @@ def _bwd_kernels() -> dict[str, Any]:
                         hm = hcols < H
                         acc_dn = tl.zeros((BW, BW_H), dtype=tl.float32)
                         if W_TMA:
-                            acc_dn = wgrad_tma(acc_dn, hs_ptr, I, I, ib * BW, gsrc, H, H,
-                                               hb * BW_H, r_lo, r_hi, h_off, 0, BKR, BW, BW_H,
-                                               W_STAGES)
+                            hd_d = tl.make_tensor_descriptor(
+                                hs_ptr + (h_off + r_lo).to(tl.int64) * I,
+                                shape=[tl.maximum(nrows, 1), I], strides=[I, 1],
+                                block_shape=[BKR, BW])
+                            gd_d = tl.make_tensor_descriptor(
+                                gsrc + r_lo.to(tl.int64) * H, shape=[tl.maximum(nrows, 1), H],
+                                strides=[H, 1], block_shape=[BKR, BW_H])
+                            acc_dn = wgrad_tma(acc_dn, hd_d, ib * BW, gd_d, hb * BW_H, nrows, BKR)
                         elif W_FLAT:
                             acc_dn = wgrad_flat(acc_dn, hs_ptr, I, icols, icols < I, gsrc, H, hcols,
-                                                hm, r_lo, r_hi, h_off, 0, BKR, W_STAGES)
+                                                hm, r_lo, r_hi, h_off, 0, BKR)
                         else:
                             acc_dn = wgrad_tile(acc_dn, hs_ptr, I, icols, icols < I, gsrc, H, hcols,
                                                 hm, shared, t_lo, t_hi, tile_row0_ptr, tile_rows_ptr,
                                                 cnt, NB_A, NS, err_ptr, max_spin, True, False, BM, BKR)
                         o_dn = dwd_ptr + e.to(tl.int64) * I * H
-                        direct = False
                         if W_DIRECT:
                             o_dn = dwd_ptr + vr * I * H
-                            direct = not shared
-                        if direct:
-                            r_e = (VR * EL + le).to(tl.int64)
-                            o_w = ow_d_ptr + r_e * I_REAL * H
-                            tl.store(o_w + icols[:, None].to(tl.int64) * H + hcols[None, :],
-                                     acc_dn.to(ow_d_ptr.dtype.element_ty),
-                                     mask=(icols < I_REAL)[:, None] & hm[None, :])
-                        else:
-                            tl.store(o_dn + icols[:, None].to(tl.int64) * H + hcols[None, :],
-                                     acc_dn, mask=hm[None, :])
+                        store_dwd(acc_dn, hb, icols, o_dn, ow_d_ptr, r_e, direct, I_REAL, H, BW_H)
                 g = g_next
 
     @triton.jit(do_not_specialize=["TRAP"])    # trap or raise: one compiled variant
@@ -796,8 +813,6 @@ class MoKBackward:
                              "float32)")
         if t.w_tma and not t.w_flat:
             raise ValueError("w_tma=1 needs w_flat=1 (one row loop per weight-gradient item)")
-        if not 0 <= t.w_stages <= 8:
-            raise ValueError(f"w_stages={t.w_stages}: allowed 0 (num_stages) to 8")
         if t.diag not in (0, 1, 2, 3):
             raise ValueError(f"diag={t.diag}: allowed 0 (full pass), 1, 2, 3 (timing diagnostics)")
         if lay.Ip % self.bn_a or (2 * lay.Ip) % self.bk_x or lay.Ip % self.bw:
@@ -896,7 +911,7 @@ class MoKBackward:
             BK=cfg.block_k, BK_X=self.bk_x, BW=self.bw, BW_H=t.bw_h, BKR=t.bk_rows,
             CR=cfg.copy_rows, CC=lay.chunk, W_FLAT=t.w_flat, A_FUSE_GU=t.a_fuse_gu,
             DIAG=t.diag, A_SAVED=gu is not None, A_SPLIT=gu is not None and self.bn_a > 64,
-            W_DIRECT=t.w_direct, W_TMA=t.w_tma, W_STAGES=t.w_stages or t.num_stages,
+            W_DIRECT=t.w_direct, W_TMA=t.w_tma,
             num_warps=t.num_warps, num_stages=t.num_stages)
 
     def epilogue(self, sched: Schedule) -> None:

@@ -374,8 +374,6 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
                 rule = None if v in (1, 2, 4, 8, 16, 32) else "a power of two from 1 to 32"
             elif name == "num_stages":
                 rule = None if v >= 1 else "an integer >= 1 is required"
-            elif name == "w_stages":
-                rule = None if 0 <= v <= 8 else "allowed 0 (num_stages) to 8"
             if rule:
                 raise BadInput(f"--bwd-tiles {item!r}: {name}={v}: {rule}")
         t = parse_tiles(one)

@@ -360,17 +360,17 @@ def test_direct_weight_gradients_are_the_packed_ones(ep, rank, routing, shape, s
     (8, 3, "hot:0.2", dict(h=1536, i=768, e=16, n=128, k=4)),
     (4, None, "idle", dict(h=2560, i=1280, e=8, n=96, k=4, i_shared=0)),
 ])
-@pytest.mark.parametrize("extra", ["w_tma=1", "w_tma=1,w_stages=4,bk_rows=32",
-                                   "saved_gu=1,bn_a=128,bn_x=256,w_direct=1,w_bf16=1,w_tma=1"])
-def test_tma_weight_gradients(ep, rank, routing, shape, extra):
-    """W items whose operands come by tensor descriptors over exactly an expert's rows: every
-    gradient within the float32 tolerance (run_case), the same bits on a second pass, and
-    within 1e-4 of the pointer-load path's (printed: whether bit for bit)."""
-    tiles = parse_tiles(extra)
-    first, _ = _routed_and_shared(tiles, ep, rank, routing, shape)
+@pytest.mark.parametrize("extra,plain", [
+    ("w_tma=1", "default"), ("w_tma=1,bk_rows=32", "bk_rows=32"),
+    ("saved_gu=1,bn_a=128,bn_x=256,w_direct=1,w_bf16=1,w_tma=1",
+     "saved_gu=1,bn_a=128,bn_x=256,w_direct=1,w_bf16=1")])
+def test_w_item_variants(ep, rank, routing, shape, extra, plain):
+    """W items whose operands come by tensor descriptors over exactly an expert's rows
+    (w_tma): every gradient within the float32 tolerance (run_case), the same bits on a second
+    pass, and within 1e-4 of the pointer-load path's (printed: whether bit for bit)."""
+    first, _ = _routed_and_shared(parse_tiles(extra), ep, rank, routing, shape)
     again, _ = _routed_and_shared(parse_tiles(extra), ep, rank, routing, shape)
-    plain, _ = _routed_and_shared(parse_tiles(extra.replace("w_tma=1", "w_tma=0")), ep, rank,
-                                  routing, shape)
+    plain, _ = _routed_and_shared(parse_tiles(plain), ep, rank, routing, shape)
     same = []
     for a, b, c in zip(first, again, plain):
         if a is None:
@@ -378,4 +378,4 @@ def test_tma_weight_gradients(ep, rank, routing, shape, extra):
         assert torch.equal(a, b)
         assert rel(a.float(), c.float()) < 1e-4
         same.append(torch.equal(a, c))
-    print(f"w_tma bit for bit the pointer path's: {same}")
+    print(f"{extra}: bit for bit the pointer path's: {same}")
