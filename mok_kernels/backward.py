@@ -895,6 +895,9 @@ class MoKBackward:
         g_loc = dout_all[lay.tok0:lay.tok0 + v * lay.ns]
         etile = self.expert_tiles(sched)
         if t.w_tma:
+            if x_all.data_ptr() % 16 or dout_all.data_ptr() % 16:
+                raise ValueError("w_tma=1: the tokens and output gradients must start on a "
+                                 "16-byte boundary (tensor descriptors); copy them first")
             _scratch_allocator()
         ks["bwd"][(per_rank * v,)](
             x_all, dout_all, lay.x_off, x_loc, g_loc, w_all, self.xr, self.gr, self.dgu, self.hs,
