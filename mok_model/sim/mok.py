@@ -35,9 +35,9 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..analytic import (COPY_ROWS, US, copy_steps, dispatch_copy_scale, dispatch_row_bytes,
-                        expert_ffn_parts, ffn_pieces, in_order_wait, iteration_rows, list_period,
-                        loads, push_scan_chunks, ring_capacity, shared_section, tile_rows)
+from ..analytic import (COPY_ROWS, US, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts,
+                        ffn_pieces, in_order_wait, iteration_rows, list_period, loads,
+                        push_scan_chunks, ring_capacity, scan_chunk_s, shared_section, tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
@@ -284,8 +284,7 @@ class MokSim:
                                   / float(dispatch_copy_scale(scn, p, cfg.comm_sms)))
         # a push dispatch's lanes also visit every chunk of the receiver's minibatch for their
         # rows (analytic.push_scan): that time loads the copying comm SMs as more bytes
-        self.scan_s = ((_param(p, "push_scan_us", 0.0) + _param(p, "push_scan_step_us", 0.0)
-                        * copy_steps(scn.model.hidden)) * US)   # analytic.scan_chunk_s
+        self.scan_s = scan_chunk_s(scn, p)
         self.push_scan = self.dpush and P > 1 and self.scan_s > 0
         self.combine_sm_scale = push_scale if self.kpush else 1.0
         # our pull combine's homes also visit every chunk of each owner's minibatch for their
