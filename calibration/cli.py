@@ -163,9 +163,9 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     param_names(a.free, "--free")
     for flag, value in (("--hardware", a.hardware), ("--gemm-table", a.gemm_table)):
         required_text(value, flag, "preset name" if flag == "--hardware" else "file path")
-    named = params_file(a.base, "--base").hardware if a.base is not None else None
-    if named is not None and not named.strip():
-        raise MokInputError(f"--base {a.base!r}: hardware={named!r} names no hardware; a "
+    base_file = params_file(a.base, "--base") if a.base is not None else None
+    if base_file is not None and not base_file.hardware.strip():
+        raise MokInputError(f"--base {a.base!r}: hardware={base_file.hardware!r} names no hardware; a "
                             f"parameters file to start from names the preset it was fitted for "
                             f"(or leave --base out: the priors of the records' hardware)")
     band = a.band if a.band is not None else ("bootstrap" if a.engine == "analytic" else "linear")
@@ -180,8 +180,8 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     records = read_records(a.runs)
     hardware, records = _hardware_of(records, a.hardware)
     layer, notes = model_records(records)
-    base = params_file(a.base, "--base") if a.base is not None else priors_for(hardware)
-    if a.base is not None and base.hardware != hardware:
+    base = base_file if base_file is not None else priors_for(hardware)
+    if base_file is not None and base.hardware != hardware:
         raise MokInputError(f"--base {a.base!r} was fitted for hardware {base.hardware!r}, not "
                             f"{hardware!r} (the records' hardware); start from a file of "
                             f"{hardware!r} or from its priors (no --base)")
