@@ -3,7 +3,9 @@
     python -m calibration.defaults
 
 - gb300-nvl72: the Blackwell priors fitted to the published GB300 NVL72 rows
-  (calibration/runs/published/gb300_table1.jsonl, made from the published rows in docs/sources.md).
+  (calibration/runs/published/gb300_table1.jsonl, made from the published rows in docs/sources.md),
+  as calibration/gb300_fit.py says (session 31): each MoK row read at the tuner's knobs and at the
+  published defaults, half weight each; sm_scaling held from h200-hgx8 (so fitted after it).
 - gb200-nvl72, vr-nvl72, rubin-ultra-nvl576: the GB300 fit transferred (same kernel design,
   Grace/Vera hosts); b200-hgx8, b300-dgx8: the same with an x86 host (host_launch_scale 1).
 - h200-hgx8: priors, then the fabric parameters fitted to NVLink microbenchmarks on two real
@@ -23,6 +25,12 @@
   h200-hgx8 takes those terms as fitted on h200-1 (same GPU and kernels;
   no backward or FP8 run on two GPUs yet).
 - h100-1: h200-1 moved by stated ratios (calibration/transfer.py --write-hopper), last.
+
+    python -m calibration.defaults --gb300
+
+writes only gb300-nvl72.json and the files transferred from it (gb200-nvl72, vr-nvl72,
+rubin-ultra-nvl576, b200-hgx8, b300-dgx8), from the shipped h200-hgx8.json (what the full run
+writes for them, h200-hgx8 unchanged; about a minute).
 
     python -m calibration.defaults --pass-group fp8-gluon
 
@@ -54,8 +62,10 @@ from .fit import fit
 from .fit_fabric import fit_fabric
 from .fit_gemm import FREE as GEMM_FREE
 from .fit_gemm import fit_library_gemm
+from .gb300_fit import HELD as GB300_HELD
+from .gb300_fit import READING_WEIGHT, both_readings, held_priors
 from .passes import FIT_HELD_OUT, PASS_FREE, fit_passes, merge_uncertainty
-from .priors import BLACKWELL, H200_LOCAL, HOPPER, prior_params
+from .priors import H200_LOCAL, HOPPER, prior_params
 from .published import published_records
 
 RUNS = Path(__file__).parent / "runs" / "published" / "gb300_table1.jsonl"
@@ -131,12 +141,42 @@ def published_file() -> Path:
 
 def main() -> None:
     """Run from the repository root (the parameter files name their runs relative to it)."""
+    for name, family in (("h200-1", H200_LOCAL), ("h100-hgx8", HOPPER)):
+        write_params(PARAMS_DIR / f"{name}.json", prior_params(name, family),
+                     "Priors from our H200 probe and public figures (both in docs/sources.md); "
+                     "not yet fitted.")
+    root = Path(__file__).resolve().parents[1]
+    fit_h200_hgx8(root)
+    result = write_gb300()  # holds sm_scaling from the h200-hgx8.json just written
+    calibrate_cli([str(f.relative_to(root)) for f in H200_RUNS]
+                  + ["--out", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
+                     "--base", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
+                     "--gemm-table", str(H200_GEMM_TABLE.relative_to(root))])
+    fit_h200_passes(root)
+    from .transfer import write_hopper   # transfer imports this module: imported here
+    write_hopper()
+    print_residuals(result)
+
+
+def print_residuals(result) -> None:
+    for row in result.residuals:
+        print(f"{row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "
+              f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
+
+
+def write_gb300():
+    """Fit gb300-nvl72 (calibration/gb300_fit.py: both readings, sm_scaling held from the
+    h200-hgx8.json on disk) and write it and the files transferred from it; the fit's result."""
     runs = published_file()
     records = read_records([runs])
-    result = fit(records, prior_params("gb300-nvl72", BLACKWELL), FREE, band="bootstrap")
+    train, weights = both_readings(records)
+    free = [n for n in FREE if n not in GB300_HELD]
+    result = fit(train, held_priors("gb300-nvl72"), free, band="bootstrap", weights=weights)
     gb300 = result.params
     rel = str(runs.relative_to(Path(__file__).resolve().parents[1]))
-    fitted_src = {k: f"fitted to {rel} (bounded least squares on relative error)" for k in FREE}
+    fitted_src = {k: (f"fitted to {rel}, each MoK row at the tuner's knobs and at the published "
+                      f"defaults, weight {READING_WEIGHT:g} each (calibration/gb300_fit.py; "
+                      f"bounded least squares on relative error)") for k in free}
     # the published design's FP8 tiles: the fitted BF16 fraction, until FP8 rows are published
     fp8 = {"fp8_gemm_eff": gb300["gemm_eff"]}
     fitted_src["fp8_gemm_eff"] = ("prior: gemm_eff as fitted to the published BF16 rows (no FP8 "
@@ -145,7 +185,10 @@ def main() -> None:
                    {**gb300.sources, **fitted_src}, result.uncertainty)
     write_params(PARAMS_DIR / "gb300-nvl72.json", gb300,
                  "Blackwell priors (calibration/priors.py) with five parameters fitted to the "
-                 "published GB300 NVL72 rows; nothing else was tuned toward published numbers.",
+                 "published GB300 NVL72 rows, each MoK row read at the tuner's knobs and at the "
+                 "published defaults (half weight each; the table publishes no knobs) and "
+                 "sm_scaling held from h200-hgx8.json (calibration/gb300_fit.py); nothing else "
+                 "was tuned toward published numbers.",
                  {"residuals": result.residuals})
     for name, x86 in (("gb200-nvl72", False), ("vr-nvl72", False), ("rubin-ultra-nvl576", False),
                       ("b200-hgx8", True), ("b300-dgx8", True)):
@@ -160,22 +203,7 @@ def main() -> None:
                                         ["host_launch_scale"] if x86 else [])),
                      "Transferred from the gb300-nvl72 fit (same kernel design); no runs on this "
                      "hardware yet.")
-    for name, family in (("h200-1", H200_LOCAL), ("h100-hgx8", HOPPER)):
-        write_params(PARAMS_DIR / f"{name}.json", prior_params(name, family),
-                     "Priors from our H200 probe and public figures (both in docs/sources.md); "
-                     "not yet fitted.")
-    root = Path(__file__).resolve().parents[1]
-    fit_h200_hgx8(root)
-    calibrate_cli([str(f.relative_to(root)) for f in H200_RUNS]
-                  + ["--out", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
-                     "--base", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
-                     "--gemm-table", str(H200_GEMM_TABLE.relative_to(root))])
-    fit_h200_passes(root)
-    from .transfer import write_hopper   # transfer imports this module: imported here
-    write_hopper()
-    for row in result.residuals:
-        print(f"{row['id']:<40} measured {row['measured_ms']:.3f} ms  predicted "
-              f"{row['predicted_ms']:.3f} ms  error {100 * row['rel_error']:+.1f}%")
+    return result
 
 
 def transferred(block: dict | None, source: str, drop: list[str]) -> dict | None:
@@ -354,7 +382,11 @@ def _main(a) -> int:
     if a.replace and a.pass_group is None:
         raise MokInputError("--replace: only with --pass-group GROUP (the full run refits "
                             "every group)")
-    if a.pass_group is not None:   # '' is refused there, never taken for the full run
+    if a.gb300 and (a.pass_group is not None or a.replace):
+        raise MokInputError("--gb300: alone (it writes the GB300 family only)")
+    if a.gb300:
+        print_residuals(write_gb300())
+    elif a.pass_group is not None:   # '' is refused there, never taken for the full run
         add_h200_pass_group(Path(__file__).resolve().parents[1], a.pass_group, a.replace)
     else:
         main()
@@ -365,6 +397,9 @@ def parser():
     p = doc_parser("python -m calibration.defaults", __doc__)
     p.add_argument("--pass-group", default=None,
                    help="fit and write only this pass group of h200-1 (calibration/passes.py)")
+    p.add_argument("--gb300", action="store_true",
+                   help="fit and write only gb300-nvl72 and the files transferred from it "
+                        "(h200-hgx8.json as shipped)")
     p.add_argument("--replace", action="store_true",
                    help="with --pass-group: fit a group the file already holds again")
     return p

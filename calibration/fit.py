@@ -38,14 +38,23 @@ class FitResult:
 
 def fit(records: list[dict], base: Params, free: list[str], engine: str = "analytic",
         max_nfev: int = 200, rounds: int = 6, band: str = "none", band_samples: int = BAND_SAMPLES,
-        band_seed: int = BAND_SEED) -> FitResult:
+        band_seed: int = BAND_SEED, weights: list[float] | None = None) -> FitResult:
     """Fit the `free` parameters to the records' median latencies (relative error, bounded).
+
+    `weights`: one per record (default 1 each), multiplying each record's squared relative
+    error in the cost (e.g. 1/2 for each of two readings of one measured row); the residuals
+    reported are unweighted.
 
     With band "bootstrap" or "linear", also sample the fitted parameters' uncertainty
     (estimate_uncertainty); the result's params carry the block. The fitted values do not
     depend on it."""
     if band not in BANDS:
         raise MokInputError(f"--band {band!r} must be one of {', '.join(BANDS)}")
+    if weights is not None:
+        if len(weights) != len(records) or any(not np.isfinite(w) or w <= 0 for w in weights):
+            raise MokInputError(f"weights: {len(weights)} given for {len(records)} records, each "
+                                f"must be a finite number > 0")
+        weights = [w for r, w in zip(records, weights) if predictable(r)]
     records = [r for r in records if predictable(r)]
     if not records:
         raise MokInputError("no records of a modelled system to fit")
@@ -53,6 +62,7 @@ def fit(records: list[dict], base: Params, free: list[str], engine: str = "analy
     if unknown:
         raise MokInputError(f"cannot fit unknown parameters {unknown}; known: {sorted(BOUNDS)}")
     measured = np.array([r["latency_ms"]["median"] for r in records])
+    sw = np.sqrt(np.asarray(weights if weights is not None else [1.0] * len(records), float))
     lo = np.array([BOUNDS[f][0] for f in free], float)
     hi = np.array([BOUNDS[f][1] for f in free], float)
     x0 = np.clip([base[f] for f in free], lo, hi)
@@ -64,6 +74,9 @@ def fit(records: list[dict], base: Params, free: list[str], engine: str = "analy
         p = base.with_values(**dict(zip(free, (x * scale).tolist())))
         pred = predict_records(records, p, engine, resolved)
         return np.where(np.isfinite(pred), pred / measured - 1.0, 10.0)
+
+    def weighted(x, resolved=None):
+        return sw * residual(x, resolved)
 
     # Records without full knobs are scored at the tuner's choice, which is piecewise constant
     # in the parameters: fit with the choice held fixed, re-tune under the new parameters, and
@@ -77,7 +90,7 @@ def fit(records: list[dict], base: Params, free: list[str], engine: str = "analy
     resolved = tuned(x) if open_knobs else None
     for _ in range(rounds if open_knobs else 1):
         if free:
-            sol = least_squares(residual, x, bounds=(lo / scale, hi / scale), diff_step=1e-3,
+            sol = least_squares(weighted, x, bounds=(lo / scale, hi / scale), diff_step=1e-3,
                                 max_nfev=max_nfev, args=(resolved,))
             x, cost = sol.x, float(sol.cost)
         if not open_knobs:
@@ -87,7 +100,7 @@ def fit(records: list[dict], base: Params, free: list[str], engine: str = "analy
             break
         resolved = again
     if not free:
-        cost = float(0.5 * np.sum(residual(x) ** 2))
+        cost = float(0.5 * np.sum(weighted(x) ** 2))
     values = dict(zip(free, (x * scale).tolist()))
     p = base.with_values(**values)
     res = residual(x)  # final scores with the tuner choosing under the fitted parameters
@@ -99,7 +112,7 @@ def fit(records: list[dict], base: Params, free: list[str], engine: str = "analy
             sub = [records[i] for i in keep]
             q = base.with_values(**dict(zip(free, (x * scale).tolist())))
             pred = predict_records(sub, q, engine, [resolved[i] for i in keep] if resolved else None)
-            return np.where(np.isfinite(pred), pred / measured[keep] - 1.0, 10.0)
+            return sw[keep] * np.where(np.isfinite(pred), pred / measured[keep] - 1.0, 10.0)
 
         # `resolved` is already the tuner's choice at the final x: the loop above ends with it
         block, notes = estimate_uncertainty(records, scored, x, lo / scale, hi / scale, scale, free,
