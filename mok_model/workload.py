@@ -361,10 +361,32 @@ def traffic_from_routing(ids: np.ndarray, ep: int, tokens: int, experts: int) ->
 # per timed iteration). Where a rank's experts get few rows each, the draws differ in how many
 # experts are active (whose weights a pass streams), so the model predicts the draw that is the
 # median of DRAWS by the busiest GPU's active experts; elsewhere the draws agree and it takes the
-# seed's own draw.
+# seed's own draw. One emulated rank (hardware.emulated_ranks: rank 0 alone is timed) is read by
+# what its GEMMs cost: whole row tiles of its experts (the kernel's block_m rows each; a tile
+# with one row costs a full tile's weight stream), then active experts, so where a local
+# expert's expected rows are under FEW_TILES_PER_EXPERT tiles, the draw with rank 0's median row
+# tiles (ties: active experts) is predicted: rank 0's seeded draw can sit a tile off the draws
+# the record's median is over (mixtral-8x7b EP 8 at 64 tokens: 119 rows, one tile; 11 of 16
+# draws 128-142 rows, two). That median is taken over TILE_DRAWS draws: 8 estimate it poorly
+# (llama4-maverick EP 8 at 64 tokens, zipf:1.2: draws 0-7 give rank 0 13-14 active experts of
+# 16, where the distribution's mean is 11.4 and the median of 64 draws 11). Real groups keep
+# the active-experts rule over DRAWS draws (their straggler's tiles read worse:
+# docs/calibration.md, sessions 30-31).
 DRAWS = 8
+TILE_DRAWS = 64
 DRAW_BASE = 1000
 FEW_ROWS_PER_EXPERT = 8.0
+FEW_TILES_PER_EXPERT = 4.0
+# rows of the kernel's compute tile (mok_kernels/megakernel.py KernelConfig.block_m): 128, and
+# 64 for the Triton FP8 kernel's tiles (fp8_tile_m, v2-bm64)
+TILE_ROWS = 128
+FP8_TILE_ROWS = 64
+
+
+def draw_tile_rows(scenario) -> int:
+    """Rows of the emulated rank's compute tile that the draw rule counts tiles in."""
+    fp8 = scenario.precision == "fp8" and getattr(scenario, "fp8_kernel", "triton") == "triton"
+    return FP8_TILE_ROWS if fp8 else TILE_ROWS
 
 
 @lru_cache(maxsize=64)
@@ -382,14 +404,21 @@ def _cached_traffic(spec, ep, tokens, experts, top_k, seed, order="model", draw=
 
 
 @lru_cache(maxsize=256)
-def _median_draw(spec, ep, tokens, experts, top_k, seed, order, gpu) -> int:
-    """The draw (of DRAWS) whose active experts on `gpu` (None: the busiest) are the median."""
-    def active(t: Traffic) -> int:
-        per_gpu = (t.rows.sum(axis=0) > 0).sum(axis=1)       # (P,) active local experts
-        return int(per_gpu.max() if gpu is None else per_gpu[gpu])
-    counts = [active(_cached_traffic(spec, ep, tokens, experts, top_k, seed, order, i))
-              for i in range(DRAWS)]
-    return int(np.argsort(counts, kind="stable")[DRAWS // 2])
+def _median_draw(spec, ep, tokens, experts, top_k, seed, order, gpu, tile=None,
+                 draws=DRAWS) -> int:
+    """The draw (of `draws`) whose active experts on `gpu` (None: the busiest) are the median;
+    with `tile` (rows of a compute tile; `gpu` given), the median by that GPU's row tiles (each
+    expert's rows in whole tiles), ties broken by its active experts."""
+    def stat(t: Traffic) -> tuple[int, int]:
+        er = t.rows.sum(axis=0)                              # (P, L) rows per local expert
+        per_gpu = (er > 0).sum(axis=1)                       # (P,) active local experts
+        if tile is None:
+            return 0, int(per_gpu.max() if gpu is None else per_gpu[gpu])
+        return int(np.ceil(er[gpu] / tile).sum()), int(per_gpu[gpu])
+    stats = [stat(_cached_traffic(spec, ep, tokens, experts, top_k, seed, order, i))
+             for i in range(draws)]
+    ranked = sorted(range(draws), key=lambda i: stats[i])   # stable: ties keep draw order
+    return ranked[draws // 2]
 
 
 def traffic(scenario) -> Traffic:
@@ -397,8 +426,14 @@ def traffic(scenario) -> Traffic:
     m = scenario.model
     key = (scenario.routing, scenario.ep, scenario.tokens, m.routed_experts, m.top_k,
            scenario.seed, scenario.zipf_order)
-    per_expert = scenario.tokens * m.top_k / max(m.routed_experts // scenario.ep, 1)
-    if per_expert >= FEW_ROWS_PER_EXPERT or parse_routing(scenario.routing, m.top_k)[0] == "file":
+    if parse_routing(scenario.routing, m.top_k)[0] == "file":
         return _cached_traffic(*key)
-    gpu = 0 if scenario.hardware.emulated_ranks else None
-    return _cached_traffic(*key, _median_draw(*key, gpu))
+    per_expert = scenario.tokens * m.top_k / max(m.routed_experts // scenario.ep, 1)
+    if scenario.hardware.emulated_ranks:
+        tile = draw_tile_rows(scenario)
+        if per_expert >= FEW_TILES_PER_EXPERT * tile:
+            return _cached_traffic(*key)
+        return _cached_traffic(*key, _median_draw(*key, 0, tile, TILE_DRAWS))
+    if per_expert >= FEW_ROWS_PER_EXPERT:
+        return _cached_traffic(*key)
+    return _cached_traffic(*key, _median_draw(*key, None))

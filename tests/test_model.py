@@ -661,20 +661,21 @@ def test_parameters_with_an_unknown_name_are_refused():
 
 
 def test_decode_sizes_predict_the_median_routing_draw():
-    """A run record's median is over fresh routing draws (one per timed iteration). Where a
-    rank's experts get few rows each, the model takes the draw whose measured GPU has the median
-    active-expert count of workload.DRAWS draws under the seed's expert popularity; elsewhere
-    the seed's own draw (the draws agree there)."""
+    """A run record's median is over fresh routing draws (one per timed iteration). On a real
+    group, where a rank's experts get few rows each, the model takes the draw whose busiest GPU
+    has the median active-expert count of workload.DRAWS draws under the seed's expert
+    popularity; elsewhere the seed's own draw (the draws agree there)."""
     import numpy as np
 
     from mok_model import workload as wl
     from mok_model.analytic import loads
 
-    hw, m = load_hardware("h200-1"), load_model("llama4-maverick")
+    hw, m = load_hardware("h200-hgx8"), load_model("llama4-maverick")
+    assert not hw.emulated_ranks
     s = Scenario(hw, m, 4, 64, routing="zipf:1.2")
     per_draw = [int((wl._cached_traffic("zipf:1.2", 4, 64, 128, 1, 0, "model", i).rows
-                     .sum(axis=0)[0] > 0).sum()) for i in range(wl.DRAWS)]
-    active = int((loads(s).expert_rows[0] > 0).sum())
+                     .sum(axis=0) > 0).sum(axis=1).max()) for i in range(wl.DRAWS)]
+    active = int((loads(s).expert_rows > 0).sum(axis=1).max())
     assert active == sorted(per_draw)[wl.DRAWS // 2]
     # every draw keeps the seed's popularity order: the hottest expert is the same one
     hot = [np.bincount(wl.make_routing("zipf:1.2", 4, 64, 128, 1, 0, draw=i).ravel(),
@@ -683,6 +684,43 @@ def test_decode_sizes_predict_the_median_routing_draw():
     big = Scenario(hw, m, 4, 4096, routing="zipf:1.2")
     own = wl.traffic_from_routing(wl.make_routing("zipf:1.2", 4, 4096, 128, 1, 0), 4, 4096, 128)
     assert np.array_equal(wl.traffic(big).rows, own.rows)
+
+
+def test_an_emulated_rank_takes_the_draw_of_its_median_row_tiles():
+    """One emulated rank (h200-1: rank 0 alone is timed) is read by what its GEMMs cost: where a
+    local expert's expected rows are under FEW_TILES_PER_EXPERT tiles of the kernel's 128 rows,
+    the model takes, of TILE_DRAWS draws, the one whose rank 0 has the median row tiles (ties:
+    active experts). mixtral-8x7b EP 8 at 64 tokens (one expert a GPU, 128 rows expected): the
+    seed's own draw gives rank 0 119 rows (one tile), most draws two tiles; llama4-maverick EP 8
+    at 64 tokens, zipf:1.2 (top-1, 16 experts a GPU): draws 0-7 give rank 0 13-14 active experts,
+    the distribution 11.4 on average (its median 11), which TILE_DRAWS draws find."""
+    import numpy as np
+
+    from mok_model import workload as wl
+    from mok_model.analytic import loads
+
+    h1 = load_hardware("h200-1")
+    assert h1.emulated_ranks and wl.TILE_DRAWS > wl.DRAWS
+    mx = Scenario(h1, load_model("mixtral-8x7b"), 8, 64)
+    own = wl._cached_traffic("uniform", 8, 64, 8, 2, 0).expert_rows()[0]
+    assert own.tolist() == [119]
+    tiles = sorted(int(np.ceil(wl._cached_traffic("uniform", 8, 64, 8, 2, 0, "model", i)
+                               .expert_rows()[0] / 128).sum()) for i in range(wl.TILE_DRAWS))
+    rows = int(loads(mx).expert_rows[0].sum())
+    assert rows > 128 and int(np.ceil(rows / 128)) == tiles[wl.TILE_DRAWS // 2] == 2
+    m = load_model("llama4-maverick")
+    s = Scenario(h1, m, 8, 64, routing="zipf:1.2")
+    active = [int((wl._cached_traffic("zipf:1.2", 8, 64, 128, 1, 0, "model", i).expert_rows()[0]
+                   > 0).sum()) for i in range(wl.TILE_DRAWS)]
+    assert min(active[:wl.DRAWS]) >= 13            # the first 8 draws: a poor estimate here
+    assert int((loads(s).expert_rows[0] > 0).sum()) == sorted(active)[wl.TILE_DRAWS // 2] <= 12
+    # 4 tiles a local expert and more: the seed's own draw (mixtral EP 4 at 2,048 tokens: 2
+    # experts of ~1,024 rows each)
+    big = Scenario(h1, load_model("mixtral-8x7b"), 4, 2048)
+    seed = wl.traffic_from_routing(wl.make_routing("uniform", 4, 2048, 8, 2, 0), 4, 2048, 8)
+    assert np.array_equal(wl.traffic(big).rows, seed.rows)
+    # FP8 on the Triton kernel counts its 64-row tiles
+    assert wl.draw_tile_rows(mx.with_(precision="fp8")) == 64 and wl.draw_tile_rows(mx) == 128
 
 
 def test_boundary_split_share_follows_the_kernels_tile_aligned_cut():
