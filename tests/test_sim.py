@@ -123,7 +123,7 @@ def _grid() -> list[tuple[Scenario, Config]]:
 PUBLISHED = {"combine_in_epilogue": 0.0, "comm_join_share": 0.0}  # the published kernel's choices
 
 
-def test_single_minibatch_agrees_with_analytic_within_5_percent():
+def test_single_minibatch_agrees_with_analytic_within_5_5_percent():
     """The published design (comm SMs push the combine, never compute) on every grid point:
     pull dispatch / push combine within 5 %. Push dispatch / pull combine within 10 %: the
     homes' comm SMs fill their copy window with reads from the owners that finished first, so
