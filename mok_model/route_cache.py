@@ -13,6 +13,10 @@ the answer is computed and written again: the cache is never the only way to an 
 miss answers exactly as without it. The folder keeps at most MAX_ENTRIES entries: past them, one
 write in 16 (the entries whose hex name starts with 0) removes the least recently used quarter.
 
+A second kind of entry, one line of JSON, keeps which of several token draws a rule chose to
+stand for a routing (workload._median_draw draws and ranks every candidate, which costs more
+than a read at any number of routes); it is checked and ignored the same way.
+
     MOK_ROUTE_CACHE_DIR   where the entries live (default $XDG_CACHE_HOME/mok/routes, else
                           ~/.cache/mok/routes)
     MOK_ROUTE_CACHE=0     no cache (neither read nor written; also "off", "false", "no")
@@ -33,6 +37,7 @@ from pathlib import Path
 import numpy as np
 
 FORMAT = "mok-route-cache/1"
+CHOICE_FORMAT = "mok-route-choice/1"   # one line of JSON: the key and the draw a rule chose
 # routings of fewer routes (EP x tokens x top-k) are counted faster than an entry is read
 MIN_ROUTES = 2 ** 15
 MAX_ENTRIES = 4096  # about 40 MB at EP 16
@@ -102,12 +107,20 @@ def entry_key(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: i
     """The key of a routing's entry, or None where the cache does not apply: a routing file (its
     contents may change), a zipf order other than the model's (read from a table), fewer than
     MIN_ROUTES routes, inputs of other types, or the cache turned off."""
+    if ep * tokens * top_k < MIN_ROUTES:
+        return None
+    return _key(spec, ep, tokens, experts, top_k, seed, order, draw)
+
+
+def _key(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: int, order: str,
+         draw: int | None) -> dict | None:
+    """entry_key at any number of routes."""
     if not (spec == "uniform" or spec.startswith(("zipf:", "hot:"))) or order != "model":
         return None
     if not all(type(v) is int for v in (ep, tokens, experts, top_k, seed)) or not (
             draw is None or type(draw) is int):
         return None
-    if ep * tokens * top_k < MIN_ROUTES or cache_dir() is None:
+    if cache_dir() is None:
         return None
     try:
         versions = _versions()
@@ -115,6 +128,45 @@ def entry_key(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: i
         return None
     return {"routing": spec, "ep": ep, "tokens": tokens, "experts": experts, "top_k": top_k,
             "seed": seed, "order": order, "draw": draw, **versions}
+
+
+def choice_key(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: int,
+               order: str, rule: dict) -> dict | None:
+    """The key of a representative-draw choice (workload._median_draw: which of several token
+    draws a rule picks), or None where the cache does not apply. Unlike a routing's entry it
+    applies at any number of routes: the choice draws every candidate, which costs more than
+    one read however small the routing."""
+    key = _key(spec, ep, tokens, experts, top_k, seed, order, None)
+    return None if key is None else {**key, "choice": dict(rule)}
+
+
+def load_choice(key: dict, candidates: int) -> int | None:
+    """The draw index a choice entry holds (0 <= index < candidates), or None where there is no
+    sound entry."""
+    path = _path(key)
+    if path is None:
+        return None
+    try:
+        header = json.loads(path.read_bytes())
+    except (OSError, ValueError):
+        return None
+    if not isinstance(header, dict) or header.get("format") != CHOICE_FORMAT or (
+            header.get("key") != key):
+        return None
+    value = header.get("draw")
+    if type(value) is not int or not 0 <= value < candidates:
+        return None
+    try:
+        os.utime(path)
+    except OSError:
+        pass
+    return value
+
+
+def store_choice(key: dict, draw: int) -> None:
+    """Write a choice entry (a temporary file beside it, renamed); a cache that cannot be
+    written is left alone."""
+    _write(key, json.dumps({"format": CHOICE_FORMAT, "key": key, "draw": int(draw)}).encode())
 
 
 def _path(key: dict) -> Path | None:
@@ -171,12 +223,20 @@ def store(key: dict, rows: np.ndarray, dedup: np.ndarray) -> None:
         return
     body = rows.astype("<i8").tobytes() + dedup.astype("<i8").tobytes()
     head = json.dumps({"format": FORMAT, "key": key, "sha256": hashlib.sha256(body).hexdigest()})
+    _write(key, head.encode() + b"\n" + zlib.compress(body, 1))
+
+
+def _write(key: dict, data: bytes) -> None:
+    """`data` as `key`'s file: a temporary file beside it, renamed; pruned now and then."""
+    path = _path(key)
+    if path is None:
+        return
     tmp = None
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".", suffix=".part")
         with os.fdopen(fd, "wb") as fh:
-            fh.write(head.encode() + b"\n" + zlib.compress(body, 1))
+            fh.write(data)
         os.replace(tmp, path)
     except OSError:
         if tmp is not None:

@@ -409,15 +409,27 @@ def _median_draw(spec, ep, tokens, experts, top_k, seed, order, gpu, tile=None,
     """The draw (of `draws`) whose active experts on `gpu` (None: the busiest) are the median;
     with `tile` (rows of a compute tile; `gpu` given), the median by that GPU's row tiles (each
     expert's rows in whole tiles), ties broken by its active experts."""
-    def stat(t: Traffic) -> tuple[int, int]:
-        er = t.rows.sum(axis=0)                              # (P, L) rows per local expert
+    rule = {"median_of": draws, "gpu": gpu, "tile": tile}
+    key = route_cache.choice_key(spec, ep, tokens, experts, top_k, seed, order, rule)
+    if key is not None and (hit := route_cache.load_choice(key, draws)) is not None:
+        return hit
+    gpu_of, slot_of = expert_home(experts, ep)
+    local = -(-experts // ep)
+
+    def stat(i: int) -> tuple[int, int]:
+        # rows per (GPU, local expert) of draw i: its routes counted by expert (Traffic.rows
+        # summed over the sources, without drawing every candidate's full traffic)
+        ids = make_routing(spec, ep, tokens, experts, top_k, seed, order, i)
+        er = np.zeros((ep, local), dtype=np.int64)
+        er[gpu_of, slot_of] = np.bincount(ids.ravel(), minlength=experts)
         per_gpu = (er > 0).sum(axis=1)                       # (P,) active local experts
         if tile is None:
             return 0, int(per_gpu.max() if gpu is None else per_gpu[gpu])
         return int(np.ceil(er[gpu] / tile).sum()), int(per_gpu[gpu])
-    stats = [stat(_cached_traffic(spec, ep, tokens, experts, top_k, seed, order, i))
-             for i in range(draws)]
+    stats = [stat(i) for i in range(draws)]
     ranked = sorted(range(draws), key=lambda i: stats[i])   # stable: ties keep draw order
+    if key is not None:
+        route_cache.store_choice(key, ranked[draws // 2])
     return ranked[draws // 2]
 
 

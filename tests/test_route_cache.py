@@ -191,3 +191,47 @@ def test_a_hit_marks_the_entry_used(cache):
     os.utime(path, (1e9, 1e9))
     asked(*case)
     assert path.stat().st_mtime > 1e9 + 1
+
+
+def median_uncached(*case, gpu=0, tile=128, draws=16):
+    """workload._median_draw with no cache involved."""
+    workload._median_draw.cache_clear()
+    os.environ["MOK_ROUTE_CACHE"] = "0"
+    try:
+        return workload._median_draw(*case, "model", gpu, tile, draws)
+    finally:
+        del os.environ["MOK_ROUTE_CACHE"]
+        workload._median_draw.cache_clear()
+
+
+@pytest.mark.parametrize("case,gpu,tile", [(("zipf:1.2", 16, 64, 384, 8, 0), 0, 128),
+                                           (("uniform", 8, 16, 8, 2, 3), 0, 128),
+                                           (("hot:0.1", 8, 32, 160, 6, 1), None, None)])
+def test_a_draw_choice_is_kept_and_read_back(cache, case, gpu, tile):
+    """The representative draw a rule picks (workload._median_draw: candidates drawn and
+    ranked) is written once, at any number of routes, and read back as the same draw; a bad
+    entry or one of another rule is ignored and rewritten."""
+    want = median_uncached(*case, gpu=gpu, tile=tile)
+    workload._median_draw.cache_clear()
+    assert workload._median_draw(*case, "model", gpu, tile, 16) == want
+    files = list(cache.glob("*.route"))
+    assert len(files) == 1 and json.loads(files[0].read_bytes())["draw"] == want
+    key = route_cache.choice_key(*case, "model", {"median_of": 16, "gpu": gpu, "tile": tile})
+    assert route_cache.load_choice(key, 16) == want
+    assert route_cache.load_choice(key, want) is None               # out of range: refused
+    other = route_cache.choice_key(*case, "model", {"median_of": 8, "gpu": gpu, "tile": tile})
+    assert route_cache.load_choice(other, 16) is None               # another rule's: none
+    for bad in (b"", b"{", json.dumps({"format": route_cache.CHOICE_FORMAT, "key": key,
+                                       "draw": "3"}).encode()):
+        files[0].write_bytes(bad)
+        workload._median_draw.cache_clear()
+        assert workload._median_draw(*case, "model", gpu, tile, 16) == want
+        assert json.loads(files[0].read_bytes())["draw"] == want    # rewritten
+
+
+def test_a_draw_choice_is_not_kept_with_the_cache_off(cache, monkeypatch):
+    monkeypatch.setenv("MOK_ROUTE_CACHE", "0")
+    workload._median_draw.cache_clear()
+    workload._median_draw("zipf:1.2", 16, 64, 384, 8, 0, "model", 0, 128, 16)
+    workload._median_draw.cache_clear()
+    assert not cache.exists() or not list(cache.glob("*.route"))
