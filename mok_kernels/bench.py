@@ -13,6 +13,7 @@ from __future__ import annotations
 import argparse
 import datetime as _dt
 import itertools
+import math
 import os
 import re
 import sys
@@ -446,12 +447,30 @@ def stats(ts: list[float]) -> dict[str, float | int]:
     return {"median": q(0.5), "p10": q(0.1), "p90": q(0.9), "n": len(s)}
 
 
+# Warm-up by time as well as by count (triton.testing.do_bench's 25 ms): two warm-up passes of
+# a 0.3 ms decode-size pass left the first setting a workload timed reading ~3% slower than the
+# others (docs/calibration.md, session 31)
+WARMUP_MS = 25.0
+MAX_WARMUP_EXTRA = 1000
+
+
 def time_events(step: Callable[[], None], refresh: Callable[[int], None], iters: int,
                 warmup: int) -> list[float]:
-    """Per-iteration CUDA-event times (ms) of step(), calling refresh(i) (untimed) before each."""
+    """Per-iteration CUDA-event times (ms) of step(), calling refresh(i) (untimed) before each,
+    after `warmup` untimed iterations (each on fresh inputs) and, on the last inputs, as many
+    more (at most MAX_WARMUP_EXTRA) as bring the warm-up to WARMUP_MS of GPU time (none when
+    warmup is 0)."""
+    s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+    s.record()
     for i in range(warmup):
         refresh(-1 - i)
         step()
+    e.record()
+    e.synchronize()
+    if warmup and (spent := s.elapsed_time(e)) < WARMUP_MS:    # more on the last inputs
+        for _ in range(min(math.ceil((WARMUP_MS - spent) / max(spent / warmup, 1e-3)),
+                           MAX_WARMUP_EXTRA)):
+            step()
     torch.cuda.synchronize()
     evs = []
     for i in range(iters):
