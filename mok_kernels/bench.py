@@ -448,8 +448,9 @@ def stats(ts: list[float]) -> dict[str, float | int]:
 
 
 # Warm-up by time as well as by count (triton.testing.do_bench's 25 ms): two warm-up passes of
-# a 0.3 ms decode-size pass left the first setting a workload timed reading ~3% slower than the
-# others (docs/calibration.md, session 31)
+# a 0.3 ms decode-size pass are under 1 ms of GPU work. (The default setting's ~3% at decode sizes
+# that prompted it turned out to be the model's, not the timing order: docs/calibration.md,
+# "Session 31: seed-11 drawn shapes".)
 WARMUP_MS = 25.0
 MAX_WARMUP_EXTRA = 1000
 
