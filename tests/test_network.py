@@ -187,3 +187,37 @@ def test_a_broken_invariant_is_one_line_not_a_traceback(monkeypatch, capsys):
                "--tokens", "512"])
     err = capsys.readouterr().err.strip().splitlines()
     assert rc == 1 and len(err) == 1 and "invariant" in err[0] and "Traceback" not in err[0]
+
+
+def test_merged_recomputation_keeps_a_resource_within_its_capacity():
+    """Copies handed on by a window (two in flight on one 1 GB/s resource, the next starting as
+    one ends, as a Driver does) with a recomputation window longer than a copy: the resource
+    moves no more than its capacity allows. Before session 31 a flow ending within merge_s was
+    freed at once, so a 4 us window let 2-6 us copies start before their predecessors' bytes
+    were through (the comm SMs of an h200-1 pass 26% busier than the pass was long); now a flow
+    is freed at most MERGE_SHARE (5%) of its own duration early."""
+    rng = np.random.default_rng(0)
+    sizes = rng.uniform(2e3, 6e3, 200)  # 2-6 us each at the full 1 GB/s
+
+    def handed_on(merge_s: float) -> list[float]:
+        env = simpy.Environment()
+        fl = Fluid(env, np.array([1e9]), merge_s=merge_s)
+        queue, ends = list(sizes), []
+
+        def nxt(t=None):
+            if t is not None:
+                ends.append(t)
+            if queue:
+                fl.start((0,), (1.0,), queue.pop(), nxt)
+        nxt()
+        nxt()
+        env.run()
+        return ends
+
+    for merge_s in (0.0, 4e-6, 1e-3):
+        ends = handed_on(merge_s)
+        assert len(ends) == len(sizes)
+        # the old rule: 0.914 of the bytes' time at 4 us, 0.819 at 1 ms; now 0.998 at both
+        assert max(ends) >= sizes.sum() / 1e9 * 0.99, (merge_s, max(ends))
+        if merge_s == 0.0:
+            assert max(ends) == pytest.approx(sizes.sum() / 1e9, rel=1e-9)

@@ -148,7 +148,10 @@ def test_single_minibatch_agrees_with_analytic_within_5_5_percent():
     # drain the engines read apart with sm_scaling 1 (4.5% then); the shipped GB300 fit's
     # sm_scaling 0.379 (session 31) shortens the GEMMs under it, so 5.04% now
     assert worst["pull/push"][0] < 0.055, worst
-    assert worst["push/pull"][0] < 0.10, worst
+    # 12.5%: the worst push/pull (gb300 qwen3-30b EP 16, 4,096 tokens) reads 11.1% slow; the
+    # flow-recomputation window had freed each copy up to 4 us early, which hid 4 points of it
+    # (6.8% then; exact recomputation 11.8%: session 31, the simulator's held-out models)
+    assert worst["push/pull"][0] < 0.125, worst
 
 
 def test_epilogue_combine_leaves_comm_sms_free_and_waits_for_the_down_gemm():
@@ -469,3 +472,23 @@ def test_compute_walks_the_kernels_list_with_its_lag(tmp_path, lag):
             want.append(("dn", i - lag))
     want += [("dn", j) for j in range(max(m - lag, 0), m)]
     assert m > 6 and order == want
+
+
+def test_few_comm_sms_cannot_copy_faster_than_their_rate_in_the_simulator():
+    """One H200 emulating rank 0 of qwen3-30b at EP 16, 1,024 tokens, pull / pull, 8 comm SMs
+    (a measured space-sweep setting, 0.49-0.50 ms): the dispatch and combine copies, about 0.21 ms
+    each on the comm SMs, bound the pass. The simulator's comm SMs may not be busier than the
+    pass is long (but for the MERGE_SHARE of a copy the recomputation window may still free
+    early: 0.99 of it now), and with no overlap left to model it agrees with the analytic
+    model (sim / analytic 0.96; exact recomputation 0.97). Before
+    session 31 its flow-recomputation window freed each 3-6 us copy up to 4 us early: 0.425 ms
+    of comm-SM work in a 0.316 ms pipeline, the pass 25% faster than the analytic model."""
+    s = Scenario(load_hardware("h200-1"), load_model("qwen3-30b-a3b"), 16, 1024)
+    cfg = Config(dispatch="pull", combine="pull", minibatch=2048, comm_sms=8, capacity=1.0)
+    p = load_params(None, "h200-1")
+    from mok_model.sim.network import merge_time
+    m = MokSim(s, p, cfg, merge_s=merge_time(s))
+    m.run()
+    assert m.pipe_end[0] >= 0.98 * m.sm[0].busy_s, (m.pipe_end[0], m.sm[0].busy_s)
+    a, b = analytic_mok(s, cfg, p).latency_ms, simulate(s, cfg, "mok", p).latency_ms
+    assert abs(b / a - 1) < 0.05, (a, b)
