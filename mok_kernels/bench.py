@@ -448,9 +448,9 @@ def stats(ts: list[float]) -> dict[str, float | int]:
 
 
 # Warm-up by time as well as by count (triton.testing.do_bench's 25 ms): two warm-up passes of
-# a 0.3 ms decode-size pass are under 1 ms of GPU work. (The default setting's ~3% at decode sizes
-# that prompted it turned out to be the model's, not the timing order: docs/calibration.md,
-# "Session 31: seed-11 drawn shapes".)
+# a 0.3 ms decode-size pass are under 1 ms of GPU work. (It did not remove the +3.5% of the first
+# setting a sweep times after a workload's setup: docs/calibration.md, "Session 31: the default
+# setting at decode sizes".)
 WARMUP_MS = 25.0
 MAX_WARMUP_EXTRA = 1000
 
