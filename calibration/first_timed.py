@@ -31,7 +31,7 @@ from mok_model.analytic import iteration_rows, loads
 from mok_model.cli import doc_parser, run_tool
 from mok_model.records import read_records, record_scenario, workload_key
 
-from .rerun import TILES
+from .rerun import tile_key
 
 DECODE_TOKENS = 640     # the decode sizes of docs/calibration.md's seed-11 section
 
@@ -55,11 +55,9 @@ def blocks(records: list[dict]) -> list[list[dict]]:
 def _same_kernel(a: dict, b: dict) -> bool:
     """Whether two records of one workload ran the same kernel but for the minibatch size."""
     ca, cb = a["config"], b["config"]
-    ta, tb = a.get("tiles") or {}, b.get("tiles") or {}
     return (all(ca.get(k) == cb.get(k) for k in ("dispatch", "combine", "comm_sms", "capacity",
                                                  "macrobatch"))
-            and all(ta.get(k, 1 if k == "group_m" else None) == tb.get(k, 1 if k == "group_m" else None)
-                    for k in TILES))
+            and tile_key(a) == tile_key(b))
 
 
 def busiest_rows(rec: dict) -> float:

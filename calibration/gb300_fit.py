@@ -25,7 +25,7 @@ from mok_model.params import PARAMS_DIR, Params, read_params
 from mok_model.records import record_scenario
 from mok_model.scenario import default_config
 
-from .priors import BLACKWELL, prior_params
+from .cli import priors_for
 
 READING_WEIGHT = 0.5   # each of a MoK row's two readings (tuned, published defaults)
 HELD = {"sm_scaling": PARAMS_DIR / "h200-hgx8.json"}
@@ -59,15 +59,16 @@ def both_readings(records: list[dict]) -> tuple[list[dict], list[float]]:
     return train, weights
 
 
-def held_priors(hardware: str = "gb300-nvl72",
-                held: dict[str, Path | str] | None = None) -> Params:
-    """The Blackwell priors for `hardware` with each parameter of `held` (default HELD) taken
-    from that parameters file: its value, and a source naming the file and its own source."""
-    base = prior_params(hardware, BLACKWELL)
+def held_priors(hardware: str = "gb300-nvl72", held: dict[str, Path | str] | None = None,
+                label: str = "held parameter") -> Params:
+    """The priors for `hardware` (calibration.cli.priors_for) with each parameter of `held`
+    (default HELD) taken from that parameters file: its value, and a source naming the file and
+    its own source. `label` names the set in errors (gb300_knobs: "--prior")."""
+    base = priors_for(hardware)
     values, sources = dict(base.values), dict(base.sources)
     for name, path in (HELD if held is None else held).items():
         if name not in values:
-            raise MokInputError(f"held parameter {name!r}: not a parameter (known: {sorted(values)})")
+            raise MokInputError(f"{label} {name!r}: not a parameter (known: {sorted(values)})")
         other = read_params(path)
         values[name] = other[name]
         shown = Path(path).relative_to(PARAMS_DIR.parent.parent) if Path(path).is_absolute() \

@@ -56,7 +56,7 @@ from .cli import default_free, priors_for
 from .checks import params_file as read_params_as
 from .defaults import FREE
 from .fit import fit, predict_records, resolve_configs
-from .gb300_fit import HELD, at_default_knobs, both_readings  # noqa: F401  (re-exported)
+from .gb300_fit import HELD, at_default_knobs, both_readings, held_priors  # noqa: F401  (re-exported)
 
 PUBLISHED = Path(__file__).parent / "runs" / "published" / "gb300_table1.jsonl"
 SHIPPED = PARAMS_DIR / "gb300-nvl72.json"
@@ -98,19 +98,8 @@ def in_sample(records: list[dict], params: Params, engines: tuple[str, ...]) -> 
 
 def priors_with(hardware: str, prior_from: dict[str, str] | None = None) -> Params:
     """The fits' priors for `hardware`, each parameter named in `prior_from` taken from that
-    parameters file instead (value, and a source naming the file and its own source)."""
-    base = priors_for(hardware)
-    if not prior_from:
-        return base
-    values, sources = dict(base.values), dict(base.sources)
-    for name, path in prior_from.items():
-        other = read_params_as(path, f"--prior {name}")
-        if name not in values:
-            raise MokInputError(f"--prior {name}: not a parameter (known: {sorted(values)})")
-        values[name] = other[name]
-        sources[name] = (f"held from {path} ({other.hardware}): "
-                         f"{other.sources.get(name, 'no source')}")
-    return Params(values, hardware, None, [], sources)
+    parameters file instead (gb300_fit.held_priors; none held where it is empty)."""
+    return held_priors(hardware, prior_from or {}, "--prior")
 
 
 def training(records: list[dict], fit_knobs: str) -> tuple[list[dict], list[float] | None]:

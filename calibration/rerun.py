@@ -37,12 +37,17 @@ from .validate import evaluate
 TILES = ("block_m", "bn_gu", "bn_dn", "num_warps", "num_stages", "group_m")
 
 
+def tile_key(rec: dict) -> tuple:
+    """A record's kernel tiles (TILES; group_m 1 where the record names none)."""
+    tiles = rec.get("tiles") or {}
+    return tuple(tiles.get(k, 1 if k == "group_m" else None) for k in TILES)
+
+
 def run_key(rec: dict) -> tuple:
     """What identifies a run across measurements (module docstring)."""
-    cfg, tiles = rec.get("config") or {}, rec.get("tiles") or {}
+    cfg = rec.get("config") or {}
     return (rec["system"], workload_key(rec), json.dumps(rec["routing"], sort_keys=True),
-            *(cfg.get(k) for k in KNOBS),
-            *(tiles.get(k, 1 if k == "group_m" else None) for k in TILES))
+            *(cfg.get(k) for k in KNOBS), *tile_key(rec))
 
 
 def _by_run(records: list[dict]) -> dict[tuple, list[dict]]:

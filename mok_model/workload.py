@@ -427,10 +427,10 @@ def _median_draw(spec, ep, tokens, experts, top_k, seed, order, gpu, tile=None,
             return 0, int(per_gpu.max() if gpu is None else per_gpu[gpu])
         return int(np.ceil(er[gpu] / tile).sum()), int(per_gpu[gpu])
     stats = [stat(i) for i in range(draws)]
-    ranked = sorted(range(draws), key=lambda i: stats[i])   # stable: ties keep draw order
+    median = sorted(range(draws), key=lambda i: stats[i])[draws // 2]   # stable: ties in order
     if key is not None:
-        route_cache.store_choice(key, ranked[draws // 2])
-    return ranked[draws // 2]
+        route_cache.store_choice(key, median)
+    return median
 
 
 def traffic(scenario) -> Traffic:

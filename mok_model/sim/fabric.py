@@ -172,7 +172,7 @@ class Fluid:
             window = np.minimum(self.merge, MERGE_SHARE * (now - self.began[idx] + t_left))
         due = (left <= rate * window + 1e-9 * self.size[idx]) | (t_left <= t_left.min())
         done = idx[due]
-        fins = self.env.now + left[due] / rate[due]
+        fins = now + left[due] / rate[due]
         order = np.lexsort((done, fins))  # deterministic: by finish time, then slot
         self.in_wake = True
         self.active[done] = False
