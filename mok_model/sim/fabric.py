@@ -40,23 +40,27 @@ class Fluid:
         self.R = len(cap)
         self.cap = np.append(np.asarray(cap, np.float64), np.inf)  # id R: padding
         n = 64
-        self.res = np.full((n, hops), self.R, dtype=np.int64)
-        self.w = np.zeros((n, hops))
         self.left = np.zeros(n)
         self.size = np.zeros(n)
         self.began = np.zeros(n)  # when each flow started
         self.rate = np.zeros(n)
         self.active = np.zeros(n, dtype=bool)
+        self.route = np.zeros(n, dtype=np.int64)  # each flow's route (a row of r_res and r_w)
         self.cb: list = [None] * n
-        self.meta: list = [None] * n
         self.free = list(range(n - 1, -1, -1))
+        # routes: (res, w) -> id; their resources (padded with R) and loads; flows over one
+        # route share one max-min rate, so a solve is per route (its loads times its flows)
+        self.routes: dict = {}
+        self.r_res = np.full((n, hops), self.R, dtype=np.int64)
+        self.r_w = np.zeros((n, hops))
+        self.r_pos = np.zeros(n, dtype=np.int64)  # scratch: a route's row in the last solve
         self.t = env.now  # time `left` refers to
         self.t_solve = -np.inf
         self.pending = False
         self.token = 0
         self.in_wake = False
         self.bytes_in = [0.0] * (self.R + 1)  # bytes x load that entered each resource
-        self.bytes_out = [0.0] * (self.R + 1)  # ... and of flows that completed
+        self.bytes_out = np.zeros(self.R + 1)  # ... and of flows that completed
         self.solves = 0
         self.flows = 0
         self.watch = np.ones(self.R + 1, dtype=bool)  # resources that bound the last solution
@@ -69,35 +73,43 @@ class Fluid:
         if not self.free:
             self._grow()
         s = self.free.pop()
-        k = len(res)
-        H = self.res.shape[1]
-        if k > H:  # a longer route: widen the table
-            self.res = np.concatenate([self.res, np.full((len(self.res), k - H), self.R)], axis=1)
-            self.w = np.concatenate([self.w, np.zeros((len(self.w), k - H))], axis=1)
-            H = k
-        self.res[s] = res + (self.R,) * (H - k)
-        self.w[s] = w + (0.0,) * (H - k)
+        route = self.routes.get((res, w))
+        if route is None:
+            route = self._new_route(res, w)
+        self.route[s] = route
         self.left[s] = self.size[s] = nbytes
         self.began[s] = self.env.now
         self.rate[s] = 0.0
         self.active[s] = True
         self.cb[s] = done
-        self.meta[s] = (res, w, nbytes)
         bi = self.bytes_in
         for r, x in zip(res, w):
             bi[r] += nbytes * x
         self.flows += 1
         self._request()
 
+    def _new_route(self, res: tuple, w: tuple) -> int:
+        i = self.routes[res, w] = len(self.routes)
+        k, (n, H) = len(res), self.r_res.shape
+        if k > H:  # a longer route: widen the table
+            self.r_res = np.concatenate([self.r_res, np.full((n, k - H), self.R)], axis=1)
+            self.r_w = np.concatenate([self.r_w, np.zeros((n, k - H))], axis=1)
+            H = k
+        if i == n:
+            self.r_res = np.concatenate([self.r_res, np.full_like(self.r_res, self.R)])
+            self.r_w = np.concatenate([self.r_w, np.zeros_like(self.r_w)])
+            self.r_pos = np.zeros(2 * n, dtype=np.int64)
+        self.r_res[i] = res + (self.R,) * (H - k)
+        self.r_w[i] = w + (0.0,) * (H - k)
+        return i
+
     def _grow(self) -> None:
         n = len(self.left)
-        self.res = np.concatenate([self.res, np.full_like(self.res, self.R)])
-        self.w = np.concatenate([self.w, np.zeros_like(self.w)])
         for a in ("left", "rate", "size", "began"):
             setattr(self, a, np.concatenate([getattr(self, a), np.zeros(n)]))
+        self.route = np.concatenate([self.route, np.zeros(n, dtype=np.int64)])
         self.active = np.concatenate([self.active, np.zeros(n, dtype=bool)])
         self.cb += [None] * n
-        self.meta += [None] * n
         self.free = list(range(2 * n - 1, n - 1, -1))
 
     def _request(self) -> None:
@@ -115,9 +127,8 @@ class Fluid:
     def _advance(self) -> None:
         now = self.env.now
         dt = now - self.t
-        if dt > 0:
-            a = self.active
-            self.left[a] -= self.rate[a] * dt
+        if dt > 0:  # ended and idle slots drift too: start() resets them
+            self.left -= self.rate * dt
         self.t = now
 
     def _solve(self) -> None:
@@ -127,9 +138,15 @@ class Fluid:
         if not len(idx):
             return
         self.solves += 1
-        r = self._rates(self.res[idx], self.w[idx])
+        route = self.route[idx]
+        cnt = np.bincount(route)
+        on = np.flatnonzero(cnt)
+        cnt = cnt[on]
+        r = self._rates(self.r_res[on], self.r_w[on] * cnt[:, None])
         if not (r > 0).all():
-            raise SimInvariantError(f"{int((r <= 0).sum())} flows got no bandwidth at t={self.env.now}")
+            raise SimInvariantError(f"{int(cnt[r <= 0].sum())} flows got no bandwidth at t={self.env.now}")
+        self.r_pos[on] = np.arange(len(on))
+        r = r[self.r_pos[route]]
         self.rate[idx] = r
         nxt = float((np.maximum(self.left[idx], 0.0) / r).min())
         tok = self.token
@@ -174,20 +191,20 @@ class Fluid:
         done = idx[due]
         fins = now + left[due] / rate[due]
         order = np.lexsort((done, fins))  # deterministic: by finish time, then slot
+        done, fins = done[order], fins[order]
         self.in_wake = True
         self.active[done] = False
         self.left[done] = 0.0
-        bo = self.bytes_out
-        calls = []
-        for j in order.tolist():
-            s = int(done[j])
-            res, w, nbytes = self.meta[s]
-            for r, x in zip(res, w):
-                bo[r] += nbytes * x
-            calls.append((self.cb[s], float(fins[j])))
-            self.cb[s] = self.meta[s] = None
-            self.free.append(s)
-        for cb, t in calls:
+        route = self.route[done]
+        self.bytes_out += np.bincount(self.r_res[route].ravel(), (self.r_w[route] * self.size[done, None]).ravel(),
+                                      minlength=self.R + 1)
+        done = done.tolist()
+        cbs = self.cb
+        calls = [cbs[s] for s in done]
+        for s in done:
+            cbs[s] = None
+        self.free += done
+        for cb, t in zip(calls, fins.tolist()):
             cb(t)
         self.in_wake = False
         self._solve()

@@ -244,20 +244,21 @@ def maxmin(res: np.ndarray, w: np.ndarray, cap: np.ndarray, rtol: float = 1e-9) 
     ids = np.arange(F)
     r, ww = np.ascontiguousarray(res.T), np.ascontiguousarray(w.T)  # (H, n): fast column ops
     keep_frac = 1.0 - rtol
+    none = np.full(R, np.inf)
     while len(ids):
-        load = np.bincount(r.ravel(), ww.ravel(), minlength=R)
-        level = np.divide(np.maximum(free, 0.0), load, out=np.full(R, np.inf), where=load > 0)
+        rf = r.ravel()
+        load = np.bincount(rf, ww.ravel(), minlength=R)
+        level = np.divide(np.maximum(free, 0.0), load, out=none.copy(), where=load > 0)
         lv = level[r]  # (H, n): pads (w = 0) sit at inf
         fmin = lv.min(axis=0)  # the lowest level among each flow's resources
         # a resource is not (yet) a bottleneck if one of its flows meets a lower level elsewhere
         # (pads always are: every flow meets a finite level)
-        blocked = np.bincount(r[fmin < lv * keep_frac], minlength=R)
+        blocked = np.bincount(rf, (lv * keep_frac > fmin).ravel(), minlength=R)
         hit = (blocked == 0)[r].any(axis=0)
         if not hit.any():
             raise ValueError("a flow crosses no finite resource")
-        fh = fmin[hit]
-        rate[ids[hit]] = fh
-        free -= np.bincount(r[:, hit].ravel(), (ww[:, hit] * fh).ravel(), minlength=R)
+        rate[ids[hit]] = fmin[hit]
+        free -= np.bincount(rf, (ww * np.where(hit, fmin, 0.0)).ravel(), minlength=R)
         keep = ~hit
         ids, r, ww = ids[keep], r[:, keep], ww[:, keep]
     return rate
