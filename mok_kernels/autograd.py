@@ -215,9 +215,10 @@ class MegakernelForward:
     a fresh bf16 (V*(n + C), 2I) tensor per call, held by the autograd graph until the backward;
     at EP 1 and capacity 1.0, (N + N*k) x 2I x 2 bytes per MoE layer, e.g. 302 MB at 4096
     tokens, top-8, I 2048), and the backward megakernel reads them instead of recomputing the
-    gate/up GEMM, with ``backward.training_tiles()`` (saved_gu=1, bn_a=128, bn_x=256,
-    w_direct=1: the routed weight gradients written by the kernel in the parameters' layout and
-    dtype, w_bf16 for bf16 parameters, the bits a float32 result cast to them has). One H200,
+    gate/up GEMM, with ``backward.training_tiles()`` (saved_gu=1, bn_a=256 with a_epi=128 where
+    256 divides the padded I, bn_x=256, w_direct=1: the routed weight gradients written by the
+    kernel in the parameters' layout and dtype, w_bf16 for bf16 parameters, the bits a float32
+    result cast to them has). One H200,
     kimi-k2 / glm-5 EP 8: backward 23.52 -> 17.36 ms and 19.25 -> 13.71 ms at 4096 tokens, for
     +1.1-3.7% on the forward (README, "Backward megakernel and FP8 forward"); writing the
     weight gradients directly took the autograd backward from 34.5 to 26.8 ms (E 64, H 7168,
@@ -367,7 +368,8 @@ class MegakernelForward:
         backward megakernel (backward.py) on the layer this forward ran, None where ``needs`` is
         False; or None when the backward megakernel cannot run this layer (the caller then runs
         the PyTorch backward). The layer's weights are re-packed first where another layer of
-        the same shape loaded its own since (layer_for, reload=False); tokens are padded as in the forward (zero tokens, weights and output gradients).
+        the same shape loaded its own since (layer_for, reload=False); tokens are padded as in
+        the forward (zero tokens, weights and output gradients).
         ``saved_gu``: that forward's take_saved_gu() (save_for_backward), read instead of
         recomputing g and u."""
         from .backward import MoKBackward, why_not_backward

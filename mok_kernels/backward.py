@@ -100,6 +100,12 @@ class BackwardTiles:
     w_tma: bool = False      # with w_flat: W items load their operands by the tensor memory
     #                          accelerator (one descriptor per operand and item over exactly the
     #                          expert's rows) instead of masked pointer loads
+    a_epi: int = 0           # with saved_gu: the A item's dA (BM x bn_a float32) goes through a
+    #                          per-program scratch in global memory and the SwiGLU-backward
+    #                          epilogue runs in a_epi-column chunks, so one dot of N = bn_a up
+    #                          to 256 fits the registers (0: the epilogue in registers, bn_a at
+    #                          most the forward's bn_gu). Where min(bn_a, 256) does not divide
+    #                          the padded I, the A items run as with a_epi=0
     diag: int = 0            # timing diagnostic only, gradients left incomplete: 1 = skip the W
     #                          items, 2 = skip the X items, 3 = both (mok bench --bwd-tiles diag=N
     #                          times A only / A+X / A+W; the difference with diag=0 is the part's cost)
@@ -112,15 +118,18 @@ class BackwardTiles:
 # 2026-12-02 the routed weight gradients written in the parameters' layout and dtype (w_direct;
 # autograd sets w_bf16 for bf16 parameters): the same gradient bits, the kernel 3-16% faster and
 # the autograd backward 22-31% (calibration/runs/h200/bwd_direct.jsonl,
-# mok_kernels/logs_s29/autograd_cost.log). Not the dataclass defaults: those stay the
+# mok_kernels/logs_s29/autograd_cost.log); since 2026-12-03 the A items as one dot of N = 256
+# where 256 divides the padded I (a_epi: kimi-k2 / glm-5 at 1,024 / 4,096 tokens 2.5-5.9% faster,
+# benchmarks/device/s32_a_epi2.sh, mok_kernels/logs_s32/). Not the dataclass defaults: those stay the
 # recomputing path that `mok bench --pass bwd`'s "default" times and the model is fitted on.
-TRAINING_TILES = "saved_gu=1,bn_a=128,bn_x=256,w_direct=1"
+TRAINING_TILES = "saved_gu=1,bn_a=256,a_epi=128,bn_x=256,w_direct=1"
 RECOMPUTE_TILES = "w_direct=1"    # the autograd path's backward when the forward saved nothing
 
 
 def training_tiles() -> BackwardTiles:
-    """A fresh BackwardTiles of the training default (TRAINING_TILES): saved g/u, bn_a 128,
-    bn_x 256, weight gradients written directly."""
+    """A fresh BackwardTiles of the training default (TRAINING_TILES): saved g/u, A items of 256
+    columns with their epilogue in two chunks (where 256 divides the padded I; else 128 columns,
+    the epilogue in registers), bn_x 256, weight gradients written directly."""
     return parse_tiles(TRAINING_TILES)
 
 
@@ -393,6 +402,7 @@ def _bwd_kernels() -> dict[str, Any]:
         gu_ptr,           # A_SAVED: (NS + C, 2I) bf16 g and u saved by the forward ([dg|du]'s
                           # layout); unused (any tensor) otherwise
         dwp_ptr,          # (C, NB_A) fp32 partial router-weight gradient per column block
+        da_ptr,           # A_EPI: (grid, BM, BN_A) fp32 scratch, one tile a program
         dxs_ptr,          # bf16 base of the home dX slot buffers; rank r's (N*k, H) slots
         dxs_off_ptr,      # (P,) int64 at + dxs_off[r]; slot (token, j) = token*k + j
         dws_ptr,          # (P*N*k,) fp32 router-weight gradient per global slot
@@ -418,7 +428,7 @@ def _bwd_kernels() -> dict[str, Any]:
         BW: tl.constexpr, BW_H: tl.constexpr, BKR: tl.constexpr, CR: tl.constexpr,
         CC: tl.constexpr, W_FLAT: tl.constexpr = False, A_FUSE_GU: tl.constexpr = False,
         DIAG: tl.constexpr = 0, A_SAVED: tl.constexpr = False, A_SPLIT: tl.constexpr = False,
-        W_DIRECT: tl.constexpr = False, W_TMA: tl.constexpr = False,
+        W_DIRECT: tl.constexpr = False, W_TMA: tl.constexpr = False, A_EPI: tl.constexpr = 0,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its slice of every
         # per-rank buffer (one rank per launch: VR = 0).
@@ -532,7 +542,32 @@ def _bwd_kernels() -> dict[str, Any]:
                         cu = cg + BN_GU                                      # up
                         wgu_e = wgu_ptr + e.to(tl.int64) * H * (2 * I)
                         wd_e = wd_ptr + e.to(tl.int64) * I * H
-                        if A_SPLIT:
+                        if A_EPI > 0:
+                            # saved g, u; dA = dOut Wd^T in one dot of N = BN_A, parked in this
+                            # program's float32 scratch tile, the SwiGLU backward in A_EPI-column
+                            # chunks read back from it (a 128 x 256 accumulator and its epilogue
+                            # do not fit the registers together)
+                            acc_d = tl.zeros((BM, BN_A), dtype=tl.float32)
+                            for k0 in range(0, H, BK):
+                                d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
+                                bd = tl.load(wd_e + ca[None, :] * H + (k0 + rk)[:, None])
+                                acc_d = tl.dot(d, bd, acc_d)
+                            da = (da_ptr + tl.program_id(0).to(tl.int64) * (BM * BN_A)
+                                  + rm[:, None] * BN_A)
+                            tl.debug_barrier()        # the previous item's reads are done
+                            tl.store(da + tl.arange(0, BN_A)[None, :], acc_d)
+                            tl.debug_barrier()        # every thread's part is written
+                            hrows = (hrow0 + rm).to(tl.int64)
+                            dwr = tl.zeros((BM,), dtype=tl.float32)
+                            for c0 in tl.static_range(0, BN_A, A_EPI):
+                                cc = c0 + tl.arange(0, A_EPI)
+                                dwr += a_saved_epi(tl.load(da + cc[None, :]), nb * BN_A + cc,
+                                                   gu_ptr, dgu_ptr, hs_ptr, hrows, rmask, wr, I,
+                                                   BN_GU)
+                            if b > 0:
+                                tl.store(dwp_ptr + rows * NB_A + nb, dwr, mask=rmask)
+                            signal(sync_ptr + tl.where(shared, SH_OFF, TC_OFF) + tile, "gpu")
+                        elif A_SPLIT:
                             # saved g, u and BN_A = 2 x 64: two 64-column dots on one dOut tile
                             # (the tile read once per 128 columns), the SwiGLU backward one half
                             # at a time (one 128 x 128 epilogue spills: sm_90 compile)
@@ -802,7 +837,15 @@ class MoKBackward:
             raise ValueError(f"the backward megakernel cannot run this layer: {why}")
         self.layer, self.tiles = layer, tiles or BackwardTiles()
         lay, t, cfg = layer, self.tiles, layer.cfg
-        self.bn_a = min(t.bn_a, cfg.bn_gu)
+        if t.a_epi and not (t.saved_gu and 16 <= t.a_epi <= min(t.bn_a, 256)
+                            and not t.a_epi & (t.a_epi - 1)):
+            raise ValueError(f"a_epi={t.a_epi}: needs saved_gu=1 and a power of two from 16 to "
+                             f"bn_a ({min(t.bn_a, 256)})")
+        # a_epi runs where its (up to 256) columns divide the padded width; elsewhere the A
+        # items run as without it (bn_a at most bn_gu, the epilogue in registers)
+        self.a_epi = t.a_epi if t.a_epi and lay.Ip % min(t.bn_a, 256) == 0 else 0
+        self.bn_a = min(t.bn_a, 256 if self.a_epi else cfg.bn_gu)
+        self._da: torch.Tensor | None = None          # the a_epi scratch (scratch())
         self.bk_x = t.bk_x or _pow2_divisor(2 * lay.Ip, 64)
         self.bw = t.bw or _pow2_divisor(lay.Ip, 256)
         for name, v in (("bn_a", self.bn_a), ("bn_x", t.bn_x), ("bw_h", t.bw_h), ("bk_rows", t.bk_rows)):
@@ -901,7 +944,8 @@ class MoKBackward:
             _scratch_allocator()
         ks["bwd"][(per_rank * v,)](
             x_all, dout_all, lay.x_off, x_loc, g_loc, w_all, self.xr, self.gr, self.dgu, self.hs,
-            self.hs if gu is None else gu, self.dwp, self.dxs, self.dxs_off, self.dws, self.shdx,
+            self.hs if gu is None else gu, self.dwp, self.scratch(per_rank * v), self.dxs,
+            self.dxs_off, self.dws, self.shdx,
             lay.wg, lay.wd, self.dwgu, self.dwd, ow_gu, ow_d, sched.recv_src, sched.recv_slot,
             sched.tile_expert, sched.tile_row0, sched.tile_rows, sched.mb_tile, sched.mb_row,
             sched.num_mb, etile, self.sync, self.err,
@@ -913,9 +957,20 @@ class MoKBackward:
             H=lay.H, I=lay.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_A=self.bn_a, BN_X=t.bn_x,
             BK=cfg.block_k, BK_X=self.bk_x, BW=self.bw, BW_H=t.bw_h, BKR=t.bk_rows,
             CR=cfg.copy_rows, CC=lay.chunk, W_FLAT=t.w_flat, A_FUSE_GU=t.a_fuse_gu,
-            DIAG=t.diag, A_SAVED=gu is not None, A_SPLIT=gu is not None and self.bn_a > 64,
-            W_DIRECT=t.w_direct, W_TMA=t.w_tma,
+            DIAG=t.diag, A_SAVED=gu is not None,
+            A_SPLIT=gu is not None and self.bn_a > 64 and not self.a_epi,
+            W_DIRECT=t.w_direct, W_TMA=t.w_tma, A_EPI=self.a_epi if gu is not None else 0,
             num_warps=t.num_warps, num_stages=t.num_stages)
+
+    def scratch(self, grid: int) -> torch.Tensor:
+        """The A items' float32 dA scratch of tiles.a_epi, one BM x bn_a tile per program of a
+        launch of ``grid`` programs (allocated on first use); any tensor without a_epi."""
+        if not self.a_epi:
+            return self.dwp
+        size = grid * self.layer.cfg.block_m * self.bn_a
+        if self._da is None or self._da.numel() < size:
+            self._da = torch.empty(size, dtype=torch.float32, device=self.layer.device)
+        return self._da
 
     def epilogue(self, sched: Schedule) -> None:
         """Sum each home token's k dX slots and the shared dX (fixed order) into dx, copy dw; NaN

@@ -276,8 +276,8 @@ def test_plain_training_loop_matches_reference_loss_curve():
 def test_training_default_saves_gu_with_the_fastest_measured_tiles():
     from mok_kernels.autograd import default_megakernel
     from mok_kernels.backward import BackwardTiles, parse_tiles, recompute_tiles, training_tiles
-    # calibration/runs/h200/bwd_saved.jsonl and bwd_direct.jsonl
-    fastest = BackwardTiles(saved_gu=True, bn_a=128, bn_x=256, w_direct=True)
+    # calibration/runs/h200/bwd_saved.jsonl, bwd_direct.jsonl, mok_kernels/logs_s32/probe_a_epi2.log
+    fastest = BackwardTiles(saved_gu=True, bn_a=256, a_epi=128, bn_x=256, w_direct=True)
     assert training_tiles() == fastest
     for fwd in (MegakernelForward(), MegakernelForward(ep=4), default_megakernel()):
         assert fwd.save and fwd.cfg.save_for_backward
@@ -339,7 +339,8 @@ def test_forward_saves_gu_only_when_a_backward_follows(monkeypatch, ep):
 
     fwd = CpuMegakernel(ep=ep, cfg=KernelConfig(**knobs, capacity=1.0, on_error="raise"),
                         save_for_backward=True)
-    assert fwd.bwd_tiles.saved_gu and fwd.bwd_tiles.bn_a == 128 and fwd.bwd_tiles.bn_x == 256
+    t = fwd.bwd_tiles
+    assert t.saved_gu and (t.bn_a, t.a_epi, t.bn_x) == (256, 128, 256)
     xs = x.clone().requires_grad_()
     out = None
 

@@ -280,6 +280,33 @@ def test_saved_gu_production_shapes(ep, rank, routing, shape, tiles):
     run_case(ep, rank, routing, 256, shape=shape, tiles=parse_tiles(tiles))
 
 
+# a_epi: dA parked in a per-program float32 scratch, the SwiGLU backward in chunks, so the A item
+# is one dot of N = bn_a up to 256. Several column blocks of I and of H, I not a power of two.
+@pytest.mark.parametrize("tiles", ["saved_gu=1,bn_a=256,bn_x=256,a_epi=64",
+                                   "saved_gu=1,bn_a=128,bn_x=256,a_epi=32"])
+@pytest.mark.parametrize("ep,rank,routing,shape", [
+    (8, 3, "zipf:1.2", dict(i=256)),
+    (4, None, "onehot", dict(i=768, h=384)),
+    (8, 6, "idle", dict(i=512)),                 # nothing routed to this rank
+    (8, 1, "uniform", dict(h=7168, i=2048, e=16, n=64, k=8)),       # kimi-k2 widths
+    (2, None, "zipf:1.2", dict(h=6144, i=1536, e=8, n=128, k=8)),
+    (4, None, "uniform", dict(h=2880, i=2880, e=8, n=96, k=4)),   # I padded to 2944: 128 columns
+])
+def test_a_epi_matches_fp32_autograd(tiles, ep, rank, routing, shape):
+    run_case(ep, rank, routing, 256, shape=shape, tiles=parse_tiles(tiles))
+
+
+def test_a_epi_bits_identical_over_runs():
+    tiles = parse_tiles("saved_gu=1,bn_a=256,bn_x=256,a_epi=64")
+    _, bwd, (x, ids, wts, dout, gu) = run_case(4, None, "zipf:1.2", 256, shape=dict(i=512),
+                                               tiles=tiles)
+    first = [t.clone() for t in (bwd.dx, bwd.dw, bwd.dwgu, bwd.dwd)]
+    for _ in range(3):
+        res = bwd.run(x, ids, wts, dout, saved_gu=gu)
+        for a, b in zip((res.dx, res.dw, res.dwgu, res.dwd), first):
+            assert torch.equal(a, b)
+
+
 def test_saved_gu_bits_identical_over_runs():
     _, bwd, (x, ids, wts, dout, gu) = run_case(4, None, "zipf:1.2", 256,
                                                tiles=BackwardTiles(saved_gu=True))

@@ -38,6 +38,11 @@ BENCH = [
     (["--pass", "bwd", "--bwd-tiles", "w_flat=5"], "--bwd-tiles 'w_flat=5': w_flat=5: 0 or 1"),
     (["--pass", "bwd", "--bwd-tiles", "bn_x=x"], "--bwd-tiles 'bn_x=x': 'x' is not an integer"),
     (["--pass", "bwd", "--bwd-tiles", "bn_a=256"], "bn_a=256 must be at most the forward's bn_gu"),
+    (["--pass", "bwd", "--bwd-tiles", "a_epi=64"], "a_epi=64: needs saved_gu=1"),
+    (["--pass", "bwd", "--bwd-tiles", "saved_gu=1,bn_a=128,a_epi=48"], "a_epi=48: needs saved_gu=1 "
+     "and a power of two from 16 to bn_a (128)"),
+    (["--pass", "bwd", "--bwd-tiles", "saved_gu=1,bn_a=512,a_epi=64"],
+     "bn_a=512 must be at most 256 with a_epi"),
     (["--pass", "bwd", "--bwd-tiles", "bw=48"], "bw=48: tile sizes must be powers of two"),
     (["--pass", "bwd", "--bwd-tiles", "nope=2"], "--bwd-tiles 'nope=2': expected field=value"),
     # --fp8-kernel gluon (session 26): its grid values, named before the GPU check

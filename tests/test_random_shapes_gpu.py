@@ -33,7 +33,7 @@ pytestmark = pytest.mark.gpu
 if not torch.cuda.is_available():  # pragma: no cover - CPU CI
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
-from mok_kernels.backward import BackwardTiles  # noqa: E402
+from mok_kernels.backward import training_tiles  # noqa: E402
 from tests import test_backward_gpu as bwd_tests  # noqa: E402
 from tests.test_fp8_gpu import check as check_fp8, run_fp8  # noqa: E402
 from mok_kernels.reference import MoEWeights  # noqa: E402
@@ -180,6 +180,6 @@ def test_random_shape_gluon_fp8(c):
 @pytest.mark.parametrize("c", BWD, ids=case_id)
 @pytest.mark.parametrize("saved", [False, True], ids=["recompute", "saved"])
 def test_random_shape_backward(c, saved):
-    tiles = BackwardTiles(saved_gu=True, bn_a=128, bn_x=256) if saved else None
+    tiles = training_tiles() if saved else None      # saved: the training path's tiles
     bwd_tests.run_case(c["ep"], c["rank"], c["routing"], c["minibatch"], seed=7, shape=c["shape"],
                        tiles=tiles)
