@@ -497,7 +497,7 @@ DEFAULT_GLUON = {"fp8_kernel": "gluon", "gluon_join": 350, "gluon_ys": 1, "gluon
                  "gluon_cu": 1, "gluon_qv": 0}
 DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, "bw_h": 128,
                "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0, "saved_gu": 0,
-               "w_direct": 0, "w_bf16": 0, "w_tma": 0}
+               "w_direct": 0, "w_bf16": 0, "w_tma": 0, "a_epi": 0}
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
 # BF16 forward options besides group_m (KernelConfig): activation tiles through TMA, rows per
 # dispatch copy step, K slices of the down GEMM (the default split_dn is the shape's since
