@@ -56,3 +56,22 @@ def test_cli_prints_and_refuses_a_missing_file(tmp_path, capsys):
     assert doc["summary"]["first"]["all"]["n"] == 1
     assert main([str(f)]) == 0
     assert "earlier timed first in its workload" in capsys.readouterr().out
+
+
+def test_first_minus_rest_against_registered_predictions(monkeypatch):
+    import calibration.registered as registered
+    from calibration.first_timed import first_residuals
+    recs = []
+    for w in range(3):      # the first setting 5% above its prediction, the others on it
+        recs += [_rec(10 * w, ms=0.21, f=f"{w}"), _rec(10 * w + 1, mb=8192, ms=0.3, f=f"{w}"),
+                 _rec(10 * w + 2, mb=2048, ms=0.4, f=f"{w}")]
+    recs.append(_rec(99, tokens=4096, ms=0.5, f="big"))      # a block of one: no measure
+    want = {"r0": 0.2, "r1": 0.3, "r2": 0.4}
+    preds = [{"engine": "analytic", "id": r["id"], "predicted_ms": want[f"r{int(r['id'][1:]) % 10}"]
+              if r["id"] != "r99" else 0.5} for r in recs]
+    preds.append({"engine": "sim", "id": "r0", "predicted_ms": 9.0})    # another engine: unused
+    monkeypatch.setattr(registered, "match", lambda ps, rs: [
+        (p, next(r for r in rs if r["id"] == p["id"])) for p in ps])
+    got = first_residuals(recs, preds)
+    assert got["<= 640"]["n"] == 3 and math.isclose(got["<= 640"]["mean"], math.log(1.05))
+    assert got["all"]["n"] == 3 and got["> 640"]["n"] == 0
