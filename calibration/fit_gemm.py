@@ -34,7 +34,9 @@ class GemmFit:
 
 
 def gemm_only_ms(rec: dict, p: Params) -> float:
-    """Predicted time (ms) of a gemm-only record: the slowest rank's routed and shared GEMMs."""
+    """Predicted time (ms) of a gemm-only record: the slowest rank's routed and shared GEMMs, or
+    rank 0's where one GPU emulates the group (what such a record times, as analytic.py reads
+    an emulated MoK record)."""
     scn = record_scenario(rec)
     m, ld, tm = scn.model, loads(scn), p["gemm_tile_m"]
     tiles = np.ceil(ld.expert_rows / tm).sum(axis=1)
@@ -47,7 +49,8 @@ def gemm_only_ms(rec: dict, p: Params) -> float:
                                        np.ceil(scn.tokens / tm) * m.shared_experts,
                                        m.shared_experts, scn.hardware.sms, m.shared_width,
                                        shared=True, library=True))
-    return float(np.max(routed + shared)) * 1e3
+    per_gpu = np.atleast_1d(routed + shared)
+    return float(per_gpu[0] if scn.hardware.emulated_ranks else np.max(per_gpu)) * 1e3
 
 
 def fit_library_gemm(records: list[dict], base: Params) -> GemmFit:

@@ -122,6 +122,17 @@ def _gemm_record(model, tokens, routing, ms):
             "config": {}, "latency_ms": {"median": ms}}
 
 
+def test_gemm_only_of_an_emulated_rank_is_rank_0s_not_the_slowest():
+    """One GPU emulating EP 8 (h200-1) times rank 0's GEMMs (mok bench --rank 0); real GPUs
+    (h200-hgx8) the slowest rank's. This zipf draw gives rank 0 11,511 rows and the busiest
+    33,487: the emulated prediction is about a third of the real group's."""
+    p = load_params(None, "h200-1")
+    for routing, lo, hi in (("zipf", 0.3, 0.45), ("uniform", 0.98, 1.0)):
+        real = _gemm_record("qwen3-235b-a22b", 2048, routing, 1.0) | {"ep": 8}
+        emu = real | {"hardware": {"preset": "h200-1"}, "emulated_peers": True}
+        assert lo <= gemm_only_ms(emu, p) / gemm_only_ms(real, p) <= hi
+
+
 @pytest.mark.parametrize("truth", [(0.65, 0.62), (0.5, 0.8)])
 def test_library_gemm_fit_recovers_known_parameters(truth):
     """gemm-only records generated from known efficiencies over few and many rows per expert;
