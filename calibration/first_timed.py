@@ -20,9 +20,12 @@ later) with the mean's standard error, over all pairs and by tokens per GPU (<= 
 
 Where a sweep has no such pairs, ``--predictions`` (the registered predictions of its runs,
 calibration/register.py) gives the coarser measure of docs/calibration.md's seed-11 section: per
-block, the first timed setting's log(measured / predicted) minus the mean of the others'
-(analytic engine). It cannot tell a timing artifact from the model's bias on the setting timed
-first (the published default, in every sweep so far).
+block, the published default setting's log(measured / predicted) minus the mean of the other
+settings' (analytic engine), split by whether the default was timed first in its block. Until
+session 32 every sweep timed it first, so the measure alone could not tell a timing artifact
+from the model's bias on the default knobs; a sweep run with ``space_sweep
+--alternate-default`` times it last in every other workload, and the two splits then tell
+them apart (the same excess in both: the model's; only where first: the timing's).
 """
 
 from __future__ import annotations
@@ -120,25 +123,34 @@ def report(records: list[dict]) -> dict:
     return {"pairs": pairs, "summary": groups}
 
 
-def first_residuals(records: list[dict], preds: list[dict]) -> dict:
-    """Per block, the first timed record's log(measured / predicted) minus the mean of the
-    others' (analytic predictions matched as calibration.registered does), summarized by tokens
-    (module docstring)."""
+def default_residuals(records: list[dict], preds: list[dict]) -> dict:
+    """Per block, the default setting's log(measured / predicted) minus the mean of the other
+    settings' (analytic predictions matched as calibration.registered does), summarized by
+    where the default was timed (first in its block, or later) and by tokens (module
+    docstring)."""
+    from mok_kernels.space_sweep import DEFAULT_KNOBS
+
     from .registered import match
 
     predicted = {r["id"]: p["predicted_ms"] for p, r in
                  match([p for p in preds if p.get("engine") == "analytic"], records)}
-    out: dict[str, list[float]] = {"all": [], f"<= {DECODE_TOKENS}": [], f"> {DECODE_TOKENS}": []}
+    parts = ("all", f"<= {DECODE_TOKENS}", f"> {DECODE_TOKENS}")
+    out: dict[str, dict[str, list[float]]] = {w: {k: [] for k in parts}
+                                              for w in ("timed first", "timed later")}
     for blk in blocks(records):
-        res = [math.log(r["latency_ms"]["median"] / predicted[r["id"]])
-               for r in blk if r["id"] in predicted]
-        if len(res) < 2 or blk[0]["id"] not in predicted:
+        kept = [r for r in blk if r["id"] in predicted]
+        dflt = [i for i, r in enumerate(kept)
+                if tuple(r["config"].get(k) for k in ("dispatch", "combine", "minibatch",
+                                                     "comm_sms")) == DEFAULT_KNOBS]
+        if len(kept) < 2 or len(dflt) != 1:
             continue
-        d = res[0] - float(np.mean(res[1:]))
-        out["all"].append(d)
-        out[f"<= {DECODE_TOKENS}" if blk[0]["tokens"] <= DECODE_TOKENS
-            else f"> {DECODE_TOKENS}"].append(d)
-    return {k: summary(v) for k, v in out.items()}
+        res = [math.log(r["latency_ms"]["median"] / predicted[r["id"]]) for r in kept]
+        i = dflt[0]
+        d = res[i] - float(np.mean(res[:i] + res[i + 1:]))
+        where = "timed first" if kept[i] is blk[0] else "timed later"
+        out[where]["all"].append(d)
+        out[where][parts[1] if blk[0]["tokens"] <= DECODE_TOKENS else parts[2]].append(d)
+    return {w: {k: summary(v) for k, v in by.items()} for w, by in out.items()}
 
 
 def render(doc: dict) -> str:
@@ -152,13 +164,14 @@ def render(doc: dict) -> str:
             se = "-" if s["se"] is None else f"{100 * s['se']:.2f}"
             lines.append(f"  {label:38s} {part:7s} n {s['n']:4d}  mean {pct(s['mean'])}  "
                          f"median {pct(s['median'])}  s.e. {se}")
-    if "first_residual" in doc:
-        lines.append("first timed setting's log(measured / predicted) minus its workload's "
-                     "other settings' (analytic)")
-        for part, s in doc["first_residual"].items():
-            se = "-" if s["se"] is None else f"{100 * s['se']:.2f}"
-            lines.append(f"  {'workloads':38s} {part:7s} n {s['n']:4d}  mean {pct(s['mean'])}  "
-                         f"median {pct(s['median'])}  s.e. {se}")
+    if "default_residual" in doc:
+        lines.append("default setting's log(measured / predicted) minus its workload's other "
+                     "settings' (analytic)")
+        for where, by in doc["default_residual"].items():
+            for part, s in by.items():
+                se = "-" if s["se"] is None else f"{100 * s['se']:.2f}"
+                lines.append(f"  {'default ' + where:38s} {part:7s} n {s['n']:4d}  mean "
+                             f"{pct(s['mean'])}  median {pct(s['median'])}  s.e. {se}")
     return "\n".join(lines)
 
 
@@ -166,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
     p = doc_parser("python -m calibration.first_timed", __doc__)
     p.add_argument("files", nargs="+", help="run-record files (JSON lines)")
     p.add_argument("--predictions", nargs="+", default=None, metavar="PRED",
-                   help="registered predictions of these runs: also the first-minus-rest measure")
+                   help="registered predictions of these runs: also the default-minus-rest "
+                   "measure")
     p.add_argument("--json", action="store_true", help="one JSON document: pairs and summaries")
 
     def run(a) -> None:
@@ -175,7 +189,7 @@ def main(argv: list[str] | None = None) -> int:
         if a.predictions:
             from .registered import read_predictions
             preds = [p for f in a.predictions for p in read_predictions(f)]
-            doc["first_residual"] = first_residuals(records, preds)
+            doc["default_residual"] = default_residuals(records, preds)
         print(json.dumps(doc) if a.json else render(doc))
     return run_tool(p, run, argv)
 

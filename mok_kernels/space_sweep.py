@@ -20,6 +20,11 @@ workload, the megakernel's own GEMM phases alone (system ``mok-gemm``: mok_kerne
 run_mok_gemm), the points of a GEMM efficiency table (``python -m calibration.gemm_table --system
 mok-gemm``); ``--skip-done`` then skips the workloads that have one.
 
+``--alternate-default`` times the published default last instead of first in every other
+workload (plan order), so that the default's reading with and without being the first setting
+timed after the workload's setup can be compared (``python -m calibration.first_timed RUNS
+--predictions PRED``); each record's note says where the default was timed.
+
 ``--shapes`` takes model files (TOML, as `mok bench --model` does) instead of the presets, for
 shapes no fit has seen; ``--per-shape K`` then keeps K workloads of each shape, drawn from its
 (EP, tokens, routing) product with the same seed. ``--eps`` and ``--tokens`` replace the space's
@@ -69,6 +74,13 @@ def plan(seed: int = 0, models: tuple = MODELS, eps: tuple = EPS, tokens: tuple 
                                      macrobatch=MACROBATCH, capacity=CAPACITY)
                                 for d, c, mb, cs in knobs]})
     return out
+
+
+def timing_order(configs: list[dict], index: int, alternate: bool) -> list[dict]:
+    """A workload's settings in the order the sweep times them: as planned (the published
+    default first), or, with `alternate`, the default moved last in every other workload
+    (odd `index` in plan order)."""
+    return configs[1:] + configs[:1] if alternate and index % 2 else list(configs)
 
 
 def planned_records(seed: int = 0, only: set | None = None, **space) -> list[dict]:
@@ -137,7 +149,7 @@ def run(a: argparse.Namespace) -> int:
     models = set(a.models.split(",")) if a.models else set(space["models"])
     done = _done(a.skip_done, "mok-gemm" if a.gemm_phases else "gemm-only")
     n_rec = 0
-    for w in plan(a.seed, **space):
+    for wi, w in enumerate(plan(a.seed, **space)):
         if time.time() - t0 > a.deadline_s:
             print(f"deadline: stopped after {n_rec} records ({time.time() - t0:.0f} s)", flush=True)
             break
@@ -148,8 +160,11 @@ def run(a: argparse.Namespace) -> int:
         wl = Workload(w["model"], w["ep"], w["tokens"], w["routing"], a.seed, 0)
         common = dict(model=model, ep=w["ep"], tokens=w["tokens"], routing=w["routing"],
                       seed=a.seed, hardware=hw, software=sw)
+        configs = timing_order(w["configs"], wi, a.alternate_default)
+        where = "last" if configs[0] is not w["configs"][0] else "first"
         note = (f"single-GPU rank emulation: rank 0 of EP {w['ep']}; graph replay; the first "
-                f"setting timed after one discarded timing; {cmd}")
+                f"setting timed after one discarded timing; the default knobs timed {where}; "
+                f"{cmd}")
         name = model if isinstance(model, str) else model["name"]
         recs, line = [], [f"{name}:{w['ep']}:{w['tokens']}:{w['routing']}"]
         if a.gemm_phases:
@@ -172,7 +187,7 @@ def run(a: argparse.Namespace) -> int:
                                     breakdown={}, note=note + "; knobs not used by this system",
                                     **common))
             line.append(f"gemm-only {recs[0]['latency_ms']['median']:.3f}")
-        for i, knobs in enumerate([] if a.gemm_phases else w["configs"]):
+        for i, knobs in enumerate([] if a.gemm_phases else configs):
             label = f"{knobs['dispatch']}/{knobs['combine']}/{knobs['minibatch']}/{knobs['comm_sms']}"
             layer = fwd = None      # free the last configuration's buffers before the next one
             try:
@@ -235,6 +250,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--gemm-phases", action="store_true",
                    help="record the megakernel's GEMM phases alone (mok-gemm) per workload")
+    p.add_argument("--alternate-default", action="store_true",
+                   help="time the default knobs last in every other workload (plan order)")
     p.add_argument("--seed", type=int_at_least(0, MAX_SEED), default=0)
     p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=None,
                    help="timed iterations (8)")

@@ -58,20 +58,34 @@ def test_cli_prints_and_refuses_a_missing_file(tmp_path, capsys):
     assert "earlier timed first in its workload" in capsys.readouterr().out
 
 
-def test_first_minus_rest_against_registered_predictions(monkeypatch):
+def test_default_minus_rest_by_where_the_default_was_timed(monkeypatch):
     import calibration.registered as registered
-    from calibration.first_timed import first_residuals
+    from calibration.first_timed import default_residuals
     recs = []
-    for w in range(3):      # the first setting 5% above its prediction, the others on it
-        recs += [_rec(10 * w, ms=0.21, f=f"{w}"), _rec(10 * w + 1, mb=8192, ms=0.3, f=f"{w}"),
-                 _rec(10 * w + 2, mb=2048, ms=0.4, f=f"{w}")]
+    for w in range(4):      # the default (pull/push/4096/32) 5% above its prediction
+        blk = [_rec(10 * w, ms=0.21, f=f"{w}"), _rec(10 * w + 1, mb=8192, ms=0.3, f=f"{w}"),
+               _rec(10 * w + 2, mb=2048, ms=0.4, f=f"{w}")]
+        recs += blk if w % 2 == 0 else blk[1:] + blk[:1]        # timed last in odd workloads
     recs.append(_rec(99, tokens=4096, ms=0.5, f="big"))      # a block of one: no measure
-    want = {"r0": 0.2, "r1": 0.3, "r2": 0.4}
-    preds = [{"engine": "analytic", "id": r["id"], "predicted_ms": want[f"r{int(r['id'][1:]) % 10}"]
-              if r["id"] != "r99" else 0.5} for r in recs]
+    want = {0: 0.2, 1: 0.3, 2: 0.4}
+    preds = [{"engine": "analytic", "id": r["id"], "predicted_ms": 0.5 if r["id"] == "r99"
+              else want[int(r["id"][1:]) % 10]} for r in recs]
     preds.append({"engine": "sim", "id": "r0", "predicted_ms": 9.0})    # another engine: unused
     monkeypatch.setattr(registered, "match", lambda ps, rs: [
         (p, next(r for r in rs if r["id"] == p["id"])) for p in ps])
-    got = first_residuals(recs, preds)
-    assert got["<= 640"]["n"] == 3 and math.isclose(got["<= 640"]["mean"], math.log(1.05))
-    assert got["all"]["n"] == 3 and got["> 640"]["n"] == 0
+    got = default_residuals(recs, preds)
+    for where in ("timed first", "timed later"):
+        assert got[where]["<= 640"]["n"] == 2
+        assert math.isclose(got[where]["<= 640"]["mean"], math.log(1.05))
+        assert got[where]["> 640"]["n"] == 0
+
+
+def test_the_sweep_times_the_default_last_in_every_other_workload_when_asked():
+    from mok_kernels.space_sweep import DEFAULT_KNOBS, plan, timing_order
+    w = plan(3, models=("kimi-k2",), eps=(8,), tokens=(256, 1024))
+    first = tuple(w[0]["configs"][0][k] for k in ("dispatch", "combine", "minibatch", "comm_sms"))
+    assert first == DEFAULT_KNOBS
+    assert timing_order(w[0]["configs"], 1, False) == w[0]["configs"]
+    assert timing_order(w[0]["configs"], 0, True) == w[0]["configs"]
+    moved = timing_order(w[0]["configs"], 1, True)
+    assert moved[-1] is w[0]["configs"][0] and moved[:-1] == w[0]["configs"][1:]
