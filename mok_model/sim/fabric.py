@@ -53,7 +53,6 @@ class Fluid:
         self.routes: dict = {}
         self.r_res = np.full((n, hops), self.R, dtype=np.int64)
         self.r_w = np.zeros((n, hops))
-        self.r_pos = np.zeros(n, dtype=np.int64)  # scratch: a route's row in the last solve
         self.t = env.now  # time `left` refers to
         self.t_solve = -np.inf
         self.pending = False
@@ -98,7 +97,6 @@ class Fluid:
         if i == n:
             self.r_res = np.concatenate([self.r_res, np.full_like(self.r_res, self.R)])
             self.r_w = np.concatenate([self.r_w, np.zeros_like(self.r_w)])
-            self.r_pos = np.zeros(2 * n, dtype=np.int64)
         self.r_res[i] = res + (self.R,) * (H - k)
         self.r_w[i] = w + (0.0,) * (H - k)
         return i
@@ -139,14 +137,14 @@ class Fluid:
             return
         self.solves += 1
         route = self.route[idx]
-        cnt = np.bincount(route)
-        on = np.flatnonzero(cnt)
-        cnt = cnt[on]
+        flows = np.bincount(route)        # flows on each route
+        on = np.flatnonzero(flows)        # the routes in use
+        pos = np.cumsum(flows > 0) - 1    # a route's row among them
+        cnt = flows[on]
         r = self._rates(self.r_res[on], self.r_w[on] * cnt[:, None])
         if not (r > 0).all():
             raise SimInvariantError(f"{int(cnt[r <= 0].sum())} flows got no bandwidth at t={self.env.now}")
-        self.r_pos[on] = np.arange(len(on))
-        r = r[self.r_pos[route]]
+        r = r[pos[route]]
         self.rate[idx] = r
         nxt = float((np.maximum(self.left[idx], 0.0) / r).min())
         tok = self.token
