@@ -501,11 +501,7 @@ def _bwd_kernels() -> dict[str, Any]:
             sec_end = 0
             waited = 0
             w_ready = -1                              # W items: the expert last waited for
-            if A_TMA:     # the A items' operands: dOut rows (routed, shared) and Wd's rows of I
-                gr_d = tl.make_tensor_descriptor(gr_ptr, shape=[cap, H], strides=[H, 1],
-                                                 block_shape=[BM, BK])
-                gl_d = tl.make_tensor_descriptor(g_loc_ptr, shape=[tl.maximum(NS, 1), H],
-                                                 strides=[H, 1], block_shape=[BM, BK])
+            if A_TMA:     # the A items' Wd operand: every rank's experts' rows of I
                 wd_rows = (tl.num_programs(0) // GRID_V) * (EL + 1) * I
                 wd_d = tl.make_tensor_descriptor(wd_ptr, shape=[wd_rows, H], strides=[H, 1],
                                                  block_shape=[BN_A, BK])
@@ -562,16 +558,21 @@ def _bwd_kernels() -> dict[str, Any]:
                             acc_d = tl.zeros((BM, BN_A), dtype=tl.float32)
                             if A_TMA:
                                 # rows past the tile's own are other rows' (or zeros past the
-                                # buffer): their dA rows are never stored (rmask)
-                                wrow = e * I + nb * BN_A
+                                # buffer): their dA rows are never stored (rmask). One K loop,
+                                # its dOut descriptor made per item (two pipelined loops, one
+                                # a branch, would not share their shared-memory stages)
                                 if shared:
-                                    for k0 in range(0, H, BK):
-                                        d = gl_d.load([row0, k0])
-                                        acc_d = tl.dot(d, tl.trans(wd_d.load([wrow, k0])), acc_d)
+                                    g_base = g_loc_ptr
+                                    g_rows = tl.maximum(NS, 1)
                                 else:
-                                    for k0 in range(0, H, BK):
-                                        d = gr_d.load([row0, k0])
-                                        acc_d = tl.dot(d, tl.trans(wd_d.load([wrow, k0])), acc_d)
+                                    g_base = gr_ptr
+                                    g_rows = cap
+                                wrow = e * I + nb * BN_A
+                                g_d = tl.make_tensor_descriptor(g_base, shape=[g_rows, H], strides=[H, 1],
+                                                                block_shape=[BM, BK])
+                                for k0 in range(0, H, BK):
+                                    d = g_d.load([row0, k0])
+                                    acc_d = tl.dot(d, tl.trans(wd_d.load([wrow, k0])), acc_d)
                             else:
                                 for k0 in range(0, H, BK):
                                     d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)

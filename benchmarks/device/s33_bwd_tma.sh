@@ -11,7 +11,7 @@ timeout 220 python3 -m pytest -n 4 -v -rA -p no:cacheprovider tests/test_backwar
   -k "a_tma or a_epi_bits" > $R/t_tma.log 2>&1
 echo "tests $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
 T="saved_gu=1,bn_a=256,a_epi=128,bn_x=256,w_direct=1,w_bf16=1"
-V="$T;$T,a_tma=1;$T,diag=3;$T,a_tma=1,diag=3"
+V="$T;$T,a_tma=1;$T,a_tma=1,num_stages=2;$T,diag=3;$T,a_tma=1,diag=3"
 for M in kimi-k2 glm-5; do for N in 4096 1024; do
   timeout 90 python3 benchmarks/device/s32_bwd_probe.py $M $N "$V" >> $R/probe_tma.log 2>&1
 done; done
