@@ -100,9 +100,6 @@ class BackwardTiles:
     w_tma: bool = False      # with w_flat: W items load their operands by the tensor memory
     #                          accelerator (one descriptor per operand and item over exactly the
     #                          expert's rows) instead of masked pointer loads
-    a_tma: bool = False      # with a_epi: the A items' dOut and Wd tiles loaded by the tensor
-    #                          memory accelerator (descriptors made once per program) instead of
-    #                          pointer loads (ncu: the dOut tile's load is where they stall)
     a_epi: int = 0           # with saved_gu: the A item's dA (BM x bn_a float32) goes through a
     #                          per-program scratch in global memory and the SwiGLU-backward
     #                          epilogue runs in a_epi-column chunks, so one dot of N = bn_a up
@@ -432,7 +429,6 @@ def _bwd_kernels() -> dict[str, Any]:
         CC: tl.constexpr, W_FLAT: tl.constexpr = False, A_FUSE_GU: tl.constexpr = False,
         DIAG: tl.constexpr = 0, A_SAVED: tl.constexpr = False, A_SPLIT: tl.constexpr = False,
         W_DIRECT: tl.constexpr = False, W_TMA: tl.constexpr = False, A_EPI: tl.constexpr = 0,
-        A_TMA: tl.constexpr = False,
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its slice of every
         # per-rank buffer (one rank per launch: VR = 0).
@@ -501,10 +497,6 @@ def _bwd_kernels() -> dict[str, Any]:
             sec_end = 0
             waited = 0
             w_ready = -1                              # W items: the expert last waited for
-            if A_TMA:     # the A items' Wd operand: every rank's experts' rows of I
-                wd_rows = (tl.num_programs(0) // GRID_V) * (EL + 1) * I
-                wd_d = tl.make_tensor_descriptor(wd_ptr, shape=[wd_rows, H], strides=[H, 1],
-                                                 block_shape=[BN_A, BK])
             g = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
             while g < total:
                 g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
@@ -556,28 +548,10 @@ def _bwd_kernels() -> dict[str, Any]:
                             # chunks read back from it (a 128 x 256 accumulator and its epilogue
                             # do not fit the registers together)
                             acc_d = tl.zeros((BM, BN_A), dtype=tl.float32)
-                            if A_TMA:
-                                # rows past the tile's own are other rows' (or zeros past the
-                                # buffer): their dA rows are never stored (rmask). One K loop,
-                                # its dOut descriptor made per item (two pipelined loops, one
-                                # a branch, would not share their shared-memory stages)
-                                if shared:
-                                    g_base = g_loc_ptr
-                                    g_rows = tl.maximum(NS, 1)
-                                else:
-                                    g_base = gr_ptr
-                                    g_rows = cap
-                                wrow = e * I + nb * BN_A
-                                g_d = tl.make_tensor_descriptor(g_base, shape=[g_rows, H], strides=[H, 1],
-                                                                block_shape=[BM, BK])
-                                for k0 in range(0, H, BK):
-                                    d = g_d.load([row0, k0])
-                                    acc_d = tl.dot(d, tl.trans(wd_d.load([wrow, k0])), acc_d)
-                            else:
-                                for k0 in range(0, H, BK):
-                                    d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
-                                    bd = tl.load(wd_e + ca[None, :] * H + (k0 + rk)[:, None])
-                                    acc_d = tl.dot(d, bd, acc_d)
+                            for k0 in range(0, H, BK):
+                                d = tl.load(ga + k0, mask=rmask[:, None], other=0.0)
+                                bd = tl.load(wd_e + ca[None, :] * H + (k0 + rk)[:, None])
+                                acc_d = tl.dot(d, bd, acc_d)
                             da = (da_ptr + tl.program_id(0).to(tl.int64) * (BM * BN_A)
                                   + rm[:, None] * BN_A)
                             tl.debug_barrier()        # the previous item's reads are done
@@ -880,9 +854,6 @@ class MoKBackward:
         if t.w_bf16 and not t.w_direct:
             raise ValueError("w_bf16=1 needs w_direct=1 (the packed weight-gradient buffers are "
                              "float32)")
-        if t.a_tma and not (t.a_epi and lay.H % 8 == 0):
-            raise ValueError(f"a_tma=1 needs a_epi and a hidden size that is a multiple of 8 "
-                             f"(16-byte rows for tensor descriptors); got a_epi={t.a_epi}, H={lay.H}")
         if t.w_tma and not t.w_flat:
             raise ValueError("w_tma=1 needs w_flat=1 (one row loop per weight-gradient item)")
         if t.diag not in (0, 1, 2, 3):
@@ -966,10 +937,9 @@ class MoKBackward:
         x_loc = x_all[lay.tok0:lay.tok0 + v * lay.ns]
         g_loc = dout_all[lay.tok0:lay.tok0 + v * lay.ns]
         etile = self.expert_tiles(sched)
-        a_tma = t.a_tma and bool(self.a_epi) and gu is not None
-        if t.w_tma or a_tma:
+        if t.w_tma:
             if x_all.data_ptr() % 16 or dout_all.data_ptr() % 16:
-                raise ValueError("w_tma=1 / a_tma=1: the tokens and output gradients must start on a "
+                raise ValueError("w_tma=1: the tokens and output gradients must start on a "
                                  "16-byte boundary (tensor descriptors); copy them first")
             _scratch_allocator()
         ks["bwd"][(per_rank * v,)](
@@ -990,7 +960,7 @@ class MoKBackward:
             DIAG=t.diag, A_SAVED=gu is not None,
             A_SPLIT=gu is not None and self.bn_a > 64 and not self.a_epi,
             W_DIRECT=t.w_direct, W_TMA=t.w_tma, A_EPI=self.a_epi if gu is not None else 0,
-            A_TMA=a_tma, num_warps=t.num_warps, num_stages=t.num_stages)
+            num_warps=t.num_warps, num_stages=t.num_stages)
 
     def scratch(self, grid: int) -> torch.Tensor:
         """The A items' float32 dA scratch of tiles.a_epi, one BM x bn_a tile per program of a

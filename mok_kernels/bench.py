@@ -340,7 +340,7 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
     """Refuse a --bwd-tiles set (semicolon list) with an empty item, a field that is not
     BackwardTiles', a value that is not an integer, or one MoKBackward would refuse or clamp for
     any of `models` (tile sizes powers of two >= 16, bn_a at most the forward's bn_gu or 256
-    with a_epi, a_epi 0 or a power of two from 16 to bn_a with saved_gu=1, a_tma with a_epi, tiles
+    with a_epi, a_epi 0 or a power of two from 16 to bn_a with saved_gu=1, tiles
     that divide the padded expert width, booleans 0/1, diag 0-3, warps a power of two <= 32,
     stages >= 1)."""
     from .backward import BackwardTiles, parse_tiles
@@ -390,17 +390,12 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
                             and not t.a_epi & (t.a_epi - 1)):
             raise BadInput(f"--bwd-tiles {one!r}: a_epi={t.a_epi}: needs saved_gu=1 and a power "
                            f"of two from 16 to bn_a ({t.bn_a})")
-        if t.a_tma and not t.a_epi:
-            raise BadInput(f"--bwd-tiles {one!r}: a_tma=1 needs a_epi (the A items' one wide dot)")
         cap = 256 if t.a_epi else cfg.bn_gu
         if t.bn_a > cap:
             raise BadInput(f"--bwd-tiles {one!r}: bn_a={t.bn_a} must be at most "
                            + ("256 with a_epi" if t.a_epi else f"the forward's bn_gu {cfg.bn_gu}")
                            + f" (it would run at {cap})")
         for m in models:
-            if t.a_tma and shape_of(m).hidden % 8:
-                raise BadInput(f"--bwd-tiles {one!r}: a_tma=1 needs a hidden size that is a multiple "
-                               f"of 8 (16-byte rows); {m} has {shape_of(m).hidden}")
             ip = padded_width(shape_of(m).inter, cfg.bn_gu, cfg.block_k)
             for name, v, width in (("bn_a", t.bn_a, ip), ("bk_x", t.bk_x, 2 * ip),
                                    ("bw", t.bw, ip)):

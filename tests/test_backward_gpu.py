@@ -296,24 +296,8 @@ def test_a_epi_matches_fp32_autograd(tiles, ep, rank, routing, shape):
     run_case(ep, rank, routing, 256, shape=shape, tiles=parse_tiles(tiles))
 
 
-# a_tma: the same A items with their dOut and Wd tiles loaded by tensor descriptors (rows past a
-# tile's own read and never stored; the shared expert's rows through their own descriptor)
-@pytest.mark.parametrize("ep,rank,routing,shape", [
-    (8, 3, "zipf:1.2", dict(i=256)),
-    (8, 6, "idle", dict(i=512)),
-    (8, 1, "uniform", dict(h=7168, i=2048, e=16, n=64, k=8)),
-    (2, None, "zipf:1.2", dict(h=6144, i=1536, e=8, n=128, k=8)),
-    (4, 2, "hot:0.2", dict(h=1536, i=512, e=16, n=160, k=4)),
-])
-def test_a_tma_matches_fp32_autograd(ep, rank, routing, shape):
-    run_case(ep, rank, routing, 256, shape=shape,
-             tiles=parse_tiles("saved_gu=1,bn_a=256,bn_x=256,a_epi=128,a_tma=1,w_direct=1"))
-
-
-@pytest.mark.parametrize("spec", ["saved_gu=1,bn_a=256,bn_x=256,a_epi=64",
-                                  "saved_gu=1,bn_a=256,bn_x=256,a_epi=64,a_tma=1"])
-def test_a_epi_bits_identical_over_runs(spec):
-    tiles = parse_tiles(spec)
+def test_a_epi_bits_identical_over_runs():
+    tiles = parse_tiles("saved_gu=1,bn_a=256,bn_x=256,a_epi=64")
     _, bwd, (x, ids, wts, dout, gu) = run_case(4, None, "zipf:1.2", 256, shape=dict(i=512),
                                                tiles=tiles)
     first = [t.clone() for t in (bwd.dx, bwd.dw, bwd.dwgu, bwd.dwd)]

@@ -43,7 +43,6 @@ BENCH = [
      "and a power of two from 16 to bn_a (128)"),
     (["--pass", "bwd", "--bwd-tiles", "saved_gu=1,bn_a=512,a_epi=64"],
      "bn_a=512 must be at most 256 with a_epi"),
-    (["--pass", "bwd", "--bwd-tiles", "saved_gu=1,a_tma=1"], "a_tma=1 needs a_epi"),
     (["--pass", "bwd", "--bwd-tiles", "bw=48"], "bw=48: tile sizes must be powers of two"),
     (["--pass", "bwd", "--bwd-tiles", "nope=2"], "--bwd-tiles 'nope=2': expected field=value"),
     # --fp8-kernel gluon (session 26): its grid values, named before the GPU check
