@@ -437,7 +437,11 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # minibatches are full but for the last: the first one moves min(minibatch, rows) rows
     full = np.minimum(mb, rows) / np.maximum(rows, 1.0)  # a full minibatch's share of the rows
     d_full, c_full = dispatch * full + np.where(dpush, lat, lat_read), c * M * full
-    first = d_full + sig_dispatch
+    # every GPU starts with its minibatch 0, whose rows come from the same first sources of each
+    # expert (rows sorted by expert, then source): their links out carry every receiver's
+    # minibatch 0 at once (source_hotspot), so the first rows are in no earlier than that
+    hot = source_hotspot(scn, p, mb, link_out) + np.where(dpush, lat, lat_read)
+    first = np.maximum(d_full, hot) + sig_dispatch
     start = np.maximum(shared, first)
     # comm SMs either interleave each minibatch's pull combine with the next dispatches, or
     # (combine_after_dispatch) finish every dispatch before the first combine copy
@@ -577,6 +581,69 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
             "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
+
+
+def first_minibatch_end(expert_rows, mb: float, tm: float, aligned: bool) -> np.ndarray:
+    """(P,) the row at which each GPU's minibatch 0 ends in its expert-sorted rows (`expert_rows`:
+    (P, L) rows per local expert): `mb` rows, or, cut on tile boundaries (aligned;
+    mok_kernels/schedule.py), the first row tile of at most `tm` rows of one expert whose first
+    row lies at or past `mb`; all rows where the GPU has fewer."""
+    r = np.asarray(expert_rows, dtype=np.float64)
+    total = r.sum(axis=1)
+    if not aligned:
+        return np.minimum(float(mb), total)
+    offsets = np.cumsum(r, axis=1) - r
+    k = np.maximum(np.ceil((mb - offsets) / tm), 0.0)  # first tile of each expert at or past mb
+    cand = np.where(k < np.ceil(r / tm), offsets + k * tm, np.inf)
+    return np.minimum(cand.min(axis=1), total)
+
+
+@lru_cache(maxsize=256)
+def first_minibatch_sources(scn: Scenario, mb: float, tm: float, aligned: bool) -> tuple[np.ndarray, np.ndarray]:
+    """Where every GPU's minibatch 0 comes from: ((P, P) bool, receiver x source: the source sends
+    rows to that receiver's minibatch 0 over a link; (P,) rows each source sends to other GPUs'
+    minibatches 0). A GPU's received rows are sorted by local expert, then source
+    (mok_kernels/schedule.py, as sim/mok.py cuts them), so minibatch 0 holds rows of the first
+    sources of each expert it reaches: with uniform routing over M > 1 minibatches, of about
+    P x L x minibatch / rows sources, each of which sends to every receiver at once. Arrays
+    read-only (cached)."""
+    t = traffic(scn)
+    P, L = scn.ep, scn.local_experts
+    x = t.rows.transpose(1, 2, 0).reshape(P, L * P).astype(np.float64)  # receiver: (expert, source)
+    end = first_minibatch_end(t.expert_rows(), mb, tm, aligned)
+    cum = np.minimum(np.cumsum(x, axis=1), end[:, None])
+    rows0 = np.diff(cum, axis=1, prepend=0.0).reshape(P, L, P).sum(axis=1)  # (receiver, source)
+    np.fill_diagonal(rows0, 0.0)  # a GPU's own rows cross no link
+    member, egress = rows0 > 0, rows0.sum(axis=0)
+    member.flags.writeable = egress.flags.writeable = False
+    return member, egress
+
+
+def source_hotspot(scn: Scenario, p: Params, mb, link_out) -> np.ndarray:
+    """Seconds until the busiest link out among a GPU's minibatch-0 sources has sent every
+    receiver's minibatch-0 rows, (C, P) for configs (`mb`: (C, 1) minibatch rows; `link_out`:
+    (1, P) or (1,) each source's link rate, bytes/s). Every receiver starts with its minibatch
+    0, and each of its sources sends its rows to all receivers at once (first_minibatch_sources).
+    Uniform routing, R rows per GPU, L experts per GPU: minibatch 0 reaches x = ceil(L mb / R)
+    experts and holds R / (P L) rows of each from the first sources, so the first source's link
+    out carries (P - 1) x min(x, L) x R / (P L) rows while a receiver's link in carries
+    (P - 1) / P x mb: R / (L mb) times as much where mb divides R / L (2x for 2 experts per GPU,
+    16,384 rows, minibatch 4,096), the same for one minibatch (mb >= R). Zero on emulated
+    hardware (no links: the one GPU's copies act for its peers) and for P <= 2 (the one remote
+    peer's link out carries what the receiver's link in does)."""
+    P = scn.ep
+    mb = np.asarray(mb, dtype=np.float64)
+    if P <= 2 or scn.hardware.emulated_ranks:
+        return np.zeros((mb.shape[0], P))
+    tm, aligned = tile_rows(scn, p), p["tile_aligned_minibatches"] >= 0.5
+    act = dispatch_row_bytes(scn, p)
+    keys, inverse = np.unique(mb[:, 0], return_inverse=True)
+    out = np.empty((len(keys), P))
+    for i, m in enumerate(keys):
+        member, egress = first_minibatch_sources(scn, float(m), float(tm), bool(aligned))
+        per_source = egress * act / np.broadcast_to(link_out, (1, P))[0]  # (P,) seconds
+        out[i] = np.where(member, per_source[None, :], 0.0).max(axis=1)
+    return out[inverse.ravel()]
 
 
 def boundary_split_share(expert_rows, tm) -> np.ndarray:
