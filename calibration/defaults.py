@@ -33,11 +33,15 @@ rubin-ultra-nvl576, b200-hgx8, b300-dgx8), from the shipped h200-hgx8.json (what
 writes for them, h200-hgx8 unchanged; about a minute).
 
     python -m calibration.defaults --pass-group fp8-gluon
+    python -m calibration.defaults --pass-group bwd-train [--replace]
 
 writes only that pass group's terms (calibration/passes.py) into h200-1.json and h200-hgx8.json
 (and h100-1.json, transferred from h200-1),
 every other value held as shipped (the groups share no parameter, so this is what the full run's
-last step writes for the group; a group added after the last full run, session 26).
+last step writes for the group; groups added after the last full run: fp8-gluon in session 26,
+bwd-train, the backward on the layer's training tiles, in session 33; --replace fits a group the
+file holds again, e.g. when new records of it arrive: every calibration/runs/h200/*.jsonl is
+read, so a new sweep there, such as bwd_train_s33.jsonl, enters without a code change).
 
 Every fitted file also gets the fit's uncertainty block (a bootstrap over whole workloads,
 calibration/fit.py); the transferred files carry gb300-nvl72's samples, marked as transferred
@@ -244,7 +248,8 @@ def pass_sources(res, records: list[dict], root: Path, base_sources: dict) -> tu
     for g, names in res.fitted.items():
         n = len(res.residuals.get(g, []))
         for name in names:
-            sources[name] = (f"fitted to the {n} default-variant {g} MoK records in "
+            kind = "training-tile" if g == "bwd-train" else "default-variant"
+            sources[name] = (f"fitted to the {n} {kind} {g} MoK records in "
                              f"{', '.join(used_by[g])} (calibration/passes.py; forward values held; "
                              f"zipf and non-default variants skipped"
                              + (f"; {FIT_HELD_OUT[g][0]} {', '.join(FIT_HELD_OUT[g][1])} held out"

@@ -36,7 +36,7 @@ from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.fileio import atomic_write_text, check_output_file
 from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, SCHEMA, fingerprint, group_key
-from mok_model.records import predictable, read_records, record_fp8_kernel
+from mok_model.records import predictable, read_records, record_bwd_tiles, record_fp8_kernel
 
 from .checks import required_text, shipped_params
 from .scoring import predict_records
@@ -70,7 +70,7 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> lis
         for engine, part in (("analytic", recs), ("sim", recs[::sim_every])):
             for r, p in zip(part, predict_records(part, params, engine)):
                 key = group_key(engine, r["pass"], r["precision"], r["tokens"],
-                                record_fp8_kernel(r))
+                                record_fp8_kernel(r), record_bwd_tiles(r))
                 out.append((f, key, p / r["latency_ms"]["median"] - 1.0))
         if progress:
             progress(f"{f}: {len(recs)} MoK records")

@@ -9,6 +9,12 @@ fitted to the forward sweeps, stay as they are):
   so the token counts tell it from the rate). wgrad_eff_scale (the weight-gradient tiles' own
   rate) stays at its prior 1: the weight and data gradients' FLOPs stand in one ratio (6HI to
   10HI per row) in every workload, so the records cannot tell the two rates apart.
+- "bwd-train": backward passes (BF16) of the same kernel on the tiles the layer trains with
+  (mok_model.records.training_variant: TRAINING_BWD, or TRAINING_BWD_NARROW where 256 does not
+  divide the padded expert width; w_bf16=1, as autograd runs bf16 parameters). Free:
+  bwd_train_eff_scale and bwd_train_wgrad_tile_us (the "bwd" group's two terms, for these
+  tiles; the token counts tell them apart as there). No recomputed gate/up (the tiles read the
+  g and u the forward saved: analytic.training_bwd); wgrad_eff_scale held at 1 as in "bwd".
 - "fp8": FP8 forward passes of the Triton megakernel. Free: fp8_gemm_eff (the FP8 tiles'
   fraction of the FP8 peak).
 - "fp8-gluon": FP8 forward passes of the Gluon kernel (records whose tiles say fp8_kernel
@@ -23,7 +29,8 @@ fitted to the forward sweeps, stay as they are):
 
 Design values (bwd_recompute, bwd_dispatch_rows, fp8_tile_m, fp8_quant_in_copy) and derived
 priors (fp8_scale_cost, fp8_quant_copy_scale) are not fitted: calibration/priors.py OUR_PASSES.
-Only records of the default kernel variants enter (mok_model.records.default_variant), on
+Only records of the default kernel variants (mok_model.records.default_variant; for
+"bwd-train" the training tiles, records.training_variant) enter, on
 routings the model reproduces (records.routing_reproduced); the others are skipped with a note
 that counts them.
 """
@@ -36,7 +43,8 @@ import numpy as np
 
 from mok_model.errors import MokInputError
 from mok_model.params import Params
-from mok_model.records import record_fp8_kernel, routing_reproduced, split_default_variant
+from mok_model.records import (record_fp8_kernel, routing_reproduced, split_default_variant,
+                               training_variant)
 
 from .fit import fit
 from .scoring import predict_records
@@ -44,6 +52,7 @@ from .validate import spearman
 
 PASS_FREE: dict[str, list[str]] = {
     "bwd": ["bwd_gemm_eff_scale", "wgrad_tile_us"],
+    "bwd-train": ["bwd_train_eff_scale", "bwd_train_wgrad_tile_us"],
     "fp8": ["fp8_gemm_eff"],
     "fp8-gluon": ["fp8_gluon_gemm_eff", "fp8_gluon_copy_scale", "fp8_gluon_fixed_us",
                   "fp8_gluon_stream_scale"],
@@ -57,11 +66,12 @@ GROUPS = tuple(PASS_FREE)
 
 
 def pass_group(rec: dict) -> str | None:
-    """"bwd", "fp8" or "fp8-gluon" for a MoK record whose time the pass terms set, else None."""
+    """"bwd", "bwd-train", "fp8" or "fp8-gluon" for a MoK record whose time the pass terms set,
+    else None."""
     if rec["system"] != "mok":
         return None
     if rec["pass"] == "bwd" and rec["precision"] == "bf16":
-        return "bwd"
+        return "bwd-train" if training_variant(rec) else "bwd"
     if rec["pass"] == "fwd" and rec["precision"] == "fp8":
         return "fp8-gluon" if record_fp8_kernel(rec) == "gluon" else "fp8"
     return None
@@ -74,7 +84,10 @@ def pass_records(records: list[dict], old: bool = False) -> tuple[dict[str, list
     order are read in the order they drew where the table of those orders holds it, else skipped
     (mok_model.records.routing_reproduced)."""
     mine = [r for r in records if pass_group(r)]
-    kept, note = split_default_variant(mine, old)
+    # the training tiles are their own group's variant (the old defaults' study skips them too)
+    train = [] if old else [r for r in mine if pass_group(r) == "bwd-train"]
+    kept, note = split_default_variant([r for r in mine if r not in train], old)
+    kept += train
     notes = [note] if note else []
     drop = [r for r in kept if not routing_reproduced(r)]
     if drop:
@@ -205,7 +218,7 @@ def drop_uncertainty(block: dict, group: str) -> dict:
 
 @dataclass
 class HeldOut:
-    group: str  # "bwd", "fp8" or "fp8-gluon"
+    group: str  # "bwd", "bwd-train", "fp8" or "fp8-gluon"
     key: str  # "model" or "tokens"
     n: int
     mape: float

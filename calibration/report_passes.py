@@ -3,7 +3,8 @@
     python -m calibration.report_passes [RUN_FILES...] [--params FILE] [--old] [--sim] [--json]
 
 RUN_FILES default to calibration/runs/h200/*.jsonl. For each group ("bwd": backward MoK records,
-"fp8": FP8 forward MoK records; default kernel variants only, calibration/passes.py), the group's
+"bwd-train": those on the layer's training tiles, "fp8": FP8 forward MoK records; default kernel
+variants only, the training tiles for bwd-train, calibration/passes.py), the group's
 free parameters (passes.PASS_FREE) are refitted leaving out each model in turn and each token
 count in turn, every other value held at the parameters file's (default: the shipped
 mok_model/params/h200-1.json, whose forward values were fitted to the BF16 forward sweeps only);

@@ -128,6 +128,14 @@ def gluon_fp8(scn: Scenario) -> bool:
     return scn.fp8_kernel == "gluon"
 
 
+def training_bwd(scn: Scenario) -> bool:
+    """Whether the pass is our backward megakernel on the layer's training tiles
+    (Scenario.bwd_tiles "training": g and u saved by the forward, so no gate/up is recomputed;
+    its tiles' rate bwd_train_eff_scale and per-block weight-gradient time
+    bwd_train_wgrad_tile_us in place of bwd_gemm_eff_scale and wgrad_tile_us)."""
+    return scn.pass_ == "bwd" and scn.bwd_tiles == "training"
+
+
 def tile_rows(scn: Scenario, p: Params) -> float:
     """Rows of the megakernel's compute tile for the scenario: fp8_tile_m for FP8
     (fp8_gluon_tile_m on the Gluon kernel), else gemm_tile_m (row tiles per expert are counted
@@ -191,9 +199,11 @@ def expert_ffn_time(scn: Scenario, p: Params, rows, row_tiles, experts_touched, 
     Forward: gate/up (H -> 2I) and down (I -> H). Backward: the same shapes for the data
     gradients (at bwd_gemm_eff_scale), the gate/up again where the kernel recomputes it
     (bwd_recompute), and the weight gradients (wgrad_eff_scale of that rate, plus wgrad_tile_us
-    per 128x128 weight-gradient block of every expert touched). FP8 tiles run at fp8_gemm_eff of
-    the FP8 peak plus their scale FFMAs (fp8_scale_cost). The result is floored by reading the
-    weights of `experts_touched` experts from HBM (and, backward, the weight-gradient traffic).
+    per 128x128 weight-gradient block of every expert touched); on the training tiles
+    (training_bwd) no recomputed gate/up, bwd_train_eff_scale and bwd_train_wgrad_tile_us. FP8
+    tiles run at fp8_gemm_eff of the FP8 peak plus their scale FFMAs (fp8_scale_cost). The result
+    is floored by reading the weights of `experts_touched` experts from HBM (and, backward, the
+    weight-gradient traffic).
     `library`: the GEMMs are the library's grouped GEMM (torch._grouped_mm and torch matmul, as
     the unfused baselines run them) at its own efficiencies, torch_gemm_eff and torch_hbm_eff,
     instead of the megakernel's tiles (gemm_eff, sm_scaling, gemm_row_share, the weight stream
@@ -234,8 +244,9 @@ def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, wid
         eff = fp8_tile_eff(scn, p)
     else:  # the table's efficiency for this shape where the parameters carry one, else gemm_eff
         eff, measured = gemm_efficiency(p, scn, sms)
+    training = training_bwd(scn) and not library
     if scn.pass_ == "bwd":
-        eff = eff * p["bwd_gemm_eff_scale"]
+        eff = eff * p["bwd_train_eff_scale" if training else "bwd_gemm_eff_scale"]
     # per-SM rate; with fewer SMs each one runs faster when sm_scaling < 1 (less HBM and L2
     # contention): the GPU's rate grows as (SMs used)^sm_scaling
     scaling = 1.0 if library else p["sm_scaling"]
@@ -259,11 +270,14 @@ def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, wid
     # weight gradients: the forward's FLOPs over the same rows at wgrad_eff_scale of the rate,
     # plus a fixed time per 128 x 128 block of every expert's weight gradients (the reduction
     # over the expert's rows fills and drains its pipeline and waits for the rows' tiles)
+    # (the training tiles: their own per-block time, and g and u read as the forward saved them)
     experts = experts_touched if wgrad_experts is None else wgrad_experts
     blocks = experts * np.ceil(H / 128) * np.ceil(3 * I / 128)
+    block_us = p["bwd_train_wgrad_tile_us" if training else "wgrad_tile_us"]
     wgrad = ((gu + dn) / p["wgrad_eff_scale"]
-             + blocks * p["wgrad_tile_us"] * US / sms / np.maximum(fill, 1e-12))  # unfilled
-    return {"gate_up": p["bwd_recompute"] * gu, "dgrad": gu + dn, "wgrad": wgrad}, fill
+             + blocks * block_us * US / sms / np.maximum(fill, 1e-12))  # unfilled
+    recompute = 0.0 if training else p["bwd_recompute"]
+    return {"gate_up": recompute * gu, "dgrad": gu + dn, "wgrad": wgrad}, fill
 
 
 def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms,

@@ -16,8 +16,8 @@ import sys
 from .errors import MokInputError, SimInvariantError
 from .fileio import check_output_file, deferred_warnings, drop_warnings, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
-from .scenario import (ENGINES, FP8_KERNELS, GLUON_KNOBS, MODES, PASSES, PRECISIONS, SYSTEMS,
-                       Config, Scenario, check_gluon_knobs)
+from .scenario import (BWD_TILES, ENGINES, FP8_KERNELS, GLUON_KNOBS, MODES, PASSES, PRECISIONS,
+                       SYSTEMS, Config, Scenario, check_gluon_knobs)
 from .sim.network import DEGRADE_HELP
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
@@ -192,6 +192,12 @@ def _workload_flags(p: argparse.ArgumentParser) -> None:
                         "megakernel) or gluon (mok_kernels/gluon_fp8/mok.py; --precision fp8 "
                         "--pass fwd; it runs --dispatch pull --combine push --capacity 1.0 "
                         "and lag 1 only)")
+    p.add_argument("--bwd-tiles", default=None,
+                   help="our backward megakernel's tiles with --pass bwd: recompute (default; "
+                        "BackwardTiles(), g and u recomputed: what `mok bench --pass bwd` times "
+                        "as its default) or training (the tiles the layer trains with: g and u "
+                        "saved by the forward, mok_kernels/backward.py TRAINING_TILES with "
+                        "w_bf16=1; --precision bf16)")
     p.add_argument("--seed", type=int_at_least(0), default=0)
     p.add_argument("--list-lag", type=int_at_least(1), default=None,
                    help="our megakernel's work-list lag (KernelConfig.list_lag, 1-8): minibatch "
@@ -219,6 +225,11 @@ def _scenario(a) -> Scenario:
     choice("--pass", PASSES, a.pass_)
     choice("--precision", PRECISIONS, a.precision)
     choice("--fp8-kernel", FP8_KERNELS, a.fp8_kernel)
+    if a.bwd_tiles is not None:
+        choice("--bwd-tiles", BWD_TILES, a.bwd_tiles)
+        if a.pass_ != "bwd":
+            raise MokInputError(f"--bwd-tiles {a.bwd_tiles} describes the backward pass; add "
+                                f"--pass bwd (or drop --bwd-tiles)")
     if a.fp8_kernel == "gluon" and a.list_lag not in (None, 1):
         raise MokInputError(f"--list-lag {a.list_lag} with --fp8-kernel gluon: the Gluon FP8 pass "
                             f"runs lag 1 only (mok_kernels/gluon_fp8/mok.py)")
@@ -229,7 +240,8 @@ def _scenario(a) -> Scenario:
                     "or rename it")
     _warn_shadowing(a.model, model, model_names(), load_model, "model", "rename it")
     scn = Scenario(hw, model, a.ep, a.tokens, a.pass_, a.precision, a.routing, a.seed,
-                   list_lag=a.list_lag or 1, fp8_kernel=a.fp8_kernel)
+                   list_lag=a.list_lag or 1, fp8_kernel=a.fp8_kernel,
+                   bwd_tiles=a.bwd_tiles or "recompute")
     from .workload import parse_routing, routing_bytes
 
     if a.seed and parse_routing(scn.routing, model.top_k)[0] == "file":
@@ -309,7 +321,8 @@ def _print_prediction(pred, as_json: bool) -> None:
     print(f"{pred.system} ({pred.engine}) on {s.hardware.name}, {s.model.name}, EP {s.ep}, "
           f"{s.tokens} tokens/GPU, {s.pass_}, {s.precision}, routing {s.routing}"
           + (f", work-list lag {s.list_lag}" if s.list_lag != 1 else "")
-          + (f", fp8 kernel {s.fp8_kernel}" if s.fp8_kernel != "triton" else ""))
+          + (f", fp8 kernel {s.fp8_kernel}" if s.fp8_kernel != "triton" else "")
+          + (f", {s.bwd_tiles} tiles" if s.bwd_tiles != "recompute" else ""))
     if pred.config:
         c = pred.config
         chosen = f" (tuner chose: {', '.join(pred.tuned)})" if pred.tuned else ""
@@ -373,8 +386,11 @@ def cmd_predict(a, engine: str) -> int:
         if a.degrade is not None and not a.degrade.strip():
             raise MokInputError(f"--degrade {a.degrade!r} is empty; {DEGRADE_HELP}")
     scn = _scenario(a)
-    if a.system != "mok" and (a.fp8_kernel != "triton" or a.list_lag is not None):
-        flag = f"--fp8-kernel {a.fp8_kernel}" if a.fp8_kernel != "triton" else f"--list-lag {a.list_lag}"
+    if a.system != "mok" and (a.fp8_kernel != "triton" or a.list_lag is not None
+                              or a.bwd_tiles is not None):
+        flag = (f"--fp8-kernel {a.fp8_kernel}" if a.fp8_kernel != "triton"
+                else f"--bwd-tiles {a.bwd_tiles}" if a.bwd_tiles is not None
+                else f"--list-lag {a.list_lag}")
         raise MokInputError(f"{flag} applies to our megakernel (--system mok); --system {a.system} runs its "
                             f"own kernels (drop {flag.split()[0]})")
     if a.system != "mok" and any(getattr(a, k) is not None for k in KNOBS):
@@ -417,9 +433,10 @@ def cmd_tune_table(a) -> int:
         raise MokInputError(f"--top {a.top} lists the best configurations of one --tokens; --table "
                             f"keeps the best per bucket (drop --top)")
     if a.engine != "analytic" or a.pass_ != "fwd" or a.precision != "bf16" or a.routing != "uniform" \
-            or a.seed != 0:
+            or a.seed != 0 or a.bwd_tiles is not None:
         raise MokInputError("--table is the megakernel's choice: analytic engine, --pass fwd, "
-                            "--precision bf16, --routing uniform, --seed 0 (the defaults)")
+                            "--precision bf16, --routing uniform, --seed 0 (the defaults; no "
+                            "--bwd-tiles)")
     try:
         buckets = ([int(b) for b in a.tokens_buckets.split(",")] if a.tokens_buckets is not None
                    else list(DEFAULT_BUCKETS))
@@ -481,7 +498,8 @@ def cmd_tune(a) -> int:
                           "params": params.path}, indent=1))
         return 0
     print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
-          f"{scn.pass_} / {scn.precision}{' / gluon' if scn.fp8_kernel == 'gluon' else ''}: "
+          f"{scn.pass_} / {scn.precision}{' / gluon' if scn.fp8_kernel == 'gluon' else ''}"
+          f"{' / training tiles' if scn.bwd_tiles == 'training' else ''}: "
           f"{r.evaluated} configurations in {r.seconds:.3f} s ({r.engine})")
     for note in scenario_notes(scn):
         print(f"note: {note}")

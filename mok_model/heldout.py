@@ -36,12 +36,15 @@ def regime(tokens: int) -> str:
     return f"<={DECODE_TOKENS}" if tokens <= DECODE_TOKENS else f">{DECODE_TOKENS}"
 
 
-def group_key(engine: str, pass_: str, precision: str, tokens: int, fp8_kernel: str = "triton"
-              ) -> str:
-    """A held-out error's group: engine, pass, precision (fp8-gluon for the Gluon FP8 kernel,
-    whose errors are not the Triton FP8 kernel's), token regime."""
+def group_key(engine: str, pass_: str, precision: str, tokens: int, fp8_kernel: str = "triton",
+              bwd_tiles: str = "recompute") -> str:
+    """A held-out error's group: engine, pass (bwd-train for the backward on the training
+    tiles, whose errors are not the recomputing tiles'), precision (fp8-gluon for the Gluon FP8
+    kernel, whose errors are not the Triton FP8 kernel's), token regime."""
     if precision == "fp8" and fp8_kernel == "gluon":
         precision = "fp8-gluon"
+    if pass_ == "bwd" and bwd_tiles == "training":
+        pass_ = "bwd-train"
     return f"{engine} {pass_} {precision} {regime(tokens)}"
 
 
@@ -125,7 +128,8 @@ def heldout_range(pred, params: Params | None, directory: Path = HELDOUT_DIR) ->
         return none(f"{path.name} was measured with the shipped parameters of {hw} as of its "
                     f"making; these differ (another file, changed values, or a refit since: "
                     f"rerun {doc['command']})")
-    key = group_key(pred.engine, scn.pass_, scn.precision, scn.tokens, scn.fp8_kernel)
+    key = group_key(pred.engine, scn.pass_, scn.precision, scn.tokens, scn.fp8_kernel,
+                    scn.bwd_tiles)
     g = doc["groups"].get(key)
     if g is None or g["n"] < MIN_RUNS:
         return none(f"{0 if g is None else g['n']} held-out runs of {key.replace(' ', ', ')} "

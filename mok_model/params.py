@@ -73,6 +73,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "wgrad_eff_scale": (0.1, 2.0),  # weight-gradient tiles' rate relative to the data-gradient tiles'
     "wgrad_tile_us": (0.0, 50.0),  # fixed time per 128x128 weight-gradient block per expert, one SM
     "bwd_dispatch_rows": (1.0, 2.0),  # rows dispatched per route backward (2: x and dOut)
+    # the backward on the layer's training tiles (Scenario.bwd_tiles "training"; no recompute)
+    "bwd_train_eff_scale": (0.3, 1.5),  # its tiles' rate relative to the forward's (gemm_eff)
+    "bwd_train_wgrad_tile_us": (0.0, 50.0),  # its fixed time per 128x128 weight-gradient block
     # FP8 forward of the megakernel
     "fp8_gemm_eff": (0.05, 0.9),  # fraction of the FP8 peak tensor rate a full FP8 tile sustains
     "fp8_scale_cost": (0.0, 2.0),  # per-128-K scale FFMAs' time relative to the FP8 MMA at peak
@@ -145,6 +148,19 @@ ADDED: dict[str, tuple[float, str]] = {
                                 "megakernel's (mok_fixed_us, the launch and the schedule)"),
     "fp8_gluon_stream_scale": (1.0, "prior: the Gluon FP8 pass streams expert weights at the "
                                     "megakernel's rate (weight_stream_bps)"),
+    # the training tiles' terms (docs/calibration.md, "Session 33: the training backward's pass
+    # group"); they change only scenarios on those tiles (Scenario.bwd_tiles "training"), which
+    # no file written before them predicted
+    "bwd_train_eff_scale": (0.83, "derived: the same rank's backward GEMMs alone (gemm-only: "
+                                  "torch grouped GEMMs, dgrad + wgrad, the 12HI FLOPs a row the "
+                                  "training tiles run) at 607 / 648 TF/s, kimi-k2 / glm-5 EP 8 "
+                                  "rank 0, 4,096 tokens (calibration/runs/h200/"
+                                  "bwd_a_epi_s32.jsonl), over gemm_eff's 752 TF/s: 0.81 / 0.86, "
+                                  "their mean; the training tiles at the library's backward rate "
+                                  "until fitted"),
+    "bwd_train_wgrad_tile_us": (1.0, "prior: wgrad_tile_us's per-item model (calibration/priors.py "
+                                     "OUR_PASSES: ~2 us per 128x256 weight-gradient item, 1 us per "
+                                     "128x128 block) until fitted"),
     "push_scan_us": (0.0, "prior: a push dispatch (and our pull combine across GPUs) costs only "
                           "the bytes it copies, as before the per-chunk scan was modelled; "
                           "h200-1's prior in calibration/priors.py"),

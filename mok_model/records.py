@@ -288,10 +288,12 @@ def _model(key: str):
 def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
                       routing: str, seed: int, zipf_order: str = "model",
                       zero_shared_slot: bool = False, split_dn: int = 0,
-                      list_lag: int = 1, fp8_kernel: str = "triton") -> Scenario:
+                      list_lag: int = 1, bwd_tiles: str = "recompute",
+                      fp8_kernel: str = "triton") -> Scenario:
     """The Scenario of a workload key (see workload_key); cached, records share it."""
     return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed,
-                    zipf_order, zero_shared_slot, split_dn, list_lag, fp8_kernel)
+                    zipf_order, zero_shared_slot, split_dn, list_lag, fp8_kernel,
+                    bwd_tiles=bwd_tiles)
 
 
 def workload_key(rec: dict) -> tuple:
@@ -299,11 +301,12 @@ def workload_key(rec: dict) -> tuple:
     The last five elements: the zipf popularity order (record_zipf_order; "model" for the
     others), whether the record's kernel ran a zero shared expert (record_zero_shared_slot),
     the K slices of its down GEMM where they are not today's choice (record_split_dn), its
-    work list's lag (record_list_lag) and its FP8 forward kernel (record_fp8_kernel)."""
+    work list's lag (record_list_lag), its backward tiles (record_bwd_tiles) and its FP8
+    forward kernel (record_fp8_kernel, last)."""
     return (rec["hardware"]["preset"], model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
             rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)),
             record_zipf_order(rec) or "model", record_zero_shared_slot(rec), record_split_dn(rec),
-            record_list_lag(rec), record_fp8_kernel(rec))
+            record_list_lag(rec), record_bwd_tiles(rec), record_fp8_kernel(rec))
 
 
 # our megakernel's systems: the MoE layer pass and its GEMM phases alone
@@ -354,6 +357,14 @@ def record_fp8_kernel(rec: dict) -> str:
             or rec.get("precision", "bf16") != "fp8"):
         return "triton"
     return "gluon" if tiles.get("fp8_kernel") == "gluon" else "triton"
+
+
+def record_bwd_tiles(rec: dict) -> str:
+    """The backward tiles a record of our megakernel ran, as the model reads them
+    (Scenario.bwd_tiles): "training" where its kernel variant is the layer's training tiles for
+    its shape (training_variant), else "recompute" (every other record: the recomputing
+    default, and the other variants, which the fits skip)."""
+    return "training" if training_variant(rec) else "recompute"
 
 
 def record_scenario(rec: dict) -> Scenario:
@@ -499,6 +510,18 @@ DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, 
                "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0, "saved_gu": 0,
                "w_direct": 0, "w_bf16": 0, "w_tma": 0, "a_epi": 0}
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
+# The tiles the layer trains with (mok_kernels/backward.py TRAINING_TILES, "saved_gu=1,bn_a=256,
+# a_epi=128,bn_x=256,w_direct=1", with w_bf16=1, which autograd adds for bf16 parameters):
+# TRAINING_BWD where 256 divides the padded expert width, else TRAINING_BWD_NARROW (the kernel
+# then runs the A items at bn_a 128 with their epilogue in registers). Scenario.bwd_tiles
+# "training"; the "bwd-train" pass group (calibration/passes.py). w_bf16 is part of the variant:
+# fp32 weight gradients (w_bf16=0: fp32 parameters) measured 11-13% slower at 1,024 tokens
+# (calibration/runs/h200/bwd_direct.jsonl, kimi-k2 / glm-5 EP 8), a store the model has no term
+# for, so those records are another variant, not the training tiles' noise.
+TRAINING_BWD = {**DEFAULT_BWD, "saved_gu": 1, "bn_a": 256, "a_epi": 128, "bn_x": 256,
+                "w_direct": 1, "w_bf16": 1}
+TRAINING_BWD_NARROW = {**TRAINING_BWD, "bn_a": 128, "a_epi": 0}
+TRAINING_A_COLUMNS = 256  # the A items' columns with a_epi: the padded width must be a multiple
 # BF16 forward options besides group_m (KernelConfig): activation tiles through TMA, rows per
 # dispatch copy step, K slices of the down GEMM (the default split_dn is the shape's since
 # 2026-12-01 16:10 UTC: default_split_dn)
@@ -561,6 +584,34 @@ def kernel_variant(rec: dict) -> dict:
             "num_stages": 4 if bm64 else 3} | group
 
 
+def _padded_width(rec: dict) -> int:
+    """The record's expert width zero-padded as MoKLayer pads it (mok_kernels/tiles.py)."""
+    from mok_kernels.tiles import padded_width
+
+    return padded_width(_expert_width(rec))
+
+
+def effective_bwd_variant(rec: dict) -> dict:
+    """A backward record's kernel_variant as the kernel ran it: a_epi where min(bn_a, 256)
+    does not divide the padded expert width runs as without it, at bn_a min(bn_a, 128) (the
+    forward's bn_gu; mok_kernels/backward.py MoKBackward)."""
+    v = kernel_variant(rec)
+    if v["a_epi"] and _padded_width(rec) % min(v["bn_a"], 256):
+        v = {**v, "a_epi": 0, "bn_a": min(v["bn_a"], 128)}
+    return v
+
+
+def training_variant(rec: dict) -> bool:
+    """Whether a measured BF16 backward of our megakernel ran the layer's training tiles for its
+    shape: TRAINING_BWD where 256 divides the padded expert width, else TRAINING_BWD_NARROW
+    (the variant as the kernel ran it, effective_bwd_variant)."""
+    if (rec.get("system") not in KERNEL_SYSTEMS or rec.get("pass") != "bwd"
+            or rec.get("precision") != "bf16" or rec.get("source") != "measured"):
+        return False
+    wide = _padded_width(rec) % TRAINING_A_COLUMNS == 0
+    return effective_bwd_variant(rec) == (TRAINING_BWD if wide else TRAINING_BWD_NARROW)
+
+
 def default_variant(rec: dict, old: bool = False) -> bool:
     """Whether a record ran today's default kernel variant (MoK and its GEMM phases alone,
     mok-gemm; every other record does: the variants are our megakernel's, and so does a
@@ -593,6 +644,8 @@ def variant_label(rec: dict) -> str:
     """A short name of a record's kernel variant, for notes (e.g. "fp8 v1 block_m 128")."""
     v = kernel_variant(rec)
     if rec["pass"] == "bwd":
+        if training_variant(rec):
+            return "bwd training tiles"
         return "bwd " + ",".join(f"{k}={v[k]}" for k in ("w_flat", "a_fuse_gu", "bw"))
     if rec["precision"] != "fp8":
         return (f"bf16 forward group_m {v['group_m']}" + (" tma_a" if v["tma_a"] else "")

@@ -28,7 +28,13 @@ GLUON_KNOBS = {"dispatch": "pull", "combine": "push", "capacity": 1.0}
 # pass; --comm-sms predicts another count
 GLUON_COMM_SMS = (40,)
 GLUON_MINIBATCHES = (4096,)
-HOPPER_GPUS = ("H100", "H200")   # the GPUs (Hardware.gpu) the Gluon FP8 kernel runs on (sm_90)
+HOPPER_GPUS = ("H100", "H200")
+# the backward megakernel's tiles (Scenario.bwd_tiles): "recompute", BackwardTiles() (the A items
+# recompute g and u; what `mok bench --pass bwd` times as "default" and the "bwd" pass group is
+# fitted on), or "training", the tiles the layer trains with (mok_kernels/backward.py
+# TRAINING_TILES: g and u saved by the forward, A items of 256 columns where 256 divides the
+# padded expert width, else 128; weight gradients written directly; the "bwd-train" pass group)
+BWD_TILES = ("recompute", "training")   # the GPUs (Hardware.gpu) the Gluon FP8 kernel runs on (sm_90)
 SYSTEMS = ("mok", "nccl-torch", "deepep", "hybridep", "comet")
 ENGINES = ("analytic", "sim")
 # The largest row count or SM count a knob may take: the model's arrays hold them as 64-bit
@@ -77,9 +83,19 @@ class Scenario:
     # our megakernel's FP8 forward kernel (FP8_KERNELS; a run record's tiles.fp8_kernel "gluon":
     # records.record_fp8_kernel); "triton" for every other pass and precision
     fp8_kernel: str = "triton"
+    # our backward megakernel's tiles (BWD_TILES; a run record's tiles: records.record_bwd_tiles);
+    # "recompute" for every forward
+    bwd_tiles: str = "recompute"
 
     def __post_init__(self) -> None:
         hw, m = self.hardware, self.model
+        if self.bwd_tiles not in BWD_TILES:
+            raise MokInputError(f"--bwd-tiles {self.bwd_tiles!r} must be one of "
+                                f"{', '.join(BWD_TILES)}")
+        if self.bwd_tiles == "training" and (self.pass_ != "bwd" or self.precision != "bf16"):
+            raise MokInputError(f"--bwd-tiles training with --pass {self.pass_} --precision "
+                                f"{self.precision}: the training tiles are our BF16 backward "
+                                f"megakernel's (--pass bwd --precision bf16)")
         if self.fp8_kernel not in FP8_KERNELS:
             raise MokInputError(f"--fp8-kernel {self.fp8_kernel!r} must be one of "
                                 f"{', '.join(FP8_KERNELS)}")
@@ -168,7 +184,8 @@ class Scenario:
             | ({"zero_shared_slot": True} if self.zero_shared_slot else {}) \
             | ({"split_dn": self.split_dn} if self.split_dn else {}) \
             | ({"list_lag": self.list_lag} if self.list_lag != 1 else {}) \
-            | ({"fp8_kernel": self.fp8_kernel} if self.fp8_kernel != "triton" else {})
+            | ({"fp8_kernel": self.fp8_kernel} if self.fp8_kernel != "triton" else {}) \
+            | ({"bwd_tiles": self.bwd_tiles} if self.bwd_tiles != "recompute" else {})
 
 
 @dataclass(frozen=True, slots=True)

@@ -187,6 +187,16 @@ CASES = [
       "--precision", "fp8", "--fp8-kernel", "gluon", "--system", "deepep"],
      "--fp8-kernel gluon applies to our megakernel (--system mok); --system deepep"),
     ([*W, "--list-lag", "2", "--system", "nccl-torch"], "--list-lag 2 applies to our megakernel"),
+    # the backward's tiles (session 33): a name of BWD_TILES, the backward, BF16, our megakernel
+    ([*W, "--pass", "bwd", "--bwd-tiles", "saved"], "--bwd-tiles 'saved' must be one of recompute, "
+                                                     "training"),
+    ([*W, "--pass", "bwd", "--bwd-tiles", ""], "--bwd-tiles '' must be one of recompute, training"),
+    ([*W, "--bwd-tiles", "training"], "--bwd-tiles training describes the backward pass; add "
+                                      "--pass bwd"),
+    ([*W, "--pass", "bwd", "--precision", "fp8", "--bwd-tiles", "training"],
+     "--bwd-tiles training with --pass bwd --precision fp8: the training tiles are our BF16"),
+    ([*W, "--pass", "bwd", "--bwd-tiles", "training", "--system", "nccl-torch"],
+     "--bwd-tiles training applies to our megakernel (--system mok); --system nccl-torch"),
 ]
 SIM_CASES = [
     ([*W, "--schedule", "eager"], "--schedule 'eager' must be one of published, naive"),
@@ -231,6 +241,9 @@ TUNE_CASES = [
      "is also the input --params"),
     ([*W[:6], "--table", "{d}/t.json", "--top", "3"], "--top 3 lists the best configurations of "
                                                       "one --tokens; --table keeps"),
+    ([*W, "--pass", "bwd", "--bwd-tiles", "fast"], "--bwd-tiles 'fast' must be one of recompute"),
+    ([*W[:6], "--table", "{d}/t.json", "--bwd-tiles", "training"], "--table is the megakernel's "
+                                                                   "choice"),
 ]
 CALIBRATE_CASES = [
     (["{d}/none.jsonl", "--out", "{d}/p.json"], "no such run-record file"),

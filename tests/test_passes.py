@@ -267,7 +267,7 @@ def test_fit_recovers_the_terms(synth):
     res = fit_passes(synth, h200())
     for name, v in TRUE.items():
         assert res.params[name] == pytest.approx(v, rel=0.02)
-    assert res.fitted == {**PASS_FREE, "fp8-gluon": []}  # no Gluon FP8 records here
+    assert res.fitted == {**PASS_FREE, "bwd-train": [], "fp8-gluon": []}  # none of theirs here
     assert max(abs(r["rel_error"]) for g in res.residuals.values() for r in g) < 1e-3
 
 
@@ -288,7 +288,7 @@ def test_report_on_synthetic_records(synth):
     z["id"], z["routing"] = "zipf-one", {"kind": "zipf", "arg": 1.2, "seed": 0}
     doc = report(synth + [extra, z], h200())
     assert any("skipped 1 zipf" in n for n in doc["notes"])
-    assert doc["counts"] == {"bwd": 8, "fp8": 8, "fp8-gluon": 0}
+    assert doc["counts"] == {"bwd": 8, "bwd-train": 0, "fp8": 8, "fp8-gluon": 0}
     assert any("skipped 1 MoK record" in n for n in doc["notes"])
     for g in ("bwd", "fp8"):
         for key in ("model", "tokens"):
