@@ -13,7 +13,7 @@ TRAIN="saved_gu=1,bn_a=256,a_epi=128,bn_x=256,w_direct=1,w_bf16=1"
 NARROW="saved_gu=1,bn_a=128,bn_x=256,w_direct=1,w_bf16=1"     # 256 does not divide the padded I
 K="--rank 0 --routing uniform,zipf:1.2 --capacity 1.0 --minibatch 4096 --comm-sms 32 --systems mok,gemm-only"
 run() {  # EP MODEL TILES
-  [ $(( $(date +%s) - T0 )) -gt 300 ] && { echo "skipped $2 EP $1 (deadline)" >> $R/gpu.txt; return; }
+  [ $(( $(date +%s) - T0 )) -gt 240 ] && { echo "skipped $2 EP $1 (deadline)" >> $R/gpu.txt; return; }
   timeout 120 python3 -m mok_kernels.bench --pass bwd --model $2 --ep $1 --tokens 1024,4096 $K \
     --bwd-tiles "$3" --out $R/bwd_train_s33.jsonl >> $R/sweep.log 2>&1
   echo "$2 EP $1 exit $? at $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
