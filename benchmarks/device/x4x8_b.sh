@@ -1,0 +1,21 @@
+#!/bin/bash
+# Issue 15, part b, prepared in session 33 for the first nvidia-h200-x4 or -x8 (not run yet; <= 560 s).
+# Predictions registered before any such run, with h200-hgx8's shipped parameters (fitted on at
+# most 2 GPUs): calibration/predictions/h200x4_b_2026-12-03.jsonl and h200x8_b_2026-12-03.jsonl (written by
+# `python -m calibration.register --gpus N` with this grid). Real EP = the GPU count:
+# qwen3-235b-a22b,minimax-m2 x 256 / 1,024 / 4,096 / 8,192 tokens x uniform / zipf:1.2 / hot:0.1 x pull / push
+# dispatch x push / pull combine, minibatch 2,048, 32 comm SMs (96 MoK records), beside
+# nccl-torch, the graph-captured all-to-all and the GEMMs alone in the same run.
+
+# Report before any refit: `python -m calibration.registered calibration/predictions/h200xN_b_2026-12-03.jsonl
+# calibration/runs/h200xN/bench_b.jsonl --by model,tokens`.
+export PYTHONPATH=.
+T0=$(date +%s); N=$(nvidia-smi -L | grep -c H200); R=$OUT/x${N}b; mkdir -p $R
+[ "$N" -ge 4 ] || { echo "needs 4 or 8 H200s, found $N"; nvidia-smi -L; exit 0; }
+{ nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader; nvidia-smi topo -m; date -u; } > $R/gpu.txt 2>&1
+REM=$(( 550 - ($(date +%s) - T0) ))
+timeout $REM python3 -m mok_kernels.bench --gpus $N --model qwen3-235b-a22b,minimax-m2 --tokens 256,1024,4096,8192 \
+  --routing uniform,zipf:1.2,hot:0.1 --dispatch pull,push --combine push,pull --minibatch 2048 \
+  --comm-sms 32 --iters 8 --timeout 90 --out $R/bench_b.jsonl > $R/bench_b.log 2>&1
+echo "bench exit $? $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
+tail -n 8 $R/bench_b.log | cut -c1-200; cat $R/gpu.txt | tail -4; wc -l $R/*.jsonl
