@@ -28,13 +28,13 @@ GLUON_KNOBS = {"dispatch": "pull", "combine": "push", "capacity": 1.0}
 # pass; --comm-sms predicts another count
 GLUON_COMM_SMS = (40,)
 GLUON_MINIBATCHES = (4096,)
-HOPPER_GPUS = ("H100", "H200")
+HOPPER_GPUS = ("H100", "H200")   # the GPUs (Hardware.gpu) the Gluon FP8 kernel runs on (sm_90)
 # the backward megakernel's tiles (Scenario.bwd_tiles): "recompute", BackwardTiles() (the A items
 # recompute g and u; what `mok bench --pass bwd` times as "default" and the "bwd" pass group is
 # fitted on), or "training", the tiles the layer trains with (mok_kernels/backward.py
 # TRAINING_TILES: g and u saved by the forward, A items of 256 columns where 256 divides the
 # padded expert width, else 128; weight gradients written directly; the "bwd-train" pass group)
-BWD_TILES = ("recompute", "training")   # the GPUs (Hardware.gpu) the Gluon FP8 kernel runs on (sm_90)
+BWD_TILES = ("recompute", "training")
 SYSTEMS = ("mok", "nccl-torch", "deepep", "hybridep", "comet")
 ENGINES = ("analytic", "sim")
 # The largest row count or SM count a knob may take: the model's arrays hold them as 64-bit
