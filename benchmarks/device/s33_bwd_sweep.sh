@@ -5,6 +5,9 @@
 # so the model gets a training-backward group fitted and held out by model (issue 14 point 4).
 # EP 8 every preset, EP 32 where the experts divide; 1,024 / 4,096 tokens; uniform and zipf:1.2;
 # rank 0 emulated; one process per preset so one refusal loses only that preset. nvidia-h200.
+# Predictions registered before the run (bwd-train group fitted on kimi-k2 / glm-5 only):
+# calibration/predictions/h200_bwd_train_2026-12-03.jsonl; report them first with
+# `python -m calibration.registered PRED calibration/runs/h200/bwd_train_s33.jsonl --by model,tokens`.
 export PYTHONPATH=.
 T0=$(date +%s); R=$OUT/s33s; mkdir -p $R
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
