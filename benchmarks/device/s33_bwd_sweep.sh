@@ -10,14 +10,16 @@
 # `python -m calibration.registered PRED calibration/runs/h200/bwd_train_s33.jsonl --by model,tokens`.
 export PYTHONPATH=.
 T0=$(date +%s); R=$OUT/s33s; mkdir -p $R
+END=${BWD_END:-$(( T0 + 240 ))}   # a caller running this after other work passes its own end
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
 { nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader; date -u; } > $R/gpu.txt 2>&1
 TRAIN="saved_gu=1,bn_a=256,a_epi=128,bn_x=256,w_direct=1,w_bf16=1"
 NARROW="saved_gu=1,bn_a=128,bn_x=256,w_direct=1,w_bf16=1"     # 256 does not divide the padded I
 K="--rank 0 --routing uniform,zipf:1.2 --capacity 1.0 --minibatch 4096 --comm-sms 32 --systems mok,gemm-only"
 run() {  # EP MODEL TILES
-  [ $(( $(date +%s) - T0 )) -gt 240 ] && { echo "skipped $2 EP $1 (deadline)" >> $R/gpu.txt; return; }
-  timeout 120 python3 -m mok_kernels.bench --pass bwd --model $2 --ep $1 --tokens 1024,4096 $K \
+  LEFT=$(( END - $(date +%s) ))
+  [ $LEFT -lt 30 ] && { echo "skipped $2 EP $1 (deadline)" >> $R/gpu.txt; return; }
+  timeout $(( LEFT < 120 ? LEFT : 120 )) python3 -m mok_kernels.bench --pass bwd --model $2 --ep $1 --tokens 1024,4096 $K \
     --bwd-tiles "$3" --out $R/bwd_train_s33.jsonl >> $R/sweep.log 2>&1
   echo "$2 EP $1 exit $? at $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
 }
