@@ -32,7 +32,8 @@ from mok_model.fileio import check_output_file
 from mok_model.params import PARAMS_DIR
 from mok_model.presets import load_model
 from mok_model.predict import predict
-from mok_model.records import record_config, record_model, record_scenario
+from mok_model.records import (DEFAULT_BWD, kernel_variant, record_config, record_model,
+                               record_scenario, training_variant)
 from mok_model.scenario import MAX_LIST_LAG, MAX_SEED
 from mok_model.sim import simulate
 
@@ -40,13 +41,20 @@ from .checks import required_text, shipped_params
 
 
 def _check_plan_tiles(rec: dict) -> None:
-    """A planned record's tiles: an object; its fp8_kernel one of the bench's --fp8-kernel values
-    (a misspelt "gluon" would be read as the Triton kernel), "gluon" on the FP8 forward only."""
+    """A planned record's tiles: an object; a backward's the default or the layer's training
+    tiles (the model reads no other variant); its fp8_kernel one of the bench's --fp8-kernel
+    values (a misspelt "gluon" would be read as the Triton kernel), "gluon" on the FP8 forward
+    only."""
     from mok_kernels.bench import FP8_VARIANTS
 
     tiles = rec.get("tiles", {})
     if not isinstance(tiles, dict):
         raise MokInputError(f"tiles={tiles!r} must be an object")
+    if (rec["pass"] == "bwd" and tiles and not training_variant(rec)
+            and kernel_variant(rec) != DEFAULT_BWD):
+        raise MokInputError(f"tiles={tiles!r}: the model reads the backward's default tiles and the "
+                            f"layer's training tiles for the shape only (mok_model/records.py "
+                            f"TRAINING_BWD, TRAINING_BWD_NARROW)")
     kern = tiles.get("fp8_kernel")
     if kern is None:
         return

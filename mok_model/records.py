@@ -604,9 +604,11 @@ def effective_bwd_variant(rec: dict) -> dict:
 def training_variant(rec: dict) -> bool:
     """Whether a measured BF16 backward of our megakernel ran the layer's training tiles for its
     shape: TRAINING_BWD where 256 divides the padded expert width, else TRAINING_BWD_NARROW
-    (the variant as the kernel ran it, effective_bwd_variant)."""
+    (the variant as the kernel ran it, effective_bwd_variant). A line with no `source` (a
+    registration's plan or prediction: a run to be measured) is read as a measured record; a
+    published record never ran our kernel."""
     if (rec.get("system") not in KERNEL_SYSTEMS or rec.get("pass") != "bwd"
-            or rec.get("precision") != "bf16" or rec.get("source") != "measured"):
+            or rec.get("precision") != "bf16" or rec.get("source", "measured") != "measured"):
         return False
     wide = _padded_width(rec) % TRAINING_A_COLUMNS == 0
     return effective_bwd_variant(rec) == (TRAINING_BWD if wide else TRAINING_BWD_NARROW)

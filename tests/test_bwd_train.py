@@ -106,6 +106,27 @@ def test_only_our_bf16_backward_records():
     assert a != b and a[-1] == b[-1] == "triton"
 
 
+def test_a_registrations_plan_line_reads_as_the_run_it_plans(tmp_path):
+    """A plan or prediction line has no `source`: its training tiles read as the training tiles
+    (session 34: reading them as the recomputing default made the registration of
+    h200_bwd_train_2026-12-03.jsonl predict the wrong kernel), the registered report pairs
+    predictions with records of the same tiles only, and a plan of a tile variant the model does
+    not read is refused."""
+    from calibration.register import read_plan
+    from calibration.registered import _run_key
+
+    plan = {k: v for k, v in record(tiles=TRAIN).items() if k not in ("source", "id", "date")}
+    assert training_variant(plan) and record_bwd_tiles(plan) == "training"
+    assert _run_key(plan) == _run_key(record(tiles=TRAIN))
+    assert _run_key(plan) != _run_key(record(tiles=BENCH))
+    path = tmp_path / "plan.jsonl"
+    path.write_text(json.dumps(plan) + "\n")
+    assert read_plan(str(path), "h200-1")[0]["tiles"] == TRAIN
+    path.write_text(json.dumps({**plan, "tiles": {**TRAIN, "bn_x": 64}}) + "\n")
+    with pytest.raises(ValueError, match="training tiles for the shape only"):
+        read_plan(str(path), "h200-1")
+
+
 def test_the_groups_records():
     """The committed runs: the training-tile records form "bwd-train" (the six a_epi records of
     bwd_a_epi_s32.jsonl at least: kimi-k2 / glm-5 at 1,024-4,096 tokens), the recomputing
