@@ -293,8 +293,11 @@ def expert_ffn_parts(scn: Scenario, p: Params, rows, row_tiles, experts_touched,
                            library, wgrad_experts)
     t = sum(pieces.values()) * fill
     weight_bytes = 3.0 * H * I * wbytes
-    if scn.pass_ == "bwd":
-        weight_bytes += 3.0 * H * I * p["wgrad_bytes_per_weight"]  # weight-gradient traffic
+    if scn.pass_ == "bwd":  # weight-gradient traffic; the training tiles store each gradient once,
+        # in the parameters' bf16 (w_direct, w_bf16: mok_kernels/backward.py), nothing read back
+        per_weight = (ELEMENT_BYTES["bf16"] if training_bwd(scn) and not library
+                      else p["wgrad_bytes_per_weight"])
+        weight_bytes += 3.0 * H * I * per_weight
     act_bytes = rows * (2 * I) * 2.0 * (1 if scn.pass_ == "fwd" else 3)  # gate/up activations
     floor = (experts_touched * weight_bytes + act_bytes) / weight_stream_bps(scn, p, library)
     return t, floor

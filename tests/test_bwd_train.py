@@ -162,6 +162,20 @@ def test_training_tiles_recompute_nothing():
     assert r["gate_up"] == pytest.approx(2 / 3 * r["dgrad"])   # gate/up: 4HI of dA + dX's 6HI
 
 
+def test_training_tiles_write_each_weight_gradient_once_in_bf16():
+    """The HBM floor: the training tiles (w_direct, w_bf16) store 2 bytes a weight gradient
+    whatever wgrad_bytes_per_weight (the recomputing default's traffic) says; the recomputing
+    tiles follow that parameter."""
+    from mok_model.analytic import expert_ffn_parts
+    args = (64.0 * 16, 16.0, 16.0, 100, 8192)
+    sc = scn("llama4-maverick", 1024, "training")
+    floors = [expert_ffn_parts(sc, h200(wgrad_bytes_per_weight=b), *args)[1] for b in (4.0, 8.0)]
+    assert floors[0] == pytest.approx(floors[1])
+    rc = scn("llama4-maverick", 1024, "recompute")
+    lo, hi = (expert_ffn_parts(rc, h200(wgrad_bytes_per_weight=b), *args)[1] for b in (2.0, 8.0))
+    assert hi > lo and lo == pytest.approx(floors[0], rel=0.2)
+
+
 @pytest.mark.parametrize("engine", ["analytic", "sim"])
 def test_training_tiles_predicted_faster(engine):
     """With the shipped parameters the training tiles are predicted faster than the recomputing
