@@ -302,9 +302,16 @@ def _knobs(a, scn: Scenario | None = None) -> dict:
 
 
 def _inputs(a) -> list[tuple[str, str | None]]:
-    """The files a predict / simulate / tune command reads (an output must not be one)."""
+    """The files a predict / simulate / tune command reads (an output must not be one): its
+    flags' files, and the shipped parameters and presets it reads without a flag (the
+    hardware's default --params, its GEMM table and held-out errors, the preset TOML files)."""
+    from .params import PARAMS_DIR
+    from .presets import _DIR as PRESETS_DIR
+
+    shipped = [("shipped model data", str(f)) for d in (PARAMS_DIR, PRESETS_DIR)
+               for f in sorted(d.rglob("*")) if f.is_file()]
     return [("--params", a.params), ("--routing", a.routing), ("--hardware", a.hardware),
-            ("--model", a.model)]
+            ("--model", a.model), *shipped]
 
 
 def _params_arg(a):

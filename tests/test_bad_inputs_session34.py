@@ -1,0 +1,42 @@
+"""Bad input found by session 34's new-user pass over every entry point (after sessions 29 and
+30's fuzzing). Each case is one line naming the value and the rule, exit status 2, and nothing
+written or changed."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+import mok_model.params
+from mok_model.cli import main
+
+REPO = Path(__file__).resolve().parents[1]
+W = ["--hardware", "gb300-nvl72", "--model", "kimi-k2", "--ep", "16", "--tokens", "64"]
+
+
+def _one_line(rc: int, err: str, prefix: str, want: str) -> None:
+    assert rc == 2, (rc, err)
+    assert "Traceback" not in err and err.count("\n") == 1, err
+    assert err.startswith(prefix), err
+    assert want in err, err
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", *W, "--trace", "{p}/gb300-nvl72.json"],
+    ["tune", "--hardware", "gb300-nvl72", "--model", "kimi-k2", "--ep", "16", "--table",
+     "{p}/gb300-nvl72.json"],
+])
+def test_output_over_the_default_parameters_is_refused(argv, tmp_path, capsys, monkeypatch):
+    """`simulate --trace` (or `tune --table`) naming the hardware's shipped parameters file,
+    read without --params, wrote the trace over it: every later prediction on that hardware
+    failed. Run on a copy of mok_model/params/ (before the fix this test overwrote it)."""
+    params = tmp_path / "params"
+    shutil.copytree(mok_model.params.PARAMS_DIR, params)
+    monkeypatch.setattr(mok_model.params, "PARAMS_DIR", params)
+    before = (params / "gb300-nvl72.json").read_bytes()
+    rc = main([a.replace("{p}", str(params)) for a in argv])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ",
+              "is also the input shipped model data")
+    assert (params / "gb300-nvl72.json").read_bytes() == before
