@@ -49,6 +49,10 @@ def options(a: argparse.Namespace) -> Options:
     if a.cluster is not None and not a.cluster.strip():
         raise MokInputError("--cluster '' is empty; give a Dask scheduler's address or leave "
                             "--cluster out (local processes)")
+    if a.cluster is not None:      # before the output folder is made and any point runs
+        from .runner import check_cluster
+
+        check_cluster(a.cluster)
     if a.engine == "sim":
         try:
             import mok_model.sim  # noqa: F401

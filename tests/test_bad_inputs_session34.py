@@ -40,3 +40,19 @@ def test_output_over_the_default_parameters_is_refused(argv, tmp_path, capsys, m
     _one_line(rc, capsys.readouterr().err, "mok: error: ",
               "is also the input shipped model data")
     assert (params / "gb300-nvl72.json").read_bytes() == before
+
+
+@pytest.mark.parametrize("address, want", [
+    ("bogus address", "a Dask scheduler address such as tcp://HOST:8786"),
+    ("tcp://127.0.0.1:1", "--cluster 'tcp://127.0.0.1:1'"),
+])
+def test_study_cluster_is_checked_before_the_output_folder(address, want, tmp_path, capsys,
+                                                           monkeypatch):
+    """`mok study NAME --cluster ADDRESS` checked the address only when the grid started, after
+    the output folder was made; with dask not installed a malformed address was reported as a
+    missing dask. Now: the address's form, then dask, then a listener, before anything else."""
+    monkeypatch.setitem(__import__("sys").modules, "dask.distributed", None)  # as without dask
+    out = tmp_path / "new"
+    rc = main(["study", "ep-table", "--quick", "--out", str(out), "--cluster", address])
+    _one_line(rc, capsys.readouterr().err, "mok study: error: ", want)
+    assert not out.exists(), "the output folder was made although the input was refused"
