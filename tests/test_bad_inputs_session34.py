@@ -56,3 +56,19 @@ def test_study_cluster_is_checked_before_the_output_folder(address, want, tmp_pa
     rc = main(["study", "ep-table", "--quick", "--out", str(out), "--cluster", address])
     _one_line(rc, capsys.readouterr().err, "mok study: error: ", want)
     assert not out.exists(), "the output folder was made although the input was refused"
+
+
+def test_experts_times_ep_beyond_memory_is_refused(tmp_path, capsys, monkeypatch):
+    """A model of 2^20 routed experts (the allowed maximum) at EP 1024 on rubin-ultra-nvl576,
+    1 token: the routing's counts per (GPU, expert) pair (16 GB for one array) were not in the
+    memory check, and the process was killed for memory (24 GB) or printed `internal error:
+    MemoryError`. Here the same rule on a machine of 200 MB: 2^16 experts at EP 64 need ~170 MB."""
+    import mok_model.workload as workload
+
+    monkeypatch.setattr(workload, "physical_memory_bytes", lambda: 200_000_000)
+    model = tmp_path / "wide.toml"
+    model.write_text("hidden = 1024\nexpert_width = 512\nrouted_experts = 65536\ntop_k = 8\n")
+    rc = main(["predict", "--hardware", "rubin-ultra-nvl576", "--model", str(model), "--ep", "64",
+               "--tokens", "1"])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ",
+              "--ep 64 with 65536 routed experts: counting rows per (GPU, expert) pair")
