@@ -180,6 +180,28 @@ def deferred_warnings() -> Iterator[None]:
         flush_warnings()
 
 
+def loads_json(text: str, **hooks) -> Any:
+    """json.loads, where a document nested too deeply to read (RecursionError) or holding an
+    integer too long to read (Python's 4,300-digit limit) is malformed JSON (JSONDecodeError,
+    which every reader turns into one line naming its file), never an internal error."""
+    try:
+        return json.loads(text, **hooks)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply to read", text, 0) from None
+    except json.JSONDecodeError:
+        raise
+    except MokInputError:          # a hook's own refusal (a ValueError too)
+        raise
+    except ValueError as exc:      # int(): "Exceeds the limit (4300 digits) ..."
+        raise json.JSONDecodeError(f"a number too long to read ({exc})", text, 0) from None
+
+
+# the largest integer a JSON-lines record may hold: the largest float (an integer beyond it
+# fails wherever it meets a float: "int too large to convert"); each field's own check refuses
+# smaller ones out of its range, naming the field
+JSON_INT_MAX = int(sys.float_info.max)
+
+
 def read_json_lines(path: str | os.PathLike, kind: str, what: str,
                     check: Callable[[Any], None]) -> Iterator[tuple[str, int, Any]]:
     """(where, line number, object) of every non-blank line of a JSON-lines `kind` file holding
@@ -204,7 +226,8 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
             continue
         where = f"{path}:{lineno}"
         try:
-            obj = json.loads(line, parse_constant=_not_a_json_number, parse_float=_finite)
+            obj = loads_json(line, parse_constant=_not_a_json_number, parse_float=_finite,
+                             parse_int=_int_in_float_range)
             check(obj)
         except json.JSONDecodeError as exc:
             raise MokInputError(f"{where}: not JSON ({exc.msg})") from None
@@ -224,4 +247,14 @@ def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         _not_a_json_number(text)
+    return value
+
+
+def _int_in_float_range(text: str) -> int:
+    """json.loads' int hook: an integer larger than any float (up to Python's 4,300-digit limit
+    that int() refuses) is no number a record holds."""
+    digits = len(text.lstrip("-"))
+    if digits > 309 or abs(value := int(text)) > JSON_INT_MAX:
+        raise MokInputError(f"the integer {text[:12]}... ({digits} digits) is larger than any "
+                            f"number a record holds (at most {sys.float_info.max:.3g})")
     return value

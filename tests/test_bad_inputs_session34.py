@@ -72,3 +72,71 @@ def test_experts_times_ep_beyond_memory_is_refused(tmp_path, capsys, monkeypatch
                "--tokens", "1"])
     _one_line(rc, capsys.readouterr().err, "mok: error: ",
               "--ep 64 with 65536 routed experts: counting rows per (GPU, expert) pair")
+
+
+PUBLISHED = "calibration/runs/published/gb300_table1.jsonl"
+PARAMS = "mok_model/params/gb300-nvl72.json"
+
+
+def _published_record() -> dict:
+    import json
+
+    return json.loads((REPO / PUBLISHED).read_text().splitlines()[0])
+
+
+@pytest.mark.parametrize("line, want", [
+    ("[" * 100_000 + "]" * 100_000, "not JSON (nested too deeply to read)"),
+    ('{"tokens": ' + "9" * 5000 + "}", "is larger than any number a record holds"),
+    ("RECORD_BIG_TOKENS", "is larger than any number a record holds"),
+])
+@pytest.mark.parametrize("cmd", ["validate", "calibrate"])
+def test_run_record_json_that_python_cannot_hold(cmd, line, want, tmp_path, capsys, monkeypatch):
+    """A run-record line nested 100,000 deep (RecursionError), an integer of 5,000 digits
+    (Python's int-string limit) or a field of 10^400 (OverflowError in the model) was `internal
+    error`, exit 1; now one line naming file and line, exit 2."""
+    import json
+
+    monkeypatch.chdir(REPO)
+    if line == "RECORD_BIG_TOKENS":
+        line = json.dumps({**_published_record(), "tokens": 10 ** 400})
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text(line + "\n")
+    tail = ["--params", PARAMS] if cmd == "validate" else ["--out", str(tmp_path / "p.json")]
+    rc = main([cmd, str(runs), *tail])
+    err = capsys.readouterr().err
+    _one_line(rc, err, "mok: error: ", f"{runs}:1: ")
+    assert want in err, err
+    assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("text, want", [
+    ("[" * 100_000 + "]" * 100_000, "not JSON (nested too deeply to read"),
+    ('{"schema": ' + "9" * 5000 + "}", "not JSON (a number too long to read"),
+])
+def test_parameters_file_json_that_python_cannot_hold(text, want, tmp_path, capsys):
+    """The same JSON in a --params file: `internal error: RecursionError` / `ValueError`."""
+    params = tmp_path / "p.json"
+    params.write_text(text)
+    rc = main(["predict", *W, "--params", str(params)])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ", want)
+
+
+@pytest.mark.parametrize("ref, body, want", [
+    (5, None, "fit_record=5 must name a file beside it"),
+    ("fit/bad.json", "{nope", "is not JSON"),
+    ("fit/list.json", "[1]", "schema must be 'mok-params-fit/1'"),
+])
+def test_validate_heldout_only_reads_a_bad_fit_record(ref, body, want, tmp_path, capsys,
+                                                      monkeypatch):
+    """`mok validate --heldout-only` with a parameters file whose fit_record is not a name
+    (TypeError), or names a file that is not JSON or not an object: `internal error`, exit 1."""
+    import json
+
+    monkeypatch.chdir(REPO)
+    (tmp_path / "fit").mkdir()
+    if body is not None:
+        (tmp_path / ref).write_text(body)
+    params = tmp_path / "p.json"
+    params.write_text(json.dumps({**json.loads((REPO / PARAMS).read_text()), "fit_record": ref}))
+    rc = main(["validate", PUBLISHED, "--params", str(params), "--heldout-only"])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ", want)
