@@ -192,8 +192,9 @@ def loads_json(text: str, **hooks) -> Any:
         raise
     except MokInputError:          # a hook's own refusal (a ValueError too)
         raise
-    except ValueError as exc:      # int(): "Exceeds the limit (4300 digits) ..."
-        raise json.JSONDecodeError(f"a number too long to read ({exc})", text, 0) from None
+    except ValueError:             # int(): "Exceeds the limit (4300 digits) ..."
+        raise json.JSONDecodeError("an integer too long to read: more than 4,300 digits", text,
+                                   0) from None
 
 
 # the largest integer a JSON-lines record may hold: the largest float (an integer beyond it

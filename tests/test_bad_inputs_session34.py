@@ -111,7 +111,7 @@ def test_run_record_json_that_python_cannot_hold(cmd, line, want, tmp_path, caps
 
 @pytest.mark.parametrize("text, want", [
     ("[" * 100_000 + "]" * 100_000, "not JSON (nested too deeply to read"),
-    ('{"schema": ' + "9" * 5000 + "}", "not JSON (a number too long to read"),
+    ('{"schema": ' + "9" * 5000 + "}", "not JSON (an integer too long to read"),
 ])
 def test_parameters_file_json_that_python_cannot_hold(text, want, tmp_path, capsys):
     """The same JSON in a --params file: `internal error: RecursionError` / `ValueError`."""
@@ -139,4 +139,21 @@ def test_validate_heldout_only_reads_a_bad_fit_record(ref, body, want, tmp_path,
     params = tmp_path / "p.json"
     params.write_text(json.dumps({**json.loads((REPO / PARAMS).read_text()), "fit_record": ref}))
     rc = main(["validate", PUBLISHED, "--params", str(params), "--heldout-only"])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ", want)
+
+
+@pytest.mark.parametrize("text, want", [
+    ("hidden = " + "[" * 50_000 + "]" * 50_000 + "\n", "not valid TOML (nested too deeply to read)"),
+    ("hidden = " + "9" * 5000 + "\nexpert_width = 2\nrouted_experts = 4\ntop_k = 1\n",
+     "not valid TOML (an integer too long to read"),
+    ("hidden = " + "9" * 400 + "\nexpert_width = 2\nrouted_experts = 4\ntop_k = 1\n",
+     "hidden=999999999999... (400 digits) is larger than any number it may be"),
+])
+def test_model_toml_that_python_cannot_hold(text, want, tmp_path, capsys):
+    """A model TOML file nested 50,000 deep, an integer of 5,000 digits or one of 400 digits
+    (OverflowError in the finite check): `internal error`, exit 1."""
+    model = tmp_path / "m.toml"
+    model.write_text(text)
+    rc = main(["predict", "--hardware", "gb300-nvl72", "--model", str(model), "--ep", "4",
+               "--tokens", "64"])
     _one_line(rc, capsys.readouterr().err, "mok: error: ", want)
