@@ -157,3 +157,27 @@ def test_model_toml_that_python_cannot_hold(text, want, tmp_path, capsys):
     rc = main(["predict", "--hardware", "gb300-nvl72", "--model", str(model), "--ep", "4",
                "--tokens", "64"])
     _one_line(rc, capsys.readouterr().err, "mok: error: ", want)
+
+
+def test_regret_leaves_out_sweeps_the_model_cannot_draw(tmp_path, capsys, monkeypatch):
+    """`python -m calibration.regret` (no arguments, and docs/calibration.md's command) died in a
+    traceback (nanargmin: All-NaN slice): a sweep of hot records drawn before the model's draw
+    (records.hot_reproduced) was scored, every prediction nan. Such records are no sweep."""
+    import json
+
+    from calibration.regret import main as regret
+
+    monkeypatch.chdir(REPO)
+    from mok_model.records import hot_reproduced
+
+    lines = (REPO / "calibration/runs/h200/mok_sweep_imbalanced.jsonl").read_text().splitlines()
+    legacy = [ln for ln in lines if ln.strip() and json.loads(ln)["system"] == "mok"
+              and json.loads(ln)["routing"].get("kind") == "hot"
+              and not hot_reproduced(json.loads(ln))]
+    assert len(legacy) >= 8
+    runs = tmp_path / "legacy_hot.jsonl"
+    runs.write_text("\n".join(legacy) + "\n")
+    rc = regret([str(runs)])
+    cap = capsys.readouterr()
+    assert rc == 0, cap.err
+    assert "no workload" in cap.out and "has a measured sweep" in cap.out, cap.out
