@@ -181,3 +181,29 @@ def test_regret_leaves_out_sweeps_the_model_cannot_draw(tmp_path, capsys, monkey
     cap = capsys.readouterr()
     assert rc == 0, cap.err
     assert "no workload" in cap.out and "has a measured sweep" in cap.out, cap.out
+
+
+def _gb300_body() -> str:
+    hw = (REPO / "mok_model/presets/hardware.toml").read_text()
+    block = hw[hw.index("[gb300-nvl72]"):hw.index("[gb300-nvl72.sources]")]
+    return block.split("\n", 1)[1]
+
+
+@pytest.mark.parametrize("argv, want", [
+    (["predict", "--tokens", "1024"], "is a simulator what-if, and the analytic engine models every"),
+    (["predict", "--tokens", "1024", "--system", "nccl-torch"], "is a simulator what-if"),
+    (["tune", "--tokens", "1024"], "is a simulator what-if"),
+    (["tune", "--table", "{d}/t.json"], "is a simulator what-if"),
+    (["simulate", "--tokens", "1024", "--degrade", "gpu1:0.5"],
+     "--degrade gpu1:0.5 and the degrade 'gpu3:0.5' of --hardware"),
+])
+def test_hardware_file_degrade_is_not_ignored(argv, want, tmp_path, capsys):
+    """A hardware TOML file's `degrade` (a documented field: degraded or failed links) was read
+    by the simulator only: `mok predict` / `mok tune` printed the healthy fabric's latency, even
+    for `gpu3:0` (a pass that could never finish), and `simulate --degrade` replaced it."""
+    hw = tmp_path / "degraded.toml"
+    hw.write_text(_gb300_body() + '\ndegrade = "gpu3:0.5"\n')
+    rc = main([*[a.replace("{d}", str(tmp_path)) for a in argv], "--hardware", str(hw), "--model",
+               "kimi-k2", "--ep", "8", "--params", PARAMS, "--allow-params-mismatch"])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ", want)
+    assert not (tmp_path / "t.json").exists()
