@@ -207,3 +207,30 @@ def test_hardware_file_degrade_is_not_ignored(argv, want, tmp_path, capsys):
                "kimi-k2", "--ep", "8", "--params", PARAMS, "--allow-params-mismatch"])
     _one_line(rc, capsys.readouterr().err, "mok: error: ", want)
     assert not (tmp_path / "t.json").exists()
+
+
+@pytest.mark.parametrize("argv, want", [
+    (["--label", ""], "--label '' names the files written under --out"),
+    (["--label", "a/b"], "--label 'a/b' names the files written under --out"),
+    (["--out", ""], "--out '' is empty; name a folder"),
+    (["--out", "{d}/a-file/sub"], "lies under the file"),
+])
+def test_aot_checks_label_and_out_before_triton(argv, want, tmp_path, capsys):
+    """`python -m mok_kernels.aot`: --out was checked only after the Triton check (a machine
+    without Triton never saw a bad --out), and --label '' silently became the default label
+    ('a/b' wrote outside --out)."""
+    from mok_kernels.aot import main as aot
+
+    (tmp_path / "a-file").write_text("x")
+    rc = aot([a.replace("{d}", str(tmp_path)) for a in argv])
+    _one_line(rc, capsys.readouterr().err, "python -m mok_kernels.aot: error: ", want)
+
+
+def test_space_sweep_empty_skip_done_is_refused(tmp_path, capsys):
+    """`python -m mok_kernels.space_sweep --skip-done ''` read as "skip nothing" (a silent
+    default); now one line naming the flag, before the CUDA check."""
+    from mok_kernels.space_sweep import main as space_sweep
+
+    rc = space_sweep(["--out", str(tmp_path / "s.jsonl"), "--skip-done", ""])
+    _one_line(rc, capsys.readouterr().err, "python -m mok_kernels.space_sweep: error: ",
+              "--skip-done '' is empty")
