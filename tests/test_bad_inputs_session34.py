@@ -234,3 +234,28 @@ def test_space_sweep_empty_skip_done_is_refused(tmp_path, capsys):
     rc = space_sweep(["--out", str(tmp_path / "s.jsonl"), "--skip-done", ""])
     _one_line(rc, capsys.readouterr().err, "python -m mok_kernels.space_sweep: error: ",
               "--skip-done '' is empty")
+
+
+@pytest.mark.parametrize("where, want", [
+    ("file", "its fit record goes to"),
+    ("read-only", "--out's fit record"),
+])
+def test_calibrate_checks_the_fit_record_folder_first(where, want, tmp_path, capsys, monkeypatch):
+    """`mok calibrate --out DIR/p.json` writes its fit record to DIR/fit/p.json: where DIR/fit
+    was a file the fit ran, then ended in `internal error: FileExistsError` (its result lost);
+    a read-only DIR/fit was written over. Both are refused before the fit."""
+    import os
+
+    monkeypatch.chdir(REPO)
+    fit = tmp_path / "fit"
+    if where == "file":
+        fit.write_text("x")
+    else:
+        fit.mkdir()
+        os.chmod(fit, 0o555)
+    try:
+        rc = main(["calibrate", PUBLISHED, "--band", "none", "--out", str(tmp_path / "p.json")])
+    finally:
+        os.chmod(fit, 0o755)
+    _one_line(rc, capsys.readouterr().err, "mok: error: ", want)
+    assert not (tmp_path / "p.json").exists()
