@@ -259,3 +259,14 @@ def test_calibrate_checks_the_fit_record_folder_first(where, want, tmp_path, cap
         os.chmod(fit, 0o755)
     _one_line(rc, capsys.readouterr().err, "mok: error: ", want)
     assert not (tmp_path / "p.json").exists()
+
+
+@pytest.mark.parametrize("blocker", ["ep-table.csv", "summary.md"])
+def test_study_output_files_are_checked_before_the_grid(blocker, tmp_path, capsys):
+    """`mok study NAME --out DIR` checked DIR/NAME but not the files it writes there: a folder
+    (or a read-only file) named NAME.csv or summary.md ended the finished study in `internal
+    error: IsADirectoryError`, exit 1."""
+    (tmp_path / "ep-table" / blocker).mkdir(parents=True)
+    rc = main(["study", "ep-table", "--quick", "--out", str(tmp_path)])
+    _one_line(rc, capsys.readouterr().err, "mok study: error: ",
+              f"the study's file '{tmp_path / 'ep-table' / blocker}' is a folder")
