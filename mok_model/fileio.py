@@ -8,6 +8,7 @@ the same folder, renamed over the target when complete: a reader never sees half
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
@@ -25,6 +26,7 @@ def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = N
     the wrong extension, or one of the command's `inputs` ((flag, path) pairs; a None path is
     not given): writing it would destroy what the command reads."""
     _not_empty(path, flag, "file")
+    _nameable(path, flag)
     p = Path(path)
     if p.is_dir() or str(path).endswith(("/", os.sep)):
         raise MokInputError(f"{flag} {str(path)!r} is a folder; name a file inside it")
@@ -67,6 +69,16 @@ def _same_file(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
+def _nameable(path, flag: str) -> None:
+    """Refuse a path the file system cannot name (longer than its limits: ENAMETOOLONG, which
+    every later look at it would raise as an OSError)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if (bad := path_input_error(exc)) is not None:
+            raise MokInputError(f"{flag} {bad}") from None
+
+
 def _not_empty(path, flag: str, what: str) -> None:
     """Refuse an empty path (it would silently mean "no output" or the current folder)."""
     if not str(path).strip():
@@ -89,6 +101,7 @@ def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
     """Create an output folder, or refuse one that is a file, lies under a file, or cannot be
     created or written."""
     _not_empty(path, flag, "folder")
+    _nameable(path, flag)
     p = Path(path)
     for q in [p, *p.parents]:
         if q.exists():
@@ -164,11 +177,24 @@ def drop_warnings() -> None:
     _pending = None
 
 
+def path_input_error(exc: OSError) -> MokInputError | None:
+    """The MokInputError an OSError stands for where it is the input's fault, not the
+    system's: a path the user gave that is too long for the file system (ENAMETOOLONG, raised by
+    the first stat of it, wherever that is); None for any other OSError."""
+    if exc.errno != errno.ENAMETOOLONG:
+        return None
+    name = str(exc.filename if exc.filename is not None else "")
+    shown = name if len(name) <= 60 else f"{name[:40]}...{name[-12:]}"
+    return MokInputError(f"{shown!r} ({len(name)} characters): a file name too long for this "
+                         f"file system ({exc.strerror}); name a shorter path")
+
+
 @contextlib.contextmanager
 def deferred_warnings() -> Iterator[None]:
     """Hold a command's warnings until it ends (or flush_warnings: a long job starts); on bad
     input (MokInputError, or drop_warnings from a command that prints its own error) drop
-    them: the error is the one line on stderr."""
+    them: the error is the one line on stderr. A path too long for the file system is bad
+    input too (path_input_error): it leaves as a MokInputError."""
     global _pending
     _pending = []
     try:
@@ -176,6 +202,11 @@ def deferred_warnings() -> Iterator[None]:
     except MokInputError:
         drop_warnings()
         raise
+    except OSError as exc:
+        if (bad := path_input_error(exc)) is None:
+            raise
+        drop_warnings()
+        raise bad from None
     finally:
         flush_warnings()
 
@@ -211,6 +242,7 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
     with its file and line."""
     if not str(path).strip():
         raise MokInputError(f"{str(path)!r}: an empty path; name a {kind} file")
+    _nameable(path, f"{kind} file")
     path = Path(path)
     if not path.is_file():
         raise MokInputError(f"{path}: no such {kind} file"

@@ -270,3 +270,45 @@ def test_study_output_files_are_checked_before_the_grid(blocker, tmp_path, capsy
     rc = main(["study", "ep-table", "--quick", "--out", str(tmp_path)])
     _one_line(rc, capsys.readouterr().err, "mok study: error: ",
               f"the study's file '{tmp_path / 'ep-table' / blocker}' is a folder")
+
+
+LONG = "a" * 300      # one path component longer than any file system's 255
+
+
+@pytest.mark.parametrize("argv", [
+    ["simulate", *W, "--trace", "{d}/LONG.json"],
+    ["predict", *W, "--params", "{d}/LONG.json"],
+    ["predict", "--hardware", "{d}/LONG.toml", "--model", "kimi-k2", "--ep", "16", "--tokens", "64"],
+    ["predict", *W, "--routing", "{d}/LONG.npy"],
+    ["validate", "{d}/LONG.jsonl", "--params", PARAMS],
+    ["calibrate", PUBLISHED, "--out", "{d}/LONG/p.json"],
+    ["study", "ep-table", "--quick", "--out", "{d}/LONG"],
+    ["bench", "--out", "{d}/LONG.jsonl"],
+])
+def test_path_too_long_for_the_file_system(argv, tmp_path, capsys, monkeypatch):
+    """A path with a component over 255 characters (ENAMETOOLONG at its first stat) was
+    `internal error: OSError: [Errno 36] File name too long`, exit 1, in every command."""
+    monkeypatch.chdir(REPO)
+    rc = main([a.replace("{d}", str(tmp_path)).replace("LONG", LONG) for a in argv])
+    err = capsys.readouterr().err
+    _one_line(rc, err, ("mok: error: ", "mok study: error: ", "mok bench: error: "),
+              "a file name too long for this file system")
+
+
+@pytest.mark.parametrize("tool, argv", [
+    ("calibration.gemm_table", [PUBLISHED, "--out", "{d}/LONG.json"]),
+    ("calibration.gemm_table", ["{d}/LONG.jsonl", "--out", "{d}/g.json"]),
+    ("calibration.report_unseen", ["{d}/LONG.jsonl"]),
+    ("mok_kernels.bench", ["--out", "{d}/LONG.jsonl"]),
+])
+def test_path_too_long_in_the_python_m_tools(tool, argv, tmp_path, capsys, monkeypatch):
+    """The same in the tools that print their own error line (a traceback before)."""
+    import importlib
+
+    monkeypatch.chdir(REPO)
+    mod = importlib.import_module(tool)
+    entry = mod.cli if tool == "mok_kernels.bench" else mod.main
+    rc = entry([a.replace("{d}", str(tmp_path)).replace("LONG", LONG) for a in argv])
+    err = capsys.readouterr().err
+    prefix = "mok bench: error: " if tool == "mok_kernels.bench" else f"python -m {tool}: error: "
+    _one_line(rc, err, prefix, "a file name too long for this file system")
