@@ -180,13 +180,17 @@ def drop_warnings() -> None:
 def path_input_error(exc: OSError) -> MokInputError | None:
     """The MokInputError an OSError stands for where it is the input's fault, not the
     system's: a path the user gave that is too long for the file system (ENAMETOOLONG, raised by
-    the first stat of it, wherever that is); None for any other OSError."""
-    if exc.errno != errno.ENAMETOOLONG:
-        return None
+    the first stat of it, wherever that is), or a file the user may not read (EACCES, EPERM:
+    outputs are probed for writing before the work, so this is an input); None for any other."""
     name = str(exc.filename if exc.filename is not None else "")
     shown = name if len(name) <= 60 else f"{name[:40]}...{name[-12:]}"
-    return MokInputError(f"{shown!r} ({len(name)} characters): a file name too long for this "
-                         f"file system ({exc.strerror}); name a shorter path")
+    if exc.errno == errno.ENAMETOOLONG:
+        return MokInputError(f"{shown!r} ({len(name)} characters): a file name too long for this "
+                             f"file system ({exc.strerror}); name a shorter path")
+    if exc.errno in (errno.EACCES, errno.EPERM) and name:
+        return MokInputError(f"{shown!r}: {exc.strerror.lower() if exc.strerror else 'not allowed'}"
+                             f" (this user may not open it); change its permissions or name another file")
+    return None
 
 
 @contextlib.contextmanager
@@ -249,6 +253,10 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
                             + (" (it is a folder)" if path.is_dir() else ""))
     try:
         text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        if (bad := path_input_error(exc)) is None:
+            raise
+        raise bad from None
     except UnicodeDecodeError as exc:
         raise MokInputError(f"{path}: not UTF-8 text (byte {exc.start}); {what} are JSON "
                             f"lines") from None

@@ -312,3 +312,32 @@ def test_path_too_long_in_the_python_m_tools(tool, argv, tmp_path, capsys, monke
     err = capsys.readouterr().err
     prefix = "mok bench: error: " if tool == "mok_kernels.bench" else f"python -m {tool}: error: "
     _one_line(rc, err, prefix, "a file name too long for this file system")
+
+
+@pytest.mark.parametrize("argv", [
+    ["predict", *W, "--params", "{d}/unread.json"],
+    ["validate", "{d}/unread.jsonl", "--params", PARAMS],
+    ["predict", "--hardware", "gb300-nvl72", "--model", "{d}/unread.toml", "--ep", "4",
+     "--tokens", "64"],
+])
+def test_unreadable_input_file(argv, tmp_path, capsys, monkeypatch):
+    """An input file this user may not read (chmod 000, as a user who is not root) was
+    `internal error: PermissionError`, exit 1. Root reads any file, so the read is refused here
+    as the OS would refuse it."""
+    import pathlib
+
+    monkeypatch.chdir(REPO)
+    (tmp_path / "unread.json").write_text((REPO / PARAMS).read_text())
+    (tmp_path / "unread.jsonl").write_text((REPO / PUBLISHED).read_text())
+    (tmp_path / "unread.toml").write_text("hidden = 64\nexpert_width = 64\nrouted_experts = 8\n"
+                                          "top_k = 2\n")
+    real = pathlib.Path.read_text
+
+    def read_text(self, *args, **kwargs):
+        if self.name.startswith("unread."):
+            raise PermissionError(13, "Permission denied", str(self))
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(pathlib.Path, "read_text", read_text)
+    rc = main([a.replace("{d}", str(tmp_path)) for a in argv])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ", "permission denied (this user may not open it)")
