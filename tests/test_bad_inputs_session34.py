@@ -341,3 +341,12 @@ def test_unreadable_input_file(argv, tmp_path, capsys, monkeypatch):
     monkeypatch.setattr(pathlib.Path, "read_text", read_text)
     rc = main([a.replace("{d}", str(tmp_path)) for a in argv])
     _one_line(rc, capsys.readouterr().err, "mok: error: ", "permission denied (this user may not open it)")
+
+
+def test_route_cache_dir_too_long(tmp_path, capsys, monkeypatch):
+    """MOK_ROUTE_CACHE_DIR naming a path too long for the file system: `internal error:
+    OSError` from the environment check itself (every command and tool runs it first)."""
+    monkeypatch.setenv("MOK_ROUTE_CACHE_DIR", str(tmp_path / LONG))
+    rc = main(["predict", *W])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ",
+              "environment variable MOK_ROUTE_CACHE_DIR: ")
