@@ -28,7 +28,7 @@ from datetime import datetime, timezone
 from mok_kernels.routing import parse_routing, routing_record
 from mok_model.cli import capacity_arg, doc_parser, int_at_least, number_list, run_tool
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_file
+from mok_model.fileio import check_output_file, loads_json
 from mok_model.params import PARAMS_DIR
 from mok_model.presets import load_model
 from mok_model.predict import predict
@@ -77,7 +77,7 @@ def read_plan(path: str, hardware: str) -> list[dict]:
             if not line.strip():
                 continue
             try:
-                rec = json.loads(line)
+                rec = loads_json(line)
                 if not isinstance(rec, dict):
                     raise MokInputError("a planned record must be a JSON object")
                 missing = [k for k in ("model", "ep", "tokens", "routing", "config") if k not in rec]

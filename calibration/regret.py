@@ -25,7 +25,7 @@ import numpy as np
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params, read_params
-from mok_model.records import read_records
+from mok_model.records import predictable, read_records
 from mok_model.scenario import ENGINES, Config, default_config
 from mok_model.tuner import tune
 
@@ -47,11 +47,14 @@ def _distance(a: Config, b: Config) -> float:
 
 
 def sweeps(records: list[dict], min_configs: int) -> dict[tuple, list[dict]]:
-    """Measured MoK records with full configs, grouped by workload; only groups with at least
-    `min_configs` distinct configs count as a sweep."""
+    """Measured MoK records with full configs that the model predicts (records.predictable: not
+    a routing it cannot draw, e.g. hot records from before the model's draw, whose every
+    prediction would be nan), grouped by workload; only groups with at least `min_configs`
+    distinct configs count as a sweep."""
     groups: dict[tuple, list[dict]] = {}
     for r in records:
-        if r["system"] == "mok" and r["source"] == "measured" and isinstance(record_config(r), Config):
+        if r["system"] == "mok" and r["source"] == "measured" and predictable(r) \
+                and isinstance(record_config(r), Config):
             groups.setdefault(workload_key(r), []).append(r)
     return {k: v for k, v in groups.items()
             if len({record_config(r) for r in v}) >= min_configs}

@@ -48,6 +48,7 @@ import numpy as np
 
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
+from mok_model.fileio import loads_json
 from mok_model.gemm_table import DEFAULT_TILE
 from mok_model.records import read_records, routing_reproduced, workload_key
 
@@ -302,7 +303,7 @@ def main(argv: list[str] | None = None) -> int:
 def _saved(path: str) -> dict:
     """A saved --json output, checked for the fields the report prints."""
     try:
-        doc = json.loads(Path(path).read_text(encoding="utf-8"))
+        doc = loads_json(Path(path).read_text(encoding="utf-8"))
     except FileNotFoundError:
         raise MokInputError(f"--from-json {path!r}: no such file") from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:

@@ -217,8 +217,11 @@ def compile_one(a) -> int:
     except (TypeError, ValueError) as exc:
         raise MokInputError(f"the kernel's config refuses --precision {a.precision} --fp8-kernel "
                             f"{a.fp8_kernel} --cfg {a.cfg!r}: {exc}") from None
+    if a.label is not None and (not a.label.strip() or "/" in a.label or a.label in (".", "..")):
+        raise MokInputError(f"--label {a.label!r} names the files written under --out: a non-empty "
+                            f"file name without '/' (or leave it out: MODEL-PRECISION-FP8_KERNEL)")
+    check_output_dir(a.out, "--out")     # the flags first, then whether this machine can compile
     require_triton()
-    check_output_dir(a.out, "--out")
     args, kwargs = launch_args(a.model, a.ep, a.tokens, kw)
     kernel, sig, const, attrs = compile_launch(args, kwargs)
     label = a.label or f"{a.model}-{a.precision}-{a.fp8_kernel}"

@@ -24,7 +24,7 @@ import torch
 
 from mok_model.cli import MokParser, distinct, number_list
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_file
+from mok_model.fileio import check_output_file, path_input_error
 from mok_model.records import KERNEL_SYSTEMS, append_records, record_model
 from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG, MAX_SEED
 
@@ -997,6 +997,11 @@ def cli(argv: list[str]) -> int:
         _check_args(a)  # bad flags are named on any machine, before the GPU check
     except ValueError as exc:
         print(f"mok bench: error: {exc}", file=sys.stderr)
+        return 2
+    except OSError as exc:      # a path too long for the file system (else not the input's)
+        if (bad := path_input_error(exc)) is None:
+            raise
+        print(f"mok bench: error: {bad}", file=sys.stderr)
         return 2
     if not torch.cuda.is_available():
         print("mok bench: error: needs a CUDA GPU, and torch.cuda.is_available() is False here",

@@ -37,6 +37,7 @@ from pathlib import Path
 from typing import Any
 
 from mok_model.errors import MokInputError
+from mok_model.fileio import loads_json
 from mok_model.params import Params, load_params
 from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
 from mok_model.scenario import MAX_LIST_LAG, Config, Scenario
@@ -350,7 +351,7 @@ def load_table(path: str | os.PathLike) -> dict:
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key not in _TABLES:
         try:
-            doc = json.loads(path.read_text())
+            doc = loads_json(path.read_text())
         except json.JSONDecodeError as exc:
             raise KnobTableError(f"knob table {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
         _validate_table(doc, str(path))

@@ -125,8 +125,12 @@ def _key(model: str | dict, ep: int, tokens: int, routing: dict) -> tuple:
 
 def _done(path: str | None, system: str) -> set[tuple]:
     """Workloads with a record of ``system`` in ``path`` (started by an earlier run)."""
-    if not path:
+    if path is None:
         return set()
+    if not path.strip():      # never "skip nothing": an empty path is a mistake
+        from mok_model.errors import MokInputError
+        raise MokInputError(f"--skip-done {path!r} is empty; name a run-records file (or leave "
+                            f"--skip-done out)")
     from mok_model.records import read_records
     return {_key(r["model"], r["ep"], r["tokens"], r["routing"])
             for r in read_records([path]) if r["system"] == system}

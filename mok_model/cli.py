@@ -258,6 +258,22 @@ def _scenario(a) -> Scenario:
     return scn
 
 
+def _healthy_links(a, hw, engine: str) -> None:
+    """Refuse a hardware file's `degrade` where it would be ignored: the analytic engine (predict,
+    tune) models every link healthy, and `simulate --degrade` would replace the file's."""
+    spec = (hw.degrade or "").strip()
+    if not spec:
+        return
+    if engine == "analytic":
+        raise MokInputError(f"--hardware {a.hardware}: degrade {hw.degrade!r} is a simulator "
+                            f"what-if, and the analytic engine models every link healthy: run "
+                            f"`mok simulate` (or `mok tune --engine sim`), or drop degrade from "
+                            f"the file")
+    if getattr(a, "degrade", None):
+        raise MokInputError(f"--degrade {a.degrade} and the degrade {hw.degrade!r} of --hardware "
+                            f"{a.hardware}: give the degraded links once (one or the other)")
+
+
 def _warn_shadowing(arg: str, obj, names: list[str], load, kind: str, advice: str) -> None:
     """Warn when a TOML file carries a preset's name but not that preset's numbers."""
     if not arg.endswith(".toml") or obj.name not in names:
@@ -302,9 +318,16 @@ def _knobs(a, scn: Scenario | None = None) -> dict:
 
 
 def _inputs(a) -> list[tuple[str, str | None]]:
-    """The files a predict / simulate / tune command reads (an output must not be one)."""
+    """The files a predict / simulate / tune command reads (an output must not be one): its
+    flags' files, and the shipped parameters and presets it reads without a flag (the
+    hardware's default --params, its GEMM table and held-out errors, the preset TOML files)."""
+    from .params import PARAMS_DIR
+    from .presets import _DIR as PRESETS_DIR
+
+    shipped = [("shipped model data", str(f)) for d in (PARAMS_DIR, PRESETS_DIR)
+               for f in sorted(d.rglob("*")) if f.is_file()]
     return [("--params", a.params), ("--routing", a.routing), ("--hardware", a.hardware),
-            ("--model", a.model)]
+            ("--model", a.model), *shipped]
 
 
 def _params_arg(a):
@@ -386,6 +409,7 @@ def cmd_predict(a, engine: str) -> int:
         if a.degrade is not None and not a.degrade.strip():
             raise MokInputError(f"--degrade {a.degrade!r} is empty; {DEGRADE_HELP}")
     scn = _scenario(a)
+    _healthy_links(a, scn.hardware, engine)
     if a.system != "mok" and (a.fp8_kernel != "triton" or a.list_lag is not None
                               or a.bwd_tiles is not None):
         flag = (f"--fp8-kernel {a.fp8_kernel}" if a.fp8_kernel != "triton"
@@ -443,6 +467,7 @@ def cmd_tune_table(a) -> int:
     except ValueError:
         raise MokInputError(f"--tokens-buckets {a.tokens_buckets!r}: a comma list of token "
                             f"counts, e.g. 64,128,256") from None
+    _healthy_links(a, load_hardware(a.hardware), "analytic")
     knobs = _knobs(a)
     words = ["mok", "tune", "--table", a.table, "--hardware", a.hardware, "--model", a.model,
              "--ep", str(a.ep), "--tokens-buckets", ",".join(str(b) for b in sorted(set(buckets)))]
@@ -483,6 +508,7 @@ def cmd_tune(a) -> int:
     if a.tokens_buckets is not None:
         raise MokInputError("--tokens-buckets needs --table FILE.json")
     scn = _scenario(a)
+    _healthy_links(a, scn.hardware, a.engine)
     knobs = _knobs(a, scn)
     params = _params_arg(a)(scn)
     r = tune(scn, params, fixed=knobs, top=5 if a.top is None else a.top, engine=a.engine,

@@ -8,6 +8,7 @@ the same folder, renamed over the target when complete: a reader never sees half
 from __future__ import annotations
 
 import contextlib
+import errno
 import json
 import math
 import os
@@ -25,6 +26,7 @@ def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = N
     the wrong extension, or one of the command's `inputs` ((flag, path) pairs; a None path is
     not given): writing it would destroy what the command reads."""
     _not_empty(path, flag, "file")
+    _nameable(path, flag)
     p = Path(path)
     if p.is_dir() or str(path).endswith(("/", os.sep)):
         raise MokInputError(f"{flag} {str(path)!r} is a folder; name a file inside it")
@@ -67,6 +69,16 @@ def _same_file(a: Path, b: Path) -> bool:
     return a.resolve() == b.resolve()
 
 
+def _nameable(path, flag: str) -> None:
+    """Refuse a path the file system cannot name (longer than its limits: ENAMETOOLONG, which
+    every later look at it would raise as an OSError)."""
+    try:
+        os.stat(path)
+    except OSError as exc:
+        if (bad := path_input_error(exc)) is not None:
+            raise MokInputError(f"{flag} {bad}") from None
+
+
 def _not_empty(path, flag: str, what: str) -> None:
     """Refuse an empty path (it would silently mean "no output" or the current folder)."""
     if not str(path).strip():
@@ -89,6 +101,7 @@ def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
     """Create an output folder, or refuse one that is a file, lies under a file, or cannot be
     created or written."""
     _not_empty(path, flag, "folder")
+    _nameable(path, flag)
     p = Path(path)
     for q in [p, *p.parents]:
         if q.exists():
@@ -164,11 +177,28 @@ def drop_warnings() -> None:
     _pending = None
 
 
+def path_input_error(exc: OSError) -> MokInputError | None:
+    """The MokInputError an OSError stands for where it is the input's fault, not the
+    system's: a path the user gave that is too long for the file system (ENAMETOOLONG, raised by
+    the first stat of it, wherever that is), or a file the user may not read (EACCES, EPERM:
+    outputs are probed for writing before the work, so this is an input); None for any other."""
+    name = str(exc.filename if exc.filename is not None else "")
+    shown = name if len(name) <= 60 else f"{name[:40]}...{name[-12:]}"
+    if exc.errno == errno.ENAMETOOLONG:
+        return MokInputError(f"{shown!r} ({len(name)} characters): a file name too long for this "
+                             f"file system ({exc.strerror}); name a shorter path")
+    if exc.errno in (errno.EACCES, errno.EPERM) and name:
+        return MokInputError(f"{shown!r}: {exc.strerror.lower() if exc.strerror else 'not allowed'}"
+                             f" (this user may not open it); change its permissions or name another file")
+    return None
+
+
 @contextlib.contextmanager
 def deferred_warnings() -> Iterator[None]:
     """Hold a command's warnings until it ends (or flush_warnings: a long job starts); on bad
     input (MokInputError, or drop_warnings from a command that prints its own error) drop
-    them: the error is the one line on stderr."""
+    them: the error is the one line on stderr. A path too long for the file system is bad
+    input too (path_input_error): it leaves as a MokInputError."""
     global _pending
     _pending = []
     try:
@@ -176,8 +206,36 @@ def deferred_warnings() -> Iterator[None]:
     except MokInputError:
         drop_warnings()
         raise
+    except OSError as exc:
+        if (bad := path_input_error(exc)) is None:
+            raise
+        drop_warnings()
+        raise bad from None
     finally:
         flush_warnings()
+
+
+def loads_json(text: str, **hooks) -> Any:
+    """json.loads, where a document nested too deeply to read (RecursionError) or holding an
+    integer too long to read (Python's 4,300-digit limit) is malformed JSON (JSONDecodeError,
+    which every reader turns into one line naming its file), never an internal error."""
+    try:
+        return json.loads(text, **hooks)
+    except RecursionError:
+        raise json.JSONDecodeError("nested too deeply to read", text, 0) from None
+    except json.JSONDecodeError:
+        raise
+    except MokInputError:          # a hook's own refusal (a ValueError too)
+        raise
+    except ValueError:             # int(): "Exceeds the limit (4300 digits) ..."
+        raise json.JSONDecodeError("an integer too long to read: more than 4,300 digits", text,
+                                   0) from None
+
+
+# the largest integer a JSON-lines record may hold: the largest float (an integer beyond it
+# fails wherever it meets a float: "int too large to convert"); each field's own check refuses
+# smaller ones out of its range, naming the field
+JSON_INT_MAX = int(sys.float_info.max)
 
 
 def read_json_lines(path: str | os.PathLike, kind: str, what: str,
@@ -188,12 +246,17 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
     with its file and line."""
     if not str(path).strip():
         raise MokInputError(f"{str(path)!r}: an empty path; name a {kind} file")
+    _nameable(path, f"{kind} file")
     path = Path(path)
     if not path.is_file():
         raise MokInputError(f"{path}: no such {kind} file"
                             + (" (it is a folder)" if path.is_dir() else ""))
     try:
         text = path.read_text(encoding="utf-8")
+    except OSError as exc:
+        if (bad := path_input_error(exc)) is None:
+            raise
+        raise bad from None
     except UnicodeDecodeError as exc:
         raise MokInputError(f"{path}: not UTF-8 text (byte {exc.start}); {what} are JSON "
                             f"lines") from None
@@ -204,7 +267,8 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
             continue
         where = f"{path}:{lineno}"
         try:
-            obj = json.loads(line, parse_constant=_not_a_json_number, parse_float=_finite)
+            obj = loads_json(line, parse_constant=_not_a_json_number, parse_float=_finite,
+                             parse_int=_int_in_float_range)
             check(obj)
         except json.JSONDecodeError as exc:
             raise MokInputError(f"{where}: not JSON ({exc.msg})") from None
@@ -224,4 +288,14 @@ def _finite(text: str) -> float:
     value = float(text)
     if not math.isfinite(value):
         _not_a_json_number(text)
+    return value
+
+
+def _int_in_float_range(text: str) -> int:
+    """json.loads' int hook: an integer larger than any float (up to Python's 4,300-digit limit
+    that int() refuses) is no number a record holds."""
+    digits = len(text.lstrip("-"))
+    if digits > 309 or abs(value := int(text)) > JSON_INT_MAX:
+        raise MokInputError(f"the integer {text[:12]}... ({digits} digits) is larger than any "
+                            f"number a record holds (at most {sys.float_info.max:.3g})")
     return value

@@ -91,7 +91,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MokInputError
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, loads_json
 
 SCHEMA = "mok-gemm-table/2"
 # schema 1: the points in the table file, the curves made of them when it is read
@@ -350,7 +350,7 @@ def _read_json(path: Path, where: str) -> dict:
     if not path.is_file():
         raise MokInputError(f"{where}: no such file")
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = loads_json(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise MokInputError(f"{where}: not JSON ({exc})") from None
     if not isinstance(doc, dict):

@@ -16,12 +16,12 @@ checks the shipped file against the shipped parameters).
 from __future__ import annotations
 
 import hashlib
-import json
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 from .errors import MokInputError
+from .fileio import loads_json
 from .params import PARAMS_DIR, Params
 
 SCHEMA = "mok-heldout-errors/1"
@@ -98,7 +98,7 @@ def read_heldout(path: str | Path) -> dict:
     """A held-out errors file, checked for the fields a range needs."""
     p = Path(path)
     try:
-        doc = json.loads(p.read_text())
+        doc = loads_json(p.read_text())
     except (OSError, ValueError) as exc:
         raise MokInputError(f"held-out errors file {p}: {exc}") from None
     if not isinstance(doc, dict) or doc.get("schema") != SCHEMA:

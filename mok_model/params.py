@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from .errors import MokInputError
-from .fileio import atomic_write_text
+from .fileio import atomic_write_text, loads_json
 
 PARAMS_DIR = Path(__file__).parent / "params"
 SCHEMA = "mok-params/1"
@@ -284,7 +284,7 @@ def read_params(path: str | Path) -> Params:
         raise MokInputError(f"--params {str(path)!r}: no such file"
                             + (" (it is a folder)" if path.is_dir() else ""))
     try:
-        doc = json.loads(path.read_text(encoding="utf-8"))
+        doc = loads_json(path.read_text(encoding="utf-8"))
     except json.JSONDecodeError as exc:
         raise MokInputError(
             f"--params {str(path)!r}: not JSON ({exc.msg}, line {exc.lineno})") from None
@@ -365,14 +365,21 @@ def read_fit_record(path: str | Path) -> dict:
     """The fit record a parameters file names (its `extra` fields as write_params got them:
     residuals, metrics, stages), or {} where it names none."""
     path = Path(path)
-    ref = json.loads(path.read_text(encoding="utf-8")).get("fit_record")
+    doc = loads_json(path.read_text(encoding="utf-8"))    # a parameters file its reader passed
+    ref = doc.get("fit_record") if isinstance(doc, dict) else None
     if ref is None:
         return {}
+    if not isinstance(ref, str) or not ref.strip():
+        raise MokInputError(f"{path}: fit_record={ref!r} must name a file beside it")
     if not (path.parent / ref).is_file():
         raise MokInputError(f"{path}: its fit record {ref!r} is missing (written beside it by "
                             f"calibration; copy it with the parameters file)")
-    record = json.loads((path.parent / ref).read_text(encoding="utf-8"))
-    if record.get("schema") != FIT_SCHEMA:
+    try:
+        record = loads_json((path.parent / ref).read_text(encoding="utf-8"))
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise MokInputError(f"{path.parent / ref}: the fit record of {path} is not JSON "
+                            f"({getattr(exc, 'msg', exc)})") from None
+    if not isinstance(record, dict) or record.get("schema") != FIT_SCHEMA:
         raise MokInputError(f"{path.parent / ref}: schema must be {FIT_SCHEMA!r}")
     return {k: v for k, v in record.items() if k not in ("schema", "hardware")}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import dataclasses
 import math
 import re
+import sys
 import tomllib
 from dataclasses import dataclass, field
 from functools import cache
@@ -198,6 +199,10 @@ def _build(cls, name: str, table: dict, validate):
         want, value = f.type, getattr(obj, f.name)
         if want in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
             raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={value!r} must be a number")
+        if want in ("int", "float") and isinstance(value, int) and abs(value) > sys.float_info.max:
+            raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={str(value)[:12]}... "
+                                f"({len(str(abs(value)))} digits) is larger than any number it "
+                                f"may be (at most {sys.float_info.max:.3g})")
         if want == "int" and not isinstance(value, int):
             raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={value!r} must be an integer")
         kinds = {"str": (str, "a string"), "bool": (bool, "true or false"), "dict": (dict, "a table")}
@@ -264,6 +269,11 @@ def _load(arg: str, file: str, cls, validate, aliases: dict):
             table = tomllib.loads(path.read_text())
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:
             raise MokInputError(f"{arg}: not valid TOML ({exc})") from None
+        except RecursionError:
+            raise MokInputError(f"{arg}: not valid TOML (nested too deeply to read)") from None
+        except ValueError:          # int(): "Exceeds the limit (4300 digits) ..."
+            raise MokInputError(f"{arg}: not valid TOML (an integer too long to read: more than "
+                                f"4,300 digits)") from None
         name = table.pop("name", path.stem)
         if not isinstance(name, str) or not name:
             raise MokInputError(f"{arg}: name={name!r} must be a non-empty string")

@@ -63,7 +63,7 @@ def check_env() -> None:
     would silently be on, in the default folder, or never written (cache_dir itself stays
     lenient: a library call never fails for its cache)."""
     from .errors import MokInputError
-    from .fileio import _writable
+    from .fileio import _nameable, _writable
 
     switch = os.environ.get("MOK_ROUTE_CACHE")
     if switch is not None and switch.strip().lower() not in _OFF + _ON:
@@ -75,6 +75,7 @@ def check_env() -> None:
     if not where.strip():
         raise MokInputError("environment variable MOK_ROUTE_CACHE_DIR='' is empty: name the route "
                             "cache's folder, or unset it for ~/.cache/mok/routes")
+    _nameable(where, "environment variable MOK_ROUTE_CACHE_DIR:")
     path = Path(where)
     existing = next((q for q in (path, *path.parents) if q.exists()), None)
     if existing is not None and not existing.is_dir():

@@ -154,7 +154,7 @@ class Scenario:
                 raise MokInputError(f"zipf order {self.zipf_order!r} needs zipf routing, not "
                                     f"{self.routing!r}")
             popularity_order(m.routed_experts, self.seed, self.zipf_order)  # raises if unknown
-        check_routing_memory(self.ep, self.tokens, m.top_k, self.routing)
+        check_routing_memory(self.ep, self.tokens, m.top_k, self.routing, m.routed_experts)
 
     @property
     def local_experts(self) -> int:

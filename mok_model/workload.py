@@ -57,6 +57,11 @@ def parse_routing(spec: str, top_k: int) -> tuple[str, float | str | None]:
 # Peak bytes per route (token x top-k slot) that drawing a routing and counting its traffic
 # allocate: measured with tracemalloc at 16 x 65,536 tokens, top-8 (uniform 37, zipf:1.2 47).
 ROUTE_BYTES = 48
+# Peak bytes per (GPU, expert) pair of the EP group that counting a routing's traffic (rows per
+# source, destination and expert) and the model's arrays over it take: maximum resident memory of
+# `mok predict` on rubin-ultra-nvl576, 2^18 routed experts, 1 token, EP 16 / 64 / 256: 0.23 /
+# 0.73 / 2.72 GB, about 40 bytes a pair (2^20 experts at EP 1024 took over 24 GB and was killed).
+PAIR_BYTES = 40
 
 
 def physical_memory_bytes() -> int:
@@ -67,17 +72,26 @@ def physical_memory_bytes() -> int:
         return 0
 
 
-def routing_bytes(ep: int, tokens: int, top_k: int) -> float:
-    """Estimated peak memory of drawing a seeded routing and counting its traffic."""
-    return float(ep) * tokens * top_k * ROUTE_BYTES
+def routing_bytes(ep: int, tokens: int, top_k: int, experts: int = 0) -> float:
+    """Estimated peak memory of drawing a seeded routing and counting its traffic (per
+    route, and per (GPU, expert) pair where `experts` is given)."""
+    return float(ep) * tokens * top_k * ROUTE_BYTES + float(ep) * experts * PAIR_BYTES
 
 
-def check_routing_memory(ep: int, tokens: int, top_k: int, spec: str) -> float:
-    """Refuse a generated routing that would not fit in half this machine's memory; return its
-    estimated bytes (a routing file is as large as the file itself)."""
-    need = routing_bytes(ep, tokens, top_k)
+def check_routing_memory(ep: int, tokens: int, top_k: int, spec: str, experts: int = 0) -> float:
+    """Refuse a routing whose draw and counts would not fit in half this machine's memory;
+    return their estimated bytes (a routing file's draw is the file itself: only its counts per
+    (GPU, expert) pair are added)."""
+    routes = 0.0 if parse_routing(spec, top_k)[0] == "file" else routing_bytes(ep, tokens, top_k)
+    pairs = float(ep) * experts * PAIR_BYTES
+    need = routes + pairs
     have = physical_memory_bytes()
-    if have and need > have / 2 and parse_routing(spec, top_k)[0] != "file":
+    if have and need > have / 2:
+        if pairs > routes:
+            raise MokInputError(
+                f"--ep {ep} with {experts} routed experts: counting rows per (GPU, expert) pair "
+                f"({ep * experts} pairs) needs about {need / 1e9:.3g} GB, more than half of this "
+                f"machine's {have / 1e9:.3g} GB; lower --ep or the model's routed_experts")
         raise MokInputError(
             f"--tokens {tokens} at --ep {ep}: drawing the routing ({ep * tokens} tokens x top-{top_k}) "
             f"needs about {need / 1e9:.3g} GB, more than half of this machine's {have / 1e9:.3g} GB; "

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_dir
+from mok_model.fileio import check_output_dir, check_output_file
 from mok_model.scenario import ENGINES
 
 from .common import Options
@@ -49,6 +49,10 @@ def options(a: argparse.Namespace) -> Options:
     if a.cluster is not None and not a.cluster.strip():
         raise MokInputError("--cluster '' is empty; give a Dask scheduler's address or leave "
                             "--cluster out (local processes)")
+    if a.cluster is not None:      # before the output folder is made and any point runs
+        from .runner import check_cluster
+
+        check_cluster(a.cluster)
     if a.engine == "sim":
         try:
             import mok_model.sim  # noqa: F401
@@ -57,6 +61,8 @@ def options(a: argparse.Namespace) -> Options:
                                 "this checkout; use --engine analytic") from None
     check_output_dir(a.out, "--out")
     out = check_output_dir(Path(a.out) / a.name, "--out")
+    for name in (f"{a.name}.csv", f"{a.name}.png", "summary.md", f"{a.name}-regret.csv"):
+        check_output_file(out / name, f"--out {a.out!r}: the study's file")   # before any point
     return Options(out=out, engine=a.engine, workers=a.workers, cluster=a.cluster, seed=a.seed,
                    quick=a.quick, progress=not a.no_progress)
 

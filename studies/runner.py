@@ -55,12 +55,23 @@ def _processes(fn, points, workers: int, bar) -> list:
     return results
 
 
-def _dask(fn, points, address: str, bar) -> list:
+def check_cluster(address: str) -> None:
+    """Refuse a --cluster address before any work: not [tcp://]HOST:PORT, no dask installed, or
+    nothing listening there (in that order: the address's form is the user's to fix first)."""
+    _address(address)
     try:
-        from dask.distributed import Client
-    except ImportError:  # pragma: no cover - dask is a declared dependency
-        raise MokInputError("--cluster needs dask[distributed] installed") from None
+        import dask.distributed  # noqa: F401
+    except ImportError:  # dask is a declared dependency (the cluster extra)
+        raise MokInputError(f"--cluster {address!r} needs dask[distributed] installed (pip "
+                            f"install dask[distributed]); leave --cluster out to run in local "
+                            f"processes") from None
     _reachable(address)
+
+
+def _dask(fn, points, address: str, bar) -> list:
+    check_cluster(address)
+    from dask.distributed import Client
+
     try:
         client = Client(address, timeout="10s", set_as_default=False)
     except (OSError, TimeoutError, ValueError) as exc:
@@ -76,11 +87,8 @@ def _dask(fn, points, address: str, bar) -> list:
         client.close()
 
 
-def _reachable(address: str) -> None:
-    """Refuse an address that is not [tcp://]HOST:PORT or where nothing listens, before Dask's
-    client is built (one that cannot connect hangs for its timeout, then fails again when it is
-    collected)."""
-    import socket
+def _address(address: str) -> tuple[str, int]:
+    """(host, port) of a [tcp://]HOST:PORT address, or refuse it."""
     from urllib.parse import urlsplit
 
     parts = urlsplit(address if "://" in address else "tcp://" + address)
@@ -91,6 +99,15 @@ def _reachable(address: str) -> None:
     if parts.scheme != "tcp" or not host or not port or " " in address:
         raise MokInputError(f"--cluster {address!r}: a Dask scheduler address such as "
                             f"tcp://HOST:8786 is required")
+    return host, port
+
+
+def _reachable(address: str) -> None:
+    """Refuse an address where nothing listens, before Dask's client is built (one that cannot
+    connect hangs for its timeout, then fails again when it is collected)."""
+    import socket
+
+    host, port = _address(address)
     try:
         socket.create_connection((host, port), timeout=5).close()
     except OSError as exc:
