@@ -5,22 +5,13 @@ written or changed."""
 from __future__ import annotations
 
 import shutil
-from pathlib import Path
 
 import pytest
 
 import mok_model.params
 from mok_model.cli import main
 
-REPO = Path(__file__).resolve().parents[1]
-W = ["--hardware", "gb300-nvl72", "--model", "kimi-k2", "--ep", "16", "--tokens", "64"]
-
-
-def _one_line(rc: int, err: str, prefix: str, want: str) -> None:
-    assert rc == 2, (rc, err)
-    assert "Traceback" not in err and err.count("\n") == 1, err
-    assert err.startswith(prefix), err
-    assert want in err, err
+from test_bad_inputs_session30 import REPO, W, _one_line  # the same workload and one-line check
 
 
 @pytest.mark.parametrize("argv", [
