@@ -8,6 +8,9 @@
 # Predictions registered before the run (bwd-train group fitted on kimi-k2 / glm-5 only):
 # calibration/predictions/h200_bwd_train_2026-12-03.jsonl; report them first with
 # `python -m calibration.registered PRED calibration/runs/h200/bwd_train_s33.jsonl --by model,tokens`.
+# Run in session 34 (s34_run.sh): the first eight EP-8 presets, to deepseek-v3, are in
+# calibration/runs/h200/bwd_train_s33.jsonl; a second run of them would measure those runs twice
+# (the registered report drops runs measured twice): time only the rest, registered anew.
 export PYTHONPATH=.
 T0=$(date +%s); R=$OUT/s33s; mkdir -p $R
 END=${BWD_END:-$(( T0 + 240 ))}   # a caller running this after other work passes its own end
