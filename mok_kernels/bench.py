@@ -149,6 +149,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
 
 def _check_args(a: argparse.Namespace) -> None:
     for m in a.model.split(","):
+        if not m.strip():
+            raise BadInput(f"--model {a.model!r}: an empty name in the list (a comma list of "
+                           f"model presets or .toml files)")
         shape_of(m)
     for d in a.dispatch.split(","):
         if d not in ("pull", "push"):

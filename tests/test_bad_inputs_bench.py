@@ -69,6 +69,7 @@ BENCH = [
     (["--iters", "99999999999999999999"], "--iters 99999999999999999999: must be at most 1000000"),
     (["--warmup", "1000001"], "--warmup 1000001: must be at most 1000000"),
     (["--timeout", "30"], "--timeout 30 without --gpus: one GPU has no collective"),
+    (["--model", "kimi-k2,"], "--model 'kimi-k2,': an empty name in the list"),   # session 34
     (["--gpus", "2", "--model", "glm-5", "--timeout", "99999999999999999999"],
      "--timeout 99999999999999999999: must be 10 to 86400 seconds"),
 ]
