@@ -707,7 +707,11 @@ def _kernels() -> dict[str, Any]:
         ME, SCHED_RDY, CDONE, EPOCH_W, DNALL_OFF,
         NS, R, N_RANK, SLOTS, P, EL, COMM, HAS_SHARED,
         READY_OFF, GU_OFF, DN_OFF, HC_OFF, SH_OFF,
-        PUSH_DISPATCH, PULL_COMBINE, STALL, max_spin, NO_COPY, WORK_OFF, JOIN,
+        # the mode words are compile-time: as runtime ints (Triton specializes only the value
+        # 1) a push combine built every mode's branches into one kernel, and push/push ran
+        # 1.3-1.4x slower (mok_kernels/NOTES.md, session 35)
+        PUSH_DISPATCH: tl.constexpr, PULL_COMBINE: tl.constexpr, STALL, max_spin, NO_COPY,
+        WORK_OFF, JOIN: tl.constexpr,
         GRID_V, C_STRIDE, T_STRIDE, MB_STRIDE, SYNC_STRIDE, H_ROWS, Y_ROWS,
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
