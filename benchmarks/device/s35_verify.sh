@@ -20,8 +20,12 @@ for line in open(sys.argv[1]):
     if m:
         d.setdefault(m.group(2), {})[m.group(1)] = m.group(3)
 same = sum(1 for v in d.values() if len(v) == 2 and len(set(v.values())) == 1)
-print(f"bitwise identical: {same} of {len(d)} settings")
+print(f"bitwise identical across sources: {same} of {len(d)} settings")
+for shape in sorted({k.split(' ')[0] for k in d}):
+    digests = {x for k, v in d.items() if k.startswith(shape + ' ') for x in v.values()}
+    print(f"{shape}: {len(digests)} distinct digest(s) over every mode, comm SMs and source")
 PY
+[ "${BITS_ONLY:-0}" = 1 ] && { tail -n 40 $R/bits.log; exit 0; }
 LEFT=$(( 560 - ($(date +%s) - T0) ))
 timeout $LEFT python3 -m pytest -q -x tests/test_kernels_gpu.py tests/test_random_shapes_gpu.py \
   tests/test_knobs_gpu.py > $R/gpu_tests.log 2>&1
