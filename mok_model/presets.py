@@ -155,6 +155,14 @@ def _validated_hardware(hw: Hardware) -> Hardware:
     return hw
 
 
+# The largest value the other fields of a model may take, as HARDWARE_MAX for a hardware: 100
+# times or more the largest shipped preset (hidden 7168, expert width 14336, top-10, one shared
+# expert, 94 layers). Above them a value is a typo: a shared width of 10^18 printed a latency of
+# 10^12 ms, and top_k 8192 never finished (each token's experts are drawn distinct, k^2 work).
+MODEL_MAX = {"hidden": 1 << 20, "expert_width": 1 << 21, "shared_width": 1 << 21, "top_k": 1024,
+             "shared_experts": 1024, "moe_layers": 100_000, "layers": 100_000}
+
+
 def _validated_model(m: MoEModel) -> MoEModel:
     for key in ("hidden", "expert_width", "routed_experts", "top_k"):
         _positive("model", m.name, key, getattr(m, key))
@@ -164,6 +172,10 @@ def _validated_model(m: MoEModel) -> MoEModel:
         raise MokInputError(f"model {m.name!r}: routed_experts={m.routed_experts} must be at most "
                             f"{MAX_EXPERTS} (the model keeps arrays per expert: 10^7 experts take "
                             f"7 GB and half a minute, 10^9 would not finish)")
+    for key, high in MODEL_MAX.items():
+        if getattr(m, key) > high:
+            raise MokInputError(f"model {m.name!r}: {key}={getattr(m, key)!r} must be at most "
+                                f"{high:,} (a plausible range for any real or future MoE layer)")
     if m.top_k > m.routed_experts:
         raise MokInputError(
             f"model {m.name!r}: top_k={m.top_k} must be <= routed_experts={m.routed_experts}")

@@ -1,0 +1,48 @@
+"""Bad input found by session 35's pass over every entry point (after sessions 29, 30 and 34).
+Each case is one line naming the value and the rule, exit status 2, nothing written; the cases
+that must still pass are checked beside them."""
+
+from __future__ import annotations
+
+import importlib
+
+import pytest
+
+from mok_model.cli import main
+
+from test_bad_inputs_session30 import _one_line  # the one-line check
+
+
+# ---- a model file's numbers in a plausible range (as a hardware file's, session 30) ----
+
+MODEL = {"hidden": 1024, "expert_width": 512, "routed_experts": 64, "top_k": 4,
+         "shared_experts": 1, "shared_width": 512, "moe_layers": 2, "layers": 4}
+
+
+@pytest.mark.parametrize("key, value, want", [
+    ("shared_width", 10 ** 18, "shared_width=1000000000000000000 must be at most 2,097,152"),
+    ("shared_experts", 10 ** 14, "shared_experts=100000000000000 must be at most 1,024"),
+    ("top_k", 8192, "top_k=8192 must be at most 1,024"),
+    ("hidden", 2_000_000, "hidden=2000000 must be at most 1,048,576"),
+    ("expert_width", 10 ** 15, "expert_width=1000000000000000 must be at most 2,097,152"),
+    ("layers", 10 ** 18, "layers=1000000000000000000 must be at most 100,000"),
+])
+def test_absurd_model_numbers_are_refused(key, value, want, tmp_path, capsys):
+    """A model TOML file's shared_width 10^18 (or shared_experts 10^14) printed a latency of
+    10^12 ms, exit 0; top_k 8192 of 2^20 experts ran for minutes (each token's experts are drawn
+    distinct); layers 10^18 was taken. Only routed_experts had a bound."""
+    fields = {**MODEL, key: value, "routed_experts": 1 << 20 if key == "top_k" else 64}
+    model = tmp_path / "m.toml"
+    model.write_text("".join(f"{k} = {v}\n" for k, v in fields.items()))
+    rc = main(["predict", "--hardware", "gb300-nvl72", "--model", str(model), "--ep", "4",
+               "--tokens", "64"])
+    _one_line(rc, capsys.readouterr().err, "mok: error: model 'm': ", want)
+
+
+def test_shipped_models_are_well_inside_the_bounds():
+    from mok_model.presets import MODEL_MAX, load_model, model_names
+
+    for name in model_names():
+        m = load_model(name)
+        for key, high in MODEL_MAX.items():
+            assert getattr(m, key) <= high / 64, (name, key)    # a margin of 64x at least
