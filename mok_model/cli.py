@@ -539,7 +539,10 @@ def cmd_tune(a) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = MokParser(prog="mok", description="Predict, tune and run MoE layers on scale-up GPU fabrics")
+    p.add_argument("--version", action="version", version=f"mok {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=MokParser, metavar="COMMAND")
     sp = sub.add_parser("presets", help="hardware and model presets")
     sp.add_argument("--json", action="store_true")

@@ -46,3 +46,21 @@ def test_shipped_models_are_well_inside_the_bounds():
         m = load_model(name)
         for key, high in MODEL_MAX.items():
             assert getattr(m, key) <= high / 64, (name, key)    # a margin of 64x at least
+
+
+# ---- mok --version ----
+
+@pytest.mark.parametrize("argv", [["--version"], ["--version", "predict"]])
+def test_version(argv, capsys):
+    """`mok --version` was `the following arguments are required: COMMAND`, exit 2. It prints
+    the package's version (the one pyproject.toml builds with), exit 0."""
+    import tomllib
+
+    import mok_model
+    from test_bad_inputs_session30 import REPO
+
+    assert main(argv) == 0
+    assert capsys.readouterr().out == f"mok {mok_model.__version__}\n"
+    project = tomllib.loads((REPO / "pyproject.toml").read_text())
+    assert "version" in project["project"]["dynamic"]
+    assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "mok_model.__version__"}
