@@ -94,18 +94,20 @@ def doc_parser(prog: str, doc: str | None) -> MokParser:
     return MokParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def _at_least(kind, low: float, noun: str, bounded_noun: str, high: float = math.inf):
-    """An argparse type: a finite `kind` value >= low (and <= high), refused with the rule
-    otherwise (`noun` names what unparsable text should be, `bounded_noun` what an out-of-range
-    value should be)."""
-    rule = f">= {_num(low)}" if high == math.inf else f"in [{_num(low)}, {_num(high)}]"
+def _at_least(kind, low: float, noun: str, bounded_noun: str, high: float = math.inf,
+              open_low: bool = False):
+    """An argparse type: a finite `kind` value >= low (> low with open_low; and <= high), refused
+    with the rule otherwise (`noun` names what unparsable text should be, `bounded_noun` what an
+    out-of-range value should be)."""
+    rule = (f"{'>' if open_low else '>='} {_num(low)}" if high == math.inf
+            else f"in {'(' if open_low else '['}{_num(low)}, {_num(high)}]")
 
     def parse(text: str):
         try:
             v = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} must be {noun} {rule}") from None
-        if not (math.isfinite(v) and low <= v <= high):
+        if not (math.isfinite(v) and (low < v if open_low else low <= v) and v <= high):
             raise argparse.ArgumentTypeError(f"{text} must be {bounded_noun} {rule}")
         return v
     parse.__name__ = f"{noun.split()[-1]} {rule}"
@@ -158,6 +160,16 @@ def distinct(flag: str, text: str, sep: str = ",") -> list[str]:
 def number_at_least(low: float, high: float | None = None):
     """An argparse type: a finite number >= low (and <= high)."""
     return _at_least(float, low, "a number", "a finite number", math.inf if high is None else high)
+
+
+# A job's --deadline-s: 0 ran nothing (a sweep stopped before its first point and exited 0), and
+# past a week it is no deadline (faulthandler's watchdog, set at the deadline, overflows at 1e12)
+MAX_DEADLINE_S = 7 * 86_400
+
+
+def deadline_arg(text: str) -> float:
+    """An argparse type: a job's deadline in seconds, in (0, MAX_DEADLINE_S]."""
+    return _at_least(float, 0, "a number", "a finite number", MAX_DEADLINE_S, open_low=True)(text)
 
 
 def capacity_arg(text: str) -> float:

@@ -64,3 +64,39 @@ def test_version(argv, capsys):
     project = tomllib.loads((REPO / "pyproject.toml").read_text())
     assert "version" in project["project"]["dynamic"]
     assert project["tool"]["setuptools"]["dynamic"]["version"] == {"attr": "mok_model.__version__"}
+
+
+# ---- a job's --deadline-s: (0, one week] ----
+
+DEADLINE_TOOLS = ["mok_kernels.tile_sweep", "mok_kernels.space_sweep", "mok_kernels.sweep_job",
+                  "calibration.nvlink_bench"]
+
+
+@pytest.mark.parametrize("value", ["0", "-0", "1e12", "1e300"])
+@pytest.mark.parametrize("module", DEADLINE_TOOLS)
+def test_deadline_out_of_range(module, value, tmp_path, capsys, monkeypatch):
+    """`--deadline-s 0` stopped a sweep before its first point (tile_sweep wrote the GEMMs-alone
+    record of one workload and exited 0); 1e12 overflows nvlink_bench's watchdog
+    (faulthandler: timestamp out of range) after the GPU check."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    rc = importlib.import_module(module).main(["--out", str(tmp_path / "r.jsonl"),
+                                               "--deadline-s", value])
+    prog = "calibration/nvlink_bench.py" if module == "calibration.nvlink_bench" else \
+        f"python -m {module}"
+    _one_line(rc, capsys.readouterr().err, f"{prog}: error: ",
+              f"argument --deadline-s: {value} must be a finite number in (0, 604800]")
+    assert not (tmp_path / "r.jsonl").exists()
+
+
+@pytest.mark.parametrize("module", DEADLINE_TOOLS)
+def test_deadline_in_range_reaches_the_gpu_check(module, tmp_path, capsys, monkeypatch):
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    monkeypatch.setattr(torch.cuda, "device_count", lambda: 0)
+    rc = importlib.import_module(module).main(["--out", str(tmp_path / "r.jsonl"),
+                                               "--deadline-s", "0.5"])
+    err = capsys.readouterr().err
+    assert rc == 2 and "needs a CUDA GPU" in err, err
