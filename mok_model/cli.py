@@ -146,14 +146,34 @@ def number_list(text: str, flag: str, kind=int, low: float = 1, high: float = ma
     return out
 
 
+def _grid_value(item: str):
+    """What a list item stands for: its parts (split at ':', as in MODEL:EP:TOKENS or zipf:S)
+    each a number where it reads as one, else a model preset's name for its alias, else itself;
+    so 0.5 and 0.50, 64 and 064, kimi-k2 and kimi-k2.7-code name the same value."""
+    from .presets import MODEL_ALIASES
+
+    def one(part: str):
+        try:
+            return float(part)
+        except ValueError:
+            return MODEL_ALIASES.get(part, part)
+    return tuple(one(part) for part in item.split(":"))
+
+
 def distinct(flag: str, text: str, sep: str = ",") -> list[str]:
-    """The items of a `sep` list, refusing one named twice (a repeated grid value would rerun
-    the same points; a repeated name would count twice)."""
+    """The items of a `sep` list, refusing one named twice, also as another spelling of the same
+    value (_grid_value): a repeated grid value would rerun the same points; a repeated name would
+    count twice."""
     items = text.split(sep)
-    twice = sorted({x for x in items if x and items.count(x) > 1})   # '' is the caller's to name
-    if twice:
-        raise MokInputError(f"{flag} {text!r} names {twice[0]!r} twice: each grid value once (a "
-                            f"repeated value would rerun the same points)")
+    first: dict = {}
+    for x in items:
+        if not x:                          # '' is the caller's to name
+            continue
+        seen = first.setdefault(_grid_value(x), x)
+        if seen != x or items.count(x) > 1:
+            again = repr(x) if seen == x else f"{seen!r} (and as {x!r})"
+            raise MokInputError(f"{flag} {text!r} names {again} twice: each grid value once (a "
+                                f"repeated value would rerun the same points)")
     return items
 
 

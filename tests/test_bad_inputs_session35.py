@@ -100,3 +100,49 @@ def test_deadline_in_range_reaches_the_gpu_check(module, tmp_path, capsys, monke
                                                "--deadline-s", "0.5"])
     err = capsys.readouterr().err
     assert rc == 2 and "needs a CUDA GPU" in err, err
+
+
+# ---- a grid value named twice in another spelling ----
+
+SAME_VALUE = [
+    ("mok_kernels.bench", ["--capacity", "0.5,0.50"], "--capacity '0.5,0.50' names '0.5' (and as "
+                                                      "'0.50') twice"),
+    ("mok_kernels.bench", ["--tokens", "64,064"], "--tokens '64,064' names '64' (and as '064')"),
+    ("mok_kernels.bench", ["--model", "kimi-k2,kimi-k2.7-code"],
+     "--model 'kimi-k2,kimi-k2.7-code' names 'kimi-k2' (and as 'kimi-k2.7-code') twice"),
+    ("mok_kernels.bench", ["--routing", "zipf:1.2,zipf:1.20"], "names 'zipf:1.2' (and as "
+                                                               "'zipf:1.20') twice"),
+    ("mok_kernels.tile_sweep", ["--workloads", "kimi-k2:8:64,kimi-k2:08:64"],
+     "names 'kimi-k2:8:64' (and as 'kimi-k2:08:64') twice"),
+    ("mok_kernels.space_sweep", ["--eps", "8,8.0"], "--eps '8,8.0' names '8' (and as '8.0') twice"),
+    ("mok_kernels.tune_job", ["--models", "glm-5,glm-5.2"], "names 'glm-5' (and as 'glm-5.2')"),
+]
+
+
+@pytest.mark.parametrize("module, argv, want", SAME_VALUE, ids=[" ".join(a) for _, a, _ in SAME_VALUE])
+def test_grid_value_twice_in_another_spelling(module, argv, want, tmp_path, capsys, monkeypatch):
+    """A list naming one value twice was refused only when spelled the same: `--capacity
+    0.5,0.50`, `--tokens 64,064`, `--model kimi-k2,kimi-k2.7-code` (an alias), `--routing
+    zipf:1.2,zipf:1.20` reached the GPU and ran the same points twice."""
+    import torch
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    mod = importlib.import_module(module)
+    out = [] if module == "mok_kernels.tune_job" else ["--out", str(tmp_path / "r.jsonl")]
+    rc = (mod.cli if module == "mok_kernels.bench" else mod.main)([*out, *argv])
+    prog = "mok bench" if module == "mok_kernels.bench" else f"python -m {module}"
+    _one_line(rc, capsys.readouterr().err, f"{prog}: error: ", want)
+
+
+@pytest.mark.parametrize("argv", [["--capacity", "0.5,1"], ["--tokens", "64,640"],
+                                  ["--routing", "zipf:1.2,hot:0.1,uniform"],
+                                  ["--model", "kimi-k2,glm-5", "--ep", "8,16"]])
+def test_distinct_grid_values_reach_the_gpu_check(argv, tmp_path, capsys, monkeypatch):
+    import torch
+
+    from mok_kernels.bench import cli
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    rc = cli(["--out", str(tmp_path / "r.jsonl"), *argv])
+    err = capsys.readouterr().err
+    assert rc == 2 and "needs a CUDA GPU" in err, err
