@@ -146,3 +146,35 @@ def test_distinct_grid_values_reach_the_gpu_check(argv, tmp_path, capsys, monkey
     rc = cli(["--out", str(tmp_path / "r.jsonl"), *argv])
     err = capsys.readouterr().err
     assert rc == 2 and "needs a CUDA GPU" in err, err
+
+
+# ---- python -m calibration.report on records it cannot report ----
+
+def test_report_needs_two_models_and_two_token_counts(tmp_path, capsys, monkeypatch):
+    """`python -m calibration.report` on records of one model fitted on all of them, then died
+    in a traceback (JSONDecodeError: the cross-validation by model printed an error, not JSON).
+    Now refused before the first fit."""
+    from calibration.report import main as report
+    from test_bad_inputs_session30 import REPO
+
+    lines = (REPO / "calibration/runs/published/gb300_table1.jsonl").read_text().splitlines()
+    runs = tmp_path / "kimi.jsonl"
+    runs.write_text("\n".join(ln for ln in lines if '"model": "kimi-k2"' in ln) + "\n")
+    monkeypatch.chdir(REPO)
+    rc = report([str(runs), "--out", str(tmp_path / "out")])
+    _one_line(rc, capsys.readouterr().err, "python -m calibration.report: error: ",
+              "RUN_FILES: the report holds out each model in turn, and the layer records have "
+              "model ['kimi-k2'] only")
+    assert not (tmp_path / "out" / "h200-all.json").exists()
+
+
+def test_report_regret_table_without_a_sweep(capsys):
+    """`python -m calibration.report calibration/runs/published/gb300_table1.jsonl` (no knob
+    sweep in the records) ended in `ZeroDivisionError` after its fits: the regret table of no
+    rows. It prints calibration.regret's message instead (the whole run takes 30 s; here the
+    table alone, from the document regret --json prints)."""
+    from calibration.report import _regret_table
+
+    msg = "no workload in 1 file(s) (5 MoK records) has a measured sweep of >= 8 distinct knob configs"
+    _regret_table({"workloads": [], "message": msg})
+    assert capsys.readouterr().out == msg + "\n"
