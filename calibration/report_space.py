@@ -52,7 +52,7 @@ from mok_model.fileio import loads_json
 from mok_model.gemm_table import DEFAULT_TILE
 from mok_model.records import read_records, routing_reproduced, workload_key
 
-from .checks import param_names
+from .checks import param_names, required_text
 from .cli import default_free, priors_for
 from .fit import fit
 from .gemm_table import SYSTEM as TABLE_SYSTEM
@@ -302,10 +302,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _saved(path: str) -> dict:
     """A saved --json output, checked for the fields the report prints."""
+    required_text(path, "--from-json")          # '' read the folder '.'
     try:
         doc = loads_json(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MokInputError(f"--from-json {path!r}: no such file") from None
+    except (FileNotFoundError, IsADirectoryError):
+        raise MokInputError(f"--from-json {path!r}: no such file"
+                            + (" (it is a folder)" if Path(path).is_dir() else "")) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MokInputError(f"--from-json {path!r}: not a JSON file ({exc})") from None
     need = ("files", "records", "workloads", "left_out", "summary", "folds")

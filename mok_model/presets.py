@@ -276,7 +276,8 @@ def _load(arg: str, file: str, cls, validate, aliases: dict):
     if arg.endswith(".toml"):
         path = Path(arg)
         if not path.is_file():
-            raise MokInputError(f"{_kind(cls)} file {arg!r} does not exist")
+            raise MokInputError(f"{_kind(cls)} file {arg!r} " + ("is a folder; name a TOML file"
+                                                                 if path.is_dir() else "does not exist"))
         try:
             table = tomllib.loads(path.read_text())
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

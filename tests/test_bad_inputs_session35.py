@@ -178,3 +178,37 @@ def test_report_regret_table_without_a_sweep(capsys):
     msg = "no workload in 1 file(s) (5 MoK records) has a measured sweep of >= 8 distinct knob configs"
     _regret_table({"workloads": [], "message": msg})
     assert capsys.readouterr().out == msg + "\n"
+
+
+# ---- an input file that is a folder, named as one ----
+
+@pytest.mark.parametrize("argv, want", [
+    (["predict", "--hardware", "{d}/x.toml", "--model", "kimi-k2", "--ep", "16", "--tokens", "64"],
+     "hardware file '{d}/x.toml' is a folder; name a TOML file"),
+    (["predict", "--hardware", "gb300-nvl72", "--model", "{d}/x.toml", "--ep", "16", "--tokens",
+      "64"], "model file '{d}/x.toml' is a folder; name a TOML file"),
+    (["calibrate", "calibration/runs/published/gb300_table1.jsonl", "--out", "{d}/p.json",
+      "--gemm-table", "{d}/x.json"], "GEMM table '{d}/x.json': no such file (it is a folder)"),
+])
+def test_input_file_that_is_a_folder(argv, want, tmp_path, capsys, monkeypatch):
+    """A model / hardware TOML or a GEMM table named by a folder read "does not exist" / "no such
+    file", as if the path were missing."""
+    from test_bad_inputs_session30 import REPO
+
+    monkeypatch.chdir(REPO)
+    (tmp_path / "x.toml").mkdir()
+    (tmp_path / "x.json").mkdir()
+    rc = main([a.replace("{d}", str(tmp_path)) for a in argv])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ", want.replace("{d}", str(tmp_path)))
+
+
+@pytest.mark.parametrize("value, want", [("", "--from-json '': a file path is required"),
+                                         ("{d}", "--from-json '{d}': no such file (it is a folder)")])
+def test_report_space_from_json_empty_or_folder(value, want, tmp_path, capsys):
+    """`python -m calibration.report_space --from-json ''` read the folder '.': "not a JSON file
+    ([Errno 21] Is a directory: '.')"."""
+    from calibration.report_space import main as report_space
+
+    rc = report_space(["--from-json", value.replace("{d}", str(tmp_path))])
+    _one_line(rc, capsys.readouterr().err, "python -m calibration.report_space: error: ",
+              want.replace("{d}", str(tmp_path)))
