@@ -46,7 +46,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mok_model.cli import doc_parser, int_at_least, run_tool
+from mok_model.cli import doc_parser, int_at_least, local_processes, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import loads_json
 from mok_model.gemm_table import DEFAULT_TILE
@@ -326,6 +326,7 @@ def _run(a: argparse.Namespace) -> int:
         return 0
     if not a.runs:
         raise MokInputError("give run-record files (or --from-json FILE)")
+    local_processes("--jobs", a.jobs)
     tables = a.table.split(",")
     if set(tables) - set(TABLES):
         raise MokInputError(f"--table {a.table!r}: choose from {', '.join(TABLES)}")

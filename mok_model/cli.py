@@ -192,6 +192,18 @@ def deadline_arg(text: str) -> float:
     return _at_least(float, 0, "a number", "a finite number", MAX_DEADLINE_S, open_low=True)(text)
 
 
+def local_processes(flag: str, n: int) -> int:
+    """Refuse more local worker processes than 4 per core of this machine: a process pool of
+    Python's fork start method starts every worker at once (`--jobs 100000` forked 100,000
+    processes), and past the cores more processes only share them, each with its own memory."""
+    cores = os.cpu_count() or 1
+    if n > 4 * cores:
+        raise MokInputError(f"{flag} {n} must be at most {4 * cores} (4 per core; this machine has "
+                            f"{cores}): more processes only share the cores, each with its own "
+                            f"copy of the model's data")
+    return n
+
+
 def capacity_arg(text: str) -> float:
     """An argparse type: a number in (0, 1]."""
     try:

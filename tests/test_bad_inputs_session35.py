@@ -212,3 +212,39 @@ def test_report_space_from_json_empty_or_folder(value, want, tmp_path, capsys):
     rc = report_space(["--from-json", value.replace("{d}", str(tmp_path))])
     _one_line(rc, capsys.readouterr().err, "python -m calibration.report_space: error: ",
               want.replace("{d}", str(tmp_path)))
+
+
+# ---- local worker processes: at most 4 per core ----
+
+def test_study_workers_beyond_the_machine(tmp_path, capsys):
+    """`mok study NAME --workers 100000` started one process per grid point at once (a pool
+    of Python's fork start method starts them all), each with its own copy of the model."""
+    import os
+
+    rc = main(["study", "ep-table", "--quick", "--out", str(tmp_path / "o"), "--workers", "100000"])
+    cores = os.cpu_count() or 1
+    _one_line(rc, capsys.readouterr().err, "mok study: error: ",
+              f"--workers 100000 must be at most {4 * cores} (4 per core; this machine has {cores})")
+    assert not (tmp_path / "o").exists()
+
+
+def test_report_space_jobs_beyond_the_machine(capsys, monkeypatch):
+    """`python -m calibration.report_space RUNS --jobs 100000` forked 100,000 processes (the
+    pool's size, not the folds')."""
+    import os
+
+    from calibration.report_space import main as report_space
+    from test_bad_inputs_session30 import REPO
+
+    monkeypatch.chdir(REPO)
+    rc = report_space(["calibration/runs/published/gb300_table1.jsonl", "--jobs", "100000"])
+    _one_line(rc, capsys.readouterr().err, "python -m calibration.report_space: error: ",
+              f"--jobs 100000 must be at most {4 * (os.cpu_count() or 1)} (4 per core")
+
+
+def test_local_processes_within_the_bound():
+    import os
+
+    from mok_model.cli import local_processes
+
+    assert local_processes("--workers", 4 * (os.cpu_count() or 1)) == 4 * (os.cpu_count() or 1)
