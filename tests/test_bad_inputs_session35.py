@@ -248,3 +248,27 @@ def test_local_processes_within_the_bound():
     from mok_model.cli import local_processes
 
     assert local_processes("--workers", 4 * (os.cpu_count() or 1)) == 4 * (os.cpu_count() or 1)
+
+
+# ---- a degraded link keeps at least a millionth of its bandwidth (or fails: 0) ----
+
+W = ["--hardware", "gb300-nvl72", "--model", "kimi-k2", "--ep", "16", "--tokens", "64"]
+
+
+@pytest.mark.parametrize("factor", ["1e-320", "1e-300", "1e-7"])
+def test_degrade_factor_near_zero(factor, capsys):
+    """`mok simulate --degrade gpu1:1e-320` ended in `internal error: the simulation broke an
+    invariant` (exit 1, after numpy's overflow warnings); gpu1:1e-300 printed a latency of
+    10^300 ms."""
+    rc = main(["simulate", *W, "--degrade", f"gpu1:{factor}"])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ",
+              f"--degrade 'gpu1:{factor}': --degrade takes TARGET:FACTOR[,TARGET:FACTOR...] with "
+              f"FACTOR 0 (failed) or in [1e-06, 1]")
+
+
+@pytest.mark.parametrize("spec", ["gpu1:1e-6", "gpu3.p0:0"])
+def test_degrade_factor_allowed(spec):
+    from mok_model.sim.network import parse_degrade
+
+    target, factor = spec.split(":")
+    assert parse_degrade(spec) == [(target, float(factor))]
