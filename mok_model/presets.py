@@ -108,6 +108,15 @@ HARDWARE_MAX = {
     "tier_oversubscription": (1024, "(spine links per leaf link)"),
     "rail_oversubscription": (1024, "(rail links per spine link)"),
 }
+# The least value a rate or size may take (a field that may be 0, none, takes 0 or at least
+# this): 1/80 or less of the smallest shipped preset (989 TFLOP/s, 3.35 TB/s and 80 GB of HBM,
+# 450 GB/s links, 50 GB/s scale-out). Below it a value is a slip too: link_gbps 1e-300 printed
+# a latency of 10^300 ms, and bf16_tflops 1e-320 a memory error of nonsense numbers.
+HARDWARE_MIN = {
+    "bf16_tflops": (1, "TFLOP/s"), "fp8_tflops": (1, "TFLOP/s"), "mxfp8_tflops": (1, "TFLOP/s"),
+    "hbm_tbps": (0.01, "TB/s"), "hbm_gb": (1, "GB"),
+    "link_gbps": (1, "GB/s"), "scaleout_gbps": (0.1, "GB/s"),
+}
 _INT_FIELDS = ("sms", "domain_size", "leaf_gpus", "switch_planes", "switch_tiers")
 
 
@@ -121,6 +130,11 @@ def _plausible(hw: Hardware) -> None:
         v = getattr(hw, key)
         if v > high:
             raise MokInputError(f"hardware {hw.name!r}: {key}={v!r} must be at most {int(high):,} "
+                                f"{unit} (a plausible range for any real or future GPU)")
+    for key, (low, unit) in HARDWARE_MIN.items():
+        v = getattr(hw, key)
+        if 0 < v < low:         # 0 is refused, or means none, where _validated_hardware says
+            raise MokInputError(f"hardware {hw.name!r}: {key}={v!r} must be at least {low:g} "
                                 f"{unit} (a plausible range for any real or future GPU)")
 
 

@@ -272,3 +272,48 @@ def test_degrade_factor_allowed(spec):
 
     target, factor = spec.split(":")
     assert parse_degrade(spec) == [(target, float(factor))]
+
+
+# ---- a hardware's rates and sizes: a floor beside session 30's ceiling ----
+
+def _gb300_body() -> str:
+    from test_bad_inputs_session30 import REPO
+
+    hw = (REPO / "mok_model/presets/hardware.toml").read_text()
+    return hw[hw.index("[gb300-nvl72]"):hw.index("[gb300-nvl72.sources]")].split("\n", 1)[1]
+
+
+TINY_HARDWARE = [
+    ("link_gbps = 900.0", "link_gbps = 1e-300", "link_gbps=1e-300 must be at least 1 GB/s"),
+    ("hbm_tbps = 8.0", "hbm_tbps = 1e-300", "hbm_tbps=1e-300 must be at least 0.01 TB/s"),
+    ("bf16_tflops = 2500.0", "bf16_tflops = 1e-320", "bf16_tflops=1e-320 must be at least 1 TFLOP/s"),
+    ("hbm_gb = 288.0", "hbm_gb = 0.001", "hbm_gb=0.001 must be at least 1 GB"),
+    ("scaleout_gbps = 100.0", "scaleout_gbps = 1e-9", "scaleout_gbps=1e-09 must be at least 0.1 GB/s"),
+]
+
+
+@pytest.mark.parametrize("old, new, want", TINY_HARDWARE, ids=[n for _, n, _ in TINY_HARDWARE])
+def test_tiny_hardware_numbers_are_refused(old, new, want, tmp_path, capsys, monkeypatch):
+    """A hardware TOML file's link_gbps (or hbm_tbps) 1e-300 printed a latency of 10^300 ms,
+    exit 0; bf16_tflops 1e-320 a memory error of nonsense numbers ("need 0.0152 GB, more than
+    the 144 GB"). Only an upper bound (session 30) and > 0 were checked."""
+    from test_bad_inputs_session30 import REPO
+
+    monkeypatch.chdir(REPO)
+    body = _gb300_body()
+    assert old in body
+    path = tmp_path / "tiny.toml"
+    path.write_text(body.replace(old, new))
+    rc = main(["predict", "--hardware", str(path), "--model", "kimi-k2", "--ep", "16", "--tokens",
+               "64", "--params", "mok_model/params/gb300-nvl72.json", "--allow-params-mismatch"])
+    _one_line(rc, capsys.readouterr().err, "mok: error: hardware 'tiny': ", want)
+
+
+def test_shipped_hardware_is_well_above_the_floor():
+    from mok_model.presets import HARDWARE_MIN, hardware_names, load_hardware
+
+    for name in hardware_names():
+        hw = load_hardware(name)
+        for key, (low, _) in HARDWARE_MIN.items():
+            assert getattr(hw, key) == 0 or getattr(hw, key) >= 80 * low, (name, key)
+    load_hardware("h200-hgx8").with_(scaleout_gbps=0.0, mxfp8_tflops=0.0)    # 0: none, allowed
