@@ -317,3 +317,23 @@ def test_shipped_hardware_is_well_above_the_floor():
         for key, (low, _) in HARDWARE_MIN.items():
             assert getattr(hw, key) == 0 or getattr(hw, key) >= 80 * low, (name, key)
     load_hardware("h200-hgx8").with_(scaleout_gbps=0.0, mxfp8_tflops=0.0)    # 0: none, allowed
+
+
+# ---- --routing zipf:S / hot:F: S and F plain numbers ----
+
+@pytest.mark.parametrize("spec, example", [("hot:0.1 ", "hot:0.1"), ("zipf:1_0", "zipf:1.2"),
+                                           ("zipf:\u0661.\u0662", "zipf:1.2"), ("hot:x", "hot:0.1")])
+def test_routing_number_is_plain(spec, example, capsys):
+    """`--routing 'hot:0.1 '` ran (while ' hot:0.1' was refused), `zipf:1_0` ran as zipf:10 and
+    Arabic-Indic digits as 1.2: float() takes them all. And `hot:x` suggested hot:1.2, itself
+    refused (the hot share is at most 1/top_k)."""
+    rc = main(["predict", *W, "--routing", spec])
+    _one_line(rc, capsys.readouterr().err, "mok: error: ",
+              f"--routing {spec!r}: {spec.split(':')[0]} takes a number, as in {example}")
+
+
+@pytest.mark.parametrize("spec", ["zipf:1.2", "zipf:.5", "zipf:1e0", "hot:0.1", "hot:1E-2"])
+def test_routing_plain_numbers_pass(spec):
+    from mok_model.workload import parse_routing
+
+    assert parse_routing(spec, 8)[1] == float(spec.split(":")[1])
