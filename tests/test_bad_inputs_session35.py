@@ -337,3 +337,26 @@ def test_routing_plain_numbers_pass(spec):
     from mok_model.workload import parse_routing
 
     assert parse_routing(spec, 8)[1] == float(spec.split(":")[1])
+
+
+# ---- calibration.register: a grid value once, as `mok bench` ----
+
+@pytest.mark.parametrize("argv, want", [
+    (["--tokens", "64,64"], "--tokens '64,64' names '64' twice"),
+    (["--tokens", "64,064"], "--tokens '64,064' names '64' (and as '064') twice"),
+    (["--ep", "16,16"], "--ep '16,16' names '16' twice"),
+    (["--model", "kimi-k2,kimi-k2.7-code"], "names 'kimi-k2' (and as 'kimi-k2.7-code') twice"),
+    (["--routing", "uniform,uniform"], "--routing 'uniform,uniform' names 'uniform' twice"),
+    (["--dispatch", "pull,pull"], "--dispatch 'pull,pull' names 'pull' twice"),
+    (["--comm-sms", "32,32"], "--comm-sms '32,32' names '32' twice"),
+])
+def test_register_grid_value_twice(argv, want, tmp_path, capsys):
+    """`python -m calibration.register --tokens 64,64` (any grid flag) registered every planned
+    run twice: the registration is written once and the run records then match a line twice."""
+    from calibration.register import main as register
+
+    flags = {"--model": "kimi-k2", "--tokens": "64", **dict(zip(argv[::2], argv[1::2]))}
+    out = tmp_path / "reg.jsonl"
+    rc = register([*(w for kv in flags.items() for w in kv), "--out", str(out)])
+    _one_line(rc, capsys.readouterr().err, "python -m calibration.register: error: ", want)
+    assert not out.exists()
