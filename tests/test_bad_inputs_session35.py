@@ -360,3 +360,18 @@ def test_register_grid_value_twice(argv, want, tmp_path, capsys):
     rc = register([*(w for kv in flags.items() for w in kv), "--out", str(out)])
     _one_line(rc, capsys.readouterr().err, "python -m calibration.register: error: ", want)
     assert not out.exists()
+
+
+def test_aot_tokens_beyond_any_gpu(tmp_path, capsys, monkeypatch):
+    """`python -m mok_kernels.aot --tokens 99999999999999` passed every check: the launch's
+    buffers (made on the host to compile it) and a Python loop over EP x tokens rows would run
+    out of memory or never end. Refused as `mok bench` refuses it, before the Triton check."""
+    import torch
+
+    from mok_kernels.aot import main as aot
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: False)
+    rc = aot(["--tokens", "99999999999999", "--out", str(tmp_path / "o")])
+    _one_line(rc, capsys.readouterr().err, "python -m mok_kernels.aot: error: ",
+              "--tokens 99999999999999 at EP 8 (kimi-k2): the weights and input buffers alone need")
+    assert not (tmp_path / "o").exists()
