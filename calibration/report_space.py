@@ -327,6 +327,7 @@ def _run(a: argparse.Namespace) -> int:
     if not a.runs:
         raise MokInputError("give run-record files (or --from-json FILE)")
     local_processes("--jobs", a.jobs)
+    required_text(a.table_system, "--table-system", "system name")   # as gemm_table's --system
     tables = a.table.split(",")
     if set(tables) - set(TABLES):
         raise MokInputError(f"--table {a.table!r}: choose from {', '.join(TABLES)}")

@@ -375,3 +375,15 @@ def test_aot_tokens_beyond_any_gpu(tmp_path, capsys, monkeypatch):
     _one_line(rc, capsys.readouterr().err, "python -m mok_kernels.aot: error: ",
               "--tokens 99999999999999 at EP 8 (kimi-k2): the weights and input buffers alone need")
     assert not (tmp_path / "o").exists()
+
+
+def test_report_space_empty_table_system(capsys, monkeypatch):
+    """`python -m calibration.report_space RUNS --table-system ''` took '' as the name of the
+    GEMM-phase records' system (none matched it); gemm_table's --system '' is refused."""
+    from calibration.report_space import main as report_space
+    from test_bad_inputs_session30 import REPO
+
+    monkeypatch.chdir(REPO)
+    rc = report_space(["calibration/runs/published/gb300_table1.jsonl", "--table-system", ""])
+    _one_line(rc, capsys.readouterr().err, "python -m calibration.report_space: error: ",
+              "--table-system '': a system name is required")
