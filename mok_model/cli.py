@@ -500,11 +500,14 @@ def cmd_tune_table(a) -> int:
     if a.top is not None:
         raise MokInputError(f"--top {a.top} lists the best configurations of one --tokens; --table "
                             f"keeps the best per bucket (drop --top)")
-    if a.engine != "analytic" or a.pass_ != "fwd" or a.precision != "bf16" or a.routing != "uniform" \
-            or a.seed != 0 or a.bwd_tiles is not None:
-        raise MokInputError("--table is the megakernel's choice: analytic engine, --pass fwd, "
-                            "--precision bf16, --routing uniform, --seed 0 (the defaults; no "
-                            "--bwd-tiles)")
+    off = [f"{flag} {value}" for flag, value, default in (
+        ("--engine", a.engine, "analytic"), ("--pass", a.pass_, "fwd"), ("--precision", a.precision, "bf16"),
+        ("--routing", a.routing, "uniform"), ("--seed", a.seed, 0), ("--bwd-tiles", a.bwd_tiles, None),
+        ("--fp8-kernel", a.fp8_kernel, "triton")) if value != default]
+    if off:
+        raise MokInputError(f"--table is the megakernel's choice: analytic engine, --pass fwd, "
+                            f"--precision bf16, --routing uniform, --seed 0 (the defaults; no "
+                            f"--bwd-tiles, no --fp8-kernel); drop {', '.join(off)}")
     try:
         buckets = ([int(b) for b in a.tokens_buckets.split(",")] if a.tokens_buckets is not None
                    else list(DEFAULT_BUCKETS))

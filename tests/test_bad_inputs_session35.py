@@ -387,3 +387,18 @@ def test_report_space_empty_table_system(capsys, monkeypatch):
     rc = report_space(["calibration/runs/published/gb300_table1.jsonl", "--table-system", ""])
     _one_line(rc, capsys.readouterr().err, "python -m calibration.report_space: error: ",
               "--table-system '': a system name is required")
+
+
+# ---- mok tune --table: every flag it would ignore is named ----
+
+@pytest.mark.parametrize("extra, want", [(["--fp8-kernel", "gluon"], "drop --fp8-kernel gluon"),
+                                         (["--fp8-kernel", "bogus"], "drop --fp8-kernel bogus"),
+                                         (["--seed", "3"], "drop --seed 3")])
+def test_tune_table_names_what_it_would_ignore(extra, want, tmp_path, capsys):
+    """`mok tune --table FILE --fp8-kernel gluon` (or any --fp8-kernel) wrote the BF16 table,
+    the flag ignored, exit 0; the other refused flags were not named."""
+    table = tmp_path / "t.json"
+    rc = main(["tune", "--hardware", "gb300-nvl72", "--model", "kimi-k2", "--ep", "16", "--table",
+               str(table), "--tokens-buckets", "64", *extra])
+    _one_line(rc, capsys.readouterr().err, "mok: error: --table is the megakernel's choice: ", want)
+    assert not table.exists()
