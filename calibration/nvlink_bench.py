@@ -35,7 +35,7 @@ import torch
 
 from mok_kernels.bench import MAX_ITERS, _software, check_records_out, stats, time_events
 from mok_kernels.peers import pointer_offsets
-from mok_model.cli import MokParser, distinct, int_at_least, number_at_least
+from mok_model.cli import MokParser, deadline_arg, distinct, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.records import append_records
 
@@ -563,7 +563,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--quick", action="store_true", help="fewer points, rows and iterations")
     p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=None,
                    help="timed iterations (default 10, quick 5)")
-    p.add_argument("--deadline-s", type=number_at_least(0), default=500.0,
+    p.add_argument("--deadline-s", type=deadline_arg, default=500.0,
                    help="stop starting new points")
     p.add_argument("--only", default=",".join(BENCHES), help=f"subset of {','.join(BENCHES)}")
     try:

@@ -26,7 +26,7 @@ import sys
 from datetime import datetime, timezone
 
 from mok_kernels.routing import parse_routing, routing_record
-from mok_model.cli import capacity_arg, doc_parser, int_at_least, number_list, run_tool
+from mok_model.cli import capacity_arg, distinct, doc_parser, int_at_least, number_list, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, loads_json
 from mok_model.params import PARAMS_DIR
@@ -162,6 +162,9 @@ def check_grid(a: argparse.Namespace) -> None:
         if any(not x.strip() for x in value.split(",")):
             raise MokInputError(f"{flag} {value!r}: a comma list with no empty elements is "
                                 f"required")
+    for flag in ("--model", "--ep", "--tokens", "--routing", "--dispatch", "--combine",
+                 "--minibatch", "--comm-sms", "--list-lag"):   # as `mok bench` refuses them
+        distinct(flag, str(getattr(a, flag[2:].replace("-", "_"))))
     if a.pass_ == "bwd" and a.precision != "bf16":
         raise MokInputError(f"--pass bwd with --precision {a.precision}: the backward megakernel "
                             f"is BF16 only")

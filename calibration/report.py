@@ -84,10 +84,16 @@ def _also_table(files: list[str], params: Path) -> None:
               f"{_pct(v.mape)} | {_pct(v.max_ape)} | {100 * bias:+.2f}% | {_rho(v.spearman)} |")
 
 
-def _regret_table(rows: list[dict]) -> None:
+def _regret_table(doc: dict) -> None:
+    """calibration.regret's --json document as a table (its message where no workload has a
+    measured sweep: the table of no rows divided by zero)."""
     def cfg(c: dict) -> str:
         return f"{c['dispatch']}/{c['combine']} mb {c['minibatch']} c {c['comm_sms']} r {c['macrobatch']}"
 
+    rows = doc["workloads"]
+    if not rows:
+        print(doc["message"])
+        return
     print("| workload | configs | best measured | tuned pick (predicted ms) | measured ms | regret | "
           "rank | default* ms | default regret |")
     print("|---|---:|---|---|---:|---:|---:|---:|---:|")
@@ -121,7 +127,17 @@ def _check(a: argparse.Namespace) -> Path:
     output folder made."""
     from mok_model.records import read_records
 
-    read_records(a.runs)
+    from mok_model.records import model_records
+
+    from .split import group_values
+
+    layer, _ = model_records(read_records(a.runs))
+    for by in ("tokens", "model"):      # each held out in turn: calibrate needs two groups
+        values = group_values(layer, by)
+        if len(values) < 2:
+            raise MokInputError(f"RUN_FILES: the report holds out each {by} in turn, and the "
+                                f"layer records have {by} {values} only; give records of two "
+                                f"{by} values or more")
     if a.also:
         try:
             read_records(a.also)
@@ -216,12 +232,12 @@ def _report(a: argparse.Namespace) -> int:
         argv_r = [*a.also, "--params", str(allp), "--json"]
         rc, txt = _run(regret_main, argv_r)
         print(f"\n    python -m calibration.regret {' '.join(argv_r[:-1])}\n")
-        _regret_table(json.loads(txt)["workloads"])
+        _regret_table(json.loads(txt))
     for by in ("tokens", "model"):
         argv_r = [*a.runs, "--refit-by", by, *free, "--json"]
         rc, txt = _run(regret_main, argv_r)
         print(f"\n    python -m calibration.regret {' '.join(argv_r[:-1])}\n")
-        _regret_table(json.loads(txt)["workloads"])
+        _regret_table(json.loads(txt))
     return 0
 
 

@@ -46,13 +46,13 @@ from pathlib import Path
 
 import numpy as np
 
-from mok_model.cli import doc_parser, int_at_least, run_tool
+from mok_model.cli import doc_parser, int_at_least, local_processes, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import loads_json
 from mok_model.gemm_table import DEFAULT_TILE
 from mok_model.records import read_records, routing_reproduced, workload_key
 
-from .checks import param_names
+from .checks import param_names, required_text
 from .cli import default_free, priors_for
 from .fit import fit
 from .gemm_table import SYSTEM as TABLE_SYSTEM
@@ -302,10 +302,12 @@ def main(argv: list[str] | None = None) -> int:
 
 def _saved(path: str) -> dict:
     """A saved --json output, checked for the fields the report prints."""
+    required_text(path, "--from-json")          # '' read the folder '.'
     try:
         doc = loads_json(Path(path).read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise MokInputError(f"--from-json {path!r}: no such file") from None
+    except (FileNotFoundError, IsADirectoryError):
+        raise MokInputError(f"--from-json {path!r}: no such file"
+                            + (" (it is a folder)" if Path(path).is_dir() else "")) from None
     except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise MokInputError(f"--from-json {path!r}: not a JSON file ({exc})") from None
     need = ("files", "records", "workloads", "left_out", "summary", "folds")
@@ -324,6 +326,8 @@ def _run(a: argparse.Namespace) -> int:
         return 0
     if not a.runs:
         raise MokInputError("give run-record files (or --from-json FILE)")
+    local_processes("--jobs", a.jobs)
+    required_text(a.table_system, "--table-system", "system name")   # as gemm_table's --system
     tables = a.table.split(",")
     if set(tables) - set(TABLES):
         raise MokInputError(f"--table {a.table!r}: choose from {', '.join(TABLES)}")

@@ -209,6 +209,9 @@ def compile_one(a) -> int:
     experts = MODELS[a.model][2]
     if experts % a.ep:
         raise MokInputError(f"--ep {a.ep} must divide {a.model}'s {experts} experts")
+    from .bench import check_fits
+
+    check_fits(a.model, a.ep, a.tokens)     # its buffers are made (on the host) to compile
     kw = dict(dispatch="pull", combine="push", minibatch=4096, comm_sms=32, macrobatch=4096,
               capacity=1.0, grid=132, precision=a.precision, fp8_kernel=a.fp8_kernel)
     kw.update(_cfg_fields(a.cfg))

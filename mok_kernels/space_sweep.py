@@ -232,7 +232,7 @@ def run(a: argparse.Namespace) -> int:
 
 
 def main(argv: list[str]) -> int:
-    from mok_model.cli import doc_parser, int_at_least, number_at_least, run_tool
+    from mok_model.cli import deadline_arg, doc_parser, int_at_least, run_tool
     from mok_model.scenario import MAX_SEED
 
     from .bench import MAX_ITERS
@@ -261,7 +261,7 @@ def main(argv: list[str]) -> int:
                    help="timed iterations (8)")
     p.add_argument("--warmup", type=int_at_least(0, MAX_ITERS), default=None,
                    help="warm-up iterations (2)")
-    p.add_argument("--deadline-s", type=number_at_least(0), default=None,
+    p.add_argument("--deadline-s", type=deadline_arg, default=None,
                    help="stop starting workloads after this many seconds (400)")
     return run_tool(p, lambda a: _checked_run(a, argv), argv)
 

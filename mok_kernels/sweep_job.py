@@ -16,7 +16,7 @@ import time
 
 import torch
 
-from mok_model.cli import distinct, doc_parser, int_at_least, number_at_least, number_list, run_tool
+from mok_model.cli import deadline_arg, distinct, doc_parser, int_at_least, number_list, run_tool
 from mok_model.errors import MokInputError
 from mok_model.presets import load_model
 from mok_model.records import append_records
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--comm-sms", default="8,16,32,64")
     p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=6)
     p.add_argument("--warmup", type=int_at_least(0, MAX_ITERS), default=2)
-    p.add_argument("--deadline-s", type=number_at_least(0), default=520)
+    p.add_argument("--deadline-s", type=deadline_arg, default=520)
     p.add_argument("--routing", default="uniform")
     return run_tool(p, lambda a: sweep(a, argv), argv)
 

@@ -110,7 +110,7 @@ def candidate(name: str, table: dict) -> tuple[str, dict] | None:
 
 
 def main(argv: list[str]) -> int:
-    from mok_model.cli import doc_parser, int_at_least, number_at_least, run_tool
+    from mok_model.cli import deadline_arg, doc_parser, int_at_least, run_tool
 
     from .bench import MAX_ITERS
     p = doc_parser("python -m mok_kernels.tile_sweep", __doc__)
@@ -123,7 +123,7 @@ def main(argv: list[str]) -> int:
                    "has >= 16384 routes, else 32)")
     p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=8)
     p.add_argument("--warmup", type=int_at_least(0, MAX_ITERS), default=2)
-    p.add_argument("--deadline-s", type=number_at_least(0), default=400)
+    p.add_argument("--deadline-s", type=deadline_arg, default=400)
     return run_tool(p, lambda a: sweep(a, argv), argv)
 
 

@@ -94,18 +94,20 @@ def doc_parser(prog: str, doc: str | None) -> MokParser:
     return MokParser(prog=prog, description=doc, formatter_class=argparse.RawDescriptionHelpFormatter)
 
 
-def _at_least(kind, low: float, noun: str, bounded_noun: str, high: float = math.inf):
-    """An argparse type: a finite `kind` value >= low (and <= high), refused with the rule
-    otherwise (`noun` names what unparsable text should be, `bounded_noun` what an out-of-range
-    value should be)."""
-    rule = f">= {_num(low)}" if high == math.inf else f"in [{_num(low)}, {_num(high)}]"
+def _at_least(kind, low: float, noun: str, bounded_noun: str, high: float = math.inf,
+              open_low: bool = False):
+    """An argparse type: a finite `kind` value >= low (> low with open_low; and <= high), refused
+    with the rule otherwise (`noun` names what unparsable text should be, `bounded_noun` what an
+    out-of-range value should be)."""
+    rule = (f"{'>' if open_low else '>='} {_num(low)}" if high == math.inf
+            else f"in {'(' if open_low else '['}{_num(low)}, {_num(high)}]")
 
     def parse(text: str):
         try:
             v = kind(text)
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} must be {noun} {rule}") from None
-        if not (math.isfinite(v) and low <= v <= high):
+        if not (math.isfinite(v) and (low < v if open_low else low <= v) and v <= high):
             raise argparse.ArgumentTypeError(f"{text} must be {bounded_noun} {rule}")
         return v
     parse.__name__ = f"{noun.split()[-1]} {rule}"
@@ -144,20 +146,62 @@ def number_list(text: str, flag: str, kind=int, low: float = 1, high: float = ma
     return out
 
 
+def _grid_value(item: str):
+    """What a list item stands for: its parts (split at ':', as in MODEL:EP:TOKENS or zipf:S)
+    each a number where it reads as one, else a model preset's name for its alias, else itself;
+    so 0.5 and 0.50, 64 and 064, kimi-k2 and kimi-k2.7-code name the same value."""
+    from .presets import MODEL_ALIASES
+
+    def one(part: str):
+        try:
+            return float(part)
+        except ValueError:
+            return MODEL_ALIASES.get(part, part)
+    return tuple(one(part) for part in item.split(":"))
+
+
 def distinct(flag: str, text: str, sep: str = ",") -> list[str]:
-    """The items of a `sep` list, refusing one named twice (a repeated grid value would rerun
-    the same points; a repeated name would count twice)."""
+    """The items of a `sep` list, refusing one named twice, also as another spelling of the same
+    value (_grid_value): a repeated grid value would rerun the same points; a repeated name would
+    count twice."""
     items = text.split(sep)
-    twice = sorted({x for x in items if x and items.count(x) > 1})   # '' is the caller's to name
-    if twice:
-        raise MokInputError(f"{flag} {text!r} names {twice[0]!r} twice: each grid value once (a "
-                            f"repeated value would rerun the same points)")
+    first: dict = {}
+    for x in items:
+        if not x:                          # '' is the caller's to name
+            continue
+        seen = first.setdefault(_grid_value(x), x)
+        if seen != x or items.count(x) > 1:
+            again = repr(x) if seen == x else f"{seen!r} (and as {x!r})"
+            raise MokInputError(f"{flag} {text!r} names {again} twice: each grid value once (a "
+                                f"repeated value would rerun the same points)")
     return items
 
 
 def number_at_least(low: float, high: float | None = None):
     """An argparse type: a finite number >= low (and <= high)."""
     return _at_least(float, low, "a number", "a finite number", math.inf if high is None else high)
+
+
+# A job's --deadline-s: 0 ran nothing (a sweep stopped before its first point and exited 0), and
+# past a week it is no deadline (faulthandler's watchdog, set at the deadline, overflows at 1e12)
+MAX_DEADLINE_S = 7 * 86_400
+
+
+def deadline_arg(text: str) -> float:
+    """An argparse type: a job's deadline in seconds, in (0, MAX_DEADLINE_S]."""
+    return _at_least(float, 0, "a number", "a finite number", MAX_DEADLINE_S, open_low=True)(text)
+
+
+def local_processes(flag: str, n: int) -> int:
+    """Refuse more local worker processes than 4 per core of this machine: a process pool of
+    Python's fork start method starts every worker at once (`--jobs 100000` forked 100,000
+    processes), and past the cores more processes only share them, each with its own memory."""
+    cores = os.cpu_count() or 1
+    if n > 4 * cores:
+        raise MokInputError(f"{flag} {n} must be at most {4 * cores} (4 per core; this machine has "
+                            f"{cores}): more processes only share the cores, each with its own "
+                            f"copy of the model's data")
+    return n
 
 
 def capacity_arg(text: str) -> float:
@@ -456,11 +500,14 @@ def cmd_tune_table(a) -> int:
     if a.top is not None:
         raise MokInputError(f"--top {a.top} lists the best configurations of one --tokens; --table "
                             f"keeps the best per bucket (drop --top)")
-    if a.engine != "analytic" or a.pass_ != "fwd" or a.precision != "bf16" or a.routing != "uniform" \
-            or a.seed != 0 or a.bwd_tiles is not None:
-        raise MokInputError("--table is the megakernel's choice: analytic engine, --pass fwd, "
-                            "--precision bf16, --routing uniform, --seed 0 (the defaults; no "
-                            "--bwd-tiles)")
+    off = [f"{flag} {value}" for flag, value, default in (
+        ("--engine", a.engine, "analytic"), ("--pass", a.pass_, "fwd"), ("--precision", a.precision, "bf16"),
+        ("--routing", a.routing, "uniform"), ("--seed", a.seed, 0), ("--bwd-tiles", a.bwd_tiles, None),
+        ("--fp8-kernel", a.fp8_kernel, "triton")) if value != default]
+    if off:
+        raise MokInputError(f"--table is the megakernel's choice: analytic engine, --pass fwd, "
+                            f"--precision bf16, --routing uniform, --seed 0 (the defaults; no "
+                            f"--bwd-tiles, no --fp8-kernel); drop {', '.join(off)}")
     try:
         buckets = ([int(b) for b in a.tokens_buckets.split(",")] if a.tokens_buckets is not None
                    else list(DEFAULT_BUCKETS))
@@ -539,7 +586,10 @@ def cmd_tune(a) -> int:
 
 
 def build_parser() -> argparse.ArgumentParser:
+    from . import __version__
+
     p = MokParser(prog="mok", description="Predict, tune and run MoE layers on scale-up GPU fabrics")
+    p.add_argument("--version", action="version", version=f"mok {__version__}")
     sub = p.add_subparsers(dest="cmd", required=True, parser_class=MokParser, metavar="COMMAND")
     sp = sub.add_parser("presets", help="hardware and model presets")
     sp.add_argument("--json", action="store_true")

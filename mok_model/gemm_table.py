@@ -348,7 +348,7 @@ def read_points(path: str | Path) -> tuple:
 
 def _read_json(path: Path, where: str) -> dict:
     if not path.is_file():
-        raise MokInputError(f"{where}: no such file")
+        raise MokInputError(f"{where}: no such file" + (" (it is a folder)" if path.is_dir() else ""))
     try:
         doc = loads_json(path.read_text(encoding="utf-8"))
     except (json.JSONDecodeError, UnicodeDecodeError) as exc:

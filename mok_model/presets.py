@@ -108,6 +108,15 @@ HARDWARE_MAX = {
     "tier_oversubscription": (1024, "(spine links per leaf link)"),
     "rail_oversubscription": (1024, "(rail links per spine link)"),
 }
+# The least value a rate or size may take (a field that may be 0, none, takes 0 or at least
+# this): 1/80 or less of the smallest shipped preset (989 TFLOP/s, 3.35 TB/s and 80 GB of HBM,
+# 450 GB/s links, 50 GB/s scale-out). Below it a value is a slip too: link_gbps 1e-300 printed
+# a latency of 10^300 ms, and bf16_tflops 1e-320 a memory error of nonsense numbers.
+HARDWARE_MIN = {
+    "bf16_tflops": (1, "TFLOP/s"), "fp8_tflops": (1, "TFLOP/s"), "mxfp8_tflops": (1, "TFLOP/s"),
+    "hbm_tbps": (0.01, "TB/s"), "hbm_gb": (1, "GB"),
+    "link_gbps": (1, "GB/s"), "scaleout_gbps": (0.1, "GB/s"),
+}
 _INT_FIELDS = ("sms", "domain_size", "leaf_gpus", "switch_planes", "switch_tiers")
 
 
@@ -121,6 +130,11 @@ def _plausible(hw: Hardware) -> None:
         v = getattr(hw, key)
         if v > high:
             raise MokInputError(f"hardware {hw.name!r}: {key}={v!r} must be at most {int(high):,} "
+                                f"{unit} (a plausible range for any real or future GPU)")
+    for key, (low, unit) in HARDWARE_MIN.items():
+        v = getattr(hw, key)
+        if 0 < v < low:         # 0 is refused, or means none, where _validated_hardware says
+            raise MokInputError(f"hardware {hw.name!r}: {key}={v!r} must be at least {low:g} "
                                 f"{unit} (a plausible range for any real or future GPU)")
 
 
@@ -155,6 +169,14 @@ def _validated_hardware(hw: Hardware) -> Hardware:
     return hw
 
 
+# The largest value the other fields of a model may take, as HARDWARE_MAX for a hardware: 100
+# times or more the largest shipped preset (hidden 7168, expert width 14336, top-10, one shared
+# expert, 94 layers). Above them a value is a typo: a shared width of 10^18 printed a latency of
+# 10^12 ms, and top_k 8192 never finished (each token's experts are drawn distinct, k^2 work).
+MODEL_MAX = {"hidden": 1 << 20, "expert_width": 1 << 21, "shared_width": 1 << 21, "top_k": 1024,
+             "shared_experts": 1024, "moe_layers": 100_000, "layers": 100_000}
+
+
 def _validated_model(m: MoEModel) -> MoEModel:
     for key in ("hidden", "expert_width", "routed_experts", "top_k"):
         _positive("model", m.name, key, getattr(m, key))
@@ -164,6 +186,10 @@ def _validated_model(m: MoEModel) -> MoEModel:
         raise MokInputError(f"model {m.name!r}: routed_experts={m.routed_experts} must be at most "
                             f"{MAX_EXPERTS} (the model keeps arrays per expert: 10^7 experts take "
                             f"7 GB and half a minute, 10^9 would not finish)")
+    for key, high in MODEL_MAX.items():
+        if getattr(m, key) > high:
+            raise MokInputError(f"model {m.name!r}: {key}={getattr(m, key)!r} must be at most "
+                                f"{high:,} (a plausible range for any real or future MoE layer)")
     if m.top_k > m.routed_experts:
         raise MokInputError(
             f"model {m.name!r}: top_k={m.top_k} must be <= routed_experts={m.routed_experts}")
@@ -264,7 +290,8 @@ def _load(arg: str, file: str, cls, validate, aliases: dict):
     if arg.endswith(".toml"):
         path = Path(arg)
         if not path.is_file():
-            raise MokInputError(f"{_kind(cls)} file {arg!r} does not exist")
+            raise MokInputError(f"{_kind(cls)} file {arg!r} " + ("is a folder; name a TOML file"
+                                                                 if path.is_dir() else "does not exist"))
         try:
             table = tomllib.loads(path.read_text())
         except (tomllib.TOMLDecodeError, UnicodeDecodeError) as exc:

@@ -36,9 +36,12 @@ def parse_routing(spec: str, top_k: int) -> tuple[str, float | str | None]:
     if spec.startswith(("zipf:", "hot:")):
         kind, _, arg = spec.partition(":")
         try:
+            if arg != arg.strip() or "_" in arg or not arg.isascii():  # float() takes ' 1_0 '
+                raise ValueError(arg)
             value = float(arg)
         except ValueError:
-            raise MokInputError(f"--routing {spec!r}: {kind} takes a number, as in {kind}:1.2") from None
+            raise MokInputError(f"--routing {spec!r}: {kind} takes a number, as in "
+                                f"{'zipf:1.2' if kind == 'zipf' else 'hot:0.1'}") from None
         if kind == "zipf" and not (0 < value <= 10):
             raise MokInputError(f"--routing {spec!r}: the Zipf exponent must be in (0, 10]")
         if kind == "hot" and not (0 < value <= 1 / top_k):

@@ -8,7 +8,7 @@ import sys
 import time
 from pathlib import Path
 
-from mok_model.cli import MokParser, int_at_least
+from mok_model.cli import MokParser, int_at_least, local_processes
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_dir, check_output_file
 from mok_model.scenario import ENGINES
@@ -44,6 +44,7 @@ def options(a: argparse.Namespace) -> Options:
         raise MokInputError(f"--engine {a.engine!r} must be one of {ENGINES}")
     if a.workers < 0:
         raise MokInputError(f"--workers {a.workers} must be >= 0 (0: one per core)")
+    local_processes("--workers", a.workers)
     if a.seed < 0:
         raise MokInputError(f"--seed {a.seed} must be >= 0")
     if a.cluster is not None and not a.cluster.strip():

@@ -26,7 +26,11 @@ import numpy as np
 
 from ..errors import MokInputError
 
-DEGRADE_HELP = ("--degrade takes TARGET:FACTOR[,TARGET:FACTOR...] with FACTOR in [0, 1]; TARGET is "
+# The least share of its bandwidth a degraded link keeps (0 fails it): below, a typo for 0 (at
+# 1e-320 the simulator's rates overflowed: internal error; at 1e-300 it printed 10^300 ms)
+MIN_DEGRADE = 1e-6
+DEGRADE_HELP = ("--degrade takes TARGET:FACTOR[,TARGET:FACTOR...] with FACTOR 0 (failed) or in "
+                f"[{MIN_DEGRADE:g}, 1]; TARGET is "
                 "gpuN (its NVLink links, both directions), gpuN.pK (its link to plane K), nicN "
                 "(its scale-out NIC), leafD.L (leaf L of domain D: its spine links), tier (every "
                 "leaf-to-spine link) or rails (every rail-to-spine link)")
@@ -50,7 +54,7 @@ def parse_degrade(spec: str) -> list[tuple[str, float]]:
             factor = float(f)
         except ValueError:
             factor = -1.0
-        if not _TARGET.match(target) or not (0.0 <= factor <= 1.0):
+        if not _TARGET.match(target) or not (factor == 0.0 or MIN_DEGRADE <= factor <= 1.0):
             raise MokInputError(f"--degrade {part!r}: {DEGRADE_HELP}")
         out.append((target, factor))
     return out
