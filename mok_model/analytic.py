@@ -21,7 +21,7 @@ minibatches are cut, whole-wave tiles) are parameters, with their sources, not c
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from statistics import NormalDist
 
@@ -131,7 +131,8 @@ def gluon_fp8(scn: Scenario) -> bool:
 def training_bwd(scn: Scenario) -> bool:
     """Whether the pass is our backward megakernel on the layer's training tiles
     (Scenario.bwd_tiles "training": g and u saved by the forward, so no gate/up is recomputed;
-    its tiles' rate bwd_train_eff_scale and per-block weight-gradient time
+    its tiles' rate bwd_train_eff_scale, relative to the forward's efficiency for the same shape
+    (the GEMM table's where the parameters carry one), and per-block weight-gradient time
     bwd_train_wgrad_tile_us in place of bwd_gemm_eff_scale and wgrad_tile_us)."""
     return scn.pass_ == "bwd" and scn.bwd_tiles == "training"
 
@@ -238,13 +239,15 @@ def _pieces(scn: Scenario, p: Params, rows, row_tiles, experts_touched, sms, wid
     # the Gluon FP8 kernel computes I zero-padded to whole 128-column blocks
     H, I = m.hidden, (gluon_padded_width(width) if gluon_fp8(scn) and not library else width)
     measured = False  # whether a measured GEMM table gives the efficiency (mok_model/gemm_table.py)
+    training = training_bwd(scn) and not library
     if library:
         eff = p["torch_gemm_eff"]
     elif precision == "fp8":
         eff = fp8_tile_eff(scn, p)
+    elif training:  # the training tiles: the forward's efficiency for this shape, scaled below
+        eff, measured = gemm_efficiency(p, replace(scn, pass_="fwd", bwd_tiles="recompute"), sms)
     else:  # the table's efficiency for this shape where the parameters carry one, else gemm_eff
         eff, measured = gemm_efficiency(p, scn, sms)
-    training = training_bwd(scn) and not library
     if scn.pass_ == "bwd":
         eff = eff * p["bwd_train_eff_scale" if training else "bwd_gemm_eff_scale"]
     # per-SM rate; with fewer SMs each one runs faster when sm_scaling < 1 (less HBM and L2

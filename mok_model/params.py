@@ -74,7 +74,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "wgrad_tile_us": (0.0, 50.0),  # fixed time per 128x128 weight-gradient block per expert, one SM
     "bwd_dispatch_rows": (1.0, 2.0),  # rows dispatched per route backward (2: x and dOut)
     # the backward on the layer's training tiles (Scenario.bwd_tiles "training"; no recompute)
-    "bwd_train_eff_scale": (0.3, 1.5),  # its tiles' rate relative to the forward's (gemm_eff)
+    "bwd_train_eff_scale": (0.3, 1.5),  # its tiles' rate relative to the forward's for the shape
     "bwd_train_wgrad_tile_us": (0.0, 50.0),  # its fixed time per 128x128 weight-gradient block
     # FP8 forward of the megakernel
     "fp8_gemm_eff": (0.05, 0.9),  # fraction of the FP8 peak tensor rate a full FP8 tile sustains

@@ -162,6 +162,28 @@ def test_training_tiles_recompute_nothing():
     assert r["gate_up"] == pytest.approx(2 / 3 * r["dgrad"])   # gate/up: 4HI of dA + dX's 6HI
 
 
+def test_training_tiles_read_the_forwards_efficiency_for_their_shape(monkeypatch):
+    """The training tiles' rate is the forward's efficiency for the same shape (the GEMM
+    table's, else gemm_eff) times bwd_train_eff_scale; the recomputing tiles ask for their own
+    pass (session 35)."""
+    import mok_model.analytic as analytic
+
+    asked = []
+    real = analytic.gemm_efficiency
+
+    def spy(p, s, sms=None):
+        asked.append((s.pass_, s.bwd_tiles))
+        return real(p, s, sms)
+
+    monkeypatch.setattr(analytic, "gemm_efficiency", spy)
+    p = h200()
+    ffn_pieces(scn(bwd_tiles="training"), p, 4096.0, 32.0, 8.0, 100, 2048)
+    assert asked == [("fwd", "recompute")]
+    asked.clear()
+    ffn_pieces(scn(), p, 4096.0, 32.0, 8.0, 100, 2048)
+    assert asked == [("bwd", "recompute")]
+
+
 def test_training_tiles_write_each_weight_gradient_once_in_bf16():
     """The HBM floor: the training tiles (w_direct, w_bf16) store 2 bytes a weight gradient
     whatever wgrad_bytes_per_weight (the recomputing default's traffic) says; the recomputing
