@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import argparse
 import datetime as _dt
+import hashlib
 import itertools
 import math
 import os
 import re
 import sys
 import uuid
+from pathlib import Path
 from typing import Any, Callable
 
 import torch
@@ -520,13 +522,28 @@ def _hardware() -> dict[str, Any]:
             "fabric": "local-hbm", "driver": f"cuda {torch.version.cuda}"}
 
 
+KERNEL_PACKAGE = Path(__file__).resolve().parent
+
+
+def kernel_source_digest(root: Path = KERNEL_PACKAGE) -> str:
+    """The first 16 hex digits of a SHA-256 over the kernel package's Python sources (every
+    *.py under `root`, by relative path, path and bytes): which kernel a record timed, where the
+    device's copy of the tree carries no usable git commit (session 35: the forward's mode words
+    changed the kernel's speed, and records of the two kernels must be told apart)."""
+    h = hashlib.sha256()
+    for f in sorted(root.rglob("*.py"), key=lambda f: f.relative_to(root).as_posix()):
+        h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
+    return h.hexdigest()[:16]
+
+
 def _software() -> dict[str, str]:
     try:
         import triton
         tv = triton.__version__
     except ImportError:  # pragma: no cover
         tv = "none"
-    return {"torch": torch.__version__, "triton": tv, "commit": os.environ.get("MOK_COMMIT", "unknown")}
+    return {"torch": torch.__version__, "triton": tv, "commit": os.environ.get("MOK_COMMIT", "unknown"),
+            "kernel_source": kernel_source_digest()}
 
 
 def make_record(*, system: str, model: str | dict, ep: int, tokens: int, knobs: dict[str, Any],
