@@ -125,9 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 def _check(a: argparse.Namespace) -> Path:
     """Every input checked before the first fit: the files (RUN_FILES and --also), --free; the
     output folder made."""
-    from mok_model.records import read_records
-
-    from mok_model.records import model_records
+    from mok_model.records import model_records, read_records
 
     from .split import group_values
 

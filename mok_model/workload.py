@@ -75,10 +75,10 @@ def physical_memory_bytes() -> int:
         return 0
 
 
-def routing_bytes(ep: int, tokens: int, top_k: int, experts: int = 0) -> float:
-    """Estimated peak memory of drawing a seeded routing and counting its traffic (per
-    route, and per (GPU, expert) pair where `experts` is given)."""
-    return float(ep) * tokens * top_k * ROUTE_BYTES + float(ep) * experts * PAIR_BYTES
+def routing_bytes(ep: int, tokens: int, top_k: int) -> float:
+    """Estimated peak memory of drawing a seeded routing and counting its traffic, per route
+    (check_routing_memory adds the counts per (GPU, expert) pair)."""
+    return float(ep) * tokens * top_k * ROUTE_BYTES
 
 
 def check_routing_memory(ep: int, tokens: int, top_k: int, spec: str, experts: int = 0) -> float:
