@@ -16,7 +16,9 @@
 - h200-1: `mok calibrate` on the committed H200 runs (microbenchmarks, then the megakernel sweeps:
   calibration/runs/h200/ at EP 16 and the space sweep calibration/runs/h200_space/space.jsonl)
   from those priors, with the GEMM efficiency table of the kernel's own GEMM phases
-  (mok_model/params/gemm/h200-1.json; gemm_eff not fitted); then the backward megakernel's and
+  (mok_model/params/gemm/h200-1.json; gemm_eff not fitted; the forward push/push records of the
+  kernel with runtime mode words, before 2026-12-03 15:02 UTC, left out as another kernel:
+  mok_model/records.py runtime_mode_words); then the backward megakernel's and
   the FP8 forward's terms fitted to the
   default-variant backward and FP8 records of calibration/runs/h200/ (calibration/passes.py,
   everything else held), and the Gluon FP8 kernel's (fp8_gluon_gemm_eff, fp8_gluon_copy_scale)

@@ -614,6 +614,21 @@ def training_variant(rec: dict) -> bool:
     return effective_bwd_variant(rec) == (TRAINING_BWD if wide else TRAINING_BWD_NARROW)
 
 
+def runtime_mode_words(rec: dict) -> bool:
+    """Whether a measured forward MoK record timed push dispatch with push combine on the kernel
+    that took its mode words (PUSH_DISPATCH, PULL_COMBINE, JOIN) as runtime ints: every record
+    written before 2026-12-03 15:02 UTC (commit e060615), none of which carries
+    software.kernel_source. A push combine compiled every mode's branches into that kernel, and
+    push/push ran up to 1.4x slower than on today's (mok_kernels/NOTES.md "Session 35"; other
+    mode pairs measured within the run's drift), so those records time a kernel that no longer
+    runs. The Gluon FP8 pass is its own kernel."""
+    cfg = rec.get("config") or {}
+    return (rec["system"] == "mok" and rec["source"] == "measured" and rec["pass"] == "fwd"
+            and cfg.get("dispatch") == "push" and cfg.get("combine") == "push"
+            and "kernel_source" not in (rec.get("software") or {})
+            and not (isinstance(rec.get("tiles"), dict) and rec["tiles"].get("fp8_kernel") == "gluon"))
+
+
 def default_variant(rec: dict, old: bool = False) -> bool:
     """Whether a record ran today's default kernel variant (MoK and its GEMM phases alone,
     mok-gemm; every other record does: the variants are our megakernel's, and so does a
@@ -623,6 +638,8 @@ def default_variant(rec: dict, old: bool = False) -> bool:
     tokens (mok_kernels/tiles.py)."""
     if rec["system"] not in ("mok", "mok-gemm") or rec["source"] != "measured":
         return True
+    if runtime_mode_words(rec) and not old:
+        return False
     v = kernel_variant(rec)
     if rec["pass"] == "bwd":
         return v == (OLD_BWD if old else DEFAULT_BWD)
@@ -644,6 +661,8 @@ def todays_kernel(rec: dict) -> bool:
 
 def variant_label(rec: dict) -> str:
     """A short name of a record's kernel variant, for notes (e.g. "fp8 v1 block_m 128")."""
+    if runtime_mode_words(rec):
+        return "forward push/push with runtime mode words (before 2026-12-03 15:02 UTC)"
     v = kernel_variant(rec)
     if rec["pass"] == "bwd":
         if training_variant(rec):
