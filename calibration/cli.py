@@ -81,6 +81,10 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
             # refitted even after micro-copy: a stand-alone gather owns the whole GPU, while in
             # the megakernel the comm SMs copy beside compute SMs that share HBM and L2
             free.append("copy_gbps_per_sm")
+            if any(r["source"] == "measured" for r in mok):
+                # and how much slower they copy while GEMMs run beside them
+                # (analytic.copy_beside_gemm): seen where the copy nears the GEMMs' length
+                free.append("copy_slowdown_beside_gemm")
         modes = knob_values("dispatch") | knob_values("combine")
         if "push" in modes and "pull" in modes and "push_copy_scale" in BOUNDS:
             # across GPUs a pushing SM writes over the fabric (push_copy_scale); one GPU's

@@ -178,8 +178,11 @@ def fit_fabric(records: list[dict], base: Params, link_gbps: float) -> FabricFit
             {"copy_sms": _m(r, "copy_sms"), "gemm_rate_vs_alone": _m(r, "ratio"),
              "if_gemm_lost_only_those_sms": (sms - _m(r, "copy_sms")) / sms,
              "copy_outlasted_gemm": _m(r, "copy_outlasted_gemm"), "id": r["id"]} for r in gc]
-        out.notes.append("micro-nvlink-gemm-copy: the model has no interference term (compute SMs = "
-                         "SMs - comm SMs); the measured ratios are under fabric_fit.measurements")
+        out.notes.append("micro-nvlink-gemm-copy: the GEMM's rate beside a copy; the model's GEMMs "
+                         "lose only the comm SMs (compute SMs = SMs - comm SMs), and its one "
+                         "interference term is the other way, the copy slowed beside GEMMs "
+                         "(copy_slowdown_beside_gemm, fitted to layer records); the measured "
+                         "ratios are under fabric_fit.measurements")
     out.params = base.with_values(**values)
     return out
 

@@ -410,6 +410,11 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
                                  shared=True, wave_sync=ws)
     else:
         shared = np.zeros_like(c)
+    # the comm SMs copy slower while the compute SMs run GEMMs beside them (copy_beside_gemm):
+    # their copying (a push combine stored from the epilogue is not theirs) stretches
+    on_comm = dispatch + np.where(kpush & (p["combine_in_epilogue"] >= 0.5), 0.0, combine)
+    stretch = copy_beside_gemm(on_comm, shared + M * c, p["copy_slowdown_beside_gemm"])
+    dispatch, combine = dispatch * stretch, combine * stretch
 
     # --- signalling (mok-system.md 2.1): pull is a local counter; push waits on every peer ---
     # After its rows of a minibatch, a pushing sender releases each of its P-1 receivers in
@@ -601,6 +606,19 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
             "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
+
+
+def copy_beside_gemm(copy, gemm, slowdown: float):
+    """The factor (>= 1) on the comm SMs' copy time when GEMMs run beside it on the same GPU:
+    `copy` seconds of copying at the rate alone, `gemm` seconds of GEMMs, and (1 - slowdown) of
+    that rate while both run (they share HBM and L2). A copy that fits inside the GEMMs runs
+    slowed throughout; a longer one only while they run (the simulator lowers the comm SMs'
+    capacity while a GEMM runs: sim/mok.py _gemms_running)."""
+    copy = np.asarray(copy, dtype=np.float64)
+    if slowdown <= 0:
+        return np.ones_like(copy)
+    slowed = np.minimum(copy / (1.0 - slowdown), copy + slowdown * np.asarray(gemm))
+    return np.where(copy > 0, slowed / np.maximum(copy, 1e-30), 1.0)
 
 
 def first_minibatch_end(expert_rows, mb: float, tm: float, aligned: bool) -> np.ndarray:

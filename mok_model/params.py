@@ -31,6 +31,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "hbm_eff": (0.3, 1.0),  # fraction of spec HBM bandwidth reached by weight and epilogue reads
     "copy_gbps_per_sm": (1.0, 400.0),  # bytes per second one communication SM moves
     "push_copy_scale": (0.05, 1.0),  # a pushing comm SM's copy rate relative to a pulling one's
+    "copy_slowdown_beside_gemm": (0.0, 0.5),  # share of the comm SMs' copy rate lost while the
+    # compute SMs run GEMMs on the same GPU (HBM / L2 contention; analytic.copy_beside_gemm)
     "link_eff": (0.3, 1.0),  # fraction of fabric bandwidth a well-fed copy reaches
     "signal_local_us": (0.0, 20.0),  # release/acquire of a GPU-local counter
     "signal_remote_us": (0.0, 50.0),  # one remote completion signal (fence + flag over the fabric)
@@ -167,6 +169,8 @@ ADDED: dict[str, tuple[float, str]] = {
     "push_scan_step_us": (0.0, "prior: a chunk visit costs push_scan_us whatever the hidden size, "
                                "as before the masked row loop's column steps were modelled; "
                                "h200-1's fitted in calibration/priors.py"),
+    "copy_slowdown_beside_gemm": (0.0, "prior: comm SMs copy as fast beside running GEMMs as "
+                                       "alone (no interference), until a fit says otherwise"),
     "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "
                                  "outputs as its owner finishes it, every owner's interleaved "
                                  "(mok-system.md); 1 for our kernel across GPUs (calibration/priors.py)"),

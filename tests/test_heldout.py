@@ -109,7 +109,8 @@ def test_coverage_leaves_each_file_out_and_writes_nothing(tmp_path, capsys):
     lines = capsys.readouterr().out.strip().splitlines()
     assert [ln.split(":")[0] for ln in lines] == [str(drawn5), str(DRAWN6), "all"]  # sorted
     inside, n = (int(x) for x in lines[-1].split()[1:4:2])
-    assert n >= 200 and 0.6 * n < inside <= n   # a 90% range holds most of a new file's runs
+    # 240 MoK records less the 52 push/push of the kernel with runtime mode words
+    assert n >= 120 and 0.6 * n < inside <= n   # a 90% range holds most of a new file's runs
     assert heldout_main(["--coverage", "--out", str(tmp_path / "x.json"), str(DRAWN6)]) == 2
     assert not (tmp_path / "x.json").exists()
 

@@ -87,6 +87,15 @@ class Fluid:
         self.flows += 1
         self._request()
 
+    def set_capacity(self, rid: int, cap: float) -> None:
+        """Change resource rid's capacity from now on: its flows are shared again at once."""
+        if self.cap[rid] == cap:
+            return
+        self._advance()
+        self.cap[rid] = cap
+        self.watch[rid] = True
+        self._request()
+
     def _new_route(self, res: tuple, w: tuple) -> int:
         i = self.routes[res, w] = len(self.routes)
         k, (n, H) = len(res), self.r_res.shape

@@ -290,6 +290,10 @@ class MokSim:
         # our pull combine's homes also visit every chunk of each owner's minibatch for their
         # rows (analytic.pull_scan_chunks): that time loads each home's comm SMs as more bytes
         self.pull_scan = self.owner_walk and self.scan_s > 0
+        # comm SMs copy at (1 - copy_slowdown_beside_gemm) of their rate while their GPU's
+        # compute SMs run a GEMM (analytic.copy_beside_gemm); GEMMs running on each GPU
+        self.slowdown = _param(p, "copy_slowdown_beside_gemm")
+        self.gemms_on = np.zeros(P, dtype=int)
         self.dispatched = np.zeros(P, dtype=int)
         self.all_dispatched = [env.event() for _ in range(P)]
         self.remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
@@ -510,13 +514,24 @@ class MokSim:
             yield from self._run(d, name, joined if self.joins else alone)
             return env.now
         t0 = env.now
+        self._gemms_running(d, 1)
         timer = env.timeout(alone)
         yield timer | ev
         if not timer.processed and env.now < t0 + alone:  # joined part-way
             left = (1.0 - (env.now - t0) / alone) * joined if alone > 0 else 0.0
             yield env.timeout(left)
+        self._gemms_running(d, -1)
         self.spans.append((d, tr.COMPUTE_SMS, name, t0, env.now - t0))
         return env.now
+
+    def _gemms_running(self, d: int, delta: int) -> None:
+        """A GEMM starts (+1) or ends (-1) on GPU d's compute SMs: while one runs, its comm SMs
+        copy at (1 - copy_slowdown_beside_gemm) of their rate (analytic.copy_beside_gemm)."""
+        drv = self.sm[d]
+        if self.slowdown <= 0 or drv.rid is None:
+            return
+        self.gemms_on[d] += delta
+        self.fluid.set_capacity(drv.rid, drv.cap * (1.0 - self.slowdown if self.gemms_on[d] else 1.0))
 
     def _gemm_estimate(self, d: int, i: int) -> float:
         """Seconds the gate/up GEMM of minibatch i takes if it runs at the rate it starts at."""
@@ -732,7 +747,9 @@ class MokSim:
 
     def _run(self, d: int, name: str, dur: float):
         t0, dur = self.env.now, float(dur)
+        self._gemms_running(d, 1)
         yield self.env.timeout(dur)
+        self._gemms_running(d, -1)
         self.spans.append((d, tr.COMPUTE_SMS, name, t0, dur))
 
     def _gemm_args(self, d: int, i: int) -> None:
