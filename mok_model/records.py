@@ -621,12 +621,11 @@ def runtime_mode_words(rec: dict) -> bool:
     software.kernel_source. A push combine compiled every mode's branches into that kernel, and
     push/push ran up to 1.4x slower than on today's (mok_kernels/NOTES.md "Session 35"; other
     mode pairs measured within the run's drift), so those records time a kernel that no longer
-    runs. The Gluon FP8 pass is its own kernel."""
+    runs. (The Gluon FP8 pass, its own kernel, runs pull dispatch only.)"""
     cfg = rec.get("config") or {}
     return (rec["system"] == "mok" and rec["source"] == "measured" and rec["pass"] == "fwd"
             and cfg.get("dispatch") == "push" and cfg.get("combine") == "push"
-            and "kernel_source" not in (rec.get("software") or {})
-            and not (isinstance(rec.get("tiles"), dict) and rec["tiles"].get("fp8_kernel") == "gluon"))
+            and "kernel_source" not in (rec.get("software") or {}))
 
 
 def default_variant(rec: dict, old: bool = False) -> bool:
