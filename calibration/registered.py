@@ -8,7 +8,7 @@ system, model, EP, tokens, routing, pass, precision, the four knobs, the work li
 FP8 kernel (tiles.fp8_kernel "gluon" or not), made after it. Per engine
 and system: matched count, MAPE, max error, signed range, Spearman within workloads (MoK), and
 the regret of the registered pick among each workload's measured MoK configurations; ``--by``
-adds a line per value of each named field.
+adds a line per value of each named field (a record field or a knob of its config).
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from .noise import pick_key
 from .validate import evaluate
 
 _KNOBS = ("dispatch", "combine", "minibatch", "comm_sms")
-BY_FIELDS = ("model", "ep", "tokens", "routing", "pass", "precision", "system")
+BY_FIELDS = ("model", "ep", "tokens", "routing", "pass", "precision", "system") + _KNOBS
 ENGINES = ("analytic", "sim")
 
 
@@ -124,7 +124,7 @@ def summary(pairs: list[tuple[dict, dict]], system: str) -> str:
 
 
 def _field(r: dict, name: str) -> str:
-    v = r.get(name)
+    v = (r.get("config") or {}).get(name) if name in _KNOBS else r.get(name)
     if isinstance(v, dict) and "name" in v:     # a model given by its shape
         return v["name"]
     if isinstance(v, dict):     # routing

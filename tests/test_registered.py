@@ -76,3 +76,18 @@ def test_report_unseen_refuses_empty_files_and_reports_regret(tmp_path, capsys):
     line = figures(recs, [1.0, 1.5])             # picks 4096 (predicted faster): the best
     assert "MAPE  50.0%" in line and "regret mean 0.0%" in line
     assert "regret mean 50.0%" in figures(recs, [1.5, 1.0])   # picks 2048: 3.0 against 2.0
+
+
+def test_by_a_knob_reads_the_records_config(tmp_path, capsys):
+    """--by minibatch (a knob) groups by the record's config, one line per value; a name that
+    is neither a record field nor a knob is refused."""
+    import json
+
+    from calibration.registered import report
+    reg = tmp_path / "reg.jsonl"
+    reg.write_text(json.dumps(_pred()) + "\n" + json.dumps(_pred(mb=2048, ms=1.5)) + "\n")
+    report([str(reg)], [_rec(0), _rec(1, mb=2048, ms=3.0)], ["minibatch"])
+    out = capsys.readouterr().out
+    assert "minibatch 2048 " in out and "minibatch 4096 " in out
+    assert main([str(reg), str(reg), "--by", "colour"]) == 2
+    assert "comm_sms" in capsys.readouterr().err

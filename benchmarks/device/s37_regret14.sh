@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared in session 36, not run (nvidia-h200, ~200 s): seed 14's regret case, the comm-SM
+# Prepared in session 36, run in session 37 (nvidia-h200, 34 s): seed 14's regret case, the comm-SM
 # response. syn14-h3328-i1280-e256-k7-s1, EP 16 emulated, 6,144 tokens, uniform (seed 14), pull
 # dispatch, push and pull combine, minibatch 4,096, comm SMs 8, 12, 16, 24, 32, capacity 1.0,
 # ring 131,072 rows, beside the same rank's GEMMs alone; the grid twice (two processes), so the
@@ -7,8 +7,9 @@
 # 2.184 at 32, where the model reads both 2.22: whether the loss grows smoothly as the copy nears
 # the GEMMs (a rate: copies slowed beside GEMMs) or only at balance (a per-minibatch coupling).
 # Predictions registered first: calibration/predictions/h200_regret14_2026-12-03.jsonl.
-# Report: python -m calibration.registered calibration/predictions/h200_regret14_2026-12-03.jsonl
-#   calibration/runs/h200_drawn/regret14.jsonl --by combine,comm_sms
+# Report (each pass alone: a prediction meets one run): python -m calibration.registered
+#   calibration/predictions/h200_regret14_2026-12-03.jsonl calibration/runs/h200_drawn/regret14.jsonl
+#   --by combine,comm_sms (pass 1; pass 2 in regret14_repeat.jsonl)
 export PYTHONPATH=.
 R=$OUT/s37r; mkdir -p $R; T0=$(date +%s)
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
