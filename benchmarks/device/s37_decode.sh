@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 37 (nvidia-h200, ~120 s): the decode regret cases of seeds 2 and 3 (the tuner's pick
+# Session 37 (nvidia-h200, run in 62 s): the decode regret cases of seeds 2 and 3 (the tuner's pick
 # measured 33-34% slower than the best of three configs), across every mode pair and comm SMs
 # 8-64 at minibatch 4,096: syn2-h7936-i6848-e8-k1 (EP 4, 96 tokens) and syn3-h7936-i6336-e64-k1
 # (EP 32, 128 tokens), uniform, seed 0, capacity 1.0, ring 131,072 rows, MoK and the GEMMs alone,
