@@ -76,6 +76,57 @@ def kernels() -> dict[str, Any]:
                 tl.store(base + dst + off + h0, v, mask=m[:, None])
 
     @triton.jit
+    def stamp():
+        """The SM's global nanosecond timer."""
+        return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
+                                         is_pure=False, pack=1)
+
+    @triton.jit
+    def copy_beside_gemm_kernel(base, offs_ptr, nrows, reps, S, a_ptr, b_ptr, c_ptr, M, N, K,
+                                gemm_reps, stamps_ptr, DO_COPY: tl.constexpr,
+                                DO_GEMM: tl.constexpr, H: tl.constexpr, CR: tl.constexpr,
+                                CC: tl.constexpr, BM: tl.constexpr, BN: tl.constexpr,
+                                BK: tl.constexpr):
+        """The megakernel's split in one persistent launch: programs [0, S) copy rows
+        base+offs[0] -> base+offs[1] (`reps` passes, CR-row chunks round-robin), the others
+        walk the tiles of C = A B (M x K by K x N, bf16) `gemm_reps` times; every program
+        stamps its start and end (ns) at stamps[2 pid], stamps[2 pid + 1]."""
+        pid = tl.program_id(0)
+        t0 = stamp()
+        if pid < S:
+            if DO_COPY:
+                src = tl.multiple_of(tl.load(offs_ptr), 16)
+                dst = tl.multiple_of(tl.load(offs_ptr + 1), 16)
+                nch = (nrows + CR - 1) // CR
+                cols = tl.arange(0, CC)
+                for c in range(pid, reps * nch, S):
+                    rows = (c % nch) * CR + tl.arange(0, CR)
+                    m = rows < nrows
+                    off = rows.to(tl.int64)[:, None] * H + cols[None, :]
+                    for h0 in tl.static_range(0, H, CC):
+                        v = tl.load(base + src + off + h0, mask=m[:, None])
+                        tl.store(base + dst + off + h0, v, mask=m[:, None])
+        else:
+            if DO_GEMM:
+                tn = (N + BN - 1) // BN
+                tiles = ((M + BM - 1) // BM) * tn
+                rm, rn, rk = tl.arange(0, BM), tl.arange(0, BN), tl.arange(0, BK)
+                for t in range(pid - S, gemm_reps * tiles, tl.num_programs(0) - S):
+                    row = ((t % tiles) // tn) * BM + rm
+                    col = ((t % tiles) % tn) * BN + rn
+                    acc = tl.zeros((BM, BN), dtype=tl.float32)
+                    for k0 in range(0, K, BK):
+                        a = tl.load(a_ptr + row.to(tl.int64)[:, None] * K + (k0 + rk)[None, :],
+                                    mask=(row[:, None] < M) & ((k0 + rk)[None, :] < K), other=0.0)
+                        b = tl.load(b_ptr + (k0 + rk).to(tl.int64)[:, None] * N + col[None, :],
+                                    mask=((k0 + rk)[:, None] < K) & (col[None, :] < N), other=0.0)
+                        acc = tl.dot(a, b, acc)
+                    tl.store(c_ptr + row.to(tl.int64)[:, None] * N + col[None, :],
+                             acc.to(tl.bfloat16), mask=(row[:, None] < M) & (col[None, :] < N))
+        tl.store(stamps_ptr + 2 * pid, t0)
+        tl.store(stamps_ptr + 2 * pid + 1, stamp())
+
+    @triton.jit
     def copy_pairs_kernel(base, offs_ptr, npairs, nrows, H: tl.constexpr, CR: tl.constexpr,
                           CC: tl.constexpr):
         """Program p serves pair p % npairs: copy nrows rows base+offs[2j] -> base+offs[2j+1]
@@ -125,7 +176,8 @@ def kernels() -> dict[str, Any]:
         if spins >= max_spin:
             tl.atomic_add(err_ptr, 1)
 
-    _K.update(copy_pairs=copy_pairs_kernel, copy=copy_kernel, pingpong=pingpong)
+    _K.update(copy_pairs=copy_pairs_kernel, copy=copy_kernel, pingpong=pingpong,
+              copy_gemm=copy_beside_gemm_kernel)
     return _K
 
 
@@ -437,6 +489,94 @@ def bench_gemm_copy(f: Fabric, out: list) -> None:
         f.log(f"gemm+copy k={s:3d} {tf:6.0f} TF/s (alone {flop / t_solo / 1e9:.0f}), covered {ok}")
 
 
+# GEMM shapes (M, K, N) the copy is measured beside: a decode GEMM that streams its weights, the
+# gate/up and down GEMMs of one expert of session 37's regret case (2,688 rows, H 3,328, I 1,280),
+# a large square-ish one and a wide weight-bound one (H 7,936, 2I 13,696)
+COPY_GEMM_SHAPES = ((128, 7168, 4096), (2688, 3328, 2560), (2688, 1280, 3328),
+                    (8192, 7168, 4096), (512, 7936, 13696))
+GEMM_TILE = (128, 128, 128)   # BM, BN, BK; two stages of bf16 A and B tiles (128 KB): one
+                              # program per SM, as the megakernel's
+
+
+def bench_copy_gemm(f: Fabric, out: list) -> None:
+    """The copy's rate beside GEMMs (the model's copy_slowdown_beside_gemm): one persistent
+    launch whose first k programs pull rows from the peer while the other programs run a tiled
+    GEMM of one shape, as the megakernel splits its SMs; the copy alone, the GEMM alone and both,
+    timed by each program's global-timer stamps. Where the copy outlasts the GEMMs, slowdown =
+    (copy beside - copy alone) / GEMM time beside: the share of its rate the copy loses while the
+    GEMMs run; where it does not, 1 - copy alone / copy beside."""
+    for M, K, N in f.a.gemm_shapes or (COPY_GEMM_SHAPES[:3] if f.a.quick else COPY_GEMM_SHAPES):
+        for S in ((8, 32) if f.a.quick else (8, 16, 32)):
+            if not f.time_left(f"copy beside gemm {M}x{K}x{N} k={S}") or S >= f.sms:
+                return
+            rec = copy_beside_gemm_point(f, M, K, N, S)
+            if rec is not None:
+                out.append(rec)
+
+
+def copy_beside_gemm_point(f: Fabric, M: int, K: int, N: int, S: int) -> dict[str, Any] | None:
+    """One point of bench_copy_gemm: S copy programs beside an M x K x N GEMM (rank 0's record;
+    None on the other ranks, which only take part in the barriers)."""
+    BM, BN, BK = GEMM_TILE
+    k = kernels()["copy_gemm"]
+    stamps = torch.zeros(2 * f.sms, dtype=torch.int64, device=f.dev)
+    offs = torch.tensor(f.offsets("pull"), dtype=torch.int64, device=f.dev)
+    a = torch.randn(M, K, device=f.dev, dtype=torch.bfloat16)
+    b = torch.randn(K, N, device=f.dev, dtype=torch.bfloat16)
+    c = torch.empty(M, N, device=f.dev, dtype=torch.bfloat16)
+
+    def spans(reps: int, gemm_reps: int, copy: bool, gemm: bool) -> tuple[float, float]:
+        """(copy, GEMM) ms from the launch's first start stamp to each role's last end."""
+        k[(f.sms,)](f.buf, offs, f.rows, reps, S, a, b, c, M, N, K, gemm_reps, stamps,
+                    DO_COPY=copy, DO_GEMM=gemm, H=H, CR=CR, CC=CC, BM=BM, BN=BN, BK=BK,
+                    num_warps=WARPS, num_stages=2)
+        st = stamps.view(-1, 2).cpu()
+        t0 = int(st[:, 0].min())
+        return (int(st[:S, 1].max()) - t0) / 1e6, (int(st[S:, 1].max()) - t0) / 1e6
+
+    def timed(*args) -> list[tuple[float, float]]:
+        """Rank 0's spans over the iterations, fresh rows before each (every rank takes part
+        in the refresh's barriers; only rank 0 launches), after one warm-up launch."""
+        if f.rank == 0:
+            spans(*args)
+        res = []
+        for i in range(f.a.iters):
+            f.refresh(i)
+            a.normal_()
+            res.append(spans(*args) if f.rank == 0 else (0.0, 0.0))
+        return f.rank0(res)
+
+    one = stats([g for _, g in timed(1, 1, False, True)])["median"]
+    gemm_reps = max(1, math.ceil(1.5 / max(one, 1e-3)))          # ~1.5 ms of GEMMs
+    gemm_alone = [g for _, g in timed(1, gemm_reps, False, True)]
+    t_copy1 = stats([cp for cp, _ in timed(1, 1, True, False)])["median"]
+    reps = max(1, math.ceil(1.3 * stats(gemm_alone)["median"] / max(t_copy1, 1e-3)))
+    copy_alone = [cp for cp, _ in timed(reps, 1, True, False)]
+    both = timed(reps, gemm_reps, True, True)
+    if f.rank != 0:
+        return None
+    ca, cb = stats(copy_alone)["median"], stats([cp for cp, _ in both])["median"]
+    ga, gb = stats(gemm_alone)["median"], stats([g for _, g in both])["median"]
+    outlasted = all(cp >= g for cp, g in both)
+    slow = (cb - ca) / gb if outlasted else 1.0 - ca / cb
+    nbytes = 2.0 * (M * K + K * N + M * N) * gemm_reps
+    f.log(f"copy beside gemm {M}x{K}x{N} k={S:3d}: copy {ca:.3f} -> {cb:.3f} ms, "
+          f"gemm {ga:.3f} -> {gb:.3f} ms, slowdown {slow:.3f}")
+    return f.record(
+        "micro-copy-beside-gemm", [cp for cp, _ in both],
+        {"copy_sms": S, "copy_alone_ms": ca, "copy_beside_ms": cb, "gemm_alone_ms": ga,
+         "gemm_beside_ms": gb, "copy_slowdown": slow, "copy_outlasted_gemm": outlasted,
+         "gemm_TFLOPs_alone": 2.0 * M * K * N * gemm_reps / ga / 1e9,
+         "gemm_min_GBps_alone": nbytes / ga / 1e6, "copy_alone_samples": copy_alone,
+         "gemm_alone_samples": gemm_alone, "gemm_beside_samples": [g for _, g in both]},
+        f"{S} programs pull {reps} x {f.rows} rows x {H} bf16 from the peer while {f.sms - S} "
+        f"run {gemm_reps} x a {M}x{K}x{N} bf16 GEMM ({BM}x{BN}x{BK} tiles) in one launch: copy "
+        f"{ca:.3f} ms alone, {cb:.3f} beside; GEMMs {ga:.3f} alone, {gb:.3f} beside; slowdown "
+        f"{slow:.3f} (latency = the copy beside the GEMMs)",
+        {"copy_sms": S, "gemm_shape": [M, K, N], "gemm_reps": gemm_reps, "copy_reps": reps,
+         "gemm_tile": [BM, BN, BK]})
+
+
 def alltoall_pairs(f: Fabric, direction: str) -> tuple[list[tuple[int, int]], int]:
     """(src, dst) element offsets of this rank's exchange with each peer, and rows per pair.
     Source rows [0, R) are cut in world slices of S rows (slice q is for rank q); rank p's rows
@@ -490,7 +630,7 @@ def bench_alltoall(f: Fabric, out: list) -> None:
 
 
 BENCHES = {"copy": bench_copy, "bidir": bench_bidir, "signal": bench_signal,
-           "gemm_copy": bench_gemm_copy, "alltoall": bench_alltoall}
+           "gemm_copy": bench_gemm_copy, "copy_gemm": bench_copy_gemm, "alltoall": bench_alltoall}
 
 
 def run(a: argparse.Namespace) -> int:
@@ -553,6 +693,20 @@ def torchrun_ranks() -> tuple[int, int, int]:
 PROG = "calibration/nvlink_bench.py"   # how it is run: its error lines start "PROG: error: "
 
 
+def gemm_shapes(text: str) -> tuple[tuple[int, int, int], ...]:
+    """--gemm-shapes MxKxN,...: each dimension a whole number 1-65,536."""
+    shapes: list[tuple[int, ...]] = []
+    for item in text.split(","):
+        dims = item.lower().split("x") if item else []
+        if len(dims) != 3 or not all(d.isdigit() and 1 <= int(d) <= 65536 for d in dims):
+            raise argparse.ArgumentTypeError(
+                f"{item!r}: a GEMM shape is MxKxN, each a whole number 1-65536")
+        if tuple(int(d) for d in dims) in shapes:
+            raise argparse.ArgumentTypeError(f"{item!r} named twice: each shape once")
+        shapes.append(tuple(int(d) for d in dims))
+    return tuple(shapes)  # type: ignore[return-value]
+
+
 def main(argv: list[str]) -> int:
     p = MokParser(prog=PROG, description=__doc__,
                   formatter_class=argparse.RawDescriptionHelpFormatter)
@@ -566,6 +720,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--deadline-s", type=deadline_arg, default=500.0,
                    help="stop starting new points")
     p.add_argument("--only", default=",".join(BENCHES), help=f"subset of {','.join(BENCHES)}")
+    p.add_argument("--gemm-shapes", type=gemm_shapes, default=None,
+                   help="copy_gemm: GEMM shapes MxKxN,... (default: five, three with --quick)")
     try:
         a = p.parse_args(argv)
         check_records_out(a.out)      # records are appended: a .jsonl of valid records

@@ -68,7 +68,7 @@ def test_emulate_quick_writes_valid_records(tmp_path):
     recs = read_records([out])                       # validates every line
     systems = {x["system"] for x in recs}
     assert systems == {"micro-nvlink-copy", "micro-nvlink-bidir", "micro-nvlink-signal",
-                       "micro-nvlink-gemm-copy"}, systems
+                       "micro-nvlink-gemm-copy", "micro-copy-beside-gemm"}, systems
     for x in recs:
         assert x["emulated_peers"] is True and x["hardware"]["fabric"] == "local-hbm"
         assert x["note"].startswith("EMULATED")
@@ -83,10 +83,27 @@ def test_emulate_quick_writes_valid_records(tmp_path):
     for x in recs:
         if x["system"] == "micro-nvlink-gemm-copy":
             assert 0 < x["metrics"]["ratio"] < 1.3
+        if x["system"] == "micro-copy-beside-gemm":   # both roles ran, and in one launch
+            m = x["metrics"]
+            assert m["copy_alone_ms"] > 0 and m["gemm_alone_ms"] > 0
+            assert m["copy_beside_ms"] >= 0.9 * m["copy_alone_ms"] and -0.1 < m["copy_slowdown"] < 1
     # the fit reads them (emulated: only when allowed, for the one-GPU preset)
     from calibration.fit_fabric import main as fit_main
     assert fit_main([str(out), "--out", str(tmp_path / "p.json")]) == 2
     assert fit_main([str(out), "--out", str(tmp_path / "p.json"), "--allow-emulated"]) == 0
+
+
+def test_gemm_shapes_are_three_whole_numbers_each_once(tmp_path):
+    """--gemm-shapes refuses a shape that is not MxKxN of whole numbers 1-65536, or one named
+    twice, before any GPU check (one line, exit 2)."""
+    for bad, why in (("128x7168", "MxKxN"), ("0x1x1", "1-65536"), ("1x1x1,1X1X1", "twice"),
+                     ("1x1x1,", "MxKxN")):
+        r = subprocess.run([sys.executable, str(SCRIPT), "--emulate", "--gemm-shapes", bad,
+                            "--out", str(tmp_path / "x.jsonl")], capture_output=True, text=True,
+                           env=_env())
+        assert r.returncode == 2 and why in r.stderr and len(r.stderr.strip().splitlines()) == 1
+    from calibration.nvlink_bench import gemm_shapes
+    assert gemm_shapes("128x7168x4096,2688X3328X2560") == ((128, 7168, 4096), (2688, 3328, 2560))
 
 
 def test_alltoall_pairs_push_and_pull_move_the_same_rows():
