@@ -9,8 +9,10 @@
 Appends mok-run/1 records (README.md "Run records"; systems and "metrics" in docs/calibration.md):
 micro-nvlink-copy (pull/push vs copy programs), micro-nvlink-bidir (both directions at once),
 micro-nvlink-signal (system-scope flag round trip to P peer slots), micro-nvlink-gemm-copy (cuBLAS
-GEMM rate while k programs copy), micro-nvlink-alltoall (every rank exchanging with every peer
-at once, real GPUs only: the switch's saturation; written for issue 15, not yet run on a GPU).
+GEMM rate while k programs copy), micro-copy-beside-gemm (the copy's rate beside a tiled GEMM, one
+launch split as the megakernel splits its SMs; --gemm-shapes), micro-nvlink-alltoall (every rank
+exchanging with every peer at once, real GPUs only: the switch's saturation; written for issue 15,
+not yet run on a GPU).
 Peer memory is torch symmetric memory, addressed as element offsets from the local buffer's pointer
 (mok_kernels/peers.py). Timing: CUDA events per iteration after warm-up, a GPU-side barrier of both
 ranks before each, fresh random source rows each iteration; the raw per-iteration times are in
