@@ -123,6 +123,9 @@ class KernelConfig:
                                     # 2**27 across real GPUs (a peer may be compiling a kernel)
     grid: int | None = None         # programs in the persistent grid (default: SM count)
     skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
+    skip_gemm: bool = False         # diagnostic only: GEMM items store zero tiles and signal
+                                    # without their K loops (the copies alone; output is zeros
+                                    # where experts would write)
     join: bool = True               # comm programs join compute after dispatch (push combine)
     fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
     tma: bool = True                # weight tiles through TMA descriptors (needs fuse_gu)
@@ -249,6 +252,7 @@ class KernelConfig:
                   f"its item order takes {GROUP_ROWS} row tiles a group"),
                  ("grid", self.grid is None, "one program an SM (grid None)"),
                  ("skip_copy", not self.skip_copy, "the diagnostic is the Triton kernel's"),
+                 ("skip_gemm", not self.skip_gemm, "the diagnostic is the Triton kernel's"),
                  ("tma", self.tma, "its weights always go through TMA")]
         for name, ok, rule in rules:
             if not ok:
@@ -726,6 +730,8 @@ def _kernels() -> dict[str, Any]:
                                    # (row tile, column block), summed in slice order by the
                                    # item that completes the block
         SPLIT_OFF=0, WS_T=0,       # SPLIT > 1: its counters in the sync words; tiles per rank
+        NO_GEMM: tl.constexpr = False,   # timing diagnostic (KernelConfig.skip_gemm): items
+                                         # store zero tiles and signal, with no K loop
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -960,7 +966,12 @@ def _kernels() -> dict[str, Any]:
                     tile, row0, nrows, e, hrow0 = tile_of(tt, shared, t_base, tile_row0_ptr,
                                                           tile_rows_ptr, tile_exp_ptr, NS, EL,
                                                           E_BASE, BM)
-                    if FP8:
+                    if NO_GEMM:
+                        rmask = rm < nrows
+                        rn = nb * BN_GU + tl.arange(0, BN_GU)
+                        acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                        acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                    elif FP8:
                         rmask = rm < nrows
                         rn = nb * BN_GU + tl.arange(0, BN_GU)
                         # shared rows are BF16 tokens, quantized in the loop; routed rows come
@@ -1096,7 +1107,9 @@ def _kernels() -> dict[str, Any]:
                     a_ptrs_d = h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :]
                     w_off_d = e_d.to(tl.int64) * I * H + rk[:, None] * H + rn_d[None, :]
                     acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
-                    if FP8 and (F8V >= 4):
+                    if NO_GEMM:
+                        acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
+                    elif FP8 and (F8V >= 4):
                         acc_d = dn_fp8_v4(h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :],
                                           h_s_ptr + (hrow0_d + rm).to(tl.int64) * IB, rmask_d, wd_ptr,
                                           wd_desc, wd_s_ptr, e_d, nb_d, H, I, BM, BN_DN, BK, F8V == 5)
@@ -1683,7 +1696,7 @@ class MoKLayer:
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
-            num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+            NO_GEMM=cfg.skip_gemm, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def tma_a_mode(self) -> int:
         """TMA_A of the launch: 0 off, 1 h rows only, 2 h rows and ring rows (the ring holds

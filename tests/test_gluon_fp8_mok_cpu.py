@@ -65,6 +65,7 @@ def gluon_cfg(**kw) -> KernelConfig:
     (dict(group_m=1), "group_m=1 with fp8_kernel='gluon': its item order takes 8 row tiles"),
     (dict(grid=64), "grid=64 with fp8_kernel='gluon': one program an SM"),
     (dict(skip_copy=True), "skip_copy=True with fp8_kernel='gluon'"),
+    (dict(skip_gemm=True), "skip_gemm=True with fp8_kernel='gluon'"),
     (dict(tma=False), "tma=False with fp8_kernel='gluon': its weights always go through TMA"),
     (dict(tma_a=True), "tma_a=True with precision 'fp8'"),
     (dict(save_for_backward=True), "save_for_backward=True with precision 'fp8': the backward"),

@@ -512,6 +512,16 @@ def test_bench_gemm_phases_record(tmp_path):
     assert 0 < g["latency_ms"]["median"] <= 1.05 * m["latency_ms"]["median"]
 
 
+@pytest.mark.parametrize("dispatch,combine", [("pull", "push"), ("pull", "pull"),
+                                              ("push", "push"), ("push", "pull")])
+def test_skip_gemm_diagnostic_runs_every_copy_and_writes_zeros(dispatch, combine):
+    """skip_gemm (the copies alone, benchmarks/copy_beside_gemm.py): every rank's pass completes
+    with no stall, and every output row is exactly zero: each combine slot was written (served
+    slots are poisoned with NaN first) by items that ran no K loop."""
+    r_out, r_served, _, _ = run_case(4, None, "zipf:1.2", dispatch, combine, 256, skip_gemm=True)
+    assert r_out == 1.0 and r_served == 1.0, (r_out, r_served)   # rel(0, want) is exactly 1
+
+
 def test_bench_records_name_the_split_the_layer_ran(tmp_path):
     """A forward record's tiles say the down split the layer ran (mixtral-8x7b at EP 8 with 64
     tokens: the shape's 4, in the MoK and the GEMM-phase record alike)."""
