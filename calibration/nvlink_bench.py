@@ -56,6 +56,21 @@ def kernels() -> dict[str, Any]:
     import triton.language as tl
 
     @triton.jit
+    def copy_chunks(base, src, dst, c0, chunks, step, nrows, H: tl.constexpr, CR: tl.constexpr,
+                    CC: tl.constexpr):
+        """Copy row chunks c0, c0 + step, ... < chunks from base+src to base+dst; chunk c is
+        CR rows from row (c mod the chunks of nrows) * CR (chunks past them: repeat passes)."""
+        nch = (nrows + CR - 1) // CR
+        cols = tl.arange(0, CC)
+        for c in range(c0, chunks, step):
+            rows = (c % nch) * CR + tl.arange(0, CR)
+            m = rows < nrows
+            off = rows.to(tl.int64)[:, None] * H + cols[None, :]
+            for h0 in tl.static_range(0, H, CC):
+                v = tl.load(base + src + off + h0, mask=m[:, None])
+                tl.store(base + dst + off + h0, v, mask=m[:, None])
+
+    @triton.jit
     def copy_kernel(base, offs_ptr, nrows, reps, split, H: tl.constexpr, CR: tl.constexpr,
                     CC: tl.constexpr):
         """Programs [0, split) copy rows base+offs[0] -> base+offs[1]; programs [split, grid)
@@ -67,15 +82,8 @@ def kernels() -> dict[str, Any]:
         dst = tl.multiple_of(tl.load(offs_ptr + sel + 1), 16)
         first = tl.where(second, split, 0)
         step = tl.where(second, tl.num_programs(0) - split, split)
-        nch = (nrows + CR - 1) // CR
-        cols = tl.arange(0, CC)
-        for c in range(pid - first, reps * nch, step):
-            rows = (c % nch) * CR + tl.arange(0, CR)
-            m = rows < nrows
-            off = rows.to(tl.int64)[:, None] * H + cols[None, :]
-            for h0 in tl.static_range(0, H, CC):
-                v = tl.load(base + src + off + h0, mask=m[:, None])
-                tl.store(base + dst + off + h0, v, mask=m[:, None])
+        copy_chunks(base, src, dst, pid - first, reps * ((nrows + CR - 1) // CR), step, nrows,
+                    H, CR, CC)
 
     @triton.jit
     def stamp():
@@ -99,15 +107,8 @@ def kernels() -> dict[str, Any]:
             if DO_COPY:
                 src = tl.multiple_of(tl.load(offs_ptr), 16)
                 dst = tl.multiple_of(tl.load(offs_ptr + 1), 16)
-                nch = (nrows + CR - 1) // CR
-                cols = tl.arange(0, CC)
-                for c in range(pid, reps * nch, S):
-                    rows = (c % nch) * CR + tl.arange(0, CR)
-                    m = rows < nrows
-                    off = rows.to(tl.int64)[:, None] * H + cols[None, :]
-                    for h0 in tl.static_range(0, H, CC):
-                        v = tl.load(base + src + off + h0, mask=m[:, None])
-                        tl.store(base + dst + off + h0, v, mask=m[:, None])
+                copy_chunks(base, src, dst, pid, reps * ((nrows + CR - 1) // CR), S, nrows, H,
+                            CR, CC)
         else:
             if DO_GEMM:
                 tn = (N + BN - 1) // BN
@@ -139,14 +140,7 @@ def kernels() -> dict[str, Any]:
         lanes = (tl.num_programs(0) - j + npairs - 1) // npairs
         src = tl.multiple_of(tl.load(offs_ptr + 2 * j), 16)
         dst = tl.multiple_of(tl.load(offs_ptr + 2 * j + 1), 16)
-        cols = tl.arange(0, CC)
-        for c in range(lane, (nrows + CR - 1) // CR, lanes):
-            rows = c * CR + tl.arange(0, CR)
-            m = rows < nrows
-            off = rows.to(tl.int64)[:, None] * H + cols[None, :]
-            for h0 in tl.static_range(0, H, CC):
-                v = tl.load(base + src + off + h0, mask=m[:, None])
-                tl.store(base + dst + off + h0, v, mask=m[:, None])
+        copy_chunks(base, src, dst, lane, (nrows + CR - 1) // CR, lanes, nrows, H, CR, CC)
 
     @triton.jit
     def spin_geq(ptr, target, spins, max_spin):
