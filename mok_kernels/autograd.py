@@ -262,6 +262,10 @@ class MegakernelForward:
         if save and cfg.precision != "bf16":
             raise ValueError(f"save_for_backward=True with precision {cfg.precision!r}: the backward "
                              f"megakernel is BF16 only (pass save_for_backward=False)")
+        for diag in ("skip_copy", "skip_gemm"):
+            if getattr(cfg, diag):
+                raise ValueError(f"{diag}=True in the autograd path: a timing diagnostic, whose "
+                                 f"outputs are not the layer's")
         if cfg.precision == "fp8" and cfg.fp8_kernel == "gluon":
             raise ValueError("fp8_kernel='gluon' in the autograd path: its backward runs on the "
                              "Triton forward's buffers and ep > 1 runs virtual ranks; use "

@@ -319,6 +319,9 @@ def test_training_default_opt_outs_and_user_choices():
         MegakernelForward(cfg=KernelConfig(precision="fp8"), save_for_backward=True)
     fp8 = MegakernelForward(cfg=KernelConfig(precision="fp8"))  # an FP8 config: nothing saved
     assert not fp8.save and fp8.bwd_tiles == recompute_tiles()
+    for diag in ("skip_copy", "skip_gemm"):       # timing diagnostics never train
+        with pytest.raises(ValueError, match=f"^{diag}=True in the autograd path"):
+            MegakernelForward(cfg=KernelConfig(**{diag: True}), save_for_backward=False)
 
 
 @pytest.mark.parametrize("ep", [1, 4])
