@@ -76,10 +76,10 @@ def settings(a) -> list[dict]:
     return out
 
 
-def time_launch(wl, knobs: dict, iters: int, **opts) -> tuple[list[float], dict]:
+def time_form(wl, knobs: dict, iters: int, **opts) -> tuple[list[float], dict]:
     """CUDA-event times (ms) of the megakernel launch alone, graph-replayed, fresh token values
     before each; and what the layer ran (split, lag, minibatches, rows received)."""
-    from mok_kernels.bench import capture_graph, time_events
+    from mok_kernels.bench import time_launch
     from mok_kernels.megakernel import KernelConfig, MoKLayer
 
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank,
@@ -88,13 +88,7 @@ def time_launch(wl, knobs: dict, iters: int, **opts) -> tuple[list[float], dict]
     nmb = int(sched.num_mb.item())
     ran = {"split_dn": layer.cfg.split_dn, "list_lag": layer.cfg.list_lag, "minibatches": nmb,
            "routed_rows": int(sched.mb_row[nmb].item())}
-    launch = lambda: layer.launch(wl.x, sched)  # noqa: E731
-    launch()
-    torch.cuda.synchronize()
-    layer.check()
-    times = time_events(capture_graph(launch), lambda i: wl.x.normal_(), iters, 3)
-    layer.check()
-    return times, ran
+    return time_launch(layer, wl.x, sched, lambda i: wl.x.normal_(), iters, 3), ran
 
 
 def run(a) -> int:
@@ -121,7 +115,7 @@ def run(a) -> int:
                 if form == "gemms" and knobs["dispatch"] != "pull":
                     continue
                 try:
-                    times, ran = time_launch(wl, knobs, a.iters, **opts)
+                    times, ran = time_form(wl, knobs, a.iters, **opts)
                 except ValueError as exc:   # a knob the layer refuses for this shape
                     raise MokInputError(f"{model}:{ep}:{n} {knobs}: {exc}") from None
                 row[form] = med(times)

@@ -786,12 +786,19 @@ def run_mok_gemm(wl: Workload, iters: int, warmup: int, ran: dict | None = None,
     if ran is not None:
         ran["split_dn"] = layer.cfg.split_dn
     layer.ring.normal_()
-    sched = layer.schedule(wl.ids)
-    launch = lambda: layer.launch(wl.x, sched)  # noqa: E731
+    return time_launch(layer, wl.x, layer.schedule(wl.ids), lambda i: layer.ring.normal_(),
+                       iters, warmup)
+
+
+def time_launch(layer, x: torch.Tensor, sched, refresh: Callable[[int], None], iters: int,
+                warmup: int) -> list[float]:
+    """CUDA-event times (ms) of the megakernel launch alone on a built schedule: one launch
+    checked (stall, overflow), then graph replays with refresh(i) before each, checked again."""
+    launch = lambda: layer.launch(x, sched)  # noqa: E731
     launch()
     torch.cuda.synchronize()
     layer.check()
-    times = time_events(capture_graph(launch), lambda i: layer.ring.normal_(), iters, warmup)
+    times = time_events(capture_graph(launch), refresh, iters, warmup)
     layer.check()
     return times
 

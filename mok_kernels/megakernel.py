@@ -1107,7 +1107,7 @@ def _kernels() -> dict[str, Any]:
                     a_ptrs_d = h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :]
                     w_off_d = e_d.to(tl.int64) * I * H + rk[:, None] * H + rn_d[None, :]
                     acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
-                    if NO_GEMM:
+                    if NO_GEMM:   # the diagnostic: acc_d stays the zero tile above
                         acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
                     elif FP8 and (F8V >= 4):
                         acc_d = dn_fp8_v4(h_ptr + (hrow0_d + rm).to(tl.int64)[:, None] * I + rk[None, :],
