@@ -126,6 +126,9 @@ class KernelConfig:
     skip_gemm: bool = False         # diagnostic only: GEMM items store zero tiles and signal
                                     # without their K loops (the copies alone; output is zeros
                                     # where experts would write)
+    copy_ahead: bool = False        # experiment (session 39): pull dispatch / pull combine on
+                                    # one GPU load each copy step's row ids two steps ahead
+                                    # and their peer offsets one ahead; the same bits
     join: bool = True               # comm programs join compute after dispatch (push combine)
     fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
     tma: bool = True                # weight tiles through TMA descriptors (needs fuse_gu)
@@ -223,6 +226,8 @@ class KernelConfig:
             raise ValueError(f"precision='fp8' needs block_k=128 (one scale per 128 along K), bn_gu a "
                              f"multiple of 128 (whole weight scale blocks) and fuse_gu=True; got "
                              f"block_k={self.block_k}, bn_gu={self.bn_gu}, fuse_gu={self.fuse_gu}")
+        if self.copy_ahead and self.precision != "bf16":
+            raise ValueError("copy_ahead is the BF16 kernel's (an FP8 ring quantizes as it copies)")
         if self.save_for_backward and self.precision != "bf16":
             raise ValueError(f"save_for_backward=True with precision {self.precision!r}: the "
                              f"backward megakernel is BF16 only")
@@ -732,6 +737,7 @@ def _kernels() -> dict[str, Any]:
         SPLIT_OFF=0, WS_T=0,       # SPLIT > 1: its counters in the sync words; tiles per rank
         NO_GEMM: tl.constexpr = False,   # timing diagnostic (KernelConfig.skip_gemm): items
                                          # store zero tiles and signal, with no K loop
+        AHEAD: tl.constexpr = False,     # index loads of pull copies ahead (copy_ahead)
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -834,7 +840,27 @@ def _kernels() -> dict[str, Any]:
                     freed += 1
                     busy = (freed < mb) & (tl.load(mb_row_ptr + freed) < r1 - R)
                 nchunk = (r1 - r0 + CR - 1) // CR
-                if PUSH_DISPATCH == 0:
+                if (PUSH_DISPATCH == 0) and AHEAD:   # BF16 only (KernelConfig.validate)
+                    # a step's source ids are loaded two steps ahead and their peer offsets one
+                    # step ahead, so its copy waits on neither dependent index load
+                    rows = r0 + pid * CR + crow
+                    m = rows < r1
+                    soff = peer_row(x_off_ptr, tl.load(recv_src_ptr + rows, mask=m, other=0),
+                                    N_RANK, H)
+                    rows1 = rows + COMM * CR
+                    m1 = rows1 < r1
+                    src1 = tl.load(recv_src_ptr + rows1, mask=m1, other=0)
+                    for _c in range(pid, nchunk * (1 - NO_COPY), COMM):
+                        rows2 = rows1 + COMM * CR
+                        m2 = rows2 < r1
+                        src2 = tl.load(recv_src_ptr + rows2, mask=m2, other=0)
+                        soff1 = peer_row(x_off_ptr, src1, N_RANK, H)
+                        copy_rows(x_src_ptr, soff, ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
+                        rows, m, soff = rows1, m1, soff1
+                        rows1, m1, src1 = rows2, m2, src2
+                    if (STALL == 0) | (mb > 0):
+                        signal(sync_ptr + READY_OFF + mb * P, "gpu")
+                elif PUSH_DISPATCH == 0:
                     for c in range(pid, nchunk * (1 - NO_COPY), COMM):
                         rows = r0 + c * CR + crow
                         m = rows < r1
@@ -896,12 +922,29 @@ def _kernels() -> dict[str, Any]:
                     need = (tl.load(mb_tile_ptr + mb + 1) - tl.load(mb_tile_ptr + mb)) * NB_DN
                     wait_geq(sync_ptr + DN_OFF + mb, need, err_ptr, 5, mb, max_spin, "gpu")
                     nchunk = (r1 - r0 + CR - 1) // CR
-                    for c in range(pid, nchunk, COMM):
-                        rows = r0 + c * CR + crow
+                    if AHEAD:                  # slots two steps ahead, their offsets one
+                        rows = r0 + pid * CR + crow
                         m = rows < r1
-                        slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
-                        copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr,
-                                  peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
+                        doff = peer_row(comb_off_ptr, tl.load(recv_slot_ptr + rows, mask=m,
+                                                              other=0), SLOTS, H)
+                        rows1 = rows + COMM * CR
+                        m1 = rows1 < r1
+                        slot1 = tl.load(recv_slot_ptr + rows1, mask=m1, other=0)
+                        for _c in range(pid, nchunk, COMM):
+                            rows2 = rows1 + COMM * CR
+                            m2 = rows2 < r1
+                            slot2 = tl.load(recv_slot_ptr + rows2, mask=m2, other=0)
+                            doff1 = peer_row(comb_off_ptr, slot1, SLOTS, H)
+                            copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr, doff, m, H, CC)
+                            rows, m, doff = rows1, m1, doff1
+                            rows1, m1, slot1 = rows2, m2, slot2
+                    else:
+                        for c in range(pid, nchunk, COMM):
+                            rows = r0 + c * CR + crow
+                            m = rows < r1
+                            slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
+                            copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr,
+                                      peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
         if (pid >= COMM) | ((JOIN != 0) & (PULL_COMBINE == 0)):
             # ---------------- compute (comm programs join once dispatch is done) ----------------
             # Items are taken from one atomic counter in list order: sections
@@ -1696,7 +1739,8 @@ class MoKLayer:
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
-            NO_GEMM=cfg.skip_gemm, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
+            NO_GEMM=cfg.skip_gemm, AHEAD=cfg.copy_ahead, num_warps=cfg.num_warps,
+            num_stages=cfg.num_stages)
 
     def tma_a_mode(self) -> int:
         """TMA_A of the launch: 0 off, 1 h rows only, 2 h rows and ring rows (the ring holds

@@ -1,0 +1,109 @@
+"""Session 39 probe: the pull copies with their index loads ahead (KernelConfig.copy_ahead) against
+today's loop, on one H200 (rank 0 of an emulated EP group).
+
+1. Bits: the layer's output with copy_ahead on and off, same inputs, must be identical (a copy
+   moves the same rows; today's loop is checked against float32 by tests/test_kernels_gpu.py),
+   at shapes with a masked last row chunk (H not a multiple of 1024), several minibatches and
+   ragged minibatch ends, pull dispatch with push and pull combine.
+2. Time: the launch alone (benchmarks/copy_beside_gemm.py time_form: graph replay, fresh token
+   values, median of --iters), the pass and the copies form (skip_gemm), off and on, in
+   alternating order over two rounds.
+
+    PYTHONPATH=. python3 benchmarks/device/s39_ahead.py OUT.jsonl [SECONDS]
+"""
+import json
+import statistics
+import sys
+import time
+
+import torch
+
+sys.path.insert(0, "benchmarks")
+from copy_beside_gemm import time_form  # noqa: E402
+
+from mok_kernels.bench import Workload  # noqa: E402
+from mok_kernels.megakernel import KernelConfig, MoKLayer  # noqa: E402
+
+D = "calibration/drawn_shapes"
+BITS = [  # (model, ep, tokens, seed, combine, minibatch, comm_sms)
+    ("qwen3-30b-a3b", 8, 1024, 0, "push", 1024, 8),
+    ("qwen3-30b-a3b", 8, 1024, 0, "pull", 1024, 16),
+    (f"{D}/seed14/syn14-h3328-i1280-e256-k7-s1.toml", 16, 640, 14, "pull", 512, 6),
+    (f"{D}/seed14/syn14-h3328-i1280-e256-k7-s1.toml", 16, 640, 14, "push", 512, 12),
+    ("gpt-oss-120b", 8, 512, 0, "pull", 1024, 8),
+    (f"{D}/seed13/syn13-h4352-i384-e160-k10.toml", 4, 640, 13, "pull", 2048, 8),
+]
+TIMED = [  # (model, ep, tokens, seed, combine, minibatch, comm_sms list)
+    ("qwen3-30b-a3b", 8, 4096, 0, "push", 4096, (8, 16, 32)),
+    (f"{D}/seed14/syn14-h3328-i1280-e256-k7-s1.toml", 16, 6144, 14, "pull", 4096, (8, 12)),
+    ("qwen3-30b-a3b", 8, 4096, 0, "pull", 4096, (16,)),
+    ("kimi-k2", 16, 4096, 0, "push", 4096, (16,)),
+]
+
+
+def bits(out) -> bool:
+    ok = True
+    for model, ep, n, seed, comb, mb, cs in BITS:
+        wl = Workload(model, ep, n, "uniform", seed, 0)
+        res = []
+        for ahead in (False, True):
+            cfg = KernelConfig(dispatch="pull", combine=comb, minibatch=mb, comm_sms=cs,
+                               macrobatch=131072, capacity=1.0, copy_ahead=ahead, on_error="raise")
+            layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0, cfg, local_weights=True)
+            res.append(layer.forward(wl.x, wl.ids, wl.wts).clone())
+            nmb = int(layer.last_schedule.num_mb.item())
+            del layer
+        same = torch.equal(res[0], res[1]) and bool(torch.isfinite(res[0].float()).all())
+        ok &= same
+        line = {"check": "bits", "model": model, "ep": ep, "tokens": n, "combine": comb,
+                "minibatch": mb, "comm_sms": cs, "minibatches": nmb, "identical": same}
+        print(json.dumps(line), flush=True)
+        out.write(json.dumps(line) + "\n")
+        del wl
+        torch.cuda.empty_cache()
+    return ok
+
+
+def timed(out, deadline: float) -> None:
+    med = statistics.median
+    for model, ep, n, seed, comb, mb, css in TIMED:
+        wl = Workload(model, ep, n, "uniform", seed, 0)
+        for cs in css:
+            knobs = dict(dispatch="pull", combine=comb, minibatch=mb, comm_sms=cs,
+                         macrobatch=131072, capacity=1.0)
+            got: dict = {}
+            for rnd in range(2):
+                order = [(f, a) for f in ("pass", "copies") for a in (False, True)]
+                for form, ahead in (order if rnd == 0 else order[::-1]):
+                    if time.time() > deadline:
+                        return
+                    opts = {"copy_ahead": ahead, **({"skip_gemm": True} if form == "copies" else {})}
+                    times, ran = time_form(wl, knobs, 20, **opts)
+                    got.setdefault((form, ahead), []).extend(times)
+            row = {f"{f}{'_ahead' if a else ''}": med(t) for (f, a), t in got.items()}
+            line = {"check": "time", "model": model, "ep": ep, "tokens": n, "knobs": knobs,
+                    "ran": ran, "launch_ms": row,
+                    "times": {f"{f}{'_ahead' if a else ''}": t for (f, a), t in got.items()}}
+            out.write(json.dumps(line) + "\n")
+            out.flush()
+            print(f"{model.split('/')[-1]}:{ep}:{n} pull/{comb} c{cs}: "
+                  + ", ".join(f"{k} {v:.3f}" for k, v in row.items())
+                  + f"; ahead/today pass {row['pass_ahead'] / row['pass']:.3f}"
+                  + f" copies {row['copies_ahead'] / row['copies']:.3f}", flush=True)
+        del wl
+        torch.cuda.empty_cache()
+
+
+def main() -> int:
+    t0 = time.time()
+    budget = float(sys.argv[2]) if len(sys.argv) > 2 else 300.0
+    with open(sys.argv[1], "a") as out:
+        ok = bits(out)
+        print("bits identical everywhere" if ok else "BITS DIFFER", flush=True)
+        if ok:
+            timed(out, t0 + budget)
+    return 0 if ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
