@@ -126,9 +126,9 @@ class KernelConfig:
     skip_gemm: bool = False         # diagnostic only: GEMM items store zero tiles and signal
                                     # without their K loops (the copies alone; output is zeros
                                     # where experts would write)
-    copy_ahead: bool = False        # experiment (session 39): pull dispatch / pull combine on
-                                    # one GPU load each copy step's row ids two steps ahead
-                                    # and their peer offsets one ahead; the same bits
+    copy_ahead: bool = True         # experiment (session 39): every comm copy loads a step's
+                                    # row ids two steps ahead and their peer offsets one
+                                    # ahead (False: today's serial loop); the same bits
     join: bool = True               # comm programs join compute after dispatch (push combine)
     fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
     tma: bool = True                # weight tiles through TMA descriptors (needs fuse_gu)
@@ -226,8 +226,6 @@ class KernelConfig:
             raise ValueError(f"precision='fp8' needs block_k=128 (one scale per 128 along K), bn_gu a "
                              f"multiple of 128 (whole weight scale blocks) and fuse_gu=True; got "
                              f"block_k={self.block_k}, bn_gu={self.bn_gu}, fuse_gu={self.fuse_gu}")
-        if self.copy_ahead and self.precision != "bf16":
-            raise ValueError("copy_ahead is the BF16 kernel's (an FP8 ring quantizes as it copies)")
         if self.save_for_backward and self.precision != "bf16":
             raise ValueError(f"save_for_backward=True with precision {self.precision!r}: the "
                              f"backward megakernel is BF16 only")
@@ -383,6 +381,45 @@ def _kernels() -> dict[str, Any]:
             q, sc = quant_rows(v.to(tl.float32), CR, CC)
             tl.store(dst_ptr + dst_off[:, None] + h0 + cols[None, :], q, mask=m2)
             tl.store(sc_ptr + sc_off[:, None] + h0 // 128 + scol[None, :], sc, mask=ms)
+
+    @triton.jit
+    def copy_steps(idx_ptr, r0, r1, c0, cstep, nchunk, per, keep, tab_ptr, src_ptr, dst_ptr,
+                   sc_ptr, R, GATHER: tl.constexpr, FILTER: tl.constexpr, FP8: tl.constexpr,
+                   H: tl.constexpr, CC: tl.constexpr, CR: tl.constexpr):
+        """Copy the row chunks c0, c0 + cstep, ... < nchunk of rows [r0, r1), CR rows a chunk.
+        GATHER: row r comes from row idx[r] of the buffers at src_ptr + tab[idx // per]
+        (peer_row) into ring row r % R of dst_ptr (FP8: quantized, scales at sc_ptr); otherwise
+        row r of src_ptr goes to slot idx[r] of the buffers at dst_ptr + tab[idx // per].
+        FILTER: only rows whose idx // per is `keep`. A chunk's ids are loaded two chunks ahead
+        and their offsets one ahead, so its row loads wait on neither dependent load."""
+        crow = tl.arange(0, CR)
+        rows = r0 + c0 * CR + crow
+        m = rows < r1
+        i0 = tl.load(idx_ptr + rows, mask=m, other=0)
+        if FILTER:
+            m = m & ((i0 // per) == keep)
+        off = peer_row(tab_ptr, i0, per, H)
+        rows1 = rows + cstep * CR
+        m1 = rows1 < r1
+        i1 = tl.load(idx_ptr + rows1, mask=m1, other=0)
+        for _c in range(c0, nchunk, cstep):
+            rows2 = rows1 + cstep * CR
+            m2 = rows2 < r1
+            i2 = tl.load(idx_ptr + rows2, mask=m2, other=0)
+            if FILTER:
+                m1 = m1 & ((i1 // per) == keep)
+            off1 = peer_row(tab_ptr, i1, per, H)
+            if GATHER:
+                ring_row = (rows % R).to(tl.int64)
+                if FP8:
+                    copy_rows_q(src_ptr, off, dst_ptr, ring_row * H, sc_ptr, ring_row * (H // 128),
+                                m, H, CC, CR)
+                else:
+                    copy_rows(src_ptr, off, dst_ptr, ring_row * H, m, H, CC)
+            else:
+                copy_rows(src_ptr, rows.to(tl.int64) * H, dst_ptr, off, m, H, CC)
+            rows, m, off = rows1, m1, off1
+            rows1, m1, i1 = rows2, m2, i2
 
     @triton.jit
     def gu_bf16(a_ptrs, rmask, w_ptrs, wgu_desc, e, nb, H: tl.constexpr, I: tl.constexpr,
@@ -811,7 +848,16 @@ def _kernels() -> dict[str, Any]:
                             wait_geq(syn_q + GU_OFF + j, need, err_ptr, 4, j, max_spin, SC)
                             j += 1
                         nchunk = (r1 - r0 + CR - 1) // CR
-                        for c in range(lane // P, nchunk, nsub):
+                        if AHEAD:
+                            if FP8:                    # virtual ranks only (not GROUP)
+                                sc_q = rings0 + peer_off(x_off_ptr, q, R * HB, GROUP)
+                            else:
+                                sc_q = rings0
+                            copy_steps(src_q, r0, r1, lane // P, nsub, nchunk, N_RANK, me,
+                                       x_off_ptr, x_src_ptr, ring_q, sc_q, R, True, True, FP8,
+                                       H, CC, CR)
+                        else:
+                          for c in range(lane // P, nchunk, nsub):
                             rows = r0 + c * CR + crow
                             m = rows < r1
                             src = tl.load(src_q + rows, mask=m, other=0)
@@ -840,24 +886,10 @@ def _kernels() -> dict[str, Any]:
                     freed += 1
                     busy = (freed < mb) & (tl.load(mb_row_ptr + freed) < r1 - R)
                 nchunk = (r1 - r0 + CR - 1) // CR
-                if (PUSH_DISPATCH == 0) and AHEAD:   # BF16 only (KernelConfig.validate)
-                    # a step's source ids are loaded two steps ahead and their peer offsets one
-                    # step ahead, so its copy waits on neither dependent index load
-                    rows = r0 + pid * CR + crow
-                    m = rows < r1
-                    soff = peer_row(x_off_ptr, tl.load(recv_src_ptr + rows, mask=m, other=0),
-                                    N_RANK, H)
-                    rows1 = rows + COMM * CR
-                    m1 = rows1 < r1
-                    src1 = tl.load(recv_src_ptr + rows1, mask=m1, other=0)
-                    for _c in range(pid, nchunk * (1 - NO_COPY), COMM):
-                        rows2 = rows1 + COMM * CR
-                        m2 = rows2 < r1
-                        src2 = tl.load(recv_src_ptr + rows2, mask=m2, other=0)
-                        soff1 = peer_row(x_off_ptr, src1, N_RANK, H)
-                        copy_rows(x_src_ptr, soff, ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
-                        rows, m, soff = rows1, m1, soff1
-                        rows1, m1, src1 = rows2, m2, src2
+                if (PUSH_DISPATCH == 0) and AHEAD:
+                    copy_steps(recv_src_ptr, r0, r1, pid, COMM, nchunk * (1 - NO_COPY), N_RANK, 0,
+                               x_off_ptr, x_src_ptr, ring_ptr, ring_s_ptr, R, True, False, FP8,
+                               H, CC, CR)
                     if (STALL == 0) | (mb > 0):
                         signal(sync_ptr + READY_OFF + mb * P, "gpu")
                 elif PUSH_DISPATCH == 0:
@@ -879,7 +911,12 @@ def _kernels() -> dict[str, Any]:
                     for lane in range(pid, lanes, COMM):
                         s = lane % P
                         nsub = (lanes - s + P - 1) // P
-                        for c in range(lane // P, nchunk, nsub):
+                        if AHEAD:
+                            copy_steps(recv_src_ptr, r0, r1, lane // P, nsub, nchunk, N_RANK, s,
+                                       x_off_ptr, x_src_ptr, ring_ptr, ring_s_ptr, R, True, True,
+                                       FP8, H, CC, CR)
+                        else:
+                          for c in range(lane // P, nchunk, nsub):
                             rows = r0 + c * CR + crow
                             m = rows < r1
                             src = tl.load(recv_src_ptr + rows, mask=m, other=0)
@@ -907,7 +944,12 @@ def _kernels() -> dict[str, Any]:
                         need = (tl.load(mb_tile_ptr + o32 + mb + 1) - tl.load(mb_tile_ptr + o32 + mb)) * NB_DN
                         wait_geq(sync_ptr + o32 + DN_OFF + mb, need, err_ptr, 5, mb, max_spin, "sys")
                         nchunk = (r1 - r0 + CR - 1) // CR
-                        for c in range(pid, nchunk, COMM):
+                        if AHEAD:
+                            copy_steps(recv_slot_ptr + o32, r0, r1, pid, COMM, nchunk, SLOTS, me,
+                                       comb_off_ptr, y_ptr + oy, comb_ptr, None, 1, False, True,
+                                       False, H, CC, CR)
+                        else:
+                          for c in range(pid, nchunk, COMM):
                             rows = r0 + c * CR + crow
                             m = rows < r1
                             slot = tl.load(recv_slot_ptr + o32 + rows, mask=m, other=0)
@@ -922,22 +964,9 @@ def _kernels() -> dict[str, Any]:
                     need = (tl.load(mb_tile_ptr + mb + 1) - tl.load(mb_tile_ptr + mb)) * NB_DN
                     wait_geq(sync_ptr + DN_OFF + mb, need, err_ptr, 5, mb, max_spin, "gpu")
                     nchunk = (r1 - r0 + CR - 1) // CR
-                    if AHEAD:                  # slots two steps ahead, their offsets one
-                        rows = r0 + pid * CR + crow
-                        m = rows < r1
-                        doff = peer_row(comb_off_ptr, tl.load(recv_slot_ptr + rows, mask=m,
-                                                              other=0), SLOTS, H)
-                        rows1 = rows + COMM * CR
-                        m1 = rows1 < r1
-                        slot1 = tl.load(recv_slot_ptr + rows1, mask=m1, other=0)
-                        for _c in range(pid, nchunk, COMM):
-                            rows2 = rows1 + COMM * CR
-                            m2 = rows2 < r1
-                            slot2 = tl.load(recv_slot_ptr + rows2, mask=m2, other=0)
-                            doff1 = peer_row(comb_off_ptr, slot1, SLOTS, H)
-                            copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr, doff, m, H, CC)
-                            rows, m, doff = rows1, m1, doff1
-                            rows1, m1, slot1 = rows2, m2, slot2
+                    if AHEAD:
+                        copy_steps(recv_slot_ptr, r0, r1, pid, COMM, nchunk, SLOTS, 0, comb_off_ptr,
+                                   y_ptr, comb_ptr, None, 1, False, False, False, H, CC, CR)
                     else:
                         for c in range(pid, nchunk, COMM):
                             rows = r0 + c * CR + crow

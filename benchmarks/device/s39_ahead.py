@@ -25,33 +25,39 @@ from mok_kernels.bench import Workload  # noqa: E402
 from mok_kernels.megakernel import KernelConfig, MoKLayer  # noqa: E402
 
 D = "calibration/drawn_shapes"
-BITS = [  # (model, ep, tokens, seed, combine, minibatch, comm_sms)
-    ("qwen3-30b-a3b", 8, 1024, 0, "push", 1024, 8),
-    ("qwen3-30b-a3b", 8, 1024, 0, "pull", 1024, 16),
-    (f"{D}/seed14/syn14-h3328-i1280-e256-k7-s1.toml", 16, 640, 14, "pull", 512, 6),
-    (f"{D}/seed14/syn14-h3328-i1280-e256-k7-s1.toml", 16, 640, 14, "push", 512, 12),
-    ("gpt-oss-120b", 8, 512, 0, "pull", 1024, 8),
-    (f"{D}/seed13/syn13-h4352-i384-e160-k10.toml", 4, 640, 13, "pull", 2048, 8),
+BITS = [  # (model, ep, tokens, seed, dispatch, combine, minibatch, comm_sms, rank, precision)
+    ("qwen3-30b-a3b", 8, 1024, 0, "pull", "push", 1024, 8, 0, "bf16"),
+    ("qwen3-30b-a3b", 8, 1024, 0, "pull", "pull", 1024, 16, 0, "bf16"),
+    ("qwen3-30b-a3b", 8, 1024, 0, "push", "push", 1024, 6, 0, "bf16"),
+    ("qwen3-30b-a3b", 8, 1024, 0, "push", "pull", 1024, 12, 0, "bf16"),
+    ("qwen3-30b-a3b", 8, 1024, 0, "pull", "pull", 1024, 16, 0, "fp8"),
+    ("qwen3-30b-a3b", 8, 1024, 0, "push", "push", 1024, 6, 0, "fp8"),
+    (f"{D}/seed14/syn14-h3328-i1280-e256-k7-s1.toml", 16, 640, 14, "pull", "pull", 512, 6, 0,
+     "bf16"),
+    (f"{D}/seed14/syn14-h3328-i1280-e256-k7-s1.toml", 16, 640, 14, "push", "push", 512, 12, 0,
+     "bf16"),
+    ("gpt-oss-120b", 8, 512, 0, "pull", "pull", 1024, 8, 0, "bf16"),
+    (f"{D}/seed13/syn13-h4352-i384-e160-k10.toml", 4, 640, 13, "pull", "pull", 2048, 8, 0,
+     "bf16"),
 ]
-TIMED = [  # (model, ep, tokens, seed, combine, minibatch, comm_sms list)
-    ("qwen3-30b-a3b", 8, 4096, 0, "push", 4096, (8, 16, 32)),
-    (f"{D}/seed14/syn14-h3328-i1280-e256-k7-s1.toml", 16, 6144, 14, "pull", 4096, (8, 12)),
-    ("qwen3-30b-a3b", 8, 4096, 0, "pull", 4096, (16,)),
-    ("kimi-k2", 16, 4096, 0, "push", 4096, (16,)),
+TIMED = [  # (model, ep, tokens, seed, dispatch, combine, minibatch, comm_sms list)
+    ("qwen3-30b-a3b", 8, 4096, 0, "push", "push", 4096, (8, 16)),
+    (f"{D}/seed14/syn14-h3328-i1280-e256-k7-s1.toml", 16, 6144, 14, "push", "pull", 4096, (8,)),
 ]
 
 
 def bits(out) -> bool:
     ok = True
-    for model, ep, n, seed, comb, mb, cs in BITS:
+    for model, ep, n, seed, disp, comb, mb, cs, rank, prec in BITS:
         wl = Workload(model, ep, n, "uniform", seed, 0)
         flat = wl.ids.reshape(-1)
         served = ((flat >= 0) & (flat < wl.el)).nonzero().squeeze(1)
         res = []
         for ahead in (False, True):
-            cfg = KernelConfig(dispatch="pull", combine=comb, minibatch=mb, comm_sms=cs,
-                               macrobatch=131072, capacity=1.0, copy_ahead=ahead, on_error="raise")
-            layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0, cfg, local_weights=True)
+            cfg = KernelConfig(dispatch=disp, combine=comb, minibatch=mb, comm_sms=cs,
+                               macrobatch=131072, capacity=1.0, copy_ahead=ahead, on_error="raise",
+                               precision=prec)
+            layer = MoKLayer(wl.w, ep, n, wl.shape.topk, rank, cfg, local_weights=True)
             layer.forward(wl.x, wl.ids, wl.wts)
             torch.cuda.synchronize()
             # what rank 0 computes: the combine slots of every route it serves and its shared
@@ -62,7 +68,8 @@ def bits(out) -> bool:
             del layer
         same = torch.equal(res[0], res[1]) and bool(torch.isfinite(res[0].float()).all())
         ok &= same
-        line = {"check": "bits", "model": model, "ep": ep, "tokens": n, "combine": comb,
+        line = {"check": "bits", "model": model, "ep": ep, "tokens": n, "dispatch": disp,
+                "combine": comb, "precision": prec,
                 "minibatch": mb, "comm_sms": cs, "minibatches": nmb, "identical": same}
         print(json.dumps(line), flush=True)
         out.write(json.dumps(line) + "\n")
@@ -73,10 +80,10 @@ def bits(out) -> bool:
 
 def timed(out, deadline: float) -> None:
     med = statistics.median
-    for model, ep, n, seed, comb, mb, css in TIMED:
+    for model, ep, n, seed, disp, comb, mb, css in TIMED:
         wl = Workload(model, ep, n, "uniform", seed, 0)
         for cs in css:
-            knobs = dict(dispatch="pull", combine=comb, minibatch=mb, comm_sms=cs,
+            knobs = dict(dispatch=disp, combine=comb, minibatch=mb, comm_sms=cs,
                          macrobatch=131072, capacity=1.0)
             got: dict = {}
             for rnd in range(2):
@@ -93,7 +100,7 @@ def timed(out, deadline: float) -> None:
                     "times": {f"{f}{'_ahead' if a else ''}": t for (f, a), t in got.items()}}
             out.write(json.dumps(line) + "\n")
             out.flush()
-            print(f"{model.split('/')[-1]}:{ep}:{n} pull/{comb} c{cs}: "
+            print(f"{model.split('/')[-1]}:{ep}:{n} {disp}/{comb} c{cs}: "
                   + ", ".join(f"{k} {v:.3f}" for k, v in row.items())
                   + f"; ahead/today pass {row['pass_ahead'] / row['pass']:.3f}"
                   + f" copies {row['copies_ahead'] / row['copies']:.3f}", flush=True)
