@@ -126,9 +126,6 @@ class KernelConfig:
     skip_gemm: bool = False         # diagnostic only: GEMM items store zero tiles and signal
                                     # without their K loops (the copies alone; output is zeros
                                     # where experts would write)
-    copy_ahead: bool = True         # experiment (session 39): every comm copy loads a step's
-                                    # row ids two steps ahead and their peer offsets one
-                                    # ahead (False: today's serial loop); the same bits
     join: bool = True               # comm programs join compute after dispatch (push combine)
     fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
     tma: bool = True                # weight tiles through TMA descriptors (needs fuse_gu)
@@ -774,7 +771,6 @@ def _kernels() -> dict[str, Any]:
         SPLIT_OFF=0, WS_T=0,       # SPLIT > 1: its counters in the sync words; tiles per rank
         NO_GEMM: tl.constexpr = False,   # timing diagnostic (KernelConfig.skip_gemm): items
                                          # store zero tiles and signal, with no K loop
-        AHEAD: tl.constexpr = False,     # index loads of pull copies ahead (copy_ahead)
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -809,7 +805,6 @@ def _kernels() -> dict[str, Any]:
         NB_DN: tl.constexpr = (H + BN_DN - 1) // BN_DN    # last down block may pass H: masked
         DK: tl.constexpr = ((I // BK + SPLIT - 1) // SPLIT) * BK   # K columns of a down slice
         nmb = tl.load(nmb_ptr)
-        crow = tl.arange(0, CR)
         if GROUP:
             # one rank per GPU (or per launch): its id, and the pass's epoch set by the prologue
             me = ME
@@ -848,28 +843,12 @@ def _kernels() -> dict[str, Any]:
                             wait_geq(syn_q + GU_OFF + j, need, err_ptr, 4, j, max_spin, SC)
                             j += 1
                         nchunk = (r1 - r0 + CR - 1) // CR
-                        if AHEAD:
-                            if FP8:                    # virtual ranks only (not GROUP)
-                                sc_q = rings0 + peer_off(x_off_ptr, q, R * HB, GROUP)
-                            else:
-                                sc_q = rings0
-                            copy_steps(src_q, r0, r1, lane // P, nsub, nchunk, N_RANK, me,
-                                       x_off_ptr, x_src_ptr, ring_q, sc_q, R, True, True, FP8,
-                                       H, CC, CR)
+                        if FP8:                        # virtual ranks only (not GROUP)
+                            sc_q = rings0 + peer_off(x_off_ptr, q, R * HB, GROUP)
                         else:
-                          for c in range(lane // P, nchunk, nsub):
-                            rows = r0 + c * CR + crow
-                            m = rows < r1
-                            src = tl.load(src_q + rows, mask=m, other=0)
-                            m = m & ((src // N_RANK) == me)
-                            if FP8:                    # virtual ranks only (not GROUP)
-                                copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                            ring_q, (rows % R).to(tl.int64) * H,
-                                            rings0 + peer_off(x_off_ptr, q, R * HB, GROUP),
-                                            (rows % R).to(tl.int64) * HB, m, H, CC, CR)
-                            else:
-                                copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                          ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
+                            sc_q = rings0
+                        copy_steps(src_q, r0, r1, lane // P, nsub, nchunk, N_RANK, me, x_off_ptr,
+                                   x_src_ptr, ring_q, sc_q, R, True, True, FP8, H, CC, CR)
                         if (STALL == 0) | (mb > 0):
                             signal(syn_q + READY_OFF + mb * P + me, SC)
         if (pid < COMM) & (PUSH_DISPATCH != 2):
@@ -886,24 +865,10 @@ def _kernels() -> dict[str, Any]:
                     freed += 1
                     busy = (freed < mb) & (tl.load(mb_row_ptr + freed) < r1 - R)
                 nchunk = (r1 - r0 + CR - 1) // CR
-                if (PUSH_DISPATCH == 0) and AHEAD:
+                if PUSH_DISPATCH == 0:
                     copy_steps(recv_src_ptr, r0, r1, pid, COMM, nchunk * (1 - NO_COPY), N_RANK, 0,
                                x_off_ptr, x_src_ptr, ring_ptr, ring_s_ptr, R, True, False, FP8,
                                H, CC, CR)
-                    if (STALL == 0) | (mb > 0):
-                        signal(sync_ptr + READY_OFF + mb * P, "gpu")
-                elif PUSH_DISPATCH == 0:
-                    for c in range(pid, nchunk * (1 - NO_COPY), COMM):
-                        rows = r0 + c * CR + crow
-                        m = rows < r1
-                        src = tl.load(recv_src_ptr + rows, mask=m, other=0)
-                        if FP8:
-                            copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
-                                        (rows % R).to(tl.int64) * H, ring_s_ptr,
-                                        (rows % R).to(tl.int64) * HB, m, H, CC, CR)
-                        else:
-                            copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
-                                      (rows % R).to(tl.int64) * H, m, H, CC)
                     if (STALL == 0) | (mb > 0):
                         signal(sync_ptr + READY_OFF + mb * P, "gpu")
                 else:
@@ -911,23 +876,9 @@ def _kernels() -> dict[str, Any]:
                     for lane in range(pid, lanes, COMM):
                         s = lane % P
                         nsub = (lanes - s + P - 1) // P
-                        if AHEAD:
-                            copy_steps(recv_src_ptr, r0, r1, lane // P, nsub, nchunk, N_RANK, s,
-                                       x_off_ptr, x_src_ptr, ring_ptr, ring_s_ptr, R, True, True,
-                                       FP8, H, CC, CR)
-                        else:
-                          for c in range(lane // P, nchunk, nsub):
-                            rows = r0 + c * CR + crow
-                            m = rows < r1
-                            src = tl.load(recv_src_ptr + rows, mask=m, other=0)
-                            m = m & ((src // N_RANK) == s)
-                            if FP8:
-                                copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                            ring_ptr, (rows % R).to(tl.int64) * H, ring_s_ptr,
-                                            (rows % R).to(tl.int64) * HB, m, H, CC, CR)
-                            else:
-                                copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
-                                          (rows % R).to(tl.int64) * H, m, H, CC)
+                        copy_steps(recv_src_ptr, r0, r1, lane // P, nsub, nchunk, N_RANK, s,
+                                   x_off_ptr, x_src_ptr, ring_ptr, ring_s_ptr, R, True, True, FP8,
+                                   H, CC, CR)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
         if GROUP:
@@ -944,18 +895,9 @@ def _kernels() -> dict[str, Any]:
                         need = (tl.load(mb_tile_ptr + o32 + mb + 1) - tl.load(mb_tile_ptr + o32 + mb)) * NB_DN
                         wait_geq(sync_ptr + o32 + DN_OFF + mb, need, err_ptr, 5, mb, max_spin, "sys")
                         nchunk = (r1 - r0 + CR - 1) // CR
-                        if AHEAD:
-                            copy_steps(recv_slot_ptr + o32, r0, r1, pid, COMM, nchunk, SLOTS, me,
-                                       comb_off_ptr, y_ptr + oy, comb_ptr, None, 1, False, True,
-                                       False, H, CC, CR)
-                        else:
-                          for c in range(pid, nchunk, COMM):
-                            rows = r0 + c * CR + crow
-                            m = rows < r1
-                            slot = tl.load(recv_slot_ptr + o32 + rows, mask=m, other=0)
-                            m = m & ((slot // SLOTS) == me)
-                            copy_rows(y_ptr + oy, rows.to(tl.int64) * H, comb_ptr,
-                                      peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
+                        copy_steps(recv_slot_ptr + o32, r0, r1, pid, COMM, nchunk, SLOTS, me,
+                                   comb_off_ptr, y_ptr + oy, comb_ptr, None, 1, False, True, False,
+                                   H, CC, CR)
         else:
             if (pid < COMM) & (PULL_COMBINE != 0):
                 for mb in range(0, nmb):
@@ -964,16 +906,8 @@ def _kernels() -> dict[str, Any]:
                     need = (tl.load(mb_tile_ptr + mb + 1) - tl.load(mb_tile_ptr + mb)) * NB_DN
                     wait_geq(sync_ptr + DN_OFF + mb, need, err_ptr, 5, mb, max_spin, "gpu")
                     nchunk = (r1 - r0 + CR - 1) // CR
-                    if AHEAD:
-                        copy_steps(recv_slot_ptr, r0, r1, pid, COMM, nchunk, SLOTS, 0, comb_off_ptr,
-                                   y_ptr, comb_ptr, None, 1, False, False, False, H, CC, CR)
-                    else:
-                        for c in range(pid, nchunk, COMM):
-                            rows = r0 + c * CR + crow
-                            m = rows < r1
-                            slot = tl.load(recv_slot_ptr + rows, mask=m, other=0)
-                            copy_rows(y_ptr, rows.to(tl.int64) * H, comb_ptr,
-                                      peer_row(comb_off_ptr, slot, SLOTS, H), m, H, CC)
+                    copy_steps(recv_slot_ptr, r0, r1, pid, COMM, nchunk, SLOTS, 0, comb_off_ptr,
+                               y_ptr, comb_ptr, None, 1, False, False, False, H, CC, CR)
         if (pid >= COMM) | ((JOIN != 0) & (PULL_COMBINE == 0)):
             # ---------------- compute (comm programs join once dispatch is done) ----------------
             # Items are taken from one atomic counter in list order: sections
@@ -1768,8 +1702,7 @@ class MoKLayer:
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
-            NO_GEMM=cfg.skip_gemm, AHEAD=cfg.copy_ahead, num_warps=cfg.num_warps,
-            num_stages=cfg.num_stages)
+            NO_GEMM=cfg.skip_gemm, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def tma_a_mode(self) -> int:
         """TMA_A of the launch: 0 off, 1 h rows only, 2 h rows and ring rows (the ring holds
