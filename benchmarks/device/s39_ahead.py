@@ -11,7 +11,7 @@ today's loop, on one H200 (rank 0 of an emulated EP group).
 
     PYTHONPATH=. python3 benchmarks/device/s39_ahead.py OUT.jsonl [SECONDS]
 
-Ran at c9d02b3 (pull copies only) and 8a1c0b1-era tree (every copy path; logs in
+Ran at c9d02b3 (pull copies only) and da19be3 (every copy path; logs in
 mok_kernels/logs_s39/). The A/B flag (KernelConfig.copy_ahead) was removed afterwards: the
 ahead loop (megakernel.py copy_steps) is the only one, so this probe no longer runs as written.
 """
