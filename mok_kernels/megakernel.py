@@ -805,6 +805,7 @@ def _kernels() -> dict[str, Any]:
         NB_DN: tl.constexpr = (H + BN_DN - 1) // BN_DN    # last down block may pass H: masked
         DK: tl.constexpr = ((I // BK + SPLIT - 1) // SPLIT) * BK   # K columns of a down slice
         nmb = tl.load(nmb_ptr)
+        crow = tl.arange(0, CR)
         if GROUP:
             # one rank per GPU (or per launch): its id, and the pass's epoch set by the prologue
             me = ME
@@ -843,12 +844,21 @@ def _kernels() -> dict[str, Any]:
                             wait_geq(syn_q + GU_OFF + j, need, err_ptr, 4, j, max_spin, SC)
                             j += 1
                         nchunk = (r1 - r0 + CR - 1) // CR
-                        if FP8:                        # virtual ranks only (not GROUP)
-                            sc_q = rings0 + peer_off(x_off_ptr, q, R * HB, GROUP)
-                        else:
-                            sc_q = rings0
-                        copy_steps(src_q, r0, r1, lane // P, nsub, nchunk, N_RANK, me, x_off_ptr,
-                                   x_src_ptr, ring_q, sc_q, R, True, True, FP8, H, CC, CR)
+                        # a lane scans every chunk for its own rows: copy_steps' indices
+                        # ahead measured up to 1.36x slower here (session 39), so step by step
+                        for c in range(lane // P, nchunk, nsub):
+                            rows = r0 + c * CR + crow
+                            m = rows < r1
+                            src = tl.load(src_q + rows, mask=m, other=0)
+                            m = m & ((src // N_RANK) == me)
+                            if FP8:                    # virtual ranks only (not GROUP)
+                                copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                            ring_q, (rows % R).to(tl.int64) * H,
+                                            rings0 + peer_off(x_off_ptr, q, R * HB, GROUP),
+                                            (rows % R).to(tl.int64) * HB, m, H, CC, CR)
+                            else:
+                                copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                          ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
                             signal(syn_q + READY_OFF + mb * P + me, SC)
         if (pid < COMM) & (PUSH_DISPATCH != 2):
@@ -876,9 +886,18 @@ def _kernels() -> dict[str, Any]:
                     for lane in range(pid, lanes, COMM):
                         s = lane % P
                         nsub = (lanes - s + P - 1) // P
-                        copy_steps(recv_src_ptr, r0, r1, lane // P, nsub, nchunk, N_RANK, s,
-                                   x_off_ptr, x_src_ptr, ring_ptr, ring_s_ptr, R, True, True, FP8,
-                                   H, CC, CR)
+                        for c in range(lane // P, nchunk, nsub):   # step by step, as above
+                            rows = r0 + c * CR + crow
+                            m = rows < r1
+                            src = tl.load(recv_src_ptr + rows, mask=m, other=0)
+                            m = m & ((src // N_RANK) == s)
+                            if FP8:
+                                copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                            ring_ptr, (rows % R).to(tl.int64) * H, ring_s_ptr,
+                                            (rows % R).to(tl.int64) * HB, m, H, CC, CR)
+                            else:
+                                copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
+                                          (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
         if GROUP:
