@@ -22,7 +22,7 @@ from mok_model.fileio import check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import (BOUNDS, Params, fit_record_path, read_fit_record, read_params,
                               write_params)
-from mok_model.records import KNOBS, model_records, read_records
+from mok_model.records import KNOBS, model_records, read_records, record_copy_loop
 from mok_model.scenario import ENGINES
 
 from .checks import param_names, params_file, required_text
@@ -61,7 +61,8 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
 
     MoK records: gemm_eff (unless a micro-gemm fixed it) and mok_fixed_us; minibatch_overhead_us
     when the records vary the minibatch; copy_gbps_per_sm, sm_scaling and comm_join_share when
-    they vary the comm SMs (starting from the microbenchmarks' values); push_copy_scale
+    they vary the comm SMs (starting from the microbenchmarks' values), serial_index_us when
+    they mix the old copy loop and today's (records.record_copy_loop); push_copy_scale
     when they mix push and pull across GPUs, push_scan_us when emulated-peer runs do;
     ring_refill_overlap when a ring holds under two minibatches;
     wgrad_bytes_per_weight with published backward records, bwd_gemm_eff_scale and wgrad_tile_us
@@ -85,6 +86,12 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
                 # and how much slower they copy while GEMMs run beside them
                 # (analytic.copy_beside_gemm): seen where the copy nears the GEMMs' length
                 free.append("copy_slowdown_beside_gemm")
+            loops = {record_copy_loop(r) for r in mok if r["source"] == "measured"
+                     and r["pass"] == "fwd"}
+            if len(loops) > 1:
+                # records of the old copy loop beside today's: what its index loads cost
+                # (analytic.copy_load), so copy_gbps_per_sm is today's loop's rate
+                free.append("serial_index_us")
         modes = knob_values("dispatch") | knob_values("combine")
         if "push" in modes and "pull" in modes and "push_copy_scale" in BOUNDS:
             # across GPUs a pushing SM writes over the fabric (push_copy_scale); one GPU's

@@ -88,7 +88,12 @@ H200_RUNS = ([Path(__file__).parent / "runs" / "h200" / f
                 # today's kernel, 2026-12-02: the sweep's first 132 workloads again (no drift
                 # from the records above) and the space at 128 / 512 tokens (session 23)
                 Path(__file__).parent / "runs" / "h200_space" / "space_v2.jsonl",
-                Path(__file__).parent / "runs" / "h200_space" / "space_t128_512.jsonl"])
+                Path(__file__).parent / "runs" / "h200_space" / "space_t128_512.jsonl",
+                # seed 13's drawn shapes on the copy loop that loads its indices ahead (session
+                # 39, megakernel.py copy_steps): the only records of today's loop, so
+                # copy_gbps_per_sm is its rate and serial_index_us what the old loop waited
+                # (seed 14's run of the same day stays held out: h200_drawn/drawn14_ahead.jsonl)
+                Path(__file__).parent / "runs" / "h200_space" / "drawn13_ahead.jsonl"])
 # the megakernel's own GEMM phases on the space-sweep workloads (system mok-gemm; today's variants:
 # the presets without a shared expert measured again without the zero shared slot, mixtral-8x7b
 # again with split_dn chosen from the shape, 2026-12-01; mixtral-8x7b at 384-1024 tokens between

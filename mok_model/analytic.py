@@ -368,7 +368,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         port = peer_rows_remote * bytes_row / peer_link
         return np.maximum(mine, port) + local_rows * bytes_row / rate
 
-    push_rate = sm_rate * p["push_copy_scale"]
+    # today's pull copies load their indices ahead; push lanes (and every copy of a record of
+    # the old loop) wait for them a chunk at a time (copy_load)
+    pull_sm = sm_rate / copy_load(scn, p, pull=True)
+    push_rate = sm_rate / copy_load(scn, p, pull=False) * p["push_copy_scale"]
     q = dispatch_copy_scale(scn, p, cc)  # comm SMs that quantize while they copy copy slower
     # pull dispatch: the receiver's SMs read its incoming rows; push: the sender's SMs write.
     # push combine: the expert holder writes outputs home; pull: the home reads them.
@@ -383,10 +386,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
                                       / np.maximum(rows * act, 1.0))
     sender_push = move(act, r_in, r_out, link_in, link_out, push_rate_scan) if hw.emulated_ranks \
         else move(act, r_out, r_in, link_out, link_in, push_rate_scan)
-    dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, q * sm_rate))
+    dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, q * pull_sm))
     scan_home = (pull_scan_chunks(scn, p, M, cc) * scan_chunk_s(scn, p)).sum(axis=1, keepdims=True)
-    pull_rate = sm_rate / (1.0 + scan_home * sm_rate / np.maximum((r_out + local_rows) * out, 1.0))
-    home_pull = move(out, r_in, r_out, link_out, link_in, sm_rate) if hw.emulated_ranks \
+    pull_rate = pull_sm / (1.0 + scan_home * pull_sm / np.maximum((r_out + local_rows) * out, 1.0))
+    home_pull = move(out, r_in, r_out, link_out, link_in, pull_sm) if hw.emulated_ranks \
         else move(out, r_out, r_in, link_in, link_out, pull_rate)
     combine = np.where(kpush, move(out, r_in, r_out, link_out, link_in, push_rate), home_pull)
 
@@ -768,6 +771,20 @@ def copy_steps(hidden: int) -> int:
     or not)."""
     cc = min(1024, 1 << (int(hidden) - 1).bit_length())
     return -(-int(hidden) // cc)
+
+
+def copy_load(scn: Scenario, p: Params, pull: bool) -> float:
+    """How much more a comm program's copy of a byte holds its SM than copy_gbps_per_sm says:
+    1 for the forward megakernel's pull dispatch and pull combine today (mok_kernels/
+    megakernel.py copy_steps loads a chunk's row ids and peer offsets ahead of its rows); a
+    loop that loads them step by step (push lanes, the backward megakernel, the Gluon FP8
+    pass, and every copy of a record of the old loop: Scenario.copy_loop "serial") waits
+    serial_index_us more per chunk of COPY_ROWS rows of 2H bytes."""
+    if (pull and scn.copy_loop == "ahead" and scn.pass_ == "fwd"
+            and scn.fp8_kernel == "triton"):
+        return 1.0
+    wait = p["copy_gbps_per_sm"] * 1e3 * p["serial_index_us"]      # bytes not copied meanwhile
+    return 1.0 + wait / (COPY_ROWS * 2.0 * scn.model.hidden)
 
 
 def scan_chunk_s(scn: Scenario, p: Params) -> float:

@@ -288,25 +288,26 @@ def _model(key: str):
 def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
                       routing: str, seed: int, zipf_order: str = "model",
                       zero_shared_slot: bool = False, split_dn: int = 0,
-                      list_lag: int = 1, bwd_tiles: str = "recompute",
+                      list_lag: int = 1, bwd_tiles: str = "recompute", copy_loop: str = "ahead",
                       fp8_kernel: str = "triton") -> Scenario:
     """The Scenario of a workload key (see workload_key); cached, records share it."""
     return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed,
                     zipf_order, zero_shared_slot, split_dn, list_lag, fp8_kernel,
-                    bwd_tiles=bwd_tiles)
+                    bwd_tiles=bwd_tiles, copy_loop=copy_loop)
 
 
 def workload_key(rec: dict) -> tuple:
     """What a record measured, without the knobs: records with equal keys share a Scenario.
-    The last five elements: the zipf popularity order (record_zipf_order; "model" for the
+    The last seven elements: the zipf popularity order (record_zipf_order; "model" for the
     others), whether the record's kernel ran a zero shared expert (record_zero_shared_slot),
     the K slices of its down GEMM where they are not today's choice (record_split_dn), its
-    work list's lag (record_list_lag), its backward tiles (record_bwd_tiles) and its FP8
-    forward kernel (record_fp8_kernel, last)."""
+    work list's lag (record_list_lag), its backward tiles (record_bwd_tiles), its comm copy
+    loop (record_copy_loop) and its FP8 forward kernel (record_fp8_kernel, last)."""
     return (rec["hardware"]["preset"], model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
             rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)),
             record_zipf_order(rec) or "model", record_zero_shared_slot(rec), record_split_dn(rec),
-            record_list_lag(rec), record_bwd_tiles(rec), record_fp8_kernel(rec))
+            record_list_lag(rec), record_bwd_tiles(rec), record_copy_loop(rec),
+            record_fp8_kernel(rec))
 
 
 # our megakernel's systems: the MoE layer pass and its GEMM phases alone
@@ -346,6 +347,29 @@ def record_list_lag(rec: dict) -> int:
     if rec["system"] not in KERNEL_SYSTEMS or rec["pass"] != "fwd":
         return 1
     return int(tiles.get("list_lag", 1))
+
+
+# the first run of our megakernel whose comm copies load their indices ahead (copy_steps,
+# mok_kernels/NOTES.md "Session 39"): every forward measured before it ran the serial loop
+COPY_AHEAD_SINCE = datetime.datetime(2026, 12, 4, 0, 50, tzinfo=datetime.timezone.utc)
+
+
+def record_copy_loop(rec: dict) -> str:
+    """The comm copy loop a record of our megakernel ran (Scenario.copy_loop): "serial" for a
+    measured forward of the Triton megakernel (mok, mok-gemm; BF16 or the Triton FP8 kernel)
+    made before COPY_AHEAD_SINCE, whose pull dispatch and pull combine waited for each chunk's
+    row ids and then its peer offsets before its rows; else "ahead" (today's loop; the
+    backward megakernel and the Gluon FP8 pass have loops of their own, unchanged)."""
+    if (rec.get("system") not in KERNEL_SYSTEMS or rec.get("pass", "fwd") != "fwd"
+            or rec.get("source") != "measured" or record_fp8_kernel(rec) == "gluon"):
+        return "ahead"
+    try:
+        when = datetime.datetime.fromisoformat(str(rec.get("date", "")))
+    except ValueError:
+        return "ahead"
+    if when.tzinfo is None:
+        when = when.replace(tzinfo=datetime.timezone.utc)
+    return "serial" if when < COPY_AHEAD_SINCE else "ahead"
 
 
 def record_fp8_kernel(rec: dict) -> str:

@@ -35,6 +35,11 @@ HOPPER_GPUS = ("H100", "H200")   # the GPUs (Hardware.gpu) the Gluon FP8 kernel 
 # TRAINING_TILES: g and u saved by the forward, A items of 256 columns where 256 divides the
 # padded expert width, else 128; weight gradients written directly; the "bwd-train" pass group)
 BWD_TILES = ("recompute", "training")
+# our megakernel's comm copy loop (mok_kernels/megakernel.py copy_steps): "ahead", today's, whose
+# pull dispatch and pull combine load a chunk's row ids and peer offsets ahead of its rows; or
+# "serial", the loop before 2026-12-04 00:50 UTC that waited on both before every chunk (run
+# records made then: records.record_copy_loop). Push lanes copy step by step in both.
+COPY_LOOPS = ("ahead", "serial")
 SYSTEMS = ("mok", "nccl-torch", "deepep", "hybridep", "comet")
 ENGINES = ("analytic", "sim")
 # The largest row count or SM count a knob may take: the model's arrays hold them as 64-bit
@@ -86,9 +91,14 @@ class Scenario:
     # our backward megakernel's tiles (BWD_TILES; a run record's tiles: records.record_bwd_tiles);
     # "recompute" for every forward
     bwd_tiles: str = "recompute"
+    # our megakernel's comm copy loop (COPY_LOOPS; records.record_copy_loop)
+    copy_loop: str = "ahead"
 
     def __post_init__(self) -> None:
         hw, m = self.hardware, self.model
+        if self.copy_loop not in COPY_LOOPS:
+            raise MokInputError(f"copy_loop {self.copy_loop!r} must be one of "
+                                f"{', '.join(COPY_LOOPS)}")
         if self.bwd_tiles not in BWD_TILES:
             raise MokInputError(f"--bwd-tiles {self.bwd_tiles!r} must be one of "
                                 f"{', '.join(BWD_TILES)}")
@@ -185,7 +195,8 @@ class Scenario:
             | ({"split_dn": self.split_dn} if self.split_dn else {}) \
             | ({"list_lag": self.list_lag} if self.list_lag != 1 else {}) \
             | ({"fp8_kernel": self.fp8_kernel} if self.fp8_kernel != "triton" else {}) \
-            | ({"bwd_tiles": self.bwd_tiles} if self.bwd_tiles != "recompute" else {})
+            | ({"bwd_tiles": self.bwd_tiles} if self.bwd_tiles != "recompute" else {}) \
+            | ({"copy_loop": self.copy_loop} if self.copy_loop != "ahead" else {})
 
 
 @dataclass(frozen=True, slots=True)

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..analytic import (COPY_ROWS, US, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts,
+from ..analytic import (COPY_ROWS, US, copy_load, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts,
                         ffn_pieces, in_order_wait, iteration_rows, list_period, loads,
                         push_scan_chunks, ring_capacity, scan_chunk_s, shared_section, tile_rows)
 from ..params import Params
@@ -277,16 +277,18 @@ class MokSim:
         # may read them (the owner's flag seen)
         self.walk = [[[env.event() for _ in range(int(M))] for M in plan.minibatches]
                      for _ in range(P)] if self.owner_walk else []
-        # a pushing comm SM copies at push_copy_scale of a pulling one's rate (as analytic.move)
-        push_scale = 1.0 / _param(p, "push_copy_scale", 1.0)
+        # a pushing comm SM copies at push_copy_scale of a pulling one's rate (as analytic.move);
+        # a loop that loads its indices step by step loads the SMs copy_load more a byte
+        push_scale = copy_load(scn, p, pull=False) / _param(p, "push_copy_scale", 1.0)
+        pull_scale = copy_load(scn, p, pull=True)
         # comm SMs that quantize rows while they copy them load it 1 / dispatch_copy_scale more
-        self.dispatch_sm_scale = ((push_scale if self.dpush else 1.0)
+        self.dispatch_sm_scale = ((push_scale if self.dpush else pull_scale)
                                   / float(dispatch_copy_scale(scn, p, cfg.comm_sms)))
         # a push dispatch's lanes also visit every chunk of the receiver's minibatch for their
         # rows (analytic.push_scan): that time loads the copying comm SMs as more bytes
         self.scan_s = scan_chunk_s(scn, p)
         self.push_scan = self.dpush and P > 1 and self.scan_s > 0
-        self.combine_sm_scale = push_scale if self.kpush else 1.0
+        self.combine_sm_scale = push_scale if self.kpush else pull_scale
         # our pull combine's homes also visit every chunk of each owner's minibatch for their
         # rows (analytic.pull_scan_chunks): that time loads each home's comm SMs as more bytes
         self.pull_scan = self.owner_walk and self.scan_s > 0
