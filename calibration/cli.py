@@ -61,7 +61,7 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
 
     MoK records: gemm_eff (unless a micro-gemm fixed it) and mok_fixed_us; minibatch_overhead_us
     when the records vary the minibatch; copy_gbps_per_sm, sm_scaling and comm_join_share when
-    they vary the comm SMs (starting from the microbenchmarks' values), serial_index_us when
+    they vary the comm SMs (starting from the microbenchmarks' values), serial_copy_scale when
     they mix the old copy loop and today's (records.record_copy_loop); push_copy_scale
     when they mix push and pull across GPUs, push_scan_us when emulated-peer runs do;
     ring_refill_overlap when a ring holds under two minibatches;
@@ -91,7 +91,7 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
             if len(loops) > 1:
                 # records of the old copy loop beside today's: what its index loads cost
                 # (analytic.copy_load), so copy_gbps_per_sm is today's loop's rate
-                free.append("serial_index_us")
+                free.append("serial_copy_scale")
         modes = knob_values("dispatch") | knob_values("combine")
         if "push" in modes and "pull" in modes and "push_copy_scale" in BOUNDS:
             # across GPUs a pushing SM writes over the fabric (push_copy_scale); one GPU's

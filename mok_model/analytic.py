@@ -776,15 +776,15 @@ def copy_steps(hidden: int) -> int:
 def copy_load(scn: Scenario, p: Params, pull: bool) -> float:
     """How much more a comm program's copy of a byte holds its SM than copy_gbps_per_sm says:
     1 for the forward megakernel's pull dispatch and pull combine today (mok_kernels/
-    megakernel.py copy_steps loads a chunk's row ids and peer offsets ahead of its rows); a
-    loop that loads them step by step (push lanes, the backward megakernel, the Gluon FP8
-    pass, and every copy of a record of the old loop: Scenario.copy_loop "serial") waits
-    serial_index_us more per chunk of COPY_ROWS rows of 2H bytes."""
+    megakernel.py copy_steps loads a chunk's row ids and peer offsets ahead of its rows);
+    1 / serial_copy_scale for a loop that loads them step by step (push lanes, the backward
+    megakernel, the Gluon FP8 pass, and every copy of a record of the old loop:
+    Scenario.copy_loop "serial"). A plain ratio: a wait per chunk (larger at narrow rows)
+    predicted the held-out runs worse (docs/calibration.md "Session 39")."""
     if (pull and scn.copy_loop == "ahead" and scn.pass_ == "fwd"
             and scn.fp8_kernel == "triton"):
         return 1.0
-    wait = p["copy_gbps_per_sm"] * 1e3 * p["serial_index_us"]      # bytes not copied meanwhile
-    return 1.0 + wait / (COPY_ROWS * 2.0 * scn.model.hidden)
+    return 1.0 / p["serial_copy_scale"]
 
 
 def scan_chunk_s(scn: Scenario, p: Params) -> float:

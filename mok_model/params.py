@@ -40,9 +40,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "push_scan_us": (0.0, 20.0),  # a comm program's visit of one chunk it scans for its rows
     # (push dispatch lanes; our pull combine across GPUs: analytic.push_scan, pull_scan_chunks)
     "push_scan_step_us": (0.0, 5.0),  # more per column step of the visited chunk's masked row loop
-    "serial_index_us": (0.0, 20.0),  # a comm program's wait per chunk of COPY_ROWS rows for their
-    # row ids and peer offsets where its loop loads them step by step (analytic.copy_load)
     # (analytic.copy_steps: H in steps of up to 1,024 columns, each issued whether masked or not)
+    "serial_copy_scale": (0.3, 1.0),  # the copy rate of a comm loop that loads its row ids and
+    # peer offsets step by step, over today's pull copies' that load them ahead (analytic.copy_load)
     "minibatch_overhead_us": (0.0, 100.0),  # per-minibatch pipeline step (barriers, lookups)
     "schedule_us": (0.0, 500.0),  # routing all-gather and schedule kernels, fixed part
     "schedule_ns_per_route": (0.0, 10.0),  # schedule building per routed row in the EP group
@@ -171,9 +171,10 @@ ADDED: dict[str, tuple[float, str]] = {
     "push_scan_step_us": (0.0, "prior: a chunk visit costs push_scan_us whatever the hidden size, "
                                "as before the masked row loop's column steps were modelled; "
                                "h200-1's fitted in calibration/priors.py"),
-    "serial_index_us": (0.0, "prior: a copy step that loads its row ids and peer offsets before "
-                             "its rows waits no longer than one that loaded them ahead, as the "
-                             "model read every copy before session 39 (analytic.copy_load)"),
+    "serial_copy_scale": (1.0, "prior: a copy step that loads its row ids and peer offsets "
+                               "before its rows copies as fast as one that loaded them ahead, "
+                               "as the model read every copy before session 39 "
+                               "(analytic.copy_load)"),
     "copy_slowdown_beside_gemm": (0.0, "prior: comm SMs copy as fast beside running GEMMs as "
                                        "alone (no interference), until a fit says otherwise"),
     "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "

@@ -51,14 +51,13 @@ def scenario(loop: str, **kw) -> Scenario:
 
 
 def test_copy_load_only_off_the_ahead_pull_copies():
-    p = H200.with_values(serial_index_us=1.0)
+    p = H200.with_values(serial_copy_scale=0.75)
     assert copy_load(scenario("ahead"), p, pull=True) == 1.0
     slow = copy_load(scenario("ahead"), p, pull=False)        # push lanes: step by step
-    # 1 us a chunk of 16 rows of 2 x 2,048 bytes at copy_gbps_per_sm
-    assert slow == pytest.approx(1 + p["copy_gbps_per_sm"] * 1e3 / (16 * 2 * 2048))
+    assert slow == pytest.approx(1 / 0.75)
     assert copy_load(scenario("serial"), p, pull=True) == slow
     assert copy_load(scenario("ahead", pass_="bwd"), p, pull=True) == slow
-    assert copy_load(scenario("serial"), H200.with_values(serial_index_us=0.0), pull=True) == 1.0
+    assert copy_load(scenario("serial"), H200.with_values(serial_copy_scale=1.0), pull=True) == 1.0
 
 
 def test_copy_loop_rejected_when_unknown():
@@ -68,7 +67,7 @@ def test_copy_loop_rejected_when_unknown():
 
 @pytest.mark.parametrize("engine", ["analytic", "sim"])
 def test_the_old_loop_is_slower_where_pull_copies_bound_the_pass(engine):
-    p = H200.with_values(serial_index_us=2.0)
+    p = H200.with_values(serial_copy_scale=0.75)
     pull = Config(dispatch="pull", combine="pull", minibatch=4096, comm_sms=8, capacity=1.0)
     push = Config(dispatch="push", combine="push", minibatch=4096, comm_sms=8, capacity=1.0)
     ms = {(loop, c.dispatch): predict(scenario(loop), c, params=p, engine=engine).latency_ms
@@ -79,7 +78,7 @@ def test_the_old_loop_is_slower_where_pull_copies_bound_the_pass(engine):
 
 
 def test_no_wait_means_the_loops_read_alike():
-    p = H200.with_values(serial_index_us=0.0)
+    p = H200.with_values(serial_copy_scale=1.0)
     c = Config(dispatch="pull", combine="pull", minibatch=4096, comm_sms=8, capacity=1.0)
     a = predict(scenario("ahead"), copy.copy(c), params=p).latency_ms
     assert predict(scenario("serial"), c, params=p).latency_ms == a

@@ -35,9 +35,10 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..analytic import (COPY_ROWS, US, copy_load, dispatch_copy_scale, dispatch_row_bytes, expert_ffn_parts,
-                        ffn_pieces, in_order_wait, iteration_rows, list_period, loads,
-                        push_scan_chunks, ring_capacity, scan_chunk_s, shared_section, tile_rows)
+from ..analytic import (COPY_ROWS, US, copy_load, dispatch_copy_scale, dispatch_row_bytes,
+                        expert_ffn_parts, ffn_pieces, in_order_wait, iteration_rows, list_period,
+                        loads, push_scan_chunks, ring_capacity, scan_chunk_s, shared_section,
+                        tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
