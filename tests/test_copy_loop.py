@@ -2,8 +2,6 @@
 (analytic.copy_load): today's pull copies load their indices ahead, the old loop and the push
 lanes wait for them a chunk at a time (session 39, mok_kernels/NOTES.md)."""
 
-import copy
-
 import pytest
 
 from mok_model.analytic import copy_load
@@ -80,5 +78,5 @@ def test_the_old_loop_is_slower_where_pull_copies_bound_the_pass(engine):
 def test_no_wait_means_the_loops_read_alike():
     p = H200.with_values(serial_copy_scale=1.0)
     c = Config(dispatch="pull", combine="pull", minibatch=4096, comm_sms=8, capacity=1.0)
-    a = predict(scenario("ahead"), copy.copy(c), params=p).latency_ms
+    a = predict(scenario("ahead"), c, params=p).latency_ms
     assert predict(scenario("serial"), c, params=p).latency_ms == a
