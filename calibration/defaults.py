@@ -90,7 +90,7 @@ H200_RUNS = ([Path(__file__).parent / "runs" / "h200" / f
                 Path(__file__).parent / "runs" / "h200_space" / "space_v2.jsonl",
                 Path(__file__).parent / "runs" / "h200_space" / "space_t128_512.jsonl",
                 # seed 13's drawn shapes on the copy loop that loads its indices ahead (session
-                # 39, megakernel.py copy_steps): the only records of today's loop, so
+                # 39, megakernel.py gather_chunks): the only records of today's loop, so
                 # copy_gbps_per_sm is its rate and serial_copy_scale the old loop's over it
                 # (seed 14's run of the same day stays held out: h200_drawn/drawn14_ahead.jsonl)
                 Path(__file__).parent / "runs" / "h200_space" / "drawn13_ahead.jsonl"])

@@ -776,7 +776,7 @@ def copy_steps(hidden: int) -> int:
 def copy_load(scn: Scenario, p: Params, pull: bool) -> float:
     """How much more a comm program's copy of a byte holds its SM than copy_gbps_per_sm says:
     1 for the forward megakernel's pull dispatch and pull combine today (mok_kernels/
-    megakernel.py copy_steps loads a chunk's row ids and peer offsets ahead of its rows);
+    megakernel.py gather_chunks loads a chunk's row ids and peer offsets ahead of its rows);
     1 / serial_copy_scale for a loop that loads them step by step (push lanes, the backward
     megakernel, the Gluon FP8 pass, and every copy of a record of the old loop:
     Scenario.copy_loop "serial"). A plain ratio: a wait per chunk (larger at narrow rows)

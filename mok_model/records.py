@@ -349,7 +349,7 @@ def record_list_lag(rec: dict) -> int:
     return int(tiles.get("list_lag", 1))
 
 
-# the first run of our megakernel whose comm copies load their indices ahead (copy_steps,
+# the first run of our megakernel whose comm copies load their indices ahead (gather_chunks,
 # mok_kernels/NOTES.md "Session 39"): every forward measured before it ran the serial loop
 COPY_AHEAD_SINCE = datetime.datetime(2026, 12, 4, 0, 50, tzinfo=datetime.timezone.utc)
 

@@ -35,7 +35,7 @@ HOPPER_GPUS = ("H100", "H200")   # the GPUs (Hardware.gpu) the Gluon FP8 kernel 
 # TRAINING_TILES: g and u saved by the forward, A items of 256 columns where 256 divides the
 # padded expert width, else 128; weight gradients written directly; the "bwd-train" pass group)
 BWD_TILES = ("recompute", "training")
-# our megakernel's comm copy loop (mok_kernels/megakernel.py copy_steps): "ahead", today's, whose
+# our megakernel's comm copy loop (mok_kernels/megakernel.py gather_chunks): "ahead", today's, whose
 # pull dispatch and pull combine load a chunk's row ids and peer offsets ahead of its rows; or
 # "serial", the loop before 2026-12-04 00:50 UTC that waited on both before every chunk (run
 # records made then: records.record_copy_loop). Push lanes copy step by step in both.

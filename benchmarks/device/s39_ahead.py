@@ -13,7 +13,7 @@ today's loop, on one H200 (rank 0 of an emulated EP group).
 
 Ran at c9d02b3 (pull copies only) and da19be3 (every copy path; logs in
 mok_kernels/logs_s39/). The A/B flag (KernelConfig.copy_ahead) was removed afterwards: the
-ahead loop (megakernel.py copy_steps) is the only one, so this probe no longer runs as written.
+ahead loop (megakernel.py gather_chunks) is the only one, so this probe no longer runs as written.
 """
 import json
 import statistics
