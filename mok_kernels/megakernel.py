@@ -343,15 +343,6 @@ def _kernels() -> dict[str, Any]:
         return base + (gid % per_peer).to(tl.int64) * H
 
     @triton.jit
-    def col_mask(mask, cols, h0: tl.constexpr, H: tl.constexpr, CC: tl.constexpr):
-        """Rows' mask at columns h0 + cols: the rows' (CR, 1) where the step is whole, else
-        (CR, CC) with the columns past H masked (the last step where CC does not divide H)."""
-        if h0 + CC <= H:
-            return mask[:, None]
-        else:
-            return mask[:, None] & (cols[None, :] < H - h0)
-
-    @triton.jit
     def copy_rows(src_ptr, src_off, dst_ptr, dst_off, mask, H: tl.constexpr, CC: tl.constexpr,
                   PIPE: tl.constexpr = True):
         """Copy rows at element offsets src_off -> dst_off (int64, (CR,)), 16-byte vectors, CC
@@ -359,12 +350,18 @@ def _kernels() -> dict[str, Any]:
         steps' loads are in flight (a comm program's copy is bound by load latency, not by
         bandwidth: mok_kernels/NOTES.md "Session 40"). PIPE False: one step at a time."""
         cols = tl.arange(0, CC)
-        m2 = col_mask(mask, cols, 0, H, CC)
+        if CC <= H:                                 # the rows' (CR, 1) mask where a step is whole,
+            m2 = mask[:, None]                      # else the columns past H masked too
+        else:
+            m2 = mask[:, None] & (cols[None, :] < H)
         v = tl.load(src_ptr + src_off[:, None] + cols[None, :], mask=m2)
         for h0 in tl.static_range(CC, H, CC):
             if not PIPE:
                 tl.store(dst_ptr + dst_off[:, None] + h0 - CC + cols[None, :], v, mask=m2)
-            mn = col_mask(mask, cols, h0, H, CC)
+            if h0 + CC <= H:
+                mn = mask[:, None]
+            else:
+                mn = mask[:, None] & (cols[None, :] < H - h0)
             vn = tl.load(src_ptr + src_off[:, None] + h0 + cols[None, :], mask=mn)
             if PIPE:
                 tl.store(dst_ptr + dst_off[:, None] + h0 - CC + cols[None, :], v, mask=m2)
