@@ -123,7 +123,6 @@ class KernelConfig:
                                     # 2**27 across real GPUs (a peer may be compiling a kernel)
     grid: int | None = None         # programs in the persistent grid (default: SM count)
     skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
-    copy_pipe: bool = True          # session 40's A/B: False = copy_rows one column step at a time
     skip_gemm: bool = False         # diagnostic only: GEMM items store zero tiles and signal
                                     # without their K loops (the copies alone; output is zeros
                                     # where experts would write)
@@ -343,12 +342,11 @@ def _kernels() -> dict[str, Any]:
         return base + (gid % per_peer).to(tl.int64) * H
 
     @triton.jit
-    def copy_rows(src_ptr, src_off, dst_ptr, dst_off, mask, H: tl.constexpr, CC: tl.constexpr,
-                  PIPE: tl.constexpr = True):
+    def copy_rows(src_ptr, src_off, dst_ptr, dst_off, mask, H: tl.constexpr, CC: tl.constexpr):
         """Copy rows at element offsets src_off -> dst_off (int64, (CR,)), 16-byte vectors, CC
         columns a step. The next step's loads are issued before this step's stores, so two
-        steps' loads are in flight (a comm program's copy is bound by load latency, not by
-        bandwidth: mok_kernels/NOTES.md "Session 40"). PIPE False: one step at a time."""
+        steps' loads are in flight: a comm program's copy is bound by load latency, and this
+        copies 1.2-1.4x faster than a step at a time (mok_kernels/NOTES.md "Session 40")."""
         cols = tl.arange(0, CC)
         if CC <= H:                                 # the rows' (CR, 1) mask where a step is whole,
             m2 = mask[:, None]                      # else the columns past H masked too
@@ -356,15 +354,12 @@ def _kernels() -> dict[str, Any]:
             m2 = mask[:, None] & (cols[None, :] < H)
         v = tl.load(src_ptr + src_off[:, None] + cols[None, :], mask=m2)
         for h0 in tl.static_range(CC, H, CC):
-            if not PIPE:
-                tl.store(dst_ptr + dst_off[:, None] + h0 - CC + cols[None, :], v, mask=m2)
             if h0 + CC <= H:
                 mn = mask[:, None]
             else:
                 mn = mask[:, None] & (cols[None, :] < H - h0)
             vn = tl.load(src_ptr + src_off[:, None] + h0 + cols[None, :], mask=mn)
-            if PIPE:
-                tl.store(dst_ptr + dst_off[:, None] + h0 - CC + cols[None, :], v, mask=m2)
+            tl.store(dst_ptr + dst_off[:, None] + h0 - CC + cols[None, :], v, mask=m2)
             v, m2 = vn, mn
         tl.store(dst_ptr + dst_off[:, None] + ((H - 1) // CC) * CC + cols[None, :], v, mask=m2)
 
@@ -381,7 +376,7 @@ def _kernels() -> dict[str, Any]:
 
     @triton.jit
     def copy_rows_q(src_ptr, src_off, dst_ptr, dst_off, sc_ptr, sc_off, mask, H: tl.constexpr,
-                    CC: tl.constexpr, CR: tl.constexpr, PIPE: tl.constexpr = True):
+                    CC: tl.constexpr, CR: tl.constexpr):
         """copy_rows into an FP8 ring: BF16 rows at src_off -> e4m3 rows at dst_off (elements)
         and their scales, H // 128 fp32 per row, at sc_off: quantized while copying (the next
         step's loads issued first, as copy_rows)."""
@@ -392,23 +387,19 @@ def _kernels() -> dict[str, Any]:
         for h0 in tl.static_range(0, H, CC):       # the last chunk may pass H (a multiple of 128)
             m2 = mask[:, None] & (cols[None, :] < H - h0)
             ms = mask[:, None] & (scol[None, :] < (H - h0) // 128)
-            if PIPE:                                # the next step's loads before this step's stores
-                if h0 + CC < H:
-                    vn = tl.load(src_ptr + src_off[:, None] + h0 + CC + cols[None, :],
-                                 mask=mask[:, None] & (cols[None, :] < H - h0 - CC), other=0.0)
+            if h0 + CC < H:                         # the next step's loads before this step's stores
+                vn = tl.load(src_ptr + src_off[:, None] + h0 + CC + cols[None, :],
+                             mask=mask[:, None] & (cols[None, :] < H - h0 - CC), other=0.0)
             q, sc = quant_rows(v.to(tl.float32), CR, CC)
             tl.store(dst_ptr + dst_off[:, None] + h0 + cols[None, :], q, mask=m2)
             tl.store(sc_ptr + sc_off[:, None] + h0 // 128 + scol[None, :], sc, mask=ms)
             if h0 + CC < H:
-                if not PIPE:
-                    vn = tl.load(src_ptr + src_off[:, None] + h0 + CC + cols[None, :],
-                                 mask=mask[:, None] & (cols[None, :] < H - h0 - CC), other=0.0)
                 v = vn
 
     @triton.jit
     def gather_chunks(idx_ptr, r0, r1, c0, cstep, nchunk, per, keep, tab_ptr, src_ptr, dst_ptr,
                      sc_ptr, R, GATHER: tl.constexpr, FILTER: tl.constexpr, FP8: tl.constexpr,
-                     H: tl.constexpr, CC: tl.constexpr, CR: tl.constexpr, PIPE: tl.constexpr = True):
+                     H: tl.constexpr, CC: tl.constexpr, CR: tl.constexpr):
         """Copy the row chunks c0, c0 + cstep, ... < nchunk of rows [r0, r1), CR rows a chunk.
         GATHER: row r comes from row idx[r] of the buffers at src_ptr + tab[idx // per]
         (peer_row) into ring row r % R of dst_ptr (FP8: quantized, scales at sc_ptr); otherwise
@@ -436,11 +427,11 @@ def _kernels() -> dict[str, Any]:
                 ring_row = (rows % R).to(tl.int64)
                 if FP8:
                     copy_rows_q(src_ptr, off, dst_ptr, ring_row * H, sc_ptr, ring_row * (H // 128),
-                                m, H, CC, CR, PIPE)
+                                m, H, CC, CR)
                 else:
-                    copy_rows(src_ptr, off, dst_ptr, ring_row * H, m, H, CC, PIPE)
+                    copy_rows(src_ptr, off, dst_ptr, ring_row * H, m, H, CC)
             else:
-                copy_rows(src_ptr, rows.to(tl.int64) * H, dst_ptr, off, m, H, CC, PIPE)
+                copy_rows(src_ptr, rows.to(tl.int64) * H, dst_ptr, off, m, H, CC)
             rows, m, off = rows1, m1, off1
             rows1, m1, i1 = rows2, m2, i2
 
@@ -797,7 +788,6 @@ def _kernels() -> dict[str, Any]:
         SPLIT_OFF=0, WS_T=0,       # SPLIT > 1: its counters in the sync words; tiles per rank
         NO_GEMM: tl.constexpr = False,   # timing diagnostic (KernelConfig.skip_gemm): items
                                          # store zero tiles and signal, with no K loop
-        COPY_PIPE: tl.constexpr = True,   # A/B of session 40 (KernelConfig.copy_pipe)
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -882,10 +872,10 @@ def _kernels() -> dict[str, Any]:
                                 copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
                                             ring_q, (rows % R).to(tl.int64) * H,
                                             rings0 + peer_off(x_off_ptr, q, R * HB, GROUP),
-                                            (rows % R).to(tl.int64) * HB, m, H, CC, CR, COPY_PIPE)
+                                            (rows % R).to(tl.int64) * HB, m, H, CC, CR)
                             else:
                                 copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                          ring_q, (rows % R).to(tl.int64) * H, m, H, CC, COPY_PIPE)
+                                          ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
                             signal(syn_q + READY_OFF + mb * P + me, SC)
         if (pid < COMM) & (PUSH_DISPATCH != 2):
@@ -905,7 +895,7 @@ def _kernels() -> dict[str, Any]:
                 if PUSH_DISPATCH == 0:
                     gather_chunks(recv_src_ptr, r0, r1, pid, COMM, nchunk * (1 - NO_COPY), N_RANK, 0,
                                  x_off_ptr, x_src_ptr, ring_ptr, ring_s_ptr, R, True, False, FP8,
-                                 H, CC, CR, COPY_PIPE)
+                                 H, CC, CR)
                     if (STALL == 0) | (mb > 0):
                         signal(sync_ptr + READY_OFF + mb * P, "gpu")
                 else:
@@ -921,10 +911,10 @@ def _kernels() -> dict[str, Any]:
                             if FP8:
                                 copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
                                             ring_ptr, (rows % R).to(tl.int64) * H, ring_s_ptr,
-                                            (rows % R).to(tl.int64) * HB, m, H, CC, CR, COPY_PIPE)
+                                            (rows % R).to(tl.int64) * HB, m, H, CC, CR)
                             else:
                                 copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
-                                          (rows % R).to(tl.int64) * H, m, H, CC, COPY_PIPE)
+                                          (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
         if GROUP:
@@ -943,7 +933,7 @@ def _kernels() -> dict[str, Any]:
                         nchunk = (r1 - r0 + CR - 1) // CR
                         gather_chunks(recv_slot_ptr + o32, r0, r1, pid, COMM, nchunk, SLOTS, me,
                                      comb_off_ptr, y_ptr + oy, comb_ptr, None, 1, False, True, False,
-                                     H, CC, CR, COPY_PIPE)
+                                     H, CC, CR)
         else:
             if (pid < COMM) & (PULL_COMBINE != 0):
                 for mb in range(0, nmb):
@@ -953,8 +943,7 @@ def _kernels() -> dict[str, Any]:
                     wait_geq(sync_ptr + DN_OFF + mb, need, err_ptr, 5, mb, max_spin, "gpu")
                     nchunk = (r1 - r0 + CR - 1) // CR
                     gather_chunks(recv_slot_ptr, r0, r1, pid, COMM, nchunk, SLOTS, 0, comb_off_ptr,
-                                 y_ptr, comb_ptr, None, 1, False, False, False, H, CC, CR,
-                                 COPY_PIPE)
+                                 y_ptr, comb_ptr, None, 1, False, False, False, H, CC, CR)
         if (pid >= COMM) | ((JOIN != 0) & (PULL_COMBINE == 0)):
             # ---------------- compute (comm programs join once dispatch is done) ----------------
             # Items are taken from one atomic counter in list order: sections
@@ -1749,8 +1738,7 @@ class MoKLayer:
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
-            NO_GEMM=cfg.skip_gemm, COPY_PIPE=cfg.copy_pipe, num_warps=cfg.num_warps,
-            num_stages=cfg.num_stages)
+            NO_GEMM=cfg.skip_gemm, num_warps=cfg.num_warps, num_stages=cfg.num_stages)
 
     def tma_a_mode(self) -> int:
         """TMA_A of the launch: 0 off, 1 h rows only, 2 h rows and ring rows (the ring holds

@@ -10,6 +10,10 @@ against one step at a time (session 39's), on one H200 (rank 0 of an emulated EP
    alternating order over two rounds.
 
     PYTHONPATH=. python3 benchmarks/device/s40_pipe.py OUT.jsonl [SECONDS]
+
+Ran at 760b523 (logs in mok_kernels/logs_s40/pipe/). The A/B flag (KernelConfig.copy_pipe) was
+removed afterwards: the pipelined copy_rows is the only one, so this probe no longer runs as
+written.
 """
 import json
 import statistics
