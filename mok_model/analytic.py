@@ -774,15 +774,17 @@ def copy_steps(hidden: int) -> int:
 
 
 def copy_load(scn: Scenario, p: Params, pull: bool) -> float:
-    """How much more a comm program's copy of a byte holds its SM than copy_gbps_per_sm says:
-    1 for the forward megakernel's pull dispatch and pull combine today (mok_kernels/
-    megakernel.py gather_chunks loads a chunk's row ids and peer offsets ahead of its rows);
-    1 / serial_copy_scale for a loop that loads them step by step (push lanes, the backward
-    megakernel, the Gluon FP8 pass, and every copy of a record of the old loop:
-    Scenario.copy_loop "serial"). A plain ratio: a wait per chunk (larger at narrow rows)
-    predicted the held-out runs worse (docs/calibration.md "Session 39")."""
-    if (pull and scn.copy_loop == "ahead" and scn.pass_ == "fwd"
-            and scn.fp8_kernel == "triton"):
+    """How much more a comm program's copy of a byte holds its SM than copy_gbps_per_sm says
+    (the rate of the forward megakernel's pull dispatch and pull combine with their row ids and
+    peer offsets loaded ahead, mok_kernels/megakernel.py gather_chunks, Scenario.copy_loop
+    "ahead"): 1 / pipe_copy_scale for those copies today ("pipe": copy_rows keeps two column
+    steps' loads in flight) where a row has two or more steps (copy_steps), else 1; 1 /
+    serial_copy_scale for a loop that loads the indices step by step (push lanes, the backward
+    megakernel, the Gluon FP8 pass, and every copy of a "serial" record). Plain ratios: a wait
+    per chunk predicted held-out runs worse (docs/calibration.md "Session 39")."""
+    if pull and scn.pass_ == "fwd" and scn.fp8_kernel == "triton" and scn.copy_loop != "serial":
+        if scn.copy_loop == "pipe" and copy_steps(scn.model.hidden) > 1:
+            return 1.0 / p["pipe_copy_scale"]
         return 1.0
     return 1.0 / p["serial_copy_scale"]
 

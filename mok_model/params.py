@@ -42,7 +42,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "push_scan_step_us": (0.0, 5.0),  # more per column step of the visited chunk's masked row loop
     # (analytic.copy_steps: H in steps of up to 1,024 columns, each issued whether masked or not)
     "serial_copy_scale": (0.3, 1.0),  # the copy rate of a comm loop that loads its row ids and
-    # peer offsets step by step, over today's pull copies' that load them ahead (analytic.copy_load)
+    # peer offsets step by step, over the pull copies' that load them ahead (analytic.copy_load)
+    "pipe_copy_scale": (1.0, 2.0),  # today's pull copies' rate (two column steps' loads in
+    # flight) over the loop before (one step at a time) where a row has 2+ steps (copy_load)
     "minibatch_overhead_us": (0.0, 100.0),  # per-minibatch pipeline step (barriers, lookups)
     "schedule_us": (0.0, 500.0),  # routing all-gather and schedule kernels, fixed part
     "schedule_ns_per_route": (0.0, 10.0),  # schedule building per routed row in the EP group
@@ -175,6 +177,9 @@ ADDED: dict[str, tuple[float, str]] = {
                                "before its rows copies as fast as one that loaded them ahead, "
                                "as the model read every copy before session 39 "
                                "(analytic.copy_load)"),
+    "pipe_copy_scale": (1.0, "prior: a row copy with two column steps' loads in flight copies as "
+                             "fast as one a step at a time, as the model read every copy before "
+                             "session 40 (analytic.copy_load); measured on our kernel: h200-1"),
     "copy_slowdown_beside_gemm": (0.0, "prior: comm SMs copy as fast beside running GEMMs as "
                                        "alone (no interference), until a fit says otherwise"),
     "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "

@@ -288,7 +288,7 @@ def _model(key: str):
 def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
                       routing: str, seed: int, zipf_order: str = "model",
                       zero_shared_slot: bool = False, split_dn: int = 0,
-                      list_lag: int = 1, bwd_tiles: str = "recompute", copy_loop: str = "ahead",
+                      list_lag: int = 1, bwd_tiles: str = "recompute", copy_loop: str = "pipe",
                       fp8_kernel: str = "triton") -> Scenario:
     """The Scenario of a workload key (see workload_key); cached, records share it."""
     return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed,
@@ -352,24 +352,30 @@ def record_list_lag(rec: dict) -> int:
 # the first run of our megakernel whose comm copies load their indices ahead (gather_chunks,
 # mok_kernels/NOTES.md "Session 39"): every forward measured before it ran the serial loop
 COPY_AHEAD_SINCE = datetime.datetime(2026, 12, 4, 0, 50, tzinfo=datetime.timezone.utc)
+# the first run of our megakernel whose row copies keep two column steps' loads in flight
+# (copy_rows, mok_kernels/NOTES.md "Session 40"; its A/B probe ended at 08:58 that day)
+COPY_PIPE_SINCE = datetime.datetime(2026, 12, 4, 9, 0, tzinfo=datetime.timezone.utc)
 
 
 def record_copy_loop(rec: dict) -> str:
-    """The comm copy loop a record of our megakernel ran (Scenario.copy_loop): "serial" for a
-    measured forward of the Triton megakernel (mok, mok-gemm; BF16 or the Triton FP8 kernel)
-    made before COPY_AHEAD_SINCE, whose pull dispatch and pull combine waited for each chunk's
-    row ids and then its peer offsets before its rows; else "ahead" (today's loop; the
-    backward megakernel and the Gluon FP8 pass have loops of their own, unchanged)."""
+    """The comm copy loop a record of our megakernel ran (Scenario.copy_loop), by its date, for
+    a measured forward of the Triton megakernel (mok, mok-gemm; BF16 or the Triton FP8 kernel):
+    "serial" before COPY_AHEAD_SINCE (each chunk's row ids, then its peer offsets, then its
+    rows), "ahead" before COPY_PIPE_SINCE (ids and offsets ahead, a column step at a time),
+    else "pipe" (today's). Every other record: "pipe" (the backward megakernel and the Gluon
+    FP8 pass have loops of their own, and the model charges their copies alike)."""
     if (rec.get("system") not in KERNEL_SYSTEMS or rec.get("pass", "fwd") != "fwd"
             or rec.get("source") != "measured" or record_fp8_kernel(rec) == "gluon"):
-        return "ahead"
+        return "pipe"
     try:
         when = datetime.datetime.fromisoformat(str(rec.get("date", "")))
     except ValueError:
-        return "ahead"
+        return "pipe"
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
-    return "serial" if when < COPY_AHEAD_SINCE else "ahead"
+    if when < COPY_AHEAD_SINCE:
+        return "serial"
+    return "ahead" if when < COPY_PIPE_SINCE else "pipe"
 
 
 def record_fp8_kernel(rec: dict) -> str:

@@ -1,6 +1,9 @@
 """The comm copy loop a record ran (records.record_copy_loop) and what the model charges for it
-(analytic.copy_load): today's pull copies load their indices ahead, the old loop and the push
-lanes wait for them a chunk at a time (session 39, mok_kernels/NOTES.md)."""
+(analytic.copy_load): the "ahead" pull copies load their indices ahead (session 39), today's
+"pipe" ones keep two column steps' loads in flight too (session 40), the "serial" loop and the
+push lanes wait for the indices a chunk at a time (mok_kernels/NOTES.md)."""
+
+from dataclasses import replace
 
 import pytest
 
@@ -28,19 +31,25 @@ def record(**changes) -> dict:
     ({"date": "2026-12-04T00:49:59+00:00"}, "serial"),
     ({"date": "2026-12-04T01:07:07+00:00"}, "ahead"),          # session 39's runs
     ({"date": "2026-12-04T02:00:00"}, "ahead"),                # no zone: read as UTC
-    ({"pass": "bwd"}, "ahead"),                                # the backward's own loops
-    ({"precision": "fp8", "tiles": {"fp8_kernel": "gluon"}}, "ahead"),   # the Gluon pass's
-    ({"system": "nccl-torch"}, "ahead"),
-    ({"source": "published"}, "ahead"),
+    ({"date": "2026-12-04T08:59:59+00:00"}, "ahead"),
+    ({"date": "2026-12-04T09:00:00+00:00"}, "pipe"),           # session 40's kernel on
+    ({"date": "2026-12-04T11:00:00+02:00"}, "pipe"),           # another zone: 09:00 UTC
+    ({"date": "2026-12-04T10:59:59+02:00"}, "ahead"),
+    ({"date": "not a date"}, "pipe"),
+    ({"pass": "bwd"}, "pipe"),                                 # the backward's own loops
+    ({"precision": "fp8", "tiles": {"fp8_kernel": "gluon"}}, "pipe"),   # the Gluon pass's
+    ({"system": "nccl-torch"}, "pipe"),
+    ({"source": "published"}, "pipe"),
 ])
 def test_record_copy_loop(changes, loop):
     assert record_copy_loop(record(**changes)) == loop
 
 
-def test_the_two_loops_are_two_workloads():
-    old, new = record(), record(date="2026-12-04T01:07:07+00:00")
-    assert workload_key(old) != workload_key(new)
-    assert workload_key(old)[:-2] == workload_key(new)[:-2]
+def test_the_three_loops_are_three_workloads():
+    keys = [workload_key(record(date=d)) for d in
+            ("2026-12-03T20:00:00+00:00", "2026-12-04T01:07:07+00:00", "2026-12-04T10:00:00+00:00")]
+    assert len(set(keys)) == 3
+    assert len({k[:-2] for k in keys}) == 1
 
 
 def scenario(loop: str, **kw) -> Scenario:
@@ -49,13 +58,31 @@ def scenario(loop: str, **kw) -> Scenario:
 
 
 def test_copy_load_only_off_the_ahead_pull_copies():
-    p = H200.with_values(serial_copy_scale=0.75)
+    p = H200.with_values(serial_copy_scale=0.75, pipe_copy_scale=1.25)
     assert copy_load(scenario("ahead"), p, pull=True) == 1.0
     slow = copy_load(scenario("ahead"), p, pull=False)        # push lanes: step by step
     assert slow == pytest.approx(1 / 0.75)
     assert copy_load(scenario("serial"), p, pull=True) == slow
     assert copy_load(scenario("ahead", pass_="bwd"), p, pull=True) == slow
     assert copy_load(scenario("serial"), H200.with_values(serial_copy_scale=1.0), pull=True) == 1.0
+    # today's pull copies: faster where a row has two column steps or more (H 2,048: two)
+    assert copy_load(scenario("pipe"), p, pull=True) == pytest.approx(1 / 1.25)
+    assert copy_load(scenario("pipe"), p, pull=False) == slow   # push lanes: as before
+    assert copy_load(scenario("pipe", pass_="bwd"), p, pull=True) == slow
+
+
+def test_one_column_step_gains_nothing_from_two_in_flight():
+    p = H200.with_values(pipe_copy_scale=1.25)
+    base = scenario("pipe")
+    for hidden, load in ((1024, 1.0), (768, 1.0), (1025, 1 / 1.25), (4096, 1 / 1.25)):
+        scn = Scenario(base.hardware, replace(base.model, hidden=hidden), 8, 4096, copy_loop="pipe")
+        assert copy_load(scn, p, pull=True) == pytest.approx(load)
+
+
+def test_todays_loop_is_the_default_and_measured_on_h200():
+    assert Scenario(load_hardware("h200-1"), load_model("qwen3-30b-a3b"), 8, 4096).copy_loop == "pipe"
+    assert H200["pipe_copy_scale"] == 1.25
+    assert "logs_s40/pipe/pipe.jsonl" in H200.sources["pipe_copy_scale"]
 
 
 def test_copy_loop_rejected_when_unknown():
@@ -80,3 +107,14 @@ def test_no_wait_means_the_loops_read_alike():
     c = Config(dispatch="pull", combine="pull", minibatch=4096, comm_sms=8, capacity=1.0)
     a = predict(scenario("ahead"), c, params=p).latency_ms
     assert predict(scenario("serial"), c, params=p).latency_ms == a
+
+
+@pytest.mark.parametrize("engine", ["analytic", "sim"])
+def test_todays_loop_is_faster_where_pull_copies_bound_the_pass(engine):
+    p = H200.with_values(pipe_copy_scale=1.25)
+    pull = Config(dispatch="pull", combine="pull", minibatch=4096, comm_sms=8, capacity=1.0)
+    push = Config(dispatch="push", combine="push", minibatch=4096, comm_sms=8, capacity=1.0)
+    ms = {(loop, c.dispatch): predict(scenario(loop), c, params=p, engine=engine).latency_ms
+          for loop in ("ahead", "pipe") for c in (pull, push)}
+    assert ms[("pipe", "pull")] < 0.95 * ms[("ahead", "pull")]
+    assert ms[("pipe", "push")] == pytest.approx(ms[("ahead", "push")], rel=1e-9)
