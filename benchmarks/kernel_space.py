@@ -3,8 +3,8 @@
     python benchmarks/kernel_space.py calibration/runs/h200_space/space.jsonl
 
 Per model preset (or model file: its name) and token band (64-512 tokens per GPU: decode-size;
-1K-8K), over the workloads of the records (EP x tokens x routing): the ratio best measured MoK configuration / GEMMs alone
-(both measured in the same run), its median and worst case, and how many workloads meet the
+1K-8K), over the workloads of the records (EP x tokens x routing): the ratio best measured MoK
+configuration / GEMMs alone (both measured in the same run), its median and worst case, and how many workloads meet the
 issue's goal (<= 1.5x at 64-512 tokens, <= 1.2x at 1K-8K). The best is over the configurations
 the records hold (the space sweep times 4 per workload), so it is an upper bound on the tuned
 kernel's ratio. Only MoK records of today's kernel count (records.todays_kernel: not the
@@ -52,7 +52,7 @@ def table(records: list[dict]) -> list[str]:
     for key in best.keys() & gemm.keys():
         banded = [b for b in BANDS if b[1] <= key[2] <= b[2]]
         outside += not banded
-        for band, lo, hi, goal in banded:
+        for band, _lo, _hi, goal in banded:
             groups[key[0], band, goal].append((best[key] / gemm[key], key))
     rows = ["| preset | tokens/GPU | workloads | MoK / GEMMs median | worst (EP, tokens, routing) "
             "| within goal |", "|---|---|---:|---:|---|---:|"]
