@@ -522,9 +522,10 @@ def test_a_lag_past_the_last_two_minibatches_leaves_their_pull_combine_to_the_en
     """At lag L the down items of the last min(L + 1, M) minibatches follow the last gate/up
     items; each past two adds the pull combine its comm SMs copy beyond the down's time
     (measured, syn4 EP 8, 1,792 tokens, pull combine, minibatch 2048: 0.294 / 0.300 / 0.311 /
-    0.317 ms at lag 1-4). Push combine from the epilogue leaves no such tail."""
+    0.317 ms at lag 1-4, on the copy loop of the time). Push combine from the epilogue leaves no
+    such tail."""
     h200, p = load_hardware("h200-1"), load_params(None, "h200-1")
-    s = Scenario(h200, _drawn("syn4-h2560-i448-e32-k6"), 8, 1792)
+    s = Scenario(h200, _drawn("syn4-h2560-i448-e32-k6"), 8, 1792, copy_loop="serial")
     times = {}
     for combine in ("pull", "push"):
         cfg = Config(dispatch="pull", combine=combine, minibatch=2048, comm_sms=32,

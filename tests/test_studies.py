@@ -221,7 +221,7 @@ def test_predicted_vs_measured_with_synthetic_runs(tmp_path):
     for i, (mb, f) in enumerate(zip((512, 1024, 2048, 4096), factors)):
         cfg = Config(minibatch=mb, comm_sms=24, macrobatch=max(mb, 8192))
         ms = predict(scn, cfg, "mok").latency_ms * f
-        recs.append({"schema": "mok-run/1", "id": f"synthetic-{i}", "date": "2026-01-01",
+        recs.append({"schema": "mok-run/1", "id": f"synthetic-{i}", "date": "2026-12-05",
                      "hardware": {"preset": "h200-1", "gpu": "test", "gpus": 1, "sms": 132, "fabric": "local-hbm"},
                      "software": {}, "system": "mok", "model": "qwen3-30b-a3b", "ep": 8, "emulated_peers": True,
                      "tokens": 1024, "pass": "fwd", "precision": "bf16", "config": cfg.as_dict(),
