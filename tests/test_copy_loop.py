@@ -111,3 +111,19 @@ def test_no_wait_means_the_loops_read_alike():
     c = Config(dispatch="pull", combine="pull", minibatch=4096, comm_sms=8, capacity=1.0)
     a = predict(scenario("ahead"), c, params=p).latency_ms
     assert predict(scenario("serial"), c, params=p).latency_ms == a
+
+
+@pytest.mark.parametrize("dates,serial,pipe", [
+    (("2026-12-03T20:00:00+00:00",), False, False),                            # one loop
+    (("2026-12-03T20:00:00+00:00", "2026-12-04T01:00:00+00:00"), True, False),
+    (("2026-12-04T01:00:00+00:00", "2026-12-04T10:00:00+00:00"), False, True),
+    (("2026-12-03T20:00:00+00:00", "2026-12-04T01:00:00+00:00", "2026-12-04T10:00:00+00:00"),
+     True, True),
+    (("2026-12-03T20:00:00+00:00", "2026-12-04T10:00:00+00:00"), True, False),  # no "ahead"
+])
+def test_calibrate_frees_a_loop_scale_only_beside_the_loop_it_is_relative_to(dates, serial, pipe):
+    from calibration.cli import default_free
+    recs = [record(date=d, config={"comm_sms": cs}) for d in dates for cs in (8, 32)]
+    free = default_free(recs, set())
+    assert ("serial_copy_scale" in free) == serial
+    assert ("pipe_copy_scale" in free) == pipe
