@@ -1,0 +1,111 @@
+"""Compile the forward megakernel for sm_90 on a machine with no GPU, through MoKLayer itself:
+a Triton compile error, a lost 16-byte vector or an unintended change of the generated code shows
+here before a GPU call is spent (mok_kernels/NOTES.md "Session 40").
+
+    python3 -m venv /tmp/tvenv && /tmp/tvenv/bin/pip install triton==3.6.0
+    PYTHONPATH=.:/tmp/tvenv/lib/python3.11/site-packages .venv/bin/python \\
+        benchmarks/cpu/compile_megakernel.py [--hidden 2048,2880] [--precision bf16,fp8]
+
+Triton 3.6 is the device image's; it compiles to PTX and cubin with its own ptxas. A stand-in
+driver names an H200 (sm_90, 132 SMs) and every kernel launch only compiles (Triton's warm-up
+path), so the layer's tensors live on the CPU and nothing it computes is meaningful: this checks
+code generation, never results (the GPU tests do that). Per setting it prints each compiled
+kernel's global loads / stores by width and a digest of its PTX: two trees whose digests agree
+generate the same code for that setting.
+"""
+from __future__ import annotations
+
+import argparse
+import collections
+import hashlib
+import re
+import sys
+import types
+
+
+def stand_in_gpu():
+    """Point Triton at an sm_90 target with no driver, launches compiling only; torch.cuda's
+    device queries answer for an H200. Returns the list the compiled kernels are appended to."""
+    import torch
+    from triton.backends.compiler import GPUTarget
+    from triton.runtime import driver
+    from triton.runtime.jit import KernelInterface
+
+    class CompileOnly:
+        def get_current_target(self):
+            return GPUTarget("cuda", 90, 32)
+
+        def get_current_device(self):
+            return 0
+
+        def get_current_stream(self, device=None):
+            return 0
+
+        def get_device_interface(self):
+            return torch.cuda
+
+        def is_active(self):
+            return True
+
+    driver.set_active(CompileOnly())
+    compiled = []
+
+    def compile_only(self, grid):
+        def launch(*args, **kwargs):
+            kernel = self.run(*args, grid=grid, warmup=True, **kwargs)
+            compiled.append((self.fn.__name__, kernel))
+            return kernel
+        return launch
+
+    KernelInterface.__getitem__ = compile_only
+    props = types.SimpleNamespace(multi_processor_count=132, name="H200 (compile only)",
+                                  total_memory=141 * 2**30)
+    torch.cuda.get_device_properties = lambda *a, **k: props
+    torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
+    torch.cuda.synchronize = lambda *a, **k: None
+    torch.cuda.current_device = lambda: 0
+    return compiled
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--hidden", default="768,2048,2880,7168", help="comma list of hidden sizes")
+    p.add_argument("--precision", default="bf16,fp8", help="comma list of bf16|fp8 (Triton FP8)")
+    p.add_argument("--modes", default="pull/push,pull/pull,push/push,push/pull",
+                   help="comma list of dispatch/combine")
+    a = p.parse_args(argv)
+    compiled = stand_in_gpu()
+    import torch
+
+    from mok_kernels import reference as ref
+    from mok_kernels.megakernel import KernelConfig, MoKLayer
+    from mok_kernels.routing import make_routing
+
+    e, k, i, n, ep = 32, 4, 768, 256, 8
+    for h in (int(v) for v in a.hidden.split(",")):
+        w = ref.random_weights(e, h, i, i, seed=0).to(torch.bfloat16)
+        x = torch.randn(ep * n, h).to(torch.bfloat16)
+        ids, wts = make_routing(ep * n, e, k, "uniform", 0, device="cpu")
+        for prec in a.precision.split(","):
+            for mode in a.modes.split(","):
+                dispatch, combine = mode.split("/")
+                cfg = KernelConfig(dispatch=dispatch, combine=combine, minibatch=512, comm_sms=8,
+                                   macrobatch=131072, capacity=1.0, on_error="raise",
+                                   precision=prec)
+                del compiled[:]
+                try:
+                    MoKLayer(w, ep, n, k, 0, cfg, device="cpu").forward(x, ids, wts)
+                except ValueError as exc:      # a shape or knob the layer refuses
+                    print(f"H {h:5d} {prec} {mode:9s} refused: {exc}", flush=True)
+                for name, kernel in compiled:
+                    ptx = kernel.asm["ptx"]
+                    ops = collections.Counter(re.findall(r"(?:ld|st)\.global[\w.:]*", ptx))
+                    wide = sum(c for o, c in ops.items() if ".v4" in o)
+                    digest = hashlib.sha256(ptx.encode()).hexdigest()[:12]
+                    print(f"H {h:5d} {prec} {mode:9s} {name:16s} ptx {digest}  global ld/st "
+                          f"{sum(ops.values()):4d} (16-byte {wide})", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
