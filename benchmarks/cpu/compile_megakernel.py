@@ -10,8 +10,8 @@ Triton 3.6 is the device image's; it compiles to PTX and cubin with its own ptxa
 driver names an H200 (sm_90, 132 SMs) and every kernel launch only compiles (Triton's warm-up
 path), so the layer's tensors live on the CPU and nothing it computes is meaningful: this checks
 code generation, never results (the GPU tests do that). Per setting it prints each compiled
-kernel's global loads / stores by width and a digest of its PTX: two trees whose digests agree
-generate the same code for that setting.
+kernel's global loads / stores by width and a digest of its PTX without source positions: two
+trees whose digests agree generate the same code for that setting.
 """
 from __future__ import annotations
 
@@ -67,6 +67,14 @@ def stand_in_gpu():
     return compiled
 
 
+def code_only(ptx: str) -> str:
+    """The PTX without its source positions and debug sections (they move with every edit of
+    the file, code or not): what the digest is taken of."""
+    ptx = ptx.split("\t.section\t.debug", 1)[0]
+    return "\n".join(line for line in ptx.splitlines()
+                     if not re.match(r"\s*\.(loc|file)\b", line) and not line.startswith("$L__"))
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--hidden", default="768,2048,2880,7168", help="comma list of hidden sizes")
@@ -101,7 +109,7 @@ def main(argv: list[str] | None = None) -> int:
                     ptx = kernel.asm["ptx"]
                     ops = collections.Counter(re.findall(r"(?:ld|st)\.global[\w.:]*", ptx))
                     wide = sum(c for o, c in ops.items() if ".v4" in o)
-                    digest = hashlib.sha256(ptx.encode()).hexdigest()[:12]
+                    digest = hashlib.sha256(code_only(ptx).encode()).hexdigest()[:12]
                     print(f"H {h:5d} {prec} {mode:9s} {name:16s} ptx {digest}  global ld/st "
                           f"{sum(ops.values()):4d} (16-byte {wide})", flush=True)
     return 0
