@@ -136,6 +136,25 @@ def test_schedule_matches_oracle(ep, rank, routing, mult, mb, bm):
         s.check()
 
 
+@pytest.mark.parametrize("ep,rank,routing", [(8, 3, "uniform"), (4, None, "zipf:1.2"),
+                                          (8, 0, "hot:0.2"), (2, 1, "onehot")])
+def test_a_tiles_rows_of_one_source_are_one_run(ep, rank, routing):
+    """The push lanes' runs (KernelConfig.lane_runs): within a tile, the rows of source s are
+    [row0 + #rows of sources < s, row0 + #rows of sources <= s), every row of s and no other."""
+    e, k, n = 32, 4, 64
+    ids, _ = make_routing(ep * n, e, k, routing, seed=5)
+    sch = build_schedule(ids, ep=ep, num_experts=e, rank=rank, capacity_multiplier=1.0,
+                         minibatch=96, block_m=16)
+    src = sch.recv_src.tolist()
+    assert int(sch.num_tiles) > 4
+    for r0, rows in zip(sch.tile_row0.tolist(), sch.tile_rows.tolist()):
+        peers = [src[r] // n for r in range(r0, r0 + rows)]
+        for s in range(ep):
+            lo = r0 + sum(p < s for p in peers)
+            hi = r0 + sum(p <= s for p in peers)
+            assert [r for r in range(r0, r0 + rows) if src[r] // n == s] == list(range(lo, hi))
+
+
 @pytest.mark.parametrize("ep,routing,mult", [
     (4, "onehot", 0.3),     # every route to expert 0: rank 0 alone overflows
     (4, "zipf:1.2", 0.5),

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 import torch
 
@@ -267,6 +269,30 @@ def test_hidden_sizes_not_multiple_of_1024(h, i, mode):
     shape = dict(h=h, i=i, e=2 * ep, n=160, k=4)
     r_out, r_served, _, _ = run_case(ep, rank, "uniform", dispatch, combine, 256, shape=shape)
     assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+
+
+@pytest.mark.parametrize("ep,rank,routing,combine,h", [(8, 2, "zipf:1.2", "push", 2880),
+                                                       (8, None, "uniform", "pull", 2048),
+                                                       (4, 1, "hot:0.2", "push", 1536)])
+def test_push_lanes_by_runs_match_reference_and_the_scanning_lanes_bits(ep, rank, routing,
+                                                                        combine, h):
+    """KernelConfig.lane_runs (A/B, session 40): the emulated push lanes copy their source's run
+    of each tile; same rows, same ring slots, so the same bits as the scanning lanes."""
+    shape = dict(h=h, i=768, e=4 * ep, n=160, k=4)
+    r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, "push", combine, 256,
+                                                      shape=shape, lane_runs=True)
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+    # what this launch computes: the combine slots of the routes it serves and its shared rows
+    # (an emulated rank never writes its absent peers' slots)
+    flat = ids.reshape(-1)
+    served = flat >= 0 if rank is None else (flat // (shape["e"] // ep)) == rank
+    scan = MoKLayer(layer.weights, ep, shape["n"], shape["k"], rank,
+                    dataclasses.replace(layer.cfg, lane_runs=False))
+    for one in (layer, scan):
+        one.forward(x, ids, wts)
+    torch.cuda.synchronize()
+    assert torch.equal(layer.comb[served], scan.comb[served])
+    assert torch.equal(layer.sh_out, scan.sh_out)
 
 
 def test_pointer_weight_tiles_at_gpt_oss_shape():

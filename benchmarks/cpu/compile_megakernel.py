@@ -4,7 +4,8 @@ here before a GPU call is spent (mok_kernels/NOTES.md "Session 40").
 
     python3 -m venv /tmp/tvenv && /tmp/tvenv/bin/pip install triton==3.6.0
     PYTHONPATH=.:/tmp/tvenv/lib/python3.11/site-packages .venv/bin/python \\
-        benchmarks/cpu/compile_megakernel.py [--hidden 2048,2880] [--precision bf16,fp8]
+        benchmarks/cpu/compile_megakernel.py [--hidden 2048,2880] [--precision bf16,fp8] \\
+        [--modes push/push] [--set lane_runs=1]
 
 Triton 3.6 is the device image's; it compiles to PTX and cubin with its own ptxas. A stand-in
 driver names an H200 (sm_90, 132 SMs) and every kernel launch only compiles (Triton's warm-up
@@ -81,7 +82,10 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--precision", default="bf16,fp8", help="comma list of bf16|fp8 (Triton FP8)")
     p.add_argument("--modes", default="pull/push,pull/pull,push/push,push/pull",
                    help="comma list of dispatch/combine")
+    p.add_argument("--set", default="", help="comma list of KernelConfig field=int (e.g. an A/B "
+                   "flag: lane_runs=1)")
     a = p.parse_args(argv)
+    extra = {f: int(v) for f, v in (kv.split("=") for kv in a.set.split(",") if kv)}
     compiled = stand_in_gpu()
     import torch
 
@@ -99,7 +103,7 @@ def main(argv: list[str] | None = None) -> int:
                 dispatch, combine = mode.split("/")
                 cfg = KernelConfig(dispatch=dispatch, combine=combine, minibatch=512, comm_sms=8,
                                    macrobatch=131072, capacity=1.0, on_error="raise",
-                                   precision=prec)
+                                   precision=prec, **extra)
                 del compiled[:]
                 try:
                     MoKLayer(w, ep, n, k, 0, cfg, device="cpu").forward(x, ids, wts)
