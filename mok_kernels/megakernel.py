@@ -44,6 +44,7 @@ Triton is imported lazily so the package imports without it.
 from __future__ import annotations
 
 import dataclasses
+import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -192,6 +193,9 @@ class KernelConfig:
                 raise ValueError(f"{name}={v!r}: an integer >= {low} is required (None: chosen)")
         if self.capacity is not None and not self.capacity > 0:
             raise ValueError(f"capacity={self.capacity!r}: must be > 0 (None: chosen)")
+        if self.lane_runs and os.environ.get("MOK_AB_LANE_RUNS") != "1":
+            raise ValueError("lane_runs=True: the push lanes' runs have not run on a GPU yet; set "
+                             "MOK_AB_LANE_RUNS=1 to test them (benchmarks/device/s41_lanes.sh)")
         if self.tma and not self.fuse_gu:
             raise ValueError("tma=True needs fuse_gu=True")
         if self.tma_a and not self.tma:

@@ -322,8 +322,10 @@ def test_megakernel_refuses_shapes_it_cannot_run(kw, match):
                                        (dict(list_lag=0), "list_lag=0: an integer from 1 to 8"),
                                        (dict(list_lag=9), "list_lag=9"),
                                        (dict(split_dn=4, precision="fp8", block_k=128),
-                                        "split along K in BF16 only")])
-def test_kernel_config_refuses_bad_values(bad, match):
+                                        "split along K in BF16 only"),
+                                       (dict(lane_runs=True), "MOK_AB_LANE_RUNS=1")])
+def test_kernel_config_refuses_bad_values(bad, match, monkeypatch):
+    monkeypatch.delenv("MOK_AB_LANE_RUNS", raising=False)
     from mok_kernels.megakernel import KernelConfig
     with pytest.raises(ValueError, match=match):
         KernelConfig(**bad).validate()

@@ -275,9 +275,10 @@ def test_hidden_sizes_not_multiple_of_1024(h, i, mode):
                                                        (8, None, "uniform", "pull", 2048),
                                                        (4, 1, "hot:0.2", "push", 1536)])
 def test_push_lanes_by_runs_match_reference_and_the_scanning_lanes_bits(ep, rank, routing,
-                                                                        combine, h):
+                                                                        combine, h, monkeypatch):
     """KernelConfig.lane_runs (A/B, session 40): the emulated push lanes copy their source's run
     of each tile; same rows, same ring slots, so the same bits as the scanning lanes."""
+    monkeypatch.setenv("MOK_AB_LANE_RUNS", "1")
     shape = dict(h=h, i=768, e=4 * ep, n=160, k=4)
     r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, "push", combine, 256,
                                                       shape=shape, lane_runs=True)

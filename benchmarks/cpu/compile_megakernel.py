@@ -19,6 +19,7 @@ from __future__ import annotations
 import argparse
 import collections
 import hashlib
+import os
 import re
 import sys
 import types
@@ -86,6 +87,7 @@ def main(argv: list[str] | None = None) -> int:
                    "flag: lane_runs=1)")
     a = p.parse_args(argv)
     extra = {f: int(v) for f, v in (kv.split("=") for kv in a.set.split(",") if kv)}
+    os.environ["MOK_AB_LANE_RUNS"] = "1"    # compiling A/B paths before a GPU runs them is the point
     compiled = stand_in_gpu()
     import torch
 
