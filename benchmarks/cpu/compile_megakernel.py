@@ -11,14 +11,17 @@ Triton 3.6 is the device image's; it compiles to PTX and cubin with its own ptxa
 driver names an H200 (sm_90, 132 SMs) and every kernel launch only compiles (Triton's warm-up
 path), so the layer's tensors live on the CPU and nothing it computes is meaningful: this checks
 code generation, never results (the GPU tests do that). Per setting it prints each compiled
-kernel's global loads / stores by width and a digest of its PTX without source positions: two
-trees whose digests agree generate the same code for that setting.
+kernel's global loads / stores by width, its registers and spills (ptxas -v) and a digest of its
+PTX without source positions: two trees whose digests agree generate the same code for that
+setting.
 """
 from __future__ import annotations
 
 import argparse
 import collections
+import contextlib
 import hashlib
+import io
 import os
 import re
 import sys
@@ -88,6 +91,8 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     extra = {f: int(v) for f, v in (kv.split("=") for kv in a.set.split(",") if kv)}
     os.environ["MOK_AB_LANE_RUNS"] = "1"    # compiling A/B paths before a GPU runs them is the point
+    os.environ["TRITON_ALWAYS_COMPILE"] = "1"     # run ptxas even for a cached kernel: its log
+    os.environ["TRITON_DUMP_PTXAS_LOG"] = "1"     # (registers, spills) is printed, not cached
     compiled = stand_in_gpu()
     import torch
 
@@ -107,17 +112,24 @@ def main(argv: list[str] | None = None) -> int:
                                    macrobatch=131072, capacity=1.0, on_error="raise",
                                    precision=prec, **extra)
                 del compiled[:]
+                log = io.StringIO()             # ptxas -v of every compile (Triton prints it)
                 try:
-                    MoKLayer(w, ep, n, k, 0, cfg, device="cpu").forward(x, ids, wts)
+                    with contextlib.redirect_stdout(log):
+                        MoKLayer(w, ep, n, k, 0, cfg, device="cpu").forward(x, ids, wts)
                 except ValueError as exc:      # a shape or knob the layer refuses
                     print(f"H {h:5d} {prec} {mode:9s} refused: {exc}", flush=True)
+                usage = dict(re.findall(r"Function properties for (\w+)\n.*?(\d+ bytes spill "
+                                        r"stores, \d+ bytes spill loads)", log.getvalue(), re.S))
+                regs = dict(re.findall(r"Compiling entry function '(\w+)'.*?Used (\d+) registers",
+                                       log.getvalue(), re.S))
                 for name, kernel in compiled:
                     ptx = kernel.asm["ptx"]
                     ops = collections.Counter(re.findall(r"(?:ld|st)\.global[\w.:]*", ptx))
                     wide = sum(c for o, c in ops.items() if ".v4" in o)
                     digest = hashlib.sha256(code_only(ptx).encode()).hexdigest()[:12]
                     print(f"H {h:5d} {prec} {mode:9s} {name:16s} ptx {digest}  global ld/st "
-                          f"{sum(ops.values()):4d} (16-byte {wide})", flush=True)
+                          f"{sum(ops.values()):4d} (16-byte {wide})  registers "
+                          f"{regs.get(name, '?')}, {usage.get(name, 'spills ?')}", flush=True)
     return 0
 
 
