@@ -1,11 +1,11 @@
-"""Compile the forward megakernel for sm_90 on a machine with no GPU, through MoKLayer itself:
+"""Compile the megakernels for sm_90 on a machine with no GPU, through MoKLayer (and MoKBackward):
 a Triton compile error, a lost 16-byte vector or an unintended change of the generated code shows
 here before a GPU call is spent (mok_kernels/NOTES.md "Session 40").
 
     python3 -m venv /tmp/tvenv && /tmp/tvenv/bin/pip install triton==3.6.0
     PYTHONPATH=.:/tmp/tvenv/lib/python3.11/site-packages .venv/bin/python \\
         benchmarks/cpu/compile_megakernel.py [--hidden 2048,2880] [--precision bf16,fp8] \\
-        [--modes push/push] [--set lane_runs=1]
+        [--modes push/push] [--set lane_runs=1] [--pass bwd]
 
 Triton 3.6 is the device image's; it compiles to PTX and cubin with its own ptxas. A stand-in
 driver names an H200 (sm_90, 132 SMs) and every kernel launch only compiles (Triton's warm-up
@@ -80,14 +80,35 @@ def code_only(ptx: str) -> str:
                      if not re.match(r"\s*\.(loc|file)\b", line) and not line.startswith("$L__"))
 
 
+def report(label: str, compiled: list, log: str) -> None:
+    """One line per kernel compiled for a setting: PTX digest, global loads / stores, registers
+    and spills (from the ptxas -v log Triton printed)."""
+    usage = dict(re.findall(r"Function properties for (\w+)\n.*?(\d+ bytes spill stores, \d+ "
+                            r"bytes spill loads)", log, re.S))
+    regs = dict(re.findall(r"Compiling entry function '(\w+)'.*?Used (\d+) registers", log, re.S))
+    for name, kernel in compiled:
+        ptx = kernel.asm["ptx"]
+        ops = collections.Counter(re.findall(r"(?:ld|st)\.global[\w.:]*", ptx))
+        wide = sum(c for o, c in ops.items() if ".v4" in o)
+        digest = hashlib.sha256(code_only(ptx).encode()).hexdigest()[:12]
+        print(f"{label} {name:19s} ptx {digest}  global ld/st {sum(ops.values()):4d} (16-byte "
+              f"{wide})  registers {regs.get(name, '?')}, {usage.get(name, 'spills ?')}",
+              flush=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--hidden", default="768,2048,2880,7168", help="comma list of hidden sizes")
+    p.add_argument("--width", type=int, default=768, help="expert width I (routed and shared)")
     p.add_argument("--precision", default="bf16,fp8", help="comma list of bf16|fp8 (Triton FP8)")
     p.add_argument("--modes", default="pull/push,pull/pull,push/push,push/pull",
                    help="comma list of dispatch/combine")
     p.add_argument("--set", default="", help="comma list of KernelConfig field=int (e.g. an A/B "
                    "flag: lane_runs=1)")
+    p.add_argument("--pass", dest="pass_", choices=("fwd", "bwd"), default="fwd",
+                   help="bwd: the backward megakernel (BF16, pull/push forward)")
+    p.add_argument("--tiles", default="recompute;training", help="--pass bwd: semicolon list of "
+                   "recompute, training or a backward.BackwardTiles spec (field=value,...)")
     a = p.parse_args(argv)
     extra = {f: int(v) for f, v in (kv.split("=") for kv in a.set.split(",") if kv)}
     os.environ["MOK_AB_LANE_RUNS"] = "1"    # compiling A/B paths before a GPU runs them is the point
@@ -97,39 +118,47 @@ def main(argv: list[str] | None = None) -> int:
     import torch
 
     from mok_kernels import reference as ref
+    from mok_kernels.backward import (RECOMPUTE_TILES, TRAINING_TILES, MoKBackward,
+                                      parse_tiles)
     from mok_kernels.megakernel import KernelConfig, MoKLayer
     from mok_kernels.routing import make_routing
 
-    e, k, i, n, ep = 32, 4, 768, 256, 8
+    e, k, i, n, ep = 32, 4, a.width, 256, 8
+    if a.pass_ == "bwd":
+        settings = [("bf16", "pull/push", spec) for spec in a.tiles.split(";")]
+    else:
+        settings = [(prec, mode, None) for prec in a.precision.split(",")
+                    for mode in a.modes.split(",")]
     for h in (int(v) for v in a.hidden.split(",")):
         w = ref.random_weights(e, h, i, i, seed=0).to(torch.bfloat16)
         x = torch.randn(ep * n, h).to(torch.bfloat16)
         ids, wts = make_routing(ep * n, e, k, "uniform", 0, device="cpu")
-        for prec in a.precision.split(","):
-            for mode in a.modes.split(","):
-                dispatch, combine = mode.split("/")
-                cfg = KernelConfig(dispatch=dispatch, combine=combine, minibatch=512, comm_sms=8,
-                                   macrobatch=131072, capacity=1.0, on_error="raise",
-                                   precision=prec, **extra)
-                del compiled[:]
-                log = io.StringIO()             # ptxas -v of every compile (Triton prints it)
-                try:
-                    with contextlib.redirect_stdout(log):
-                        MoKLayer(w, ep, n, k, 0, cfg, device="cpu").forward(x, ids, wts)
-                except ValueError as exc:      # a shape or knob the layer refuses
-                    print(f"H {h:5d} {prec} {mode:9s} refused: {exc}", flush=True)
-                usage = dict(re.findall(r"Function properties for (\w+)\n.*?(\d+ bytes spill "
-                                        r"stores, \d+ bytes spill loads)", log.getvalue(), re.S))
-                regs = dict(re.findall(r"Compiling entry function '(\w+)'.*?Used (\d+) registers",
-                                       log.getvalue(), re.S))
-                for name, kernel in compiled:
-                    ptx = kernel.asm["ptx"]
-                    ops = collections.Counter(re.findall(r"(?:ld|st)\.global[\w.:]*", ptx))
-                    wide = sum(c for o, c in ops.items() if ".v4" in o)
-                    digest = hashlib.sha256(code_only(ptx).encode()).hexdigest()[:12]
-                    print(f"H {h:5d} {prec} {mode:9s} {name:16s} ptx {digest}  global ld/st "
-                          f"{sum(ops.values()):4d} (16-byte {wide})  registers "
-                          f"{regs.get(name, '?')}, {usage.get(name, 'spills ?')}", flush=True)
+        for prec, mode, tiles_name in settings:
+            dispatch, combine = mode.split("/")
+            label = f"H {h:5d} {prec} {mode:9s}" + (f" {tiles_name:9s}" if tiles_name else "")
+            tiles = None if tiles_name is None else parse_tiles(
+                {"recompute": RECOMPUTE_TILES, "training": TRAINING_TILES}.get(tiles_name, tiles_name))
+            log = io.StringIO()             # ptxas -v of every compile (Triton prints it)
+            try:
+                with contextlib.redirect_stdout(log):
+                    cfg = KernelConfig(dispatch=dispatch, combine=combine, minibatch=512,
+                                       comm_sms=8, macrobatch=131072, capacity=1.0,
+                                       on_error="raise", precision=prec, **extra,
+                                       **({"save_for_backward": True}
+                                          if tiles and tiles.saved_gu else {}))
+                    layer = MoKLayer(w, ep, n, k, 0, cfg, device="cpu")
+                    layer.forward(x, ids, wts)
+                    if tiles:
+                        del compiled[:]
+                        log.seek(0)
+                        log.truncate()
+                        MoKBackward(layer, tiles).run(x, ids, wts, torch.randn_like(x),
+                                                      layer.saved_gu if tiles.saved_gu else None)
+            except ValueError as exc:      # a shape or knob the layer refuses
+                print(f"{label} refused: {exc}", flush=True)
+                continue
+            report(label, compiled, log.getvalue())
+            del compiled[:]
     return 0
 
 
