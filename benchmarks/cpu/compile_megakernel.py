@@ -103,14 +103,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--precision", default="bf16,fp8", help="comma list of bf16|fp8 (Triton FP8)")
     p.add_argument("--modes", default="pull/push,pull/pull,push/push,push/pull",
                    help="comma list of dispatch/combine")
-    p.add_argument("--set", default="", help="comma list of KernelConfig field=int (e.g. an A/B "
-                   "flag: lane_runs=1)")
+    p.add_argument("--set", default="", help="comma list of KernelConfig field=value (e.g. an "
+                   "A/B flag: lane_runs=1; fp8_kernel=gluon)")
     p.add_argument("--pass", dest="pass_", choices=("fwd", "bwd"), default="fwd",
                    help="bwd: the backward megakernel (BF16, pull/push forward)")
     p.add_argument("--tiles", default="recompute;training", help="--pass bwd: semicolon list of "
                    "recompute, training or a backward.BackwardTiles spec (field=value,...)")
     a = p.parse_args(argv)
-    extra = {f: int(v) for f, v in (kv.split("=") for kv in a.set.split(",") if kv)}
+    extra = {f: int(v) if v.lstrip("-").isdigit() else v
+             for f, v in (kv.split("=") for kv in a.set.split(",") if kv)}
     os.environ["MOK_AB_LANE_RUNS"] = "1"    # compiling A/B paths before a GPU runs them is the point
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"     # run ptxas even for a cached kernel: its log
     os.environ["TRITON_DUMP_PTXAS_LOG"] = "1"     # (registers, spills) is printed, not cached
@@ -141,11 +142,10 @@ def main(argv: list[str] | None = None) -> int:
             log = io.StringIO()             # ptxas -v of every compile (Triton prints it)
             try:
                 with contextlib.redirect_stdout(log):
-                    cfg = KernelConfig(dispatch=dispatch, combine=combine, minibatch=512,
-                                       comm_sms=8, macrobatch=131072, capacity=1.0,
-                                       on_error="raise", precision=prec, **extra,
-                                       **({"save_for_backward": True}
-                                          if tiles and tiles.saved_gu else {}))
+                    knobs = dict(dispatch=dispatch, combine=combine, minibatch=512, comm_sms=8,
+                                 macrobatch=131072, capacity=1.0, on_error="raise",
+                                 precision=prec, save_for_backward=bool(tiles and tiles.saved_gu))
+                    cfg = KernelConfig(**(knobs | extra))
                     layer = MoKLayer(w, ep, n, k, 0, cfg, device="cpu")
                     layer.forward(x, ids, wts)
                     if tiles:
