@@ -44,7 +44,6 @@ Triton is imported lazily so the package imports without it.
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -124,8 +123,6 @@ class KernelConfig:
                                     # 2**27 across real GPUs (a peer may be compiling a kernel)
     grid: int | None = None         # programs in the persistent grid (default: SM count)
     skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
-    lane_runs: bool = False         # A/B (prepared in session 40, not yet run on a GPU): emulated
-                                    # push lanes copy their source's run of each tile
     skip_gemm: bool = False         # diagnostic only: GEMM items store zero tiles and signal
                                     # without their K loops (the copies alone; output is zeros
                                     # where experts would write)
@@ -193,9 +190,6 @@ class KernelConfig:
                 raise ValueError(f"{name}={v!r}: an integer >= {low} is required (None: chosen)")
         if self.capacity is not None and not self.capacity > 0:
             raise ValueError(f"capacity={self.capacity!r}: must be > 0 (None: chosen)")
-        if self.lane_runs and os.environ.get("MOK_AB_LANE_RUNS") != "1":
-            raise ValueError("lane_runs=True: the push lanes' runs have not run on a GPU yet; set "
-                             "MOK_AB_LANE_RUNS=1 to test them (benchmarks/device/s41_lanes.sh)")
         if self.tma and not self.fuse_gu:
             raise ValueError("tma=True needs fuse_gu=True")
         if self.tma_a and not self.tma:
@@ -794,8 +788,6 @@ def _kernels() -> dict[str, Any]:
         SPLIT_OFF=0, WS_T=0,       # SPLIT > 1: its counters in the sync words; tiles per rank
         NO_GEMM: tl.constexpr = False,   # timing diagnostic (KernelConfig.skip_gemm): items
                                          # store zero tiles and signal, with no K loop
-        LANE_RUNS: tl.constexpr = False,   # A/B (KernelConfig.lane_runs): push lanes copy their
-                                           # source's run of each tile instead of scanning chunks
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -831,7 +823,7 @@ def _kernels() -> dict[str, Any]:
         DK: tl.constexpr = ((I // BK + SPLIT - 1) // SPLIT) * BK   # K columns of a down slice
         nmb = tl.load(nmb_ptr)
         crow = tl.arange(0, CR)
-        trow = tl.arange(0, BM)                       # a tile's rows (LANE_RUNS)
+        trow = tl.arange(0, BM)                       # a tile's rows (push lanes' runs)
         if GROUP:
             # one rank per GPU (or per launch): its id, and the pass's epoch set by the prologue
             me = ME
@@ -900,8 +892,8 @@ def _kernels() -> dict[str, Any]:
                     wait_geq(sync_ptr + GU_OFF + freed, need, err_ptr, 4, freed, max_spin, "gpu")
                     freed += 1
                     busy = (freed < mb) & (tl.load(mb_row_ptr + freed) < r1 - R)
-                nchunk = (r1 - r0 + CR - 1) // CR
                 if PUSH_DISPATCH == 0:
+                    nchunk = (r1 - r0 + CR - 1) // CR
                     gather_chunks(recv_src_ptr, r0, r1, pid, COMM, nchunk * (1 - NO_COPY), N_RANK, 0,
                                  x_off_ptr, x_src_ptr, ring_ptr, ring_s_ptr, R, True, False, FP8,
                                  H, CC, CR)
@@ -912,39 +904,25 @@ def _kernels() -> dict[str, Any]:
                     for lane in range(pid, lanes, COMM):
                         s = lane % P
                         nsub = (lanes - s + P - 1) // P
-                        if LANE_RUNS:
-                            # a tile's rows are one expert's, in source order (schedule.py): the
-                            # lane copies its source's run of each tile, none of the other rows
-                            t1 = tl.load(mb_tile_ptr + mb + 1)
-                            for t in range(tl.load(mb_tile_ptr + mb) + lane // P, t1, nsub):
-                                tr0 = tl.load(tile_row0_ptr + t)
-                                trn = tl.load(tile_rows_ptr + t)
-                                tm = trow < trn
-                                tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
-                                lo = tr0 + tl.sum((tm & (tpeer < s)).to(tl.int32))
-                                hi = tr0 + tl.sum((tm & (tpeer <= s)).to(tl.int32))
-                                for c0 in range(lo, hi, CR):
-                                    rows = c0 + crow
-                                    m = rows < hi
-                                    src = tl.load(recv_src_ptr + rows, mask=m, other=0)
-                                    if FP8:
-                                        copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                                    ring_ptr, (rows % R).to(tl.int64) * H,
-                                                    ring_s_ptr, (rows % R).to(tl.int64) * HB, m,
-                                                    H, CC, CR)
-                                    else:
-                                        copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                                  ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
-                        else:
-                            for c in range(lane // P, nchunk, nsub):   # step by step, as above
-                                rows = r0 + c * CR + crow
-                                m = rows < r1
+                        # a tile's rows are one expert's, in source order (schedule.py): the
+                        # lane copies its source's run of each tile, none of the other rows
+                        t1 = tl.load(mb_tile_ptr + mb + 1)
+                        for t in range(tl.load(mb_tile_ptr + mb) + lane // P, t1, nsub):
+                            tr0 = tl.load(tile_row0_ptr + t)
+                            trn = tl.load(tile_rows_ptr + t)
+                            tm = trow < trn
+                            tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
+                            lo = tr0 + tl.sum((tm & (tpeer < s)).to(tl.int32))
+                            hi = tr0 + tl.sum((tm & (tpeer <= s)).to(tl.int32))
+                            for c0 in range(lo, hi, CR):
+                                rows = c0 + crow
+                                m = rows < hi
                                 src = tl.load(recv_src_ptr + rows, mask=m, other=0)
-                                m = m & ((src // N_RANK) == s)
                                 if FP8:
                                     copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                                ring_ptr, (rows % R).to(tl.int64) * H, ring_s_ptr,
-                                                (rows % R).to(tl.int64) * HB, m, H, CC, CR)
+                                                ring_ptr, (rows % R).to(tl.int64) * H,
+                                                ring_s_ptr, (rows % R).to(tl.int64) * HB, m,
+                                                H, CC, CR)
                                 else:
                                     copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
                                               ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
@@ -1771,7 +1749,7 @@ class MoKLayer:
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
-            NO_GEMM=cfg.skip_gemm, LANE_RUNS=cfg.lane_runs, num_warps=cfg.num_warps,
+            NO_GEMM=cfg.skip_gemm, num_warps=cfg.num_warps,
             num_stages=cfg.num_stages)
 
     def tma_a_mode(self) -> int:

@@ -139,7 +139,7 @@ def test_schedule_matches_oracle(ep, rank, routing, mult, mb, bm):
 @pytest.mark.parametrize("ep,rank,routing", [(8, 3, "uniform"), (4, None, "zipf:1.2"),
                                           (8, 0, "hot:0.2"), (2, 1, "onehot")])
 def test_a_tiles_rows_of_one_source_are_one_run(ep, rank, routing):
-    """The push lanes' runs (KernelConfig.lane_runs): within a tile, the rows of source s are
+    """The emulated push lanes copy runs: within a tile, the rows of source s are
     [row0 + #rows of sources < s, row0 + #rows of sources <= s), every row of s and no other."""
     e, k, n = 32, 4, 64
     ids, _ = make_routing(ep * n, e, k, routing, seed=5)
@@ -322,10 +322,8 @@ def test_megakernel_refuses_shapes_it_cannot_run(kw, match):
                                        (dict(list_lag=0), "list_lag=0: an integer from 1 to 8"),
                                        (dict(list_lag=9), "list_lag=9"),
                                        (dict(split_dn=4, precision="fp8", block_k=128),
-                                        "split along K in BF16 only"),
-                                       (dict(lane_runs=True), "MOK_AB_LANE_RUNS=1")])
-def test_kernel_config_refuses_bad_values(bad, match, monkeypatch):
-    monkeypatch.delenv("MOK_AB_LANE_RUNS", raising=False)
+                                        "split along K in BF16 only")])
+def test_kernel_config_refuses_bad_values(bad, match):
     from mok_kernels.megakernel import KernelConfig
     with pytest.raises(ValueError, match=match):
         KernelConfig(**bad).validate()

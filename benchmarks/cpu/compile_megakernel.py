@@ -5,7 +5,7 @@ here before a GPU call is spent (mok_kernels/NOTES.md "Session 40").
     python3 -m venv /tmp/tvenv && /tmp/tvenv/bin/pip install triton==3.6.0
     PYTHONPATH=.:/tmp/tvenv/lib/python3.11/site-packages .venv/bin/python \\
         benchmarks/cpu/compile_megakernel.py [--hidden 2048,2880] [--precision bf16,fp8] \\
-        [--modes push/push] [--set lane_runs=1] [--pass bwd]
+        [--modes push/push] [--set skip_gemm=1] [--pass bwd]
 
 Triton 3.6 is the device image's; it compiles to PTX and cubin with its own ptxas. A stand-in
 driver names an H200 (sm_90, 132 SMs) and every kernel launch only compiles (Triton's warm-up
@@ -104,7 +104,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--modes", default="pull/push,pull/pull,push/push,push/pull",
                    help="comma list of dispatch/combine")
     p.add_argument("--set", default="", help="comma list of KernelConfig field=value (e.g. an "
-                   "A/B flag: lane_runs=1; fp8_kernel=gluon)")
+                   "A/B flag: skip_gemm=1; fp8_kernel=gluon)")
     p.add_argument("--pass", dest="pass_", choices=("fwd", "bwd"), default="fwd",
                    help="bwd: the backward megakernel (BF16, pull/push forward)")
     p.add_argument("--tiles", default="recompute;training", help="--pass bwd: semicolon list of "
@@ -112,7 +112,6 @@ def main(argv: list[str] | None = None) -> int:
     a = p.parse_args(argv)
     extra = {f: int(v) if v.lstrip("-").isdigit() else v
              for f, v in (kv.split("=") for kv in a.set.split(",") if kv)}
-    os.environ["MOK_AB_LANE_RUNS"] = "1"    # compiling A/B paths before a GPU runs them is the point
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"     # run ptxas even for a cached kernel: its log
     os.environ["TRITON_DUMP_PTXAS_LOG"] = "1"     # (registers, spills) is printed, not cached
     compiled = stand_in_gpu()
