@@ -93,7 +93,7 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
                 # records of the oldest copy loop beside a newer one: what its index loads cost
                 # (analytic.copy_load; copy_gbps_per_sm is the "ahead" loop's rate)
                 free.append("serial_copy_scale")
-            if {"ahead", "pipe"} <= loops:
+            if "ahead" in loops and loops & {"pipe", "runs"}:
                 # today's loop beside the one before it: what two steps in flight gain
                 free.append("pipe_copy_scale")
         modes = knob_values("dispatch") | knob_values("combine")

@@ -378,12 +378,12 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # Emulated peers are absent: the one GPU's comm programs act for them, so they move the rows
     # it receives (dispatch) and the outputs it holds (combine) in every mode.
     M, row_tiles = minibatch_tiles(scn, p, ld, mb)   # minibatches and their routed row tiles
-    # Chunk scans are comm-SM time: push lanes visit every chunk of the receiver's minibatch for
-    # their own rows (push_scan), our pull combine's homes every chunk of each owner's minibatches
-    # (pull_scan_chunks). They slow the comm SMs' copy (as the simulator loads its comm SMs),
-    # which binds where the SMs, not the link, bound the copy.
-    push_rate_scan = q * push_rate / (1.0 + push_scan(scn, p, rows, M, cc) * q * push_rate
-                                      / np.maximum(rows * act, 1.0))
+    # Chunk scans are comm-SM time: push lanes visit every chunk (or, copying runs, every row
+    # tile) of the receiver's minibatch for their own rows (push_scan), our pull combine's homes
+    # every chunk of each owner's minibatches (pull_scan_chunks). They slow the comm SMs' copy
+    # (as the simulator loads its comm SMs), which binds where the SMs, not the link, bound it.
+    scan_s = push_scan(scn, p, rows, row_tiles, M, cc)
+    push_rate_scan = q * push_rate / (1.0 + scan_s * q * push_rate / np.maximum(rows * act, 1.0))
     sender_push = move(act, r_in, r_out, link_in, link_out, push_rate_scan) if hw.emulated_ranks \
         else move(act, r_out, r_in, link_out, link_in, push_rate_scan)
     dispatch = np.where(dpush, sender_push, move(act, r_in, r_out, link_in, link_out, q * pull_sm))
@@ -748,7 +748,7 @@ def unique_rows(a: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
 
 def push_scan_chunks(P: int, comm_sms, minibatch_rows):
     """Row chunks one comm program visits in a push dispatch of a minibatch of `minibatch_rows`
-    rows (arrays broadcast).
+    rows (arrays broadcast), where the lanes scan chunks (not lanes_copy_runs).
 
     mok_kernels/megakernel.py, both push dispatches: lane l = pid, pid + COMM, ... < max(COMM, P)
     serves peer l % P, and peer s's nsub = ceil((lanes - s) / P) lanes split the COPY_ROWS-row
@@ -759,9 +759,23 @@ def push_scan_chunks(P: int, comm_sms, minibatch_rows):
     indices in q's memory) for the sender's own rows. So a program visits ceil(P / COMM) lanes x
     ceil(chunks / nsub) chunks, about P times the chunks a pull dispatch's program visits
     (ceil(chunks / COMM)), most of them holding few or none of its rows."""
+    return push_lane_visits(P, comm_sms, np.ceil(np.asarray(minibatch_rows, np.float64) / COPY_ROWS))
+
+
+def push_lane_visits(P: int, comm_sms, items):
+    """Items (row chunks or row tiles) one comm program visits when the push lanes split a
+    minibatch's `items` (push_scan_chunks): ceil(P / COMM) lanes, each ceil(items / nsub)."""
     cc = np.asarray(comm_sms, dtype=np.float64)
-    nchunk = np.ceil(np.asarray(minibatch_rows, dtype=np.float64) / COPY_ROWS)
-    return np.ceil(P / cc) * np.ceil(nchunk / np.maximum(np.floor(cc / P), 1.0))
+    return np.ceil(P / cc) * np.ceil(np.asarray(items, np.float64) / np.maximum(np.floor(cc / P), 1.0))
+
+
+def lanes_copy_runs(scn: Scenario) -> bool:
+    """Whether the push dispatch's lanes copy their source's run of each row tile (emulated peers
+    on the Triton forward's "runs" loop: mok_kernels/megakernel.py, PUSH_DISPATCH 1): a lane
+    visits the minibatch's row tiles, loading each tile's source ids once (push_scan_us), and
+    copies only its run, instead of scanning every chunk for its rows."""
+    return (scn.hardware.emulated_ranks and scn.copy_loop == "runs" and scn.pass_ == "fwd"
+            and scn.fp8_kernel == "triton")
 
 
 def copy_steps(hidden: int) -> int:
@@ -777,13 +791,13 @@ def copy_load(scn: Scenario, p: Params, pull: bool) -> float:
     """How much more a comm program's copy of a byte holds its SM than copy_gbps_per_sm says
     (the rate of the forward megakernel's pull dispatch and pull combine with their row ids and
     peer offsets loaded ahead, mok_kernels/megakernel.py gather_chunks, Scenario.copy_loop
-    "ahead"): 1 / pipe_copy_scale for those copies today ("pipe": copy_rows keeps two column
-    steps' loads in flight) where a row has two or more steps (copy_steps), else 1; 1 /
+    "ahead"): 1 / pipe_copy_scale for those copies today ("pipe" and "runs": copy_rows keeps
+    two column steps' loads in flight) where a row has two or more steps (copy_steps), else 1; 1 /
     serial_copy_scale for a loop that loads the indices step by step (push lanes, the backward
     megakernel, the Gluon FP8 pass, and every copy of a "serial" record). Plain ratios: a wait
     per chunk predicted held-out runs worse (docs/calibration.md "Session 39")."""
     if pull and scn.pass_ == "fwd" and scn.fp8_kernel == "triton" and scn.copy_loop != "serial":
-        if scn.copy_loop == "pipe" and copy_steps(scn.model.hidden) > 1:
+        if scn.copy_loop in ("pipe", "runs") and copy_steps(scn.model.hidden) > 1:
             return 1.0 / p["pipe_copy_scale"]
         return 1.0
     return 1.0 / p["serial_copy_scale"]
@@ -796,15 +810,17 @@ def scan_chunk_s(scn: Scenario, p: Params) -> float:
     return (p["push_scan_us"] + p["push_scan_step_us"] * copy_steps(scn.model.hidden)) * US
 
 
-def push_scan(scn: Scenario, p: Params, rows, M, comm_sms):
+def push_scan(scn: Scenario, p: Params, rows, tiles, M, comm_sms):
     """Seconds a push dispatch's comm programs spend visiting chunks (scan_chunk_s each: a
-    chunk's source-index load and its masked row loop; push_scan_chunks), beside the bytes they
-    copy, over the M minibatches of `rows` rows a GPU receives (cut evenly here; the simulator
-    takes the real cut). 0 with one rank."""
-    scan = scan_chunk_s(scn, p)
-    if scn.ep < 2 or scan == 0.0:
+    chunk's source-index load and its masked row loop; push_scan_chunks) or, where the lanes copy
+    runs (lanes_copy_runs), row tiles (push_scan_us each), beside the bytes they copy, over the M
+    minibatches of `rows` rows and `tiles` row tiles a GPU receives (cut evenly here; the
+    simulator takes the real cut). 0 with one rank."""
+    if scn.ep < 2:
         return 0.0
-    return M * push_scan_chunks(scn.ep, comm_sms, rows / M) * scan
+    if lanes_copy_runs(scn):
+        return M * push_lane_visits(scn.ep, comm_sms, np.ceil(tiles / M)) * p["push_scan_us"] * US
+    return M * push_scan_chunks(scn.ep, comm_sms, rows / M) * scan_chunk_s(scn, p)
 
 
 def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) -> np.ndarray:

@@ -288,7 +288,7 @@ def _model(key: str):
 def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
                       routing: str, seed: int, zipf_order: str = "model",
                       zero_shared_slot: bool = False, split_dn: int = 0,
-                      list_lag: int = 1, bwd_tiles: str = "recompute", copy_loop: str = "pipe",
+                      list_lag: int = 1, bwd_tiles: str = "recompute", copy_loop: str = "runs",
                       fp8_kernel: str = "triton") -> Scenario:
     """The Scenario of a workload key (see workload_key); cached, records share it."""
     return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed,
@@ -355,6 +355,10 @@ COPY_AHEAD_SINCE = datetime.datetime(2026, 12, 4, 0, 50, tzinfo=datetime.timezon
 # the first run of our megakernel whose row copies keep two column steps' loads in flight
 # (copy_rows, mok_kernels/NOTES.md "Session 40"; its A/B probe ended at 08:58 that day)
 COPY_PIPE_SINCE = datetime.datetime(2026, 12, 4, 9, 0, tzinfo=datetime.timezone.utc)
+# the first kernel whose emulated push lanes copy their source's run of each row tile (commit
+# c676f75, 12:34 that day; mok_kernels/NOTES.md "Session 41"; its A/B probe ran before, with the
+# runs behind a flag)
+COPY_RUNS_SINCE = datetime.datetime(2026, 12, 4, 12, 34, tzinfo=datetime.timezone.utc)
 
 
 def record_copy_loop(rec: dict) -> str:
@@ -362,20 +366,23 @@ def record_copy_loop(rec: dict) -> str:
     a measured forward of the Triton megakernel (mok, mok-gemm; BF16 or the Triton FP8 kernel):
     "serial" before COPY_AHEAD_SINCE (each chunk's row ids, then its peer offsets, then its
     rows), "ahead" before COPY_PIPE_SINCE (ids and offsets ahead, a column step at a time),
-    else "pipe" (today's). Every other record: "pipe" (the backward megakernel and the Gluon
+    "pipe" before COPY_RUNS_SINCE (two column steps in flight; push lanes scan every chunk),
+    else "runs" (today's). Every other record: "runs" (the backward megakernel and the Gluon
     FP8 pass have loops of their own, and the model charges their copies alike)."""
     if (rec.get("system") not in KERNEL_SYSTEMS or rec.get("pass", "fwd") != "fwd"
             or rec.get("source") != "measured" or record_fp8_kernel(rec) == "gluon"):
-        return "pipe"
+        return "runs"
     try:
         when = datetime.datetime.fromisoformat(str(rec.get("date", "")))
     except ValueError:
-        return "pipe"
+        return "runs"
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
     if when < COPY_AHEAD_SINCE:
         return "serial"
-    return "ahead" if when < COPY_PIPE_SINCE else "pipe"
+    if when < COPY_PIPE_SINCE:
+        return "ahead"
+    return "pipe" if when < COPY_RUNS_SINCE else "runs"
 
 
 def record_fp8_kernel(rec: dict) -> str:

@@ -36,12 +36,14 @@ HOPPER_GPUS = ("H100", "H200")   # the GPUs (Hardware.gpu) the Gluon FP8 kernel 
 # padded expert width, else 128; weight gradients written directly; the "bwd-train" pass group)
 BWD_TILES = ("recompute", "training")
 # our megakernel's comm copy loop (mok_kernels/megakernel.py gather_chunks and copy_rows), by the
-# run records made with it (records.record_copy_loop): "pipe", today's (from 2026-12-04 09:00
-# UTC), whose row copies issue the next column step's loads before this step's stores; "ahead"
-# (from 00:50 that day), whose pull dispatch and pull combine load a chunk's row ids and peer
-# offsets ahead of its rows, one column step at a time; "serial", the loop before, that waited on
-# both before every chunk. Push lanes load their indices step by step in all three.
-COPY_LOOPS = ("pipe", "ahead", "serial")
+# run records made with it (records.record_copy_loop): "runs", today's (from 2026-12-04 12:34
+# UTC), the "pipe" loop whose emulated push lanes copy their source's run of each row tile
+# instead of scanning every chunk of the minibatch; "pipe" (from 09:00 that day), whose row
+# copies issue the next column step's loads before this step's stores; "ahead" (from 00:50 that
+# day), whose pull dispatch and pull combine load a chunk's row ids and peer offsets ahead of its
+# rows, one column step at a time; "serial", the loop before, that waited on both before every
+# chunk. Push lanes load their indices step by step in all four.
+COPY_LOOPS = ("runs", "pipe", "ahead", "serial")
 SYSTEMS = ("mok", "nccl-torch", "deepep", "hybridep", "comet")
 ENGINES = ("analytic", "sim")
 # The largest row count or SM count a knob may take: the model's arrays hold them as 64-bit
@@ -94,7 +96,7 @@ class Scenario:
     # "recompute" for every forward
     bwd_tiles: str = "recompute"
     # our megakernel's comm copy loop (COPY_LOOPS; records.record_copy_loop)
-    copy_loop: str = "pipe"
+    copy_loop: str = "runs"
 
     def __post_init__(self) -> None:
         hw, m = self.hardware, self.model
@@ -198,7 +200,7 @@ class Scenario:
             | ({"list_lag": self.list_lag} if self.list_lag != 1 else {}) \
             | ({"fp8_kernel": self.fp8_kernel} if self.fp8_kernel != "triton" else {}) \
             | ({"bwd_tiles": self.bwd_tiles} if self.bwd_tiles != "recompute" else {}) \
-            | ({"copy_loop": self.copy_loop} if self.copy_loop != "pipe" else {})
+            | ({"copy_loop": self.copy_loop} if self.copy_loop != "runs" else {})
 
 
 @dataclass(frozen=True, slots=True)

@@ -1,7 +1,8 @@
 """The comm copy loop a record ran (records.record_copy_loop) and what the model charges for it
 (analytic.copy_load): the "ahead" pull copies load their indices ahead (session 39), today's
-"pipe" ones keep two column steps' loads in flight too (session 40), the "serial" loop and the
-push lanes wait for the indices a chunk at a time (mok_kernels/NOTES.md)."""
+"pipe" ones keep two column steps' loads in flight too (session 40), today's "runs" ones copy the
+emulated push lanes' runs of each row tile (session 41), the "serial" loop and the push lanes
+wait for the indices a chunk at a time (mok_kernels/NOTES.md)."""
 
 from dataclasses import replace
 
@@ -35,20 +36,24 @@ def record(**changes) -> dict:
     ({"date": "2026-12-04T09:00:00+00:00"}, "pipe"),           # session 40's kernel on
     ({"date": "2026-12-04T11:00:00+02:00"}, "pipe"),           # another zone: 09:00 UTC
     ({"date": "2026-12-04T10:59:59+02:00"}, "ahead"),
-    ({"date": "not a date"}, "pipe"),
-    ({"pass": "bwd"}, "pipe"),                                 # the backward's own loops
-    ({"precision": "fp8", "tiles": {"fp8_kernel": "gluon"}}, "pipe"),   # the Gluon pass's
-    ({"system": "nccl-torch"}, "pipe"),
-    ({"source": "published"}, "pipe"),
+    ({"date": "2026-12-04T12:33:59+00:00"}, "pipe"),
+    ({"date": "2026-12-04T12:34:00+00:00"}, "runs"),           # session 41's push lanes on
+    ({"date": "2026-12-05T01:00:00+00:00"}, "runs"),
+    ({"date": "not a date"}, "runs"),
+    ({"pass": "bwd"}, "runs"),                                 # the backward's own loops
+    ({"precision": "fp8", "tiles": {"fp8_kernel": "gluon"}}, "runs"),   # the Gluon pass's
+    ({"system": "nccl-torch"}, "runs"),
+    ({"source": "published"}, "runs"),
 ])
 def test_record_copy_loop(changes, loop):
     assert record_copy_loop(record(**changes)) == loop
 
 
-def test_the_three_loops_are_three_workloads():
+def test_the_four_loops_are_four_workloads():
     keys = [workload_key(record(date=d)) for d in
-            ("2026-12-03T20:00:00+00:00", "2026-12-04T01:07:07+00:00", "2026-12-04T10:00:00+00:00")]
-    assert len(set(keys)) == 3
+            ("2026-12-03T20:00:00+00:00", "2026-12-04T01:07:07+00:00", "2026-12-04T10:00:00+00:00",
+             "2026-12-04T13:00:00+00:00")]
+    assert len(set(keys)) == 4
     assert len({k[:-2] for k in keys}) == 1
 
 
@@ -69,6 +74,8 @@ def test_copy_load_only_off_the_ahead_pull_copies():
     assert copy_load(scenario("pipe"), p, pull=True) == pytest.approx(1 / 1.25)
     assert copy_load(scenario("pipe"), p, pull=False) == slow   # push lanes: as before
     assert copy_load(scenario("pipe", pass_="bwd"), p, pull=True) == slow
+    for side in (True, False):      # the runs change which rows a push lane visits, not its copy
+        assert copy_load(scenario("runs"), p, pull=side) == copy_load(scenario("pipe"), p, pull=side)
 
 
 def test_one_column_step_gains_nothing_from_two_in_flight():
@@ -80,7 +87,7 @@ def test_one_column_step_gains_nothing_from_two_in_flight():
 
 
 def test_todays_loop_is_the_default_and_measured_on_h200():
-    assert Scenario(load_hardware("h200-1"), load_model("qwen3-30b-a3b"), 8, 4096).copy_loop == "pipe"
+    assert Scenario(load_hardware("h200-1"), load_model("qwen3-30b-a3b"), 8, 4096).copy_loop == "runs"
     assert H200["pipe_copy_scale"] == 1.25
     assert "logs_s40/pipe/pipe.jsonl" in H200.sources["pipe_copy_scale"]
 
@@ -106,6 +113,19 @@ def test_a_loop_differs_from_ahead_only_where_pull_copies_bound_the_pass(engine,
     assert ms[(loop, "push")] == pytest.approx(ms[("ahead", "push")], rel=1e-9)
 
 
+@pytest.mark.parametrize("engine", ["analytic", "sim"])
+def test_runs_change_only_the_emulated_push_dispatch(engine):
+    """Today's loop ("runs") reads as "pipe" except where emulated push lanes scanned chunks:
+    there it is faster."""
+    p = H200.with_values(push_scan_us=0.9)
+    ms = {(lp, d): predict(scenario(lp), Config(dispatch=d, combine="pull", minibatch=4096,
+                                                comm_sms=8, capacity=1.0),
+                           params=p, engine=engine).latency_ms
+          for lp in ("pipe", "runs") for d in ("pull", "push")}
+    assert ms[("runs", "pull")] == pytest.approx(ms[("pipe", "pull")], rel=1e-9)
+    assert ms[("runs", "push")] < ms[("pipe", "push")]
+
+
 def test_no_wait_means_the_loops_read_alike():
     p = H200.with_values(serial_copy_scale=1.0)
     c = Config(dispatch="pull", combine="pull", minibatch=4096, comm_sms=8, capacity=1.0)
@@ -120,6 +140,7 @@ def test_no_wait_means_the_loops_read_alike():
     (("2026-12-03T20:00:00+00:00", "2026-12-04T01:00:00+00:00", "2026-12-04T10:00:00+00:00"),
      True, True),
     (("2026-12-03T20:00:00+00:00", "2026-12-04T10:00:00+00:00"), True, False),  # no "ahead"
+    (("2026-12-04T01:00:00+00:00", "2026-12-04T13:00:00+00:00"), False, True),   # ahead, runs
 ])
 def test_calibrate_frees_a_loop_scale_only_beside_the_loop_it_is_relative_to(dates, serial, pipe):
     from calibration.cli import default_free

@@ -341,8 +341,9 @@ def test_measured_run_past_the_capacity_headroom_is_simulated():
 
 
 def test_emulated_push_scan_grows_with_peers_in_both_engines():
-    """One H200 emulating rank 0: an emulated push dispatch's lanes scan every chunk of a
-    minibatch for their peer's rows (analytic.push_scan_chunks), ~P times a pull's chunks, so
+    """One H200 emulating rank 0, the kernel before session 41 ("pipe" loop): an emulated push
+    dispatch's lanes scan every chunk of a minibatch for their peer's rows
+    (analytic.push_scan_chunks), ~P times a pull's chunks, so
     push_scan_us adds more at EP 32 than at EP 4, and the simulator (which loads the comm SMs
     with the same seconds) agrees with the analytic model."""
     from mok_model.analytic import push_scan_chunks
@@ -354,7 +355,7 @@ def test_emulated_push_scan_grows_with_peers_in_both_engines():
     scan = base.with_values(push_scan_us=0.7)
     added = {}
     for ep in (4, 32):
-        s = scn(ep=ep, tokens=4096, model=m, hw=h)
+        s = scn(ep=ep, tokens=4096, model=m, hw=h, copy_loop="pipe")
         cfg = Config(dispatch="push", combine="push", minibatch=2048, comm_sms=8, capacity=1.0)
         a0, a1 = analytic_mok(s, cfg, base).latency_ms, analytic_mok(s, cfg, scan).latency_ms
         b1 = simulate(s, cfg, "mok", scan).latency_ms
@@ -363,6 +364,32 @@ def test_emulated_push_scan_grows_with_peers_in_both_engines():
         pull = Config(dispatch="pull", combine="push", minibatch=2048, comm_sms=8, capacity=1.0)
         assert analytic_mok(s, pull, scan).latency_ms == analytic_mok(s, pull, base).latency_ms
     assert added[32] > 4 * added[4] > 0
+
+
+def test_emulated_push_lanes_copying_runs_visit_tiles_not_chunks():
+    """Today's kernel ("runs" loop): an emulated push lane visits the minibatch's row tiles (one
+    source-id load each) and copies only its source's run, so push_scan_us adds a fraction of
+    what the chunk scans add (a tile holds many chunks), in both engines, which agree; across
+    real GPUs the sender's lanes still scan chunks."""
+    from mok_model.analytic import lanes_copy_runs, push_lane_visits, push_scan_chunks
+    assert push_lane_visits(32, 8, 40) == 4 * 40 and push_lane_visits(4, 8, 40) == 20
+    assert push_scan_chunks(32, 8, 2048) == push_lane_visits(32, 8, 128)
+    h = load_hardware("h200-1")
+    base = load_params(None, "h200-1").with_values(push_copy_scale=1.0, push_scan_us=0.0)
+    scan = base.with_values(push_scan_us=0.7)
+    cfg = Config(dispatch="push", combine="push", minibatch=2048, comm_sms=8, capacity=1.0)
+    added = {}
+    for loop in ("pipe", "runs"):
+        s = scn(ep=32, tokens=4096, model=load_model("qwen3-30b-a3b"), hw=h, copy_loop=loop)
+        a0, a1 = analytic_mok(s, cfg, base).latency_ms, analytic_mok(s, cfg, scan).latency_ms
+        b0, b1 = simulate(s, cfg, "mok", base).latency_ms, simulate(s, cfg, "mok", scan).latency_ms
+        assert abs(b1 - a1) / a1 < 0.10, (loop, a1, b1)
+        added[loop] = (a1 - a0, b1 - b0)
+    assert lanes_copy_runs(s)
+    for engine in (0, 1):
+        assert 0 < added["runs"][engine] < 0.5 * added["pipe"][engine], added
+    assert not lanes_copy_runs(scn(ep=2, model=load_model("qwen3-30b-a3b"),
+                                   hw=load_hardware("h200-hgx8"), copy_loop="runs"))
 
 
 def test_a_scanned_chunk_costs_more_with_more_column_steps_in_both_engines():
@@ -378,7 +405,7 @@ def test_a_scanned_chunk_costs_more_with_more_column_steps_in_both_engines():
     cfg = Config(dispatch="push", combine="push", minibatch=2048, comm_sms=8, capacity=1.0)
     added = {}
     for name in ("qwen3-30b-a3b", "deepseek-v3"):   # H 2,048 and 7,168
-        s = scn(ep=32, tokens=2048, model=load_model(name), hw=h)
+        s = scn(ep=32, tokens=2048, model=load_model(name), hw=h, copy_loop="pipe")
         assert scan_chunk_s(s, step) == pytest.approx((0.5 + 0.1 * copy_steps(s.model.hidden)) * 1e-6)
         a0, a1 = analytic_mok(s, cfg, base).latency_ms, analytic_mok(s, cfg, step).latency_ms
         b1 = simulate(s, cfg, "mok", step).latency_ms

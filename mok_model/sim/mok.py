@@ -3,7 +3,8 @@
 Per GPU: C_comm comm SMs (a resource of C_comm x copy_gbps_per_sm that keeps at most
 INFLIGHT_PER_SM x C_comm copies of COPY_ROWS rows in flight, as the kernel's comm programs
 copy a minibatch's rows before the next one's; a pushing copy loads it 1 / push_copy_scale more,
-and the chunks a push dispatch or our pull combine scans for its rows push_scan_us each more),
+and the chunks a push dispatch or our pull combine scans for its rows push_scan_us each more, or
+the row tiles of emulated push lanes that copy runs),
 the compute SMs (GEMMs timed by analytic.gemm_time / expert_ffn_parts for each real minibatch),
 its links in the network (sim/network.py: NVLink planes, switch tiers, scale-out NICs and rails;
 every copy a flow sharing them max-min fairly), and a macrobatch ring buffer of `macrobatch`
@@ -36,9 +37,9 @@ import numpy as np
 import simpy
 
 from ..analytic import (COPY_ROWS, US, copy_load, dispatch_copy_scale, dispatch_row_bytes,
-                        expert_ffn_parts, ffn_pieces, in_order_wait, iteration_rows, list_period,
-                        loads, push_scan_chunks, ring_capacity, scan_chunk_s, shared_section,
-                        tile_rows)
+                        expert_ffn_parts, ffn_pieces, in_order_wait, iteration_rows,
+                        lanes_copy_runs, list_period, loads, push_lane_visits, push_scan_chunks,
+                        ring_capacity, scan_chunk_s, shared_section, tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
@@ -287,8 +288,12 @@ class MokSim:
                                   / float(dispatch_copy_scale(scn, p, cfg.comm_sms)))
         # a push dispatch's lanes also visit every chunk of the receiver's minibatch for their
         # rows (analytic.push_scan): that time loads the copying comm SMs as more bytes
+        # (or its row tiles, where the lanes copy runs: analytic.lanes_copy_runs)
         self.scan_s = scan_chunk_s(scn, p)
-        self.push_scan = self.dpush and P > 1 and self.scan_s > 0
+        self.lane_runs = lanes_copy_runs(scn)
+        self.tile_visit_s = p["push_scan_us"] * US
+        self.push_scan = self.dpush and P > 1 and (self.tile_visit_s if self.lane_runs
+                                                    else self.scan_s) > 0
         self.combine_sm_scale = push_scale if self.kpush else pull_scale
         # our pull combine's homes also visit every chunk of each owner's minibatch for their
         # rows (analytic.pull_scan_chunks): that time loads each home's comm SMs as more bytes
@@ -411,7 +416,11 @@ class MokSim:
         flow = 2 * d * self.E
         sm_scale = self.dispatch_sm_scale
         if self.push_scan and rows.sum() > 0:  # the scan's seconds, as bytes at the SMs' rate
-            scan = float(push_scan_chunks(self.P, self.cfg.comm_sms, rows.sum())) * self.scan_s
+            if self.lane_runs:                 # a lane visits the tiles, copying its runs
+                scan = float(push_lane_visits(self.P, self.cfg.comm_sms, self.plan.row_tiles[d][i])
+                             ) * self.tile_visit_s
+            else:
+                scan = float(push_scan_chunks(self.P, self.cfg.comm_sms, rows.sum())) * self.scan_s
             sm_scale += scan * self.sm_rate / (float(rows.sum()) * self.act)
         for j in nz:
             e = int(eps[j])
