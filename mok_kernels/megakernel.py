@@ -795,6 +795,7 @@ def _kernels() -> dict[str, Any]:
         pid = tl.program_id(0) % GRID_V
         vr = VR.to(tl.int64)
         ring0, sync0, src0, mbr0, mbt0, nmb0 = ring_ptr, sync_ptr, recv_src_ptr, mb_row_ptr, mb_tile_ptr, nmb_ptr
+        tr00, trn0 = tile_row0_ptr, tile_rows_ptr    # every rank's tiles (the senders' push)
         HB: tl.constexpr = H // 128                   # FP8 scale columns of a token row
         IB: tl.constexpr = I // 128                   # and of an h row
         rings0 = ring_s_ptr
@@ -852,31 +853,38 @@ def _kernels() -> dict[str, Any]:
                     mbt_q = mbt0 + peer_off(p32_ptr, q, MB_STRIDE, GROUP)
                     syn_q = sync0 + peer_off(p32_ptr, q, SYNC_STRIDE, GROUP)
                     src_q = src0 + peer_off(p32_ptr, q, C_STRIDE, GROUP)
+                    tr0_q = tr00 + peer_off(p32_ptr, q, T_STRIDE, GROUP)
+                    trn_q = trn0 + peer_off(p32_ptr, q, T_STRIDE, GROUP)
                     ring_q = ring0 + peer_off(x_off_ptr, q, R * H, GROUP)
                     if mb < tl.load(nmb0 + peer_off(p32_ptr, q, 1, GROUP)):
-                        r0 = tl.load(mbr_q + mb)
                         r1 = tl.load(mbr_q + mb + 1)
                         j = 0                          # receiver's ring back-pressure
                         while (j < mb) & (tl.load(mbr_q + j) < r1 - R):
                             need = (tl.load(mbt_q + j + 1) - tl.load(mbt_q + j)) * NB_GU
                             wait_geq(syn_q + GU_OFF + j, need, err_ptr, 4, j, max_spin, SC)
                             j += 1
-                        nchunk = (r1 - r0 + CR - 1) // CR
-                        # a lane scans every chunk for its own rows: gather_chunks' indices
-                        # ahead measured up to 1.36x slower here (session 39), so step by step
-                        for c in range(lane // P, nchunk, nsub):
-                            rows = r0 + c * CR + crow
-                            m = rows < r1
-                            src = tl.load(src_q + rows, mask=m, other=0)
-                            m = m & ((src // N_RANK) == me)
-                            if FP8:                    # virtual ranks only (not GROUP)
-                                copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                            ring_q, (rows % R).to(tl.int64) * H,
-                                            rings0 + peer_off(x_off_ptr, q, R * HB, GROUP),
-                                            (rows % R).to(tl.int64) * HB, m, H, CC, CR)
-                            else:
-                                copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                          ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
+                        # the receiver's tiles of the minibatch hold one expert's rows each,
+                        # in source order (schedule.py): the lane copies this sender's run of
+                        # each tile, none of the other rows (as the emulated lanes below)
+                        t1 = tl.load(mbt_q + mb + 1)
+                        for t in range(tl.load(mbt_q + mb) + lane // P, t1, nsub):
+                            tr0 = tl.load(tr0_q + t)
+                            tm = trow < tl.load(trn_q + t)
+                            tpeer = tl.load(src_q + tr0 + trow, mask=tm, other=0) // N_RANK
+                            lo = tr0 + tl.sum((tm & (tpeer < me)).to(tl.int32))
+                            hi = tr0 + tl.sum((tm & (tpeer <= me)).to(tl.int32))
+                            for c0 in range(lo, hi, CR):
+                                rows = c0 + crow
+                                m = rows < hi
+                                src = tl.load(src_q + rows, mask=m, other=0)
+                                if FP8:                # virtual ranks only (not GROUP)
+                                    copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                                ring_q, (rows % R).to(tl.int64) * H,
+                                                rings0 + peer_off(x_off_ptr, q, R * HB, GROUP),
+                                                (rows % R).to(tl.int64) * HB, m, H, CC, CR)
+                                else:
+                                    copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                              ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
                             signal(syn_q + READY_OFF + mb * P + me, SC)
         if (pid < COMM) & (PUSH_DISPATCH != 2):
@@ -1662,6 +1670,7 @@ class MoKLayer:
             "send": (bf, (n, h)), "ring": (bf, (self.ring_rows, h)), "comb": (bf, (n * k, h)),
             "ystage": (bf, (self.y_rows, h)), "ids": (torch.int64, (p * n, k)),
             "recv_src": (i32, (c,)), "recv_slot": (i32, (c,)),
+            "tile_row0": (i32, (self.t_max,)), "tile_rows": (i32, (self.t_max,)),
             "mb_tile": (i32, (self.mb_max + 1,)), "mb_row": (i32, (self.mb_max + 1,)),
             "nmb": (i32, (1,)), "sync": (i32, (self.sync_stride,)), "flags": (i32, (4 * p + 2,))})
         if self.local_group:
@@ -1884,10 +1893,12 @@ class MoKLayer:
             a["ids"], ep=p, num_experts=self.E, capacity_multiplier=cfg.capacity))
         self.overflow_acc += sched.overflow
         for name, src in (("recv_src", sched.recv_src), ("recv_slot", sched.recv_slot),
+                          ("tile_row0", sched.tile_row0), ("tile_rows", sched.tile_rows),
                           ("mb_tile", sched.mb_tile), ("mb_row", sched.mb_row),
                           ("nmb", sched.num_mb)):
             a[name].copy_(src)     # where peers read this rank's schedule
         sched = dataclasses.replace(sched, recv_src=a["recv_src"], recv_slot=a["recv_slot"],
+                                    tile_row0=a["tile_row0"], tile_rows=a["tile_rows"],
                                     mb_tile=a["mb_tile"], mb_row=a["mb_row"], num_mb=a["nmb"])
         self.last_schedule = sched
         self.launch(a["send"], sched, x_loc=x)

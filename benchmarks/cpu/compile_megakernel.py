@@ -5,7 +5,7 @@ here before a GPU call is spent (mok_kernels/NOTES.md "Session 40").
     python3 -m venv /tmp/tvenv && /tmp/tvenv/bin/pip install triton==3.6.0
     PYTHONPATH=.:/tmp/tvenv/lib/python3.11/site-packages .venv/bin/python \\
         benchmarks/cpu/compile_megakernel.py [--hidden 2048,2880] [--precision bf16,fp8] \\
-        [--modes push/push] [--set skip_gemm=1] [--pass bwd]
+        [--modes push/push] [--set skip_gemm=1] [--all-ranks] [--pass bwd]
 
 Triton 3.6 is the device image's; it compiles to PTX and cubin with its own ptxas. A stand-in
 driver names an H200 (sm_90, 132 SMs) and every kernel launch only compiles (Triton's warm-up
@@ -105,6 +105,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="comma list of dispatch/combine")
     p.add_argument("--set", default="", help="comma list of KernelConfig field=value (e.g. an "
                    "A/B flag: skip_gemm=1; fp8_kernel=gluon)")
+    p.add_argument("--all-ranks", action="store_true", help="every rank in one launch (rank None: "
+                   "push dispatch by the senders, as across GPUs) instead of rank 0 alone")
     p.add_argument("--pass", dest="pass_", choices=("fwd", "bwd"), default="fwd",
                    help="bwd: the backward megakernel (BF16, pull/push forward)")
     p.add_argument("--tiles", default="recompute;training", help="--pass bwd: semicolon list of "
@@ -145,7 +147,7 @@ def main(argv: list[str] | None = None) -> int:
                                  macrobatch=131072, capacity=1.0, on_error="raise",
                                  precision=prec, save_for_backward=bool(tiles and tiles.saved_gu))
                     cfg = KernelConfig(**(knobs | extra))
-                    layer = MoKLayer(w, ep, n, k, 0, cfg, device="cpu")
+                    layer = MoKLayer(w, ep, n, k, None if a.all_ranks else 0, cfg, device="cpu")
                     layer.forward(x, ids, wts)
                     if tiles:
                         del compiled[:]
