@@ -756,7 +756,8 @@ def push_scan_chunks(P: int, comm_sms, minibatch_rows):
     (loading their source indices) and copies only the rows of its pair of ranks, masking the
     rest. Emulated (PUSH_DISPATCH == 1): this rank's minibatch, the rows whose source is peer s.
     Across GPUs (PUSH_DISPATCH == 2): the sender's lanes for receiver q walk q's minibatch (its
-    indices in q's memory) for the sender's own rows. So a program visits ceil(P / COMM) lanes x
+    indices in q's memory) for the sender's own rows. (Today's "runs" loop visits row tiles
+    instead: lanes_copy_runs.) So a program visits ceil(P / COMM) lanes x
     ceil(chunks / nsub) chunks, about P times the chunks a pull dispatch's program visits
     (ceil(chunks / COMM)), most of them holding few or none of its rows."""
     return push_lane_visits(P, comm_sms, np.ceil(np.asarray(minibatch_rows, np.float64) / COPY_ROWS))
@@ -770,12 +771,13 @@ def push_lane_visits(P: int, comm_sms, items):
 
 
 def lanes_copy_runs(scn: Scenario) -> bool:
-    """Whether the push dispatch's lanes copy their source's run of each row tile (emulated peers
-    on the Triton forward's "runs" loop: mok_kernels/megakernel.py, PUSH_DISPATCH 1): a lane
-    visits the minibatch's row tiles, loading each tile's source ids once (push_scan_us), and
-    copies only its run, instead of scanning every chunk for its rows."""
-    return (scn.hardware.emulated_ranks and scn.copy_loop == "runs" and scn.pass_ == "fwd"
-            and scn.fp8_kernel == "triton")
+    """Whether the push dispatch's lanes copy their pair's run of each row tile (the Triton
+    forward's "runs" loop, mok_kernels/megakernel.py: emulated lanes from 2026-12-04 12:34 UTC,
+    PUSH_DISPATCH 1; the senders' lanes across GPUs from 13:20, PUSH_DISPATCH 2, with no record
+    of the scanning ones in between): a lane visits the receiver's row tiles, loading each
+    tile's source ids once (push_scan_us), and copies only its run, instead of scanning every
+    chunk for its rows."""
+    return scn.copy_loop == "runs" and scn.pass_ == "fwd" and scn.fp8_kernel == "triton"
 
 
 def copy_steps(hidden: int) -> int:

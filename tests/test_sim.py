@@ -370,7 +370,7 @@ def test_emulated_push_lanes_copying_runs_visit_tiles_not_chunks():
     """Today's kernel ("runs" loop): an emulated push lane visits the minibatch's row tiles (one
     source-id load each) and copies only its source's run, so push_scan_us adds a fraction of
     what the chunk scans add (a tile holds many chunks), in both engines, which agree; across
-    real GPUs the sender's lanes still scan chunks."""
+    real GPUs the senders' lanes copy runs of the receiver's tiles alike."""
     from mok_model.analytic import lanes_copy_runs, push_lane_visits, push_scan_chunks
     assert push_lane_visits(32, 8, 40) == 4 * 40 and push_lane_visits(4, 8, 40) == 20
     assert push_scan_chunks(32, 8, 2048) == push_lane_visits(32, 8, 128)
@@ -388,8 +388,10 @@ def test_emulated_push_lanes_copying_runs_visit_tiles_not_chunks():
     assert lanes_copy_runs(s)
     for engine in (0, 1):
         assert 0 < added["runs"][engine] < 0.5 * added["pipe"][engine], added
-    assert not lanes_copy_runs(scn(ep=2, model=load_model("qwen3-30b-a3b"),
-                                   hw=load_hardware("h200-hgx8"), copy_loop="runs"))
+    real = dict(ep=2, model=load_model("qwen3-30b-a3b"), hw=load_hardware("h200-hgx8"))
+    assert lanes_copy_runs(scn(**real, copy_loop="runs"))       # the senders' lanes too
+    assert not lanes_copy_runs(scn(**real, copy_loop="pipe"))
+    assert not lanes_copy_runs(scn(**real, copy_loop="runs", pass_="bwd"))
 
 
 def test_a_scanned_chunk_costs_more_with_more_column_steps_in_both_engines():
@@ -415,8 +417,9 @@ def test_a_scanned_chunk_costs_more_with_more_column_steps_in_both_engines():
 
 
 def test_chunk_scans_across_gpus_cost_more_with_fewer_comm_sms():
-    """Two real GPUs (our kernel, mok_kernels/megakernel.py): a push dispatch's sender lanes walk
-    every chunk of the receiver's minibatch for their own rows (PUSH_DISPATCH == 2), and a pull
+    """Two real GPUs (our kernel, mok_kernels/megakernel.py): a push dispatch's sender lanes visit
+    every row tile of the receiver's minibatch for their own run (PUSH_DISPATCH == 2; every chunk
+    before session 41's "runs" loop), and a pull
     combine's home programs walk every chunk of each owner's minibatches for theirs (group pull
     combine). Each visit costs push_scan_us of comm-SM time, and a program's visits scale as
     1 / comm SMs, so where the comm SMs never join the compute (pull combine) the scans cost more
