@@ -7,6 +7,8 @@
 # (calibration/predictions/h200x2_grid_f_2026-12-02.jsonl, h200-hgx8's shipped parameters):
 # qwen3-30b, qwen3-next and llama4-maverick (never run on two GPUs) at 256 / 2,048 / 8,192
 # tokens, uniform and zipf, pull / push x push / pull, minibatch 2,048, 16 / 32 comm SMs.
+# Registered again in session 41 for the senders' push that copies runs: h200x2_grid_f_2026-12-04
+# .jsonl (the same grid; report both, the newer for the kernel that runs).
 # Report: `python -m calibration.registered PRED calibration/runs/h200x2/bench_f.jsonl` (and
 # `python -m calibration.report_h200x2`) before any refit.
 export PYTHONPATH=.

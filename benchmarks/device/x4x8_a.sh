@@ -8,6 +8,8 @@
 # nccl-torch, the graph-captured all-to-all and the GEMMs alone in the same run.
 # Part a also runs the group check and the NVLink microbenchmarks (all-to-all through the switch,
 # signals against the number of peers).
+# Registered again in session 41 for the senders' push that copies runs (h200xN_a_2026-12-04.jsonl,
+# the same grid; report both, the newer for the kernel that runs).
 # Report before any refit: `python -m calibration.registered calibration/predictions/h200xN_a_2026-12-03.jsonl
 # calibration/runs/h200xN/bench_a.jsonl --by model,tokens`.
 export PYTHONPATH=.

@@ -7,6 +7,8 @@
 # dispatch x push / pull combine, minibatch 2,048, 32 comm SMs (96 MoK records), beside
 # nccl-torch, the graph-captured all-to-all and the GEMMs alone in the same run.
 
+# Registered again in session 41 for the senders' push that copies runs (h200xN_b_2026-12-04.jsonl,
+# the same grid; report both, the newer for the kernel that runs).
 # Report before any refit: `python -m calibration.registered calibration/predictions/h200xN_b_2026-12-03.jsonl
 # calibration/runs/h200xN/bench_b.jsonl --by model,tokens`.
 export PYTHONPATH=.
