@@ -37,8 +37,9 @@ HOPPER_GPUS = ("H100", "H200")   # the GPUs (Hardware.gpu) the Gluon FP8 kernel 
 BWD_TILES = ("recompute", "training")
 # our megakernel's comm copy loop (mok_kernels/megakernel.py gather_chunks and copy_rows), by the
 # run records made with it (records.record_copy_loop): "runs", today's (from 2026-12-04 12:34
-# UTC), the "pipe" loop whose emulated push lanes copy their source's run of each row tile
-# instead of scanning every chunk of the minibatch; "pipe" (from 09:00 that day), whose row
+# UTC), the "pipe" loop whose push lanes copy their pair's run of each row tile instead of
+# scanning every chunk of the minibatch (emulated lanes; the senders' lanes across GPUs from
+# commit 8ec638c); "pipe" (from 09:00 that day), whose row
 # copies issue the next column step's loads before this step's stores; "ahead" (from 00:50 that
 # day), whose pull dispatch and pull combine load a chunk's row ids and peer offsets ahead of its
 # rows, one column step at a time; "serial", the loop before, that waited on both before every

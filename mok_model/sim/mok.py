@@ -4,7 +4,7 @@ Per GPU: C_comm comm SMs (a resource of C_comm x copy_gbps_per_sm that keeps at 
 INFLIGHT_PER_SM x C_comm copies of COPY_ROWS rows in flight, as the kernel's comm programs
 copy a minibatch's rows before the next one's; a pushing copy loads it 1 / push_copy_scale more,
 and the chunks a push dispatch or our pull combine scans for its rows push_scan_us each more, or
-the row tiles of emulated push lanes that copy runs),
+the row tiles of push lanes that copy runs),
 the compute SMs (GEMMs timed by analytic.gemm_time / expert_ffn_parts for each real minibatch),
 its links in the network (sim/network.py: NVLink planes, switch tiers, scale-out NICs and rails;
 every copy a flow sharing them max-min fairly), and a macrobatch ring buffer of `macrobatch`
