@@ -773,10 +773,10 @@ def push_lane_visits(P: int, comm_sms, items):
 def lanes_copy_runs(scn: Scenario) -> bool:
     """Whether the push dispatch's lanes copy their pair's run of each row tile (the Triton
     forward's "runs" loop, mok_kernels/megakernel.py: emulated lanes from 2026-12-04 12:34 UTC,
-    PUSH_DISPATCH 1; the senders' lanes across GPUs from 13:07 (commit 8ec638c), PUSH_DISPATCH 2, with no record
-    of the scanning ones in between): a lane visits the receiver's row tiles, loading each
-    tile's source ids once (push_scan_us), and copies only its run, instead of scanning every
-    chunk for its rows."""
+    PUSH_DISPATCH 1; the senders' lanes across GPUs from 13:07, commit 8ec638c, PUSH_DISPATCH 2,
+    with no record of the scanning ones in between): a lane visits the receiver's row tiles,
+    loading each tile's source ids once (push_scan_us), and copies only its run, instead of
+    scanning every chunk for its rows."""
     return scn.copy_loop == "runs" and scn.pass_ == "fwd" and scn.fp8_kernel == "triton"
 
 
