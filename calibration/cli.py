@@ -62,8 +62,8 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
     MoK records: gemm_eff (unless a micro-gemm fixed it) and mok_fixed_us; minibatch_overhead_us
     when the records vary the minibatch; copy_gbps_per_sm, sm_scaling and comm_join_share when
     they vary the comm SMs (starting from the microbenchmarks' values), serial_copy_scale when
-    they mix the oldest copy loop and a newer one, pipe_copy_scale when they hold today's loop
-    and the one before it (records.record_copy_loop); push_copy_scale
+    they mix the oldest copy loop and a newer one (records.record_copy_loop; pipe_copy_scale is
+    measured, never freed here); push_copy_scale
     when they mix push and pull across GPUs, push_scan_us when emulated-peer runs do;
     ring_refill_overlap when a ring holds under two minibatches;
     wgrad_bytes_per_weight with published backward records, bwd_gemm_eff_scale and wgrad_tile_us
@@ -93,9 +93,9 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
                 # records of the oldest copy loop beside a newer one: what its index loads cost
                 # (analytic.copy_load; copy_gbps_per_sm is the "ahead" loop's rate)
                 free.append("serial_copy_scale")
-            if "ahead" in loops and loops & {"pipe", "runs"}:
-                # today's loop beside the one before it: what two steps in flight gain
-                free.append("pipe_copy_scale")
+            # pipe_copy_scale stays at its measured A/B value: freed beside copy_gbps_per_sm
+            # the fit traded one for the other (1.01 at 26.9 GB/s a SM) and read today's
+            # held-out runs worse (docs/calibration.md "Session 41")
         modes = knob_values("dispatch") | knob_values("combine")
         if "push" in modes and "pull" in modes and "push_copy_scale" in BOUNDS:
             # across GPUs a pushing SM writes over the fabric (push_copy_scale); one GPU's
