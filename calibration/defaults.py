@@ -93,7 +93,15 @@ H200_RUNS = ([Path(__file__).parent / "runs" / "h200" / f
                 # 39, megakernel.py gather_chunks): the only records of today's loop, so
                 # copy_gbps_per_sm is its rate and serial_copy_scale the old loop's over it
                 # (seed 14's run of the same day stays held out: h200_drawn/drawn14_ahead.jsonl)
-                Path(__file__).parent / "runs" / "h200_space" / "drawn13_ahead.jsonl"])
+                Path(__file__).parent / "runs" / "h200_space" / "drawn13_ahead.jsonl",
+                # the "pipe" loop (session 40: seed 14's drawn shapes) and the "runs" loop
+                # (session 41: ten presets at EP 8 / 32, the narrow presets' comm SMs); seeds 15
+                # and 16, the presets at EP 16 zipf and mixtral at EP 8 of the same day stay
+                # held out (h200_drawn/drawn15_pipe, drawn16_runs; h200_space/
+                # presets_zipf_ep16_s41, mixtral_ep8_s41)
+                Path(__file__).parent / "runs" / "h200_drawn" / "drawn14_pipe.jsonl",
+                Path(__file__).parent / "runs" / "h200_space" / "presets_s41.jsonl",
+                Path(__file__).parent / "runs" / "h200_narrow" / "narrow_comm_s41.jsonl"])
 # the megakernel's own GEMM phases on the space-sweep workloads (system mok-gemm; today's variants:
 # the presets without a shared expert measured again without the zero shared slot, mixtral-8x7b
 # again with split_dn chosen from the shape, 2026-12-01; mixtral-8x7b at 384-1024 tokens between

@@ -42,15 +42,21 @@ from mok_model.records import (predictable, read_records, record_bwd_tiles, reco
                                runtime_mode_words)
 
 from .checks import required_text, shipped_params
+from .defaults import H200_RUNS
 from .scoring import predict_records
 
 ROOT = Path(__file__).resolve().parents[1]
 HELDOUT_RUNS = {"h200-1": sorted(
-    [str(p.relative_to(ROOT)) for d in ("h200_drawn", "h200_unseen")
-     for p in (ROOT / "calibration" / "runs" / d).glob("*.jsonl")]
+    ({str(p.relative_to(ROOT)) for d in ("h200_drawn", "h200_unseen")
+     for p in (ROOT / "calibration" / "runs" / d).glob("*.jsonl")}
     # the Gluon FP8 pass on the seed-9 and seed-10 shapes (sessions 27, 29; the fp8-gluon fit
     # reads the other h200_gluon files, calibration/defaults.py PASS_GLUON_RUNS)
-    + ["calibration/runs/h200_gluon/drawn9.jsonl", "calibration/runs/h200_gluon/drawn10.jsonl"]),
+    | {"calibration/runs/h200_gluon/drawn9.jsonl", "calibration/runs/h200_gluon/drawn10.jsonl",
+       # the presets at EP 16 zipf and mixtral at EP 8 on the "runs" loop (session 41)
+       "calibration/runs/h200_space/presets_zipf_ep16_s41.jsonl",
+       "calibration/runs/h200_space/mixtral_ep8_s41.jsonl"})
+    # minus what h200-1's fit reads (session 41: seed 14's "pipe" runs joined it)
+    - {str(p.resolve().relative_to(ROOT)) for p in H200_RUNS}),
     # every H100 record: h100-1 is h200-1 transferred, fitted on none of them (session 28)
     "h100-1": sorted(str(p.relative_to(ROOT))
                      for p in (ROOT / "calibration" / "runs" / "h100").glob("*.jsonl"))}

@@ -136,3 +136,17 @@ def test_a_missing_fit_record_is_one_line(tmp_path):
     shutil.copy(PARAMS_DIR / "h200-1.json", tmp_path / "h200-1.json")
     with pytest.raises(MokInputError, match="fit record 'fit/h200-1.json' is missing"):
         read_fit_record(tmp_path / "h200-1.json")
+
+
+def test_no_held_out_run_is_read_by_the_fit():
+    """The held-out ranges are made of runs h200-1's fit never reads (calibration/defaults.py
+    H200_RUNS), and the day's held-out drawn seeds and preset runs are among them."""
+    from calibration.defaults import H200_RUNS
+    from calibration.heldout_errors import HELDOUT_RUNS, ROOT
+    fitted = {str(p.resolve().relative_to(ROOT)) for p in H200_RUNS}
+    held = set(HELDOUT_RUNS["h200-1"])
+    assert not held & fitted
+    assert "calibration/runs/h200_drawn/drawn14_pipe.jsonl" in fitted
+    assert {"calibration/runs/h200_drawn/drawn15_pipe.jsonl",
+            "calibration/runs/h200_drawn/drawn16_runs.jsonl",
+            "calibration/runs/h200_space/presets_zipf_ep16_s41.jsonl"} <= held
