@@ -45,7 +45,9 @@ def test_copy_factor_inside_and_beyond_the_gemms():
 def test_slowdown_costs_where_the_copy_nears_the_gemms(engine):
     """The regret case: with the slowdown, 8 comm SMs (dispatch as long as the GEMMs) pay, 32
     (dispatch a quarter of them, hidden even when slowed) hardly do."""
-    p0 = load_params(None, "h200-1").with_values(copy_slowdown_beside_gemm=0.0)
+    # the copy rate of the fit this regime was read with (session 38), not each refit's
+    p0 = load_params(None, "h200-1").with_values(copy_gbps_per_sm=19.9,
+                                                 copy_slowdown_beside_gemm=0.0)
     p1 = p0.with_values(copy_slowdown_beside_gemm=0.15)
     t = {(c, s): predict(scn(), cfg(c), "mok", p, engine=engine).latency_ms
          for c in (8, 32) for s, p in ((0, p0), (1, p1))}
