@@ -275,9 +275,10 @@ def test_hidden_sizes_not_multiple_of_1024(h, i, mode):
                                                        (8, None, "uniform", "pull", 2048),
                                                        (4, 1, "hot:0.2", "push", 1536)])
 def test_push_lanes_by_runs_match_reference(ep, rank, routing, combine, h):
-    """The emulated push lanes copy their source's run of each tile (session 41; before, each
-    lane scanned every chunk of the minibatch: the same bits, logs_s41/s41l): every row lands,
-    at several tiles per minibatch, skewed routing and H not a multiple of 1,024."""
+    """The push lanes copy their pair's run of each tile (session 41; before, each lane scanned
+    every chunk of the minibatch: the same bits, logs_s41/s41l), emulated (rank r) and the
+    senders' (rank None: every rank in one launch): every row lands, at several tiles per
+    minibatch, skewed routing and H not a multiple of 1,024."""
     shape = dict(h=h, i=768, e=4 * ep, n=160, k=4)
     r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, "push", combine, 256,
                                                       shape=shape)
