@@ -291,9 +291,8 @@ class MokSim:
         # (or its row tiles, where the lanes copy runs: analytic.lanes_copy_runs)
         self.scan_s = scan_chunk_s(scn, p)
         self.lane_runs = lanes_copy_runs(scn)
-        self.tile_visit_s = p["push_scan_us"] * US
-        self.push_scan = self.dpush and P > 1 and (self.tile_visit_s if self.lane_runs
-                                                    else self.scan_s) > 0
+        self.visit_s = p["push_scan_us"] * US if self.lane_runs else self.scan_s
+        self.push_scan = self.dpush and P > 1 and self.visit_s > 0
         self.combine_sm_scale = push_scale if self.kpush else pull_scale
         # our pull combine's homes also visit every chunk of each owner's minibatch for their
         # rows (analytic.pull_scan_chunks): that time loads each home's comm SMs as more bytes
@@ -416,11 +415,10 @@ class MokSim:
         flow = 2 * d * self.E
         sm_scale = self.dispatch_sm_scale
         if self.push_scan and rows.sum() > 0:  # the scan's seconds, as bytes at the SMs' rate
-            if self.lane_runs:                 # a lane visits the tiles, copying its runs
-                scan = float(push_lane_visits(self.P, self.cfg.comm_sms, self.plan.row_tiles[d][i])
-                             ) * self.tile_visit_s
-            else:
-                scan = float(push_scan_chunks(self.P, self.cfg.comm_sms, rows.sum())) * self.scan_s
+            visits = (push_lane_visits(self.P, self.cfg.comm_sms, self.plan.row_tiles[d][i])
+                      if self.lane_runs       # a lane visits the tiles, copying its runs
+                      else push_scan_chunks(self.P, self.cfg.comm_sms, rows.sum()))
+            scan = float(visits) * self.visit_s
             sm_scale += scan * self.sm_rate / (float(rows.sum()) * self.act)
         for j in nz:
             e = int(eps[j])
