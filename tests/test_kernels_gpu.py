@@ -639,3 +639,33 @@ def test_split_down_matches_reference_and_repeats_bits(ep, rank, routing, dispat
                   else (ids >= rank * el) & (ids < (rank + 1) * el))
         outs.append((out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()))
     assert all(torch.equal(o[0], outs[0][0]) and torch.equal(o[1], outs[0][1]) for o in outs)
+
+
+@pytest.mark.parametrize("ep,rank,routing,dispatch,combine,gu,dn,extra,shape", [
+    (8, 3, "zipf:1.2", "pull", "push", 3, 4, {}, dict(h=1536, i=512, e=16, n=200, k=4)),
+    (4, None, "uniform", "push", "pull", 2, 5, {}, dict(h=2880, i=2880, e=8, n=160, k=4)),
+    (8, 5, "hot:0.1", "push", "push", 4, 3, {}, dict(h=2560, i=1536, e=16, n=150, k=4,
+                                                    i_shared=0)),
+    (4, None, "onehot", "pull", "pull", 2, 2, {}, dict(h=1024, i=704, e=8, n=190, k=2)),
+    (2, 1, "uniform", "pull", "push", 8, 16, {}, dict(h=4096, i=3584, e=2, n=333, k=1)),
+    (1, 0, "zipf:1.2", "push", "pull", 2, 2, {}, dict(h=768, i=96, e=5, n=77, k=3)),
+    (8, 3, "zipf:1.2", "pull", "push", 1, 3, {"tma_a": True}, dict(h=1536, i=512, e=16, n=200,
+                                                                    k=4))],
+    ids=[f"blocks{c}" for c in range(7)])
+def test_flattened_blocks_match_reference_and_bits(ep, rank, routing, dispatch, combine, gu, dn,
+                                                   extra, shape):
+    """gu_blocks / dn_blocks: an item's column blocks in one flattened K loop (the last item of a
+    row tile partial, the last down block masked past H): correct against float32 and the same
+    bits as one block an item."""
+    outs = []
+    for g, d in ((1, 1), (gu, dn)):
+        r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, dispatch, combine, 256,
+                                                         shape=shape, split_dn=1, gu_blocks=g,
+                                                         dn_blocks=d, **extra)
+        assert r_served <= 1e-2 and r_out <= 1e-2, (g, d, r_served, r_out)
+        out = layer.forward(x, ids, wts).clone()
+        el = layer.el
+        served = (torch.ones_like(ids, dtype=torch.bool) if rank is None
+                  else (ids >= rank * el) & (ids < (rank + 1) * el))
+        outs.append((out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
