@@ -6,6 +6,9 @@ drawn seed 4's sweep and the push-combine join workloads twice, interleaved (ahe
 late); each configuration's time is the better of its two runs.
 
     python benchmarks/claim_ab.py [mok_kernels/logs_s19]
+
+The logs of sessions 12-30 are archived: `tar -xJf mok_kernels/logs_s12-s30.tar.xz` (from the
+repository root) restores mok_kernels/logs_s19/ first.
 """
 
 from __future__ import annotations
