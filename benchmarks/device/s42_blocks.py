@@ -9,7 +9,8 @@ several blocks an item, the next block's first loads are in flight while this on
 
     PYTHONPATH=. python3 benchmarks/device/s42_blocks.py warm MODEL EP TOKENS GU DN
     PYTHONPATH=. python3 benchmarks/device/s42_blocks.py bits CASE_INDEX OUT.jsonl
-    PYTHONPATH=. python3 benchmarks/device/s42_blocks.py time OUT.jsonl SECONDS
+    PYTHONPATH=. python3 benchmarks/device/s42_blocks.py time OUT.jsonl SECONDS [sweep]
+    PYTHONPATH=. python3 benchmarks/device/s42_blocks.py jobs timed|sweep   # warm-up lines
 
 bits: what rank 0 computes (the combine slots of the routes it serves, its shared rows) with
 blocks 1 and with the case's blocks, same inputs, split_dn 1 both: must be identical.
@@ -53,6 +54,30 @@ TIMED = [  # (model, ep, tokens, dispatch, combine, minibatch, comm_sms, [(gu, d
     ("qwen3-next-80b-a3b", 8, 4096, "pull", "push", 4096, 32, [(1, 1), (2, 2), (1, 4)]),
     ("kimi-k2", 8, 4096, "pull", "push", 4096, 16, [(1, 1), (2, 2), (1, 4)]),
 ]
+# call 2: dn_blocks alone across the presets (gate/up blocks lost with dn 4 in call 1)
+SWEEP = [
+    ("qwen3-30b-a3b", 8, 4096, "pull", "push", 4096, 32, [(1, d) for d in (1, 2, 3, 4, 6, 8)]),
+    ("qwen3-30b-a3b", 32, 4096, "pull", "push", 4096, 32, [(1, d) for d in (1, 4, 8)]),
+    ("qwen3-30b-a3b", 8, 1024, "pull", "push", 4096, 32, [(1, d) for d in (1, 2, 4, 8)]),
+    ("qwen3-30b-a3b", 32, 256, "pull", "push", 4096, 32, [(1, d) for d in (1, 2, 4)]),
+    ("qwen3-next-80b-a3b", 8, 4096, "pull", "push", 4096, 32, [(1, d) for d in (1, 2, 4, 8)]),
+    ("qwen3-235b-a22b", 32, 4096, "pull", "push", 4096, 32, [(1, d) for d in (1, 2, 3, 4)]),
+    ("glm-4.5", 32, 4096, "pull", "push", 4096, 32, [(1, d) for d in (1, 2, 3)]),
+    ("minimax-m2", 32, 4096, "pull", "push", 4096, 32, [(1, d) for d in (1, 2, 3)]),
+    ("gpt-oss-120b", 32, 4096, "pull", "push", 4096, 32, [(1, d) for d in (1, 2)]),
+    ("glm-5", 8, 4096, "pull", "push", 4096, 32, [(1, d) for d in (1, 2)]),
+    ("kimi-k2", 32, 4096, "pull", "push", 4096, 32, [(1, d) for d in (1, 2)]),
+]
+
+
+def jobs(cases: list) -> None:
+    """The warm-up lines of a case list: one compile per (model, variant)."""
+    seen = set()
+    for model, ep, n, _, _, _, _, variants in cases:
+        for gu, dn in variants:
+            if (model, gu, dn) not in seen:
+                seen.add((model, gu, dn))
+                print(f"warm {model} {ep} {n} {gu} {dn}")
 
 
 def knobs_of(disp, comb, mb, cs) -> dict:
@@ -96,11 +121,11 @@ def bits(i: int, path: str) -> int:
     return 0 if same else 1
 
 
-def timed(path: str, budget: float) -> None:
+def timed(path: str, budget: float, cases: list) -> None:
     deadline = time.time() + budget
     med = statistics.median
     with open(path, "a") as out:
-        for model, ep, n, disp, comb, mb, cs, variants in TIMED:
+        for model, ep, n, disp, comb, mb, cs, variants in cases:
             wl = Workload(model, ep, n, "uniform", 0, 0)
             knobs = knobs_of(disp, comb, mb, cs)
             got: dict = {}
@@ -135,5 +160,8 @@ if __name__ == "__main__":
         warm(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
     elif cmd == "bits":
         sys.exit(bits(int(sys.argv[2]), sys.argv[3]))
+    elif cmd == "jobs":
+        jobs(SWEEP if sys.argv[2] == "sweep" else TIMED)
     else:
-        timed(sys.argv[2], float(sys.argv[3]))
+        timed(sys.argv[2], float(sys.argv[3]),
+              SWEEP if len(sys.argv) > 4 and sys.argv[4] == "sweep" else TIMED)
