@@ -86,7 +86,8 @@ def time_form(wl, knobs: dict, iters: int, **opts) -> tuple[list[float], dict]:
                      KernelConfig(**knobs, **opts), local_weights=True)
     sched = layer.schedule(wl.ids)
     nmb = int(sched.num_mb.item())
-    ran = {"split_dn": layer.cfg.split_dn, "list_lag": layer.cfg.list_lag, "minibatches": nmb,
+    ran = {"split_dn": layer.cfg.split_dn, "dn_blocks": layer.cfg.dn_blocks,
+           "list_lag": layer.cfg.list_lag, "minibatches": nmb,
            "routed_rows": int(sched.mb_row[nmb].item())}
     return time_launch(layer, wl.x, sched, lambda i: wl.x.normal_(), iters, 3), ran
 

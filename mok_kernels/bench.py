@@ -576,11 +576,12 @@ def forward_tiles(precision: str, wl: "Workload", group: bool = False,
                   **options: Any) -> dict[str, Any]:
     """The forward megakernel's tile options as KernelConfig and MoKLayer resolve them for the
     workload's shape, EP and tokens (a record's ``tiles``; a record without group_m ran group_m
-    1, one without split_dn split_dn 1); ``group``: real GPUs (group mode: no split_dn). Callers
-    that ran a layer pass ``split_dn`` as it ran (run_mok's ``chosen``, run_mok_gemm's ``ran``):
-    the layer falls back to 1 where the shape's split would pass its workspace limit."""
+    1, one without split_dn or dn_blocks 1 of each); ``group``: real GPUs (group mode: neither).
+    Callers that ran a layer pass ``split_dn`` and ``dn_blocks`` as it ran (run_mok's ``chosen``,
+    run_mok_gemm's ``ran``): the layer falls back to 1 where the shape's split would pass its
+    workspace limit."""
     from .megakernel import KernelConfig
-    from .tiles import forward_group_m, forward_split_dn
+    from .tiles import forward_dn_blocks, forward_group_m, forward_split_dn
     cfg = KernelConfig(precision=precision, **options)
     sh = wl.shape
     out = {k: getattr(cfg, k) for k in ("block_m", "bn_gu", "bn_dn", "block_k", "num_warps",
@@ -595,6 +596,12 @@ def forward_tiles(precision: str, wl: "Workload", group: bool = False,
         precision))
     if split > 1:                              # named only when on, as tma_a
         out["split_dn"] = split
+    blocks = cfg.dn_blocks or (1 if group or split > 1 or precision != "bf16" else forward_dn_blocks(
+        wl.tokens, sh.topk, sh.experts, wl.ep, sh.hidden, sh.inter,
+        torch.cuda.get_device_properties(0).multi_processor_count, cfg.block_m, cfg.bn_dn,
+        cfg.block_k, cfg.bn_gu))
+    if blocks > 1:                             # named only when on, as tma_a
+        out["dn_blocks"] = blocks
     return out | ({"fp8_kernel": cfg.fp8_kernel} if precision == "fp8" else {})
 
 
@@ -697,6 +704,7 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
     Knobs left out of ``knobs`` are chosen by MoKLayer before launch; ``chosen``, if given, is
     filled with the knobs the layer ran ("knobs"), where they came from ("source"), the down
     split it ran ("split_dn": the shape's choice, or 1 where its workspace would pass the limit),
+    the down blocks an item walks ("dn_blocks"),
     its work-list lag ("list_lag") and, for fp8_kernel="gluon", the record's tiles ("tiles";
     else None).
     ``tiles``: KernelConfig implementation options beyond the knobs (e.g. tma=True).
@@ -706,7 +714,8 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, cfg, local_weights=True)
     if chosen is not None:
         chosen.update(knobs=layer.cfg.knobs(), source=layer.knob_source,
-                      split_dn=layer.cfg.split_dn, list_lag=layer.cfg.list_lag,
+                      split_dn=layer.cfg.split_dn, dn_blocks=layer.cfg.dn_blocks,
+                      list_lag=layer.cfg.list_lag,
                       tiles=layer.gluon.tiles() if layer.gluon is not None else None)
     fwd = lambda: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
     fwd()
@@ -779,12 +788,13 @@ def run_mok_gemm(wl: Workload, iters: int, warmup: int, ran: dict | None = None,
     """Time the megakernel's GEMM phases alone on this rank: the published default knobs with
     the dispatch copies skipped (the comm programs join the compute at once), fresh random rows in
     the ring before each launch, one routing draw, graph replay of the launch (no schedule, no
-    epilogue). ``ran``, if given, gets the down split the layer ran ("split_dn", as run_mok)."""
+    epilogue). ``ran``, if given, gets the down split and blocks the layer ran ("split_dn",
+    "dn_blocks", as run_mok)."""
     from .megakernel import KernelConfig, MoKLayer
     cfg = KernelConfig(**GEMM_PHASE_KNOBS, skip_copy=True, **tiles)
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, cfg, local_weights=True)
     if ran is not None:
-        ran["split_dn"] = layer.cfg.split_dn
+        ran["split_dn"], ran["dn_blocks"] = layer.cfg.split_dn, layer.cfg.dn_blocks
     layer.ring.normal_()
     return time_launch(layer, wl.x, layer.schedule(wl.ids), lambda i: layer.ring.normal_(),
                        iters, warmup)
@@ -912,7 +922,8 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                     t = fn(wl, a.iters, a.warmup, ran)
                     rec = make_record(system=sysname, knobs=GEMM_PHASE_KNOBS, times=t,
                                       breakdown={}, note=f"{note0}; {GEMM_PHASE_NOTE}; {cmd}",
-                                      tiles=forward_tiles("bf16", wl, split_dn=ran["split_dn"]),
+                                      tiles=forward_tiles("bf16", wl, split_dn=ran["split_dn"],
+                                                          dn_blocks=ran["dn_blocks"]),
                                       **common)
                 else:
                     t = fn(wl, a.iters, a.warmup)
@@ -962,7 +973,7 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                                    f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
                               precision=prec, tiles=backward_tiles(bt) if bwd else
                               ran["tiles"] or forward_tiles(prec, wl, split_dn=ran["split_dn"],
-                                                            **opts),
+                                                            dn_blocks=ran["dn_blocks"], **opts),
                               **common)
             append_records(a.out, [rec])
             recs.append(rec)
@@ -986,7 +997,8 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                 note=f"{note0}; " + (f"fp8 kernel {f8v}; " if f8v else "") +
                      f"{'graph replay' if not a.no_graph else 'eager'}; {cmd}",
                 precision=prec, tiles=chosen["tiles"] or forward_tiles(
-                    prec, wl, split_dn=chosen["split_dn"], list_lag=chosen["list_lag"],
+                    prec, wl, split_dn=chosen["split_dn"], dn_blocks=chosen["dn_blocks"],
+                    list_lag=chosen["list_lag"],
                     **fp8_variant_tiles(f8v)), **common),
                 chosen["source"], swept[(prec, f8v)])
             append_records(a.out, [rec])

@@ -56,7 +56,7 @@ from .peers import (ArenaLayout, LocalGroup, SymmetricArena, check_same_on_every
 from .reference import MoEWeights
 from .schedule import (CapacityOverflowError, Schedule, build_schedule, group_overflow,
                        stack_schedules)
-from .tiles import forward_group_m, forward_split_dn, padded_width
+from .tiles import forward_dn_blocks, forward_group_m, forward_split_dn, padded_width
 
 STALL_CODES = {
     1: "compute wait for the pull-dispatch ready counter of minibatch {info}",
@@ -132,12 +132,11 @@ class KernelConfig:
     tma_a: bool = False             # BF16 activation tiles through TMA too: h rows of the down
                                     # GEMM always, routed ring rows of gate/up when the ring
                                     # never wraps (ring rows >= capacity); one GPU only (needs tma)
-    gu_blocks: int = 1              # gate/up column blocks per work item, walked in one
-                                    # flattened K loop so the next block's first loads are in
-                                    # flight while this one's SwiGLU stores (BF16, tma, group_m 1,
-                                    # no tma_a, one GPU); the same bits as 1
-    dn_blocks: int = 1              # down column blocks per work item, likewise (BF16, tma,
-                                    # split_dn 1, one GPU); the same bits as 1
+    dn_blocks: int | None = None    # down column blocks a work item walks in one flattened K
+                                    # loop, so the next block's first loads are in flight while
+                                    # this one stores (the same bits as 1); BF16, tma, split_dn
+                                    # 1, one GPU. None: chosen from the shape (tiles.py
+                                    # forward_dn_blocks; 1 in group mode)
     on_error: str = "trap"          # stalled wait / overflow: trap the launch, or raise in forward
     precision: str = "bf16"         # bf16 | fp8 (e4m3 with 1x128 activation and 128x128 weight
                                     # block scales; fp8.py)
@@ -209,19 +208,15 @@ class KernelConfig:
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
                 raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
-        for name in ("gu_blocks", "dn_blocks"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, int) or not 1 <= v <= 64:
-                raise ValueError(f"{name}={v!r}: an integer from 1 to 64 is required")
-            if v > 1 and (self.precision != "bf16" or not self.tma or self.skip_gemm):
-                raise ValueError(f"{name}={v} needs precision 'bf16', tma=True and skip_gemm=False "
-                                 f"(its flattened K loop is the BF16 TMA-weight one)")
-        if self.gu_blocks > 1 and (self.tma_a or self.group_m not in (None, 1)):
-            raise ValueError(f"gu_blocks={self.gu_blocks} needs tma_a=False and group_m 1 (its "
-                             f"items are one row tile's consecutive column blocks)")
-        if self.dn_blocks > 1 and self.split_dn not in (None, 1):
-            raise ValueError(f"dn_blocks={self.dn_blocks} with split_dn={self.split_dn}: a down "
-                             f"item walks whole blocks (split_dn 1)")
+        d = self.dn_blocks
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= 64):
+            raise ValueError(f"dn_blocks={d!r}: an integer from 1 to 64 is required (None: chosen)")
+        if (d or 1) > 1 and (self.precision != "bf16" or not self.tma or self.skip_gemm):
+            raise ValueError(f"dn_blocks={d} needs precision 'bf16', tma=True and skip_gemm=False "
+                             f"(its flattened K loop is the BF16 TMA-weight one)")
+        if (d or 1) > 1 and self.split_dn not in (None, 1):
+            raise ValueError(f"dn_blocks={d} with split_dn={self.split_dn}: a down item walks "
+                             f"whole blocks (split_dn 1)")
         if self.split_dn not in (None, 1, 2, 4, 8, 16):
             raise ValueError(f"split_dn={self.split_dn!r}: allowed 1, 2, 4, 8, 16 (K slices of "
                              f"each down block; None: chosen from the shape)")
@@ -807,7 +802,6 @@ def _kernels() -> dict[str, Any]:
         SPLIT_OFF=0, WS_T=0,       # SPLIT > 1: its counters in the sync words; tiles per rank
         NO_GEMM: tl.constexpr = False,   # timing diagnostic (KernelConfig.skip_gemm): items
                                          # store zero tiles and signal, with no K loop
-        GUB: tl.constexpr = 1,     # gate/up column blocks per item (KernelConfig.gu_blocks)
         DNB: tl.constexpr = 1,     # down column blocks per item (KernelConfig.dn_blocks)
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
@@ -842,10 +836,8 @@ def _kernels() -> dict[str, Any]:
         E_BASE = VR * (EL + 1)                        # this rank's experts in the stacked weights
         NB_GU: tl.constexpr = I // BN_GU
         NB_DN: tl.constexpr = (H + BN_DN - 1) // BN_DN    # last down block may pass H: masked
-        NGI: tl.constexpr = (NB_GU + GUB - 1) // GUB      # gate/up work items of a row tile
-        NDI: tl.constexpr = (NB_DN + DNB - 1) // DNB      # and down items (GUB / DNB blocks each)
-        KS_GU: tl.constexpr = H // BK                     # K steps of a gate/up block
-        KS_DN: tl.constexpr = I // BK                     # and of a down block
+        NDI: tl.constexpr = (NB_DN + DNB - 1) // DNB      # down items of a row tile (DNB blocks)
+        KS_DN: tl.constexpr = I // BK                     # K steps of a down block
         DK: tl.constexpr = ((I // BK + SPLIT - 1) // SPLIT) * BK   # K columns of a down slice
         nmb = tl.load(nmb_ptr)
         crow = tl.arange(0, CR)
@@ -996,7 +988,7 @@ def _kernels() -> dict[str, Any]:
             # Without a shared expert its sections are empty (the epilogue reads no shared output).
             ns_tiles = tl.where(HAS_SHARED != 0, (NS + BM - 1) // BM, 0)
             tiles_used = tl.load(mb_tile_ptr + nmb)
-            total = (ns_tiles + tiles_used) * (NGI + NDI * SPLIT)
+            total = (ns_tiles + tiles_used) * (NB_GU + NDI * SPLIT)
             rm = tl.arange(0, BM)
             rk = tl.arange(0, BK)
             sec = -1
@@ -1016,7 +1008,7 @@ def _kernels() -> dict[str, Any]:
                     bc = tl.minimum(tl.maximum(bb, 1), nmb)
                     ntb = tl.load(mb_tile_ptr + bc) - tl.load(mb_tile_ptr + bc - 1)
                     nt = tl.where(bb == 0, ns_tiles, tl.where((bb >= 1) & (bb <= nmb), ntb, 0))
-                    sec_end += nt * tl.where(sec % 2 == 0, NGI, NDI * SPLIT)
+                    sec_end += nt * tl.where(sec % 2 == 0, NB_GU, NDI * SPLIT)
                     sec_nt = nt
                 item = g - sec_start
                 is_gu = sec % 2 == 0
@@ -1040,182 +1032,139 @@ def _kernels() -> dict[str, Any]:
                         if TMA_A == 2:
                             fence_async_proxy()
                         waited = b
-                    if GUB > 1:
-                        # GUB column blocks of one row tile in one flattened K loop: the next
-                        # block's first loads are in flight while this block's SwiGLU stores
-                        tt = item // NGI
-                        nb0 = (item % NGI) * GUB
-                        nblk = tl.minimum(NB_GU - nb0, GUB)
-                        tile, row0, nrows, e, hrow0 = tile_of(tt, shared, t_base, tile_row0_ptr,
-                                                              tile_rows_ptr, tile_exp_ptr, NS, EL,
-                                                              E_BASE, BM)
+                    if GM > 1:   # GM row tiles share each weight column block while it is in L2
+                        grp0 = (item // (GM * NB_GU)) * GM
+                        gsz = tl.minimum(sec_nt - grp0, GM)
+                        within = item - grp0 * NB_GU
+                        tt = grp0 + within % gsz
+                        nb = within // gsz
+                    else:
+                        tt = item // NB_GU
+                        nb = item % NB_GU
+                    tile, row0, nrows, e, hrow0 = tile_of(tt, shared, t_base, tile_row0_ptr,
+                                                          tile_rows_ptr, tile_exp_ptr, NS, EL,
+                                                          E_BASE, BM)
+                    if NO_GEMM:
                         rmask = rm < nrows
+                        rn = nb * BN_GU + tl.arange(0, BN_GU)
+                        acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                        acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                    elif FP8:
+                        rmask = rm < nrows
+                        rn = nb * BN_GU + tl.arange(0, BN_GU)
+                        # shared rows are BF16 tokens, quantized in the loop; routed rows come
+                        # quantized from the ring (the pointer types differ: two calls)
+                        if F8V >= 4:
+                            if shared:
+                                acc2 = gu_fp8_v4(
+                                    x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
+                                    ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H, I, BM,
+                                    BN_GU, BK, True, F8V == 5)
+                            else:
+                                ring_row = ((row0 + rm) % R).to(tl.int64)
+                                acc2 = gu_fp8_v4(
+                                    ring_ptr + ring_row[:, None] * H + rk[None, :],
+                                    ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc, wgu_s_ptr,
+                                    e, nb, H, I, BM, BN_GU, BK, False, F8V == 5)
+                            acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
+                        elif F8V == 3:
+                            if shared:
+                                acc_g, acc_u = gu_fp8_v3(
+                                    x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
+                                    ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H, I, BM,
+                                    BN_GU, BK, True)
+                            else:
+                                ring_row = ((row0 + rm) % R).to(tl.int64)
+                                acc_g, acc_u = gu_fp8_v3(
+                                    ring_ptr + ring_row[:, None] * H + rk[None, :],
+                                    ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc, wgu_s_ptr,
+                                    e, nb, H, I, BM, BN_GU, BK, False)
+                        elif F8V == 2:
+                            if shared:
+                                acc_g, acc_u = gu_fp8_v2(
+                                    x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
+                                    ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H, I, BM,
+                                    BN_GU, BK, True)
+                            else:
+                                ring_row = ((row0 + rm) % R).to(tl.int64)
+                                acc_g, acc_u = gu_fp8_v2(
+                                    ring_ptr + ring_row[:, None] * H + rk[None, :],
+                                    ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc, wgu_s_ptr,
+                                    e, nb, H, I, BM, BN_GU, BK, False)
+                        else:
+                            if shared:
+                                acc2 = gu_fp8(x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
+                                              ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb,
+                                              H, I, BM, BN_GU, BK, True)
+                            else:
+                                ring_row = ((row0 + rm) % R).to(tl.int64)
+                                acc2 = gu_fp8(ring_ptr + ring_row[:, None] * H + rk[None, :],
+                                              ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc,
+                                              wgu_s_ptr, e, nb, H, I, BM, BN_GU, BK, False)
+                            acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
+                    else:
                         if shared:
                             a_ptrs = x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :]
                         else:
                             a_ptrs = ring_ptr + ((row0 + rm) % R).to(tl.int64)[:, None] * H + rk[None, :]
-                        h_rows = h_ptr + (hrow0 + rm).to(tl.int64)[:, None] * I
-                        acc2 = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
-                        for it in range(0, nblk * KS_GU):
-                            kk = it % KS_GU
-                            nb = nb0 + it // KS_GU
-                            a = tl.load(a_ptrs + kk * BK, mask=rmask[:, None], other=0.0)
-                            bgu = wgu_desc.load([e * H + kk * BK, nb * 2 * BN_GU])
-                            acc2 = tl.dot(a, bgu, acc2)
-                            if kk == KS_GU - 1:
-                                acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
-                                if SAVE_GU:
-                                    gu_rows = (hrow0 + rm).to(tl.int64)[:, None] * (2 * I)
-                                    g_cols = nb * 2 * BN_GU + tl.arange(0, BN_GU)
-                                    tl.store(gu_ptr + gu_rows + g_cols[None, :], acc_g.to(tl.bfloat16),
-                                             mask=rmask[:, None])
-                                    tl.store(gu_ptr + gu_rows + (g_cols + BN_GU)[None, :],
-                                             acc_u.to(tl.bfloat16), mask=rmask[:, None])
-                                hval = acc_g * tl.sigmoid(acc_g) * acc_u
-                                rn = nb * BN_GU + tl.arange(0, BN_GU)
-                                tl.store(h_rows + rn[None, :], hval.to(tl.bfloat16), mask=rmask[:, None])
-                                acc2 = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
-                        g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
-                        tl.debug_barrier()
-                        if shared:
-                            tl.atomic_add(sync_ptr + SH_OFF + tile, nblk, sem="release", scope="gpu")
-                        else:
-                            tl.atomic_add(sync_ptr + HC_OFF + tile, nblk, sem="release", scope="gpu")
-                            tl.atomic_add(sync_ptr + GU_OFF + mbi, nblk, sem="release", scope=SC)
-                    else:
-                        if GM > 1:   # GM row tiles share each weight column block while it is in L2
-                            grp0 = (item // (GM * NB_GU)) * GM
-                            gsz = tl.minimum(sec_nt - grp0, GM)
-                            within = item - grp0 * NB_GU
-                            tt = grp0 + within % gsz
-                            nb = within // gsz
-                        else:
-                            tt = item // NB_GU
-                            nb = item % NB_GU
-                        tile, row0, nrows, e, hrow0 = tile_of(tt, shared, t_base, tile_row0_ptr,
-                                                              tile_rows_ptr, tile_exp_ptr, NS, EL,
-                                                              E_BASE, BM)
-                        if NO_GEMM:
-                            rmask = rm < nrows
-                            rn = nb * BN_GU + tl.arange(0, BN_GU)
-                            acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
-                            acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
-                        elif FP8:
-                            rmask = rm < nrows
-                            rn = nb * BN_GU + tl.arange(0, BN_GU)
-                            # shared rows are BF16 tokens, quantized in the loop; routed rows come
-                            # quantized from the ring (the pointer types differ: two calls)
-                            if F8V >= 4:
+                        rmask = rm < nrows
+                        rn = nb * BN_GU + tl.arange(0, BN_GU)
+                        if FUSE_GU:
+                            # gate|up interleaved per BN_GU block: one (BK x 2*BN_GU) tile per step
+                            rn2 = nb * 2 * BN_GU + tl.arange(0, 2 * BN_GU)
+                            w_off2 = e.to(tl.int64) * H * 2 * I + rk[:, None] * (2 * I) + rn2[None, :]
+                            if TMA_A == 2:
                                 if shared:
-                                    acc2 = gu_fp8_v4(
-                                        x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
-                                        ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H, I, BM,
-                                        BN_GU, BK, True, F8V == 5)
-                                else:
-                                    ring_row = ((row0 + rm) % R).to(tl.int64)
-                                    acc2 = gu_fp8_v4(
-                                        ring_ptr + ring_row[:, None] * H + rk[None, :],
-                                        ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc, wgu_s_ptr,
-                                        e, nb, H, I, BM, BN_GU, BK, False, F8V == 5)
-                                acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
-                            elif F8V == 3:
-                                if shared:
-                                    acc_g, acc_u = gu_fp8_v3(
-                                        x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
-                                        ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H, I, BM,
-                                        BN_GU, BK, True)
-                                else:
-                                    ring_row = ((row0 + rm) % R).to(tl.int64)
-                                    acc_g, acc_u = gu_fp8_v3(
-                                        ring_ptr + ring_row[:, None] * H + rk[None, :],
-                                        ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc, wgu_s_ptr,
-                                        e, nb, H, I, BM, BN_GU, BK, False)
-                            elif F8V == 2:
-                                if shared:
-                                    acc_g, acc_u = gu_fp8_v2(
-                                        x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
-                                        ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb, H, I, BM,
-                                        BN_GU, BK, True)
-                                else:
-                                    ring_row = ((row0 + rm) % R).to(tl.int64)
-                                    acc_g, acc_u = gu_fp8_v2(
-                                        ring_ptr + ring_row[:, None] * H + rk[None, :],
-                                        ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc, wgu_s_ptr,
-                                        e, nb, H, I, BM, BN_GU, BK, False)
-                            else:
-                                if shared:
-                                    acc2 = gu_fp8(x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :],
-                                                  ring_s_ptr, rmask, wg_ptr, wgu_desc, wgu_s_ptr, e, nb,
-                                                  H, I, BM, BN_GU, BK, True)
-                                else:
-                                    ring_row = ((row0 + rm) % R).to(tl.int64)
-                                    acc2 = gu_fp8(ring_ptr + ring_row[:, None] * H + rk[None, :],
-                                                  ring_s_ptr + ring_row * HB, rmask, wg_ptr, wgu_desc,
-                                                  wgu_s_ptr, e, nb, H, I, BM, BN_GU, BK, False)
-                                acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
-                        else:
-                            if shared:
-                                a_ptrs = x_loc_ptr + (row0 + rm).to(tl.int64)[:, None] * H + rk[None, :]
-                            else:
-                                a_ptrs = ring_ptr + ((row0 + rm) % R).to(tl.int64)[:, None] * H + rk[None, :]
-                            rmask = rm < nrows
-                            rn = nb * BN_GU + tl.arange(0, BN_GU)
-                            if FUSE_GU:
-                                # gate|up interleaved per BN_GU block: one (BK x 2*BN_GU) tile per step
-                                rn2 = nb * 2 * BN_GU + tl.arange(0, 2 * BN_GU)
-                                w_off2 = e.to(tl.int64) * H * 2 * I + rk[:, None] * (2 * I) + rn2[None, :]
-                                if TMA_A == 2:
-                                    if shared:
-                                        acc2 = gu_bf16(a_ptrs, rmask, wg_ptr + w_off2, wgu_desc, e, nb,
-                                                       H, I, BM, BN_GU, BK)
-                                    else:
-                                        # rows past the tile's own are other rows (or zeros past
-                                        # the ring): their outputs are masked at the stores
-                                        a_row = (VR * R + row0).to(tl.int32)
-                                        acc2 = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
-                                        for k0 in range(0, H, BK):
-                                            a = ring_desc.load([a_row, k0])
-                                            bgu = wgu_desc.load([e * H + k0, nb * 2 * BN_GU])
-                                            acc2 = tl.dot(a, bgu, acc2)
-                                else:
                                     acc2 = gu_bf16(a_ptrs, rmask, wg_ptr + w_off2, wgu_desc, e, nb,
                                                    H, I, BM, BN_GU, BK)
-                                acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
+                                else:
+                                    # rows past the tile's own are other rows (or zeros past
+                                    # the ring): their outputs are masked at the stores
+                                    a_row = (VR * R + row0).to(tl.int32)
+                                    acc2 = tl.zeros((BM, 2 * BN_GU), dtype=tl.float32)
+                                    for k0 in range(0, H, BK):
+                                        a = ring_desc.load([a_row, k0])
+                                        bgu = wgu_desc.load([e * H + k0, nb * 2 * BN_GU])
+                                        acc2 = tl.dot(a, bgu, acc2)
                             else:
-                                w_off = e.to(tl.int64) * H * I + rk[:, None] * I + rn[None, :]
-                                acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
-                                acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
-                                for k0 in range(0, H, BK):
-                                    a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
-                                    bg = tl.load(wg_ptr + w_off + k0 * I)
-                                    bu = tl.load(wu_ptr + w_off + k0 * I)
-                                    acc_g = tl.dot(a, bg, acc_g)
-                                    acc_u = tl.dot(a, bu, acc_u)
-                        g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
-                        if SAVE_GU:
-                            # g and u for the backward, bf16, where its [dg|du] of this row go
-                            gu_rows = (hrow0 + rm).to(tl.int64)[:, None] * (2 * I)
-                            g_cols = nb * 2 * BN_GU + tl.arange(0, BN_GU)
-                            tl.store(gu_ptr + gu_rows + g_cols[None, :], acc_g.to(tl.bfloat16),
-                                     mask=rmask[:, None])
-                            tl.store(gu_ptr + gu_rows + (g_cols + BN_GU)[None, :],
-                                     acc_u.to(tl.bfloat16), mask=rmask[:, None])
-                        hval = acc_g * tl.sigmoid(acc_g) * acc_u
-                        h_ptrs = h_ptr + (hrow0 + rm).to(tl.int64)[:, None] * I + rn[None, :]
-                        if FP8:     # h quantized per row per 128 columns for the down GEMM
-                            hq, hs = quant_rows(hval, BM, BN_GU)
-                            tl.store(h_ptrs, hq, mask=rmask[:, None])
-                            scol = nb * (BN_GU // 128) + tl.arange(0, BN_GU // 128)
-                            tl.store(h_s_ptr + (hrow0 + rm).to(tl.int64)[:, None] * IB + scol[None, :], hs,
-                                     mask=rmask[:, None])
+                                acc2 = gu_bf16(a_ptrs, rmask, wg_ptr + w_off2, wgu_desc, e, nb,
+                                               H, I, BM, BN_GU, BK)
+                            acc_g, acc_u = tl.split(tl.permute(tl.reshape(acc2, (BM, 2, BN_GU)), (0, 2, 1)))
                         else:
-                            tl.store(h_ptrs, hval.to(tl.bfloat16), mask=rmask[:, None])
-                        tl.debug_barrier()
-                        if shared:
-                            tl.atomic_add(sync_ptr + SH_OFF + tile, 1, sem="release", scope="gpu")
-                        else:
-                            tl.atomic_add(sync_ptr + HC_OFF + tile, 1, sem="release", scope="gpu")
-                            tl.atomic_add(sync_ptr + GU_OFF + mbi, 1, sem="release", scope=SC)
+                            w_off = e.to(tl.int64) * H * I + rk[:, None] * I + rn[None, :]
+                            acc_g = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                            acc_u = tl.zeros((BM, BN_GU), dtype=tl.float32)
+                            for k0 in range(0, H, BK):
+                                a = tl.load(a_ptrs + k0, mask=rmask[:, None], other=0.0)
+                                bg = tl.load(wg_ptr + w_off + k0 * I)
+                                bu = tl.load(wu_ptr + w_off + k0 * I)
+                                acc_g = tl.dot(a, bg, acc_g)
+                                acc_u = tl.dot(a, bu, acc_u)
+                    g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
+                    if SAVE_GU:
+                        # g and u for the backward, bf16, where its [dg|du] of this row go
+                        gu_rows = (hrow0 + rm).to(tl.int64)[:, None] * (2 * I)
+                        g_cols = nb * 2 * BN_GU + tl.arange(0, BN_GU)
+                        tl.store(gu_ptr + gu_rows + g_cols[None, :], acc_g.to(tl.bfloat16),
+                                 mask=rmask[:, None])
+                        tl.store(gu_ptr + gu_rows + (g_cols + BN_GU)[None, :],
+                                 acc_u.to(tl.bfloat16), mask=rmask[:, None])
+                    hval = acc_g * tl.sigmoid(acc_g) * acc_u
+                    h_ptrs = h_ptr + (hrow0 + rm).to(tl.int64)[:, None] * I + rn[None, :]
+                    if FP8:     # h quantized per row per 128 columns for the down GEMM
+                        hq, hs = quant_rows(hval, BM, BN_GU)
+                        tl.store(h_ptrs, hq, mask=rmask[:, None])
+                        scol = nb * (BN_GU // 128) + tl.arange(0, BN_GU // 128)
+                        tl.store(h_s_ptr + (hrow0 + rm).to(tl.int64)[:, None] * IB + scol[None, :], hs,
+                                 mask=rmask[:, None])
+                    else:
+                        tl.store(h_ptrs, hval.to(tl.bfloat16), mask=rmask[:, None])
+                    tl.debug_barrier()
+                    if shared:
+                        tl.atomic_add(sync_ptr + SH_OFF + tile, 1, sem="release", scope="gpu")
+                    else:
+                        tl.atomic_add(sync_ptr + HC_OFF + tile, 1, sem="release", scope="gpu")
+                        tl.atomic_add(sync_ptr + GU_OFF + mbi, 1, sem="release", scope=SC)
                 else:
                     if DNB > 1:
                         # DNB column blocks of one row tile in one flattened K loop: the next
@@ -1501,9 +1450,9 @@ class MoKLayer:
         if cfg.tma_a and self.group is not None:
             raise ValueError("tma_a=True runs on one GPU (rank=r emulation or rank=None virtual "
                              "ranks); group mode keeps pointer loads")
-        if max(cfg.gu_blocks, cfg.dn_blocks) > 1 and self.group is not None:
-            raise ValueError(f"gu_blocks={cfg.gu_blocks}, dn_blocks={cfg.dn_blocks} run on one GPU "
-                             f"(rank=r emulation or rank=None virtual ranks); group mode keeps 1")
+        if (cfg.dn_blocks or 1) > 1 and self.group is not None:
+            raise ValueError(f"dn_blocks={cfg.dn_blocks} runs on one GPU (rank=r emulation or "
+                             f"rank=None virtual ranks); group mode keeps dn_blocks=1")
         if (cfg.split_dn or 1) > 1 and self.group is not None:
             raise ValueError(f"split_dn={cfg.split_dn} runs on one GPU (rank=r emulation or "
                              f"rank=None virtual ranks); group mode keeps split_dn=1")
@@ -1527,8 +1476,7 @@ class MoKLayer:
         cfg = self.cfg
         if cfg.group_m is None:            # per shape class, measured (tiles.py)
             self.cfg = cfg = dataclasses.replace(
-                cfg, group_m=1 if cfg.gu_blocks > 1 else forward_group_m(self.I, cfg.bn_gu,
-                                                                          cfg.block_k))
+                cfg, group_m=forward_group_m(self.I, cfg.bn_gu, cfg.block_k))
         cfg.validate()
         # I is zero-padded to whole gate/up column blocks: padded columns give SwiGLU 0 and meet
         # zero rows of the down weights, so they add exactly nothing. The last down column block
@@ -1571,10 +1519,17 @@ class MoKLayer:
         def ws_elements(split: int) -> int:           # split_dn's fp32 workspace
             return v * self.ws_tiles * nb_dn * split * cfg.block_m * cfg.bn_dn if split > 1 else 0
         if cfg.split_dn is None:     # per shape class, measured (tiles.py); never past the limit
-            s = 1 if self.group is not None or cfg.dn_blocks > 1 else forward_split_dn(
+            s = 1 if self.group is not None or (cfg.dn_blocks or 1) > 1 else forward_split_dn(
                 n, k, self.E, p, self.H, self.I, cfg.block_m, cfg.bn_dn, cfg.precision)
             s = s if ws_elements(s) * 4 <= SPLIT_WS_MAX_BYTES else 1
             self.cfg = cfg = dataclasses.replace(cfg, split_dn=s)
+        if cfg.dn_blocks is None:    # per shape class, measured (tiles.py)
+            sms = self._programs_per_rank()
+            d = 1 if (self.group is not None or cfg.split_dn > 1 or cfg.precision != "bf16"
+                      or not cfg.tma or cfg.skip_gemm or sms is None) else forward_dn_blocks(
+                n, k, self.E, p, self.H, self.I, sms, cfg.block_m, cfg.bn_dn, cfg.block_k,
+                cfg.bn_gu)
+            self.cfg = cfg = dataclasses.replace(cfg, dn_blocks=d)
         self.sync_stride = self.off["split"] + (self.ws_tiles * nb_dn if cfg.split_dn > 1 else 0)
         n_ws = ws_elements(cfg.split_dn)
         if n_ws * 4 > SPLIT_WS_MAX_BYTES:    # refused before the layer's buffers are allocated
@@ -1612,6 +1567,17 @@ class MoKLayer:
         self.last_schedule: Schedule | None = None
         self.saved_gu: torch.Tensor | None = None   # save_for_backward: the last forward's g, u
         self.stall_test = 0
+
+    def _programs_per_rank(self) -> int | None:
+        """Programs of one rank's share of the persistent grid (the GPU's SMs unless
+        KernelConfig.grid, over the virtual ranks); None without a GPU (nothing launches)."""
+        grid = self.cfg.grid
+        if grid is None:
+            dev = torch.device(self.device)
+            if dev.type != "cuda" or not torch.cuda.is_available():
+                return None
+            grid = torch.cuda.get_device_properties(dev).multi_processor_count
+        return max(grid // self.vranks, 1)
 
     def _init_gluon(self) -> None:
         """fp8_kernel="gluon": refuse what the Gluon pass cannot run, then build its GluonFP8MoK
@@ -1873,7 +1839,7 @@ class MoKLayer:
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
-            NO_GEMM=cfg.skip_gemm, GUB=cfg.gu_blocks, DNB=cfg.dn_blocks, num_warps=cfg.num_warps,
+            NO_GEMM=cfg.skip_gemm, DNB=cfg.dn_blocks, num_warps=cfg.num_warps,
             num_stages=cfg.num_stages)
 
     def tma_a_mode(self) -> int:

@@ -182,7 +182,8 @@ def run(a: argparse.Namespace) -> int:
             if not a.compile_only:
                 recs.append(make_record(system="mok-gemm", knobs=GEMM_PHASE_KNOBS, times=t,
                                         breakdown={}, note=f"{note}; {GEMM_PHASE_NOTE}",
-                                        tiles=forward_tiles("bf16", wl, split_dn=ran["split_dn"]),
+                                        tiles=forward_tiles("bf16", wl, split_dn=ran["split_dn"],
+                                                                            dn_blocks=ran["dn_blocks"]),
                                         **common))
                 line.append(f"mok-gemm {recs[0]['latency_ms']['median']:.3f}")
         elif not a.compile_only:
@@ -217,7 +218,8 @@ def run(a: argparse.Namespace) -> int:
                 print(f"{line[0]} {label}: FAILED {type(exc).__name__}: {exc}", flush=True)
                 continue
             rec = make_record(system="mok", knobs=knobs, times=times, breakdown={}, note=note,
-                              tiles=forward_tiles("bf16", wl, split_dn=layer.cfg.split_dn),
+                              tiles=forward_tiles("bf16", wl, split_dn=layer.cfg.split_dn,
+                                                                  dn_blocks=layer.cfg.dn_blocks),
                               **common)
             rec["rel_err_vs_fp32"] = err
             recs.append(rec)

@@ -58,3 +58,33 @@ def forward_split_dn(tokens: int, top_k: int, experts: int, ep: int, hidden: int
         return 1
     items = expected_row_tiles(tokens, top_k, experts, ep, block_m) * -(-hidden // bn_dn)
     return SPLIT_DN if items <= FEW_DOWN_ITEMS else 1
+
+
+# dn_blocks (KernelConfig): a down work item walks several column blocks of its row tile in one
+# flattened K loop, so the next block's first loads are in flight while this block stores; a
+# short K loop (narrow experts) otherwise pays its pipeline's fill and its store alone. Measured
+# (benchmarks/device/s42_blocks.py, mok_kernels/logs_s42/s42a-b, one H200, 2026-12-04, pull /
+# push, 32 comm SMs, the pass against one block an item): qwen3-30b-a3b (12 K steps) EP 8 / 32 at
+# 4,096 tokens 0.91-0.93 at 4 blocks, 0.96-0.99 at 6-8; at 1,024 tokens 0.97 at 2 blocks, 1.04
+# at 4 and 1.17 at 8 (64 row tiles: too few items for the SMs); qwen3-next-80b-a3b (8 steps)
+# 0.92 at 4; qwen3-235b-a22b, glm-4.5 and minimax-m2 (24 steps) 0.95-0.99 at 2; 32-step shapes
+# (kimi-k2, glm-5) 0.95-1.03 at 2 and kimi-k2 1.03 at 4. So the rule doubles the blocks while an
+# item stays within DOWN_K_STEPS K steps and the down items still outnumber the SMs.
+DOWN_K_STEPS = 48      # K steps (of block_k) a down item walks at most: 3,072 columns at 64
+
+
+def forward_dn_blocks(tokens: int, top_k: int, experts: int, ep: int, hidden: int,
+                      expert_width: int, sms: int, block_m: int = 128, bn_dn: int = 256,
+                      block_k: int = 64, bn_gu: int = 128) -> int:
+    """The dn_blocks MoKLayer picks when KernelConfig.dn_blocks is None (BF16 on one GPU; group
+    mode, FP8 and split_dn > 1 run 1): the largest power of two d with d x (the padded width's K
+    steps) <= DOWN_K_STEPS, d <= the down column blocks, and the expected down items
+    (row tiles x ceil(blocks / d), uniform routing) at least `sms`."""
+    steps = padded_width(expert_width, bn_gu, block_k) // block_k
+    blocks = -(-hidden // bn_dn)
+    tiles = expected_row_tiles(tokens, top_k, experts, ep, block_m)
+    d = 1
+    while (2 * d * steps <= DOWN_K_STEPS and 2 * d <= blocks
+           and tiles * -(-blocks // (2 * d)) >= sms):
+        d *= 2
+    return d

@@ -449,6 +449,27 @@ def split_dn(scn, tile: dict | None = None) -> int:
                             m.expert_width, t["block_m"], t["bn_dn"], scn.precision)
 
 
+def dn_blocks(scn, tile: dict | None = None) -> int:
+    """Column blocks a down work item of the megakernel walks in one K loop: the tile's
+    `dn_blocks` where it names one (a record's), else the scenario's (a record that ran other
+    than today's choice: records.record_dn_blocks), else the layer's choice for the scenario
+    (mok_kernels/tiles.py forward_dn_blocks: BF16 on one GPU with the down GEMM not split; 1
+    elsewhere). A tile of a record that does not name it ran 1 (records before 2026-12-04)."""
+    from mok_kernels.tiles import forward_dn_blocks
+
+    if tile and tile.get("dn_blocks"):
+        return int(tile["dn_blocks"])
+    if scn.dn_blocks:
+        return scn.dn_blocks
+    if (not scn.hardware.emulated_ranks or scn.precision != "bf16" or scn.pass_ != "fwd"
+            or split_dn(scn, tile) > 1):
+        return 1
+    t, m = {**DEFAULT_TILE, "block_k": 64, **(tile or {})}, scn.model
+    return forward_dn_blocks(scn.tokens, m.top_k, m.routed_experts, scn.ep, m.hidden,
+                             m.expert_width, scn.hardware.sms, t["block_m"], t["bn_dn"],
+                             t["block_k"], t["bn_gu"])
+
+
 def occupancy(scn, tile: dict | None = None, kernel: bool = True) -> float:
     """The measured GPU's GEMM FLOPs at peak on all SMs, over the same with each phase (gate/up,
     down: routed and shared tiles together, in the kernel's tile: `tile`, else DEFAULT_TILE)
@@ -466,8 +487,9 @@ def occupancy(scn, tile: dict | None = None, kernel: bool = True) -> float:
     if ns:
         blocks.append((float(np.ceil(scn.tokens / bm)) * ns, sw))
     gu_tiles = sum(r * math.ceil(2 * w / t["bn_gu"]) for r, w in blocks)
-    dn_tiles = sum(r * math.ceil(H / t["bn_dn"]) for r, w in blocks) * (split_dn(scn, tile)
-                                                                         if kernel else 1)
+    per_row = (math.ceil(math.ceil(H / t["bn_dn"]) / dn_blocks(scn, tile)) * split_dn(scn, tile)
+               if kernel else math.ceil(H / t["bn_dn"]))
+    dn_tiles = sum(r * per_row for r, w in blocks)
     gu_flops = sum(r * 2 * w * H for r, w in blocks)
     dn_flops = sum(r * w * H for r, w in blocks)
     if gu_tiles <= 0:
@@ -643,15 +665,19 @@ def phase_features(scn, tile: dict | None = None) -> dict:
 def row_tile_items(scn, width: int, tile: dict | None = None) -> tuple:
     """((gate/up items, FLOPs each), (down items, FLOPs each)) of one row tile of an expert
     `width` wide in the kernel's tile (phase_features' `tile`): gate/up items of 128 x 2*bn_gu
-    over K = H; down items of 128 x bn_dn over one K slice of the padded width (split_dn)."""
+    over K = H; down items of 128 x bn_dn over one K slice of the padded width (split_dn), or of
+    dn_blocks such blocks walked in one K loop (their mean FLOPs where the last item of a row
+    tile has fewer)."""
     from mok_kernels.tiles import padded_width
 
     t = {**DEFAULT_TILE, "block_k": 64, **(tile or {})}
     bm, bn_gu, bn_dn = t["block_m"], t["bn_gu"], t["bn_dn"]
     H, split = scn.model.hidden, split_dn(scn, tile)
     wp = padded_width(width, bn_gu, t["block_k"])
+    nb_dn = math.ceil(H / bn_dn)
+    n_dn = math.ceil(nb_dn / dn_blocks(scn, tile)) * split
     return ((wp // bn_gu, 2.0 * bm * 2 * bn_gu * H),
-            (math.ceil(H / bn_dn) * split, 2.0 * bm * bn_dn * wp / split))
+            (n_dn, 2.0 * bm * bn_dn * wp * nb_dn / n_dn))
 
 
 def list_period(table: GemmTable, scn, row_tiles, sms, scaling: float = 1.0, lag=None):

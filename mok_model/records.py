@@ -287,26 +287,27 @@ def _model(key: str):
 @lru_cache(maxsize=1024)
 def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
                       routing: str, seed: int, zipf_order: str = "model",
-                      zero_shared_slot: bool = False, split_dn: int = 0,
+                      zero_shared_slot: bool = False, split_dn: int = 0, dn_blocks: int = 0,
                       list_lag: int = 1, bwd_tiles: str = "recompute", copy_loop: str = "runs",
                       fp8_kernel: str = "triton") -> Scenario:
     """The Scenario of a workload key (see workload_key); cached, records share it."""
     return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed,
                     zipf_order, zero_shared_slot, split_dn, list_lag, fp8_kernel,
-                    bwd_tiles=bwd_tiles, copy_loop=copy_loop)
+                    bwd_tiles=bwd_tiles, copy_loop=copy_loop, dn_blocks=dn_blocks)
 
 
 def workload_key(rec: dict) -> tuple:
     """What a record measured, without the knobs: records with equal keys share a Scenario.
-    The last seven elements: the zipf popularity order (record_zipf_order; "model" for the
+    The last eight elements: the zipf popularity order (record_zipf_order; "model" for the
     others), whether the record's kernel ran a zero shared expert (record_zero_shared_slot),
-    the K slices of its down GEMM where they are not today's choice (record_split_dn), its
-    work list's lag (record_list_lag), its backward tiles (record_bwd_tiles), its comm copy
-    loop (record_copy_loop) and its FP8 forward kernel (record_fp8_kernel, last)."""
+    the K slices of its down GEMM and the column blocks of its down items where they are not
+    today's choice (record_split_dn, record_dn_blocks), its work list's lag (record_list_lag),
+    its backward tiles (record_bwd_tiles), its comm copy loop (record_copy_loop) and its FP8
+    forward kernel (record_fp8_kernel, last)."""
     return (rec["hardware"]["preset"], model_key(rec), rec["ep"], rec["tokens"], rec["pass"],
             rec["precision"], routing_spec(rec), int(rec["routing"].get("seed", 0)),
             record_zipf_order(rec) or "model", record_zero_shared_slot(rec), record_split_dn(rec),
-            record_list_lag(rec), record_bwd_tiles(rec), record_copy_loop(rec),
+            record_dn_blocks(rec), record_list_lag(rec), record_bwd_tiles(rec), record_copy_loop(rec),
             record_fp8_kernel(rec))
 
 
@@ -338,6 +339,20 @@ def record_split_dn(rec: dict) -> int:
     tiles = rec.get("tiles") if isinstance(rec.get("tiles"), dict) else {}
     ran = int(tiles.get("split_dn", 1))
     return 0 if ran == default_split_dn(rec) else ran
+
+
+def record_dn_blocks(rec: dict) -> int:
+    """Down column blocks a work item of a measured forward of our megakernel (mok, mok-gemm)
+    walked, where they differ from what MoKLayer picks for its shape today (default_dn_blocks),
+    else 0 (the layer's choice). Records name dn_blocks when it is above 1 (mok_kernels/bench.py
+    forward_tiles), so one without it ran 1: every record made before 2026-12-04 15:40 UTC,
+    when the blocks became the shape's."""
+    if (rec["system"] not in KERNEL_SYSTEMS or rec["pass"] != "fwd"
+            or rec.get("source") != "measured"):
+        return 0
+    tiles = rec.get("tiles") if isinstance(rec.get("tiles"), dict) else {}
+    ran = int(tiles.get("dn_blocks", 1))
+    return 0 if ran == default_dn_blocks(rec) else ran
 
 
 def record_list_lag(rec: dict) -> int:
@@ -561,8 +576,9 @@ TRAINING_BWD_NARROW = {**TRAINING_BWD, "bn_a": 128, "a_epi": 0}
 TRAINING_A_COLUMNS = 256  # the A items' columns with a_epi: the padded width must be a multiple
 # BF16 forward options besides group_m (KernelConfig): activation tiles through TMA, rows per
 # dispatch copy step, K slices of the down GEMM (the default split_dn is the shape's since
-# 2026-12-01 16:10 UTC: default_split_dn)
-DEFAULT_BF16 = {"tma_a": 0, "copy_rows": 16, "split_dn": 1, "list_lag": 1}
+# 2026-12-01 16:10 UTC: default_split_dn), down column blocks an item walks (the shape's since
+# 2026-12-04 15:40 UTC: default_dn_blocks)
+DEFAULT_BF16 = {"tma_a": 0, "copy_rows": 16, "split_dn": 1, "list_lag": 1, "dn_blocks": 1}
 
 
 def default_split_dn(rec: dict) -> int:
@@ -575,6 +591,20 @@ def default_split_dn(rec: dict) -> int:
     m = _model(model_key(rec))
     return forward_split_dn(int(rec["tokens"]), m.top_k, m.routed_experts, int(rec["ep"]),
                             m.hidden, m.expert_width, precision=rec["precision"])
+
+
+def default_dn_blocks(rec: dict) -> int:
+    """The dn_blocks MoKLayer picks for a forward record's shape, EP and tokens on one GPU
+    (mok_kernels/tiles.py forward_dn_blocks on the record's SMs; 1 across real GPUs: group mode,
+    in FP8 and where the down GEMM is split)."""
+    from mok_kernels.tiles import forward_dn_blocks
+
+    if (rec["hardware"].get("gpus", 1) > 1 or rec["precision"] != "bf16"
+            or default_split_dn(rec) > 1):
+        return 1
+    m = _model(model_key(rec))
+    return forward_dn_blocks(int(rec["tokens"]), m.top_k, m.routed_experts, int(rec["ep"]),
+                             m.hidden, m.expert_width, int(rec["hardware"].get("sms", 132)))
 
 
 def _expert_width(rec: dict) -> int:
@@ -685,7 +715,9 @@ def default_variant(rec: dict, old: bool = False) -> bool:
         return not old and v == DEFAULT_GLUON
     if rec["precision"] == "fp8":
         return v == (OLD_FP8 if old else DEFAULT_FP8) | group
-    return v == group | DEFAULT_BF16 | {"split_dn": 1 if old else default_split_dn(rec)}
+    return v == group | DEFAULT_BF16 | ({"split_dn": 1} if old else
+                                        {"split_dn": default_split_dn(rec),
+                                         "dn_blocks": default_dn_blocks(rec)})
 
 
 def todays_kernel(rec: dict) -> bool:
@@ -706,7 +738,7 @@ def variant_label(rec: dict) -> str:
         return "bwd " + ",".join(f"{k}={v[k]}" for k in ("w_flat", "a_fuse_gu", "bw"))
     if rec["precision"] != "fp8":
         return (f"bf16 forward group_m {v['group_m']}" + (" tma_a" if v["tma_a"] else "")
-                + "".join(f" {k} {v[k]}" for k in ("copy_rows", "split_dn", "list_lag")
+                + "".join(f" {k} {v[k]}" for k in ("copy_rows", "split_dn", "dn_blocks", "list_lag")
                           if v[k] != DEFAULT_BF16[k]))
     if v["fp8_kernel"] == "gluon":
         return "fp8 gluon " + ",".join(f"{k}={v[k]}" for k in DEFAULT_GLUON if k != "fp8_kernel")

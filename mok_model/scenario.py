@@ -98,6 +98,10 @@ class Scenario:
     bwd_tiles: str = "recompute"
     # our megakernel's comm copy loop (COPY_LOOPS; records.record_copy_loop)
     copy_loop: str = "runs"
+    # column blocks of our megakernel's down work items where a run record's kernel ran other
+    # than the layer's choice for the shape (records.record_dn_blocks); 0: the layer's choice
+    # (mok_kernels/tiles.py forward_dn_blocks, gemm_table.dn_blocks)
+    dn_blocks: int = 0
 
     def __post_init__(self) -> None:
         hw, m = self.hardware, self.model
@@ -160,6 +164,9 @@ class Scenario:
         if not isinstance(self.split_dn, int) or self.split_dn < 0:
             raise MokInputError(f"split_dn {self.split_dn!r} must be an integer >= 0 (0: the "
                                 f"layer's choice)")
+        if not isinstance(self.dn_blocks, int) or self.dn_blocks < 0:
+            raise MokInputError(f"dn_blocks {self.dn_blocks!r} must be an integer >= 0 (0: the "
+                                f"layer's choice)")
         # late: workload imports this
         from .workload import check_routing_memory, parse_routing, popularity_order
 
@@ -198,6 +205,7 @@ class Scenario:
             | ({"zipf_order": self.zipf_order} if self.zipf_order != "model" else {}) \
             | ({"zero_shared_slot": True} if self.zero_shared_slot else {}) \
             | ({"split_dn": self.split_dn} if self.split_dn else {}) \
+            | ({"dn_blocks": self.dn_blocks} if self.dn_blocks else {}) \
             | ({"list_lag": self.list_lag} if self.list_lag != 1 else {}) \
             | ({"fp8_kernel": self.fp8_kernel} if self.fp8_kernel != "triton" else {}) \
             | ({"bwd_tiles": self.bwd_tiles} if self.bwd_tiles != "recompute" else {}) \

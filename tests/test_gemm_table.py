@@ -680,8 +680,12 @@ def test_the_model_charges_the_list_period_to_narrow_experts_at_small_minibatche
     p = read_params(params_dir / "h200-1.json")
     narrow = load_model(str(Path(__file__).resolve().parents[1] / "calibration" / "drawn_shapes"
                             / "seed3" / "syn3-h7168-i256-e256-k5-s1.toml"))
-    scn = Scenario(load_hardware("h200-1"), narrow, 32, 2560)
+    # one down block an item (the kernel before 2026-12-04); today's 8 blocks an item (4 K steps
+    # a block, tiles.forward_dn_blocks) hold fewer SMs waiting: a shorter period, still there
+    scn = Scenario(load_hardware("h200-1"), narrow, 32, 2560, dn_blocks=1)
     assert float(list_period(scn, p, 4.0, 100.0)) > 30e-6
+    today = dataclasses.replace(scn, dn_blocks=0)
+    assert 0 < float(list_period(today, p, 4.0, 100.0)) < float(list_period(scn, p, 4.0, 100.0))
     assert float(list_period(scn, p, 100.0, 100.0)) == 0.0
     assert float(table_list_period(GemmTable("h200-1", (pt(64, 0.5),)), scn, 4.0, 100.0)) == 0.0
     # without a measured mechanism (real GPUs: h200-hgx8) the items run at gemm_eff's rate; the

@@ -166,6 +166,7 @@ def test_registration_plan_meets_bench_records(plan_name, script, out, n_cfg):
     from mok_kernels.bench import make_record
     from mok_kernels.gluon_fp8 import mok
     from mok_kernels.tiles import forward_group_m
+    from mok_model.records import default_dn_blocks
     from calibration.registered import _run_key
     plan = [json.loads(x) for x in (PLAN.parent / plan_name).read_text().splitlines()]
     assert len(plan) == n_cfg
@@ -184,6 +185,8 @@ def test_registration_plan_meets_bench_records(plan_name, script, out, n_cfg):
                           knobs=line["config"], routing=spec, seed=0, times=[1.0],
                           breakdown={}, note="", hardware=hw, software={},
                           precision=line["precision"], tiles=tiles)
+        if line["precision"] == "bf16" and default_dn_blocks(rec) > 1:   # as forward_tiles names it
+            rec["tiles"] = {**rec["tiles"], "dn_blocks": default_dn_blocks(rec)}
         planned = {**line, "system": "mok", "hardware": {"preset": "h200-1"}}
         assert record_scenario(rec) == record_scenario(planned)
         assert rec["routing"] == line["routing"] and rec["config"] == line["config"]

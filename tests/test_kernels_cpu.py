@@ -324,12 +324,11 @@ def test_megakernel_refuses_shapes_it_cannot_run(kw, match):
                                        (dict(split_dn=4, precision="fp8", block_k=128),
                                         "split along K in BF16 only"),
                                        (dict(dn_blocks=0), "dn_blocks=0: an integer from 1"),
-                                       (dict(gu_blocks=True), "gu_blocks=True: an integer"),
+                                       (dict(dn_blocks=True), "dn_blocks=True: an integer"),
                                        (dict(dn_blocks=2, tma=False), "dn_blocks=2 needs"),
-                                       (dict(gu_blocks=2, precision="fp8", block_k=128),
-                                        "gu_blocks=2 needs precision 'bf16'"),
-                                       (dict(gu_blocks=2, group_m=8), "group_m 1"),
-                                       (dict(gu_blocks=2, tma_a=True), "tma_a=False"),
+                                       (dict(dn_blocks=2, precision="fp8", block_k=128),
+                                        "dn_blocks=2 needs precision 'bf16'"),
+                                       (dict(dn_blocks=4, skip_gemm=True), "skip_gemm=False"),
                                        (dict(dn_blocks=2, split_dn=4), "split_dn 1")])
 def test_kernel_config_refuses_bad_values(bad, match):
     from mok_kernels.megakernel import KernelConfig

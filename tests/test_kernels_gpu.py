@@ -669,3 +669,27 @@ def test_flattened_blocks_match_reference_and_bits(ep, rank, routing, dispatch, 
                   else (ids >= rank * el) & (ids < (rank + 1) * el))
         outs.append((out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()))
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
+
+
+@pytest.mark.parametrize("ep,rank,dispatch,combine", [(8, 2, "pull", "push"), (8, None, "push", "push")])
+def test_default_down_blocks_at_a_production_shape(ep, rank, dispatch, combine):
+    """qwen3-30b-a3b's expert (H 2,048, I 768) with enough row tiles that the layer picks several
+    down blocks an item by itself (tiles.forward_dn_blocks): correct against float32, and the
+    same bits as one block an item."""
+    from mok_kernels.tiles import forward_dn_blocks
+    shape = dict(h=2048, i=768, e=16, n=1536, k=8, i_shared=0)
+    outs = []
+    for d in (None, 1):
+        r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, "uniform", dispatch, combine,
+                                                         4096, comm=16, shape=shape, dn_blocks=d)
+        assert r_served <= 1e-2 and r_out <= 1e-2, (d, r_served, r_out)
+        if d is None:
+            sms = torch.cuda.get_device_properties(0).multi_processor_count // layer.vranks
+            want = forward_dn_blocks(1536, 8, 16, ep, 2048, 768, sms)
+            assert layer.cfg.dn_blocks == want > 1
+        out = layer.forward(x, ids, wts).clone()
+        el = layer.el
+        served = (torch.ones_like(ids, dtype=torch.bool) if rank is None
+                  else (ids >= rank * el) & (ids < (rank + 1) * el))
+        outs.append((out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()))
+    assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])

@@ -651,7 +651,43 @@ def test_records_say_the_work_list_lag_their_kernel_ran():
     assert record_list_lag(rec(tiles={"zero_shared_slot": 0})) == 1
     assert record_list_lag(rec("gemm-only", tiles={"list_lag": 2})) == 1
     assert not default_variant(lagged) and "list_lag 2" in variant_label(lagged)
-    assert default_variant(rec(tiles={"zero_shared_slot": 0}))
+    # today's kernel walks 4 down blocks an item at this shape (tiles.forward_dn_blocks)
+    assert default_variant(rec(tiles={"zero_shared_slot": 0, "dn_blocks": 4}))
+    assert not default_variant(rec(tiles={"zero_shared_slot": 0}))
+
+
+def test_records_say_the_down_blocks_their_kernel_ran_when_they_are_not_todays():
+    """Records name dn_blocks when it is above 1, so a forward record of our kernel without it
+    walked one down block an item: every record before the blocks became the shape's
+    (2026-12-04). Where that differs from what MoKLayer picks today (qwen3-30b-a3b at EP 8 with
+    4,096 tokens: 4), the scenario carries it and the GEMM phases are modelled with it (a
+    quarter of the down items, each of four blocks' FLOPs); where it agrees, and for other
+    systems, the scenario is today's (dn_blocks 0: the layer's choice)."""
+    from mok_model import gemm_table
+    from mok_model.records import default_dn_blocks, record_dn_blocks, record_scenario
+
+    def rec(system="mok", tiles=None, tokens=4096, model="qwen3-30b-a3b", gpus=1):
+        r = {"system": system, "model": model, "pass": "fwd", "source": "measured",
+             "hardware": {"preset": "h200-1", "gpus": gpus, "sms": 132}, "ep": 8,
+             "tokens": tokens, "precision": "bf16", "routing": {"kind": "uniform", "seed": 0}}
+        return r | ({"tiles": tiles} if tiles is not None else {})
+
+    old, today = rec(tiles={"zero_shared_slot": 0}), rec(tiles={"zero_shared_slot": 0, "dn_blocks": 4})
+    assert default_dn_blocks(old) == 4 and default_dn_blocks(rec(model="kimi-k2")) == 1
+    assert default_dn_blocks(rec(tokens=1024)) == 2 and default_dn_blocks(rec(gpus=2)) == 1
+    assert record_dn_blocks(old) == 1 and record_dn_blocks(today) == 0
+    assert record_dn_blocks(rec(model="kimi-k2")) == 0       # today's choice there is 1 as well
+    assert record_dn_blocks(rec("gemm-only")) == 0
+    assert record_dn_blocks(rec("mok-gemm", tiles={"dn_blocks": 2})) == 2
+    s_old, s_today = record_scenario(old), record_scenario(today)
+    assert s_old.dn_blocks == 1 and s_today.dn_blocks == 0
+    assert gemm_table.dn_blocks(s_old) == 1 and gemm_table.dn_blocks(s_today) == 4
+    f_old, f_today = gemm_table.phase_features(s_old), gemm_table.phase_features(s_today)
+    assert f_old["dn"][0][0] == 4 * f_today["dn"][0][0]     # a quarter of the items
+    assert f_today["dn"][0][1] == 4 * f_old["dn"][0][1]     # of four blocks each
+    assert gemm_table.dn_blocks(s_today.with_(precision="fp8")) == 1
+    with pytest.raises(MokInputError, match="dn_blocks"):
+        s_old.with_(dn_blocks=-1)
 
 
 def test_parameters_with_an_unknown_name_are_refused():
