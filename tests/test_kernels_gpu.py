@@ -641,28 +641,28 @@ def test_split_down_matches_reference_and_repeats_bits(ep, rank, routing, dispat
     assert all(torch.equal(o[0], outs[0][0]) and torch.equal(o[1], outs[0][1]) for o in outs)
 
 
-@pytest.mark.parametrize("ep,rank,routing,dispatch,combine,gu,dn,extra,shape", [
-    (8, 3, "zipf:1.2", "pull", "push", 3, 4, {}, dict(h=1536, i=512, e=16, n=200, k=4)),
-    (4, None, "uniform", "push", "pull", 2, 5, {}, dict(h=2880, i=2880, e=8, n=160, k=4)),
-    (8, 5, "hot:0.1", "push", "push", 4, 3, {}, dict(h=2560, i=1536, e=16, n=150, k=4,
-                                                    i_shared=0)),
-    (4, None, "onehot", "pull", "pull", 2, 2, {}, dict(h=1024, i=704, e=8, n=190, k=2)),
-    (2, 1, "uniform", "pull", "push", 8, 16, {}, dict(h=4096, i=3584, e=2, n=333, k=1)),
-    (1, 0, "zipf:1.2", "push", "pull", 2, 2, {}, dict(h=768, i=96, e=5, n=77, k=3)),
-    (8, 3, "zipf:1.2", "pull", "push", 1, 3, {"tma_a": True}, dict(h=1536, i=512, e=16, n=200,
-                                                                    k=4))],
+@pytest.mark.parametrize("ep,rank,routing,dispatch,combine,dn,extra,shape", [
+    (8, 3, "zipf:1.2", "pull", "push", 4, {}, dict(h=1536, i=512, e=16, n=200, k=4)),
+    (4, None, "uniform", "push", "pull", 5, {}, dict(h=2880, i=2880, e=8, n=160, k=4)),
+    (8, 5, "hot:0.1", "push", "push", 3, {}, dict(h=2560, i=1536, e=16, n=150, k=4, i_shared=0)),
+    (4, None, "onehot", "pull", "pull", 2, {}, dict(h=1024, i=704, e=8, n=190, k=2)),
+    (2, 1, "uniform", "pull", "push", 16, {}, dict(h=4096, i=3584, e=2, n=333, k=1)),
+    (1, 0, "zipf:1.2", "push", "pull", 2, {}, dict(h=768, i=96, e=5, n=77, k=3)),
+    (8, 3, "zipf:1.2", "pull", "push", 3, {"tma_a": True}, dict(h=1536, i=512, e=16, n=200,
+                                                                k=4))],
     ids=[f"blocks{c}" for c in range(7)])
-def test_flattened_blocks_match_reference_and_bits(ep, rank, routing, dispatch, combine, gu, dn,
-                                                   extra, shape):
-    """gu_blocks / dn_blocks: an item's column blocks in one flattened K loop (the last item of a
-    row tile partial, the last down block masked past H): correct against float32 and the same
-    bits as one block an item."""
+def test_flattened_blocks_match_reference_and_bits(ep, rank, routing, dispatch, combine, dn, extra,
+                                                   shape):
+    """dn_blocks: a down item's column blocks in one flattened K loop (the last item of a row
+    tile partial, the last block masked past H): correct against float32 and the same bits as
+    one block an item."""
     outs = []
-    for g, d in ((1, 1), (gu, dn)):
+    for d in (1, dn):
         r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, dispatch, combine, 256,
-                                                         shape=shape, split_dn=1, gu_blocks=g,
-                                                         dn_blocks=d, **extra)
-        assert r_served <= 1e-2 and r_out <= 1e-2, (g, d, r_served, r_out)
+                                                         shape=shape, split_dn=1, dn_blocks=d,
+                                                         **extra)
+        assert r_served <= 1e-2 and r_out <= 1e-2, (d, r_served, r_out)
+        assert layer.cfg.dn_blocks == d
         out = layer.forward(x, ids, wts).clone()
         el = layer.el
         served = (torch.ones_like(ids, dtype=torch.bool) if rank is None
@@ -671,8 +671,9 @@ def test_flattened_blocks_match_reference_and_bits(ep, rank, routing, dispatch, 
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 
-@pytest.mark.parametrize("ep,rank,dispatch,combine", [(8, 2, "pull", "push"), (8, None, "push", "push")])
-def test_default_down_blocks_at_a_production_shape(ep, rank, dispatch, combine):
+@pytest.mark.parametrize("ep,rank,dispatch,combine,comm", [(8, 2, "pull", "push", 16),
+                                                           (8, None, "push", "push", 4)])
+def test_default_down_blocks_at_a_production_shape(ep, rank, dispatch, combine, comm):
     """qwen3-30b-a3b's expert (H 2,048, I 768) with enough row tiles that the layer picks several
     down blocks an item by itself (tiles.forward_dn_blocks): correct against float32, and the
     same bits as one block an item."""
@@ -681,7 +682,7 @@ def test_default_down_blocks_at_a_production_shape(ep, rank, dispatch, combine):
     outs = []
     for d in (None, 1):
         r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, "uniform", dispatch, combine,
-                                                         4096, comm=16, shape=shape, dn_blocks=d)
+                                                         4096, comm=comm, shape=shape, dn_blocks=d)
         assert r_served <= 1e-2 and r_out <= 1e-2, (d, r_served, r_out)
         if d is None:
             sms = torch.cuda.get_device_properties(0).multi_processor_count // layer.vranks

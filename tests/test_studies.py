@@ -212,6 +212,7 @@ def test_predicted_vs_measured_with_synthetic_runs(tmp_path):
     """Records built from the model itself, scaled by known factors: the study must recover them."""
     from mok_model.predict import predict
     from mok_model.presets import load_hardware, load_model
+    from mok_model.records import default_dn_blocks
     from mok_model.scenario import Config, Scenario
     from studies import predicted_vs_measured as pvm
 
@@ -226,7 +227,9 @@ def test_predicted_vs_measured_with_synthetic_runs(tmp_path):
                      "software": {}, "system": "mok", "model": "qwen3-30b-a3b", "ep": 8, "emulated_peers": True,
                      "tokens": 1024, "pass": "fwd", "precision": "bf16", "config": cfg.as_dict(),
                      "routing": {"kind": "uniform", "seed": 0}, "latency_ms": {"median": ms},
-                     "source": "measured", "tiles": {"zero_shared_slot": 0}})  # today's kernel
+                     "source": "measured", "tiles": {"zero_shared_slot": 0}})
+        d = default_dn_blocks(recs[-1])    # today's kernel: its down blocks named where above 1
+        recs[-1]["tiles"] |= {"dn_blocks": d} if d > 1 else {}
     runs = tmp_path / "runs"
     runs.mkdir()
     (runs / "synthetic.jsonl").write_text("".join(json.dumps(r) + "\n" for r in recs))
