@@ -1,6 +1,6 @@
 """Session 42 probe: work items of several column blocks walked in one flattened K loop
-(KernelConfig.gu_blocks / dn_blocks) against one block an item, on one H200 (rank 0 of an
-emulated EP group).
+(KernelConfig.dn_blocks; call 1 also timed gate/up blocks, a flag removed after it: no gain)
+against one block an item, on one H200 (rank 0 of an emulated EP group).
 
 Why: on the narrow presets the megakernel's own GEMM phases run ~1.3x the library's grouped GEMMs
 (qwen3-30b-a3b EP 8 4,096: 0.63-0.65 ms against 0.49; NOTES "Session 40"), where a down item's K
@@ -9,8 +9,8 @@ several blocks an item, the next block's first loads are in flight while this on
 
     PYTHONPATH=. python3 benchmarks/device/s42_blocks.py warm MODEL EP TOKENS GU DN
     PYTHONPATH=. python3 benchmarks/device/s42_blocks.py bits CASE_INDEX OUT.jsonl
-    PYTHONPATH=. python3 benchmarks/device/s42_blocks.py time OUT.jsonl SECONDS [sweep]
-    PYTHONPATH=. python3 benchmarks/device/s42_blocks.py jobs timed|sweep   # warm-up lines
+    PYTHONPATH=. python3 benchmarks/device/s42_blocks.py time OUT.jsonl SECONDS [timed|sweep|modes]
+    PYTHONPATH=. python3 benchmarks/device/s42_blocks.py jobs timed|sweep|modes   # warm-up lines
 
 bits: what rank 0 computes (the combine slots of the routes it serves, its shared rows) with
 blocks 1 and with the case's blocks, same inputs, split_dn 1 both: must be identical.
@@ -69,15 +69,30 @@ SWEEP = [
     ("kimi-k2", 32, 4096, "pull", "push", 4096, 32, [(1, d) for d in (1, 2)]),
 ]
 
+# call 6: the combine modes (seed 17's registration read pull combine 15-36% slower than
+# predicted on the one shape whose rule gives 2 blocks)
+MODES = [
+    (f"{D}/seed17/syn17-h5120-i1088-e32-k6-s1.toml", 32, 4608, "push", "pull", 2048, 32,
+     [(1, 1), (1, 2)]),
+    (f"{D}/seed17/syn17-h5120-i1088-e32-k6-s1.toml", 32, 4608, "pull", "pull", 2048, 32,
+     [(1, 1), (1, 2)]),
+    (f"{D}/seed17/syn17-h5120-i1088-e32-k6-s1.toml", 32, 4608, "pull", "push", 4096, 32,
+     [(1, 1), (1, 2)]),
+    ("qwen3-30b-a3b", 8, 4096, "pull", "pull", 4096, 32, [(1, 1), (1, 4)]),
+    ("qwen3-30b-a3b", 8, 4096, "push", "pull", 4096, 32, [(1, 1), (1, 4)]),
+    ("qwen3-30b-a3b", 8, 4096, "push", "push", 4096, 32, [(1, 1), (1, 4)]),
+]
+CASES = {"timed": TIMED, "sweep": SWEEP, "modes": MODES}
+
 
 def jobs(cases: list) -> None:
     """The warm-up lines of a case list: one compile per (model, variant)."""
     seen = set()
-    for model, ep, n, _, _, _, _, variants in cases:
+    for model, ep, n, disp, comb, _, _, variants in cases:
         for gu, dn in variants:
-            if (model, gu, dn) not in seen:
-                seen.add((model, gu, dn))
-                print(f"warm {model} {ep} {n} {gu} {dn}")
+            if (model, disp, comb, dn) not in seen:
+                seen.add((model, disp, comb, dn))
+                print(f"warm {model} {ep} {n} {gu} {dn} {disp} {comb}")
 
 
 def knobs_of(disp, comb, mb, cs) -> dict:
@@ -85,11 +100,12 @@ def knobs_of(disp, comb, mb, cs) -> dict:
                 capacity=1.0)
 
 
-def warm(model: str, ep: int, n: int, gu: int, dn: int) -> None:
-    """Compile the timed variants of one workload (one forward each, both modes it times)."""
+def warm(model: str, ep: int, n: int, gu: int, dn: int, disp: str = "pull",
+         comb: str = "push") -> None:
+    """Compile a timed variant of one workload (one forward in the case's modes)."""
     wl = Workload(model, ep, n, "uniform", 0, 0)
-    cfg = KernelConfig(**knobs_of("pull", "push", 4096, 32), split_dn=1, gu_blocks=gu,
-                       dn_blocks=dn, on_error="raise")
+    cfg = KernelConfig(**knobs_of(disp, comb, 4096, 32), split_dn=1, dn_blocks=dn,
+                       on_error="raise")
     layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0, cfg, local_weights=True)
     layer.forward(wl.x, wl.ids, wl.wts)
     torch.cuda.synchronize()
@@ -102,9 +118,9 @@ def bits(i: int, path: str) -> int:
     flat = wl.ids.reshape(-1)
     served = ((flat >= 0) & (flat < wl.el)).nonzero().squeeze(1)
     res = []
-    for g, d in ((1, 1), (gu, dn)):
+    for _g, d in ((1, 1), (gu, dn)):
         cfg = KernelConfig(**knobs_of(disp, comb, mb, cs), split_dn=1, on_error="raise",
-                           gu_blocks=g, dn_blocks=d, **extra)
+                           dn_blocks=d, **extra)
         layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0, cfg, local_weights=True)
         layer.forward(wl.x, wl.ids, wl.wts)
         torch.cuda.synchronize()
@@ -135,7 +151,7 @@ def timed(path: str, budget: float, cases: list) -> None:
                     if time.time() > deadline:
                         print("deadline", flush=True)
                         return
-                    opts = dict(split_dn=1, gu_blocks=gu, dn_blocks=dn,
+                    opts = dict(split_dn=1, dn_blocks=dn,
                                 **({"skip_copy": True} if form == "gemm" else {}))
                     times, _ = time_form(wl, knobs, 20, **opts)
                     got.setdefault(f"{form}_g{gu}d{dn}", []).extend(times)
@@ -157,11 +173,11 @@ def timed(path: str, budget: float, cases: list) -> None:
 if __name__ == "__main__":
     cmd = sys.argv[1]
     if cmd == "warm":
-        warm(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]))
+        warm(sys.argv[2], int(sys.argv[3]), int(sys.argv[4]), int(sys.argv[5]), int(sys.argv[6]),
+             *sys.argv[7:9])
     elif cmd == "bits":
         sys.exit(bits(int(sys.argv[2]), sys.argv[3]))
     elif cmd == "jobs":
-        jobs(SWEEP if sys.argv[2] == "sweep" else TIMED)
+        jobs(CASES[sys.argv[2]])
     else:
-        timed(sys.argv[2], float(sys.argv[3]),
-              SWEEP if len(sys.argv) > 4 and sys.argv[4] == "sweep" else TIMED)
+        timed(sys.argv[2], float(sys.argv[3]), CASES[sys.argv[4] if len(sys.argv) > 4 else "timed"])
