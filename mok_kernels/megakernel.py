@@ -1203,11 +1203,15 @@ def _kernels() -> dict[str, Any]:
                                 rn_d = nb_d * BN_DN + tl.arange(0, BN_DN)
                                 omask_d = rmask_d[:, None] & (rn_d < H)[None, :]
                                 tl.store(o_rows_d + rn_d[None, :], acc_d.to(tl.bfloat16), mask=omask_d)
-                                if PULL_COMBINE != 0:
-                                    if b != 0:
-                                        signal(sync_ptr + DN_OFF + mbi, SC)
                                 acc_d = tl.zeros((BM, BN_DN), dtype=tl.float32)
                         g_next = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
+                        if PULL_COMBINE != 0:
+                            # one release for the item's blocks, after the loop: a barrier inside
+                            # it stalled the pipeline (pull combine ran 1.4-1.5x slower, call 6)
+                            if b != 0:
+                                tl.debug_barrier()
+                                tl.atomic_add(sync_ptr + DN_OFF + mbi, nblk_d, sem="release",
+                                              scope=SC)
                     else:
                         tt_d = item // (NB_DN * SPLIT)
                         nb_d = (item // SPLIT) % NB_DN
