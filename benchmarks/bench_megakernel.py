@@ -17,8 +17,8 @@ import torch
 from mok_kernels import require_cuda
 from mok_kernels.aot import _cfg_fields
 from mok_kernels.bench import (MAX_ITERS, Workload, _hardware, _software, check_knobs,
-                               check_records_out, check_workloads, make_record, run_gemm_only,
-                               run_mok, run_torch_grouped)
+                               check_records_out, check_workloads, forward_tiles, make_record,
+                               run_gemm_only, run_mok, run_torch_grouped)
 from mok_model.cli import distinct, doc_parser, int_at_least, number_list, run_tool
 from mok_model.errors import MokInputError
 from mok_model.presets import load_model
@@ -88,14 +88,19 @@ def run(a) -> int:
             best = None
             for (c, knobs), (var, tiles) in itertools.product(
                     grid, zip(a.variants.split(";"), variants)):
-                t, bd = run_mok(wl, knobs, a.iters, 3, True, True, **tiles)
+                ran: dict = {}
+                t, bd = run_mok(wl, knobs, a.iters, 3, True, True, ran, **tiles)
                 med = sorted(t)[len(t) // 2]
                 if a.out:
                     rec = make_record(system="mok", model=model, ep=a.ep, tokens=n, knobs=knobs,
                                       routing="uniform", seed=0, times=t, breakdown=bd,
                                       note="single-GPU rank emulation (rank 0), peers' buffers in "
                                            f"local HBM; graph replay; tile options {tiles or 'default'}; "
-                                           "benchmarks/bench_megakernel.py", hardware=hw, software=sw)
+                                           "benchmarks/bench_megakernel.py", hardware=hw, software=sw,
+                                      tiles=forward_tiles("bf16", wl, **{
+                                          **tiles, "split_dn": ran["split_dn"],
+                                          "dn_blocks": ran["dn_blocks"],
+                                          "list_lag": ran["list_lag"]}))
                     append_records(a.out, [rec])
                 label = f"{c} {var}".strip()
                 print(f"  {model} {n} {label}: {med:.3f} ms", flush=True)

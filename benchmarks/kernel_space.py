@@ -7,7 +7,8 @@ Per model preset (or model file: its name) and token band (64-512 tokens per GPU
 configuration / GEMMs alone (both measured in the same run), its median and worst case, and how many workloads meet the
 issue's goal (<= 1.5x at 64-512 tokens, <= 1.2x at 1K-8K). The best is over the configurations
 the records hold (the space sweep times 4 per workload), so it is an upper bound on the tuned
-kernel's ratio. Only MoK records of today's kernel count (records.todays_kernel: not the
+kernel's ratio. Only MoK records of today's kernel count (records.ran_todays_choices: the down
+blocks an item walks as the layer picks them today, and records.todays_kernel: not the
 wide-expert presets' runs before group_m, nor the forwards that ran a zero shared expert before
 2026-12-01, measured again in calibration/runs/h200_space/space_noshared.jsonl); a workload
 measured again pairs with its latest GEMMs-alone record. Hot records of the draw before
@@ -25,7 +26,7 @@ import sys
 from calibration.split import group_value
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
-from mok_model.records import hot_reproduced, read_records, todays_kernel
+from mok_model.records import hot_reproduced, ran_todays_choices, read_records
 
 BANDS = (("64-512", 0, 512, 1.5), ("1K-8K", 1024, 8192, 1.2))
 
@@ -42,7 +43,7 @@ def table(records: list[dict]) -> list[str]:
         key = (group_value(r, "model"), r["ep"], r["tokens"], ro["kind"], ro.get("arg"),
                ro.get("order"), ro.get("draw"))
         ms = r["latency_ms"]["median"]
-        if r["system"] == "mok" and todays_kernel(r):
+        if r["system"] == "mok" and ran_todays_choices(r):
             best[key] = min(best.get(key, ms), ms)
         elif r["system"] == "gemm-only" and r["date"] >= gemm.get(key, ("", 0.0))[0]:
             gemm[key] = (r["date"], ms)     # a workload measured again: its latest run

@@ -10,8 +10,9 @@ on every `--sim-every`-th record of each file), and the signed errors pred / mea
 summarised per engine, pass, precision and token regime (n, MAPE, 5%/50%/95% quantiles). The
 output (default mok_model/params/heldout/HARDWARE.json, written atomically) names the files, the
 command, the date and the parameters' fingerprint. Rerun it after every refit. Forward
-push/push records of the kernel with runtime mode words (records.runtime_mode_words) are left
-out: they time a kernel that no longer runs.
+push/push records of the kernel with runtime mode words and the pull-combine records of the
+dn_blocks kernel's first form (records.superseded_kernel) are left out: they time a kernel that
+no longer runs.
 
     python -m calibration.heldout_errors --coverage [RUNS ...]
 
@@ -39,7 +40,7 @@ from mok_model.errors import MokInputError
 from mok_model.fileio import atomic_write_text, check_output_file
 from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, SCHEMA, fingerprint, group_key
 from mok_model.records import (predictable, read_records, record_bwd_tiles, record_fp8_kernel,
-                               runtime_mode_words)
+                               superseded_kernel)
 
 from .checks import required_text, shipped_params
 from .defaults import H200_RUNS
@@ -76,7 +77,7 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> lis
     for f in runs:
         recs = [r for r in read_records([f]) if r["system"] == "mok" and r["source"] == "measured"
                 and r["hardware"]["preset"] == params.hardware and predictable(r)
-                and not runtime_mode_words(r)]   # a kernel that no longer runs
+                and not superseded_kernel(r)]   # a kernel that no longer runs
         for engine, part in (("analytic", recs), ("sim", recs[::sim_every])):
             for r, p in zip(part, predict_records(part, params, engine)):
                 key = group_key(engine, r["pass"], r["precision"], r["tokens"],

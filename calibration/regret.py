@@ -25,7 +25,7 @@ import numpy as np
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params, read_params
-from mok_model.records import predictable, read_records, runtime_mode_words
+from mok_model.records import predictable, read_records, superseded_kernel
 from mok_model.scenario import ENGINES, Config, default_config
 from mok_model.tuner import tune
 
@@ -51,12 +51,13 @@ def sweeps(records: list[dict], min_configs: int) -> dict[tuple, list[dict]]:
     a routing it cannot draw, e.g. hot records from before the model's draw, whose every
     prediction would be nan), grouped by workload; only groups with at least `min_configs`
     distinct configs count as a sweep. A sweep compares configs of one kernel: the push/push
-    records of the kernel with runtime mode words (records.runtime_mode_words), whose other
-    configs ran as today's, are left out."""
+    records of the kernel with runtime mode words and the pull-combine records of the dn_blocks
+    kernel's first form (records.superseded_kernel), whose other configs ran as today's, are left
+    out."""
     groups: dict[tuple, list[dict]] = {}
     for r in records:
         if r["system"] == "mok" and r["source"] == "measured" and predictable(r) \
-                and not runtime_mode_words(r) and isinstance(record_config(r), Config):
+                and not superseded_kernel(r) and isinstance(record_config(r), Config):
             groups.setdefault(workload_key(r), []).append(r)
     return {k: v for k, v in groups.items()
             if len({record_config(r) for r in v}) >= min_configs}

@@ -24,7 +24,8 @@ from mok_model.scenario import KNOB_MAX
 
 from . import require_cuda
 from .bench import (MAX_ITERS, Workload, _hardware, _software, check_comm_sms, check_fits,
-                    check_records_out, macro_rows, make_record, run_gemm_only, run_mok, run_torch_grouped)
+                    check_records_out, forward_tiles, macro_rows, make_record, run_gemm_only, run_mok,
+                    run_torch_grouped)
 from .routing import parse_routing, shape_of
 
 EP = 16     # the emulated EP group of every workload
@@ -88,14 +89,18 @@ def sweep(a, argv: list[str]) -> int:
                 break
             knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                          macrobatch=macro_rows(mac, wl), capacity=0.5)
+            ran: dict = {}
             try:
-                t, _ = run_mok(wl, knobs, a.iters, a.warmup, True, False)
+                t, _ = run_mok(wl, knobs, a.iters, a.warmup, True, False, ran)
             except RuntimeError as exc:
                 print(f"{wspec} {knobs}: FAILED {exc}", flush=True)
                 continue
             r = make_record(system="mok", knobs=knobs, times=t, breakdown={},
                             note=note0 + f"; macrobatch={mac} of expected rows; ring rows used "
-                                         f"{max(knobs['macrobatch'], mb + 128)}", **common)
+                                         f"{max(knobs['macrobatch'], mb + 128)}",
+                            tiles=forward_tiles("bf16", wl, split_dn=ran["split_dn"],
+                                                dn_blocks=ran["dn_blocks"],
+                                                list_lag=ran["list_lag"]), **common)
             recs.append(r)
             if r["latency_ms"]["median"] < best[0]:
                 best = (r["latency_ms"]["median"], knobs)

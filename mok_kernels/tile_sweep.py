@@ -60,9 +60,10 @@ FP8_CANDIDATES = {      # bn_gu 128; name: (block_m, bn_gu, bn_dn, warps, stages
     "f8v4-m64-g128-d128-w8-s4": (64, 128, 128, 8, 4, "v4"),
     "f8v5-m64-g128-d256-w8-s4": (64, 128, 256, 8, 4, "v5"),
 }
-# name-cNN: the candidate with copy_rows NN (rows per dispatch copy step); name-kNN: split_dn NN
+# name-cNN: the candidate with copy_rows NN (rows per dispatch copy step); name-kNN: split_dn NN;
+# name-bNN: dn_blocks NN (down column blocks an item walks)
 # (the down GEMM's K loop in NN slices)
-OPTION_SUFFIXES = {"c": "copy_rows", "k": "split_dn"}
+OPTION_SUFFIXES = {"c": "copy_rows", "k": "split_dn", "b": "dn_blocks"}
 WORKLOADS = ("qwen3-235b-a22b:2:4096,qwen3-235b-a22b:2:8192,gpt-oss-120b:2:8192,kimi-k2:2:4096,"
              "glm-5:2:8192,qwen3-30b-a3b:8:4096,qwen3-30b-a3b:8:512,kimi-k2:16:256,"
              "kimi-k2:16:1024,llama4-maverick:8:4096")
@@ -98,7 +99,7 @@ def check(layer, wl: Workload) -> float:
 
 
 def candidate(name: str, table: dict) -> tuple[str, dict] | None:
-    """(base candidate, options of its -cNN / -kNN suffixes) of a candidate name; None if it is
+    """(base candidate, options of its -cNN / -kNN / -bNN suffixes) of a candidate name; None if it is
     not a table entry with such suffixes."""
     options = {}
     while name not in table:
@@ -174,7 +175,8 @@ def sweep(a, argv: list[str]) -> int:
     for name in names:
         if candidate(name, table) is None:
             raise MokInputError(f"--candidates {name!r}: not one of {', '.join(table)}, optionally "
-                                f"followed by -cNN (copy_rows NN) and / or -kNN (split_dn NN)")
+                                f"followed by -cNN (copy_rows NN), -kNN (split_dn NN) and / or -bNN "
+                                f"(dn_blocks NN)")
     require_cuda()
     if fp8:
         from .fp8 import FP8_REL_TOL
@@ -200,9 +202,10 @@ def sweep(a, argv: list[str]) -> int:
             knobs = dict(knobs, comm_sms=cs)
             base, options = candidate(name, table)
             bm, bg, bd, nw, ns, *kern = table[base]
-            # every candidate names its split_dn (none: 1; the layer's own choice is per shape)
+            # every candidate names its split_dn and dn_blocks (none: 1 each; the layer's own
+            # choices are per shape)
             tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns,
-                         **{"split_dn": 1, **options})
+                         **{"split_dn": 1, "dn_blocks": 1, **options})
             if fp8:
                 tiles.update(fp8_kernel=kern[0] if kern else "v2", group_m=1)
             else:   # every candidate names its group_m (none: row tile by row tile)

@@ -576,9 +576,10 @@ TRAINING_BWD_NARROW = {**TRAINING_BWD, "bn_a": 128, "a_epi": 0}
 TRAINING_A_COLUMNS = 256  # the A items' columns with a_epi: the padded width must be a multiple
 # BF16 forward options besides group_m (KernelConfig): activation tiles through TMA, rows per
 # dispatch copy step, K slices of the down GEMM (the default split_dn is the shape's since
-# 2026-12-01 16:10 UTC: default_split_dn), down column blocks an item walks (the shape's since
-# 2026-12-04 15:40 UTC: default_dn_blocks)
-DEFAULT_BF16 = {"tma_a": 0, "copy_rows": 16, "split_dn": 1, "list_lag": 1, "dn_blocks": 1}
+# 2026-12-01 16:10 UTC: default_split_dn). Not the down column blocks an item walks (dn_blocks,
+# the shape's since 2026-12-04: default_dn_blocks): like the copy loop, a record is described as
+# it ran (record_dn_blocks, Scenario.dn_blocks) and stays in the fits and the held-out figures
+DEFAULT_BF16 = {"tma_a": 0, "copy_rows": 16, "split_dn": 1, "list_lag": 1}
 
 
 def default_split_dn(rec: dict) -> int:
@@ -695,6 +696,34 @@ def runtime_mode_words(rec: dict) -> bool:
             and "kernel_source" not in (rec.get("software") or {}))
 
 
+# the megakernel's source digest (software.kernel_source) while its flattened down items (dn_blocks
+# > 1) released the pull combine's counter with a barrier per block inside the loop: 2026-12-04
+# 15:00-15:47 UTC (commits 81c48d4-a57b9c5)
+PULL_BLOCK_BARRIER_SOURCES = ("1d9a0290ed13051e",)
+
+
+def pull_block_barriers(rec: dict) -> bool:
+    """Whether a measured forward MoK record timed pull combine with several down blocks an item
+    on the kernel that released the combine's counter once per block inside the item's K loop
+    (PULL_BLOCK_BARRIER_SOURCES): its barrier stalled the loop's pipeline, 1.4-1.5x the pass of
+    one block an item, where today's kernel (one release per item) runs 0.97-0.99x
+    (mok_kernels/NOTES.md "Session 42"). Six records of seed 17 (calibration/runs/h200_drawn/
+    drawn17_blocks.jsonl) time that kernel, which no longer runs."""
+    cfg = rec.get("config") or {}
+    tiles = rec.get("tiles") if isinstance(rec.get("tiles"), dict) else {}
+    return (rec["system"] in KERNEL_SYSTEMS and rec.get("source") == "measured"
+            and rec.get("pass") == "fwd" and cfg.get("combine") == "pull"
+            and int(tiles.get("dn_blocks", 1)) > 1
+            and (rec.get("software") or {}).get("kernel_source") in PULL_BLOCK_BARRIER_SOURCES)
+
+
+def superseded_kernel(rec: dict) -> bool:
+    """Whether a measured record timed a kernel that no longer runs in any configuration today's
+    can be asked for: runtime_mode_words or pull_block_barriers (left out of fits, held-out
+    figures and sweeps' comparisons)."""
+    return runtime_mode_words(rec) or pull_block_barriers(rec)
+
+
 def default_variant(rec: dict, old: bool = False) -> bool:
     """Whether a record ran today's default kernel variant (MoK and its GEMM phases alone,
     mok-gemm; every other record does: the variants are our megakernel's, and so does a
@@ -704,7 +733,7 @@ def default_variant(rec: dict, old: bool = False) -> bool:
     tokens (mok_kernels/tiles.py)."""
     if rec["system"] not in ("mok", "mok-gemm") or rec["source"] != "measured":
         return True
-    if runtime_mode_words(rec) and not old:
+    if superseded_kernel(rec) and not old:
         return False
     v = kernel_variant(rec)
     if rec["pass"] == "bwd":
@@ -715,9 +744,14 @@ def default_variant(rec: dict, old: bool = False) -> bool:
         return not old and v == DEFAULT_GLUON
     if rec["precision"] == "fp8":
         return v == (OLD_FP8 if old else DEFAULT_FP8) | group
-    return v == group | DEFAULT_BF16 | ({"split_dn": 1} if old else
-                                        {"split_dn": default_split_dn(rec),
-                                         "dn_blocks": default_dn_blocks(rec)})
+    return v == group | DEFAULT_BF16 | {"split_dn": 1 if old else default_split_dn(rec)}
+
+
+def ran_todays_choices(rec: dict) -> bool:
+    """todays_kernel, and where the layer chooses a tile option from the shape that a record
+    describes as it ran rather than as a variant (dn_blocks: record_dn_blocks), today's choice:
+    what a table of today's kernel speed reads (benchmarks/kernel_space.py)."""
+    return todays_kernel(rec) and record_dn_blocks(rec) == 0
 
 
 def todays_kernel(rec: dict) -> bool:
@@ -731,6 +765,8 @@ def variant_label(rec: dict) -> str:
     """A short name of a record's kernel variant, for notes (e.g. "fp8 v1 block_m 128")."""
     if runtime_mode_words(rec):
         return "forward push/push with runtime mode words (before 2026-12-03 15:02 UTC)"
+    if pull_block_barriers(rec):
+        return "forward pull combine with a release per down block (2026-12-04 15:00-15:47 UTC)"
     v = kernel_variant(rec)
     if rec["pass"] == "bwd":
         if training_variant(rec):
@@ -738,7 +774,7 @@ def variant_label(rec: dict) -> str:
         return "bwd " + ",".join(f"{k}={v[k]}" for k in ("w_flat", "a_fuse_gu", "bw"))
     if rec["precision"] != "fp8":
         return (f"bf16 forward group_m {v['group_m']}" + (" tma_a" if v["tma_a"] else "")
-                + "".join(f" {k} {v[k]}" for k in ("copy_rows", "split_dn", "dn_blocks", "list_lag")
+                + "".join(f" {k} {v[k]}" for k in ("copy_rows", "split_dn", "list_lag")
                           if v[k] != DEFAULT_BF16[k]))
     if v["fp8_kernel"] == "gluon":
         return "fp8 gluon " + ",".join(f"{k}={v[k]}" for k in DEFAULT_GLUON if k != "fp8_kernel")

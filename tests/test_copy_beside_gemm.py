@@ -80,3 +80,24 @@ def test_model_records_skip_old_push_push_with_a_note():
     assert old and not any(runtime_mode_words(r) for r in kept)
     assert any("runtime mode words" in n for n in notes)
     assert any(r["config"]["dispatch"] == "pull" and r["config"]["combine"] == "push" for r in kept)
+
+
+def test_pull_combine_records_of_the_first_dn_blocks_kernel_are_superseded():
+    """Seed 17's six pull-combine records with 2 down blocks an item timed the kernel whose
+    release per block stalled the loop (records.pull_block_barriers): another variant, left out of
+    validation with a note; its push-combine records, and its pull-combine ones of one block an
+    item, are today's kernel."""
+    from mok_model.records import (default_variant, pull_block_barriers, read_records,
+                                   superseded_kernel, variant_label)
+
+    recs = [r for r in read_records(["calibration/runs/h200_drawn/drawn17_blocks.jsonl"])
+            if r["system"] == "mok"]
+    old = [r for r in recs if pull_block_barriers(r)]
+    assert len(old) == 6 and all(superseded_kernel(r) and not default_variant(r) for r in old)
+    assert all(r["config"]["combine"] == "pull" and r["tiles"]["dn_blocks"] == 2 for r in old)
+    assert "release per down block" in variant_label(old[0])
+    kept, notes = model_records(recs)
+    assert not any(pull_block_barriers(r) for r in kept)
+    assert any(r["config"]["combine"] == "pull" for r in kept)   # one block an item: today's
+    assert any(r.get("tiles", {}).get("dn_blocks") == 2 for r in kept)   # push combine
+    assert notes

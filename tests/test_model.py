@@ -651,9 +651,10 @@ def test_records_say_the_work_list_lag_their_kernel_ran():
     assert record_list_lag(rec(tiles={"zero_shared_slot": 0})) == 1
     assert record_list_lag(rec("gemm-only", tiles={"list_lag": 2})) == 1
     assert not default_variant(lagged) and "list_lag 2" in variant_label(lagged)
-    # today's kernel walks 4 down blocks an item at this shape (tiles.forward_dn_blocks)
+    # today's kernel walks 4 down blocks an item at this shape (tiles.forward_dn_blocks); a
+    # record of one block an item is described as it ran, not a variant of its own
     assert default_variant(rec(tiles={"zero_shared_slot": 0, "dn_blocks": 4}))
-    assert not default_variant(rec(tiles={"zero_shared_slot": 0}))
+    assert default_variant(rec(tiles={"zero_shared_slot": 0}))
 
 
 def test_records_say_the_down_blocks_their_kernel_ran_when_they_are_not_todays():
@@ -664,7 +665,8 @@ def test_records_say_the_down_blocks_their_kernel_ran_when_they_are_not_todays()
     quarter of the down items, each of four blocks' FLOPs); where it agrees, and for other
     systems, the scenario is today's (dn_blocks 0: the layer's choice)."""
     from mok_model import gemm_table
-    from mok_model.records import default_dn_blocks, record_dn_blocks, record_scenario
+    from mok_model.records import (default_dn_blocks, ran_todays_choices, record_dn_blocks,
+                                   record_scenario, todays_kernel)
 
     def rec(system="mok", tiles=None, tokens=4096, model="qwen3-30b-a3b", gpus=1):
         r = {"system": system, "model": model, "pass": "fwd", "source": "measured",
@@ -686,6 +688,9 @@ def test_records_say_the_down_blocks_their_kernel_ran_when_they_are_not_todays()
     assert f_old["dn"][0][0] == 4 * f_today["dn"][0][0]     # a quarter of the items
     assert f_today["dn"][0][1] == 4 * f_old["dn"][0][1]     # of four blocks each
     assert gemm_table.dn_blocks(s_today.with_(precision="fp8")) == 1
+    # both stay in the fits and held-out figures; a table of today's speed reads only today's
+    assert todays_kernel(old) and todays_kernel(today)
+    assert ran_todays_choices(today) and not ran_todays_choices(old)
     with pytest.raises(MokInputError, match="dn_blocks"):
         s_old.with_(dn_blocks=-1)
 

@@ -189,7 +189,7 @@ def test_variants_from_tiles_notes_and_age():
     assert default_variant(record(pass_="fwd", model="mixtral-8x7b", tiles={"group_m": 8}))
     assert not default_variant(record(pass_="fwd", model="kimi-k2", tiles={"group_m": 8}))
     assert kernel_variant(wide) == {"group_m": 1, "tma_a": 0, "copy_rows": 16, "split_dn": 1,
-                                    "list_lag": 1, "dn_blocks": 1}
+                                    "list_lag": 1}
     # activation tiles through TMA: another variant (named in tiles only when on)
     assert not default_variant(record(pass_="fwd", tiles={"group_m": 1, "tma_a": 1}))
     # more rows per dispatch copy step: another variant
