@@ -333,26 +333,28 @@ def record_split_dn(rec: dict) -> int:
     (the layer's choice). Records name split_dn when it is above 1 (mok_kernels/bench.py
     forward_tiles), so one without it ran 1: every record made before 2026-12-01 16:10 UTC,
     when the split became the shape's."""
-    if (rec["system"] not in KERNEL_SYSTEMS or rec["pass"] != "fwd"
-            or rec.get("source") != "measured"):
-        return 0
-    tiles = rec.get("tiles") if isinstance(rec.get("tiles"), dict) else {}
-    ran = int(tiles.get("split_dn", 1))
-    return 0 if ran == default_split_dn(rec) else ran
+    return _ran_unless_todays(rec, "split_dn", default_split_dn)
 
 
 def record_dn_blocks(rec: dict) -> int:
     """Down column blocks a work item of a measured forward of our megakernel (mok, mok-gemm)
     walked, where they differ from what MoKLayer picks for its shape today (default_dn_blocks),
     else 0 (the layer's choice). Records name dn_blocks when it is above 1 (mok_kernels/bench.py
-    forward_tiles), so one without it ran 1: every record made before 2026-12-04 15:40 UTC,
-    when the blocks became the shape's."""
+    forward_tiles), so one without it ran 1: every record made before 2026-12-04 15:18 UTC
+    (81c48d4), when the blocks became the shape's."""
+    return _ran_unless_todays(rec, "dn_blocks", default_dn_blocks)
+
+
+def _ran_unless_todays(rec: dict, option: str, todays) -> int:
+    """The tile option a measured forward of our megakernel ran (its `tiles` name it when above
+    1), or 0 where that is todays(rec), the layer's choice for the record's shape today, and for
+    every other record."""
     if (rec["system"] not in KERNEL_SYSTEMS or rec["pass"] != "fwd"
             or rec.get("source") != "measured"):
         return 0
     tiles = rec.get("tiles") if isinstance(rec.get("tiles"), dict) else {}
-    ran = int(tiles.get("dn_blocks", 1))
-    return 0 if ran == default_dn_blocks(rec) else ran
+    ran = int(tiles.get(option, 1))
+    return 0 if ran == todays(rec) else ran
 
 
 def record_list_lag(rec: dict) -> int:
@@ -698,7 +700,7 @@ def runtime_mode_words(rec: dict) -> bool:
 
 # the megakernel's source digest (software.kernel_source) while its flattened down items (dn_blocks
 # > 1) released the pull combine's counter with a barrier per block inside the loop: 2026-12-04
-# 15:00-15:47 UTC (commits 81c48d4-a57b9c5)
+# 15:18-15:37 UTC (commits 81c48d4-137f408; 1559b8a fixed it)
 PULL_BLOCK_BARRIER_SOURCES = ("1d9a0290ed13051e",)
 
 

@@ -83,6 +83,16 @@ def compare_with_reference(layer, x, ids, wts, wf, rank, fp8=False):
     sv = served.reshape(-1).nonzero().squeeze(1)
     return rel(out, want), rel(layer.comb[sv], y.reshape(-1, h)[sv])
 
+def output_and_served_slots(layer, x, ids, wts, rank):
+    """One more forward: copies of its home output and of the combine slots this launch served
+    (an emulated rank's other slots hold a per-layer random fill, so bits compare on these)."""
+    out = layer.forward(x, ids, wts).clone()
+    el = layer.el
+    served = (torch.ones_like(ids, dtype=torch.bool) if rank is None
+              else (ids >= rank * el) & (ids < (rank + 1) * el))
+    return out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()
+
+
 CASES = [
     (1, 0, "uniform", "pull", "push", 300),
     (1, 0, "uniform", "push", "pull", 256),
@@ -589,11 +599,7 @@ def test_tma_activation_tiles_match_reference_and_bits(ep, rank, routing, dispat
         assert r_served <= 1e-2 and r_out <= 1e-2, (tma_a, r_served, r_out)
         if tma_a:   # the ring holds every routed row (mode 2) unless it was made smaller
             assert layer.tma_a_mode() == (2 if layer.ring_rows >= layer.capacity else 1)
-        out = layer.forward(x, ids, wts).clone()
-        el = layer.el
-        served = (torch.ones_like(ids, dtype=torch.bool) if rank is None
-                  else (ids >= rank * el) & (ids < (rank + 1) * el))
-        outs.append((out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()))
+        outs.append(output_and_served_slots(layer, x, ids, wts, rank))
     # the combine slots this launch served (the others hold a per-layer random fill)
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
@@ -633,11 +639,7 @@ def test_split_down_matches_reference_and_repeats_bits(ep, rank, routing, dispat
     assert layer.split_ws is not None
     outs = []
     for _ in range(3):
-        out = layer.forward(x, ids, wts).clone()
-        el = layer.el
-        served = (torch.ones_like(ids, dtype=torch.bool) if rank is None
-                  else (ids >= rank * el) & (ids < (rank + 1) * el))
-        outs.append((out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()))
+        outs.append(output_and_served_slots(layer, x, ids, wts, rank))
     assert all(torch.equal(o[0], outs[0][0]) and torch.equal(o[1], outs[0][1]) for o in outs)
 
 
@@ -663,11 +665,7 @@ def test_flattened_blocks_match_reference_and_bits(ep, rank, routing, dispatch, 
                                                          **extra)
         assert r_served <= 1e-2 and r_out <= 1e-2, (d, r_served, r_out)
         assert layer.cfg.dn_blocks == d
-        out = layer.forward(x, ids, wts).clone()
-        el = layer.el
-        served = (torch.ones_like(ids, dtype=torch.bool) if rank is None
-                  else (ids >= rank * el) & (ids < (rank + 1) * el))
-        outs.append((out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()))
+        outs.append(output_and_served_slots(layer, x, ids, wts, rank))
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
 
 
@@ -688,9 +686,5 @@ def test_default_down_blocks_at_a_production_shape(ep, rank, dispatch, combine, 
             sms = torch.cuda.get_device_properties(0).multi_processor_count // layer.vranks
             want = forward_dn_blocks(1536, 8, 16, ep, 2048, 768, sms)
             assert layer.cfg.dn_blocks == want > 1
-        out = layer.forward(x, ids, wts).clone()
-        el = layer.el
-        served = (torch.ones_like(ids, dtype=torch.bool) if rank is None
-                  else (ids >= rank * el) & (ids < (rank + 1) * el))
-        outs.append((out, layer.comb[served.reshape(-1).nonzero().squeeze(1)].clone()))
+        outs.append(output_and_served_slots(layer, x, ids, wts, rank))
     assert torch.equal(outs[0][0], outs[1][0]) and torch.equal(outs[0][1], outs[1][1])
