@@ -21,6 +21,9 @@ Roles. Program ids < comm_sms are communication programs, the rest compute progr
   join this walk once their dispatch is done (``join``).
 - Gate and up weights are packed interleaved per BN_GU-column block, so one (BK x 2*BN_GU) tile
   and one tensor-core instruction per k-step feed both (``fuse_gu``).
+- A down item walks ``dn_blocks`` column blocks of its row tile in one flattened K loop, storing
+  each block when its last K step is done, so a short K loop's next block is loading while this
+  one stores (chosen from the shape: tiles.py forward_dn_blocks).
 - Combine, push: down tiles store their rows straight into the home combine buffer slot
   (token, k). Combine, pull: down tiles store into a staging buffer and raise a per-minibatch
   counter; comm programs, after dispatch, copy staged rows into the combine slots (in group mode

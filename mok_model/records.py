@@ -768,7 +768,7 @@ def variant_label(rec: dict) -> str:
     if runtime_mode_words(rec):
         return "forward push/push with runtime mode words (before 2026-12-03 15:02 UTC)"
     if pull_block_barriers(rec):
-        return "forward pull combine with a release per down block (2026-12-04 15:00-15:47 UTC)"
+        return "forward pull combine with a release per down block (2026-12-04 15:18-15:37 UTC)"
     v = kernel_variant(rec)
     if rec["pass"] == "bwd":
         if training_variant(rec):
