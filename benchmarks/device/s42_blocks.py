@@ -9,8 +9,8 @@ several blocks an item, the next block's first loads are in flight while this on
 
     PYTHONPATH=. python3 benchmarks/device/s42_blocks.py warm MODEL EP TOKENS GU DN
     PYTHONPATH=. python3 benchmarks/device/s42_blocks.py bits CASE_INDEX OUT.jsonl
-    PYTHONPATH=. python3 benchmarks/device/s42_blocks.py time OUT.jsonl SECONDS [timed|sweep|modes]
-    PYTHONPATH=. python3 benchmarks/device/s42_blocks.py jobs timed|sweep|modes   # warm-up lines
+    PYTHONPATH=. python3 benchmarks/device/s42_blocks.py time OUT.jsonl SECONDS [timed|sweep|modes|decode]
+    PYTHONPATH=. python3 benchmarks/device/s42_blocks.py jobs timed|sweep|modes|decode   # warm-up lines
 
 bits: what rank 0 computes (the combine slots of the routes it serves, its shared rows) with
 blocks 1 and with the case's blocks, same inputs, split_dn 1 both: must be identical.
@@ -82,7 +82,19 @@ MODES = [
     ("qwen3-30b-a3b", 8, 4096, "push", "pull", 4096, 32, [(1, 1), (1, 4)]),
     ("qwen3-30b-a3b", 8, 4096, "push", "push", 4096, 32, [(1, 1), (1, 4)]),
 ]
-CASES = {"timed": TIMED, "sweep": SWEEP, "modes": MODES}
+# prepared for session 43: decode sizes, where the rule's item floor (one expected down item an
+# SM) keeps 1 block but qwen3-30b-a3b EP 32 256 read 0.93 at 2 (call 2), and where it picks 2-4
+DECODE = [
+    ("qwen3-30b-a3b", 32, 256, "pull", "push", 4096, 32, [(1, 1), (1, 2), (1, 4)]),
+    ("qwen3-30b-a3b", 32, 512, "pull", "push", 4096, 32, [(1, 1), (1, 2), (1, 4)]),
+    ("qwen3-next-80b-a3b", 32, 256, "pull", "push", 4096, 32, [(1, 1), (1, 2), (1, 4)]),
+    ("qwen3-next-80b-a3b", 8, 256, "pull", "push", 4096, 32, [(1, 1), (1, 2), (1, 4)]),
+    ("qwen3-next-80b-a3b", 16, 1024, "pull", "push", 4096, 32, [(1, 1), (1, 2), (1, 4)]),
+    ("glm-4.5", 8, 256, "pull", "push", 4096, 32, [(1, 1), (1, 2)]),
+    ("minimax-m2", 8, 256, "pull", "push", 4096, 32, [(1, 1), (1, 2)]),
+    ("qwen3-235b-a22b", 32, 256, "pull", "push", 4096, 32, [(1, 1), (1, 2)]),
+]
+CASES = {"timed": TIMED, "sweep": SWEEP, "modes": MODES, "decode": DECODE}
 
 
 def jobs(cases: list) -> None:
