@@ -37,7 +37,8 @@ this way against 11.1% interpolating eff itself: docs/calibration.md). Lookup (`
 features and whose file carries the fitted `mechanism`). Across shapes, what is interpolated is
 then not eff / occupancy but the ratio measured / mechanism, where the mechanism is how the
 kernel runs its GEMM phases (mok_kernels/megakernel.py): work items of one row tile x one column
-block (gate/up: 128 x 2*bn_gu over K = H; down: 128 x bn_dn over K = I, padded) taken from one
+block (gate/up: 128 x 2*bn_gu over K = H; down: 128 x bn_dn over K = I, padded, or dn_blocks such
+blocks walked in one K loop since 2026-12-04: `dn_blocks`) taken from one
 counter by all SMs, each costing `item_us` plus its FLOPs at `tensor_eff` of an SM's peak; the
 phases take the larger of the items' total over the SMs and the chain of one pass: the gate/up
 items in waves of one per SM then a down item, or a gate/up item then the down items in waves (a
