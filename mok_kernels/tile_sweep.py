@@ -110,6 +110,23 @@ def candidate(name: str, table: dict) -> tuple[str, dict] | None:
     return name, options
 
 
+def candidate_tiles(name: str, table: dict, fp8: bool) -> dict:
+    """The KernelConfig tile options of a candidate name (candidate()): its table entry, its
+    suffixes' options, and split_dn and dn_blocks 1 where it names none (the layer's own choices
+    are per shape); group_m 1 and the FP8 kernel v2 where the entry names none."""
+    base, options = candidate(name, table)
+    bm, bg, bd, nw, ns, *kern = table[base]
+    tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns,
+                 **{"split_dn": 1, "dn_blocks": 1, **options})
+    if fp8:
+        tiles.update(fp8_kernel=kern[0] if kern else "v2", group_m=1)
+    else:   # every candidate names its group_m (none: row tile by row tile)
+        tiles.update(group_m=kern[0] if kern else 1)
+        if len(kern) > 1 and kern[1]:
+            tiles.update(tma_a=1)
+    return tiles
+
+
 def main(argv: list[str]) -> int:
     from mok_model.cli import deadline_arg, doc_parser, int_at_least, run_tool
 
@@ -177,6 +194,10 @@ def sweep(a, argv: list[str]) -> int:
             raise MokInputError(f"--candidates {name!r}: not one of {', '.join(table)}, optionally "
                                 f"followed by -cNN (copy_rows NN), -kNN (split_dn NN) and / or -bNN "
                                 f"(dn_blocks NN)")
+        try:    # a suffix value the kernel refuses, named before any GPU work
+            KernelConfig(**candidate_tiles(name, table, fp8), precision=a.precision).validate()
+        except ValueError as exc:
+            raise MokInputError(f"--candidates {name!r}: {exc}") from None
     require_cuda()
     if fp8:
         from .fp8 import FP8_REL_TOL
@@ -200,18 +221,7 @@ def sweep(a, argv: list[str]) -> int:
             if time.time() - t0 > a.deadline_s:
                 break
             knobs = dict(knobs, comm_sms=cs)
-            base, options = candidate(name, table)
-            bm, bg, bd, nw, ns, *kern = table[base]
-            # every candidate names its split_dn and dn_blocks (none: 1 each; the layer's own
-            # choices are per shape)
-            tiles = dict(block_m=bm, bn_gu=bg, bn_dn=bd, num_warps=nw, num_stages=ns,
-                         **{"split_dn": 1, "dn_blocks": 1, **options})
-            if fp8:
-                tiles.update(fp8_kernel=kern[0] if kern else "v2", group_m=1)
-            else:   # every candidate names its group_m (none: row tile by row tile)
-                tiles.update(group_m=kern[0] if kern else 1)
-                if len(kern) > 1 and kern[1]:
-                    tiles.update(tma_a=1)
+            tiles = candidate_tiles(name, table, fp8)
             try:
                 layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0,
                                  KernelConfig(**knobs, **tiles, precision=a.precision,

@@ -223,6 +223,12 @@ TOOLS = [
     ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--candidates", ""],
      "--candidates '': not one of"),
     ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--comm-sms", "16,16"], "names '16' twice"),
+    # session 42: a suffix value the kernel refuses, before the GPU check
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--candidates", "m128-g128-d256-w8-s4-k3"],
+     "--candidates 'm128-g128-d256-w8-s4-k3': split_dn=3: allowed 1, 2, 4, 8, 16"),
+    ("mok_kernels.tile_sweep", ["--out", "{d}/r.jsonl", "--candidates",
+                                "m128-g128-d256-w8-s4-k4-b2"],
+     "dn_blocks=2 with split_dn=4: a down item walks whole blocks"),
     ("mok_kernels.tune_job", ["--tokens", "99999999999999999999"],
      "--tokens 99999999999999999999 at EP 16"),
     ("mok_kernels.tune_job", ["--models", "kimi-k2,kimi-k2"], "names 'kimi-k2' twice"),
