@@ -496,6 +496,35 @@ def test_group_m_rule_per_shape_class():
             KernelConfig(group_m=bad).validate()
 
 
+def test_dn_blocks_rule_per_shape_class():
+    """dn_blocks is chosen from the shape, EP and tokens (tiles.py): the largest power of two
+    with at most DOWN_K_STEPS K steps a down item and at least one expected down item per SM. A
+    layer with no GPU to run on (nothing launches) takes 1; a given value wins; with the grid
+    given, its programs per rank are the SMs of the rule."""
+    from mok_kernels.megakernel import KernelConfig, MoKLayer
+    from mok_kernels.tiles import DOWN_K_STEPS, forward_dn_blocks
+    assert DOWN_K_STEPS == 48
+    qwen3_30b = dict(top_k=8, experts=128, hidden=2048, expert_width=768)     # 12 K steps
+    assert forward_dn_blocks(4096, ep=8, sms=132, **qwen3_30b) == 4
+    assert forward_dn_blocks(1024, ep=8, sms=132, **qwen3_30b) == 2            # 64 row tiles
+    assert forward_dn_blocks(256, ep=32, sms=132, **qwen3_30b) == 1            # 16 row tiles
+    assert forward_dn_blocks(256, ep=32, sms=16, **qwen3_30b) == 4             # few SMs a rank
+    assert forward_dn_blocks(4096, 8, 128, 32, 4096, 1536, 132) == 2           # qwen3-235b: 24 steps
+    assert forward_dn_blocks(4096, 8, 384, 8, 7168, 2048, 132) == 1            # kimi-k2: 32 steps
+    assert forward_dn_blocks(4096, 2, 8, 8, 4096, 14336, 132) == 1             # mixtral
+    assert forward_dn_blocks(4096, 8, 128, 8, 256, 96, 132) == 1               # one down block
+    w = ref.random_weights(16, 2048, 768, 0, seed=0)
+    cfg = KernelConfig(dispatch="pull", combine="push", minibatch=4096, comm_sms=16,
+                       macrobatch=131072, capacity=1.0)
+    assert MoKLayer(w, 8, 1536, 8, 0, cfg, device="cpu").cfg.dn_blocks == 1    # no GPU here
+    grid = dataclasses.replace(cfg, grid=132)
+    assert MoKLayer(w, 8, 1536, 8, 0, grid, device="cpu").cfg.dn_blocks == 4
+    assert MoKLayer(w, 8, 1536, 8, 0, dataclasses.replace(grid, dn_blocks=2),
+                    device="cpu").cfg.dn_blocks == 2
+    assert MoKLayer(w, 8, 1536, 8, 0, dataclasses.replace(grid, split_dn=2),
+                    device="cpu").cfg.dn_blocks == 1                           # split: whole K
+
+
 def test_split_dn_rule_per_shape_class():
     """split_dn is chosen from the shape, EP and tokens (tiles.py): 4 slices where a rank's down
     phase has at most 32 expected items and K (the expert width) is long; 1 otherwise, for FP8
