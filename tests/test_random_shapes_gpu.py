@@ -6,13 +6,14 @@ shapes the project never chose, from a fixed seed so a failure names a reproduci
 the kernel accepts (a multiple of block_k), any I (padded to whole column blocks inside), one to
 eight experts per rank, top-1 to top-8, token counts that are not multiples of anything, every
 dispatch/combine pair, small and large minibatches, rings small enough to back-pressure,
-group_m, activation tiles through TMA (tma_a, forward) and the work list's lag (list_lag 1-8,
-forward); the Gluon FP8 pass (fp8_kernel="gluon": the FP8 draws as it runs them, one emulated
-rank with pull / push and capacity 1.0, any I zero-padded to whole 128-column blocks inside, a
-shape it refuses raising its refusal, and draws with I a multiple of 128); and group mode
-(LocalGroup: each of 2 or 4 ranks its own launch on one GPU, the
-cross-GPU protocol of epoch flags, routing exchange, remote rings and signals), two passes of
-fresh tokens per case. Each case id prints its seed and whole shape.
+group_m, activation tiles through TMA (tma_a, forward), the work list's lag (list_lag 1-8,
+forward) and the down blocks a work item walks (dn_blocks 1-8 or the layer's choice, forward);
+the Gluon FP8 pass (fp8_kernel="gluon": the FP8 draws as it runs them, one emulated rank with
+pull / push and capacity 1.0, any I zero-padded to whole 128-column blocks inside, a shape it
+refuses raising its refusal, and draws with I a multiple of 128); and group mode (LocalGroup:
+each of 2 or 4 ranks its own launch on one GPU, the cross-GPU protocol of epoch flags, routing
+exchange, remote rings and signals), two passes of fresh tokens per case. Each case id prints
+its seed and whole shape.
 MOK_RANDOM_SHAPES_SEED=<offset> draws other cases (seeds offset from the fixed ones) and
 MOK_RANDOM_SHAPES_COUNT=<n> draws n per kind beside the default 24 / 8 / 8 / 8 / 8 (forward /
 FP8 / backward / group / Gluon), so a run can check shapes no earlier run drew; a failure's id
@@ -64,12 +65,16 @@ def draw(seed: int, h_step: int, max_h: int, bwd: bool = False) -> dict:
         routing = "onehot"
     tma_a = bool(r.random() < 0.5)      # drawn after the rest: the earlier draws stay what they were
     list_lag = int(r.choice([1, 2, 3, 4, 8]))   # forward BF16 only; drawn last for the same reason
-    return dict(seed=seed, ep=ep, rank=rank, routing=routing, tma_a=tma_a, list_lag=list_lag,
-                dispatch=str(r.choice(["pull", "push"])), combine=str(r.choice(["pull", "push"])),
-                minibatch=int(r.choice([64, 128, 200, 256, 384, 512, 1000])),
-                macro=int(r.choice([131072, 131072, 1024])),
-                group_m=int(r.choice([1, 2, 8])),
-                shape=dict(e=e, h=h, i=i, i_shared=i if shared else 0, n=n, k=k))
+    c = dict(seed=seed, ep=ep, rank=rank, routing=routing, tma_a=tma_a, list_lag=list_lag,
+             dispatch=str(r.choice(["pull", "push"])), combine=str(r.choice(["pull", "push"])),
+             minibatch=int(r.choice([64, 128, 200, 256, 384, 512, 1000])),
+             macro=int(r.choice([131072, 131072, 1024])),
+             group_m=int(r.choice([1, 2, 8])),
+             shape=dict(e=e, h=h, i=i, i_shared=i if shared else 0, n=n, k=k))
+    # forward BF16 only (0: the layer's choice); drawn after everything else, so every case
+    # drawn before it (session 42) keeps its shape and knobs
+    c["dn_blocks"] = int(r.choice([0, 1, 2, 3, 4, 8]))
+    return c
 
 
 def case_id(c: dict) -> str:
@@ -77,7 +82,8 @@ def case_id(c: dict) -> str:
     return (f"s{c['seed']}-ep{c['ep']}-r{c['rank']}-E{s['e']}-H{s['h']}-I{s['i']}-S{s['i_shared']}-n{s['n']}"
             f"-k{s['k']}-{c['routing']}-{c['dispatch']}-{c['combine']}-mb{c['minibatch']}"
             f"-ring{c['macro']}-gm{c['group_m']}" + ("-tmaA" if c["tma_a"] else "")
-            + (f"-lag{c['list_lag']}" if c["list_lag"] != 1 else ""))
+            + (f"-lag{c['list_lag']}" if c["list_lag"] != 1 else "")
+            + (f"-dnb{c['dn_blocks']}" if c.get("dn_blocks") else ""))
 
 
 OFFSET = int(os.environ.get("MOK_RANDOM_SHAPES_SEED", "0"))
@@ -107,7 +113,7 @@ def draw_group(seed: int) -> dict:
     if routing.startswith("hot") and s["k"] > s["e"] - 1:
         routing = "onehot"
     return {**c, "ep": ep, "rank": "all", "routing": routing, "shape": s, "tma_a": False,
-            "group_m": 8}
+            "group_m": 8, "dn_blocks": 0}
 
 
 GROUP = [draw_group(OFFSET + 4000 + j) for j in range(_count(8))]
@@ -137,7 +143,8 @@ GLUON = [gluon_case(c) for c in FP8] + [draw_gluon(OFFSET + 5000 + j) for j in r
 def test_random_shape_forward(c):
     r_out, r_served, _, _ = run_case(c["ep"], c["rank"], c["routing"], c["dispatch"], c["combine"],
                                      c["minibatch"], macro=c["macro"], seed=7, shape=c["shape"],
-                                     group_m=c["group_m"], tma_a=c["tma_a"], list_lag=c["list_lag"])
+                                     group_m=c["group_m"], tma_a=c["tma_a"], list_lag=c["list_lag"],
+                                     dn_blocks=c["dn_blocks"] or None)
     assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
 
 
