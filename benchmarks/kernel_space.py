@@ -11,7 +11,8 @@ kernel's ratio. Only MoK records of today's kernel count (records.ran_todays_cho
 blocks an item walks as the layer picks them today, and records.todays_kernel: not the
 wide-expert presets' runs before group_m, nor the forwards that ran a zero shared expert before
 2026-12-01, measured again in calibration/runs/h200_space/space_noshared.jsonl); a workload
-measured again pairs with its latest GEMMs-alone record. Hot records of the draw before
+measured again takes its latest GEMMs-alone record and the best MoK record of the same run
+(file), never a better MoK run of another day. Hot records of the draw before
 2026-12-01 that gave expert 0 more than its share (records.hot_reproduced: mixtral,
 llama4-maverick, gpt-oss-120b) are left out: their workloads were measured again with today's
 draw.
@@ -33,8 +34,8 @@ BANDS = (("64-512", 0, 512, 1.5), ("1K-8K", 1024, 8192, 1.2))
 
 def table(records: list[dict]) -> list[str]:
     """Markdown rows: preset, band, workloads, median and worst ratio, share within the goal."""
-    best: dict[tuple, float] = {}
-    gemm: dict[tuple, tuple[str, float]] = {}
+    best: dict[tuple, float] = {}                     # (workload, run file): best MoK
+    gemm: dict[tuple, tuple[str, float, str]] = {}    # workload: (date, GEMMs alone, run file)
     for r in records:
         if (r.get("pass", "fwd") != "fwd" or r.get("precision", "bf16") != "bf16"
                 or not hot_reproduced(r)):
@@ -42,19 +43,20 @@ def table(records: list[dict]) -> list[str]:
         ro = r["routing"]
         key = (group_value(r, "model"), r["ep"], r["tokens"], ro["kind"], ro.get("arg"),
                ro.get("order"), ro.get("draw"))
-        ms = r["latency_ms"]["median"]
+        ms, run = r["latency_ms"]["median"], r.get("_file", "")
         if r["system"] == "mok" and ran_todays_choices(r):
-            best[key] = min(best.get(key, ms), ms)
-        elif r["system"] == "gemm-only" and r["date"] >= gemm.get(key, ("", 0.0))[0]:
-            gemm[key] = (r["date"], ms)     # a workload measured again: its latest run
-    gemm = {k: ms for k, (_, ms) in gemm.items()}
+            best[key, run] = min(best.get((key, run), ms), ms)
+        elif r["system"] == "gemm-only" and r["date"] >= gemm.get(key, ("", 0.0, ""))[0]:
+            gemm[key] = (r["date"], ms, run)     # a workload measured again: its latest run
     groups = collections.defaultdict(list)
     outside = 0
-    for key in best.keys() & gemm.keys():
+    for key, (_, gemm_ms, run) in gemm.items():
+        if (key, run) not in best:       # MoK of the same run as its GEMMs alone, or none
+            continue
         banded = [b for b in BANDS if b[1] <= key[2] <= b[2]]
         outside += not banded
         for band, _lo, _hi, goal in banded:
-            groups[key[0], band, goal].append((best[key] / gemm[key], key))
+            groups[key[0], band, goal].append((best[key, run] / gemm_ms, key))
     rows = ["| preset | tokens/GPU | workloads | MoK / GEMMs median | worst (EP, tokens, routing) "
             "| within goal |", "|---|---|---:|---:|---|---:|"]
     order = [b[0] for b in BANDS]

@@ -70,3 +70,18 @@ def test_records_of_a_model_file_are_grouped_by_its_name():
 def test_workloads_between_the_bands_are_counted_not_dropped():
     rows = ks.table([_rec("gemm-only", 768, 1.0), _rec("mok", 768, 1.1)])
     assert rows[-1] == "(1 workload at token counts outside both bands not shown)"
+
+
+def test_a_workload_measured_again_takes_the_mok_runs_of_its_latest_run():
+    """Two runs (files) of one workload: the latest GEMMs-alone record pairs with the best MoK
+    record of that same run, not with a faster MoK record of the other day."""
+    day1 = [_rec("gemm-only", 4096, 2.0), _rec("mok", 4096, 2.2)]
+    day2 = [_rec("gemm-only", 4096, 2.1, date="2026-12-02T01:00:00"),
+            _rec("mok", 4096, 2.52, date="2026-12-02T01:00:00")]
+    for recs, run in ((day1, "runs/a.jsonl"), (day2, "runs/b.jsonl")):
+        for r in recs:
+            r["_file"] = run
+    rows = ks.table(day1 + day2)
+    assert rows[2] == "| glm-5 | 1K-8K | 1 | 1.20 | 1.20 (EP 8, 4096, uniform) | 1/1 (<= 1.2x) |"
+    only_gemm = [dict(day2[0])]          # the latest run has no MoK record: not counted
+    assert len(ks.table(day1 + only_gemm)) == 2
