@@ -812,17 +812,29 @@ def scan_chunk_s(scn: Scenario, p: Params) -> float:
     return (p["push_scan_us"] + p["push_scan_step_us"] * copy_steps(scn.model.hidden)) * US
 
 
+def push_visits(scn: Scenario, P: int, comm_sms, rows, tiles):
+    """What one comm program of a push dispatch visits in a minibatch of `rows` rows in `tiles`
+    row tiles: its lanes' row tiles where they copy runs (lanes_copy_runs), else the row chunks
+    they scan (push_scan_chunks)."""
+    if lanes_copy_runs(scn):
+        return push_lane_visits(P, comm_sms, tiles)
+    return push_scan_chunks(P, comm_sms, rows)
+
+
+def push_visit_s(scn: Scenario, p: Params) -> float:
+    """Seconds one push_visits visit costs: a row tile's source-id load (push_scan_us) where
+    the lanes copy runs, else a chunk's scan (scan_chunk_s)."""
+    return p["push_scan_us"] * US if lanes_copy_runs(scn) else scan_chunk_s(scn, p)
+
+
 def push_scan(scn: Scenario, p: Params, rows, tiles, M, comm_sms):
-    """Seconds a push dispatch's comm programs spend visiting chunks (scan_chunk_s each: a
-    chunk's source-index load and its masked row loop; push_scan_chunks) or, where the lanes copy
-    runs (lanes_copy_runs), row tiles (push_scan_us each), beside the bytes they copy, over the M
-    minibatches of `rows` rows and `tiles` row tiles a GPU receives (cut evenly here; the
-    simulator takes the real cut). 0 with one rank."""
+    """Seconds a push dispatch's comm programs spend on their visits (push_visits,
+    push_visit_s each), beside the bytes they copy, over the M minibatches of `rows` rows and
+    `tiles` row tiles a GPU receives (cut evenly here; the simulator takes the real cut). 0 with
+    one rank."""
     if scn.ep < 2:
         return 0.0
-    if lanes_copy_runs(scn):
-        return M * push_lane_visits(scn.ep, comm_sms, np.ceil(tiles / M)) * p["push_scan_us"] * US
-    return M * push_scan_chunks(scn.ep, comm_sms, rows / M) * scan_chunk_s(scn, p)
+    return M * push_visits(scn, scn.ep, comm_sms, rows / M, np.ceil(tiles / M)) * push_visit_s(scn, p)
 
 
 def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) -> np.ndarray:

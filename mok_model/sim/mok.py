@@ -37,9 +37,9 @@ import numpy as np
 import simpy
 
 from ..analytic import (COPY_ROWS, US, copy_load, dispatch_copy_scale, dispatch_row_bytes,
-                        expert_ffn_parts, ffn_pieces, in_order_wait, iteration_rows,
-                        lanes_copy_runs, list_period, loads, push_lane_visits, push_scan_chunks,
-                        ring_capacity, scan_chunk_s, shared_section, tile_rows)
+                        expert_ffn_parts, ffn_pieces, in_order_wait, iteration_rows, list_period,
+                        loads, push_visit_s, push_visits, ring_capacity, scan_chunk_s,
+                        shared_section, tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
@@ -290,8 +290,7 @@ class MokSim:
         # rows (analytic.push_scan): that time loads the copying comm SMs as more bytes
         # (or its row tiles, where the lanes copy runs: analytic.lanes_copy_runs)
         self.scan_s = scan_chunk_s(scn, p)
-        self.lane_runs = lanes_copy_runs(scn)
-        self.visit_s = p["push_scan_us"] * US if self.lane_runs else self.scan_s
+        self.visit_s = push_visit_s(scn, p)
         self.push_scan = self.dpush and P > 1 and self.visit_s > 0
         self.combine_sm_scale = push_scale if self.kpush else pull_scale
         # our pull combine's homes also visit every chunk of each owner's minibatch for their
@@ -415,9 +414,8 @@ class MokSim:
         flow = 2 * d * self.E
         sm_scale = self.dispatch_sm_scale
         if self.push_scan and rows.sum() > 0:  # the scan's seconds, as bytes at the SMs' rate
-            visits = (push_lane_visits(self.P, self.cfg.comm_sms, self.plan.row_tiles[d][i])
-                      if self.lane_runs       # a lane visits the tiles, copying its runs
-                      else push_scan_chunks(self.P, self.cfg.comm_sms, rows.sum()))
+            visits = push_visits(self.scn, self.P, self.cfg.comm_sms, rows.sum(),
+                                 self.plan.row_tiles[d][i])
             scan = float(visits) * self.visit_s
             sm_scale += scan * self.sm_rate / (float(rows.sum()) * self.act)
         for j in nz:
