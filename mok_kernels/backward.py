@@ -198,6 +198,7 @@ _HELPERS = ("wait_geq", "signal", "tile_of", "peer_row", "copy_rows", "trap")
 # _bwd_kernels() before any kernel is compiled
 wait_geq = signal = tile_of = peer_row = copy_rows = trap = wgrad_tile = None
 a_saved_epi = wait_tiles = expert_rows = store_dwgu = store_dwd = wgrad_flat = wgrad_tma = None
+wgrad_step = None
 
 
 def _bwd_kernels() -> dict[str, Any]:
@@ -313,6 +314,21 @@ def _bwd_kernels() -> dict[str, Any]:
         return acc
 
     @triton.jit
+    def _wgrad_step(acc, a_ptr, a_ld, a_cols, a_cm, b_ptr, b_ld, b_cols, b_cm, r, r_hi, a_off,
+                    b_off, BKR: tl.constexpr):
+        """One row step of _wgrad_flat: acc + A^T B over rows r..min(r + BKR, r_hi) - 1 (the
+        w_blocks loops, which walk several tiles' row steps in one loop)."""
+        rr = tl.arange(0, BKR)
+        m = (r + rr) < r_hi
+        ra = (a_off + r + rr).to(tl.int64)
+        rb = (b_off + r + rr).to(tl.int64)
+        a = tl.load(a_ptr + ra[:, None] * a_ld + a_cols[None, :], mask=m[:, None] & a_cm[None, :],
+                    other=0.0)
+        b = tl.load(b_ptr + rb[:, None] * b_ld + b_cols[None, :], mask=m[:, None] & b_cm[None, :],
+                    other=0.0)
+        return tl.dot(tl.trans(a), b, acc)
+
+    @triton.jit
     def _wgrad_tma(acc, a_d, a_c0, b_d, b_c0, nrows, BKR: tl.constexpr):
         """_wgrad_flat with its operands loaded by the tensor memory accelerator
         (BackwardTiles.w_tma): a_d / b_d describe exactly the item's nrows rows (and the
@@ -387,6 +403,7 @@ def _bwd_kernels() -> dict[str, Any]:
     globals()["a_saved_epi"] = _a_saved_epi
     globals()["wgrad_tile"] = _wgrad_tile
     globals()["wgrad_flat"] = _wgrad_flat
+    globals()["wgrad_step"] = _wgrad_step
     globals()["wgrad_tma"] = _wgrad_tma
     globals()["store_dwgu"] = _store_dwgu
     globals()["store_dwd"] = _store_dwd
@@ -740,21 +757,13 @@ def _bwd_kernels() -> dict[str, Any]:
                         if W_DIRECT:
                             o_gu = dwgu_ptr + vr * H * (2 * I)
                         steps = tl.maximum((nrows + BKR - 1) // BKR, 1)
-                        rr = tl.arange(0, BKR)
                         acc_gu = tl.zeros((BW_H, BW), dtype=tl.float32)
                         for it in range(0, nblk * steps):
                             rs = it % steps
                             cbk = cb0 + it // steps
                             ccols = cbk * BW + tl.arange(0, BW)
-                            r = r_lo + rs * BKR
-                            m = (r + rr) < r_hi
-                            ra = (r + rr).to(tl.int64)
-                            rb = (h_off + r + rr).to(tl.int64)
-                            a = tl.load(xsrc + ra[:, None] * H + hcols[None, :],
-                                        mask=m[:, None] & hm[None, :], other=0.0)
-                            bb = tl.load(dgu_ptr + rb[:, None] * (2 * I) + ccols[None, :],
-                                         mask=m[:, None] & (ccols < 2 * I)[None, :], other=0.0)
-                            acc_gu = tl.dot(tl.trans(a), bb, acc_gu)
+                            acc_gu = wgrad_step(acc_gu, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
+                                                ccols < 2 * I, r_lo + rs * BKR, r_hi, 0, h_off, BKR)
                             if rs == steps - 1:
                                 store_dwgu(acc_gu, cbk, hcols, hm, o_gu, ow_gu_ptr, r_e, direct, NR,
                                            I_REAL, H, I, BW, BN_GU)
@@ -770,21 +779,13 @@ def _bwd_kernels() -> dict[str, Any]:
                         if W_DIRECT:
                             o_dn = dwd_ptr + vr * I * H
                         steps = tl.maximum((nrows + BKR - 1) // BKR, 1)
-                        rr = tl.arange(0, BKR)
                         acc_dn = tl.zeros((BW, BW_H), dtype=tl.float32)
                         for it in range(0, nblk * steps):
                             rs = it % steps
                             hbk = hb0 + it // steps
                             hcols = hbk * BW_H + tl.arange(0, BW_H)
-                            r = r_lo + rs * BKR
-                            m = (r + rr) < r_hi
-                            ra = (h_off + r + rr).to(tl.int64)
-                            rb = (r + rr).to(tl.int64)
-                            a = tl.load(hs_ptr + ra[:, None] * I + icols[None, :],
-                                        mask=m[:, None] & (icols < I)[None, :], other=0.0)
-                            bb = tl.load(gsrc + rb[:, None] * H + hcols[None, :],
-                                         mask=m[:, None] & (hcols < H)[None, :], other=0.0)
-                            acc_dn = tl.dot(tl.trans(a), bb, acc_dn)
+                            acc_dn = wgrad_step(acc_dn, hs_ptr, I, icols, icols < I, gsrc, H, hcols,
+                                                hcols < H, r_lo + rs * BKR, r_hi, h_off, 0, BKR)
                             if rs == steps - 1:
                                 store_dwd(acc_dn, hbk, icols, o_dn, ow_d_ptr, r_e, direct, I_REAL,
                                           H, BW_H)
