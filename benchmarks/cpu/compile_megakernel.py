@@ -80,9 +80,13 @@ def code_only(ptx: str) -> str:
                      if not re.match(r"\s*\.(loc|file)\b", line) and not line.startswith("$L__"))
 
 
+H200_SHARED_BYTES = 232448   # the most dynamic shared memory a block may ask for (sm_90)
+
+
 def report(label: str, compiled: list, log: str) -> None:
     """One line per kernel compiled for a setting: PTX digest, global loads / stores, registers
-    and spills (from the ptxas -v log Triton printed)."""
+    and spills (from the ptxas -v log Triton printed), and its shared memory, flagged above the
+    H200's 227 KiB a block (a launch there fails with OutOfResources)."""
     usage = dict(re.findall(r"Function properties for (\w+)\n.*?(\d+ bytes spill stores, \d+ "
                             r"bytes spill loads)", log, re.S))
     regs = dict(re.findall(r"Compiling entry function '(\w+)'.*?Used (\d+) registers", log, re.S))
@@ -91,9 +95,11 @@ def report(label: str, compiled: list, log: str) -> None:
         ops = collections.Counter(re.findall(r"(?:ld|st)\.global[\w.:]*", ptx))
         wide = sum(c for o, c in ops.items() if ".v4" in o)
         digest = hashlib.sha256(code_only(ptx).encode()).hexdigest()[:12]
+        shared = kernel.metadata.shared
+        over = "  OVER THE H200 LIMIT" if shared > H200_SHARED_BYTES else ""
         print(f"{label} {name:19s} ptx {digest}  global ld/st {sum(ops.values()):4d} (16-byte "
-              f"{wide})  registers {regs.get(name, '?')}, {usage.get(name, 'spills ?')}",
-              flush=True)
+              f"{wide})  registers {regs.get(name, '?')}, {usage.get(name, 'spills ?')}, "
+              f"shared {shared} B{over}", flush=True)
 
 
 def main(argv: list[str] | None = None) -> int:

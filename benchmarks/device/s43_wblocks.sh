@@ -9,11 +9,13 @@
 # ::test_w_blocks_are_the_bits_of_one_tile_an_item), then each variant beside the GEMMs alone
 # (benchmarks/device/s32_bwd_probe.py). Change TRAINING_TILES only if faster on both models and
 # sizes, and name w_blocks in the model (records.DEFAULT_BWD has it: another variant until then).
+# Session 43 call 1: with three pipeline stages a flattened loop asks 272 KiB of shared memory
+# (OutOfResources); the variants run with two, beside the plain tiles at two.
 export PYTHONPATH=.
 R=$OUT/s43w; mkdir -p $R; LIMIT=${LIMIT:-390}; source benchmarks/device/pytest_steps.sh
 [ -z "$SKIP_WB_TEST" ] && step wb tests/test_backward_gpu.py -k "w_blocks"
 T="saved_gu=1,bn_a=256,bn_x=256,w_direct=1,w_bf16=1,a_epi=128"
-V="$T;$T,w_blocks=2;$T,w_blocks=4;$T"
+V="$T;$T,num_stages=2;$T,w_blocks=2,num_stages=2;$T,w_blocks=4,num_stages=2;$T"
 for M in kimi-k2 glm-5; do for N in 4096 1024; do
   timeout 60 python3 benchmarks/device/s32_bwd_probe.py $M $N "$V" 2>&1 | tee $R/probe_${M}_$N.log
 done; done
