@@ -106,11 +106,6 @@ class BackwardTiles:
     #                          to 256 fits the registers (0: the epilogue in registers, bn_a at
     #                          most the forward's bn_gu). Where min(bn_a, 256) does not divide
     #                          the padded I, the A items run as with a_epi=0
-    w_blocks: int = 1        # with w_flat: a W item walks this many weight tiles of its expert
-    #                          (consecutive column blocks of dWg|dWu, H blocks of dWd) in one
-    #                          flattened loop over tiles x row steps, storing each tile after its
-    #                          last row step, so the next tile's first loads are in flight while
-    #                          this one stores; the same bits as 1 (session 42, not yet timed)
     diag: int = 0            # timing diagnostic only, gradients left incomplete: 1 = skip the W
     #                          items, 2 = skip the X items, 3 = both (mok bench --bwd-tiles diag=N
     #                          times A only / A+X / A+W; the difference with diag=0 is the part's cost)
@@ -198,7 +193,6 @@ _HELPERS = ("wait_geq", "signal", "tile_of", "peer_row", "copy_rows", "trap")
 # _bwd_kernels() before any kernel is compiled
 wait_geq = signal = tile_of = peer_row = copy_rows = trap = wgrad_tile = None
 a_saved_epi = wait_tiles = expert_rows = store_dwgu = store_dwd = wgrad_flat = wgrad_tma = None
-wgrad_step = None
 
 
 def _bwd_kernels() -> dict[str, Any]:
@@ -314,21 +308,6 @@ def _bwd_kernels() -> dict[str, Any]:
         return acc
 
     @triton.jit
-    def _wgrad_step(acc, a_ptr, a_ld, a_cols, a_cm, b_ptr, b_ld, b_cols, b_cm, r, r_hi, a_off,
-                    b_off, BKR: tl.constexpr):
-        """One row step of _wgrad_flat: acc + A^T B over rows r..min(r + BKR, r_hi) - 1 (the
-        w_blocks loops, which walk several tiles' row steps in one loop)."""
-        rr = tl.arange(0, BKR)
-        m = (r + rr) < r_hi
-        ra = (a_off + r + rr).to(tl.int64)
-        rb = (b_off + r + rr).to(tl.int64)
-        a = tl.load(a_ptr + ra[:, None] * a_ld + a_cols[None, :], mask=m[:, None] & a_cm[None, :],
-                    other=0.0)
-        b = tl.load(b_ptr + rb[:, None] * b_ld + b_cols[None, :], mask=m[:, None] & b_cm[None, :],
-                    other=0.0)
-        return tl.dot(tl.trans(a), b, acc)
-
-    @triton.jit
     def _wgrad_tma(acc, a_d, a_c0, b_d, b_c0, nrows, BKR: tl.constexpr):
         """_wgrad_flat with its operands loaded by the tensor memory accelerator
         (BackwardTiles.w_tma): a_d / b_d describe exactly the item's nrows rows (and the
@@ -403,7 +382,6 @@ def _bwd_kernels() -> dict[str, Any]:
     globals()["a_saved_epi"] = _a_saved_epi
     globals()["wgrad_tile"] = _wgrad_tile
     globals()["wgrad_flat"] = _wgrad_flat
-    globals()["wgrad_step"] = _wgrad_step
     globals()["wgrad_tma"] = _wgrad_tma
     globals()["store_dwgu"] = _store_dwgu
     globals()["store_dwd"] = _store_dwd
@@ -451,7 +429,6 @@ def _bwd_kernels() -> dict[str, Any]:
         CC: tl.constexpr, W_FLAT: tl.constexpr = False, A_FUSE_GU: tl.constexpr = False,
         DIAG: tl.constexpr = 0, A_SAVED: tl.constexpr = False, A_SPLIT: tl.constexpr = False,
         W_DIRECT: tl.constexpr = False, W_TMA: tl.constexpr = False, A_EPI: tl.constexpr = 0,
-        WB: tl.constexpr = 1,     # weight tiles a W item walks (BackwardTiles.w_blocks)
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its slice of every
         # per-rank buffer (one rank per launch: VR = 0).
@@ -507,10 +484,8 @@ def _bwd_kernels() -> dict[str, Any]:
             total_ax = (ns_tiles + tiles_used) * (NB_A + NB_X)
             NC_GU: tl.constexpr = 2 * I // BW         # dWg|dWu tile columns
             NB_HW: tl.constexpr = (H + BW_H - 1) // BW_H
-            NCG: tl.constexpr = (NC_GU + WB - 1) // WB    # dWg|dWu items of an H block (WB tiles)
-            NHG: tl.constexpr = (NB_HW + WB - 1) // WB    # dWd items of an I block
-            NWT_GU: tl.constexpr = NB_HW * NCG
-            NWT: tl.constexpr = NWT_GU + (I // BW) * NHG
+            NWT_GU: tl.constexpr = NB_HW * NC_GU
+            NWT: tl.constexpr = NWT_GU + (I // BW) * NB_HW
             total = total_ax + (EL + HAS_SHARED) * NWT
             if DIAG & 1:                              # timing diagnostic: no W items
                 total = total_ax
@@ -744,53 +719,7 @@ def _bwd_kernels() -> dict[str, Any]:
                     if W_DIRECT:
                         direct = not shared
                     nrows = r_hi - r_lo
-                    if (WB > 1) & (item < NWT_GU):
-                        # WB column blocks of dWg|dWu[e][h block] in one flattened loop over
-                        # blocks x row steps (at least one step: an expert with no rows stores
-                        # zeros), each stored after its last step
-                        hb = item // NCG
-                        cb0 = (item % NCG) * WB
-                        nblk = tl.minimum(NC_GU - cb0, WB)
-                        hcols = hb * BW_H + tl.arange(0, BW_H)
-                        hm = hcols < H
-                        o_gu = dwgu_ptr + e.to(tl.int64) * H * (2 * I)
-                        if W_DIRECT:
-                            o_gu = dwgu_ptr + vr * H * (2 * I)
-                        steps = tl.maximum((nrows + BKR - 1) // BKR, 1)
-                        acc_gu = tl.zeros((BW_H, BW), dtype=tl.float32)
-                        for it in range(0, nblk * steps):
-                            rs = it % steps
-                            cbk = cb0 + it // steps
-                            ccols = cbk * BW + tl.arange(0, BW)
-                            acc_gu = wgrad_step(acc_gu, xsrc, H, hcols, hm, dgu_ptr, 2 * I, ccols,
-                                                ccols < 2 * I, r_lo + rs * BKR, r_hi, 0, h_off, BKR)
-                            if rs == steps - 1:
-                                store_dwgu(acc_gu, cbk, hcols, hm, o_gu, ow_gu_ptr, r_e, direct, NR,
-                                           I_REAL, H, I, BW, BN_GU)
-                                acc_gu = tl.zeros((BW_H, BW), dtype=tl.float32)
-                    elif (WB > 1) & (item >= NWT_GU):
-                        # WB H blocks of dWd[e][i block] likewise
-                        it_d = item - NWT_GU
-                        ib = it_d // NHG
-                        hb0 = (it_d % NHG) * WB
-                        nblk = tl.minimum(NB_HW - hb0, WB)
-                        icols = ib * BW + tl.arange(0, BW)
-                        o_dn = dwd_ptr + e.to(tl.int64) * I * H
-                        if W_DIRECT:
-                            o_dn = dwd_ptr + vr * I * H
-                        steps = tl.maximum((nrows + BKR - 1) // BKR, 1)
-                        acc_dn = tl.zeros((BW, BW_H), dtype=tl.float32)
-                        for it in range(0, nblk * steps):
-                            rs = it % steps
-                            hbk = hb0 + it // steps
-                            hcols = hbk * BW_H + tl.arange(0, BW_H)
-                            acc_dn = wgrad_step(acc_dn, hs_ptr, I, icols, icols < I, gsrc, H, hcols,
-                                                hcols < H, r_lo + rs * BKR, r_hi, h_off, 0, BKR)
-                            if rs == steps - 1:
-                                store_dwd(acc_dn, hbk, icols, o_dn, ow_d_ptr, r_e, direct, I_REAL,
-                                          H, BW_H)
-                                acc_dn = tl.zeros((BW, BW_H), dtype=tl.float32)
-                    elif item < NWT_GU:
+                    if item < NWT_GU:
                         # dWg|dWu[e][h block, c block] = sum_rows x^T [dg|du]
                         hb = item // NC_GU
                         cb = item % NC_GU
@@ -927,9 +856,6 @@ class MoKBackward:
                              "float32)")
         if t.w_tma and not t.w_flat:
             raise ValueError("w_tma=1 needs w_flat=1 (one row loop per weight-gradient item)")
-        if not 1 <= t.w_blocks <= 64 or (t.w_blocks > 1 and (not t.w_flat or t.w_tma)):
-            raise ValueError(f"w_blocks={t.w_blocks}: an integer from 1 to 64, above 1 with "
-                             f"w_flat=1 and w_tma=0 (its loop is the flat pointer one)")
         if t.diag not in (0, 1, 2, 3):
             raise ValueError(f"diag={t.diag}: allowed 0 (full pass), 1, 2, 3 (timing diagnostics)")
         if lay.Ip % self.bn_a or (2 * lay.Ip) % self.bk_x or lay.Ip % self.bw:
@@ -1034,7 +960,7 @@ class MoKBackward:
             DIAG=t.diag, A_SAVED=gu is not None,
             A_SPLIT=gu is not None and self.bn_a > 64 and not self.a_epi,
             W_DIRECT=t.w_direct, W_TMA=t.w_tma, A_EPI=self.a_epi if gu is not None else 0,
-            WB=t.w_blocks, num_warps=t.num_warps, num_stages=t.num_stages)
+            num_warps=t.num_warps, num_stages=t.num_stages)
 
     def scratch(self, grid: int) -> torch.Tensor:
         """The A items' float32 dA scratch of tiles.a_epi, one BM x bn_a tile per program of a

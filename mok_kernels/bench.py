@@ -347,7 +347,7 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
     any of `models` (tile sizes powers of two >= 16, bn_a at most the forward's bn_gu or 256
     with a_epi, a_epi 0 or a power of two from 16 to bn_a with saved_gu=1, tiles
     that divide the padded expert width, booleans 0/1, diag 0-3, warps a power of two <= 32,
-    stages >= 1, w_blocks 1-64 and above 1 only on the flat pointer loop)."""
+    stages >= 1)."""
     from .backward import BackwardTiles, parse_tiles
     from .megakernel import KernelConfig
     from .tiles import padded_width
@@ -391,9 +391,6 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
         if t.w_tma and not t.w_flat:
             raise BadInput(f"--bwd-tiles {one!r}: w_tma=1 needs w_flat=1 (one row loop per "
                            f"weight-gradient item)")
-        if not 1 <= t.w_blocks <= 64 or (t.w_blocks > 1 and (not t.w_flat or t.w_tma)):
-            raise BadInput(f"--bwd-tiles {one!r}: w_blocks={t.w_blocks}: an integer from 1 to 64, "
-                           f"above 1 with w_flat=1 and w_tma=0 (its loop is the flat pointer one)")
         if t.a_epi and not (t.saved_gu and 16 <= t.a_epi <= t.bn_a
                             and not t.a_epi & (t.a_epi - 1)):
             raise BadInput(f"--bwd-tiles {one!r}: a_epi={t.a_epi}: needs saved_gu=1 and a power "

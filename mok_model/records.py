@@ -562,7 +562,7 @@ DEFAULT_GLUON = {"fp8_kernel": "gluon", "gluon_join": 350, "gluon_ys": 1, "gluon
                  "gluon_cu": 1, "gluon_qv": 0}
 DEFAULT_BWD = {"w_flat": 1, "a_fuse_gu": 1, "bw": 256, "bn_a": 64, "bn_x": 128, "bw_h": 128,
                "bk_rows": 64, "num_warps": 8, "num_stages": 3, "diag": 0, "saved_gu": 0,
-               "w_direct": 0, "w_bf16": 0, "w_tma": 0, "a_epi": 0, "w_blocks": 1}
+               "w_direct": 0, "w_bf16": 0, "w_tma": 0, "a_epi": 0}
 OLD_BWD = {**DEFAULT_BWD, "w_flat": 0, "a_fuse_gu": 0, "bw": 128}  # default until 2026-12-01
 # The tiles the layer trains with (mok_kernels/backward.py TRAINING_TILES, "saved_gu=1,bn_a=256,
 # a_epi=128,bn_x=256,w_direct=1", with w_bf16=1, which autograd adds for bf16 parameters):

@@ -381,15 +381,12 @@ def test_direct_weight_gradients_are_the_packed_ones(ep, rank, routing, shape, s
         assert torch.equal(a.to(c.dtype), c)
 
 
-W_SHAPES = [
+@pytest.mark.parametrize("ep,rank,routing,shape", [
     (2, None, "zipf:1.2", dict(h=7168, i=2048, e=8, n=64, k=4)),        # kimi-k2 widths
     (4, None, "uniform", dict(h=2880, i=2880, e=8, n=96, k=4)),         # I padded, H not 128s
     (8, 3, "hot:0.2", dict(h=1536, i=768, e=16, n=128, k=4)),
     (4, None, "idle", dict(h=2560, i=1280, e=8, n=96, k=4, i_shared=0)),
-]
-
-
-@pytest.mark.parametrize("ep,rank,routing,shape", W_SHAPES)
+])
 @pytest.mark.parametrize("extra,plain", [
     ("w_tma=1", "default"), ("w_tma=1,bk_rows=32", "bk_rows=32"),
     ("saved_gu=1,bn_a=128,bn_x=256,w_direct=1,w_bf16=1,w_tma=1",
@@ -409,22 +406,3 @@ def test_w_item_variants(ep, rank, routing, shape, extra, plain):
         assert rel(a.float(), c.float()) < 1e-4
         same.append(torch.equal(a, c))
     print(f"{extra}: bit for bit the pointer path's: {same}")
-
-
-@pytest.mark.parametrize("ep,rank,routing,shape", W_SHAPES)
-@pytest.mark.parametrize("extra,plain", [
-    # two pipeline stages where a flattened loop's three need more than 227 KiB of shared memory
-    # (session 43, call 1: 272 KiB, OutOfResources)
-    ("w_blocks=2,num_stages=2", "num_stages=2"), ("w_blocks=3,bk_rows=32", "bk_rows=32"),
-    ("saved_gu=1,bn_a=128,bn_x=256,w_direct=1,w_bf16=1,w_blocks=4,num_stages=2",
-     "saved_gu=1,bn_a=128,bn_x=256,w_direct=1,w_bf16=1,num_stages=2")])
-def test_w_blocks_are_the_bits_of_one_tile_an_item(ep, rank, routing, shape, extra, plain):
-    """W items that walk several weight tiles in one flattened loop (w_blocks; the last item of
-    an expert partial, experts that receive nothing storing zeros): every gradient within the
-    float32 tolerance (run_case) and bit for bit the one-tile path's (the same row steps in the
-    same order per tile)."""
-    blocks, _ = _routed_and_shared(parse_tiles(extra), ep, rank, routing, shape)
-    plain, _ = _routed_and_shared(parse_tiles(plain), ep, rank, routing, shape)
-    for a, c in zip(blocks, plain):
-        if a is not None:
-            assert torch.equal(a, c)
