@@ -523,11 +523,11 @@ def test_auto_layer_after_swept_layers_on_real_gpus(tmp_path):
 def test_bench_refuses_an_overflowing_capacity_before_launch_and_goes_on(tmp_path, capsys):
     """A routing that sends the emulated rank more rows than the schedule holds (onehot at EP 16:
     every token's expert 0 on rank 0, ~11,400 rows against capacity 0.125's 8,192) fails that
-    setting and the model's pick (0.125 here too: its capacity covers uniform routing only) with
-    one line naming the rows, before any launch: a
-    trapped launch would kill the process's CUDA context and every later workload (session 43:
-    `mok bench --auto` with hot routing at EP 16 lost the rest of its run). The next workload
-    (uniform) is timed and recorded in the same process."""
+    setting with one line naming the rows, before any launch: a trapped launch would kill the
+    process's CUDA context and every later workload (session 43: `mok bench --auto` with hot
+    routing at EP 16 lost the rest of its run). The model's pick holds it (its capacity covers
+    one hot expert since session 43: 0.25 here), and the next workload (uniform) is timed and
+    recorded in the same process."""
     from mok_kernels.bench import cli
     from mok_model.records import read_records
     out = tmp_path / "runs.jsonl"
@@ -538,10 +538,11 @@ def test_bench_refuses_an_overflowing_capacity_before_launch_and_goes_on(tmp_pat
     log = capsys.readouterr()
     text = log.out + log.err
     assert rc == 0, text[-3000:]
-    assert text.count("routed rows reach rank 0") == 2, text[-3000:]   # the setting and the pick
+    assert text.count("routed rows reach rank 0") == 1, text[-3000:]   # the swept setting
     recs = read_records([out])
-    assert [r["routing"]["kind"] for r in recs] == ["uniform", "uniform"], recs
-    assert sum("auto" in r for r in recs) == 1
+    assert [(r["routing"]["kind"], "auto" in r) for r in recs] == [
+        ("onehot", True), ("uniform", False), ("uniform", True)], recs
+    assert recs[0]["config"]["capacity"] == 0.25
 
 
 def _bench_mok_and_gemm_phases(tmp_path, model: str, ep: int, tokens: int, iters: int,

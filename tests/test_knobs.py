@@ -25,16 +25,20 @@ KIMI = knobs.shape_of(load_model("kimi-k2"))
 
 
 def test_choice_is_the_tuners_and_cached_calls_are_fast():
-    """Same answer as `mok tune` for the same question; deterministic; < 10 ms once cached."""
+    """Same answer as `mok tune` for the same question at the capacity the bounds ask
+    (`mok tune --capacity`); deterministic; < 10 ms once cached."""
     knobs._CACHE.clear()
     t0 = time.perf_counter()
     c = knobs.choose_knobs("h200-1", KIMI, 16, 2048)
     first_ms = (time.perf_counter() - t0) * 1e3
-    best = tune(Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 16, 2048),
-                load_params(None, "h200-1"), top=1, list_lags=LIST_LAGS).best
+    m = load_model("kimi-k2")
+    safe = knobs.safe_capacity(16, 2048, m.top_k, m.routed_experts)
+    best = tune(Scenario(load_hardware("h200-1"), m, 16, 2048), load_params(None, "h200-1"),
+                fixed={"capacity": safe}, top=1, list_lags=LIST_LAGS).best
     assert c.knobs == best.config.as_dict() and c.predicted_ms == pytest.approx(best.latency_ms)
     assert c.list_lag == best.list_lag
-    assert c.source.startswith("tuner: h200-1 params ") and c.source.endswith("h200-1.json")
+    assert c.source.startswith("tuner: h200-1 params ")
+    assert c.source.endswith(f"h200-1.json; capacity raised to {safe} (uniform and hot-expert bounds)")
     again = knobs.tuned_choice("h200-1", KIMI, 16, 2048)      # uncached: same numbers
     assert again == c
     times = []
@@ -65,8 +69,10 @@ def test_explicit_knobs_win_and_the_tuner_fills_the_rest():
     given = {"dispatch": "push", "minibatch": 512}
     c = knobs.choose_knobs("h200-1", KIMI, 16, 1024, given=given)
     assert c.knobs["dispatch"] == "push" and c.knobs["minibatch"] == 512
-    best = tune(Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 16, 1024),
-                load_params(None, "h200-1"), fixed=given, top=1).best
+    m = load_model("kimi-k2")
+    safe = knobs.safe_capacity(16, 1024, m.top_k, m.routed_experts)
+    best = tune(Scenario(load_hardware("h200-1"), m, 16, 1024), load_params(None, "h200-1"),
+                fixed={**given, "capacity": safe}, top=1).best
     assert c.knobs == best.config.as_dict()
     assert c.source.endswith("given: dispatch, minibatch")
     with pytest.raises(ValueError, match="macrobatch=4096 given without minibatch"):
@@ -325,13 +331,35 @@ def test_capacity_rows_is_the_kernels_formula():
 @pytest.mark.parametrize("model,ep", [("kimi-k2", 16), ("kimi-k2", 8), ("qwen3-30b-a3b", 32),
                                       ("glm-5", 4)])
 @pytest.mark.parametrize("tokens", [1, 16, 64, 200, 2048])
-def test_chosen_capacity_holds_the_uniform_routing_need(model, ep, tokens):
+def test_chosen_capacity_holds_the_uniform_and_hot_expert_needs(model, ep, tokens):
     m = load_model(model)
     c = knobs.choose_knobs("h200-1", knobs.shape_of(m), ep, tokens)
     need = knobs.uniform_need_rows(ep, tokens, m.top_k, m.routed_experts)
+    hot = knobs.hot_expert_need_rows(ep, tokens, m.top_k, m.routed_experts)
     held = knobs.capacity_rows(ep, tokens, m.top_k, m.routed_experts, c.knobs["capacity"])
-    assert held >= need
+    assert held >= max(need, hot) == knobs.need_rows(ep, tokens, m.top_k, m.routed_experts)
     assert need > tokens * m.top_k                 # above the mean: the bound has a margin
+    assert hot > ep * tokens                       # above the hot expert's own rows
+
+
+@pytest.mark.parametrize("ep,tokens,e,k", [(16, 64, 64, 8), (8, 16, 64, 4), (4, 200, 32, 4),
+                                           (16, 128, 128, 8), (8, 64, 8, 2), (4, 32, 16, 1)])
+@pytest.mark.parametrize("routing", ["onehot", "hot:X"])
+def test_hot_expert_bound_covers_sampled_routings(ep, tokens, e, k, routing):
+    """The hot-expert bound is above the rows of the rank holding expert 0 in 200 routings drawn
+    by the kernel's own generator with expert 0 taking a route of every token (onehot) or half of
+    that (hot:X at X = 1/(2k)); it stays at most the worst case. Session 43: the uniform bound
+    alone (capacity 0.125 at EP 16) overflowed under hot 0.1 on the H200."""
+    from mok_kernels.routing import make_routing
+
+    passes = 200
+    need = knobs.hot_expert_need_rows(ep, tokens, k, e)
+    spec = "onehot" if routing == "onehot" else f"hot:{1 / (2 * k)}"
+    ids, _ = make_routing(passes * ep * tokens, e, k, spec, 0)
+    rank0 = (ids.reshape(passes, ep * tokens * k) < e // ep).sum(1)
+    assert int(rank0.max()) <= need <= ep * tokens * min(k, e // ep)
+    if routing == "onehot":
+        assert int(rank0.min()) >= ep * tokens      # expert 0 took a route of every token
 
 
 @pytest.mark.parametrize("ep,tokens,e,k", [(16, 64, 64, 8), (8, 16, 64, 4), (4, 200, 32, 4)])
