@@ -4,7 +4,8 @@
 # it (the bench's refusal test now expects the pick to run onehot at EP 16; the knob tests
 # through the layer; autograd / Hugging Face layers), then `mok bench --auto` at EP 16 2,048
 # with hot 0.1 on four presets, where session 43's pick (capacity 0.125) overflowed: the pick
-# should now run (capacity 0.25-0.5) and be recorded beside the swept settings.
+# should now run (capacity 0.25-0.5) and be recorded beside the swept settings. The swept setting
+# is registered: calibration/predictions/h200_auto_hot_ep16_2026-12-04.jsonl (session 43).
 R=$OUT/s44a; LIMIT=${LIMIT:-390}; source benchmarks/device/pytest_steps.sh
 step cap tests/test_kernels_gpu.py -k "overflowing_capacity or bench" &
 step knobs tests/test_knobs_gpu.py &
