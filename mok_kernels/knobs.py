@@ -10,22 +10,11 @@ Two sources, one reading:
 Knobs given explicitly always win; the tuner chooses the others with the given ones fixed (a table
 fills them from its bucket).
 
-Capacity. The schedule holds C = ceil(capacity * P * N * min(k, E/P)) rows per rank
-(mok_kernels/schedule.py). Whatever the tuner or a table says, the chosen capacity is raised, if
-needed, to the smallest of the tuner's capacities (`tuner.CAPACITIES`) whose C covers both bounds
-(`need_rows`), each exceeded with probability below OVERFLOW_PROBABILITY per pass (Bernstein's
-inequality):
-- uniform routing (`uniform_need_rows`): every token routed to k distinct experts drawn uniformly
-  and independently of other tokens (union bound over the P ranks);
-- one hot expert (`hot_expert_need_rows`): one expert takes a route of every token, the most any
-  expert can take (a router collapsed onto it, `onehot` routing; any `hot:X`), the other k - 1
-  routes uniform over the other experts; the rank that holds it receives the most.
-Since session 43: the model's pick under the uniform bound alone overflowed at EP 16 with hot
-routing (expert 0 a tenth of the routes), trapping the launch. Skew beyond one hot expert a rank
-(several hot experts on the same rank) can still exceed both: the kernel then raises its overflow
-flag and the forward traps the launch (on_error="trap") or raises CapacityOverflowError
-(on_error="raise"); it never drops rows silently. Give capacity explicitly (up to 1.0, which never
-overflows) for such routers.
+Capacity: where none is given, the capacity the tuner or a table picks is raised to the
+uniform-routing and hot-expert bounds (mok_model/capacity.py, the same question `mok predict`
+asks without knobs). Skew beyond one hot expert a rank can still overflow: the kernel then traps
+the launch (on_error="trap") or raises CapacityOverflowError (on_error="raise"), never drops rows
+silently; give capacity explicitly (up to 1.0, which never overflows) for such routers.
 
 Nothing here imports torch or Triton: `mok tune --table` uses it on machines without either.
 """
@@ -35,7 +24,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
-import math
 import os
 import time
 from dataclasses import dataclass
@@ -47,13 +35,12 @@ from mok_model.fileio import loads_json
 from mok_model.params import Params, load_params
 from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
 from mok_model.scenario import MAX_LIST_LAG, Config, Scenario
-from mok_model.tuner import CAPACITIES, lag_choices, least_capacity, tune
+from mok_model.capacity import safe_capacity, tune_as_layer
+from mok_model.tuner import lag_choices
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 TABLE_SCHEMA = "mok-knobs/1"
 DEFAULT_BUCKETS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
-# policy: a uniform-routing pass overflows the chosen capacity with probability below this
-OVERFLOW_PROBABILITY = 1e-9
 SHAPE_KEYS = ("hidden", "expert_width", "routed_experts", "top_k", "shared_width")
 
 
@@ -100,73 +87,6 @@ def layer_model(shape: MoEModel | dict) -> MoEModel:
                       routed_experts=want["routed_experts"], top_k=want["top_k"],
                       shared_experts=1 if sw else 0, shared_width=sw, moe_layers=1, layers=1,
                       source="a MoKLayer's weight shapes")
-
-
-# ---------------------------------------------------------------- capacity: uniform and hot-expert bounds
-
-def capacity_rows(ep: int, tokens: int, top_k: int, routed_experts: int, capacity: float) -> int:
-    """Rows one rank's schedule holds: the kernel's formula (mok_kernels/schedule.py)."""
-    return max(1, math.ceil(capacity * ep * tokens * min(top_k, routed_experts // ep)))
-
-
-def uniform_need_rows(ep: int, tokens: int, top_k: int, routed_experts: int,
-                      probability: float = OVERFLOW_PROBABILITY) -> int:
-    """Rows a rank must hold so that uniform routing overflows it with probability < `probability`.
-
-    Each of the P*N tokens sends X_t rows to a given rank, 0 <= X_t <= c = min(k, E/P), mean k/P,
-    variance at most k (1/P)(1 - 1/P) (k distinct experts drawn without replacement vary less
-    than with replacement); tokens are independent. Bernstein: P(sum - N k >= t) <=
-    exp(-t^2 / (2 (n var + c t / 3))); solved for t at probability/P per rank. Capped at the worst
-    case P*N*c (capacity 1.0).
-    """
-    p, n, k = ep, tokens, top_k
-    c = min(k, routed_experts // p)
-    var = k * (1.0 / p) * (1.0 - 1.0 / p)
-    big_l = math.log(p / probability)
-    a = big_l * c / 3.0
-    t = a + math.sqrt(a * a + 2.0 * big_l * p * n * var)
-    return min(math.ceil(n * k + t), p * n * c)
-
-
-def hot_expert_need_rows(ep: int, tokens: int, top_k: int, routed_experts: int,
-                         probability: float = OVERFLOW_PROBABILITY) -> int:
-    """Rows the rank holding a hot expert must hold: that expert takes one route of each of the
-    P*N tokens (the most one expert can take), each token's other k - 1 routes go to distinct
-    experts drawn uniformly from the other E - 1, and the rank's other E/P - 1 experts catch
-    Y_t of them: mean (k-1) q, q = (E/P - 1) / (E - 1), variance at most (k-1) q (1 - q), at most
-    min(k-1, E/P - 1). Bernstein as uniform_need_rows (one rank: no union bound). Capped at the
-    worst case P*N*min(k, E/P) (capacity 1.0)."""
-    p, n, k, e = ep, tokens, top_k, routed_experts
-    el = e // p
-    c = min(k, el)
-    if e <= 1:
-        return p * n * c
-    q = (el - 1) / (e - 1)
-    cy = min(k - 1, el - 1)
-    var = (k - 1) * q * (1.0 - q)
-    big_l = math.log(1.0 / probability)
-    a = big_l * cy / 3.0
-    t = a + math.sqrt(a * a + 2.0 * big_l * p * n * var)
-    return min(math.ceil(p * n * (1.0 + (k - 1) * q) + t), p * n * c)
-
-
-def need_rows(ep: int, tokens: int, top_k: int, routed_experts: int) -> int:
-    """Rows a rank's schedule must hold: the larger of the uniform-routing and the hot-expert
-    bounds (module docstring)."""
-    return max(uniform_need_rows(ep, tokens, top_k, routed_experts),
-               hot_expert_need_rows(ep, tokens, top_k, routed_experts))
-
-
-def safe_capacity(ep: int, tokens: int, top_k: int, routed_experts: int,
-                  hot_expert: bool = True) -> float:
-    """The smallest of the tuner's capacities whose schedule holds `need_rows` (with
-    ``hot_expert=False``: the uniform-routing bound alone)."""
-    need = (need_rows(ep, tokens, top_k, routed_experts) if hot_expert
-            else uniform_need_rows(ep, tokens, top_k, routed_experts))
-    for cap in sorted(CAPACITIES):
-        if capacity_rows(ep, tokens, top_k, routed_experts, cap) >= need:
-            return cap
-    return 1.0
 
 
 # ---------------------------------------------------------------- the tuner's choice
@@ -218,26 +138,8 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
     if hw.sms != _preset_sms(hw.name):
         source += f" at {hw.sms} SMs per rank"
     try:
-        fixed = dict(given)
-        if "capacity" not in given:
-            # the tuner scores the least feasible capacity (tuner.least_capacity); raised to the
-            # bounds in one question
-            least = least_capacity(scn, p)
-            safe = safe_capacity(ep, tokens, model.top_k, model.routed_experts)
-            fixed["capacity"] = max(least, safe)
-        try:
-            best = tune(scn, p, fixed=fixed, top=1, list_lags=lags).best
-            if "capacity" not in given and fixed["capacity"] > least:
-                source += f"; capacity raised to {safe} (uniform and hot-expert bounds)"
-        except MokInputError:
-            if "capacity" in given or fixed["capacity"] == least:
-                raise
-            # the hot-expert bound's buffers do not fit the HBM: the uniform bound alone
-            fixed["capacity"] = max(least, safe_capacity(ep, tokens, model.top_k,
-                                                         model.routed_experts, hot_expert=False))
-            best = tune(scn, p, fixed=fixed, top=1, list_lags=lags).best
-            source += (f"; capacity {fixed['capacity']} (the uniform bound: the hot-expert "
-                       f"bound's {safe} does not fit the HBM)")
+        best, note = tune_as_layer(scn, p, given, lags)
+        source += f"; {note}" if note else ""
     except MokInputError as exc:
         raise MokInputError(f"choosing knobs for {hw.name} / {model.name} / EP {ep} / {tokens} "
                             f"tokens with {given or 'no knobs'} given: {exc}") from None

@@ -470,7 +470,8 @@ def cmd_predict(a, engine: str) -> int:
         from .progress import busy
         from .sim import simulate
 
-        tuned = predict(scn, knobs, a.system, params, search_lag=a.list_lag is None) \
+        tuned = predict(scn, knobs, a.system, params, search_lag=a.list_lag is None,
+                        layer_capacity=True) \
             if a.system == "mok" else None
         scn = tuned.scenario if tuned else scn  # with the lag the tuner chose
         if a.degrade:  # links of the simulated network; knobs left unset are tuned on the healthy one
@@ -479,9 +480,11 @@ def cmd_predict(a, engine: str) -> int:
             pred = simulate(scn, tuned.config if tuned else None, a.system, params, trace=a.trace,
                             schedule=a.schedule)
         pred.tuned = tuned.tuned if tuned else []
+        pred.extra["knob_notes"] = tuned.extra.get("knob_notes", []) if tuned else []
         add_notes(pred, params)
     else:
-        pred = predict(scn, knobs, a.system, params, engine, search_lag=a.list_lag is None)
+        pred = predict(scn, knobs, a.system, params, engine, search_lag=a.list_lag is None,
+                       layer_capacity=True)
     pred.with_band(params).with_heldout(params)
     _print_prediction(pred, a.json)
     if engine == "sim" and a.trace and not a.json:

@@ -38,7 +38,8 @@ class Prediction:
 
     def notes(self) -> list[str]:
         """What a reader must know to read the numbers (scenario_notes, then the engine's)."""
-        return scenario_notes(self.scenario) + list(self.extra.get("notes", []))
+        return (scenario_notes(self.scenario) + list(self.extra.get("knob_notes", []))
+                + list(self.extra.get("notes", [])))
 
     def as_json(self) -> dict:
         d = {"latency_ms": self.latency_ms, "breakdown_ms": self.breakdown_ms,
@@ -47,7 +48,7 @@ class Prediction:
              **self.scenario.describe(), "system": self.system, "engine": self.engine,
              "params": self.params, "slowest_gpu": self.slowest_gpu, "tuned_knobs": self.tuned,
              "domains": self.scenario.domains, "notes": self.notes()}
-        d.update({k: v for k, v in self.extra.items() if k not in ("timelines", "notes")})
+        d.update({k: v for k, v in self.extra.items() if k not in ("timelines", "notes", "knob_notes")})
         if self.band is not None:
             d["band_ms"] = self.band.as_json()
             d["band_note"] = self.band.full_note
@@ -134,25 +135,31 @@ def analytic_baseline(scenario: Scenario, system: str, p: Params) -> Prediction:
 def predict(scenario: Scenario, config: Config | dict | None = None, system: str = "mok",
             params: Params | str | None = None, engine: str = "analytic",
             allow_other_hardware: bool = False, refuse_overflow: bool = True,
-            search_lag: bool = False) -> Prediction:
+            search_lag: bool = False, layer_capacity: bool = False) -> Prediction:
     """Predict one pass. `config` may be a Config, a dict of some knobs (the tuner picks the
     rest), or None (the tuner picks all). ``refuse_overflow=False``: a measured run's config is
     predicted even where the model's capacity headroom would refuse it (it ran, so it held).
     ``search_lag``: where the tuner picks knobs, it picks the kernel's work-list lag with them
     as MoKLayer does (tuner.lag_choices; the prediction's scenario carries it), instead of
-    keeping the scenario's."""
+    keeping the scenario's. ``layer_capacity``: where the tuner picks the capacity, it is raised
+    to the bounds MoKLayer's is (capacity.tune_as_layer; the prediction's notes say so)."""
     if system not in SYSTEMS:
         raise MokInputError(f"--system {system!r} must be one of {SYSTEMS}")
     if engine not in ENGINES:
         raise MokInputError(f"--engine {engine!r} must be one of {ENGINES}")
     p = resolve_params(scenario, params, allow_other_hardware)
     tuned: list[str] = []
+    capacity_note = ""
     if system == "mok" and not isinstance(config, Config):
+        from .capacity import tune_as_layer
         from .tuner import lag_choices, tune
 
         fixed = dict(config or {})
         lags = lag_choices(scenario) if search_lag and len(fixed) < len(Config().as_dict()) else None
-        best = tune(scenario, p, fixed=fixed, top=1, list_lags=lags).best
+        if layer_capacity:
+            best, capacity_note = tune_as_layer(scenario, p, fixed, lags)
+        else:
+            best = tune(scenario, p, fixed=fixed, top=1, list_lags=lags).best
         tuned = sorted(set(best.config.as_dict()) - set(fixed))
         if lags:
             tuned.append("list_lag")
@@ -168,6 +175,8 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
     else:
         pred = analytic_baseline(scenario, system, p)
     pred.tuned = tuned
+    if capacity_note:
+        pred.extra["knob_notes"] = [f"tuned knobs: {capacity_note}, as MoKLayer raises it"]
     return add_notes(pred, p)
 
 

@@ -11,6 +11,7 @@ import pytest
 import torch
 
 from mok_kernels import knobs
+from mok_model import capacity
 from mok_model.errors import MokInputError
 from mok_kernels import reference as ref
 from mok_kernels.megakernel import KernelConfig, MoKLayer
@@ -32,7 +33,7 @@ def test_choice_is_the_tuners_and_cached_calls_are_fast():
     c = knobs.choose_knobs("h200-1", KIMI, 16, 2048)
     first_ms = (time.perf_counter() - t0) * 1e3
     m = load_model("kimi-k2")
-    safe = knobs.safe_capacity(16, 2048, m.top_k, m.routed_experts)
+    safe = capacity.safe_capacity(16, 2048, m.top_k, m.routed_experts)
     best = tune(Scenario(load_hardware("h200-1"), m, 16, 2048), load_params(None, "h200-1"),
                 fixed={"capacity": safe}, top=1, list_lags=LIST_LAGS).best
     assert c.knobs == best.config.as_dict() and c.predicted_ms == pytest.approx(best.latency_ms)
@@ -70,7 +71,7 @@ def test_explicit_knobs_win_and_the_tuner_fills_the_rest():
     c = knobs.choose_knobs("h200-1", KIMI, 16, 1024, given=given)
     assert c.knobs["dispatch"] == "push" and c.knobs["minibatch"] == 512
     m = load_model("kimi-k2")
-    safe = knobs.safe_capacity(16, 1024, m.top_k, m.routed_experts)
+    safe = capacity.safe_capacity(16, 1024, m.top_k, m.routed_experts)
     best = tune(Scenario(load_hardware("h200-1"), m, 16, 1024), load_params(None, "h200-1"),
                 fixed={**given, "capacity": safe}, top=1).best
     assert c.knobs == best.config.as_dict()
@@ -325,7 +326,7 @@ def test_tune_table_flags_are_checked(tmp_path, capsys):
 
 def test_capacity_rows_is_the_kernels_formula():
     for ep, n, k, e, cap in [(16, 2048, 8, 384, 0.125), (4, 200, 4, 32, 0.3), (8, 1, 8, 128, 1.0)]:
-        assert knobs.capacity_rows(ep, n, k, e, cap) == kernel_capacity_rows(ep, n, k, e, cap)
+        assert capacity.capacity_rows(ep, n, k, e, cap) == kernel_capacity_rows(ep, n, k, e, cap)
 
 
 @pytest.mark.parametrize("model,ep", [("kimi-k2", 16), ("kimi-k2", 8), ("qwen3-30b-a3b", 32),
@@ -334,10 +335,10 @@ def test_capacity_rows_is_the_kernels_formula():
 def test_chosen_capacity_holds_the_uniform_and_hot_expert_needs(model, ep, tokens):
     m = load_model(model)
     c = knobs.choose_knobs("h200-1", knobs.shape_of(m), ep, tokens)
-    need = knobs.uniform_need_rows(ep, tokens, m.top_k, m.routed_experts)
-    hot = knobs.hot_expert_need_rows(ep, tokens, m.top_k, m.routed_experts)
-    held = knobs.capacity_rows(ep, tokens, m.top_k, m.routed_experts, c.knobs["capacity"])
-    assert held >= max(need, hot) == knobs.need_rows(ep, tokens, m.top_k, m.routed_experts)
+    need = capacity.uniform_need_rows(ep, tokens, m.top_k, m.routed_experts)
+    hot = capacity.hot_expert_need_rows(ep, tokens, m.top_k, m.routed_experts)
+    held = capacity.capacity_rows(ep, tokens, m.top_k, m.routed_experts, c.knobs["capacity"])
+    assert held >= max(need, hot) == capacity.need_rows(ep, tokens, m.top_k, m.routed_experts)
     assert need > tokens * m.top_k                 # above the mean: the bound has a margin
     assert hot > ep * tokens                       # above the hot expert's own rows
 
@@ -353,7 +354,7 @@ def test_hot_expert_bound_covers_sampled_routings(ep, tokens, e, k, routing):
     from mok_kernels.routing import make_routing
 
     passes = 200
-    need = knobs.hot_expert_need_rows(ep, tokens, k, e)
+    need = capacity.hot_expert_need_rows(ep, tokens, k, e)
     spec = "onehot" if routing == "onehot" else f"hot:{1 / (2 * k)}"
     ids, _ = make_routing(passes * ep * tokens, e, k, spec, 0)
     rank0 = (ids.reshape(passes, ep * tokens * k) < e // ep).sum(1)
@@ -370,7 +371,7 @@ def test_uniform_bound_covers_sampled_routings(ep, tokens, e, k):
     from mok_kernels.routing import make_routing
 
     passes = 200
-    need = knobs.uniform_need_rows(ep, tokens, k, e)
+    need = capacity.uniform_need_rows(ep, tokens, k, e)
     ids, _ = make_routing(passes * ep * tokens, e, k, "uniform", 0)
     rank = ids.reshape(passes, ep * tokens * k) // (e // ep)
     rows = torch.zeros(passes, ep, dtype=torch.int64).scatter_add_(1, rank, torch.ones_like(rank))
