@@ -98,6 +98,17 @@ def safe_capacity(ep: int, tokens: int, top_k: int, routed_experts: int,
     return 1.0
 
 
+def layer_capacity(scenario: Scenario, params: Params) -> float | None:
+    """The capacity MoKLayer raises the tuner's to for this scenario (the bounds' smallest above
+    the least feasible one), or None where it keeps the tuner's (the least already holds the
+    bounds; the Gluon FP8 pass, whose capacity is fixed)."""
+    if scenario.fp8_kernel == "gluon":
+        return None
+    m = scenario.model
+    safe = safe_capacity(scenario.ep, scenario.tokens, m.top_k, m.routed_experts)
+    return safe if safe > least_capacity(scenario, params) else None
+
+
 def tune_as_layer(scenario: Scenario, params: Params, fixed: dict,
                   list_lags: tuple[int, ...] | None = None) -> tuple[Scored, str]:
     """The tuner's best for `scenario` with the knobs in `fixed`, at the capacity a layer runs
@@ -105,19 +116,17 @@ def tune_as_layer(scenario: Scenario, params: Params, fixed: dict,
     uniform bound alone where the bounds' buffers do not fit the HBM). Returns the best and a note
     for the knob source ("" where nothing was raised). The Gluon FP8 pass's capacity is fixed
     (1.0): left as the tuner has it."""
-    if "capacity" in fixed or scenario.fp8_kernel == "gluon":
+    safe = None if "capacity" in fixed else layer_capacity(scenario, params)
+    if safe is None:
         return tune(scenario, params, fixed=fixed, top=1, list_lags=list_lags).best, ""
     m, ep, n = scenario.model, scenario.ep, scenario.tokens
-    least = least_capacity(scenario, params)
-    safe = safe_capacity(ep, n, m.top_k, m.routed_experts)
-    if safe <= least:
-        return tune(scenario, params, fixed=fixed, top=1, list_lags=list_lags).best, ""
     try:
         best = tune(scenario, params, fixed={**fixed, "capacity": safe}, top=1,
                     list_lags=list_lags).best
         return best, f"capacity raised to {safe} (uniform and hot-expert bounds)"
     except MokInputError:      # its buffers do not fit the HBM: the uniform bound alone
-        cap = max(least, safe_capacity(ep, n, m.top_k, m.routed_experts, hot_expert=False))
+        cap = max(least_capacity(scenario, params),
+                  safe_capacity(ep, n, m.top_k, m.routed_experts, hot_expert=False))
         best = tune(scenario, params, fixed={**fixed, "capacity": cap}, top=1,
                     list_lags=list_lags).best
         return best, (f"capacity {cap} (the uniform bound: the hot-expert bound's {safe} does "

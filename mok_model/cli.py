@@ -546,6 +546,7 @@ def cmd_tune_table(a) -> int:
 
 
 def cmd_tune(a) -> int:
+    from .capacity import layer_capacity
     from .predict import scenario_notes
     from .tuner import lag_choices, tune
 
@@ -563,6 +564,9 @@ def cmd_tune(a) -> int:
     params = _params_arg(a)(scn)
     r = tune(scn, params, fixed=knobs, top=5 if a.top is None else a.top, engine=a.engine,
              list_lags=lag_choices(scn) if a.list_lag is None else None)
+    # the forward layer runs a capacity raised to the routing bounds (mok_model/capacity.py)
+    layer_cap = (layer_capacity(scn, params)
+                 if scn.pass_ == "fwd" and "capacity" not in knobs else None)
 
     def entry(s):
         return {"config": s.config.as_dict(), "latency_ms": s.latency_ms, "list_lag": s.list_lag}
@@ -571,7 +575,7 @@ def cmd_tune(a) -> int:
         print(json.dumps({"best": entry(r.best), "top": [entry(s) for s in r.top],
                           "evaluated": r.evaluated, "seconds": r.seconds, "engine": r.engine,
                           **scn.describe(), "domains": scn.domains, "notes": scenario_notes(scn),
-                          "params": params.path}, indent=1))
+                          "params": params.path, "layer_capacity": layer_cap}, indent=1))
         return 0
     print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
           f"{scn.pass_} / {scn.precision}{' / gluon' if scn.fp8_kernel == 'gluon' else ''}"
@@ -585,6 +589,9 @@ def cmd_tune(a) -> int:
         c = s.config
         print(f"  {i:<5}{s.latency_ms:>11.4f}  {c.dispatch:<8} {c.combine:<7} {c.minibatch:>9} "
               f"{c.comm_sms:>8} {c.macrobatch:>10} {c.capacity:>8} {s.list_lag:>8}")
+    if layer_cap is not None:
+        print(f"note: MoKLayer runs capacity {layer_cap} here (the uniform and hot-expert "
+              f"bounds, mok_model/capacity.py); `--capacity {layer_cap}` ranks at it")
     return 0
 
 

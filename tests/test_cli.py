@@ -195,3 +195,26 @@ def test_predict_without_knobs_takes_the_layers_lag(capsys):
     given = [f"--{k.replace('_', '-')}={v}" for k, v in layer.knobs.items()]
     code, out, _ = run(capsys, ["predict", *w, *given])
     assert "list_lag" not in json.loads(out) and json.loads(out)["tuned_knobs"] == []
+
+
+def test_predict_and_tune_name_the_capacity_the_layer_runs(capsys):
+    """Without --capacity, `mok predict` predicts the capacity MoKLayer runs (raised to the
+    uniform and hot-expert bounds: 0.125 -> 0.25 at kimi-k2 EP 16 2,048) and says so in a note;
+    `mok tune` ranks at the tuner's least and names the layer's; a given capacity is kept."""
+    from mok_model.capacity import hot_expert_need_rows, capacity_rows
+
+    w = ["--hardware", "h200-1", "--model", "kimi-k2", "--ep", "16", "--tokens", "2048", "--json"]
+    code, out, _ = run(capsys, ["predict", *w])
+    d = json.loads(out)
+    assert code == 0 and d["config"]["capacity"] == 0.25
+    assert capacity_rows(16, 2048, 8, 384, 0.25) >= hot_expert_need_rows(16, 2048, 8, 384) \
+        > capacity_rows(16, 2048, 8, 384, 0.125)
+    assert any("capacity raised to 0.25" in n for n in d["notes"])
+    code, out, _ = run(capsys, ["tune", *w])
+    t = json.loads(out)
+    assert code == 0 and t["best"]["config"]["capacity"] == 0.125 and t["layer_capacity"] == 0.25
+    code, out, _ = run(capsys, ["predict", *w, "--capacity", "0.5"])
+    d = json.loads(out)
+    assert d["config"]["capacity"] == 0.5 and not any("capacity raised" in n for n in d["notes"])
+    code, out, _ = run(capsys, ["tune", *w, "--capacity", "0.5"])
+    assert json.loads(out)["layer_capacity"] is None
