@@ -656,7 +656,6 @@ class Workload:
         self.ids = torch.empty(pn, sh.topk, dtype=torch.int64, device=dev)
         self.wts = torch.empty(pn, sh.topk, dtype=torch.float32, device=dev)
         self.dout = torch.empty(pn, h, dtype=bf, device=dev)          # output gradients (bwd)
-        self._most_rows: dict[tuple[int, ...], int] = {}
         self.refresh(0)
 
     def refresh(self, i: int) -> None:
@@ -670,35 +669,6 @@ class Workload:
         self.ids.copy_(ids)
         self.wts.copy_(wts)
 
-    def most_rows(self, draws: tuple[int, ...]) -> int:
-        """The most routed rows this rank receives over the routing draws ``draws`` (the i of
-        refresh(i)); the buffers are left as they are."""
-        if draws not in self._most_rows:
-            lo, most = self.rank * self.el, 0
-            for i in draws:
-                ids, _ = make_routing(self.ep * self.tokens, self.shape.experts, self.shape.topk,
-                                      self.routing, self.seed + 1000 + i, device="cuda",
-                                      popularity_seed=self.seed)
-                most = max(most, int(((ids >= lo) & (ids < lo + self.el)).sum()))
-            self._most_rows[draws] = most
-        return self._most_rows[draws]
-
-    def check_capacity(self, capacity_rows: int, capacity: float | None, iters: int, warmup: int,
-                       breakdown: bool) -> None:
-        """Raise CapacityOverflowError before any launch if a routing draw of this timing (the
-        first, the warm-up's, the timed ones and the breakdown's) sends this rank more rows than
-        its schedule holds: the launch would trap (on_error="trap", which kills the process's
-        CUDA context), and every later workload of the run would be lost with it."""
-        from .schedule import CapacityOverflowError
-        draws = tuple(sorted({0, *range(-warmup, 0), *range(iters),
-                              *(range(100, 103) if breakdown else ())}))
-        need = self.most_rows(draws)
-        if need > capacity_rows:
-            raise CapacityOverflowError(
-                f"routing {self.routing}: up to {need} routed rows reach rank {self.rank} in this "
-                f"timing's draws, beyond the schedule's {capacity_rows} (capacity {capacity}); "
-                f"give a larger --capacity (1.0 never overflows)")
-
     def expected_rows(self) -> int:
         """Rows one rank receives on average: P*N*k/P = N*k."""
         return self.tokens * self.shape.topk
@@ -707,6 +677,37 @@ class Workload:
         """Forward expert FLOPs of this rank: routed rows (expected) + shared on N tokens."""
         sh = self.shape
         return 6.0 * sh.hidden * sh.inter * self.expected_rows() + 6.0 * sh.hidden * sh.shared * self.tokens
+
+
+_MOST_ROWS: dict[tuple, int] = {}
+
+
+def refuse_overflowing_draws(wl: Any, capacity_rows: int, capacity: float | None, iters: int,
+                             warmup: int, breakdown: bool = False) -> None:
+    """Raise CapacityOverflowError before any launch if a routing draw of this timing (the
+    first, the warm-up's, the timed ones and the breakdown's: refresh(i)'s seeds) sends rank
+    ``wl.rank`` more rows than its schedule holds: the launch would trap (on_error="trap"), which
+    ends the process's CUDA context and every later workload of the run with it (session 43).
+    ``wl``: a Workload, or bench_group's RankWorkload (the same routing fields)."""
+    from .schedule import CapacityOverflowError
+    draws = tuple(sorted({0, *range(-warmup, 0), *range(iters),
+                          *(range(100, 103) if breakdown else ())}))
+    sh = wl.shape
+    key = (wl.ep * wl.tokens, sh.experts, sh.topk, wl.routing, wl.seed, wl.rank, wl.el, draws)
+    if key not in _MOST_ROWS:
+        lo, most = wl.rank * wl.el, 0
+        for i in draws:
+            ids, _ = make_routing(wl.ep * wl.tokens, sh.experts, sh.topk, wl.routing,
+                                  wl.seed + 1000 + i, device=wl.x.device,
+                                  popularity_seed=wl.seed)
+            most = max(most, int(((ids >= lo) & (ids < lo + wl.el)).sum()))
+        _MOST_ROWS[key] = most
+    need = _MOST_ROWS[key]
+    if need > capacity_rows:
+        raise CapacityOverflowError(
+            f"routing {wl.routing}: up to {need} routed rows reach rank {wl.rank} in this "
+            f"timing's draws, beyond the schedule's {capacity_rows} (capacity {capacity}); "
+            f"give a larger --capacity (1.0 never overflows)")
 
 
 FP8_VARIANTS = (*(f"v{i}{bm}" for bm in ("", "-bm64") for i in range(1, 6)),
@@ -742,7 +743,7 @@ def run_mok(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, graph:
     from .megakernel import KernelConfig, MoKLayer
     cfg = KernelConfig(**knobs, **tiles)
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank, cfg, local_weights=True)
-    wl.check_capacity(layer.capacity, layer.cfg.capacity, iters, warmup, breakdown)
+    refuse_overflowing_draws(wl, layer.capacity, layer.cfg.capacity, iters, warmup, breakdown)
     if chosen is not None:
         chosen.update(knobs=layer.cfg.knobs(), source=layer.knob_source,
                       split_dn=layer.cfg.split_dn, dn_blocks=layer.cfg.dn_blocks,
@@ -854,7 +855,7 @@ def run_mok_bwd(wl: Workload, knobs: dict[str, Any], iters: int, warmup: int, gr
     bt = parse_tiles(tiles)
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank,
                      KernelConfig(**knobs, save_for_backward=bt.saved_gu), local_weights=True)
-    wl.check_capacity(layer.capacity, layer.cfg.capacity, iters, warmup, breakdown)
+    refuse_overflowing_draws(wl, layer.capacity, layer.cfg.capacity, iters, warmup, breakdown)
     bwd = MoKBackward(layer, bt)
     gu, refresh = None, wl.refresh
     if bt.saved_gu:

@@ -30,7 +30,7 @@ import torch
 from mok_model.records import record_model
 
 from .bench import (_ints, _software, auto_line, auto_record, capture_graph, forward_tiles,
-                    make_record, stats, time_events)
+                    make_record, refuse_overflowing_draws, stats, time_events)
 from .knobs import preset_for_gpu
 from .routing import make_routing, shape_of
 
@@ -165,6 +165,24 @@ def _systems(a: argparse.Namespace, wl: RankWorkload):
             local_weights=True, group=dist.group.WORLD), None
 
 
+def _refuse_overflow_on_every_rank(wl: RankWorkload, layer, a: argparse.Namespace, dev) -> None:
+    """Raise CapacityOverflowError on every rank, before any pass, if a routing draw of the
+    timing overflows some rank's schedule (bench.refuse_overflowing_draws): its launch would
+    trap, and its peers would wait for it (collective: every rank calls this at the same point)."""
+    import torch.distributed as dist
+
+    from .schedule import CapacityOverflowError
+    try:
+        refuse_overflowing_draws(wl, layer.capacity, layer.cfg.capacity, a.iters, a.warmup)
+        why = ""
+    except CapacityOverflowError as exc:
+        why = str(exc)
+    over = torch.tensor([int(bool(why))], device=dev)
+    dist.all_reduce(over, op=dist.ReduceOp.MAX)
+    if over.item():
+        raise CapacityOverflowError(why or "another rank's routing draws overflow its schedule")
+
+
 def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
     """One GPU: run the grid; rank 0 gathers every rank's times and appends the records."""
     import itertools
@@ -207,6 +225,7 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
                 if system in ("mok", "mok-auto"):  # check eagerly; capture once all ranks pass
                     layer = step()
                     knobs = layer.cfg.knobs() if system == "mok-auto" else knobs
+                    _refuse_overflow_on_every_rank(wl, layer, a, dev)
                     fwd = lambda lay=layer, w=wl: lay.forward(w.x, w.ids, w.wts)  # noqa: E731
                     layer.cfg.on_error = "raise"
                     err = _rel(fwd(), want)

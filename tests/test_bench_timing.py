@@ -61,3 +61,34 @@ def test_warm_up_by_count_then_by_time(clock, step_ms, warmup, extra):
     assert c.steps == warmup + extra + 5
     # fresh inputs before each counted warm-up and each timed iteration, none for the extra ones
     assert c.refreshed == [-1 - i for i in range(warmup)] + list(range(5))
+
+
+def _routing_workload(routing: str, rank: int = 0):
+    """What refuse_overflowing_draws reads of a Workload: qwen3-30b-a3b's routing at EP 16, 512
+    tokens a rank, on the CPU."""
+    from types import SimpleNamespace
+    return SimpleNamespace(ep=16, tokens=512, shape=SimpleNamespace(experts=128, topk=8),
+                           routing=routing, seed=0, rank=rank, el=8, x=torch.empty(0))
+
+
+def test_overflowing_routing_draws_are_refused_before_launch():
+    """The timing's routing draws (first, warm-up, timed, breakdown) are counted for the rank
+    before any launch (session 43: a trapped launch ended the bench's process): onehot sends
+    rank 0, which holds expert 0, every token once plus its share of the rest, ~11,800 rows,
+    beyond capacity 0.125's 8,192; the same counts fit 0.25's 16,384, and uniform routing fits
+    0.125. The count is the draws' own (refresh's seeds)."""
+    from mok_kernels.routing import make_routing
+    from mok_kernels.schedule import CapacityOverflowError
+
+    hot = _routing_workload("onehot")
+    with pytest.raises(CapacityOverflowError, match=r"routing onehot: up to \d+ routed rows "
+                       r"reach rank 0 in this timing's draws, beyond the schedule's 8192"):
+        bench.refuse_overflowing_draws(hot, 8192, 0.125, iters=3, warmup=1, breakdown=True)
+    bench.refuse_overflowing_draws(hot, 16384, 0.25, iters=3, warmup=1, breakdown=True)
+    bench.refuse_overflowing_draws(_routing_workload("uniform"), 8192, 0.125, iters=3, warmup=1)
+    most = max(int((make_routing(16 * 512, 128, 8, "onehot", 1000 + i)[0] < 8).sum())
+               for i in (-1, 0, 1, 2, 100, 101, 102))
+    assert 8192 + 3000 < most <= 16384
+    with pytest.raises(CapacityOverflowError, match=f"up to {most} routed rows"):
+        bench.refuse_overflowing_draws(hot, most - 1, 0.125, iters=3, warmup=1, breakdown=True)
+    bench.refuse_overflowing_draws(hot, most, 0.125, iters=3, warmup=1, breakdown=True)
