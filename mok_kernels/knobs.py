@@ -30,12 +30,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mok_model.capacity import safe_capacity, tune_as_layer
 from mok_model.errors import MokInputError
 from mok_model.fileio import loads_json
 from mok_model.params import Params, load_params
 from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
 from mok_model.scenario import MAX_LIST_LAG, Config, Scenario
-from mok_model.capacity import safe_capacity, tune_as_layer
 from mok_model.tuner import lag_choices
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
