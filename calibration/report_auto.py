@@ -29,7 +29,7 @@ class Setting(NamedTuple):
     comm_sms: int
     capacity: float
     list_lag: int
-    auto: bool
+    auto: str       # "" swept; a pick: the routing its knobs were chosen for ("uniform": default)
 
     def knobs(self) -> dict:
         return {"minibatch": self.minibatch, "comm_sms": self.comm_sms, "list_lag": self.list_lag}
@@ -48,7 +48,8 @@ class Workload(NamedTuple):
 def _setting(rec: dict) -> Setting:
     c = rec["config"]
     return Setting(c.get("dispatch"), c.get("combine"), c.get("minibatch"), c.get("comm_sms"),
-                   c.get("capacity"), record_list_lag(rec), "auto" in rec)
+                   c.get("capacity"), record_list_lag(rec),
+                   rec["auto"].get("knob_routing", "uniform") if "auto" in rec else "")
 
 
 def _workload(rec: dict) -> Workload:
@@ -72,7 +73,8 @@ def rows(records: list[dict]) -> list[dict]:
     out = []
     for wl, runs in sorted(mok.items(), key=lambda kv: str(kv[0])):
         swept = {s: v for s, v in runs.items() if not s.auto}
-        picks = [(v, s) for s, v in runs.items() if s.auto]
+        picks = [(v, s) for s, v in runs.items() if s.auto == "uniform"]
+        told = [(v, s) for s, v in runs.items() if s.auto not in ("", "uniform")]
         if not picks:
             continue
         if not swept:
@@ -86,6 +88,8 @@ def rows(records: list[dict]) -> list[dict]:
                     "gemm_ms": gemm.get(wl), "best_ms": best_ms, "best": best.knobs(),
                     "best_lag1_ms": min(lag1) if lag1 else None, "pick_ms": pick_ms,
                     "pick": pick.knobs(), "pick_over_best": pick_ms / best_ms,
+                    "told_ms": min(told)[0] if told else None,
+                    "told_over_best": min(told)[0] / best_ms if told else None,
                     "swept": len(swept)})
     return out
 
@@ -107,10 +111,12 @@ def main(argv: list[str] | None = None) -> int:
     except MokInputError as exc:
         print(f"{ap.prog}: error: {exc}", file=sys.stderr)
         return 2
+    told = any(r["told_ms"] is not None for r in table)   # picks told the routing (--auto-hint)
     if a.markdown:
         print("| workload (EP, tokens) | GEMMs alone | best swept (minibatch, comm SMs, lag) "
-              "| best at lag 1 | automatic pick (minibatch, comm SMs, lag) | pick / best |")
-        print("|---|---:|---:|---:|---:|---:|")
+              "| best at lag 1 | automatic pick (minibatch, comm SMs, lag) | pick / best |"
+              + (" told the routing / best |" if told else ""))
+        print("|---|---:|---:|---:|---:|---:|" + ("---:|" if told else ""))
     for r in table:
         b, p = r["best"], r["pick"]
         cells = (f"{r['model']} ({r['ep']}, {r['tokens']})", _ms(r["gemm_ms"]),
@@ -118,11 +124,17 @@ def main(argv: list[str] | None = None) -> int:
                  _ms(r["best_lag1_ms"]),
                  f"{r['pick_ms']:.3f} ({p['minibatch']}, {p['comm_sms']}, {p['list_lag']})",
                  f"{r['pick_over_best']:.3f}")
+        if told:
+            cells += ("-" if r["told_over_best"] is None else f"{r['told_over_best']:.3f}",)
         print("| " + " | ".join(cells) + " |" if a.markdown else "  ".join(cells))
     worst = max(r["pick_over_best"] for r in table)
     gap = "\n" if a.markdown else ""
     print(f"{gap}pick / best: worst {worst:.3f} over {len(table)} workloads, "
           f"{sum(r['pick_over_best'] <= 1.03 for r in table)} within 3%")
+    ratios = [r["told_over_best"] for r in table if r["told_over_best"] is not None]
+    if ratios:
+        print(f"told the routing: worst {max(ratios):.3f} over {len(ratios)} workloads, "
+              f"{sum(x <= 1.03 for x in ratios)} within 3%")
     return 0
 
 

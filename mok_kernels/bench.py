@@ -123,6 +123,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--auto", action="store_true",
                    help="also run MoK with every knob chosen by the model before launch and "
                         "print its regret against the best configuration of the sweep")
+    p.add_argument("--auto-hint", action="store_true",
+                   help="with --auto, on one GPU: where the routing is not uniform, also the pick "
+                        "the model makes told the workload's routing (KernelConfig.knob_routing; "
+                        "its record's auto.knob_routing names it)")
     p.add_argument("--timeout", type=int, default=None,
                    help=f"with --gpus: seconds a rank waits in a collective before the run fails "
                         f"(default {GROUP_TIMEOUT_S}; {MIN_TIMEOUT_S} to {MAX_TIMEOUT_S})")
@@ -187,6 +191,11 @@ def _check_args(a: argparse.Namespace) -> None:
                        f"BF16 only")
     if a.pass_ == "bwd" and a.auto:
         raise BadInput("--pass bwd with --auto: the knob choice is the forward's; give the knobs")
+    if a.auto_hint and not a.auto:
+        raise BadInput("--auto-hint adds a pick to --auto's: give --auto too")
+    if a.auto_hint and a.gpus:
+        raise BadInput("--auto-hint with --gpus: the told pick runs on one GPU emulating its "
+                       "peers only; drop one of them")
     if a.pass_ == "bwd" and a.gpus:
         raise BadInput("--pass bwd with --gpus: the backward megakernel has no group mode yet; "
                        "it runs one GPU emulating its peers")
@@ -614,11 +623,16 @@ def backward_tiles(spec: str) -> dict[str, Any]:
     return {k: int(v) if isinstance(v, bool) else v for k, v in asdict(parse_tiles(spec)).items()}
 
 
-def auto_record(rec: dict, source: str, swept: list[float]) -> dict:
+def auto_record(rec: dict, source: str, swept: list[float],
+                knob_routing: str = "uniform") -> dict:
     """Mark a record as the automatic pick (``--auto``): where its knobs came from and its
-    regret against the best swept configuration of the same run (None without a sweep)."""
+    regret against the best swept configuration of the same run (None without a sweep); a pick
+    told the routing (``--auto-hint``) names it in ``knob_routing`` (absent: the layer's default,
+    chosen for uniform routing)."""
     rec["auto"] = {"knob_source": source, "best_swept_ms": min(swept) if swept else None,
                    "regret": rec["latency_ms"]["median"] / min(swept) - 1 if swept else None}
+    if knob_routing != "uniform":
+        rec["auto"]["knob_routing"] = knob_routing
     return rec
 
 
@@ -628,7 +642,9 @@ def auto_line(rec: dict, label: str) -> str:
     regret = "no sweep" if au["regret"] is None else (
         f"regret {100 * au['regret']:+.1f}% vs best swept {au['best_swept_ms']:.3f} ms")
     lag = rec.get("tiles", {}).get("list_lag", 1)
-    return (f"{label} mok AUTO {c['dispatch']}/{c['combine']} mb{c['minibatch']} c{c['comm_sms']} "
+    told = f" told {au['knob_routing']}" if "knob_routing" in au else ""
+    return (f"{label} mok AUTO{told} {c['dispatch']}/{c['combine']} mb{c['minibatch']} "
+            f"c{c['comm_sms']} "
             f"r{c['macrobatch']} cap{c['capacity']}" + (f" lag{lag}" if lag != 1 else "")
             + f" {rec['latency_ms']['median']:.3f} ms; {regret}")
 
@@ -1016,14 +1032,18 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                 (f"lag{lag} " if lag != 1 else "") +
                 f"r{knobs['macrobatch']} {rec['latency_ms']['median']:.3f} ms "
                 f"{wl.flops() / rec['latency_ms']['median'] / 1e9:.0f} TF/s")
-        for prec, f8v in variants if a.auto else []:
+        hints = ["uniform"] + ([routing] if a.auto_hint and routing != "uniform" else [])
+        for (prec, f8v), hint in itertools.product(variants if a.auto else [], hints):
+            if hint != "uniform" and f8v == "gluon":       # its knobs are fixed: nothing to tell
+                continue
             chosen: dict = {}
             label = prec + (f"-{f8v}" if f8v else "")
             try:
                 t, bd = run_mok(wl, {}, a.iters, a.warmup, not a.no_graph, a.breakdown, chosen,
-                                precision=prec, **fp8_variant_tiles(f8v))
+                                precision=prec, knob_routing=hint, **fp8_variant_tiles(f8v))
             except (RuntimeError, ValueError) as exc:     # a stall, or no knob choice possible
-                log(f"{model} ep{ep} n{tokens} {label} auto: FAILED {exc}")
+                told = f" told {hint}" if hint != "uniform" else ""
+                log(f"{model} ep{ep} n{tokens} {label} auto{told}: FAILED {exc}")
                 continue
             rec = auto_record(make_record(
                 system="mok", knobs=chosen["knobs"], times=t, breakdown=bd,
@@ -1033,7 +1053,7 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                     prec, wl, split_dn=chosen["split_dn"], dn_blocks=chosen["dn_blocks"],
                     list_lag=chosen["list_lag"],
                     **fp8_variant_tiles(f8v)), **common),
-                chosen["source"], swept[(prec, f8v)])
+                chosen["source"], swept[(prec, f8v)], hint)
             append_records(a.out, [rec])
             recs.append(rec)
             log(auto_line(rec, f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} {label}"))

@@ -121,10 +121,13 @@ def _preset_sms(name: str) -> int | None:
 
 def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, tokens: int,
                  params: str | Params | None = None, given: dict | None = None,
-                 precision: str = "bf16", list_lag: int | None = None) -> Choice:
+                 precision: str = "bf16", list_lag: int | None = None,
+                 routing: str = "uniform") -> Choice:
     """The tuner's knobs for one question (uncached), with the capacity kept safe; `precision`
     of the forward pass (bf16 or fp8: the model's FP8 terms); `list_lag`: the kernel's work-list
-    lag, or None to choose it with the knobs where the tuner searches it (tuner.lag_choices)."""
+    lag, or None to choose it with the knobs where the tuner searches it (tuner.lag_choices);
+    `routing`: the routing the knobs are chosen for (`mok predict --routing`'s spec: the slowest
+    GPU's pass is what the tuner minimizes)."""
     hw, model = _hardware(hardware), layer_model(shape)
     given = dict(given or {})
     _check_given(given)
@@ -132,9 +135,10 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
         raise MokInputError(f"macrobatch={given['macrobatch']} given without minibatch: give both "
                             f"(the ring holds whole minibatches) or neither")
     p = params if isinstance(params, Params) else _params(hw, params)
-    scn = Scenario(hw, model, ep, tokens, "fwd", precision, list_lag=list_lag or 1)
+    scn = Scenario(hw, model, ep, tokens, "fwd", precision, routing=routing, list_lag=list_lag or 1)
     lags = lag_choices(scn) if list_lag is None else None
     source = f"tuner: {hw.name} params {p.path}" + (f" ({precision})" if precision != "bf16" else "")
+    source += f" for routing {routing}" if routing != "uniform" else ""
     if hw.sms != _preset_sms(hw.name):
         source += f" at {hw.sms} SMs per rank"
     try:
@@ -151,10 +155,11 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
 def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: int, tokens: int,
                  table: str | os.PathLike | None = None, params: str | None = None,
                  given: dict | None = None, precision: str = "bf16",
-                 list_lag: int | None = None) -> Choice:
+                 list_lag: int | None = None, routing: str = "uniform") -> Choice:
     """The knobs for one layer: `given` knobs win; the rest from `table` (its bucket for
     `tokens`) when one is named, else from the tuner for `hardware` (cached per question).
     `list_lag` None: the work-list lag too (a table's bucket lag, or the tuner's); else that lag.
+    `routing`: the routing the tuner chooses for (tuned_choice; a table holds uniform choices).
 
     `hardware`: a preset name, a Hardware (e.g. with the SMs one rank gets), or None with a table
     (then the table's hardware is taken as is). Raises MokInputError (a ValueError) naming the
@@ -170,14 +175,18 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
         if precision != "bf16":
             raise MokInputError(f"knob tables hold BF16 choices; a {precision} layer's knobs come "
                                 f"from the tuner (leave knob_table unset) or are given")
+        if routing != "uniform":
+            raise MokInputError(f"knob tables hold uniform-routing choices; knobs for routing "
+                                f"{routing!r} come from the tuner (leave knob_table unset)")
         c = _table_choice({**load_table(table), "_path": str(table)}, hw, model, ep, tokens, given)
         return c if list_lag is None else dataclasses.replace(c, list_lag=list_lag)
     if hw is None:
         raise MokInputError("no hardware to ask the model for: name a hardware preset or a knob table")
     key = (hw, params, tuple(sorted(shape_of(model).items())), ep, tokens,
-           tuple(sorted(given.items())), precision, list_lag)
+           tuple(sorted(given.items())), precision, list_lag, routing)
     if key not in _CACHE:
-        _CACHE[key] = tuned_choice(hw, model, ep, tokens, params, given, precision, list_lag)
+        _CACHE[key] = tuned_choice(hw, model, ep, tokens, params, given, precision, list_lag,
+                                   routing)
     return _CACHE[key]
 
 
@@ -434,6 +443,6 @@ def resolve_layer(layer: Any) -> tuple[Any, str]:
     shape = {"hidden": h, "expert_width": i, "routed_experts": e, "top_k": layer.topk,
              "shared_width": 0 if w.sg is None else int(w.sg.shape[1])}
     c = choose_knobs(hw, shape, layer.ep, layer.tokens, layer.knob_table, layer.knob_params, given,
-                     cfg.precision, lag)
+                     cfg.precision, lag, cfg.knob_routing)
     source = c.source + (f"; list_lag {c.list_lag}" if lag is None and c.list_lag != 1 else "")
     return dataclasses.replace(cfg, **c.knobs, list_lag=c.list_lag), source

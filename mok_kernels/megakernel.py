@@ -52,7 +52,9 @@ from typing import Any
 
 import torch
 
+from mok_model.errors import MokInputError
 from mok_model.scenario import MAX_LIST_LAG
+from mok_model.workload import parse_routing
 
 from .peers import (ArenaLayout, LocalGroup, SymmetricArena, check_same_on_every_rank,
                     emulated_offsets)
@@ -140,6 +142,10 @@ class KernelConfig:
                                     # this one stores (the same bits as 1); BF16, tma, split_dn
                                     # 1, one GPU. None: chosen from the shape (tiles.py
                                     # forward_dn_blocks; 1 in group mode)
+    knob_routing: str = "uniform"   # the routing the unset knobs are chosen for (uniform,
+                                    # zipf:S, hot:X, onehot as `mok predict --routing` reads
+                                    # them; the tuner minimizes the slowest GPU's pass): a router
+                                    # known to be skewed gets knobs for its busiest rank
     on_error: str = "trap"          # stalled wait / overflow: trap the launch, or raise in forward
     precision: str = "bf16"         # bf16 | fp8 (e4m3 with 1x128 activation and 128x128 weight
                                     # block scales; fp8.py)
@@ -207,6 +213,13 @@ class KernelConfig:
                              f"through TMA are BF16 only")
         if self.on_error not in ("trap", "raise"):
             raise ValueError(f"on_error {self.on_error!r}: allowed trap, raise")
+        if not isinstance(self.knob_routing, str):
+            raise ValueError(f"knob_routing {self.knob_routing!r}: a routing spec such as "
+                             f"uniform, zipf:1.2, hot:0.1 or a routing file")
+        try:                        # the top-k bound of hot:X is checked when knobs are chosen
+            parse_routing(self.knob_routing, 1)
+        except MokInputError as exc:
+            raise ValueError(f"knob_routing: {exc}") from None
         for name in ("block_m", "bn_gu", "bn_dn", "block_k", "copy_rows"):
             v = getattr(self, name)
             if v < 16 or v & (v - 1):

@@ -72,6 +72,9 @@ BENCH = [
     (["--model", "kimi-k2,"], "--model 'kimi-k2,': an empty name in the list"),   # session 34
     (["--gpus", "2", "--model", "glm-5", "--timeout", "99999999999999999999"],
      "--timeout 99999999999999999999: must be 10 to 86400 seconds"),
+    (["--auto-hint"], "--auto-hint adds a pick to --auto's: give --auto too"),   # session 43
+    (["--gpus", "2", "--model", "glm-5", "--auto", "--auto-hint"],
+     "--auto-hint with --gpus: the told pick runs on one GPU emulating its peers only"),
 ]
 
 

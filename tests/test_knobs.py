@@ -423,3 +423,29 @@ def test_bench_records_name_the_gpus_preset(monkeypatch, name, sms, want):
                         lambda dev=None: SimpleNamespace(name=name, multi_processor_count=sms))
     hw = bench._hardware()
     assert (hw["preset"], hw["gpu"], hw["sms"]) == (want, name, sms)
+
+
+def test_knobs_told_the_routing_are_the_tuners_for_it():
+    """KernelConfig.knob_routing: the unset knobs are the tuner's for that routing (the busiest
+    GPU's pass; session 43: under hot 0.1 at EP 4 the uniform question's pick ran up to 13% off
+    the best), at the layer's capacity; the source names the routing; a knob table (uniform
+    choices) refuses it; a malformed spec is refused when the config is made."""
+    m = load_model("qwen3-next-80b-a3b")
+    shape = knobs.shape_of(m)
+    told = knobs.choose_knobs("h200-1", shape, 4, 512, routing="hot:0.1")
+    plain = knobs.choose_knobs("h200-1", shape, 4, 512)
+    scn = Scenario(load_hardware("h200-1"), m, 4, 512, routing="hot:0.1")
+    best = tune(scn, load_params(None, "h200-1"), top=1, list_lags=LIST_LAGS).best
+    assert told.knobs == best.config.as_dict() != plain.knobs
+    assert told.source.endswith("h200-1.json for routing hot:0.1")
+    assert told.predicted_ms == pytest.approx(best.latency_ms)
+    with pytest.raises(MokInputError, match="knob tables hold uniform-routing choices"):
+        knobs.choose_knobs("h200-1", shape, 4, 512, table="any.json", routing="hot:0.1")
+    with pytest.raises(MokInputError, match="hot expert's share of routes must be in"):
+        knobs.choose_knobs("h200-1", shape, 4, 512, routing="hot:0.5")    # above 1/top_k
+    cfg, source = knobs.resolve_layer(_fake_layer(KernelConfig(knob_routing="zipf:1.2")))
+    assert "for routing zipf:1.2" in source
+    assert cfg.knobs() == knobs.choose_knobs("h200-1", SYN5, 4, 2304, routing="zipf:1.2").knobs
+    for bad in ("hot", "zipf:x", 3):
+        with pytest.raises(ValueError, match="knob_routing"):
+            KernelConfig(knob_routing=bad).validate()

@@ -1,0 +1,29 @@
+"""calibration.report_auto: the automatic pick against the best swept setting, and a pick told
+the routing (`mok bench --auto-hint`) in a column of its own, never mixed with the default."""
+
+from calibration import report_auto
+
+
+def _rec(ms: float, system: str = "mok", minibatch: int = 4096, comm_sms: int = 32,
+         auto: dict | None = None) -> dict:
+    rec = {"system": system, "model": "kimi-k2", "ep": 4, "tokens": 512, "pass": "fwd",
+           "precision": "bf16", "routing": {"kind": "hot", "arg": 0.1},
+           "latency_ms": {"median": ms},
+           "config": {"dispatch": "pull", "combine": "push", "minibatch": minibatch,
+                      "comm_sms": comm_sms, "capacity": 0.5}}
+    if auto is not None:
+        rec["auto"] = auto
+    return rec
+
+
+def test_a_told_pick_is_reported_beside_the_default_pick():
+    recs = [_rec(0.30, "gemm-only"), _rec(1.00), _rec(1.10, comm_sms=16),
+            _rec(1.20, minibatch=3072, comm_sms=60, auto={"knob_source": "tuner"}),
+            _rec(1.02, comm_sms=64, auto={"knob_source": "tuner for routing hot:0.1",
+                                          "knob_routing": "hot:0.1"})]
+    (row,) = report_auto.rows(recs)
+    assert row["pick_ms"] == 1.20 and row["pick_over_best"] == 1.20     # the default's, not min
+    assert row["told_ms"] == 1.02 and abs(row["told_over_best"] - 1.02) < 1e-12
+    assert row["swept"] == 2 and row["best_ms"] == 1.00
+    (plain,) = report_auto.rows(recs[:4])
+    assert plain["told_ms"] is None and plain["pick_ms"] == 1.20
