@@ -18,10 +18,12 @@ from test_kernels_gpu import E, H, I, K, N, compare_with_reference, setup  # noq
 SHAPE = dict(hidden=H, expert_width=I, routed_experts=E, top_k=K, shared_width=I)
 
 
-def forward_vs_reference(ep: int, rank: int | None, seed: int = 0, **layer_kw):
+def forward_vs_reference(ep: int, rank: int | None, seed: int = 0, routing: str = "uniform",
+                         knob_routing: str = "uniform", **layer_kw):
     """(relative error of the layer's output, the layer) for a layer built with no knobs."""
-    w, wf, x, ids, wts = setup(ep, "uniform", seed)
-    layer = MoKLayer(w, ep, N, K, rank, KernelConfig(on_error="raise"), **layer_kw)
+    w, wf, x, ids, wts = setup(ep, routing, seed)
+    layer = MoKLayer(w, ep, N, K, rank, KernelConfig(on_error="raise", knob_routing=knob_routing),
+                     **layer_kw)
     err, _ = compare_with_reference(layer, x, ids, wts, wf, rank)
     layer.check()
     return err, layer
@@ -41,6 +43,16 @@ def test_layer_without_knobs_matches_reference(ep, rank):
     assert layer.knob_source.startswith("tuner: h200-1 params "), layer.knob_source
     assert None not in layer.cfg.knobs().values()
     print(f"\nEP {ep} rank {rank}: {layer.cfg.knobs()} ({layer.knob_source}); rel err {err:.2e}")
+    assert err <= 1e-2, err
+
+
+@pytest.mark.parametrize("routing", ["hot:0.1", "zipf:1.2"])
+def test_layer_told_the_routing_matches_reference(routing):
+    """KernelConfig.knob_routing: the knobs chosen for a skewed router (session 43), run on
+    that routing, every rank at once; the output matches the float32 reference."""
+    err, layer = forward_vs_reference(4, None, seed=5, routing=routing, knob_routing=routing,
+                                      hardware=_hardware())
+    assert f"for routing {routing}" in layer.knob_source, layer.knob_source
     assert err <= 1e-2, err
 
 
