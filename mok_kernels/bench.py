@@ -679,9 +679,7 @@ class Workload:
         static buffers."""
         self.x.normal_()
         self.dout.normal_()
-        ids, wts = make_routing(self.ep * self.tokens, self.shape.experts, self.shape.topk,
-                                self.routing, self.seed + 1000 + i, device="cuda",
-                                popularity_seed=self.seed)   # fixed expert popularity
+        ids, wts = routing_draw(self, i)
         self.ids.copy_(ids)
         self.wts.copy_(wts)
 
@@ -693,6 +691,14 @@ class Workload:
         """Forward expert FLOPs of this rank: routed rows (expected) + shared on N tokens."""
         sh = self.shape
         return 6.0 * sh.hidden * sh.inter * self.expected_rows() + 6.0 * sh.hidden * sh.shared * self.tokens
+
+
+def routing_draw(wl: Any, i: int) -> tuple[torch.Tensor, torch.Tensor]:
+    """Routing draw i of a workload (every rank's tokens: ids, weights), as refresh(i) takes it:
+    a fresh draw per iteration, the expert popularity fixed by the workload's seed. ``wl``: a
+    Workload, or bench_group's RankWorkload."""
+    return make_routing(wl.ep * wl.tokens, wl.shape.experts, wl.shape.topk, wl.routing,
+                        wl.seed + 1000 + i, device=wl.x.device, popularity_seed=wl.seed)
 
 
 _MOST_ROWS: dict[tuple, int] = {}
@@ -713,9 +719,7 @@ def refuse_overflowing_draws(wl: Any, capacity_rows: int, capacity: float | None
     if key not in _MOST_ROWS:
         lo, most = wl.rank * wl.el, 0
         for i in draws:
-            ids, _ = make_routing(wl.ep * wl.tokens, sh.experts, sh.topk, wl.routing,
-                                  wl.seed + 1000 + i, device=wl.x.device,
-                                  popularity_seed=wl.seed)
+            ids, _ = routing_draw(wl, i)
             most = max(most, int(((ids >= lo) & (ids < lo + wl.el)).sum()))
         _MOST_ROWS[key] = most
     need = _MOST_ROWS[key]

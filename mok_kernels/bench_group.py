@@ -30,9 +30,9 @@ import torch
 from mok_model.records import record_model
 
 from .bench import (_ints, _software, auto_line, auto_record, capture_graph, forward_tiles,
-                    make_record, refuse_overflowing_draws, stats, time_events)
+                    make_record, refuse_overflowing_draws, routing_draw, stats, time_events)
 from .knobs import preset_for_gpu
-from .routing import make_routing, shape_of
+from .routing import shape_of
 
 GROUP_SYSTEMS = ("mok", "nccl-torch", "graph-a2a", "gemm-only")
 SAMPLE = 32          # tokens per rank checked against the float32 reference
@@ -74,9 +74,7 @@ class RankWorkload:
         """Fresh token values (per rank) and a fresh routing draw (the same on every rank)."""
         self.gen.manual_seed(self.seed * 7919 + self.rank * 104_729 + i + 1_000_000)
         self.x.normal_(generator=self.gen)
-        ids, wts = make_routing(self.ep * self.tokens, self.shape.experts, self.shape.topk,
-                                self.routing, self.seed + 1000 + i, device=self.dev,
-                                popularity_seed=self.seed)
+        ids, wts = routing_draw(self, i)
         home = slice(self.rank * self.tokens, (self.rank + 1) * self.tokens)
         self.ids.copy_(ids[home])
         self.wts.copy_(wts[home])

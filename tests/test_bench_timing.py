@@ -76,8 +76,7 @@ def test_overflowing_routing_draws_are_refused_before_launch():
     before any launch (session 43: a trapped launch ended the bench's process): onehot sends
     rank 0, which holds expert 0, every token once plus its share of the rest, ~11,800 rows,
     beyond capacity 0.125's 8,192; the same counts fit 0.25's 16,384, and uniform routing fits
-    0.125. The count is the draws' own (refresh's seeds)."""
-    from mok_kernels.routing import make_routing
+    0.125. The count is that of the draws refresh(i) takes (bench.routing_draw)."""
     from mok_kernels.schedule import CapacityOverflowError
 
     hot = _routing_workload("onehot")
@@ -86,8 +85,7 @@ def test_overflowing_routing_draws_are_refused_before_launch():
         bench.refuse_overflowing_draws(hot, 8192, 0.125, iters=3, warmup=1, breakdown=True)
     bench.refuse_overflowing_draws(hot, 16384, 0.25, iters=3, warmup=1, breakdown=True)
     bench.refuse_overflowing_draws(_routing_workload("uniform"), 8192, 0.125, iters=3, warmup=1)
-    most = max(int((make_routing(16 * 512, 128, 8, "onehot", 1000 + i)[0] < 8).sum())
-               for i in (-1, 0, 1, 2, 100, 101, 102))
+    most = max(int((bench.routing_draw(hot, i)[0] < 8).sum()) for i in (-1, 0, 1, 2, 100, 101, 102))
     assert 8192 + 3000 < most <= 16384
     with pytest.raises(CapacityOverflowError, match=f"up to {most} routed rows"):
         bench.refuse_overflowing_draws(hot, most - 1, 0.125, iters=3, warmup=1, breakdown=True)
