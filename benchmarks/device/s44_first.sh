@@ -13,6 +13,7 @@
 #    both picks registered in calibration/predictions/h200_auto_hint_2026-12-04.jsonl (plan
 #    h200_auto_hint_plan_2026-12-04.jsonl). Report: python -m calibration.report_auto RUNS and
 #    python -m calibration.registered PRED RUNS --by model,tokens.
+# 4. If time is left: the narrow presets' pass split into schedule / megakernel / epilogue.
 R=$OUT/s44a; LIMIT=${LIMIT:-560}; source benchmarks/device/pytest_steps.sh
 step cap tests/test_kernels_gpu.py -k "overflowing_capacity or bench" &
 step knobs tests/test_knobs_gpu.py &
@@ -29,5 +30,10 @@ timeout $left python3 -m mok_model.cli bench \
   --tokens 512,2048 --routing hot:0.1 --dispatch pull,push --comm-sms 16,32 $KN \
   --out $R/auto_hint_ep4.jsonl > $R/auto_hint_ep4.log 2>&1
 echo "ep4 exit $? at $(( $(date +%s) - T0 )) s" >> $R/summary.log
+# 4. Where the narrow presets' pass goes (issue 13): schedule / megakernel / epilogue, eager
+left=$(( LIMIT - ($(date +%s) - T0) - 5 ))
+[ $left -gt 30 ] && timeout $left python3 -m mok_model.cli bench --model qwen3-30b-a3b,qwen3-next-80b-a3b \
+  --ep 8 --tokens 4096 --dispatch pull --combine push --minibatch 4096 --comm-sms 32 --capacity 0.5 \
+  --systems mok --breakdown --out $R/breakdown.jsonl > $R/breakdown.log 2>&1
 tar -czf $OUT/s44a.tgz -C $OUT s44a
 cat $R/summary.log; grep -h "FAILED\|Error" $R/*.log | head -20; grep -h "AUTO" $R/auto_*.log
