@@ -449,3 +449,21 @@ def test_knobs_told_the_routing_are_the_tuners_for_it():
     for bad in ("hot", "zipf:x", 3):
         with pytest.raises(ValueError, match="knob_routing"):
             KernelConfig(knob_routing=bad).validate()
+
+
+def test_knobs_told_a_measured_routing_file(tmp_path):
+    """knob_routing may name a routing file (a router's top-k ids, (EP x tokens, top_k), as `mok
+    predict --routing FILE` reads it): the knobs are the tuner's for those loads; a file of
+    another shape is refused in one line naming it."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    ids = rng.integers(0, 4, size=(4 * 2304, 1))           # every route on rank 0's experts
+    path = tmp_path / "router.npy"
+    np.save(path, ids)
+    told = knobs.choose_knobs("h200-1", SYN5, 4, 2304, routing=str(path))
+    assert told.source.endswith(f"for routing {path}")
+    assert told.knobs["capacity"] == 1.0                   # rank 0 receives every route
+    np.save(tmp_path / "short.npy", ids[:100])
+    with pytest.raises(MokInputError, match="short.npy"):
+        knobs.choose_knobs("h200-1", SYN5, 4, 2304, routing=str(tmp_path / "short.npy"))
