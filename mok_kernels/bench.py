@@ -605,10 +605,10 @@ def forward_tiles(precision: str, wl: "Workload", group: bool = False,
         precision))
     if split > 1:                              # named only when on, as tma_a
         out["split_dn"] = split
-    blocks = cfg.dn_blocks or (1 if group or split > 1 or precision != "bf16" else forward_dn_blocks(
+    blocks = cfg.dn_blocks or (1 if group else forward_dn_blocks(
         wl.tokens, sh.topk, sh.experts, wl.ep, sh.hidden, sh.inter,
         torch.cuda.get_device_properties(0).multi_processor_count, cfg.block_m, cfg.bn_dn,
-        cfg.block_k, cfg.bn_gu))
+        cfg.block_k, cfg.bn_gu, precision, split))
     if blocks > 1:                             # named only when on, as tma_a
         out["dn_blocks"] = blocks
     return out | ({"fp8_kernel": cfg.fp8_kernel} if precision == "fp8" else {})

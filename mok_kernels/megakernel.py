@@ -1545,10 +1545,10 @@ class MoKLayer:
             self.cfg = cfg = dataclasses.replace(cfg, split_dn=s)
         if cfg.dn_blocks is None:    # per shape class, measured (tiles.py)
             sms = self._programs_per_rank()
-            d = 1 if (self.group is not None or cfg.split_dn > 1 or cfg.precision != "bf16"
-                      or not cfg.tma or cfg.skip_gemm or sms is None) else forward_dn_blocks(
+            d = 1 if (self.group is not None or not cfg.tma or cfg.skip_gemm
+                      or sms is None) else forward_dn_blocks(
                 n, k, self.E, p, self.H, self.I, sms, cfg.block_m, cfg.bn_dn, cfg.block_k,
-                cfg.bn_gu)
+                cfg.bn_gu, cfg.precision, cfg.split_dn)
             self.cfg = cfg = dataclasses.replace(cfg, dn_blocks=d)
         self.sync_stride = self.off["split"] + (self.ws_tiles * nb_dn if cfg.split_dn > 1 else 0)
         n_ws = ws_elements(cfg.split_dn)

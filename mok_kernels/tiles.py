@@ -75,11 +75,14 @@ DOWN_K_STEPS = 48      # K steps (of block_k) a down item walks at most: 3,072 c
 
 def forward_dn_blocks(tokens: int, top_k: int, experts: int, ep: int, hidden: int,
                       expert_width: int, sms: int, block_m: int = 128, bn_dn: int = 256,
-                      block_k: int = 64, bn_gu: int = 128) -> int:
+                      block_k: int = 64, bn_gu: int = 128, precision: str = "bf16",
+                      split_dn: int = 1) -> int:
     """The dn_blocks MoKLayer picks when KernelConfig.dn_blocks is None (BF16 on one GPU; group
     mode, FP8 and split_dn > 1 run 1): the largest power of two d with d x (the padded width's K
     steps) <= DOWN_K_STEPS, d <= the down column blocks, and the expected down items
     (row tiles x ceil(blocks / d), uniform routing) at least `sms`."""
+    if precision != "bf16" or split_dn > 1:
+        return 1
     steps = padded_width(expert_width, bn_gu, block_k) // block_k
     blocks = -(-hidden // bn_dn)
     tiles = expected_row_tiles(tokens, top_k, experts, ep, block_m)

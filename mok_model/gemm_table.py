@@ -462,13 +462,12 @@ def dn_blocks(scn, tile: dict | None = None) -> int:
         return int(tile["dn_blocks"])
     if scn.dn_blocks:
         return scn.dn_blocks
-    if (not scn.hardware.emulated_ranks or scn.precision != "bf16" or scn.pass_ != "fwd"
-            or split_dn(scn, tile) > 1):
+    if not scn.hardware.emulated_ranks or scn.pass_ != "fwd":
         return 1
     t, m = {**DEFAULT_TILE, "block_k": 64, **(tile or {})}, scn.model
     return forward_dn_blocks(scn.tokens, m.top_k, m.routed_experts, scn.ep, m.hidden,
                              m.expert_width, scn.hardware.sms, t["block_m"], t["bn_dn"],
-                             t["block_k"], t["bn_gu"])
+                             t["block_k"], t["bn_gu"], scn.precision, split_dn(scn, tile))
 
 
 def occupancy(scn, tile: dict | None = None, kernel: bool = True) -> float:

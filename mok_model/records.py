@@ -602,12 +602,12 @@ def default_dn_blocks(rec: dict) -> int:
     in FP8 and where the down GEMM is split)."""
     from mok_kernels.tiles import forward_dn_blocks
 
-    if (rec["hardware"].get("gpus", 1) > 1 or rec["precision"] != "bf16"
-            or default_split_dn(rec) > 1):
+    if rec["hardware"].get("gpus", 1) > 1:
         return 1
     m = _model(model_key(rec))
     return forward_dn_blocks(int(rec["tokens"]), m.top_k, m.routed_experts, int(rec["ep"]),
-                             m.hidden, m.expert_width, int(rec["hardware"].get("sms", 132)))
+                             m.hidden, m.expert_width, int(rec["hardware"].get("sms", 132)),
+                             precision=rec["precision"], split_dn=default_split_dn(rec))
 
 
 def _expert_width(rec: dict) -> int:
