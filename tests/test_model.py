@@ -605,6 +605,16 @@ def test_records_say_whether_their_kernel_ran_the_zero_shared_slot():
     assert not record_scenario(rec(tiles={"zero_shared_slot": 0})).zero_shared_slot
 
 
+def _kernel_record(system: str, model: str, ep: int, tokens: int, tiles: dict | None = None,
+                   gpus: int = 1) -> dict:
+    """A measured BF16 forward record of `system` on one H200 (132 SMs), uniform routing; its
+    `tiles` only where given."""
+    r = {"system": system, "model": model, "pass": "fwd", "source": "measured",
+         "hardware": {"preset": "h200-1", "gpus": gpus, "sms": 132}, "ep": ep, "tokens": tokens,
+         "precision": "bf16", "routing": {"kind": "uniform", "seed": 0}, "note": ""}
+    return r | ({"tiles": tiles} if tiles is not None else {})
+
+
 def test_records_say_the_down_split_their_kernel_ran_when_it_is_not_todays():
     """Records name split_dn when it is above 1, so a forward record of our kernel without it ran
     one K slice: every record before the split became the shape's (2026-12-01). Where that
@@ -615,10 +625,7 @@ def test_records_say_the_down_split_their_kernel_ran_when_it_is_not_todays():
     from mok_model.records import record_scenario, record_split_dn
 
     def rec(system="mok", tiles=None, tokens=64, model="mixtral-8x7b"):
-        r = {"system": system, "model": model, "pass": "fwd", "source": "measured",
-             "hardware": {"preset": "h200-1", "gpus": 1}, "ep": 8, "tokens": tokens,
-             "precision": "bf16", "routing": {"kind": "uniform", "seed": 0}}
-        return r | ({"tiles": tiles} if tiles is not None else {})
+        return _kernel_record(system, model, 8, tokens, tiles)
 
     old, today = rec(tiles={"zero_shared_slot": 0}), rec(tiles={"zero_shared_slot": 0, "split_dn": 4})
     assert record_split_dn(old) == 1 and record_split_dn(today) == 0
@@ -641,10 +648,7 @@ def test_records_say_the_work_list_lag_their_kernel_ran():
     from mok_model.records import default_variant, record_list_lag, record_scenario, variant_label
 
     def rec(system="mok", tiles=None):
-        r = {"system": system, "model": "qwen3-30b-a3b", "pass": "fwd", "source": "measured",
-             "hardware": {"preset": "h200-1", "gpus": 1}, "ep": 16, "tokens": 2048,
-             "precision": "bf16", "routing": {"kind": "uniform", "seed": 0}, "note": ""}
-        return r | ({"tiles": tiles} if tiles is not None else {})
+        return _kernel_record(system, "qwen3-30b-a3b", 16, 2048, tiles)
 
     lagged = rec(tiles={"zero_shared_slot": 0, "list_lag": 2})
     assert record_list_lag(lagged) == 2 and record_scenario(lagged).list_lag == 2
@@ -669,10 +673,7 @@ def test_records_say_the_down_blocks_their_kernel_ran_when_they_are_not_todays()
                                    record_scenario, todays_kernel)
 
     def rec(system="mok", tiles=None, tokens=4096, model="qwen3-30b-a3b", gpus=1):
-        r = {"system": system, "model": model, "pass": "fwd", "source": "measured",
-             "hardware": {"preset": "h200-1", "gpus": gpus, "sms": 132}, "ep": 8,
-             "tokens": tokens, "precision": "bf16", "routing": {"kind": "uniform", "seed": 0}}
-        return r | ({"tiles": tiles} if tiles is not None else {})
+        return _kernel_record(system, model, 8, tokens, tiles, gpus)
 
     old, today = rec(tiles={"zero_shared_slot": 0}), rec(tiles={"zero_shared_slot": 0, "dn_blocks": 4})
     assert default_dn_blocks(old) == 4 and default_dn_blocks(rec(model="kimi-k2")) == 1
