@@ -29,10 +29,16 @@ class Setting(NamedTuple):
     comm_sms: int
     capacity: float
     list_lag: int
-    auto: str       # "" swept; a pick: the routing its knobs were chosen for ("uniform": default)
+    auto: str       # "" swept; a pick: the routing its knobs were chosen for (PICKS: the default)
 
     def knobs(self) -> dict:
         return {"minibatch": self.minibatch, "comm_sms": self.comm_sms, "list_lag": self.list_lag}
+
+
+# the layer's own pick (not told the routing): "robust" since session 44; records written before
+# name no routing, their pick was chosen for uniform routing
+OLD_DEFAULT = "uniform (default before session 44)"
+PICKS = ("robust", OLD_DEFAULT)
 
 
 class Workload(NamedTuple):
@@ -49,7 +55,7 @@ def _setting(rec: dict) -> Setting:
     c = rec["config"]
     return Setting(c.get("dispatch"), c.get("combine"), c.get("minibatch"), c.get("comm_sms"),
                    c.get("capacity"), record_list_lag(rec),
-                   rec["auto"].get("knob_routing", "uniform") if "auto" in rec else "")
+                   rec["auto"].get("knob_routing", OLD_DEFAULT) if "auto" in rec else "")
 
 
 def _workload(rec: dict) -> Workload:
@@ -73,8 +79,8 @@ def rows(records: list[dict]) -> list[dict]:
     out = []
     for wl, runs in sorted(mok.items(), key=lambda kv: str(kv[0])):
         swept = {s: v for s, v in runs.items() if not s.auto}
-        picks = [(v, s) for s, v in runs.items() if s.auto == "uniform"]
-        told = [(v, s) for s, v in runs.items() if s.auto not in ("", "uniform")]
+        picks = [(v, s) for s, v in runs.items() if s.auto in PICKS]
+        told = [(v, s) for s, v in runs.items() if s.auto not in ("", *PICKS)]
         if not picks:
             continue
         if not swept:

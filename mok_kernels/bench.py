@@ -29,6 +29,7 @@ from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, path_input_error
 from mok_model.records import KERNEL_SYSTEMS, append_records, record_model
 from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG, MAX_SEED
+from mok_model.tuner import ROBUST
 
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
 
@@ -124,9 +125,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                    help="also run MoK with every knob chosen by the model before launch and "
                         "print its regret against the best configuration of the sweep")
     p.add_argument("--auto-hint", action="store_true",
-                   help="with --auto, on one GPU: where the routing is not uniform, also the pick "
-                        "the model makes told the workload's routing (KernelConfig.knob_routing; "
-                        "its record's auto.knob_routing names it)")
+                   help="with --auto, on one GPU: also the pick the model makes told the "
+                        "workload's routing (KernelConfig.knob_routing; --auto's own pick is the "
+                        "layer's default, robust over uniform / zipf:1.2 / hot:0.1; each record's "
+                        "auto.knob_routing names its pick)")
     p.add_argument("--timeout", type=int, default=None,
                    help=f"with --gpus: seconds a rank waits in a collective before the run fails "
                         f"(default {GROUP_TIMEOUT_S}; {MIN_TIMEOUT_S} to {MAX_TIMEOUT_S})")
@@ -623,16 +625,15 @@ def backward_tiles(spec: str) -> dict[str, Any]:
     return {k: int(v) if isinstance(v, bool) else v for k, v in asdict(parse_tiles(spec)).items()}
 
 
-def auto_record(rec: dict, source: str, swept: list[float],
-                knob_routing: str = "uniform") -> dict:
-    """Mark a record as the automatic pick (``--auto``): where its knobs came from and its
-    regret against the best swept configuration of the same run (None without a sweep); a pick
-    told the routing (``--auto-hint``) names it in ``knob_routing`` (absent: the layer's default,
-    chosen for uniform routing)."""
-    rec["auto"] = {"knob_source": source, "best_swept_ms": min(swept) if swept else None,
+def auto_record(rec: dict, source: str, swept: list[float], knob_routing: str) -> dict:
+    """Mark a record as the automatic pick (``--auto``): where its knobs came from, the routing
+    they were chosen for (``knob_routing``: "robust", the layer's default, or the workload's
+    routing the pick was told with ``--auto-hint``; records written before session 44 lack it:
+    their default pick was chosen for "uniform") and its regret against the best swept
+    configuration of the same run (None without a sweep)."""
+    rec["auto"] = {"knob_source": source, "knob_routing": knob_routing,
+                   "best_swept_ms": min(swept) if swept else None,
                    "regret": rec["latency_ms"]["median"] / min(swept) - 1 if swept else None}
-    if knob_routing != "uniform":
-        rec["auto"]["knob_routing"] = knob_routing
     return rec
 
 
@@ -642,7 +643,7 @@ def auto_line(rec: dict, label: str) -> str:
     regret = "no sweep" if au["regret"] is None else (
         f"regret {100 * au['regret']:+.1f}% vs best swept {au['best_swept_ms']:.3f} ms")
     lag = rec.get("tiles", {}).get("list_lag", 1)
-    told = f" told {au['knob_routing']}" if "knob_routing" in au else ""
+    told = f" told {au['knob_routing']}" if au.get("knob_routing", ROBUST) != ROBUST else ""
     return (f"{label} mok AUTO{told} {c['dispatch']}/{c['combine']} mb{c['minibatch']} "
             f"c{c['comm_sms']} "
             f"r{c['macrobatch']} cap{c['capacity']}" + (f" lag{lag}" if lag != 1 else "")
@@ -1036,9 +1037,9 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                 (f"lag{lag} " if lag != 1 else "") +
                 f"r{knobs['macrobatch']} {rec['latency_ms']['median']:.3f} ms "
                 f"{wl.flops() / rec['latency_ms']['median'] / 1e9:.0f} TF/s")
-        hints = ["uniform"] + ([routing] if a.auto_hint and routing != "uniform" else [])
+        hints = [ROBUST] + ([routing] if a.auto_hint else [])
         for (prec, f8v), hint in itertools.product(variants if a.auto else [], hints):
-            if hint != "uniform" and f8v == "gluon":       # its knobs are fixed: nothing to tell
+            if hint != ROBUST and f8v == "gluon":       # its knobs are fixed: nothing to tell
                 continue
             chosen: dict = {}
             label = prec + (f"-{f8v}" if f8v else "")
@@ -1046,7 +1047,7 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                 t, bd = run_mok(wl, {}, a.iters, a.warmup, not a.no_graph, a.breakdown, chosen,
                                 precision=prec, knob_routing=hint, **fp8_variant_tiles(f8v))
             except (RuntimeError, ValueError) as exc:     # a stall, or no knob choice possible
-                told = f" told {hint}" if hint != "uniform" else ""
+                told = f" told {hint}" if hint != ROBUST else ""
                 log(f"{model} ep{ep} n{tokens} {label} auto{told}: FAILED {exc}")
                 continue
             rec = auto_record(make_record(

@@ -2,11 +2,15 @@
 macrobatch, capacity) from the model, for this hardware, layer shape, EP degree and token count.
 
 Two sources, one reading:
-- the tuner (`mok_model.tuner.tune`, analytic engine, BF16 forward, uniform routing, seed 0: the
-  same question as `mok tune --hardware H --model SHAPE --ep P --tokens N`), answered once per
-  question and cached in the process;
-- a knob table written by `mok tune --table FILE.json`: the tuner's choice per token bucket; a
-  layer takes the nearest bucket at or above its token count.
+- the tuner (analytic engine, BF16 forward, seed 0), answered once per question and cached in the
+  process. Not told the router's skew (KernelConfig.knob_routing unset), it picks the setting
+  whose worst regret over uniform, zipf:1.2 and hot:0.1 routing is least (`mok_model.tuner.
+  tune_robust`, `mok tune --routing robust`): the pick for uniform routing alone ran 1.29-1.30x
+  the best swept setting under hot routing at EP 16 on the H200 (session 44). Told a routing, it
+  picks for that routing (`mok tune --routing R`);
+- a knob table written by `mok tune --table FILE.json` (robust choices unless `--routing` says
+  otherwise; the table names its routing): the tuner's choice per token bucket; a layer takes
+  the nearest bucket at or above its token count.
 Knobs given explicitly always win; the tuner chooses the others with the given ones fixed (a table
 fills them from its bucket).
 
@@ -36,7 +40,7 @@ from mok_model.fileio import loads_json
 from mok_model.params import Params, load_params
 from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
 from mok_model.scenario import MAX_LIST_LAG, Config, Scenario
-from mok_model.tuner import lag_choices
+from mok_model.tuner import ROBUST, lag_choices
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 TABLE_SCHEMA = "mok-knobs/1"
@@ -122,12 +126,13 @@ def _preset_sms(name: str) -> int | None:
 def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, tokens: int,
                  params: str | Params | None = None, given: dict | None = None,
                  precision: str = "bf16", list_lag: int | None = None,
-                 routing: str = "uniform") -> Choice:
+                 routing: str = ROBUST) -> Choice:
     """The tuner's knobs for one question (uncached), with the capacity kept safe; `precision`
     of the forward pass (bf16 or fp8: the model's FP8 terms); `list_lag`: the kernel's work-list
     lag, or None to choose it with the knobs where the tuner searches it (tuner.lag_choices);
     `routing`: the routing the knobs are chosen for (`mok predict --routing`'s spec: the slowest
-    GPU's pass is what the tuner minimizes)."""
+    GPU's pass is what the tuner minimizes), or "robust": the least worst regret over
+    tuner.ROBUST_ROUTINGS (tuner.tune_robust; `predicted_ms` is then uniform routing's)."""
     hw, model = _hardware(hardware), layer_model(shape)
     given = dict(given or {})
     _check_given(given)
@@ -135,14 +140,16 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
         raise MokInputError(f"macrobatch={given['macrobatch']} given without minibatch: give both "
                             f"(the ring holds whole minibatches) or neither")
     p = params if isinstance(params, Params) else _params(hw, params)
-    scn = Scenario(hw, model, ep, tokens, "fwd", precision, routing=routing, list_lag=list_lag or 1)
+    robust = routing == ROBUST
+    scn = Scenario(hw, model, ep, tokens, "fwd", precision, routing="uniform" if robust else routing,
+                   list_lag=list_lag or 1)
     lags = lag_choices(scn) if list_lag is None else None
     source = f"tuner: {hw.name} params {p.path}" + (f" ({precision})" if precision != "bf16" else "")
-    source += f" for routing {routing}" if routing != "uniform" else ""
+    source += f" for routing {routing}" if routing not in ("uniform", ROBUST) else ""
     if hw.sms != _preset_sms(hw.name):
         source += f" at {hw.sms} SMs per rank"
     try:
-        best, note = tune_as_layer(scn, p, given, lags)
+        best, note = tune_as_layer(scn, p, given, lags, robust=robust)
         source += f"; {note}" if note else ""
     except MokInputError as exc:
         raise MokInputError(f"choosing knobs for {hw.name} / {model.name} / EP {ep} / {tokens} "
@@ -155,11 +162,12 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
 def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: int, tokens: int,
                  table: str | os.PathLike | None = None, params: str | None = None,
                  given: dict | None = None, precision: str = "bf16",
-                 list_lag: int | None = None, routing: str = "uniform") -> Choice:
+                 list_lag: int | None = None, routing: str | None = None) -> Choice:
     """The knobs for one layer: `given` knobs win; the rest from `table` (its bucket for
     `tokens`) when one is named, else from the tuner for `hardware` (cached per question).
     `list_lag` None: the work-list lag too (a table's bucket lag, or the tuner's); else that lag.
-    `routing`: the routing the tuner chooses for (tuned_choice; a table holds uniform choices).
+    `routing`: the routing the tuner chooses for (tuned_choice); None: "robust" from the tuner,
+    a table's own routing from a table (a table written for another routing is refused).
 
     `hardware`: a preset name, a Hardware (e.g. with the SMs one rank gets), or None with a table
     (then the table's hardware is taken as is). Raises MokInputError (a ValueError) naming the
@@ -175,13 +183,17 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
         if precision != "bf16":
             raise MokInputError(f"knob tables hold BF16 choices; a {precision} layer's knobs come "
                                 f"from the tuner (leave knob_table unset) or are given")
-        if routing != "uniform":
-            raise MokInputError(f"knob tables hold uniform-routing choices; knobs for routing "
-                                f"{routing!r} come from the tuner (leave knob_table unset)")
-        c = _table_choice({**load_table(table), "_path": str(table)}, hw, model, ep, tokens, given)
+        doc = {**load_table(table), "_path": str(table)}
+        if routing is not None and routing != table_routing(doc):
+            raise MokInputError(f"knob table {table} holds choices for routing "
+                                f"{table_routing(doc)!r}, the layer asks for {routing!r}: write the "
+                                f"table with `mok tune --table ... --routing {routing}` or leave "
+                                f"knob_routing unset")
+        c = _table_choice(doc, hw, model, ep, tokens, given)
         return c if list_lag is None else dataclasses.replace(c, list_lag=list_lag)
     if hw is None:
         raise MokInputError("no hardware to ask the model for: name a hardware preset or a knob table")
+    routing = ROBUST if routing is None else routing
     key = (hw, params, tuple(sorted(shape_of(model).items())), ep, tokens,
            tuple(sorted(given.items())), precision, list_lag, routing)
     if key not in _CACHE:
@@ -195,9 +207,10 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
 def build_table(hardware: str, model: str | MoEModel | dict, ep: int,
                 buckets: list[int] | tuple[int, ...], params: str | None = None,
                 allow_params_mismatch: bool = False, given: dict | None = None,
-                command: str = "", list_lag: int | None = None) -> dict:
+                command: str = "", list_lag: int | None = None, routing: str = ROBUST) -> dict:
     """A knob table: the tuner's choice (as `choose_knobs` makes it) for each token bucket, with
-    the work-list lag (`list_lag`, or chosen with the knobs where None).
+    the work-list lag (`list_lag`, or chosen with the knobs where None), for `routing` ("robust":
+    what a layer picks without a table; or a routing spec).
     `model`: a preset name or TOML file, a MoEModel, or a layer shape dict."""
     hw = load_hardware(hardware)
     m = load_model(model) if isinstance(model, str) else layer_model(model)
@@ -213,14 +226,14 @@ def build_table(hardware: str, model: str | MoEModel | dict, ep: int,
     rows = []
     for n in buckets:
         try:
-            c = tuned_choice(hw, m, ep, n, p, given, list_lag=list_lag)
+            c = tuned_choice(hw, m, ep, n, p, given, list_lag=list_lag, routing=routing)
         except MokInputError as exc:
             raise MokInputError(f"--tokens-buckets bucket {n}: {exc}") from None
         rows.append({"tokens": n, "config": c.knobs, "list_lag": c.list_lag,
                      "predicted_ms": c.predicted_ms, "source": c.source})
     return {"schema": TABLE_SCHEMA, "hardware": hw.name, "sms": hw.sms, "model": m.name,
             "shape": shape_of(m), "ep": ep, "pass": "fwd", "precision": "bf16",
-            "routing": "uniform", "seed": 0, "engine": "analytic", "params": p.path,
+            "routing": routing, "seed": 0, "engine": "analytic", "params": p.path,
             "given": given, "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
                 timespec="seconds"), "command": command,
             "seconds": round(time.perf_counter() - t0, 3), "buckets": rows}
@@ -272,6 +285,8 @@ def _validate_table(doc: Any, where: str) -> None:
         v = doc[key]
         if not isinstance(v, kind) or (kind is int and isinstance(v, bool)):
             raise bad(f"field {key!r}={v!r} has the wrong type")
+    if not isinstance(doc.get("routing", "uniform"), str):
+        raise bad(f"field 'routing'={doc['routing']!r} must be a routing spec or 'robust'")
     if doc["ep"] < 1 or doc["sms"] < 1:
         raise bad(f"ep={doc['ep']} and sms={doc['sms']} must be >= 1")
     for k in SHAPE_KEYS:
@@ -322,6 +337,12 @@ def load_table(path: str | os.PathLike) -> dict:
         doc["_path"] = str(path)
         _TABLES[key] = doc
     return _TABLES[key]
+
+
+def table_routing(doc: dict) -> str:
+    """The routing a table's choices were made for ("uniform" in tables written before the field
+    could say otherwise)."""
+    return doc.get("routing", "uniform")
 
 
 def table_bucket(doc: dict, tokens: int) -> dict:

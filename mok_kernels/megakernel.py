@@ -142,10 +142,12 @@ class KernelConfig:
                                     # this one stores (the same bits as 1); BF16, tma, split_dn
                                     # 1, one GPU. None: chosen from the shape (tiles.py
                                     # forward_dn_blocks; 1 in group mode)
-    knob_routing: str = "uniform"   # the routing the unset knobs are chosen for (uniform,
-                                    # zipf:S, hot:X, onehot as `mok predict --routing` reads
-                                    # them; the tuner minimizes the slowest GPU's pass): a router
-                                    # known to be skewed gets knobs for its busiest rank
+    knob_routing: str | None = None  # the routing the unset knobs are chosen for (uniform,
+                                    # zipf:S, hot:X, onehot, a file, as `mok predict --routing`
+                                    # reads them: a router known to be skewed gets knobs for its
+                                    # busiest rank) or "robust": the least worst regret over
+                                    # uniform / zipf:1.2 / hot:0.1. None: robust from the tuner,
+                                    # a knob table's own routing from a table
     on_error: str = "trap"          # stalled wait / overflow: trap the launch, or raise in forward
     precision: str = "bf16"         # bf16 | fp8 (e4m3 with 1x128 activation and 128x128 weight
                                     # block scales; fp8.py)
@@ -213,11 +215,12 @@ class KernelConfig:
                              f"through TMA are BF16 only")
         if self.on_error not in ("trap", "raise"):
             raise ValueError(f"on_error {self.on_error!r}: allowed trap, raise")
-        if not isinstance(self.knob_routing, str):
-            raise ValueError(f"knob_routing {self.knob_routing!r}: a routing spec such as "
-                             f"uniform, zipf:1.2, hot:0.1 or a routing file")
+        if self.knob_routing is not None and not isinstance(self.knob_routing, str):
+            raise ValueError(f"knob_routing {self.knob_routing!r}: 'robust' or a routing spec "
+                             f"such as uniform, zipf:1.2, hot:0.1 or a routing file")
         try:                        # the top-k bound of hot:X is checked when knobs are chosen
-            parse_routing(self.knob_routing, 1)
+            if self.knob_routing not in (None, "robust"):
+                parse_routing(self.knob_routing, 1)
         except MokInputError as exc:
             raise ValueError(f"knob_routing: {exc}") from None
         for name in ("block_m", "bn_gu", "bn_dn", "block_k", "copy_rows"):

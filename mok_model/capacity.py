@@ -29,7 +29,7 @@ import math
 from .errors import MokInputError
 from .params import Params
 from .scenario import Scenario
-from .tuner import CAPACITIES, Scored, least_capacity, tune
+from .tuner import CAPACITIES, Scored, least_capacity, tune, tune_robust
 
 OVERFLOW_PROBABILITY = 1e-9   # policy: a pass overflows the chosen capacity less often than this
 
@@ -110,24 +110,37 @@ def layer_capacity(scenario: Scenario, params: Params) -> float | None:
 
 
 def tune_as_layer(scenario: Scenario, params: Params, fixed: dict,
-                  list_lags: tuple[int, ...] | None = None) -> tuple[Scored, str]:
+                  list_lags: tuple[int, ...] | None = None,
+                  robust: bool = False) -> tuple[Scored, str]:
     """The tuner's best for `scenario` with the knobs in `fixed`, at the capacity a layer runs
     where none is given: the least feasible one raised to the bounds, in one tuner question (the
-    uniform bound alone where the bounds' buffers do not fit the HBM). Returns the best and a note
-    for the knob source ("" where nothing was raised). The Gluon FP8 pass's capacity is fixed
-    (1.0): left as the tuner has it."""
+    uniform bound alone where the bounds' buffers do not fit the HBM). `robust`: the setting
+    whose worst regret over tuner.ROBUST_ROUTINGS is least (tuner.tune_robust; the scenario's
+    routing is not used), what MoKLayer picks when not told the routing. Returns the best and a
+    note for the knob source ("" where nothing was raised and nothing judged). The Gluon FP8
+    pass's capacity is fixed (1.0): left as the tuner has it."""
+    def ask(fx: dict) -> tuple[Scored, str]:
+        if not robust:
+            return tune(scenario, params, fixed=fx, top=1, list_lags=list_lags).best, ""
+        r = tune_robust(scenario, params, fixed=fx, list_lags=list_lags)
+        dropped = (f"; {', '.join(r.dropped)} overflows every setting at this capacity"
+                   if r.dropped else "")
+        return r.best, (f"robust over {', '.join(r.best.regret)}: worst regret "
+                        f"{max(r.best.regret.values()):+.1%}{dropped}")
+
+    def joined(*notes: str) -> str:
+        return "; ".join(n for n in notes if n)
+
     safe = None if "capacity" in fixed else layer_capacity(scenario, params)
     if safe is None:
-        return tune(scenario, params, fixed=fixed, top=1, list_lags=list_lags).best, ""
+        return ask(fixed)
     m, ep, n = scenario.model, scenario.ep, scenario.tokens
     try:
-        best = tune(scenario, params, fixed={**fixed, "capacity": safe}, top=1,
-                    list_lags=list_lags).best
-        return best, f"capacity raised to {safe} (uniform and hot-expert bounds)"
+        best, note = ask({**fixed, "capacity": safe})
+        return best, joined(f"capacity raised to {safe} (uniform and hot-expert bounds)", note)
     except MokInputError:      # its buffers do not fit the HBM: the uniform bound alone
         cap = max(least_capacity(scenario, params),
                   safe_capacity(ep, n, m.top_k, m.routed_experts, hot_expert=False))
-        best = tune(scenario, params, fixed={**fixed, "capacity": cap}, top=1,
-                    list_lags=list_lags).best
-        return best, (f"capacity {cap} (the uniform bound: the hot-expert bound's {safe} does "
-                      f"not fit the HBM)")
+        best, note = ask({**fixed, "capacity": cap})
+        return best, joined(f"capacity {cap} (the uniform bound: the hot-expert bound's {safe} "
+                            f"does not fit the HBM)", note)

@@ -497,6 +497,9 @@ def cmd_tune_table(a) -> int:
     """`mok tune --table FILE.json`: the tuner's knobs per token bucket, written atomically."""
     from mok_kernels.knobs import DEFAULT_BUCKETS, build_table, write_table
 
+    from .tuner import ROBUST
+    from .workload import parse_routing
+
     if a.tokens is not None:
         raise MokInputError("--table tunes every bucket of --tokens-buckets; drop --tokens")
     check_output_file(a.table, "--table", ".json", inputs=_inputs(a))
@@ -505,12 +508,15 @@ def cmd_tune_table(a) -> int:
                             f"keeps the best per bucket (drop --top)")
     off = [f"{flag} {value}" for flag, value, default in (
         ("--engine", a.engine, "analytic"), ("--pass", a.pass_, "fwd"), ("--precision", a.precision, "bf16"),
-        ("--routing", a.routing, "uniform"), ("--seed", a.seed, 0), ("--bwd-tiles", a.bwd_tiles, None),
+        ("--seed", a.seed, 0), ("--bwd-tiles", a.bwd_tiles, None),
         ("--fp8-kernel", a.fp8_kernel, "triton")) if value != default]
     if off:
         raise MokInputError(f"--table is the megakernel's choice: analytic engine, --pass fwd, "
-                            f"--precision bf16, --routing uniform, --seed 0 (the defaults; no "
-                            f"--bwd-tiles, no --fp8-kernel); drop {', '.join(off)}")
+                            f"--precision bf16, --seed 0 (the defaults; no --bwd-tiles, no "
+                            f"--fp8-kernel); drop {', '.join(off)}")
+    routing = a.routing or ROBUST      # a table holds what a layer picks without one: robust
+    if routing != ROBUST:
+        parse_routing(routing, load_model(a.model).top_k)
     try:
         buckets = ([int(b) for b in a.tokens_buckets.split(",")] if a.tokens_buckets is not None
                    else list(DEFAULT_BUCKETS))
@@ -526,15 +532,17 @@ def cmd_tune_table(a) -> int:
     for k, v in knobs.items():
         words += [f"--{k.replace('_', '-')}", str(v)]
     words += ["--list-lag", str(a.list_lag)] if a.list_lag is not None else []
+    words += ["--routing", routing]
     command = " ".join(shlex.quote(w) for w in words)   # the command that rewrites this table
     doc = build_table(a.hardware, a.model, a.ep, buckets, a.params, a.allow_params_mismatch,
-                      knobs, command, a.list_lag)
+                      knobs, command, a.list_lag, routing)
     write_table(a.table, doc)
     if a.json:
         print(json.dumps({"table": a.table, **doc}, indent=1))
         return 0
-    print(f"knob table {a.table}: {doc['hardware']} / {doc['model']} / EP {doc['ep']}, "
-          f"{len(doc['buckets'])} buckets in {doc['seconds']:.2f} s, params {doc['params']}")
+    print(f"knob table {a.table}: {doc['hardware']} / {doc['model']} / EP {doc['ep']}, routing "
+          f"{doc['routing']}, {len(doc['buckets'])} buckets in {doc['seconds']:.2f} s, params "
+          f"{doc['params']}")
     print(f"  {'tokens':>7}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity"
           f" list_lag")
     for b in doc["buckets"]:
@@ -548,7 +556,7 @@ def cmd_tune_table(a) -> int:
 def cmd_tune(a) -> int:
     from .capacity import layer_capacity
     from .predict import scenario_notes
-    from .tuner import lag_choices, tune
+    from .tuner import ROBUST, lag_choices, tune
 
     choice("--engine", ENGINES, a.engine)
     if a.table is not None:
@@ -558,6 +566,9 @@ def cmd_tune(a) -> int:
                             "with --tokens-buckets; see `mok tune --help`)")
     if a.tokens_buckets is not None:
         raise MokInputError("--tokens-buckets needs --table FILE.json")
+    if a.routing == ROBUST:
+        return cmd_tune_robust(a)
+    a.routing = a.routing or "uniform"
     scn = _scenario(a)
     _healthy_links(a, scn.hardware, a.engine)
     knobs = _knobs(a, scn)
@@ -592,6 +603,53 @@ def cmd_tune(a) -> int:
     if layer_cap is not None:
         print(f"note: MoKLayer runs capacity {layer_cap} here (the uniform and hot-expert "
               f"bounds, mok_model/capacity.py); `--capacity {layer_cap}` ranks at it")
+    return 0
+
+
+def cmd_tune_robust(a) -> int:
+    """`mok tune --routing robust`: MoKLayer's pick when not told the routing (the least worst
+    regret over tuner.ROBUST_ROUTINGS, at the capacity the layer runs)."""
+    from .capacity import tune_as_layer
+    from .predict import scenario_notes
+    import time
+
+    from .tuner import ROBUST, ROBUST_ROUTINGS, lag_choices
+
+    for flag, value, default in (("--engine", a.engine, "analytic"), ("--top", a.top, None),
+                                 ("--seed", a.seed, 0)):
+        if value != default:
+            raise MokInputError(f"--routing robust picks one setting with the analytic engine "
+                                f"over routings drawn with seed 0; drop {flag} {value}")
+    a.routing = "uniform"
+    scn = _scenario(a)
+    _healthy_links(a, scn.hardware, "analytic")
+    knobs = _knobs(a, scn)
+    params = _params_arg(a)(scn)
+    t0 = time.perf_counter()
+    best, note = tune_as_layer(scn, params, knobs,
+                               lag_choices(scn) if a.list_lag is None else None, robust=True)
+    seconds = time.perf_counter() - t0
+    if a.json:
+        print(json.dumps({"best": {"config": best.config.as_dict(), "latency_ms": best.latency_ms,
+                                   "list_lag": best.list_lag, "regret": best.regret},
+                          "routing": ROBUST, "judged_under": list(ROBUST_ROUTINGS),
+                          "knob_note": note, "seconds": seconds, "engine": "analytic",
+                          **scn.describe(), "domains": scn.domains, "notes": scenario_notes(scn),
+                          "params": params.path}, indent=1))
+        return 0
+    print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
+          f"{scn.pass_} / {scn.precision}, robust over {', '.join(ROBUST_ROUTINGS)} (MoKLayer's "
+          f"pick when not told the routing): {seconds:.3f} s (analytic)")
+    for n in scenario_notes(scn):
+        print(f"note: {n}")
+    c = best.config
+    print(f"  {'latency ms (uniform)':>21}  dispatch combine minibatch comm_sms macrobatch capacity"
+          f" list_lag")
+    print(f"  {best.latency_ms:>21.4f}  {c.dispatch:<8} {c.combine:<7} {c.minibatch:>9} "
+          f"{c.comm_sms:>8} {c.macrobatch:>10} {c.capacity:>8} {best.list_lag:>8}")
+    print("  regret against each routing's own best (`mok tune --routing R`): "
+          + ", ".join(f"{r} {v:+.1%}" for r, v in best.regret.items()))
+    print(f"note: {note}")
     return 0
 
 
@@ -630,6 +688,11 @@ def build_parser() -> argparse.ArgumentParser:
     sp.add_argument("--tokens-buckets", dest="tokens_buckets",
                     help="token buckets of --table (default 64,128,...,8192)")
     sp._option_string_actions["--tokens"].required = False  # --table tunes buckets instead
+    sp._option_string_actions["--routing"].help = (
+        "uniform | zipf:S | hot:F | FILE | robust: the knobs for that routing, or robust: the "
+        "least worst regret over uniform, zipf:1.2 and hot:0.1 (MoKLayer's pick when not told "
+        "the routing). Default: uniform; with --table robust")
+    sp.set_defaults(routing=None)          # resolved by cmd_tune: uniform, or robust for --table
     for name in ("calibrate", "validate", "study", "bench"):
         sp = sub.add_parser(name, add_help=False, help=f"see `mok {name} --help`")
         sp.add_argument("rest", nargs=argparse.REMAINDER)

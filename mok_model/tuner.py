@@ -42,6 +42,7 @@ class Scored:
     config: Config
     latency_ms: float
     list_lag: int = 1  # the kernel's work-list lag the latency is for (Scenario.list_lag)
+    regret: dict | None = None  # tune_robust: per routing judged, latency / its best - 1
 
 
 @dataclass(frozen=True)
@@ -191,16 +192,42 @@ def _score(scenario: Scenario, params: Params, g: dict, which: np.ndarray,
     return lat, overflow
 
 
+def _grid_latency(scenario: Scenario, params: Params, g: dict, lags: tuple[int, ...]):
+    """(latency s, work-list lag, overflow, rows evaluated) of every grid row at its best lag
+    of `lags` (smallest first). A larger lag changes a pass only where the in-order list binds
+    at the smallest (analytic.list_binds; elsewhere it can only lengthen the combine tail), so
+    the other lags are scored on those rows only (in the same call of the model, the lag per
+    row); ties go to the smaller lag."""
+    n = len(g["minibatch"])
+    first = replace(scenario, list_lag=lags[0])
+    rows = (np.flatnonzero(list_binds(first, params, g["combine_push"], g["minibatch"],
+                                      g["comm_sms"])) if len(lags) > 1 else np.zeros(0, np.intp))
+    lat_all, overflow = _score(first, params, g,
+                               np.concatenate([np.arange(n), np.tile(rows, len(lags) - 1)]),
+                               np.concatenate([np.full(n, lags[0]), np.repeat(lags[1:], len(rows))]))
+    lat, overflow, lag = lat_all[:n], overflow[:n], np.full(n, lags[0])
+    for i, more in enumerate(lags[1:]):  # where a larger lag scores lower, it is the choice
+        lat_l = lat_all[n + i * len(rows):n + (i + 1) * len(rows)]
+        better = lat_l < lat[rows]
+        lat[rows[better]], lag[rows[better]] = lat_l[better], more
+    return lat, lag, overflow, len(lat_all)
+
+
+def _config_at(g: dict, i: int) -> Config:
+    """Grid row i as a Config."""
+    return Config(dispatch="push" if g["dispatch_push"][i] else "pull",
+                  combine="push" if g["combine_push"][i] else "pull",
+                  minibatch=int(g["minibatch"][i]), comm_sms=int(g["comm_sms"][i]),
+                  macrobatch=int(g["macrobatch"][i]), capacity=float(g["capacity"][i]))
+
+
 def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int = 5,
          engine: str = "analytic", sim_candidates: int = 8,
          list_lags: tuple[int, ...] | None = None) -> TuneResult:
     """Search the knob grid; return the best config, the top K and how many were evaluated.
 
-    `list_lags`: the kernel work-list lags to search with the knobs (e.g. LIST_LAGS), smallest
-    first; None keeps the scenario's. A larger lag changes a pass only where the in-order list
-    binds at the smallest (analytic.list_binds; elsewhere it can only lengthen the combine
-    tail), so the other lags are scored on those rows only (in the same call of the model, the
-    lag per row); ties go to the smaller lag."""
+    `list_lags`: the kernel work-list lags to search with the knobs (e.g. LIST_LAGS; each row
+    at its best, _grid_latency); None keeps the scenario's."""
     t0 = time.perf_counter()
     if scenario.fp8_kernel == "gluon":  # the knobs the Gluon FP8 pass runs (and no others)
         check_gluon_knobs(scenario, fixed or {})
@@ -211,18 +238,7 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
     g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **(fixed or {})})
     n = len(g["minibatch"])
-    first = replace(scenario, list_lag=lags[0])
-    rows = (np.flatnonzero(list_binds(first, params, g["combine_push"], g["minibatch"],
-                                      g["comm_sms"])) if len(lags) > 1 else np.zeros(0, np.intp))
-    lat_all, overflow = _score(first, params, g,
-                               np.concatenate([np.arange(n), np.tile(rows, len(lags) - 1)]),
-                               np.concatenate([np.full(n, lags[0]), np.repeat(lags[1:], len(rows))]))
-    lat, overflow, lag = lat_all[:n], overflow[:n], np.full(n, lags[0])
-    evaluated = len(lat_all)
-    for i, more in enumerate(lags[1:]):  # where a larger lag scores lower, it is the choice
-        lat_l = lat_all[n + i * len(rows):n + (i + 1) * len(rows)]
-        better = lat_l < lat[rows]
-        lat[rows[better]], lag[rows[better]] = lat_l[better], more
+    lat, lag, overflow, evaluated = _grid_latency(scenario, params, g, lags)
     mem = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"])
     limit = BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9
     lat[mem > limit] = np.inf
@@ -231,14 +247,7 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     k = max(top, sim_candidates if engine == "sim" else top)
     order = np.lexsort((np.arange(n), lat))[:k]  # ties broken by grid order: deterministic
     order = order[np.isfinite(lat[order])]
-
-    def config_at(i) -> Config:
-        return Config(dispatch="push" if g["dispatch_push"][i] else "pull",
-                      combine="push" if g["combine_push"][i] else "pull",
-                      minibatch=int(g["minibatch"][i]), comm_sms=int(g["comm_sms"][i]),
-                      macrobatch=int(g["macrobatch"][i]), capacity=float(g["capacity"][i]))
-
-    scored = [Scored(config_at(i), float(lat[i]) * 1e3, int(lag[i])) for i in order]
+    scored = [Scored(_config_at(g, i), float(lat[i]) * 1e3, int(lag[i])) for i in order]
     if engine == "sim":
         from .sim import simulate
 
@@ -249,3 +258,93 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
                          for s in bar(scored, f"simulating {len(scored)} candidates at EP {scenario.ep}")),
                         key=lambda s: s.latency_ms)
     return TuneResult(scored[0], scored[:top], evaluated, time.perf_counter() - t0, engine)
+
+
+
+# the routings a setting is judged under when the router's skew is not known (ROBUST: MoKLayer's
+# default, `mok tune --routing robust`): the three the project measures on hardware
+ROBUST = "robust"
+ROBUST_ROUTINGS = ("uniform", "zipf:1.2", "hot:0.1")
+_SEED_CANDIDATES = 8  # each routing's best rows judged first: their worst regret bounds the search
+
+
+@dataclass(frozen=True)
+class RobustResult:
+    """The setting whose worst regret over the routings is least (`best.regret`: per routing
+    judged, its latency over that routing's tuned best, i.e. `tune` told the routing, minus 1);
+    `dropped`: routings under which no setting runs (every one overflows its capacity or needs
+    more than the buffers' share of HBM)."""
+    best: Scored
+    dropped: tuple[str, ...]
+    evaluated: int
+    seconds: float
+
+
+def _routing_scores(scenario: Scenario, params: Params, g: dict, lags: tuple[int, ...],
+                    each_lag: bool = False) -> np.ndarray:
+    """Latency (s) of every grid row under `scenario`: (rows,) at each row's best of `lags`, or
+    with `each_lag` (rows, lags) at every lag; inf where the capacity overflows or the buffers
+    exceed their share of HBM."""
+    n = len(g["minibatch"])
+    if each_lag:
+        lat, overflow = _score(scenario, params, {k: np.tile(v, len(lags)) for k, v in g.items()},
+                               np.arange(n * len(lags)), np.repeat(lags, n))
+        lat, overflow = lat.reshape(len(lags), n).T, overflow.reshape(len(lags), n).T
+    else:
+        lat, _, overflow, _ = _grid_latency(scenario, params, g, lags)
+    limit = BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9
+    too_big = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"]) > limit
+    lat[overflow | (too_big[:, None] if each_lag else too_big)] = np.inf
+    return lat
+
+
+def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
+                routings: tuple[str, ...] = ROBUST_ROUTINGS,
+                list_lags: tuple[int, ...] | None = None) -> RobustResult:
+    """Knobs for a router whose skew is not known: of every routing's knob grid (its ring shares
+    and least capacity), the setting and work-list lag whose worst regret over the routings is
+    least (ties: the faster under the first routing, then grid order). `best.latency_ms` is the
+    first routing's latency. Exact, at about the cost of one `tune` a routing: a row whose
+    regret under its own grid's routing (at its best lag) exceeds the worst regret of some
+    judged setting cannot win, so only the rows under that bound are judged under every routing
+    at every lag. MokInputError where no setting runs under the first routing."""
+    t0 = time.perf_counter()
+    fixed = dict(fixed or {})
+    lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
+    scns = [replace(scenario, routing=r) for r in routings]
+    grids, own = [], []
+    for s in scns:
+        g = knob_grid(s, {"capacity": least_capacity(s, params), **fixed})
+        grids.append(g)
+        own.append(_routing_scores(s, params, g, lags))
+    evaluated = sum(len(o) for o in own)
+    best = np.array([o.min() for o in own])
+    if not np.isfinite(best[0]):
+        tune(scns[0], params, fixed=fixed, top=1, list_lags=list_lags)   # raises its reason
+    kept = [r for r in range(len(scns)) if np.isfinite(best[r])]
+
+    def judge(cands: list[tuple[int, int]]) -> np.ndarray:
+        """(candidates, lags, kept routings) regrets of (grid, row) candidates."""
+        g = {k: np.stack([grids[q][k][i] for q, i in cands]) for k in grids[0]}
+        return np.stack([_routing_scores(scns[r], params, g, lags, each_lag=True) / best[r]
+                         for r in kept], axis=-1)
+
+    seeds = [(q, int(i)) for q in kept for i in np.argsort(own[q], kind="stable")[:_SEED_CANDIDATES]]
+    bound = judge(seeds).max(axis=-1).min()
+    cands = [(q, int(i)) for q in kept for i in np.flatnonzero(own[q] / best[q] <= bound)]
+    # one setting in several grids (same knobs) is judged once, at its first grid's place
+    keys = {}
+    for q, i in cands:
+        keys.setdefault(_config_at(grids[q], i), (q, i))
+    cands = list(keys.values())
+    reg = judge(cands)                                      # (candidates, lags, routings)
+    evaluated += reg.size
+    worst = reg.max(axis=-1)
+    order = np.lexsort((np.arange(worst.size), reg[..., 0].ravel(), worst.ravel()))
+    c, j = divmod(int(order[0]), len(lags))
+    q, i = cands[c]
+    lat0 = reg[c, j, 0] * best[0]                           # kept[0] is the first routing
+    regret = {routings[r]: float(reg[c, j, m] - 1) for m, r in enumerate(kept)}
+    return RobustResult(Scored(_config_at(grids[q], i), float(lat0) * 1e3, lags[j], regret),
+                        tuple(routings[r] for r in range(len(scns)) if r not in kept),
+                        evaluated, time.perf_counter() - t0)

@@ -176,13 +176,16 @@ def test_device_jobs_import_without_simpy():
 
 def test_predict_without_knobs_takes_the_layers_lag(capsys):
     """Knobs left to the tuner come with the lag MoKLayer would run (tuner.lag_choices): the
-    prediction is the layer's own choice; a given lag, or every knob given, keeps it."""
+    prediction is the choice of a layer told the scenario's routing (knob_routing="uniform";
+    not told, a layer picks robust knobs: `mok tune --routing robust`); a given lag, or every
+    knob given, keeps it."""
     from mok_kernels import knobs
 
     shape = Path(__file__).resolve().parents[1] / "calibration" / "drawn_shapes" / "seed5" / \
         "syn5-h5376-i384-e16-k1.toml"
     w = ["--hardware", "h200-1", "--model", str(shape), "--ep", "4", "--tokens", "2304", "--json"]
-    layer = knobs.choose_knobs("h200-1", knobs.shape_of(load_model(str(shape))), 4, 2304)
+    layer = knobs.choose_knobs("h200-1", knobs.shape_of(load_model(str(shape))), 4, 2304,
+                               routing="uniform")
     for cmd in ("predict", "simulate"):
         code, out, _ = run(capsys, [cmd, *w])
         d = json.loads(out)

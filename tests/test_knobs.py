@@ -20,28 +20,34 @@ from mok_model.cli import main
 from mok_model.params import load_params
 from mok_model.presets import load_hardware, load_model
 from mok_model.scenario import Scenario
-from mok_model.tuner import LIST_LAGS, tune
+from mok_model.tuner import LIST_LAGS, tune, tune_robust
 
 KIMI = knobs.shape_of(load_model("kimi-k2"))
 
 
 def test_choice_is_the_tuners_and_cached_calls_are_fast():
-    """Same answer as `mok tune` for the same question at the capacity the bounds ask
-    (`mok tune --capacity`); deterministic; < 10 ms once cached."""
+    """Same answer as `mok tune --routing robust` (the default: not told the routing) or `mok
+    tune` (told uniform) at the capacity the bounds ask (`mok tune --capacity`); deterministic;
+    < 10 ms once cached."""
     knobs._CACHE.clear()
     t0 = time.perf_counter()
     c = knobs.choose_knobs("h200-1", KIMI, 16, 2048)
     first_ms = (time.perf_counter() - t0) * 1e3
     m = load_model("kimi-k2")
     safe = capacity.safe_capacity(16, 2048, m.top_k, m.routed_experts)
-    best = tune(Scenario(load_hardware("h200-1"), m, 16, 2048), load_params(None, "h200-1"),
-                fixed={"capacity": safe}, top=1, list_lags=LIST_LAGS).best
+    scn, params = Scenario(load_hardware("h200-1"), m, 16, 2048), load_params(None, "h200-1")
+    best = tune_robust(scn, params, fixed={"capacity": safe}, list_lags=LIST_LAGS).best
     assert c.knobs == best.config.as_dict() and c.predicted_ms == pytest.approx(best.latency_ms)
     assert c.list_lag == best.list_lag
     assert c.source.startswith("tuner: h200-1 params ")
-    assert c.source.endswith(f"h200-1.json; capacity raised to {safe} (uniform and hot-expert bounds)")
+    assert (f"h200-1.json; capacity raised to {safe} (uniform and hot-expert bounds); robust "
+            f"over uniform, zipf:1.2, hot:0.1: worst regret +") in c.source
     again = knobs.tuned_choice("h200-1", KIMI, 16, 2048)      # uncached: same numbers
     assert again == c
+    uniform = knobs.choose_knobs("h200-1", KIMI, 16, 2048, routing="uniform")
+    told = tune(scn, params, fixed={"capacity": safe}, top=1, list_lags=LIST_LAGS).best
+    assert uniform.knobs == told.config.as_dict() != c.knobs
+    assert uniform.source.endswith("(uniform and hot-expert bounds)")
     times = []
     for _ in range(50):
         t0 = time.perf_counter()
@@ -72,8 +78,8 @@ def test_explicit_knobs_win_and_the_tuner_fills_the_rest():
     assert c.knobs["dispatch"] == "push" and c.knobs["minibatch"] == 512
     m = load_model("kimi-k2")
     safe = capacity.safe_capacity(16, 1024, m.top_k, m.routed_experts)
-    best = tune(Scenario(load_hardware("h200-1"), m, 16, 1024), load_params(None, "h200-1"),
-                fixed={**given, "capacity": safe}, top=1).best
+    best = tune_robust(Scenario(load_hardware("h200-1"), m, 16, 1024),
+                       load_params(None, "h200-1"), fixed={**given, "capacity": safe}).best
     assert c.knobs == best.config.as_dict()
     assert c.source.endswith("given: dispatch, minibatch")
     with pytest.raises(ValueError, match="macrobatch=4096 given without minibatch"):
@@ -281,6 +287,28 @@ def test_table_that_is_not_json_or_absent(tmp_path):
         knobs.load_table(tmp_path / "absent.json")
 
 
+def test_a_table_holds_robust_choices_unless_told_a_routing(table, tmp_path):
+    """`mok tune --table` writes what a layer picks without one (robust); `--routing R` writes
+    R's choices, which a layer uses as they are, or refuses where it asks for another routing."""
+    assert knobs.table_routing(knobs.load_table(table)) == "robust"
+    assert "--routing robust" in knobs.load_table(table)["command"]
+    path = tmp_path / "uniform.json"
+    assert main(["tune", "--table", str(path), "--hardware", "h200-1", "--model", "kimi-k2",
+                 "--ep", "16", "--tokens-buckets", "512", "--routing", "uniform"]) == 0
+    doc = knobs.load_table(path)
+    assert doc["routing"] == "uniform"
+    assert doc["buckets"][0]["config"] == knobs.choose_knobs("h200-1", KIMI, 16, 512,
+                                                             routing="uniform").knobs
+    assert knobs.choose_knobs("h200-1", KIMI, 16, 512, table=path).knobs == doc["buckets"][0]["config"]
+    for asked in ("robust", "hot:0.1"):
+        with pytest.raises(MokInputError, match=f"holds choices for routing 'uniform', the layer "
+                                                f"asks for '{asked}'"):
+            knobs.choose_knobs("h200-1", KIMI, 16, 512, table=path, routing=asked)
+    old = {k: v for k, v in doc.items() if k not in ("routing", "_path")}  # before the field
+    (tmp_path / "old.json").write_text(json.dumps(old))
+    assert knobs.table_routing(knobs.load_table(tmp_path / "old.json")) == "uniform"
+
+
 def test_layer_loads_a_table(tmp_path):
     """MoKLayer(..., knob_table=) takes the bucket at or above its token count, and given knobs."""
     shape = dict(hidden=256, expert_width=128, routed_experts=32, top_k=4, shared_width=128)
@@ -306,7 +334,8 @@ def test_tune_table_flags_are_checked(tmp_path, capsys):
     out = tmp_path / "t.json"
     for argv, needle in [(["--tokens", "64"], "drop --tokens"),
                          (["--tokens-buckets", "64,x"], "--tokens-buckets '64,x'"),
-                         (["--routing", "zipf:1.2"], "--routing uniform")]:
+                         (["--routing", "zipf:x"], "--routing 'zipf:x'"),
+                         (["--seed", "3"], "drop --seed 3")]:
         rc = main(["tune", "--table", str(out), "--hardware", "h200-1", "--model", "kimi-k2",
                    "--ep", "16", *argv])
         err = capsys.readouterr().err.strip().splitlines()
@@ -428,8 +457,8 @@ def test_bench_records_name_the_gpus_preset(monkeypatch, name, sms, want):
 def test_knobs_told_the_routing_are_the_tuners_for_it():
     """KernelConfig.knob_routing: the unset knobs are the tuner's for that routing (the busiest
     GPU's pass; session 43: under hot 0.1 at EP 4 the uniform question's pick ran up to 13% off
-    the best), at the layer's capacity; the source names the routing; a knob table (uniform
-    choices) refuses it; a malformed spec is refused when the config is made."""
+    the best), at the layer's capacity; the source names the routing; a knob table written for
+    another routing refuses it; a malformed spec is refused when the config is made."""
     m = load_model("qwen3-next-80b-a3b")
     shape = knobs.shape_of(m)
     told = knobs.choose_knobs("h200-1", shape, 4, 512, routing="hot:0.1")
@@ -439,8 +468,6 @@ def test_knobs_told_the_routing_are_the_tuners_for_it():
     assert told.knobs == best.config.as_dict() != plain.knobs
     assert told.source.endswith("h200-1.json for routing hot:0.1")
     assert told.predicted_ms == pytest.approx(best.latency_ms)
-    with pytest.raises(MokInputError, match="knob tables hold uniform-routing choices"):
-        knobs.choose_knobs("h200-1", shape, 4, 512, table="any.json", routing="hot:0.1")
     with pytest.raises(MokInputError, match="hot expert's share of routes must be in"):
         knobs.choose_knobs("h200-1", shape, 4, 512, routing="hot:0.5")    # above 1/top_k
     cfg, source = knobs.resolve_layer(_fake_layer(KernelConfig(knob_routing="zipf:1.2")))

@@ -19,7 +19,7 @@ SHAPE = dict(hidden=H, expert_width=I, routed_experts=E, top_k=K, shared_width=I
 
 
 def forward_vs_reference(ep: int, rank: int | None, seed: int = 0, routing: str = "uniform",
-                         knob_routing: str = "uniform", **layer_kw):
+                         knob_routing: str | None = None, **layer_kw):
     """(relative error of the layer's output, the layer) for a layer built with no knobs."""
     w, wf, x, ids, wts = setup(ep, routing, seed)
     layer = MoKLayer(w, ep, N, K, rank, KernelConfig(on_error="raise", knob_routing=knob_routing),
@@ -37,10 +37,13 @@ def _hardware() -> str | None:
     return None if known else "h200-1"
 
 
-@pytest.mark.parametrize("ep,rank", [(4, 1), (4, None)])
-def test_layer_without_knobs_matches_reference(ep, rank):
-    err, layer = forward_vs_reference(ep, rank, hardware=_hardware())
+@pytest.mark.parametrize("ep,rank,routing", [(4, 1, "uniform"), (4, None, "uniform"),
+                                              (4, None, "hot:0.1")])
+def test_layer_without_knobs_matches_reference(ep, rank, routing):
+    """Not told the routing: the robust pick (session 44), on uniform and hot routing."""
+    err, layer = forward_vs_reference(ep, rank, seed=7, routing=routing, hardware=_hardware())
     assert layer.knob_source.startswith("tuner: h200-1 params "), layer.knob_source
+    assert "robust over uniform" in layer.knob_source, layer.knob_source
     assert None not in layer.cfg.knobs().values()
     print(f"\nEP {ep} rank {rank}: {layer.cfg.knobs()} ({layer.knob_source}); rel err {err:.2e}")
     assert err <= 1e-2, err

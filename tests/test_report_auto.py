@@ -27,3 +27,13 @@ def test_a_told_pick_is_reported_beside_the_default_pick():
     assert row["swept"] == 2 and row["best_ms"] == 1.00
     (plain,) = report_auto.rows(recs[:4])
     assert plain["told_ms"] is None and plain["pick_ms"] == 1.20
+
+
+def test_a_robust_pick_is_the_default_and_a_pick_told_uniform_is_told():
+    """Since session 44 every pick names its routing: "robust" (the layer's default) is the
+    pick, a pick told "uniform" (--auto-hint on a uniform workload) goes to the told column."""
+    recs = [_rec(1.00), _rec(1.10, comm_sms=16),
+            _rec(1.05, comm_sms=8, auto={"knob_source": "tuner", "knob_routing": "robust"}),
+            _rec(1.01, comm_sms=60, auto={"knob_source": "tuner", "knob_routing": "uniform"})]
+    (row,) = report_auto.rows(recs)
+    assert row["pick_ms"] == 1.05 and row["told_ms"] == 1.01 and row["swept"] == 2
