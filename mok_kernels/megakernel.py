@@ -56,6 +56,7 @@ from mok_model.errors import MokInputError
 from mok_model.scenario import MAX_LIST_LAG
 from mok_model.workload import parse_routing
 
+from .buffers import SPLIT_WS_MAX_BYTES, ring_rows, split_workspace_elements, stage_rows
 from .peers import (ArenaLayout, LocalGroup, SymmetricArena, check_same_on_every_rank,
                     emulated_offsets)
 from .reference import MoEWeights
@@ -76,7 +77,6 @@ STALL_CODES = {
 }
 
 
-SPLIT_WS_MAX_BYTES = 1 << 30   # split_dn's fp32 workspace per layer
 FP8_KERNELS = ("v1", "v2", "v3", "v4", "v5", "gluon")   # KernelConfig.fp8_kernel
 
 
@@ -1525,8 +1525,8 @@ class MoKLayer:
         sched = self.schedule(torch.zeros(p * n, k, dtype=torch.int64, device=dev))
         c, self.t_max, self.mb_max = sched.capacity, sched.max_tiles, sched.max_minibatches
         self.capacity = c            # rows per rank
-        self.ring_rows = min(max(cfg.macrobatch, cfg.minibatch + cfg.block_m), c + cfg.block_m)
-        self.y_rows = c if cfg.combine == "pull" else 1
+        self.ring_rows = int(ring_rows(cfg.minibatch, cfg.macrobatch, c, cfg.block_m))
+        self.y_rows = int(stage_rows(c, cfg.combine == "pull"))
         ns_tiles = (n + cfg.block_m - 1) // cfg.block_m
         self.off = {"ready": 0}      # sync words of one rank; rank r's start at r * sync_stride
         self.off["gu"] = self.mb_max * p
@@ -1540,7 +1540,7 @@ class MoKLayer:
         nb_dn = -(-self.H // cfg.bn_dn)
 
         def ws_elements(split: int) -> int:           # split_dn's fp32 workspace
-            return v * self.ws_tiles * nb_dn * split * cfg.block_m * cfg.bn_dn if split > 1 else 0
+            return split_workspace_elements(v, n, self.t_max, self.H, split, cfg.block_m, cfg.bn_dn)
         if cfg.split_dn is None:     # per shape class, measured (tiles.py); never past the limit
             s = 1 if self.group is not None or (cfg.dn_blocks or 1) > 1 else forward_split_dn(
                 n, k, self.E, p, self.H, self.I, cfg.block_m, cfg.bn_dn, cfg.precision)

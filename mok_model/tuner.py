@@ -14,7 +14,7 @@ import numpy as np
 from .analytic import list_binds, mok_terms
 from .errors import MokInputError
 from .params import Params
-from .scenario import (ELEMENT_BYTES, GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
+from .scenario import (GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
                        Config, Scenario, check_gluon_knobs)
 
 MINIBATCHES = (256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768)
@@ -111,18 +111,26 @@ def _busiest_rows(scenario: Scenario) -> float:
     return float(loads(scenario).rows.max())
 
 
-def buffer_bytes(scenario: Scenario, minibatch, macrobatch, capacity):
-    """Bytes of MoK's fixed-size buffers: ring buffer, schedule, combine slots, intermediates."""
-    m, P, N = scenario.model, scenario.ep, scenario.tokens
-    act = ELEMENT_BYTES[scenario.precision] * m.hidden
-    cap_rows = np.ceil(capacity * P * N * min(m.top_k, scenario.local_experts))
-    ring = np.minimum(macrobatch, cap_rows) * act
-    schedule = cap_rows * 8.0
-    combine_slots = N * m.top_k * m.hidden * 2.0
-    # gate/up and h for two minibatches, of at most the rows there are (the kernel sizes them
-    # by its capacity rows: a minibatch past them holds no more)
-    inter = np.minimum(minibatch, cap_rows) * 2 * m.expert_width * 2.0 * 2
-    return ring + schedule + combine_slots + inter
+def buffer_bytes(scenario: Scenario, minibatch, macrobatch, capacity, combine_push=True):
+    """Bytes of MoK's buffers on one GPU: what MoKLayer allocates for this shape, EP, token count
+    and knobs (mok_kernels/buffers.py, tested against the layer's tensors): the ring, h over
+    every row a rank may serve, the combine slots (every rank's where the peers are emulated in
+    one GPU's memory), pull combine's staging rows, the schedule and split_dn's workspace. Our
+    kernel's layout stands for the published one's, whose buffers are not published."""
+    from mok_kernels.buffers import layer_bytes
+    from mok_kernels.tiles import padded_width
+
+    from .gemm_table import split_dn
+
+    m, p, n = scenario.model, scenario.ep, scenario.tokens
+    cap_rows = np.maximum(1, np.ceil(np.asarray(capacity) * p * n
+                                     * min(m.top_k, scenario.local_experts)))
+    return layer_bytes(ep=p, tokens=n, top_k=m.top_k, experts=m.routed_experts, hidden=m.hidden,
+                       width_padded=padded_width(m.expert_width), capacity_rows=cap_rows,
+                       minibatch=np.asarray(minibatch), macrobatch=np.asarray(macrobatch),
+                       pull_combine=~np.asarray(combine_push, dtype=bool),
+                       precision=scenario.precision, group=not scenario.hardware.emulated_ranks,
+                       split=split_dn(scenario))
 
 
 def _schedule_need(scenario: Scenario, params: Params) -> tuple[float, int]:
@@ -165,15 +173,21 @@ def _infeasible(scn: Scenario, params: Params, fixed: dict, overflow, mem, limit
               and _least_buffers(scn, {"capacity": least_capacity(scn, params), **fixed,
                                        "minibatch": mb}) <= limit]
         hint = f" (the largest minibatch that fits: {max(ok)})" if ok else ""
-    return (f"{given}: MoK's buffers need at least {smallest / 1e9:.3g} GB per GPU, more than the "
-            f"{limit / 1e9:.3g} GB (half of {scn.hardware.name}'s HBM) they may take; lower "
-            f"--minibatch{hint}, --macrobatch or --capacity, or --tokens")
+    emulated = ""
+    if scn.hardware.emulated_ranks:   # one GPU holds every rank's combine slots
+        slots = scn.ep * scn.tokens * scn.model.top_k * scn.model.hidden * 2
+        emulated = (f" ({slots / 1e9:.3g} GB of them are the combine slots of all {scn.ep} "
+                    f"emulated ranks, which only --tokens or --ep lower)")
+    return (f"{given}: MoK's buffers need at least {smallest / 1e9:.3g} GB per GPU{emulated}, more "
+            f"than the {limit / 1e9:.3g} GB (half of {scn.hardware.name}'s HBM) they may take; "
+            f"lower --minibatch{hint}, --macrobatch or --capacity, or --tokens")
 
 
 def _least_buffers(scn: Scenario, fixed: dict) -> float:
     """The smallest buffer bytes over the knob grid with some knobs fixed."""
     g = knob_grid(scn, fixed)
-    return float(buffer_bytes(scn, g["minibatch"], g["macrobatch"], g["capacity"]).min())
+    return float(buffer_bytes(scn, g["minibatch"], g["macrobatch"], g["capacity"],
+                              g["combine_push"]).min())
 
 
 def _score(scenario: Scenario, params: Params, g: dict, which: np.ndarray,
@@ -239,7 +253,7 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **(fixed or {})})
     n = len(g["minibatch"])
     lat, lag, overflow, evaluated = _grid_latency(scenario, params, g, lags)
-    mem = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"])
+    mem = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"], g["combine_push"])
     limit = BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9
     lat[mem > limit] = np.inf
     if not np.isfinite(lat).any():
@@ -293,7 +307,8 @@ def _routing_scores(scenario: Scenario, params: Params, g: dict, lags: tuple[int
     else:
         lat, _, overflow, _ = _grid_latency(scenario, params, g, lags)
     limit = BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9
-    too_big = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"]) > limit
+    too_big = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"],
+                           g["combine_push"]) > limit
     lat[overflow | (too_big[:, None] if each_lag else too_big)] = np.inf
     return lat
 
