@@ -114,3 +114,21 @@ def test_mok_tune_routing_robust_is_the_layers_pick(capsys):
         assert main([*w, *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0]
+
+
+@pytest.mark.parametrize("model,ep,tokens", [("qwen3-30b-a3b", 16, 2048), ("kimi-k2", 32, 512)])
+def test_robust_holds_between_the_routings_it_is_judged_under(model, ep, tokens):
+    """Milder skews than the judged ones (hot:0.05, zipf:0.8), never asked: the robust pick
+    stays within 3% of the best told each (the model; 238 of 242 preset questions, max 4.5%,
+    session 44)."""
+    from mok_model.capacity import tune_as_layer
+
+    scn = Scenario(HW, load_model(model), ep, tokens)
+    best, _ = tune_as_layer(scn, PARAMS, {}, LIST_LAGS, robust=True)
+    c = best.config
+    for routing in ("hot:0.05", "zipf:0.8"):
+        told = replace(scn, routing=routing)
+        lat = _score(replace(told, list_lag=best.list_lag), PARAMS,
+                     {k: np.array([v]) for k, v in _grid_row(c).items()}, np.arange(1))[0][0]
+        ref = tune(told, PARAMS, {"capacity": c.capacity}, top=1, list_lags=LIST_LAGS).best
+        assert lat * 1e3 / ref.latency_ms - 1 < 0.03, routing
