@@ -235,6 +235,18 @@ def _config_at(g: dict, i: int) -> Config:
                   macrobatch=int(g["macrobatch"][i]), capacity=float(g["capacity"][i]))
 
 
+def _fixed_knobs(scenario: Scenario, fixed: dict | None) -> dict:
+    """The knobs a search keeps fixed: the given ones, checked, and the Gluon FP8 pass's (it
+    runs those and no others)."""
+    fixed = dict(fixed or {})
+    if scenario.fp8_kernel == "gluon":
+        check_gluon_knobs(scenario, fixed)
+        fixed = {**GLUON_KNOBS, **fixed}
+    if "comm_sms" in fixed:
+        Config(**{k: fixed[k] for k in ("comm_sms", *GLUON_KNOBS) if k in fixed}).check_for(scenario)
+    return fixed
+
+
 def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int = 5,
          engine: str = "analytic", sim_candidates: int = 8,
          list_lags: tuple[int, ...] | None = None) -> TuneResult:
@@ -243,21 +255,16 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     `list_lags`: the kernel work-list lags to search with the knobs (e.g. LIST_LAGS; each row
     at its best, _grid_latency); None keeps the scenario's."""
     t0 = time.perf_counter()
-    if scenario.fp8_kernel == "gluon":  # the knobs the Gluon FP8 pass runs (and no others)
-        check_gluon_knobs(scenario, fixed or {})
-        fixed = {**GLUON_KNOBS, **(fixed or {})}
-    if fixed and "comm_sms" in fixed:
-        given = {k: fixed[k] for k in ("comm_sms", *GLUON_KNOBS) if k in fixed}
-        Config(**given).check_for(scenario)
+    fixed = _fixed_knobs(scenario, fixed)
     lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
-    g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **(fixed or {})})
+    g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **fixed})
     n = len(g["minibatch"])
     lat, lag, overflow, evaluated = _grid_latency(scenario, params, g, lags)
     mem = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"], g["combine_push"])
     limit = BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9
     lat[mem > limit] = np.inf
     if not np.isfinite(lat).any():
-        raise MokInputError(_infeasible(scenario, params, fixed or {}, overflow, mem, limit))
+        raise MokInputError(_infeasible(scenario, params, fixed, overflow, mem, limit))
     k = max(top, sim_candidates if engine == "sim" else top)
     order = np.lexsort((np.arange(n), lat))[:k]  # ties broken by grid order: deterministic
     order = order[np.isfinite(lat[order])]
@@ -272,7 +279,6 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
                          for s in bar(scored, f"simulating {len(scored)} candidates at EP {scenario.ep}")),
                         key=lambda s: s.latency_ms)
     return TuneResult(scored[0], scored[:top], evaluated, time.perf_counter() - t0, engine)
-
 
 
 # the routings a setting is judged under when the router's skew is not known (ROBUST: MoKLayer's
@@ -324,7 +330,7 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
     judged setting cannot win, so only the rows under that bound are judged under every routing
     at every lag. MokInputError where no setting runs under the first routing."""
     t0 = time.perf_counter()
-    fixed = dict(fixed or {})
+    fixed = _fixed_knobs(scenario, fixed)
     lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
     scns = [replace(scenario, routing=r) for r in routings]
     grids, own = [], []
