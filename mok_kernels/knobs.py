@@ -6,7 +6,7 @@ Two sources, one reading:
   process. Not told the router's skew (KernelConfig.knob_routing unset), it picks the setting
   whose worst regret over uniform, zipf:1.2 and hot:0.1 routing is least (`mok_model.tuner.
   tune_robust`, `mok tune --routing robust`): the pick for uniform routing alone ran 1.29-1.30x
-  the best swept setting under hot routing at EP 16 on the H200 (session 44). Told a routing, it
+  the setting swept beside it under hot routing at EP 16 on the H200 (session 44). Told a routing, it
   picks for that routing (`mok tune --routing R`);
 - a knob table written by `mok tune --table FILE.json` (robust choices unless `--routing` says
   otherwise; the table names its routing): the tuner's choice per token bucket; a layer takes

@@ -69,7 +69,7 @@ def test_the_pruned_search_is_the_brute_force(model, ep, tokens, capacity, dropp
 
 def test_robust_bounds_the_regret_the_uniform_pick_leaves():
     """At qwen3-30b-a3b / gpt-oss-120b EP 16 2,048 tokens (H200 session 44: the uniform pick ran
-    1.29-1.30x the best swept setting under hot 0.1) the model puts the uniform pick >20% off
+    1.29-1.30x the setting swept beside it under hot 0.1) the model puts the uniform pick >20% off
     under hot routing, the robust pick within 3% under each routing."""
     for model in ("qwen3-30b-a3b", "gpt-oss-120b"):
         scn = Scenario(HW, load_model(model), 16, 2048)
