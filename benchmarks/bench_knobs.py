@@ -1,8 +1,10 @@
 """Speed of the launch-time knob choice (mok_kernels/knobs.py), printed as ms and as ratios to the
 first question measured in the same run. Goal: under 10 ms per layer construction.
 
-Warm process (after one question of another shape, WARMUP): a shape's first question with the
-route cache (mok_model/route_cache.py) empty (the routes drawn, counted and written), the same
+Warm process (after one question of another shape, WARMUP): a shape's first question (the
+layer's default: robust knobs over three routings, tuner.tune_robust) with the route cache
+(mok_model/route_cache.py) empty (the routes drawn, counted and written); the same first question
+told uniform routing (`uni 1st ms`: what a layer paid before session 44) and the ratio; the same
 question with the answer and routes forgotten in the process but on disk (read), the same again
 (cached in the process) and a knob table. Fresh process (a `python -c` per question,
 FRESH_RUNS of each): `import mok_kernels.knobs` (what MoKLayer imports to choose its knobs),
@@ -85,14 +87,18 @@ def run(tmp: Path, caches: Path) -> None:
     knobs.choose_knobs("h200-1", knobs.shape_of(load_model(WARMUP[0])), *WARMUP[1:])
     print(f"warm process (after one question of {WARMUP[0]} EP{WARMUP[1]} {WARMUP[2]}); first: "
           f"route cache empty, read: the routes read from it")
-    print(f"{'workload':<26}{'first ms':>10}{'read ms':>9}{'cached ms':>11}{'table 1st ms':>14}"
-          f"{'table ms':>10}{'read/first':>12}")
+    print(f"{'workload':<26}{'first ms':>10}{'uni 1st ms':>11}{'first/uni':>10}{'read ms':>9}"
+          f"{'cached ms':>11}{'table 1st ms':>14}{'table ms':>10}{'read/first':>12}")
     warm = {}
     for model, ep, n in WORKLOADS:
         shape = knobs.shape_of(load_model(model))
         os.environ["MOK_ROUTE_CACHE_DIR"] = str(caches / f"warm-{model}-{ep}-{n}")
         forget()
         first = warm[model, ep, n] = ms(1, "h200-1", shape, ep, n)
+        os.environ["MOK_ROUTE_CACHE_DIR"] = str(caches / f"uniform-{model}-{ep}-{n}")
+        forget()
+        uni = ms(1, "h200-1", shape, ep, n, routing="uniform")
+        os.environ["MOK_ROUTE_CACHE_DIR"] = str(caches / f"warm-{model}-{ep}-{n}")
         forget()
         read = ms(1, "h200-1", shape, ep, n)
         cached = ms(50, "h200-1", shape, ep, n)
@@ -101,8 +107,8 @@ def run(tmp: Path, caches: Path) -> None:
         knobs._TABLES.clear()
         table_first = ms(1, "h200-1", shape, ep, n, table=path)
         table = ms(50, "h200-1", shape, ep, n, table=path)
-        print(f"{f'{model} EP{ep} {n}':<26}{first:>10.1f}{read:>9.1f}{cached:>11.3f}"
-              f"{table_first:>14.2f}{table:>10.3f}{read / first:>12.2f}")
+        print(f"{f'{model} EP{ep} {n}':<26}{first:>10.1f}{uni:>11.1f}{first / uni:>10.1f}"
+              f"{read:>9.1f}{cached:>11.3f}{table_first:>14.2f}{table:>10.3f}{read / first:>12.2f}")
     print(f"\nfresh process (python -c: import mok_kernels.knobs, then the first question), "
           f"median and worst of {FRESH_RUNS}; first: route cache empty, read: the entry there")
     print(f"{'workload':<26}{'import ms':>10}{'first ms':>10}{'worst ms':>10}{'read ms':>9}"
