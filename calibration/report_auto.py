@@ -141,7 +141,29 @@ def main(argv: list[str] | None = None) -> int:
     if ratios:
         print(f"told the routing: worst {max(ratios):.3f} over {len(ratios)} workloads, "
               f"{sum(x <= 1.03 for x in ratios)} within 3%")
+    for line in by_routing(table):
+        print(line)
     return 0
+
+
+def by_routing(table: list[dict]) -> list[str]:
+    """Per routing kind, where the rows hold more than one: the pick's (and the told pick's)
+    range over the best swept and how many are within 3%."""
+    kinds = sorted({r["routing"] for r in table})
+    if len(kinds) < 2:
+        return []
+    out = []
+    for kind in kinds:
+        rows = [r for r in table if r["routing"] == kind]
+        pick = [r["pick_over_best"] for r in rows]
+        told = [r["told_over_best"] for r in rows if r["told_over_best"] is not None]
+        line = (f"  {kind}: pick {min(pick):.3f}-{max(pick):.3f} over {len(pick)} workloads, "
+                f"{sum(x <= 1.03 for x in pick)} within 3%")
+        if told:
+            line += (f"; told {min(told):.3f}-{max(told):.3f}, "
+                     f"{sum(x <= 1.03 for x in told)} within 3%")
+        out.append(line)
+    return out
 
 
 if __name__ == "__main__":

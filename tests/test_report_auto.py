@@ -37,3 +37,16 @@ def test_a_robust_pick_is_the_default_and_a_pick_told_uniform_is_told():
             _rec(1.01, comm_sms=60, auto={"knob_source": "tuner", "knob_routing": "uniform"})]
     (row,) = report_auto.rows(recs)
     assert row["pick_ms"] == 1.05 and row["told_ms"] == 1.01 and row["swept"] == 2
+
+
+def test_the_picks_are_summed_up_per_routing_where_several_are_reported():
+    def rows(kind, pick, told):
+        return {"routing": kind, "pick_over_best": pick, "told_over_best": told}
+
+    lines = report_auto.by_routing([rows("hot", 1.05, 1.01), rows("hot", 1.00, None),
+                                    rows("uniform", 0.99, 1.02)])
+    assert lines == ["  hot: pick 1.000-1.050 over 2 workloads, 1 within 3%; told 1.010-1.010, "
+                     "1 within 3%",
+                     "  uniform: pick 0.990-0.990 over 1 workloads, 1 within 3%; told "
+                     "1.020-1.020, 1 within 3%"]
+    assert report_auto.by_routing([rows("hot", 1.0, None)]) == []
