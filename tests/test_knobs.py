@@ -478,6 +478,19 @@ def test_knobs_told_the_routing_are_the_tuners_for_it():
             KernelConfig(knob_routing=bad).validate()
 
 
+def test_a_layer_not_told_the_routing_picks_robust_knobs():
+    """KernelConfig.knob_routing None (the default): the robust pick (tuner.tune_robust, the
+    source says so); "robust" given is the same question; "uniform" is the uniform one."""
+    default, source = knobs.resolve_layer(_fake_layer(KernelConfig()))
+    assert "robust over uniform, zipf:1.2, hot:0.1" in source
+    robust = knobs.choose_knobs("h200-1", SYN5, 4, 2304, routing="robust")
+    assert default.knobs() == robust.knobs and default.list_lag == robust.list_lag
+    told, told_source = knobs.resolve_layer(_fake_layer(KernelConfig(knob_routing="robust")))
+    assert told.knobs() == default.knobs() and told_source == source
+    uniform, _ = knobs.resolve_layer(_fake_layer(KernelConfig(knob_routing="uniform")))
+    assert uniform.knobs() == knobs.choose_knobs("h200-1", SYN5, 4, 2304, routing="uniform").knobs
+
+
 def test_knobs_told_a_measured_routing_file(tmp_path):
     """knob_routing may name a routing file (a router's top-k ids, (EP x tokens, top_k), as `mok
     predict --routing FILE` reads it): the knobs are the tuner's for those loads; a file of
