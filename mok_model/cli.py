@@ -266,6 +266,10 @@ def _config_flags(p: argparse.ArgumentParser) -> None:
 
 def _scenario(a) -> Scenario:
     """The Scenario of the flags, validated; warnings for legal but suspicious settings."""
+    if a.routing == "robust":      # `mok tune` answers it before a scenario is made
+        raise MokInputError("--routing robust is a question for `mok tune` (the knobs MoKLayer "
+                            "picks when not told the routing); predict a routing (uniform, zipf:S, "
+                            "hot:F or FILE) with the knobs it names")
     choice("--pass", PASSES, a.pass_)
     choice("--precision", PRECISIONS, a.precision)
     choice("--fp8-kernel", FP8_KERNELS, a.fp8_kernel)

@@ -114,6 +114,10 @@ def test_mok_tune_routing_robust_is_the_layers_pick(capsys):
         assert main([*w, *extra]) == 2
         err = capsys.readouterr().err.strip().splitlines()
         assert len(err) == 1 and needle in err[0]
+    for cmd in ("predict", "simulate"):       # a question for tune, not a routing to predict
+        assert main([cmd, *w[1:]]) == 2
+        err = capsys.readouterr().err.strip().splitlines()
+        assert len(err) == 1 and "--routing robust is a question for `mok tune`" in err[0]
 
 
 @pytest.mark.parametrize("model,ep,tokens", [("qwen3-30b-a3b", 16, 2048), ("kimi-k2", 32, 512)])
