@@ -636,7 +636,8 @@ def cmd_tune_robust(a) -> int:
     if a.json:
         print(json.dumps({"best": {"config": best.config.as_dict(), "latency_ms": best.latency_ms,
                                    "list_lag": best.list_lag, "regret": best.regret},
-                          "routing": ROBUST, "judged_under": list(ROBUST_ROUTINGS),
+                          "routing": ROBUST, "judged_under": list(best.regret),
+                          "dropped": [r for r in ROBUST_ROUTINGS if r not in best.regret],
                           "knob_note": note, "seconds": seconds, "engine": "analytic",
                           **scn.describe(), "domains": scn.domains, "notes": scenario_notes(scn),
                           "params": params.path}, indent=1))

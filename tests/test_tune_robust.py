@@ -106,6 +106,12 @@ def test_mok_tune_routing_robust_is_the_layers_pick(capsys):
     assert d["best"]["config"] == layer.knobs and d["best"]["list_lag"] == layer.list_lag
     assert d["best"]["latency_ms"] == pytest.approx(layer.predicted_ms)
     assert list(d["best"]["regret"]) == d["judged_under"] == list(ROBUST_ROUTINGS)
+    assert d["dropped"] == []
+    main(["tune", "--hardware", "h200-1", "--model", "minimax-m2", "--ep", "16", "--tokens", "256",
+          "--routing", "robust", "--json"])
+    d = json.loads(capsys.readouterr().out)          # zipf:1.2 overflows the layer's capacity
+    assert d["judged_under"] == ["uniform", "hot:0.1"] and d["dropped"] == ["zipf:1.2"]
+    assert "zipf:1.2 overflows every setting at this capacity" in d["knob_note"]
     assert main(w) == 0
     out = capsys.readouterr().out
     assert "robust over uniform, zipf:1.2, hot:0.1" in out and "regret against each routing" in out
