@@ -20,8 +20,6 @@ Not counted: the weights (the model's, not MoK's), g / u kept for the backward
 
 from __future__ import annotations
 
-import math
-
 import numpy as np
 
 SPLIT_WS_MAX_BYTES = 1 << 30   # split_dn's fp32 workspace per layer (MoKLayer refuses more)
@@ -95,8 +93,3 @@ def layer_bytes(*, ep: int, tokens: int, top_k: int, experts: int, hidden: int,
 def schedule_bytes(capacity_rows, t_max, mb_max, local_experts: int):
     """int32 bytes of one rank's schedule (schedule.Schedule's arrays)."""
     return 4 * (3 * capacity_rows + 3 * t_max + 2 * (mb_max + 1) + 2 * local_experts + 5)
-
-
-def padded(width: int, step: int) -> int:
-    """`width` rounded up to a multiple of `step`."""
-    return math.ceil(width / step) * step
