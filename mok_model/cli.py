@@ -547,14 +547,19 @@ def cmd_tune_table(a) -> int:
     print(f"knob table {a.table}: {doc['hardware']} / {doc['model']} / EP {doc['ep']}, routing "
           f"{doc['routing']}, {len(doc['buckets'])} buckets in {doc['seconds']:.2f} s, params "
           f"{doc['params']}")
-    print(f"  {'tokens':>7}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity"
-          f" list_lag")
+    print(f"  {'tokens':>7}{'latency ms':>11}  {KNOB_COLUMNS}")
     for b in doc["buckets"]:
-        c = b["config"]
-        print(f"  {b['tokens']:>7}{b['predicted_ms']:>11.4f}  {c['dispatch']:<8} {c['combine']:<7} "
-              f"{c['minibatch']:>9} {c['comm_sms']:>8} {c['macrobatch']:>10} {c['capacity']:>8} "
-              f"{b['list_lag']:>8}")
+        print(f"  {b['tokens']:>7}{b['predicted_ms']:>11.4f}  {_knob_row(b['config'], b['list_lag'])}")
     return 0
+
+
+KNOB_COLUMNS = "dispatch combine minibatch comm_sms macrobatch capacity list_lag"
+
+
+def _knob_row(c: dict, list_lag: int) -> str:
+    """One setting under KNOB_COLUMNS (`mok tune`'s rows, its table's buckets)."""
+    return (f"{c['dispatch']:<8} {c['combine']:<7} {c['minibatch']:>9} {c['comm_sms']:>8} "
+            f"{c['macrobatch']:>10} {c['capacity']:>8} {list_lag:>8}")
 
 
 def cmd_tune(a) -> int:
@@ -598,12 +603,9 @@ def cmd_tune(a) -> int:
           f"{r.evaluated} configurations in {r.seconds:.3f} s ({r.engine})")
     for note in scenario_notes(scn):
         print(f"note: {note}")
-    print(f"  {'rank':<5}{'latency ms':>11}  dispatch combine minibatch comm_sms macrobatch capacity"
-          f" list_lag")
+    print(f"  {'rank':<5}{'latency ms':>11}  {KNOB_COLUMNS}")
     for i, s in enumerate(r.top, 1):
-        c = s.config
-        print(f"  {i:<5}{s.latency_ms:>11.4f}  {c.dispatch:<8} {c.combine:<7} {c.minibatch:>9} "
-              f"{c.comm_sms:>8} {c.macrobatch:>10} {c.capacity:>8} {s.list_lag:>8}")
+        print(f"  {i:<5}{s.latency_ms:>11.4f}  {_knob_row(s.config.as_dict(), s.list_lag)}")
     if layer_cap is not None:
         print(f"note: MoKLayer runs capacity {layer_cap} here (the uniform and hot-expert "
               f"bounds, mok_model/capacity.py); `--capacity {layer_cap}` ranks at it")
@@ -613,10 +615,10 @@ def cmd_tune(a) -> int:
 def cmd_tune_robust(a) -> int:
     """`mok tune --routing robust`: MoKLayer's pick when not told the routing (the least worst
     regret over tuner.ROBUST_ROUTINGS, at the capacity the layer runs)."""
-    from .capacity import tune_as_layer
-    from .predict import scenario_notes
     import time
 
+    from .capacity import tune_as_layer
+    from .predict import scenario_notes
     from .tuner import ROBUST, ROBUST_ROUTINGS, lag_choices
 
     for flag, value, default in (("--engine", a.engine, "analytic"), ("--top", a.top, None),
@@ -647,11 +649,8 @@ def cmd_tune_robust(a) -> int:
           f"pick when not told the routing): {seconds:.3f} s (analytic)")
     for n in scenario_notes(scn):
         print(f"note: {n}")
-    c = best.config
-    print(f"  {'latency ms (uniform)':>21}  dispatch combine minibatch comm_sms macrobatch capacity"
-          f" list_lag")
-    print(f"  {best.latency_ms:>21.4f}  {c.dispatch:<8} {c.combine:<7} {c.minibatch:>9} "
-          f"{c.comm_sms:>8} {c.macrobatch:>10} {c.capacity:>8} {best.list_lag:>8}")
+    print(f"  {'latency ms (uniform)':>21}  {KNOB_COLUMNS}")
+    print(f"  {best.latency_ms:>21.4f}  {_knob_row(best.config.as_dict(), best.list_lag)}")
     print("  regret against each routing's own best (`mok tune --routing R`): "
           + ", ".join(f"{r} {v:+.1%}" for r, v in best.regret.items()))
     print(f"note: {note}")

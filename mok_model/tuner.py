@@ -296,8 +296,6 @@ class RobustResult:
     more than the buffers' share of HBM)."""
     best: Scored
     dropped: tuple[str, ...]
-    evaluated: int
-    seconds: float
 
 
 def _routing_scores(scenario: Scenario, params: Params, g: dict, lags: tuple[int, ...],
@@ -329,7 +327,6 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
     regret under its own grid's routing (at its best lag) exceeds the worst regret of some
     judged setting cannot win, so only the rows under that bound are judged under every routing
     at every lag. MokInputError where no setting runs under the first routing."""
-    t0 = time.perf_counter()
     fixed = _fixed_knobs(scenario, fixed)
     lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
     scns = [replace(scenario, routing=r) for r in routings]
@@ -338,7 +335,6 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
         g = knob_grid(s, {"capacity": least_capacity(s, params), **fixed})
         grids.append(g)
         own.append(_routing_scores(s, params, g, lags))
-    evaluated = sum(len(o) for o in own)
     best = np.array([o.min() for o in own])
     if not np.isfinite(best[0]):
         tune(scns[0], params, fixed=fixed, top=1, list_lags=list_lags)   # raises its reason
@@ -359,7 +355,6 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
         keys.setdefault(_config_at(grids[q], i), (q, i))
     cands = list(keys.values())
     reg = judge(cands)                                      # (candidates, lags, routings)
-    evaluated += reg.size
     worst = reg.max(axis=-1)
     order = np.lexsort((np.arange(worst.size), reg[..., 0].ravel(), worst.ravel()))
     c, j = divmod(int(order[0]), len(lags))
@@ -367,5 +362,4 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
     lat0 = reg[c, j, 0] * best[0]                           # kept[0] is the first routing
     regret = {routings[r]: float(reg[c, j, m] - 1) for m, r in enumerate(kept)}
     return RobustResult(Scored(_config_at(grids[q], i), float(lat0) * 1e3, lags[j], regret),
-                        tuple(routings[r] for r in range(len(scns)) if r not in kept),
-                        evaluated, time.perf_counter() - t0)
+                        tuple(routings[r] for r in range(len(scns)) if r not in kept))

@@ -17,14 +17,12 @@ PERSISTENT = ("hbuf", "h_s", "ring", "ring_s", "ystage", "comb", "sh_out", "out"
               "overflow_acc", "split_ws")
 
 
-def held_bytes(layer: MoKLayer, p: int, n: int, k: int) -> int:
-    """Bytes of an emulating layer's buffers and of one forward's schedule."""
-    total = sum(0 if getattr(layer, a) is None else
-                getattr(layer, a).numel() * getattr(layer, a).element_size() for a in PERSISTENT)
+def held_bytes(layer: MoKLayer, names, p: int, n: int, k: int) -> int:
+    """Bytes of the layer's buffers `names` (None ones skipped) and of one forward's schedule."""
+    tensors = [getattr(layer, a) for a in names]
     sched = layer.schedule(torch.zeros(p * n, k, dtype=torch.int64))
-    total += sum(getattr(sched, f).numel() * getattr(sched, f).element_size()
-                 for f in sched.__dataclass_fields__ if isinstance(getattr(sched, f), torch.Tensor))
-    return total + layer.x_off.numel() * 8 + layer.comb_off.numel() * 8
+    tensors += [getattr(sched, f) for f in sched.__dataclass_fields__]
+    return sum(t.numel() * t.element_size() for t in tensors if isinstance(t, torch.Tensor))
 
 
 def formula(layer: MoKLayer, p: int, n: int, k: int, e: int, group: bool = False) -> int:
@@ -52,7 +50,8 @@ def test_the_formula_is_what_a_layer_allocates(p, n, k, rank, extra):
     e, h, i = 16, 384, 320
     w = ref.random_weights(e, h, i, i, seed=0)
     layer = MoKLayer(w, p, n, k, rank, KernelConfig(**{**KNOBS, **extra}), device="cpu")
-    held, want = held_bytes(layer, p, n, k), formula(layer, p, n, k, e)
+    held = held_bytes(layer, (*PERSISTENT, "x_off", "comb_off"), p, n, k)
+    want = formula(layer, p, n, k, e)
     # exact, but for a stacked schedule's overflow words (one, not one a rank)
     assert held - want == (-4 * (p - 1) if rank is None else 0), (held, want)
 
@@ -74,11 +73,8 @@ def test_a_group_ranks_arena_is_counted():
     w = ref.random_weights(e, h, i, i, seed=0)
     layer = MoKLayer(w, p, n, k, 1, KernelConfig(**KNOBS), device="cpu", group=group)
     arena = group.nbytes
-    others = sum(getattr(layer, a).numel() * getattr(layer, a).element_size()
-                 for a in ("hbuf", "sh_out", "out", "err", "overflow_acc", "x_off", "p32", "p64"))
-    sched = layer.schedule(torch.zeros(p * n, k, dtype=torch.int64))
-    others += sum(getattr(sched, f).numel() * 4 for f in sched.__dataclass_fields__
-                  if isinstance(getattr(sched, f), torch.Tensor))
+    others = held_bytes(layer, ("hbuf", "sh_out", "out", "err", "overflow_acc", "x_off", "p32",
+                                "p64"), p, n, k)
     want = formula(layer, p, n, k, e, group=True)
     # the arena aligns each region to 256 bytes and holds a copy of the schedule's arrays
     assert 0 <= arena + others - want <= 256 * 16 + 4 * (2 * layer.capacity + 4 * layer.t_max + 8)
