@@ -228,11 +228,10 @@ def _sched_kernels() -> dict:
         tl.atomic_add(cnt_ptr + bins, hist, mask=(bins <= nloc) & (hist > 0), sem="relaxed")
 
     @triton.jit
-    def scan_kernel(bh_ptr, cnt_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, NB, C, nloc,
-                    NBE: tl.constexpr, NBIN: tl.constexpr, BB: tl.constexpr, BLK: tl.constexpr):
+    def scan_part(pid, bh_ptr, cnt_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, NB, C, nloc,
+                  NBE: tl.constexpr, NBIN: tl.constexpr, BB: tl.constexpr, BLK: tl.constexpr):
         """Program e < nloc: first row of expert e's routes in each block (expert start plus the
         earlier blocks' counts). Later programs: rows past the kept total get empty entries."""
-        pid = tl.program_id(0)
         e = tl.arange(0, NBE)
         cnt = tl.load(cnt_ptr + e, mask=e < nloc, other=0)
         if pid < nloc:
@@ -251,11 +250,10 @@ def _sched_kernels() -> dict:
             tl.store(exp_ptr + pos, pos * 0 - 1, mask=m)
 
     @triton.jit
-    def place_kernel(ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, e0, nloc,
-                     NBIN: tl.constexpr, BLK: tl.constexpr):
-        """Stable counting sort, last step: each block orders its routes by bucket (in-block sort
+    def place_part(b, ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, e0, nloc,
+                   NBIN: tl.constexpr, BLK: tl.constexpr):
+        """Stable counting sort, last step: block b orders its routes by bucket (in-block sort
         of bucket*BLK + lane) and writes every kept local route to its row."""
-        b = tl.program_id(0)
         lane = tl.arange(0, BLK)
         f = b * BLK + lane
         m = f < F
@@ -273,10 +271,9 @@ def _sched_kernels() -> dict:
         tl.store(exp_ptr + pos, sb, mask=keep)
 
     @triton.jit
-    def tiles_kernel(cnt_ptr, te_ptr, tr0_ptr, trows_ptr, off_ptr, C, nloc, T_MAX,
-                     NBE: tl.constexpr, BM: tl.constexpr, BT: tl.constexpr):
+    def tiles_part(pid, cnt_ptr, te_ptr, tr0_ptr, trows_ptr, off_ptr, C, nloc, T_MAX,
+                   NBE: tl.constexpr, BM: tl.constexpr, BT: tl.constexpr):
         """Program e < nloc writes expert e's tiles; later programs fill unused tiles."""
-        pid = tl.program_id(0)
         e = tl.arange(0, NBE)
         em = e < nloc
         cnt = tl.load(cnt_ptr + e, mask=em, other=0)
@@ -312,9 +309,9 @@ def _sched_kernels() -> dict:
             tl.store(trows_ptr + t, t * 0, mask=mt)
 
     @triton.jit
-    def mb_kernel(cnt_ptr, tr0_ptr, mbt_ptr, mbr_ptr, scal_ptr, C, nloc, T_MAX, MB_MAX, MB,
-                  P, EL, CAP_RANK, PER_RANK, NBE: tl.constexpr, BM: tl.constexpr,
-                  LOG2T: tl.constexpr, BLK: tl.constexpr):
+    def mb_part(pid, cnt_ptr, tr0_ptr, mbt_ptr, mbr_ptr, scal_ptr, C, nloc, T_MAX, MB_MAX, MB,
+                P, EL, CAP_RANK, PER_RANK, NBE: tl.constexpr, BM: tl.constexpr,
+                LOG2T: tl.constexpr, BLK: tl.constexpr):
         """Minibatch boundaries by binary search over tile starts; scalars by program 0."""
         e = tl.arange(0, NBE)
         em = e < nloc
@@ -324,7 +321,7 @@ def _sched_kernels() -> dict:
         num_tiles = tl.sum((kept + BM - 1) // BM)
         total_in = tl.sum(cnt)
         total = tl.minimum(total_in, C)
-        m = tl.program_id(0) * BLK + tl.arange(0, BLK)
+        m = pid * BLK + tl.arange(0, BLK)
         mm = m <= MB_MAX
         target = m * MB
         lo = m * 0
@@ -341,7 +338,7 @@ def _sched_kernels() -> dict:
         tl.store(mbt_ptr + m, first, mask=mm)
         r = tl.load(tr0_ptr + first, mask=mm & (first < T_MAX), other=0)
         tl.store(mbr_ptr + m, tl.where(first < T_MAX, r, total), mask=mm)
-        if tl.program_id(0) == 0:
+        if pid == 0:
             if PER_RANK != 0:
                 over = total_in * 0
                 q = 0
@@ -356,15 +353,46 @@ def _sched_kernels() -> dict:
             tl.store(scal_ptr + 2, (total + MB - 1) // MB)
             tl.store(scal_ptr + 3, over)
 
-    _SK.update(hist=hist_kernel, scan=scan_kernel, place=place_kernel, tiles=tiles_kernel,
-               mb=mb_kernel)
+    @triton.jit
+    def plan_kernel(bh_ptr, cnt_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, te_ptr, tr0_ptr,
+                    trows_ptr, off_ptr, NB, C, nloc, T_MAX, N_SCAN, NBE: tl.constexpr,
+                    NBIN: tl.constexpr, BB: tl.constexpr, BLK: tl.constexpr, BM: tl.constexpr,
+                    BT: tl.constexpr):
+        """What needs only the counts, in one launch: programs below N_SCAN scan the blocks'
+        counts (scan_part), the others write the tiles (tiles_part)."""
+        pid = tl.program_id(0)
+        if pid < N_SCAN:
+            scan_part(pid, bh_ptr, cnt_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, NB, C, nloc,
+                      NBE, NBIN, BB, BLK)
+        else:
+            tiles_part(pid - N_SCAN, cnt_ptr, te_ptr, tr0_ptr, trows_ptr, off_ptr, C, nloc,
+                       T_MAX, NBE, BM, BT)
+
+    @triton.jit
+    def place_mb_kernel(ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, cnt_ptr, tr0_ptr,
+                        mbt_ptr, mbr_ptr, scal_ptr, F, C, K, e0, nloc, T_MAX, MB_MAX, MB, P, EL,
+                        CAP_RANK, PER_RANK, NB, NBE: tl.constexpr, NBIN: tl.constexpr,
+                        BLK: tl.constexpr, BM: tl.constexpr, LOG2T: tl.constexpr,
+                        BLK_MB: tl.constexpr):
+        """What needs the scan and the tiles, in one launch: programs below NB place their
+        block's routes (place_part), the others find the minibatch boundaries (mb_part)."""
+        pid = tl.program_id(0)
+        if pid < NB:
+            place_part(pid, ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, e0,
+                       nloc, NBIN, BLK)
+        else:
+            mb_part(pid - NB, cnt_ptr, tr0_ptr, mbt_ptr, mbr_ptr, scal_ptr, C, nloc, T_MAX,
+                    MB_MAX, MB, P, EL, CAP_RANK, PER_RANK, NBE, BM, LOG2T, BLK_MB)
+
+    _SK.update(hist=hist_kernel, plan=plan_kernel, place_mb=place_mb_kernel)
     return _SK
 
 
 def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: int | None,
                            capacity_multiplier: float, minibatch: int, block_m: int) -> Schedule:
-    """Fused CUDA path of build_schedule: same arrays from 5 Triton kernels (a stable counting
-    sort of the routes by local expert, then tiles and minibatches) instead of ~60 tensor ops."""
+    """Fused CUDA path of build_schedule: same arrays from a memset and 3 Triton launches (a
+    stable counting sort of the routes by local expert: counts, then the scan beside the tiles,
+    then the placing beside the minibatches) instead of ~60 tensor ops."""
     ks = _sched_kernels()
     pn, k, n, el, e0, nloc, cap, cap_rank = _span(ids_all, ep, num_experts, rank, capacity_multiplier)
     dev, i32 = ids_all.device, torch.int32
@@ -382,23 +410,21 @@ def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, 
     ks["hist"][(nb,)](ids_flat, scratch[0], scratch[1], counts_all, f_all, e0, nloc, NBIN=nbin,
                       BLK=blk, num_warps=4)
     recv = torch.empty(3, cap, dtype=i32, device=dev)
-    ks["scan"][(nloc + triton_cdiv(cap, blk),)](scratch[0], counts_all, scratch[2], recv[0], recv[1],
-                                                recv[2], nb, cap, nloc, NBE=nbe, NBIN=nbin, BB=1024,
-                                                BLK=blk, num_warps=4)
-    ks["place"][(nb,)](ids_flat, scratch[1], scratch[2], recv[0], recv[1], recv[2], f_all, cap, k,
-                       e0, nloc, NBIN=nbin, BLK=blk, num_warps=4)
     tiles = torch.empty(3, t_max, dtype=i32, device=dev)
     offsets = torch.empty(nloc + 1, dtype=i32, device=dev)
     bt = 128
-    ks["tiles"][(nloc + triton_cdiv(t_max, bt),)](counts_all, tiles[0], tiles[1], tiles[2], offsets,
-                                                  cap, nloc, t_max, NBE=nbe, BM=block_m, BT=bt,
-                                                  num_warps=4)
+    n_scan = nloc + triton_cdiv(cap, blk)
+    ks["plan"][(n_scan + nloc + triton_cdiv(t_max, bt),)](
+        scratch[0], counts_all, scratch[2], recv[0], recv[1], recv[2], tiles[0], tiles[1],
+        tiles[2], offsets, nb, cap, nloc, t_max, n_scan, NBE=nbe, NBIN=nbin, BB=1024, BLK=blk,
+        BM=block_m, BT=bt, num_warps=4)
     mbs = torch.empty(2, mb_max + 1, dtype=i32, device=dev)
-    log2t = max(1, t_max.bit_length())
-    ks["mb"][(triton_cdiv(mb_max + 1, 256),)](counts_all, tiles[1], mbs[0], mbs[1], scal, cap, nloc,
-                                              t_max, mb_max, minibatch, ep, el, cap_rank,
-                                              int(rank is None), NBE=nbe, BM=block_m, LOG2T=log2t,
-                                              BLK=256, num_warps=4)
+    blk_mb = 256
+    ks["place_mb"][(nb + triton_cdiv(mb_max + 1, blk_mb),)](
+        ids_flat, scratch[1], scratch[2], recv[0], recv[1], recv[2], counts_all, tiles[1], mbs[0],
+        mbs[1], scal, f_all, cap, k, e0, nloc, t_max, mb_max, minibatch, ep, el, cap_rank,
+        int(rank is None), nb, NBE=nbe, NBIN=nbin, BLK=blk, BM=block_m,
+        LOG2T=max(1, t_max.bit_length()), BLK_MB=blk_mb, num_warps=4)
     return Schedule(
         ep=ep, tokens=n, topk=k, rank=rank, expert_base=e0, num_local=nloc, capacity=cap,
         block_m=block_m, minibatch=minibatch, recv_src=recv[0], recv_slot=recv[1],
