@@ -23,6 +23,7 @@ with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
     f.write(src)
 spec = importlib.util.spec_from_file_location("old_schedule", f.name)
 old = importlib.util.module_from_spec(spec)
+sys.modules["old_schedule"] = old          # dataclasses look their module up
 spec.loader.exec_module(old)
 
 CASES = [  # (label, ep, rank, experts, tokens, k, minibatch)
