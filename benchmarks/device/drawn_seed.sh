@@ -1,5 +1,5 @@
 #!/bin/bash
-# Usage: bash benchmarks/device/drawn_seed.sh SEED TAG (nvidia-h200, <= 310 s)
+# Usage: [TOTAL=300] bash benchmarks/device/drawn_seed.sh SEED TAG (nvidia-h200, <= TOTAL + 10 s)
 # The registered drawn-shape run of one seed: the six shapes of calibration/drawn_shapes/seedSEED/,
 # 30 workloads x 4 knob settings at 128-6,144 tokens, BF16, the default knobs timed last in every
 # other workload (--alternate-default). Compile warm-up in three processes first (untimed), then
@@ -22,7 +22,7 @@ done
 wait
 tail -n 3 $J/warm*.log > $R/warmup_tails.log 2>&1
 echo "warm-up $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
-REM=$(( 300 - ($(date +%s) - T0) ))
+REM=$(( ${TOTAL:-300} - ($(date +%s) - T0) ))
 timeout $REM python3 -m mok_kernels.space_sweep $A --alternate-default --out $R/drawn$S.jsonl \
   --deadline-s $(( REM - 15 )) > $R/drawn$S.log 2>&1
 echo "sweep $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
