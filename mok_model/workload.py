@@ -207,6 +207,38 @@ def popularity_order(experts: int, seed: int, order: str = "model") -> np.ndarra
     raise MokInputError(f"zipf order {order!r} must be one of {', '.join(ZIPF_ORDERS)}")
 
 
+# buckets of [0, 1) in a zipf draw's guide table (_zipf_table): 2^14, so a draw's first question
+# builds it in well under a millisecond and at most experts / 2^14 of the draws search the CDF
+GUIDE_BITS = 14
+
+
+@lru_cache(maxsize=64)
+def _zipf_table(experts: int, s: float) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Zipf popularity by rank p (1/rank^s, normalized), its CDF and the CDF's guide table: for
+    bucket b of [0, 1) cut in 2^GUIDE_BITS, the CDF entries below its two ends (read-only)."""
+    p = 1.0 / np.arange(1, experts + 1) ** s
+    p /= p.sum()
+    cdf = np.cumsum(p)
+    ends = np.searchsorted(cdf, np.arange((1 << GUIDE_BITS) + 1) / (1 << GUIDE_BITS))
+    guide = np.stack([ends[:-1], ends[1:]])
+    for a in (p, cdf, guide):
+        a.setflags(write=False)
+    return p, cdf, guide
+
+
+def _cdf_index(cdf: np.ndarray, guide: np.ndarray, u: np.ndarray) -> np.ndarray:
+    """np.searchsorted(cdf, u) for u in [0, 1), bit for bit, through the guide table: u times
+    2^GUIDE_BITS is exact (a power of two), so u's bucket b is exact and the answer lies
+    between the CDF entries below b's ends; where those differ (a CDF entry inside the
+    bucket) the CDF is searched."""
+    flat = u.reshape(-1)
+    b = (flat * (1 << GUIDE_BITS)).astype(np.intp)
+    lo, hi = guide[0][b], guide[1][b]
+    open_ = np.flatnonzero(lo != hi)
+    lo[open_] = np.searchsorted(cdf, flat[open_])
+    return lo.reshape(u.shape)
+
+
 def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: int,
                  order: str = "model", draw: int | None = None) -> np.ndarray:
     """Top-k expert ids, int32 of shape (ep * tokens, top_k); deterministic in seed. Under zipf
@@ -228,8 +260,7 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
                         (rows, top_k), experts)
     elif kind == "zipf":
         # expert popularity falls as 1/rank^S; ranks are a seeded permutation of the experts
-        p = 1.0 / np.arange(1, experts + 1) ** float(arg)
-        p /= p.sum()
+        p, cdf, guide = _zipf_table(experts, float(arg))
         perm = rng.permutation(experts) if draw is None else perm0  # = zipf_order(experts, seed)
         if order != "model":
             perm = popularity_order(experts, seed, order)
@@ -237,8 +268,7 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
         if 1.0 - np.sort(p)[::-1][:top_k - 1].sum() < GUMBEL_BELOW:
             ids = _without_replacement(rng, p, perm, (rows, top_k))
         else:
-            cdf = np.cumsum(p)
-            draw = lambda s: perm[np.minimum(np.searchsorted(cdf, rng.random(s)), experts - 1)]  # noqa: E731
+            draw = lambda s: perm[np.minimum(_cdf_index(cdf, guide, rng.random(s)), experts - 1)]  # noqa: E731
             ids = _distinct(rng, draw, (rows, top_k), experts)
     else:  # hot: expert 0 takes a share F of all routes; the others share the rest uniformly
         share = float(arg)

@@ -190,6 +190,38 @@ def test_uniform_routing_is_the_int64_draw_as_first_written(spec, ep, tokens, ex
         assert np.array_equal(make_routing(spec, ep, tokens, experts, 8, seed), want)
 
 
+@pytest.mark.parametrize("spec,ep,tokens,experts,k", [
+    ("zipf:1.2", 16, 64, 384, 8), ("zipf:0.5", 4, 300, 10, 3), ("zipf:1.2", 8, 2048, 128, 8),
+    ("zipf:2.0", 4, 100, 1000, 2), ("zipf:0.05", 2, 500, 4096, 6)])
+def test_zipf_routing_is_the_cdf_search_as_first_written(spec, ep, tokens, experts, k):
+    """Zipf draws find each uniform draw's expert through a guide table: the same ids as
+    np.searchsorted on the CDF, entries redrawn by sorting rows."""
+    p = 1.0 / np.arange(1, experts + 1) ** float(spec.split(":")[1])
+    cdf = np.cumsum(p / p.sum())
+    for seed in range(2):
+        rng = np.random.default_rng(seed)
+        perm = rng.permutation(experts).astype(np.int32)
+        want = _distinct_by_sort(rng, lambda n, g=rng, pm=perm: pm[np.minimum(
+            np.searchsorted(cdf, g.random(n)), experts - 1)], (ep * tokens, k))
+        assert np.array_equal(make_routing(spec, ep, tokens, experts, k, seed), want)
+
+
+@pytest.mark.parametrize("experts,s", [(8, 1.2), (384, 1.2), (4096, 0.05), (100000, 0.5),
+                                       (64, 3.0)])
+def test_cdf_index_is_searchsorted_at_every_edge(experts, s):
+    """_cdf_index equals np.searchsorted on the CDF for uniform draws and at the hard places:
+    bucket edges, the CDF's own values and their neighbours, 0 and the largest double below 1."""
+    from mok_model.workload import GUIDE_BITS, _cdf_index, _zipf_table
+
+    _, cdf, guide = _zipf_table(experts, s)
+    edges = np.arange(1 << GUIDE_BITS) / (1 << GUIDE_BITS)
+    hard = np.concatenate([edges, np.nextafter(edges, 1), cdf, np.nextafter(cdf, 0),
+                           np.nextafter(cdf, 1), [0.0, np.nextafter(1.0, 0)]])
+    rng = np.random.default_rng(experts)
+    for u in (hard[(hard >= 0) & (hard < 1)], rng.random((25_000, 8))):
+        assert np.array_equal(_cdf_index(cdf, guide, u), np.searchsorted(cdf, u))
+
+
 def test_expert_home_places_experts_as_first_written():
     """expert_home's placement by expert_gpu's division: the GPUs and slots of the first formula."""
     from mok_model.workload import expert_home
