@@ -132,18 +132,22 @@ def _repeat_rows(ids: np.ndarray, bound: int) -> np.ndarray:
                            for a in range(0, len(ids), step)] or [np.zeros(0, dtype=np.intp)])
 
 
-def _distinct(rng: np.random.Generator, draw, shape: tuple[int, int], bound: int) -> np.ndarray:
-    """Draw ids (in [0, bound)) row-wise, then redraw repeated entries until every row holds k
-    distinct ids: each id's first occurrence in a row is kept, the later ones are redrawn in
-    row-major order of the rows that hold repeats."""
-    ids = draw(shape)
+def _distinct(draws: list, shape: tuple[int, int], bound: int) -> np.ndarray:
+    """Each draw function (its own generator) draws ids (in [0, bound)) row-wise, then redraws
+    repeated entries until every row holds k distinct ids: each id's first occurrence in a row
+    is kept, the later ones are redrawn in row-major order of the rows that hold repeats.
+    (len(draws), rows, k): the draws go through their rounds together (one pass of compares over
+    all of them a round), each consuming its generator as it would alone."""
+    n = shape[0]
+    ids = np.concatenate([draw(shape) for draw in draws])     # (D * rows, k)
     rows = _repeat_rows(ids, bound)
     for _ in range(1000):
         if not rows.size:
-            return ids
+            return ids.reshape(len(draws), *shape)
         sub = ids[rows]
         later = _repeats(sub, bound)
-        sub[later] = draw((int(later.sum()),))
+        need = np.bincount(rows[np.nonzero(later)[0]] // n, minlength=len(draws))
+        sub[later] = np.concatenate([draws[d]((int(c),)) for d, c in enumerate(need) if c])
         ids[rows] = sub
         rows = rows[_repeat_rows(sub, bound)]  # only rows redrawn now can hold repeats
     raise MokInputError("--routing: could not draw top_k distinct experts per token from this "
@@ -244,43 +248,63 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
     """Top-k expert ids, int32 of shape (ep * tokens, top_k); deterministic in seed. Under zipf
     routing, `order` names the expert popularity order (popularity_order); the token draws are
     the same for every order (the model's permutation is drawn either way), only which expert
-    holds which popularity rank differs."""
+    holds which popularity rank differs. `draw`: another token draw under the seed's expert
+    popularity (as the bench draws them)."""
+    return make_routings(spec, ep, tokens, experts, top_k, seed, order, (draw,))[0]
+
+
+# routes make_routings draws together at most (about 64 MB of int32 ids)
+BATCH_ROUTES = 2 ** 24
+
+
+def make_routings(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: int,
+                  order: str = "model", draws=(None,)) -> list[np.ndarray]:
+    """make_routing of each of `draws` (None: the seed's own draw), drawn together in batches
+    of about BATCH_ROUTES routes: the same arrays, in a fraction of the time when draws are
+    many and small (the decode-size median over 64 draws)."""
     kind, arg = parse_routing(spec, top_k)
     rows = ep * tokens
-    rng = default_rng(seed)
-    if draw is not None:    # another token draw under the seed's expert popularity (as the bench)
-        perm0 = rng.permutation(experts)
-        rng = default_rng([seed, DRAW_BASE + draw])
     if kind == "file":
-        return _routing_file(str(arg), rows, experts, top_k)
+        return [_routing_file(str(arg), rows, experts, top_k) for _ in draws]
+    draws = list(draws)
+    step = max(1, BATCH_ROUTES // (rows * top_k))
+    if len(draws) > step:
+        return [ids for a in range(0, len(draws), step) for ids in make_routings(
+            spec, ep, tokens, experts, top_k, seed, order, draws[a:a + step])]
+    # each draw's generator: the seed's own (after the zipf popularity draw), or one per draw
+    rngs = [default_rng(seed) if d is None else default_rng([seed, DRAW_BASE + d]) for d in draws]
     # ids are drawn as int32, the same stream as int64 (numpy draws 32 bits for any range below
     # 2^32), which halves the memory a large routing touches
     if kind == "uniform":
-        ids = _distinct(rng, lambda s: rng.integers(0, experts, size=s, dtype=np.int32),
-                        (rows, top_k), experts)
-    elif kind == "zipf":
+        return list(_distinct([lambda s, r=r: r.integers(0, experts, size=s, dtype=np.int32)
+                               for r in rngs], (rows, top_k), experts))
+    if kind == "zipf":
         # expert popularity falls as 1/rank^S; ranks are a seeded permutation of the experts
         p, cdf, guide = _zipf_table(experts, float(arg))
-        perm = rng.permutation(experts) if draw is None else perm0  # = zipf_order(experts, seed)
+        perm = default_rng(seed).permutation(experts)         # = zipf_order(experts, seed)
+        for r, d in zip(rngs, draws):
+            if d is None:
+                r.permutation(experts)        # the seed's own draw follows the popularity draw
         if order != "model":
             perm = popularity_order(experts, seed, order)
         perm = perm.astype(np.int32)
         if 1.0 - np.sort(p)[::-1][:top_k - 1].sum() < GUMBEL_BELOW:
-            ids = _without_replacement(rng, p, perm, (rows, top_k))
-        else:
-            draw = lambda s: perm[np.minimum(_cdf_index(cdf, guide, rng.random(s)), experts - 1)]  # noqa: E731
-            ids = _distinct(rng, draw, (rows, top_k), experts)
-    else:  # hot: expert 0 takes a share F of all routes; the others share the rest uniformly
-        share = float(arg)
-        if top_k > experts - 1:
-            raise MokInputError(f"--routing {spec!r}: the other {experts - 1} experts cannot fill a "
-                                f"token's top_k = {top_k} slots; use uniform or zipf:S")
-        ids = _distinct(rng, lambda s: rng.integers(1, experts, size=s, dtype=np.int32),
-                        (rows, top_k), experts)
-        takes_hot = rng.random(rows) < share * top_k
-        slot = rng.integers(0, top_k, size=rows)
+            return [_without_replacement(r, p, perm, (rows, top_k)) for r in rngs]
+        return list(_distinct([lambda s, r=r: perm[np.minimum(
+            _cdf_index(cdf, guide, r.random(s)), experts - 1)] for r in rngs],
+            (rows, top_k), experts))
+    # hot: expert 0 takes a share F of all routes; the others share the rest uniformly
+    share = float(arg)
+    if top_k > experts - 1:
+        raise MokInputError(f"--routing {spec!r}: the other {experts - 1} experts cannot fill a "
+                            f"token's top_k = {top_k} slots; use uniform or zipf:S")
+    out = list(_distinct([lambda s, r=r: r.integers(1, experts, size=s, dtype=np.int32)
+                          for r in rngs], (rows, top_k), experts))
+    for ids, r in zip(out, rngs):
+        takes_hot = r.random(rows) < share * top_k
+        slot = r.integers(0, top_k, size=rows)
         ids[np.nonzero(takes_hot)[0], slot[takes_hot]] = 0
-    return ids
+    return out
 
 
 def _load_ids(p: Path) -> np.ndarray:
@@ -463,17 +487,17 @@ def _median_draw(spec, ep, tokens, experts, top_k, seed, order, gpu, tile=None,
     gpu_of, slot_of = expert_home(experts, ep)
     local = -(-experts // ep)
 
-    def stat(i: int) -> tuple[int, int]:
-        # rows per (GPU, local expert) of draw i: its routes counted by expert (Traffic.rows
+    def stat(ids: np.ndarray) -> tuple[int, int]:
+        # rows per (GPU, local expert) of a draw: its routes counted by expert (Traffic.rows
         # summed over the sources, without drawing every candidate's full traffic)
-        ids = make_routing(spec, ep, tokens, experts, top_k, seed, order, i)
         er = np.zeros((ep, local), dtype=np.int64)
         er[gpu_of, slot_of] = np.bincount(ids.ravel(), minlength=experts)
         per_gpu = (er > 0).sum(axis=1)                       # (P,) active local experts
         if tile is None:
             return 0, int(per_gpu.max() if gpu is None else per_gpu[gpu])
         return int(np.ceil(er[gpu] / tile).sum()), int(per_gpu[gpu])
-    stats = [stat(i) for i in range(draws)]
+    stats = [stat(ids) for ids in make_routings(spec, ep, tokens, experts, top_k, seed, order,
+                                                range(draws))]
     median = sorted(range(draws), key=lambda i: stats[i])[draws // 2]   # stable: ties in order
     if key is not None:
         route_cache.store_choice(key, median)

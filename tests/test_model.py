@@ -160,7 +160,7 @@ def test_repeats_are_redrawn_as_a_sort_of_every_row_would(experts, k, rows):
 
     for seed in range(3):
         a, b = np.random.default_rng(seed), np.random.default_rng(seed)
-        mine = _distinct(a, lambda s, g=a: g.integers(0, experts, size=s), (rows, k), experts)
+        mine = _distinct([lambda s, g=a: g.integers(0, experts, size=s)], (rows, k), experts)[0]
         want = _distinct_by_sort(b, lambda s, g=b: g.integers(0, experts, size=s), (rows, k))
         assert np.array_equal(mine, want) and a.random() == b.random()  # streams in step
 
@@ -178,6 +178,41 @@ def test_traffic_counts_as_a_sort_of_each_token_s_destinations_would(spec, ep, t
     assert np.array_equal(t.rows, rows) and np.array_equal(t.dedup_rows, dedup)
     assert t.rows.dtype == t.dedup_rows.dtype == np.int64
 
+
+
+@pytest.mark.parametrize("spec", ["uniform", "zipf:1.2", "hot:0.1", "zipf:3"])
+def test_draws_drawn_together_are_each_drawn_alone(spec, monkeypatch):
+    """make_routings' draws, redrawn in lockstep (and in batches), are the arrays each draw
+    gives alone: every generator consumed as if its draw were the only one."""
+    from mok_model import workload
+    from mok_model.workload import _distinct, make_routings
+
+    draws = [None, 0, 1, 7, 63]
+    alone = []
+    for d in draws:
+        rng = np.random.default_rng(3) if d is None else np.random.default_rng([3, workload.DRAW_BASE + d])
+        if spec.startswith("zipf"):
+            p, cdf, guide = workload._zipf_table(64, float(spec[5:]))
+            perm = np.random.default_rng(3).permutation(64).astype(np.int32)
+            if d is None:
+                rng.permutation(64)
+            if spec == "zipf:3":      # drawn without replacement (Gumbel-top-k), never redrawn
+                alone.append(workload._without_replacement(rng, p, perm, (200, 8)))
+                continue
+            draw = lambda s, r=rng, pm=perm, c=cdf, g=guide: pm[np.minimum(  # noqa: E731
+                workload._cdf_index(c, g, r.random(s)), 63)]
+        else:
+            low = 1 if spec.startswith("hot") else 0
+            draw = lambda s, r=rng, lo=low: r.integers(lo, 64, size=s, dtype=np.int32)  # noqa: E731
+        ids = _distinct([draw], (200, 8), 64)[0]
+        if spec.startswith("hot"):
+            hot, slot = rng.random(200) < 0.8, rng.integers(0, 8, size=200)
+            ids[np.nonzero(hot)[0], slot[hot]] = 0
+        alone.append(ids)
+    for batch in (2 ** 24, 3 * 200 * 8):      # one batch; batches of three draws
+        monkeypatch.setattr(workload, "BATCH_ROUTES", batch)
+        together = make_routings(spec, 4, 50, 64, 8, 3, draws=draws)
+        assert all(np.array_equal(a, b) for a, b in zip(alone, together, strict=True))
 
 
 @pytest.mark.parametrize("spec,ep,tokens,experts", [("uniform", 16, 64, 384), ("uniform", 4, 300, 10),
