@@ -170,7 +170,7 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     """Fit and write the parameters file; return what was done (the --json document)."""
     _check_engine(a.engine)
     # --base may be --out (a refit in place: calibration/defaults.py); the others are read later
-    check_output_file(a.out, "--out", ".json",
+    check_output_file(a.out, "--out", ".json", replaces=True,
                       inputs=[("RUN_FILES", r) for r in a.runs] + [("--gemm-table", a.gemm_table)])
     record = fit_record_path(a.out)     # written beside it: fit/NAME (made if missing)
     if record.parent.exists() and not record.parent.is_dir():
@@ -393,7 +393,7 @@ def run_validate(a: argparse.Namespace) -> dict:
     """Predict every layer record with the parameters file; return the --json document."""
     _check_engine(a.engine)
     if a.plot is not None:
-        check_output_file(a.plot, "--plot", ".png",
+        check_output_file(a.plot, "--plot", ".png", replaces=True,
                           inputs=[("RUN_FILES", r) for r in a.runs] + [("--params", a.params)])
     records = read_records(a.runs)
     params = read_params(a.params)

@@ -115,7 +115,7 @@ def tune_as_layer(scenario: Scenario, params: Params, fixed: dict,
     """The tuner's best for `scenario` with the knobs in `fixed`, at the capacity a layer runs
     where none is given: the least feasible one raised to the bounds, in one tuner question (the
     uniform bound alone where the bounds' buffers do not fit the HBM). `robust`: the setting
-    whose worst regret over tuner.ROBUST_ROUTINGS is least (tuner.tune_robust; the scenario's
+    whose worst regret over tuner.robust_routings is least (tuner.tune_robust; the scenario's
     routing is not used), what MoKLayer picks when not told the routing. Returns the best and a
     note for the knob source ("" where nothing was raised and nothing judged). The Gluon FP8
     pass's capacity is fixed (1.0): left as the tuner has it."""

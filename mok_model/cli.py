@@ -278,6 +278,10 @@ def _scenario(a) -> Scenario:
         if a.pass_ != "bwd":
             raise MokInputError(f"--bwd-tiles {a.bwd_tiles} describes the backward pass; add "
                                 f"--pass bwd (or drop --bwd-tiles)")
+    if a.pass_ == "bwd" and a.list_lag not in (None, 1):
+        raise MokInputError(f"--list-lag {a.list_lag} with --pass bwd: the work-list lag is the "
+                            f"forward megakernel's, which the backward megakernel does not have (drop "
+                            f"--list-lag)")
     if a.fp8_kernel == "gluon" and a.list_lag not in (None, 1):
         raise MokInputError(f"--list-lag {a.list_lag} with --fp8-kernel gluon: the Gluon FP8 pass "
                             f"runs lag 1 only (mok_kernels/gluon_fp8/mok.py)")
@@ -453,7 +457,7 @@ def cmd_predict(a, engine: str) -> int:
             raise MokInputError(f"--schedule {a.schedule} orders MoK's work; --system {a.system} "
                                 f"runs its own fixed sequence of kernels (drop --schedule)")
         if a.trace is not None:
-            check_output_file(a.trace, "--trace", ".json", inputs=_inputs(a))
+            check_output_file(a.trace, "--trace", ".json", inputs=_inputs(a), replaces=True)
         if a.degrade is not None and not a.degrade.strip():
             raise MokInputError(f"--degrade {a.degrade!r} is empty; {DEGRADE_HELP}")
     scn = _scenario(a)
@@ -506,7 +510,7 @@ def cmd_tune_table(a) -> int:
 
     if a.tokens is not None:
         raise MokInputError("--table tunes every bucket of --tokens-buckets; drop --tokens")
-    check_output_file(a.table, "--table", ".json", inputs=_inputs(a))
+    check_output_file(a.table, "--table", ".json", inputs=_inputs(a), replaces=True)
     if a.top is not None:
         raise MokInputError(f"--top {a.top} lists the best configurations of one --tokens; --table "
                             f"keeps the best per bucket (drop --top)")
@@ -614,12 +618,12 @@ def cmd_tune(a) -> int:
 
 def cmd_tune_robust(a) -> int:
     """`mok tune --routing robust`: MoKLayer's pick when not told the routing (the least worst
-    regret over tuner.ROBUST_ROUTINGS, at the capacity the layer runs)."""
+    regret over tuner.robust_routings, at the capacity the layer runs)."""
     import time
 
     from .capacity import tune_as_layer
     from .predict import scenario_notes
-    from .tuner import ROBUST, ROBUST_ROUTINGS, lag_choices
+    from .tuner import ROBUST, lag_choices, robust_routings
 
     for flag, value, default in (("--engine", a.engine, "analytic"), ("--top", a.top, None),
                                  ("--seed", a.seed, 0)):
@@ -631,6 +635,7 @@ def cmd_tune_robust(a) -> int:
     _healthy_links(a, scn.hardware, "analytic")
     knobs = _knobs(a, scn)
     params = _params_arg(a)(scn)
+    routings = robust_routings(scn.model.top_k, scn.model.routed_experts)
     t0 = time.perf_counter()
     best, note = tune_as_layer(scn, params, knobs,
                                lag_choices(scn) if a.list_lag is None else None, robust=True)
@@ -639,13 +644,13 @@ def cmd_tune_robust(a) -> int:
         print(json.dumps({"best": {"config": best.config.as_dict(), "latency_ms": best.latency_ms,
                                    "list_lag": best.list_lag, "regret": best.regret},
                           "routing": ROBUST, "judged_under": list(best.regret),
-                          "dropped": [r for r in ROBUST_ROUTINGS if r not in best.regret],
+                          "dropped": [r for r in routings if r not in best.regret],
                           "knob_note": note, "seconds": seconds, "engine": "analytic",
                           **scn.describe(), "domains": scn.domains, "notes": scenario_notes(scn),
                           "params": params.path}, indent=1))
         return 0
     print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
-          f"{scn.pass_} / {scn.precision}, robust over {', '.join(ROBUST_ROUTINGS)} (MoKLayer's "
+          f"{scn.pass_} / {scn.precision}, robust over {', '.join(routings)} (MoKLayer's "
           f"pick when not told the routing): {seconds:.3f} s (analytic)")
     for n in scenario_notes(scn):
         print(f"note: {n}")

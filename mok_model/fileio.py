@@ -20,11 +20,14 @@ from .errors import MokInputError
 
 
 def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = None,
-                      inputs: Iterable[tuple[str, str | os.PathLike | None]] = ()) -> Path:
+                      inputs: Iterable[tuple[str, str | os.PathLike | None]] = (),
+                      replaces: bool = False) -> Path:
     """Refuse an output file that cannot be written: a missing or unwritable folder, a folder
     given as the file (or a path ending in a slash), an unwritable existing file, (if `suffix`)
     the wrong extension, or one of the command's `inputs` ((flag, path) pairs; a None path is
-    not given): writing it would destroy what the command reads."""
+    not given): writing it would destroy what the command reads. `replaces`: the command
+    rewrites the file whole (a trace, a table, parameters), so an existing one gets a warning
+    line saying it will be replaced."""
     _not_empty(path, flag, "file")
     _nameable(path, flag)
     p = Path(path)
@@ -46,6 +49,8 @@ def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = N
             raise MokInputError(f"{flag} {str(path)!r} is also the input {in_flag} {str(in_path)!r}; "
                                 f"writing it would destroy what is read: name another file")
     _probe(parent, flag, path)
+    if replaces and p.exists():
+        warn(f"{flag} {str(path)!r} exists; it will be replaced")
     return p
 
 

@@ -195,6 +195,9 @@ def _validated_model(m: MoEModel) -> MoEModel:
             f"model {m.name!r}: top_k={m.top_k} must be <= routed_experts={m.routed_experts}")
     if m.shared_experts and not m.shared_width:
         raise MokInputError(f"model {m.name!r}: shared_experts={m.shared_experts} needs shared_width > 0")
+    if m.shared_width and not m.shared_experts:
+        raise MokInputError(f"model {m.name!r}: shared_width={m.shared_width} needs shared_experts "
+                            f"> 0 (with none, the width describes nothing; drop it or set both)")
     for key in ("moe_layers", "layers"):
         _positive("model", m.name, key, getattr(m, key))
     if m.moe_layers > m.layers:

@@ -54,13 +54,22 @@ class TuneResult:
     engine: str
 
 
+def comm_sms_choices(sms: int) -> list[int]:
+    """The comm SM counts the tuner searches: 4, 8, ... up to half the SMs (at most 64); on a
+    GPU of under 8 SMs every count up to half of them."""
+    return list(range(4, min(64, sms // 2) + 1, 4)) if sms >= 8 else list(range(1, sms // 2 + 1))
+
+
 def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.ndarray]:
     """All knob combinations to search, as parallel arrays; fixed knobs keep their value."""
     fixed = dict(fixed or {})
     sms = scenario.hardware.sms
     busiest = int(np.ceil(_ring_rows(scenario)))
     gluon = scenario.fp8_kernel == "gluon"
-    comm = [c for c in GLUON_COMM_SMS if c < sms] if gluon else range(4, min(64, sms // 2) + 1, 4)
+    comm = [c for c in GLUON_COMM_SMS if c < sms] if gluon else comm_sms_choices(sms)
+    if not comm and "comm_sms" not in fixed:
+        raise MokInputError(f"the Gluon FP8 pass runs {', '.join(map(str, GLUON_COMM_SMS))} comm "
+                            f"SMs; hardware {scenario.hardware.name!r} has {sms} SMs")
     axes = {
         "dispatch": [fixed["dispatch"]] if "dispatch" in fixed else list(MODES),
         # on ties the published choice wins: pull dispatch, push combine
@@ -285,6 +294,15 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
 # default, `mok tune --routing robust`): the three the project measures on hardware
 ROBUST = "robust"
 ROBUST_ROUTINGS = ("uniform", "zipf:1.2", "hot:0.1")
+
+
+def robust_routings(top_k: int, experts: int) -> tuple[str, ...]:
+    """ROBUST_ROUTINGS as a model can be routed: the hot expert's share at most 1/top_k (a
+    route of every token; top_k > 10), and no hot expert where the other experts cannot fill a
+    token's top_k."""
+    if top_k > experts - 1:
+        return ROBUST_ROUTINGS[:2]
+    return ROBUST_ROUTINGS if top_k <= 10 else (*ROBUST_ROUTINGS[:2], f"hot:{1 / top_k!r}")
 _SEED_CANDIDATES = 8  # each routing's best rows judged first: their worst regret bounds the search
 
 
@@ -318,7 +336,7 @@ def _routing_scores(scenario: Scenario, params: Params, g: dict, lags: tuple[int
 
 
 def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
-                routings: tuple[str, ...] = ROBUST_ROUTINGS,
+                routings: tuple[str, ...] | None = None,
                 list_lags: tuple[int, ...] | None = None) -> RobustResult:
     """Knobs for a router whose skew is not known: of every routing's knob grid (its ring shares
     and least capacity), the setting and work-list lag whose worst regret over the routings is
@@ -326,7 +344,10 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
     first routing's latency. Exact, at about the cost of one `tune` a routing: a row whose
     regret under its own grid's routing (at its best lag) exceeds the worst regret of some
     judged setting cannot win, so only the rows under that bound are judged under every routing
-    at every lag. MokInputError where no setting runs under the first routing."""
+    at every lag. MokInputError where no setting runs under the first routing. `routings`:
+    None, robust_routings of the scenario's model."""
+    m = scenario.model
+    routings = routings or robust_routings(m.top_k, m.routed_experts)
     fixed = _fixed_knobs(scenario, fixed)
     lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
     scns = [replace(scenario, routing=r) for r in routings]

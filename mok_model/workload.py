@@ -160,6 +160,12 @@ def _distinct(draws: list, shape: tuple[int, int], bound: int) -> np.ndarray:
 GUMBEL_BELOW = 0.02
 
 
+def _nearly_all(top_k: int, experts: int) -> bool:
+    """A token takes nearly all of `experts` equally likely ones: redrawing its repeats would
+    stall (the same rule as GUMBEL_BELOW for zipf), so its k are drawn without replacement."""
+    return 1.0 - (top_k - 1) / experts < GUMBEL_BELOW
+
+
 def _without_replacement(rng: np.random.Generator, p: np.ndarray, perm: np.ndarray,
                          shape: tuple[int, int]) -> np.ndarray:
     """k distinct ids per row, drawn with probabilities p without replacement (Gumbel-top-k)."""
@@ -276,6 +282,10 @@ def make_routings(spec: str, ep: int, tokens: int, experts: int, top_k: int, see
     # ids are drawn as int32, the same stream as int64 (numpy draws 32 bits for any range below
     # 2^32), which halves the memory a large routing touches
     if kind == "uniform":
+        if _nearly_all(top_k, experts):
+            flat = np.full(experts, 1.0 / experts)
+            return [_without_replacement(r, flat, np.arange(experts, dtype=np.int32), (rows, top_k))
+                    for r in rngs]
         return list(_distinct([lambda s, r=r: r.integers(0, experts, size=s, dtype=np.int32)
                                for r in rngs], (rows, top_k), experts))
     if kind == "zipf":
@@ -298,8 +308,13 @@ def make_routings(spec: str, ep: int, tokens: int, experts: int, top_k: int, see
     if top_k > experts - 1:
         raise MokInputError(f"--routing {spec!r}: the other {experts - 1} experts cannot fill a "
                             f"token's top_k = {top_k} slots; use uniform or zipf:S")
-    out = list(_distinct([lambda s, r=r: r.integers(1, experts, size=s, dtype=np.int32)
-                          for r in rngs], (rows, top_k), experts))
+    if _nearly_all(top_k, experts - 1):
+        flat = np.full(experts - 1, 1.0 / (experts - 1))
+        out = [_without_replacement(r, flat, np.arange(1, experts, dtype=np.int32), (rows, top_k))
+               for r in rngs]
+    else:
+        out = list(_distinct([lambda s, r=r: r.integers(1, experts, size=s, dtype=np.int32)
+                              for r in rngs], (rows, top_k), experts))
     for ids, r in zip(out, rngs):
         takes_hot = r.random(rows) < share * top_k
         slot = r.integers(0, top_k, size=rows)

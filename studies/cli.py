@@ -10,7 +10,7 @@ from pathlib import Path
 
 from mok_model.cli import MokParser, int_at_least, local_processes
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_dir, check_output_file
+from mok_model.fileio import check_output_dir, check_output_file, warn
 from mok_model.scenario import ENGINES
 
 from .common import Options
@@ -62,8 +62,12 @@ def options(a: argparse.Namespace) -> Options:
                                 "this checkout; use --engine analytic") from None
     check_output_dir(a.out, "--out")
     out = check_output_dir(Path(a.out) / a.name, "--out")
-    for name in (f"{a.name}.csv", f"{a.name}.png", "summary.md", f"{a.name}-regret.csv"):
+    names = (f"{a.name}.csv", f"{a.name}.png", "summary.md", f"{a.name}-regret.csv")
+    for name in names:
         check_output_file(out / name, f"--out {a.out!r}: the study's file")   # before any point
+    if any((out / name).exists() for name in names):
+        warn(f"--out {a.out!r} holds an earlier {a.name} study's files in {str(out)!r}; they "
+             f"will be replaced")
     return Options(out=out, engine=a.engine, workers=a.workers, cluster=a.cluster, seed=a.seed,
                    quick=a.quick, progress=not a.no_progress)
 
