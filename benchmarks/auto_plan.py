@@ -10,8 +10,8 @@ bench writes. Written before the run, committed with the registration.
 
 `--routing` (the bench's, seed 0) is every workload's routing; the automatic pick does not see
 it (the layer chooses its knobs before any token is routed: robust over uniform, zipf:1.2 and
-hot:0.1 since session 44), the predictions do. `--auto-hint`: also the pick told the routing
-(`mok bench --auto --auto-hint`).
+hot:0.1 since session 44, tuner.robust_routings), the predictions do. `--auto-hint`: also the
+pick told the routing (`mok bench --auto --auto-hint`).
 
 Session 20's plan (calibration/predictions/h200_auto_lag_plan_2026-12-02.jsonl) is the defaults
 with --workloads calibration/drawn_shapes/seed2/syn2-h7936-i256-e64-k6-s1.toml:8:1024,
@@ -31,10 +31,11 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mok_kernels.knobs import choose_knobs, shape_of  # noqa: E402
-from mok_kernels.routing import routing_record  # noqa: E402
+from mok_kernels.routing import parse_routing, routing_record  # noqa: E402
 from mok_kernels.tile_sweep import _workloads  # noqa: E402
 from mok_kernels.bench import check_comm_sms  # noqa: E402
 from mok_model.cli import distinct, doc_parser, number_list, run_tool  # noqa: E402
+from mok_model.errors import MokInputError  # noqa: E402
 from mok_model.presets import load_model  # noqa: E402
 from mok_model.records import record_model  # noqa: E402
 from mok_model.scenario import MAX_LIST_LAG  # noqa: E402
@@ -62,27 +63,47 @@ def main(argv: list[str]) -> int:
     return run_tool(p, run, argv)
 
 
+def check_routing(spec: str, model: str, ep: int, tokens: int, hint: bool) -> None:
+    """Refuse a --routing that a workload's model cannot draw (as the bench and the registered
+    predictions draw it: hot:F at most 1/top_k, the other experts filling the top_k slots)."""
+    m = load_model(model)
+    try:
+        kind, _ = parse_routing(spec, m.top_k)
+        if kind == "hot" and m.top_k > m.routed_experts - 1:
+            raise MokInputError(f"--routing {spec!r}: the other {m.routed_experts - 1} experts "
+                                f"cannot fill a token's top_k = {m.top_k} slots; use uniform or "
+                                f"zipf:S")
+    except MokInputError as exc:
+        raise MokInputError(f"{exc} (workload {model}:{ep}:{tokens})") from None
+    if hint and kind == "onehot":
+        raise MokInputError(f"--routing {spec!r} with --auto-hint: the tuner is told uniform, "
+                            f"zipf:S or hot:F only")
+
+
 def run(a) -> int:
-    """Print the plan's JSON lines, sweep first, the automatic pick last, per workload."""
+    """Print the plan's JSON lines, sweep first, the automatic pick last, per workload; every
+    line is made before any is printed, so an error leaves no partial plan."""
     grid = (number_list(a.minibatch, "--minibatch", high=RING),
             number_list(a.comm_sms, "--comm-sms"),
             number_list(a.list_lag, "--list-lag", high=MAX_LIST_LAG))
     for flag in ("--workloads", "--minibatch", "--comm-sms", "--list-lag"):
         distinct(flag, getattr(a, flag[2:].replace("-", "_")))
     check_comm_sms(grid[1])       # the plan is the bench's on one H200 (h200-1)
-    routing_record(a.routing, 0)  # a bad --routing is refused before any line is printed
-    for model, ep, tokens in _workloads(a.workloads):
+    workloads = _workloads(a.workloads)
+    for model, ep, tokens in workloads:   # --routing against every workload's model
+        check_routing(a.routing, model, ep, tokens, a.auto_hint)
+    lines = []
+    for model, ep, tokens in workloads:
         for mb, cs, lag in itertools.product(*grid):
             cfg = dict(dispatch="pull", combine="push", minibatch=mb, comm_sms=cs,
                        macrobatch=RING, capacity=1.0)
-            print(json.dumps(line(model, ep, tokens, cfg, lag, a.routing), sort_keys=True))
+            lines.append(line(model, ep, tokens, cfg, lag, a.routing))
         shape = shape_of(load_model(model))
         picks = [choose_knobs("h200-1", shape, ep, tokens)]
         if a.auto_hint:
             picks.append(choose_knobs("h200-1", shape, ep, tokens, routing=a.routing))
-        for auto in picks:
-            print(json.dumps(line(model, ep, tokens, auto.knobs, auto.list_lag, a.routing),
-                             sort_keys=True))
+        lines += [line(model, ep, tokens, auto.knobs, auto.list_lag, a.routing) for auto in picks]
+    print("\n".join(json.dumps(x, sort_keys=True) for x in lines))
     return 0
 
 

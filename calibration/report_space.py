@@ -65,6 +65,9 @@ from .validate import evaluate, validate
 HARDWARE = "h200-1"
 REGRET_CONFIGS = 8
 GOALS = {"mape": 0.06, "max_ape": 0.25, "spearman": 0.9, "regret": 0.03}
+# the systems whose records time GEMM phases alone (calibration/gemm_table.py): the library's
+# grouped GEMM (bench run_gemm_only) and the megakernel's own phases (run_mok_gemm)
+TABLE_SYSTEMS = ("gemm-only", "mok-gemm")
 
 
 # the kernel's BF16 default tile options (mok_kernels/megakernel.py KernelConfig); records that
@@ -328,6 +331,9 @@ def _run(a: argparse.Namespace) -> int:
         raise MokInputError("give run-record files (or --from-json FILE)")
     local_processes("--jobs", a.jobs)
     required_text(a.table_system, "--table-system", "system name")   # as gemm_table's --system
+    if a.table_system not in TABLE_SYSTEMS:
+        raise MokInputError(f"--table-system {a.table_system!r}: choose from "
+                            f"{', '.join(TABLE_SYSTEMS)} (the systems of GEMM-phase records)")
     tables = a.table.split(",")
     if set(tables) - set(TABLES):
         raise MokInputError(f"--table {a.table!r}: choose from {', '.join(TABLES)}")

@@ -127,8 +127,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--auto-hint", action="store_true",
                    help="with --auto, on one GPU: also the pick the model makes told the "
                         "workload's routing (KernelConfig.knob_routing; --auto's own pick is the "
-                        "layer's default, robust over uniform / zipf:1.2 / hot:0.1; each record's "
-                        "auto.knob_routing names its pick)")
+                        "layer's default, robust over uniform / zipf:1.2 / hot:0.1 "
+                        "(tuner.robust_routings); each record's auto.knob_routing names its pick)")
     p.add_argument("--timeout", type=int, default=None,
                    help=f"with --gpus: seconds a rank waits in a collective before the run fails "
                         f"(default {GROUP_TIMEOUT_S}; {MIN_TIMEOUT_S} to {MAX_TIMEOUT_S})")
@@ -137,6 +137,8 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     a.timeout_given = a.timeout is not None   # refused without --gpus (_check_args)
     if a.timeout is None:
         a.timeout = GROUP_TIMEOUT_S
+    if not 0 <= a.gpus <= KNOB_MAX:   # before --gpus N sets the EP size (and --ep is named)
+        raise BadInput(f"--gpus {a.gpus}: must be 0 (one GPU emulating its peers) to {KNOB_MAX}")
     if a.gpus:
         if a.ep not in (None, str(a.gpus)):
             raise BadInput(f"--ep {a.ep!r} with --gpus {a.gpus}: on real GPUs EP is the GPU count")
@@ -184,6 +186,9 @@ def _check_args(a: argparse.Namespace) -> None:
         raise BadInput(f"--precision {a.precision} with --gpus: the FP8 megakernel runs on one GPU "
                        f"(rank emulation) only; real-GPU groups are bf16")
     for r in a.routing.split(","):
+        if not r:
+            raise BadInput(f"--routing {a.routing!r}: an empty item in the list (a comma list of "
+                           f"uniform, zipf:S, hot:X, onehot)")
         for m in a.model.split(","):
             parse_routing(r, shape_of(m).topk)
     if a.pass_ not in ("fwd", "bwd"):
@@ -242,7 +247,7 @@ def _check_args(a: argparse.Namespace) -> None:
     number_list(a.minibatch, "--minibatch", high=KNOB_MAX)
     _floats(a.capacity, "--capacity")
     for flag, v, low, high in (("--iters", a.iters, 1, MAX_ITERS), ("--warmup", a.warmup, 0, MAX_ITERS),
-                               ("--seed", a.seed, 0, MAX_SEED), ("--gpus", a.gpus, 0, KNOB_MAX)):
+                               ("--seed", a.seed, 0, MAX_SEED)):
         if v < low:
             raise BadInput(f"{flag} {v}: must be >= {low}")
         if v > high:
