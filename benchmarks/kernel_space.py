@@ -79,7 +79,12 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("runs", nargs="+")
     try:
         a = p.parse_args(argv)
-        print("\n".join(table(read_records(a.runs))))
+        rows = table(read_records(a.runs))
+        if len(rows) == 2:      # the header alone: no workload paired
+            raise MokInputError(f"no workload in {', '.join(a.runs)} has both a MoK record of "
+                                f"today's kernel and a GEMMs-alone (gemm-only) record of the same "
+                                f"run (BF16 forward); nothing to compare")
+        print("\n".join(rows))
     except MokInputError as exc:
         print(f"{p.prog}: error: {exc}", file=sys.stderr)
         return 2

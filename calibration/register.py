@@ -69,6 +69,8 @@ def read_plan(path: str, hardware: str) -> list[dict]:
     """The planned MoK records of a --plan file (JSON lines with model, ep, tokens, routing and
     config, optionally pass, precision and tiles), each checked as the model reads it; a bad line stops
     the reader with its file and line."""
+    if os.path.isdir(path):
+        raise MokInputError(f"--plan {path!r} is a folder; name a plan file (JSON lines) inside it")
     if not os.path.isfile(path):
         raise MokInputError(f"--plan {path!r}: no such file")
     out = []

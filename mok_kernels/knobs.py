@@ -32,6 +32,7 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
+from types import SimpleNamespace
 from typing import Any
 
 from mok_model.capacity import safe_capacity, tune_as_layer
@@ -41,6 +42,7 @@ from mok_model.params import Params, load_params
 from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
 from mok_model.scenario import MAX_LIST_LAG, Config, Scenario
 from mok_model.tuner import ROBUST, lag_choices
+from mok_model.workload import parse_routing
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 TABLE_SCHEMA = "mok-knobs/1"
@@ -132,7 +134,7 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
     lag, or None to choose it with the knobs where the tuner searches it (tuner.lag_choices);
     `routing`: the routing the knobs are chosen for (`mok predict --routing`'s spec: the slowest
     GPU's pass is what the tuner minimizes), or "robust": the least worst regret over
-    tuner.ROBUST_ROUTINGS (tuner.tune_robust; `predicted_ms` is then uniform routing's)."""
+    tuner.robust_routings (tuner.tune_robust; `predicted_ms` is then uniform routing's)."""
     hw, model = _hardware(hardware), layer_model(shape)
     given = dict(given or {})
     _check_given(given)
@@ -290,9 +292,17 @@ def _validate_table(doc: Any, where: str) -> None:
     if doc["ep"] < 1 or doc["sms"] < 1:
         raise bad(f"ep={doc['ep']} and sms={doc['sms']} must be >= 1")
     for k in SHAPE_KEYS:
-        v = doc["shape"].get(k)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 0:
-            raise bad(f"shape.{k}={v!r} must be an integer >= 0")
+        v, low = doc["shape"].get(k), 0 if k == "shared_width" else 1
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise bad(f"shape.{k}={v!r} must be an integer >= {low}")
+    if table_routing(doc) != ROBUST:    # as `mok tune --table --routing` checks it
+        try:
+            parse_routing(table_routing(doc), doc["shape"]["top_k"])
+        except MokInputError as exc:
+            raise bad(str(exc)) from None
+    # the tuner's check of comm_sms against the SMs (Config.check_for), on the table's hardware
+    ran_on = SimpleNamespace(hardware=SimpleNamespace(name=doc["hardware"], sms=doc["sms"]),
+                             fp8_kernel="triton")
     if not doc["buckets"]:
         raise bad("no buckets")
     last = 0
@@ -307,7 +317,7 @@ def _validate_table(doc: Any, where: str) -> None:
         if not isinstance(cfg, dict) or sorted(cfg) != sorted(KNOBS):
             raise bad(f"bucket {n}: config must name exactly the knobs {KNOBS}")
         try:
-            Config(**cfg)
+            Config(**cfg).check_for(ran_on)
         except MokInputError as exc:
             raise bad(f"bucket {n}: {exc}") from None
         ms = b.get("predicted_ms")
@@ -330,7 +340,10 @@ def load_table(path: str | os.PathLike) -> dict:
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key not in _TABLES:
         try:
-            doc = loads_json(path.read_text())
+            doc = loads_json(path.read_text(encoding="utf-8"))
+        except UnicodeDecodeError as exc:
+            raise KnobTableError(f"knob table {path}: not UTF-8 text (byte {exc.start}); a knob "
+                                 f"table is JSON") from None
         except json.JSONDecodeError as exc:
             raise KnobTableError(f"knob table {path}: not JSON ({exc.msg}, line {exc.lineno})") from None
         _validate_table(doc, str(path))

@@ -28,6 +28,10 @@ PASSES = ("fwd", "bwd")
 PRECISIONS = ("bf16", "fp8", "mxfp8")
 SOURCES = ("measured", "published")
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
+# plausible times (ms) of one timed pass or step: 0.1 us (the shortest records, micro-flag, are
+# ~1 us) to 1,000 s (the longest MoE layer passes are ~100 ms); beyond is a unit or parse error
+LATENCY_MS = (1e-4, 1e6)
+_RANGE = f"[{LATENCY_MS[0]:g}, {LATENCY_MS[1]:g}]"
 
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "schema": str,
@@ -82,24 +86,26 @@ def validate_record(rec: Any) -> None:
             raise MokInputError(f"hardware.{key}={hw[key]!r} must be an integer >= 1")
     lat = rec["latency_ms"]
     med = lat.get("median")
-    if not isinstance(med, (int, float)) or isinstance(med, bool) or not 0 < med < float("inf"):
-        raise MokInputError(f"latency_ms.median={med!r} must be a positive number")
-    for key in ("p10", "p90"):
+    for key in ("median", "p10", "p90"):
         v = lat.get(key)
-        if key in lat and (isinstance(v, bool) or not isinstance(v, (int, float))
-                           or not 0 < v < float("inf")):
-            raise MokInputError(f"latency_ms.{key}={v!r} must be a positive number")
+        if (key == "median" or key in lat) and not _time(v):
+            raise MokInputError(f"latency_ms.{key}={v!r} must be a time in {_RANGE} ms")
     if not lat.get("p10", med) <= med <= lat.get("p90", med):
         raise MokInputError(f"latency_ms p10={lat.get('p10')!r}, median={med!r}, "
                             f"p90={lat.get('p90')!r} must be in that order")
     if "n" in lat and (isinstance(lat["n"], bool) or not isinstance(lat["n"], int) or lat["n"] < 1):
         raise MokInputError(f"latency_ms.n={lat['n']!r} must be a count >= 1")
     if "samples" in lat and not _times(lat["samples"]):
-        raise MokInputError(f"latency_ms.samples={lat['samples']!r} must be a list of times > 0 (ms)")
+        raise MokInputError(f"latency_ms.samples={lat['samples']!r} must be a list of times in "
+                            f"{_RANGE} ms")
     if "rank_ms" in rec and not (isinstance(rec["rank_ms"], list) and rec["rank_ms"]
                                  and all(_times(r) for r in rec["rank_ms"])):
         raise MokInputError(f"rank_ms={rec['rank_ms']!r} must be a list (one per rank) of lists of "
-                            f"times > 0 (ms)")
+                            f"times in {_RANGE} ms")
+    if "diagnostic" in rec and not isinstance(rec["diagnostic"], bool):
+        raise MokInputError(f"diagnostic={rec['diagnostic']!r} must be true or false")
+    if "note" in rec and not isinstance(rec["note"], str):
+        raise MokInputError(f"note={rec['note']!r} must be a string")
     if "rel_err_vs_fp32" in rec:
         err = rec["rel_err_vs_fp32"]
         if not all(_number(e) and e >= 0 for e in (err if isinstance(err, list) and err else [err])):
@@ -110,10 +116,10 @@ def validate_record(rec: Any) -> None:
             raise MokInputError(f"{key}={rec[key]!r} must be an object")
     if "breakdown_ms" in rec:
         parts = rec["breakdown_ms"]
-        if not isinstance(parts, dict) or any(
-                isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < float("inf")
-                for v in parts.values()):
-            raise MokInputError(f"breakdown_ms={parts!r} must be an object of times >= 0 (ms)")
+        if not isinstance(parts, dict) or any(not (_number(v) and 0 <= v <= LATENCY_MS[1])
+                                              for v in parts.values()):
+            raise MokInputError(f"breakdown_ms={parts!r} must be an object of times in "
+                                f"[0, {LATENCY_MS[1]:g}] ms")
     if "tiles" in rec:
         tiles = rec["tiles"]
         if not isinstance(tiles, dict):
@@ -169,9 +175,14 @@ def _number(v) -> bool:
     return isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v)
 
 
+def _time(v) -> bool:
+    """A time within LATENCY_MS (ms)."""
+    return _number(v) and LATENCY_MS[0] <= v <= LATENCY_MS[1]
+
+
 def _times(v) -> bool:
-    """A non-empty list of finite times > 0."""
-    return isinstance(v, list) and bool(v) and all(_number(t) and t > 0 for t in v)
+    """A non-empty list of times within LATENCY_MS."""
+    return isinstance(v, list) and bool(v) and all(_time(t) for t in v)
 
 
 def _validate_config(cfg: dict) -> None:
