@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import os
 import warnings
+from collections.abc import Iterator
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
@@ -256,7 +257,7 @@ def make_routing(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed
     the same for every order (the model's permutation is drawn either way), only which expert
     holds which popularity rank differs. `draw`: another token draw under the seed's expert
     popularity (as the bench draws them)."""
-    return make_routings(spec, ep, tokens, experts, top_k, seed, order, (draw,))[0]
+    return next(make_routings(spec, ep, tokens, experts, top_k, seed, order, (draw,)))
 
 
 # routes make_routings draws together at most (about 64 MB of int32 ids)
@@ -264,19 +265,23 @@ BATCH_ROUTES = 2 ** 24
 
 
 def make_routings(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: int,
-                  order: str = "model", draws=(None,)) -> list[np.ndarray]:
-    """make_routing of each of `draws` (None: the seed's own draw), drawn together in batches
-    of about BATCH_ROUTES routes: the same arrays, in a fraction of the time when draws are
-    many and small (the decode-size median over 64 draws)."""
+                  order: str = "model", draws=(None,)) -> Iterator[np.ndarray]:
+    """make_routing of each of `draws` (None: the seed's own draw) in turn, drawn together in
+    batches of about BATCH_ROUTES routes (one batch held at a time): the same arrays, in a
+    fraction of the time when draws are many and small (the decode-size median over 64)."""
     kind, arg = parse_routing(spec, top_k)
-    rows = ep * tokens
+    draws = list(draws)
+    step = max(1, BATCH_ROUTES // (ep * tokens * top_k))
+    for a in range(0, len(draws), step):
+        yield from _routings(kind, arg, spec, ep * tokens, experts, top_k, seed, order,
+                             draws[a:a + step])
+
+
+def _routings(kind: str, arg, spec: str, rows: int, experts: int, top_k: int, seed: int,
+              order: str, draws: list) -> list[np.ndarray]:
+    """One batch of make_routings: the routing `kind` (parse_routing's) of each draw."""
     if kind == "file":
         return [_routing_file(str(arg), rows, experts, top_k) for _ in draws]
-    draws = list(draws)
-    step = max(1, BATCH_ROUTES // (rows * top_k))
-    if len(draws) > step:
-        return [ids for a in range(0, len(draws), step) for ids in make_routings(
-            spec, ep, tokens, experts, top_k, seed, order, draws[a:a + step])]
     # each draw's generator: the seed's own (after the zipf popularity draw), or one per draw
     rngs = [default_rng(seed) if d is None else default_rng([seed, DRAW_BASE + d]) for d in draws]
     # ids are drawn as int32, the same stream as int64 (numpy draws 32 bits for any range below
