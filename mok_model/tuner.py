@@ -303,6 +303,8 @@ def robust_routings(top_k: int, experts: int) -> tuple[str, ...]:
     if top_k > experts - 1:
         return ROBUST_ROUTINGS[:2]
     return ROBUST_ROUTINGS if top_k <= 10 else (*ROBUST_ROUTINGS[:2], f"hot:{1 / top_k!r}")
+
+
 _SEED_CANDIDATES = 8  # each routing's best rows judged first: their worst regret bounds the search
 
 
