@@ -978,5 +978,6 @@ def mok_config_terms(scn: Scenario, p: Params, config: Config, refuse_overflow: 
         raise MokInputError(
             f"--capacity {config.capacity} holds {int(r['capacity_rows'][0])} rows, fewer than the "
             f"busiest GPU's {int(loads(scn).rows.max())} routed rows times the safety headroom "
-            f"{p['capacity_headroom']}: the schedule would overflow; use --capacity {least:g} or more")
+            f"{p['capacity_headroom']}: the schedule would overflow; use --capacity "
+            + ("1 (every routed row)" if least >= 1 else f"{least:g} to 1"))
     return r

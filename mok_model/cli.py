@@ -360,6 +360,8 @@ def _knobs(a, scn: Scenario | None = None) -> dict:
     trial = {**Config().as_dict(), **(GLUON_KNOBS if gluon else {}), **knobs}
     if "macrobatch" not in knobs:  # the tuner sizes the ring; only a given one must hold a minibatch
         trial["macrobatch"] = max(trial["macrobatch"], trial["minibatch"])
+    elif "minibatch" not in knobs:  # and the tuner picks a minibatch it holds
+        trial["minibatch"] = min(trial["minibatch"], trial["macrobatch"])
     config = Config(**trial)
     if scn is not None:
         check_gluon_knobs(scn, knobs)

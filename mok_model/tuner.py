@@ -75,7 +75,8 @@ def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.nda
         # on ties the published choice wins: pull dispatch, push combine
         "combine": [fixed["combine"]] if "combine" in fixed else list(reversed(MODES)),
         "minibatch": ([fixed["minibatch"]] if "minibatch" in fixed else
-                      list(GLUON_MINIBATCHES if gluon else MINIBATCHES)),
+                      _minibatches(GLUON_MINIBATCHES if gluon else MINIBATCHES,
+                                   fixed.get("macrobatch"))),
         "comm_sms": [fixed["comm_sms"]] if "comm_sms" in fixed else list(comm),
         # the Gluon FP8 pass's ring holds every routed row: one macrobatch, all of them
         "macro": [None] if "macrobatch" in fixed else [1.0] if gluon else list(MACRO_FRACTIONS),
@@ -104,6 +105,14 @@ def knob_grid(scenario: Scenario, fixed: dict | None = None) -> dict[str, np.nda
     repeat[:, :, :, :, 1:] = m[:, :, :, :, 1:] == m[:, :, :, :, :-1]
     keep = np.flatnonzero(~repeat.ravel())
     return {k: v[keep] for k, v in out.items()}
+
+
+def _minibatches(choices: tuple[int, ...], macrobatch: int | None) -> list[int]:
+    """The minibatches searched: those a given ring (`macrobatch`) holds, or the ring itself
+    where it holds none of them."""
+    if macrobatch is None:
+        return list(choices)
+    return [m for m in choices if m <= macrobatch] or [int(macrobatch)]
 
 
 def _ring_rows(scenario: Scenario) -> float:
@@ -167,11 +176,11 @@ def least_capacity(scenario: Scenario, params: Params) -> float:
 def _infeasible(scn: Scenario, params: Params, fixed: dict, overflow, mem, limit: float) -> str:
     """Why no knob setting fits: the capacity that overflows or the buffers that exceed the HBM."""
     if overflow.all():
-        need = min_capacity(scn, params)
+        least = np.ceil(min_capacity(scn, params) * 1000) / 1000
+        use = "1 (every routed row)" if least >= 1 else f"{least:g} to 1"
         return (f"--capacity {fixed.get('capacity')} overflows: the busiest GPU receives "
                 f"{int(_busiest_rows(scn))} routed rows and the schedule must hold them x headroom "
-                f"{params['capacity_headroom']:g}; use --capacity {np.ceil(need * 1000) / 1000:g} or "
-                f"more (or leave it to the tuner)")
+                f"{params['capacity_headroom']:g}; use --capacity {use} or leave it to the tuner")
     fits = ~overflow
     smallest = float(mem[fits].min() if fits.any() else mem.min())
     given = ", ".join(f"--{k.replace('_', '-')} {v}" for k, v in fixed.items()

@@ -178,7 +178,7 @@ CASES = [
     ([*W, "--params", "{d}/fitted-on-str.json"], "fitted_on='x' must be a list of run-record files"),
     # a warning (the EP spans domains) no longer joins the error line (session 29)
     (["--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "128", "--tokens", "64",
-      "--macrobatch", "128"], "--macrobatch 128 must hold at least one minibatch"),
+      "--minibatch", "256", "--macrobatch", "128"], "--macrobatch 128 must hold at least one minibatch"),
     # argparse itself
     ([*W, "--frobnicate"], "unrecognized arguments: --frobnicate (see `mok predict --help`)"),
     (W[:4], "the following arguments are required: --ep, --tokens"),

@@ -97,3 +97,35 @@ def test_a_shared_width_without_a_shared_expert_is_refused(tmp_path, capsys):
                _model(tmp_path, shared_width=2048), "--ep", "8", "--tokens", "64"])
     _one_line(rc, capsys.readouterr().err, "mok: error: model 'm': shared_width=2048 needs "
               "shared_experts > 0", "drop it or set both")
+
+
+# ---- found by a second pass (random valid questions, in-process) ----
+
+def test_a_given_ring_gets_a_minibatch_it_holds(capsys):
+    """--macrobatch 1024 alone was refused naming '--minibatch 4096', a value nobody gave (the
+    check's default), and the tuner could pick a minibatch the given ring does not hold."""
+    rc = main(["predict", "--hardware", "h200-hgx8", "--model", "deepseek-v3", "--ep", "8",
+               "--tokens", "64", "--macrobatch", "1024", "--json"])
+    cfg = json.loads(capsys.readouterr().out)["config"]
+    assert rc == 0 and cfg["macrobatch"] == 1024 and cfg["minibatch"] <= 1024
+    rc = main(["tune", "--hardware", "h200-hgx8", "--model", "deepseek-v3", "--ep", "8",
+               "--tokens", "64", "--macrobatch", "100", "--top", "20", "--json"])
+    rows = json.loads(capsys.readouterr().out)["top"]
+    assert rc == 0 and {r["config"]["minibatch"] for r in rows} == {100}
+
+
+def test_the_capacity_advice_stays_in_range(capsys):
+    """An overflowing --capacity was told 'use --capacity 1 or more'; capacities lie in (0, 1]."""
+    rc = main(["predict", "--hardware", "vr-nvl72", "--model", "llama4-maverick", "--ep", "1",
+               "--tokens", "3", "--routing", "zipf:2.762", "--capacity", "0.05"])
+    _one_line(rc, capsys.readouterr().err, "mok: error: --capacity 0.05 overflows",
+              "use --capacity 1 (every routed row) or leave it to the tuner")
+
+
+def test_failing_the_only_plane_says_so(capsys):
+    """On one-plane hardware `--degrade gpu3.p0:0` was refused advising 'fail one plane:
+    gpuN.pK:0', the input itself."""
+    rc = main(["simulate", "--hardware", "h200-1", "--model", "deepseek-v3", "--ep", "8",
+               "--tokens", "512", "--degrade", "gpu3.p0:0"])
+    _one_line(rc, capsys.readouterr().err, "mok: error: --degrade 'gpu3.p0:0' leaves no bandwidth",
+              "h200-1 has one NVLink plane, so failing it cuts the GPU off")

@@ -210,8 +210,13 @@ def build_network(scn, p) -> Network:
             add(("rail-down", r), f"spine to rail{r}", up * rail_f)
     dead = [n for n, c in zip(names, caps) if c <= 0]
     if dead:
+        hint = "degrade by a factor above 0"
+        if "nvlink" in dead[0]:
+            hint += (f"; {hw.name} has one NVLink plane, so failing it cuts the GPU off"
+                     if hw.switch_planes == 1 else
+                     f", or fail at most {hw.switch_planes - 1} of a GPU's {hw.switch_planes} planes")
         raise MokInputError(f"--degrade {hw.degrade!r} leaves no bandwidth on {dead[0]}: the pass "
-                            f"could never finish (degrade by a factor above 0, or fail one plane: gpuN.pK:0)")
+                            f"could never finish ({hint})")
     # a spine or rail link at least as fast as all the ports that feed it can never bind (every
     # flow through it also crosses one of them): routes leave it out, which changes no rate
     cap = np.array(caps, dtype=np.float64)
