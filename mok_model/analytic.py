@@ -703,6 +703,10 @@ def minibatch_tiles(scn: Scenario, p: Params, ld: Loads, mb):
     and GPU (columns, as in `ld`)."""
     M = np.maximum(np.ceil(ld.rows[None, :].astype(np.float64) / mb), 1.0)
     base_tiles = np.ceil(ld.expert_rows / tile_rows(scn, p)).sum(axis=1)[None, :]  # (1, P)
+    if p["tile_aligned_minibatches"] >= 0.5:
+        # cut on tile boundaries, a minibatch below a tile's rows is mostly empty: at most one
+        # a row tile holds work (from a tile's rows up, M never exceeds the tiles: unchanged)
+        M = np.minimum(M, np.maximum(base_tiles, 1.0))
     # a minibatch boundary inside an expert splits one tile, unless minibatches are cut on tile
     # boundaries
     return M, base_tiles + (1.0 - p["tile_aligned_minibatches"]) * (M - 1)
