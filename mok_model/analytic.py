@@ -580,6 +580,9 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     comm_busier = at(M * (d + kk)) > at(shared + M * c)
     fill = np.where(comm_bound, at(sig_dispatch + c), at(np.maximum(shared, first)))
     drain = np.where(comm_bound, at(sig_end), at(tail + sig_end))
+    # the fill costs minibatch 0's GEMMs on the compute SMs alone; where the comm SMs join and
+    # shorten the pass below it (nearly every SM a comm SM), it is what the pass holds
+    fill = np.minimum(fill, np.maximum(at(pipe) - drain, 0.0))
     terms = {
         "launch": np.full(C, launch),
         "schedule": np.broadcast_to(schedule, (C,)).copy(),

@@ -142,3 +142,13 @@ def test_minibatches_under_a_tile_are_costed_as_the_kernel_cuts_them(capsys):
         assert rc == 0
         ms[engine] = json.loads(capsys.readouterr().out)["latency_ms"]
     assert 0.8 < ms["predict"] / ms["simulate"] < 1.25, ms
+
+
+def test_the_critical_path_holds_no_negative_term(capsys):
+    """With 131 of 132 SMs copying, pipeline_fill (minibatch 0's GEMMs on the one compute SM)
+    read 151 ms in a 5.8 ms pass and steady_state -146 ms; the terms still add up to it."""
+    rc = main(["predict", "--hardware", "h200-1", "--model", "llama4-maverick", "--ep", "2",
+               "--tokens", "4097", "--comm-sms", "131", "--json"])
+    d = json.loads(capsys.readouterr().out)
+    assert rc == 0 and min(d["breakdown_ms"].values()) >= 0, d["breakdown_ms"]
+    assert sum(d["breakdown_ms"].values()) == pytest.approx(d["latency_ms"], rel=1e-9)
