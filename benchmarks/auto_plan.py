@@ -39,6 +39,7 @@ from mok_model.errors import MokInputError  # noqa: E402
 from mok_model.presets import load_model  # noqa: E402
 from mok_model.records import record_model  # noqa: E402
 from mok_model.scenario import MAX_LIST_LAG  # noqa: E402
+from mok_model.workload import check_hot_fits  # noqa: E402
 
 
 RING = 131072   # every planned record's macrobatch: a minibatch must fit in it
@@ -69,10 +70,8 @@ def check_routing(spec: str, model: str, ep: int, tokens: int, hint: bool) -> No
     m = load_model(model)
     try:
         kind, _ = parse_routing(spec, m.top_k)
-        if kind == "hot" and m.top_k > m.routed_experts - 1:
-            raise MokInputError(f"--routing {spec!r}: the other {m.routed_experts - 1} experts "
-                                f"cannot fill a token's top_k = {m.top_k} slots; use uniform or "
-                                f"zipf:S")
+        if kind == "hot":
+            check_hot_fits(spec, m.top_k, m.routed_experts)
     except MokInputError as exc:
         raise MokInputError(f"{exc} (workload {model}:{ep}:{tokens})") from None
     if hint and kind == "onehot":

@@ -32,7 +32,6 @@ import os
 import time
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 from mok_model.capacity import safe_capacity, tune_as_layer
@@ -300,9 +299,6 @@ def _validate_table(doc: Any, where: str) -> None:
             parse_routing(table_routing(doc), doc["shape"]["top_k"])
         except MokInputError as exc:
             raise bad(str(exc)) from None
-    # the tuner's check of comm_sms against the SMs (Config.check_for), on the table's hardware
-    ran_on = SimpleNamespace(hardware=SimpleNamespace(name=doc["hardware"], sms=doc["sms"]),
-                             fp8_kernel="triton")
     if not doc["buckets"]:
         raise bad("no buckets")
     last = 0
@@ -317,7 +313,7 @@ def _validate_table(doc: Any, where: str) -> None:
         if not isinstance(cfg, dict) or sorted(cfg) != sorted(KNOBS):
             raise bad(f"bucket {n}: config must name exactly the knobs {KNOBS}")
         try:
-            Config(**cfg).check_for(ran_on)
+            Config(**cfg).check_sms(doc["sms"], doc["hardware"])   # on the table's hardware
         except MokInputError as exc:
             raise bad(f"bucket {n}: {exc}") from None
         ms = b.get("predicted_ms")

@@ -9,7 +9,7 @@ import torch
 from mok_model.errors import MokInputError
 from mok_model.presets import load_model
 from mok_model.workload import parse_routing as model_routing
-from mok_model.workload import zipf_order
+from mok_model.workload import check_hot_fits, zipf_order
 
 
 @dataclass(frozen=True)
@@ -90,9 +90,8 @@ def make_routing(n: int, e: int, k: int, spec: str, seed: int,
     score = logp[None, :] - torch.log(-torch.log(u))  # Gumbel-top-k: k distinct draws
     if kind in ("hot", "onehot"):
         frac = 1.0 if kind == "onehot" else par * k
-        if kind == "hot" and k > e - 1:
-            raise MokInputError(f"routing {spec!r}: the other {e - 1} experts cannot fill a "
-                                f"token's top_k = {k} slots; use uniform or zipf:S")
+        if kind == "hot":
+            check_hot_fits(spec, k, e)
         hot = torch.rand(n, generator=g, device=dev) < frac
         score[:, 0] = torch.where(hot, float("inf"), float("-inf"))
     ids = score.topk(k, dim=1).indices  # (n, k); slot 0 holds the largest score

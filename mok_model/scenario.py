@@ -243,11 +243,14 @@ class Config:
     def check_for(self, scenario: Scenario) -> "Config":
         """Validate the knobs against the hardware and kernel they will run on."""
         check_gluon_knobs(scenario, self.as_dict())
-        sms = scenario.hardware.sms
+        return self.check_sms(scenario.hardware.sms, scenario.hardware.name)
+
+    def check_sms(self, sms: int, hardware: str) -> "Config":
+        """Refuse comm SMs that leave a GPU of `sms` SMs none to compute on."""
         if self.comm_sms >= sms:
             raise MokInputError(
                 f"--comm-sms {self.comm_sms} must leave compute SMs: at most {sms - 1} on "
-                f"{scenario.hardware.name}")
+                f"{hardware}")
         return self
 
     def as_dict(self) -> dict:

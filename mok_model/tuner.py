@@ -16,6 +16,7 @@ from .errors import MokInputError
 from .params import Params
 from .scenario import (GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
                        Config, Scenario, check_gluon_knobs)
+from .workload import hot_fits
 
 MINIBATCHES = (256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768)
 CAPACITIES = (0.125, 0.25, 0.5, 0.75, 1.0)
@@ -203,9 +204,13 @@ def _infeasible(scn: Scenario, params: Params, fixed: dict, overflow, mem, limit
 
 def _least_buffers(scn: Scenario, fixed: dict) -> float:
     """The smallest buffer bytes over the knob grid with some knobs fixed."""
-    g = knob_grid(scn, fixed)
-    return float(buffer_bytes(scn, g["minibatch"], g["macrobatch"], g["capacity"],
-                              g["combine_push"]).min())
+    return float(_grid_buffers(scn, knob_grid(scn, fixed))[0].min())
+
+
+def _grid_buffers(scn: Scenario, g: dict) -> tuple[np.ndarray, float]:
+    """Every grid row's buffer bytes (buffer_bytes) and the share of the HBM they may take."""
+    mem = buffer_bytes(scn, g["minibatch"], g["macrobatch"], g["capacity"], g["combine_push"])
+    return mem, BUFFER_SHARE_OF_HBM * scn.hardware.hbm_gb * 1e9
 
 
 def _score(scenario: Scenario, params: Params, g: dict, which: np.ndarray,
@@ -278,8 +283,7 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **fixed})
     n = len(g["minibatch"])
     lat, lag, overflow, evaluated = _grid_latency(scenario, params, g, lags)
-    mem = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"], g["combine_push"])
-    limit = BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9
+    mem, limit = _grid_buffers(scenario, g)
     lat[mem > limit] = np.inf
     if not np.isfinite(lat).any():
         raise MokInputError(_infeasible(scenario, params, fixed, overflow, mem, limit))
@@ -309,7 +313,7 @@ def robust_routings(top_k: int, experts: int) -> tuple[str, ...]:
     """ROBUST_ROUTINGS as a model can be routed: the hot expert's share at most 1/top_k (a
     route of every token; top_k > 10), and no hot expert where the other experts cannot fill a
     token's top_k."""
-    if top_k > experts - 1:
+    if not hot_fits(top_k, experts):
         return ROBUST_ROUTINGS[:2]
     return ROBUST_ROUTINGS if top_k <= 10 else (*ROBUST_ROUTINGS[:2], f"hot:{1 / top_k!r}")
 
@@ -339,9 +343,8 @@ def _routing_scores(scenario: Scenario, params: Params, g: dict, lags: tuple[int
         lat, overflow = lat.reshape(len(lags), n).T, overflow.reshape(len(lags), n).T
     else:
         lat, _, overflow, _ = _grid_latency(scenario, params, g, lags)
-    limit = BUFFER_SHARE_OF_HBM * scenario.hardware.hbm_gb * 1e9
-    too_big = buffer_bytes(scenario, g["minibatch"], g["macrobatch"], g["capacity"],
-                           g["combine_push"]) > limit
+    mem, limit = _grid_buffers(scenario, g)
+    too_big = mem > limit
     lat[overflow | (too_big[:, None] if each_lag else too_big)] = np.inf
     return lat
 

@@ -161,6 +161,18 @@ def _distinct(draws: list, shape: tuple[int, int], bound: int) -> np.ndarray:
 GUMBEL_BELOW = 0.02
 
 
+def hot_fits(top_k: int, experts: int) -> bool:
+    """Whether hot routing can route this model: its other experts fill a token's top_k."""
+    return top_k <= experts - 1
+
+
+def check_hot_fits(spec: str, top_k: int, experts: int) -> None:
+    """Refuse hot routing `spec` where the other experts cannot fill a token's top_k."""
+    if not hot_fits(top_k, experts):
+        raise MokInputError(f"--routing {spec!r}: the other {experts - 1} experts cannot fill a "
+                            f"token's top_k = {top_k} slots; use uniform or zipf:S")
+
+
 def _nearly_all(top_k: int, experts: int) -> bool:
     """A token takes nearly all of `experts` equally likely ones: redrawing its repeats would
     stall (the same rule as GUMBEL_BELOW for zipf), so its k are drawn without replacement."""
@@ -310,9 +322,7 @@ def _routings(kind: str, arg, spec: str, rows: int, experts: int, top_k: int, se
             (rows, top_k), experts))
     # hot: expert 0 takes a share F of all routes; the others share the rest uniformly
     share = float(arg)
-    if top_k > experts - 1:
-        raise MokInputError(f"--routing {spec!r}: the other {experts - 1} experts cannot fill a "
-                            f"token's top_k = {top_k} slots; use uniform or zipf:S")
+    check_hot_fits(spec, top_k, experts)
     if _nearly_all(top_k, experts - 1):
         flat = np.full(experts - 1, 1.0 / (experts - 1))
         out = [_without_replacement(r, flat, np.arange(1, experts, dtype=np.int32), (rows, top_k))
