@@ -21,7 +21,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from .analytic import US, expert_ffn_time, fabric_gbps, loads, one_domain, quantize_time
+from .analytic import (US, expert_ffn_time, fabric_gbps, loads, one_domain, quantize_time,
+                       scale_out_time)
 from .params import Params
 from .scenario import ELEMENT_BYTES, Scenario
 
@@ -244,21 +245,24 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
 
     per_gpu_after = sum(gpu.values())  # (P,)
     per_gpu_before = sum(before.values()) if before else np.zeros(P)
-    slow = int(np.argmax(per_gpu_before + per_gpu_after))
-    typ = int(np.argsort(per_gpu_before + per_gpu_after, kind="stable")[P // 2])
+    per_gpu = per_gpu_before + per_gpu_after
+    slow = int(np.argmax(per_gpu))
+    typ = int(np.argsort(per_gpu, kind="stable")[P // 2])
     terms = {"launch": launch, "schedule": p["schedule_us"] * US}
     terms.update({name: float(np.broadcast_to(v, (P,))[typ]) for name, v in before.items()})
     terms["host_sync"] = sync
     terms.update({name: float(np.broadcast_to(v, (P,))[typ]) for name, v in gpu.items()})
-    # after the sync the host launches `ops` operations one by one; the GPU waits when it is faster
-    ops = host_ops(scn, p, system)
-    gpu_after = float(per_gpu_after[typ])
-    terms["host_launch_exposed"] = max(0.0, ops * launch + coll_after * coll - gpu_after)
-    terms["load_imbalance"] = float((per_gpu_before + per_gpu_after)[slow] - (per_gpu_before + per_gpu_after)[typ])
+    # after the sync the host launches `ops` operations one by one; a GPU whose work after the
+    # sync is faster waits for it. The pass ends with the last GPU: host_launch_exposed is what
+    # the host adds to the slowest GPU's work, never negative, and never less where a GPU works more
+    host = host_ops(scn, p, system) * launch + coll_after * coll
+    ends = per_gpu_before + np.maximum(host, per_gpu_after)
+    terms["host_launch_exposed"] = float(np.max(ends) - per_gpu[slow])
+    terms["load_imbalance"] = float(per_gpu[slow] - per_gpu[typ])
     terms["quantize"] = quantize_time(scn, p)  # serial, before the dispatch (0 for BF16)
     if scn.domains > 1:  # spanning domains is its own term, as in analytic.mok_terms
         one = baseline_terms(one_domain(scn), p, system)["terms"]
-        one["scale_out"] = sum(terms.values()) - sum(one.values())
+        one["scale_out"] = scale_out_time(sum(terms.values()), sum(one.values()))
         terms = one
     work = {"dispatch": float(np.max(disp)), "combine": float(np.max(comb)),
             "routed_gemm": float(ffn(hw.sms)[slow]), "shared_expert": float(shared(hw.sms)[slow])}

@@ -138,6 +138,19 @@ def _plausible(hw: Hardware) -> None:
                                 f"{unit} (a plausible range for any real or future GPU)")
 
 
+def _check_sources(hw: Hardware) -> None:
+    """A hardware's [sources] table (optional in a user's file): for fields it has, a citation
+    each, as text."""
+    fields = {f.name for f in dataclasses.fields(Hardware)} - {"name", "sources"}
+    for key, text in hw.sources.items():
+        if key not in fields:
+            raise MokInputError(f"hardware {hw.name!r}: sources.{key} names no hardware field; "
+                                f"a source cites one of {sorted(fields)}")
+        if not isinstance(text, str) or not text.strip():
+            raise MokInputError(f"hardware {hw.name!r}: sources.{key}={text!r} must be a "
+                                f"non-empty string (where the value comes from)")
+
+
 def _validated_hardware(hw: Hardware) -> Hardware:
     for key in ("sms", "bf16_tflops", "fp8_tflops", "hbm_tbps", "hbm_gb", "link_gbps",
                 "domain_size"):
@@ -146,6 +159,7 @@ def _validated_hardware(hw: Hardware) -> Hardware:
                 "scaleout_latency_us", "tier_latency_us", "leaf_gpus"):
         _positive("hardware", hw.name, key, getattr(hw, key), allow_zero=True)
     _plausible(hw)
+    _check_sources(hw)
     if hw.sms < 2:
         raise MokInputError(f"hardware {hw.name!r}: sms={hw.sms} must be >= 2 (one SM at least "
                             f"moves data and one computes)")

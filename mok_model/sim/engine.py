@@ -8,7 +8,7 @@ from pathlib import Path
 
 import numpy as np
 
-from ..analytic import mok_config_terms
+from ..analytic import mok_config_terms, scale_out_time
 from ..errors import MokInputError
 from ..params import Params
 from ..scenario import SYSTEMS, Config, Scenario, default_config
@@ -101,9 +101,8 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
         # the same pass simulated on one domain, scale_out what the scale-out links add
         one = _simulate(one_domain(scenario), config, system, params, None, schedule, frozenset(),
                         max_peers, chunk_bytes, merge_s, refuse_overflow)
-        extra = pred.latency_ms - one.latency_ms
-        # the same pass on one domain can end a rounding error later (-2e-16 ms): no such term
-        pred.breakdown_ms = {**one.breakdown_ms, "scale_out": 0.0 if -1e-9 < extra < 0 else extra}
+        pred.breakdown_ms = {**one.breakdown_ms,
+                             "scale_out": scale_out_time(pred.latency_ms, one.latency_ms)}
     return pred
 
 
