@@ -1415,6 +1415,36 @@ def _kernels() -> dict[str, Any]:
     return _KERNELS
 
 
+# GPUs on which the GPU tests have compared the kernels with float32: sm_90 (H100 and H200). The
+# forward and backward compile for sm_100 as well (benchmarks/cpu/compile_megakernel.py --arch
+# 100) but have never run there.
+CHECKED_ARCHS = ((9, 0),)
+_WARNED_ARCHS: set = set()
+
+
+def check_gpu(device: str, precision: str) -> None:
+    """Refuse a GPU the kernel cannot run on (under sm_80: no BF16 tensor cores; FP8 under
+    sm_89: no e4m3 tensor cores); warn once per architecture where the kernel compiles but has
+    not been checked against float32 (CHECKED_ARCHS). Nothing on a device that is not a GPU."""
+    dev = torch.device(device)
+    if dev.type != "cuda" or not torch.cuda.is_available():
+        return
+    arch = tuple(torch.cuda.get_device_capability(dev))
+    gpu = f"{torch.cuda.get_device_name(dev)} (sm_{arch[0]}{arch[1]})"
+    if arch < (8, 0):
+        raise ValueError(f"the megakernel needs BF16 tensor cores (sm_80 or newer); {gpu} has none")
+    if precision == "fp8" and arch < (8, 9):
+        raise ValueError(f"precision='fp8' needs e4m3 tensor cores (sm_89 or newer); {gpu} has "
+                         f"none: use precision='bf16'")
+    if arch not in CHECKED_ARCHS and arch not in _WARNED_ARCHS:
+        _WARNED_ARCHS.add(arch)
+        import warnings
+
+        warnings.warn(f"the megakernel has been checked against float32 on sm_90 GPUs (H100, H200) "
+                      f"only; on {gpu} run `pytest -m gpu tests/test_kernels_gpu.py "
+                      f"tests/test_autograd_gpu.py` before trusting its outputs", stacklevel=3)
+
+
 def weights_key(w: MoEWeights) -> tuple:
     """What identifies the values of a layer's weights while no one writes them behind
     PyTorch's back: each tensor's address, version counter (bumped by every in-place write,
@@ -1450,6 +1480,7 @@ class MoKLayer:
     def __post_init__(self) -> None:
         self.cfg.validate()
         w, cfg = self.weights, self.cfg
+        check_gpu(self.device, cfg.precision)
         self.loaded_key = weights_key(w)     # which weights the packed buffers hold (load_weights)
         self.local_group = isinstance(self.group, LocalGroup)
         self.gluon = None            # fp8_kernel="gluon": the GluonFP8MoK that runs the pass

@@ -6,6 +6,7 @@ from __future__ import annotations
 import dataclasses
 import json
 import math
+import re
 
 import pytest
 import torch
@@ -707,3 +708,32 @@ def test_load_weights_equals_construction(ep, rank, i, ishared, fuse_gu, local):
     assert lay.loaded_key == weights_key(b) != weights_key(a)
     b.wg.add_(1.0)                                            # an in-place write: a new key
     assert lay.loaded_key != weights_key(b)
+
+
+@pytest.mark.parametrize("arch,precision,outcome", [
+    ((7, 0), "bf16", "needs BF16 tensor cores (sm_80 or newer)"),
+    ((8, 0), "fp8", "precision='fp8' needs e4m3 tensor cores (sm_89 or newer)"),
+    ((10, 0), "bf16", "warn"), ((8, 9), "fp8", "warn"), ((9, 0), "fp8", None)])
+def test_a_gpu_the_kernel_cannot_run_on_is_refused(monkeypatch, arch, precision, outcome):
+    """The megakernel refuses GPUs without the tensor cores it needs and warns, once per
+    architecture, where it has not been checked against float32 (only sm_90 has)."""
+    import warnings
+
+    from mok_kernels import megakernel as mk
+
+    monkeypatch.setattr(torch.cuda, "is_available", lambda: True)
+    monkeypatch.setattr(torch.cuda, "get_device_capability", lambda dev=None: arch)
+    monkeypatch.setattr(torch.cuda, "get_device_name", lambda dev=None: "GPU")
+    monkeypatch.setattr(mk, "_WARNED_ARCHS", set())
+    with warnings.catch_warnings(record=True) as seen:
+        warnings.simplefilter("always")
+        if outcome not in (None, "warn"):
+            with pytest.raises(ValueError, match=re.escape(outcome)):
+                mk.check_gpu("cuda", precision)
+            return
+        mk.check_gpu("cuda", precision)
+        mk.check_gpu("cuda:0", precision)               # once per architecture
+    assert len(seen) == (outcome == "warn"), [str(w.message) for w in seen]
+    if seen:
+        assert "checked against float32 on sm_90" in str(seen[0].message)
+    mk.check_gpu("cpu", precision)                      # no GPU: nothing to check

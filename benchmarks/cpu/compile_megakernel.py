@@ -1,11 +1,11 @@
-"""Compile the megakernels for sm_90 on a machine with no GPU, through MoKLayer (and MoKBackward):
+"""Compile the megakernels for sm_90 (or another --arch) on a machine with no GPU, through MoKLayer (and MoKBackward):
 a Triton compile error, a lost 16-byte vector or an unintended change of the generated code shows
 here before a GPU call is spent (mok_kernels/NOTES.md "Session 40").
 
     python3 -m venv /tmp/tvenv && /tmp/tvenv/bin/pip install triton==3.6.0
     PYTHONPATH=.:/tmp/tvenv/lib/python3.11/site-packages .venv/bin/python \\
         benchmarks/cpu/compile_megakernel.py [--hidden 2048,2880] [--precision bf16,fp8] \\
-        [--modes push/push] [--set skip_gemm=1] [--all-ranks] [--pass bwd]
+        [--modes push/push] [--set skip_gemm=1] [--all-ranks] [--pass bwd] [--arch 100]
 
 Triton 3.6 is the device image's; it compiles to PTX and cubin with its own ptxas. A stand-in
 driver names an H200 (sm_90, 132 SMs) and every kernel launch only compiles (Triton's warm-up
@@ -28,9 +28,10 @@ import sys
 import types
 
 
-def stand_in_gpu():
-    """Point Triton at an sm_90 target with no driver, launches compiling only; torch.cuda's
-    device queries answer for an H200. Returns the list the compiled kernels are appended to."""
+def stand_in_gpu(arch: int = 90):
+    """Point Triton at an sm_`arch` target with no driver, launches compiling only; torch.cuda's
+    device queries answer for an H200 of that compute capability. Returns the list the compiled
+    kernels are appended to."""
     import torch
     from triton.backends.compiler import GPUTarget
     from triton.runtime import driver
@@ -38,7 +39,7 @@ def stand_in_gpu():
 
     class CompileOnly:
         def get_current_target(self):
-            return GPUTarget("cuda", 90, 32)
+            return GPUTarget("cuda", arch, 32)
 
         def get_current_device(self):
             return 0
@@ -66,7 +67,7 @@ def stand_in_gpu():
     props = types.SimpleNamespace(multi_processor_count=132, name="H200 (compile only)",
                                   total_memory=141 * 2**30)
     torch.cuda.get_device_properties = lambda *a, **k: props
-    torch.cuda.get_device_capability = lambda *a, **k: (9, 0)
+    torch.cuda.get_device_capability = lambda *a, **k: divmod(arch, 10)
     torch.cuda.synchronize = lambda *a, **k: None
     torch.cuda.current_device = lambda: 0
     return compiled
@@ -117,12 +118,15 @@ def main(argv: list[str] | None = None) -> int:
                    help="bwd: the backward megakernel (BF16, pull/push forward)")
     p.add_argument("--tiles", default="recompute;training", help="--pass bwd: semicolon list of "
                    "recompute, training or a backward.BackwardTiles spec (field=value,...)")
+    p.add_argument("--arch", type=int, default=90, help="compute capability x 10 to compile for "
+                   "(90: Hopper; 100: Blackwell B200 / GB200, where the kernel compiles but has "
+                   "never run)")
     a = p.parse_args(argv)
     extra = {f: int(v) if v.lstrip("-").isdigit() else v
              for f, v in (kv.split("=") for kv in a.set.split(",") if kv)}
     os.environ["TRITON_ALWAYS_COMPILE"] = "1"     # run ptxas even for a cached kernel: its log
     os.environ["TRITON_DUMP_PTXAS_LOG"] = "1"     # (registers, spills) is printed, not cached
-    compiled = stand_in_gpu()
+    compiled = stand_in_gpu(a.arch)
     import torch
 
     from mok_kernels import reference as ref
