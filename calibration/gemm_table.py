@@ -43,7 +43,7 @@ from .checks import required_text
 SYSTEM = "gemm-only"
 TILE_M, TILE_N = IDEAL_TILE, IDEAL_TILE  # the parameters' gemm_tile_m, gemm_tile_n (priors.py)
 # the phase mechanism's starting point and bounds (mok_model/gemm_table.py): a tile at 60% of an
-# SM's peak (the kernel's large-shape efficiency, README), 1 us per item (a K-pipeline fill),
+# SM's peak (the kernel's large-shape efficiency, docs/results.md), 1 us per item (a K-pipeline fill),
 # the H200's measured device copy, 4.20 of its 4.8 TB/s HBM (calibration/priors.py hbm_eff: a
 # start on the bound stalled the fit in a local minimum), 20 us per launch (a graph replay)
 MECH_START = {"tensor_eff": 0.6, "item_us": 1.0, "hbm_gbps": 4200.0, "launch_us": 20.0}

@@ -220,7 +220,7 @@ class MegakernelForward:
     kernel in the parameters' layout and dtype, w_bf16 for bf16 parameters, the bits a float32
     result cast to them has). One H200,
     kimi-k2 / glm-5 EP 8: backward 23.52 -> 17.36 ms and 19.25 -> 13.71 ms at 4096 tokens, for
-    +1.1-3.7% on the forward (README, "Backward megakernel and FP8 forward"); writing the
+    +1.1-3.7% on the forward (docs/kernels.md, "Backward megakernel and FP8 forward"); writing the
     weight gradients directly took the autograd backward from 34.5 to 26.8 ms (E 64, H 7168,
     I 2048, 4096 tokens, EP 1, bf16; 2026-12-02, benchmarks/bwd_autograd_cost.py). Under no_grad /
     inference_mode, or with nothing requiring grad, nothing is saved and the forward costs as

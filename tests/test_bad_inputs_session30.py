@@ -1,4 +1,4 @@
-"""Bad input left unfixed by session 29's fuzzing (README "Session 29: bad input"), fixed in
+"""Bad input left unfixed by session 29's fuzzing (docs/bad-input.md "Session 29: bad input"), fixed in
 session 30: absurd but finite hardware numbers, run records with a partial model shape, repeated
 single-value flags, tools printing `mok: error:`, and `calibrate --base` naming no hardware.
 Each case is one line naming the value and the rule, exit status 2."""

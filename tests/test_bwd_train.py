@@ -201,7 +201,7 @@ def test_training_tiles_write_each_weight_gradient_once_in_bf16():
 @pytest.mark.parametrize("engine", ["analytic", "sim"])
 def test_training_tiles_predicted_faster(engine):
     """With the shipped parameters the training tiles are predicted faster than the recomputing
-    ones (measured 1.2-1.6x: README, "Backward megakernel"), in both engines."""
+    ones (measured 1.2-1.6x: docs/kernels.md, "Backward megakernel"), in both engines."""
     for model, tokens in (("kimi-k2", 1024), ("glm-5", 4096)):
         r, t = (predict(scn(model, tokens, tiles), CFG, "mok", _shipped(), engine).latency_ms
                 for tiles in ("recompute", "training"))

@@ -419,7 +419,7 @@ def test_validate_bands_on_the_plot_and_in_json(tmp_path, capsys):
 
 
 def test_report_auto_joins_runs_setting_by_setting(tmp_path, capsys):
-    """calibration.report_auto: the session-20 table as the README prints it, and two runs of a
+    """calibration.report_auto: the session-20 table as docs/knobs.md prints it, and two runs of a
     sweep joined setting by setting (each its better run), so the join is never worse than
     either run's pick / best."""
     from calibration.report_auto import main as report_auto, rows
