@@ -1430,13 +1430,15 @@ def check_gpu(device: str, precision: str) -> None:
     if dev.type != "cuda" or not torch.cuda.is_available():
         return
     arch = tuple(torch.cuda.get_device_capability(dev))
+    if arch in CHECKED_ARCHS:
+        return
     gpu = f"{torch.cuda.get_device_name(dev)} (sm_{arch[0]}{arch[1]})"
     if arch < (8, 0):
         raise ValueError(f"the megakernel needs BF16 tensor cores (sm_80 or newer); {gpu} has none")
     if precision == "fp8" and arch < (8, 9):
         raise ValueError(f"precision='fp8' needs e4m3 tensor cores (sm_89 or newer); {gpu} has "
                          f"none: use precision='bf16'")
-    if arch not in CHECKED_ARCHS and arch not in _WARNED_ARCHS:
+    if arch not in _WARNED_ARCHS:
         _WARNED_ARCHS.add(arch)
         import warnings
 
@@ -1480,13 +1482,13 @@ class MoKLayer:
     def __post_init__(self) -> None:
         self.cfg.validate()
         w, cfg = self.weights, self.cfg
-        check_gpu(self.device, cfg.precision)
         self.loaded_key = weights_key(w)     # which weights the packed buffers hold (load_weights)
         self.local_group = isinstance(self.group, LocalGroup)
         self.gluon = None            # fp8_kernel="gluon": the GluonFP8MoK that runs the pass
         if cfg.precision == "fp8" and cfg.fp8_kernel == "gluon":
-            self._init_gluon()
+            self._init_gluon()       # sm_90 only: it refuses every other GPU
             return
+        check_gpu(self.device, cfg.precision)
         if self.local_group:
             if self.group.size != self.ep or self.rank is None or not 0 <= self.rank < self.ep:
                 raise ValueError(f"LocalGroup of {self.group.size} ranks needs ep={self.group.size} "
