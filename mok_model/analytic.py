@@ -78,6 +78,15 @@ def loads(scn: Scenario) -> Loads:
     return ld
 
 
+def link_port_time(r_in, r_out, act: float, out: float, link_in, link_out):
+    """Seconds the busier link port of each GPU carries a pass's two exchanges: its ingress the
+    `r_in` rows it receives (`act` bytes each) and its `r_out` routed-away rows coming home
+    (`out` bytes each), its egress the reverse; `link_in` / `link_out`: the fabric's bytes/s
+    for those rows (fabric_gbps)."""
+    return np.maximum(r_in * act / link_in + r_out * out / link_out,
+                      r_out * act / link_out + r_in * out / link_in)
+
+
 def fabric_gbps(scn: Scenario, p: Params, remote_rows, cross_rows):
     """Effective fabric bandwidth (bytes/s) for a GPU's remote rows: NVLink, and the slower
     scale-out link for the share of rows that leave the domain."""
@@ -544,6 +553,14 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     ring_end = start + M * step + ((M - 1) * kk_comm if after else 0.0)
     ring_chain = np.where(recycled, ring_end + tail + sig_end, 0.0)
     pipe = np.maximum(np.maximum(compute_chain, comm_chain), np.maximum(fabric_chain, ring_chain))
+    # a GPU's link ports carry both exchanges at once: its ingress the rows it receives
+    # (dispatch) and its own tokens' outputs coming home (combine), its egress the reverse. The
+    # chains above each put one exchange on the links; no schedule ends before the busier port
+    # has carried both. Ranks emulated on one GPU have no link (their peers are in local HBM).
+    link_chain = 0.0
+    if not hw.emulated_ranks and P > 1:
+        link_chain = lat + link_port_time(r_in, r_out, act, out, link_in, link_out) + sig_end
+        pipe = np.maximum(pipe, link_chain)
     wraps = np.maximum(np.ceil(it_rows / ring_rows) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US
     per_gpu = pipe + ring  # (C, P)
@@ -577,7 +594,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     comm_bound = at(comm_chain > compute_chain)  # which chain shapes the critical path
     # what bounds the pass: the busier resource of the median GPU, the fabric (dispatch and
     # combine) or the SMs' GEMMs (the compute chain may be critical only by waiting for rows)
-    comm_busier = at(M * (d + kk)) > at(shared + M * c)
+    comm_busier = (at(M * (d + kk)) > at(shared + M * c)) | at(link_chain > compute_chain)
     fill = np.where(comm_bound, at(sig_dispatch + c), at(np.maximum(shared, first)))
     drain = np.where(comm_bound, at(sig_end), at(tail + sig_end))
     # the fill costs minibatch 0's GEMMs on the compute SMs alone; where the comm SMs join and

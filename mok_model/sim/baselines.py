@@ -201,16 +201,22 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
                    ("gemm_combine_overlap", both(g, compute(g, "down", gg / 2), exchange(g, "combine"))),
                    ("shared_expert", compute(g, "shared expert", du["shared"](hw.sms))),
                    ("unpermute", compute(g, "unpermute", du["unpermute"]))]
-        host0 = env.now
-        for j, (label, gen) in enumerate(seq):
-            # the host launches ops (and its collective calls) one by one
-            launched = host0 + (ops * du["launch"] + du["collectives"]) * j / len(seq)
-            if env.now < launched:
+        host0, host = env.now, ops * du["launch"] + du["collectives"]
+
+        def wait_host(until):
+            if env.now < until:
                 t0 = env.now
-                yield env.timeout(launched - env.now)
+                yield env.timeout(until - env.now)
                 phase_t[g]["host_launch_exposed"] = phase_t[g].get("host_launch_exposed", 0.0) + env.now - t0
                 spans.append((g, tr.HOST, "waiting for host launches", t0, env.now - t0))
+
+        for j, (label, gen) in enumerate(seq):
+            # the host launches ops (and its collective calls) one by one, a share of them for
+            # each step; a step starts with its first op launched
+            yield from wait_host(host0 + host * j / len(seq))
             yield from timed(label, gen)
+        # and the pass ends no earlier than the host's last launch (as baseline_terms reads it)
+        yield from wait_host(host0 + host)
         ends[g] = env.now
 
     for g in range(P):

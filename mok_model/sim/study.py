@@ -1,20 +1,28 @@
 """Where the simulator and the analytic model disagree: a table per effect (docs/sim-study.md).
 
     .venv/bin/python -m mok_model.sim.study [--quick]
+    .venv/bin/python -m mok_model.sim.study --random 400 [--seed 1]
 
 Every row simulates one pass and evaluates the analytic model on the same workload, knobs and
-parameters (the shipped gb300-nvl72 defaults), and prints both with their relative difference.
+parameters (the shipped gb300-nvl72 defaults unless a table names others), and prints both with
+their relative difference. `--random N`: N random valid questions instead (any hardware and
+model preset, EP 2-64, 1-8,192 tokens, either pass, BF16 or FP8, three routings, MoK at the
+tuner's knobs or a baseline), summarized per system, with the ten largest disagreements.
 """
 
 from __future__ import annotations
 
+import random
 import time
 
+import numpy as np
+
 from ..cli import doc_parser, run_tool
+from ..errors import MokInputError
 from ..params import load_params
-from ..predict import analytic_baseline, analytic_mok
-from ..presets import load_hardware, load_model
-from ..scenario import Config, Scenario
+from ..predict import analytic_baseline, analytic_mok, predict
+from ..presets import hardware_names, load_hardware, load_model, model_names
+from ..scenario import SYSTEMS, Config, Scenario
 from . import simulate
 
 HW = "gb300-nvl72"
@@ -37,7 +45,10 @@ def _row(label: str, scn: Scenario, cfg: Config | None, system: str = "mok", hw_
 def main(argv: list[str] | None = None) -> int:
     ap = doc_parser("python -m mok_model.sim.study", __doc__)
     ap.add_argument("--quick", action="store_true", help="fewer rows")
-    return run_tool(ap, _tables, argv)
+    ap.add_argument("--random", type=int, default=0, metavar="N",
+                    help="N random valid questions instead of the tables")
+    ap.add_argument("--seed", type=int, default=1, help="--random's seed")
+    return run_tool(ap, lambda a: random_questions(a.random, a.seed) if a.random else _tables(a), argv)
 
 
 def _tables(a) -> int:
@@ -82,6 +93,60 @@ def _tables(a) -> int:
     for system in ("nccl-torch", "deepep", "comet"):
         print(_row(system, base, None, system))
     large_ep(a.quick)
+    link_ports(a.quick)
+    print(f"\n({time.perf_counter() - t0:.0f} s)")
+    return 0
+
+
+def link_ports(quick: bool = False) -> None:
+    """K. Narrow experts whose exchanges outlast their GEMMs: each GPU's link ports carry the
+    dispatch and the combine at once (the tuner's knobs, each hardware's shipped parameters)."""
+    head = ("| case | sim ms | analytic ms | sim vs analytic | sim fill / steady / drain / imbalance "
+            "| analytic fill / steady / drain / imbalance |\n|---|---|---|---|---|---|")
+    print("\n### K. link ports shared by dispatch and combine (tuned knobs)\n" + head)
+    cases = [("h200-hgx8", "qwen3-next-80b-a3b", 8, 4904), ("h200-hgx8", "qwen3-30b-a3b", 8, 4096),
+             ("h200-hgx8", "qwen3-30b-a3b", 8, 8192), ("gb300-nvl72", "qwen3-30b-a3b", 32, 4096),
+             ("gb300-nvl72", "qwen3-next-80b-a3b", 64, 4096), ("h200-hgx8", "kimi-k2", 8, 4096)]
+    for hw, model, ep, tokens in (cases[:2] if quick else cases):
+        s = Scenario(load_hardware(hw), load_model(model), ep, tokens)
+        cfg = predict(s).config
+        print(_row(f"{hw}, {model}, EP {ep}, {tokens} tokens ({cfg.dispatch}/{cfg.combine}, "
+                   f"minibatch {cfg.minibatch}, {cfg.comm_sms} comm SMs)", s, cfg, hw_params=hw))
+
+
+def random_questions(n: int, seed: int) -> int:
+    """Both engines on `n` random valid questions (module docstring): the simulator over the
+    analytic latency, per system, and the largest disagreements."""
+    rng = random.Random(seed)
+    hws, models, t0 = hardware_names(), model_names(), time.perf_counter()
+    rows: list[tuple] = []
+    while len(rows) < n:
+        hw, m = load_hardware(rng.choice(hws)), load_model(rng.choice(models))
+        eps = [e for e in (2, 4, 8, 16, 32, 64) if m.routed_experts % e == 0
+               and e <= 2 * max(hw.domain_size, 8)]
+        ep, tokens = rng.choice(eps), int(round(2 ** rng.uniform(0, 13)))
+        pass_, precision = rng.choice(["fwd", "fwd", "bwd"]), rng.choice(["bf16", "bf16", "fp8"])
+        routing = rng.choice(["uniform", "uniform", "zipf:1.2", "hot:0.1"])
+        system = rng.choice(["mok"] * (len(SYSTEMS) - 1) + list(SYSTEMS[1:]))
+        try:
+            scn = Scenario(hw, m, ep, tokens, pass_, precision, routing)
+            a = predict(scn, None, system)
+            s = predict(scn, a.config, system, engine="sim")
+        except MokInputError:       # a question the model refuses (e.g. FP8 on a part without it)
+            continue
+        where = f"{hw.name} {m.name} EP {ep} {tokens} tokens {pass_} {precision} {routing}"
+        rows.append((s.latency_ms / a.latency_ms, system, where, a.config, a.latency_ms, s.latency_ms))
+    print(f"{n} random questions (seed {seed}), simulator / analytic latency:\n")
+    print("| system | questions | min | p5 | median | p95 | max |\n|---|---|---|---|---|---|---|")
+    for system in SYSTEMS:
+        r = np.array([x[0] for x in rows if x[1] == system])
+        if len(r):
+            q = np.percentile(r, [0, 5, 50, 95, 100])
+            print(f"| {system} | {len(r)} | " + " | ".join(f"{v:.3f}" for v in q) + " |")
+    print("\nlargest disagreements:")
+    for ratio, system, where, cfg, a_ms, s_ms in sorted(rows, key=lambda x: -abs(np.log(x[0])))[:10]:
+        knobs = f" {cfg.dispatch}/{cfg.combine} mb {cfg.minibatch} comm SMs {cfg.comm_sms}" if cfg else ""
+        print(f"  {ratio:.3f} {system}: {where}{knobs}: analytic {a_ms:.3f} ms, sim {s_ms:.3f} ms")
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     return 0
 
