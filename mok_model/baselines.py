@@ -252,11 +252,18 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
     terms.update({name: float(np.broadcast_to(v, (P,))[typ]) for name, v in before.items()})
     terms["host_sync"] = sync
     terms.update({name: float(np.broadcast_to(v, (P,))[typ]) for name, v in gpu.items()})
-    # after the sync the host launches `ops` operations one by one; a GPU whose work after the
-    # sync is faster waits for it. The pass ends with the last GPU: host_launch_exposed is what
-    # the host adds to the slowest GPU's work, never negative, and never less where a GPU works more
+    # after the sync the host launches `ops` operations one by one, an equal share of them for
+    # each step of `gpu` in order: a GPU runs a step once the host has launched it and the GPU
+    # has done the step before, and its pass ends no earlier than the host's last launch (the
+    # simulator's schedule, sim/baselines.py). The pass ends with the last GPU:
+    # host_launch_exposed is what the host adds to the slowest GPU's work, never negative, and
+    # a GPU that works more never ends sooner
     host = host_ops(scn, p, system) * launch + coll_after * coll
-    ends = per_gpu_before + np.maximum(host, per_gpu_after)
+    steps = [np.broadcast_to(v, (P,)) for v in gpu.values()]
+    done = np.zeros(P)
+    for j, step in enumerate(steps):
+        done = np.maximum(done, host * j / len(steps)) + step
+    ends = per_gpu_before + np.maximum(done, host)
     terms["host_launch_exposed"] = float(np.max(ends) - per_gpu[slow])
     terms["load_imbalance"] = float(per_gpu[slow] - per_gpu[typ])
     terms["quantize"] = quantize_time(scn, p)  # serial, before the dispatch (0 for BF16)
