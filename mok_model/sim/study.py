@@ -48,7 +48,16 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--random", type=int, default=0, metavar="N",
                     help="N random valid questions instead of the tables")
     ap.add_argument("--seed", type=int, default=1, help="--random's seed")
-    return run_tool(ap, lambda a: random_questions(a.random, a.seed) if a.random else _tables(a), argv)
+    return run_tool(ap, _run, argv)
+
+
+def _run(a) -> int:
+    """The tables, or --random's questions (their flags checked first)."""
+    if a.random < 0:
+        raise MokInputError(f"--random {a.random} must be >= 1 (questions; 0 or unset: the tables)")
+    if a.seed < 0:
+        raise MokInputError(f"--seed {a.seed} must be >= 0")
+    return random_questions(a.random, a.seed) if a.random else _tables(a)
 
 
 def _tables(a) -> int:
