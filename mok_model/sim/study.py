@@ -133,6 +133,8 @@ def random_questions(n: int, seed: int) -> int:
         hw, m = load_hardware(rng.choice(hws)), load_model(rng.choice(models))
         eps = [e for e in (2, 4, 8, 16, 32, 64) if m.routed_experts % e == 0
                and e <= 2 * max(hw.domain_size, 8)]
+        if not eps:
+            continue
         ep, tokens = rng.choice(eps), int(round(2 ** rng.uniform(0, 13)))
         pass_, precision = rng.choice(["fwd", "fwd", "bwd"]), rng.choice(["bf16", "bf16", "fp8"])
         routing = rng.choice(["uniform", "uniform", "zipf:1.2", "hot:0.1"])
