@@ -557,9 +557,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # (dispatch) and its own tokens' outputs coming home (combine), its egress the reverse. The
     # chains above each put one exchange on the links; no schedule ends before the busier port
     # has carried both. Ranks emulated on one GPU have no link (their peers are in local HBM).
-    link_chain = 0.0
+    link_chain, port = 0.0, np.zeros_like(pipe)
     if not hw.emulated_ranks and P > 1:
-        link_chain = lat + link_port_time(r_in, r_out, act, out, link_in, link_out) + sig_end
+        port = np.broadcast_to(link_port_time(r_in, r_out, act, out, link_in, link_out), pipe.shape)
+        link_chain = lat + port + sig_end
         pipe = np.maximum(pipe, link_chain)
     wraps = np.maximum(np.ceil(it_rows / ring_rows) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US
@@ -592,9 +593,11 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
 
     # critical path of the typical GPU, then the straggler's excess as load_imbalance
     comm_bound = at(comm_chain > compute_chain)  # which chain shapes the critical path
-    # what bounds the pass: the busier resource of the median GPU, the fabric (dispatch and
-    # combine) or the SMs' GEMMs (the compute chain may be critical only by waiting for rows)
-    comm_busier = (at(M * (d + kk)) > at(shared + M * c)) | at(link_chain > compute_chain)
+    # what bounds the pass: the median GPU's busiest resource, its compute SMs' GEMMs, its comm
+    # SMs' copies or its link ports (both exchanges), as the simulator names it (sim/engine.py);
+    # the compute chain may be critical only by waiting for rows
+    limiter = np.array(["compute SMs", "comm SMs", "links"])[np.argmax(np.stack(
+        [at(shared + M * c), at(M * (d + kk_comm)), at(port)]), axis=0)]
     fill = np.where(comm_bound, at(sig_dispatch + c), at(np.maximum(shared, first)))
     drain = np.where(comm_bound, at(sig_end), at(tail + sig_end))
     # the fill costs minibatch 0's GEMMs on the compute SMs alone; where the comm SMs join and
@@ -628,7 +631,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
             "signals": at(M * (sig_dispatch + np.where(kpush, 0.0, remote_wait)) + sig_end, slow)}
     return {"terms": terms, "total": total, "finite_total": finite_total, "work": work,
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
-            "minibatches": at(M, slow), "bound": np.where(comm_busier, "comm", "compute")}
+            "minibatches": at(M, slow), "limiter": limiter,
+            "bound": np.where(limiter == "compute SMs", "compute", "comm")}
 
 
 def copy_beside_gemm(copy, gemm, slowdown: float):

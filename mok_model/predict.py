@@ -104,7 +104,8 @@ def analytic_mok(scenario: Scenario, config: Config, p: Params,
     work = {k: _ms(v[0]) for k, v in r["work"].items()}
     return Prediction(scenario, config, "mok", "analytic", sum(terms.values()), terms, work,
                       p.path, int(r["slowest_gpu"][0]),
-                      extra={"bound": str(r["bound"][0]), "minibatches": int(r["minibatches"][0])})
+                      extra={"bound": str(r["bound"][0]), "limiter": str(r["limiter"][0]),
+                             "minibatches": int(r["minibatches"][0])})
 
 
 def deepep_hybridep_note(scenario: Scenario, p: Params) -> str | None:

@@ -176,3 +176,15 @@ def test_both_engines_follow_the_same_host_launches(system):
     a, sim = predict(s, None, system), predict(s, None, system, engine="sim")
     assert sim.latency_ms == pytest.approx(a.latency_ms, rel=0.02)
     assert a.breakdown_ms["host_launch_exposed"] > 0.5 * a.latency_ms
+
+
+def test_both_engines_name_the_same_limiter():
+    """`limiter` names the median GPU's busiest resource in both engines: the links where narrow
+    experts' exchanges outlast their GEMMs, the compute SMs where wide experts' GEMMs dominate."""
+    for hw, model, ep, tokens, want in (("h200-hgx8", "qwen3-next-80b-a3b", 8, 4904, "links"),
+                                        ("h200-hgx8", "kimi-k2", 8, 4096, "compute SMs")):
+        s = scn(hw, model=model, ep=ep, tokens=tokens)
+        a = predict(s)
+        sim = predict(s, a.config, engine="sim")
+        assert a.extra["limiter"] == sim.extra["limiter"] == want
+        assert a.extra["bound"] == sim.extra["bound"] == ("compute" if want == "compute SMs" else "comm")
