@@ -557,11 +557,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # (dispatch) and its own tokens' outputs coming home (combine), its egress the reverse. The
     # chains above each put one exchange on the links; no schedule ends before the busier port
     # has carried both. Ranks emulated on one GPU have no link (their peers are in local HBM).
-    link_chain, port = 0.0, np.zeros_like(pipe)
+    port = np.zeros_like(pipe)
     if not hw.emulated_ranks and P > 1:
         port = np.broadcast_to(link_port_time(r_in, r_out, act, out, link_in, link_out), pipe.shape)
-        link_chain = lat + port + sig_end
-        pipe = np.maximum(pipe, link_chain)
+        pipe = np.maximum(pipe, lat + port + sig_end)
     wraps = np.maximum(np.ceil(it_rows / ring_rows) - 1, 0)
     ring = wraps * p["ring_wrap_us"] * US
     per_gpu = pipe + ring  # (C, P)
