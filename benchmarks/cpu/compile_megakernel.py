@@ -118,7 +118,8 @@ def main(argv: list[str] | None = None) -> int:
                    help="bwd: the backward megakernel (BF16, pull/push forward)")
     p.add_argument("--tiles", default="recompute;training", help="--pass bwd: semicolon list of "
                    "recompute, training or a backward.BackwardTiles spec (field=value,...)")
-    p.add_argument("--arch", type=int, default=90, help="compute capability x 10 to compile for "
+    p.add_argument("--arch", type=int, default=90, choices=(80, 86, 89, 90, 100, 103, 120),
+                   help="compute capability x 10 to compile for "
                    "(90: Hopper; 100: Blackwell B200 / GB200, where the kernel compiles but has "
                    "never run)")
     a = p.parse_args(argv)
