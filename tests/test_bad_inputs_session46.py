@@ -1,4 +1,5 @@
-"""Inputs found in session 46: a hardware file's [sources] table is checked like its numbers."""
+"""Inputs of session 46: a hardware file's [sources] table is checked like its numbers, and the
+engines study's --random / --seed like every count."""
 
 from __future__ import annotations
 
@@ -29,8 +30,8 @@ def test_every_preset_cites_its_numbers(tmp_path):
     user's file may leave the table out."""
     for name in hardware_names():
         hw = load_hardware(name)
-        numbers = {k for k in ("sms", "bf16_tflops", "fp8_tflops", "hbm_tbps", "hbm_gb",
-                               "link_gbps", "link_latency_us", "domain_size", "launch_us")}
+        numbers = {"sms", "bf16_tflops", "fp8_tflops", "hbm_tbps", "hbm_gb", "link_gbps",
+                   "link_latency_us", "domain_size", "launch_us"}
         assert numbers <= set(hw.sources), (name, sorted(numbers - set(hw.sources)))
     path = tmp_path / "hw.toml"
     path.write_text(_gb300_body())
