@@ -26,6 +26,9 @@ from ..scenario import SYSTEMS, Config, Scenario
 from . import simulate
 
 HW = "gb300-nvl72"
+# every table's header
+HEAD = ("| case | sim ms | analytic ms | sim vs analytic | sim fill / steady / drain / imbalance "
+        "| analytic fill / steady / drain / imbalance |\n|---|---|---|---|---|---|")
 
 
 def _row(label: str, scn: Scenario, cfg: Config | None, system: str = "mok", hw_params: str = HW,
@@ -66,26 +69,24 @@ def _tables(a) -> int:
     hw = load_hardware(HW)
     kimi = load_model("kimi-k2")
     base = Scenario(hw, kimi, 16, 4096)
-    head = ("| case | sim ms | analytic ms | sim vs analytic | sim fill / steady / drain / imbalance "
-            "| analytic fill / steady / drain / imbalance |\n|---|---|---|---|---|---|")
     one = 1 << 22
     print(f"GB300 NVL72, kimi-k2 (384 experts), EP 16, 4096 tokens/GPU unless noted; params {HW} defaults\n")
-    print("### A. minibatch size (pull/push, 40 comm SMs, ring = all rows)\n" + head)
+    print("### A. minibatch size (pull/push, 40 comm SMs, ring = all rows)\n" + HEAD)
     for mb in ((4096, one) if a.quick else (1024, 2048, 4096, 8192, 16384, one)):
         print(_row(f"minibatch {mb if mb != one else 'all rows (1 step)'}", base,
                    Config(minibatch=mb, macrobatch=max(2 * mb, 1 << 17))))
-    print("\n### B. comm SMs (minibatch 4096)\n" + head)
+    print("\n### B. comm SMs (minibatch 4096)\n" + HEAD)
     for c in ((4, 40) if a.quick else (4, 8, 16, 24, 40, 64)):
         print(_row(f"comm SMs {c}", base, Config(minibatch=4096, comm_sms=c)))
-    print("\n### C. routing skew (minibatch 4096, capacity 1.0)\n" + head)
+    print("\n### C. routing skew (minibatch 4096, capacity 1.0)\n" + HEAD)
     for r in (("uniform", "hot:0.1") if a.quick else ("uniform", "zipf:0.8", "zipf:1.2", "hot:0.05", "hot:0.1")):
         print(_row(f"routing {r}", base.with_(routing=r), Config(minibatch=4096, capacity=1.0)))
-    print("\n### D. dispatch push vs pull across EP (kimi-k2 with 4 experts per GPU, 2048 tokens)\n" + head)
+    print("\n### D. dispatch push vs pull across EP (kimi-k2 with 4 experts per GPU, 2048 tokens)\n" + HEAD)
     for ep in ((8, 64) if a.quick else (8, 16, 32, 64)):
         s = Scenario(hw, kimi.with_(routed_experts=4 * ep), ep, 2048)
         for mode in ("pull", "push"):
             print(_row(f"EP {ep} dispatch {mode}", s, Config(dispatch=mode, minibatch=4096)))
-    print("\n### E. schedule and ring buffer (minibatch 4096)\n" + head)
+    print("\n### E. schedule and ring buffer (minibatch 4096)\n" + HEAD)
     rows = 4096 * kimi.top_k
     for label, cfg, kw in (("published, ring = 2 x rows", Config(minibatch=4096, macrobatch=2 * rows), {}),
                            ("published, ring = rows / 2", Config(minibatch=4096, macrobatch=rows // 2), {}),
@@ -93,12 +94,12 @@ def _tables(a) -> int:
                            ("naive in-order, ring = 2 x rows", Config(minibatch=4096, macrobatch=2 * rows),
                             {"schedule": "naive"})):
         print(_row(label, base, cfg, **kw))
-    print("\n### F. two scale-up domains (domain of 8 GPUs, 100 GB/s NIC), one step\n" + head)
+    print("\n### F. two scale-up domains (domain of 8 GPUs, 100 GB/s NIC), one step\n" + HEAD)
     for ep in (16,) if a.quick else (16, 32):
         s = Scenario(hw.with_(domain_size=8), kimi.with_(routed_experts=4 * ep), ep, 2048)
         print(_row(f"EP {ep}, {ep // 8} domains", s, Config(minibatch=one, macrobatch=2 * one)))
         print(_row(f"EP {ep}, {ep // 8} domains, minibatch 4096", s, Config(minibatch=4096)))
-    print("\n### G. baselines (EP 16, 4096 tokens)\n" + head)
+    print("\n### G. baselines (EP 16, 4096 tokens)\n" + HEAD)
     for system in ("nccl-torch", "deepep", "comet"):
         print(_row(system, base, None, system))
     large_ep(a.quick)
@@ -110,9 +111,7 @@ def _tables(a) -> int:
 def link_ports(quick: bool = False) -> None:
     """K. Narrow experts whose exchanges outlast their GEMMs: each GPU's link ports carry the
     dispatch and the combine at once (the tuner's knobs, each hardware's shipped parameters)."""
-    head = ("| case | sim ms | analytic ms | sim vs analytic | sim fill / steady / drain / imbalance "
-            "| analytic fill / steady / drain / imbalance |\n|---|---|---|---|---|---|")
-    print("\n### K. link ports shared by dispatch and combine (tuned knobs)\n" + head)
+    print("\n### K. link ports shared by dispatch and combine (tuned knobs)\n" + HEAD)
     cases = [("h200-hgx8", "qwen3-next-80b-a3b", 8, 4904), ("h200-hgx8", "qwen3-30b-a3b", 8, 4096),
              ("h200-hgx8", "qwen3-30b-a3b", 8, 8192), ("gb300-nvl72", "qwen3-30b-a3b", 32, 4096),
              ("gb300-nvl72", "qwen3-next-80b-a3b", 64, 4096), ("h200-hgx8", "kimi-k2", 8, 4096)]
@@ -165,10 +164,8 @@ def random_questions(n: int, seed: int) -> int:
 def large_ep(quick: bool = False) -> None:
     """H. Balanced routing past one NVL72 (the network model's tiers and rails), default knobs
     but one fixed minibatch of 4096 rows, kimi-k2 with 2 experts per GPU, 2048 tokens/GPU."""
-    head = ("| case | sim ms | analytic ms | sim vs analytic | sim fill / steady / drain / imbalance "
-            "| analytic fill / steady / drain / imbalance |\n|---|---|---|---|---|---|")
     print("\n### H. past one NVL72: tiers and rails (kimi-k2, 2 experts per GPU, 2048 tokens, "
-          "minibatch 4096)\n" + head)
+          "minibatch 4096)\n" + HEAD)
     kimi = load_model("kimi-k2")
     gb = load_hardware(HW)
     u = load_hardware("rubin-ultra-nvl576")
