@@ -13,7 +13,7 @@ from mok_model.params import load_params
 from mok_model.presets import load_hardware, load_model
 from mok_model.scenario import Config, Scenario
 from mok_model.sim import simulate
-from mok_model.sim.fabric import Fluid
+from mok_model.sim.fabric import Driver, Fluid, Message
 from mok_model.sim.network import Fabric, build_network, maxmin
 
 GB300 = load_hardware("gb300-nvl72")
@@ -221,3 +221,29 @@ def test_merged_recomputation_keeps_a_resource_within_its_capacity():
         assert max(ends) >= sizes.sum() / 1e9 * 0.99, (merge_s, max(ends))
         if merge_s == 0.0:
             assert max(ends) == pytest.approx(sizes.sum() / 1e9, rel=1e-9)
+
+
+def _driver_run(batches: list[list[int]], window: int, rate: float = 1e9):
+    """Start time of each message (rows of 1 byte each) queued at once on one Driver (one
+    stream, dispatch), batch by batch; and when the last ended."""
+    env = simpy.Environment()
+    fl = Fluid(env, np.array([rate]), merge_s=0.0)
+    drv = Driver(fl, 0, "comm", 0, window=window)
+    msgs = [[Message(float(r), r, ((), ()), 0.0, (), 0, 0, "copy", -1.0, batch=b) for r in rows]
+            for b, rows in enumerate(batches)]
+    for batch in msgs:
+        for m in batch:
+            m.send(drv, fl)
+    env.run()
+    return [[m.t0 for m in batch] for batch in msgs], env.now
+
+
+def test_a_minibatch_copies_every_peer_at_once_and_the_next_waits_for_the_window():
+    """The kernel's comm programs copy a minibatch's chunks from every peer at once (schedule
+    order: expert, then source), so a batch's messages start together even past the window;
+    the next minibatch starts once fewer rows than the window are in flight (session 47: one
+    peer's message at a time before, docs/sim-study.md "M")."""
+    (t0, t1), end = _driver_run([[100] * 7, [100] * 7], window=384)
+    assert t0 == [0.0] * 7  # 700 rows in flight past a window of 384
+    assert min(t1) > 0.0 and max(t1) == min(t1)  # together, once batch 0 has drained
+    assert end == pytest.approx(1400 / 1e9, rel=1e-9)  # the SMs' rate bounds the whole

@@ -6,10 +6,10 @@ its route (sim/network.py). `Fluid` shares every resource max-min fairly among t
 crossing it (progressive filling), recomputing the rates whenever a flow starts or ends; changes
 closer than `merge_s` apart share one recomputation (a flow may start up to merge_s late, and
 frees its resources up to merge_s early, but never more than MERGE_SHARE of its own duration
-early; its own finish time stays exact). A message arrives
+early; its own finish time and its driver's window slot stay exact). A message arrives
 `latency` (its route's hop latencies) after its last byte. A `Driver` (comm SMs) starts its
-queued messages round-robin by stream, at most `window` in flight. A Join fires when all its
-messages arrived.
+queued messages round-robin by stream, at most `window` rows of each operation in flight, a
+batch's messages together. A Join fires when all its messages arrived.
 """
 
 from __future__ import annotations
@@ -219,22 +219,27 @@ class Fluid:
 
 class Driver:
     """Comm SMs: a resource of the Fluid that starts its queued messages round-robin by stream,
-    keeping at most `window` rows in flight (a message starts while fewer are; copies over routes
-    slower than `window_latency`, i.e. scale-out NICs, are posted and hold no slot)."""
+    keeping at most `window` rows of each operation in flight (a message starts while fewer are;
+    copies over routes slower than `window_latency`, i.e. scale-out NICs, are posted and hold no
+    slot). Messages of one `batch` (a minibatch whose rows the kernel's programs copy in
+    interleaved chunks, every peer's at once) start together: once one has started, the others
+    of its batch pass the window."""
 
     __slots__ = ("fluid", "rid", "name", "window", "inflight", "flows", "order", "flow_div",
-                 "window_latency", "busy_s", "busy_op", "gpu", "cap")
+                 "window_latency", "busy_s", "busy_op", "gpu", "cap", "open_batch")
 
     def __init__(self, fluid: Fluid, rid: int | None, name: str, gpu: int, window: int | None = None,
                  flow_div: int = 1):
         self.fluid, self.rid, self.name, self.gpu = fluid, rid, name, gpu
         self.cap = float(fluid.cap[rid]) if rid is not None else np.inf
-        self.window, self.inflight, self.flow_div = window, 0, flow_div
+        self.window, self.flow_div = window, flow_div
+        self.inflight = [0] * len(OPS)  # rows in flight per operation
         self.window_latency = float("inf")
         self.flows: dict = {}
         self.order: deque = deque()
         self.busy_s = 0.0
         self.busy_op = [0.0] * len(OPS)
+        self.open_batch = [None] * len(OPS)  # per operation: the batch of its last message started
 
     def put(self, msg: "Message") -> None:
         key = msg.flow // self.flow_div
@@ -245,22 +250,30 @@ class Driver:
         q.append(msg)
         self._pump()
 
+    def _startable(self, msg: "Message") -> bool:
+        return (self.window is None or self.inflight[msg.op] < self.window
+                or (msg.batch is not None and msg.batch == self.open_batch[msg.op]))
+
     def _pump(self) -> None:
-        while self.order and (self.window is None or self.inflight < self.window):
-            key = self.order.popleft()
+        while self.order:
+            key = next((k for k in self.order if self._startable(self.flows[k][0])), None)
+            if key is None:
+                return
+            self.order.remove(key)
             q = self.flows[key]
             msg = q.popleft()
             if q:
                 self.order.append(key)
             else:
                 del self.flows[key]
+            self.open_batch[msg.op] = msg.batch
             if self.window is not None and msg.latency < self.window_latency:
-                self.inflight += msg.rows
+                self.inflight[msg.op] += msg.rows
                 msg.driver = self
             msg.start(self)
 
-    def release(self, rows: int) -> None:
-        self.inflight -= rows
+    def release(self, msg: "Message") -> None:
+        self.inflight[msg.op] -= msg.rows
         self._pump()
 
 
@@ -269,17 +282,18 @@ class Message:
     ((resource ids), (loads)); `joins` hear of its arrival. `flow` (an int) names its stream."""
 
     __slots__ = ("bytes", "rows", "path", "latency", "joins", "flow", "op", "name", "scale",
-                 "sm_scale", "driver", "t0", "trace")
+                 "sm_scale", "driver", "t0", "trace", "batch")
 
     def __init__(self, nbytes: float, rows: int, path: tuple, latency: float, joins: tuple,
                  flow: int, op: int, name: str, now: float, scale: float = 1.0, sm_scale: float = 1.0,
-                 trace: tuple = ()):
+                 trace: tuple = (), batch=None):
         self.bytes, self.rows, self.path, self.latency = nbytes, rows, path, latency
         self.joins, self.flow, self.op, self.name, self.scale = joins, flow, op, name, scale
         self.sm_scale = sm_scale  # extra cost factor on the SMs that drive the copy (not on links)
         self.driver: Driver | None = None
         self.t0 = now
         self.trace = trace  # ((list, gpu, tid), ...) link threads to append this flow's span to
+        self.batch = batch  # messages its driver starts together (Driver), or None
 
     def send(self, driver: Driver | None, fluid: Fluid) -> None:
         """Queue on the driver's SMs (None: the fabric alone moves it, e.g. NICs or epilogue)."""
@@ -313,8 +327,12 @@ class Message:
         drv = self.driver
         for lst, gpu, tid in self.trace:
             lst.append((gpu, tid, self.name, self.t0, t - self.t0))
-        if drv is not None:  # the copy is done: the driver may start another
-            drv.release(self.rows)
+        if drv is not None:  # the copy is done: the driver may start another, from when it
+            now = drv.fluid.env.now  # ends (a merged recomputation may end it a little early)
+            if t > now:
+                drv.fluid.env.timeout(t - now).callbacks.append(lambda _e: drv.release(self))
+            else:
+                drv.release(self)
         t += self.latency
         for j in self.joins:
             j.add(t, self.rows)
@@ -329,7 +347,7 @@ def check_fluid(fluid: Fluid, names: list, drivers: list) -> list[str]:
     out += [f"link {names[r]}: {bi[r]} bytes in, {bo[r]} out" for r in bad[:3]]
     if fluid.active.any():
         out.append(f"{int(fluid.active.sum())} flows never finished")
-    out += [f"{d.name}: messages left in its queue" for d in drivers if d.order or d.inflight]
+    out += [f"{d.name}: messages left in its queue" for d in drivers if d.order or any(d.inflight)]
     return out
 
 

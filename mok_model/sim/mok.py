@@ -1,8 +1,10 @@
 """Discrete-event simulation of one MoK megakernel pass on every GPU of the EP group.
 
-Per GPU: C_comm comm SMs (a resource of C_comm x copy_gbps_per_sm that keeps at most
-INFLIGHT_PER_SM x C_comm copies of COPY_ROWS rows in flight, as the kernel's comm programs
-copy a minibatch's rows before the next one's; a pushing copy loads it 1 / push_copy_scale more,
+Per GPU: C_comm comm SMs (a resource of C_comm x copy_gbps_per_sm that starts the next
+minibatch's copies of an operation once fewer than INFLIGHT_PER_SM x C_comm x COPY_ROWS rows of
+it are in flight, as the kernel's comm programs copy a minibatch's rows before the next one's,
+and a minibatch's copies from or to every peer at once, as its programs take the minibatch's
+chunks in the schedule's order, expert then source; a pushing copy loads it 1 / push_copy_scale more,
 and the chunks a push dispatch or our pull combine scans for its rows push_scan_us each more, or
 the row tiles of push lanes that copy runs),
 the compute SMs (GEMMs timed by analytic.gemm_time / expert_ffn_parts for each real minibatch),
@@ -14,11 +16,11 @@ of at most chunk_bytes, never per token.
 
 Orders: received rows are sorted by local expert, then source (the schedule's order), and cut
 into minibatches (by rows, or on row-tile boundaries: tile_aligned_minibatches); a GPU's comm
-SMs walk its minibatches in order (one stream per operation, dispatch and combine share the SMs
-round-robin); flows share every link and SM group max-min fairly; a GPU driving copies for
-others (push dispatch, pull combine) starts the requests that reach it at one instant with the
-peer after itself (no incast). The compute SMs walk one work list (shared gate/up, gate/up 0,
-shared down, gate/up i+1 before down i), taking the first GEMM that can run.
+SMs walk its minibatches in order (one stream per operation, each with its own window; a
+minibatch's copies to or from every peer start together, but our kernel's pull combine, whose
+homes walk the owners in rank order); flows share every link and SM group max-min fairly.
+The compute SMs walk one work list (shared gate/up, gate/up 0, shared down, gate/up i+1 before
+down i), taking the first GEMM that can run.
 
 The implementation choices of the parameters file act as in analytic.mok_terms: a push combine
 stored from the down-GEMM epilogue (combine_in_epilogue), comm SMs that join the compute once
@@ -429,7 +431,7 @@ class MokSim:
                     lat *= self.read_trips
             for rc in chunks(int(rows[j]), self.act, self.chunk):
                 msg = Message(rc * self.act, rc, links, lat, (join,), flow + e, 0, name, now,
-                              sm_scale=sm_scale, trace=trc)
+                              sm_scale=sm_scale, trace=trc, batch=i)
                 if self.tight[d]:
                     yield from self._take_slots(d, rc)
                 if self.sender_push and j:  # the peer's SMs write, in their own staggered order
@@ -470,7 +472,8 @@ class MokSim:
                 sm_scale += visits * self.scan_s * self.sm_rate / (float(rows[j]) * self.out)
             for rc in chunks(int(rows[j]), self.out, self.chunk):
                 msg = Message(rc * self.out, rc, links, lat, (join, self.inbox[e]), flow + e,
-                              1, name, now, sm_scale=sm_scale, trace=trc)
+                              1, name, now, sm_scale=sm_scale, trace=trc,
+                              batch=None if self.owner_walk else i)
                 if self.owner_walk:
                     walk.setdefault(e, []).append(msg)
                 elif self.kpush or self.emulated or j == 0:
