@@ -13,20 +13,47 @@ BESIDE plain Spearman and regret, never instead of them:
   (each a median of its own iterations resampled with replacement, from the per-iteration times
   of the slowest rank that multi-GPU records carry). Re-draws from one run's iterations miss
   run-to-run drift, so the ceiling is an upper bound on what the records allow.
+- `drift_ceiling`: the same expectation with run-to-run drift instead of iteration noise: per
+  workload, the rank correlation between the measured medians and the medians each moved by
+  its own drift, drawn log-normal with the run-to-run SD of the workload's token band
+  (`drift_sd`, from runs measured twice: calibration/rerun.py `repeated`). It assumes the drift
+  independent across configurations, log-normal, and one SD per band; it estimates what a
+  second run of every configuration would reproduce of the first's order, for every workload
+  (calibration/rerun.py's `ceiling` measures that on the re-measured workloads alone).
 - `resolved_pairs`: of the pairs of configurations inside a workload whose p10-p90 intervals do not
   overlap (the records tell them apart), the share the model orders as measured.
+
+    python -m calibration.noise RUN_FILES... [--table-system gemm-only|mok-gemm] [--json]
+
+prints the drift SD of each token band (tokens per GPU, the record's `tokens`: <= 128, <= 512,
+<= 2048, > 2048) from the MoK runs measured twice among the files, with its number of pairs, and
+the drift ceiling of the files' MoK workloads (>= 3 configurations), pooled and per band. With
+--table-system, of the MoK runs calibration.report_space scores with that --table-system
+(`usable`: h200-1 forward runs of the tile of their workload's GEMM phases and of a zipf order
+the model draws), so that the ceiling sits beside its Spearman; without it, of every MoK record
+in the files (other tiles of a workload then count among its configurations).
 """
 
 from __future__ import annotations
 
+import argparse
 import collections
+import json
 import math
+import sys
 
 import numpy as np
+from scipy.stats import rankdata
 
-from mok_model.records import workload_key
+from mok_model.cli import doc_parser, run_tool
+from mok_model.errors import MokInputError
+from mok_model.records import read_records, workload_key
 
+from .checks import required_text
 from .validate import spearman
+
+# token bands of the drift SD (tokens per GPU, the record's `tokens`): (label, largest tokens)
+BANDS = (("<=128", 128), ("<=512", 512), ("<=2048", 2048), (">2048", math.inf))
 
 
 def iteration_times(rec: dict) -> np.ndarray:
@@ -71,6 +98,79 @@ def noise_ceiling(records: list[dict], draws: int = 200, seed: int = 0) -> dict:
     good = [v["ceiling"] for v in per.values() if not math.isnan(v["ceiling"])]
     return {"ceiling": float(np.mean(good)) if good else None, "groups": len(good),
             "workloads": per}
+
+
+def band(tokens: int) -> str:
+    """The BANDS label of a token count."""
+    return next(label for label, top in BANDS if tokens <= top)
+
+
+def robust_sd(x) -> float:
+    """1.4826 x the median absolute deviation: the SD of a normal sample, not moved by a few
+    outliers."""
+    x = np.asarray(x, float)
+    return float(1.4826 * np.median(np.abs(x - np.median(x))))
+
+
+def drift_sd(pairs: list[tuple[dict, dict]]) -> dict[str, tuple[float, int]]:
+    """Run-to-run drift per token band (BANDS, by the newer record's tokens): the robust SD of
+    log(newer median / older median) over (older, newer) records of one run (calibration.rerun
+    `repeated`), and the number of pairs; bands without a pair are absent. An estimate of the
+    SD of one configuration's log median from one run to the next, assumed one per band."""
+    logs: dict[str, list[float]] = collections.defaultdict(list)
+    for a, b in pairs:
+        logs[band(b["tokens"])].append(math.log(b["latency_ms"]["median"]
+                                                / a["latency_ms"]["median"]))
+    return {label: (robust_sd(logs[label]), len(logs[label])) for label, _ in BANDS
+            if logs[label]}
+
+
+def _rank_corr(x, ys: np.ndarray) -> np.ndarray:
+    """validate.spearman of x against each row of ys (x not constant)."""
+    rx = rankdata(x)
+    rx = rx - rx.mean()
+    ry = rankdata(ys, axis=1)
+    ry = ry - ry.mean(axis=1, keepdims=True)
+    den = np.sqrt((rx * rx).sum() * (ry * ry).sum(axis=1))
+    with np.errstate(invalid="ignore", divide="ignore"):
+        return np.where(den > 0, ry @ rx / den, np.nan)
+
+
+def drift_ceiling(records: list[dict], sd_by_band: dict, draws: int = 200,
+                  seed: int = 0) -> dict:
+    """Expected within-workload Spearman of the measured medians against the same medians each
+    times exp(N(0, sd)), sd the drift of the workload's token band (`drift_sd`: a dict band ->
+    (sd, n) or band -> sd); an estimate of how well a second run of every configuration ranks
+    the first, assuming the drift log-normal, independent across configurations and one SD per
+    band. Over the MoK workloads of >= 3 configurations whose medians differ (`_groups`; every
+    record is one, as in report_space's Spearman: a run measured twice counts twice):
+    `draws` draws each from numpy's Generator seeded `seed`; the mean over workloads
+    (`ceiling`), their number (`groups`), each band's mean and number (`bands`), each
+    workload's value (`workloads`), and how many workloads had no SD for their band (`no_sd`:
+    left out)."""
+    rng = np.random.default_rng(seed)
+    mok = [r for r in records if r["system"] == "mok"]
+    sds = {k: float(v[0] if isinstance(v, (tuple, list)) else v) for k, v in sd_by_band.items()}
+    per, no_sd = {}, 0
+    for key, ix in _groups(mok).items():
+        med = np.array([mok[i]["latency_ms"]["median"] for i in ix], float)
+        if np.ptp(med) == 0:
+            continue
+        label = band(mok[ix[0]]["tokens"])
+        if label not in sds:
+            no_sd += 1
+            continue
+        moved = med * np.exp(rng.normal(0.0, sds[label], (draws, len(ix))))
+        per[key] = {"ceiling": float(np.nanmean(_rank_corr(med, moved))), "band": label,
+                    "configs": len(ix)}
+    bands = {}
+    for label, _ in BANDS:
+        vals = [v["ceiling"] for v in per.values() if v["band"] == label]
+        if vals:
+            bands[label] = {"ceiling": float(np.mean(vals)), "groups": len(vals)}
+    vals = [v["ceiling"] for v in per.values()]
+    return {"ceiling": float(np.mean(vals)) if vals else None, "groups": len(vals),
+            "bands": bands, "no_sd": no_sd, "workloads": per}
 
 
 def disjoint(a: dict, b: dict) -> bool:
@@ -124,3 +224,77 @@ def within_run_regret(records: list[dict], predicted) -> dict:
         regrets.append(meas[pick] / min(meas) - 1)
     return {"groups": len(regrets), "max": max(regrets) if regrets else None,
             "mean": float(np.mean(regrets)) if regrets else None}
+
+
+def drift_report(records: list[dict], table_system: str | None = None) -> dict:
+    """The CLI's figures (module docstring) for run records: the MoK runs' drift SD per band
+    from their runs measured twice, and the drift ceiling of their workloads; with
+    table_system, of the MoK runs calibration.report_space scores."""
+    # imported here: rerun and report_space import registered, which imports this module
+    from .rerun import repeated
+
+    if table_system is not None:
+        from .report_space import HARDWARE, usable
+        records = usable(records, table_system)[0]
+    mok = [r for r in records if r["system"] == "mok"]
+    if not mok:
+        raise MokInputError(
+            "no MoK run records in the files (system 'mok'): the drift ceiling ranks a "
+            "workload's MoK configurations" if table_system is None else
+            f"no forward MoK records of {HARDWARE} that calibration.report_space scores "
+            f"(--table-system {table_system}) in the files")
+    pairs = repeated(mok)
+    if not pairs:
+        raise MokInputError("no MoK run was measured twice in the files (same workload, knobs "
+                            "and tiles: calibration/rerun.py run_key): the drift SD needs "
+                            "re-measured runs")
+    sd = drift_sd(pairs)
+    dc = drift_ceiling(mok, sd)
+    return {"records": len(mok), "table_system": table_system, "pairs": len(pairs),
+            "drift_sd": {k: {"sd": v, "pairs": n} for k, (v, n) in sd.items()},
+            **{k: v for k, v in dc.items() if k != "workloads"}}
+
+
+def render(doc: dict) -> str:
+    """The CLI's lines for drift_report's output."""
+    which = ("" if doc.get("table_system") is None else
+             f" (those calibration.report_space scores, --table-system {doc['table_system']})")
+    out = [f"{doc['records']} MoK run records{which}, {doc['pairs']} runs measured twice"]
+    out += [f"drift SD {label:>6s} tokens: {100 * v['sd']:.2f}% ({v['pairs']} pairs)"
+            for label, v in doc["drift_sd"].items()]
+    c = doc["ceiling"]
+    out.append("drift ceiling (Spearman within workloads): "
+               + ("n/a" if c is None else f"{c:.3f} over {doc['groups']} workloads"))
+    out += [f"  tokens {label:>6s}: {v['ceiling']:.3f} ({v['groups']} workloads)"
+            for label, v in doc["bands"].items()]
+    if doc["no_sd"]:
+        out.append(f"  left out: {doc['no_sd']} workloads of a band without a re-measured run")
+    return "\n".join(out)
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = doc_parser("python -m calibration.noise", __doc__)
+    p.add_argument("runs", nargs="*", help="run-record files")
+    p.add_argument("--table-system", default=None,
+                   help="score the MoK runs calibration.report_space scores with this "
+                        "--table-system (gemm-only, mok-gemm); default: every MoK record")
+    p.add_argument("--json", action="store_true", help="print the figures as JSON")
+    return run_tool(p, _run, argv)
+
+
+def _run(a: argparse.Namespace) -> int:
+    if not a.runs:
+        raise MokInputError("give run-record files (RUN_FILES...: one or more)")
+    if a.table_system is not None:
+        from .report_space import TABLE_SYSTEMS
+        required_text(a.table_system, "--table-system", "system name")
+        if a.table_system not in TABLE_SYSTEMS:
+            raise MokInputError(f"--table-system {a.table_system!r}: choose from "
+                                f"{', '.join(TABLE_SYSTEMS)} (the systems of GEMM-phase records)")
+    doc = drift_report(read_records(a.runs), a.table_system)
+    print(json.dumps(doc, indent=1) if a.json else render(doc))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
