@@ -662,8 +662,19 @@ def first_minibatch_end(expert_rows, mb: float, tm: float, aligned: bool) -> np.
     return np.minimum(cand.min(axis=1), total)
 
 
+def source_orders(P: int, rotated: bool) -> np.ndarray:
+    """(P, P) the order in which each GPU's received rows of an expert come, by source rank:
+    rank order (mok_kernels/schedule.py), or, rotated (source_order_rotated, a what-if), each
+    GPU's sources starting after itself, its own rows last."""
+    ranks = np.arange(P)
+    if not rotated:
+        return np.broadcast_to(ranks, (P, P))
+    return (ranks[:, None] + 1 + ranks[None, :]) % P
+
+
 @lru_cache(maxsize=256)
-def first_minibatch_sources(scn: Scenario, mb: float, tm: float, aligned: bool) -> tuple[np.ndarray, np.ndarray]:
+def first_minibatch_sources(scn: Scenario, mb: float, tm: float, aligned: bool,
+                            rotated: bool = False) -> tuple[np.ndarray, np.ndarray]:
     """Where every GPU's minibatch 0 comes from: ((P, P) bool, receiver x source: the source sends
     rows to that receiver's minibatch 0 over a link; (P,) rows each source sends to other GPUs'
     minibatches 0). A GPU's received rows are sorted by local expert, then source
@@ -673,10 +684,14 @@ def first_minibatch_sources(scn: Scenario, mb: float, tm: float, aligned: bool) 
     read-only (cached)."""
     t = traffic(scn)
     P, L = scn.ep, scn.local_experts
-    x = t.rows.transpose(1, 2, 0).reshape(P, L * P).astype(np.float64)  # receiver: (expert, source)
+    src = source_orders(P, rotated)
+    # receiver: (expert, source in its order)
+    x = np.take_along_axis(t.rows.transpose(1, 2, 0), src[:, None, :], axis=2).reshape(P, L * P)
     end = first_minibatch_end(t.expert_rows(), mb, tm, aligned)
-    cum = np.minimum(np.cumsum(x, axis=1), end[:, None])
-    rows0 = np.diff(cum, axis=1, prepend=0.0).reshape(P, L, P).sum(axis=1)  # (receiver, source)
+    cum = np.minimum(np.cumsum(x.astype(np.float64), axis=1), end[:, None])
+    ordered = np.diff(cum, axis=1, prepend=0.0).reshape(P, L, P).sum(axis=1)
+    rows0 = np.zeros_like(ordered)
+    np.put_along_axis(rows0, src, ordered, axis=1)  # (receiver, source rank)
     np.fill_diagonal(rows0, 0.0)  # a GPU's own rows cross no link
     member, egress = rows0 > 0, rows0.sum(axis=0)
     member.flags.writeable = egress.flags.writeable = False
@@ -704,7 +719,8 @@ def source_hotspot(scn: Scenario, p: Params, mb, link_out) -> np.ndarray:
     keys, inverse = np.unique(mb[:, 0], return_inverse=True)
     out = np.empty((len(keys), P))
     for i, m in enumerate(keys):
-        member, egress = first_minibatch_sources(scn, float(m), float(tm), bool(aligned))
+        member, egress = first_minibatch_sources(scn, float(m), float(tm), bool(aligned),
+                                                 p["source_order_rotated"] >= 0.5)
         per_source = egress * act / np.broadcast_to(link_out, (1, P))[0]  # (P,) seconds
         out[i] = np.where(member, per_source[None, :], 0.0).max(axis=1)
     return out[inverse.ravel()]

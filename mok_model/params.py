@@ -55,6 +55,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "combine_in_epilogue": (0.0, 1.0),  # 1: push combine stores from the down-GEMM epilogue
     "combine_after_dispatch": (0.0, 1.0),  # 1: comm SMs finish every dispatch before pull combines
     "combine_owner_order": (0.0, 1.0),  # 1: a home pulls the owners' rows owner after owner
+    "source_order_rotated": (0.0, 1.0),  # 1: each GPU's sources of an expert start after itself
     "mok_fixed_us": (0.0, 2000.0),  # residual per-pass overhead of the megakernel
     "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
     "host_launch_scale": (0.5, 10.0),  # host launch time relative to the preset's launch_us
@@ -182,6 +183,11 @@ ADDED: dict[str, tuple[float, str]] = {
                              "session 40 (analytic.copy_load); measured on our kernel: h200-1"),
     "copy_slowdown_beside_gemm": (0.0, "prior: comm SMs copy as fast beside running GEMMs as "
                                        "alone (no interference), until a fit says otherwise"),
+    "source_order_rotated": (0.0, "design: mok_kernels/schedule.py sorts each expert's received "
+                                  "rows by source rank, so where an expert's rows outnumber a "
+                                  "minibatch every GPU's minibatch k comes from the same slice of "
+                                  "sources (1: a what-if schedule whose sources start after the "
+                                  "receiver; docs/sim-study.md \"N\")"),
     "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "
                                  "outputs as its owner finishes it, every owner's interleaved "
                                  "(mok-system.md); 1 for our kernel across GPUs (calibration/priors.py)"),

@@ -9,7 +9,10 @@
 # push combine, minibatch 2,048, 16 / 32 comm SMs (24 MoK records), beside nccl-torch, the
 # graph-captured all-to-all and the GEMMs alone in the same run.
 # Report before any refit: `python -m calibration.registered calibration/predictions/h200xN_c_2026-12-04.jsonl
-# calibration/runs/h200xN/bench_c.jsonl --by model,tokens` (analytic and simulator rows).
+# calibration/runs/h200xN/bench_c.jsonl --by model,tokens` (analytic and simulator rows). Session 47
+# registered the same grid again with its simulator (a minibatch's copies across every peer at
+# once; the analytic rows are the same): h200xN_c_2026-12-05.jsonl; report both, so the runs say
+# which copy order holds on links (docs/sim-study.md "M").
 export PYTHONPATH=.
 T0=$(date +%s); N=$(nvidia-smi -L | grep -c H200); R=$OUT/x${N}c; mkdir -p $R
 [ "$N" -ge 4 ] || { echo "needs 4 or 8 H200s, found $N"; nvidia-smi -L; exit 0; }

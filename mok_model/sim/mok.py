@@ -41,7 +41,7 @@ import simpy
 from ..analytic import (COPY_ROWS, US, copy_load, dispatch_copy_scale, dispatch_row_bytes,
                         expert_ffn_parts, ffn_pieces, in_order_wait, iteration_rows, list_period,
                         loads, push_visit_s, push_visits, ring_capacity, scan_chunk_s,
-                        shared_section, tile_rows)
+                        shared_section, source_orders, tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
@@ -129,7 +129,9 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     P = scn.ep
     L = scn.local_experts
     t = traffic(scn)
-    x = t.rows.transpose(1, 2, 0).reshape(P, L * P)  # per destination: (expert, source) flattened
+    src = source_orders(P, _param(p, "source_order_rotated") >= 0.5)  # (P, P) each GPU's order
+    # per destination: (expert, source in its order) flattened
+    x = np.take_along_axis(t.rows.transpose(1, 2, 0), src[:, None, :], axis=2).reshape(P, L * P)
     cum = np.cumsum(x, axis=1)
     mb = cfg.minibatch
     tm = int(tile_rows(scn, p))
@@ -147,7 +149,8 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
         c = np.clip(cum[d][None, :], lo[:, None], hi[:, None]) - lo[:, None]
         cnt = np.diff(c, axis=1, prepend=0).reshape(M[d], L, P)
         per_expert = cnt.sum(axis=2)  # (M, L)
-        per_src = cnt.sum(axis=1)  # (M, P)
+        per_src = np.zeros((M[d], P), dtype=cnt.dtype)
+        per_src[:, src[d]] = cnt.sum(axis=1)  # (M, P), by source rank
         if not grouped:
             order = np.concatenate([[d], (d + 1 + np.arange(P - 1)) % P])
             ep_rows = per_src[:, order]

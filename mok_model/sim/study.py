@@ -32,8 +32,10 @@ HEAD = ("| case | sim ms | analytic ms | sim vs analytic | sim fill / steady / d
 
 
 def _row(label: str, scn: Scenario, cfg: Config | None, system: str = "mok", hw_params: str = HW,
-         **kw) -> str:
+         values: dict | None = None, **kw) -> str:
     p = load_params(None, hw_params)
+    if values:
+        p = p.with_values(**values)
     s = simulate(scn, cfg, system, p, **kw)
     a = analytic_mok(scn, cfg, p) if system == "mok" else analytic_baseline(scn, system, p)
     d = (s.latency_ms - a.latency_ms) / a.latency_ms
@@ -104,6 +106,7 @@ def _tables(a) -> int:
         print(_row(system, base, None, system))
     large_ep(a.quick)
     link_ports(a.quick)
+    source_order(a.quick)
     print(f"\n({time.perf_counter() - t0:.0f} s)")
     return 0
 
@@ -120,6 +123,25 @@ def link_ports(quick: bool = False) -> None:
         cfg = predict(s).config
         print(_row(f"{hw}, {model}, EP {ep}, {tokens} tokens ({cfg.dispatch}/{cfg.combine}, "
                    f"minibatch {cfg.minibatch}, {cfg.comm_sms} comm SMs)", s, cfg, hw_params=hw))
+
+
+def source_order(quick: bool = False) -> None:
+    """N. One expert per GPU, so every GPU's minibatch k draws on the same slice of sources when
+    each expert's rows are sorted by source rank (our kernel's schedule); the what-if
+    source_order_rotated 1 starts each GPU's sources after itself. kimi-k2 padded to one expert
+    per GPU, MXFP8, 2,048 tokens, a GB300 domain of EP GPUs (the scale-up-domains study's
+    what-if), at the knobs the analytic engine tunes with rank order."""
+    print("\n### N. source order (kimi-k2, one expert per GPU, MXFP8, 2048 tokens, GB300 domain of "
+          "EP GPUs, tuned knobs)\n" + HEAD)
+    gb, kimi = load_hardware(HW), load_model("kimi-k2")
+    for ep in ((144,) if quick else (144, 576)):
+        s = Scenario(gb.with_(domain_size=ep), kimi.with_(routed_experts=ep), ep, 2048, "fwd", "mxfp8")
+        cfg = predict(s, None, "mok", load_params(None, HW)).config
+        knobs = f"{cfg.dispatch}/{cfg.combine}, minibatch {cfg.minibatch}, {cfg.comm_sms} comm SMs"
+        for rotated in (0.0, 1.0):
+            order = "sources rotated (what-if)" if rotated else "sources by rank"
+            print(_row(f"EP {ep}, {order} ({knobs})", s, cfg,
+                       values={"source_order_rotated": rotated}))
 
 
 def random_questions(n: int, seed: int) -> int:
