@@ -25,6 +25,8 @@ SIM_FROM = 72  # points past this EP also run the simulator (network model): bot
 # ... except racks past this EP: their scale-out copies are posted to the NICs without a copy
 # window, so every cross-rack copy is a flow at once (EP 1024: 440,682 flows, 422 s on 2 cores)
 SIM_RACKS_MAX = 144
+# the what-if series whose GPUs take each expert's sources starting after themselves
+ROTATED = "gb300 domain, links x1, sources rotated"
 
 
 def _hardware(pt: dict):
@@ -39,6 +41,8 @@ def _point(pt: dict) -> dict:
     model, note = pad_experts(load_model(MODEL), pt["ep"])
     scn = Scenario(hw, model, pt["ep"], TOKENS, "fwd", PRECISION, "uniform", pt["seed"])
     params, _ = params_for(pname)
+    if pt.get("rotated"):  # the what-if schedule: each GPU's sources start after itself
+        params = params.with_values(source_order_rotated=1.0)
     ana = predict(scn, None, "mok", params)  # knobs tuned on the analytic model
     racks = pt["series"] == "gb300 racks + scale-out"
     run_sim = (pt["ep"] > SIM_FROM and not (racks and pt["ep"] > SIM_RACKS_MAX)) or pt["engine"] == "sim"
@@ -66,6 +70,7 @@ def points(opts: Options) -> list[dict]:
     doms = (8, 72, 144) if opts.quick else DOMAINS
     links = (1.0, 2.0) if opts.quick else LINKS
     pts = [{"series": f"gb300 domain, links x{x:g}", "link": x, "ep": d} for x in links for d in doms]
+    pts += [{"series": ROTATED, "link": 1.0, "ep": d, "rotated": True} for d in doms]
     if not opts.quick:
         pts += [{"series": name, "link": 1.0, "ep": ep} for name, eps in PRESETS.items() for ep in eps]
         pts += [{"series": "gb300 racks + scale-out", "link": 1.0, "ep": ep} for ep in RACKS]
@@ -170,7 +175,9 @@ def run(opts: Options):
 {MODEL}, {TOKENS} tokens per GPU (fixed: weak scaling), forward, {PRECISION.upper()} routed experts,
 uniform seeded routing, all knobs tuned at every point.
 "gb300 domain, links xN": a GB300 GPU whose one-hop NVLink domain holds all EP GPUs (domain_size =
-EP, a what-if; today's is 72) with N x today's 900 GB/s per direction. "gb300 racks + scale-out": the
+EP, a what-if; today's is 72) with N x today's 900 GB/s per direction. "{ROTATED}": links x1 with
+a what-if schedule whose sources of each expert start after the receiving GPU instead of at rank 0
+(`source_order_rotated` 1; docs/sim-study.md "N"). "gb300 racks + scale-out": the
 shipped preset, EP > 72 spans racks over 100 GB/s scale-out NICs. vr-nvl72 and rubin-ultra-nvl576:
 the presets as shipped, up to their domain size.
 """),
