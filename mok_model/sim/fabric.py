@@ -255,17 +255,22 @@ class Driver:
                 or (msg.batch is not None and msg.batch == self.open_batch[msg.op]))
 
     def _pump(self) -> None:
-        while self.order:
-            key = next((k for k in self.order if self._startable(self.flows[k][0])), None)
-            if key is None:
-                return
-            self.order.remove(key)
-            q = self.flows[key]
+        order, flows = self.order, self.flows
+        while order:
+            key = order[0]
+            if self._startable(flows[key][0]):
+                order.popleft()
+            else:  # the next stream's message waits for the window: another stream's may start
+                key = next((k for k in order if self._startable(flows[k][0])), None)
+                if key is None:
+                    return
+                order.remove(key)
+            q = flows[key]
             msg = q.popleft()
             if q:
-                self.order.append(key)
+                order.append(key)
             else:
-                del self.flows[key]
+                del flows[key]
             self.open_batch[msg.op] = msg.batch
             if self.window is not None and msg.latency < self.window_latency:
                 self.inflight[msg.op] += msg.rows
