@@ -76,7 +76,7 @@ def no_band(params: Params | None, engine: str = "analytic") -> str | None:
     if params is None or not params.fitted_on:
         return "no band: parameters are priors (not fitted to any records)"
     where = shown_path(params.path) or "these parameters"
-    return (f"no band: {where} has no uncertainty block (fitted before bands, with "
+    return (f"no band: no uncertainty block in {where} (fitted before bands, with "
             f"`--band none`, or changed after the fit); refit with `mok calibrate` to add one")
 
 

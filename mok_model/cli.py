@@ -22,6 +22,7 @@ from .sim.network import DEGRADE_HELP
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 SCHEDULES = ("published", "naive")
+SOURCE_ORDERS = ("rank", "rotated")  # --source-order: analytic.source_orders
 
 
 def _shown(value) -> str:
@@ -251,6 +252,11 @@ def _workload_flags(p: argparse.ArgumentParser) -> None:
     p.add_argument("--params", default=None, help="parameters file (default: the hardware's own)")
     p.add_argument("--allow-params-mismatch", action="store_true",
                    help="use a parameters file fitted for other hardware")
+    p.add_argument("--source-order", default=None,
+                   help=f"what-if, one of {SOURCE_ORDERS}: the order of each expert's received "
+                        "rows by source, rank (our kernel's schedule) or rotated (each GPU's "
+                        "sources start after itself: parameter source_order_rotated, "
+                        "docs/sim-study.md 'N'); default: the parameters file's")
     p.add_argument("--json", action="store_true", help="print one JSON document")
 
 
@@ -385,9 +391,29 @@ def _inputs(a) -> list[tuple[str, str | None]]:
 
 
 def _params_arg(a):
+    """The scenario's parameters: --params (or the hardware's own), with --source-order's
+    what-if applied (its parameter samples then no longer apply: no band)."""
     from .predict import resolve_params
 
-    return lambda scn: resolve_params(scn, a.params, a.allow_params_mismatch)
+    order = getattr(a, "source_order", None)
+    if order is not None:
+        choice("--source-order", SOURCE_ORDERS, order)
+
+    def params(scn):
+        p = resolve_params(scn, a.params, a.allow_params_mismatch)
+        return p if order is None else p.with_values(source_order_rotated=float(order == "rotated"))
+    return params
+
+
+def _what_if_notes(a) -> list[str]:
+    """Notes on what-if flags that change the parameters (--source-order)."""
+    order = getattr(a, "source_order", None)
+    if order is None:
+        return []
+    how = ("each GPU's sources of an expert start after itself" if order == "rotated"
+           else "each expert's rows by source rank")
+    return [f"--source-order {order}: a what-if schedule ({how}; our kernel sorts by source rank; "
+            f"docs/sim-study.md 'N')"]
 
 
 def _print_prediction(pred, as_json: bool) -> None:
@@ -495,6 +521,7 @@ def cmd_predict(a, engine: str) -> int:
     else:
         pred = predict(scn, knobs, a.system, params, engine, search_lag=a.list_lag is None,
                        layer_capacity=True)
+    pred.extra["notes"] = list(pred.extra.get("notes", [])) + _what_if_notes(a)
     pred.with_band(params).with_heldout(params)
     _print_prediction(pred, a.json)
     if engine == "sim" and a.trace and not a.json:
@@ -575,6 +602,9 @@ def cmd_tune(a) -> int:
 
     choice("--engine", ENGINES, a.engine)
     if a.table is not None:
+        if a.source_order is not None:
+            raise MokInputError(f"--source-order {a.source_order} is a what-if of the schedule; a "
+                                f"knob table is for the kernel as it runs (drop --source-order)")
         return cmd_tune_table(a)
     if a.tokens is None:
         raise MokInputError("the following arguments are required: --tokens (or --table FILE.json "
@@ -600,14 +630,15 @@ def cmd_tune(a) -> int:
     if a.json:
         print(json.dumps({"best": entry(r.best), "top": [entry(s) for s in r.top],
                           "evaluated": r.evaluated, "seconds": r.seconds, "engine": r.engine,
-                          **scn.describe(), "domains": scn.domains, "notes": scenario_notes(scn),
+                          **scn.describe(), "domains": scn.domains,
+                          "notes": scenario_notes(scn) + _what_if_notes(a),
                           "params": params.path, "layer_capacity": layer_cap}, indent=1))
         return 0
     print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
           f"{scn.pass_} / {scn.precision}{' / gluon' if scn.fp8_kernel == 'gluon' else ''}"
           f"{' / training tiles' if scn.bwd_tiles == 'training' else ''}: "
           f"{r.evaluated} configurations in {r.seconds:.3f} s ({r.engine})")
-    for note in scenario_notes(scn):
+    for note in scenario_notes(scn) + _what_if_notes(a):
         print(f"note: {note}")
     print(f"  {'rank':<5}{'latency ms':>11}  {KNOB_COLUMNS}")
     for i, s in enumerate(r.top, 1):
