@@ -392,7 +392,7 @@ def _inputs(a) -> list[tuple[str, str | None]]:
 
 def _params_arg(a):
     """The scenario's parameters: --params (or the hardware's own), with --source-order's
-    what-if applied (its parameter samples then no longer apply: no band)."""
+    what-if applied (a design value the fit did not free: the band stays)."""
     from .predict import resolve_params
 
     order = getattr(a, "source_order", None)
@@ -401,7 +401,7 @@ def _params_arg(a):
 
     def params(scn):
         p = resolve_params(scn, a.params, a.allow_params_mismatch)
-        return p if order is None else p.with_values(source_order_rotated=float(order == "rotated"))
+        return p if order is None else p.with_design(source_order_rotated=float(order == "rotated"))
     return params
 
 

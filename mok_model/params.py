@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import os
+import dataclasses
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -227,6 +228,17 @@ class Params:
             raise ValueError(f"with_values: unknown parameters {unknown}")
         return Params({**self.values, **changes}, self.hardware, None, self.fitted_on, self.sources,
                       None, tuple(f for f in self.filled if f not in changes), self.gemm_table)
+
+    def with_design(self, **changes: float) -> "Params":
+        """A what-if of design parameters (ADDED "design:" values such as source_order_rotated)
+        that the fit did not free: its samples still describe the fitted values, so the copy
+        keeps the file's path and uncertainty block (a band under the what-if); otherwise as
+        with_values."""
+        copy = self.with_values(**changes)
+        u = self.uncertainty
+        if u is None or set(changes) & set(u.get("free", ())):
+            return copy
+        return dataclasses.replace(copy, path=self.path, uncertainty=u)
 
     def with_table(self, table) -> "Params":
         """The same parameters with a GEMM efficiency table (None: gemm_eff for every shape)."""

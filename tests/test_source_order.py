@@ -27,6 +27,8 @@ def test_rotated_sources_move_the_fill_and_say_so(capsys):
     assert shipped["latency_ms"] == rank["latency_ms"]
     assert rotated["breakdown_ms"]["pipeline_fill"] < 0.5 * rank["breakdown_ms"]["pipeline_fill"]
     assert any("--source-order rotated: a what-if" in n for n in rotated["notes"])
+    # a design value the fit did not free: the fit's band still applies
+    assert rotated["band_ms"] is not None and rotated["params"] == shipped["params"]
     assert not any("--source-order" in n for n in shipped["notes"])
 
 
