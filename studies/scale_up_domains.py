@@ -42,7 +42,7 @@ def _point(pt: dict) -> dict:
     scn = Scenario(hw, model, pt["ep"], TOKENS, "fwd", PRECISION, "uniform", pt["seed"])
     params, _ = params_for(pname)
     if pt.get("rotated"):  # the what-if schedule: each GPU's sources start after itself
-        params = params.with_values(source_order_rotated=1.0)
+        params = params.with_design(source_order_rotated=1.0)
     ana = predict(scn, None, "mok", params)  # knobs tuned on the analytic model
     racks = pt["series"] == "gb300 racks + scale-out"
     run_sim = (pt["ep"] > SIM_FROM and not (racks and pt["ep"] > SIM_RACKS_MAX)) or pt["engine"] == "sim"

@@ -33,9 +33,10 @@ HEAD = ("| case | sim ms | analytic ms | sim vs analytic | sim fill / steady / d
 
 def _row(label: str, scn: Scenario, cfg: Config | None, system: str = "mok", hw_params: str = HW,
          values: dict | None = None, **kw) -> str:
+    """One table row; `values`: design what-ifs applied to the parameters (Params.with_design)."""
     p = load_params(None, hw_params)
     if values:
-        p = p.with_values(**values)
+        p = p.with_design(**values)
     s = simulate(scn, cfg, system, p, **kw)
     a = analytic_mok(scn, cfg, p) if system == "mok" else analytic_baseline(scn, system, p)
     d = (s.latency_ms - a.latency_ms) / a.latency_ms
