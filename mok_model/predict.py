@@ -189,10 +189,35 @@ def add_notes(pred: Prediction, p: Params) -> Prediction:
     if pred.system == "mok":
         from .gemm_table import unmeasured_shape_note
         notes += [unmeasured_shape_note(p.gemm_table, pred.scenario),
-                  list_hold_note(pred, pred.config, p), gluon_minibatch_note(pred)]
+                  list_hold_note(pred, pred.config, p), gluon_minibatch_note(pred),
+                  source_slice_note(pred, p)]
     notes.append(p.filled_note())
     pred.extra["notes"] = list(pred.extra.get("notes", [])) + [n for n in notes if n]
     return pred
+
+
+def source_slice_note(pred: Prediction, p: Params) -> str | None:
+    """A note where every GPU's minibatch 0 draws on the same sources (rows sorted by expert, then
+    source rank: analytic.first_minibatch_sources) and the busiest of them sends at least twice
+    what a GPU's minibatch receives: with rank order such slices can recur at every minibatch,
+    which the analytic engine charges in the fill only (docs/sim-study.md "M", "N")."""
+    from .analytic import first_minibatch_sources, tile_rows
+
+    scn, cfg = pred.scenario, pred.config
+    if (pred.engine != "analytic" or cfg is None or scn.ep <= 2 or scn.hardware.emulated_ranks
+            or p["source_order_rotated"] >= 0.5 or pred.extra.get("minibatches", 1) < 2):
+        return None
+    _, egress = first_minibatch_sources(scn, float(cfg.minibatch), float(tile_rows(scn, p)),
+                                        p["tile_aligned_minibatches"] >= 0.5)
+    ratio = float(egress.max()) / (cfg.minibatch * (scn.ep - 1) / scn.ep)
+    if ratio < 2.0:
+        return None
+    return (f"every GPU's minibatch 0 draws on the same sources (each expert's rows sorted by "
+            f"source rank), the busiest sending {ratio:.1f}x what a GPU's minibatch receives; such "
+            f"slices can recur at every minibatch, which this engine charges in the fill only: "
+            f"check with `mok simulate` (docs/sim-study.md 'N': up to 2.2x at EP 144 with one "
+            f"expert per GPU, nothing where the GPUs fall out of step; `--source-order rotated` "
+            f"is the what-if without them)")
 
 
 def gluon_minibatch_note(pred: Prediction) -> str | None:
