@@ -10,6 +10,9 @@
 # signals against the number of peers).
 # Registered again in session 41 for the senders' push that copies runs (h200xN_a_2026-12-04.jsonl,
 # the same grid; report both, the newer for the kernel that runs).
+# Registered a third time in session 47 (h200xN_a_2026-12-05.jsonl, the same grid): its simulator
+# starts a minibatch's copies across every peer at once (docs/sim-study.md "M"; MoK simulator rows
+# -10 % to +2 % from the 2026-12-04 file, analytic MoK rows identical); report all.
 # Report before any refit: `python -m calibration.registered calibration/predictions/h200xN_a_2026-12-03.jsonl
 # calibration/runs/h200xN/bench_a.jsonl --by model,tokens`.
 export PYTHONPATH=.
