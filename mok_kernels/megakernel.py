@@ -78,6 +78,7 @@ STALL_CODES = {
 
 
 FP8_KERNELS = ("v1", "v2", "v3", "v4", "v5", "gluon")   # KernelConfig.fp8_kernel
+SOURCE_ORDERS = ("rank", "rotated")   # KernelConfig.source_order
 
 
 class MegakernelStallError(RuntimeError):
@@ -173,6 +174,12 @@ class KernelConfig:
                                     # out of the item list; its tiles are fixed (128 x 128 x 128,
                                     # 4 stages; block_m 128) and macrobatch is not used (its ring
                                     # holds every routed row); forward only (gluon_refusal)
+    source_order: str = "rank"      # an expert's received rows by source rank (rank), or with
+                                    # each receiving rank's sources starting after itself
+                                    # (rotated: with few experts per rank every rank's minibatch
+                                    # k then reads a different slice of sources; docs/sim-study.md
+                                    # "N"). The same output bits either way; not with
+                                    # fp8_kernel='gluon'
     save_for_backward: bool = False  # training: every forward also stores the gate and up
                                     # pre-activations (bf16, (NS + C, 2I) per rank, a fresh tensor
                                     # per call: MoKLayer.saved_gu) so the backward megakernel
@@ -261,6 +268,8 @@ class KernelConfig:
                              f"backward megakernel is BF16 only")
         if self.fp8_kernel not in FP8_KERNELS:
             raise ValueError(f"fp8_kernel {self.fp8_kernel!r}: allowed {', '.join(FP8_KERNELS)}")
+        if self.source_order not in SOURCE_ORDERS:
+            raise ValueError(f"source_order {self.source_order!r}: allowed {', '.join(SOURCE_ORDERS)}")
         if self.precision == "fp8" and self.fp8_kernel == "gluon":
             why = self.gluon_refusal()
             if why:
@@ -286,7 +295,8 @@ class KernelConfig:
                  ("grid", self.grid is None, "one program an SM (grid None)"),
                  ("skip_copy", not self.skip_copy, "the diagnostic is the Triton kernel's"),
                  ("skip_gemm", not self.skip_gemm, "the diagnostic is the Triton kernel's"),
-                 ("tma", self.tma, "its weights always go through TMA")]
+                 ("tma", self.tma, "its weights always go through TMA"),
+                 ("source_order", self.source_order == "rank", "its schedule is in rank order")]
         for name, ok, rule in rules:
             if not ok:
                 return f"{name}={getattr(self, name)!r} with fp8_kernel='gluon': {rule}"
@@ -822,6 +832,9 @@ def _kernels() -> dict[str, Any]:
         NO_GEMM: tl.constexpr = False,   # timing diagnostic (KernelConfig.skip_gemm): items
                                          # store zero tiles and signal, with no K loop
         DNB: tl.constexpr = 1,     # down column blocks per item (KernelConfig.dn_blocks)
+        ROT: tl.constexpr = 0,     # 1: each rank's sources of an expert start after it
+                                   # (KernelConfig.source_order 'rotated'; the push lanes find
+                                   # a sender's run of a tile in that order)
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -907,8 +920,12 @@ def _kernels() -> dict[str, Any]:
                             tr0 = tl.load(tr0_q + t)
                             tm = trow < tl.load(trn_q + t)
                             tpeer = tl.load(src_q + tr0 + trow, mask=tm, other=0) // N_RANK
-                            lo = tr0 + tl.sum((tm & (tpeer < me)).to(tl.int32))
-                            hi = tr0 + tl.sum((tm & (tpeer <= me)).to(tl.int32))
+                            tme = me
+                            if ROT:                # receiver q's sources start after q
+                                tpeer = (tpeer + P - 1 - q) % P
+                                tme = (me + P - 1 - q) % P
+                            lo = tr0 + tl.sum((tm & (tpeer < tme)).to(tl.int32))
+                            hi = tr0 + tl.sum((tm & (tpeer <= tme)).to(tl.int32))
                             for c0 in range(lo, hi, CR):
                                 rows = c0 + crow
                                 m = rows < hi
@@ -956,8 +973,12 @@ def _kernels() -> dict[str, Any]:
                             trn = tl.load(tile_rows_ptr + t)
                             tm = trow < trn
                             tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
-                            lo = tr0 + tl.sum((tm & (tpeer < s)).to(tl.int32))
-                            hi = tr0 + tl.sum((tm & (tpeer <= s)).to(tl.int32))
+                            ts = s
+                            if ROT:                # this rank's sources start after it
+                                tpeer = (tpeer + P - 1 - me) % P
+                                ts = (s + P - 1 - me) % P
+                            lo = tr0 + tl.sum((tm & (tpeer < ts)).to(tl.int32))
+                            hi = tr0 + tl.sum((tm & (tpeer <= ts)).to(tl.int32))
                             for c0 in range(lo, hi, CR):
                                 rows = c0 + crow
                                 m = rows < hi
@@ -1843,7 +1864,8 @@ class MoKLayer:
         ranks = range(self.ep) if self.rank is None else [self.rank]
         scheds = [build_schedule(ids_all, ep=self.ep, num_experts=self.E, rank=r,
                                  capacity_multiplier=self.cfg.capacity,
-                                 minibatch=self.cfg.minibatch, block_m=self.cfg.block_m)
+                                 minibatch=self.cfg.minibatch, block_m=self.cfg.block_m,
+                                 rotated=self.cfg.source_order == "rotated")
                   for r in ranks]
         return scheds[0] if len(scheds) == 1 else stack_schedules(scheds)
 
@@ -1895,7 +1917,8 @@ class MoKLayer:
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
-            NO_GEMM=cfg.skip_gemm, DNB=cfg.dn_blocks, num_warps=cfg.num_warps,
+            NO_GEMM=cfg.skip_gemm, DNB=cfg.dn_blocks, ROT=int(cfg.source_order == "rotated"),
+            num_warps=cfg.num_warps,
             num_stages=cfg.num_stages)
 
     def tma_a_mode(self) -> int:

@@ -2,10 +2,10 @@
 
 From the all-gathered top-k ids (P*N, k) the receiving rank lists the rows it will pull: every route
 (source rank, source token, slot) whose expert it owns, grouped by local expert and, inside an
-expert, in source order (rank, token, slot). Buffers have a fixed capacity
-C = ceil(capacity_multiplier * P * N * min(k, E/P)) rows; if more rows arrive the surplus is not
-scheduled and a device flag is raised; ``Schedule.check`` (called after the forward) turns the flag
-into an error, so tokens are never dropped silently.
+expert, in source order (rank, token, slot; rotated, from the rank after the receiving one).
+Buffers have a fixed capacity C = ceil(capacity_multiplier * P * N * min(k, E/P)) rows; if more
+rows arrive the surplus is not scheduled and a device flag is raised; ``Schedule.check`` (called
+after the forward) turns the flag into an error, so tokens are never dropped silently.
 
 Rows are cut into GEMM tiles of at most ``block_m`` rows of one expert, and tiles into minibatches:
 minibatch m holds the tiles whose first row lies in [m*minibatch, (m+1)*minibatch), so minibatch
@@ -120,24 +120,30 @@ def group_overflow(ids_all: torch.Tensor, *, ep: int, num_experts: int,
 
 def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: int | None,
                    capacity_multiplier: float, minibatch: int, block_m: int = 128,
-                   use_triton: bool | None = None) -> Schedule:
+                   use_triton: bool | None = None, rotated: bool = False) -> Schedule:
     """Build the schedule on ids_all's device from all-gathered top-k ids (P*N, k).
 
     On CUDA the fused Triton path (a few kernels plus one sort) is used unless use_triton=False;
     elsewhere (and as the checked fallback) plain tensor ops compute the same arrays.
+    rotated: inside an expert the routes come in source order starting after the receiving rank
+    (ranks rank+1, ..., P-1, 0, ..., rank), not at rank 0 (KernelConfig.source_order); one
+    receiving rank only.
     """
     if minibatch < 1 or block_m < 1:
         raise ValueError("minibatch and block_m must be >= 1")
+    if rotated and rank is None:
+        raise ValueError("rotated=True needs one receiving rank (rank=r): its sources start after it")
     if use_triton is None:
         use_triton = ids_all.is_cuda
     if use_triton:
         return _build_schedule_triton(ids_all, ep=ep, num_experts=num_experts, rank=rank,
                                       capacity_multiplier=capacity_multiplier,
-                                      minibatch=minibatch, block_m=block_m)
+                                      minibatch=minibatch, block_m=block_m, rotated=rotated)
     pn, k, n, el, e0, nloc, cap, cap_rank = _span(ids_all, ep, num_experts, rank, capacity_multiplier)
     dev = ids_all.device
     f_all = pn * k
     i32 = torch.int32
+    shift = _shift(rank, n, k, f_all, rotated)
 
     ids = ids_all.reshape(-1).long()                       # (F,) route f = src_row*k + j
     le = ids - e0
@@ -153,7 +159,8 @@ def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: in
     else:
         over = (total_in - cap).clamp_min(0)
 
-    key = bucket * f_all + torch.arange(f_all, device=dev)   # unique: expert, then source order
+    # unique: expert, then source order (rotated: starting at route `shift`, source rank + 1)
+    key = bucket * f_all + (torch.arange(f_all, device=dev) - shift) % f_all
     order = torch.sort(key).indices                           # (F,)
     if cap <= f_all:
         sel = order[:cap]
@@ -201,6 +208,11 @@ def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: in
         mb_row=mb_row.to(i32), num_mb=num_mb.reshape(1).to(i32), overflow=over.reshape(1).to(i32))
 
 
+def _shift(rank: int | None, n: int, k: int, f_all: int, rotated: bool) -> int:
+    """The first route of the rotated source order: rank + 1's first (0 unrotated)."""
+    return ((rank + 1) * n * k) % f_all if rotated else 0
+
+
 _SK: dict = {}
 
 
@@ -212,14 +224,14 @@ def _sched_kernels() -> dict:
     import triton.language as tl
 
     @triton.jit
-    def hist_kernel(ids_ptr, bh_ptr, bs_ptr, cnt_ptr, F, e0, nloc, NBIN: tl.constexpr,
+    def hist_kernel(ids_ptr, bh_ptr, bs_ptr, cnt_ptr, F, e0, nloc, SHIFT, NBIN: tl.constexpr,
                     BLK: tl.constexpr):
-        """Per block of BLK routes: bucket histogram (bucket = local expert, nloc for others) and
-        its exclusive prefix; global bucket counts by atomics."""
+        """Per block of BLK routes (in source order from route SHIFT): bucket histogram (bucket =
+        local expert, nloc for others) and its exclusive prefix; global bucket counts by atomics."""
         b = tl.program_id(0)
         f = b * BLK + tl.arange(0, BLK)
         m = f < F
-        le = tl.load(ids_ptr + f, mask=m, other=0).to(tl.int32) - e0
+        le = tl.load(ids_ptr + (f + SHIFT) % F, mask=m, other=0).to(tl.int32) - e0
         bucket = tl.where((le >= 0) & (le < nloc), le, nloc)
         hist = tl.histogram(tl.where(m, bucket, NBIN - 1), NBIN)
         bins = tl.arange(0, NBIN)
@@ -251,17 +263,18 @@ def _sched_kernels() -> dict:
 
     @triton.jit
     def place_part(b, ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, e0, nloc,
-                   NBIN: tl.constexpr, BLK: tl.constexpr):
+                   SHIFT, NBIN: tl.constexpr, BLK: tl.constexpr):
         """Stable counting sort, last step: block b orders its routes by bucket (in-block sort
-        of bucket*BLK + lane) and writes every kept local route to its row."""
+        of bucket*BLK + lane) and writes every kept local route to its row (routes in source
+        order from route SHIFT, as hist_kernel read them)."""
         lane = tl.arange(0, BLK)
         f = b * BLK + lane
         m = f < F
-        le = tl.load(ids_ptr + f, mask=m, other=0).to(tl.int32) - e0
+        le = tl.load(ids_ptr + (f + SHIFT) % F, mask=m, other=0).to(tl.int32) - e0
         bucket = tl.where((le >= 0) & (le < nloc), le, nloc)
         key = tl.sort(tl.where(m, bucket, NBIN - 1) * BLK + lane, 0)
         sb = key // BLK
-        fr = b * BLK + key % BLK
+        fr = (b * BLK + key % BLK + SHIFT) % F
         local = sb < nloc
         start = tl.load(bs_ptr + b * NBIN + sb, mask=local, other=0)
         pos = tl.load(base_ptr + b * NBIN + sb, mask=local, other=0) + lane - start
@@ -371,7 +384,7 @@ def _sched_kernels() -> dict:
     @triton.jit
     def place_mb_kernel(ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, cnt_ptr, tr0_ptr,
                         mbt_ptr, mbr_ptr, scal_ptr, F, C, K, e0, nloc, T_MAX, MB_MAX, MB, P, EL,
-                        CAP_RANK, PER_RANK, NB, NBE: tl.constexpr, NBIN: tl.constexpr,
+                        CAP_RANK, PER_RANK, NB, SHIFT, NBE: tl.constexpr, NBIN: tl.constexpr,
                         BLK: tl.constexpr, BM: tl.constexpr, LOG2T: tl.constexpr,
                         BLK_MB: tl.constexpr):
         """What needs the scan and the tiles, in one launch: programs below NB place their
@@ -379,7 +392,7 @@ def _sched_kernels() -> dict:
         pid = tl.program_id(0)
         if pid < NB:
             place_part(pid, ids_ptr, bs_ptr, base_ptr, src_ptr, slot_ptr, exp_ptr, F, C, K, e0,
-                       nloc, NBIN, BLK)
+                       nloc, SHIFT, NBIN, BLK)
         else:
             mb_part(pid - NB, cnt_ptr, tr0_ptr, mbt_ptr, mbr_ptr, scal_ptr, C, nloc, T_MAX,
                     MB_MAX, MB, P, EL, CAP_RANK, PER_RANK, NBE, BM, LOG2T, BLK_MB)
@@ -389,7 +402,8 @@ def _sched_kernels() -> dict:
 
 
 def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: int | None,
-                           capacity_multiplier: float, minibatch: int, block_m: int) -> Schedule:
+                           capacity_multiplier: float, minibatch: int, block_m: int,
+                           rotated: bool = False) -> Schedule:
     """Fused CUDA path of build_schedule: same arrays from a memset and 3 Triton launches (a
     stable counting sort of the routes by local expert: counts, then the scan beside the tiles,
     then the placing beside the minibatches) instead of ~60 tensor ops."""
@@ -407,8 +421,9 @@ def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, 
     nb = triton_cdiv(f_all, blk)
     ids_flat = ids_all.reshape(-1)
     scratch = torch.empty(3, nb * nbin, dtype=i32, device=dev)   # block hist, its prefix, bases
-    ks["hist"][(nb,)](ids_flat, scratch[0], scratch[1], counts_all, f_all, e0, nloc, NBIN=nbin,
-                      BLK=blk, num_warps=4)
+    shift = _shift(rank, n, k, f_all, rotated)
+    ks["hist"][(nb,)](ids_flat, scratch[0], scratch[1], counts_all, f_all, e0, nloc, shift,
+                      NBIN=nbin, BLK=blk, num_warps=4)
     recv = torch.empty(3, cap, dtype=i32, device=dev)
     tiles = torch.empty(3, t_max, dtype=i32, device=dev)
     offsets = torch.empty(nloc + 1, dtype=i32, device=dev)
@@ -423,7 +438,7 @@ def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, 
     ks["place_mb"][(nb + triton_cdiv(mb_max + 1, blk_mb),)](
         ids_flat, scratch[1], scratch[2], recv[0], recv[1], recv[2], counts_all, tiles[1], mbs[0],
         mbs[1], scal, f_all, cap, k, e0, nloc, t_max, mb_max, minibatch, ep, el, cap_rank,
-        int(rank is None), nb, NBE=nbe, NBIN=nbin, BLK=blk, BM=block_m,
+        int(rank is None), nb, shift, NBE=nbe, NBIN=nbin, BLK=blk, BM=block_m,
         LOG2T=max(1, t_max.bit_length()), BLK_MB=blk_mb, num_warps=4)
     return Schedule(
         ep=ep, tokens=n, topk=k, rank=rank, expert_base=e0, num_local=nloc, capacity=cap,

@@ -69,16 +69,20 @@ def test_summation_order_is_fixed():
     assert torch.equal(a, b)
 
 
-def oracle(ids: list[list[int]], ep: int, e: int, rank, mult: float, mb: int, bm: int) -> dict:
-    """Pure-Python schedule: routes per local expert in source order, tiles, minibatches."""
+def oracle(ids: list[list[int]], ep: int, e: int, rank, mult: float, mb: int, bm: int,
+           rotated: bool = False) -> dict:
+    """Pure-Python schedule: routes per local expert in source order (rotated: from the rank
+    after the receiving one), tiles, minibatches."""
     pn, k = len(ids), len(ids[0])
     n, el = pn // ep, e // ep
     cap_rank = math.ceil(mult * ep * n * min(k, el))
     lo, hi, cap = (0, e, ep * cap_rank) if rank is None else (rank * el, (rank + 1) * el, cap_rank)
+    shift = ((rank + 1) * n * k) % (pn * k) if rotated else 0
+    order = [(g + shift) % (pn * k) for g in range(pn * k)]
     rows = []
     per_exp = []
     for ex in range(lo, hi):
-        lst = [(f // k, f) for f in range(pn * k) if ids[f // k][f % k] == ex]
+        lst = [(f // k, f) for f in order if ids[f // k][f % k] == ex]
         per_exp.append(len(lst))
         rows += [(ex - lo, s, f) for s, f in lst]
     if rank is None:
@@ -101,19 +105,23 @@ def oracle(ids: list[list[int]], ep: int, e: int, rank, mult: float, mb: int, bm
     return dict(kept=kept, tiles=tiles, nmb=nmb, mb_tile=mb_tile, over=over, cap=cap)
 
 
-@pytest.mark.parametrize("ep,rank,routing,mult,mb,bm", [
-    (1, 0, "uniform", 1.0, 7, 4),
-    (4, 1, "zipf:1.2", 0.5, 10, 4),
-    (4, 0, "onehot", 0.3, 5, 8),      # overflows
-    (4, None, "uniform", 0.5, 16, 4),  # virtual ranks
-    (2, 1, "hot:0.3", 2.0, 64, 16),   # capacity above all routes
+@pytest.mark.parametrize("ep,rank,routing,mult,mb,bm,rotated", [
+    (1, 0, "uniform", 1.0, 7, 4, False),
+    (4, 1, "zipf:1.2", 0.5, 10, 4, False),
+    (4, 0, "onehot", 0.3, 5, 8, False),      # overflows
+    (4, None, "uniform", 0.5, 16, 4, False),  # virtual ranks
+    (2, 1, "hot:0.3", 2.0, 64, 16, False),   # capacity above all routes
+    (4, 1, "zipf:1.2", 0.5, 10, 4, True),    # sources from rank 2: 2, 3, 0, 1
+    (4, 3, "uniform", 1.0, 7, 4, True),      # the last rank: rank order
+    (4, 0, "onehot", 0.3, 5, 8, True),       # overflows: the rows past capacity differ
+    (1, 0, "uniform", 1.0, 7, 4, True),
 ])
-def test_schedule_matches_oracle(ep, rank, routing, mult, mb, bm):
+def test_schedule_matches_oracle(ep, rank, routing, mult, mb, bm, rotated):
     e, k, n = 8, 3, 10
     ids, _ = make_routing(ep * n, e, k, routing, seed=3)
     s = build_schedule(ids, ep=ep, num_experts=e, rank=rank, capacity_multiplier=mult,
-                       minibatch=mb, block_m=bm)
-    o = oracle(ids.tolist(), ep, e, rank, mult, mb, bm)
+                       minibatch=mb, block_m=bm, rotated=rotated)
+    o = oracle(ids.tolist(), ep, e, rank, mult, mb, bm, rotated)
     assert s.capacity == o["cap"]
     tot = int(s.total)
     assert tot == len(o["kept"])
@@ -137,22 +145,46 @@ def test_schedule_matches_oracle(ep, rank, routing, mult, mb, bm):
         s.check()
 
 
-@pytest.mark.parametrize("ep,rank,routing", [(8, 3, "uniform"), (4, None, "zipf:1.2"),
-                                          (8, 0, "hot:0.2"), (2, 1, "onehot")])
-def test_a_tiles_rows_of_one_source_are_one_run(ep, rank, routing):
-    """The emulated push lanes copy runs: within a tile, the rows of source s are
-    [row0 + #rows of sources < s, row0 + #rows of sources <= s), every row of s and no other."""
+def test_rotated_schedule_holds_the_same_rows_and_needs_one_rank():
+    """Rotated, an expert's rows are the rank order's, starting at the rank after the receiver
+    (rank 1 of 4: sources 2, 3, 0, 1); and it is refused for the virtual ranks' joint build."""
+    e, k, n, ep = 8, 2, 12, 4
+    ids, _ = make_routing(ep * n, e, k, "uniform", seed=4)
+    kw = dict(ep=ep, num_experts=e, rank=1, capacity_multiplier=1.0, minibatch=8, block_m=4)
+    a, b = build_schedule(ids, **kw), build_schedule(ids, rotated=True, **kw)
+    assert torch.equal(a.counts, b.counts) and torch.equal(a.tile_rows, b.tile_rows)
+    for ex in range(int(a.num_local)):
+        lo, hi = int(a.offsets[ex]), int(a.offsets[ex + 1])
+        src_a = (a.recv_src[lo:hi] // n).tolist()
+        src_b = (b.recv_src[lo:hi] // n).tolist()
+        assert sorted(a.recv_slot[lo:hi].tolist()) == sorted(b.recv_slot[lo:hi].tolist())
+        assert src_b == sorted(src_a, key=lambda q: (q - 2) % ep)
+    with pytest.raises(ValueError, match="one receiving rank"):
+        build_schedule(ids, **{**kw, "rank": None}, rotated=True)
+
+
+@pytest.mark.parametrize("ep,rank,routing,rotated", [
+    (8, 3, "uniform", False), (4, None, "zipf:1.2", False), (8, 0, "hot:0.2", False),
+    (2, 1, "onehot", False), (8, 3, "uniform", True), (8, 0, "hot:0.2", True),
+    (4, 2, "zipf:1.2", True)])
+def test_a_tiles_rows_of_one_source_are_one_run(ep, rank, routing, rotated):
+    """The push lanes copy runs: within a tile, the rows of source s are [row0 + #rows of
+    sources before s, row0 + #rows of sources up to s), every row of s and no other; rotated,
+    "before" in the receiver's order, (p - rank - 1) mod P (megakernel.py ROT)."""
     e, k, n = 32, 4, 64
     ids, _ = make_routing(ep * n, e, k, routing, seed=5)
     sch = build_schedule(ids, ep=ep, num_experts=e, rank=rank, capacity_multiplier=1.0,
-                         minibatch=96, block_m=16)
+                         minibatch=96, block_m=16, rotated=rotated)
     src = sch.recv_src.tolist()
     assert int(sch.num_tiles) > 4
+
+    def pos(q: int) -> int:
+        return (q + ep - 1 - rank) % ep if rotated else q
     for r0, rows in zip(sch.tile_row0.tolist(), sch.tile_rows.tolist()):
-        peers = [src[r] // n for r in range(r0, r0 + rows)]
+        peers = [pos(src[r] // n) for r in range(r0, r0 + rows)]
         for s in range(ep):
-            lo = r0 + sum(p < s for p in peers)
-            hi = r0 + sum(p <= s for p in peers)
+            lo = r0 + sum(p < pos(s) for p in peers)
+            hi = r0 + sum(p <= pos(s) for p in peers)
             assert [r for r in range(r0, r0 + rows) if src[r] // n == s] == list(range(lo, hi))
 
 
@@ -737,3 +769,13 @@ def test_a_gpu_the_kernel_cannot_run_on_is_refused(monkeypatch, arch, precision,
     if seen:
         assert "checked against float32 on sm_90" in str(seen[0].message)
     mk.check_gpu("cpu", precision)                      # no GPU: nothing to check
+
+
+def test_source_order_is_rank_or_rotated_and_not_the_gluon_pass():
+    from mok_kernels.megakernel import KernelConfig
+
+    KernelConfig(source_order="rotated").validate()
+    with pytest.raises(ValueError, match="source_order 'sideways': allowed rank, rotated"):
+        KernelConfig(source_order="sideways").validate()
+    with pytest.raises(ValueError, match="source_order='rotated' with fp8_kernel='gluon'"):
+        KernelConfig(precision="fp8", fp8_kernel="gluon", source_order="rotated").validate()

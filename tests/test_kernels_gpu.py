@@ -303,6 +303,37 @@ def test_push_lanes_by_runs_match_reference(ep, rank, routing, combine, h):
     assert torch.equal(layer.comb[served], first[0]) and torch.equal(layer.sh_out, first[1])
 
 
+@pytest.mark.parametrize("ep,rank,routing,dispatch,combine,e", [
+    (8, 3, "zipf:1.2", "push", "pull", 8),    # one expert a rank: a minibatch is a slice of sources
+    (8, None, "uniform", "push", "push", 16),  # every rank in one launch (the emulated lanes)
+    (4, 1, "hot:0.2", "pull", "push", 8),
+    (4, None, "zipf:1.2", "pull", "pull", 4)])
+def test_rotated_sources_match_reference_and_the_bits_of_rank_order(ep, rank, routing, dispatch,
+                                                                     combine, e):
+    """KernelConfig.source_order='rotated' (each rank's sources of an expert start after it;
+    docs/sim-study.md "N") only reorders the rows inside an expert: the output matches the float32
+    reference and the bits of rank order, with the push lanes finding each sender's run of a
+    tile in the rotated order; several minibatches and tiles, H not a multiple of 1,024."""
+    shape = dict(h=2560, i=768, e=e, n=192, k=4)
+    r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, dispatch, combine, 256,
+                                                      shape=shape, source_order="rotated")
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+    rotated = output_and_served_slots(layer, x, ids, wts, rank)
+    _, _, by_rank, _ = run_case(ep, rank, routing, dispatch, combine, 256, shape=shape)
+    ranked = output_and_served_slots(by_rank, x, ids, wts, rank)
+    torch.cuda.synchronize()
+    assert torch.equal(rotated[0], ranked[0]) and torch.equal(rotated[1], ranked[1])
+
+
+@pytest.mark.parametrize("dispatch,combine", [("push", "push"), ("pull", "pull")])
+def test_local_group_rotated_sources_match_reference(dispatch, combine):
+    """Across ranks (P launches, the senders' push lanes: their run of each receiver's tile in
+    the receiver's rotated order) with one expert a rank."""
+    errs, _, _ = run_local_group(4, dispatch, combine, shape=dict(e=4), minibatch=256, passes=2,
+                                 source_order="rotated")
+    assert max(errs) <= 1e-2, errs
+
+
 def test_pointer_weight_tiles_at_gpt_oss_shape():
     # non-TMA weight loads: the masked last down block of H = 2880 and the padded I
     shape = dict(h=2880, i=2880, e=8, n=160, k=4)
@@ -338,13 +369,17 @@ SCHEDULE_CASES = [   # (ep, rank, routing, capacity multiplier, minibatch, block
     (64, 63, "uniform", 1.0, 64, 128, 256, 64, 1)]
 
 
+@pytest.mark.parametrize("rotated", [False, True])
 @pytest.mark.parametrize("ep,rank,routing,mult,mb,bm,e,n,k", SCHEDULE_CASES)
-def test_fused_schedule_equals_tensor_ops(ep, rank, routing, mult, mb, bm, e, n, k):
+def test_fused_schedule_equals_tensor_ops(ep, rank, routing, mult, mb, bm, e, n, k, rotated):
     """The Triton schedule builder gives the tensor ops' arrays bit for bit, eagerly and
-    replayed from a CUDA graph on fresh ids."""
+    replayed from a CUDA graph on fresh ids; rotated too (KernelConfig.source_order: one rank)."""
     from mok_kernels.bench import capture_graph
     from mok_kernels.schedule import build_schedule
-    kw = dict(ep=ep, num_experts=e, rank=rank, capacity_multiplier=mult, minibatch=mb, block_m=bm)
+    if rotated and rank is None:
+        pytest.skip("rotated needs one receiving rank (the layer builds one schedule a rank)")
+    kw = dict(ep=ep, num_experts=e, rank=rank, capacity_multiplier=mult, minibatch=mb, block_m=bm,
+              rotated=rotated)
     ids, _ = make_routing(ep * n, e, k, routing, 5, device="cuda")
     out = {}
     step = capture_graph(lambda: out.update(s=build_schedule(ids, use_triton=True, **kw)))
