@@ -440,6 +440,18 @@ def _kernels() -> dict[str, Any]:
                 v = vn
 
     @triton.jit
+    def sender_run(tpeer, tm, tr0, sender, receiver, P, ROT: tl.constexpr):
+        """[lo, hi): the rows of `sender` in a row tile from row tr0 whose rows (mask tm) came
+        from the sources tpeer, sorted in the receiver's source order: rank order, or (ROT)
+        starting after the receiver (KernelConfig.source_order)."""
+        if ROT:
+            tpeer = (tpeer + P - 1 - receiver) % P
+            sender = (sender + P - 1 - receiver) % P
+        lo = tr0 + tl.sum((tm & (tpeer < sender)).to(tl.int32))
+        hi = tr0 + tl.sum((tm & (tpeer <= sender)).to(tl.int32))
+        return lo, hi
+
+    @triton.jit
     def gather_chunks(idx_ptr, r0, r1, c0, cstep, nchunk, per, keep, tab_ptr, src_ptr, dst_ptr,
                      sc_ptr, R, GATHER: tl.constexpr, FILTER: tl.constexpr, FP8: tl.constexpr,
                      H: tl.constexpr, CC: tl.constexpr, CR: tl.constexpr):
@@ -920,12 +932,7 @@ def _kernels() -> dict[str, Any]:
                             tr0 = tl.load(tr0_q + t)
                             tm = trow < tl.load(trn_q + t)
                             tpeer = tl.load(src_q + tr0 + trow, mask=tm, other=0) // N_RANK
-                            tme = me
-                            if ROT:                # receiver q's sources start after q
-                                tpeer = (tpeer + P - 1 - q) % P
-                                tme = (me + P - 1 - q) % P
-                            lo = tr0 + tl.sum((tm & (tpeer < tme)).to(tl.int32))
-                            hi = tr0 + tl.sum((tm & (tpeer <= tme)).to(tl.int32))
+                            lo, hi = sender_run(tpeer, tm, tr0, me, q, P, ROT)
                             for c0 in range(lo, hi, CR):
                                 rows = c0 + crow
                                 m = rows < hi
@@ -973,12 +980,7 @@ def _kernels() -> dict[str, Any]:
                             trn = tl.load(tile_rows_ptr + t)
                             tm = trow < trn
                             tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
-                            ts = s
-                            if ROT:                # this rank's sources start after it
-                                tpeer = (tpeer + P - 1 - me) % P
-                                ts = (s + P - 1 - me) % P
-                            lo = tr0 + tl.sum((tm & (tpeer < ts)).to(tl.int32))
-                            hi = tr0 + tl.sum((tm & (tpeer <= ts)).to(tl.int32))
+                            lo, hi = sender_run(tpeer, tm, tr0, s, me, P, ROT)
                             for c0 in range(lo, hi, CR):
                                 rows = c0 + crow
                                 m = rows < hi
