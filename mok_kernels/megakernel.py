@@ -198,6 +198,11 @@ class KernelConfig:
         if self.num_stages is None:
             self.num_stages = 3 if triton_fp8 and self.block_m > 64 else 4
 
+    @property
+    def rotated(self) -> bool:
+        """Whether each rank's sources of an expert start after it (source_order 'rotated')."""
+        return self.source_order == "rotated"
+
     def knobs(self) -> dict[str, Any]:
         return {"dispatch": self.dispatch, "combine": self.combine, "minibatch": self.minibatch,
                 "comm_sms": self.comm_sms, "macrobatch": self.macrobatch, "capacity": self.capacity}
@@ -1867,7 +1872,7 @@ class MoKLayer:
         scheds = [build_schedule(ids_all, ep=self.ep, num_experts=self.E, rank=r,
                                  capacity_multiplier=self.cfg.capacity,
                                  minibatch=self.cfg.minibatch, block_m=self.cfg.block_m,
-                                 rotated=self.cfg.source_order == "rotated")
+                                 rotated=self.cfg.rotated)
                   for r in ranks]
         return scheds[0] if len(scheds) == 1 else stack_schedules(scheds)
 
@@ -1919,7 +1924,7 @@ class MoKLayer:
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
-            NO_GEMM=cfg.skip_gemm, DNB=cfg.dn_blocks, ROT=int(cfg.source_order == "rotated"),
+            NO_GEMM=cfg.skip_gemm, DNB=cfg.dn_blocks, ROT=int(cfg.rotated),
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages)
 
