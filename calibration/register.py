@@ -32,9 +32,9 @@ from mok_model.fileio import check_output_file, loads_json
 from mok_model.params import PARAMS_DIR
 from mok_model.presets import load_model
 from mok_model.predict import predict
-from mok_model.records import (DEFAULT_BWD, kernel_variant, record_config, record_model,
-                               record_scenario, training_variant)
-from mok_model.scenario import MAX_LIST_LAG, MAX_SEED
+from mok_model.records import (DEFAULT_BWD, kernel_variant, record_config, record_design,
+                               record_model, record_scenario, training_variant)
+from mok_model.scenario import MAX_LIST_LAG, MAX_SEED, SOURCE_ORDERS
 from mok_model.sim import simulate
 
 from .checks import required_text, shipped_params
@@ -42,9 +42,9 @@ from .checks import required_text, shipped_params
 
 def _check_plan_tiles(rec: dict) -> None:
     """A planned record's tiles: an object; a backward's the default or the layer's training
-    tiles (the model reads no other variant); its fp8_kernel one of the bench's --fp8-kernel
-    values (a misspelt "gluon" would be read as the Triton kernel), "gluon" on the FP8 forward
-    only."""
+    tiles (the model reads no other variant); its source_order one of SOURCE_ORDERS, not "rank"
+    on the Triton forward only; its fp8_kernel one of the bench's --fp8-kernel values (a
+    misspelt "gluon" would be read as the Triton kernel), "gluon" on the FP8 forward only."""
     from mok_kernels.bench import FP8_VARIANTS
 
     tiles = rec.get("tiles", {})
@@ -55,6 +55,12 @@ def _check_plan_tiles(rec: dict) -> None:
         raise MokInputError(f"tiles={tiles!r}: the model reads the backward's default tiles and the "
                             f"layer's training tiles for the shape only (mok_model/records.py "
                             f"TRAINING_BWD, TRAINING_BWD_NARROW)")
+    order = tiles.get("source_order", "rank")
+    if order not in SOURCE_ORDERS:
+        raise MokInputError(f"tiles.source_order={order!r} must be one of {', '.join(SOURCE_ORDERS)}")
+    if order != "rank" and (rec["pass"] != "fwd" or tiles.get("fp8_kernel") == "gluon"):
+        raise MokInputError(f"tiles.source_order={order!r}: the forward Triton megakernel's option "
+                            f"only (not the backward, not the Gluon FP8 pass)")
     kern = tiles.get("fp8_kernel")
     if kern is None:
         return
@@ -119,14 +125,15 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
                 "hardware": {"preset": a.hardware}}
         if a.gpus:
             out.append(base | {"system": "nccl-torch", "config": {}})
-        for d, c, mb, cs, lag in itertools.product(a.dispatch.split(","), a.combine.split(","),
-                                                   number_list(a.minibatch, "--minibatch"),
-                                                   number_list(a.comm_sms, "--comm-sms"),
-                                                   number_list(a.list_lag, "--list-lag")):
+        for d, c, mb, cs, lag, so in itertools.product(
+                a.dispatch.split(","), a.combine.split(","), number_list(a.minibatch, "--minibatch"),
+                number_list(a.comm_sms, "--comm-sms"), number_list(a.list_lag, "--list-lag"),
+                a.source_order.split(",")):
             cfg = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs, macrobatch=a.macrobatch,
                        capacity=a.capacity)
-            out.append(base | {"system": "mok", "config": cfg}
-                       | ({"tiles": {"list_lag": lag}} if lag != 1 else {}))
+            tiles = ({"list_lag": lag} if lag != 1 else {}) | (
+                {"source_order": so} if so != "rank" else {})     # as mok bench names them
+            out.append(base | {"system": "mok", "config": cfg} | ({"tiles": tiles} if tiles else {}))
     return out
 
 
@@ -135,7 +142,7 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
 GRID = {"ep": "16", "pass_": "fwd", "precision": "bf16", "model": None, "tokens": None,
         "routing": "uniform", "seed": 0, "dispatch": "pull", "combine": "push",
         "minibatch": "4096", "comm_sms": "32", "macrobatch": 131072, "capacity": 1.0,
-        "list_lag": "1"}
+        "list_lag": "1", "source_order": "rank"}
 
 
 def _flag(dest: str) -> str:
@@ -159,13 +166,13 @@ def check_grid(a: argparse.Namespace) -> None:
             setattr(a, d, v)
     if a.model is None or a.tokens is None:
         raise MokInputError("--model and --tokens are required (or --plan FILE)")
-    for flag in ("--model", "--routing", "--dispatch", "--combine"):
-        value = getattr(a, flag[2:])
+    for flag in ("--model", "--routing", "--dispatch", "--combine", "--source-order"):
+        value = getattr(a, flag[2:].replace("-", "_"))
         if any(not x.strip() for x in value.split(",")):
             raise MokInputError(f"{flag} {value!r}: a comma list with no empty elements is "
                                 f"required")
     for flag in ("--model", "--ep", "--tokens", "--routing", "--dispatch", "--combine",
-                 "--minibatch", "--comm-sms", "--list-lag"):   # as `mok bench` refuses them
+                 "--minibatch", "--comm-sms", "--list-lag", "--source-order"):  # as `mok bench`
         distinct(flag, str(getattr(a, flag[2:].replace("-", "_"))))
     if a.pass_ == "bwd" and a.precision != "bf16":
         raise MokInputError(f"--pass bwd with --precision {a.precision}: the backward megakernel "
@@ -193,6 +200,12 @@ def check_grid(a: argparse.Namespace) -> None:
     if lags != [1] and a.gpus:
         raise MokInputError(f"--list-lag {a.list_lag} with --gpus {a.gpus}: the real-GPU bench "
                             f"does not sweep the lag yet (leave it at 1)")
+    for so in a.source_order.split(","):
+        if so not in SOURCE_ORDERS:
+            raise MokInputError(f"--source-order {so!r}: allowed {', '.join(SOURCE_ORDERS)}")
+    if a.source_order != "rank" and a.pass_ == "bwd":
+        raise MokInputError(f"--source-order {a.source_order} with --pass bwd: the backward "
+                            f"kernel's schedule is in rank order (leave it at rank)")
     eps = [a.gpus] if a.gpus else number_list(a.ep, "--ep")
     for flag in ("--tokens", "--minibatch", "--comm-sms"):
         number_list(getattr(a, flag[2:].replace("-", "_")), flag)
@@ -225,11 +238,12 @@ def register(a: argparse.Namespace) -> int:
     for i, rec in enumerate(planned_records(a)):
         scn, system = record_scenario(rec), rec["system"]
         cfg = record_config(rec) if system == "mok" else None
+        p = params.with_design(**record_design(rec))    # a rotated source order's what-if
         for engine in ("analytic", "sim") if i % a.sim_every == 0 else ("analytic",):
             if engine == "analytic":
-                pred = predict(scn, cfg, system, params)
+                pred = predict(scn, cfg, system, p)
             else:
-                pred = simulate(scn, cfg, system, params)
+                pred = simulate(scn, cfg, system, p)
             rows.append({"engine": engine, "system": system, "model": rec["model"],
                          "ep": rec["ep"], "tokens": rec["tokens"], "routing": rec["routing"],
                          "pass": rec["pass"], "precision": rec["precision"],
@@ -269,6 +283,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--capacity", type=capacity_arg, default=None, help="default 1.0")
     p.add_argument("--list-lag", default=None, help="comma list of the work list's lag (mok bench "
                    "--list-lag; a plan line may name it in its `tiles`)")
+    p.add_argument("--source-order", default=None, help="comma list of rank|rotated (mok bench "
+                   "--source-order; predicted with the parameter source_order_rotated; default "
+                   "rank)")
     p.add_argument("--out", required=True)
     return run_tool(p, register, argv)
 

@@ -22,7 +22,7 @@ from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import read_json_lines
 from mok_model.records import (model_key, read_records, record_bwd_tiles, record_fp8_kernel,
-                               record_list_lag)
+                               record_list_lag, record_source_order)
 
 from .fit import workload_key
 from .noise import pick_key
@@ -69,6 +69,7 @@ def _run_key(p: dict) -> tuple:
     return (p["system"], model_key(p), p["ep"], p["tokens"], routing["kind"], routing.get("arg"),
             p.get("pass", "fwd"), p.get("precision", "bf16"), *(cfg.get(k) for k in _KNOBS),
             record_list_lag(p | {"pass": p.get("pass", "fwd")}),
+            record_source_order(p | {"pass": p.get("pass", "fwd")}),
             record_fp8_kernel(p | {"pass": p.get("pass", "fwd"),
                                    "precision": p.get("precision", "bf16")}),
             record_bwd_tiles(p | {"pass": p.get("pass", "fwd"),

@@ -28,7 +28,7 @@ from mok_model.cli import MokParser, distinct, number_list
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, path_input_error
 from mok_model.records import KERNEL_SYSTEMS, append_records, record_model
-from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG, MAX_SEED
+from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG, MAX_SEED, SOURCE_ORDERS
 from mok_model.tuner import ROBUST
 
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
@@ -119,6 +119,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--list-lag", default="1",
                    help="forward: comma list of the work list's lag (KernelConfig.list_lag, 1-8): "
                         "minibatch i's down items after minibatch i+lag's gate/up items")
+    p.add_argument("--source-order", default="rank",
+                   help="forward: comma list of rank|rotated (KernelConfig.source_order): an "
+                        "expert's received rows sorted by source rank, or with each rank's "
+                        "sources starting after it; rotated records name it in their tiles")
     p.add_argument("--out", required=True, help="RUNS.jsonl to append records to")
     p.add_argument("--note", default="", help="extra text for each record's note")
     p.add_argument("--auto", action="store_true",
@@ -180,7 +184,7 @@ def _check_args(a: argparse.Namespace) -> None:
                        f"kernel variants run with --precision fp8 only (drop --fp8-kernel)")
     for flag in ("--model", "--ep", "--tokens", "--dispatch", "--combine", "--minibatch",
                  "--comm-sms", "--macrobatch", "--capacity", "--precision", "--fp8-kernel",
-                 "--routing", "--systems", "--list-lag"):
+                 "--routing", "--systems", "--list-lag", "--source-order"):
         distinct(flag, str(getattr(a, flag[2:].replace("-", "_"))))   # '' named below
     if a.gpus and a.precision != "bf16":
         raise BadInput(f"--precision {a.precision} with --gpus: the FP8 megakernel runs on one GPU "
@@ -228,6 +232,12 @@ def _check_args(a: argparse.Namespace) -> None:
     if a.list_lag != "1" and a.pass_ == "bwd":
         raise BadInput(f"--list-lag {a.list_lag} with --pass bwd: the backward kernel's list has "
                        f"no lag (leave it at 1)")
+    for v in a.source_order.split(","):
+        if v not in SOURCE_ORDERS:
+            raise BadInput(f"--source-order {v!r}: allowed {', '.join(SOURCE_ORDERS)}")
+    if a.source_order != "rank" and a.pass_ == "bwd":
+        raise BadInput(f"--source-order {a.source_order} with --pass bwd: the backward kernel's "
+                       f"schedule is in rank order (leave it at rank)")
     if a.list_lag != "1" and a.gpus:
         raise BadInput(f"--list-lag {a.list_lag} with --gpus: the real-GPU bench does not sweep "
                        f"the lag yet (leave it at 1)")
@@ -454,18 +464,19 @@ def _check_grid(a: argparse.Namespace) -> None:
                 why = refusal(sh.hidden, sh.inter, sh.shared, sh.experts, ep, a.rank)
                 if why:
                     raise BadInput(f"--fp8-kernel gluon with --model {m} --ep {ep}: {why}")
-    for (prec, f8v), d, c, mb, cs, mac, cap, lag in itertools.product(
+    for (prec, f8v), d, c, mb, cs, mac, cap, lag, so in itertools.product(
             variants, a.dispatch.split(","), a.combine.split(","), minibatches, comm, macros,
-            _floats(a.capacity), _ints(a.list_lag, "--list-lag")):
+            _floats(a.capacity), _ints(a.list_lag, "--list-lag"), a.source_order.split(",")):
         cfg = KernelConfig(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                            macrobatch=int(mac) if mac.isdigit() else None, capacity=cap,
-                           precision=prec, **fp8_variant_tiles(f8v), list_lag=lag)
+                           precision=prec, **fp8_variant_tiles(f8v), list_lag=lag,
+                           source_order=so)
         try:
             cfg.validate()
         except ValueError as exc:
             raise BadInput(f"grid point {prec}{'-' + f8v if f8v else ''} {d}/{c} minibatch {mb} "
-                           f"comm-sms {cs} macrobatch {mac} capacity {cap} list-lag {lag}: "
-                           f"{exc}") from None
+                           f"comm-sms {cs} macrobatch {mac} capacity {cap} list-lag {lag} "
+                           f"source-order {so}: {exc}") from None
 
 
 def stats(ts: list[float]) -> dict[str, float | int]:
@@ -607,6 +618,8 @@ def forward_tiles(precision: str, wl: "Workload", group: bool = False,
         out["tma_a"] = 1
     if (cfg.list_lag or 1) != 1:               # named only when not 1, as tma_a
         out["list_lag"] = cfg.list_lag
+    if cfg.rotated:                            # named only when not rank order, as tma_a
+        out["source_order"] = cfg.source_order
     split = cfg.split_dn or (1 if group else forward_split_dn(
         wl.tokens, sh.topk, sh.experts, wl.ep, sh.hidden, sh.inter, cfg.block_m, cfg.bn_dn,
         precision))
@@ -998,12 +1011,13 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
         variants = [(pr, v) for pr in a.precision.split(",")
                     for v in (a.fp8_kernel.split(",") if pr == "fp8" else [None])]
         swept: dict[tuple, list[float]] = {pv: [] for pv in variants}
-        for (prec, f8v), d, c, mb, cs, mac, cap, bt, lag in itertools.product(
+        for (prec, f8v), d, c, mb, cs, mac, cap, bt, lag, so in itertools.product(
                 variants, a.dispatch.split(","), a.combine.split(","),
                 _ints(a.minibatch), _ints(a.comm_sms), a.macrobatch.split(","),
                 _floats(a.capacity), a.bwd_tiles.split(";") if bwd else ["default"],
-                _ints(a.list_lag, "--list-lag")):
-            opts = fp8_variant_tiles(f8v) | {"list_lag": lag}
+                _ints(a.list_lag, "--list-lag"), a.source_order.split(",")):
+            opts = fp8_variant_tiles(f8v) | {"list_lag": lag} | (
+                {"source_order": so} if so != "rank" else {})
             knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                          macrobatch=macro_rows(mac, wl), capacity=cap)
             ran: dict = {}
@@ -1036,10 +1050,11 @@ def run_grid(a: argparse.Namespace, log: Callable[[str], None] = print) -> list[
                               **common)
             append_records(a.out, [rec])
             recs.append(rec)
-            swept[(prec, f8v)].append(rec["latency_ms"]["median"])
+            if so == "rank":            # --auto's pick runs rank order: its regret against those
+                swept[(prec, f8v)].append(rec["latency_ms"]["median"])
             log(f"{model:8s} ep{ep:<3d} n{tokens:<5d} {routing:8s} mok {prec}{'-' + f8v if f8v else ''} "
                 f"{d}/{c} mb{mb} c{cs} " + (f"[{bt}] " if bwd and bt != "default" else "") +
-                (f"lag{lag} " if lag != 1 else "") +
+                (f"lag{lag} " if lag != 1 else "") + (f"{so} " if so != "rank" else "") +
                 f"r{knobs['macrobatch']} {rec['latency_ms']['median']:.3f} ms "
                 f"{wl.flops() / rec['latency_ms']['median'] / 1e9:.0f} TF/s")
         hints = [ROBUST] + ([routing] if a.auto_hint else [])

@@ -147,15 +147,15 @@ def _systems(a: argparse.Namespace, wl: RankWorkload):
         yield "gemm-only", base, lambda: gemm_only(xs, hh, offs, wl.x, hs, ex), None
     if "mok" not in systems:
         return
-    for d, c, mb, cs, cap in itertools.product(
+    for d, c, mb, cs, cap, so in itertools.product(
             a.dispatch.split(","), a.combine.split(","), _ints(a.minibatch), _ints(a.comm_sms),
-            [float(v) for v in a.capacity.split(",")]):
+            [float(v) for v in a.capacity.split(",")], a.source_order.split(",")):
         knobs = dict(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
                      macrobatch=int(a.macrobatch),      # one number (bench._check_args)
                      capacity=cap)
-        build = lambda kn=knobs: MoKLayer(  # noqa: E731
-            wl.w, wl.ep, wl.tokens, wl.shape.topk, None, KernelConfig(**kn), device=str(wl.dev),
-            local_weights=True, group=dist.group.WORLD)
+        build = lambda kn=knobs, so=so: MoKLayer(  # noqa: E731
+            wl.w, wl.ep, wl.tokens, wl.shape.topk, None, KernelConfig(**kn, source_order=so),
+            device=str(wl.dev), local_weights=True, group=dist.group.WORLD)
         yield "mok", knobs, build, None
     if a.auto:                  # every knob chosen by the model before launch (h200-hgx8)
         yield "mok-auto", {}, lambda: MoKLayer(
@@ -266,16 +266,19 @@ def worker(rank: int, world: int, port: int, a: argparse.Namespace) -> None:
                                        f"rank per iteration; {cmd}")
                 rec["emulated_peers"] = False
                 if system.startswith("mok"):
-                    rec["tiles"] |= forward_tiles("bf16", wl, group=True)
+                    rec["tiles"] |= forward_tiles("bf16", wl, group=True,
+                                                  source_order=layer.cfg.source_order)
                 rec["rank_ms"] = per_rank
                 rec["rel_err_vs_fp32"] = errs
                 if system == "mok-auto":
                     rec = auto_record(rec, layer.knob_source, swept)
                 append_records(a.out, [rec])
-                if system == "mok":
+                rotated = system == "mok" and layer.cfg.rotated
+                if system == "mok" and not rotated:     # --auto's pick runs rank order
                     swept.append(rec["latency_ms"]["median"])
                 label = "/".join(str(knobs[k]) for k in ("dispatch", "combine", "minibatch",
                                                           "comm_sms")) if system == "mok" else ""
+                label += " rotated" if rotated else ""
                 if system == "mok-auto":
                     print(auto_line(rec, f"{model:8s} gpus{world} n{tokens:<5d} {routing:8s}"),
                           flush=True)

@@ -53,7 +53,7 @@ from typing import Any
 import torch
 
 from mok_model.errors import MokInputError
-from mok_model.scenario import MAX_LIST_LAG
+from mok_model.scenario import MAX_LIST_LAG, SOURCE_ORDERS
 from mok_model.workload import parse_routing
 
 from .buffers import SPLIT_WS_MAX_BYTES, ring_rows, split_workspace_elements, stage_rows
@@ -78,7 +78,6 @@ STALL_CODES = {
 
 
 FP8_KERNELS = ("v1", "v2", "v3", "v4", "v5", "gluon")   # KernelConfig.fp8_kernel
-SOURCE_ORDERS = ("rank", "rotated")   # KernelConfig.source_order
 
 
 class MegakernelStallError(RuntimeError):

@@ -17,12 +17,11 @@ from .errors import MokInputError, SimInvariantError
 from .fileio import check_output_file, deferred_warnings, drop_warnings, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
 from .scenario import (BWD_TILES, ENGINES, FP8_KERNELS, GLUON_KNOBS, MODES, PASSES, PRECISIONS,
-                       SYSTEMS, Config, Scenario, check_gluon_knobs)
+                       SOURCE_ORDERS, SYSTEMS, Config, Scenario, check_gluon_knobs)
 from .sim.network import DEGRADE_HELP
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 SCHEDULES = ("published", "naive")
-SOURCE_ORDERS = ("rank", "rotated")  # --source-order: analytic.source_orders
 
 
 def _shown(value) -> str:

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from .errors import MokInputError
 from .fileio import read_json_lines
 from .presets import load_hardware, load_model, model_from_shape
-from .scenario import KNOB_MAX, SYSTEMS, Config, Scenario
+from .scenario import KNOB_MAX, SOURCE_ORDERS, SYSTEMS, Config, Scenario
 from .workload import legacy_zipf_table
 
 SCHEMA = "mok-run/1"
@@ -31,6 +31,9 @@ KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity
 # plausible times (ms) of one timed pass or step: 0.1 us (the shortest records, micro-flag, are
 # ~1 us) to 1,000 s (the longest MoE layer passes are ~100 ms); beyond is a unit or parse error
 LATENCY_MS = (1e-4, 1e6)
+# tile options that are strings (every other `tiles` value is an integer); a source order is
+# named only when not "rank" (record_source_order)
+STRING_TILES = ("fp8_kernel", "source_order")
 _RANGE = f"[{LATENCY_MS[0]:g}, {LATENCY_MS[1]:g}]"
 
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
@@ -124,11 +127,14 @@ def validate_record(rec: Any) -> None:
         tiles = rec["tiles"]
         if not isinstance(tiles, dict):
             raise MokInputError(f"tiles={tiles!r} must be an object of tile options "
-                                f"(integers; fp8_kernel a string)")
+                                f"(integers; fp8_kernel and source_order strings)")
         for k, v in tiles.items():
-            if isinstance(v, bool) or not isinstance(v, str if k == "fp8_kernel" else int):
+            if isinstance(v, bool) or not isinstance(v, str if k in STRING_TILES else int):
                 raise MokInputError(f"tiles.{k}={v!r} must be "
-                                    + ("a string" if k == "fp8_kernel" else "an integer"))
+                                    + ("a string" if k in STRING_TILES else "an integer"))
+        if tiles.get("source_order", "rank") not in SOURCE_ORDERS:
+            raise MokInputError(f"tiles.source_order={tiles['source_order']!r} must be one of "
+                                f"{', '.join(SOURCE_ORDERS)}")
     if isinstance(rec["model"], dict) and rec["system"] in LAYER_SYSTEMS:
         _model(model_key(rec))     # a layer's shape: complete and valid, as a model file is
     _validate_config(rec["config"])
@@ -411,6 +417,22 @@ def record_copy_loop(rec: dict) -> str:
     if when < COPY_PIPE_SINCE:
         return "ahead"
     return "pipe" if when < COPY_RUNS_SINCE else "runs"
+
+
+def record_source_order(rec: dict) -> str:
+    """The order of an expert's received rows a forward of our megakernel ran (mok_kernels
+    KernelConfig.source_order; its `tiles` name it when not "rank"), else "rank"."""
+    tiles = rec.get("tiles") if isinstance(rec.get("tiles"), dict) else {}
+    if rec.get("system") not in KERNEL_SYSTEMS or rec.get("pass", "fwd") != "fwd":
+        return "rank"
+    return str(tiles.get("source_order", "rank"))
+
+
+def record_design(rec: dict) -> dict[str, float]:
+    """The design parameters (params.py "design:" values) a record's kernel ran with where they
+    differ from the shipped files': {"source_order_rotated": 1.0} for a rotated source order,
+    else {}. Predict such a record with Params.with_design(**record_design(rec))."""
+    return {"source_order_rotated": 1.0} if record_source_order(rec) == "rotated" else {}
 
 
 def record_fp8_kernel(rec: dict) -> str:
@@ -746,7 +768,7 @@ def default_variant(rec: dict, old: bool = False) -> bool:
     tokens (mok_kernels/tiles.py)."""
     if rec["system"] not in ("mok", "mok-gemm") or rec["source"] != "measured":
         return True
-    if superseded_kernel(rec) and not old:
+    if (superseded_kernel(rec) and not old) or record_source_order(rec) != "rank":
         return False
     v = kernel_variant(rec)
     if rec["pass"] == "bwd":
@@ -780,6 +802,8 @@ def variant_label(rec: dict) -> str:
         return "forward push/push with runtime mode words (before 2026-12-03 15:02 UTC)"
     if pull_block_barriers(rec):
         return "forward pull combine with a release per down block (2026-12-04 15:18-15:37 UTC)"
+    if record_source_order(rec) != "rank":
+        return f"forward with source order {record_source_order(rec)}"
     v = kernel_variant(rec)
     if rec["pass"] == "bwd":
         if training_variant(rec):

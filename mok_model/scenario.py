@@ -35,6 +35,11 @@ HOPPER_GPUS = ("H100", "H200")   # the GPUs (Hardware.gpu) the Gluon FP8 kernel 
 # TRAINING_TILES: g and u saved by the forward, A items of 256 columns where 256 divides the
 # padded expert width, else 128; weight gradients written directly; the "bwd-train" pass group)
 BWD_TILES = ("recompute", "training")
+# the order of an expert's received rows by source in our megakernel's schedule (mok_kernels
+# KernelConfig.source_order, `mok bench --source-order`, a record's tiles.source_order): "rank"
+# (source rank 0 first), or "rotated" (each rank's sources start after it; the model's what-if
+# parameter source_order_rotated, `mok predict --source-order`)
+SOURCE_ORDERS = ("rank", "rotated")
 # our megakernel's comm copy loop (mok_kernels/megakernel.py gather_chunks and copy_rows), by the
 # run records made with it (records.record_copy_loop): "runs", today's (from 2026-12-04 12:34
 # UTC), the "pipe" loop whose push lanes copy their pair's run of each row tile instead of

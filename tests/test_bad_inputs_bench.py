@@ -73,6 +73,12 @@ BENCH = [
     (["--gpus", "2", "--model", "glm-5", "--timeout", "99999999999999999999"],
      "--timeout 99999999999999999999: must be 10 to 86400 seconds"),
     (["--auto-hint"], "--auto-hint adds a pick to --auto's: give --auto too"),   # session 43
+    (["--source-order", "Rotated"], "--source-order 'Rotated': allowed rank, rotated"),  # 48
+    (["--source-order", "rank,rank"], "--source-order 'rank,rank' names 'rank' twice"),
+    (["--pass", "bwd", "--source-order", "rotated"],
+     "--source-order rotated with --pass bwd: the backward kernel's schedule is in rank order"),
+    (["--precision", "fp8", "--fp8-kernel", "gluon", "--capacity", "1.0", "--source-order",
+      "rotated"], "source-order rotated: source_order='rotated' with fp8_kernel='gluon'"),
     (["--gpus", "2", "--model", "glm-5", "--auto", "--auto-hint"],
      "--auto-hint with --gpus: the told pick runs on one GPU emulating its peers only"),
 ]

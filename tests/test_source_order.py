@@ -59,3 +59,59 @@ def test_the_analytic_engine_says_where_source_slices_may_recur(capsys):
     assert len(notes("--hardware", "gb300-nvl72", *ds)) == 1
     assert not notes("--hardware", "gb300-nvl72", *ds, "--source-order", "rotated")
     assert not notes("--hardware", "h200-1", *ds)
+
+
+def test_register_predicts_a_rotated_run_with_its_design(tmp_path):
+    """`python -m calibration.register --source-order rank,rotated` (session 48): the rotated
+    configuration names its order in tiles, as `mok bench --source-order` records it, and is
+    predicted with source_order_rotated = 1 (the same as `mok predict --source-order rotated`);
+    calibration.registered tells the two runs apart."""
+    from calibration.register import main as register
+    from calibration.registered import _run_key
+    from mok_model.params import read_params
+    from mok_model.predict import predict
+    from mok_model.records import record_config, record_scenario
+
+    out = tmp_path / "reg.jsonl"
+    assert register(["--gpus", "8", "--hardware", "gb300-nvl72", "--model", "mixtral-8x7b",
+                     "--tokens", "4096", "--minibatch", "1024", "--source-order", "rank,rotated",
+                     "--sim-every", "1000", "--out", str(out)]) == 0
+    rows = [json.loads(line) for line in out.open()]
+    mok = [r for r in rows if r["system"] == "mok" and r["engine"] == "analytic"]
+    assert [r.get("tiles") for r in mok] == [None, {"source_order": "rotated"}]
+    p = read_params("mok_model/params/gb300-nvl72.json")
+    for r, rotated in zip(mok, (0.0, 1.0)):
+        rec = r | {"system": "mok", "hardware": {"preset": "gb300-nvl72"}}
+        want = predict(record_scenario(rec), record_config(rec), "mok",
+                       p.with_design(source_order_rotated=rotated))
+        assert r["predicted_ms"] == want.latency_ms
+    assert mok[1]["predicted_ms"] < mok[0]["predicted_ms"]     # the fill's source hotspot
+    assert _run_key(mok[0]) != _run_key(mok[1])
+
+
+def test_records_name_a_rotated_order_and_fits_leave_it_out():
+    """A record's tiles.source_order: a string, rank or rotated; a rotated forward is a kernel
+    variant of its own (split_default_variant names it), predicted with its design."""
+    import pytest
+
+    from mok_model.errors import MokInputError
+    from mok_model.records import (record_design, split_default_variant, validate_record)
+
+    rec = {"schema": "mok-run/1", "id": "t", "date": "2026-12-05T00:00:00+00:00",
+           "source": "measured", "system": "mok", "model": "kimi-k2", "ep": 16, "tokens": 1024,
+           "pass": "fwd", "precision": "bf16", "routing": {"kind": "uniform", "seed": 0},
+           "config": {"dispatch": "pull", "combine": "push", "minibatch": 4096, "comm_sms": 32,
+                      "macrobatch": 131072, "capacity": 0.5},
+           "hardware": {"preset": "h200-1", "gpu": "NVIDIA H200", "gpus": 1, "sms": 132,
+                        "fabric": "local-hbm", "driver": "cuda 13.0"},
+           "software": {"commit": "x", "torch": "x", "triton": "x"}, "emulated_peers": True,
+           "latency_ms": {"median": 1.0, "p10": 1.0, "p90": 1.0, "n": 1}, "breakdown_ms": {},
+           "note": "", "tiles": {"source_order": "rotated"}}
+    validate_record(rec)
+    assert record_design(rec) == {"source_order_rotated": 1.0}
+    kept, note = split_default_variant([rec])
+    assert kept == [] and "1 forward with source order rotated" in note
+    for bad, why in (({"source_order": "sideways"}, "must be one of rank, rotated"),
+                     ({"source_order": 1}, "must be a string")):
+        with pytest.raises(MokInputError, match=why):
+            validate_record(rec | {"tiles": bad})
