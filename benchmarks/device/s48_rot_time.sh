@@ -3,7 +3,9 @@
 # its peers: every setting in both orders, the same inputs (one process; rank order first). One
 # GPU cannot show the cross-GPU source slices rotation removes (docs/sim-study.md "N"); this
 # checks the option end to end (records name tiles.source_order) and that rotation costs nothing
-# on the emulated path. Records: $OUT/s48rot/source_order.jsonl.
+# on the emulated path. Records: $OUT/s48rot/source_order.jsonl. Registered before the run:
+# calibration/predictions/h200_source_order_2026-12-05.jsonl (analytic: no difference; simulator
+# within 0.3 %); report with `python -m calibration.registered PRED RUNS --by model,tokens`.
 export PYTHONPATH=.
 R=$OUT/s48rot; mkdir -p $R
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
