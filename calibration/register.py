@@ -34,7 +34,7 @@ from mok_model.presets import load_model
 from mok_model.predict import predict
 from mok_model.records import (DEFAULT_BWD, kernel_variant, record_config, record_design,
                                record_model, record_scenario, training_variant)
-from mok_model.scenario import MAX_LIST_LAG, MAX_SEED, SOURCE_ORDERS
+from mok_model.scenario import MAX_LIST_LAG, MAX_SEED, SOURCE_ORDERS, check_source_orders
 from mok_model.sim import simulate
 
 from .checks import required_text, shipped_params
@@ -200,12 +200,7 @@ def check_grid(a: argparse.Namespace) -> None:
     if lags != [1] and a.gpus:
         raise MokInputError(f"--list-lag {a.list_lag} with --gpus {a.gpus}: the real-GPU bench "
                             f"does not sweep the lag yet (leave it at 1)")
-    for so in a.source_order.split(","):
-        if so not in SOURCE_ORDERS:
-            raise MokInputError(f"--source-order {so!r}: allowed {', '.join(SOURCE_ORDERS)}")
-    if a.source_order != "rank" and a.pass_ == "bwd":
-        raise MokInputError(f"--source-order {a.source_order} with --pass bwd: the backward "
-                            f"kernel's schedule is in rank order (leave it at rank)")
+    check_source_orders(a.source_order, a.pass_)
     eps = [a.gpus] if a.gpus else number_list(a.ep, "--ep")
     for flag in ("--tokens", "--minibatch", "--comm-sms"):
         number_list(getattr(a, flag[2:].replace("-", "_")), flag)

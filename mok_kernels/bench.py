@@ -28,7 +28,7 @@ from mok_model.cli import MokParser, distinct, number_list
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, path_input_error
 from mok_model.records import KERNEL_SYSTEMS, append_records, record_model
-from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG, MAX_SEED, SOURCE_ORDERS
+from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG, MAX_SEED, check_source_orders
 from mok_model.tuner import ROBUST
 
 from .routing import Shape, make_routing, parse_routing, routing_record, shape_of
@@ -232,12 +232,7 @@ def _check_args(a: argparse.Namespace) -> None:
     if a.list_lag != "1" and a.pass_ == "bwd":
         raise BadInput(f"--list-lag {a.list_lag} with --pass bwd: the backward kernel's list has "
                        f"no lag (leave it at 1)")
-    for v in a.source_order.split(","):
-        if v not in SOURCE_ORDERS:
-            raise BadInput(f"--source-order {v!r}: allowed {', '.join(SOURCE_ORDERS)}")
-    if a.source_order != "rank" and a.pass_ == "bwd":
-        raise BadInput(f"--source-order {a.source_order} with --pass bwd: the backward kernel's "
-                       f"schedule is in rank order (leave it at rank)")
+    check_source_orders(a.source_order, a.pass_)
     if a.list_lag != "1" and a.gpus:
         raise BadInput(f"--list-lag {a.list_lag} with --gpus: the real-GPU bench does not sweep "
                        f"the lag yet (leave it at 1)")

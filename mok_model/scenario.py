@@ -298,6 +298,17 @@ def gluon_padded_width(i: int) -> int:
     return -(-i // 128) * 128
 
 
+def check_source_orders(value: str, pass_: str) -> None:
+    """Refuse a `--source-order` comma list (mok bench, calibration.register) naming anything but
+    SOURCE_ORDERS, or other than rank order for the backward (its schedule is in rank order)."""
+    for so in value.split(","):
+        if so not in SOURCE_ORDERS:
+            raise MokInputError(f"--source-order {so!r}: allowed {', '.join(SOURCE_ORDERS)}")
+    if value != "rank" and pass_ == "bwd":
+        raise MokInputError(f"--source-order {value} with --pass bwd: the backward kernel's "
+                            f"schedule is in rank order (leave it at rank)")
+
+
 def check_gluon_knobs(scenario: Scenario, knobs: dict) -> None:
     """Refuse knobs the Gluon FP8 pass does not run (GLUON_KNOBS) for a scenario on that kernel;
     `knobs` may name some of them (the tuner fixes the rest to GLUON_KNOBS)."""
