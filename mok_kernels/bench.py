@@ -161,6 +161,11 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     return a
 
 
+def _digits(text: str) -> bool:
+    """Whether `text` is a whole number in ASCII digits (str.isdigit also takes '²' and '٦')."""
+    return text.isascii() and text.isdigit()
+
+
 def _check_args(a: argparse.Namespace) -> None:
     for m in a.model.split(","):
         if not m.strip():
@@ -227,7 +232,7 @@ def _check_args(a: argparse.Namespace) -> None:
         raise BadInput(f"--timeout {a.timeout} without --gpus: one GPU has no collective to wait "
                        f"in (drop --timeout)")
     for v in a.list_lag.split(","):
-        if not (v.isdigit() and 1 <= int(v) <= MAX_LIST_LAG):
+        if not (_digits(v) and 1 <= int(v) <= MAX_LIST_LAG):
             raise BadInput(f"--list-lag {v!r}: an integer from 1 to {MAX_LIST_LAG} is required")
     if a.list_lag != "1" and a.pass_ == "bwd":
         raise BadInput(f"--list-lag {a.list_lag} with --pass bwd: the backward kernel's list has "
@@ -236,7 +241,7 @@ def _check_args(a: argparse.Namespace) -> None:
     if a.list_lag != "1" and a.gpus:
         raise BadInput(f"--list-lag {a.list_lag} with --gpus: the real-GPU bench does not sweep "
                        f"the lag yet (leave it at 1)")
-    if a.gpus and not a.macrobatch.isdigit():
+    if a.gpus and not _digits(a.macrobatch):
         raise BadInput(f"--macrobatch {a.macrobatch!r} with --gpus: one whole number of ring rows "
                        f"is required (the real-GPU bench does not sweep it)")
     if a.gpus:
@@ -268,7 +273,7 @@ def _check_args(a: argparse.Namespace) -> None:
         raise BadInput(f"--rank {a.rank}: must be in [0, EP) for every --ep {a.ep}")
     check_records_out(a.out, "--out")
     for m in a.macrobatch.split(","):
-        if m not in ("half", "all") and not (m.isdigit() and 1 <= int(m) <= KNOB_MAX):
+        if m not in ("half", "all") and not (_digits(m) and 1 <= int(m) <= KNOB_MAX):
             raise BadInput(f"--macrobatch {m!r}: allowed a row count >= 1 (at most {KNOB_MAX}), half, all")
     _check_grid(a)
     if a.gpus and not 1 <= a.gpus <= torch.cuda.device_count():   # the machine, checked last
@@ -443,7 +448,7 @@ def _check_grid(a: argparse.Namespace) -> None:
     macros = a.macrobatch.split(",")
     for mac in macros:
         for mb in minibatches:
-            if mac.isdigit() and int(mac) < mb:
+            if _digits(mac) and int(mac) < mb:
                 raise BadInput(f"--macrobatch {mac} with --minibatch {mb}: the ring must hold at "
                                f"least one minibatch (macrobatch >= minibatch; the kernel would "
                                f"silently enlarge it)")
@@ -463,7 +468,7 @@ def _check_grid(a: argparse.Namespace) -> None:
             variants, a.dispatch.split(","), a.combine.split(","), minibatches, comm, macros,
             _floats(a.capacity), _ints(a.list_lag, "--list-lag"), a.source_order.split(",")):
         cfg = KernelConfig(dispatch=d, combine=c, minibatch=mb, comm_sms=cs,
-                           macrobatch=int(mac) if mac.isdigit() else None, capacity=cap,
+                           macrobatch=int(mac) if _digits(mac) else None, capacity=cap,
                            precision=prec, **fp8_variant_tiles(f8v), list_lag=lag,
                            source_order=so)
         try:

@@ -16,8 +16,9 @@ import sys
 from .errors import MokInputError, SimInvariantError
 from .fileio import check_output_file, deferred_warnings, drop_warnings, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
-from .scenario import (BWD_TILES, ENGINES, FP8_KERNELS, GLUON_KNOBS, MODES, PASSES, PRECISIONS,
-                       SOURCE_ORDERS, SYSTEMS, Config, Scenario, check_gluon_knobs)
+from .scenario import (BWD_TILES, ENGINES, FP8_KERNELS, GLUON_KNOBS, MAX_SEED, MODES, PASSES,
+                       PRECISIONS, SOURCE_ORDERS, SYSTEMS, Config, Scenario,
+                       check_gluon_knobs)
 from .sim.network import DEGRADE_HELP
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
@@ -104,14 +105,23 @@ def _at_least(kind, low: float, noun: str, bounded_noun: str, high: float = math
 
     def parse(text: str):
         try:
-            v = kind(text)
+            v = kind(plain_number(text))
         except ValueError:
             raise argparse.ArgumentTypeError(f"{text!r} must be {noun} {rule}") from None
-        if not (math.isfinite(v) and (low < v if open_low else low <= v) and v <= high):
+        if not ((kind is int or math.isfinite(v)) and (low < v if open_low else low <= v)
+                and v <= high):
             raise argparse.ArgumentTypeError(f"{text} must be {bounded_noun} {rule}")
         return v
     parse.__name__ = f"{noun.split()[-1]} {rule}"
     return parse
+
+
+def plain_number(text: str) -> str:
+    """`text` as int() / float() may read it: ASCII with no surrounding space (they would also
+    take "٦٤" or " 64" as 64); a ValueError otherwise."""
+    if not text.isascii() or text != text.strip():
+        raise ValueError(text)
+    return text
 
 
 def _num(x: float) -> str:
@@ -136,10 +146,10 @@ def number_list(text: str, flag: str, kind=int, low: float = 1, high: float = ma
     out = []
     for item in text.split(","):
         try:
-            v = kind(item)
+            v = kind(plain_number(item))
         except ValueError:
             raise MokInputError(f"{flag} {text!r}: {item!r} is not one of a comma list of {what} "
-                                f"(no empty elements)") from None
+                                f"(ASCII, no spaces, no empty elements)") from None
         if not (low < v <= high if open_low else low <= v <= high):    # nan fails too
             raise MokInputError(f"{flag} {text!r}: {item} must be {rule}")
         out.append(v)
@@ -242,7 +252,7 @@ def _workload_flags(p: argparse.ArgumentParser) -> None:
                         "as its default) or training (the tiles the layer trains with: g and u "
                         "saved by the forward, mok_kernels/backward.py TRAINING_TILES with "
                         "w_bf16=1; --precision bf16)")
-    p.add_argument("--seed", type=int_at_least(0), default=0)
+    p.add_argument("--seed", type=int_at_least(0, MAX_SEED), default=0)
     p.add_argument("--list-lag", type=int_at_least(1), default=None,
                    help="our megakernel's work-list lag (KernelConfig.list_lag, 1-8): minibatch "
                         "i's down items after minibatch i+lag's gate/up items. Unset: chosen "
@@ -290,6 +300,11 @@ def _scenario(a) -> Scenario:
     if a.fp8_kernel == "gluon" and a.list_lag not in (None, 1):
         raise MokInputError(f"--list-lag {a.list_lag} with --fp8-kernel gluon: the Gluon FP8 pass "
                             f"runs lag 1 only (mok_kernels/gluon_fp8/mok.py)")
+    if getattr(a, "source_order", None) not in (None, "rank") and (
+            a.pass_ == "bwd" or a.fp8_kernel == "gluon"):
+        which = "--pass bwd" if a.pass_ == "bwd" else "--fp8-kernel gluon"
+        raise MokInputError(f"--source-order {a.source_order} with {which}: that kernel's schedule "
+                            f"is in rank order (the what-if is the forward Triton megakernel's)")
     hw, model = load_hardware(a.hardware), load_model(a.model)
     _warn_shadowing(a.hardware, hw, hardware_names(), load_hardware, "hardware",
                     "its default parameters are that preset's fitted file "
@@ -490,10 +505,11 @@ def cmd_predict(a, engine: str) -> int:
     scn = _scenario(a)
     _healthy_links(a, scn.hardware, engine)
     if a.system != "mok" and (a.fp8_kernel != "triton" or a.list_lag is not None
-                              or a.bwd_tiles is not None):
+                              or a.bwd_tiles is not None or a.source_order is not None):
         flag = (f"--fp8-kernel {a.fp8_kernel}" if a.fp8_kernel != "triton"
                 else f"--bwd-tiles {a.bwd_tiles}" if a.bwd_tiles is not None
-                else f"--list-lag {a.list_lag}")
+                else f"--list-lag {a.list_lag}" if a.list_lag is not None
+                else f"--source-order {a.source_order}")
         raise MokInputError(f"{flag} applies to our megakernel (--system mok); --system {a.system} runs its "
                             f"own kernels (drop {flag.split()[0]})")
     if a.system != "mok" and any(getattr(a, k) is not None for k in KNOBS):
@@ -600,6 +616,9 @@ def cmd_tune(a) -> int:
     from .tuner import ROBUST, lag_choices, tune
 
     choice("--engine", ENGINES, a.engine)
+    if a.routing is not None and not a.routing.strip():   # absent means robust / uniform; '' is a slip
+        raise MokInputError(f"--routing {a.routing!r} is empty; name uniform, zipf:S, hot:F, "
+                            f"robust or a routing file (or leave --routing out)")
     if a.table is not None:
         if a.source_order is not None:
             raise MokInputError(f"--source-order {a.source_order} is a what-if of the schedule; a "

@@ -355,6 +355,9 @@ def _load_ids(p: Path) -> np.ndarray:
             if ids.size and not (np.isfinite(ids).all() and (ids == np.round(ids)).all()):
                 raise MokInputError(f"{where}: holds non-integer values (dtype {ids.dtype}); expert "
                                     f"ids must be whole numbers (save an integer array)")
+            if ids.size and np.abs(ids).max() >= 2.0 ** 62:   # beyond int64: the cast would wrap
+                raise MokInputError(f"{where}: holds ids as large as {np.abs(ids).max():g}; expert "
+                                    f"ids are below the model's expert count")
         return ids.astype(np.int64)
     try:
         with warnings.catch_warnings():

@@ -74,6 +74,9 @@ BENCH = [
      "--timeout 99999999999999999999: must be 10 to 86400 seconds"),
     (["--auto-hint"], "--auto-hint adds a pick to --auto's: give --auto too"),   # session 43
     (["--source-order", "Rotated"], "--source-order 'Rotated': allowed rank, rotated"),  # 48
+    (["--list-lag", "\u00b2"], "--list-lag '\u00b2': an integer from 1 to 8 is required"),
+    (["--list-lag", "\uff11"], "--list-lag '\uff11': an integer from 1 to 8 is required"),
+    (["--macrobatch", "\u00b2"], "--macrobatch '\u00b2': allowed a row count >= 1"),
     (["--source-order", "rank,rank"], "--source-order 'rank,rank' names 'rank' twice"),
     (["--pass", "bwd", "--source-order", "rotated"],
      "--source-order rotated with --pass bwd: the backward kernel's schedule is in rank order"),

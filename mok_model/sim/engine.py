@@ -14,7 +14,7 @@ from ..params import Params
 from ..scenario import SYSTEMS, Config, Scenario, default_config
 from . import trace as tr
 from .mok import MokSim
-from .network import fabric_summary, merge_time
+from .network import fabric_summary, merge_time, without_scale_out
 
 TRACE_GPUS = 8  # traces stay bounded at large EP: only the first GPUs are written
 
@@ -99,8 +99,10 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     if scenario.domains > 1:
         # spanning domains is its own term, as in the analytic model: the other terms are those of
         # the same pass simulated on one domain, scale_out what the scale-out links add
-        one = _simulate(one_domain(scenario), config, system, params, None, schedule, frozenset(),
-                        max_peers, chunk_bytes, merge_s, refuse_overflow)
+        one = one_domain(scenario)
+        one = one.with_(hardware=one.hardware.with_(degrade=without_scale_out(one.hardware.degrade)))
+        one = _simulate(one, config, system, params, None, schedule, frozenset(), max_peers,
+                        chunk_bytes, merge_s, refuse_overflow)
         pred.breakdown_ms = {**one.breakdown_ms,
                              "scale_out": scale_out_time(pred.latency_ms, one.latency_ms)}
     return pred

@@ -34,7 +34,7 @@ DEGRADE_HELP = ("--degrade takes TARGET:FACTOR[,TARGET:FACTOR...] with FACTOR 0 
                 "gpuN (its NVLink links, both directions), gpuN.pK (its link to plane K), nicN "
                 "(its scale-out NIC), leafD.L (leaf L of domain D: its spine links), tier (every "
                 "leaf-to-spine link) or rails (every rail-to-spine link)")
-_TARGET = re.compile(r"^(gpu(\d+)(\.p(\d+))?|nic(\d+)|leaf(\d+)\.(\d+)|tier|rails)$")
+_TARGET = re.compile(r"^(gpu(\d+)(\.p(\d+))?|nic(\d+)|leaf(\d+)\.(\d+)|tier|rails)$", re.ASCII)
 
 
 def parse_degrade(spec: str) -> list[tuple[str, float]]:
@@ -58,6 +58,13 @@ def parse_degrade(spec: str) -> list[tuple[str, float]]:
             raise MokInputError(f"--degrade {part!r}: {DEGRADE_HELP}")
         out.append((target, factor))
     return out
+
+
+def without_scale_out(spec: str) -> str:
+    """A --degrade spec less its scale-out targets (nicN, rails): what a pass on one scale-up
+    domain (analytic.one_domain, the simulator's split of the scale_out term) keeps of it."""
+    return ",".join(f"{t}:{f:g}" for t, f in parse_degrade(spec)
+                    if not (t == "rails" or t.startswith("nic")))
 
 
 @dataclass
