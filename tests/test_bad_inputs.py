@@ -126,7 +126,7 @@ CASES = [
     ([*W, "--precision", "fp4"], "--precision 'fp4' must be one of bf16, fp8, mxfp8"),
     (["--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8", "--tokens", "64",
       "--precision", "mxfp8"], "mxfp8 needs Blackwell"),
-    ([*W, "--seed", "-1"], "--seed: -1 must be an integer >= 0"),
+    ([*W, "--seed", "-1"], "--seed: -1 must be an integer in [0, 9223372036854775807]"),
     ([*W, "--list-lag", "0"], "--list-lag: 0 must be an integer >= 1"),
     ([*W, "--list-lag", "9"], "--list-lag 9 must be at most 8"),
     ([*W, "--routing", "bogus"], "neither an existing file nor one of"),
