@@ -28,12 +28,13 @@ from datetime import datetime, timezone
 from mok_kernels.routing import parse_routing, routing_record
 from mok_model.cli import capacity_arg, distinct, doc_parser, int_at_least, number_list, run_tool
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_file, loads_json
+from mok_model.fileio import check_output_file, read_json_lines
 from mok_model.params import PARAMS_DIR
-from mok_model.presets import load_model
+from mok_model.presets import load_model, model_from_shape
 from mok_model.predict import predict
-from mok_model.records import (DEFAULT_BWD, kernel_variant, record_config, record_design,
-                               record_model, record_scenario, training_variant)
+from mok_model.records import (DEFAULT_BWD, KNOBS, PASSES, SCHEMA, kernel_variant, record_config,
+                               record_design, record_model, record_scenario, routing_spec,
+                               training_variant, validate_record)
 from mok_model.scenario import MAX_LIST_LAG, MAX_SEED, SOURCE_ORDERS, check_source_orders
 from mok_model.sim import simulate
 
@@ -71,50 +72,78 @@ def _check_plan_tiles(rec: dict) -> None:
                             f"{rec['pass']!r}: FP8 kernels run the FP8 forward only")
 
 
-def read_plan(path: str, hardware: str) -> list[dict]:
+# the fields of a run record that a plan line does not name (its run is still to be made), so
+# that validate_record checks the fields it does name as a record's
+_PLAN_AS_RECORD = {"schema": SCHEMA, "id": "planned", "date": "2026-01-01T00:00:00+00:00",
+                   "software": {}, "emulated_peers": True, "latency_ms": {"median": 1.0},
+                   "source": "measured"}
+
+
+def _planned(line: dict, hardware: str) -> dict:
+    """A plan line as the MoK record it plans (forward BF16 and the registered hardware where it
+    names none)."""
+    return {"pass": "fwd", "precision": "bf16", "system": "mok", "hardware": {"preset": hardware}} | line
+
+
+def _check_plan_line(line, hardware: str, gpus: int) -> None:
+    """Raise MokInputError naming the first field of a plan line that is wrong: the record's
+    schema (validate_record), MoK on the registered hardware, then the grid's rules (check_run)."""
+    if not isinstance(line, dict):
+        raise MokInputError("a planned record must be a JSON object")
+    missing = [k for k in ("model", "ep", "tokens", "routing", "config") if k not in line]
+    if missing:
+        raise MokInputError(f"missing field(s) {missing}")
+    for key in ("ep", "tokens"):        # in the grid's words, as the model names them (Scenario)
+        v = line[key]
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise MokInputError(f"--{key} {v!r} must be an integer >= 1")
+    rec = _planned(line, hardware)
+    validate_record(_PLAN_AS_RECORD | rec)
+    if rec["system"] != "mok":
+        raise MokInputError(f"system={rec['system']!r}: a plan holds MoK runs (the grid registers "
+                            f"nccl-torch with --gpus N)")
+    if rec["hardware"]["preset"] != hardware:
+        raise MokInputError(f"hardware.preset={rec['hardware']['preset']!r}: this registration "
+                            f"predicts {hardware} (--hardware); plan another hardware's runs in "
+                            f"a registration of its own")
+    _check_plan_tiles(rec)
+    check_run(rec, gpus)
+    record_scenario(rec)
+    record_config(rec)
+
+
+def read_plan(path: str, hardware: str, gpus: int = 0) -> list[dict]:
     """The planned MoK records of a --plan file (JSON lines with model, ep, tokens, routing and
-    config, optionally pass, precision and tiles), each checked as the model reads it; a bad line stops
-    the reader with its file and line."""
+    config, optionally pass, precision and tiles), each held to the grid's rules and read as the
+    model reads it; a bad or repeated line stops the reader with its file and line."""
     if os.path.isdir(path):
         raise MokInputError(f"--plan {path!r} is a folder; name a plan file (JSON lines) inside it")
     if not os.path.isfile(path):
         raise MokInputError(f"--plan {path!r}: no such file")
-    out = []
-    with open(path, encoding="utf-8", errors="replace") as f:
-        for lineno, line in enumerate(f, 1):
-            if not line.strip():
-                continue
-            try:
-                rec = loads_json(line)
-                if not isinstance(rec, dict):
-                    raise MokInputError("a planned record must be a JSON object")
-                missing = [k for k in ("model", "ep", "tokens", "routing", "config") if k not in rec]
-                if missing:
-                    raise MokInputError(f"missing field(s) {missing}")
-                rec = ({"pass": "fwd", "precision": "bf16"} | rec
-                       | {"system": "mok", "hardware": {"preset": hardware}})
-                for key, kind in (("routing", dict), ("config", dict)):
-                    if not isinstance(rec[key], kind):
-                        raise MokInputError(f"{key}={rec[key]!r} must be an object")
-                _check_plan_tiles(rec)
-                record_scenario(rec)
-                record_config(rec)
-            except json.JSONDecodeError as exc:
-                raise MokInputError(f"--plan {path}:{lineno}: not JSON ({exc.msg})") from None
-            except (MokInputError, TypeError) as exc:
-                raise MokInputError(f"--plan {path}:{lineno}: {exc}") from None
+    out, seen = [], {}
+    try:
+        for where, lineno, line in read_json_lines(path, "plan", "planned records",
+                                                    lambda x: _check_plan_line(x, hardware, gpus)):
+            rec = _planned(line, hardware)
+            key = json.dumps(rec, sort_keys=True)
+            if key in seen:     # its predictions would be registered twice
+                raise MokInputError(f"{where}: the same planned record as line {seen[key]}; a run "
+                                    f"is registered once (drop one)")
+            seen[key] = lineno
             out.append(rec)
-    if not out:
-        raise MokInputError(f"--plan {path!r} holds no planned records (an empty file)")
+    except MokInputError as exc:
+        raise MokInputError(f"--plan {exc}") from None
     return out
 
 
 def planned_records(a: argparse.Namespace) -> list[dict]:
-    """The records (without times) the bench grid will write: MoK, and nccl-torch with --gpus N;
-    or the MoK records of a --plan file (JSON lines with model, ep, tokens, routing, config and
-    optionally pass and precision)."""
-    if a.plan:
-        return read_plan(a.plan, a.hardware)
+    """The records (without times) to predict: a --plan file's (read_plan) or those the bench
+    grid will write (grid_records)."""
+    return read_plan(a.plan, a.hardware, a.gpus) if a.plan else grid_records(a)
+
+
+def grid_records(a: argparse.Namespace) -> list[dict]:
+    """The records (without times) of a bench grid: MoK, and nccl-torch with --gpus N."""
     out = []
     eps = [a.gpus] if a.gpus else number_list(a.ep, "--ep")
     for model, ep, tokens, routing in itertools.product(a.model.split(","), eps,
@@ -137,6 +166,8 @@ def planned_records(a: argparse.Namespace) -> list[dict]:
     return out
 
 
+# what `mok bench --precision` runs (a record may also say mxfp8: published runs)
+PRECISIONS = ("bf16", "fp8")
 # The grid flags and their defaults (None in the parser, so that a flag given with --plan, or
 # --ep with --gpus N, is seen and refused rather than dropped).
 GRID = {"ep": "16", "pass_": "fwd", "precision": "bf16", "model": None, "tokens": None,
@@ -174,59 +205,82 @@ def check_grid(a: argparse.Namespace) -> None:
     for flag in ("--model", "--ep", "--tokens", "--routing", "--dispatch", "--combine",
                  "--minibatch", "--comm-sms", "--list-lag", "--source-order"):  # as `mok bench`
         distinct(flag, str(getattr(a, flag[2:].replace("-", "_"))))
-    if a.pass_ == "bwd" and a.precision != "bf16":
-        raise MokInputError(f"--pass bwd with --precision {a.precision}: the backward megakernel "
-                            f"is BF16 only")
-    if a.gpus and a.precision != "bf16":
-        raise MokInputError(f"--precision {a.precision} with --gpus {a.gpus}: the FP8 megakernel "
-                            f"runs on one GPU (rank emulation) only; real-GPU groups are bf16")
-    if a.gpus and a.pass_ == "bwd":
-        raise MokInputError(f"--pass bwd with --gpus {a.gpus}: the backward megakernel has no "
-                            f"group mode yet; it runs one GPU emulating its peers (--gpus 0)")
     for d in a.dispatch.split(","):
         if d not in ("pull", "push"):
             raise MokInputError(f"--dispatch {d!r}: allowed pull, push")
     for c in a.combine.split(","):
         if c not in ("push", "pull"):
             raise MokInputError(f"--combine {c!r}: allowed push, pull")
-    lags = number_list(a.list_lag, "--list-lag")
-    for lag in lags:
-        if lag > MAX_LIST_LAG:     # the model's words (mok_model.scenario.Scenario)
-            raise MokInputError(f"--list-lag {lag} must be at most {MAX_LIST_LAG} "
-                                f"(KernelConfig.list_lag)")
-    if lags != [1] and a.pass_ == "bwd":
-        raise MokInputError(f"--list-lag {a.list_lag} with --pass bwd: the backward kernel's list "
-                            f"has no lag (leave it at 1)")
-    if lags != [1] and a.gpus:
-        raise MokInputError(f"--list-lag {a.list_lag} with --gpus {a.gpus}: the real-GPU bench "
-                            f"does not sweep the lag yet (leave it at 1)")
     check_source_orders(a.source_order, a.pass_)
-    eps = [a.gpus] if a.gpus else number_list(a.ep, "--ep")
-    for flag in ("--tokens", "--minibatch", "--comm-sms"):
+    for flag in ("--tokens", "--minibatch", "--comm-sms", "--list-lag"):
         number_list(getattr(a, flag[2:].replace("-", "_")), flag)
+    if not a.gpus:
+        number_list(a.ep, "--ep")
     for name in a.model.split(","):
         shape = load_model(name)
         for r in a.routing.split(","):
             parse_routing(r, shape.top_k)        # hot:X is bounded by this model's 1/top_k
-        for ep in eps:
-            if shape.routed_experts % ep:
-                flag, what = (f"--gpus {ep}", "GPUs") if a.gpus else (f"--ep {ep}", "ranks")
-                raise MokInputError(f"{flag}: {name}'s {shape.routed_experts} experts do not "
-                                    f"divide over {ep} {what}")
-    small = [mb for mb in number_list(a.minibatch, "--minibatch") if a.macrobatch < mb]
-    if small:   # as mok bench refuses it (the kernel would enlarge the ring without saying so)
-        raise MokInputError(f"--macrobatch {a.macrobatch} with --minibatch {small[0]}: the ring "
-                            f"must hold at least one minibatch (macrobatch >= minibatch), as "
-                            f"`mok bench` requires")
+    for rec in grid_records(a):
+        if rec["system"] == "mok":      # a workload's nccl-torch pass shares its MoK runs' rules
+            check_run(rec, a.gpus)
+
+
+def check_run(rec: dict, gpus: int = 0) -> None:
+    """Refuse a planned MoK run that `mok bench` refuses (mok_kernels/bench.py _check_args), in
+    its flags' words: every run of a grid (check_grid) and every --plan line (read_plan, whose
+    fields' types validate_record has checked) is held to these rules, with --gpus `gpus`."""
+    ep, pass_, precision, cfg = rec["ep"], rec["pass"], rec["precision"], rec["config"]
+    missing = [k for k in KNOBS if k not in cfg]
+    if missing:
+        raise MokInputError(f"config={cfg!r} lacks {', '.join(missing)}: a planned run names every "
+                            f"knob, as `mok bench` records them")
+    if precision not in PRECISIONS:
+        raise MokInputError(f"--precision {precision!r}: allowed {', '.join(PRECISIONS)}")
+    if pass_ == "bwd" and precision != "bf16":
+        raise MokInputError(f"--pass bwd with --precision {precision}: the backward megakernel "
+                            f"is BF16 only")
+    if gpus and ep != gpus:
+        raise MokInputError(f"--ep {ep} with --gpus {gpus}: the EP is the number of real GPUs")
+    if gpus and precision != "bf16":
+        raise MokInputError(f"--precision {precision} with --gpus {gpus}: the FP8 megakernel "
+                            f"runs on one GPU (rank emulation) only; real-GPU groups are bf16")
+    if gpus and pass_ == "bwd":
+        raise MokInputError(f"--pass bwd with --gpus {gpus}: the backward megakernel has no "
+                            f"group mode yet; it runs one GPU emulating its peers (--gpus 0)")
+    lag = (rec.get("tiles") or {}).get("list_lag", 1)
+    if not 1 <= lag <= MAX_LIST_LAG:     # the model's words (mok_model.scenario.Scenario)
+        bound = "at least 1" if lag < 1 else f"at most {MAX_LIST_LAG}"
+        raise MokInputError(f"--list-lag {lag} must be {bound} (KernelConfig.list_lag)")
+    if lag != 1 and pass_ == "bwd":
+        raise MokInputError(f"--list-lag {lag} with --pass bwd: the backward kernel's list has no "
+                            f"lag (leave it at 1)")
+    if lag != 1 and gpus:
+        raise MokInputError(f"--list-lag {lag} with --gpus {gpus}: the real-GPU bench does not "
+                            f"sweep the lag yet (leave it at 1)")
+    seed = rec["routing"].get("seed", 0)
+    if seed > MAX_SEED:
+        raise MokInputError(f"--seed {seed} must be at most {MAX_SEED} (torch's 64-bit seeds)")
+    model = rec["model"]
+    shape = load_model(model) if isinstance(model, str) else model_from_shape(model)
+    parse_routing(routing_spec(rec), shape.top_k)   # hot:X is bounded by this model's 1/top_k
+    if shape.routed_experts % ep:
+        flag, what = (f"--gpus {ep}", "GPUs") if gpus else (f"--ep {ep}", "ranks")
+        raise MokInputError(f"{flag}: {shape.name}'s {shape.routed_experts} experts do not "
+                            f"divide over {ep} {what}")
+    if cfg["macrobatch"] < cfg["minibatch"]:   # as mok bench refuses it (the kernel would
+        # enlarge the ring without saying so)
+        raise MokInputError(f"--macrobatch {cfg['macrobatch']} with --minibatch {cfg['minibatch']}: "
+                            f"the ring must hold at least one minibatch (macrobatch >= minibatch), "
+                            f"as `mok bench` requires")
 
 
 def register(a: argparse.Namespace) -> int:
     if check_output_file(a.out, "--out", ".jsonl").exists():
         raise MokInputError(f"--out {a.out} exists; a registration is written once (name a new file)")
     required_text(a.plan, "--plan")
-    check_grid(a)
     if a.hardware is None:
         a.hardware = "h200-hgx8" if a.gpus else "h200-1"
+    check_grid(a)
     params = shipped_params(a.hardware)
     params_path = PARAMS_DIR / f"{a.hardware}.json"
     rows = []
@@ -261,8 +315,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--gpus", type=int_at_least(0), default=0, help="real GPUs (EP = N); 0: one GPU emulating")
     p.add_argument("--ep", default=None, help="comma list of EP sizes emulated with --gpus 0 "
                    "(default 16)")
-    p.add_argument("--pass", dest="pass_", default=None, choices=("fwd", "bwd"), help="default fwd")
-    p.add_argument("--precision", default=None, choices=("bf16", "fp8"), help="default bf16")
+    p.add_argument("--pass", dest="pass_", default=None, choices=PASSES, help="default fwd")
+    p.add_argument("--precision", default=None, choices=PRECISIONS, help="default bf16")
     p.add_argument("--plan", default=None, help="JSON lines of planned MoK records instead of a grid")
     p.add_argument("--sim-every", type=int_at_least(1), default=1,
                    help="simulate every K-th planned record only (the analytic model predicts all)")

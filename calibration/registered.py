@@ -16,13 +16,15 @@ from __future__ import annotations
 import argparse
 import collections
 import sys
+from datetime import datetime
 from pathlib import Path
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import read_json_lines
-from mok_model.records import (model_key, read_records, record_bwd_tiles, record_fp8_kernel,
-                               record_list_lag, record_source_order)
+from mok_model.records import (LATENCY_MS, SCHEMA, model_key, read_records, record_bwd_tiles,
+                               record_fp8_kernel, record_list_lag, record_source_order,
+                               record_where, validate_record)
 
 from .fit import workload_key
 from .noise import pick_key
@@ -33,25 +35,48 @@ BY_FIELDS = ("model", "ep", "tokens", "routing", "pass", "precision", "system") 
 ENGINES = ("analytic", "sim")
 
 
+# the fields of a run record that a registration line does not hold (its run is still to be
+# made), so that validate_record checks the fields it does hold as a record's
+_PREDICTION_AS_RECORD = {"schema": SCHEMA, "id": "registered", "date": "2026-01-01T00:00:00+00:00",
+                         "hardware": {"preset": "unnamed"}, "software": {},
+                         "emulated_peers": True, "pass": "fwd", "precision": "bf16",
+                         "config": {}, "routing": {"kind": "uniform"}, "latency_ms": {"median": 1.0},
+                         "source": "measured"}
+
+
+def _moment(text, name: str) -> datetime:
+    """A date and time with its time zone (ISO 8601, as records.validate_record reads a record's
+    date): "made after the registration" compares instants, which a time without its zone is
+    not."""
+    try:
+        when = datetime.fromisoformat(text) if isinstance(text, str) else None
+    except ValueError:
+        when = None
+    if when is None or when.tzinfo is None:
+        raise MokInputError(f"{name} {text!r} must be an ISO 8601 date and time with its time "
+                            f"zone (e.g. 2026-12-05T04:05:14+00:00)")
+    return when
+
+
 def _check_prediction(p) -> None:
-    """Raise MokInputError naming the first field of a registration line that is wrong."""
+    """Raise MokInputError naming the first field of a registration line that is wrong: its
+    engine, time of registration and prediction, then every field of the run it predicts as a
+    record's (validate_record)."""
     if not isinstance(p, dict):
         raise MokInputError("a registered prediction must be a JSON object")
     if p.get("engine") not in ENGINES:
         raise MokInputError(f"engine={p.get('engine')!r} must be one of {ENGINES}")
-    for key, kinds in (("system", str), ("model", (str, dict)), ("registered", str)):
-        if not isinstance(p.get(key), kinds):
-            raise MokInputError(f"{key}={p.get(key)!r} is missing or has the wrong type")
-    for key in ("ep", "tokens"):
-        v = p.get(key)
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise MokInputError(f"{key}={v!r} must be an integer >= 1")
-    v = p.get("predicted_ms")
-    if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v < float("inf"):
-        raise MokInputError(f"predicted_ms={v!r} must be a positive number")
-    for key in ("routing", "config"):
-        if not isinstance(p.get(key) or {}, dict):
-            raise MokInputError(f"{key}={p.get(key)!r} must be an object")
+    _moment(p.get("registered"), "registered")
+    v = p.get("predicted_ms")      # the records' plausible times: beyond is a unit or parse error
+    if (isinstance(v, bool) or not isinstance(v, (int, float))
+            or not LATENCY_MS[0] <= v <= LATENCY_MS[1]):
+        raise MokInputError(f"predicted_ms={v!r} must be a time in [{LATENCY_MS[0]:g}, "
+                            f"{LATENCY_MS[1]:g}] ms (records.LATENCY_MS)")
+    routing = p.get("routing", {"kind": "uniform"})    # registrations before routings: uniform
+    if not isinstance(routing, dict) or not isinstance(routing.get("kind"), str):
+        raise MokInputError(f"routing={routing!r} must be an object naming its kind")
+    hardware = p.get("hardware", "unnamed")     # registrations name the preset they predict
+    validate_record(_PREDICTION_AS_RECORD | p | {"hardware": {"preset": hardware}})
 
 
 def read_predictions(path: str | Path) -> list[dict]:
@@ -64,10 +89,10 @@ def read_predictions(path: str | Path) -> list[dict]:
 def _run_key(p: dict) -> tuple:
     """What identifies a run, read the same from a prediction line and from a record (the knobs
     for MoK only: the baselines' records carry knobs they do not use)."""
-    routing = p.get("routing") or {"kind": "uniform"}
+    routing = p.get("routing") or {}      # a record may leave uniform unnamed (routing_spec)
     cfg = (p.get("config") or {}) if p["system"] == "mok" else {}
-    return (p["system"], model_key(p), p["ep"], p["tokens"], routing["kind"], routing.get("arg"),
-            p.get("pass", "fwd"), p.get("precision", "bf16"), *(cfg.get(k) for k in _KNOBS),
+    return (p["system"], model_key(p), p["ep"], p["tokens"], routing.get("kind", "uniform"),
+            routing.get("arg"), p.get("pass", "fwd"), p.get("precision", "bf16"), *(cfg.get(k) for k in _KNOBS),
             record_list_lag(p | {"pass": p.get("pass", "fwd")}),
             record_source_order(p | {"pass": p.get("pass", "fwd")}),
             record_fp8_kernel(p | {"pass": p.get("pass", "fwd"),
@@ -77,14 +102,16 @@ def _run_key(p: dict) -> tuple:
 
 
 def match(preds: list[dict], runs: list[dict]) -> list[tuple[dict, dict]]:
-    """(prediction, record) pairs: the one record of each predicted run made after it; runs
-    measured more than once are left out (ambiguous)."""
+    """(prediction, record) pairs: the one record of each predicted run made after it (instants,
+    whatever their time zones); runs measured more than once are left out (ambiguous)."""
     by_key: dict[tuple, list[dict]] = collections.defaultdict(list)
     for r in runs:
         by_key[_run_key(r)].append(r)
     pairs = []
     for p in preds:
-        hit = [r for r in by_key.get(_run_key(p), ()) if r["date"] >= p["registered"]]
+        after = _moment(p["registered"], "registered")
+        hit = [r for r in by_key.get(_run_key(p), ())
+               if _moment(r["date"], f"{record_where(r)}: date") >= after]
         if len(hit) == 1:
             pairs.append((p, hit[0]))
     return pairs

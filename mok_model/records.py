@@ -163,6 +163,9 @@ def _validate_routing_arg(routing: dict) -> None:
     (0, 1]) and a file routing its path; else the record could not be reproduced, and would be
     left out under the wrong reason."""
     kind = routing.get("kind", "uniform")
+    arg = routing.get("arg")          # part of a run's key (calibration.registered): hashable
+    if arg is not None and not (_number(arg) or isinstance(arg, str)):
+        raise MokInputError(f"routing.arg={arg!r} must be a number or a routing file's path")
     if kind == "file":
         path = routing.get("arg", routing.get("path"))
         if not isinstance(path, str) or not path.strip():
