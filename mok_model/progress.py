@@ -63,21 +63,25 @@ def bar(items: Iterable[T], desc: str, total: int | None = None) -> Iterator[T]:
 
 @contextlib.contextmanager
 def busy(desc: str) -> Iterator[None]:
-    """An elapsed-time bar for one job that cannot count its steps (a single simulation)."""
+    """An elapsed-time bar for one job that cannot count its steps (a single simulation). The
+    warnings held back are shown once the job has run DELAY_S (a long job: they should not wait
+    for its end); a job that stops sooner on input only it finds bad (a simulation's minibatch
+    count, a degraded link's target) leaves its error line alone."""
     from .fileio import flush_warnings
 
-    flush_warnings()     # a long job starts: the warnings held back are shown now
-    if not enabled():
-        yield
-        return
-    from tqdm import tqdm
+    bar_ = None
+    if enabled():
+        from tqdm import tqdm
 
+        bar_ = tqdm(desc=desc, file=sys.stderr, delay=DELAY_S, leave=False, dynamic_ncols=True,
+                    bar_format="{desc}: {elapsed} elapsed")
     done = threading.Event()
-    bar_ = tqdm(desc=desc, file=sys.stderr, delay=DELAY_S, leave=False, dynamic_ncols=True,
-                bar_format="{desc}: {elapsed} elapsed")
 
     def tick() -> None:
-        while not done.wait(0.5):
+        if done.wait(DELAY_S):
+            return
+        flush_warnings()
+        while bar_ is not None and not done.wait(0.5):
             bar_.update(1)  # tqdm shows the bar once DELAY_S has passed
 
     t = threading.Thread(target=tick, daemon=True)
@@ -87,4 +91,5 @@ def busy(desc: str) -> Iterator[None]:
     finally:
         done.set()
         t.join()
-        bar_.close()
+        if bar_ is not None:
+            bar_.close()

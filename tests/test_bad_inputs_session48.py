@@ -33,6 +33,12 @@ BAD = [
      "--source-order rank applies to our megakernel (--system mok)"),
     # tune took an empty routing as uniform
     (["tune", *FWD, "--routing", ""], "--routing '' is empty"),
+    # input the simulation itself refuses came after the scenario's warnings (EP 16 spans two
+    # 8-GPU domains; a minibatch below a GEMM tile), two or three lines
+    (["simulate", *FWD[:4], "--ep", "16", "--tokens", "1024", "--minibatch", "1"],
+     "--minibatch 1: the simulator would walk"),
+    (["simulate", "--hardware", "h200-hgx8", "--model", "qwen3-30b-a3b", "--ep", "16", "--tokens",
+      "512", "--degrade", "nic0:0"], "leaves no bandwidth on gpu0 nic out"),
 ]
 
 
