@@ -10,7 +10,7 @@ export PYTHONPATH=.
 R=$OUT/s48rot; mkdir -p $R
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
 timeout ${LIMIT:-190} python3 -m mok_kernels.bench --model mixtral-8x7b,qwen3-30b-a3b --ep 8 \
-  --tokens 1024,4096 --dispatch pull,push --combine push --minibatch 2048 --comm-sms 32 \
+  --tokens 4096 --dispatch pull,push --combine push --minibatch 2048 --comm-sms 32 \
   --source-order rank,rotated --systems mok --iters 20 --out $R/source_order.jsonl \
   > $R/source_order.log 2>&1
 echo "exit $?"; grep -c '"source_order"' $R/source_order.jsonl; tail -n 20 $R/source_order.log | cut -c1-160
