@@ -35,7 +35,7 @@ from mok_model.predict import predict
 from mok_model.records import (DEFAULT_BWD, KNOBS, PASSES, SCHEMA, kernel_variant, record_config,
                                record_design, record_model, record_scenario, routing_spec,
                                training_variant, validate_record)
-from mok_model.scenario import MAX_LIST_LAG, MAX_SEED, SOURCE_ORDERS, check_source_orders
+from mok_model.scenario import MAX_LIST_LAG, MAX_SEED, check_source_orders
 from mok_model.sim import simulate
 
 from .checks import required_text, shipped_params
@@ -43,8 +43,8 @@ from .checks import required_text, shipped_params
 
 def _check_plan_tiles(rec: dict) -> None:
     """A planned record's tiles: an object; a backward's the default or the layer's training
-    tiles (the model reads no other variant); its source_order one of SOURCE_ORDERS, not "rank"
-    on the Triton forward only; its fp8_kernel one of the bench's --fp8-kernel values (a
+    tiles (the model reads no other variant); its source_order not "rank" on the Triton forward
+    only; its fp8_kernel one of the bench's --fp8-kernel values (a
     misspelt "gluon" would be read as the Triton kernel), "gluon" on the FP8 forward only."""
     from mok_kernels.bench import FP8_VARIANTS
 
@@ -56,9 +56,7 @@ def _check_plan_tiles(rec: dict) -> None:
         raise MokInputError(f"tiles={tiles!r}: the model reads the backward's default tiles and the "
                             f"layer's training tiles for the shape only (mok_model/records.py "
                             f"TRAINING_BWD, TRAINING_BWD_NARROW)")
-    order = tiles.get("source_order", "rank")
-    if order not in SOURCE_ORDERS:
-        raise MokInputError(f"tiles.source_order={order!r} must be one of {', '.join(SOURCE_ORDERS)}")
+    order = tiles.get("source_order", "rank")    # one of SOURCE_ORDERS: validate_record's rule
     if order != "rank" and (rec["pass"] != "fwd" or tiles.get("fp8_kernel") == "gluon"):
         raise MokInputError(f"tiles.source_order={order!r}: the forward Triton megakernel's option "
                             f"only (not the backward, not the Gluon FP8 pass)")
