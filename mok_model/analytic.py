@@ -707,13 +707,14 @@ def source_hotspot(scn: Scenario, p: Params, mb, link_out) -> np.ndarray:
     experts and holds R / (P L) rows of each from the first sources, so the first source's link
     out carries (P - 1) x min(x, L) x R / (P L) rows while a receiver's link in carries
     (P - 1) / P x mb: R / (L mb) times as much where mb divides R / L (2x for 2 experts per GPU,
-    16,384 rows, minibatch 4,096), the same for one minibatch (mb >= R). Zero on emulated
-    hardware (no links: the one GPU's copies act for its peers) and for P <= 2 (the one remote
-    peer's link out carries what the receiver's link in does)."""
+    16,384 rows, minibatch 4,096), the same for one minibatch (mb >= R). Zero, (C, 1), on
+    emulated hardware (no links: the one GPU's copies act for its peers) and for P <= 2 (the one
+    remote peer's link out carries what the receiver's link in does): a column that broadcasts
+    keeps the pass's arrays one column wide where one GPU is measured."""
     P = scn.ep
     mb = np.asarray(mb, dtype=np.float64)
     if P <= 2 or scn.hardware.emulated_ranks:
-        return np.zeros((mb.shape[0], P))
+        return np.zeros((mb.shape[0], 1))
     tm, aligned = tile_rows(scn, p), p["tile_aligned_minibatches"] >= 0.5
     act = dispatch_row_bytes(scn, p)
     keys, inverse = np.unique(mb[:, 0], return_inverse=True)
