@@ -336,13 +336,14 @@ def _col(x):
 
 
 def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, comm_sms,
-              macrobatch, capacity, list_lag=None) -> dict[str, np.ndarray]:
+              macrobatch, capacity, list_lag=None, totals_only: bool = False) -> dict[str, np.ndarray]:
     """Critical-path terms (seconds) of the MoK pass for arrays of configs, each shape (C,).
 
     dispatch_push / combine_push are boolean arrays (False = pull). `list_lag`: the kernel's
     work-list lag of each config, where they differ (the tuner scores several at once); None:
     scn.list_lag. Infeasible configs (capacity overflow) get latency inf. Returns the breakdown
-    terms, their sum `total`, and work totals.
+    terms, their sum `total`, and work totals; `totals_only` (the tuner's question): only
+    `total` and `overflow`, the same bits, without the labels and work totals.
     """
     hw, m, P = scn.hardware, scn.model, scn.ep
     ld = every = loads(scn)
@@ -592,11 +593,6 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
 
     # critical path of the typical GPU, then the straggler's excess as load_imbalance
     comm_bound = at(comm_chain > compute_chain)  # which chain shapes the critical path
-    # what bounds the pass: the median GPU's busiest resource, its compute SMs' GEMMs, its comm
-    # SMs' copies or its link ports (both exchanges), as the simulator names it (sim/engine.py);
-    # the compute chain may be critical only by waiting for rows
-    limiter = np.array(["compute SMs", "comm SMs", "links"])[np.argmax(np.stack(
-        [at(shared + M * c), at(M * (d + kk_comm)), at(port)]), axis=0)]
     fill = np.where(comm_bound, at(sig_dispatch + c), at(np.maximum(shared, first)))
     drain = np.where(comm_bound, at(sig_end), at(tail + sig_end))
     # the fill costs minibatch 0's GEMMs on the compute SMs alone; where the comm SMs join and
@@ -615,6 +611,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         "fixed": np.full(C, fixed),
     }
     total = sum(terms.values())
+    if totals_only:
+        return {"total": np.where(overflow, np.inf, total), "overflow": overflow}
     if scn.domains > 1:
         # spanning domains is its own term: the same pass with every peer on NVLink gives the
         # other terms; scale_out is what the scale-out link adds to the slowest GPU's time
@@ -624,6 +622,11 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         terms["scale_out"] = scale_out_time(total, one["finite_total"])
     finite_total = total
     total = np.where(overflow, np.inf, total)
+    # what bounds the pass: the median GPU's busiest resource, its compute SMs' GEMMs, its comm
+    # SMs' copies or its link ports (both exchanges), as the simulator names it (sim/engine.py);
+    # the compute chain may be critical only by waiting for rows
+    limiter = np.array(["compute SMs", "comm SMs", "links"])[np.argmax(np.stack(
+        [at(shared + M * c), at(M * (d + kk_comm)), at(port)]), axis=0)]
     work = {"dispatch": at(M * d, slow), "combine": at(M * kk, slow),
             "routed_gemm": at(M * held, slow), "list_hold": at(M * (held - ffn), slow),
             "shared_expert": at(shared, slow),

@@ -224,7 +224,7 @@ def _score(scenario: Scenario, params: Params, g: dict, which: np.ndarray,
         sl, ix = slice(s, s + chunk), which[s:s + chunk]
         r = mok_terms(scenario, params, g["dispatch_push"][ix], g["combine_push"][ix],
                       g["minibatch"][ix], g["comm_sms"][ix], g["macrobatch"][ix], g["capacity"][ix],
-                      None if lags is None else lags[sl])
+                      None if lags is None else lags[sl], totals_only=True)
         lat[sl], overflow[sl] = r["total"], r["overflow"]
     return lat, overflow
 

@@ -142,3 +142,22 @@ def test_robust_holds_between_the_routings_it_is_judged_under(model, ep, tokens)
         told = replace(scn, routing=routing)
         ref = tune(told, PARAMS, {"capacity": c.capacity}, top=1, list_lags=LIST_LAGS).best
         assert latency_ms(told, c, best.list_lag) / ref.latency_ms - 1 < 0.03, routing
+
+
+@pytest.mark.parametrize("hw,model,ep,tokens", [("h200-1", "kimi-k2", 16, 2048),
+                                                 ("h200-hgx8", "glm-5", 8, 512),
+                                                 ("gb300-nvl72", "kimi-k2", 144, 1024)])
+def test_the_tuners_totals_are_the_full_passes_bit_for_bit(hw, model, ep, tokens):
+    """mok_terms(totals_only=True), the tuner's question, returns the full pass's total and
+    overflow bit for bit (one GPU measured, a real EP group, and an EP spanning domains)."""
+    from mok_model.analytic import mok_terms
+
+    scn = Scenario(load_hardware(hw), load_model(model), ep, tokens, routing="zipf:1.2")
+    p = load_params(None, hw)
+    g = knob_grid(scn)
+    args = [g[k] for k in ("dispatch_push", "combine_push", "minibatch", "comm_sms", "macrobatch",
+                           "capacity")]
+    full, fast = mok_terms(scn, p, *args), mok_terms(scn, p, *args, totals_only=True)
+    assert sorted(fast) == ["overflow", "total"]
+    assert full["total"].tobytes() == fast["total"].tobytes()
+    assert (full["overflow"] == fast["overflow"]).all()
