@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from mok_model import route_cache
 from mok_model.capacity import safe_capacity, tune_as_layer
 from mok_model.errors import MokInputError
 from mok_model.fileio import loads_json
@@ -198,9 +199,83 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
     key = (hw, params, tuple(sorted(shape_of(model).items())), ep, tokens,
            tuple(sorted(given.items())), precision, list_lag, routing)
     if key not in _CACHE:
-        _CACHE[key] = tuned_choice(hw, model, ep, tokens, params, given, precision, list_lag,
+        _CACHE[key] = _kept_choice(hw, model, ep, tokens, params, given, precision, list_lag,
                                    routing)
     return _CACHE[key]
+
+
+def _kept_choice(hw: Hardware, model: MoEModel, ep: int, tokens: int, params: str | None,
+                 given: dict, precision: str, list_lag: int | None, routing: str) -> Choice:
+    """tuned_choice, kept across processes: read from the route cache's folder where an earlier
+    process answered the same question from the same code, presets and parameters files
+    (route_cache.answer_key), else computed and written there."""
+    key = _answer_key(hw, params, model, ep, tokens, given, precision, list_lag, routing)
+    if key is not None and (kept := _kept(route_cache.load_answer(key))) is not None:
+        return kept
+    c = tuned_choice(hw, model, ep, tokens, params, given, precision, list_lag, routing)
+    if key is not None:
+        route_cache.store_answer(key, {"knobs": c.knobs, "source": c.source,
+                                       "predicted_ms": c.predicted_ms, "list_lag": c.list_lag})
+    return c
+
+
+_MODEL_DIR = Path(__file__).parents[1] / "mok_model"
+# the code a knob answer is computed with: the model's package and the kernel modules it reads
+# (tests/test_knobs.py checks that a choice imports no other module of either package)
+ANSWER_CODE = (_MODEL_DIR, _MODEL_DIR / "sim", _MODEL_DIR / "presets",
+               *(Path(__file__).with_name(n) for n in ("__init__.py", "knobs.py", "tiles.py",
+                                                       "buffers.py")))
+# every parameters file a preset's default can name: the files and their GEMM tables (whose
+# points files the model never reads)
+SHIPPED_PARAMS = (_MODEL_DIR / "params", _MODEL_DIR / "params" / "gemm")
+
+
+def _answer_files(hw: Hardware, params: str | None) -> list[Path]:
+    """The files a question's answer is computed from: ANSWER_CODE, and the shipped parameters
+    (params None) or the given file with the GEMM tables it names."""
+    files = []
+    for where in ANSWER_CODE + (SHIPPED_PARAMS if params is None else ()):
+        files += sorted(where.glob("*.py")) + sorted(where.glob("*.toml")) + sorted(
+            where.glob("*.json")) if where.is_dir() else [where]
+    if params is not None:
+        p = _params(hw, params)
+        files.append(Path(p.path))
+        t = p.gemm_table
+        if t is not None and t.path:
+            files.append(Path(t.path))
+            if t.transferred_from:
+                files.append(Path(t.path).parent / t.transferred_from)
+    return files
+
+
+def _answer_key(hw: Hardware, params: str | None, model: MoEModel, ep: int, tokens: int,
+                given: dict, precision: str, list_lag: int | None, routing: str) -> dict | None:
+    """The question's key across processes, or None where it cannot be kept (values that JSON
+    does not hold exactly)."""
+    if not all(type(v) in (int, float, str, bool) for v in given.values()) or not all(
+            type(v) is int for v in (ep, tokens)) or not (list_lag is None or type(list_lag) is int):
+        return None
+    question = {"hardware": repr(hw), "model": repr(model), "ep": ep, "tokens": tokens,
+                "given": sorted([k, v] for k, v in given.items()), "precision": precision,
+                "list_lag": list_lag, "routing": routing, "params": params}
+    return route_cache.answer_key(question, tuple(_answer_files(hw, params)))
+
+
+def _kept(answer: dict | None) -> Choice | None:
+    """A kept answer as a Choice, or None where its fields are not a choice's."""
+    if answer is None or set(answer) != {"knobs", "source", "predicted_ms", "list_lag"}:
+        return None
+    knobs, ms, lag = answer["knobs"], answer["predicted_ms"], answer["list_lag"]
+    try:
+        if not isinstance(knobs, dict) or set(knobs) != set(KNOBS):
+            return None
+        Config(**knobs)
+    except (MokInputError, TypeError):
+        return None
+    if not isinstance(answer["source"], str) or type(lag) is not int or lag < 1 or not (
+            ms is None or (type(ms) is float and 0 < ms < float("inf"))):
+        return None
+    return Choice(knobs, answer["source"], ms, lag)
 
 
 # ---------------------------------------------------------------- knob tables

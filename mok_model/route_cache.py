@@ -15,7 +15,9 @@ write in 16 (the entries whose hex name starts with 0) removes the least recentl
 
 A second kind of entry, one line of JSON, keeps which of several token draws a rule chose to
 stand for a routing (workload._median_draw draws and ranks every candidate, which costs more
-than a read at any number of routes); it is checked and ignored the same way.
+than a read at any number of routes); it is checked and ignored the same way. A third, also one
+line of JSON, keeps a layer's knob answer (mok_kernels/knobs.py: the tuner's choice for one
+question), keyed by the question and a hash of the model's code, presets and parameters files.
 
     MOK_ROUTE_CACHE_DIR   where the entries live (default $XDG_CACHE_HOME/mok/routes, else
                           ~/.cache/mok/routes)
@@ -38,6 +40,7 @@ import numpy as np
 
 FORMAT = "mok-route-cache/1"
 CHOICE_FORMAT = "mok-route-choice/1"   # one line of JSON: the key and the draw a rule chose
+ANSWER_FORMAT = "mok-knob-answer/1"    # one line of JSON: the key and a layer's knob answer
 # routings of fewer routes (EP x tokens x top-k) are counted faster than an entry is read
 MIN_ROUTES = 2 ** 15
 MAX_ENTRIES = 4096  # about 40 MB at EP 16
@@ -141,33 +144,73 @@ def choice_key(spec: str, ep: int, tokens: int, experts: int, top_k: int, seed: 
     return None if key is None else {**key, "choice": dict(rule)}
 
 
-def load_choice(key: dict, candidates: int) -> int | None:
-    """The draw index a choice entry holds (0 <= index < candidates), or None where there is no
-    sound entry."""
+def _read_line(key: dict, fmt: str) -> dict | None:
+    """A one-line JSON entry of format `fmt` whose key is `key` (marked recently used), or None
+    where there is none or it cannot be read."""
     path = _path(key)
     if path is None:
         return None
     try:
-        header = json.loads(path.read_bytes())
+        doc = json.loads(path.read_bytes())
     except (OSError, ValueError):
         return None
-    if not isinstance(header, dict) or header.get("format") != CHOICE_FORMAT or (
-            header.get("key") != key):
-        return None
-    value = header.get("draw")
-    if type(value) is not int or not 0 <= value < candidates:
+    if not isinstance(doc, dict) or doc.get("format") != fmt or doc.get("key") != key:
         return None
     try:
         os.utime(path)
     except OSError:
         pass
-    return value
+    return doc
+
+
+def load_choice(key: dict, candidates: int) -> int | None:
+    """The draw index a choice entry holds (0 <= index < candidates), or None where there is no
+    sound entry."""
+    value = (_read_line(key, CHOICE_FORMAT) or {}).get("draw")
+    return value if type(value) is int and 0 <= value < candidates else None
 
 
 def store_choice(key: dict, draw: int) -> None:
     """Write a choice entry (a temporary file beside it, renamed); a cache that cannot be
     written is left alone."""
     _write(key, json.dumps({"format": CHOICE_FORMAT, "key": key, "draw": int(draw)}).encode())
+
+
+def answer_key(question: dict, files: tuple[Path, ...]) -> dict | None:
+    """The key of a knob answer entry: `question` (JSON values), the hash of `files` (the code,
+    presets and parameters the answer is computed from; read once a process), Python's and
+    numpy's versions and the CPU; None where the cache is off or a file cannot be read."""
+    if cache_dir() is None:
+        return None
+    try:
+        digest = _files_digest(tuple(sorted(str(f) for f in files)))
+        versions = _versions()
+    except OSError:
+        return None
+    return {"question": question, "files": digest, "python": platform.python_version(),
+            **{k: versions[k] for k in ("numpy", "machine", "cpu")}}
+
+
+@lru_cache(maxsize=16)
+def _files_digest(paths: tuple[str, ...]) -> str:
+    """SHA-256 of the files' names and bytes (read once a process)."""
+    h = hashlib.sha256()
+    for p in paths:
+        data = Path(p).read_bytes()
+        h.update(f"{p}\0{len(data)}\0".encode() + data)
+    return h.hexdigest()[:40]
+
+
+def load_answer(key: dict) -> dict | None:
+    """The answer a knob answer entry holds (a JSON object), or None where there is no sound
+    entry; the caller checks the answer's fields."""
+    value = (_read_line(key, ANSWER_FORMAT) or {}).get("answer")
+    return value if isinstance(value, dict) else None
+
+
+def store_answer(key: dict, answer: dict) -> None:
+    """Write a knob answer entry; a cache that cannot be written is left alone."""
+    _write(key, json.dumps({"format": ANSWER_FORMAT, "key": key, "answer": answer}).encode())
 
 
 def _path(key: dict) -> Path | None:

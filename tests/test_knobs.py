@@ -4,8 +4,10 @@ the capacity bound, and MoKLayer's resolution (CPU: the layer is built, never la
 from __future__ import annotations
 
 import json
+import os
 import statistics
 import time
+from pathlib import Path
 
 import pytest
 import torch
@@ -507,3 +509,90 @@ def test_knobs_told_a_measured_routing_file(tmp_path):
     np.save(tmp_path / "short.npy", ids[:100])
     with pytest.raises(MokInputError, match="short.npy"):
         knobs.choose_knobs("h200-1", SYN5, 4, 2304, routing=str(tmp_path / "short.npy"))
+
+
+# ---------------------------------------------------------------- answers kept across processes
+
+def _fresh_choice(*args, **kw):
+    """choose_knobs with this process's answers forgotten (the route cache's folder stays)."""
+    knobs._CACHE.clear()
+    return knobs.choose_knobs(*args, **kw)
+
+
+def test_a_kept_answer_is_the_computed_one_bit_for_bit(tmp_path, monkeypatch):
+    """The second process's answer is read from the cache's folder and is the first's: knobs,
+    lag, source and the predicted latency's bits; MOK_ROUTE_CACHE=0 keeps nothing."""
+    monkeypatch.setenv("MOK_ROUTE_CACHE_DIR", str(tmp_path))
+    first = _fresh_choice("h200-1", KIMI, 16, 2048)
+    kept = list(tmp_path.glob("*.route"))
+    answers = [p for p in kept if b'"mok-knob-answer/1"' in p.read_bytes()]
+    assert len(answers) == 1
+    monkeypatch.setattr(knobs, "tuned_choice", lambda *a, **k: pytest.fail("not read back"))
+    again = _fresh_choice("h200-1", KIMI, 16, 2048)
+    assert again == first and again.predicted_ms.hex() == first.predicted_ms.hex()
+    off = tmp_path / "off"
+    monkeypatch.undo()
+    monkeypatch.setenv("MOK_ROUTE_CACHE_DIR", str(off))
+    monkeypatch.setenv("MOK_ROUTE_CACHE", "0")
+    _fresh_choice("h200-1", KIMI, 8, 1024)
+    assert not off.exists()
+
+
+@pytest.mark.parametrize("tamper", [
+    lambda a: {**a, "knobs": {**a["knobs"], "minibatch": -1}},
+    lambda a: {**a, "knobs": {**a["knobs"], "capacity": 2.0}},
+    lambda a: {**a, "predicted_ms": "1.0"},
+    lambda a: {**a, "predicted_ms": -1.0},
+    lambda a: {**a, "list_lag": 0},
+    lambda a: {k: v for k, v in a.items() if k != "source"},
+    lambda a: {**a, "knobs": {k: v for k, v in a["knobs"].items() if k != "comm_sms"}},
+])
+def test_an_entry_that_is_not_a_choice_is_answered_again(tmp_path, monkeypatch, tamper):
+    monkeypatch.setenv("MOK_ROUTE_CACHE_DIR", str(tmp_path))
+    first = _fresh_choice("h200-1", KIMI, 16, 4096)
+    (entry,) = [p for p in tmp_path.glob("*.route") if b'"mok-knob-answer/1"' in p.read_bytes()]
+    doc = json.loads(entry.read_bytes())
+    entry.write_text(json.dumps({**doc, "answer": tamper(doc["answer"])}))
+    assert _fresh_choice("h200-1", KIMI, 16, 4096) == first
+    assert json.loads(entry.read_bytes())["answer"] == doc["answer"]     # written again
+
+
+def test_a_changed_file_or_version_is_another_key(tmp_path, monkeypatch):
+    """route_cache.answer_key hashes the files' bytes (read once a process) and names the
+    Python and numpy versions: an edited parameters file is never answered from before."""
+    from mok_model import route_cache
+
+    monkeypatch.setenv("MOK_ROUTE_CACHE_DIR", str(tmp_path))
+    f = tmp_path / "params.json"
+    f.write_text('{"a": 1}')
+    route_cache._files_digest.cache_clear()
+    before = route_cache.answer_key({"q": 1}, (f,))
+    f.write_text('{"a": 2}')
+    route_cache._files_digest.cache_clear()
+    after = route_cache.answer_key({"q": 1}, (f,))
+    assert before["files"] != after["files"] and before["question"] == after["question"]
+    assert {"python", "numpy", "cpu", "machine"} <= set(before)
+    assert route_cache.answer_key({"q": 1}, (tmp_path / "missing.json",)) is None
+
+
+def test_the_kept_answers_hash_every_module_a_choice_runs():
+    """Every module of mok_model and mok_kernels that a choice imports (a fresh process, several
+    kinds of question) is among the files its key hashes (knobs.ANSWER_CODE)."""
+    import subprocess
+    import sys
+
+    code = ("import json, sys\n"
+            "from mok_kernels import knobs\n"
+            "from mok_model.presets import load_model\n"
+            "s = knobs.shape_of(load_model('kimi-k2'))\n"
+            "knobs.choose_knobs('h200-1', s, 16, 2048)\n"
+            "knobs.choose_knobs('h200-hgx8', s, 8, 512, routing='zipf:1.2')\n"
+            "knobs.choose_knobs('gb300-nvl72', knobs.shape_of(load_model('glm-5')), 16, 1024,\n"
+            "                   given={'dispatch': 'push'}, precision='fp8')\n"
+            "print(json.dumps([m.__file__ for n, m in sys.modules.items()\n"
+            "                  if n.split('.')[0] in ('mok_model', 'mok_kernels')]))\n")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                         env={**os.environ, "MOK_ROUTE_CACHE": "0"})
+    hashed = {p.resolve() for p in knobs._answer_files(load_hardware("h200-1"), None)}
+    ran = {Path(f).resolve() for f in json.loads(out.stdout)}
+    assert ran and ran <= hashed, sorted(ran - hashed)
