@@ -250,10 +250,13 @@ def _answer_files(hw: Hardware, params: str | None) -> list[Path]:
 
 def _answer_key(hw: Hardware, params: str | None, model: MoEModel, ep: int, tokens: int,
                 given: dict, precision: str, list_lag: int | None, routing: str) -> dict | None:
-    """The question's key across processes, or None where it cannot be kept (values that JSON
-    does not hold exactly)."""
+    """The question's key across processes, or None where it cannot be kept: values that JSON
+    does not hold exactly, or a routing file (its contents may change; the route cache does not
+    keep them either)."""
     if not all(type(v) in (int, float, str, bool) for v in given.values()) or not all(
             type(v) is int for v in (ep, tokens)) or not (list_lag is None or type(list_lag) is int):
+        return None
+    if routing != ROBUST and not (routing == "uniform" or routing.startswith(("zipf:", "hot:"))):
         return None
     question = {"hardware": repr(hw), "model": repr(model), "ep": ep, "tokens": tokens,
                 "given": sorted([k, v] for k, v in given.items()), "precision": precision,

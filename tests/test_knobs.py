@@ -557,6 +557,22 @@ def test_an_entry_that_is_not_a_choice_is_answered_again(tmp_path, monkeypatch, 
     assert json.loads(entry.read_bytes())["answer"] == doc["answer"]     # written again
 
 
+def test_a_routing_file_is_asked_every_process(tmp_path, monkeypatch):
+    """A question for a routing file keeps no answer (the file may change under its name)."""
+    import numpy as np
+
+    from mok_model.workload import make_routing
+
+    monkeypatch.setenv("MOK_ROUTE_CACHE_DIR", str(tmp_path / "cache"))
+    m = load_model("kimi-k2")
+    path = tmp_path / "routes.npy"
+    np.save(path, make_routing("zipf:1.2", 16, 1024, m.routed_experts, m.top_k, 0))
+    c = _fresh_choice("h200-1", KIMI, 16, 1024, routing=str(path))
+    answers = [p for p in (tmp_path / "cache").glob("*.route")
+               if b'"mok-knob-answer/1"' in p.read_bytes()]
+    assert c.knobs and not answers
+
+
 def test_a_changed_file_or_version_is_another_key(tmp_path, monkeypatch):
     """route_cache.answer_key hashes the files' bytes (read once a process) and names the
     Python and numpy versions: an edited parameters file is never answered from before."""
