@@ -219,6 +219,7 @@ def _kept_choice(hw: Hardware, model: MoEModel, ep: int, tokens: int, params: st
     return c
 
 
+_IMPORTED = time.time()   # files changed after this are not kept answers' (_answer_key)
 _MODEL_DIR = Path(__file__).parents[1] / "mok_model"
 # the code a knob answer is computed with: the model's package and the kernel modules it reads
 # (tests/test_knobs.py checks that a choice imports no other module of either package)
@@ -251,17 +252,23 @@ def _answer_files(hw: Hardware, params: str | None) -> list[Path]:
 def _answer_key(hw: Hardware, params: str | None, model: MoEModel, ep: int, tokens: int,
                 given: dict, precision: str, list_lag: int | None, routing: str) -> dict | None:
     """The question's key across processes, or None where it cannot be kept: values that JSON
-    does not hold exactly, or a routing file (its contents may change; the route cache does not
-    keep them either)."""
+    does not hold exactly, a routing file (its contents may change; the route cache does not
+    keep them either), or a file of the answer's changed since this process imported knobs."""
     if not all(type(v) in (int, float, str, bool) for v in given.values()) or not all(
             type(v) is int for v in (ep, tokens)) or not (list_lag is None or type(list_lag) is int):
         return None
     if routing != ROBUST and not (routing == "uniform" or routing.startswith(("zipf:", "hot:"))):
         return None
+    files = _answer_files(hw, params)
+    try:    # a file changed since this module was imported may not be the code that runs
+        if max(f.stat().st_mtime for f in files) > _IMPORTED:
+            return None
+    except OSError:
+        return None
     question = {"hardware": repr(hw), "model": repr(model), "ep": ep, "tokens": tokens,
                 "given": sorted([k, v] for k, v in given.items()), "precision": precision,
                 "list_lag": list_lag, "routing": routing, "params": params}
-    return route_cache.answer_key(question, tuple(_answer_files(hw, params)))
+    return route_cache.answer_key(question, tuple(files))
 
 
 def _kept(answer: dict | None) -> Choice | None:

@@ -573,6 +573,27 @@ def test_a_routing_file_is_asked_every_process(tmp_path, monkeypatch):
     assert c.knobs and not answers
 
 
+def test_a_parameters_file_changed_in_this_process_keeps_no_answer(tmp_path, monkeypatch):
+    """A file of the answer written after knobs was imported (a fit written in this process, or
+    code edited under a running one) may not be what computes the answer: nothing is kept."""
+    import shutil
+
+    monkeypatch.setenv("MOK_ROUTE_CACHE_DIR", str(tmp_path / "cache"))
+    mine = tmp_path / "h200-1.json"
+    shutil.copy(knobs._MODEL_DIR / "params" / "h200-1.json", mine)
+    doc = json.loads(mine.read_text())
+    doc["gemm_table"] = str(knobs._MODEL_DIR / "params" / doc["gemm_table"])
+    mine.write_text(json.dumps(doc))
+    c = _fresh_choice("h200-1", KIMI, 16, 2048, params=str(mine))
+    assert c.knobs
+    answers = [p for p in (tmp_path / "cache").glob("*.route")
+               if b'"mok-knob-answer/1"' in p.read_bytes()]
+    assert not answers
+    monkeypatch.setattr(knobs, "_IMPORTED", time.time() + 1)
+    _fresh_choice("h200-1", KIMI, 16, 2048, params=str(mine))
+    assert [p for p in (tmp_path / "cache").glob("*.route") if b'"mok-knob-answer/1"' in p.read_bytes()]
+
+
 def test_a_changed_file_or_version_is_another_key(tmp_path, monkeypatch):
     """route_cache.answer_key hashes the files' bytes (read once a process) and names the
     Python and numpy versions: an edited parameters file is never answered from before."""
