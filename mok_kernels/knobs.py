@@ -34,6 +34,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+import mok_model
 from mok_model import route_cache
 from mok_model.capacity import safe_capacity, tune_as_layer
 from mok_model.errors import MokInputError
@@ -219,7 +220,6 @@ def _kept_choice(hw: Hardware, model: MoEModel, ep: int, tokens: int, params: st
     return c
 
 
-_IMPORTED = time.time()   # files changed after this are not kept answers' (_answer_key)
 _MODEL_DIR = Path(__file__).parents[1] / "mok_model"
 # the code a knob answer is computed with: the model's package and the kernel modules it reads
 # (tests/test_knobs.py checks that a choice imports no other module of either package)
@@ -253,7 +253,7 @@ def _answer_key(hw: Hardware, params: str | None, model: MoEModel, ep: int, toke
                 given: dict, precision: str, list_lag: int | None, routing: str) -> dict | None:
     """The question's key across processes, or None where it cannot be kept: values that JSON
     does not hold exactly, a routing file (its contents may change; the route cache does not
-    keep them either), or a file of the answer's changed since this process imported knobs."""
+    keep them either), or a file of the answer's changed since this process imported mok_model."""
     if not all(type(v) in (int, float, str, bool) for v in given.values()) or not all(
             type(v) is int for v in (ep, tokens)) or not (list_lag is None or type(list_lag) is int):
         return None
@@ -261,7 +261,7 @@ def _answer_key(hw: Hardware, params: str | None, model: MoEModel, ep: int, toke
         return None
     files = _answer_files(hw, params)
     try:    # a file changed since this module was imported may not be the code that runs
-        if max(f.stat().st_mtime for f in files) > _IMPORTED:
+        if max(f.stat().st_mtime for f in files) > mok_model.IMPORTED_AT:
             return None
     except OSError:
         return None

@@ -574,7 +574,7 @@ def test_a_routing_file_is_asked_every_process(tmp_path, monkeypatch):
 
 
 def test_a_parameters_file_changed_in_this_process_keeps_no_answer(tmp_path, monkeypatch):
-    """A file of the answer written after knobs was imported (a fit written in this process, or
+    """A file of the answer written after mok_model was imported (a fit written in this process, or
     code edited under a running one) may not be what computes the answer: nothing is kept."""
     import shutil
 
@@ -589,7 +589,7 @@ def test_a_parameters_file_changed_in_this_process_keeps_no_answer(tmp_path, mon
     answers = [p for p in (tmp_path / "cache").glob("*.route")
                if b'"mok-knob-answer/1"' in p.read_bytes()]
     assert not answers
-    monkeypatch.setattr(knobs, "_IMPORTED", time.time() + 1)
+    monkeypatch.setattr(knobs.mok_model, "IMPORTED_AT", time.time() + 1)
     _fresh_choice("h200-1", KIMI, 16, 2048, params=str(mine))
     assert [p for p in (tmp_path / "cache").glob("*.route") if b'"mok-knob-answer/1"' in p.read_bytes()]
 
