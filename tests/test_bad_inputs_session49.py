@@ -204,3 +204,33 @@ def test_kernel_config_valid_fields_still_pass():
     KernelConfig().validate()
     KernelConfig(capacity=1.25, max_spin=0, grid=132, num_warps=4, minibatch=4096,
                  macrobatch=8192, comm_sms=16).validate()
+
+
+# ---------------------------------------------------------------- CLIs and tools
+
+BIG = "9" * 30
+
+
+@pytest.mark.parametrize("module, argv, want", [
+    # a 30-digit seed was taken (the other seeds stop at 2^63 - 1, session 48)
+    ("mok_model.cli", ["calibrate", "calibration/runs/h200/bench_megakernel.jsonl", "--out",
+                       "{d}/p.json", "--band-seed", BIG],
+     "--band-seed: 999999999999999999999999999999 must be an integer in [0, 9223372036854775807]"),
+    ("mok_model.cli", ["study", "--quick", "--out", "{d}/st", "--seed", BIG, "push-vs-pull"],
+     "--seed: 999999999999999999999999999999 must be an integer in [0, 9223372036854775807]"),
+    # int() took ' 5' and Arabic-Indic digits; 10^30 questions never ended
+    ("mok_model.sim.study", ["--random", BIG], "--random: 999999999999999999999999999999 must be"),
+    ("mok_model.sim.study", ["--random", " 5"], "--random: ' 5' must be an integer in [0, 100000]"),
+    ("mok_model.sim.study", ["--random", "1", "--seed", "\u0663"], "--seed: '\u0663' must be"),
+    ("calibration.heldout_errors", ["calibration/runs/h200/bench_megakernel.jsonl", "--out",
+                                    "{d}/h.json", "--sim-every", " 5"],
+     "--sim-every: ' 5' must be an integer >= 1"),
+    # --terms (and --json) were ignored: the shipped h100-1 files were rewritten, no report
+    ("calibration.transfer", ["--write-hopper", "--terms"],
+     "--write-hopper writes files and prints no report: drop --terms")])
+def test_tool_numbers_and_flags(tmp_path, capsys, module, argv, want):
+    import importlib
+    main = importlib.import_module(module).main
+    assert main([a.replace("{d}", str(tmp_path)) for a in argv]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err and want in err, err
