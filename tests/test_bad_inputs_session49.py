@@ -234,3 +234,15 @@ def test_tool_numbers_and_flags(tmp_path, capsys, module, argv, want):
     assert main([a.replace("{d}", str(tmp_path)) for a in argv]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "Traceback" not in err and want in err, err
+
+
+def test_route_cache_dir_with_a_tilde(tmp_path, monkeypatch, capsys):
+    """MOK_ROUTE_CACHE_DIR='~/x' (quoted, so no shell expanded it) made a folder named '~' in
+    the working folder and cached there."""
+    from mok_model.cli import main
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setenv("MOK_ROUTE_CACHE_DIR", "~/routes")
+    assert main(["presets"]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "starts with '~', which no shell expanded" in err, err
+    assert not (tmp_path / "~").exists()
