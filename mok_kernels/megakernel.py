@@ -54,7 +54,7 @@ from typing import Any
 import torch
 
 from mok_model.errors import MokInputError
-from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG, SOURCE_ORDERS
+from mok_model.scenario import KNOB_MAX, MAX_DN_BLOCKS, MAX_LIST_LAG, SOURCE_ORDERS
 from mok_model.workload import parse_routing
 
 from .buffers import SPLIT_WS_MAX_BYTES, ring_rows, split_workspace_elements, stage_rows
@@ -254,8 +254,10 @@ class KernelConfig:
             if v < 16 or v & (v - 1):
                 raise MokInputError(f"{name}={v}: tile sizes must be powers of two >= 16")
         d = self.dn_blocks
-        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= 64):
-            raise MokInputError(f"dn_blocks={d!r}: an integer from 1 to 64 is required (None: chosen)")
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int)
+                              or not 1 <= d <= MAX_DN_BLOCKS):
+            raise MokInputError(f"dn_blocks={d!r}: an integer from 1 to {MAX_DN_BLOCKS} is required "
+                                f"(None: chosen)")
         if (d or 1) > 1 and (self.precision != "bf16" or not self.tma or self.skip_gemm):
             raise MokInputError(f"dn_blocks={d} needs precision 'bf16', tma=True and skip_gemm=False "
                              f"(its flattened K loop is the BF16 TMA-weight one)")

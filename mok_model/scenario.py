@@ -11,6 +11,10 @@ from .presets import Hardware, MoEModel
 
 # the longest work-list lag our megakernel takes (KernelConfig.list_lag; Scenario.list_lag)
 MAX_LIST_LAG = 8
+# the down column blocks and K slices a down item of our megakernel may take (KernelConfig
+# dn_blocks, split_dn; Scenario.dn_blocks, split_dn, where 0 is the layer's choice)
+MAX_DN_BLOCKS = 64
+SPLIT_DNS = (1, 2, 4, 8, 16)
 PASSES = ("fwd", "bwd")
 PRECISIONS = ("bf16", "fp8", "mxfp8")
 MODES = ("pull", "push")
@@ -178,6 +182,12 @@ class Scenario:
                                     f"(mok_kernels/gluon_fp8/mok.py)")
         check_list_lag(self.list_lag)
         check_ep_tokens(self.ep, self.tokens)
+        if type(self.split_dn) is not int or self.split_dn not in (0, *SPLIT_DNS):
+            raise MokInputError(f"split_dn {self.split_dn!r} must be 0 (the layer's choice) or one "
+                                f"of {', '.join(map(str, SPLIT_DNS))}")
+        if type(self.dn_blocks) is not int or not 0 <= self.dn_blocks <= MAX_DN_BLOCKS:
+            raise MokInputError(f"dn_blocks {self.dn_blocks!r} must be an integer from 0 (the "
+                                f"layer's choice) to {MAX_DN_BLOCKS}")
         if self.pass_ not in PASSES:
             raise MokInputError(f"--pass {self.pass_!r} must be one of {PASSES}")
         if self.precision not in PRECISIONS:

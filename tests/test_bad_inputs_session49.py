@@ -246,3 +246,30 @@ def test_route_cache_dir_with_a_tilde(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "starts with '~', which no shell expanded" in err, err
     assert not (tmp_path / "~").exists()
+
+
+@pytest.mark.parametrize("blocks", [0, 65, 10 ** 30])
+def test_run_record_dn_blocks_in_range(tmp_path, capsys, blocks):
+    """A record's tiles.dn_blocks 0 was read as "the layer's choice", 10^30 modelled (exit 0)."""
+    from pathlib import Path
+
+    from mok_model.cli import main
+    rec = json.loads((Path(__file__).parent.parent / "calibration/runs/h200/bench_megakernel.jsonl")
+                     .read_text().splitlines()[0])
+    rec["tiles"] = {"dn_blocks": blocks}
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    assert main(["validate", "--params", "mok_model/params/h200-1.json", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and f"tiles.dn_blocks={blocks} must be an integer from 1 to 64" in err
+
+
+@pytest.mark.parametrize("field, value", [("split_dn", 10 ** 30), ("split_dn", 3), ("split_dn", True),
+                                          ("dn_blocks", 10 ** 30), ("dn_blocks", 65)])
+def test_scenario_tile_options(field, value):
+    """Scenario(split_dn=10^30) was an OverflowError in the GEMM table; dn_blocks any integer."""
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.scenario import Scenario
+    with pytest.raises(MokInputError) as exc:
+        Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 16, 1024, **{field: value})
+    _one_line(exc, f"{field} {value!r} must be")
