@@ -151,6 +151,11 @@ class Scenario:
 
     def __post_init__(self) -> None:
         hw, m = self.hardware, self.model
+        if not isinstance(hw, Hardware) or not isinstance(m, MoEModel):
+            raise MokInputError(f"Scenario({hw!r}, {m!r}, ...): a Hardware and a MoEModel "
+                                f"(presets.load_hardware, load_model) are required")
+        if not isinstance(self.zero_shared_slot, bool):
+            raise MokInputError(f"zero_shared_slot {self.zero_shared_slot!r} must be True or False")
         if self.copy_loop not in COPY_LOOPS:
             raise MokInputError(f"copy_loop {self.copy_loop!r} must be one of "
                                 f"{', '.join(COPY_LOOPS)}")

@@ -273,3 +273,21 @@ def test_scenario_tile_options(field, value):
     with pytest.raises(MokInputError) as exc:
         Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 16, 1024, **{field: value})
     _one_line(exc, f"{field} {value!r} must be")
+
+
+def test_scenario_and_predict_arguments_of_the_wrong_type():
+    """A preset's name for the Hardware, a list for zero_shared_slot and a string for the
+    config were AttributeError / TypeError / ValueError from deep inside."""
+    from mok_model.predict import predict
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.scenario import Scenario
+    hw, m = load_hardware("h200-1"), load_model("kimi-k2")
+    with pytest.raises(MokInputError) as exc:
+        Scenario("h200-1", m, 16, 1024)
+    _one_line(exc, "a Hardware and a MoEModel")
+    with pytest.raises(MokInputError) as exc:
+        Scenario(hw, m, 16, 1024, zero_shared_slot=[])
+    _one_line(exc, "zero_shared_slot [] must be True or False")
+    with pytest.raises(MokInputError) as exc:
+        predict(Scenario(hw, m, 16, 1024), "pull")
+    _one_line(exc, "config 'pull': a Config, a dict")
