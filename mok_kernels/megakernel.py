@@ -212,8 +212,9 @@ class KernelConfig:
         config the kernel cannot run."""
         for name in ("skip_copy", "skip_gemm", "join", "fuse_gu", "tma", "tma_a",
                      "save_for_backward"):
-            if not isinstance(getattr(self, name), bool):
-                raise MokInputError(f"{name}={getattr(self, name)!r}: True or False is required")
+            v = getattr(self, name)
+            if type(v) not in (bool, int) or v not in (0, 1):    # tile grids spell them 0 / 1
+                raise MokInputError(f"{name}={v!r}: True or False (or 1 / 0) is required")
         for name, low in (("minibatch", 1), ("comm_sms", 1), ("macrobatch", 1), ("grid", 1),
                           ("max_spin", 0), ("num_warps", 1), ("num_stages", 1),
                           ("block_m", 16), ("bn_gu", 16), ("bn_dn", 16), ("block_k", 16),

@@ -193,7 +193,7 @@ def test_run_record_key_given_twice(tmp_path, capsys):
     ("max_spin", 1.5, "max_spin=1.5: an integer from 0"),
     ("tma", "yes", "tma='yes': True or False"),
     ("join", None, "join=None: True or False"),
-    ("save_for_backward", 1, "save_for_backward=1: True or False")])
+    ("save_for_backward", 2, "save_for_backward=2: True or False")])
 def test_kernel_config_fields(field, value, want):
     with pytest.raises(MokInputError) as exc:
         KernelConfig(**{field: value}).validate()
