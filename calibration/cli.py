@@ -23,7 +23,7 @@ from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import (BOUNDS, Params, fit_record_path, read_fit_record, read_params,
                               write_params)
 from mok_model.records import KNOBS, model_records, read_records, record_copy_loop
-from mok_model.scenario import ENGINES
+from mok_model.scenario import ENGINES, MAX_SEED
 
 from .checks import param_names, params_file, required_text
 from .fit import BAND_SAMPLES, BAND_SEED, BANDS, fit
@@ -363,7 +363,7 @@ def calibrate_parser() -> argparse.ArgumentParser:
     p.add_argument("--band-samples", type=int_at_least(2, MAX_BAND_SAMPLES), default=None,
                    help=f"parameter vectors to sample (default {BAND_SAMPLES}; at most "
                         f"{MAX_BAND_SAMPLES}: each is a refit)")
-    p.add_argument("--band-seed", type=int_at_least(0), default=None,
+    p.add_argument("--band-seed", type=int_at_least(0, MAX_SEED), default=None,
                    help=f"seed of the workload resampling (default {BAND_SEED})")
     p.add_argument("--json", action="store_true", help="print one JSON document")
     return p

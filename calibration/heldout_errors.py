@@ -35,7 +35,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mok_model.cli import MokParser
+from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import atomic_write_text, check_output_file
 from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, SCHEMA, fingerprint, group_key
@@ -122,15 +122,13 @@ def main(argv: list[str] | None = None) -> int:
                    formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("runs", nargs="*", help="held-out run-record files (default: HELDOUT_RUNS)")
     ap.add_argument("--hardware", default="h200-1")
-    ap.add_argument("--sim-every", type=int, default=3)
+    ap.add_argument("--sim-every", type=int_at_least(1), default=3)
     ap.add_argument("--out", default=None, help="default mok_model/params/heldout/HARDWARE.json")
     ap.add_argument("--coverage", action="store_true",
                     help="write nothing; print, leaving out each file in turn, the share of its "
                          "runs inside the other files' range")
     try:
         a = ap.parse_args(argv)
-        if a.sim_every < 1:
-            raise MokInputError(f"--sim-every {a.sim_every} must be >= 1")
         shipped_params(a.hardware)      # a hardware without shipped parameters, named first
         runs = a.runs or HELDOUT_RUNS.get(a.hardware)
         if not runs:

@@ -50,6 +50,7 @@ import sys
 from pathlib import Path
 
 from mok_model.cli import doc_parser, run_tool
+from mok_model.errors import MokInputError
 from mok_model.gemm_table import GemmTable, read_table
 from mok_model.params import PARAMS_DIR, Params, read_params
 from mok_model.predict import predict
@@ -260,6 +261,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _main(a) -> int:
     if a.write_hopper:
+        ignored = [f for f, on in (("--terms", a.terms), ("--json", a.json)) if on]
+        if ignored:
+            raise MokInputError(f"--write-hopper writes files and prints no report: drop "
+                                f"{' and '.join(ignored)}")
         for path in write_hopper():
             print(f"wrote {path.relative_to(ROOT)}")
         return 0

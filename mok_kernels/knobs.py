@@ -28,6 +28,8 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
+import math
+import numbers
 import os
 import time
 from dataclasses import dataclass
@@ -41,7 +43,8 @@ from mok_model.errors import MokInputError
 from mok_model.fileio import loads_json
 from mok_model.params import Params, load_params
 from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
-from mok_model.scenario import MAX_LIST_LAG, Config, Scenario
+from mok_model.scenario import (MAX_LIST_LAG, Config, Scenario, check_ep_tokens, check_knob,
+                                 check_list_lag)
 from mok_model.tuner import ROBUST, lag_choices
 from mok_model.workload import parse_routing
 
@@ -80,9 +83,14 @@ def layer_model(shape: MoEModel | dict) -> MoEModel:
     the model preset with that shape when one exists (first in preset order), else "custom"."""
     if isinstance(shape, MoEModel):
         return shape
+    if not isinstance(shape, dict):
+        raise MokInputError(f"layer shape {shape!r}: a MoEModel or a dict of {', '.join(SHAPE_KEYS)}")
     missing = [k for k in SHAPE_KEYS if k not in shape]
     if missing:
         raise MokInputError(f"layer shape {shape!r} lacks {missing}")
+    for k in SHAPE_KEYS:
+        if isinstance(shape[k], bool) or not isinstance(shape[k], numbers.Integral):
+            raise MokInputError(f"layer shape {k}={shape[k]!r} must be an integer")
     want = {k: int(shape[k]) for k in SHAPE_KEYS}
     for name in model_names():
         m = load_model(name)
@@ -117,6 +125,8 @@ def _check_given(given: dict) -> None:
     unknown = sorted(set(given) - set(KNOBS))
     if unknown:
         raise MokInputError(f"unknown knob(s) {unknown}; knobs are {KNOBS}")
+    for k, v in given.items():
+        check_knob(k, v)
 
 
 def _preset_sms(name: str) -> int | None:
@@ -176,8 +186,13 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
     (then the table's hardware is taken as is). Raises MokInputError (a ValueError) naming the
     problem when no choice can be made.
     """
+    if not isinstance(given, (dict, type(None))):
+        raise MokInputError(f"given knobs {given!r}: a dict of knob values")
     given = {k: v for k, v in (given or {}).items() if v is not None}
     _check_given(given)
+    check_ep_tokens(ep, tokens)
+    if list_lag is not None:
+        check_list_lag(list_lag)
     if len(given) == len(KNOBS):
         return Choice({k: given[k] for k in KNOBS}, "given", None, list_lag or 1)
     hw = None if hardware is None else _hardware(hardware)
@@ -402,8 +417,8 @@ def _validate_table(doc: Any, where: str) -> None:
         except MokInputError as exc:
             raise bad(f"bucket {n}: {exc}") from None
         ms = b.get("predicted_ms")
-        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not ms > 0:
-            raise bad(f"bucket {n}: predicted_ms={ms!r} must be a positive number")
+        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 < ms < math.inf:
+            raise bad(f"bucket {n}: predicted_ms={ms!r} must be a positive finite number")
         lag = b.get("list_lag", 1)  # absent in tables written before the lag was chosen: 1
         if isinstance(lag, bool) or not isinstance(lag, int) or not 1 <= lag <= MAX_LIST_LAG:
             raise bad(f"bucket {n}: list_lag={lag!r} must be an integer from 1 to {MAX_LIST_LAG}")
@@ -414,6 +429,8 @@ _TABLES: dict[tuple, dict] = {}
 
 def load_table(path: str | os.PathLike) -> dict:
     """Read and validate a knob table (cached by path, size and modification time)."""
+    if not isinstance(path, (str, os.PathLike)) or str(path) == "":
+        raise KnobTableError(f"knob table {path!r}: name a JSON file (`mok tune --table FILE.json`)")
     path = Path(path)
     if not path.is_file():
         raise KnobTableError(f"knob table {path}: no such file")

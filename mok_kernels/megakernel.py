@@ -47,13 +47,14 @@ Triton is imported lazily so the package imports without it.
 from __future__ import annotations
 
 import dataclasses
+import math
 from dataclasses import dataclass, field
 from typing import Any
 
 import torch
 
 from mok_model.errors import MokInputError
-from mok_model.scenario import MAX_LIST_LAG, SOURCE_ORDERS
+from mok_model.scenario import KNOB_MAX, MAX_DN_BLOCKS, MAX_LIST_LAG, SOURCE_ORDERS
 from mok_model.workload import parse_routing
 
 from .buffers import SPLIT_WS_MAX_BYTES, ring_rows, split_workspace_elements, stage_rows
@@ -207,80 +208,97 @@ class KernelConfig:
                 "comm_sms": self.comm_sms, "macrobatch": self.macrobatch, "capacity": self.capacity}
 
     def validate(self) -> None:
-        if self.dispatch not in ("pull", "push", None):
-            raise ValueError(f"dispatch {self.dispatch!r}: allowed pull, push (None: chosen)")
-        if self.combine not in ("push", "pull", None):
-            raise ValueError(f"combine {self.combine!r}: allowed push, pull (None: chosen)")
-        for name, low in (("minibatch", 1), ("comm_sms", 1), ("macrobatch", 1)):
+        """Refuse, in one line naming the field and its rule (MokInputError, a ValueError), a
+        config the kernel cannot run."""
+        for name in ("skip_copy", "skip_gemm", "join", "fuse_gu", "tma", "tma_a",
+                     "save_for_backward"):
             v = getattr(self, name)
-            if v is not None and (isinstance(v, bool) or not isinstance(v, int) or v < low):
-                raise ValueError(f"{name}={v!r}: an integer >= {low} is required (None: chosen)")
-        if self.capacity is not None and not self.capacity > 0:
-            raise ValueError(f"capacity={self.capacity!r}: must be > 0 (None: chosen)")
+            if type(v) not in (bool, int) or v not in (0, 1):    # tile grids spell them 0 / 1
+                raise MokInputError(f"{name}={v!r}: True or False (or 1 / 0) is required")
+        for name, low in (("minibatch", 1), ("comm_sms", 1), ("macrobatch", 1), ("grid", 1),
+                          ("max_spin", 0), ("num_warps", 1), ("num_stages", 1),
+                          ("block_m", 16), ("bn_gu", 16), ("bn_dn", 16), ("block_k", 16),
+                          ("copy_rows", 16)):
+            v = getattr(self, name)
+            if v is None and name in ("minibatch", "comm_sms", "macrobatch", "grid", "max_spin"):
+                continue        # chosen (a knob), or the default (grid, max_spin)
+            if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= KNOB_MAX:
+                raise MokInputError(f"{name}={v!r}: an integer from {low} to {KNOB_MAX} is "
+                                    f"required" + (" (None: chosen)" if name in self.knobs() else ""))
+        cap = self.capacity
+        if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
+                                or not 0 < cap < math.inf):
+            raise MokInputError(f"capacity={cap!r}: a finite number > 0 is required (None: chosen)")
+        if self.dispatch not in ("pull", "push", None):
+            raise MokInputError(f"dispatch {self.dispatch!r}: allowed pull, push (None: chosen)")
+        if self.combine not in ("push", "pull", None):
+            raise MokInputError(f"combine {self.combine!r}: allowed push, pull (None: chosen)")
         if self.tma and not self.fuse_gu:
-            raise ValueError("tma=True needs fuse_gu=True")
+            raise MokInputError("tma=True needs fuse_gu=True")
         if self.tma_a and not self.tma:
-            raise ValueError("tma_a=True needs tma=True")
+            raise MokInputError("tma_a=True needs tma=True")
         if self.tma_a and self.precision != "bf16":
-            raise ValueError(f"tma_a=True with precision {self.precision!r}: activation tiles "
+            raise MokInputError(f"tma_a=True with precision {self.precision!r}: activation tiles "
                              f"through TMA are BF16 only")
         if self.on_error not in ("trap", "raise"):
-            raise ValueError(f"on_error {self.on_error!r}: allowed trap, raise")
+            raise MokInputError(f"on_error {self.on_error!r}: allowed trap, raise")
         if self.knob_routing is not None and not isinstance(self.knob_routing, str):
-            raise ValueError(f"knob_routing {self.knob_routing!r}: 'robust' or a routing spec "
+            raise MokInputError(f"knob_routing {self.knob_routing!r}: 'robust' or a routing spec "
                              f"such as uniform, zipf:1.2, hot:0.1 or a routing file")
         try:                        # the top-k bound of hot:X is checked when knobs are chosen
             if self.knob_routing not in (None, "robust"):
                 parse_routing(self.knob_routing, 1)
         except MokInputError as exc:
-            raise ValueError(f"knob_routing: {exc}") from None
+            raise MokInputError(f"knob_routing: {exc}") from None
         for name in ("block_m", "bn_gu", "bn_dn", "block_k", "copy_rows"):
             v = getattr(self, name)
             if v < 16 or v & (v - 1):
-                raise ValueError(f"{name}={v}: tile sizes must be powers of two >= 16")
+                raise MokInputError(f"{name}={v}: tile sizes must be powers of two >= 16")
         d = self.dn_blocks
-        if d is not None and (isinstance(d, bool) or not isinstance(d, int) or not 1 <= d <= 64):
-            raise ValueError(f"dn_blocks={d!r}: an integer from 1 to 64 is required (None: chosen)")
+        if d is not None and (isinstance(d, bool) or not isinstance(d, int)
+                              or not 1 <= d <= MAX_DN_BLOCKS):
+            raise MokInputError(f"dn_blocks={d!r}: an integer from 1 to {MAX_DN_BLOCKS} is required "
+                                f"(None: chosen)")
         if (d or 1) > 1 and (self.precision != "bf16" or not self.tma or self.skip_gemm):
-            raise ValueError(f"dn_blocks={d} needs precision 'bf16', tma=True and skip_gemm=False "
+            raise MokInputError(f"dn_blocks={d} needs precision 'bf16', tma=True and skip_gemm=False "
                              f"(its flattened K loop is the BF16 TMA-weight one)")
         if (d or 1) > 1 and self.split_dn not in (None, 1):
-            raise ValueError(f"dn_blocks={d} with split_dn={self.split_dn}: a down item walks "
+            raise MokInputError(f"dn_blocks={d} with split_dn={self.split_dn}: a down item walks "
                              f"whole blocks (split_dn 1)")
         if self.split_dn not in (None, 1, 2, 4, 8, 16):
-            raise ValueError(f"split_dn={self.split_dn!r}: allowed 1, 2, 4, 8, 16 (K slices of "
+            raise MokInputError(f"split_dn={self.split_dn!r}: allowed 1, 2, 4, 8, 16 (K slices of "
                              f"each down block; None: chosen from the shape)")
         if (self.split_dn or 1) > 1 and self.precision != "bf16":
-            raise ValueError(f"split_dn={self.split_dn} with precision {self.precision!r}: the "
+            raise MokInputError(f"split_dn={self.split_dn} with precision {self.precision!r}: the "
                              f"down GEMM is split along K in BF16 only")
         lag = self.list_lag
         if lag is not None and (isinstance(lag, bool) or not isinstance(lag, int)
                                 or not 1 <= lag <= MAX_LIST_LAG):
-            raise ValueError(f"list_lag={lag!r}: an integer from 1 to {MAX_LIST_LAG} is required "
+            raise MokInputError(f"list_lag={lag!r}: an integer from 1 to {MAX_LIST_LAG} is required "
                              f"(None: chosen)")
         g = self.group_m
         if g is not None and (isinstance(g, bool) or not isinstance(g, int) or not 1 <= g <= 64):
-            raise ValueError(f"group_m={g!r}: an integer from 1 to 64 is required (None: chosen)")
+            raise MokInputError(f"group_m={g!r}: an integer from 1 to 64 is required (None: chosen)")
         if self.precision not in ("bf16", "fp8"):
-            raise ValueError(f"precision {self.precision!r}: allowed bf16, fp8")
+            raise MokInputError(f"precision {self.precision!r}: allowed bf16, fp8")
         if self.precision == "fp8" and (self.block_k != 128 or self.bn_gu % 128 or not self.fuse_gu):
-            raise ValueError(f"precision='fp8' needs block_k=128 (one scale per 128 along K), bn_gu a "
+            raise MokInputError(f"precision='fp8' needs block_k=128 (one scale per 128 along K), bn_gu a "
                              f"multiple of 128 (whole weight scale blocks) and fuse_gu=True; got "
                              f"block_k={self.block_k}, bn_gu={self.bn_gu}, fuse_gu={self.fuse_gu}")
         if self.save_for_backward and self.precision != "bf16":
-            raise ValueError(f"save_for_backward=True with precision {self.precision!r}: the "
+            raise MokInputError(f"save_for_backward=True with precision {self.precision!r}: the "
                              f"backward megakernel is BF16 only")
         if self.fp8_kernel not in FP8_KERNELS:
-            raise ValueError(f"fp8_kernel {self.fp8_kernel!r}: allowed {', '.join(FP8_KERNELS)}")
+            raise MokInputError(f"fp8_kernel {self.fp8_kernel!r}: allowed {', '.join(FP8_KERNELS)}")
         if self.source_order not in SOURCE_ORDERS:
-            raise ValueError(f"source_order {self.source_order!r}: allowed {', '.join(SOURCE_ORDERS)}")
+            raise MokInputError(f"source_order {self.source_order!r}: allowed {', '.join(SOURCE_ORDERS)}")
         if self.precision == "fp8" and self.fp8_kernel == "gluon":
             why = self.gluon_refusal()
             if why:
-                raise ValueError(why)
+                raise MokInputError(why)
         if self.precision == "fp8" and self.fp8_kernel != "v1" and (
                 self.bn_gu != 128 or self.bn_dn not in (128, 256)):
-            raise ValueError(f"fp8_kernel={self.fp8_kernel!r} needs bn_gu=128 and bn_dn 128 or 256 "
+            raise MokInputError(f"fp8_kernel={self.fp8_kernel!r} needs bn_gu=128 and bn_dn 128 or 256 "
                              f"(128-column dots, one weight scale block each; fp8_kernel='v1' takes "
                              f"others); got bn_gu={self.bn_gu}, bn_dn={self.bn_dn}")
 

@@ -220,10 +220,24 @@ def deferred_warnings() -> Iterator[None]:
         flush_warnings()
 
 
+def _one_value_a_key(pairs: list[tuple[str, Any]]) -> dict:
+    """An object's pairs as a dict, refusing a key named twice (json.loads keeps the last
+    silently: a hand-edited record or table would be read with one of two values)."""
+    obj = dict(pairs)
+    if len(obj) != len(pairs):
+        keys = [k for k, _ in pairs]
+        twice = next(k for k in keys if keys.count(k) > 1)
+        raise json.JSONDecodeError(f"key {twice!r} given twice in one object", "", 0)
+    return obj
+
+
 def loads_json(text: str, **hooks) -> Any:
-    """json.loads, where a document nested too deeply to read (RecursionError) or holding an
-    integer too long to read (Python's 4,300-digit limit) is malformed JSON (JSONDecodeError,
-    which every reader turns into one line naming its file), never an internal error."""
+    """json.loads, where a document nested too deeply to read (RecursionError), holding an
+    integer too long to read (Python's 4,300-digit limit) or naming a key twice in one object is
+    malformed JSON (JSONDecodeError, which every reader turns into one line naming its file),
+    never an internal error or a silent choice."""
+    if "object_hook" not in hooks:
+        hooks.setdefault("object_pairs_hook", _one_value_a_key)
     try:
         return json.loads(text, **hooks)
     except RecursionError:

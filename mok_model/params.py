@@ -422,6 +422,8 @@ def load_params(path: str | Path | None, hardware_name: str, allow_other_hardwar
 
     A file made for another hardware is refused unless allow_other_hardware is set.
     """
+    if not isinstance(path, (str, os.PathLike, type(None))):
+        raise MokInputError(f"--params {path!r}: name a parameters file (JSON)")
     if path is None:
         default = PARAMS_DIR / f"{hardware_name}.json"
         if not default.is_file():

@@ -148,6 +148,9 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
         raise MokInputError(f"--system {system!r} must be one of {SYSTEMS}")
     if engine not in ENGINES:
         raise MokInputError(f"--engine {engine!r} must be one of {ENGINES}")
+    if not isinstance(config, (Config, dict, type(None))):
+        raise MokInputError(f"config {config!r}: a Config, a dict of some knobs, or None (the "
+                            f"tuner picks them)")
     p = resolve_params(scenario, params, allow_other_hardware)
     tuned: list[str] = []
     capacity_note = ""

@@ -304,6 +304,8 @@ def _builtin(file: str) -> dict:
 
 
 def _load(arg: str, file: str, cls, validate, aliases: dict):
+    if not isinstance(arg, str):
+        raise MokInputError(f"{_kind(cls)} {arg!r}: name a preset or a TOML file")
     if arg.endswith(".toml"):
         path = Path(arg)
         if not path.is_file():

@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from .errors import MokInputError
 from .fileio import read_json_lines
 from .presets import load_hardware, load_model, model_from_shape
-from .scenario import KNOB_MAX, SOURCE_ORDERS, SYSTEMS, Config, Scenario
+from .scenario import KNOB_MAX, MAX_DN_BLOCKS, SOURCE_ORDERS, SYSTEMS, Config, Scenario
 from .workload import legacy_zipf_table
 
 SCHEMA = "mok-run/1"
@@ -132,6 +132,10 @@ def validate_record(rec: Any) -> None:
             if isinstance(v, bool) or not isinstance(v, str if k in STRING_TILES else int):
                 raise MokInputError(f"tiles.{k}={v!r} must be "
                                     + ("a string" if k in STRING_TILES else "an integer"))
+        blocks = tiles.get("dn_blocks", 1)
+        if not 1 <= blocks <= MAX_DN_BLOCKS:     # 0 would read as the layer's choice
+            raise MokInputError(f"tiles.dn_blocks={blocks!r} must be an integer from 1 to "
+                                f"{MAX_DN_BLOCKS} (down column blocks an item walked)")
         if tiles.get("source_order", "rank") not in SOURCE_ORDERS:
             raise MokInputError(f"tiles.source_order={tiles['source_order']!r} must be one of "
                                 f"{', '.join(SOURCE_ORDERS)}")

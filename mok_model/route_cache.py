@@ -78,6 +78,10 @@ def check_env() -> None:
     if not where.strip():
         raise MokInputError("environment variable MOK_ROUTE_CACHE_DIR='' is empty: name the route "
                             "cache's folder, or unset it for ~/.cache/mok/routes")
+    if where.startswith("~"):
+        raise MokInputError(f"environment variable MOK_ROUTE_CACHE_DIR={where!r} starts with '~', "
+                            f"which no shell expanded (the cache would go to a folder named '~' "
+                            f"here): give the full path")
     _nameable(where, "environment variable MOK_ROUTE_CACHE_DIR:")
     path = Path(where)
     existing = next((q for q in (path, *path.parents) if q.exists()), None)

@@ -11,6 +11,10 @@ from .presets import Hardware, MoEModel
 
 # the longest work-list lag our megakernel takes (KernelConfig.list_lag; Scenario.list_lag)
 MAX_LIST_LAG = 8
+# the down column blocks and K slices a down item of our megakernel may take (KernelConfig
+# dn_blocks, split_dn; Scenario.dn_blocks, split_dn, where 0 is the layer's choice)
+MAX_DN_BLOCKS = 64
+SPLIT_DNS = (1, 2, 4, 8, 16)
 PASSES = ("fwd", "bwd")
 PRECISIONS = ("bf16", "fp8", "mxfp8")
 MODES = ("pull", "push")
@@ -68,6 +72,43 @@ ELEMENT_BYTES = {"bf16": 2.0, "fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32}
 QUANTIZE_BYTES = {"bf16": 0.0, "fp8": 2.0 + 2.0 + 1.0, "mxfp8": 2.0 + 1.0 + 1.0 / 32}
 
 
+KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
+
+
+def check_knob(knob: str, v) -> None:
+    """One knob's own rule (Config's), also for a knob given alone: a tuner search's fixed
+    knobs, a layer's given ones."""
+    if knob in ("dispatch", "combine"):
+        if not isinstance(v, str) or v not in MODES:
+            raise MokInputError(f"--{knob} {v!r} must be one of {MODES}")
+    elif knob in ("minibatch", "comm_sms", "macrobatch"):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise MokInputError(f"--{knob.replace('_', '-')} {v!r} must be an integer >= 1")
+        if v > KNOB_MAX:
+            raise MokInputError(f"--{knob.replace('_', '-')} {v} must be at most {KNOB_MAX}")
+    elif knob == "capacity":
+        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 < v <= 1:
+            raise MokInputError(f"--capacity {v!r} must be in (0, 1]")
+    else:
+        raise MokInputError(f"unknown knob {knob!r}; knobs are {', '.join(KNOBS)}")
+
+
+def check_list_lag(lag) -> None:
+    """The work-list lag's rule (KernelConfig.list_lag): an integer from 1 to MAX_LIST_LAG."""
+    if isinstance(lag, bool) or not isinstance(lag, int) or lag < 1:
+        raise MokInputError(f"list_lag {lag!r} must be an integer >= 1")
+    if lag > MAX_LIST_LAG:
+        raise MokInputError(f"--list-lag {lag} must be at most {MAX_LIST_LAG} "
+                            f"(KernelConfig.list_lag)")
+
+
+def check_ep_tokens(ep, tokens) -> None:
+    """EP and tokens per GPU are integers >= 1 (a bool is not a count)."""
+    for flag, v in (("ep", ep), ("tokens", tokens)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise MokInputError(f"--{flag} {v!r} must be an integer >= 1")
+
+
 @dataclass(frozen=True, slots=True)
 class Scenario:
     """One MoE layer pass: P = ep GPUs, each with `tokens` local tokens before dispatch."""
@@ -110,6 +151,11 @@ class Scenario:
 
     def __post_init__(self) -> None:
         hw, m = self.hardware, self.model
+        if not isinstance(hw, Hardware) or not isinstance(m, MoEModel):
+            raise MokInputError(f"Scenario({hw!r}, {m!r}, ...): a Hardware and a MoEModel "
+                                f"(presets.load_hardware, load_model) are required")
+        if not isinstance(self.zero_shared_slot, bool):
+            raise MokInputError(f"zero_shared_slot {self.zero_shared_slot!r} must be True or False")
         if self.copy_loop not in COPY_LOOPS:
             raise MokInputError(f"copy_loop {self.copy_loop!r} must be one of "
                                 f"{', '.join(COPY_LOOPS)}")
@@ -139,15 +185,14 @@ class Scenario:
                 raise MokInputError(f"--list-lag {self.list_lag} with --fp8-kernel gluon: the "
                                     f"Gluon FP8 pass runs lag 1 only "
                                     f"(mok_kernels/gluon_fp8/mok.py)")
-        if isinstance(self.list_lag, bool) or not isinstance(self.list_lag, int) or self.list_lag < 1:
-            raise MokInputError(f"list_lag {self.list_lag!r} must be an integer >= 1")
-        if self.list_lag > MAX_LIST_LAG:
-            raise MokInputError(f"--list-lag {self.list_lag} must be at most {MAX_LIST_LAG} "
-                                f"(KernelConfig.list_lag)")
-        if not isinstance(self.ep, int) or self.ep < 1:
-            raise MokInputError(f"--ep {self.ep!r} must be an integer >= 1")
-        if not isinstance(self.tokens, int) or self.tokens < 1:
-            raise MokInputError(f"--tokens {self.tokens!r} must be an integer >= 1")
+        check_list_lag(self.list_lag)
+        check_ep_tokens(self.ep, self.tokens)
+        if type(self.split_dn) is not int or self.split_dn not in (0, *SPLIT_DNS):
+            raise MokInputError(f"split_dn {self.split_dn!r} must be 0 (the layer's choice) or one "
+                                f"of {', '.join(map(str, SPLIT_DNS))}")
+        if type(self.dn_blocks) is not int or not 0 <= self.dn_blocks <= MAX_DN_BLOCKS:
+            raise MokInputError(f"dn_blocks {self.dn_blocks!r} must be an integer from 0 (the "
+                                f"layer's choice) to {MAX_DN_BLOCKS}")
         if self.pass_ not in PASSES:
             raise MokInputError(f"--pass {self.pass_!r} must be one of {PASSES}")
         if self.precision not in PRECISIONS:
@@ -229,21 +274,12 @@ class Config:
     capacity: float = 0.5  # schedule capacity multiplier
 
     def __post_init__(self) -> None:
-        for knob in ("dispatch", "combine"):
-            if getattr(self, knob) not in MODES:
-                raise MokInputError(f"--{knob} {getattr(self, knob)!r} must be one of {MODES}")
-        for knob in ("minibatch", "comm_sms", "macrobatch"):
-            v = getattr(self, knob)
-            if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-                raise MokInputError(f"--{knob.replace('_', '-')} {v!r} must be an integer >= 1")
-            if v > KNOB_MAX:
-                raise MokInputError(f"--{knob.replace('_', '-')} {v} must be at most {KNOB_MAX}")
+        for knob in KNOBS:
+            check_knob(knob, getattr(self, knob))
         if self.macrobatch < self.minibatch:
             raise MokInputError(
                 f"--macrobatch {self.macrobatch} must hold at least one minibatch "
                 f"(--minibatch {self.minibatch})")
-        if not (0 < self.capacity <= 1):
-            raise MokInputError(f"--capacity {self.capacity!r} must be in (0, 1]")
 
     def check_for(self, scenario: Scenario) -> "Config":
         """Validate the knobs against the hardware and kernel they will run on."""

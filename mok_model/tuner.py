@@ -15,7 +15,7 @@ from .analytic import list_binds, mok_terms
 from .errors import MokInputError
 from .params import Params
 from .scenario import (GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
-                       Config, Scenario, check_gluon_knobs)
+                       Config, Scenario, check_gluon_knobs, check_knob)
 from .workload import hot_fits
 
 MINIBATCHES = (256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768)
@@ -262,6 +262,8 @@ def _fixed_knobs(scenario: Scenario, fixed: dict | None) -> dict:
     """The knobs a search keeps fixed: the given ones, checked, and the Gluon FP8 pass's (it
     runs those and no others)."""
     fixed = dict(fixed or {})
+    for knob, v in fixed.items():
+        check_knob(knob, v)
     if scenario.fp8_kernel == "gluon":
         check_gluon_knobs(scenario, fixed)
         fixed = {**GLUON_KNOBS, **fixed}

@@ -32,6 +32,9 @@ LEGACY_ZIPF_ORDERS = Path(__file__).parent / "presets" / "legacy_zipf_orders.jso
 
 def parse_routing(spec: str, top_k: int) -> tuple[str, float | str | None]:
     """Parse a --routing value into (kind, argument), or raise naming the rule."""
+    if not isinstance(spec, str):
+        raise MokInputError(f"--routing {spec!r}: a routing spec such as uniform, zipf:1.2, "
+                            f"hot:0.1 or a routing file")
     if spec == "uniform":
         return "uniform", None
     if spec.startswith(("zipf:", "hot:")):

@@ -11,7 +11,7 @@ from pathlib import Path
 from mok_model.cli import MokParser, int_at_least, local_processes
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_dir, check_output_file, warn
-from mok_model.scenario import ENGINES
+from mok_model.scenario import ENGINES, MAX_SEED
 
 from .common import Options
 from .registry import STUDIES, study
@@ -28,7 +28,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--workers", type=int_at_least(0), default=None,
                    help="local processes (0, the default: one per core)")
     p.add_argument("--cluster", default=None, help="address of a running Dask scheduler")
-    p.add_argument("--seed", type=int_at_least(0), default=None,
+    p.add_argument("--seed", type=int_at_least(0, MAX_SEED), default=None,
                    help="routing seed (outputs reproduce from it; default 0)")
     p.add_argument("--quick", action="store_true", help="reduced grid (tests, smoke runs)")
     p.add_argument("--no-progress", action="store_true", help="no progress bars")

@@ -320,7 +320,7 @@ STUDY_CASES = [
     (["ep-table", "--out", "{d}/a-file/deeper"], "lies under the file"),
     (["ep-table", "--engine", "x"], "--engine 'x' must be one of"),
     (["ep-table", "--workers", "-1"], "--workers: -1 must be an integer >= 0"),
-    (["ep-table", "--seed", "-1"], "--seed: -1 must be an integer >= 0"),
+    (["ep-table", "--seed", "-1"], "--seed: -1 must be an integer in [0, 9223372036854775807]"),
     (["ep-table", "--out", ""], "--out '' is empty; name a folder"),
     (["ep-table", "--cluster", ""], "--cluster '' is empty"),
     (["ep-table", "--quick", "--out", "{d}", "--cluster", "bogus address"],

@@ -187,7 +187,7 @@ def test_each_calibration_tool_names_itself_in_its_error_line(name, capsys, monk
      "python -m calibration.report_unseen", "none.jsonl"),
     ("calibration.report_auto", ["{d}/none.jsonl"], "python -m calibration.report_auto", "none.jsonl"),
     ("calibration.heldout_errors", ["--sim-every", "0"], "python -m calibration.heldout_errors",
-     "--sim-every 0 must be >= 1"),
+     "--sim-every: 0 must be an integer >= 1"),
     ("benchmarks.kernel_space", ["{d}/none.jsonl"], "benchmarks/kernel_space.py", "none.jsonl"),
 ])
 def test_checks_after_parsing_name_the_tool_too(module, argv, prog, want, tmp_path, capsys,

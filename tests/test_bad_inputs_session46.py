@@ -38,8 +38,9 @@ def test_every_preset_cites_its_numbers(tmp_path):
     assert load_hardware(str(path)).sources == {}
 
 
-@pytest.mark.parametrize("argv,want", [(["--random", "-5"], "--random -5 must be >= 1"),
-                                       (["--random", "3", "--seed", "-1"], "--seed -1 must be >= 0")])
+@pytest.mark.parametrize("argv,want", [(["--random", "-5"], "--random: -5 must be an integer in [0, 100000]"),
+                                       (["--random", "3", "--seed", "-1"],
+                                        "--seed: -1 must be an integer in [0, 9223372036854775807]")])
 def test_the_engines_study_refuses_bad_counts(capsys, argv, want):
     from mok_model.sim.study import main as study
 

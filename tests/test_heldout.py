@@ -100,7 +100,8 @@ def test_the_tool_measures_a_file_and_refuses_bad_flags(tmp_path, capsys):
     assert doc["groups"]["sim fwd bf16 >512"]["n"] < an["n"]
     assert heldout_main([str(DRAWN6), "--sim-every", "0", "--out", str(out)]) == 2
     err = capsys.readouterr().err.strip().splitlines()
-    assert err[-1] == "python -m calibration.heldout_errors: error: --sim-every 0 must be >= 1"
+    assert err[-1] == ("python -m calibration.heldout_errors: error: argument --sim-every: 0 must "
+                       "be an integer >= 1 (see `python -m calibration.heldout_errors --help`)")
 
 
 def test_coverage_leaves_each_file_out_and_writes_nothing(tmp_path, capsys):

@@ -17,12 +17,12 @@ import time
 
 import numpy as np
 
-from ..cli import doc_parser, run_tool
+from ..cli import doc_parser, int_at_least, run_tool
 from ..errors import MokInputError
 from ..params import load_params
 from ..predict import analytic_baseline, analytic_mok, predict
 from ..presets import hardware_names, load_hardware, load_model, model_names
-from ..scenario import SYSTEMS, Config, Scenario
+from ..scenario import MAX_SEED, SYSTEMS, Config, Scenario
 from . import simulate
 
 HW = "gb300-nvl72"
@@ -48,21 +48,21 @@ def _row(label: str, scn: Scenario, cfg: Config | None, system: str = "mok", hw_
             if system == "mok" else f"| {label} | {s.latency_ms:.3f} | {a.latency_ms:.3f} | {d:+.1%} | | |")
 
 
+# --random's ceiling: each question is simulated (a second or so); more could only be a mistake
+MAX_RANDOM = 100_000
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = doc_parser("python -m mok_model.sim.study", __doc__)
     ap.add_argument("--quick", action="store_true", help="fewer rows")
-    ap.add_argument("--random", type=int, default=0, metavar="N",
-                    help="N random valid questions instead of the tables")
-    ap.add_argument("--seed", type=int, default=1, help="--random's seed")
+    ap.add_argument("--random", type=int_at_least(0, MAX_RANDOM), default=0, metavar="N",
+                    help=f"N random valid questions instead of the tables (at most {MAX_RANDOM})")
+    ap.add_argument("--seed", type=int_at_least(0, MAX_SEED), default=1, help="--random's seed")
     return run_tool(ap, _run, argv)
 
 
 def _run(a) -> int:
     """The tables, or --random's questions (their flags checked first)."""
-    if a.random < 0:
-        raise MokInputError(f"--random {a.random} must be >= 1 (questions; 0 or unset: the tables)")
-    if a.seed < 0:
-        raise MokInputError(f"--seed {a.seed} must be >= 0")
     return random_questions(a.random, a.seed) if a.random else _tables(a)
 
 
