@@ -35,7 +35,7 @@ from mok_model.predict import predict
 from mok_model.records import (DEFAULT_BWD, KNOBS, PASSES, SCHEMA, kernel_variant, record_config,
                                record_design, record_model, record_scenario, routing_spec,
                                training_variant, validate_record)
-from mok_model.scenario import MAX_LIST_LAG, MAX_SEED, check_source_orders
+from mok_model.scenario import MAX_LIST_LAG, MAX_SEED, check_source_order, check_source_orders
 from mok_model.sim import simulate
 
 from .checks import required_text, shipped_params
@@ -56,10 +56,8 @@ def _check_plan_tiles(rec: dict) -> None:
         raise MokInputError(f"tiles={tiles!r}: the model reads the backward's default tiles and the "
                             f"layer's training tiles for the shape only (mok_model/records.py "
                             f"TRAINING_BWD, TRAINING_BWD_NARROW)")
-    order = tiles.get("source_order", "rank")    # one of SOURCE_ORDERS: validate_record's rule
-    if order != "rank" and (rec["pass"] != "fwd" or tiles.get("fp8_kernel") == "gluon"):
-        raise MokInputError(f"tiles.source_order={order!r}: the forward Triton megakernel's option "
-                            f"only (not the backward, not the Gluon FP8 pass)")
+    check_source_order(tiles.get("source_order", "rank"), rec["pass"], tiles.get("fp8_kernel"),
+                       "tiles.source_order")
     kern = tiles.get("fp8_kernel")
     if kern is None:
         return

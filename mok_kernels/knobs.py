@@ -272,7 +272,8 @@ def _answer_key(hw: Hardware, params: str | None, model: MoEModel, ep: int, toke
     if not all(type(v) in (int, float, str, bool) for v in given.values()) or not all(
             type(v) is int for v in (ep, tokens)) or not (list_lag is None or type(list_lag) is int):
         return None
-    if routing != ROBUST and not (routing == "uniform" or routing.startswith(("zipf:", "hot:"))):
+    if not isinstance(routing, str) or routing != ROBUST and not (
+            routing == "uniform" or routing.startswith(("zipf:", "hot:"))):
         return None
     files = _answer_files(hw, params)
     try:    # a file changed since this module was imported may not be the code that runs

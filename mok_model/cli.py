@@ -18,7 +18,7 @@ from .fileio import check_output_file, deferred_warnings, drop_warnings, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
 from .scenario import (BWD_TILES, ENGINES, FP8_KERNELS, GLUON_KNOBS, MAX_SEED, MODES, PASSES,
                        PRECISIONS, SOURCE_ORDERS, SYSTEMS, Config, Scenario,
-                       check_gluon_knobs)
+                       check_gluon_knobs, check_source_order)
 from .sim.network import DEGRADE_HELP
 
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
@@ -300,11 +300,9 @@ def _scenario(a) -> Scenario:
     if a.fp8_kernel == "gluon" and a.list_lag not in (None, 1):
         raise MokInputError(f"--list-lag {a.list_lag} with --fp8-kernel gluon: the Gluon FP8 pass "
                             f"runs lag 1 only (mok_kernels/gluon_fp8/mok.py)")
-    if getattr(a, "source_order", None) not in (None, "rank") and (
-            a.pass_ == "bwd" or a.fp8_kernel == "gluon"):
-        which = "--pass bwd" if a.pass_ == "bwd" else "--fp8-kernel gluon"
-        raise MokInputError(f"--source-order {a.source_order} with {which}: that kernel's schedule "
-                            f"is in rank order (the what-if is the forward Triton megakernel's)")
+    if getattr(a, "source_order", None) is not None:
+        check_source_order(choice("--source-order", SOURCE_ORDERS, a.source_order), a.pass_,
+                           a.fp8_kernel)
     hw, model = load_hardware(a.hardware), load_model(a.model)
     _warn_shadowing(a.hardware, hw, hardware_names(), load_hardware, "hardware",
                     "its default parameters are that preset's fitted file "

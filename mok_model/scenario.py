@@ -334,15 +334,25 @@ def gluon_padded_width(i: int) -> int:
     return -(-i // 128) * 128
 
 
+def check_source_order(order: str, pass_: str, fp8_kernel: str | None = None,
+                       name: str = "--source-order") -> None:
+    """Refuse a source order (`name`: the flag or field that gave it) that is not one of
+    SOURCE_ORDERS, or not rank where no schedule of ours takes another: the backward's and the
+    Gluon FP8 pass's schedules are in rank order; the rotated order is the forward Triton
+    megakernel's."""
+    if order not in SOURCE_ORDERS:
+        raise MokInputError(f"{name} {order!r}: allowed {', '.join(SOURCE_ORDERS)}")
+    if order != "rank" and (pass_ == "bwd" or fp8_kernel == "gluon"):
+        which = "--pass bwd" if pass_ == "bwd" else "--fp8-kernel gluon"
+        raise MokInputError(f"{name} {order} with {which}: that kernel's schedule is in rank order "
+                            f"(the rotated order is the forward Triton megakernel's; leave it at rank)")
+
+
 def check_source_orders(value: str, pass_: str) -> None:
-    """Refuse a `--source-order` comma list (mok bench, calibration.register) naming anything but
-    SOURCE_ORDERS, or other than rank order for the backward (its schedule is in rank order)."""
-    for so in value.split(","):
-        if so not in SOURCE_ORDERS:
-            raise MokInputError(f"--source-order {so!r}: allowed {', '.join(SOURCE_ORDERS)}")
-    if value != "rank" and pass_ == "bwd":
-        raise MokInputError(f"--source-order {value} with --pass bwd: the backward kernel's "
-                            f"schedule is in rank order (leave it at rank)")
+    """check_source_order of each of a `--source-order` comma list (mok bench,
+    calibration.register)."""
+    for order in value.split(","):
+        check_source_order(order, pass_)
 
 
 def check_gluon_knobs(scenario: Scenario, knobs: dict) -> None:

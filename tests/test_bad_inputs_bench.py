@@ -79,7 +79,7 @@ BENCH = [
     (["--macrobatch", "\u00b2"], "--macrobatch '\u00b2': allowed a row count >= 1"),
     (["--source-order", "rank,rank"], "--source-order 'rank,rank' names 'rank' twice"),
     (["--pass", "bwd", "--source-order", "rotated"],
-     "--source-order rotated with --pass bwd: the backward kernel's schedule is in rank order"),
+     "--source-order rotated with --pass bwd: that kernel's schedule is in rank order"),
     (["--precision", "fp8", "--fp8-kernel", "gluon", "--capacity", "1.0", "--source-order",
       "rotated"], "source-order rotated: source_order='rotated' with fp8_kernel='gluon'"),
     (["--gpus", "2", "--model", "glm-5", "--auto", "--auto-hint"],

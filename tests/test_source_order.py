@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from mok_model.cli import main
 
 from test_bad_inputs_session30 import _one_line
@@ -115,3 +117,18 @@ def test_records_name_a_rotated_order_and_fits_leave_it_out():
                      ({"source_order": 1}, "must be a string")):
         with pytest.raises(MokInputError, match=why):
             validate_record(rec | {"tiles": bad})
+
+
+@pytest.mark.parametrize("rec,which", [
+    ({"pass": "bwd", "precision": "bf16", "tiles": {"source_order": "rotated"}}, "--pass bwd"),
+    ({"pass": "fwd", "precision": "fp8", "tiles": {"source_order": "rotated", "fp8_kernel": "gluon"}},
+     "--fp8-kernel gluon")])
+def test_one_rule_for_where_the_rotated_order_runs(rec, which):
+    """mok predict / simulate / tune, mok bench and a registration plan's tiles refuse a rotated
+    order where no schedule of ours takes it by one rule (scenario.check_source_order)."""
+    from calibration.register import _check_plan_tiles
+    from mok_model.errors import MokInputError
+
+    with pytest.raises(MokInputError, match=f"tiles.source_order rotated with {which}: that "
+                                            f"kernel's schedule is in rank order"):
+        _check_plan_tiles(rec)

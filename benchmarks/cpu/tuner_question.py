@@ -18,21 +18,14 @@ import time
 from pathlib import Path
 
 os.environ.setdefault("MOK_ROUTE_CACHE_DIR", str(Path(tempfile.gettempdir()) / "mok-tuner-question"))
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+from bench_knobs import forget  # noqa: E402  (this process's answers and route statistics)
 from mok_kernels import knobs  # noqa: E402
-from mok_model import analytic, workload  # noqa: E402
 from mok_model.presets import load_model  # noqa: E402
 
 WORKLOADS = [("kimi-k2", 16, 64), ("kimi-k2", 16, 512), ("kimi-k2", 16, 2048),
              ("kimi-k2", 16, 8192), ("glm-5", 16, 2048), ("qwen3-30b-a3b", 8, 1024)]
 REPEAT = 5
-
-
-def forget() -> None:
-    """This process's answers and route statistics (the routes on disk stay)."""
-    knobs._CACHE.clear()
-    analytic.loads.cache_clear()
-    workload._cached_traffic.cache_clear()
-    workload._median_draw.cache_clear()
 
 
 def main() -> None:
