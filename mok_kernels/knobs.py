@@ -44,7 +44,7 @@ from mok_model.fileio import loads_json
 from mok_model.params import Params, load_params
 from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
 from mok_model.scenario import (MAX_LIST_LAG, Config, Scenario, check_ep_tokens, check_knob,
-                                 check_list_lag)
+                                 check_list_lag, plain)
 from mok_model.tuner import ROBUST, lag_choices
 from mok_model.workload import parse_routing
 
@@ -188,7 +188,9 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
     """
     if not isinstance(given, (dict, type(None))):
         raise MokInputError(f"given knobs {given!r}: a dict of knob values")
-    given = {k: v for k, v in (given or {}).items() if v is not None}
+    # numpy scalars (a layer's sizes or knobs from numpy code) are read as the values they hold
+    given = {k: plain(v) for k, v in (given or {}).items() if v is not None}
+    ep, tokens, list_lag = plain(ep), plain(tokens), plain(list_lag)
     _check_given(given)
     check_ep_tokens(ep, tokens)
     if list_lag is not None:

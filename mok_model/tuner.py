@@ -15,7 +15,7 @@ from .analytic import list_binds, mok_terms
 from .errors import MokInputError
 from .params import Params
 from .scenario import (GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
-                       Config, Scenario, check_gluon_knobs, check_knob)
+                       Config, Scenario, check_gluon_knobs, check_knob, plain)
 from .workload import hot_fits
 
 MINIBATCHES = (256, 512, 1024, 2048, 3072, 4096, 6144, 8192, 12288, 16384, 24576, 32768)
@@ -261,7 +261,7 @@ def _config_at(g: dict, i: int) -> Config:
 def _fixed_knobs(scenario: Scenario, fixed: dict | None) -> dict:
     """The knobs a search keeps fixed: the given ones, checked, and the Gluon FP8 pass's (it
     runs those and no others)."""
-    fixed = dict(fixed or {})
+    fixed = {knob: plain(v) for knob, v in (fixed or {}).items()}   # numpy scalars as values
     for knob, v in fixed.items():
         check_knob(knob, v)
     if scenario.fp8_kernel == "gluon":
