@@ -47,7 +47,6 @@ Triton is imported lazily so the package imports without it.
 from __future__ import annotations
 
 import dataclasses
-import math
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -227,8 +226,9 @@ class KernelConfig:
                                     f"required" + (" (None: chosen)" if name in self.knobs() else ""))
         cap = self.capacity
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
-                                or not 0 < cap < math.inf):
-            raise MokInputError(f"capacity={cap!r}: a finite number > 0 is required (None: chosen)")
+                                or not 0 < cap <= 1):
+            raise MokInputError(f"capacity={cap!r}: a number in (0, 1] is required, as for --capacity "
+                                f"(1 holds every row a rank can receive; None: chosen)")
         if self.dispatch not in ("pull", "push", None):
             raise MokInputError(f"dispatch {self.dispatch!r}: allowed pull, push (None: chosen)")
         if self.combine not in ("push", "pull", None):

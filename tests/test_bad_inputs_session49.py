@@ -180,9 +180,10 @@ def test_run_record_key_given_twice(tmp_path, capsys):
 
 @pytest.mark.parametrize("field, value, want", [
     # TypeError from a comparison, or accepted and failing (or hanging) in the launch
-    ("capacity", "1", "capacity='1': a finite number > 0"),
-    ("capacity", float("inf"), "capacity=inf: a finite number > 0"),
-    ("capacity", True, "capacity=True: a finite number > 0"),
+    ("capacity", "1", "capacity='1': a number in (0, 1]"),
+    ("capacity", float("inf"), "capacity=inf: a number in (0, 1]"),
+    ("capacity", 1.25, "capacity=1.25: a number in (0, 1]"),
+    ("capacity", True, "capacity=True: a number in (0, 1]"),
     ("block_m", "64", "block_m='64': an integer from 16"),
     ("bn_gu", float("nan"), "bn_gu=nan: an integer from 16"),
     ("copy_rows", None, "copy_rows=None: an integer from 16"),
@@ -202,7 +203,7 @@ def test_kernel_config_fields(field, value, want):
 
 def test_kernel_config_valid_fields_still_pass():
     KernelConfig().validate()
-    KernelConfig(capacity=1.25, max_spin=0, grid=132, num_warps=4, minibatch=4096,
+    KernelConfig(capacity=1.0, max_spin=0, grid=132, num_warps=4, minibatch=4096,
                  macrobatch=8192, comm_sms=16).validate()
 
 

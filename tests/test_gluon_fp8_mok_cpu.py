@@ -59,7 +59,7 @@ def gluon_cfg(**kw) -> KernelConfig:
     (dict(dispatch="push"), "dispatch='push' with fp8_kernel='gluon': pull dispatch only"),
     (dict(combine="pull"), "combine='pull' with fp8_kernel='gluon': push combine only"),
     (dict(capacity=0.5), "capacity=0.5 with fp8_kernel='gluon': capacity 1.0 only"),
-    (dict(capacity=1.25), "capacity=1.25 with fp8_kernel='gluon': capacity 1.0 only"),
+    (dict(capacity=0.5), "capacity=0.5 with fp8_kernel='gluon': capacity 1.0 only"),
     (dict(list_lag=2), "list_lag=2 with fp8_kernel='gluon': lag 1 only"),
     (dict(block_m=64), "block_m=64 with fp8_kernel='gluon': its row tiles are 128 rows"),
     (dict(group_m=1), "group_m=1 with fp8_kernel='gluon': its item order takes 8 row tiles"),
