@@ -161,6 +161,12 @@ def report(runs: list[str], params_file: Path | None, engines: tuple[str, ...],
     file. Leave-one-out fits FREE (less the held) at the same reading from the same priors, or,
     with no held parameter and one reading, `mok calibrate`'s free parameters (as before)."""
     records = read_records(runs)
+    for rec in records:
+        if rec.get("source") != "published" or rec["config"]:
+            raise MokInputError(f"record {rec['id']!r}: this report scores published rows, which "
+                                f"carry no knobs (source 'published', config {{}}), at the "
+                                f"published defaults and the tuner's; a run with knobs is "
+                                f"validated as run (`mok validate FILE`)")
     priors = priors_with(records[0]["hardware"]["preset"], prior_from)
     if params_file is None:
         train, weights = training(records, fit_knobs)

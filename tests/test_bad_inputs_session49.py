@@ -228,7 +228,10 @@ BIG = "9" * 30
      "--sim-every: ' 5' must be an integer >= 1"),
     # --terms (and --json) were ignored: the shipped h100-1 files were rewritten, no report
     ("calibration.transfer", ["--write-hopper", "--terms"],
-     "--write-hopper writes files and prints no report: drop --terms")])
+     "--write-hopper writes files and prints no report: drop --terms"),
+    # our own runs were scored as published rows at knobs they never ran (theirs ignored)
+    ("calibration.gb300_knobs", ["calibration/runs/h200/bench_megakernel.jsonl", "--no-sim"],
+     "this report scores published rows, which carry no knobs")])
 def test_tool_numbers_and_flags(tmp_path, capsys, module, argv, want):
     import importlib
     main = importlib.import_module(module).main
