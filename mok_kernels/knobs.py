@@ -114,8 +114,14 @@ def _hardware(hardware: str | Hardware) -> Hardware:
     return hardware if isinstance(hardware, Hardware) else load_hardware(hardware)
 
 
+def _where(params) -> Any:
+    """A parameters file's name as this process's caches key it: its absolute path (the same
+    name from another working folder is another file)."""
+    return os.path.abspath(params) if isinstance(params, (str, os.PathLike)) else params
+
+
 def _params(hw: Hardware, params: str | None) -> Params:
-    key = (hw.name, params)
+    key = (hw.name, _where(params))
     if key not in _PARAMS:
         _PARAMS[key] = load_params(params, hw.name)
     return _PARAMS[key]
@@ -214,7 +220,7 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
     if hw is None:
         raise MokInputError("no hardware to ask the model for: name a hardware preset or a knob table")
     routing = ROBUST if routing is None else routing
-    key = (hw, params, tuple(sorted(shape_of(model).items())), ep, tokens,
+    key = (hw, _where(params), tuple(sorted(shape_of(model).items())), ep, tokens,
            tuple(sorted(given.items())), precision, list_lag, routing)
     if key not in _CACHE:
         _CACHE[key] = _kept_choice(hw, model, ep, tokens, params, given, precision, list_lag,
@@ -255,14 +261,14 @@ def _answer_files(hw: Hardware, params: str | None) -> list[Path]:
     for where in ANSWER_CODE + (SHIPPED_PARAMS if params is None else ()):
         files += sorted(where.glob("*.py")) + sorted(where.glob("*.toml")) + sorted(
             where.glob("*.json")) if where.is_dir() else [where]
-    if params is not None:
+    if params is not None:    # absolute: the same name from another folder is another file
         p = _params(hw, params)
-        files.append(Path(p.path))
+        files.append(Path(p.path).resolve())
         t = p.gemm_table
         if t is not None and t.path:
-            files.append(Path(t.path))
+            files.append(Path(t.path).resolve())
             if t.transferred_from:
-                files.append(Path(t.path).parent / t.transferred_from)
+                files.append((Path(t.path).parent / t.transferred_from).resolve())
     return files
 
 
@@ -285,7 +291,8 @@ def _answer_key(hw: Hardware, params: str | None, model: MoEModel, ep: int, toke
         return None
     question = {"hardware": repr(hw), "model": repr(model), "ep": ep, "tokens": tokens,
                 "given": sorted([k, v] for k, v in given.items()), "precision": precision,
-                "list_lag": list_lag, "routing": routing, "params": params}
+                "list_lag": list_lag, "routing": routing,
+                "params": _where(params)}
     return route_cache.answer_key(question, tuple(files))
 
 

@@ -187,6 +187,10 @@ def answer_key(question: dict, files: tuple[Path, ...]) -> dict | None:
     if cache_dir() is None:
         return None
     try:
+        json.dumps(question, allow_nan=False)
+    except (TypeError, ValueError):     # a value JSON does not hold: not kept
+        return None
+    try:
         digest = _files_digest(tuple(sorted(str(f) for f in files)))
         versions = _versions()
     except OSError:

@@ -594,6 +594,20 @@ def test_a_parameters_file_changed_in_this_process_keeps_no_answer(tmp_path, mon
     assert [p for p in (tmp_path / "cache").glob("*.route") if b'"mok-knob-answer/1"' in p.read_bytes()]
 
 
+def test_a_parameters_path_is_kept_as_its_name(tmp_path, monkeypatch):
+    """knob_params given as a Path (os.PathLike) is the same question as its name (a Path in
+    the key was a TypeError); a question JSON cannot hold keeps nothing."""
+    from mok_model import route_cache
+
+    monkeypatch.setenv("MOK_ROUTE_CACHE_DIR", str(tmp_path))
+    shipped = knobs._MODEL_DIR / "params" / "h200-1.json"
+    by_path = _fresh_choice("h200-1", KIMI, 16, 2048, params=shipped)
+    monkeypatch.setattr(knobs, "tuned_choice", lambda *a, **k: pytest.fail("not read back"))
+    assert _fresh_choice("h200-1", KIMI, 16, 2048, params=str(shipped)) == by_path
+    assert route_cache.answer_key({"q": float("nan")}, ()) is None
+    assert route_cache.answer_key({"q": object()}, ()) is None
+
+
 def test_a_changed_file_or_version_is_another_key(tmp_path, monkeypatch):
     """route_cache.answer_key hashes the files' bytes (read once a process) and names the
     Python and numpy versions: an edited parameters file is never answered from before."""
