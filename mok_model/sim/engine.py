@@ -103,8 +103,15 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
         one = one.with_(hardware=one.hardware.with_(degrade=without_scale_out(one.hardware.degrade)))
         one = _simulate(one, config, system, params, None, schedule, frozenset(), max_peers,
                         chunk_bytes, merge_s, refuse_overflow)
-        pred.breakdown_ms = {**one.breakdown_ms,
-                             "scale_out": scale_out_time(pred.latency_ms, one.latency_ms)}
+        extra = scale_out_time(pred.latency_ms, one.latency_ms)
+        if extra >= 0:
+            pred.breakdown_ms = {**one.breakdown_ms, "scale_out": extra}
+        else:
+            # the pass on several domains ended first (a --degrade'd GPU whose NVLink carries
+            # only its own domain's rows there, or a different order of the same copies): the
+            # domains added nothing, and a negative term would not be a cost; the breakdown is
+            # the pass's own, which adds up to its latency
+            pred.breakdown_ms = {**pred.breakdown_ms, "scale_out": 0.0}
     return pred
 
 

@@ -1,0 +1,45 @@
+"""Faults found by session 49's stress pass of `mok simulate` (random valid questions): each test
+fails without its fix."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+
+from mok_model.cli import main
+
+
+def _simulate_json(capsys, *args) -> dict:
+    rc = main(["simulate", *args, "--json"])
+    out = capsys.readouterr().out
+    assert rc == 0
+    return json.loads(out)
+
+
+def _adds_up(d: dict) -> None:
+    bd = d["breakdown_ms"]
+    assert all(math.isfinite(v) and v >= 0 for v in bd.values()), bd
+    assert sum(bd.values()) == pytest.approx(d["latency_ms"], rel=1e-9, abs=1e-12)
+
+
+def test_degraded_gpu_spanning_domains_has_no_negative_scale_out(capsys):
+    # gpu22's NVLink at 1e-6 carries only its own domain's rows at EP 24 on 3 HGX domains, but
+    # every peer's on the one-domain pass the other terms are read from: that pass ended 76,763
+    # ms later, and scale_out read -76,763 ms
+    d = _simulate_json(capsys, "--hardware", "b200-hgx8", "--model", "qwen3-30b-a3b", "--ep", "24",
+                       "--tokens", "1025", "--system", "nccl-torch", "--routing", "hot:0.01",
+                       "--degrade", "gpu22:1e-06")
+    assert d["breakdown_ms"]["scale_out"] == 0.0
+    _adds_up(d)
+
+
+def test_multi_domain_pass_ending_first_has_no_negative_scale_out(capsys):
+    # one comm SM, comm-bound: the 3-domain pass ended 0.036 ms (0.2%) before the same pass on one
+    # domain (another order of the same copies), and scale_out read -0.036 ms
+    d = _simulate_json(capsys, "--hardware", "b300-dgx8", "--model", "kimi-k2", "--ep", "24",
+                       "--tokens", "4170", "--pass", "bwd", "--routing", "uniform", "--seed", "143",
+                       "--dispatch", "push", "--comm-sms", "1")
+    assert d["breakdown_ms"]["scale_out"] == 0.0
+    _adds_up(d)
