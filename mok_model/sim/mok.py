@@ -686,9 +686,12 @@ class MokSim:
         work += [("dn", j) for j in range(max(M - lag, -1), M)]
         work = [w for w in work if w[1] >= 0 or plan.shared > 0]
         cx = self.scn.hardware.sms - self.cfg.comm_sms
+        # the gate/up items still in the list: a set, so a down item's check is not a walk of the
+        # list (with thousands of minibatches that walk, per item, took minutes)
+        gu_left = {i for kind, i in work if kind == "gu"}
         def runnable(w) -> bool:  # gate/up once its rows are in, down once its gate/up ran
             kind, i = w
-            return (("gu", i) not in work) if kind == "dn" else (i < 0 or self.ready[d][i].triggered)
+            return (i not in gu_left) if kind == "dn" else (i < 0 or self.ready[d][i].triggered)
 
         while work:
             k = next((k for k, w in enumerate(work) if runnable(w)), len(work))
@@ -700,6 +703,7 @@ class MokSim:
                 continue
             kind, i = work.pop(k)
             if kind == "gu":
+                gu_left.discard(i)
                 yield from self._gate_up(d, i)
             else:
                 yield from self._down(d, i)
