@@ -28,13 +28,13 @@ import numpy as np
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
 from mok_model.records import predictable, read_records, workload_key
+from mok_model.scenario import KNOBS
 
 from .noise import disjoint, pick_key
 from .report_h200x2 import H200X2, held_out_fits
 from .scoring import predict_shipped
 from .validate import validate
 
-KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 CONTEXT = ("dispatch", "combine", "comm_sms", "tokens", "routing", "model")
 
 

@@ -28,7 +28,6 @@ from __future__ import annotations
 import dataclasses
 import datetime
 import json
-import math
 import numbers
 import os
 import time
@@ -43,12 +42,12 @@ from mok_model.errors import MokInputError
 from mok_model.fileio import loads_json
 from mok_model.params import Params, load_params
 from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
-from mok_model.scenario import (MAX_LIST_LAG, Config, Scenario, check_ep_tokens, check_knob,
+from mok_model.records import LATENCY_MS
+from mok_model.scenario import (KNOBS, MAX_LIST_LAG, Config, Scenario, check_ep_tokens, check_knob,
                                  check_list_lag, plain)
 from mok_model.tuner import ROBUST, lag_choices
 from mok_model.workload import parse_routing
 
-KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 TABLE_SCHEMA = "mok-knobs/1"
 DEFAULT_BUCKETS = (64, 128, 256, 512, 1024, 2048, 4096, 8192)
 SHAPE_KEYS = ("hidden", "expert_width", "routed_experts", "top_k", "shared_width")
@@ -296,6 +295,12 @@ def _answer_key(hw: Hardware, params: str | None, model: MoEModel, ep: int, toke
     return route_cache.answer_key(question, tuple(files))
 
 
+def _a_latency(ms) -> bool:
+    """A predicted pass time (ms) within records.LATENCY_MS (beyond it is no prediction of ours)."""
+    return not isinstance(ms, bool) and isinstance(ms, (int, float)) and (
+        LATENCY_MS[0] <= ms <= LATENCY_MS[1])
+
+
 def _kept(answer: dict | None) -> Choice | None:
     """A kept answer as a Choice, or None where its fields are not a choice's."""
     if answer is None or set(answer) != {"knobs", "source", "predicted_ms", "list_lag"}:
@@ -308,7 +313,7 @@ def _kept(answer: dict | None) -> Choice | None:
     except (MokInputError, TypeError):
         return None
     if not isinstance(answer["source"], str) or type(lag) is not int or lag < 1 or not (
-            ms is None or (type(ms) is float and 0 < ms < float("inf"))):
+            ms is None or _a_latency(ms)):
         return None
     return Choice(knobs, answer["source"], ms, lag)
 
@@ -427,8 +432,9 @@ def _validate_table(doc: Any, where: str) -> None:
         except MokInputError as exc:
             raise bad(f"bucket {n}: {exc}") from None
         ms = b.get("predicted_ms")
-        if isinstance(ms, bool) or not isinstance(ms, (int, float)) or not 0 < ms < math.inf:
-            raise bad(f"bucket {n}: predicted_ms={ms!r} must be a positive finite number")
+        if not _a_latency(ms):
+            raise bad(f"bucket {n}: predicted_ms={ms!r} must be a time in [{LATENCY_MS[0]:g}, "
+                      f"{LATENCY_MS[1]:g}] ms")
         lag = b.get("list_lag", 1)  # absent in tables written before the lag was chosen: 1
         if isinstance(lag, bool) or not isinstance(lag, int) or not 1 <= lag <= MAX_LIST_LAG:
             raise bad(f"bucket {n}: list_lag={lag!r} must be an integer from 1 to {MAX_LIST_LAG}")

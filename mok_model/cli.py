@@ -18,10 +18,9 @@ from .fileio import check_output_file, deferred_warnings, drop_warnings, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
 from .scenario import (BWD_TILES, ENGINES, FP8_KERNELS, GLUON_KNOBS, MAX_SEED, MODES, PASSES,
                        PRECISIONS, SOURCE_ORDERS, SYSTEMS, Config, Scenario,
-                       check_gluon_knobs, check_source_order)
+                       KNOBS, check_gluon_knobs, check_source_order)
 from .sim.network import DEGRADE_HELP
 
-KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 SCHEDULES = ("published", "naive")
 
 

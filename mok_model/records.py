@@ -20,14 +20,13 @@ from typing import Any, Iterable
 from .errors import MokInputError
 from .fileio import read_json_lines
 from .presets import load_hardware, load_model, model_from_shape
-from .scenario import KNOB_MAX, MAX_DN_BLOCKS, SOURCE_ORDERS, SYSTEMS, Config, Scenario
+from .scenario import KNOB_MAX, KNOBS, MAX_DN_BLOCKS, SOURCE_ORDERS, SYSTEMS, Config, Scenario
 from .workload import legacy_zipf_table
 
 SCHEMA = "mok-run/1"
 PASSES = ("fwd", "bwd")
 PRECISIONS = ("bf16", "fp8", "mxfp8")
 SOURCES = ("measured", "published")
-KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 # plausible times (ms) of one timed pass or step: 0.1 us (the shortest records, micro-flag, are
 # ~1 us) to 1,000 s (the longest MoE layer passes are ~100 ms); beyond is a unit or parse error
 LATENCY_MS = (1e-4, 1e6)

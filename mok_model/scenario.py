@@ -74,6 +74,7 @@ ELEMENT_BYTES = {"bf16": 2.0, "fp8": 1.0, "mxfp8": 1.0 + 1.0 / 32}
 QUANTIZE_BYTES = {"bf16": 0.0, "fp8": 2.0 + 2.0 + 1.0, "mxfp8": 2.0 + 1.0 + 1.0 / 32}
 
 
+# the six knobs of a MoK pass (Config's fields), in the order records and tables list them
 KNOBS = ("dispatch", "combine", "minibatch", "comm_sms", "macrobatch", "capacity")
 
 

@@ -148,12 +148,15 @@ def test_table_capacity_of_the_wrong_type(tmp_path, table, capacity):
     _one_line(exc, f"bucket 2048: --capacity {capacity!r} must be in (0, 1]")
 
 
-def test_table_prediction_is_finite(tmp_path, table):
+@pytest.mark.parametrize("ms", [float("inf"), 1e300, 0.0])
+def test_table_prediction_is_a_time(tmp_path, table, ms):
+    """A bucket's prediction is a pass time in records.LATENCY_MS (inf and 1e300 were returned
+    as the layer's prediction)."""
     doc = json.loads(json.dumps(table))
-    doc["buckets"][1]["predicted_ms"] = float("inf")       # returned as the layer's prediction
+    doc["buckets"][1]["predicted_ms"] = ms
     with pytest.raises(MokInputError) as exc:
         knobs.load_table(_write(tmp_path, doc))
-    _one_line(exc, "predicted_ms=inf must be a positive finite number")
+    _one_line(exc, f"predicted_ms={ms!r} must be a time in [0.0001, 1e+06] ms")
 
 
 def test_json_key_given_twice(tmp_path, table):
