@@ -60,3 +60,12 @@ def test_many_minibatches_do_not_walk_the_work_list_per_item(capsys):
     assert d["minibatches"] == 1406
     assert d["latency_ms"] == pytest.approx(25.708957728666977, rel=1e-12)
     _adds_up(d)
+
+
+def test_the_one_domain_split_keeps_each_degrade_factor_exactly():
+    """without_scale_out wrote factors with :g, six digits: gpu1:0.9999999 became gpu1:1 (a
+    degraded link healthy again) in the one-domain pass the scale_out term is split from."""
+    from mok_model.sim.network import parse_degrade, without_scale_out
+
+    kept = without_scale_out("gpu1:0.9999999,nic0:0.5,gpu2.p1:0.123456789,rails:0.25")
+    assert parse_degrade(kept) == [("gpu1", 0.9999999), ("gpu2.p1", 0.123456789)]

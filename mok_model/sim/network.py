@@ -63,7 +63,7 @@ def parse_degrade(spec: str) -> list[tuple[str, float]]:
 def without_scale_out(spec: str) -> str:
     """A --degrade spec less its scale-out targets (nicN, rails): what a pass on one scale-up
     domain (analytic.one_domain, the simulator's split of the scale_out term) keeps of it."""
-    return ",".join(f"{t}:{f:g}" for t, f in parse_degrade(spec)
+    return ",".join(f"{t}:{f!r}" for t, f in parse_degrade(spec)    # repr: the factor exactly
                     if not (t == "rails" or t.startswith("nic")))
 
 
