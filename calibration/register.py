@@ -35,7 +35,8 @@ from mok_model.predict import predict
 from mok_model.records import (DEFAULT_BWD, KNOBS, PASSES, SCHEMA, kernel_variant, record_config,
                                record_design, record_model, record_scenario, routing_spec,
                                training_variant, validate_record)
-from mok_model.scenario import MAX_LIST_LAG, MAX_SEED, check_source_order, check_source_orders
+from mok_model.scenario import (MAX_LIST_LAG, MAX_SEED, check_ep_tokens, check_source_order,
+                                 check_source_orders)
 from mok_model.sim import simulate
 
 from .checks import required_text, shipped_params
@@ -89,10 +90,7 @@ def _check_plan_line(line, hardware: str, gpus: int) -> None:
     missing = [k for k in ("model", "ep", "tokens", "routing", "config") if k not in line]
     if missing:
         raise MokInputError(f"missing field(s) {missing}")
-    for key in ("ep", "tokens"):        # in the grid's words, as the model names them (Scenario)
-        v = line[key]
-        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
-            raise MokInputError(f"--{key} {v!r} must be an integer >= 1")
+    check_ep_tokens(line["ep"], line["tokens"])     # in the grid's words, as Scenario's
     rec = _planned(line, hardware)
     validate_record(_PLAN_AS_RECORD | rec)
     if rec["system"] != "mok":

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import dataclasses
 import datetime
+import functools
 import json
 import numbers
 import os
@@ -253,13 +254,20 @@ ANSWER_CODE = (_MODEL_DIR, _MODEL_DIR / "sim", _MODEL_DIR / "presets",
 SHIPPED_PARAMS = (_MODEL_DIR / "params", _MODEL_DIR / "params" / "gemm")
 
 
+@functools.lru_cache(maxsize=2)
+def _listed(shipped: bool) -> tuple[Path, ...]:
+    """ANSWER_CODE's files, and SHIPPED_PARAMS' with `shipped` (listed once a process)."""
+    files = []
+    for where in ANSWER_CODE + (SHIPPED_PARAMS if shipped else ()):
+        files += sorted(where.glob("*.py")) + sorted(where.glob("*.toml")) + sorted(
+            where.glob("*.json")) if where.is_dir() else [where]
+    return tuple(files)
+
+
 def _answer_files(hw: Hardware, params: str | None) -> list[Path]:
     """The files a question's answer is computed from: ANSWER_CODE, and the shipped parameters
     (params None) or the given file with the GEMM tables it names."""
-    files = []
-    for where in ANSWER_CODE + (SHIPPED_PARAMS if params is None else ()):
-        files += sorted(where.glob("*.py")) + sorted(where.glob("*.toml")) + sorted(
-            where.glob("*.json")) if where.is_dir() else [where]
+    files = list(_listed(params is None))
     if params is not None:    # absolute: the same name from another folder is another file
         p = _params(hw, params)
         files.append(Path(p.path).resolve())

@@ -16,9 +16,9 @@ import sys
 from .errors import MokInputError, SimInvariantError
 from .fileio import check_output_file, deferred_warnings, drop_warnings, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
-from .scenario import (BWD_TILES, ENGINES, FP8_KERNELS, GLUON_KNOBS, MAX_SEED, MODES, PASSES,
-                       PRECISIONS, SOURCE_ORDERS, SYSTEMS, Config, Scenario,
-                       KNOBS, check_gluon_knobs, check_source_order)
+from .scenario import (BWD_TILES, ENGINES, FP8_KERNELS, GLUON_KNOBS, KNOBS, MAX_SEED, MODES,
+                       PASSES, PRECISIONS, SOURCE_ORDERS, SYSTEMS, Config, Scenario,
+                       check_gluon_knobs, check_source_order)
 from .sim.network import DEGRADE_HELP
 
 SCHEDULES = ("published", "naive")
