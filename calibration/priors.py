@@ -99,6 +99,10 @@ HOPPER = {  # what our megakernel would be on a Hopper box
                                  "programs walk the owners in rank order, each owner's minibatches "
                                  "in order, so the later owners' rows are read after the first "
                                  "owner's last minibatch (emulated peers walk their own only)"),
+    "push_release_lanes": (1.0, "design: mok_kernels/megakernel.py (push dispatch): each comm "
+                                "program copies its lanes' rows and releases that lane's receiver, "
+                                "so a GPU's releases of a minibatch are spread over its comm "
+                                "programs, ceil(P / comm SMs) apiece"),
     "gemm_eff": (0.76, "probe: bf16 GEMM 752 TF/s at m=8192 of 989 TF/s peak"),
     "hbm_eff": (0.875, "probe: device-to-device copy 4.20 of 4.8 TB/s"),
     "copy_gbps_per_sm": (12.4, "probe: row gather 12.4 GB/s per 256-thread block, linear to 132 blocks"),

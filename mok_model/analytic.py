@@ -430,20 +430,31 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     dispatch, combine = dispatch * stretch, combine * stretch
 
     # --- signalling (mok-system.md 2.1): pull is a local counter; push waits on every peer ---
-    # After its rows of a minibatch, a pushing sender releases each of its P-1 receivers in
-    # turn (a system-scope release atomic, each waiting for the previous one's acknowledgment:
-    # push_signal_per_peer_us apiece, on its comm SMs); a receiver's compute starts when the
-    # last flag lands, signal_remote_us later. Every receiver hears from every peer, rows or
-    # not, once per minibatch. Pull: the receiver's own comm SMs release a GPU-local counter.
-    release = (P - 1) * p["push_signal_per_peer_us"] * US if P > 1 else 0.0
-    remote_wait = release + p["signal_remote_us"] * US if P > 1 else 0.0
-    sig_dispatch = np.where(dpush, remote_wait, p["signal_local_us"] * US)  # data in -> compute
-    sig_after = np.where(dpush, remote_wait - release, p["signal_local_us"] * US)  # after comm SMs
+    # After its rows of a minibatch, a pushing sender releases its receivers (push_release:
+    # in turn, or spread over its comm programs), on its comm SMs; a receiver's compute starts
+    # when the last flag lands, signal_remote_us later. Every receiver hears from every peer,
+    # rows or not, once per minibatch. Pull: the receiver's own comm SMs release a GPU-local
+    # counter. A pull combine's home polls each holder's flag in turn (remote_wait).
+    release = push_release(P, p, cc)
+    remote_wait = polls_wait(P, p)
+    remote = p["signal_remote_us"] * US if P > 1 else 0.0
+    sig_dispatch = np.where(dpush, release + remote, p["signal_local_us"] * US)  # data in -> compute
+    sig_after = np.where(dpush, remote, p["signal_local_us"] * US)  # after comm SMs
     # comm SMs per minibatch: a push dispatch's releases; a pull combine's polls of the holders
     sig_comm = np.where(dpush, release, 0.0) + np.where(kpush, 0.0, remote_wait)
     # the home learns that its last outputs are in from every peer: pushed with a completion
     # signal, or pulled after polling the holders' readiness (remote in both modes)
     sig_end = np.full_like(sig_comm, remote_wait if P > 1 else p["signal_local_us"] * US)
+    lanes = p["push_release_lanes"] >= 0.5
+
+    def with_signals(copy):
+        """The end of M minibatches' copies (`copy` apiece) and their signals: our kernel's
+        comm programs signal between their copies (push_release_lanes 1), so the two add up;
+        one writer signals beside the copying programs, one minibatch after another as each
+        one's rows are in, so the longer of the two chains ends them."""
+        if lanes:
+            return M * (copy + sig_comm)
+        return np.maximum(M * copy + sig_comm, copy + M * sig_comm)
 
     # per minibatch: its share of the bytes plus one message latency (peers' messages overlap)
     d = dispatch / M + np.where(dpush, lat, lat_read)
@@ -484,7 +495,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # comm SMs either interleave each minibatch's pull combine with the next dispatches, or
     # (combine_after_dispatch) finish every dispatch before the first combine copy
     after = p["combine_after_dispatch"] >= 0.5
-    dispatch_end = M * (d + sig_comm) + (0.0 if after else (M - 1) * kk_comm)
+    dispatch_end = with_signals(d) + (0.0 if after else (M - 1) * kk_comm)
     # a ring buffer smaller than an iteration's routed rows recycles slots: before writing rows
     # past the ring, the comm SMs wait until the gate/up tiles (2/3 of the FLOPs) of the
     # minibatches holding the rows they overwrite are done (mok_kernels/megakernel.py waits for
@@ -533,10 +544,10 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     c_last = np.where(epilogue, c_join, c)
     c_last = c_last + np.where(io & (M > 1), c_last / 3, 0.0)
     if after:  # combines of the earlier minibatches overlap the last one's GEMMs
-        comm_chain = (M * (d + sig_comm) + sig_after + np.maximum((M - 1) * kk_comm, c_last)
+        comm_chain = (with_signals(d) + sig_after + np.maximum((M - 1) * kk_comm, c_last)
                       + kk_comm + sig_end)
     else:
-        comm_chain = M * (d + kk_comm) + M * sig_comm + sig_after + c_last + sig_end
+        comm_chain = with_signals(d + kk_comm) + sig_after + c_last + sig_end
     # epilogue stores start once the first minibatch's gate/up (2/3 of its FLOPs) is done, on
     # the joined SMs once the dispatch has ended (the shared expert's tiles too: shared_t)
     first_gu = np.where(dispatch_end <= np.maximum(shared_t, first), c_join, c) * (2 / 3)
@@ -635,6 +646,28 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
             "slowest_gpu": slow, "overflow": overflow, "capacity_rows": cap_rows.ravel(),
             "minibatches": at(M, slow), "limiter": limiter,
             "bound": np.where(limiter == "compute SMs", "compute", "comm")}
+
+
+def push_release(P: int, p: Params, comm_sms) -> np.ndarray:
+    """Seconds a pushing GPU's comm SMs spend releasing its receivers per minibatch (each
+    release a system-scope atomic that waits for the previous one's acknowledgment,
+    push_signal_per_peer_us). push_release_lanes 0: one writer releases the P - 1 receivers in
+    turn (the published description); 1: each comm program releases the receivers it copied
+    for, ceil(P / comm SMs) apiece (mok_kernels/megakernel.py's push lanes). Shape of comm_sms."""
+    cc = np.asarray(comm_sms, dtype=np.float64)
+    if P < 2:
+        return np.zeros_like(cc)
+    turns = np.where(p["push_release_lanes"] >= 0.5, np.ceil(P / np.maximum(cc, 1.0)), P - 1.0)
+    return turns * p["push_signal_per_peer_us"] * US
+
+
+def polls_wait(P: int, p: Params) -> float:
+    """Seconds until a GPU has seen a flag from every peer, polled (or released) one peer
+    after another: a pull combine's polls of the holders per minibatch, a push combine's
+    completion signals at the end of the pass (0 on one GPU)."""
+    if P < 2:
+        return 0.0
+    return ((P - 1) * p["push_signal_per_peer_us"] + p["signal_remote_us"]) * US
 
 
 def copy_beside_gemm(copy, gemm, slowdown: float):

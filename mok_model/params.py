@@ -56,6 +56,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "combine_in_epilogue": (0.0, 1.0),  # 1: push combine stores from the down-GEMM epilogue
     "combine_after_dispatch": (0.0, 1.0),  # 1: comm SMs finish every dispatch before pull combines
     "combine_owner_order": (0.0, 1.0),  # 1: a home pulls the owners' rows owner after owner
+    "push_release_lanes": (0.0, 1.0),  # 1: a push dispatch's comm programs each release the
+    # receivers they copied for; 0: one writer releases every receiver in turn (push_release)
     "source_order_rotated": (0.0, 1.0),  # 1: each GPU's sources of an expert start after itself
     "mok_fixed_us": (0.0, 2000.0),  # residual per-pass overhead of the megakernel
     "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
@@ -192,6 +194,11 @@ ADDED: dict[str, tuple[float, str]] = {
     "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "
                                  "outputs as its owner finishes it, every owner's interleaved "
                                  "(mok-system.md); 1 for our kernel across GPUs (calibration/priors.py)"),
+    "push_release_lanes": (0.0, "design: the published push dispatch has every receiver wait for "
+                                "a completion signal from each peer (mok-system.md); a writer "
+                                "releases its P - 1 receivers in turn, as the one-writer NVLink "
+                                "microbenchmark measured them (analytic.push_release); 1 for our "
+                                "kernel (calibration/priors.py)"),
 }
 # parameters older files may hold that no longer exist, and where their meaning went: skipped
 RETIRED: dict[str, str] = {

@@ -243,7 +243,8 @@ rubin-ultra-nvl576:
 **Pull is never slower than push by more than {-100 * worst:.2f}% anywhere on this grid; push falls
 behind once one push wait outlasts what hides it.** Per minibatch
 a pushing sender releases its P-1 receivers in turn, each release waiting for the previous one's
-acknowledgment (push_signal_per_peer_us = {p['push_signal_per_peer_us']} µs, on its comm SMs), and a
+acknowledgment (push_signal_per_peer_us = {p['push_signal_per_peer_us']} µs; one writer beside the
+copying comm SMs, push_release_lanes {p['push_release_lanes']:g} in the Blackwell files), and a
 receiver's compute starts when the last flag lands (signal_remote_us = {p['signal_remote_us']} µs
 later): (P-1) x {p['push_signal_per_peer_us']} + {p['signal_remote_us']} µs, paid whether or not
 the peer sent any rows. A pull receiver reads its rows (one fabric round trip, 2 x link latency)
@@ -263,7 +264,8 @@ and releases a local counter ({p['signal_local_us']} µs).
   the waits hide behind the routed GEMMs of the previous minibatch while the pass is
   compute-bound: at 8,192 tokens the modes tie on gb300-nvl72 up to EP 72 (at 2,048 tokens pull
   leads by a few percent at EP 64-72, where each GPU holds only 6 experts). They stop hiding
-  when the communication chain, M x (data + (P-1) x per_peer), outgrows the compute: at EP 576 and
+  when the longer of the sender's two chains, its copies (M x data) or its releases
+  (M x (P-1) x per_peer), outgrows the compute: at EP 576 and
   {max(tokens)} tokens push is {100 * big['gb300-nvl72']['push_over_pull']:+.0f}% (gb300-nvl72, racks over
   scale-out) and {100 * big['rubin-ultra-nvl576']['push_over_pull']:+.0f}% (NVL576).
 - **Mid range (512 tokens)**: a few minibatches whose GEMMs are too short to hide a push wait
@@ -271,8 +273,10 @@ and releases a local counter ({p['signal_local_us']} µs).
 
 **The crossover hangs on one unmeasured number.** push_signal_per_peer_us is a prior (one NVLink
 round trip per peer, in series); the NVLink microbenchmark's micro-nvlink-signal records
-(calibration/fit_fabric.py) will replace it. If a sender spread its releases over its {COMM_SMS} comm
-SMs instead of issuing them in series, the per-peer cost would fall toward {PER_PEER_US[0]} µs. The
+(calibration/fit_fabric.py) measured 0.96 µs a slot on two H200s. A sender that spreads its
+releases over its {COMM_SMS} comm programs, as our Hopper kernel does (push_release_lanes 1:
+ceil(P / comm SMs) a program, between its copies; docs/sim-study.md "O"), pays far fewer in series;
+the table below varies the per-peer cost instead, down to {PER_PEER_US[0]} µs. The
 formula is the first wait of a one-minibatch pass; the model's column also feels the grid's
 spacing and, at EP 576, the combine's end-of-pass signal from every peer:
 
@@ -291,8 +295,8 @@ spacing and, at EP 576, the combine's end-of-pass signal from every peer:
 - {pnote_a}. {pnote_b}.
 - The layer latency columns are the whole MoK forward pass with these knobs (not tuned).
 - Not modelled: a push sender that skips receivers it sends nothing to (the published design
-  signals every peer), and releases issued in parallel by several comm SMs (the sensitivity table
-  bounds that case).
+  signals every peer). Releases issued by every comm program (our kernel) are the parameter
+  push_release_lanes 1; this study runs the Blackwell files' one writer (0).
 - With `--engine sim` the CSV also holds the simulator's observed median dispatch wait per
   minibatch (column sim_signal_wait_per_minibatch_us); the plotted signalling stays the formula above.
 """),

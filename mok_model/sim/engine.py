@@ -154,7 +154,8 @@ def _simulate(scenario: Scenario, config: Config | None, system: str, params, tr
     sm = sim.sm[slow]
     plan = sim.plan
     M = int(plan.minibatches[slow])
-    waits = (sim.remote_wait if sim.dpush else sim.sig_local) * M + (sim.remote_wait if sim.kpush else sim.sig_local)
+    waits = ((sim.dispatch_wait + (0.0 if sim.kpush else sim.remote_wait)) * M
+             + (sim.remote_wait if sim.kpush else sim.sig_local))
     work = {"dispatch": sm.busy_op[0], "combine": sm.busy_op[1],
             "routed_gemm": float(plan.gate_up[slow].sum() + plan.down[slow].sum()
                                  + M * p["minibatch_overhead_us"] * 1e-6),

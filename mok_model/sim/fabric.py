@@ -368,13 +368,14 @@ class Join:
     """Fires `done` (value: its time) when `n` rows have arrived, at the latest arrival plus
     `delay` (a signal), never before it was opened."""
 
-    __slots__ = ("env", "n", "t", "delay", "opened", "done", "rows", "fired_at")
+    __slots__ = ("env", "n", "t", "delay", "opened", "done", "data", "rows", "fired_at")
 
     def __init__(self, env: simpy.Environment, n: int, delay: float = 0.0):
         self.env, self.n, self.delay = env, n, delay
         self.opened = self.t = env.now
         self.rows = 0
         self.done = env.event()
+        self.data = None  # an event for the last row's arrival, where one is asked for (in_data)
         self.fired_at: float | None = None
         if n == 0:
             self._fire()
@@ -389,7 +390,20 @@ class Join:
         if self.n == 0:
             self._fire()
 
+    def in_data(self) -> simpy.Event:
+        """An event that fires when the last row is in, before the join's delay."""
+        if self.data is None:
+            self.data = self.env.event()
+            if self.fired_at is not None:
+                self._data_at(self.t)
+        return self.data
+
+    def _data_at(self, t: float) -> None:
+        self.env.timeout(max(t - self.env.now, 0.0)).callbacks.append(lambda _e: self.data.succeed(t))
+
     def _fire(self) -> None:
         at = self.t + self.delay
         self.fired_at = at
+        if self.data is not None:
+            self._data_at(self.t)
         self.env.timeout(max(at - self.env.now, 0.0)).callbacks.append(lambda _e: self.done.succeed(at))

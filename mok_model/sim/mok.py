@@ -40,8 +40,8 @@ import simpy
 
 from ..analytic import (COPY_ROWS, US, copy_load, dispatch_copy_scale, dispatch_row_bytes,
                         expert_ffn_parts, ffn_pieces, in_order_wait, iteration_rows, list_period,
-                        loads, push_visit_s, push_visits, ring_capacity, scan_chunk_s,
-                        shared_section, source_orders, tile_rows)
+                        loads, polls_wait, push_release, push_visit_s, push_visits, ring_capacity,
+                        scan_chunk_s, shared_section, source_orders, tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
@@ -307,8 +307,22 @@ class MokSim:
         self.gemms_on = np.zeros(P, dtype=int)
         self.dispatched = np.zeros(P, dtype=int)
         self.all_dispatched = [env.event() for _ in range(P)]
-        self.remote_wait = (p["signal_remote_us"] + (P - 1) * p["push_signal_per_peer_us"]) * US if P > 1 else 0.0
+        # signalling as analytic.mok_terms: a push dispatch's receiver starts a minibatch when
+        # the last sender's releases (push_release) and one remote signal are done; flags heard
+        # from every peer in turn (a pull combine's polls, a push combine's end) take polls_wait
+        self.remote_wait = polls_wait(P, p)
         self.sig_local = p["signal_local_us"] * US
+        self.release = release = float(push_release(P, p, cfg.comm_sms))
+        remote = p["signal_remote_us"] * US if P > 1 else 0.0
+        self.dispatch_wait = release + remote if self.dpush else self.sig_local
+        # a GPU's releases (push dispatch) and polls (pull combine) of a minibatch
+        # (analytic.with_signals): our kernel's comm programs signal between their copies
+        # (push_release_lanes 1: comm-SM seconds added to the minibatch's copies); one writer
+        # signals beside them, a serial chain per GPU (sig_free: when it is next free) in which
+        # each of its minibatches takes its turn once its rows are in
+        self.sig_comm = (release if self.dpush else 0.0) + (self.remote_wait if not self.kpush else 0.0)
+        self.sig_lanes = _param(p, "push_release_lanes") >= 0.5
+        self.sig_free = [0.0] * P
         self.spans: list = []  # (gpu, tid, name, start, dur)
         self.span_args: dict = {}  # (gpu, name) -> trace args (rows, tiles, waves)
         self.msg_trace: list | None = [] if trace_gpus else None
@@ -412,8 +426,7 @@ class MokSim:
         rows = self.plan.rows[d][i]
         eps = self.plan.endpoints[d]
         nz = np.nonzero(rows)[0]
-        delay = self.remote_wait if self.dpush else self.sig_local
-        join = Join(self.env, int(rows.sum()), delay)
+        join = Join(self.env, int(rows.sum()), self.dispatch_wait)
         self.dispatch_joins[d][i] = join
         now, name = self.env.now, f"dispatch mb{i}"
         flow = 2 * d * self.E
@@ -423,6 +436,8 @@ class MokSim:
                                  self.plan.row_tiles[d][i])
             scan = float(visits) * self.visit_s
             sm_scale += scan * self.sm_rate / (float(rows.sum()) * self.act)
+        if self.sig_lanes and self.sig_comm > 0 and rows.sum() > 0:  # as the scan's seconds
+            sm_scale += self.sig_comm * self.sm_rate / (float(rows.sum()) * self.act)
         for j in nz:
             e = int(eps[j])
             drv = e if self.sender_push and j else d
@@ -442,11 +457,23 @@ class MokSim:
                 else:
                     msg.send(self.sm[d], self.fluid)
         ev = self.ready[d][i]
-        join.done.callbacks.append(lambda e, ev=ev: ev.succeed(e.value))
+        if self.sig_comm > 0 and not self.sig_lanes:
+            # once its rows are in, the minibatch's signalling takes its turn in the GPU's serial
+            # chain of releases and polls (sig_comm apiece); a push dispatch's compute starts
+            # one remote signal after its releases
+            join.in_data().callbacks.append(lambda e, d=d, ev=ev: self._signalled(d, ev, e.value))
+        else:
+            join.done.callbacks.append(lambda e, ev=ev: ev.succeed(e.value))
         join.done.callbacks.append(lambda e, d=d: self._count_dispatched(d))
         join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
             (d, tr.DISPATCH, f"dispatch mb{i}", t0, e.value - t0)))
         return join
+
+    def _signalled(self, d: int, ready, t: float) -> None:
+        start = max(t, self.sig_free[d])
+        self.sig_free[d] = end = start + self.sig_comm
+        at = max(t + self.dispatch_wait, end + (self.dispatch_wait - self.release if self.dpush else 0.0))
+        self.env.timeout(max(at - self.env.now, 0.0)).callbacks.append(lambda _e: ready.succeed(at))
 
     def open_combine(self, d: int, i: int) -> Join:
         self.combine_opened[d][i] += 1
