@@ -561,3 +561,24 @@ def test_sources_rotated_spread_the_slices_the_rank_order_crowds():
     # the analytic engine's fill sees the first slice only: rotated, its hotspot is gone
     assert (predict(s, cfg, "mok", rot).breakdown_ms["pipeline_fill"]
             < predict(s, cfg, "mok", rank).breakdown_ms["pipeline_fill"])
+
+
+def test_a_home_with_no_rows_in_a_minibatch_still_scans_its_chunks():
+    """Our pull combine across GPUs: every home's comm programs scan all of each owner
+    minibatch's chunks for their rows. A minibatch's rows come from one or two sources (sorted by
+    expert, then source), so at small minibatches most homes hold none of its rows; before
+    session 50 the simulator charged the scan only to homes that did, and read h200-hgx8
+    qwen3-30b-a3b EP 8, minibatch 256, pull / pull 44 % below the analytic engine (1.34 against
+    2.40 ms)."""
+    s = scn(hw=load_hardware("h200-hgx8"), ep=8, tokens=2048, model=load_model("qwen3-30b-a3b"))
+    cfg = Config(dispatch="pull", combine="pull", minibatch=256, comm_sms=32, macrobatch=10 ** 6,
+                 capacity=1.0)
+    sim = MokSim(s, load_params(None, "h200-hgx8"), cfg)
+    assert sim.owner_walk and sim.pull_scan
+    homes = [int(np.count_nonzero(r)) for r in sim.plan.rows[0]]
+    assert np.mean(homes) < 4  # a minibatch holds rows of few of the 8 homes
+    sim.run()
+    # every home whose last rows are not in the last owner's last minibatch ends on scans
+    assert (sim.walk_end > 0).sum() >= s.ep - 1
+    a = predict(s, cfg).latency_ms
+    assert predict(s, cfg, engine="sim").latency_ms == pytest.approx(a, rel=0.15)

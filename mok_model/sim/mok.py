@@ -245,6 +245,18 @@ class _Gated:
             self.join.add(max(t, ev.value), rows)
 
 
+class _WalkEnd:
+    """Hears when a home's last scan of its pull-combine walk is done (MokSim.walk_end)."""
+
+    __slots__ = ("sim", "home")
+
+    def __init__(self, sim: "MokSim", home: int):
+        self.sim, self.home = sim, home
+
+    def add(self, t: float, rows: int) -> None:
+        self.sim.walk_end[self.home] = max(self.sim.walk_end[self.home], t)
+
+
 class MokSim:
     """One MoK pass on P GPUs; `run()` fills per-GPU times, spans and counters."""
 
@@ -284,6 +296,7 @@ class MokSim:
         # may read them (the owner's flag seen)
         self.walk = [[[env.event() for _ in range(int(M))] for M in plan.minibatches]
                      for _ in range(P)] if self.owner_walk else []
+        self.walk_end = np.zeros(P)  # when each home's walk scanned its last chunks
         # a pushing comm SM copies at push_copy_scale of a pulling one's rate (as analytic.move);
         # a loop that loads its indices step by step loads the SMs copy_load more a byte
         push_scale = copy_load(scn, p, pull=False) / _param(p, "push_copy_scale", 1.0)
@@ -487,6 +500,10 @@ class MokSim:
         flow = (2 * d + 1) * self.E
         later = []
         walk: dict[int, list] = {}
+        # our pull combine: every home's programs scan all of the minibatch's chunks for their
+        # rows (analytic.pull_scan_chunks), whether or not it holds any of them
+        scan = (np.ceil(np.ceil(rows.sum() / COPY_ROWS) / self.cfg.comm_sms) * self.scan_s
+                if self.pull_scan else 0.0)
         for j in nz:
             e = int(eps[j])
             drv = d if self.kpush or self.emulated or j == 0 else e
@@ -497,9 +514,8 @@ class MokSim:
                 if not (self.kpush or self.emulated):
                     lat *= self.read_trips
             sm_scale = self.combine_sm_scale
-            if self.pull_scan:  # home e's programs scan all of the minibatch's chunks
-                visits = np.ceil(np.ceil(rows.sum() / COPY_ROWS) / self.cfg.comm_sms)
-                sm_scale += visits * self.scan_s * self.sm_rate / (float(rows[j]) * self.out)
+            if scan:  # home e's programs scan all of the minibatch's chunks
+                sm_scale += scan * self.sm_rate / (float(rows[j]) * self.out)
             for rc in chunks(int(rows[j]), self.out, self.chunk):
                 msg = Message(rc * self.out, rc, links, lat, (join, self.inbox[e]), flow + e,
                               1, name, now, sm_scale=sm_scale, trace=trc,
@@ -511,13 +527,14 @@ class MokSim:
                 else:
                     later.append((e, msg))
         if self.owner_walk:  # each home's walk takes them (home_walk), its own at once, a
-            for e in range(self.P):  # peer's once it has seen the owner's flag
-                ev, msgs = self.walk[e][d][i], walk.get(e, [])
+            for e in range(self.P):  # peer's once it has seen the owner's flag; a home with
+                ev, msgs = self.walk[e][d][i], walk.get(e, [])  # no rows here still scans
+                item = (msgs, 0.0 if msgs else scan)
                 if e == d:
-                    ev.succeed(msgs)
+                    ev.succeed(item)
                 else:
                     self.env.timeout(self.remote_wait).callbacks.append(
-                        lambda _e, ev=ev, m=msgs: ev.succeed(m))
+                        lambda _e, ev=ev, m=item: ev.succeed(m))
         if later:  # pull: each home reads once it has seen the owner's ready flag (remote signal)
             def go(_e, later=later):
                 for e, msg in later:
@@ -530,15 +547,24 @@ class MokSim:
     def home_walk(self, e: int):
         """Our kernel's pull combine across GPUs (mok_kernels/megakernel.py): home e's comm SMs
         walk the owners in rank order, each owner's minibatches in order, and read a minibatch's
-        rows once it is ready, so no read of owner q + 1 starts before owner q's last minibatch."""
+        rows once it is ready, so no read of owner q + 1 starts before owner q's last minibatch.
+        The chunks it scans in a minibatch that holds none of its rows load its next copy."""
+        owed = 0.0  # seconds of such scans not yet charged
         for q in range(self.P):
             for i in range(int(self.plan.minibatches[q])):
-                msgs = yield self.walk[e][q][i]
+                msgs, scanned = yield self.walk[e][q][i]
+                owed += scanned
                 for msg in msgs:
+                    if owed:
+                        msg.sm_scale += owed * self.sm_rate / msg.bytes
+                        owed = 0.0
                     if q == e:
                         msg.send(self.sm[e], self.fluid)
                     else:
                         self._enqueue(e, q, msg)
+        if owed:  # scans after its last rows: the walk ends when they are done
+            Message(owed * self.sm_rate, 0, NO_PATH, 0.0, (_WalkEnd(self, e),), (2 * e + 1) * self.E + e,
+                    1, "pull combine scan", self.env.now).send(self.sm[e], self.fluid)
 
     def _count_dispatched(self, d: int) -> None:
         self.dispatched[d] += 1
@@ -834,7 +860,7 @@ class MokSim:
             raise SimInvariantError(f"operations never completed (rows lost): {unfired[:5]}")
         for g in range(P):
             eps = [g] + ([P + int(plan.groups[g])] if plan.grouped else [])
-            home_t[g] = max(self.inbox[e].fired_at for e in eps)
+            home_t[g] = max(max(self.inbox[e].fired_at for e in eps), self.walk_end[g])
             cj = self.combine_joins[g]
             self._check(all(j is not None for j in cj), f"gpu{g}: a minibatch was never combined")
             owner_t[g] = max(j.fired_at for j in cj if j is not None)
