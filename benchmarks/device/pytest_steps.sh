@@ -3,8 +3,9 @@
 #   step NAME PYTEST-ARGS...      # logs $R/NAME.log, one summary line in $R/summary.log
 export PYTHONPATH=.
 mkdir -p $R; T0=$(date +%s)
-nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
-git log -1 --format=%H > $R/commit.txt
+# the GPU suites run on any Hopper card (H100 or H200); the card is written beside the logs
+nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "H100\|H200" || { echo "not a Hopper"; exit 0; }
+{ git log -1 --format=%H; nvidia-smi --query-gpu=name --format=csv,noheader; } > $R/commit.txt
 step() {  # step NAME PYTEST-ARGS...: not run when under 20 s of LIMIT is left
   local name=$1; shift
   local left=$(( LIMIT - ($(date +%s) - T0) ))
