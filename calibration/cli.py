@@ -20,7 +20,7 @@ from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
-from mok_model.params import (BOUNDS, Params, fit_record_path, read_fit_record, read_params,
+from mok_model.params import (BOUNDS, PARAMS_DIR, Params, fit_record_path, read_fit_record, read_params,
                               write_params)
 from mok_model.records import KNOBS, model_records, read_records, record_copy_loop
 from mok_model.scenario import ENGINES, MAX_SEED
@@ -201,6 +201,11 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     a.band_seed = BAND_SEED if a.band_seed is None else a.band_seed
     records = read_records(a.runs)
     hardware, records = _hardware_of(records, a.hardware)
+    out = Path(a.out).resolve()
+    if out.parent == PARAMS_DIR.resolve() and out.stem != hardware:
+        raise MokInputError(f"--out {a.out!r} is the default parameters file of {out.stem}, and "
+                            f"these records are {hardware}'s: name {hardware}.json or a file "
+                            f"outside {PARAMS_DIR.name}/")
     layer, notes = model_records(records)
     base = base_file if base_file is not None else priors_for(hardware)
     if base_file is not None and base.hardware != hardware:

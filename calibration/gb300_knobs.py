@@ -248,6 +248,8 @@ def main(argv: list[str] | None = None) -> int:
             name, sep, path = item.partition("=")
             if not sep or not name or not path:
                 raise MokInputError(f"--prior {item!r} must be NAME=PARAMS_FILE")
+            if name in prior_from:  # --prior replaces the held set: only a repeat is here
+                raise MokInputError(f"--prior names {name} twice; give each parameter once")
             prior_from[name] = path
         in_sample_file = shipped_recipe(a.fit_knobs, prior_from)
         if a.params is not None and not in_sample_file:
@@ -255,8 +257,10 @@ def main(argv: list[str] | None = None) -> int:
                 (", --no-held" if a.no_held else "")
             raise MokInputError(f"--params {a.params!r}: the in-sample column is then a fit "
                                 f"({fit}), not a file; drop --params")
-        if a.params is not None:
-            read_params_as(a.params, "--params")     # a bad file named before the fits
+        if a.params is not None:     # a bad file named before the fits
+            if (hw := read_params_as(a.params, "--params").hardware) != "gb300-nvl72":
+                raise MokInputError(f"--params {a.params!r} is fitted for {hw}; the published "
+                                    f"rows are gb300-nvl72's: give its parameters file")
         for name, path in prior_from.items():
             read_params_as(path, f"--prior {name}")
         doc = report(a.runs, Path(a.params if a.params is not None else SHIPPED)

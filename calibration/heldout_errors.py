@@ -85,7 +85,7 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> lis
                 out.append((f, key, p / r["latency_ms"]["median"] - 1.0))
         if progress:
             progress(f"{f}: {len(recs)} MoK records")
-    if not out:
+    if not out:  # one line: the files' counts (all 0) are in the message
         raise MokInputError(f"no MoK records of {params.hardware} the model predicts in "
                             f"{', '.join(runs)}")
     return out
@@ -140,15 +140,28 @@ def main(argv: list[str] | None = None) -> int:
             read_records(list(runs))    # every file readable before the first prediction
             errors = signed_errors(shipped_params(a.hardware), list(runs), a.sim_every)
             rows = coverage(errors)
+            if not sum(n for _, n, _ in rows):
+                raise MokInputError("--coverage: no run of these files has a group (pass, "
+                                    f"precision, tokens) with {MIN_RUNS} or more runs in the "
+                                    f"other files; give two or more files with runs of one group")
         else:
             if a.out is None:       # the default, only when --out is not given ("" is refused)
                 HELDOUT_DIR.mkdir(exist_ok=True)
             out = Path(required_text(a.out, "--out")) if a.out is not None \
                 else HELDOUT_DIR / f"{a.hardware}.json"
-            check_output_file(out, "--out", ".json")
+            params = shipped_params(a.hardware)
+            table = params.gemm_table.path if params.gemm_table is not None else None
+            check_output_file(out, "--out", ".json",  # never a file the command reads
+                              inputs=[("(the parameters)", params.path),
+                                      ("(their GEMM table)", table),
+                                      *(("(a run file)", f) for f in runs)])
             read_records(list(runs))    # every file readable before the first prediction
-            made = measure(a.hardware, list(runs), a.sim_every,
-                           progress=lambda s: print(s, file=sys.stderr))
+            empty: list[str] = []  # files without records: said after the work, so a
+            made = measure(a.hardware, list(runs), a.sim_every,  # refusal stays one line
+                           progress=lambda s: empty.append(s) if s.endswith(": 0 MoK records")
+                           else print(s, file=sys.stderr))
+            for line in empty:
+                print(line, file=sys.stderr)
     except MokInputError as exc:
         print(f"{ap.prog}: error: {exc}", file=sys.stderr)
         return 2

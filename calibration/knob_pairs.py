@@ -118,7 +118,8 @@ def _config(r: dict, predicted: float) -> str:
 def main(argv: list[str] | None = None) -> int:
     ap = doc_parser("python -m calibration.knob_pairs", __doc__)
     ap.add_argument("--engine", choices=("analytic", "sim"), default="analytic")
-    ap.add_argument("--by", choices=("tokens", "model"), default="tokens")
+    ap.add_argument("--by", choices=("tokens", "model"), default=None,
+                    help="the 2-GPU report's hold-out (default tokens); not with run files")
     ap.add_argument("--worst", type=int_at_least(0), default=8,
                     help="workloads of the largest regret to show")
     ap.add_argument("runs", nargs="*",
@@ -131,6 +132,9 @@ def main(argv: list[str] | None = None) -> int:
 def report(a) -> None:
     """Each knob step's measured and predicted effects, then the largest regrets."""
     if a.runs:
+        if a.by is not None:
+            raise MokInputError(f"--by {a.by} applies to the 2-GPU report (no run files): given "
+                                f"run files are predicted with one parameters file, none held out")
         recs = [r for r in read_records(a.runs) if r["system"] == "mok" and predictable(r)]
         if not recs:
             raise MokInputError("no MoK records the model predicts in the files")
@@ -141,6 +145,7 @@ def report(a) -> None:
             raise MokInputError("--params applies to given run files; the 2-GPU report fits "
                                 "its own held-out parameters")
         runs = read_records(sorted(H200X2.glob("bench_*.jsonl")))
+        a.by = a.by or "tokens"
         fits = held_out_fits(runs)
         mok = [r for r in runs if r["system"] == "mok" and predictable(r)]
         recs, pred = [], []

@@ -198,6 +198,13 @@ def main(argv: list[str] | None = None) -> int:
         fp8_files = {r["_file"] for r in records if pass_group(r) == "fp8"}
         records = [r for r in records if pass_group(r) or (
             r["system"] == "mok" and r["pass"] == "fwd" and r["_file"] in fp8_files)]
+        if not any(pass_group(r) for r in records):
+            raise MokInputError(f"no backward or FP8 MoK records in {', '.join(files)} (the "
+                                f"report's groups: {', '.join(GROUPS)})")
+        other = sorted({r["hardware"]["preset"] for r in records} - {base.hardware})
+        if other:
+            raise MokInputError(f"records of {', '.join(other)} with parameters fitted for "
+                                f"{base.hardware}: give --params of their hardware")
         doc = report(records, base, a.old, a.sim)
     except MokInputError as exc:
         print(f"{p.prog}: error: {exc}", file=sys.stderr)

@@ -88,6 +88,10 @@ def layer_model(shape: MoEModel | dict) -> MoEModel:
     missing = [k for k in SHAPE_KEYS if k not in shape]
     if missing:
         raise MokInputError(f"layer shape {shape!r} lacks {missing}")
+    unknown = sorted(map(str, set(shape) - set(SHAPE_KEYS)))
+    if unknown:  # never answer for another layer than the one described (a misspelt key)
+        raise MokInputError(f"layer shape: unknown key(s) {unknown}; a layer shape has exactly "
+                            f"{list(SHAPE_KEYS)} (shared_width: all shared experts' width)")
     for k in SHAPE_KEYS:
         if isinstance(shape[k], bool) or not isinstance(shape[k], numbers.Integral):
             raise MokInputError(f"layer shape {k}={shape[k]!r} must be an integer")

@@ -609,11 +609,13 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # the fill costs minibatch 0's GEMMs on the compute SMs alone; where the comm SMs join and
     # shorten the pass below it (nearly every SM a comm SM), it is what the pass holds
     fill = np.minimum(fill, np.maximum(at(pipe) - drain, 0.0))
+    steady = at(pipe) - fill - drain  # where fill is pipe - drain, a rounding error reads 0
+    steady = np.where((steady < 0) & (steady > -1e-9 * at(pipe)), 0.0, steady)
     terms = {
         "launch": np.full(C, launch),
         "schedule": np.broadcast_to(schedule, (C,)).copy(),
         "pipeline_fill": fill,
-        "steady_state": at(pipe) - fill - drain,
+        "steady_state": steady,
         "pipeline_drain": drain,
         "ring_buffer": at(ring),
         "load_imbalance": per_gpu[rows_ix, slow] - at(per_gpu),
@@ -629,8 +631,13 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         # other terms; scale_out is what the scale-out link adds to the slowest GPU's time
         one = mok_terms(one_domain(scn), p, dispatch_push, combine_push, minibatch, comm_sms,
                         macrobatch, capacity, list_lag)
-        terms = dict(one["terms"])
-        terms["scale_out"] = scale_out_time(total, one["finite_total"])
+        extra = np.asarray(scale_out_time(total, one["finite_total"]))
+        # where the pass on several domains ends first (a scale-out link faster than NVLink),
+        # the domains add nothing: its own terms, which add up to its latency, and scale_out 0
+        # (as sim/engine.py)
+        first = extra < 0
+        terms = {k: np.where(first, terms[k], v) for k, v in one["terms"].items()}
+        terms["scale_out"] = np.where(first, 0.0, extra)
     finite_total = total
     total = np.where(overflow, np.inf, total)
     # what bounds the pass: the median GPU's busiest resource, its compute SMs' GEMMs, its comm

@@ -141,6 +141,11 @@ def tune_as_layer(scenario: Scenario, params: Params, fixed: dict,
     except MokInputError:      # its buffers do not fit the HBM: the uniform bound alone
         cap = max(least_capacity(scenario, params),
                   safe_capacity(ep, n, m.top_k, m.routed_experts, hot_expert=False))
-        best, note = ask({**fixed, "capacity": cap})
-        return best, joined(f"capacity {cap} (the uniform bound: the hot-expert bound's {safe} "
-                            f"does not fit the HBM)", note)
+        try:
+            best, note = ask({**fixed, "capacity": cap})
+            return best, joined(f"capacity {cap} (the uniform bound: the hot-expert bound's "
+                                f"{safe} does not fit the HBM)", note)
+        except MokInputError:  # nor that: the tuner's least capacity, or its refusal naming
+            best, note = ask(fixed)  # only the knobs the caller gave
+            return best, joined(f"capacity {best.config.capacity} (the least that holds this "
+                                f"routing: the uniform bound's {cap} does not fit the HBM)", note)

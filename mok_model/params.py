@@ -438,7 +438,12 @@ def load_params(path: str | Path | None, hardware_name: str, allow_other_hardwar
                 f"no default parameters for hardware {hardware_name!r}; pass --params FILE "
                 f"(shipped: {sorted(p.stem for p in PARAMS_DIR.glob('*.json'))}) with "
                 f"--allow-params-mismatch, or fit one with `mok calibrate`")
-        return read_params(default)
+        params = read_params(default)
+        if params.hardware != hardware_name:  # a fit of other hardware written under its name
+            raise MokInputError(
+                f"the default parameters {str(default)!r} of {hardware_name} were fitted for "
+                f"hardware {params.hardware!r}; restore the file (git checkout) or pass --params")
+        return params
     params = read_params(path)
     if params.hardware != hardware_name and not allow_other_hardware:
         raise MokInputError(

@@ -151,6 +151,9 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
     if not isinstance(config, (Config, dict, type(None))):
         raise MokInputError(f"config {config!r}: a Config, a dict of some knobs, or None (the "
                             f"tuner picks them)")
+    if system != "mok" and (isinstance(config, Config) or config):
+        given = sorted(config.as_dict() if isinstance(config, Config) else config)
+        raise MokInputError(f"--system {system} has no MoK knobs; drop {given}")
     p = resolve_params(scenario, params, allow_other_hardware)
     tuned: list[str] = []
     capacity_note = ""

@@ -152,6 +152,7 @@ def _check_sources(hw: Hardware) -> None:
 
 
 def _validated_hardware(hw: Hardware) -> Hardware:
+    _typed(hw)
     for key in ("sms", "bf16_tflops", "fp8_tflops", "hbm_tbps", "hbm_gb", "link_gbps",
                 "domain_size"):
         _positive("hardware", hw.name, key, getattr(hw, key))
@@ -192,6 +193,7 @@ MODEL_MAX = {"hidden": 1 << 20, "expert_width": 1 << 21, "shared_width": 1 << 21
 
 
 def _validated_model(m: MoEModel) -> MoEModel:
+    _typed(m)
     for key in ("hidden", "expert_width", "routed_experts", "top_k"):
         _positive("model", m.name, key, getattr(m, key))
     for key in ("shared_experts", "shared_width"):
@@ -237,21 +239,30 @@ def _build(cls, name: str, table: dict, validate):
     if missing:
         raise MokInputError(f"{_kind(cls)} {name!r}: missing field(s) {missing}; a "
                             f"{_kind(cls)} needs {required}")
-    obj = cls(name=name, **{k: v for k, v in table.items() if k != "name"})
-    for f in dataclasses.fields(cls):
+    return validate(cls(name=name, **{k: v for k, v in table.items() if k != "name"}))
+
+
+def _typed(obj) -> None:
+    """Refuse a field of the wrong type (a file's, or a what-if copy's: `with_`), and a name
+    that is not one printable line (it appears in one-line error messages)."""
+    kind = _kind(type(obj))
+    if not isinstance(obj.name, str) or not obj.name or not obj.name.isprintable():
+        raise MokInputError(f"{kind} name={obj.name!r} must be a non-empty string of printable "
+                            f"characters (no line breaks or escapes)")
+    name = obj.name
+    for f in dataclasses.fields(obj):
         want, value = f.type, getattr(obj, f.name)
         if want in ("int", "float") and (isinstance(value, bool) or not isinstance(value, (int, float))):
-            raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={value!r} must be a number")
+            raise MokInputError(f"{kind} {name!r}: {f.name}={value!r} must be a number")
         if want in ("int", "float") and isinstance(value, int) and abs(value) > sys.float_info.max:
-            raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={str(value)[:12]}... "
+            raise MokInputError(f"{kind} {name!r}: {f.name}={str(value)[:12]}... "
                                 f"({len(str(abs(value)))} digits) is larger than any number it "
                                 f"may be (at most {sys.float_info.max:.3g})")
         if want == "int" and not isinstance(value, int):
-            raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={value!r} must be an integer")
+            raise MokInputError(f"{kind} {name!r}: {f.name}={value!r} must be an integer")
         kinds = {"str": (str, "a string"), "bool": (bool, "true or false"), "dict": (dict, "a table")}
         if want in kinds and not isinstance(value, kinds[want][0]):
-            raise MokInputError(f"{_kind(cls)} {name!r}: {f.name}={value!r} must be {kinds[want][1]}")
-    return validate(obj)
+            raise MokInputError(f"{kind} {name!r}: {f.name}={value!r} must be {kinds[want][1]}")
 
 
 # A line of the flat TOML the preset files are written in: blank or a comment, a table header of

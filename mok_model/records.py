@@ -20,7 +20,7 @@ from typing import Any, Iterable
 from .errors import MokInputError
 from .fileio import read_json_lines
 from .presets import load_hardware, load_model, model_from_shape
-from .scenario import KNOB_MAX, KNOBS, MAX_DN_BLOCKS, SOURCE_ORDERS, SYSTEMS, Config, Scenario
+from .scenario import KNOB_MAX, KNOBS, MAX_DN_BLOCKS, MAX_SEED, SOURCE_ORDERS, SYSTEMS, Config, Scenario
 from .workload import legacy_zipf_table
 
 SCHEMA = "mok-run/1"
@@ -145,8 +145,8 @@ def validate_record(rec: Any) -> None:
     if not isinstance(routing.get("kind", "uniform"), str):
         raise MokInputError(f"routing.kind={routing.get('kind')!r} must be a string")
     seed = routing.get("seed", 0)
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise MokInputError(f"routing.seed={seed!r} must be an integer >= 0")
+    if isinstance(seed, bool) or not isinstance(seed, int) or not 0 <= seed <= MAX_SEED:
+        raise MokInputError(f"routing.seed={seed!r} must be an integer from 0 to {MAX_SEED}")
     _validate_routing_arg(routing)
 
 

@@ -29,6 +29,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import platform
 import tempfile
 import time
@@ -76,12 +77,14 @@ def check_env() -> None:
     if where is None or cache_dir() is None:
         return
     if not where.strip():
-        raise MokInputError("environment variable MOK_ROUTE_CACHE_DIR='' is empty: name the route "
-                            "cache's folder, or unset it for ~/.cache/mok/routes")
-    if where.startswith("~"):
-        raise MokInputError(f"environment variable MOK_ROUTE_CACHE_DIR={where!r} starts with '~', "
-                            f"which no shell expanded (the cache would go to a folder named '~' "
-                            f"here): give the full path")
+        raise MokInputError(f"environment variable MOK_ROUTE_CACHE_DIR={where!r} is blank: name "
+                            f"the route cache's folder, or unset it for ~/.cache/mok/routes")
+    unexpanded = "'~'" if where.startswith("~") else (
+        "a $VARIABLE" if re.search(r"\$(\w|\{)", where) else None)
+    if unexpanded:
+        raise MokInputError(f"environment variable MOK_ROUTE_CACHE_DIR={where!r} holds "
+                            f"{unexpanded}, which no shell expanded (the cache would go to a "
+                            f"folder named so here): give the full path")
     _nameable(where, "environment variable MOK_ROUTE_CACHE_DIR:")
     path = Path(where)
     existing = next((q for q in (path, *path.parents) if q.exists()), None)

@@ -220,8 +220,9 @@ class Scenario:
             raise MokInputError(
                 f"--ep {self.ep} is larger than {hw.name}'s scale-up domain of {hw.domain_size} "
                 f"GPUs and the hardware has no scale-out link (scaleout_gbps)")
-        if not isinstance(self.seed, int) or self.seed < 0:
-            raise MokInputError(f"--seed {self.seed!r} must be an integer >= 0")
+        if isinstance(self.seed, bool) or not isinstance(self.seed, int) \
+                or not 0 <= self.seed <= MAX_SEED:
+            raise MokInputError(f"--seed {self.seed!r} must be an integer from 0 to {MAX_SEED}")
         if not isinstance(self.split_dn, int) or self.split_dn < 0:
             raise MokInputError(f"split_dn {self.split_dn!r} must be an integer >= 0 (0: the "
                                 f"layer's choice)")

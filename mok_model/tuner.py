@@ -14,7 +14,7 @@ import numpy as np
 from .analytic import list_binds, mok_terms
 from .errors import MokInputError
 from .params import Params
-from .scenario import (GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
+from .scenario import (ENGINES, GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
                        Config, Scenario, check_gluon_knobs, check_knob, plain)
 from .workload import hot_fits
 
@@ -272,6 +272,21 @@ def _fixed_knobs(scenario: Scenario, fixed: dict | None) -> dict:
     return fixed
 
 
+def _check_search(params, fixed, top: int = 1, engine: str = "analytic") -> None:
+    """Refuse a search's arguments of the wrong kind, in one line (`mok tune` checks its flags
+    the same way)."""
+    if not isinstance(params, Params):
+        raise MokInputError(f"params {params!r} must be a Params (load_params(PATH, HARDWARE); "
+                            f"predict() also takes a path or None)")
+    if fixed is not None and not isinstance(fixed, dict):
+        raise MokInputError(f"fixed {fixed!r} must be a dict of knobs, e.g. {{'minibatch': 256}}, "
+                            f"or None")
+    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
+        raise MokInputError(f"--top {top!r} must be an integer >= 1")
+    if engine not in ENGINES:
+        raise MokInputError(f"--engine {engine!r} must be one of {ENGINES}")
+
+
 def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int = 5,
          engine: str = "analytic", sim_candidates: int = 8,
          list_lags: tuple[int, ...] | None = None) -> TuneResult:
@@ -280,6 +295,7 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     `list_lags`: the kernel work-list lags to search with the knobs (e.g. LIST_LAGS; each row
     at its best, _grid_latency); None keeps the scenario's."""
     t0 = time.perf_counter()
+    _check_search(params, fixed, top, engine)
     fixed = _fixed_knobs(scenario, fixed)
     lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
     g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **fixed})
@@ -362,6 +378,7 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
     judged setting cannot win, so only the rows under that bound are judged under every routing
     at every lag. MokInputError where no setting runs under the first routing. `routings`:
     None, robust_routings of the scenario's model."""
+    _check_search(params, fixed)
     m = scenario.model
     routings = routings or robust_routings(m.top_k, m.routed_experts)
     fixed = _fixed_knobs(scenario, fixed)

@@ -410,7 +410,7 @@ def test_a_malformed_environment_switch_is_bad_input(name, value, capsys, monkey
         assert f"environment variable {name}={value!r} must be 0 or 1" in cap.err, cap.err
 
 
-@pytest.mark.parametrize("where, want", [("", "MOK_ROUTE_CACHE_DIR='' is empty"),
+@pytest.mark.parametrize("where, want", [("", "MOK_ROUTE_CACHE_DIR='' is blank"),
                                          ("{d}/a-file", "is a file, not a folder"),
                                          ("{d}/a-file/routes", "is a file, not a folder"),
                                          ("{d}/ro-dir", "is not writable")])

@@ -60,7 +60,7 @@ PLAN_CASES = [
     ({"tiles": {"list_lag": 9}}, "--list-lag 9 must be at most 8"),
     ({"tiles": {"list_lag": 2}, "pass": "bwd"}, "--list-lag 2 with --pass bwd"),
     ({"tiles": {"zero_shared_slot": "x"}}, "tiles.zero_shared_slot='x' must be an integer"),
-    ({"routing": {"kind": "uniform", "seed": "x"}}, "routing.seed='x' must be an integer >= 0"),
+    ({"routing": {"kind": "uniform", "seed": "x"}}, "routing.seed='x' must be an integer from 0 to"),
     ({"ep": True}, "--ep True must be an integer >= 1"),
     ({"ep": 5}, "--ep 5: kimi-k2's 384 experts do not divide over 5 ranks"),
     ({"model": 5}, "field 'model'=5 has the wrong type"),

@@ -251,7 +251,7 @@ def test_route_cache_dir_with_a_tilde(tmp_path, monkeypatch, capsys):
     monkeypatch.setenv("MOK_ROUTE_CACHE_DIR", "~/routes")
     assert main(["presets"]) == 2
     err = capsys.readouterr().err
-    assert err.count("\n") == 1 and "starts with '~', which no shell expanded" in err, err
+    assert err.count("\n") == 1 and "holds '~', which no shell expanded" in err, err
     assert not (tmp_path / "~").exists()
 
 

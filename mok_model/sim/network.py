@@ -47,6 +47,8 @@ def parse_degrade(spec: str) -> list[tuple[str, float]]:
         if not part:
             raise MokInputError(f"--degrade {spec!r} has an empty element; {DEGRADE_HELP}")
         target, _, f = part.partition(":")
+        if _TARGET.match(target):  # one name a target: gpu03 is gpu3 (so named twice is caught)
+            target = re.sub(r"\d+", lambda n: str(int(n.group())), target)
         if target in (t for t, _ in out):
             raise MokInputError(f"--degrade {spec!r} names {target} twice; give each target once "
                                 f"(its FACTOR is a share of the healthy bandwidth)")
