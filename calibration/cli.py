@@ -68,7 +68,8 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
     ring_refill_overlap when a ring holds under two minibatches;
     wgrad_bytes_per_weight with published backward records, bwd_gemm_eff_scale and wgrad_tile_us
     with measured ones (our backward megakernel), fp8_gemm_eff with FP8 records. Baselines:
-    nccl_eff and host_launch_scale with nccl-torch records.
+    nccl_eff, nccl_peer_gbps and host_launch_scale with nccl-torch records (a parameter the
+    records cannot move, e.g. nccl_eff where one peer's channels bind, stays where it starts).
     """
     mok = [r for r in records if r["system"] == "mok"]
     free: list[str] = []
@@ -123,8 +124,8 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
         if any(r["precision"] == "fp8" for r in mok):
             free.append("fp8_gemm_eff")
     systems = {r["system"] for r in records}
-    if "nccl-torch" in systems:
-        free += ["host_launch_scale", "nccl_eff"]
+    if "nccl-torch" in systems:  # the link share binds with many peers, a peer's channels with
+        free += ["host_launch_scale", "nccl_eff", "nccl_peer_gbps"]  # few (nccl_peers_cap)
     return free
 
 

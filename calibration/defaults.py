@@ -130,7 +130,9 @@ H200X2 = Path(__file__).parent / "runs" / "h200x2"
 # index loads are local).
 H200X2_MOK_FREE = ["gemm_eff", "mok_fixed_us", "sm_scaling", "comm_join_share",
                    "mok_exposed_launches", "gemm_row_share", "push_scan_us"]
-H200X2_NCCL_FREE = ["nccl_eff", "host_launch_scale"]
+# nccl_peer_gbps: at EP 2 NCCL's channels to its one peer bind, not the link (nccl_eff stays at
+# its prior: a link share two GPUs cannot show; baselines.nccl_peers_cap)
+H200X2_NCCL_FREE = ["nccl_peer_gbps", "host_launch_scale"]
 # how our kernel (mok_kernels/megakernel.py), which the 2-GPU records time, works where the
 # priors describe the published design: value and source
 H200X2_DESIGN = {

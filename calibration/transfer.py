@@ -89,6 +89,8 @@ TRANSFER = {
     "minibatch_overhead_us": (1.0, "per-minibatch signalling, as fitted on H200", None),
     "mok_fixed_us": (1.0, "residual per pass, as fitted on H200", None),
     "nccl_eff": (1.0, "the same fraction of the link for NCCL all-to-all", "link_gbps"),
+    "nccl_peer_gbps": (1.0, "NCCL's channels to one peer move what their SMs copy, not what the "
+                            "link carries (as copy_gbps_per_sm): as measured", None),
     "host_launch_scale": (1.0, "the host's launch cost relative to the preset's launch_us, as "
                                "fitted on the H200 host (Grace is slower per the publication, "
                                "which gives no ratio: 1 understates it)", "launch_us"),

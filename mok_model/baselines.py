@@ -131,6 +131,9 @@ def _exchange(scn: Scenario, p: Params, bytes_row: float, rows_in, rows_out, sms
     link_in = fabric_gbps(scn, p, ld.remote_in, ld.out_of_domain_in) * eff
     link_out = fabric_gbps(scn, p, ld.remote_out, ld.out_of_domain_out) * eff
     per_peer = scn.hardware.link_latency_us * US
+    if sms is None:
+        cap = nccl_peers_cap(scn, p)
+        link_in, link_out = np.minimum(link_in, cap), np.minimum(link_out, cap)
     if sms is not None:
         kernel = COMM_KERNELS[system or "comet"]
         if op == "combine" and kernel.combine_pulls:
@@ -142,6 +145,15 @@ def _exchange(scn: Scenario, p: Params, bytes_row: float, rows_in, rows_out, sms
     if sms is not None and COMM_KERNELS[system or "comet"].chunked:
         t = np.maximum(t, chunk_handover_s(scn, np.maximum(rows_in, rows_out) + own, sms, op))
     return t + (scn.ep - 1) * per_peer
+
+
+def nccl_peers_cap(scn: Scenario, p: Params) -> float:
+    """Bytes/s NCCL's all-to-all moves for one GPU at most: a send and a receive a peer, each on
+    its own few channels (nccl_peer_gbps), so with few peers the channels, not the link, bind
+    (at EP 2 one peer's). inf where the peers are emulated in local memory (no channels)."""
+    if scn.hardware.emulated_ranks or scn.ep < 2:
+        return np.inf
+    return (scn.ep - 1) * p["nccl_peer_gbps"] * 1e9
 
 
 def api_buffer_copy(scn: Scenario, p: Params, rows, bytes_row: float):

@@ -66,6 +66,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "bwd_gemm_eff_scale": (0.3, 1.5),  # backward GEMM efficiency relative to forward
     "wgrad_bytes_per_weight": (0.0, 16.0),  # HBM bytes of weight-gradient traffic per weight
     "nccl_eff": (0.05, 1.0),  # NCCL all-to-all bandwidth fraction of the fabric
+    "nccl_peer_gbps": (1.0, 10000.0),  # GB/s NCCL's channels move to one peer (send/recv)
     "nccl_ops": (1, 200),  # host-launched ops after the count sync (nccl-torch)
     "deepep_sms": (1, 132),  # SMs a DeepEP dispatch/combine kernel takes
     "deepep_ops": (1, 200),  # host-launched ops after the sync (deepep+torch)
@@ -109,6 +110,13 @@ BOUNDS: dict[str, tuple[float, float]] = {
 # measured value where none does (its source says which); calibration/priors.py starts every fit
 # from the same entries. Any other parameter missing from a file is an error.
 ADDED: dict[str, tuple[float, str]] = {
+    "nccl_peer_gbps": (50.0, "facts: NCCL's all-to-all is a send and a receive a peer, each on "
+                             "its p2p channels per peer (2 in NCCL's init log on NVLink systems: "
+                             "'8 p2p channels, 2 p2p channels per peer', NVIDIA/nccl issue 1189), "
+                             "one SM each; at the 25 GB/s one copy program moved over NVLink "
+                             "between two H200s (h200-hgx8 copy_gbps_per_sm, measured), 50 GB/s "
+                             "a peer (7 peers: 350 GB/s, near 8xH100's ~370 of 450 GB/s bus "
+                             "bandwidth, nccl_eff's source)"),
     "gemm_row_share": (0.0, "prior: a compute tile costs the same however many of its rows hold "
                             "data (the MMA runs on the whole tile), until a fit says otherwise"),
     "nccl_collective_us": (0.0, "prior: a torch.distributed collective costs the host one small-op "

@@ -161,6 +161,8 @@ class Scenario:
     dn_blocks: int = 0
 
     def __post_init__(self) -> None:
+        for name in ("ep", "tokens", "seed", "list_lag", "split_dn", "dn_blocks"):
+            object.__setattr__(self, name, plain(getattr(self, name)))  # numpy scalars as values
         hw, m = self.hardware, self.model
         if not isinstance(hw, Hardware) or not isinstance(m, MoEModel):
             raise MokInputError(f"Scenario({hw!r}, {m!r}, ...): a Hardware and a MoEModel "
@@ -223,12 +225,6 @@ class Scenario:
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) \
                 or not 0 <= self.seed <= MAX_SEED:
             raise MokInputError(f"--seed {self.seed!r} must be an integer from 0 to {MAX_SEED}")
-        if not isinstance(self.split_dn, int) or self.split_dn < 0:
-            raise MokInputError(f"split_dn {self.split_dn!r} must be an integer >= 0 (0: the "
-                                f"layer's choice)")
-        if not isinstance(self.dn_blocks, int) or self.dn_blocks < 0:
-            raise MokInputError(f"dn_blocks {self.dn_blocks!r} must be an integer >= 0 (0: the "
-                                f"layer's choice)")
         # late: workload imports this
         from .workload import check_routing_memory, parse_routing, popularity_order
 
@@ -287,6 +283,7 @@ class Config:
 
     def __post_init__(self) -> None:
         for knob in KNOBS:
+            object.__setattr__(self, knob, plain(getattr(self, knob)))  # numpy scalars as values
             check_knob(knob, getattr(self, knob))
         if self.macrobatch < self.minibatch:
             raise MokInputError(

@@ -239,3 +239,21 @@ def test_a_degrade_target_with_leading_zeros_is_the_same_target():
     assert parse_degrade("gpu03:0.5") == [("gpu3", 0.5)]
     with pytest.raises(MokInputError, match="names gpu0 twice"):
         parse_degrade("gpu0:0.5,gpu00:0.5")
+
+
+# ---- 12. numpy scalars: the same values everywhere ----
+
+def test_numpy_scalars_are_the_values_they_hold_in_scenario_and_config():
+    """`Scenario(ep=np.int64(16))`, `tokens=np.int32`, `seed=np.int64` and
+    `Config(minibatch=np.int64(2048))` were refused while a dict of knobs took them (session
+    49: a numpy scalar is the value it holds); np.bool_ stays a bool, refused as one."""
+    import numpy as np
+
+    hw, m = load_hardware("gb300-nvl72"), load_model("kimi-k2")
+    scn = Scenario(hw, m, np.int64(16), np.int32(256), seed=np.int64(3))
+    assert (scn.ep, scn.tokens, scn.seed) == (16, 256, 3) and type(scn.ep) is int
+    assert scn == Scenario(hw, m, 16, 256, seed=3)
+    assert Config(minibatch=np.int64(2048), capacity=np.float32(0.5)) == Config(minibatch=2048,
+                                                                                 capacity=0.5)
+    with pytest.raises(MokInputError):
+        Scenario(hw, m, np.bool_(True), 256)

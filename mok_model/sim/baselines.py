@@ -15,8 +15,8 @@ import simpy
 
 from ..analytic import US, expert_ffn_time
 from ..baselines import (BASELINES, COMM_KERNELS, PULL_LINK_SHARE, baseline_terms,
-                         chunk_handover_s, copy_gbps, host_collectives, host_ops, signal_per_peer_s,
-                         uses_library_gemm)
+                         chunk_handover_s, copy_gbps, host_collectives, host_ops, nccl_peers_cap,
+                         signal_per_peer_s, uses_library_gemm)
 from ..params import Params
 from ..scenario import ELEMENT_BYTES, Scenario
 from ..workload import traffic
@@ -84,10 +84,14 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     np.fill_diagonal(mat, 0)  # local rows stay on the GPU (inside permute)
     sms = {"deepep": p["deepep_sms"], "hybridep": p["hybridep_sms"], "comet": p["comet_sms"]}.get(system)
     scale = 1.0 / p["nccl_eff"] if system == "nccl-torch" else 1.0
+    # NCCL's channels per peer bound a GPU's exchange (baselines.nccl_peers_cap): a resource a
+    # GPU's messages share, in the bytes / nccl_eff its flows carry
+    nccl = nccl_peers_cap(scn, p) / p["nccl_eff"] if system == "nccl-torch" else np.inf
     ops = host_ops(scn, p, system)
     msg_trace: list | None = [] if trace else None
     spans: list = []
-    fab = Fabric(net, groups if grouped else None, copy_gbps(p, system, sms) if sms else 0.0)
+    fab = Fabric(net, groups if grouped else None, copy_gbps(p, system, sms) if sms
+                 else (nccl if np.isfinite(nccl) else 0.0))
     # as in the analytic _exchange: a pulled combine reaches PULL_LINK_SHARE of each link (its
     # bytes weigh more on the links, not on the SMs), and an SM-driven exchange ends with one
     # completion signal per peer, in series
@@ -101,7 +105,8 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
         handover = {op: chunk_handover_s(scn, rows.astype(np.float64), sms, op)
                     for op in ("dispatch", "combine")}
     fluid = Fluid(env, fab.cap, merge_time(scn) if merge_s is None else merge_s)
-    drivers = [Driver(fluid, fab.sm[e], f"copy_sms{e}", e if e < P else -1) if sms else None
+    drivers = [Driver(fluid, fab.sm[e], f"copy_sms{e}" if sms else f"nccl_channels{e}",
+                      e if e < P else -1) if fab.sm[e] is not None else None
                for e in range(len(fab.members))]
     nodes = fab.members
     onehot = np.zeros((P, G), dtype=np.int64)
