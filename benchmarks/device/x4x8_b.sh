@@ -14,6 +14,9 @@
 # -10 % to +2 % from the 2026-12-04 file, analytic MoK rows identical); report all.
 # Report before any refit: `python -m calibration.registered calibration/predictions/h200xN_b_2026-12-03.jsonl
 # calibration/runs/h200xN/bench_b.jsonl --by model,tokens`.
+# Registered again in session 51 (h200xN_b_2026-12-05b.jsonl, `bash benchmarks/cpu/register_x4x8_s51.sh`):
+# NCCL's channels per peer (nccl-torch passes 0.35-1.0x the earlier files' predictions), MoK as
+# session 51's model; report it beside the earlier files.
 export PYTHONPATH=.
 T0=$(date +%s); N=$(nvidia-smi -L | grep -c H200); R=$OUT/x${N}b; mkdir -p $R
 [ "$N" -ge 4 ] || { echo "needs 4 or 8 H200s, found $N"; nvidia-smi -L; exit 0; }

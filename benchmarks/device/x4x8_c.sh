@@ -13,6 +13,9 @@
 # registered the same grid again with its simulator (a minibatch's copies across every peer at
 # once; the analytic rows are the same): h200xN_c_2026-12-05.jsonl; report both, so the runs say
 # which copy order holds on links (docs/sim-study.md "M").
+# Registered again in session 51 (h200xN_c_2026-12-05b.jsonl, `bash benchmarks/cpu/register_x4x8_s51.sh`):
+# NCCL's channels per peer (nccl-torch passes 0.35-1.0x the earlier files' predictions), MoK as
+# session 51's model; report it beside the earlier files.
 export PYTHONPATH=.
 T0=$(date +%s); N=$(nvidia-smi -L | grep -c H200); R=$OUT/x${N}c; mkdir -p $R
 [ "$N" -ge 4 ] || { echo "needs 4 or 8 H200s, found $N"; nvidia-smi -L; exit 0; }

@@ -9,6 +9,9 @@
 # within -2.4 % .. +1.4 % between the orders at EP 4 / 8; the large gains are at EP 64+).
 # Report before any refit: `python -m calibration.registered calibration/predictions/h200xN_d_2026-12-05.jsonl
 # calibration/runs/h200xN/bench_d.jsonl --by model,tokens`.
+# Registered again in session 51 (h200xN_d_2026-12-05b.jsonl, `bash benchmarks/cpu/register_x4x8_s51.sh`):
+# NCCL's channels per peer (nccl-torch passes 0.35-1.0x the earlier files' predictions), MoK as
+# session 51's model; report it beside the earlier files.
 export PYTHONPATH=.
 T0=$(date +%s); N=$(nvidia-smi -L | grep -c H200); R=$OUT/x${N}d; mkdir -p $R
 [ "$N" -ge 4 ] || { echo "needs 4 or 8 H200s, found $N"; nvidia-smi -L; exit 0; }
