@@ -122,7 +122,8 @@ def _exchange(scn: Scenario, p: Params, bytes_row: float, rows_in, rows_out, sms
               eff: float = 1.0, system: str | None = None, op: str = "dispatch", own=0.0):
     """Time to move rows over the fabric: the busier port, plus a cost per peer.
 
-    sms None: NCCL's own channels, limited by eff, one link latency per peer. Otherwise the
+    sms None: NCCL's own channels, limited by eff and by its channels per peer
+    (nccl_peers_cap), one link latency per peer. Otherwise the
     `system`'s kernel (COMM_KERNELS) on `sms` SMs: limited by what its moving SMs copy, a pulled
     combine by the share of the link that remote reads reach with traffic both ways
     (PULL_LINK_SHARE), a chunked kernel never faster than its chunk handovers (chunk_handover_s,
@@ -134,7 +135,7 @@ def _exchange(scn: Scenario, p: Params, bytes_row: float, rows_in, rows_out, sms
     if sms is None:
         cap = nccl_peers_cap(scn, p)
         link_in, link_out = np.minimum(link_in, cap), np.minimum(link_out, cap)
-    if sms is not None:
+    else:
         kernel = COMM_KERNELS[system or "comet"]
         if op == "combine" and kernel.combine_pulls:
             link_in, link_out = link_in * PULL_LINK_SHARE, link_out * PULL_LINK_SHARE

@@ -29,8 +29,8 @@ from __future__ import annotations
 import hashlib
 import json
 import os
-import re
 import platform
+import re
 import tempfile
 import time
 import zlib
