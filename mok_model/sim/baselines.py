@@ -84,14 +84,14 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     np.fill_diagonal(mat, 0)  # local rows stay on the GPU (inside permute)
     sms = {"deepep": p["deepep_sms"], "hybridep": p["hybridep_sms"], "comet": p["comet_sms"]}.get(system)
     scale = 1.0 / p["nccl_eff"] if system == "nccl-torch" else 1.0
-    # NCCL's channels per peer bound a GPU's exchange (baselines.nccl_peers_cap): a resource a
-    # GPU's messages share, in the bytes / nccl_eff its flows carry
+    # NCCL's channels per peer bound what a GPU sends and receives (baselines.nccl_peers_cap):
+    # a sending and a receiving resource a GPU, in the bytes / nccl_eff its flows carry
     nccl = nccl_peers_cap(scn, p) / p["nccl_eff"] if system == "nccl-torch" else np.inf
     ops = host_ops(scn, p, system)
     msg_trace: list | None = [] if trace else None
     spans: list = []
-    fab = Fabric(net, groups if grouped else None, copy_gbps(p, system, sms) if sms
-                 else (nccl if np.isfinite(nccl) else 0.0))
+    fab = Fabric(net, groups if grouped else None, copy_gbps(p, system, sms) if sms else 0.0,
+                 nccl if np.isfinite(nccl) else 0.0)
     # as in the analytic _exchange: a pulled combine reaches PULL_LINK_SHARE of each link (its
     # bytes weigh more on the links, not on the SMs), and an SM-driven exchange ends with one
     # completion signal per peer, in series
@@ -105,8 +105,7 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
         handover = {op: chunk_handover_s(scn, rows.astype(np.float64), sms, op)
                     for op in ("dispatch", "combine")}
     fluid = Fluid(env, fab.cap, merge_time(scn) if merge_s is None else merge_s)
-    drivers = [Driver(fluid, fab.sm[e], f"copy_sms{e}" if sms else f"nccl_channels{e}",
-                      e if e < P else -1) if fab.sm[e] is not None else None
+    drivers = [Driver(fluid, fab.sm[e], f"copy_sms{e}", e if e < P else -1) if sms else None
                for e in range(len(fab.members))]
     nodes = fab.members
     onehot = np.zeros((P, G), dtype=np.int64)
@@ -146,6 +145,8 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
         flow = (2 * g + op) * len(nodes)
         for e, r in out[g]:
             links, lat, nic = fab.path(g, e)
+            if fab.channels:  # the sender's and the receiver's NCCL channels
+                links = ((*links[0], fab.channels[0][g], fab.channels[1][e]), (*links[1], 1.0, 1.0))
             trc = ()
             if msg_trace is not None:
                 o, i = (tr.LINK_TIDS[("out", "nic")], tr.LINK_TIDS[("in", "nic")]) if nic else \

@@ -310,9 +310,12 @@ def peer_groups(cells: np.ndarray, max_peers: int) -> np.ndarray:
 class Fabric:
     """The simulation's view of the network: endpoints (GPUs, then merged peer groups whose
     ports are their members' summed), each with its comm SMs as a resource when sm_rate > 0,
-    and routes between endpoints as ((resource id, load), ...) with their latency."""
+    and routes between endpoints as ((resource id, load), ...) with their latency. With
+    channel_rate > 0, each endpoint also has a sending and a receiving channel resource of that
+    rate a member (`channels`: NCCL's channels per peer, baselines.nccl_peers_cap)."""
 
-    def __init__(self, net: Network, groups: np.ndarray | None, sm_rate: float):
+    def __init__(self, net: Network, groups: np.ndarray | None, sm_rate: float,
+                 channel_rate: float = 0.0):
         P = len(net.domain)
         self.net, self.P = net, P
         self.members = [np.array([g]) for g in range(P)]
@@ -338,6 +341,14 @@ class Fabric:
                 self.sm[e] = len(caps)
                 caps.append(sm_rate * len(m))
                 names.append(f"endpoint{e} comm SMs")
+        self.channels: tuple[list, list] | None = None
+        if channel_rate > 0:
+            self.channels = ([], [])
+            for side, label in zip(self.channels, ("out", "in")):
+                for e, m in enumerate(self.members):
+                    side.append(len(caps))
+                    caps.append(channel_rate * len(m))
+                    names.append(f"endpoint{e} channels {label}")
         self.cap = np.array(caps, dtype=np.float64)
         self.names = names
         self._paths: dict = {}
