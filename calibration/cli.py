@@ -20,8 +20,8 @@ from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
-from mok_model.params import (BOUNDS, PARAMS_DIR, Params, fit_record_path, read_fit_record, read_params,
-                              write_params)
+from mok_model.params import (BOUNDS, PARAMS_DIR, Params, fit_record_path, read_fit_record,
+                              read_params, write_params)
 from mok_model.records import KNOBS, model_records, read_records, record_copy_loop
 from mok_model.scenario import ENGINES, MAX_SEED
 

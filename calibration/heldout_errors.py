@@ -85,7 +85,7 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> lis
                 out.append((f, key, p / r["latency_ms"]["median"] - 1.0))
         if progress:
             progress(f"{f}: {len(recs)} MoK records")
-    if not out:  # one line: the files' counts (all 0) are in the message
+    if not out:  # one line naming the files (main prints no count before it)
         raise MokInputError(f"no MoK records of {params.hardware} the model predicts in "
                             f"{', '.join(runs)}")
     return out
