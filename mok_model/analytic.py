@@ -435,13 +435,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     # when the last flag lands, signal_remote_us later. Every receiver hears from every peer,
     # rows or not, once per minibatch. Pull: the receiver's own comm SMs release a GPU-local
     # counter. A pull combine's home polls each holder's flag in turn (remote_wait).
-    release = push_release(P, p, cc)
-    remote_wait = polls_wait(P, p)
-    remote = p["signal_remote_us"] * US if P > 1 else 0.0
-    sig_dispatch = np.where(dpush, release + remote, p["signal_local_us"] * US)  # data in -> compute
-    sig_after = np.where(dpush, remote, p["signal_local_us"] * US)  # after comm SMs
-    # comm SMs per minibatch: a push dispatch's releases; a pull combine's polls of the holders
-    sig_comm = np.where(dpush, release, 0.0) + np.where(kpush, 0.0, remote_wait)
+    release, remote_wait, sig_dispatch, sig_after, sig_comm = minibatch_signals(P, p, cc, dpush,
+                                                                                kpush)
     # the home learns that its last outputs are in from every peer: pushed with a completion
     # signal, or pulled after polling the holders' readiness (remote in both modes)
     sig_end = np.full_like(sig_comm, remote_wait if P > 1 else p["signal_local_us"] * US)
@@ -666,6 +661,21 @@ def push_release(P: int, p: Params, comm_sms) -> np.ndarray:
         return np.zeros_like(cc)
     turns = np.where(p["push_release_lanes"] >= 0.5, np.ceil(P / np.maximum(cc, 1.0)), P - 1.0)
     return turns * p["push_signal_per_peer_us"] * US
+
+
+def minibatch_signals(P: int, p: Params, comm_sms, dispatch_push, combine_push):
+    """A minibatch's signalling seconds, as both engines charge them: (release: a push
+    dispatch's releases, push_release; remote_wait: flags heard from every peer in turn,
+    polls_wait; sig_dispatch: rows in -> compute; sig_after: the signal after the comm SMs;
+    sig_comm: the comm SMs' share, a push dispatch's releases and a pull combine's polls)."""
+    release = push_release(P, p, comm_sms)
+    remote_wait = polls_wait(P, p)
+    remote = p["signal_remote_us"] * US if P > 1 else 0.0
+    local = p["signal_local_us"] * US
+    sig_dispatch = np.where(dispatch_push, release + remote, local)
+    sig_after = np.where(dispatch_push, remote, local)
+    sig_comm = np.where(dispatch_push, release, 0.0) + np.where(combine_push, 0.0, remote_wait)
+    return release, remote_wait, sig_dispatch, sig_after, sig_comm
 
 
 def polls_wait(P: int, p: Params) -> float:

@@ -40,7 +40,7 @@ import simpy
 
 from ..analytic import (COPY_ROWS, US, copy_load, dispatch_copy_scale, dispatch_row_bytes,
                         expert_ffn_parts, ffn_pieces, in_order_wait, iteration_rows, list_period,
-                        loads, polls_wait, push_release, push_visit_s, push_visits, ring_capacity,
+                        loads, minibatch_signals, push_visit_s, push_visits, ring_capacity,
                         scan_chunk_s, shared_section, source_orders, tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
@@ -323,17 +323,17 @@ class MokSim:
         # signalling as analytic.mok_terms: a push dispatch's receiver starts a minibatch when
         # the last sender's releases (push_release) and one remote signal are done; flags heard
         # from every peer in turn (a pull combine's polls, a push combine's end) take polls_wait
-        self.remote_wait = polls_wait(P, p)
         self.sig_local = p["signal_local_us"] * US
-        self.release = release = float(push_release(P, p, cfg.comm_sms))
-        remote = p["signal_remote_us"] * US if P > 1 else 0.0
-        self.dispatch_wait = release + remote if self.dpush else self.sig_local
+        release, remote_wait, dispatch_wait, _, sig_comm = minibatch_signals(
+            P, p, cfg.comm_sms, self.dpush, self.kpush)
+        self.release, self.remote_wait = float(release), float(remote_wait)
+        self.dispatch_wait = float(dispatch_wait)
         # a GPU's releases (push dispatch) and polls (pull combine) of a minibatch
         # (analytic.with_signals): our kernel's comm programs signal between their copies
         # (push_release_lanes 1: comm-SM seconds added to the minibatch's copies); one writer
         # signals beside them, a serial chain per GPU (sig_free: when it is next free) in which
         # each of its minibatches takes its turn once its rows are in
-        self.sig_comm = (release if self.dpush else 0.0) + (self.remote_wait if not self.kpush else 0.0)
+        self.sig_comm = float(sig_comm)
         self.sig_lanes = _param(p, "push_release_lanes") >= 0.5
         self.sig_free = [0.0] * P
         self.spans: list = []  # (gpu, tid, name, start, dur)
