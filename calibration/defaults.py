@@ -142,15 +142,16 @@ H200X2_DESIGN = {
 }
 
 
-def fit_h200x2_layers(runs: list[dict], fabric: Params, band: str = "none"):
+def fit_h200x2_layers(runs: list[dict], fabric: Params, band: str = "none", held=()):
     """The 2-GPU layer fit on `runs` (every record given is training data): the library GEMM
     to the gemm-only records, then the MoK and nccl-torch terms jointly (both use the launch
     terms), fabric values held as given and our kernel's design values (H200X2_DESIGN) set.
+    `held`: parameters a microbenchmark measured (fit_fabric's), never freed here.
     Returns (gemm fit, layer fit)."""
     fabric = fabric.with_values(**{k: v for k, (v, _) in H200X2_DESIGN.items()})
     gemm = fit_library_gemm(runs, fabric)
     layer = fit([r for r in runs if r["system"] in ("mok", "nccl-torch")], gemm.params,
-                H200X2_MOK_FREE + H200X2_NCCL_FREE, band=band)
+                [n for n in H200X2_MOK_FREE + H200X2_NCCL_FREE if n not in held], band=band)
     return gemm, layer
 
 
@@ -372,9 +373,9 @@ def fit_h200_hgx8(root: Path) -> None:
     micro_files = sorted(H200X2.glob("nvlink_micro_*.jsonl"))
     layer_files = sorted(H200X2.glob("bench_*.jsonl"))
     base = prior_params("h200-hgx8", HOPPER)
-    fab = fit_fabric(read_records(micro_files), base, load_hardware("h200-hgx8").link_gbps)
+    fab = fit_fabric(read_records(micro_files), base, load_hardware("h200-hgx8"))
     runs = read_records(layer_files)
-    gemm, layer = fit_h200x2_layers(runs, fab.params, band="bootstrap")
+    gemm, layer = fit_h200x2_layers(runs, fab.params, band="bootstrap", held=fab.fitted)
     sources = dict(base.sources)
     for name, f in fab.fitted.items():
         sources[name] = (f"measured: {f['how']} ({len(f['records'])} records in "
@@ -383,9 +384,11 @@ def fit_h200_hgx8(root: Path) -> None:
     for name, (_, why) in H200X2_DESIGN.items():
         sources[name] = why
     for name in H200X2_MOK_FREE:
-        sources[name] = f"fitted to the real 2-GPU MoK records in {layers} (fabric held as measured)"
+        if name not in fab.fitted:
+            sources[name] = f"fitted to the real 2-GPU MoK records in {layers} (fabric held as measured)"
     for name in H200X2_NCCL_FREE:
-        sources[name] = f"fitted to the real 2-GPU nccl-torch records in {layers}"
+        if name not in fab.fitted:
+            sources[name] = f"fitted to the real 2-GPU nccl-torch records in {layers}"
     for name in GEMM_FREE:
         sources[name] = (f"fitted to the {len(gemm.ids)} real 2-GPU gemm-only records (torch's "
                          f"grouped GEMMs alone) in {layers} (calibration/fit_gemm.py)")

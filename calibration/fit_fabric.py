@@ -13,6 +13,12 @@ measurement exists, and only there:
                      mean of the one-way saturation rates L_pull and L_push
 - signal_remote_us   micro-nvlink-signal with one slot: half the median round trip
 - push_signal_per_peer_us  micro-nvlink-signal: slope of the round trip over the slot count
+- nccl_peer_gbps     micro-nccl-alltoall: per peer count k, the rate R_k of a line time = a_k +
+                     bytes / R_k over the message sizes; the mean R_k / k of the peer counts
+                     that are not link-bound (R_k / k at least SATURATED of the best)
+- nccl_eff           micro-nccl-alltoall: where some peer count is link-bound, its mean R_k over
+                     link_gbps x link_eff; where none is (two GPUs: one peer is all there is),
+                     raised to the largest R_k's share only if the base's is below it (a bound)
 
 Each replaced value's source names the records (files, count, system), what was fitted and the
 command; "fabric_fit" in the file holds the record ids per parameter, the residuals and the
@@ -37,12 +43,15 @@ from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
 from mok_model.params import BOUNDS, Params, write_params
-from mok_model.presets import load_hardware
+from mok_model.baselines import nccl_alltoall_s
+from mok_model.presets import Hardware, load_hardware
 from mok_model.records import read_records
 
 from .checks import params_file, required_text, shipped_params
 
-SYSTEMS = ("micro-nvlink-copy", "micro-nvlink-bidir", "micro-nvlink-signal", "micro-nvlink-gemm-copy")
+SYSTEMS = ("micro-nvlink-copy", "micro-nvlink-bidir", "micro-nvlink-signal", "micro-nvlink-gemm-copy",
+           "micro-nccl-alltoall")
+SATURATED = 0.85   # a peer count whose rate per peer is below this share of the best is link-bound
 
 
 @dataclass
@@ -102,8 +111,71 @@ def _in_repo(path: str) -> str:
         return path
 
 
-def fit_fabric(records: list[dict], base: Params, link_gbps: float) -> FabricFit:
-    """Replace the fabric parameters of `base` that the micro-nvlink-* records measure."""
+def nccl_rates(recs: list[dict]) -> dict[int, tuple[float, float, list[dict]]]:
+    """Per peer count k with at least two message sizes: (R_k GB/s per rank, a_k us, records)
+    of the least-squares line time = a_k + bytes per rank / R_k."""
+    rates = {}
+    for k in sorted({int(_m(r, "peers")) for r in recs}):
+        mine = [r for r in recs if int(_m(r, "peers")) == k]
+        nb = np.array([k * float(_m(r, "bytes_per_peer")) for r in mine])
+        if len(set(nb.tolist())) < 2:
+            continue
+        t = np.array([r["latency_ms"]["median"] * 1e-3 for r in mine])
+        slope, icpt = np.polyfit(nb, t, 1)
+        if slope > 0:
+            rates[k] = (1.0 / slope / 1e9, float(icpt) * 1e6, mine)
+    return rates
+
+
+def fit_nccl(recs: list[dict], link_share: float, base: Params, put, out: FabricFit) -> None:
+    """nccl_peer_gbps and nccl_eff from micro-nccl-alltoall records (module docstring)."""
+    rates = nccl_rates(recs)
+    if not rates:
+        out.notes.append("micro-nccl-alltoall: no peer count at two or more message sizes; "
+                         "nothing fitted")
+        return
+    out.measurements["nccl_alltoall"] = {str(k): {"GBps_per_rank": r, "fixed_us": a}
+                                         for k, (r, a, _) in rates.items()}
+    out.notes.append("micro-nccl-alltoall: the fixed GPU cost of one all-to-all (fixed_us under "
+                     "measurements) has no term in the model beyond one link latency a peer")
+    per_peer = {k: r / k for k, (r, _, _) in rates.items()}
+    best = max(per_peer.values())
+    free = [k for k in rates if per_peer[k] >= SATURATED * best]
+    bound = [k for k in rates if k not in free]
+    put("nccl_peer_gbps", float(np.mean([per_peer[k] for k in free])),
+        "rate per peer, " + ", ".join(f"{k} peer(s) {per_peer[k]:.1f}" for k in free) + " GB/s",
+        [r for k in free for r in rates[k][2]])
+    if bound:
+        eff = float(np.mean([rates[k][0] for k in bound])) / link_share
+        put("nccl_eff", eff, "link-bound peer counts " + ", ".join(
+            f"{k}: {rates[k][0]:.0f}" for k in bound) + f" GB/s per rank over {link_share:.0f} GB/s "
+            "(link_gbps x link_eff)", [r for k in bound for r in rates[k][2]])
+        return
+    top = max(rates)
+    floor = rates[top][0] / link_share
+    if base["nccl_eff"] < floor:
+        put("nccl_eff", floor, f"a lower bound: {top} peer(s) moved {rates[top][0]:.0f} GB/s per "
+            f"rank, {floor:.3f} of {link_share:.0f} GB/s, and no peer count was link-bound",
+            rates[top][2])
+    else:
+        out.notes.append(f"micro-nccl-alltoall: no peer count is link-bound (up to {top}), so "
+                         f"nccl_eff is not measured; the base's {base['nccl_eff']:.3g} stays (it "
+                         f"is above the {floor:.3f} the runs bound it by)")
+
+
+def nccl_residual(rec: dict, hardware: Hardware, p: Params) -> dict:
+    """A micro-nccl-alltoall record against the model's time for it (baselines.nccl_alltoall_s)."""
+    ms = rec["latency_ms"]["median"]
+    pred = nccl_alltoall_s(hardware, p, int(_m(rec, "peers")), float(_m(rec, "bytes_per_peer"))) * 1e3
+    return {"id": rec["id"], "system": rec["system"], "peers": int(_m(rec, "peers")),
+            "bytes_per_peer": _m(rec, "bytes_per_peer"), "measured_ms": ms, "predicted_ms": pred,
+            "rel_error": pred / ms - 1}
+
+
+def fit_fabric(records: list[dict], base: Params, hardware: Hardware) -> FabricFit:
+    """Replace the fabric parameters of `base` that the micro-nvlink-* and micro-nccl-alltoall
+    records measure on `hardware`."""
+    link_gbps = hardware.link_gbps
     by: dict[str, list[dict]] = {}
     for r in records:
         if r["system"] in SYSTEMS:
@@ -171,6 +243,13 @@ def fit_fabric(records: list[dict], base: Params, link_gbps: float) -> FabricFit
     elif sig:
         out.notes.append("micro-nvlink-signal: one slot count only; push_signal_per_peer_us not fitted")
 
+    nccl = [r for r in by.get("micro-nccl-alltoall", []) if _m(r, "peers") and _m(r, "bytes_per_peer")]
+    if nccl:
+        link_share = link_gbps * values.get("link_eff", base["link_eff"])
+        fit_nccl(nccl, link_share, base, put, out)
+        after = base.with_values(**values)
+        out.residuals += [nccl_residual(r, hardware, after) for r in nccl]
+
     gc = by.get("micro-nvlink-gemm-copy", [])
     if gc:
         sms = int(gc[0]["hardware"].get("sms") or 132)
@@ -220,8 +299,7 @@ def main(argv: list[str]) -> int:
         if base.hardware != hw_name:
             raise MokInputError(f"--base {a.base!r} is for hardware {base.hardware!r}, not "
                                 f"{hw_name!r}")
-        link = load_hardware(hw_name).link_gbps
-        res = fit_fabric(records, base, link)
+        res = fit_fabric(records, base, load_hardware(hw_name))
     except MokInputError as exc:
         print(f"{p.prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -12,6 +12,8 @@ micro-nvlink-signal (system-scope flag round trip to P peer slots), micro-nvlink
 GEMM rate while k programs copy), micro-copy-beside-gemm (the copy's rate beside a tiled GEMM, one
 launch split as the megakernel splits its SMs; --gemm-shapes), micro-nvlink-alltoall (every rank
 exchanging with every peer at once, real GPUs only: the switch's saturation; written for issue 15,
+not yet run on a GPU), micro-nccl-alltoall (NCCL's all_to_all_single to 1 .. world - 1 peers,
+0.25-64 MiB a peer, real GPUs only: the nccl-torch baseline's exchange; written in session 52,
 not yet run on a GPU).
 Peer memory is torch symmetric memory, addressed as element offsets from the local buffer's pointer
 (mok_kernels/peers.py). Timing: CUDA events per iteration after warm-up, a GPU-side barrier of both
@@ -625,8 +627,74 @@ def bench_alltoall(f: Fabric, out: list) -> None:
                   f"{len(pairs)} peers")
 
 
+def nccl_peer_sets(world: int, quick: bool) -> list[int]:
+    """Peer counts the NCCL sweep measures: 1, powers of two below world - 1, and world - 1
+    (every peer, the layer's all-to-all); quick: 1 and world - 1."""
+    top = world - 1
+    ks = {1, top} if quick else {1, top, *(2 ** i for i in range(1, top.bit_length()) if 2 ** i < top)}
+    return sorted(k for k in ks if k >= 1)
+
+
+def nccl_splits(world: int, rank: int, peers: int, n: int) -> tuple[list[int], list[int]]:
+    """all_to_all_single split sizes (elements) when every rank sends n elements to each of the
+    `peers` ranks after it (rank + 1 .. rank + peers, mod world) and so receives n from each of
+    the `peers` ranks before it; nothing to itself or to the other ranks."""
+    send = [n if 1 <= (q - rank) % world <= peers else 0 for q in range(world)]
+    recv = [n if 1 <= (rank - q) % world <= peers else 0 for q in range(world)]
+    return send, recv
+
+
+def _fresh(f: Fabric, src: torch.Tensor, i: int) -> None:
+    """Fresh random rows to send, then a GPU-side barrier of every rank."""
+    src.normal_()
+    f.barrier()
+
+
+NCCL_MB = (0.25, 1, 4, 16, 64)          # message per peer (MiB) of the NCCL sweep
+NCCL_MB_QUICK = (1, 16)
+
+
+def bench_nccl(f: Fabric, out: list) -> None:
+    """NCCL's all-to-all (torch.distributed.all_to_all_single, the nccl-torch baseline's
+    exchange) with each rank sending to `peers` of its world - 1 peers (1 .. world - 1) and a
+    message per peer of 0.25-64 MiB; the iteration time is the slowest rank's. Measures NCCL's
+    rate per peer (nccl_peer_gbps: few channels a peer, so one peer cannot fill the link) and
+    its share of the link with every peer at once (nccl_eff); calibration/fit_fabric.py fits both."""
+    if f.emulate or f.world < 2:
+        f.log("nccl: needs 2 or more real GPUs; skipped")
+        return
+    import torch.distributed as dist
+    top_mb = max(NCCL_MB_QUICK if f.a.quick else NCCL_MB)
+    elems = int(top_mb * 2 ** 20) // 2
+    send = torch.empty((f.world - 1) * elems, dtype=torch.bfloat16, device=f.dev)
+    recv = torch.empty_like(send)
+    for peers in nccl_peer_sets(f.world, f.a.quick):
+        for mb in (NCCL_MB_QUICK if f.a.quick else NCCL_MB):
+            if not f.time_left(f"nccl peers={peers} {mb} MiB"):
+                return
+            n = int(mb * 2 ** 20) // 2
+            s_split, r_split = nccl_splits(f.world, f.rank, peers, n)
+            src, dst = send[:peers * n], recv[:peers * n]
+            step = functools.partial(dist.all_to_all_single, dst, src, r_split, s_split)
+            ts = f.gather_max(time_events(step, functools.partial(_fresh, f, src), f.a.iters, 2))
+            nbytes = peers * n * 2
+            gbs = nbytes / stats(ts)["median"] / 1e6
+            out.append(f.record("micro-nccl-alltoall", ts,
+                                {"peers": peers, "bytes_per_peer": n * 2, "bytes_per_rank": nbytes,
+                                 "GBps_per_rank": gbs, "GBps_per_peer": gbs / peers},
+                                f"NCCL all_to_all_single: each rank sends {mb:g} MiB to each of "
+                                f"{peers} peer(s) and receives as much from {peers}: {gbs:.1f} "
+                                f"GB/s per rank (slowest rank's time)",
+                                {"peers": peers, "bytes_per_peer": n * 2, "dtype": "bf16",
+                                 "collective": "all_to_all_single",
+                                 "nccl": ".".join(map(str, torch.cuda.nccl.version()))},
+                                between="every rank -> its next `peers` ranks"))
+            f.log(f"nccl peers={peers:3d} {mb:6g} MiB/peer {gbs:8.1f} GB/s per rank")
+
+
 BENCHES = {"copy": bench_copy, "bidir": bench_bidir, "signal": bench_signal,
-           "gemm_copy": bench_gemm_copy, "copy_gemm": bench_copy_gemm, "alltoall": bench_alltoall}
+           "gemm_copy": bench_gemm_copy, "copy_gemm": bench_copy_gemm, "alltoall": bench_alltoall,
+           "nccl": bench_nccl}
 
 
 def run(a: argparse.Namespace) -> int:

@@ -48,13 +48,13 @@ def held_out_fits(runs: list[dict]) -> dict:
     """(key, held-out value) -> the layer parameters fitted without the records of that token
     count or model (its gemm-only records too), for key "tokens" and "model"."""
     micro = read_records(sorted(H200X2.glob("nvlink_micro_*.jsonl")))
-    fab = fit_fabric(micro, prior_params("h200-hgx8", HOPPER),
-                     load_hardware("h200-hgx8").link_gbps).params
+    fab = fit_fabric(micro, prior_params("h200-hgx8", HOPPER), load_hardware("h200-hgx8"))
     layer = [r for r in runs if r["system"] in ("mok", "nccl-torch") and predictable(r)]
     fits = {}
     for by in ("tokens", "model"):
         for g in sorted({str(r[by]) for r in layer}):
-            fits[by, g] = fit_h200x2_layers([r for r in runs if str(r[by]) != g], fab)[1].params
+            fits[by, g] = fit_h200x2_layers([r for r in runs if str(r[by]) != g], fab.params,
+                                            held=fab.fitted)[1].params
     return fits
 
 

@@ -24,6 +24,7 @@ import numpy as np
 from .analytic import (US, expert_ffn_time, fabric_gbps, loads, one_domain, quantize_time,
                        scale_out_time)
 from .params import Params
+from .presets import Hardware
 from .scenario import ELEMENT_BYTES, Scenario
 
 BASELINES = ("nccl-torch", "deepep", "hybridep", "comet")
@@ -155,6 +156,16 @@ def nccl_peers_cap(scn: Scenario, p: Params) -> float:
     if scn.hardware.emulated_ranks or scn.ep < 2:
         return np.inf
     return (scn.ep - 1) * p["nccl_peer_gbps"] * 1e9
+
+
+def nccl_alltoall_s(hw: Hardware, p: Params, peers: int, bytes_per_peer: float) -> float:
+    """One NCCL all-to-all inside one domain as _exchange charges it, each rank sending
+    `bytes_per_peer` to each of `peers` peers: the bytes over the link's NCCL share
+    (link_gbps x link_eff x nccl_eff) or its channels (peers x nccl_peer_gbps), whichever is
+    lower, plus one link latency a peer. What a micro-nccl-alltoall record times
+    (calibration/nvlink_bench.py), fitted by calibration/fit_fabric.py."""
+    rate = min(hw.link_gbps * p["link_eff"] * p["nccl_eff"], peers * p["nccl_peer_gbps"]) * 1e9
+    return peers * bytes_per_peer / rate + peers * hw.link_latency_us * US
 
 
 def api_buffer_copy(scn: Scenario, p: Params, rows, bytes_row: float):

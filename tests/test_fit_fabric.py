@@ -12,9 +12,11 @@ import pytest
 
 from calibration.fit_fabric import fit_fabric, main
 from mok_model.params import PARAMS_DIR, read_fit_record, read_params
+from mok_model.presets import load_hardware
 from mok_model.records import append_records, read_records
 
-LINK = 450.0  # h200-hgx8 link_gbps
+HW = load_hardware("h200-hgx8")
+LINK = HW.link_gbps  # 450
 TRUTH = {"copy_gbps_per_sm": 21.0, "push_copy_scale": 0.8, "link_eff": 0.74,
          "signal_remote_us": 1.35, "push_signal_per_peer_us": 0.22}
 PULL_SAT, PUSH_SAT = 0.81 * LINK, 0.86 * LINK  # one-way saturation (link_eff is the bidir share)
@@ -62,7 +64,7 @@ def _base():
 
 @pytest.mark.parametrize("seed", [0, 1, 2])
 def test_fit_recovers_known_parameters(seed):
-    res = fit_fabric(synthetic(seed=seed), _base(), LINK)
+    res = fit_fabric(synthetic(seed=seed), _base(), HW)
     assert set(res.fitted) == set(TRUTH)
     for name, want in TRUTH.items():
         got = res.params[name]
@@ -74,7 +76,7 @@ def test_fit_recovers_known_parameters(seed):
 
 
 def test_fit_is_exact_without_noise():
-    res = fit_fabric(synthetic(noise=0.0), _base(), LINK)
+    res = fit_fabric(synthetic(noise=0.0), _base(), HW)
     for name, want in TRUTH.items():
         assert res.params[name] == pytest.approx(want, rel=1e-3), name
     assert max(abs(r["rel_error"]) for r in res.residuals) < 1e-3
@@ -84,7 +86,7 @@ def test_other_truth_moves_the_fit():
     """Guard against a fit that returns constants: a different truth gives different values."""
     other = {"copy_gbps_per_sm": 9.0, "push_copy_scale": 0.55, "link_eff": 0.6,
              "signal_remote_us": 2.6, "push_signal_per_peer_us": 0.9}
-    res = fit_fabric(synthetic(truth=other, noise=0.0), _base(), LINK)
+    res = fit_fabric(synthetic(truth=other, noise=0.0), _base(), HW)
     for name, want in other.items():
         assert res.params[name] == pytest.approx(want, rel=1e-3), name
 
@@ -92,7 +94,7 @@ def test_other_truth_moves_the_fit():
 def test_priors_kept_where_nothing_was_measured():
     sig_only = [r for r in synthetic(noise=0.0) if r["system"] == "micro-nvlink-signal"][:1]
     base = _base()
-    res = fit_fabric(sig_only, base, LINK)
+    res = fit_fabric(sig_only, base, HW)
     assert set(res.fitted) == {"signal_remote_us"}
     assert res.params["copy_gbps_per_sm"] == base["copy_gbps_per_sm"]
     assert res.params["push_signal_per_peer_us"] == base["push_signal_per_peer_us"]
@@ -101,7 +103,7 @@ def test_priors_kept_where_nothing_was_measured():
 
 def test_push_faster_than_pull_is_clipped_and_said():
     truth = dict(TRUTH, push_copy_scale=1.3)
-    res = fit_fabric(synthetic(truth=truth, noise=0.0), _base(), LINK)
+    res = fit_fabric(synthetic(truth=truth, noise=0.0), _base(), HW)
     assert res.params["push_copy_scale"] == 1.0
     assert any("push_copy_scale" in n and "clipped" in n for n in res.notes)
 

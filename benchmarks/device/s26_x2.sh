@@ -20,6 +20,9 @@ echo "group_check exit $? $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
 timeout 150 python3 -m pytest -v -p no:cacheprovider tests/test_kernels_gpu.py -k real_gpus \
   > $R/t_real_gpus.log 2>&1
 echo "tests exit $? $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
+timeout 60 python3 calibration/nvlink_bench.py --gpus 2 --only nccl --out $R/nvlink_micro_nccl.jsonl \
+  > $R/nccl.log 2>&1   # session 52: NCCL's all-to-all, one peer (nccl_peer_gbps; fit_fabric)
+echo "nccl micro exit $? $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
 REM=$(( 550 - ($(date +%s) - T0) ))
 timeout $REM python3 -m mok_kernels.bench --gpus 2 \
   --model qwen3-30b-a3b,qwen3-next-80b-a3b,llama4-maverick --tokens 256,2048,8192 \
