@@ -131,8 +131,8 @@ def fit_nccl(recs: list[dict], link_share: float, base: Params, put, out: Fabric
     """nccl_peer_gbps and nccl_eff from micro-nccl-alltoall records (module docstring)."""
     rates = nccl_rates(recs)
     if not rates:
-        out.notes.append("micro-nccl-alltoall: no peer count at two or more message sizes; "
-                         "nothing fitted")
+        out.notes.append("micro-nccl-alltoall: no peer count at two or more message sizes whose "
+                         "time grows with the bytes; nothing fitted")
         return
     out.measurements["nccl_alltoall"] = {str(k): {"GBps_per_rank": r, "fixed_us": a}
                                          for k, (r, a, _) in rates.items()}

@@ -76,3 +76,16 @@ def test_two_gpus_measure_the_channels_only():
     res = fit_fabric(nccl_records(2, {"nccl_peer_gbps": 90.0, "nccl_eff": 0.1}), low.with_values(nccl_eff=0.1), HW)
     # at nccl_eff 0.1 the link share (450 x link_eff x 0.1 ~ 34 GB/s) binds the one peer
     assert "nccl_eff" in res.fitted and res.params["nccl_eff"] == pytest.approx(0.1, rel=0.03)
+
+
+def test_records_that_fit_no_line_change_nothing():
+    """One message size a peer count, or times that fall with the bytes: nothing is fitted and
+    a note says so (never a rate from a line that cannot be drawn)."""
+    base = read_params(PARAMS_DIR / "h200-hgx8.json")
+    one_size = [_rec("micro-nccl-alltoall", 1.0, {"peers": 1, "bytes_per_peer": 64 * MIB})]
+    falling = [_rec("micro-nccl-alltoall", ms, {"peers": 1, "bytes_per_peer": mb * MIB})
+               for mb, ms in ((1, 0.5), (64, 0.4))]
+    for recs in (one_size, falling):
+        res = fit_fabric(recs, base, HW)
+        assert not res.fitted and res.params.values == base.values
+        assert any("nothing fitted" in n for n in res.notes)
