@@ -39,11 +39,11 @@ from dataclasses import dataclass, field
 import numpy as np
 from scipy.optimize import least_squares
 
+from mok_model.baselines import nccl_alltoall_s
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file
 from mok_model.params import BOUNDS, Params, write_params
-from mok_model.baselines import nccl_alltoall_s
 from mok_model.presets import Hardware, load_hardware
 from mok_model.records import read_records
 

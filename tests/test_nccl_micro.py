@@ -89,3 +89,20 @@ def test_records_that_fit_no_line_change_nothing():
         res = fit_fabric(recs, base, HW)
         assert not res.fitted and res.params.values == base.values
         assert any("nothing fitted" in n for n in res.notes)
+
+
+@pytest.mark.parametrize("ep", [2, 4, 8])
+def test_microbenchmark_time_is_the_layer_exchange(ep):
+    """nccl_alltoall_s is what the nccl-torch baseline's exchange (_exchange) charges a GPU
+    whose rows go evenly to every peer: the fit and the layer read one formula."""
+    import numpy as np
+
+    from mok_model.baselines import _exchange
+    from mok_model.presets import load_model
+    from mok_model.scenario import Scenario
+    p = read_params(PARAMS_DIR / "h200-hgx8.json")
+    scn = Scenario(HW, load_model("kimi-k2"), ep, 2048)
+    rows, row_bytes = 3000.0, 2.0 * 7168
+    layer = _exchange(scn, p, row_bytes, np.full(ep, rows), np.full(ep, rows), None, p["nccl_eff"])
+    micro = nccl_alltoall_s(HW, p, ep - 1, rows * row_bytes / (ep - 1))
+    assert np.allclose(layer, micro, rtol=1e-12)
