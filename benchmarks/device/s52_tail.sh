@@ -1,5 +1,5 @@
 #!/bin/bash
-# Session 52 (any Hopper card, <= 240 s): the tails of the two suites s51_call1.sh cut at its
+# Session 52 (any Hopper card, <= 175 s): the tails of the two suites s51_call1.sh cut at its
 # 410 s step limit (every test they reached passed): the kernel suite after its first 75 tests
 # and the backward suite after its first 76, in collection order, run side by side.
 export PYTHONPATH=.
@@ -12,8 +12,8 @@ tail_ids() {  # tail_ids SKIP PYTEST-ARGS...: node ids after the first SKIP
 K=$(tail_ids 75 tests/test_kernels_gpu.py -k "not bench and not rotated and not fused_schedule and not local_group")
 B=$(tail_ids 76 tests/test_backward_gpu.py)
 echo "kernel tail $(echo $K | wc -w) tests, backward tail $(echo $B | wc -w)" >> $R/gpu.txt
-timeout 220 python3 -m pytest -q -p no:cacheprovider $K > $R/k_tail.log 2>&1 &
-timeout 220 python3 -m pytest -q -p no:cacheprovider $B > $R/bwd_tail.log 2>&1 &
+timeout 150 python3 -m pytest -q -p no:cacheprovider $K > $R/k_tail.log 2>&1 &
+timeout 150 python3 -m pytest -q -p no:cacheprovider $B > $R/bwd_tail.log 2>&1 &
 wait
 echo "done at $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
 cat $R/gpu.txt; tail -n 3 $R/k_tail.log $R/bwd_tail.log; grep -h "FAILED\|Error" $R/*.log | head
