@@ -81,12 +81,14 @@ def _tile(rec: dict) -> tuple:
 
 def usable(records: list[dict], table_system: str = TABLE_SYSTEM) -> tuple[list[dict], dict]:
     """The h200-1 records a report uses: forward MoK runs whose tile the model describes (that of
-    their workload's GEMM-phase record, else the kernel's default), the GEMM-phase records and
-    the microbenchmarks. Returns (records, counts of what was left out and why)."""
+    their workload's GEMM-phase record, the newest where several are, else the kernel's
+    default), the GEMM-phase records and the microbenchmarks. Returns (records, counts of what
+    was left out and why)."""
     left: Counter = Counter()
     recs = [r for r in records if r["hardware"]["preset"] == HARDWARE]
     left["other hardware"] = len(records) - len(recs)
-    gemm_tile = {workload_key(r): _tile(r) for r in recs if r["system"] == table_system}
+    phases = sorted((r for r in recs if r["system"] == table_system), key=lambda r: (r["date"], r["id"]))
+    gemm_tile = {workload_key(r): _tile(r) for r in phases}     # the newest record's tile wins
     out = []
     for r in recs:
         if r["system"] == "mok":
@@ -159,10 +161,15 @@ def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM,
     return fit(layer, micro.params, free).params, free, points
 
 
+def every_nth_workload(recs: list[dict], every: int) -> set:
+    """The workload keys of every `every`-th workload of `recs`, in a canonical order (sorted by
+    the key's text), so the choice does not depend on the order the files or records come in."""
+    return set(sorted({workload_key(r) for r in recs}, key=repr)[::every])
+
+
 def sim_sample(held: list[dict], every: int) -> list[dict]:
-    """Every `every`-th workload of `held` (whole workloads, in file order)."""
-    keys = list(dict.fromkeys(workload_key(r) for r in held))
-    keep = set(keys[::every])
+    """Every `every`-th workload of `held` (whole workloads, every_nth_workload)."""
+    keep = every_nth_workload(held, every)
     return [r for r in held if workload_key(r) in keep]
 
 
@@ -170,8 +177,7 @@ def _run_fold(args) -> dict:
     by, value, train, held, table, table_system, sim_every, free_arg, fix, thin, known = args
     t0 = time.time()
     if thin > 1:  # every thin-th training workload's MoK runs (GEMM phases and micro all kept)
-        keep = set(list(dict.fromkeys(workload_key(r) for r in train
-                                      if r["system"] == "mok"))[::thin])
+        keep = every_nth_workload([r for r in train if r["system"] == "mok"], thin)
         train = [r for r in train if r["system"] != "mok" or workload_key(r) in keep]
     params, free, points = fit_fold(train, table, table_system, free_arg, fix, known)
     v = validate(held, params, "analytic")
@@ -347,7 +353,9 @@ def _run(a: argparse.Namespace) -> int:
     for flag, value in (("--free", a.free), ("--fix", a.fix)):
         param_names(value, flag)
     files = [str(Path(f)) for f in a.runs]
-    records, left = usable(read_records(files), a.table_system)
+    # one canonical order (the records' ids), so the folds' fits, samples and figures do not
+    # depend on the order the files are named in
+    records, left = usable(sorted(read_records(files), key=lambda r: r["id"]), a.table_system)
     by_id = {r["id"]: r for r in records}
     mok = [r for r in records if r["system"] == "mok"]
     if not mok:
