@@ -272,8 +272,6 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
     per_gpu = per_gpu_before + per_gpu_after
     slow = int(np.argmax(per_gpu))
     typ = int(np.argsort(per_gpu, kind="stable")[P // 2])
-    if hw.emulated_ranks:  # one GPU runs rank 0 of the group: what is measured (as mok_terms)
-        slow = typ = 0
     terms = {"launch": launch, "schedule": p["schedule_us"] * US}
     terms.update({name: float(np.broadcast_to(v, (P,))[typ]) for name, v in before.items()})
     terms["host_sync"] = sync
@@ -290,8 +288,7 @@ def baseline_terms(scn: Scenario, p: Params, system: str) -> dict:
     for j, step in enumerate(steps):
         done = np.maximum(done, host * j / len(steps)) + step
     ends = per_gpu_before + np.maximum(done, host)
-    terms["host_launch_exposed"] = float((ends[0] if hw.emulated_ranks else np.max(ends))
-                                         - per_gpu[slow])
+    terms["host_launch_exposed"] = float(np.max(ends) - per_gpu[slow])
     terms["load_imbalance"] = float(per_gpu[slow] - per_gpu[typ])
     terms["quantize"] = quantize_time(scn, p)  # serial, before the dispatch (0 for BF16)
     if scn.domains > 1:  # spanning domains is its own term, as in analytic.mok_terms

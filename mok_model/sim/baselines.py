@@ -241,8 +241,6 @@ def simulate_baseline(scn: Scenario, system: str, p: Params, trace, trace_gpus: 
     ref = baseline_terms(scn, p, system)["terms"]
     slow = int(np.argmax(ends))
     typ = int(np.argsort(ends, kind="stable")[P // 2])
-    if hw.emulated_ranks:  # one GPU runs rank 0 of the group: what is measured (as sim/engine.py)
-        slow = typ = 0
     terms = {"launch": float(ref["launch"]), "schedule": float(ref["schedule"])}
     for label, v in phase_t[typ].items():
         terms[label] = float(v)
