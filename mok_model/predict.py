@@ -38,7 +38,7 @@ class Prediction:
 
     def notes(self) -> list[str]:
         """What a reader must know to read the numbers (scenario_notes, then the engine's)."""
-        return (scenario_notes(self.scenario) + list(self.extra.get("knob_notes", []))
+        return (scenario_notes(self.scenario, self.system) + list(self.extra.get("knob_notes", []))
                 + list(self.extra.get("notes", [])))
 
     def as_json(self) -> dict:
@@ -68,9 +68,9 @@ class Prediction:
         return self
 
 
-def scenario_notes(s: Scenario) -> list[str]:
-    """Facts about a scenario that change how its numbers read: domains spanned, uneven expert
-    placement, emulated peers."""
+def scenario_notes(s: Scenario, system: str = "mok") -> list[str]:
+    """Facts about a scenario (and `system`'s pass of it) that change how its numbers read:
+    domains spanned, uneven expert placement, emulated peers."""
     out = []
     if s.domains > 1:
         out.append(f"the EP group spans {s.domains} scale-up domains of {s.hardware.domain_size} "
@@ -81,8 +81,13 @@ def scenario_notes(s: Scenario) -> list[str]:
                    f"{s.model.name}: {r} GPUs hold {q + 1} experts and {s.ep - r} hold {q} "
                    f"(uneven placement); the GPUs with more receive more rows")
     if s.hardware.emulated_ranks and s.ep > 1:
-        out.append(f"{s.hardware.name} emulates the {s.ep - 1} peers in local memory; the "
-                   f"latency is rank 0's")
+        if system == "mok":
+            out.append(f"{s.hardware.name} emulates the {s.ep - 1} peers in local memory; the "
+                       f"latency is rank 0's")
+        else:   # a baseline exchanges with real peers: it waits for the slowest (as both engines say)
+            out.append(f"{s.hardware.name} emulates the {s.ep - 1} peers for MoK (rank 0's "
+                       f"pass); a {system} pass is not emulated: its latency is the slowest of "
+                       f"the {s.ep} GPUs, each on this hardware")
     return out
 
 
