@@ -65,10 +65,14 @@ def iteration_times(rec: dict) -> np.ndarray:
 
 
 def _groups(records: list[dict]) -> dict[tuple, list[int]]:
+    """{workload + system: indices of its records} for workloads of >= 3 records, in a canonical
+    order (workloads by their key's text, records by id), never the order the files or records
+    come in: the ceilings' random draws are handed out in this order."""
     out: dict[tuple, list[int]] = collections.defaultdict(list)
     for i, r in enumerate(records):
         out[workload_key(r) + (r["system"],)].append(i)
-    return {k: v for k, v in out.items() if len(v) >= 3}
+    return {k: sorted(out[k], key=lambda i: records[i]["id"])
+            for k in sorted(out, key=repr) if len(out[k]) >= 3}
 
 
 def noise_ceiling(records: list[dict], draws: int = 200, seed: int = 0) -> dict:
