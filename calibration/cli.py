@@ -200,7 +200,11 @@ def run_calibrate(a: argparse.Namespace) -> dict:
                                 f"bootstrap or linear), not --band {band}")
     a.band_samples = BAND_SAMPLES if a.band_samples is None else a.band_samples
     a.band_seed = BAND_SEED if a.band_seed is None else a.band_seed
-    records = read_records(a.runs)
+    # one canonical order (the records' ids), so the fit, its --thin, its bootstrap's workloads
+    # and the micro records' ties do not follow the order the files (or their lines) come in: a
+    # least-squares fit along a flat valley (copy_gbps_per_sm against copy_slowdown_beside_gemm)
+    # stopped at another point for another row order
+    records = sorted(read_records(a.runs), key=lambda r: r["id"])
     hardware, records = _hardware_of(records, a.hardware)
     out = Path(a.out).resolve()
     if out.parent == PARAMS_DIR.resolve() and out.stem != hardware:
@@ -359,8 +363,8 @@ def calibrate_parser() -> argparse.ArgumentParser:
     p.add_argument("--gemm-table", default=None,
                    help="GEMM efficiency table (python -m calibration.gemm_table) for the "
                         "megakernel's GEMMs in place of gemm_eff; the written file names it")
-    p.add_argument("--thin", type=int_at_least(1), default=1, help="fit on every K-th training record (file "
-                   "order; for the slow sim engine); the held-out group is kept whole")
+    p.add_argument("--thin", type=int_at_least(1), default=1, help="fit on every K-th training record (in "
+                   "record-id order; for the slow sim engine); the held-out group is kept whole")
     p.add_argument("--band", default=None,
                    help="the fitted parameters' uncertainty, stored in the file for prediction "
                         "bands: bootstrap (refit to resampled workloads; default with the analytic "
@@ -386,7 +390,8 @@ def validate_parser() -> argparse.ArgumentParser:
     p.add_argument("--bands", action="store_true",
                    help="draw each point's 90%% band on the --plot (the fit's parameter "
                         "uncertainty, as predict prints it; analytic engine) and add it to --json")
-    p.add_argument("--thin", type=int_at_least(1), default=1, help="every K-th record only (file order)")
+    p.add_argument("--thin", type=int_at_least(1), default=1, help="every K-th record only (in record-id "
+                   "order)")
     p.add_argument("--heldout-only", action="store_true",
                    help="only the records the parameters file's split held out")
     p.add_argument("--allow-params-mismatch", action="store_true",
@@ -424,7 +429,9 @@ def run_validate(a: argparse.Namespace) -> dict:
         records = [r for r in records if r["id"] in ids]
     if a.thin < 1:
         raise MokInputError(f"--thin {a.thin} must be >= 1")
-    records = records[::a.thin]
+    if a.thin > 1:  # every K-th record in id order, whatever order the files come in
+        keep = {r["id"] for r in sorted(records, key=lambda r: r["id"])[::a.thin]}
+        records = [r for r in records if r["id"] in keep]
     if not records:
         raise MokInputError("no MoE layer records to validate (micro-* and kernel-only systems "
                             "such as torch-grouped are not predicted)")
