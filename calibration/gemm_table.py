@@ -55,10 +55,13 @@ def table_records(records: list[dict], hardware: str, system: str = SYSTEM) -> l
     """The records a table is made of: measured forward BF16 runs of `system` on `hardware`, of
     today's kernel (records.todays_kernel: not the wide-expert GEMM phases of group_m 1, nor the
     phases that ran a zero shared expert, both measured again) on a routing the model draws, the
-    fits' rule (records.routing_reproduced: not the few-expert hot runs of the old draw)."""
-    return [r for r in records if r["system"] == system and r["hardware"]["preset"] == hardware
+    fits' rule (records.routing_reproduced: not the few-expert hot runs of the old draw); in
+    record-id order, so a table (its points, its mechanism fit and the order of its shapes, which
+    breaks ties between equally near shapes in a lookup) does not follow the order the files or
+    their records come in."""
+    return sorted((r for r in records if r["system"] == system and r["hardware"]["preset"] == hardware
             and r["source"] == "measured" and r["pass"] == "fwd" and r["precision"] == "bf16"
-            and todays_kernel(r) and routing_reproduced(r)]
+            and todays_kernel(r) and routing_reproduced(r)), key=lambda r: r["id"])
 
 
 def build_table(records: list[dict], hardware: str, files: list[str], system: str = SYSTEM,

@@ -10,6 +10,7 @@ import random
 from pathlib import Path
 
 from calibration.cli import calibrate_cli, validate_cli
+from calibration.gemm_table import build_table
 from calibration.noise import drift_ceiling
 from mok_model.records import read_records
 
@@ -68,3 +69,19 @@ def test_validate_thin_picks_the_same_records_whatever_the_order(tmp_path, capsy
         docs.append(json.loads(capsys.readouterr().out))
     a, b = ({r["id"]: r["predicted_ms"] for r in d["rows"]} for d in docs)
     assert a == b and len(a) > 10
+
+
+def test_gemm_table_does_not_follow_record_order():
+    recs = read_records([str(RUNS / "h200_space" / f) for f in ("gemm_phases.jsonl",
+                                                                 "gemm_phases_v2.jsonl")])
+    a = build_table(recs, "h200-1", [], "mok-gemm")
+    b = build_table(_shuffled(recs), "h200-1", [], "mok-gemm")
+    assert a.shapes == b.shapes and a.mechanism == b.mechanism
+    assert [p["id"] if "id" in p else p for p in a.points] == [p["id"] if "id" in p else p
+                                                               for p in b.points]
+    # equally near shapes: which four a lookup reads went with the shapes' order (up to 12%)
+    for I in (384, 768, 1408, 2048):
+        for H in (2048, 4096, 6144):
+            for L in (4, 16, 64):
+                assert a.neighbours(I, H, L) == b.neighbours(I, H, L)
+                assert a.eff(64, I, H, L) == b.eff(64, I, H, L)
