@@ -6,8 +6,9 @@ held-out range is made of (mok_model/heldout.py).
 RUNS default to HELDOUT_RUNS[hardware] (the records of the held-out tests: drawn shapes, unseen
 shapes, the automatic-pick and decode runs; none is read by calibration/defaults.py). Each MoK
 record the model can predict is predicted with the shipped parameters (analytic; the simulator
-on every `--sim-every`-th record of each file), and the signed errors pred / measured - 1 are
-summarised per engine, pass, precision and token regime (n, MAPE, 5%/50%/95% quantiles). The
+on every `--sim-every`-th record of each file, in record-id order), and the signed errors
+pred / measured - 1 are summarised per engine, pass, precision and token regime (n, MAPE,
+5%/50%/95% quantiles). The
 output (default mok_model/params/heldout/HARDWARE.json, written atomically) names the files, the
 command, the date and the parameters' fingerprint. Rerun it after every refit. Forward
 push/push records of the kernel with runtime mode words and the pull-combine records of the
@@ -72,10 +73,12 @@ def summarise(errors: list[float]) -> dict:
 
 def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> list[tuple]:
     """(file, group key, pred / measured - 1) of every MoK record of `runs` the model predicts,
-    analytic, and simulated on every `sim_every`-th record of each file."""
+    analytic, and simulated on every `sim_every`-th record of each file in record-id order (not
+    the file's line order, so the same records in another order give the same sample)."""
     out = []
     for f in runs:
-        recs = [r for r in read_records([f]) if r["system"] == "mok" and r["source"] == "measured"
+        recs = [r for r in sorted(read_records([f]), key=lambda r: r["id"])
+                if r["system"] == "mok" and r["source"] == "measured"
                 and r["hardware"]["preset"] == params.hardware and predictable(r)
                 and not superseded_kernel(r)]   # a kernel that no longer runs
         for engine, part in (("analytic", recs), ("sim", recs[::sim_every])):

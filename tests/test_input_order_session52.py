@@ -11,7 +11,9 @@ from pathlib import Path
 
 from calibration.cli import calibrate_cli, validate_cli
 from calibration.gemm_table import build_table
+from calibration.heldout_errors import signed_errors
 from calibration.noise import drift_ceiling
+from calibration.checks import shipped_params
 from mok_model.records import read_records
 
 RUNS = Path(__file__).resolve().parents[1] / "calibration" / "runs"
@@ -85,3 +87,13 @@ def test_gemm_table_does_not_follow_record_order():
             for L in (4, 16, 64):
                 assert a.neighbours(I, H, L) == b.neighbours(I, H, L)
                 assert a.eff(64, I, H, L) == b.eff(64, I, H, L)
+
+
+def test_heldout_errors_sim_sample_does_not_follow_line_order(tmp_path):
+    params = shipped_params("h200-1")
+    f = RUNS / "h200_drawn" / "decode2_s37.jsonl"
+    g = _shuffled_file(f, tmp_path / "decode2_s37.jsonl", seed=3)
+    a = signed_errors(params, [str(f)], 3)
+    b = signed_errors(params, [str(g)], 3)
+    assert sorted((k, e) for _, k, e in a) == sorted((k, e) for _, k, e in b)
+    assert any(k.startswith("sim") for _, k, _ in a)
