@@ -22,8 +22,11 @@ PUBLISHED = Path(__file__).parent / "runs" / "published" / "gb300_table1.jsonl"
 
 
 def leave_one_out(records: list[dict], free: list[str] | None = None) -> list[dict]:
-    """Per record: the prediction of a fit that did not see it, and its relative error."""
-    records = [r for r in records if predictable(r)]
+    """Per record, in record-id order: the prediction of a fit that did not see it, and its
+    relative error. The records are taken in id order, not the order they come in: the fit to
+    nine rows stops at another point of its flat directions for another row order (row 1's MoK
+    LOO error read -18.2% in the file's order and -2.2% with the lines shuffled)."""
+    records = sorted((r for r in records if predictable(r)), key=lambda r: r["id"])
     rows = []
     for i, rec in enumerate(records):
         train = records[:i] + records[i + 1:]

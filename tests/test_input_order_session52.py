@@ -97,3 +97,12 @@ def test_heldout_errors_sim_sample_does_not_follow_line_order(tmp_path):
     b = signed_errors(params, [str(g)], 3)
     assert sorted((k, e) for _, k, e in a) == sorted((k, e) for _, k, e in b)
     assert any(k.startswith("sim") for _, k, _ in a)
+
+
+def test_loo_does_not_follow_record_order(tmp_path):
+    from calibration.loo import leave_one_out
+
+    recs = read_records([str(RUNS / "published" / "gb300_table1.jsonl")])
+    a = {r["id"]: r["predicted_ms"] for r in leave_one_out(recs)}
+    b = {r["id"]: r["predicted_ms"] for r in leave_one_out(_shuffled(recs))}
+    assert a == b and len(a) == 10
