@@ -106,3 +106,16 @@ def test_loo_does_not_follow_record_order(tmp_path):
     a = {r["id"]: r["predicted_ms"] for r in leave_one_out(recs)}
     b = {r["id"]: r["predicted_ms"] for r in leave_one_out(_shuffled(recs))}
     assert a == b and len(a) == 10
+
+
+def test_report_passes_reads_files_in_any_order(capsys):
+    """calibration.report_passes: the same report, Pearson lines included (a workload timed
+    twice took its last record's error), with the files named in reverse."""
+    from calibration.report_passes import main
+    files = [str(RUNS / "h200" / f) for f in ("fp8_fwd.jsonl", "fp8_variants.jsonl",
+                                               "bwd_tiles.jsonl", "bwd_direct.jsonl")]
+    outs = []
+    for order in (files, files[::-1]):
+        assert main(list(order) + ["--json"]) == 0
+        outs.append(json.loads(capsys.readouterr().out))
+    assert outs[0] == outs[1]
