@@ -22,7 +22,7 @@ from mok_model.fileio import check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import (BOUNDS, PARAMS_DIR, Params, fit_record_path, read_fit_record,
                               read_params, write_params)
-from mok_model.records import KNOBS, model_records, read_records, record_copy_loop
+from mok_model.records import KNOBS, in_id_order, model_records, read_records, record_copy_loop
 from mok_model.scenario import ENGINES, MAX_SEED
 
 from .checks import param_names, params_file, required_text
@@ -204,7 +204,7 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     # and the micro records' ties do not follow the order the files (or their lines) come in: a
     # least-squares fit along a flat valley (copy_gbps_per_sm against copy_slowdown_beside_gemm)
     # stopped at another point for another row order
-    records = sorted(read_records(a.runs), key=lambda r: r["id"])
+    records = in_id_order(read_records(a.runs))
     hardware, records = _hardware_of(records, a.hardware)
     out = Path(a.out).resolve()
     if out.parent == PARAMS_DIR.resolve() and out.stem != hardware:
@@ -430,7 +430,7 @@ def run_validate(a: argparse.Namespace) -> dict:
     if a.thin < 1:
         raise MokInputError(f"--thin {a.thin} must be >= 1")
     if a.thin > 1:  # every K-th record in id order, whatever order the files come in
-        keep = {r["id"] for r in sorted(records, key=lambda r: r["id"])[::a.thin]}
+        keep = {r["id"] for r in in_id_order(records)[::a.thin]}
         records = [r for r in records if r["id"] in keep]
     if not records:
         raise MokInputError("no MoE layer records to validate (micro-* and kernel-only systems "

@@ -247,8 +247,6 @@ def fit_fabric(records: list[dict], base: Params, hardware: Hardware) -> FabricF
     if nccl:
         link_share = link_gbps * values.get("link_eff", base["link_eff"])
         fit_nccl(nccl, link_share, base, put, out)
-        after = base.with_values(**values)
-        out.residuals += [nccl_residual(r, hardware, after) for r in nccl]
 
     gc = by.get("micro-nvlink-gemm-copy", [])
     if gc:
@@ -263,6 +261,7 @@ def fit_fabric(records: list[dict], base: Params, hardware: Hardware) -> FabricF
                          "(copy_slowdown_beside_gemm, fitted to layer records); the measured "
                          "ratios are under fabric_fit.measurements")
     out.params = base.with_values(**values)
+    out.residuals += [nccl_residual(r, hardware, out.params) for r in nccl]
     return out
 
 

@@ -36,7 +36,7 @@ from scipy.optimize import least_squares
 from mok_model.gemm_table import (IDEAL_TILE, MECHANISM, GemmTable, mechanism_seconds, table_point,
                                   write_table)
 from mok_model.presets import load_hardware
-from mok_model.records import read_records, record_scenario, routing_reproduced, todays_kernel
+from mok_model.records import in_id_order, read_records, record_scenario, routing_reproduced, todays_kernel
 
 from .checks import required_text
 
@@ -59,9 +59,9 @@ def table_records(records: list[dict], hardware: str, system: str = SYSTEM) -> l
     record-id order, so a table (its points, its mechanism fit and the order of its shapes, which
     breaks ties between equally near shapes in a lookup) does not follow the order the files or
     their records come in."""
-    return sorted((r for r in records if r["system"] == system and r["hardware"]["preset"] == hardware
-            and r["source"] == "measured" and r["pass"] == "fwd" and r["precision"] == "bf16"
-            and todays_kernel(r) and routing_reproduced(r)), key=lambda r: r["id"])
+    return in_id_order(r for r in records if r["system"] == system and r["hardware"]["preset"] == hardware
+                       and r["source"] == "measured" and r["pass"] == "fwd" and r["precision"] == "bf16"
+                       and todays_kernel(r) and routing_reproduced(r))
 
 
 def build_table(records: list[dict], hardware: str, files: list[str], system: str = SYSTEM,

@@ -40,8 +40,8 @@ from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import atomic_write_text, check_output_file
 from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, SCHEMA, fingerprint, group_key
-from mok_model.records import (predictable, read_records, record_bwd_tiles, record_fp8_kernel,
-                               superseded_kernel)
+from mok_model.records import (in_id_order, predictable, read_records, record_bwd_tiles,
+                               record_fp8_kernel, superseded_kernel)
 
 from .checks import required_text, shipped_params
 from .defaults import H200_RUNS
@@ -77,7 +77,7 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> lis
     the file's line order, so the same records in another order give the same sample)."""
     out = []
     for f in runs:
-        recs = [r for r in sorted(read_records([f]), key=lambda r: r["id"])
+        recs = [r for r in in_id_order(read_records([f]))
                 if r["system"] == "mok" and r["source"] == "measured"
                 and r["hardware"]["preset"] == params.hardware and predictable(r)
                 and not superseded_kernel(r)]   # a kernel that no longer runs

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from mok_model.cli import doc_parser, run_tool
-from mok_model.records import read_records
+from mok_model.records import in_id_order, read_records
 
 from .cli import default_free, priors_for
 from .fit import fit, predict_records, predictable
@@ -26,7 +26,7 @@ def leave_one_out(records: list[dict], free: list[str] | None = None) -> list[di
     relative error. The records are taken in id order, not the order they come in: the fit to
     nine rows stops at another point of its flat directions for another row order (row 1's MoK
     LOO error read -18.2% in the file's order and -2.2% with the lines shuffled)."""
-    records = sorted((r for r in records if predictable(r)), key=lambda r: r["id"])
+    records = in_id_order(r for r in records if predictable(r))
     rows = []
     for i, rec in enumerate(records):
         train = records[:i] + records[i + 1:]

@@ -628,11 +628,11 @@ def bench_alltoall(f: Fabric, out: list) -> None:
 
 
 def nccl_peer_sets(world: int, quick: bool) -> list[int]:
-    """Peer counts the NCCL sweep measures: 1, powers of two below world - 1, and world - 1
-    (every peer, the layer's all-to-all); quick: 1 and world - 1."""
+    """Peer counts the NCCL sweep measures (world >= 2): 1, powers of two below world - 1, and
+    world - 1 (every peer, the layer's all-to-all); quick: 1 and world - 1."""
     top = world - 1
     ks = {1, top} if quick else {1, top, *(2 ** i for i in range(1, top.bit_length()) if 2 ** i < top)}
-    return sorted(k for k in ks if k >= 1)
+    return sorted(ks)
 
 
 def nccl_splits(world: int, rank: int, peers: int, n: int) -> tuple[list[int], list[int]]:

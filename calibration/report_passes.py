@@ -31,7 +31,7 @@ import numpy as np
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params
-from mok_model.records import read_records, routing_reproduced
+from mok_model.records import in_id_order, read_records, routing_reproduced
 
 from .checks import params_file
 from .passes import GROUPS, PASS_FREE, record_value, fit_passes, held_out, pass_group, pass_records
@@ -198,7 +198,7 @@ def main(argv: list[str] | None = None) -> int:
             else load_params(None, "h200-1")
         files = a.runs or sorted(str(f) for f in RUNS.glob("*.jsonl"))
         # one canonical order (the records' ids): the folds' fits do not follow the files' order
-        records = sorted(read_records(files), key=lambda r: r["id"])
+        records = in_id_order(read_records(files))
         # the pass records, and the BF16 forward MoK records of the files that hold FP8 ones
         fp8_files = {r["_file"] for r in records if pass_group(r) == "fp8"}
         records = [r for r in records if pass_group(r) or (

@@ -50,7 +50,7 @@ from mok_model.cli import doc_parser, int_at_least, local_processes, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import loads_json
 from mok_model.gemm_table import DEFAULT_TILE
-from mok_model.records import read_records, routing_reproduced, workload_key
+from mok_model.records import in_id_order, read_records, routing_reproduced, workload_key
 
 from .checks import param_names, required_text
 from .cli import default_free, priors_for
@@ -355,7 +355,7 @@ def _run(a: argparse.Namespace) -> int:
     files = [str(Path(f)) for f in a.runs]
     # one canonical order (the records' ids), so the folds' fits, samples and figures do not
     # depend on the order the files are named in
-    records, left = usable(sorted(read_records(files), key=lambda r: r["id"]), a.table_system)
+    records, left = usable(in_id_order(read_records(files)), a.table_system)
     by_id = {r["id"]: r for r in records}
     mok = [r for r in records if r["system"] == "mok"]
     if not mok:

@@ -155,7 +155,12 @@ def nccl_peers_cap(scn: Scenario, p: Params) -> float:
     (at EP 2 one peer's). inf where the peers are emulated in local memory (no channels)."""
     if scn.hardware.emulated_ranks or scn.ep < 2:
         return np.inf
-    return (scn.ep - 1) * p["nccl_peer_gbps"] * 1e9
+    return nccl_channels_bps(scn.ep - 1, p)
+
+
+def nccl_channels_bps(peers: int, p: Params) -> float:
+    """Bytes/s NCCL's channels move for a GPU exchanging with `peers` peers (nccl_peer_gbps each)."""
+    return peers * p["nccl_peer_gbps"] * 1e9
 
 
 def nccl_alltoall_s(hw: Hardware, p: Params, peers: int, bytes_per_peer: float) -> float:
@@ -164,7 +169,7 @@ def nccl_alltoall_s(hw: Hardware, p: Params, peers: int, bytes_per_peer: float) 
     (link_gbps x link_eff x nccl_eff) or its channels (peers x nccl_peer_gbps), whichever is
     lower, plus one link latency a peer. What a micro-nccl-alltoall record times
     (calibration/nvlink_bench.py), fitted by calibration/fit_fabric.py."""
-    rate = min(hw.link_gbps * p["link_eff"] * p["nccl_eff"], peers * p["nccl_peer_gbps"]) * 1e9
+    rate = min(hw.link_gbps * p["link_eff"] * p["nccl_eff"] * 1e9, nccl_channels_bps(peers, p))
     return peers * bytes_per_peer / rate + peers * hw.link_latency_us * US
 
 

@@ -225,6 +225,13 @@ def read_records(paths: Iterable[str | os.PathLike]) -> list[dict]:
     return out
 
 
+def in_id_order(records: Iterable[dict]) -> list[dict]:
+    """The records sorted by id (unique, read_records): the one order a tool that fits,
+    samples or breaks ties reads them in, so the same records named in another file order, or
+    in another line order, give the same numbers."""
+    return sorted(records, key=lambda r: r["id"])
+
+
 def append_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
     """Validate and append records to a JSONL file (never rewrites existing lines)."""
     path = Path(path)
