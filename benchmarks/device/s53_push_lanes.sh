@@ -10,7 +10,9 @@
 #       calibration/runs/h200/push_lanes.jsonl --by model,tokens
 # then the push / pull step by comm SMs at each minibatch, before any model change.
 R=$OUT/s53p; mkdir -p $R; export PYTHONPATH=.
-nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; exit 0; }
+# On an H100 the same grid is registered with h100-1's parameters (session 53, before its run):
+# calibration/predictions/h100_push_lanes_2026-12-05.jsonl; records calibration/runs/h100/.
+nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "H200\|H100" || { echo "not an H100 or H200"; exit 0; }
 { nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader; date -u; } > $R/gpu.txt
 G="--model qwen3-235b-a22b,kimi-k2 --ep 8 --tokens 4096 --dispatch push,pull --combine push
    --minibatch 256,512,1024,4096 --comm-sms 8,16,32,64,96"
