@@ -1,16 +1,17 @@
 #!/bin/bash
-# Usage: [TOTAL=300] bash benchmarks/device/drawn_seed.sh SEED TAG (nvidia-h200, <= TOTAL + 10 s)
+# Usage: [TOTAL=300] bash benchmarks/device/drawn_seed.sh SEED TAG (an H200 or H100, <= TOTAL + 10 s)
 # The registered drawn-shape run of one seed: the six shapes of calibration/drawn_shapes/seedSEED/,
 # 30 workloads x 4 knob settings at 128-6,144 tokens, BF16, the default knobs timed last in every
 # other workload (--alternate-default). Compile warm-up in three processes first (untimed), then
 # the timed sweep alone. Writes $OUT/TAG/drawnSEED.jsonl (records), its log and gpu.txt.
-# Register the predictions first (calibration/predictions/h200_drawnSEED_*.jsonl); report with
+# Register the predictions first (calibration/predictions/h200_drawnSEED_*.jsonl, or h100_ with
+# --hardware h100-1 for an H100); report with
 # `python -m calibration.registered PRED RUNS --by model,tokens` and
 # `python -m calibration.first_timed RUNS --predictions PRED`.
 S=${1:?seed}; TAG=${2:?tag}
 export PYTHONPATH=.
 T0=$(date +%s); R=$OUT/$TAG; J=/tmp/junk_$TAG; mkdir -p $R $J calibration/runs/h200_drawn
-nvidia-smi --query-gpu=name --format=csv,noheader | grep -q H200 || { echo "not an H200"; nvidia-smi -L; exit 0; }
+nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "H200\|H100" || { echo "not an H100 or H200"; nvidia-smi -L; exit 0; }
 { nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader; date -u; git log -1 --format=%H; } > $R/gpu.txt 2>&1
 SH=$(ls calibration/drawn_shapes/seed$S/*.toml | paste -sd,)
 A="--shapes $SH --per-shape 5 --tokens 128,640,2048,4608,6144 --seed $S"
