@@ -613,7 +613,7 @@ def forward_tiles(precision: str, wl: "Workload", group: bool = False,
     sh = wl.shape
     out = {k: getattr(cfg, k) for k in ("block_m", "bn_gu", "bn_dn", "block_k", "num_warps",
                                          "num_stages")}
-    out["group_m"] = cfg.group_m or forward_group_m(sh.inter, cfg.bn_gu, cfg.block_k)
+    out["group_m"] = cfg.group_m or forward_group_m(sh.inter, sh.hidden, cfg.bn_gu, cfg.block_k)
     if cfg.tma_a and precision == "bf16":      # named only when on: older records ran without
         out["tma_a"] = 1
     if (cfg.list_lag or 1) != 1:               # named only when not 1, as tma_a

@@ -1577,7 +1577,7 @@ class MoKLayer:
         cfg = self.cfg
         if cfg.group_m is None:            # per shape class, measured (tiles.py)
             self.cfg = cfg = dataclasses.replace(
-                cfg, group_m=forward_group_m(self.I, cfg.bn_gu, cfg.block_k))
+                cfg, group_m=forward_group_m(self.I, self.H, cfg.bn_gu, cfg.block_k))
         cfg.validate()
         # I is zero-padded to whole gate/up column blocks: padded columns give SwiGLU 0 and meet
         # zero rows of the down weights, so they add exactly nothing. The last down column block

@@ -7,14 +7,23 @@ L2. Measured (calibration/runs/h200-tiles/group_m.jsonl, `python -m mok_kernels.
 --candidates m128-g128-d256-w8-s4,...-G4,...-G8,...-G16`, one H200, 2026-12-01): group_m 8 cut
 the forward 17% on mixtral-8x7b (I 14336: 112 blocks) and 15% on llama4-maverick (I 8192: 64
 blocks), and moved kimi-k2, glm-5, qwen3, gpt-oss and minimax-m2 (12-23 blocks) by 0-2.5%, within a
-run's spread. So the rule groups only from WIDE_BLOCKS blocks up, and the records of narrower
-shapes stay the kernel they describe. Pure Python (no torch): mok_model.records reads it too.
+run's spread. So the rule grouped only from WIDE_BLOCKS blocks up. Session 53 found shapes under
+that many blocks whose row tile's gate/up weights are still twice the L2: two drawn shapes
+(H 6912 / I 3712 and H 7424 / I 3456, 29 and 27 blocks, 98 MiB) ran their GEMM phases 1.23-1.53x
+the library's on an H100, and group_m 8 cut their forward 10-13% on the H100 and 6% on an H200
+(calibration/runs/h100-tiles/group_ab_s53.jsonl, h200-tiles/group_ab_s53.jsonl,
+`benchmarks/device/s53_group_ab.sh`). So the rule also groups from L2_SPILL_MIB of gate/up weights
+a row tile up (no preset changes: the widest ungrouped, kimi-k2 and deepseek-v3, hold 56 MiB;
+on the H100 group_m 8 cut kimi-k2 4.8% and glm-5 3.1%, on the H200 kimi-k2 0.8%: left as they
+are while their GEMM tables are measured row tile by row tile). The records of other shapes stay
+the kernel they describe. Pure Python (no torch): mok_model.records reads it too.
 """
 
 from __future__ import annotations
 
 GROUP_M = 8          # row tiles per group where grouping pays
 WIDE_BLOCKS = 32     # gate/up column blocks from which it does (I >= 4096 at bn_gu 128)
+L2_SPILL_MIB = 64    # or gate/up weights of one row tile (BF16 H x 2I) from which it does
 
 
 def padded_width(expert_width: int, bn_gu: int = 128, block_k: int = 64) -> int:
@@ -23,9 +32,12 @@ def padded_width(expert_width: int, bn_gu: int = 128, block_k: int = 64) -> int:
     return -(-int(expert_width) // step) * step
 
 
-def forward_group_m(expert_width: int, bn_gu: int = 128, block_k: int = 64) -> int:
-    """The group_m MoKLayer picks when KernelConfig.group_m is None."""
-    return GROUP_M if padded_width(expert_width, bn_gu, block_k) // bn_gu >= WIDE_BLOCKS else 1
+def forward_group_m(expert_width: int, hidden: int, bn_gu: int = 128, block_k: int = 64) -> int:
+    """The group_m MoKLayer picks when KernelConfig.group_m is None: GROUP_M for wide experts
+    (WIDE_BLOCKS column blocks) or a row tile's gate/up weights of L2_SPILL_MIB, else 1."""
+    width = padded_width(expert_width, bn_gu, block_k)
+    weights_mib = int(hidden) * 2 * width * 2 / 2**20
+    return GROUP_M if width // bn_gu >= WIDE_BLOCKS or weights_mib >= L2_SPILL_MIB else 1
 
 
 # split_dn (KernelConfig): the down GEMM's K loop in slices where a rank's down phase has few work

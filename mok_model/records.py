@@ -787,7 +787,8 @@ def default_variant(rec: dict, old: bool = False) -> bool:
     if rec["pass"] == "bwd":
         return v == (OLD_BWD if old else DEFAULT_BWD)
     from mok_kernels.tiles import forward_group_m
-    group = {"group_m": 1 if old else forward_group_m(_expert_width(rec))}
+    m = _model(model_key(rec))
+    group = {"group_m": 1 if old else forward_group_m(m.expert_width, m.hidden)}
     if rec["precision"] == "fp8" and v.get("fp8_kernel") == "gluon":
         return not old and v == DEFAULT_GLUON
     if rec["precision"] == "fp8":

@@ -178,9 +178,10 @@ def test_registration_plan_meets_bench_records(plan_name, script, out, n_cfg):
     for line in plan:
         spec = line["routing"]["kind"] + (f":{line['routing']['arg']}"
                                            if "arg" in line["routing"] else "")
-        width = load_model(line["model"]).expert_width
+        m = load_model(line["model"])
         tiles = (gluon_tiles if line["precision"] == "fp8"
-                 else {"group_m": forward_group_m(width), **line.get("tiles", {})})
+                 else {"group_m": forward_group_m(m.expert_width, m.hidden),
+                       **line.get("tiles", {})})
         rec = make_record(system="mok", model=line["model"], ep=8, tokens=line["tokens"],
                           knobs=line["config"], routing=spec, seed=0, times=[1.0],
                           breakdown={}, note="", hardware=hw, software={},

@@ -515,13 +515,17 @@ def test_hot_routing_is_the_models_and_old_few_expert_draws_are_left_out():
 
 
 def test_group_m_rule_per_shape_class():
-    """group_m is chosen from the expert width (tiles.py): grouped only where one row tile's
-    gate/up weights span many column blocks; MoKLayer's padding of I is the rule's."""
+    """group_m is chosen from the shape (tiles.py): grouped only where one row tile's gate/up
+    weights span many column blocks or twice the L2; MoKLayer's padding of I is the rule's."""
     from mok_kernels.megakernel import KernelConfig
     from mok_kernels.tiles import GROUP_M, forward_group_m, padded_width
-    assert forward_group_m(14336) == forward_group_m(8192) == GROUP_M > 1
-    assert forward_group_m(2048) == forward_group_m(2880) == forward_group_m(704) == 1
-    assert forward_group_m(4096, bn_gu=256) == 1 and forward_group_m(4096) == GROUP_M
+    assert forward_group_m(14336, 4096) == forward_group_m(8192, 5120) == GROUP_M > 1
+    assert forward_group_m(2048, 7168) == forward_group_m(2880, 2880) == forward_group_m(704, 2048) == 1
+    assert forward_group_m(4096, 1024, bn_gu=256) == 1 and forward_group_m(4096, 1024) == GROUP_M
+    # under WIDE_BLOCKS but a row tile's gate/up weights past L2_SPILL_MIB (session 53's drawn
+    # shapes, 98 MiB): grouped; kimi-k2's 56 MiB is not
+    assert forward_group_m(3712, 6912) == forward_group_m(3456, 7424) == GROUP_M
+    assert forward_group_m(2048, 8192) == GROUP_M and forward_group_m(2048, 7936) == 1
     assert padded_width(2880) == 2944 and padded_width(704) == 768
     KernelConfig(group_m=None).validate()
     for bad in (0, 65, True, 2.0):
