@@ -533,6 +533,20 @@ def test_group_m_rule_per_shape_class():
             KernelConfig(group_m=bad).validate()
 
 
+def test_group_m_rule_reads_records_as_they_ran():
+    """A record of a 98 MiB shape timed row tile by row tile (group_m 1, before session 53's
+    rule) is another kernel variant now; its group_m 8 run of the same shape is today's."""
+    from mok_model.records import default_variant, read_records
+    runs = [r for r in read_records(["calibration/runs/h200-tiles/group_ab_s53.jsonl"])
+            if r["system"] == "mok"]
+
+    def variants(name):
+        return {r["tiles"]["group_m"]: default_variant(r) for r in runs
+                if (r["model"]["name"] if isinstance(r["model"], dict) else r["model"]) == name}
+    assert variants("syn21-h6912-i3712-e64-k10-s1") == {1: False, 8: True}
+    assert variants("kimi-k2") == {1: True, 8: False}
+
+
 def test_dn_blocks_rule_per_shape_class():
     """dn_blocks is chosen from the shape, EP and tokens (tiles.py): the largest power of two
     with at most DOWN_K_STEPS K steps a down item and at least one expected down item per SM. A
