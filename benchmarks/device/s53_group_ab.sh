@@ -8,7 +8,7 @@ export PYTHONPATH=.
 R=$OUT/s53ab; mkdir -p $R
 { nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader; date -u; } > $R/gpu.txt
 W=${W:-calibration/drawn_shapes/seed21/syn21-h6912-i3712-e64-k10-s1.toml:8:6144,calibration/drawn_shapes/seed21/syn21-h7424-i3456-e16-k1-s1.toml:4:4608,kimi-k2:8:4096,qwen3-235b-a22b:8:4096}
-timeout 400 python3 -m mok_kernels.tile_sweep --workloads $W --iters 10 --deadline-s ${DEADLINE:-330} \
+timeout $(( ${DEADLINE:-330} + 70 )) python3 -m mok_kernels.tile_sweep --workloads $W --iters 10 --deadline-s ${DEADLINE:-330} \
   --candidates m128-g128-d256-w8-s4,m128-g128-d256-w8-s4-G8 --out $R/group_ab.jsonl > $R/group_ab.log 2>&1
 echo "exit $? at $(date -u)" >> $R/gpu.txt
 cat $R/gpu.txt; cut -c1-400 $R/group_ab.log
