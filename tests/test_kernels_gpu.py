@@ -258,6 +258,18 @@ def test_every_model_preset_shape(shape):
     assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
 
 
+@pytest.mark.parametrize("h,i,i_shared,mode", [(6912, 3712, 3712, 0), (7424, 3456, 0, 1)])
+def test_row_tiles_grouped_by_weight_size(h, i, i_shared, mode):
+    """Under 32 gate/up column blocks but 98 MiB of gate/up weights a row tile (session 53's
+    drawn shapes): the layer groups its row tiles (tiles.L2_SPILL_MIB), with several row tiles
+    per expert so a group spans more than one, and matches float32."""
+    ep, rank, dispatch, combine = MODES[mode]
+    shape = dict(h=h, i=i, i_shared=i_shared, e=2 * ep, n=640, k=2)
+    r_out, r_served, layer, _ = run_case(ep, rank, "uniform", dispatch, combine, 512, shape=shape)
+    assert layer.cfg.group_m == 8 and layer.Ip // layer.cfg.bn_gu < 32
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+
+
 @pytest.mark.parametrize("i_shared", [0, 768])
 def test_no_shared_expert_runs_no_shared_tiles(i_shared):
     """A model without a shared expert runs no shared-expert tiles (until 2026-12-01 the forward
