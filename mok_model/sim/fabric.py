@@ -20,7 +20,7 @@ import numpy as np
 import simpy
 
 from ..errors import SimInvariantError
-from .network import maxmin
+from .network import maxmin_hops
 
 # The most of its own duration a flow may end early in a merged recomputation. Freed early, its
 # resources (and its driver's window slot) go to other flows while its last bytes are still
@@ -141,19 +141,19 @@ class Fluid:
     def _solve(self) -> None:
         self.t_solve = self.env.now
         self.token += 1
-        idx = np.flatnonzero(self.active)
+        idx = self.active.nonzero()[0]
         if not len(idx):
             return
         self.solves += 1
-        route = self.route[idx]
+        route = self.route.take(idx)
         flows = np.bincount(route)        # flows on each route
-        on = np.flatnonzero(flows)        # the routes in use
+        on = flows.nonzero()[0]           # the routes in use
         pos = np.cumsum(flows > 0) - 1    # a route's row among them
         cnt = flows[on]
-        r = self._rates(self.r_res[on], self.r_w[on] * cnt[:, None])
+        r = self._rates(self.r_res.take(on, axis=0), self.r_w.take(on, axis=0) * cnt[:, None])
         if not (r > 0).all():
             raise SimInvariantError(f"{int(cnt[r <= 0].sum())} flows got no bandwidth at t={self.env.now}")
-        r = r[pos[route]]
+        r = r.take(pos.take(route))
         self.rate[idx] = r
         nxt = float((np.maximum(self.left[idx], 0.0) / r).min())
         tok = self.token
@@ -165,13 +165,19 @@ class Fluid:
         fewer constraints that meets all of them is the max-min fair allocation under all (it
         is unique). A resource found over capacity is watched from then on and the solve redone."""
         R, cap = self.R, self.cap
+        res_h, w_h = np.ascontiguousarray(res.T), np.ascontiguousarray(w.T)  # hop by hop: (H, F)
         while True:
-            m = self.watch[res]
-            row = m.any(axis=1)
+            m = self.watch.take(res_h)
+            row = m[0].copy()  # row ops: reductions over a short axis are slow
+            for h in range(1, len(m)):
+                row |= m[h]
             if not row.all():
-                m[~row] = res[~row] != R
-            cols = m.any(axis=0)
-            rate = maxmin(np.where(m, res, R)[:, cols], np.where(m, w, 0.0)[:, cols], cap)
+                m |= (res_h != R) & ~row
+            hops = m.any(axis=1)
+            rr, ww = np.where(m, res_h, R), np.where(m, w_h, 0.0)
+            if not hops.all():
+                rr, ww = rr[hops], ww[hops]
+            rate = maxmin_hops(rr, ww, cap)
             load = np.bincount(res.ravel(), (w * rate[:, None]).ravel(), minlength=R + 1)[:R]
             over = load > cap[:R] * (1.0 + 1e-9)
             if not over.any():
@@ -185,7 +191,7 @@ class Fluid:
             return
         self._advance()
         now = self.env.now
-        idx = np.flatnonzero(self.active)
+        idx = self.active.nonzero()[0]
         rate, left = self.rate[idx], np.maximum(self.left[idx], 0.0)
         with np.errstate(divide="ignore"):  # flows started since the last solve have no rate yet
             t_left = left / rate

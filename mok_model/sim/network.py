@@ -255,38 +255,47 @@ def maxmin(res: np.ndarray, w: np.ndarray, cap: np.ndarray, rtol: float = 1e-9) 
     Freezing a flow below another resource's level only raises that level, so every resource
     whose level is the lowest among the resources it shares unfrozen flows with saturates at
     exactly its level: each round freezes all of them at once (the same answer, fewer rounds)."""
-    F = len(res)
+    return maxmin_hops(np.ascontiguousarray(res.T), np.ascontiguousarray(w.T), cap, rtol)
+
+
+def maxmin_hops(r: np.ndarray, ww: np.ndarray, cap: np.ndarray, rtol: float = 1e-9) -> np.ndarray:
+    """maxmin of flows given hop by hop: r and ww (H, F), C-contiguous (row ops are fast)."""
+    H, F = r.shape
     rate = np.zeros(F)
+    if not F:
+        return rate
     R = len(cap)
     free = cap.astype(np.float64).copy()  # capacity not taken by frozen flows
     ids = np.arange(F)
-    r, ww = np.ascontiguousarray(res.T), np.ascontiguousarray(w.T)  # (H, n): fast column ops
-    H = r.shape[0]
     keep_frac = 1.0 - rtol
-    none = np.full(R, np.inf)
-    while len(ids):
-        rf = r.ravel()
-        load = np.bincount(rf, ww.ravel(), minlength=R)
-        level = np.divide(np.maximum(free, 0.0), load, out=none.copy(), where=load > 0)
-        lv = level[r]  # (H, n): pads (w = 0) sit at inf
-        fmin = lv[0].copy()  # the lowest level among each flow's resources (H is a few hops:
-        for h in range(1, H):  # a row at a time is faster than a reduction over the axis)
+    level = np.empty(R)
+    while True:
+        load = np.bincount(r.ravel(), ww.ravel(), minlength=R)
+        level.fill(np.inf)
+        np.divide(np.maximum(free, 0.0), load, out=level, where=load > 0)
+        lv = level.take(r)  # (H, n): pads (w = 0) sit at inf
+        fmin = lv[0].copy()  # the lowest level among each flow's resources (a row at a time is
+        for h in range(1, H):  # faster than a reduction over the axis)
             np.minimum(fmin, lv[h], out=fmin)
         # a resource is not (yet) a bottleneck if one of its flows meets a lower level elsewhere
         # (pads always are: every flow meets a finite level)
         blocked = np.zeros(R, dtype=bool)
-        blocked[rf[(lv * keep_frac > fmin).ravel()]] = True
-        bottleneck = ~blocked
-        hit = bottleneck[r[0]]
+        blocked[r[(level * keep_frac).take(r) > fmin]] = True
+        bottleneck = (~blocked).take(r)
+        hit = bottleneck[0]
         for h in range(1, H):
-            hit |= bottleneck[r[h]]
-        if not hit.any():
+            hit |= bottleneck[h]
+        done = hit.nonzero()[0]
+        if not len(done):
             raise ValueError("a flow crosses no finite resource")
-        rate[ids[hit]] = fmin[hit]
-        free -= np.bincount(rf, (ww * np.where(hit, fmin, 0.0)).ravel(), minlength=R)
-        keep = np.flatnonzero(~hit)
+        rate[ids[done]] = fmin[done]
+        if len(done) == len(ids):
+            return rate
+        # the frozen flows' loads (the others would add zeros: the same sums)
+        free -= np.bincount(r.take(done, axis=1).ravel(), (ww.take(done, axis=1) * fmin[done]).ravel(),
+                            minlength=R)
+        keep = (~hit).nonzero()[0]
         ids, r, ww = ids[keep], r.take(keep, axis=1), ww.take(keep, axis=1)
-    return rate
 
 
 def peer_groups(cells: np.ndarray, max_peers: int) -> np.ndarray:
