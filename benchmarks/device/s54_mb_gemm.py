@@ -1,0 +1,96 @@
+"""Session 54: is the cost the model misses at minibatch 512 on wide H in the GEMM phases?
+
+The shipped h200-1 model reads MoK passes with H >= 6,144 at minibatch 512 about 8.6% fast
+(n 67; mok_kernels/logs_s53/residual_by_minibatch_h_bins.txt), about 9 us a minibatch, and
+H 5,120 about 4 us; H <= 4,096 within 1 us. The model's GEMM efficiency does not depend on the
+minibatch. Written before the run, the hypothesis: the kernel's own GEMM phases (copies skipped,
+all SMs computing) at minibatch 512 run >= 5% slower than at 4,096 on kimi-k2 and glm-5 (a
+minibatch holds about 4 row tiles of 1-2 experts, so fewer concurrent row tiles share each
+weight block read), and within 2% on qwen3-235b-a22b. If the GEMM phases do not move, the cost
+is in the pass's copies or signals.
+
+Second call (after the first's table, same session): the same at work-list lag 2 (LAGS=1,2):
+does the kernel's list (minibatch i's down items right after minibatch i+1's gate/up items)
+hold the SMs at minibatch 512? An item-level simulation of the list (calibration/list_check.py
+`simulate`, 132 SMs) reads lag 1 at minibatch 512 1.08 / 1.06 / 1.19 / 1.09x minibatch 4,096
+for the four workloads and lag 2 within 1.012x; the model's closed form (gemm_table.held_period)
+reads 1.00-1.07x.
+
+One GPU emulating EP 8 at 4,096 tokens, uniform routing; per workload and minibatch: the GEMM
+phases alone (mok-gemm: skip_copy, dispatch pull, combine push, 32 comm programs that join at
+once) and the whole pass (pull / push, 32 comm SMs), graph replay, events, medians over three
+interleaved rounds of 15 after warm-up, fresh inputs before each launch.
+
+    [LAGS=1,2] PYTHONPATH=. python3 benchmarks/device/s54_mb_gemm.py [OUT.json]
+"""
+import json
+import os
+import statistics
+import sys
+
+import torch
+
+from mok_kernels.bench import Workload, time_events, time_launch, capture_graph
+from mok_kernels.megakernel import KernelConfig, MoKLayer
+
+WORKLOADS = ("kimi-k2", "glm-5", "glm-4.5", "qwen3-235b-a22b")
+MINIBATCHES = (512, 1024, 4096)
+BASE = dict(dispatch="pull", combine="push", comm_sms=32, macrobatch=131072, capacity=1.0)
+LAGS = tuple(int(x) for x in os.environ.get("LAGS", "1").split(","))
+
+
+def gemm_step(wl, mb, lag):
+    layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank,
+                     KernelConfig(**BASE, minibatch=mb, list_lag=lag, skip_copy=True),
+                     local_weights=True)
+    layer.ring.normal_()
+    sched = layer.schedule(wl.ids)
+    return lambda iters, warm: time_launch(layer, wl.x, sched, lambda i: layer.ring.normal_(),
+                                           iters, warm)
+
+
+def pass_step(wl, mb, lag):
+    layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank,
+                     KernelConfig(**BASE, minibatch=mb, list_lag=lag), local_weights=True)
+    fwd = lambda: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
+    fwd()
+    torch.cuda.synchronize()
+    layer.check()
+    graph = capture_graph(fwd)
+
+    def run(iters, warm):
+        t = time_events(graph, wl.refresh, iters, warm)
+        layer.check()
+        return t
+    return run
+
+
+def main(out: str | None) -> None:
+    raw = {}
+    print("| workload | lag | minibatch | GEMM phases ms | / mb 4096 lag 1 | pass ms | / mb 4096 lag 1 |")
+    print("|---|---:|---:|---:|---:|---:|---:|")
+    for model in WORKLOADS:
+        wl = Workload(model, 8, 4096, "uniform", 0, 0)
+        steps = {(kind, mb, lag): (gemm_step if kind == "gemm" else pass_step)(wl, mb, lag)
+                 for kind in ("gemm", "pass") for mb in MINIBATCHES for lag in LAGS}
+        times = {k: [] for k in steps}
+        for rnd in range(3):
+            for k, step in steps.items():
+                times[k] += step(15, 5 if rnd == 0 else 2)
+        med = {k: statistics.median(v) for k, v in times.items()}
+        raw[model] = {f"{kind}/{mb}/{lag}": v for (kind, mb, lag), v in times.items()}
+        g0, p0 = med[("gemm", 4096, LAGS[0])], med[("pass", 4096, LAGS[0])]
+        for lag in LAGS:
+            for mb in MINIBATCHES:
+                g, p = med[("gemm", mb, lag)], med[("pass", mb, lag)]
+                print(f"| {model} | {lag} | {mb} | {g:.3f} | {g / g0:.3f} | {p:.3f} | {p / p0:.3f} |",
+                      flush=True)
+        del steps, wl
+        torch.cuda.empty_cache()
+    if out:
+        with open(out, "w") as f:
+            json.dump(raw, f)
+
+
+if __name__ == "__main__":
+    main(sys.argv[1] if len(sys.argv) > 1 else None)
