@@ -222,6 +222,11 @@ def sweep(a, argv: list[str]) -> int:
                 break
             knobs = dict(knobs, comm_sms=cs)
             tiles = candidate_tiles(name, table, fp8)
+            # the previous candidate's layer goes before this one is built: at kimi-k2 EP 32 x
+            # 8,192 tokens one layer's emulated combine buffers alone are 28 GiB, and two did not
+            # fit an H100 (session 54)
+            layer = fwd = None
+            torch.cuda.empty_cache()
             try:
                 layer = MoKLayer(wl.w, ep, n, wl.shape.topk, 0,
                                  KernelConfig(**knobs, **tiles, precision=a.precision,
