@@ -61,9 +61,10 @@ def toml_text(shape: dict, seed: int) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     from mok_model.cli import doc_parser, int_at_least, run_tool
+    from mok_model.scenario import MAX_SEED
 
     p = doc_parser("python -m calibration.draw_shapes", __doc__)
-    p.add_argument("--seed", type=int_at_least(0), required=True)
+    p.add_argument("--seed", type=int_at_least(0, MAX_SEED), required=True)
     p.add_argument("--count", type=int_at_least(1), required=True)
     p.add_argument("--out-dir", required=True, help="directory for the TOML files")
     return run_tool(p, _run, argv)

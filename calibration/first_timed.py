@@ -38,6 +38,7 @@ import numpy as np
 
 from mok_model.analytic import iteration_rows, loads
 from mok_model.cli import doc_parser, run_tool
+from mok_model.errors import MokInputError
 from mok_model.records import read_records, record_scenario, workload_key
 
 from .rerun import tile_key
@@ -134,6 +135,10 @@ def default_residuals(records: list[dict], preds: list[dict]) -> dict:
 
     predicted = {r["id"]: p["predicted_ms"] for p, r in
                  match([p for p in preds if p.get("engine") == "analytic"], records)}
+    if not predicted:   # n 0 in every row, exit 0, was no answer
+        raise MokInputError("--predictions: none of their analytic predictions meets exactly one "
+                            "run of the files (same hardware, system, model, EP, tokens, routing, "
+                            "pass, precision and knobs, made after the registration)")
     parts = ("all", f"<= {DECODE_TOKENS}", f"> {DECODE_TOKENS}")
     out: dict[str, dict[str, list[float]]] = {w: {k: [] for k in parts}
                                               for w in ("timed first", "timed later")}
@@ -185,6 +190,9 @@ def main(argv: list[str] | None = None) -> int:
 
     def run(a) -> None:
         records = read_records(a.files)
+        if not blocks(records):     # every row n 0, exit 0, was no answer
+            raise MokInputError(f"no measured MoK run records in {', '.join(a.files)} (system "
+                                f"'mok'): the pairs are MoK settings of one workload")
         doc = report(records)
         if a.predictions:
             from .registered import read_predictions

@@ -38,7 +38,8 @@ import numpy as np
 
 from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
-from mok_model.fileio import atomic_write_text, check_output_file
+from mok_model.fileio import (atomic_write_text, check_output_file, deferred_warnings,
+                              flush_warnings)
 from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, SCHEMA, fingerprint, group_key
 from mok_model.records import (in_id_order, predictable, read_records, record_bwd_tiles,
                                record_fp8_kernel, superseded_kernel)
@@ -130,41 +131,47 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--coverage", action="store_true",
                     help="write nothing; print, leaving out each file in turn, the share of its "
                          "runs inside the other files' range")
+    from mok_model.progress import check_env
+
     try:
-        a = ap.parse_args(argv)
-        shipped_params(a.hardware)      # a hardware without shipped parameters, named first
-        runs = a.runs or HELDOUT_RUNS.get(a.hardware)
-        if not runs:
-            raise MokInputError(f"no held-out runs named for --hardware {a.hardware!r}; give the "
-                                f"files (known: {sorted(HELDOUT_RUNS)})")
-        if a.coverage:
-            if a.out is not None:
-                raise MokInputError("--coverage writes nothing; drop --out")
-            read_records(list(runs))    # every file readable before the first prediction
-            errors = signed_errors(shipped_params(a.hardware), list(runs), a.sim_every)
-            rows = coverage(errors)
-            if not sum(n for _, n, _ in rows):
-                raise MokInputError("--coverage: no run of these files has a group (pass, "
-                                    f"precision, tokens) with {MIN_RUNS} or more runs in the "
-                                    f"other files; give two or more files with runs of one group")
-        else:
-            if a.out is None:       # the default, only when --out is not given ("" is refused)
-                HELDOUT_DIR.mkdir(exist_ok=True)
-            out = Path(required_text(a.out, "--out")) if a.out is not None \
-                else HELDOUT_DIR / f"{a.hardware}.json"
-            params = shipped_params(a.hardware)
-            table = params.gemm_table.path if params.gemm_table is not None else None
-            check_output_file(out, "--out", ".json",  # never a file the command reads
-                              inputs=[("(the parameters)", params.path),
-                                      ("(their GEMM table)", table),
-                                      *(("(a run file)", f) for f in runs)])
-            read_records(list(runs))    # every file readable before the first prediction
-            empty: list[str] = []  # files without records: said after the work, so a
-            made = measure(a.hardware, list(runs), a.sim_every,  # refusal stays one line
-                           progress=lambda s: empty.append(s) if s.endswith(": 0 MoK records")
-                           else print(s, file=sys.stderr))
-            for line in empty:
-                print(line, file=sys.stderr)
+        with deferred_warnings():   # a warning waits until the input passed (one error line)
+            check_env()                 # MOK_DEBUG / MOK_PROGRESS, as run_tool checks them
+            a = ap.parse_args(argv)
+            shipped_params(a.hardware)      # a hardware without shipped parameters, named first
+            runs = a.runs or HELDOUT_RUNS.get(a.hardware)
+            if not runs:
+                raise MokInputError(f"no held-out runs named for --hardware {a.hardware!r}; give the "
+                                    f"files (known: {sorted(HELDOUT_RUNS)})")
+            if a.coverage:
+                if a.out is not None:
+                    raise MokInputError("--coverage writes nothing; drop --out")
+                read_records(list(runs))    # every file readable before the first prediction
+                errors = signed_errors(shipped_params(a.hardware), list(runs), a.sim_every)
+                rows = coverage(errors)
+                if not sum(n for _, n, _ in rows):
+                    raise MokInputError("--coverage: no run of these files has a group (pass, "
+                                        f"precision, tokens) with {MIN_RUNS} or more runs in the "
+                                        f"other files; give two or more files with runs of one group")
+            else:
+                if a.out is None:       # the default, only when --out is not given ("" is refused)
+                    HELDOUT_DIR.mkdir(exist_ok=True)
+                out = Path(required_text(a.out, "--out")) if a.out is not None \
+                    else HELDOUT_DIR / f"{a.hardware}.json"
+                params = shipped_params(a.hardware)
+                table = params.gemm_table.path if params.gemm_table is not None else None
+                check_output_file(out, "--out", ".json",  # never a file the command reads
+                                  inputs=[("(the parameters)", params.path),
+                                          ("(their GEMM table)", table),
+                                          *(("(a run file)", f) for f in runs)],
+                                  replaces=a.out is not None)   # the default is rewritten by design
+                read_records(list(runs))    # every file readable before the first prediction
+                flush_warnings()            # the input passed: say it before the work
+                empty: list[str] = []  # files without records: said after the work, so a
+                made = measure(a.hardware, list(runs), a.sim_every,  # refusal stays one line
+                               progress=lambda s: empty.append(s) if s.endswith(": 0 MoK records")
+                               else print(s, file=sys.stderr))
+                for line in empty:
+                    print(line, file=sys.stderr)
     except MokInputError as exc:
         print(f"{ap.prog}: error: {exc}", file=sys.stderr)
         return 2

@@ -95,10 +95,11 @@ def compare(draws: int, seed: int, lag: int = 1) -> dict:
 
 def main(argv: list[str] | None = None) -> int:
     from mok_model.cli import doc_parser, int_at_least, run_tool
+    from mok_model.scenario import MAX_SEED
 
     p = doc_parser("python -m calibration.list_check", __doc__)
     p.add_argument("--draws", type=int_at_least(1), default=300)
-    p.add_argument("--seed", type=int_at_least(0), default=11)
+    p.add_argument("--seed", type=int_at_least(0, MAX_SEED), default=11)
     p.add_argument("--lag", type=int_at_least(1), default=1,
                    help="the work list's lag (KernelConfig.list_lag), 1-8")
     return run_tool(p, _run, argv)

@@ -5,7 +5,8 @@
 
 A prediction (calibration.register, committed before the runs) meets the record of its run by
 system, model, EP, tokens, routing, pass, precision, the four knobs, the work list's lag and the
-FP8 kernel (tiles.fp8_kernel "gluon" or not), made after it. Per engine
+FP8 kernel (tiles.fp8_kernel "gluon" or not), made after it on the hardware it names (a line
+naming none meets a run of any). Per engine
 and system: matched count, MAPE, max error, signed range, Spearman within workloads (MoK), and
 the regret of the registered pick among each workload's measured MoK configurations; ``--by``
 adds a line per value of each named field (a record field or a knob of its config).
@@ -103,7 +104,9 @@ def _run_key(p: dict) -> tuple:
 
 def match(preds: list[dict], runs: list[dict]) -> list[tuple[dict, dict]]:
     """(prediction, record) pairs: the one record of each predicted run made after it (instants,
-    whatever their time zones); runs measured more than once are left out (ambiguous)."""
+    whatever their time zones) on the hardware the prediction names (an h200-1 registration never
+    meets an h100-1 run of the same workload); runs measured more than once are left out
+    (ambiguous)."""
     by_key: dict[tuple, list[dict]] = collections.defaultdict(list)
     for r in runs:
         by_key[_run_key(r)].append(r)
@@ -111,7 +114,8 @@ def match(preds: list[dict], runs: list[dict]) -> list[tuple[dict, dict]]:
     for p in preds:
         after = _moment(p["registered"], "registered")
         hit = [r for r in by_key.get(_run_key(p), ())
-               if _moment(r["date"], f"{record_where(r)}: date") >= after]
+               if p.get("hardware", r["hardware"]["preset"]) == r["hardware"]["preset"]
+               and _moment(r["date"], f"{record_where(r)}: date") >= after]
         if len(hit) == 1:
             pairs.append((p, hit[0]))
     return pairs
@@ -201,8 +205,9 @@ def _run(a: argparse.Namespace) -> int:
     preds = read_predictions(a.predictions)  # a bad registration stops before the records are read
     if not report([a.predictions], read_records(a.runs), by):
         raise MokInputError(f"{a.predictions}: none of its {len(preds)} predictions meets exactly "
-                            f"one run in {', '.join(a.runs)} (same system, model, EP, tokens, "
-                            f"routing, pass, precision and knobs, made after the registration)")
+                            f"one run in {', '.join(a.runs)} (same hardware, system, model, EP, "
+                            f"tokens, routing, pass, precision and knobs, made after the "
+                            f"registration)")
     return 0
 
 

@@ -166,10 +166,14 @@ def write_hopper() -> list[Path]:
     from mok_model.gemm_table import write_table
     from mok_model.params import write_params
 
+    from mok_model.fileio import check_output_file
+
     params = hopper_params()
     table = Path(params.gemm_table.path)
-    write_table(table, params.gemm_table)
     out = PARAMS_DIR / f"{HOPPER_TARGET}.json"
+    for path in (out, table):   # both, before either is written (a chmod a-w one was replaced)
+        check_output_file(path, "--write-hopper", ".json")
+    write_table(table, params.gemm_table)
     write_params(out, params, f"Transferred from {HOPPER_SOURCE} (same GPU die and kernels; "
                               f"python -m calibration.transfer --write-hopper); no H100 fit.")
     return [out, table]

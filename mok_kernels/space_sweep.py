@@ -305,6 +305,7 @@ def _checked_run(a: argparse.Namespace, argv: list[str]) -> int:
     if a.plan_out is not None:
         for flag, given in (("--out", a.out is not None), ("--skip-done", a.skip_done is not None),
                             ("--compile-only", a.compile_only), ("--gemm-phases", a.gemm_phases),
+                            ("--alternate-default", a.alternate_default),
                             ("--iters", a.iters is not None), ("--warmup", a.warmup is not None),
                             ("--deadline-s", a.deadline_s is not None)):
             if given:

@@ -100,11 +100,13 @@ def check(layer, wl: Workload) -> float:
 
 def candidate(name: str, table: dict) -> tuple[str, dict] | None:
     """(base candidate, options of its -cNN / -kNN / -bNN suffixes) of a candidate name; None if it is
-    not a table entry with such suffixes."""
+    not a table entry with such suffixes, each at most once."""
     options = {}
     while name not in table:
         m = re.fullmatch(r"(.+)-([a-z])(\d+)", name)
         if m is None or m.group(2) not in OPTION_SUFFIXES:
+            return None
+        if OPTION_SUFFIXES[m.group(2)] in options:     # -c16-c32: one of two values, silently
             return None
         name, options[OPTION_SUFFIXES[m.group(2)]] = m.group(1), int(m.group(3))
     return name, options
@@ -189,11 +191,17 @@ def sweep(a, argv: list[str]) -> int:
     if a.candidates is not None:     # '' is refused below, never taken for every candidate
         distinct("--candidates", a.candidates)
     names = a.candidates.split(",") if a.candidates is not None else list(table)
+    seen: dict = {}
     for name in names:
-        if candidate(name, table) is None:
+        if (parsed := candidate(name, table)) is None:
             raise MokInputError(f"--candidates {name!r}: not one of {', '.join(table)}, optionally "
                                 f"followed by -cNN (copy_rows NN), -kNN (split_dn NN) and / or -bNN "
-                                f"(dn_blocks NN)")
+                                f"(dn_blocks NN), each at most once")
+        same = seen.setdefault((parsed[0], tuple(sorted(parsed[1].items()))), name)
+        if same != name:    # -c16 and -c016, or -k4-c64 and -c64-k4: the same points twice
+            raise MokInputError(f"--candidates {a.candidates!r} names {same!r} (and as {name!r}) "
+                                f"twice: each candidate once (a repeated value would rerun the same "
+                                f"points)")
         try:    # a suffix value the kernel refuses, named before any GPU work
             KernelConfig(**candidate_tiles(name, table, fp8), precision=a.precision).validate()
         except ValueError as exc:
