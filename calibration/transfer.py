@@ -163,10 +163,9 @@ def hopper_params() -> Params:
 
 def write_hopper() -> list[Path]:
     """Write h100-1's parameters file and its transferred GEMM table (hopper_params)."""
+    from mok_model.fileio import check_output_file
     from mok_model.gemm_table import write_table
     from mok_model.params import write_params
-
-    from mok_model.fileio import check_output_file
 
     params = hopper_params()
     table = Path(params.gemm_table.path)
