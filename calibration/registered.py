@@ -6,7 +6,8 @@
 A prediction (calibration.register, committed before the runs) meets the record of its run by
 system, model, EP, tokens, routing, pass, precision, the four knobs, the work list's lag and the
 FP8 kernel (tiles.fp8_kernel "gluon" or not), made after it on the hardware it names (a line
-naming none meets a run of any). Per engine
+naming none meets a run of any; runs of hardware the registration never names are counted in
+one warning). Per engine
 and system: matched count, MAPE, max error, signed range, Spearman within workloads (MoK), and
 the regret of the registered pick among each workload's measured MoK configurations; ``--by``
 adds a line per value of each named field (a record field or a knob of its config).
@@ -22,7 +23,7 @@ from pathlib import Path
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.fileio import read_json_lines
+from mok_model.fileio import read_json_lines, warn
 from mok_model.records import (LATENCY_MS, SCHEMA, model_key, read_records, record_bwd_tiles,
                                record_fp8_kernel, record_list_lag, record_source_order,
                                record_where, validate_record)
@@ -203,7 +204,16 @@ def _run(a: argparse.Namespace) -> int:
     if len(set(by)) < len(by):
         raise MokInputError(f"--by {a.by!r}: names a field twice (each field once)")
     preds = read_predictions(a.predictions)  # a bad registration stops before the records are read
-    if not report([a.predictions], read_records(a.runs), by):
+    runs = read_records(a.runs)
+    named = {p.get("hardware") for p in preds}
+    if None not in named:       # every prediction names its hardware: runs of any other meet none
+        other = collections.Counter(r["hardware"]["preset"] for r in runs
+                                    if r["hardware"]["preset"] not in named)
+        if other:
+            which = ", ".join(f"{n} of {h}" for h, n in sorted(other.items()))
+            warn(f"run records of other hardware meet no prediction ({which}): "
+                 f"{Path(a.predictions).name} registers {', '.join(sorted(named))}")
+    if not report([a.predictions], runs, by):
         raise MokInputError(f"{a.predictions}: none of its {len(preds)} predictions meets exactly "
                             f"one run in {', '.join(a.runs)} (same hardware, system, model, EP, "
                             f"tokens, routing, pass, precision and knobs, made after the "

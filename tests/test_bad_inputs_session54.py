@@ -163,3 +163,22 @@ def test_space_sweep_plan_out_refuses_alternate_default(tmp_path, capsys):
     assert "--alternate-default" in _one_error(capsys.readouterr().err,
                                                "python -m mok_kernels.space_sweep")
     assert not out.exists() and os.listdir(tmp_path) == []
+
+
+def test_registered_warns_of_runs_of_other_hardware(tmp_path, capsys):
+    """Runs of a card the registration does not name meet no prediction (since session 54's
+    hardware match): the report says how many it left out, once, after its figures."""
+    from calibration import registered
+    other = [json.loads(x) for x in H100_RUNS.read_text().splitlines() if x.strip()][:3]
+    for r in other:
+        r["hardware"] = {**r["hardware"], "preset": "h200-1"}
+        r["id"] += "-other"         # ids are unique across the files read
+    runs = tmp_path / "mixed.jsonl"
+    runs.write_text(H100_RUNS.read_text() + "".join(json.dumps(r) + "\n" for r in other))
+    assert registered.main([str(H100_PRED), str(runs)]) == 0
+    out, err = capsys.readouterr()
+    assert "n 120" in out
+    assert err.strip() == ("mok: warning: run records of other hardware meet no prediction "
+                           "(3 of h200-1): h100_drawn22_2026-12-05.jsonl registers h100-1")
+    assert registered.main([str(H100_PRED), str(H100_RUNS)]) == 0
+    assert capsys.readouterr().err == ""
