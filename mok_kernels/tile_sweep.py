@@ -219,8 +219,8 @@ def sweep(a, argv: list[str]) -> int:
                 else [16 if n * wl.shape.topk >= 16384 else 32])
         knobs = dict(dispatch="pull", combine="push", minibatch=2048, comm_sms=comm[0],
                      macrobatch=131072, capacity=1.0)
-        common = dict(model=record_model(model), ep=ep, tokens=n, routing="uniform", seed=0, hardware=hw,
-                      software=sw, breakdown={})
+        common = dict(model=record_model(model), ep=ep, tokens=n, routing="uniform", seed=0,
+                      hardware=hw, software=sw, breakdown={})
         note = f"single-GPU rank emulation: rank 0 of EP {ep}; graph replay; {cmd}"
         recs = [make_record(system="gemm-only", times=run_gemm_only(wl, a.iters, a.warmup),
                             note=note, knobs=knobs, **common)]

@@ -657,8 +657,7 @@ def default_dn_blocks(rec: dict) -> int:
 
 
 def _expert_width(rec: dict) -> int:
-    m = rec["model"]
-    return int(m["expert_width"]) if isinstance(m, dict) else load_model(m).expert_width
+    return _model(model_key(rec)).expert_width
 
 
 def kernel_variant(rec: dict) -> dict:
