@@ -22,7 +22,15 @@ once) and the whole pass (pull / push, 32 comm SMs), graph replay, events, media
 45 launches after 5 of warm-up, one setting after another (one layer alive at a time: an H100
 holds few at kimi-k2), fresh inputs before each launch.
 
-    [LAGS=1,2] PYTHONPATH=. python3 benchmarks/device/s54_mb_gemm.py [OUT.json]
+Session 55 (MODELS, GROUPS; written before the run): what does the part lag 2 leaves follow?
+If it is a weight re-read at each minibatch boundary inside an expert (the expert's weights
+evicted from the L2 by the minibatch between), its cost per minibatch grows with an expert's
+weight bytes (H x I): small on the H 2,048 presets (qwen3-30b-a3b, qwen3-next-80b-a3b: <= 2%
+at minibatch 512, lag 2), larger on deepseek-v3 and the drawn H 5,632 shape; group_m 8 leaves
+it. If it is a fixed cost per minibatch (signals, list bookkeeping), it is about the same in us
+a minibatch on every shape, so largest in relative terms on the shortest passes.
+
+    [LAGS=1,2] [GROUPS=1,8] [MODELS=a,b,...] PYTHONPATH=. python3 benchmarks/device/s54_mb_gemm.py [OUT.json]
 """
 import json
 import os
@@ -34,15 +42,16 @@ import torch
 from mok_kernels.bench import Workload, time_events, time_launch, capture_graph
 from mok_kernels.megakernel import KernelConfig, MoKLayer
 
-WORKLOADS = ("kimi-k2", "glm-5", "glm-4.5", "qwen3-235b-a22b")
+WORKLOADS = tuple(os.environ.get("MODELS", "kimi-k2,glm-5,glm-4.5,qwen3-235b-a22b").split(","))
 MINIBATCHES = (512, 1024, 4096)
 BASE = dict(dispatch="pull", combine="push", comm_sms=32, macrobatch=131072, capacity=1.0)
 LAGS = tuple(int(x) for x in os.environ.get("LAGS", "1").split(","))
+GROUPS = tuple(int(x) for x in os.environ["GROUPS"].split(",")) if "GROUPS" in os.environ else (None,)
 
 
-def gemm_step(wl, mb, lag):
+def gemm_step(wl, mb, lag, gm):
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank,
-                     KernelConfig(**BASE, minibatch=mb, list_lag=lag, skip_copy=True),
+                     KernelConfig(**BASE, minibatch=mb, list_lag=lag, group_m=gm, skip_copy=True),
                      local_weights=True)
     layer.ring.normal_()
     sched = layer.schedule(wl.ids)
@@ -50,9 +59,10 @@ def gemm_step(wl, mb, lag):
                                            iters, warm)
 
 
-def pass_step(wl, mb, lag):
+def pass_step(wl, mb, lag, gm):
     layer = MoKLayer(wl.w, wl.ep, wl.tokens, wl.shape.topk, wl.rank,
-                     KernelConfig(**BASE, minibatch=mb, list_lag=lag), local_weights=True)
+                     KernelConfig(**BASE, minibatch=mb, list_lag=lag, group_m=gm),
+                     local_weights=True)
     fwd = lambda: layer.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
     fwd()
     torch.cuda.synchronize()
@@ -68,26 +78,29 @@ def pass_step(wl, mb, lag):
 
 def main(out: str | None) -> None:
     raw = {}
-    print("| workload | lag | minibatch | GEMM phases ms | / mb 4096 lag 1 | pass ms | / mb 4096 lag 1 |")
-    print("|---|---:|---:|---:|---:|---:|---:|")
+    print("| workload | group_m | lag | minibatch | GEMM phases ms | / mb 4096 lag 1 | pass ms "
+          "| / mb 4096 lag 1 |")
+    print("|---|---:|---:|---:|---:|---:|---:|---:|")
     for model in WORKLOADS:
         wl = Workload(model, 8, 4096, "uniform", 0, 0)
         med = {}
-        for lag in LAGS:  # one layer alive at a time (an H100 holds few at kimi-k2)
-            for kind in ("gemm", "pass"):
+        for gm in GROUPS:
+            for lag in LAGS:  # one layer alive at a time (an H100 holds few at kimi-k2)
+                for kind in ("gemm", "pass"):
+                    for mb in MINIBATCHES:
+                        step = (gemm_step if kind == "gemm" else pass_step)(wl, mb, lag, gm)
+                        t = step(45, 5)
+                        med[(kind, mb, lag, gm)] = statistics.median(t)
+                        key = f"{kind}/{mb}/{lag}" + ("" if gm is None else f"/g{gm}")
+                        raw.setdefault(model, {})[key] = t
+                        del step
+                        torch.cuda.empty_cache()
+            g0, p0 = med[("gemm", 4096, LAGS[0], gm)], med[("pass", 4096, LAGS[0], gm)]
+            for lag in LAGS:
                 for mb in MINIBATCHES:
-                    step = (gemm_step if kind == "gemm" else pass_step)(wl, mb, lag)
-                    t = step(45, 5)
-                    med[(kind, mb, lag)] = statistics.median(t)
-                    raw.setdefault(model, {})[f"{kind}/{mb}/{lag}"] = t
-                    del step
-                    torch.cuda.empty_cache()
-        g0, p0 = med[("gemm", 4096, LAGS[0])], med[("pass", 4096, LAGS[0])]
-        for lag in LAGS:
-            for mb in MINIBATCHES:
-                g, p = med[("gemm", mb, lag)], med[("pass", mb, lag)]
-                print(f"| {model} | {lag} | {mb} | {g:.3f} | {g / g0:.3f} | {p:.3f} | {p / p0:.3f} |",
-                      flush=True)
+                    g, p = med[("gemm", mb, lag, gm)], med[("pass", mb, lag, gm)]
+                    print(f"| {model} | {gm or 'shape'} | {lag} | {mb} | {g:.3f} | {g / g0:.3f} "
+                          f"| {p:.3f} | {p / p0:.3f} |", flush=True)
         del wl
         torch.cuda.empty_cache()
     if out:
