@@ -22,7 +22,7 @@ once) and the whole pass (pull / push, 32 comm SMs), graph replay, events, media
 45 launches after 5 of warm-up, one setting after another (one layer alive at a time: an H100
 holds few at kimi-k2), fresh inputs before each launch.
 
-Session 55 (MODELS, GROUPS; written before the run): what does the part lag 2 leaves follow?
+Session 55 (MODELS, GROUP_M (bash reserves GROUPS); written before the run): what does the part lag 2 leaves follow?
 If it is a weight re-read at each minibatch boundary inside an expert (the expert's weights
 evicted from the L2 by the minibatch between), its cost per minibatch grows with an expert's
 weight bytes (H x I): small on the H 2,048 presets (qwen3-30b-a3b, qwen3-next-80b-a3b: <= 2%
@@ -30,7 +30,7 @@ at minibatch 512, lag 2), larger on deepseek-v3 and the drawn H 5,632 shape; gro
 it. If it is a fixed cost per minibatch (signals, list bookkeeping), it is about the same in us
 a minibatch on every shape, so largest in relative terms on the shortest passes.
 
-    [LAGS=1,2] [GROUPS=1,8] [MODELS=a,b,...] PYTHONPATH=. python3 benchmarks/device/s54_mb_gemm.py [OUT.json]
+    [LAGS=1,2] [GROUP_M=1,8] [MODELS=a,b,...] PYTHONPATH=. python3 benchmarks/device/s54_mb_gemm.py [OUT.json]
 """
 import json
 import os
@@ -46,7 +46,7 @@ WORKLOADS = tuple(os.environ.get("MODELS", "kimi-k2,glm-5,glm-4.5,qwen3-235b-a22
 MINIBATCHES = (512, 1024, 4096)
 BASE = dict(dispatch="pull", combine="push", comm_sms=32, macrobatch=131072, capacity=1.0)
 LAGS = tuple(int(x) for x in os.environ.get("LAGS", "1").split(","))
-GROUPS = tuple(int(x) for x in os.environ["GROUPS"].split(",")) if "GROUPS" in os.environ else (None,)
+GROUPS = tuple(int(x) for x in os.environ["GROUP_M"].split(",")) if "GROUP_M" in os.environ else (None,)
 
 
 def gemm_step(wl, mb, lag, gm):

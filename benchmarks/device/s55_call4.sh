@@ -5,7 +5,7 @@
 export PYTHONPATH=.
 M=$OUT/s55mb; mkdir -p $M
 nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader > $M/gpu.txt
-LAGS=1,2 GROUPS=1,8 MODELS=qwen3-30b-a3b,qwen3-next-80b-a3b,gpt-oss-120b,minimax-m2,deepseek-v3,calibration/drawn_shapes/seed23/syn23-h5632-i768-e64-k9-s1.toml \
+LAGS=1,2 GROUP_M=1,8 MODELS=qwen3-30b-a3b,qwen3-next-80b-a3b,gpt-oss-120b,minimax-m2,deepseek-v3,calibration/drawn_shapes/seed23/syn23-h5632-i768-e64-k9-s1.toml \
   timeout 300 python3 benchmarks/device/s54_mb_gemm.py $M/mb_gemm.json > $M/mb_gemm.txt 2>&1
 echo "mb exit $? at $(date -u)" >> $M/gpu.txt
 cat $M/mb_gemm.txt | cut -c1-200 | tail -n 80
