@@ -20,8 +20,10 @@ def main(pred_path, runs_path, n=6):
     for e, eng, r in rows[:n]:
         c = r["config"]
         name = r["model"]["name"] if isinstance(r["model"], dict) else r["model"]
-        print(f"{e:+.1%} {eng} {name} EP {r['ep']} x {r['tokens']} {r.get('routing', {}).get('kind', 'uniform')}"
-              f" {c['dispatch']}/{c['combine']} mb {c['minibatch']} c{c['comm_sms']}: measured {r['latency_ms']['median']:.3f} ms")
+        routing = r.get("routing", {}).get("kind", "uniform")
+        print(f"{e:+.1%} {eng} {name} EP {r['ep']} x {r['tokens']} {routing}"
+              f" {c['dispatch']}/{c['combine']} mb {c['minibatch']} c{c['comm_sms']}:"
+              f" measured {r['latency_ms']['median']:.3f} ms")
 
 
 if __name__ == "__main__":
