@@ -1,7 +1,7 @@
 """Registered predictions against the runs they were registered for (before any refit).
 
     python -m calibration.registered calibration/predictions/h200_space_2026-12-01.jsonl \\
-        calibration/runs/h200_space/space.jsonl [--by model,ep,tokens,routing]
+        calibration/runs/h200_space/space.jsonl [--by model,ep,tokens,routing] [--worst 5]
 
 A prediction (calibration.register, committed before the runs) meets the record of its run by
 system, model, EP, tokens, routing, pass, precision, the four knobs, the work list's lag and the
@@ -10,7 +10,8 @@ naming none meets a run of any; runs of hardware the registration never names ar
 one warning). Per engine
 and system: matched count, MAPE, max error, signed range, Spearman within workloads (MoK), and
 the regret of the registered pick among each workload's measured MoK configurations; ``--by``
-adds a line per value of each named field (a record field or a knob of its config).
+adds a line per value of each named field (a record field or a knob of its config); ``--worst N``
+lists the N predictions furthest from their runs (signed error, workload, knobs, both times).
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ import sys
 from datetime import datetime
 from pathlib import Path
 
-from mok_model.cli import doc_parser, run_tool
+from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import read_json_lines, warn
 from mok_model.records import (LATENCY_MS, SCHEMA, model_key, read_records, record_bwd_tiles,
@@ -165,9 +166,25 @@ def _field(r: dict, name: str) -> str:
     return str(v)
 
 
-def report(pred_paths: list[str], runs: list[dict], by: list[str] = ()) -> int:
-    """Print the figures of each registration file against ``runs``; return how many
-    predictions met their run."""
+def worst_lines(pairs: list[tuple[dict, dict]], n: int) -> list[str]:
+    """The `n` pairs whose prediction is furthest from its run (relative), one line each, the
+    largest first (ties in the records' order)."""
+    def err(pair):
+        return pair[0]["predicted_ms"] / pair[1]["latency_ms"]["median"] - 1
+    lines = []
+    for p, r in sorted(pairs, key=lambda pair: -abs(err(pair)))[:n]:
+        c = r.get("config") or {}
+        knobs = (f" {c['dispatch']}/{c['combine']} minibatch {c['minibatch']} comm_sms "
+                 f"{c['comm_sms']}" if r["system"] == "mok" else "")
+        lines.append(f"    worst {100 * err((p, r)):+6.1f}% {_field(r, 'model')} EP {r['ep']} x "
+                     f"{r['tokens']} {_field(r, 'routing')}{knobs}: predicted "
+                     f"{p['predicted_ms']:.3f} ms, measured {r['latency_ms']['median']:.3f} ms")
+    return lines
+
+
+def report(pred_paths: list[str], runs: list[dict], by: list[str] = (), worst: int = 0) -> int:
+    """Print the figures of each registration file against ``runs`` (and the `worst`
+    predictions furthest from their runs); return how many predictions met their run."""
     met = 0
     for path in pred_paths:
         preds = read_predictions(path)
@@ -186,6 +203,8 @@ def report(pred_paths: list[str], runs: list[dict], by: list[str] = ()) -> int:
                         groups[_field(r, name)].append((p, r))
                     for value in sorted(groups, key=lambda v: (len(v), v)):
                         print(f"    {name} {value:18s} {summary(groups[value], system)}")
+                for line in worst_lines(pairs, worst):
+                    print(line)
     return met
 
 
@@ -194,6 +213,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("predictions", help="a registration file (calibration/predictions/*.jsonl)")
     p.add_argument("runs", nargs="+", help="run-record files")
     p.add_argument("--by", default=None, help="comma list of record fields to break down by")
+    p.add_argument("--worst", type=int_at_least(0), default=0,
+                   help="list the N predictions furthest from their runs (default 0)")
     return run_tool(p, _run, argv)
 
 
@@ -213,7 +234,7 @@ def _run(a: argparse.Namespace) -> int:
             which = ", ".join(f"{n} of {h}" for h, n in sorted(other.items()))
             warn(f"run records of other hardware meet no prediction ({which}): "
                  f"{Path(a.predictions).name} registers {', '.join(sorted(named))}")
-    if not report([a.predictions], runs, by):
+    if not report([a.predictions], runs, by, a.worst):
         raise MokInputError(f"{a.predictions}: none of its {len(preds)} predictions meets exactly "
                             f"one run in {', '.join(a.runs)} (same hardware, system, model, EP, "
                             f"tokens, routing, pass, precision and knobs, made after the "

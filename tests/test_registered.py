@@ -91,3 +91,25 @@ def test_by_a_knob_reads_the_records_config(tmp_path, capsys):
     assert "minibatch 2048 " in out and "minibatch 4096 " in out
     assert main([str(reg), str(reg), "--by", "colour"]) == 2
     assert "comm_sms" in capsys.readouterr().err
+
+
+def test_worst_lists_the_predictions_furthest_from_their_runs(tmp_path, capsys):
+    """--worst N prints the N pairs with the largest relative error, largest first, each with its
+    signed error, workload, knobs and both times; --worst -1 is refused with one line."""
+    import json
+
+    from calibration.registered import worst_lines
+    preds = [_pred(ms=1.9), _pred(mb=2048, ms=1.5), _pred(mb=1024, ms=2.4)]
+    runs = [_rec(0, ms=2.0), _rec(1, mb=2048, ms=3.0), _rec(2, mb=1024, ms=2.0)]
+    lines = worst_lines(match(preds, runs), 2)
+    assert len(lines) == 2
+    assert "-50.0%" in lines[0] and "minibatch 2048" in lines[0]
+    assert "predicted 1.500 ms, measured 3.000 ms" in lines[0]
+    assert "+20.0%" in lines[1] and "glm-5 EP 8 x 1024 zipf:1.2" in lines[1]
+    reg = tmp_path / "reg.jsonl"
+    reg.write_text("".join(json.dumps(p) + "\n" for p in preds))
+    run_file = tmp_path / "runs.jsonl"
+    run_file.write_text("".join(json.dumps(r) + "\n" for r in runs))
+    assert main([str(reg), str(run_file), "--worst", "-1"]) == 2
+    err = capsys.readouterr().err
+    assert "--worst" in err and "Traceback" not in err
