@@ -46,7 +46,7 @@ WORKLOADS = tuple(os.environ.get("MODELS", "kimi-k2,glm-5,glm-4.5,qwen3-235b-a22
 MINIBATCHES = (512, 1024, 4096)
 BASE = dict(dispatch="pull", combine="push", comm_sms=32, macrobatch=131072, capacity=1.0)
 LAGS = tuple(int(x) for x in os.environ.get("LAGS", "1").split(","))
-GROUPS = tuple(int(x) for x in os.environ["GROUP_M"].split(",")) if "GROUP_M" in os.environ else (None,)
+GROUP_MS = tuple(int(x) for x in os.environ["GROUP_M"].split(",")) if "GROUP_M" in os.environ else (None,)
 
 
 def gemm_step(wl, mb, lag, gm):
@@ -84,7 +84,7 @@ def main(out: str | None) -> None:
     for model in WORKLOADS:
         wl = Workload(model, 8, 4096, "uniform", 0, 0)
         med = {}
-        for gm in GROUPS:
+        for gm in GROUP_MS:
             for lag in LAGS:  # one layer alive at a time (an H100 holds few at kimi-k2)
                 for kind in ("gemm", "pass"):
                     for mb in MINIBATCHES:

@@ -4,17 +4,25 @@ by minibatch and work-list lag. The model saw none of these runs; it was not reg
 
     PYTHONPATH=. python mok_kernels/logs_s55/mb_pass_model.py mok_kernels/logs_s55/mb_gemm_h200.txt
 """
-import json
-import subprocess
 import sys
+
+from mok_model.params import load_params
+from mok_model.predict import predict
+from mok_model.records import record_config, record_model, record_scenario
+
+PARAMS = load_params(None, "h200-1")
 
 
 def predicted(model, mb, lag):
-    out = subprocess.run([".venv/bin/mok", "predict", "--hardware", "h200-1", "--model", model, "--ep", "8",
-                          "--tokens", "4096", "--dispatch", "pull", "--combine", "push", "--minibatch",
-                          str(mb), "--comm-sms", "32", "--capacity", "1.0", "--macrobatch", "131072",
-                          "--list-lag", str(lag), "--json"], capture_output=True, text=True, check=True)
-    return json.loads(out.stdout)["latency_ms"]
+    """The analytic latency (ms) of the run the table row timed, read as a run record."""
+    rec = {"system": "mok", "model": record_model(model), "ep": 8, "tokens": 4096, "pass": "fwd",
+           "precision": "bf16", "hardware": {"preset": "h200-1"}, "emulated_peers": True,
+           "routing": {"kind": "uniform", "seed": 0},
+           "config": {"dispatch": "pull", "combine": "push", "minibatch": mb, "comm_sms": 32,
+                      "macrobatch": 131072, "capacity": 1.0},
+           "tiles": {"list_lag": lag} if lag != 1 else {}}
+    return predict(record_scenario(rec), record_config(rec), "mok", PARAMS,
+                   refuse_overflow=False).latency_ms
 
 
 def main(path):

@@ -43,12 +43,13 @@ def forward_records(files):
     return model_records(recs)[0]
 
 
-def errors(recs, hardware, overhead):
+def errors(recs, hardware, overhead=None, engine="analytic"):
+    """pred / measured - 1 of each record, the shipped parameters (the overhead as given)."""
     p = load_params(None, hardware)
     if overhead is not None:
         p = p.with_values(minibatch_overhead_us=overhead)
     meas = np.array([r["latency_ms"]["median"] for r in recs])
-    return predict_records(recs, p) / meas - 1
+    return predict_records(recs, p, engine=engine) / meas - 1
 
 
 def evaluate(overhead):

@@ -8,16 +8,12 @@ import time
 
 import numpy as np
 
-from calibration.scoring import predict_records
-from mok_model.params import load_params
-
 sys.path.insert(0, "mok_kernels/logs_s55")
-from overhead_overlap_trial import HELD_OUT, forward_records, training_files  # noqa: E402
+from overhead_overlap_trial import HELD_OUT, errors, forward_records, training_files  # noqa: E402
 
 
 def report(name, recs, hardware, t0):
-    meas = np.array([r["latency_ms"]["median"] for r in recs])
-    e = predict_records(recs, load_params(None, hardware), engine="sim") / meas - 1
+    e = errors(recs, hardware, engine="sim")
     ok = np.isfinite(e)
     print(f"{name:18s} sim n {ok.sum():4d} MAPE {100 * np.mean(abs(e[ok])):.2f}% max "
           f"{100 * np.max(abs(e[ok])):.1f}%  ({time.time() - t0:.0f} s)", flush=True)
