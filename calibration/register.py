@@ -12,8 +12,10 @@ parameters of h200-1 unless --hardware says otherwise). For every MoK configurat
 --gpus N, every workload's
 nccl-torch pass, the analytic model and the simulator predict the record the bench will write
 (the same reading of a record as validation uses: mok_model.records), with the parameters the
-hardware ships now. The file must not exist: a registration is written once, committed, and only
-then are the runs made (compare with calibration.report_h200x2).
+hardware ships now, or with `--params FILE` (another parameters file of that hardware, e.g. a
+transfer registered beside the shipped fit: calibration.transfer --write-fabric). The file must
+not exist: a registration is written once, committed, and only then are the runs made (compare
+with calibration.report_h200x2).
 """
 
 from __future__ import annotations
@@ -24,12 +26,13 @@ import json
 import os
 import sys
 from datetime import datetime, timezone
+from pathlib import Path
 
 from mok_kernels.routing import parse_routing, routing_record
 from mok_model.cli import capacity_arg, distinct, doc_parser, int_at_least, number_list, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, read_json_lines
-from mok_model.params import PARAMS_DIR
+from mok_model.params import PARAMS_DIR, load_params
 from mok_model.presets import load_model, model_from_shape
 from mok_model.predict import predict
 from mok_model.records import (DEFAULT_BWD, KNOBS, PASSES, SCHEMA, kernel_variant, record_config,
@@ -268,6 +271,15 @@ def check_run(rec: dict, gpus: int = 0) -> None:
                             f"as `mok bench` requires")
 
 
+def _repo_path(path: Path) -> str:
+    """A parameters file's path as a registration line names it: from the repository root where
+    the file lies inside it, else as given."""
+    try:
+        return str(path.resolve().relative_to(PARAMS_DIR.parent.parent))
+    except ValueError:
+        return str(path)
+
+
 def register(a: argparse.Namespace) -> int:
     if check_output_file(a.out, "--out", ".jsonl").exists():
         raise MokInputError(f"--out {a.out} exists; a registration is written once (name a new file)")
@@ -275,8 +287,12 @@ def register(a: argparse.Namespace) -> int:
     if a.hardware is None:
         a.hardware = "h200-hgx8" if a.gpus else "h200-1"
     check_grid(a)
-    params = shipped_params(a.hardware)
-    params_path = PARAMS_DIR / f"{a.hardware}.json"
+    if a.params is None:
+        params = shipped_params(a.hardware, other="--params FILE")
+        params_path = PARAMS_DIR / f"{a.hardware}.json"
+    else:       # another parameters file for the same hardware (e.g. a transfer to register
+        params = load_params(a.params, a.hardware)  # beside the shipped fit)
+        params_path = Path(a.params)
     rows = []
     for i, rec in enumerate(planned_records(a)):
         scn, system = record_scenario(rec), rec["system"]
@@ -292,7 +308,7 @@ def register(a: argparse.Namespace) -> int:
                          "pass": rec["pass"], "precision": rec["precision"],
                          "config": rec["config"], "hardware": a.hardware,
                          **({"tiles": rec["tiles"]} if rec.get("tiles") else {}),
-                         "params": str(params_path.relative_to(PARAMS_DIR.parent.parent)),
+                         "params": _repo_path(params_path),
                          "predicted_ms": pred.latency_ms,
                          "registered": datetime.now(timezone.utc).isoformat(timespec="seconds")})
     with open(a.out, "x") as f:
@@ -306,6 +322,8 @@ def main(argv: list[str] | None = None) -> int:
     p = doc_parser("python -m calibration.register", __doc__)
     p.add_argument("--hardware", default=None, help="preset whose shipped parameters predict "
                    "(default h200-hgx8 with --gpus N, h200-1 with --gpus 0)")
+    p.add_argument("--params", default=None, help="a parameters file of --hardware to predict "
+                   "with instead of its shipped one (the lines name it)")
     p.add_argument("--gpus", type=int_at_least(0), default=0, help="real GPUs (EP = N); 0: one GPU emulating")
     p.add_argument("--ep", default=None, help="comma list of EP sizes emulated with --gpus 0 "
                    "(default 16)")

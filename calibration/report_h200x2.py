@@ -10,7 +10,9 @@ the runs, then held-out figures of the h200-hgx8 fit.
    one model at a time (its gemm-only records left out too) and predicted on it: MAPE,
    max error, grouped Spearman, and tuner regret (the model's pick among the measured MoK
    configurations of a held-out workload against the best measured one).
-3. Beside (never instead of) Spearman and regret, what measurement noise allows
+3. The fabric transfer (calibration.transfer --write-fabric: h200-1's fit and GEMM table with the
+   NVLink fabric measured, no term fitted to these runs) on every MoK run, both engines.
+4. Beside (never instead of) Spearman and regret, what measurement noise allows
    (calibration/noise.py): the Spearman a perfect model would expect against these records (two
    re-draws of every median from its own iterations), the share of the pairs the records resolve
    (p10-p90 intervals disjoint) that the model orders right, and the regret among the
@@ -34,6 +36,7 @@ from .fit_fabric import fit_fabric
 from .noise import noise_ceiling, pick_key, resolved_pairs, within_run_regret
 from .priors import HOPPER, prior_params
 from .registered import report
+from .transfer import fabric_params
 from .validate import evaluate, validate
 
 PREDICTIONS = Path(__file__).parent / "predictions"
@@ -76,43 +79,58 @@ def held_out(runs: list[dict]) -> None:
           f"{100 * spread[len(spread) // 2]:.1f}% of the median")
     for engine in ("analytic", "sim"):
         for by in ("tokens", "model"):
-            recs, meas, pred, regrets = [], [], [], []
+            recs, pred = [], []
             for g in sorted({str(r[by]) for r in layer}):
                 test = [r for r in layer if str(r[by]) == g]
-                v = validate(test, fits[by, g], engine)
                 recs += test
-                meas += [x["measured_ms"] for x in v.rows]
-                pred += [x["predicted_ms"] for x in v.rows]
-                per = collections.defaultdict(list)
-                for r, x in zip(test, v.rows):
-                    if r["system"] == "mok":
-                        per[workload_key(r)].append((pick_key(r, x["predicted_ms"]), x["measured_ms"]))
-                # the pick: fastest predicted, exact ties as the tuner breaks them (not by the
-                # measurement, which min over (predicted, measured) pairs would do)
-                regrets += [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values()]
-            ev = evaluate(recs, meas, pred)
-            rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"
-            per_sys = "; ".join(
-                f"{s} {100 * sum(x['ape'] for r, x in zip(recs, ev.rows) if r['system'] == s) / n:.1f}%"
-                for s in ("mok", "nccl-torch")
-                if (n := sum(r["system"] == s for r in recs)))
-            print(f"{engine:8s} held out by {by:6s}: n {ev.n} MAPE {100 * ev.mape:.1f}% ({per_sys}) "
-                  f"max {100 * ev.max_ape:.1f}% Spearman {rho} ({ev.groups} groups); regret max "
-                  f"{100 * max(regrets):.1f}% mean {100 * sum(regrets) / len(regrets):.1f}% over "
-                  f"{len(regrets)} workloads")
-            ix = [i for i, r in enumerate(recs) if r["system"] == "mok"]
-            rp = resolved_pairs([recs[i] for i in ix], [pred[i] for i in ix])
-            wr = within_run_regret([recs[i] for i in ix], [pred[i] for i in ix])
-            print(f"{'':8s} beside it: resolved pairs ordered right {100 * rp['concordant']:.1f}% "
-                  f"({rp['resolved']} of {rp['pairs']} pairs resolved); regret within one bench "
-                  f"command max {100 * wr['max']:.1f}% mean {100 * wr['mean']:.1f}% over "
-                  f"{wr['groups']} groups")
+                pred += [x["predicted_ms"] for x in validate(test, fits[by, g], engine).rows]
+            print_figures(f"{engine:8s} held out by {by:6s}", recs, pred)
+
+
+def print_figures(label: str, recs: list[dict], pred: list[float]) -> None:
+    """MAPE (per system), max error, grouped Spearman and tuner regret of `pred` against `recs`,
+    then what the records resolve (calibration.noise)."""
+    ev = evaluate(recs, [r["latency_ms"]["median"] for r in recs], pred)
+    per = collections.defaultdict(list)
+    for r, q in zip(recs, pred):
+        if r["system"] == "mok":
+            per[workload_key(r)].append((pick_key(r, q), r["latency_ms"]["median"]))
+    # the pick: fastest predicted, exact ties as the tuner breaks them (not by the measurement,
+    # which min over (predicted, measured) pairs would do)
+    regrets = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values()]
+    rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"
+    per_sys = "; ".join(
+        f"{s} {100 * sum(x['ape'] for r, x in zip(recs, ev.rows) if r['system'] == s) / n:.1f}%"
+        for s in ("mok", "nccl-torch") if (n := sum(r["system"] == s for r in recs)))
+    print(f"{label}: n {ev.n} MAPE {100 * ev.mape:.1f}% ({per_sys}) max {100 * ev.max_ape:.1f}% "
+          f"Spearman {rho} ({ev.groups} groups); regret max {100 * max(regrets):.1f}% mean "
+          f"{100 * sum(regrets) / len(regrets):.1f}% over {len(regrets)} workloads")
+    ix = [i for i, r in enumerate(recs) if r["system"] == "mok"]
+    rp = resolved_pairs([recs[i] for i in ix], [pred[i] for i in ix])
+    wr = within_run_regret([recs[i] for i in ix], [pred[i] for i in ix])
+    print(f"{'':8s} beside it: resolved pairs ordered right {100 * rp['concordant']:.1f}% "
+          f"({rp['resolved']} of {rp['pairs']} pairs resolved); regret within one bench "
+          f"command max {100 * wr['max']:.1f}% mean {100 * wr['mean']:.1f}% over "
+          f"{wr['groups']} groups")
+
+
+def transfer(runs: list[dict]) -> None:
+    """The fabric transfer (calibration.transfer.fabric_params: h200-1's fit with the measured
+    NVLink fabric, nothing fitted to these runs) on every MoK run: all of them held out."""
+    params = fabric_params()
+    mok = [r for r in runs if r["system"] == "mok" and predictable(r)]
+    for engine in ("analytic", "sim"):
+        pred = [x["predicted_ms"] for x in validate(mok, params, engine).rows]
+        signed = sum(q / r["latency_ms"]["median"] - 1 for r, q in zip(mok, pred)) / len(mok)
+        print_figures(f"{engine:8s} transfer (no 2-GPU layer fit), mean signed "
+                      f"{100 * signed:+.1f}%", mok, pred)
 
 
 def main() -> None:
     runs = read_records(sorted(H200X2.glob("bench_*.jsonl")))
     registered(runs)
     held_out(runs)
+    transfer(runs)
 
 
 if __name__ == "__main__":

@@ -161,6 +161,63 @@ def hopper_params() -> Params:
                   transferred(src.uncertainty, HOPPER_SOURCE, [])).with_table(table)
 
 
+FABRIC_SOURCE, FABRIC_TARGET = "h200-1", "h200-hgx8"
+FABRIC_WHY = ("the same GPU and kernel as the emulating H200 (its fit and GEMM table as they are); "
+              "what emulation cannot show, the fabric, as the NVLink microbenchmarks measured it")
+
+
+def fabric_params() -> Params:
+    """h200-hgx8's parameters with no fit to 2-GPU layer runs: h200-1's values and GEMM table
+    (the same GPU and kernels, its peers emulated in local HBM), the fabric values that
+    calibration.fit_fabric measures on two real H200s (copy rate per program, link efficiency,
+    signal latency, per-peer push signalling), and the copy rate of a comm program inside the
+    megakernel moved from its stand-alone NVLink rate by h200-1's own ratio of the two (its
+    in-kernel rate, stage 2 of its fit, over its stand-alone micro-copy rate, stage 1): the
+    kernel's comm program copies at the same fraction of what it copies alone, whether its
+    rows come from local HBM or over NVLink."""
+    from .defaults import H200X2, transferred
+    from .fit_fabric import fit_fabric
+
+    path = PARAMS_DIR / f"{FABRIC_SOURCE}.json"
+    src = read_params(path)
+    stages = json.loads((PARAMS_DIR / "fit" / path.name).read_text(encoding="utf-8"))["stages"]
+    alone = stages["micro"]["values"]["copy_gbps_per_sm"]
+    ratio = src["copy_gbps_per_sm"] / alone
+    sources = {k: f"transferred from {FABRIC_SOURCE} ({FABRIC_WHY}): {v}"
+               for k, v in src.sources.items()}
+    base = Params(src.values, FABRIC_TARGET, None, [], sources).with_table(src.gemm_table)
+    micro = read_records(sorted(H200X2.glob("nvlink_micro_*.jsonl")))
+    fab = fit_fabric(micro, base, load_hardware(FABRIC_TARGET))
+    values, sources = dict(fab.params.values), dict(fab.params.sources)
+    for name, f in fab.fitted.items():
+        sources[name] = f"measured on two H200s ({f['how']}; {', '.join(f['files'])})"
+    copy = fab.params["copy_gbps_per_sm"]
+    values["copy_gbps_per_sm"] = copy * ratio
+    sources["copy_gbps_per_sm"] += (
+        f", x {ratio:.4f} = {copy * ratio:.2f} GB/s inside the megakernel: {FABRIC_SOURCE}'s "
+        f"in-kernel rate {src['copy_gbps_per_sm']:.2f} over its stand-alone micro-copy rate "
+        f"{alone:.2f} (stage 2 / stage 1 of its fit)")
+    files = sorted({f for x in fab.fitted.values() for f in x["files"]})
+    fitted_on = [str(path.relative_to(ROOT))] + files
+    drop = list(fab.fitted)
+    return Params(values, FABRIC_TARGET, None, fitted_on, sources,
+                  transferred(src.uncertainty, FABRIC_SOURCE, drop)).with_table(src.gemm_table)
+
+
+def write_fabric(out: Path) -> Path:
+    """Write fabric_params to a new file `out` (checked before anything is written): registrations
+    name the file, so it is written once."""
+    from mok_model.fileio import check_output_file
+    from mok_model.params import write_params
+
+    if check_output_file(out, "--write-fabric", ".json").exists():
+        raise MokInputError(f"--write-fabric {out} exists; it is written once (name a new file)")
+    write_params(out, fabric_params(),
+                 f"Transferred from {FABRIC_SOURCE} with the fabric measured on two real H200s "
+                 f"(python -m calibration.transfer --write-fabric); no fit to 2-GPU layer runs.")
+    return out
+
+
 def write_hopper() -> list[Path]:
     """Write h100-1's parameters file and its transferred GEMM table (hopper_params)."""
     from mok_model.fileio import check_output_file
@@ -261,17 +318,23 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--write-hopper", action="store_true",
                    help=f"write {HOPPER_TARGET}'s parameters and GEMM table, transferred from "
                         f"{HOPPER_SOURCE} (no report)")
+    p.add_argument("--write-fabric", default=None, metavar="OUT.json",
+                   help=f"write {FABRIC_TARGET} parameters transferred from {FABRIC_SOURCE} with "
+                        f"the measured NVLink fabric, no 2-GPU layer fit (no report)")
     return run_tool(p, _main, argv)
 
 
 def _main(a) -> int:
-    if a.write_hopper:
+    writers = [f for f, on in (("--write-hopper", a.write_hopper),
+                               ("--write-fabric", a.write_fabric is not None)) if on]
+    if writers:
         ignored = [f for f, on in (("--terms", a.terms), ("--json", a.json)) if on]
-        if ignored:
-            raise MokInputError(f"--write-hopper writes files and prints no report: drop "
-                                f"{' and '.join(ignored)}")
-        for path in write_hopper():
-            print(f"wrote {path.relative_to(ROOT)}")
+        if ignored or len(writers) > 1:
+            raise MokInputError(f"{writers[0]} writes files and prints no report: drop "
+                                f"{' and '.join(ignored + writers[1:])}")
+        paths = write_hopper() if a.write_hopper else [write_fabric(Path(a.write_fabric))]
+        for path in paths:
+            print(f"wrote {path}")
         return 0
     return report(a)
 

@@ -359,6 +359,42 @@ def test_hopper_transfer_is_h200_1_with_the_h100s_hbm():
         assert lo <= ms[1] / ms[0] <= hi, (tokens, ms)
 
 
+def test_fabric_transfer_is_h200_1_with_the_measured_nvlink(tmp_path):
+    """h200-hgx8 with no 2-GPU layer fit: every h200-1 value as it is except the fabric values
+    the NVLink microbenchmarks measure (shipped h200-hgx8's, which fit_fabric wrote from the same
+    records), the in-kernel copy rate the measured one x h200-1's in-kernel / stand-alone ratio;
+    no layer run behind it; written, it reads back the same; registered, the lines name it."""
+    from calibration.register import main as register
+    from calibration.transfer import fabric_params, main
+    from mok_model.params import PARAMS_DIR
+
+    p, src = fabric_params(), read_params(PARAMS_DIR / "h200-1.json")
+    hgx8 = read_params(PARAMS_DIR / "h200-hgx8.json")
+    fabric = {"link_eff", "signal_remote_us", "push_signal_per_peer_us", "push_copy_scale"}
+    assert p.hardware == "h200-hgx8" and p.gemm_table is not None
+    for name in src.values:
+        if name in fabric:
+            assert p[name] == hgx8[name], name
+        elif name != "copy_gbps_per_sm":
+            assert p[name] == src[name], name
+    stages = json.loads((PARAMS_DIR / "fit" / "h200-1.json").read_text())["stages"]
+    ratio = src["copy_gbps_per_sm"] / stages["micro"]["values"]["copy_gbps_per_sm"]
+    assert 0.3 < ratio < 1
+    assert p["copy_gbps_per_sm"] == pytest.approx(hgx8["copy_gbps_per_sm"] * ratio)
+    assert not any("bench_" in f for f in p.fitted_on)      # no 2-GPU layer run
+    assert "fabric" not in str(p.uncertainty["free"]) and p.uncertainty["transferred_from"] == "h200-1"
+    out = tmp_path / "x.json"
+    assert main(["--write-fabric", str(out)]) == 0
+    back = read_params(out)
+    assert back.values == p.values and back.gemm_table.points == p.gemm_table.points
+    reg = tmp_path / "reg.jsonl"
+    assert register(["--gpus", "2", "--params", str(out), "--model", "glm-5", "--tokens", "1024",
+                     "--out", str(reg)]) == 0
+    rows = [json.loads(line) for line in reg.open()]
+    assert rows and {r["params"] for r in rows} == {str(out)}
+    assert main(["--write-fabric", str(out)]) == 2          # never overwrites
+
+
 def test_transferred_gemm_table_file_is_checked(tmp_path):
     """A transferred table names a measured source table with a mechanism; one that names a
     missing file or another transferred table is refused with one line."""
