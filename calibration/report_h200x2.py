@@ -12,7 +12,8 @@ the runs, then held-out figures of the h200-hgx8 fit.
    configurations of a held-out workload against the best measured one).
 3. The fabric transfer (calibration.transfer --write-fabric: h200-1's fit and GEMM table with the
    NVLink fabric measured, no term fitted to these runs) on every MoK run, both engines.
-4. Beside (never instead of) Spearman and regret, what measurement noise allows
+4. Model-free: each real run over the same rank emulated on one GPU with the same knobs.
+5. Beside (never instead of) Spearman and regret, what measurement noise allows
    (calibration/noise.py): the Spearman a perfect model would expect against these records (two
    re-draws of every median from its own iterations), the share of the pairs the records resolve
    (p10-p90 intervals disjoint) that the model orders right, and the regret among the
@@ -22,12 +23,15 @@ the runs, then held-out figures of the h200-hgx8 fit.
 from __future__ import annotations
 
 import collections
+import json
 import sys
 from pathlib import Path
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.presets import load_hardware
-from mok_model.records import predictable, read_records, routing_reproduced
+import numpy as np
+
+from mok_model.records import model_key, predictable, read_records, routing_reproduced, routing_spec
 
 from .defaults import H200X2, fit_h200x2_layers
 from .fit import workload_key
@@ -126,11 +130,32 @@ def transfer(runs: list[dict]) -> None:
                       f"{100 * signed:+.1f}%", mok, pred)
 
 
+def real_over_emulated(runs: list[dict]) -> None:
+    """Model-free: each real 2-GPU MoK run over the same rank's run emulated on one GPU with the
+    same workload and knobs (emulated_same_rank*.jsonl, measured the same day): issue 10's
+    "real <= 1.05x emulated". Median (min-max) overall and per combine x comm SMs."""
+    def key(r: dict) -> tuple:
+        return (model_key(r), r["ep"], r["tokens"], routing_spec(r), json.dumps(r["config"],
+                                                                               sort_keys=True))
+    emulated = {key(r): r["latency_ms"]["median"] for r in
+                read_records(sorted(H200X2.glob("emulated_same_rank*.jsonl"))) if r["system"] == "mok"}
+    by: dict[str, list[float]] = collections.defaultdict(list)
+    for r in runs:
+        if r["system"] == "mok" and key(r) in emulated:
+            x = r["latency_ms"]["median"] / emulated[key(r)]
+            by["all"].append(x)
+            by[f"{r['config']['combine']} combine, {r['config']['comm_sms']} comm SMs"].append(x)
+    for name, xs in sorted(by.items(), key=lambda kv: kv[0] != "all"):
+        print(f"real / emulated same rank, {name}: n {len(xs)} median {np.median(xs):.3f} "
+              f"({min(xs):.3f}-{max(xs):.3f})")
+
+
 def main() -> None:
     runs = read_records(sorted(H200X2.glob("bench_*.jsonl")))
     registered(runs)
     held_out(runs)
     transfer(runs)
+    real_over_emulated(runs)
 
 
 if __name__ == "__main__":

@@ -395,6 +395,20 @@ def test_fabric_transfer_is_h200_1_with_the_measured_nvlink(tmp_path):
     assert main(["--write-fabric", str(out)]) == 2          # never overwrites
 
 
+def test_real_over_emulated_pairs_each_real_run_with_its_emulated_twin(capsys):
+    """report_h200x2's model-free line: a real 2-GPU MoK run meets the emulated run of the same
+    workload and knobs; the committed runs give 100 pairs, the real one slower at the median."""
+    from calibration.report_h200x2 import H200X2, real_over_emulated
+    from mok_model.records import read_records
+
+    real_over_emulated(read_records(sorted(H200X2.glob("bench_*.jsonl"))))
+    lines = capsys.readouterr().out.splitlines()
+    n, median = lines[0].split(": n ")[1].split(" median ")
+    assert lines[0].startswith("real / emulated same rank, all") and int(n) == 100
+    assert 1.0 < float(median.split()[0]) < 1.3
+    assert sum(int(x.split(": n ")[1].split()[0]) for x in lines[1:]) == 100
+
+
 def test_transferred_gemm_table_file_is_checked(tmp_path):
     """A transferred table names a measured source table with a mechanism; one that names a
     missing file or another transferred table is refused with one line."""
