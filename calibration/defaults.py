@@ -12,7 +12,6 @@
   H200s (calibration/runs/h200x2/nvlink_micro_*.jsonl, calibration/fit_fabric.py), then the
   compute terms fitted to the real 2-GPU megakernel runs (calibration/runs/h200x2/bench_*.jsonl,
   MoK records; the fabric values stay as measured) and the NCCL terms to the nccl-torch ones.
-- h100-hgx8: priors from our H200 probe and public figures.
 - h200-1: `mok calibrate` on the committed H200 runs (microbenchmarks, then the megakernel sweeps:
   calibration/runs/h200/ at EP 16 and the space sweep calibration/runs/h200_space/space.jsonl)
   from those priors, with the GEMM efficiency table of the kernel's own GEMM phases
@@ -26,7 +25,10 @@
   refit of 2026-12-02: passes.FIT_HELD_OUT).
   h200-hgx8 takes those terms as fitted on h200-1 (same GPU and kernels;
   no backward or FP8 run on two GPUs yet).
-- h100-1: h200-1 moved by stated ratios (calibration/transfer.py --write-hopper), last.
+- h100-1: h200-1 moved by stated ratios (calibration/transfer.py --write-hopper), last; with it
+  h100-hgx8: h100-1 with the NVLink fabric measured on the two H200s (the in-kernel copy rate by
+  h200-1's in-kernel / stand-alone ratio) and h200-hgx8's host, NCCL and library-GEMM terms
+  (transfer.fabric_params): no H100 record behind either.
 
     python -m calibration.defaults --gb300
 
@@ -163,10 +165,9 @@ def published_file() -> Path:
 
 def main() -> None:
     """Run from the repository root (the parameter files name their runs relative to it)."""
-    for name, family in (("h200-1", H200_LOCAL), ("h100-hgx8", HOPPER)):
-        write_params(PARAMS_DIR / f"{name}.json", prior_params(name, family),
-                     "Priors from our H200 probe and public figures (both in docs/sources.md); "
-                     "not yet fitted.")
+    write_params(PARAMS_DIR / "h200-1.json", prior_params("h200-1", H200_LOCAL),
+                 "Priors from our H200 probe and public figures (both in docs/sources.md); "
+                 "not yet fitted.")
     root = Path(__file__).resolve().parents[1]
     fit_h200_hgx8(root)
     result = write_gb300()  # holds sm_scaling from the h200-hgx8.json just written

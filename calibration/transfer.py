@@ -161,78 +161,98 @@ def hopper_params() -> Params:
                   transferred(src.uncertainty, HOPPER_SOURCE, [])).with_table(table)
 
 
-FABRIC_SOURCE, FABRIC_TARGET = "h200-1", "h200-hgx8"
-FABRIC_WHY = ("the same GPU and kernel as the emulating H200 (its fit and GEMM table as they are); "
-              "what emulation cannot show, the fabric, as the NVLink microbenchmarks measured it")
+# the single-GPU presets whose fit (or transfer) a real-GPU box takes, and that box's preset
+FABRIC_TARGETS = {"h200-1": "h200-hgx8", "h100-1": "h100-hgx8"}
+FABRIC_WHY = ("the same GPU and kernel as the emulating single GPU (its values and GEMM table as "
+              "they are); what emulation cannot show, the fabric, as the NVLink microbenchmarks "
+              "measured it")
+# the real 2-H200 box's host, NCCL and library-GEMM terms (h200-hgx8's fit): what the baselines
+# run on and the MoK pass's host launches; taken with `host` (the same x86 host and NCCL assumed)
+HOST_TERMS = ("host_launch_scale", "mok_exposed_launches", "host_sync_us", "nccl_peer_gbps",
+              "nccl_collective_us", "nccl_eff", "torch_gemm_eff", "torch_hbm_eff")
 
 
-def fabric_params() -> Params:
-    """h200-hgx8's parameters with no fit to 2-GPU layer runs: h200-1's values and GEMM table
-    (the same GPU and kernels, its peers emulated in local HBM), the fabric values that
+def fabric_params(source: str = "h200-1", host: bool = False) -> Params:
+    """A real-GPU box's parameters with no fit to its MoK layer runs: `source`'s values and GEMM
+    table (the same GPU and kernels, its peers emulated in local HBM), the fabric values that
     calibration.fit_fabric measures on two real H200s (copy rate per program, link efficiency,
-    signal latency, per-peer push signalling), and the copy rate of a comm program inside the
-    megakernel moved from its stand-alone NVLink rate by h200-1's own ratio of the two (its
-    in-kernel rate, stage 2 of its fit, over its stand-alone micro-copy rate, stage 1): the
-    kernel's comm program copies at the same fraction of what it copies alone, whether its
-    rows come from local HBM or over NVLink."""
+    signal latency, per-peer push signalling; NVLink4 on either Hopper box), and the copy rate
+    of a comm program *inside* the megakernel moved from its stand-alone NVLink rate by the
+    emulating H200's own ratio of the two (h200-1's in-kernel rate, stage 2 of its fit, over its
+    stand-alone micro-copy rate, stage 1): the kernel's comm program copies at the same fraction
+    of what it copies alone, whether its rows come from local HBM or over NVLink. With `host`,
+    the HOST_TERMS of the real 2-H200 fit too (the baselines' NCCL and library GEMM, and the
+    host's launch cost)."""
     from .defaults import H200X2, transferred
     from .fit_fabric import fit_fabric
 
-    path = PARAMS_DIR / f"{FABRIC_SOURCE}.json"
-    src = read_params(path)
-    stages = json.loads((PARAMS_DIR / "fit" / path.name).read_text(encoding="utf-8"))["stages"]
-    alone = stages["micro"]["values"]["copy_gbps_per_sm"]
-    ratio = src["copy_gbps_per_sm"] / alone
-    sources = {k: f"transferred from {FABRIC_SOURCE} ({FABRIC_WHY}): {v}"
-               for k, v in src.sources.items()}
-    base = Params(src.values, FABRIC_TARGET, None, [], sources).with_table(src.gemm_table)
+    if source not in FABRIC_TARGETS:
+        raise MokInputError(f"source {source!r}: one of {', '.join(FABRIC_TARGETS)}")
+    target, path = FABRIC_TARGETS[source], PARAMS_DIR / f"{source}.json"
+    src, h200 = read_params(path), PARAMS_DIR / "h200-1.json"
+    stages = json.loads((PARAMS_DIR / "fit" / h200.name).read_text(encoding="utf-8"))["stages"]
+    inside, alone = read_params(h200)["copy_gbps_per_sm"], stages["micro"]["values"]["copy_gbps_per_sm"]
+    sources = {k: f"transferred from {source} ({FABRIC_WHY}): {v}" for k, v in src.sources.items()}
+    base = Params(src.values, target, None, [], sources).with_table(src.gemm_table)
     micro = read_records(sorted(H200X2.glob("nvlink_micro_*.jsonl")))
-    fab = fit_fabric(micro, base, load_hardware(FABRIC_TARGET))
+    fab = fit_fabric(micro, base, load_hardware(target))
     values, sources = dict(fab.params.values), dict(fab.params.sources)
     for name, f in fab.fitted.items():
         sources[name] = f"measured on two H200s ({f['how']}; {', '.join(f['files'])})"
     copy = fab.params["copy_gbps_per_sm"]
-    values["copy_gbps_per_sm"] = copy * ratio
+    values["copy_gbps_per_sm"] = copy * inside / alone
     sources["copy_gbps_per_sm"] += (
-        f", x {ratio:.4f} = {copy * ratio:.2f} GB/s inside the megakernel: {FABRIC_SOURCE}'s "
-        f"in-kernel rate {src['copy_gbps_per_sm']:.2f} over its stand-alone micro-copy rate "
-        f"{alone:.2f} (stage 2 / stage 1 of its fit)")
-    files = sorted({f for x in fab.fitted.values() for f in x["files"]})
-    fitted_on = [str(path.relative_to(ROOT))] + files
-    drop = list(fab.fitted)
-    return Params(values, FABRIC_TARGET, None, fitted_on, sources,
-                  transferred(src.uncertainty, FABRIC_SOURCE, drop)).with_table(src.gemm_table)
+        f", x {inside / alone:.4f} = {copy * inside / alone:.2f} GB/s inside the megakernel: "
+        f"h200-1's in-kernel rate {inside:.2f} over its stand-alone micro-copy rate {alone:.2f} "
+        f"(stage 2 / stage 1 of its fit)")
+    fitted_on = [str(path.relative_to(ROOT))] + sorted(
+        {f for x in fab.fitted.values() for f in x["files"]})
+    if host:
+        box = read_params(H200)
+        for name in HOST_TERMS:
+            values[name] = box[name]
+            sources[name] = f"the real 2-H200 box's fit ({SOURCE}, same x86 host and NCCL): {box.sources[name]}"
+        fitted_on.append(str(H200.relative_to(ROOT)))
+    drop = list(fab.fitted) + (list(HOST_TERMS) if host else [])
+    return Params(values, target, None, fitted_on, sources,
+                  transferred(src.uncertainty, source, drop)).with_table(src.gemm_table)
 
 
-def write_fabric(out: Path) -> Path:
-    """Write fabric_params to a new file `out` (checked before anything is written): registrations
-    name the file, so it is written once."""
+def write_fabric(out: Path, source: str = "h200-1") -> Path:
+    """Write fabric_params(source) to a new file `out` (checked before anything is written):
+    registrations name the file, so it is written once."""
     from mok_model.fileio import check_output_file
     from mok_model.params import write_params
 
     if check_output_file(out, "--write-fabric", ".json").exists():
         raise MokInputError(f"--write-fabric {out} exists; it is written once (name a new file)")
-    write_params(out, fabric_params(),
-                 f"Transferred from {FABRIC_SOURCE} with the fabric measured on two real H200s "
-                 f"(python -m calibration.transfer --write-fabric); no fit to 2-GPU layer runs.")
+    write_params(out, fabric_params(source),
+                 f"Transferred from {source} with the fabric measured on two real H200s "
+                 f"(python -m calibration.transfer --write-fabric); no fit to multi-GPU layer runs.")
     return out
 
 
 def write_hopper() -> list[Path]:
-    """Write h100-1's parameters file and its transferred GEMM table (hopper_params)."""
+    """Write h100-1's parameters file and its transferred GEMM table (hopper_params), then the
+    HGX H100 box's, h100-1's with the measured fabric and the 2-H200 box's host terms
+    (fabric_params)."""
     from mok_model.fileio import check_output_file
     from mok_model.gemm_table import write_table
     from mok_model.params import write_params
 
     params = hopper_params()
     table = Path(params.gemm_table.path)
-    out = PARAMS_DIR / f"{HOPPER_TARGET}.json"
-    for path in (out, table):   # both, before either is written (a chmod a-w one was replaced)
+    out, box = PARAMS_DIR / f"{HOPPER_TARGET}.json", PARAMS_DIR / "h100-hgx8.json"
+    for path in (out, table, box):   # all, before any is written (a chmod a-w one was replaced)
         check_output_file(path, "--write-hopper", ".json")
     write_table(table, params.gemm_table)
     write_params(out, params, f"Transferred from {HOPPER_SOURCE} (same GPU die and kernels; "
                               f"python -m calibration.transfer --write-hopper); no H100 fit.")
-    return [out, table]
+    write_params(box, fabric_params(HOPPER_TARGET, host=True),
+                 f"Transferred from {HOPPER_TARGET} with the NVLink fabric measured on two real "
+                 f"H200s and that box's host, NCCL and library-GEMM terms (python -m "
+                 f"calibration.transfer --write-hopper); no H100 record behind it.")
+    return [out, table, box]
 
 
 def spec_ratios() -> dict:
@@ -319,8 +339,8 @@ def main(argv: list[str] | None = None) -> int:
                    help=f"write {HOPPER_TARGET}'s parameters and GEMM table, transferred from "
                         f"{HOPPER_SOURCE} (no report)")
     p.add_argument("--write-fabric", default=None, metavar="OUT.json",
-                   help=f"write {FABRIC_TARGET} parameters transferred from {FABRIC_SOURCE} with "
-                        f"the measured NVLink fabric, no 2-GPU layer fit (no report)")
+                   help="write h200-hgx8 parameters transferred from h200-1 with the measured "
+                        "NVLink fabric, no 2-GPU layer fit (no report)")
     return run_tool(p, _main, argv)
 
 
@@ -334,7 +354,7 @@ def _main(a) -> int:
                                 f"{' and '.join(ignored + writers[1:])}")
         paths = write_hopper() if a.write_hopper else [write_fabric(Path(a.write_fabric))]
         for path in paths:
-            print(f"wrote {path}")
+            print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
         return 0
     return report(a)
 

@@ -173,9 +173,14 @@ def test_calibrate_band_none_and_old_files_have_no_band(fitted, tmp_path, capsys
     assert "uncertainty" not in json.loads(out.read_text())
 
 
-def test_priors_and_simulator_say_no_band(capsys):
-    assert main(["predict", "--hardware", "h100-hgx8", "--model", "kimi-k2", "--ep", "8",
-                 "--tokens", "1024", "--json"]) == 0
+def test_priors_and_simulator_say_no_band(capsys, tmp_path):
+    from calibration.priors import HOPPER, prior_params
+    from mok_model.params import write_params
+
+    priors = tmp_path / "priors.json"       # no shipped file is priors-only since session 56
+    write_params(priors, prior_params("h100-hgx8", HOPPER), "priors")
+    assert main(["predict", "--hardware", "h100-hgx8", "--params", str(priors), "--model",
+                 "kimi-k2", "--ep", "8", "--tokens", "1024", "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert d["band_ms"] is None and d["band_note"] == \
         "no band: parameters are priors (not fitted to any records)"
@@ -236,7 +241,9 @@ def test_shipped_files(capsys):
         u = read_params(PARAMS_DIR / f"{name}.json").uncertainty
         assert u and u["transferred_from"] == "gb300-nvl72", name
         assert ("host_launch_scale" in u["free"]) == (name not in ("b200-hgx8", "b300-dgx8"))
-    assert read_params(PARAMS_DIR / "h100-hgx8.json").uncertainty is None
+    for name in ("h100-1", "h100-hgx8"):     # transferred from h200-1 (calibration/transfer.py)
+        assert read_params(PARAMS_DIR / f"{name}.json").uncertainty["transferred_from"] \
+            == ("h200-1" if name == "h100-1" else "h100-1"), name
     assert main(["predict", "--hardware", "gb200-nvl72", "--model", "kimi-k2", "--ep", "16",
                  "--tokens", "2048"]) == 0
     out = capsys.readouterr().out

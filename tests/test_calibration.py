@@ -395,6 +395,23 @@ def test_fabric_transfer_is_h200_1_with_the_measured_nvlink(tmp_path):
     assert main(["--write-fabric", str(out)]) == 2          # never overwrites
 
 
+def test_h100_hgx8_is_h100_1_with_the_measured_fabric_and_the_boxs_host():
+    """The shipped HGX H100 file is what `--write-hopper` writes now: h100-1's values but the
+    measured fabric (as the H200 transfer) and the 2-H200 box's host, NCCL and library-GEMM
+    terms; nothing fitted to an H100 record; the H200 box's pure transfer differs only there."""
+    from calibration.transfer import HOST_TERMS, fabric_params
+    from mok_model.params import PARAMS_DIR
+
+    shipped, now = read_params(PARAMS_DIR / "h100-hgx8.json"), fabric_params("h100-1", host=True)
+    h100, h200 = read_params(PARAMS_DIR / "h100-1.json"), fabric_params("h200-1")
+    box = read_params(PARAMS_DIR / "h200-hgx8.json")
+    assert shipped.values == now.values and shipped.hardware == "h100-hgx8"
+    assert all(shipped[k] == box[k] for k in HOST_TERMS)
+    assert h100.values == read_params(PARAMS_DIR / "h200-1.json").values   # so, as the H200 box's
+    assert all(shipped[k] == h200[k] for k in h100.values if k not in HOST_TERMS)
+    assert shipped.gemm_table.hardware == "h100-1" and not any("bench_" in f for f in shipped.fitted_on)
+
+
 def test_real_over_emulated_pairs_each_real_run_with_its_emulated_twin(capsys):
     """report_h200x2's model-free line: a real 2-GPU MoK run meets the emulated run of the same
     workload and knobs; the committed runs give 100 pairs, the real one slower at the median."""
@@ -459,9 +476,13 @@ def test_validate_bands_on_the_plot_and_in_json(tmp_path, capsys):
     assert v["rows"][0]["band_ms"] == {"lo": want.lo, "hi": want.hi}
     assert all(r["band_ms"]["lo"] <= r["predicted_ms"] <= r["band_ms"]["hi"] for r in v["rows"])
     assert png.stat().st_size > 1000
+    from calibration.priors import HOPPER, prior_params
+    from mok_model.params import write_params
+    priors = tmp_path / "priors.json"
+    write_params(priors, prior_params("h100-hgx8", HOPPER), "priors")
     for extra, match in ((["--bands"], "add --plot"),
                          (["--bands", "--plot", str(png), "--engine", "sim"], "analytic engine only"),
-                         (["--bands", "--plot", str(png), "--params", "mok_model/params/h100-hgx8.json",
+                         (["--bands", "--plot", str(png), "--params", str(priors),
                            "--allow-params-mismatch"], "parameters are priors")):
         mine = [] if "--params" in extra else ["--params", params]   # a flag is given once
         assert validate_cli([runs, *mine, *extra]) == 2

@@ -229,17 +229,19 @@ def test_every_shipped_file_carries_the_gluon_terms():
     """Each shipped parameters file holds the Gluon terms (no file fills them), at
     mok_model/params.py ADDED's value and words (what a refit from the priors writes), but for
     h200-1's fitted ones (GLUON_FITTED) and h200-hgx8's copies of them; h100-1 holds h200-1's
-    values, said to be transferred (calibration/transfer.py --write-hopper)."""
+    values, said to be transferred, and h100-hgx8 h100-1's (calibration/transfer.py
+    --write-hopper)."""
     from calibration.priors import OUR_PASSES
     from mok_model.params import ADDED, PARAMS_DIR, read_params
     h200 = read_params(PARAMS_DIR / "h200-1.json")
     for path in sorted(PARAMS_DIR.glob("*.json")):
         p = read_params(path)
         assert not p.filled, path
-        if path.stem == "h100-1":
+        if path.stem in ("h100-1", "h100-hgx8"):
             for k in ("fp8_gluon_tile_m", "fp8_gluon_scale_cost", "fp8_gluon_copy_exp",
                       *GLUON_FITTED):
-                assert p[k] == h200[k] and p.sources[k].startswith("transferred from h200-1")
+                assert p[k] == h200[k] and p.sources[k].startswith(
+                    "transferred from h200-1" if path.stem == "h100-1" else "transferred from h100-1")
                 assert p.sources[k].endswith(h200.sources[k])
             continue
         for k in ("fp8_gluon_tile_m", "fp8_gluon_scale_cost", "fp8_gluon_copy_exp",
@@ -247,7 +249,7 @@ def test_every_shipped_file_carries_the_gluon_terms():
             if k in GLUON_FITTED and path.stem in ("h200-1", "h200-hgx8"):
                 assert "fitted to the 168 default-variant fp8-gluon MoK records" in p.sources[k]
                 continue
-            if k == "fp8_gluon_copy_exp" and path.stem in ("h200-1", "h200-hgx8", "h100-hgx8"):
+            if k == "fp8_gluon_copy_exp" and path.stem in ("h200-1", "h200-hgx8"):
                 # measured on the H200 (calibration/priors.py OUR_PASSES: every Hopper file)
                 assert (p[k], p.sources[k]) == OUR_PASSES[k], path
                 continue
