@@ -32,7 +32,7 @@ from mok_kernels.routing import parse_routing, routing_record
 from mok_model.cli import capacity_arg, distinct, doc_parser, int_at_least, number_list, run_tool
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, read_json_lines
-from mok_model.params import PARAMS_DIR, load_params
+from mok_model.params import PARAMS_DIR
 from mok_model.presets import load_model, model_from_shape
 from mok_model.predict import predict
 from mok_model.records import (DEFAULT_BWD, KNOBS, PASSES, SCHEMA, kernel_variant, record_config,
@@ -42,7 +42,7 @@ from mok_model.scenario import (MAX_LIST_LAG, MAX_SEED, check_ep_tokens, check_s
                                  check_source_orders)
 from mok_model.sim import simulate
 
-from .checks import required_text, shipped_params
+from .checks import params_file, required_text, shipped_params
 
 
 def _check_plan_tiles(rec: dict) -> None:
@@ -290,8 +290,11 @@ def register(a: argparse.Namespace) -> int:
     if a.params is None:
         params = shipped_params(a.hardware, other="--params FILE")
         params_path = PARAMS_DIR / f"{a.hardware}.json"
-    else:       # another parameters file for the same hardware (e.g. a transfer to register
-        params = load_params(a.params, a.hardware)  # beside the shipped fit)
+    else:       # another parameters file of the same hardware (e.g. a transfer registered
+        params = params_file(a.params, "--params")   # beside the shipped fit)
+        if params.hardware != a.hardware:
+            raise MokInputError(f"--params {a.params!r} was fitted for hardware "
+                                f"{params.hardware!r}, not --hardware {a.hardware!r}")
         params_path = Path(a.params)
     rows = []
     for i, rec in enumerate(planned_records(a)):

@@ -90,6 +90,9 @@ CASES = [
     ("register", ["--routing", "hot:0", *K2, "--out", "{d}/r.jsonl"], "1/top_k = 0.125]"),
     ("register", ["--hardware", "nope", *K2, "--out", "{d}/r.jsonl"],
      "--hardware 'nope': no shipped parameters for it; one of "),
+    ("register", ["--params", "mok_model/params/gb300-nvl72.json", *K2, "--out", "{d}/r.jsonl"],
+     "was fitted for hardware 'gb300-nvl72', not --hardware 'h200-1'"),
+    ("register", ["--params", "/nope.json", *K2, "--out", "{d}/r.jsonl"], "/nope.json"),
     ("heldout_errors", ["--hardware", "nope", RUNS, "--out", "{d}/h.json"],
      "--hardware 'nope': no shipped parameters for it"),
     ("report_unseen", ["--hardware", "nope", RUNS], "(or pass --params FILE)"),
@@ -112,7 +115,8 @@ CASES = [
      "--seed: 99999999999999999999 must be an integer in [0, 9223372036854775807]"),
 ]
 
-NO_FLAG = {"register", "heldout_errors", "fit_fabric"}  # tools without --params / mismatch flags
+NO_FLAG = {"heldout_errors", "fit_fabric"}  # tools without --params / mismatch flags (register has
+# --params since session 56)
 
 
 def _main(module: str):
