@@ -57,7 +57,7 @@ from typing import Any
 
 import torch
 
-from .megakernel import MegakernelStallError, MoKLayer, _kernels
+from .megakernel import MegakernelStallError, MoKLayer, _kernels, pointer_weight_refusal
 from .schedule import CapacityOverflowError, Schedule
 
 BWD_STALL_CODES = {
@@ -1084,4 +1084,4 @@ def why_not_backward(layer: MoKLayer) -> str | None:
         return "group mode (real GPUs / LocalGroup) is not implemented in the backward megakernel"
     if not layer.cfg.fuse_gu:
         return "it reads the gate|up interleaved packing (fuse_gu=True)"
-    return None
+    return pointer_weight_refusal(layer.H, layer.Ip)   # it loads weights through pointers

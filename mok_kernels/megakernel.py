@@ -1492,6 +1492,17 @@ def check_gpu(device: str, precision: str) -> None:
                       f"tests/test_autograd_gpu.py` before trusting its outputs", stacklevel=3)
 
 
+def pointer_weight_refusal(h: int, ip: int) -> str | None:
+    """Why weight tiles loaded through pointers cannot address one expert's weights, or None:
+    their offsets inside an expert (k x 2*Ip + column, column x H + k) are int32, so an expert's
+    gate|up matrix, H x 2*Ip elements, must stay below 2^31 (the BF16 forward with tma=False and
+    the backward megakernel load weights this way; the expert's own start is int64)."""
+    if h * 2 * ip >= 2**31:
+        return (f"H x 2 x padded I = {h} x 2 x {ip} = {h * 2 * ip} elements: one expert's gate|up "
+                f"weights must stay below 2^31 elements (int32 offsets inside an expert)")
+    return None
+
+
 def weights_key(w: MoEWeights) -> tuple:
     """What identifies the values of a layer's weights while no one writes them behind
     PyTorch's back: each tensor's address, version counter (bumped by every in-place write,
@@ -1583,6 +1594,10 @@ class MoKLayer:
         # zero rows of the down weights, so they add exactly nothing. The last down column block
         # may pass H: it is masked (and TMA fills the missing weight columns with zeros).
         self.Ip = padded_width(self.I, cfg.bn_gu, cfg.block_k)
+        why = pointer_weight_refusal(self.H, self.Ip)
+        if why and cfg.precision == "bf16" and not cfg.tma:
+            raise MokInputError(f"tma=False: {why}; tma=True loads weight tiles by descriptor "
+                                f"coordinates instead")
         self.has_shared = ishared > 0
         p, n, k = self.ep, self.tokens, self.topk
         self.el = e // p
