@@ -2035,6 +2035,8 @@ class MoKLayer:
         """
         if save_gu and not self.cfg.save_for_backward:
             raise ValueError("save_gu=True needs a layer built with KernelConfig(save_for_backward=True)")
+        if self.group is None:
+            self.check_inputs(x_all, ids_all, w_all)
         if self.gluon is not None:
             self._sync_gluon()
             out = self.gluon.forward(x_all, ids_all, w_all.float().contiguous())
@@ -2056,6 +2058,27 @@ class MoKLayer:
         if self.cfg.on_error == "raise" and not self.local_group:
             self.check()           # one host read per forward; raises before the output is used
         return out
+
+    def check_inputs(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor) -> None:
+        """Refuse (MokInputError, host metadata only: no device read) inputs whose layout the
+        kernels do not read as given: they address token rows of x_all as row * H of a dense
+        bf16 (P*N, H) matrix, and build the schedule from ids_all's shape, so another row count,
+        row stride, dtype or id shape would give wrong numbers rather than an error. One GPU
+        (emulated or virtual ranks); group mode checks its own (N, H) inputs."""
+        rows, h, k = self.ep * self.tokens, self.H, self.topk
+        if x_all.dim() != 2 or tuple(x_all.shape) != (rows, h):
+            raise MokInputError(f"x_all {tuple(x_all.shape)}: ({rows}, {h}) is required (every "
+                                f"rank's {self.tokens} tokens of width H={h})")
+        if x_all.dtype != torch.bfloat16:
+            raise MokInputError(f"x_all dtype {x_all.dtype}: torch.bfloat16 is required (the "
+                                f"kernel reads the rows as bf16)")
+        if x_all.stride(1) != 1 or (rows > 1 and x_all.stride(0) != h):
+            raise MokInputError(f"x_all strides {x_all.stride()}: ({h}, 1) are required (dense "
+                                f"rows; pass x_all.contiguous())")
+        for name, t in (("ids_all", ids_all), ("w_all", w_all)):
+            if tuple(t.shape) != (rows, k):
+                raise MokInputError(f"{name} {tuple(t.shape)}: ({rows}, {k}) is required "
+                                    f"(top-{k} of each of the {rows} tokens)")
 
     def _sync_gluon(self) -> None:
         """The config's error handling as the Gluon pass's next launch takes it (read at each

@@ -5,7 +5,8 @@ the forward's entry, for inputs) with one MokInputError naming the value and the
   (rows + minibatch - 1) // minibatch wrapped to zero minibatches (no routed row computed);
 - an expert whose gate|up weights reach 2^31 elements with weight tiles through pointers (BF16
   tma=False; the backward megakernel always): int32 offsets inside an expert;
-- the Gluon FP8 pass's join point, items x join permille, past 2^31.
+- the Gluon FP8 pass's join point, items x join permille, past 2^31;
+- x_all / ids_all / w_all of another shape, dtype or row stride than the kernels read.
 CPU only: weights of huge shapes are zero-strided views (no memory), refused before packing."""
 
 from __future__ import annotations
@@ -112,3 +113,28 @@ def test_gluon_join_point_past_int32_is_refused():
     g.t_max = 1000
     g.configure(join=350)
     assert g.knobs.tolist() == [40, 0, 350, 1]
+
+
+# ------------------------------------------------------------- the forward's input layout
+
+
+def test_forward_refuses_inputs_the_kernel_would_misread():
+    """x_all rows are read as row * H of a dense bf16 (P*N, H) matrix and the schedule is
+    built from ids_all's shape: a strided view, another dtype or row count, or ids of another
+    shape ran to wrong numbers (or out of bounds) without a word."""
+    lay = small_layer()
+    rows, h, k = 4 * 24, 64, 2
+    ids = torch.zeros(rows, k, dtype=torch.int64)
+    wts = torch.full((rows, k), 0.5)
+    x = torch.zeros(rows, h, dtype=torch.bfloat16)
+    wide = torch.zeros(rows, 2 * h, dtype=torch.bfloat16)
+    bad = [((wide[:, :h], ids, wts), r"x_all strides \(128, 1\): \(64, 1\) are required"),
+           ((x.t().contiguous().t(), ids, wts), r"x_all strides \(1, 96\)"),
+           ((x[:-1], ids, wts), r"x_all \(95, 64\): \(96, 64\) is required"),
+           ((x.float(), ids, wts), "x_all dtype torch.float32: torch.bfloat16 is required"),
+           ((x, ids[:, :1], wts), r"ids_all \(96, 1\): \(96, 2\) is required"),
+           ((x, ids, wts[:8]), r"w_all \(8, 2\): \(96, 2\) is required")]
+    for args, rule in bad:
+        with pytest.raises(MokInputError, match=rule) as exc:
+            lay.forward(*args)
+        assert "\n" not in str(exc.value)
