@@ -938,7 +938,9 @@ def _kernels() -> dict[str, Any]:
                     src_q = src0 + peer_off(p32_ptr, q, C_STRIDE, GROUP)
                     tr0_q = tr00 + peer_off(p32_ptr, q, T_STRIDE, GROUP)
                     trn_q = trn0 + peer_off(p32_ptr, q, T_STRIDE, GROUP)
-                    ring_q = ring0 + peer_off(x_off_ptr, q, R * H, GROUP)
+                    # R in int64 before the product: a virtual rank's ring of R rows x H passes
+                    # 2^31 elements at large capacities (R x H in int32 would wrap)
+                    ring_q = ring0 + peer_off(x_off_ptr, q, R.to(tl.int64) * H, GROUP)
                     if mb < tl.load(nmb0 + peer_off(p32_ptr, q, 1, GROUP)):
                         r1 = tl.load(mbr_q + mb + 1)
                         j = 0                          # receiver's ring back-pressure
@@ -962,7 +964,8 @@ def _kernels() -> dict[str, Any]:
                                 if FP8:                # virtual ranks only (not GROUP)
                                     copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
                                                 ring_q, (rows % R).to(tl.int64) * H,
-                                                rings0 + peer_off(x_off_ptr, q, R * HB, GROUP),
+                                                rings0 + peer_off(x_off_ptr, q, R.to(tl.int64) * HB,
+                                                                  GROUP),
                                                 (rows % R).to(tl.int64) * HB, m, H, CC, CR)
                                 else:
                                     copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
