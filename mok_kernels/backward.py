@@ -57,6 +57,8 @@ from typing import Any
 
 import torch
 
+from mok_model.errors import MokInputError
+
 from .megakernel import MegakernelStallError, MoKLayer, _kernels, pointer_weight_refusal
 from .schedule import CapacityOverflowError, Schedule
 
@@ -993,6 +995,13 @@ class MoKBackward:
         misshaped, or given without the option."""
         lay = self.layer
         self.check_saved(saved_gu)
+        # the forward's shapes (any dtype and layout: converted below); the kernel reads rows
+        # and routes by these counts, so others would misread or run out of bounds
+        rows, k = lay.ep * lay.tokens, lay.topk
+        for name, t, want in (("x_all", x_all, (rows, lay.H)), ("dout_all", dout_all, (rows, lay.H)),
+                              ("ids_all", ids_all, (rows, k)), ("w_all", w_all, (rows, k))):
+            if tuple(t.shape) != want:
+                raise MokInputError(f"{name} {tuple(t.shape)}: {want} is required")
         sched = lay.schedule(ids_all)
         self.last_schedule = sched
         self.overflow_acc += sched.overflow

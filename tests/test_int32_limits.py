@@ -138,3 +138,17 @@ def test_forward_refuses_inputs_the_kernel_would_misread():
         with pytest.raises(MokInputError, match=rule) as exc:
             lay.forward(*args)
         assert "\n" not in str(exc.value)
+
+
+def test_backward_run_refuses_inputs_of_other_shapes():
+    """MoKBackward.run converted dtype and layout but took any row count or id shape."""
+    from mok_kernels.backward import MoKBackward
+    bwd = MoKBackward(small_layer())
+    rows, h, k = 4 * 24, 64, 2
+    x, ids, wts = torch.zeros(rows, h), torch.zeros(rows, k, dtype=torch.int64), torch.ones(rows, k)
+    for args, rule in [((x[:-1], ids, wts, x), r"x_all \(95, 64\): \(96, 64\) is required"),
+                       ((x, ids, wts, x[:, :32]), r"dout_all \(96, 32\): \(96, 64\) is required"),
+                       ((x, ids[:4], wts, x), r"ids_all \(4, 2\): \(96, 2\) is required"),
+                       ((x, ids, wts[:, :1], x), r"w_all \(96, 1\): \(96, 2\) is required")]:
+        with pytest.raises(MokInputError, match=rule):
+            bwd.run(*args)
