@@ -57,7 +57,9 @@ from typing import Any
 
 import torch
 
-from .megakernel import MegakernelStallError, MoKLayer, _kernels
+from mok_model.errors import MokInputError
+
+from .megakernel import MegakernelStallError, MoKLayer, _kernels, pointer_weight_refusal
 from .schedule import CapacityOverflowError, Schedule
 
 BWD_STALL_CODES = {
@@ -993,6 +995,13 @@ class MoKBackward:
         misshaped, or given without the option."""
         lay = self.layer
         self.check_saved(saved_gu)
+        # the forward's shapes (any dtype and layout: converted below); the kernel reads rows
+        # and routes by these counts, so others would misread or run out of bounds
+        rows, k = lay.ep * lay.tokens, lay.topk
+        for name, t, want in (("x_all", x_all, (rows, lay.H)), ("dout_all", dout_all, (rows, lay.H)),
+                              ("ids_all", ids_all, (rows, k)), ("w_all", w_all, (rows, k))):
+            if tuple(t.shape) != want:
+                raise MokInputError(f"{name} {tuple(t.shape)}: {want} is required")
         sched = lay.schedule(ids_all)
         self.last_schedule = sched
         self.overflow_acc += sched.overflow
@@ -1084,4 +1093,4 @@ def why_not_backward(layer: MoKLayer) -> str | None:
         return "group mode (real GPUs / LocalGroup) is not implemented in the backward megakernel"
     if not layer.cfg.fuse_gu:
         return "it reads the gate|up interleaved packing (fuse_gu=True)"
-    return None
+    return pointer_weight_refusal(layer.H, layer.Ip)   # it loads weights through pointers

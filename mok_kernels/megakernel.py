@@ -938,7 +938,9 @@ def _kernels() -> dict[str, Any]:
                     src_q = src0 + peer_off(p32_ptr, q, C_STRIDE, GROUP)
                     tr0_q = tr00 + peer_off(p32_ptr, q, T_STRIDE, GROUP)
                     trn_q = trn0 + peer_off(p32_ptr, q, T_STRIDE, GROUP)
-                    ring_q = ring0 + peer_off(x_off_ptr, q, R * H, GROUP)
+                    # R in int64 before the product: a virtual rank's ring of R rows x H passes
+                    # 2^31 elements at large capacities (R x H in int32 would wrap)
+                    ring_q = ring0 + peer_off(x_off_ptr, q, R.to(tl.int64) * H, GROUP)
                     if mb < tl.load(nmb0 + peer_off(p32_ptr, q, 1, GROUP)):
                         r1 = tl.load(mbr_q + mb + 1)
                         j = 0                          # receiver's ring back-pressure
@@ -962,7 +964,8 @@ def _kernels() -> dict[str, Any]:
                                 if FP8:                # virtual ranks only (not GROUP)
                                     copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
                                                 ring_q, (rows % R).to(tl.int64) * H,
-                                                rings0 + peer_off(x_off_ptr, q, R * HB, GROUP),
+                                                rings0 + peer_off(x_off_ptr, q, R.to(tl.int64) * HB,
+                                                                  GROUP),
                                                 (rows % R).to(tl.int64) * HB, m, H, CC, CR)
                                 else:
                                     copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
@@ -1492,6 +1495,17 @@ def check_gpu(device: str, precision: str) -> None:
                       f"tests/test_autograd_gpu.py` before trusting its outputs", stacklevel=3)
 
 
+def pointer_weight_refusal(h: int, ip: int) -> str | None:
+    """Why weight tiles loaded through pointers cannot address one expert's weights, or None:
+    their offsets inside an expert (k x 2*Ip + column, column x H + k) are int32, so an expert's
+    gate|up matrix, H x 2*Ip elements, must stay below 2^31 (the BF16 forward with tma=False and
+    the backward megakernel load weights this way; the expert's own start is int64)."""
+    if h * 2 * ip >= 2**31:
+        return (f"H x 2 x padded I = {h} x 2 x {ip} = {h * 2 * ip} elements: one expert's gate|up "
+                f"weights must stay below 2^31 elements (int32 offsets inside an expert)")
+    return None
+
+
 def weights_key(w: MoEWeights) -> tuple:
     """What identifies the values of a layer's weights while no one writes them behind
     PyTorch's back: each tensor's address, version counter (bumped by every in-place write,
@@ -1583,6 +1597,10 @@ class MoKLayer:
         # zero rows of the down weights, so they add exactly nothing. The last down column block
         # may pass H: it is masked (and TMA fills the missing weight columns with zeros).
         self.Ip = padded_width(self.I, cfg.bn_gu, cfg.block_k)
+        why = pointer_weight_refusal(self.H, self.Ip)
+        if why and cfg.precision == "bf16" and not cfg.tma:
+            raise MokInputError(f"tma=False: {why}; tma=True loads weight tiles by descriptor "
+                                f"coordinates instead")
         self.has_shared = ishared > 0
         p, n, k = self.ep, self.tokens, self.topk
         self.el = e // p
@@ -2020,6 +2038,8 @@ class MoKLayer:
         """
         if save_gu and not self.cfg.save_for_backward:
             raise ValueError("save_gu=True needs a layer built with KernelConfig(save_for_backward=True)")
+        if self.group is None:
+            self.check_inputs(x_all, ids_all, w_all)
         if self.gluon is not None:
             self._sync_gluon()
             out = self.gluon.forward(x_all, ids_all, w_all.float().contiguous())
@@ -2041,6 +2061,27 @@ class MoKLayer:
         if self.cfg.on_error == "raise" and not self.local_group:
             self.check()           # one host read per forward; raises before the output is used
         return out
+
+    def check_inputs(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor) -> None:
+        """Refuse (MokInputError, host metadata only: no device read) inputs whose layout the
+        kernels do not read as given: they address token rows of x_all as row * H of a dense
+        bf16 (P*N, H) matrix, and build the schedule from ids_all's shape, so another row count,
+        row stride, dtype or id shape would give wrong numbers rather than an error. One GPU
+        (emulated or virtual ranks); group mode checks its own (N, H) inputs."""
+        rows, h, k = self.ep * self.tokens, self.H, self.topk
+        if x_all.dim() != 2 or tuple(x_all.shape) != (rows, h):
+            raise MokInputError(f"x_all {tuple(x_all.shape)}: ({rows}, {h}) is required (every "
+                                f"rank's {self.tokens} tokens of width H={h})")
+        if x_all.dtype != torch.bfloat16:
+            raise MokInputError(f"x_all dtype {x_all.dtype}: torch.bfloat16 is required (the "
+                                f"kernel reads the rows as bf16)")
+        if x_all.stride(1) != 1 or (rows > 1 and x_all.stride(0) != h):
+            raise MokInputError(f"x_all strides {x_all.stride()}: ({h}, 1) are required (dense "
+                                f"rows; pass x_all.contiguous())")
+        for name, t in (("ids_all", ids_all), ("w_all", w_all)):
+            if tuple(t.shape) != (rows, k):
+                raise MokInputError(f"{name} {tuple(t.shape)}: ({rows}, {k}) is required "
+                                    f"(top-{k} of each of the {rows} tokens)")
 
     def _sync_gluon(self) -> None:
         """The config's error handling as the Gluon pass's next launch takes it (read at each

@@ -20,6 +20,22 @@ from dataclasses import dataclass
 
 import torch
 
+from mok_model.errors import MokInputError
+
+# The schedule's row arithmetic (its Triton kernels, the megakernels' minibatch bounds) is int32.
+INT32_LIMIT = 2**31
+
+
+def check_minibatch_rows(minibatch: int, capacity: int) -> None:
+    """Refuse a minibatch whose sum with the capacity rows leaves int32: the fused schedule
+    computes the minibatch count as (rows + minibatch - 1) // minibatch in int32, which wraps
+    to zero minibatches (no routed row computed) past 2^31 - 1."""
+    if minibatch + capacity >= INT32_LIMIT:
+        raise MokInputError(
+            f"minibatch={minibatch}: minibatch + capacity rows ({capacity}) must stay below 2^31 "
+            f"(the schedule's int32 row arithmetic); any minibatch of {capacity} rows or more "
+            f"runs the rows as one minibatch")
+
 
 class CapacityOverflowError(RuntimeError):
     """More routed rows reached a rank than the fixed schedule capacity holds."""
@@ -131,6 +147,7 @@ def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: in
     """
     if minibatch < 1 or block_m < 1:
         raise ValueError("minibatch and block_m must be >= 1")
+    check_minibatch_rows(minibatch, _span(ids_all, ep, num_experts, rank, capacity_multiplier)[6])
     if rotated and rank is None:
         raise ValueError("rotated=True needs one receiving rank (rank=r): its sources start after it")
     if use_triton is None:

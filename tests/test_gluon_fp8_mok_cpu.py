@@ -149,7 +149,9 @@ def test_the_model_takes_the_pass_defaults_for_open_knobs():
 
 
 def test_gluon_layer_honors_on_error(sm90):
-    x, ids, w = torch.zeros(1), torch.zeros(1), torch.zeros(2, dtype=torch.float64)
+    # inputs of the layer's shapes (the forward checks them before the stand-in pass runs)
+    x, ids = torch.zeros(8 * 32, 256, dtype=torch.bfloat16), torch.zeros(8 * 32, 4, dtype=torch.int64)
+    w = torch.zeros(8 * 32, 4, dtype=torch.float64)
     lay = gluon_layer(gluon_cfg(max_spin=5))
     lay.forward(x, ids, w)
     assert lay.gluon.calls[-1] == ("forward", True, 5, torch.float32)    # trap, the config's spin

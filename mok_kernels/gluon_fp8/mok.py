@@ -34,6 +34,7 @@ programs resident (grid <= SMs, one program an SM by shared memory) the pass can
 
 from __future__ import annotations
 
+from mok_model.errors import MokInputError
 from mok_model.scenario import gluon_padded_width, gluon_shape_refusal
 
 from .core import (BK, BM, BN, FFN_STAGES, GROUP_ROWS, WS_MAXNREG, _compile_sm90, _desc, gluon,
@@ -551,7 +552,7 @@ class GluonFP8MoK:
         import torch
 
         from mok_kernels.megakernel import _kernels
-        from mok_kernels.schedule import capacity_rows
+        from mok_kernels.schedule import capacity_rows, check_minibatch_rows
 
         if gluon is None:
             raise ValueError("needs Triton with Gluon (triton.experimental.gluon)")
@@ -563,6 +564,7 @@ class GluonFP8MoK:
             raise ValueError(shape_refusal)
         if minibatch < 1:
             raise ValueError("minibatch must be >= 1")
+        check_minibatch_rows(minibatch, capacity_rows(ep, tokens, topk, e, 1.0))
         self.ep, self.n, self.k, self.rank, self.E, self.H, self.I = ep, tokens, topk, rank, e, h, i
         self.ip = ip = gluon_padded_width(i)     # the width the kernel computes (zero-padded)
         self.el, self.mb, self.comm, self.max_spin = e // ep, minibatch, comm, max_spin
@@ -661,6 +663,11 @@ class GluonFP8MoK:
             raise ValueError(f"comm={self.comm} leaves no compute programs (grid {self.grid})")
         if self.join < 1000 and self.mode == 1:
             self.join = 1000
+        items = (self.nt_s + self.t_max) * (self.ip // 128 + self.H // 128)   # the list at most
+        if self.join < 1000 and items * self.join >= 2**31:
+            raise MokInputError(f"join={self.join}: items x join permille ({items} x {self.join}) "
+                             f"must stay below 2^31 (the kernel's int32 join point); join=1000 "
+                             f"keeps the comm programs out of the item list")
         self.knobs.copy_(torch_tensor([self.comm, self.mode, self.join, int(self.home)]))
 
     def schedule(self, ids_all):
