@@ -1054,7 +1054,8 @@ class MoKBackward:
             self.overflow_acc.zero_()
             raise CapacityOverflowError(
                 f"schedule capacity overflow: {over} routed rows did not fit in the fixed capacity "
-                f"of {self.layer.capacity} rows (multiplier {self.layer.cfg.capacity})")
+                f"of {self.layer.capacity} rows (multiplier {self.layer.cfg.capacity}) or named no "
+                f"expert (an id outside [0, {self.layer.E}))")
 
     def weight_grads(self, res: BackwardResult | None = None) -> tuple[torch.Tensor, ...]:
         """Unpack the weight gradients: (dwg, dwu (V*EL, H, I), dwd (V*EL, I, H) of the served

@@ -2164,7 +2164,8 @@ class MoKLayer:
         if over:
             raise CapacityOverflowError(
                 f"schedule capacity overflow: {over} routed rows did not fit in the fixed capacity "
-                f"of {self.capacity} rows (multiplier {self.cfg.capacity}); raise --capacity")
+                f"of {self.capacity} rows (multiplier {self.cfg.capacity}) or named no expert (an "
+                f"id outside [0, {self.E})); raise --capacity, or check the router's ids")
 
 
 def stalled_ranks(stalled: bool, group, device) -> list[int]:

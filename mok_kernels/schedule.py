@@ -72,7 +72,8 @@ class Schedule:
     mb_tile: torch.Tensor      # (MB_max+1,) int32 first tile of each minibatch
     mb_row: torch.Tensor       # (MB_max+1,) int32 first row of each minibatch
     num_mb: torch.Tensor       # (1,) int32 minibatches in use
-    overflow: torch.Tensor     # (1,) int32 rows that did not fit (0 when all fit)
+    overflow: torch.Tensor     # (1,) int32 rows that did not fit, plus routes naming no expert
+                               # (ids outside [0, E)): 0 when every route is served
 
     @property
     def max_tiles(self) -> int:
@@ -89,7 +90,8 @@ class Schedule:
             who = "some rank" if self.rank is None else f"rank {self.rank}"
             raise CapacityOverflowError(
                 f"schedule capacity overflow: {over} routed rows to {who} did not fit in the "
-                f"fixed capacity of {self.capacity} rows; raise the capacity multiplier")
+                f"fixed capacity of {self.capacity} rows or named no expert (an id outside "
+                f"[0, E)); raise the capacity multiplier, or check the router's ids")
 
 
 def stack_schedules(scheds: list[Schedule]) -> Schedule:
@@ -131,7 +133,8 @@ def group_overflow(ids_all: torch.Tensor, *, ep: int, num_experts: int,
     dst = torch.where((flat >= 0) & (flat < num_experts), flat // el, ep)  # ep: no rank's
     rows = torch.zeros(ep + 1, dtype=torch.int64, device=flat.device)
     rows.scatter_add_(0, dst, torch.ones_like(dst))
-    return (rows[:ep] - cap).clamp_min(0).sum().to(torch.int32).reshape(1)
+    # routes naming no expert (ids outside [0, E)) count too: no rank serves their slots
+    return ((rows[:ep] - cap).clamp_min(0).sum() + rows[ep]).to(torch.int32).reshape(1)
 
 
 def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: int | None,
@@ -175,6 +178,7 @@ def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: in
         over = (per_rank - cap_rank).clamp_min(0).sum()
     else:
         over = (total_in - cap).clamp_min(0)
+    over = over + ((ids < 0) | (ids >= num_experts)).sum()   # routes naming no expert
 
     # unique: expert, then source order (rotated: starting at route `shift`, source rank + 1)
     key = bucket * f_all + (torch.arange(f_all, device=dev) - shift) % f_all
@@ -241,14 +245,18 @@ def _sched_kernels() -> dict:
     import triton.language as tl
 
     @triton.jit
-    def hist_kernel(ids_ptr, bh_ptr, bs_ptr, cnt_ptr, F, e0, nloc, SHIFT, NBIN: tl.constexpr,
-                    BLK: tl.constexpr):
+    def hist_kernel(ids_ptr, bh_ptr, bs_ptr, cnt_ptr, bad_ptr, F, e0, nloc, E, SHIFT,
+                    NBIN: tl.constexpr, BLK: tl.constexpr):
         """Per block of BLK routes (in source order from route SHIFT): bucket histogram (bucket =
-        local expert, nloc for others) and its exclusive prefix; global bucket counts by atomics."""
+        local expert, nloc for others) and its exclusive prefix; global bucket counts by atomics;
+        routes naming no expert (ids outside [0, E)) counted at bad_ptr."""
         b = tl.program_id(0)
         f = b * BLK + tl.arange(0, BLK)
         m = f < F
-        le = tl.load(ids_ptr + (f + SHIFT) % F, mask=m, other=0).to(tl.int32) - e0
+        ids = tl.load(ids_ptr + (f + SHIFT) % F, mask=m, other=0)
+        nbad = tl.sum((m & ((ids < 0) | (ids >= E))).to(tl.int32))
+        tl.atomic_add(bad_ptr, nbad, mask=nbad > 0, sem="relaxed")
+        le = ids.to(tl.int32) - e0
         bucket = tl.where((le >= 0) & (le < nloc), le, nloc)
         hist = tl.histogram(tl.where(m, bucket, NBIN - 1), NBIN)
         bins = tl.arange(0, NBIN)
@@ -378,6 +386,7 @@ def _sched_kernels() -> dict:
                     q += 1
             else:
                 over = tl.maximum(total_in - C, 0)
+            over += tl.load(scal_ptr + 4)        # routes naming no expert (hist_kernel)
             tl.store(scal_ptr + 0, total)
             tl.store(scal_ptr + 1, num_tiles)
             tl.store(scal_ptr + 2, (total + MB - 1) // MB)
@@ -432,15 +441,15 @@ def _build_schedule_triton(ids_all: torch.Tensor, *, ep: int, num_experts: int, 
     nbin = max(16, 1 << (nloc + 1).bit_length())
     t_max = (cap + block_m - 1) // block_m + nloc
     mb_max = max(1, (cap + minibatch - 1) // minibatch)
-    ints = torch.zeros(nloc + 1 + 4, dtype=i32, device=dev)           # counts (+dump), scalars
+    ints = torch.zeros(nloc + 1 + 5, dtype=i32, device=dev)    # counts (+dump), scalars, bad ids
     counts_all, scal = ints[:nloc + 1], ints[nloc + 1:]
     blk = 512
     nb = triton_cdiv(f_all, blk)
     ids_flat = ids_all.reshape(-1)
     scratch = torch.empty(3, nb * nbin, dtype=i32, device=dev)   # block hist, its prefix, bases
     shift = _shift(rank, n, k, f_all, rotated)
-    ks["hist"][(nb,)](ids_flat, scratch[0], scratch[1], counts_all, f_all, e0, nloc, shift,
-                      NBIN=nbin, BLK=blk, num_warps=4)
+    ks["hist"][(nb,)](ids_flat, scratch[0], scratch[1], counts_all, scal[4:], f_all, e0, nloc,
+                      num_experts, shift, NBIN=nbin, BLK=blk, num_warps=4)
     recv = torch.empty(3, cap, dtype=i32, device=dev)
     tiles = torch.empty(3, t_max, dtype=i32, device=dev)
     offsets = torch.empty(nloc + 1, dtype=i32, device=dev)

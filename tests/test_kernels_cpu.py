@@ -209,6 +209,27 @@ def test_group_overflow_counts_every_rank(ep, routing, mult):
         assert each[0] > 0 and sum(each[1:]) == 0   # the case a rank's own schedule misses
 
 
+@pytest.mark.parametrize("rank", [0, 1, None])
+def test_ids_naming_no_expert_count_as_overflow(rank):
+    """An id outside [0, E) goes to no rank, so its combine slot would keep a stale value: the
+    schedule counts such routes in its overflow word (the epilogue then writes NaN and traps or
+    the forward raises), on every rank and in group mode's total; clean ids count nothing."""
+    e, k, n, ep = 8, 2, 6, 4
+    ids, _ = make_routing(ep * n, e, k, "uniform", seed=3)
+    clean = build_schedule(ids, ep=ep, num_experts=e, rank=rank, capacity_multiplier=2.0,
+                           minibatch=8, block_m=4)
+    assert int(clean.overflow) == 0
+    bad = ids.clone()
+    bad[1, 0], bad[5, 1], bad[20, 0] = e, -1, 2**40
+    sched = build_schedule(bad, ep=ep, num_experts=e, rank=rank, capacity_multiplier=2.0,
+                           minibatch=8, block_m=4)
+    assert int(sched.overflow) == 3
+    with pytest.raises(CapacityOverflowError, match=r"named no expert \(an id outside"):
+        sched.check()
+    assert int(group_overflow(bad, ep=ep, num_experts=e, capacity_multiplier=2.0)) == 3
+    assert int(group_overflow(ids, ep=ep, num_experts=e, capacity_multiplier=2.0)) == 0
+
+
 def test_capacity_formula():
     assert capacity_rows(16, 1024, 8, 384, 0.5) == 65536
     assert capacity_rows(16, 1024, 8, 64, 1.0) == 16 * 1024 * 4

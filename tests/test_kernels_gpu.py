@@ -195,6 +195,22 @@ def test_capacity_overflow_raises():
     assert torch.isnan(layer.out.float()).all()
 
 
+@pytest.mark.parametrize("mode", ["emulated", "virtual"])
+def test_ids_naming_no_expert_raise_never_a_stale_slot(mode):
+    """An id outside [0, E) is served by no rank: the schedule's hist kernel counts it into the
+    overflow word, so the forward writes NaN and raises instead of summing a stale slot."""
+    w, wf, x, ids, wts = setup(4, "uniform", 1)
+    bad = ids.clone()
+    bad[3, 0], bad[7, 1] = E, -1                  # E experts in setup(): ids 0..E-1
+    rank = 0 if mode == "emulated" else None
+    layer = MoKLayer(w, 4, N, K, rank, KernelConfig(minibatch=256, capacity=2.0, comm_sms=16,
+                                                    on_error="raise", **OLD_DEFAULTS))
+    layer.forward(x, ids, wts)                    # clean ids: no error
+    with pytest.raises(CapacityOverflowError, match="named no expert"):
+        layer.forward(x, bad, wts)
+    assert torch.isnan(layer.out.float()).all()
+
+
 TRAP_SCRIPT = """
 import sys, torch
 sys.path.insert(0, {root!r})

@@ -1,5 +1,5 @@
 #!/bin/bash
-# Prepared in session 56 (one H100 or H200, <= 200 s, < 40 GiB of GPU memory a case): the new GPU
+# Prepared in session 56 (one H100 or H200, <= 240 s, < 40 GiB of GPU memory a case): the new GPU
 # cases of tests/test_accept_gpu.py, each against the float32 reference, nothing else.
 # - Routed rows past 2^31 elements (rank 7 of EP 8 serving 2^21 rows of H 2048, ~25-35 GiB):
 #   BF16 pull/push and push/pull, Triton FP8, the Gluon FP8 pass (sm_90); and two virtual ranks
@@ -21,4 +21,7 @@ echo "big: exit $? at $(date -u)" >> $R/gpu.txt
 timeout 85 python3 -m pytest -q -p no:cacheprovider tests/test_accept_gpu.py -k "not 2_31" -rA \
   --durations=0 > $R/edges.log 2>&1
 echo "edges: exit $? at $(date -u)" >> $R/gpu.txt
-cat $R/gpu.txt; grep -E "PASSED|FAILED|ERROR|passed|failed" $R/big.log $R/edges.log | cut -c1-200 | tail -n 60
+timeout 40 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "ids_naming_no_expert" \
+  -rA > $R/bad_ids.log 2>&1     # ids outside [0, E) flagged by the schedule's hist kernel
+echo "bad ids: exit $? at $(date -u)" >> $R/gpu.txt
+cat $R/gpu.txt; grep -E "PASSED|FAILED|ERROR|passed|failed" $R/big.log $R/edges.log $R/bad_ids.log | cut -c1-200 | tail -n 60
