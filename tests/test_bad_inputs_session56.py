@@ -11,6 +11,7 @@ from __future__ import annotations
 import pytest
 
 from mok_model.cli import main
+from mok_model.errors import MokInputError
 
 LAYER = ["--hardware", "h200-hgx8", "--model", "qwen3-30b-a3b", "--ep", "8"]
 SHAPE = {"hidden": 2048, "expert_width": 768, "routed_experts": 128, "top_k": 8, "shared_width": 0}
@@ -62,3 +63,28 @@ def test_bench_integers_are_plain(flag, value, tmp_path, capsys):
     assert main(["bench", "--out", str(tmp_path / "r.jsonl"), flag, value]) == 2
     err = _one_error(capsys.readouterr().err, "mok bench")
     assert f"argument {flag}: {value!r}" in err
+
+
+# ------------------------------------------------------------------------ hardware files
+
+
+@pytest.mark.parametrize("line, named", [("leaf_gpus = 4", "leaf_gpus=4"),
+                                          ("tier_oversubscription = 4.0", "tier_oversubscription=4.0"),
+                                          ("tier_latency_us = 5.0", "tier_latency_us=5.0")])
+def test_second_tier_fields_need_two_tiers(line, named, tmp_path):
+    """A hardware file with switch_tiers = 1 and a leaf size, spine oversubscription or tier
+    latency predicted as if they were not there (the network builds a second tier only with
+    switch_tiers = 2)."""
+    from mok_model.presets import _DIR, load_hardware
+    text = (_DIR / "hardware.toml").read_text().split("[h200-hgx8]\n")[1].split("[h200-hgx8.sources]")[0]
+    path = tmp_path / "hw.toml"
+    path.write_text(text + line + "\n")
+    with pytest.raises(MokInputError, match="switch_tiers=1 has none") as exc:
+        load_hardware(str(path))
+    assert named in str(exc.value) and "\n" not in str(exc.value)
+    path.write_text(text)
+    load_hardware(str(path))                  # without it: as before
+    with pytest.raises(MokInputError, match="tier_latency_us"):
+        load_hardware("h200-hgx8").with_(tier_latency_us=0.5)
+    load_hardware("rubin-ultra-nvl576").with_(tier_oversubscription=2.0)    # two tiers: allowed
+
