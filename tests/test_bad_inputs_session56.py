@@ -7,6 +7,7 @@ repository."""
 
 from __future__ import annotations
 
+import json
 
 import pytest
 
@@ -88,3 +89,35 @@ def test_second_tier_fields_need_two_tiers(line, named, tmp_path):
         load_hardware("h200-hgx8").with_(tier_latency_us=0.5)
     load_hardware("rubin-ultra-nvl576").with_(tier_oversubscription=2.0)    # two tiers: allowed
 
+
+# ------------------------------------------------------------------------------ knob tables
+
+
+@pytest.fixture(scope="module")
+def table(tmp_path_factory) -> dict:
+    from mok_kernels.knobs import build_table
+    return build_table("h200-hgx8", SHAPE, 8, [64, 256])
+
+
+@pytest.mark.parametrize("change, named", [
+    ({"engine": "sim"}, "engine='sim'"), ({"engine": None}, "engine=None"),
+    ({"seed": 3}, "seed=3"), ({"seed": "0"}, "seed='0'"), ({"seed": True}, "seed=True"),
+    ({"sms": 10**30}, "sms=1000000000000000000000000000000"), ({"sms": 16385}, "sms=16385"),
+    ({"hardware": ""}, "hardware=''"), ({"hardware": "h200-hgx8 "}, "hardware='h200-hgx8 '"),
+    ({"hardware": "h200\nhgx8"}, "hardware='h200\\nhgx8'")])
+def test_knob_table_claims_are_checked(table, change, named, tmp_path):
+    """A knob table saying it was tuned with the simulator or seed 3 (what `mok tune --table`
+    refuses to write), for 10^30 SMs, or for a hardware named '' was used as the layer's knobs
+    (a layer without hardware takes the table's as named)."""
+    from mok_kernels.knobs import choose_knobs
+    path = tmp_path / "t.json"
+    path.write_text(json.dumps({**table, **change}))
+    for hw in ("h200-hgx8", None):
+        with pytest.raises(MokInputError) as exc:
+            choose_knobs(hw, SHAPE, 8, 100, table=str(path))
+        assert named in str(exc.value) and "\n" not in str(exc.value)
+    path.write_text(json.dumps(table))
+    assert choose_knobs(None, SHAPE, 8, 100, table=str(path)).source.endswith("bucket 256")
+    for key in ("engine", "seed"):          # absent (older tables): as before
+        path.write_text(json.dumps({k: v for k, v in table.items() if k != key}))
+        choose_knobs("h200-hgx8", SHAPE, 8, 64, table=str(path))
