@@ -576,8 +576,12 @@ def cmd_tune_table(a) -> int:
     routing = a.routing or ROBUST      # a table holds what a layer picks without one: robust
     if routing != ROBUST:
         parse_routing(routing, load_model(a.model).top_k)
-    buckets = (number_list(a.tokens_buckets, "--tokens-buckets") if a.tokens_buckets is not None
-               else list(DEFAULT_BUCKETS))     # ASCII integers >= 1, as --tokens takes them
+    try:          # plain numbers, as --tokens takes them (int() reads ' 64', '٦٤' and '6_4')
+        buckets = ([int(plain_number(b)) for b in a.tokens_buckets.split(",")]
+                   if a.tokens_buckets is not None else list(DEFAULT_BUCKETS))
+    except ValueError:
+        raise MokInputError(f"--tokens-buckets {a.tokens_buckets!r}: a comma list of token "
+                            f"counts, e.g. 64,128,256") from None
     _healthy_links(a, load_hardware(a.hardware), "analytic")
     knobs = _knobs(a)
     words = ["mok", "tune", "--table", a.table, "--hardware", a.hardware, "--model", a.model,
