@@ -24,7 +24,7 @@ from typing import Any, Callable
 
 import torch
 
-from mok_model.cli import MokParser, distinct, number_list
+from mok_model.cli import MokParser, distinct, number_list, plain_int
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, path_input_error
 from mok_model.records import KERNEL_SYSTEMS, append_records, record_model
@@ -75,7 +75,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     p.add_argument("--pass", dest="pass_", default="fwd",
                    help="fwd, or bwd: the backward pass (backward megakernel vs the backward "
                         "GEMMs alone and torch autograd; one GPU only)")
-    p.add_argument("--gpus", type=int, default=0,
+    p.add_argument("--gpus", type=plain_int, default=0,
                    help="N real GPUs, one process each (EP = N); 0: one GPU emulating its peers")
     p.add_argument("--tokens", default="1024", help="comma list of local tokens per GPU")
     p.add_argument("--dispatch", default="pull", help="comma list of pull|push")
@@ -102,13 +102,13 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "lag 1 only: give --capacity 1.0)")
     p.add_argument("--routing", default="uniform",
                    help="comma list: uniform, zipf:S, hot:X (expert 0's share of routes), onehot")
-    p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--rank", type=int, default=0, help="emulated rank")
+    p.add_argument("--seed", type=plain_int, default=0)
+    p.add_argument("--rank", type=plain_int, default=0, help="emulated rank")
     p.add_argument("--systems", default=None,
                    help=f"comma list of {SYSTEMS} (one GPU; default mok,torch-grouped) or, with "
                         f"--gpus, of mok, nccl-torch, graph-a2a, gemm-only (default all)")
-    p.add_argument("--iters", type=int, default=10)
-    p.add_argument("--warmup", type=int, default=3)
+    p.add_argument("--iters", type=plain_int, default=10)
+    p.add_argument("--warmup", type=plain_int, default=3)
     p.add_argument("--no-graph", action="store_true", help="time MoK eagerly instead of a graph")
     p.add_argument("--breakdown", action="store_true", help="also time schedule/kernel/epilogue")
     p.add_argument("--bwd-tiles", default="default",
@@ -133,7 +133,7 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                         "workload's routing (KernelConfig.knob_routing; --auto's own pick is the "
                         "layer's default, robust over uniform / zipf:1.2 / hot:0.1 "
                         "(tuner.robust_routings); each record's auto.knob_routing names its pick)")
-    p.add_argument("--timeout", type=int, default=None,
+    p.add_argument("--timeout", type=plain_int, default=None,
                    help=f"with --gpus: seconds a rank waits in a collective before the run fails "
                         f"(default {GROUP_TIMEOUT_S}; {MIN_TIMEOUT_S} to {MAX_TIMEOUT_S})")
     a = p.parse_args(argv)

@@ -42,7 +42,8 @@ from mok_model.capacity import safe_capacity, tune_as_layer
 from mok_model.errors import MokInputError
 from mok_model.fileio import loads_json
 from mok_model.params import Params, load_params
-from mok_model.presets import Hardware, MoEModel, load_hardware, load_model, model_names
+from mok_model.presets import (HARDWARE_MAX, Hardware, MoEModel, load_hardware, load_model,
+                               model_names)
 from mok_model.records import LATENCY_MS
 from mok_model.scenario import (KNOBS, MAX_LIST_LAG, Config, Scenario, check_ep_tokens, check_knob,
                                  check_list_lag, plain)
@@ -417,6 +418,19 @@ def _validate_table(doc: Any, where: str) -> None:
         raise bad(f"field 'routing'={doc['routing']!r} must be a routing spec or 'robust'")
     if doc["ep"] < 1 or doc["sms"] < 1:
         raise bad(f"ep={doc['ep']} and sms={doc['sms']} must be >= 1")
+    if not doc["hardware"].strip() or doc["hardware"] != doc["hardware"].strip() or \
+            not doc["hardware"].isprintable():     # a layer without hardware takes it as named
+        raise bad(f"hardware={doc['hardware']!r} must name the hardware (a preset or a hardware "
+                  f"file's name: printable, no surrounding space)")
+    if doc["sms"] > HARDWARE_MAX["sms"][0]:      # as a hardware file's sms
+        raise bad(f"sms={doc['sms']} must be at most {HARDWARE_MAX['sms'][0]:,} (a hardware's "
+                  f"SMs per GPU)")
+    # what `mok tune --table` tunes with (it refuses --engine sim and --seed): a table that says
+    # otherwise was made or edited elsewhere, and its choices are not the layer's
+    engine, seed = doc.get("engine", "analytic"), doc.get("seed", 0)
+    if engine != "analytic" or type(seed) is not int or seed != 0:
+        raise bad(f"engine={engine!r}, seed={seed!r}: a knob table holds the analytic engine's "
+                  f"choices at seed 0 (`mok tune --table`); rewrite it with its command")
     for k in SHAPE_KEYS:
         v, low = doc["shape"].get(k), 0 if k == "shared_width" else 1
         if isinstance(v, bool) or not isinstance(v, int) or v < low:

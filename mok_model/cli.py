@@ -116,11 +116,21 @@ def _at_least(kind, low: float, noun: str, bounded_noun: str, high: float = math
 
 
 def plain_number(text: str) -> str:
-    """`text` as int() / float() may read it: ASCII with no surrounding space (they would also
-    take "٦٤" or " 64" as 64); a ValueError otherwise."""
-    if not text.isascii() or text != text.strip():
+    """`text` as int() / float() may read it: ASCII with no surrounding space and no digit
+    separator (they would also take "٦٤", " 64" or "6_4" as 64); a ValueError otherwise."""
+    if not text.isascii() or text != text.strip() or "_" in text:
         raise ValueError(text)
     return text
+
+
+def plain_int(text: str) -> int:
+    """An argparse type: an integer written plainly (plain_number), its range the caller's to
+    check (int would take "٥", " 5" or "1_0")."""
+    try:
+        return int(plain_number(text))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} must be an integer (ASCII digits, no spaces)") \
+            from None
 
 
 def _num(x: float) -> str:
@@ -216,7 +226,7 @@ def local_processes(flag: str, n: int) -> int:
 def capacity_arg(text: str) -> float:
     """An argparse type: a number in (0, 1]."""
     try:
-        v = float(text)
+        v = float(plain_number(text))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} must be a number in (0, 1]") from None
     if not (math.isfinite(v) and 0 < v <= 1):
@@ -566,9 +576,9 @@ def cmd_tune_table(a) -> int:
     routing = a.routing or ROBUST      # a table holds what a layer picks without one: robust
     if routing != ROBUST:
         parse_routing(routing, load_model(a.model).top_k)
-    try:
-        buckets = ([int(b) for b in a.tokens_buckets.split(",")] if a.tokens_buckets is not None
-                   else list(DEFAULT_BUCKETS))
+    try:          # plain numbers, as --tokens takes them (int() reads ' 64', '٦٤' and '6_4')
+        buckets = ([int(plain_number(b)) for b in a.tokens_buckets.split(",")]
+                   if a.tokens_buckets is not None else list(DEFAULT_BUCKETS))
     except ValueError:
         raise MokInputError(f"--tokens-buckets {a.tokens_buckets!r}: a comma list of token "
                             f"counts, e.g. 64,128,256") from None

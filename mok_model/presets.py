@@ -173,6 +173,16 @@ def _validated_hardware(hw: Hardware) -> Hardware:
         if not (getattr(hw, key) == 0 or getattr(hw, key) >= 1.0):
             raise MokInputError(f"hardware {hw.name!r}: {key}={getattr(hw, key)!r} must be >= 1 "
                                 f"(1 or 0 = non-blocking)")
+    if hw.switch_tiers == 1:     # the second tier's fields: ignored with one tier, never silently
+        set_ = [f"{k}={getattr(hw, k)!r}" for k in ("leaf_gpus", "tier_latency_us")
+                if getattr(hw, k) != 0]
+        set_ += ([f"tier_oversubscription={hw.tier_oversubscription!r}"]
+                 if hw.tier_oversubscription not in (0, 1) else [])
+        if set_:
+            raise MokInputError(f"hardware {hw.name!r}: {', '.join(set_)} "
+                                f"describe{'s' if len(set_) == 1 else ''} a second "
+                                f"switch tier, and switch_tiers=1 has none: set switch_tiers = 2 "
+                                f"or drop {'them' if len(set_) > 1 else 'it'}")
     if hw.switch_tiers == 2 and not 0 < hw.leaf_gpus <= hw.domain_size:
         raise MokInputError(f"hardware {hw.name!r}: two switch tiers need 0 < leaf_gpus <= "
                             f"domain_size {hw.domain_size} (got {hw.leaf_gpus})")
