@@ -1686,6 +1686,9 @@ class MoKLayer:
         self.last_schedule: Schedule | None = None
         self.saved_gu: torch.Tensor | None = None   # save_for_backward: the last forward's g, u
         self.stall_test = 0
+        # test hook: "sys" makes one GPU's pass release its cross-rank counters at system scope,
+        # as group mode must (benchmarks/device/s57_scope.py times what that costs)
+        self.signal_scope = "gpu"
 
     def _programs_per_rank(self) -> int | None:
         """Programs of one rank's share of the persistent grid (the GPU's SMs unless
@@ -1955,7 +1958,7 @@ class MoKLayer:
             per_rank, self.capacity, self.t_max, self.mb_max + 1, self.sync_stride,
             self.ns + self.capacity, self.y_rows,
             H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
-            CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else "gpu",
+            CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else self.signal_scope,
             FP8=cfg.precision == "fp8", F8V=int(cfg.fp8_kernel[1:]),
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
