@@ -12,11 +12,11 @@ at GPU scope and at system scope (`layer.signal_scope = "sys"`, a test hook; the
 one setting after the other, interleaved, graph replay, events, fresh inputs, medians.
 
 Written before the run: if a system-scope release costs under ~0.3 us more than a GPU-scope
-one, sys / gpu stays within 1.02 on every workload and the scope is not what the real pass pays;
-at 1 us or more an item it reads >= 1.03 at 8,192 tokens (kimi-k2 EP 2 holds ~22k items a
-pass over ~116 compute programs). About 12 compiles and 36 timed rounds: <= 300 s on one H100 or
-H200 (`timeout 300 python3 benchmarks/device/s57_scope.py $OUT/scope.json`)) and a kernel that
-batches the releases per minibatch in group mode is the lead for issue 10's "real <= 1.05x emulated".
+one, sys / gpu stays within 1.02 on every workload and the scope is not what the real pass pays.
+At 1 us or more an item it reads >= 1.03 at 8,192 tokens (kimi-k2 EP 2 holds ~22k items a pass
+over ~116 compute programs), and a kernel that batches the releases per minibatch in group mode
+is the lead for issue 10's "real <= 1.05x emulated". About 12 compiles and 36 timed rounds: <= 300
+s on one H100 or H200 (`timeout 300 python3 benchmarks/device/s57_scope.py $OUT/scope.json`).
 
     PYTHONPATH=. python3 benchmarks/device/s57_scope.py [OUT.json]
 """
