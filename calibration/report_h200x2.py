@@ -27,10 +27,10 @@ import json
 import sys
 from pathlib import Path
 
-from mok_model.cli import doc_parser, run_tool
-from mok_model.presets import load_hardware
 import numpy as np
 
+from mok_model.cli import doc_parser, run_tool
+from mok_model.presets import load_hardware
 from mok_model.records import model_key, predictable, read_records, routing_reproduced, routing_spec
 
 from .defaults import H200X2, fit_h200x2_layers

@@ -1,6 +1,8 @@
-"""H200 -> GB300 by stated ratios: predict the published GB300 NVL72 rows with no GB300 fit.
+"""Parameters moved by stated ratios, no fit on the target: H200 -> GB300 (the published GB300
+NVL72 rows predicted with no GB300 fit), h200-1 -> h100-1, and one emulating GPU -> a real fabric.
 
     python -m calibration.transfer [--terms] [--json]
+    python -m calibration.transfer --write-hopper | --write-fabric OUT.json
 
 GB300's parameters are built from three sources only: the design facts of the published kernel
 on Blackwell (calibration/priors.py, BLACKWELL: how its minibatches, waves and comm SMs work);
@@ -24,6 +26,14 @@ transfers with its mechanism's weight stream scaled by the two presets' HBM band
 points and their residuals stay H200's: mok_model/gemm_table.py, "A table transferred"). The
 spec differences come from the presets (hbm_tbps, and h100-1's local-HBM copy rate, h200-1's
 probe moved as the same fraction of HBM). Nothing is fitted on an H100: the H100 runs test it.
+
+**Emulated to real fabric: h200-1 -> h200-hgx8 / h100-1 -> h100-hgx8** (`--write-fabric OUT`,
+and h100-hgx8 with `--write-hopper`; fabric_params). A single-GPU fit (our kernel, its peers
+emulated in local HBM) with the fabric the NVLink microbenchmarks measured on two real H200s, the
+comm program's in-kernel copy rate moved from its measured stand-alone NVLink rate by the
+emulating H200's own in-kernel / stand-alone ratio; no term fitted to a multi-GPU layer run.
+h100-hgx8 also takes the real 2-H200 box's host, NCCL and library-GEMM terms (HOST_TERMS), which
+its baselines run on. docs/calibration.md "Session 56" scores it on the real 2-GPU runs.
 
 **GEMM efficiency.** The H200 fit's gemm_eff (0.53) describes our Triton megakernel's tiles
 (tl.dot, a dynamic work counter, 128-192 experts per GPU at EP 2): a property of that
@@ -218,17 +228,17 @@ def fabric_params(source: str = "h200-1", host: bool = False) -> Params:
                   transferred(src.uncertainty, source, drop)).with_table(src.gemm_table)
 
 
-def write_fabric(out: Path, source: str = "h200-1") -> Path:
-    """Write fabric_params(source) to a new file `out` (checked before anything is written):
-    registrations name the file, so it is written once."""
+def write_fabric(out: Path) -> Path:
+    """Write fabric_params() (h200-1 -> h200-hgx8, no host terms) to a new file `out` (checked
+    before anything is written): registrations name the file, so it is written once."""
     from mok_model.fileio import check_output_file
     from mok_model.params import write_params
 
     if check_output_file(out, "--write-fabric", ".json").exists():
         raise MokInputError(f"--write-fabric {out} exists; it is written once (name a new file)")
-    write_params(out, fabric_params(source),
-                 f"Transferred from {source} with the fabric measured on two real H200s "
-                 f"(python -m calibration.transfer --write-fabric); no fit to multi-GPU layer runs.")
+    write_params(out, fabric_params(),
+                 "Transferred from h200-1 with the fabric measured on two real H200s "
+                 "(python -m calibration.transfer --write-fabric); no fit to multi-GPU layer runs.")
     return out
 
 
