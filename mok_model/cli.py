@@ -471,16 +471,24 @@ def _print_prediction(pred, as_json: bool) -> None:
 
 
 def cmd_presets(a) -> int:
+    from .params import load_params, provenance
+
     hw = {n: _asdict(load_hardware(n)) for n in hardware_names()}
     models = {n: _asdict(load_model(n)) for n in model_names()}
+    params = {n: provenance(load_params(None, n)) for n in hw}   # the shipped file of each
     if a.json:
-        print(json.dumps({"hardware": hw, "models": models}, indent=1))
+        print(json.dumps({"hardware": hw, "models": models, "parameters": params}, indent=1))
         return 0
     print("hardware presets:")
-    print(f"  {'name':<20}{'SMs':>5}{'bf16 TF':>9}{'fp8 TF':>8}{'HBM TB/s':>9}{'link GB/s':>10}{'domain':>7}  host")
+    print(f"  {'name':<20}{'SMs':>5}{'bf16 TF':>9}{'fp8 TF':>8}{'HBM TB/s':>9}{'link GB/s':>10}"
+          f"{'domain':>7}  {'host':<6} parameters")
     for n, h in hw.items():
+        p = params[n]
+        files = len(p["fitted_on"])
+        said = {"fit": f"fit to {files} file{'s' * (files != 1)}", "priors": "priors, no record",
+                "transfer": f"transferred from {p['from']}"}[p["kind"]]
         print(f"  {n:<20}{h['sms']:>5}{h['bf16_tflops']:>9.0f}{h['fp8_tflops']:>8.0f}{h['hbm_tbps']:>9.2f}"
-              f"{h['link_gbps']:>10.0f}{h['domain_size']:>7}  {h['host_cpu']}")
+              f"{h['link_gbps']:>10.0f}{h['domain_size']:>7}  {h['host_cpu']:<6} {said}")
     print("model presets:")
     print(f"  {'name':<20}{'hidden':>7}{'width':>7}{'experts':>8}{'top-k':>6}{'shared':>7}")
     for n, m in models.items():

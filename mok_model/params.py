@@ -432,6 +432,16 @@ def read_fit_record(path: str | Path) -> dict:
     return {k: v for k, v in record.items() if k not in ("schema", "hardware")}
 
 
+def provenance(params: Params) -> dict:
+    """Where a parameters file's values come from, for a user weighing its predictions: "fit"
+    (fitted to the run files it names), "transfer" (another hardware's fit moved by stated
+    ratios: `from` names it; calibration/transfer.py and calibration/defaults.py say how) or
+    "priors" (no record behind it)."""
+    src = (params.uncertainty or {}).get("transferred_from")
+    kind = "transfer" if src else "fit" if params.fitted_on else "priors"
+    return {"kind": kind, "from": src, "fitted_on": list(params.fitted_on)}
+
+
 def load_params(path: str | Path | None, hardware_name: str, allow_other_hardware: bool = False) -> Params:
     """The parameters for a hardware: a given file, or the shipped default for that preset.
 

@@ -60,8 +60,16 @@ def test_presets(capsys):
     code, out, _ = run(capsys, ["presets", "--json"])
     d = json.loads(out)
     assert "rubin-ultra-nvl576" in d["hardware"] and "kimi-k2" in d["models"]
+    # where each shipped parameters file comes from (mok_model.params.provenance)
+    assert set(d["parameters"]) == set(d["hardware"])
+    assert d["parameters"]["h200-1"]["kind"] == "fit" and d["parameters"]["h200-1"]["fitted_on"]
+    assert d["parameters"]["h100-hgx8"] == {**d["parameters"]["h100-hgx8"], "kind": "transfer",
+                                            "from": "h100-1"}
+    assert d["parameters"]["vr-nvl72"]["from"] == "gb300-nvl72"
     code, out, _ = run(capsys, ["presets"])
     assert code == 0 and "gb300-nvl72" in out
+    line = next(x for x in out.splitlines() if x.strip().startswith("h100-1 "))
+    assert line.endswith("transferred from h200-1")
 
 
 BAD = [
