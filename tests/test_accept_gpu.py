@@ -199,4 +199,10 @@ def test_fp8_acceptance_edges_match_references(args, shape, tiles):
                                    dict(e=16, h=384, i=1, n=40, k=8)], ids=["one-token", "i1"])
 def test_gluon_acceptance_edges_match_references(shape):
     quant, plain, _, _ = run_gluon(8, 7, "uniform", shape)
-    check_fp8(quant, plain)
+    if shape["i"] >= 64:
+        check_fp8(quant, plain)
+    else:   # the kernel's arithmetic is the quantizing reference's (TIGHT); against float32, a
+        # width-1 expert's down GEMM sums one product, so the e4m3 rounding of x, the weights and
+        # h is not averaged: 8.3 % on an H100 (session 56) against FP8_REL_TOL 8 % at real widths
+        assert max(quant) <= TIGHT, quant
+        assert max(plain) <= 0.12, plain

@@ -203,7 +203,7 @@ def test_ids_naming_no_expert_raise_never_a_stale_slot(mode):
     bad = ids.clone()
     bad[3, 0], bad[7, 1] = E, -1                  # E experts in setup(): ids 0..E-1
     rank = 0 if mode == "emulated" else None
-    layer = MoKLayer(w, 4, N, K, rank, KernelConfig(minibatch=256, capacity=2.0, comm_sms=16,
+    layer = MoKLayer(w, 4, N, K, rank, KernelConfig(minibatch=256, capacity=1.0, comm_sms=16,
                                                     on_error="raise", **OLD_DEFAULTS))
     layer.forward(x, ids, wts)                    # clean ids: no error
     with pytest.raises(CapacityOverflowError, match="named no expert"):
