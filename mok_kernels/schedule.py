@@ -150,7 +150,8 @@ def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: in
     """
     if minibatch < 1 or block_m < 1:
         raise ValueError("minibatch and block_m must be >= 1")
-    check_minibatch_rows(minibatch, _span(ids_all, ep, num_experts, rank, capacity_multiplier)[6])
+    span = _span(ids_all, ep, num_experts, rank, capacity_multiplier)
+    check_minibatch_rows(minibatch, span[6])
     if rotated and rank is None:
         raise ValueError("rotated=True needs one receiving rank (rank=r): its sources start after it")
     if use_triton is None:
@@ -159,7 +160,7 @@ def build_schedule(ids_all: torch.Tensor, *, ep: int, num_experts: int, rank: in
         return _build_schedule_triton(ids_all, ep=ep, num_experts=num_experts, rank=rank,
                                       capacity_multiplier=capacity_multiplier,
                                       minibatch=minibatch, block_m=block_m, rotated=rotated)
-    pn, k, n, el, e0, nloc, cap, cap_rank = _span(ids_all, ep, num_experts, rank, capacity_multiplier)
+    pn, k, n, el, e0, nloc, cap, cap_rank = span
     dev = ids_all.device
     f_all = pn * k
     i32 = torch.int32
