@@ -393,6 +393,8 @@ class MokSim:
         """(route, latency, trace targets) for data from endpoint src to endpoint dst, driven by
         the comm SMs of endpoint `driver` (-1: none)."""
         path, lat, nic = self.fab.path(src, dst)
+        if self.emulated:
+            path = self._driven_port(path, src, dst, driver)
         tr_ = ()
         if self.msg_trace is not None:
             out_t, in_t = (tr.LINK_TIDS[("out", "nic")], tr.LINK_TIDS[("in", "nic")]) if nic else \
@@ -400,6 +402,17 @@ class MokSim:
             tr_ = tuple((self.msg_trace, g, t) for g, t in ((driver, tr.COMM_SMS), (src, out_t), (dst, in_t))
                         if g in self.trace_gpus)
         return path, lat, tr_
+
+    def _driven_port(self, path: tuple, src: int, dst: int, driver: int) -> tuple:
+        """On emulated hardware one GPU runs rank 0 alone, its peers' buffers in its own memory:
+        a copy loads only the port of the GPU whose comm SMs (or, driver -1, down-GEMM epilogue)
+        move it, the receiver's link in for data it reads, the sender's link out for data it
+        writes (analytic.mok_terms' move; its source_hotspot is 0 there). No other receiver's
+        copy shares a source's link out, as none runs."""
+        kind, end = ("nvlink-down", dst) if driver == dst else ("nvlink-up", src)
+        port = self.fab.port.get((kind, end))
+        keep = [(r, w) for r, w in zip(*path) if r == port]
+        return tuple(r for r, _ in keep), tuple(w for _, w in keep)
 
     def _enqueue(self, driver: int, owner: int, msg: Message) -> None:
         """Queue a message on another GPU's SMs. Requests that reach a driver at the same instant
