@@ -34,7 +34,7 @@ import numpy as np
 from scipy.optimize import least_squares
 
 from mok_model.gemm_table import (IDEAL_TILE, MECHANISM, GemmTable, mechanism_seconds, table_point,
-                                  write_table)
+                                  transferred_table, write_table)
 from mok_model.presets import load_hardware
 from mok_model.records import in_id_order, read_records, record_scenario, routing_reproduced, todays_kernel
 
@@ -107,6 +107,34 @@ def fit_mechanism(points) -> dict | None:
     x0 = np.clip(np.log([MECH_START[k] for k in MECHANISM]), lo, hi - 1e-9)
     fit = least_squares(res, x0, bounds=(lo, hi), method="trf")
     return {k: float(math.exp(v)) for k, v in zip(MECHANISM, fit.x)}
+
+
+def fit_lookup(src: GemmTable, hardware: str, path, start: dict, records: list[dict],
+               system: str = "mok-gemm") -> tuple[dict, dict]:
+    """The mechanism constants that `src` (a measured table) transferred to `hardware` should look
+    up on, fitted to the target's own GEMM phases alone (`records` of `system`, table_records'
+    rule) in log error with src's residuals as they are: bounded least squares from `start` (a
+    deterministic fit). Returns (mechanism, {"n", "mape_before", "mape_after"}), "before" the
+    phases' MAPE looked up on `start`."""
+    recs = table_records(records, hardware, system)
+    if not recs:
+        raise MokInputError(f"no measured forward BF16 {system} records of {hardware} to fit a "
+                            f"transferred table's mechanism on")
+    scns = [record_scenario(r) for r in recs]
+    meas = np.log([r["latency_ms"]["median"] * 1e-3 for r in recs])
+
+    def res(x):
+        t = transferred_table(src, hardware, path, dict(zip(MECHANISM, np.exp(x))), "")
+        launch = t.lookup["launch_us"] * 1e-6
+        return np.log([t.scenario_seconds(s) + launch for s in scns]) - meas
+
+    lo = np.log([MECH_BOUNDS[k][0] for k in MECHANISM])
+    hi = np.log([MECH_BOUNDS[k][1] for k in MECHANISM])
+    x0 = np.clip(np.log([start[k] for k in MECHANISM]), lo, hi - 1e-9)
+    fit = least_squares(res, x0, bounds=(lo, hi), method="trf")
+    mape = lambda r: float(np.mean(np.abs(np.expm1(r))))  # noqa: E731
+    return ({k: float(math.exp(v)) for k, v in zip(MECHANISM, fit.x)},
+            {"n": len(recs), "mape_before": mape(res(x0)), "mape_after": mape(fit.fun)})
 
 
 def record_points(records: list[dict], hardware: str, system: str = SYSTEM,

@@ -22,10 +22,12 @@ where they differ (a diagnosis; no prediction uses it).
 SMs, clocks and tensor rates) with HBM3 at 3.35 TB/s instead of HBM3e at 4.8, and our kernels
 run unchanged on it. So every h200-1 value moves as it is (HOPPER_WHY says why for each kind),
 its fit's uncertainty samples with them, and the GEMM table of our kernel's own GEMM phases
-transfers with its mechanism's weight stream scaled by the two presets' HBM bandwidths (the
-points and their residuals stay H200's: mok_model/gemm_table.py, "A table transferred"). The
-spec differences come from the presets (hbm_tbps, and h100-1's local-HBM copy rate, h200-1's
-probe moved as the same fraction of HBM). Nothing is fitted on an H100: the H100 runs test it.
+transfers: its points and their residuals stay H200's (mok_model/gemm_table.py, "A table
+transferred"), looked up on a phase mechanism (four constants) fitted to our kernel's GEMM
+phases alone measured on an H100 (HOPPER_PHASES), from h200-1's with its weight stream scaled by
+the two presets' HBM bandwidths. The spec differences come from the presets (hbm_tbps, and
+h100-1's local-HBM copy rate, h200-1's probe moved as the same fraction of HBM). No H100 pass
+run is fitted: the H100's pass runs test it.
 
 **Emulated to real fabric: h200-1 -> h200-hgx8 / h100-1 -> h100-hgx8** (`--write-fabric OUT`,
 and h100-hgx8 with `--write-hopper`; fabric_params). A single-GPU fit (our kernel, its peers
@@ -144,14 +146,19 @@ HOPPER_WHY = ("the H100 is the H200's die (same SMs, clocks, tensor rates; HBM3 
               "4.8): a fraction of a spec moves as the same fraction (the spec is the preset's), "
               "a design value or an SM-side time or rate as it is, a host term with the same "
               "x86 host assumed")
+# the H100's own GEMM phases alone (system mok-gemm), the only H100 records a parameter is fitted
+# on: the GEMM table's four mechanism constants (hopper_params). No H100 pass run is fitted.
+HOPPER_PHASES = ("calibration/runs/h100/gemm_phases_drawn21.jsonl",)
 
 
 def hopper_params() -> Params:
-    """h100-1's parameters: h200-1's values and uncertainty samples as they are, the GEMM
-    table transferred with its weight stream scaled by hbm_tbps (module docstring)."""
+    """h100-1's parameters: h200-1's values and uncertainty samples as they are, the GEMM table
+    transferred (its points and residuals) and looked up on a mechanism fitted to the H100's own
+    GEMM phases (HOPPER_PHASES; module docstring)."""
     from mok_model.gemm_table import transferred_table
 
     from .defaults import transferred
+    from .gemm_table import fit_lookup
 
     src = read_params(PARAMS_DIR / f"{HOPPER_SOURCE}.json")
     ratio = load_hardware(HOPPER_TARGET).hbm_tbps / load_hardware(HOPPER_SOURCE).hbm_tbps
@@ -159,15 +166,20 @@ def hopper_params() -> Params:
                for k, v in src.sources.items()}
     t = src.gemm_table
     path = PARAMS_DIR / "gemm" / f"{HOPPER_TARGET}.json"
-    mech = {**t.mechanism, "hbm_gbps": t.mechanism["hbm_gbps"] * ratio}
+    moved = {**t.mechanism, "hbm_gbps": t.mechanism["hbm_gbps"] * ratio}
+    mech, how = fit_lookup(t, HOPPER_TARGET, path, moved,
+                           read_records([str(ROOT / f) for f in HOPPER_PHASES]))
     notes = (f"transferred from {Path(t.path).name} ({HOPPER_SOURCE}, measured): its points and "
-             f"residuals on {HOPPER_TARGET}'s mechanism, hbm_gbps {t.mechanism['hbm_gbps']:.0f} x "
-             f"{ratio:.4f} (hbm_tbps {HOPPER_TARGET} / {HOPPER_SOURCE}) = {mech['hbm_gbps']:.0f}; "
-             f"tensor_eff, item_us, launch_us as measured (same SMs and clocks); "
+             f"residuals, looked up on {HOPPER_TARGET}'s mechanism fitted to {how['n']} measured "
+             f"{HOPPER_TARGET} GEMM phases alone (mok-gemm records in {', '.join(HOPPER_PHASES)}; "
+             f"calibration.gemm_table.fit_lookup): "
+             + ", ".join(f"{k} {mech[k]:.4g}" for k in mech)
+             + f"; their MAPE {100 * how['mape_after']:.1f}% (h200-1's mechanism with hbm_gbps x "
+             f"{ratio:.4f}, the HBM ratio: {100 * how['mape_before']:.1f}%); "
              f"python -m calibration.transfer --write-hopper")
     table = transferred_table(t, HOPPER_TARGET, path, mech, notes)
-    return Params(src.values, HOPPER_TARGET, None, [str((PARAMS_DIR / f"{HOPPER_SOURCE}.json")
-                                                        .relative_to(ROOT))], sources,
+    fitted_on = [str((PARAMS_DIR / f"{HOPPER_SOURCE}.json").relative_to(ROOT)), *HOPPER_PHASES]
+    return Params(src.values, HOPPER_TARGET, None, fitted_on, sources,
                   transferred(src.uncertainty, HOPPER_SOURCE, [])).with_table(table)
 
 
@@ -257,11 +269,12 @@ def write_hopper() -> list[Path]:
         check_output_file(path, "--write-hopper", ".json")
     write_table(table, params.gemm_table)
     write_params(out, params, f"Transferred from {HOPPER_SOURCE} (same GPU die and kernels; "
-                              f"python -m calibration.transfer --write-hopper); no H100 fit.")
+                              f"python -m calibration.transfer --write-hopper); on an H100 only the GEMM "
+                              f"table's mechanism is fitted, to the kernel's GEMM phases alone.")
     write_params(box, fabric_params(HOPPER_TARGET, host=True),
                  f"Transferred from {HOPPER_TARGET} with the NVLink fabric measured on two real "
                  f"H200s and that box's host, NCCL and library-GEMM terms (python -m "
-                 f"calibration.transfer --write-hopper); no H100 record behind it.")
+                 f"calibration.transfer --write-hopper); no H100 pass record behind it.")
     return [out, table, box]
 
 

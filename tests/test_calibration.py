@@ -329,27 +329,32 @@ def test_transfer_tracks_the_published_rows_at_the_tuned_knobs():
     assert out["mok"]["mape"] < 0.10 and out["mok"]["max"] < 0.20
 
 
-def test_hopper_transfer_is_h200_1_with_the_h100s_hbm():
+def test_hopper_transfer_is_h200_1_with_the_h100s_gemm_mechanism():
     """h100-1 by stated ratios: the shipped file is what `--write-hopper` writes now (every
-    h200-1 value as it is, no H100 record behind it), its GEMM table h200-1's points on a
-    mechanism whose weight stream is scaled by hbm_tbps alone; so a compute-bound pass is
-    predicted about as fast as on h200-1 and a weight-bound one slower by up to the HBM ratio."""
-    from calibration.transfer import hopper_params
+    h200-1 value as it is, no H100 pass record behind it), its GEMM table h200-1's points on a
+    mechanism fitted to the H100's own GEMM phases, which it reads closer than h200-1's with the
+    weight stream scaled by hbm_tbps; a compute-bound pass is predicted about as fast as on
+    h200-1 and a weight-bound one slower, by up to the HBM ratio."""
+    from calibration.gemm_table import fit_lookup
+    from calibration.transfer import HOPPER_PHASES, hopper_params
     from mok_model.params import PARAMS_DIR
     from mok_model.predict import predict
     from mok_model.presets import load_hardware, load_model
+    from mok_model.records import read_records
     from mok_model.scenario import Scenario, default_config
 
     shipped, now, src = (read_params(PARAMS_DIR / "h100-1.json"), hopper_params(),
                          read_params(PARAMS_DIR / "h200-1.json"))
     assert shipped.values == now.values == src.values and shipped.hardware == "h100-1"
-    assert shipped.fitted_on == ["mok_model/params/h200-1.json"]
+    assert shipped.fitted_on == ["mok_model/params/h200-1.json", *HOPPER_PHASES]
     assert shipped.uncertainty["transferred_from"] == "h200-1"
     t, ts = shipped.gemm_table, src.gemm_table
     assert t.points == ts.points and t.mechanism == ts.mechanism and t.hardware == "h100-1"
+    assert t.lookup == pytest.approx(now.gemm_table.lookup, rel=1e-9)
     ratio = 3.35 / 4.8
-    assert t.lookup == {**ts.mechanism, "hbm_gbps": pytest.approx(ts.mechanism["hbm_gbps"] * ratio)}
-    assert t.lookup == now.gemm_table.lookup
+    moved = {**ts.mechanism, "hbm_gbps": ts.mechanism["hbm_gbps"] * ratio}
+    _, how = fit_lookup(ts, "h100-1", t.path, moved, read_records(list(HOPPER_PHASES)))
+    assert how["n"] >= 20 and how["mape_after"] < how["mape_before"]
     model = load_model("kimi-k2")
     for tokens, lo, hi in ((64, 1.15, 1 / ratio + 1e-9), (4096, 1.0, 1.05)):
         ms = []
@@ -509,3 +514,32 @@ def test_report_auto_joins_runs_setting_by_setting(tmp_path, capsys):
     assert report_auto(runs + ["--markdown"]) == 0
     out = capsys.readouterr().out
     assert out.count("\n| ") == len(both) and "pick / best: worst" in out
+
+
+def test_fit_lookup_recovers_the_mechanism_phases_were_timed_on():
+    """Records whose GEMM-phase times a known mechanism made (on the transferred table's
+    residuals) give that mechanism back, from a start away from it; records of another system
+    or hardware are refused with one line."""
+    import copy
+
+    from calibration.gemm_table import fit_lookup, table_records
+    from calibration.transfer import HOPPER_PHASES
+    from mok_model.errors import MokInputError
+    from mok_model.gemm_table import transferred_table
+    from mok_model.params import PARAMS_DIR
+    from mok_model.records import read_records, record_scenario
+
+    ts = read_params(PARAMS_DIR / "h200-1.json").gemm_table
+    truth = {"tensor_eff": 0.62, "item_us": 2.0, "hbm_gbps": 2500.0, "launch_us": 30.0}
+    made = transferred_table(ts, "h100-1", "x.json", truth, "")
+    recs = copy.deepcopy(table_records(read_records(list(HOPPER_PHASES)), "h100-1", "mok-gemm"))
+    for r in recs:
+        r["latency_ms"]["median"] = 1e3 * (made.scenario_seconds(record_scenario(r))
+                                           + truth["launch_us"] * 1e-6)
+    start = {**ts.mechanism, "hbm_gbps": 3000.0}
+    mech, how = fit_lookup(ts, "h100-1", "x.json", start, recs)
+    assert how["mape_after"] < 1e-3 < how["mape_before"]
+    assert mech["tensor_eff"] == pytest.approx(truth["tensor_eff"], rel=0.02)
+    assert mech["hbm_gbps"] == pytest.approx(truth["hbm_gbps"], rel=0.05)
+    with pytest.raises(MokInputError, match="no measured forward BF16 mok-gemm records of h200-1"):
+        fit_lookup(ts, "h200-1", "x.json", start, recs)
