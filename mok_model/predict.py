@@ -81,11 +81,12 @@ def scenario_notes(s: Scenario, system: str = "mok") -> list[str]:
                    f"{s.model.name}: {r} GPUs hold {q + 1} experts and {s.ep - r} hold {q} "
                    f"(uneven placement); the GPUs with more receive more rows")
     if s.hardware.emulated_ranks and s.ep > 1:
+        peers = "the 1 peer" if s.ep == 2 else f"the {s.ep - 1} peers"
         if system == "mok":
-            out.append(f"{s.hardware.name} emulates the {s.ep - 1} peers in local memory; the "
+            out.append(f"{s.hardware.name} emulates {peers} in local memory; the "
                        f"latency is rank 0's")
         else:   # a baseline exchanges with real peers: it waits for the slowest (as both engines say)
-            out.append(f"{s.hardware.name} emulates the {s.ep - 1} peers for MoK (rank 0's "
+            out.append(f"{s.hardware.name} emulates {peers} for MoK (rank 0's "
                        f"pass); a {system} pass is not emulated: its latency is the slowest of "
                        f"the {s.ep} GPUs, each on this hardware")
     return out

@@ -21,7 +21,7 @@ from numpy.random import default_rng  # with the module, not at the first draw (
 from . import route_cache
 from .errors import MokInputError
 
-ROUTING_KINDS = ("uniform", "zipf:S", "hot:F", "FILE (.npy or whitespace text of top-k ids)")
+ROUTING_KINDS = ("uniform", "zipf:S", "hot:F", "FILE (.npy, .csv or whitespace text of top-k ids)")
 ROUTING_SUFFIXES = (".npy", ".txt", ".csv")
 # Where zipf routing's expert popularity order comes from: "model" (zipf_order, what the kernels
 # draw since 2026-12-01 03:40 UTC) or "torch-cuda-randperm" (the order the kernels drew before,
