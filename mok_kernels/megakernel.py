@@ -143,7 +143,7 @@ class KernelConfig:
                                     # 1, one GPU. None: chosen from the shape (tiles.py
                                     # forward_dn_blocks; 1 in group mode)
     knob_routing: str | None = None  # the routing the unset knobs are chosen for (uniform,
-                                    # zipf:S, hot:X, onehot, a file, as `mok predict --routing`
+                                    # zipf:S, hot:X (one-hot: hot:1/top_k), a file, as `mok predict --routing`
                                     # reads them: a router known to be skewed gets knobs for its
                                     # busiest rank) or "robust": the least worst regret over
                                     # uniform / zipf:1.2 / hot:0.1. None: robust from the tuner,
