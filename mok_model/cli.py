@@ -485,8 +485,10 @@ def cmd_presets(a) -> int:
     for n, h in hw.items():
         p = params[n]
         files = len(p["fitted_on"])
+        own = len(p.get("own_runs", ()))
         said = {"fit": f"fit to {files} file{'s' * (files != 1)}", "priors": "priors, no record",
-                "transfer": f"transferred from {p['from']}"}[p["kind"]]
+                "transfer": f"transferred from {p['from']}"
+                            + (f" + {own} run file{'s' * (own != 1)}" if own else "")}[p["kind"]]
         print(f"  {n:<20}{h['sms']:>5}{h['bf16_tflops']:>9.0f}{h['fp8_tflops']:>8.0f}{h['hbm_tbps']:>9.2f}"
               f"{h['link_gbps']:>10.0f}{h['domain_size']:>7}  {h['host_cpu']:<6} {said}")
     print("model presets:")

@@ -435,11 +435,18 @@ def read_fit_record(path: str | Path) -> dict:
 def provenance(params: Params) -> dict:
     """Where a parameters file's values come from, for a user weighing its predictions: "fit"
     (fitted to the run files it names), "transfer" (another hardware's fit moved by stated
-    ratios: `from` names it; calibration/transfer.py and calibration/defaults.py say how) or
+    ratios: `from` names it, `own_runs` the run files measured on this hardware or fabric that
+    the transfer also read; calibration/transfer.py and calibration/defaults.py say how) or
     "priors" (no record behind it)."""
     src = (params.uncertainty or {}).get("transferred_from")
     kind = "transfer" if src else "fit" if params.fitted_on else "priors"
-    return {"kind": kind, "from": src, "fitted_on": list(params.fitted_on)}
+    out = {"kind": kind, "from": src, "fitted_on": list(params.fitted_on)}
+    if src:   # run files of its own, beyond the parameters files and the source's own runs
+        inherited = set(read_params(PARAMS_DIR / f"{src}.json").fitted_on) \
+            if (PARAMS_DIR / f"{src}.json").is_file() else set()
+        out["own_runs"] = [f for f in params.fitted_on
+                           if f not in inherited and not f.startswith("mok_model/params/")]
+    return out
 
 
 def load_params(path: str | Path | None, hardware_name: str, allow_other_hardware: bool = False) -> Params:
