@@ -580,8 +580,10 @@ def unmeasured_shape_note(table: GemmTable | None, scn) -> str | None:
     how = ("the phase mechanism's time times the residual of" if table.uses_mechanism
            else "the efficiency of")
     named = "; ".join(f"I {i}, H {h}, {e} local" for i, h, e in near)
+    where = table.hardware if table.transferred_from is None else \
+        f"{Path(table.transferred_from).stem}, whose table {table.hardware} reads transferred"
     return (f"GEMM phases at this shape (I {width}, H {hidden}, {local} local experts) were never "
-            f"measured on {table.hardware}: {how} the {len(near)} nearest measured shapes ({named}); "
+            f"measured on {where}: {how} the {len(near)} nearest measured shapes ({named}); "
             f"shapes never measured are predicted less well (docs/calibration.md, \"Unseen shapes\")")
 
 

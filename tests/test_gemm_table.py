@@ -22,7 +22,7 @@ from calibration.gemm_table import fit_mechanism
 from mok_model.gemm_table import (MECHANISM, GemmTable, curves_of, ideal_seconds, mechanism_seconds,
                                   phase_features, points_mechanism_seconds, read_table,
                                   scenario_eff, shape_of, table_point, write_table)
-from mok_model.params import read_params, write_params
+from mok_model.params import load_params, read_params, write_params
 from mok_model.predict import predict
 from mok_model.presets import load_hardware, load_model
 from mok_model.records import read_records, record_scenario
@@ -551,6 +551,11 @@ def test_a_shape_the_table_never_measured_is_named_in_the_notes():
     assert any("never measured" in n for n in predict(glm, None, "mok", base.with_table(t)).notes())
     assert not any("never measured" in n
                    for n in predict(kimi, None, "mok", base.with_table(t)).notes())
+    # a transferred table names the hardware its points were measured on (h100-1 reads h200-1's)
+    drawn = load_model("calibration/drawn_shapes/seed24/syn24-h4864-i6976-e8-k2.toml")
+    h100 = Scenario(model=drawn, hardware=load_hardware("h100-1"), ep=4, tokens=128)
+    note = unmeasured_shape_note(load_params(None, "h100-1").gemm_table, h100)
+    assert "never measured on h200-1, whose table h100-1 reads transferred:" in note
 
 
 def test_microbench_record_of_a_bare_shape():
