@@ -110,12 +110,13 @@ def fit_mechanism(points) -> dict | None:
 
 
 def fit_lookup(src: GemmTable, hardware: str, path, start: dict, records: list[dict],
-               system: str = "mok-gemm") -> tuple[dict, dict]:
+               system: str = "mok-gemm", free: tuple[str, ...] = MECHANISM) -> tuple[dict, dict]:
     """The mechanism constants that `src` (a measured table) transferred to `hardware` should look
     up on, fitted to the target's own GEMM phases alone (`records` of `system`, table_records'
     rule) in log error with src's residuals as they are: bounded least squares from `start` (a
-    deterministic fit). Returns (mechanism, {"n", "mape_before", "mape_after"}), "before" the
-    phases' MAPE looked up on `start`."""
+    deterministic fit) of the constants named in `free`, the others held at `start`'s. Returns
+    (mechanism, {"n", "mape_before", "mape_after"}), "before" the phases' MAPE looked up on
+    `start`."""
     recs = table_records(records, hardware, system)
     if not recs:
         raise MokInputError(f"no measured forward BF16 {system} records of {hardware} to fit a "
@@ -123,18 +124,21 @@ def fit_lookup(src: GemmTable, hardware: str, path, start: dict, records: list[d
     scns = [record_scenario(r) for r in recs]
     meas = np.log([r["latency_ms"]["median"] * 1e-3 for r in recs])
 
+    def mech(x):
+        return {**start, **{k: float(math.exp(v)) for k, v in zip(free, x)}}
+
     def res(x):
-        t = transferred_table(src, hardware, path, dict(zip(MECHANISM, np.exp(x))), "")
+        t = transferred_table(src, hardware, path, mech(x), "")
         launch = t.lookup["launch_us"] * 1e-6
         return np.log([t.scenario_seconds(s) + launch for s in scns]) - meas
 
-    lo = np.log([MECH_BOUNDS[k][0] for k in MECHANISM])
-    hi = np.log([MECH_BOUNDS[k][1] for k in MECHANISM])
-    x0 = np.clip(np.log([start[k] for k in MECHANISM]), lo, hi - 1e-9)
+    lo = np.log([MECH_BOUNDS[k][0] for k in free])
+    hi = np.log([MECH_BOUNDS[k][1] for k in free])
+    x0 = np.clip(np.log([start[k] for k in free]), lo, hi - 1e-9)
     fit = least_squares(res, x0, bounds=(lo, hi), method="trf")
     mape = lambda r: float(np.mean(np.abs(np.expm1(r))))  # noqa: E731
-    return ({k: float(math.exp(v)) for k, v in zip(MECHANISM, fit.x)},
-            {"n": len(recs), "mape_before": mape(res(x0)), "mape_after": mape(fit.fun)})
+    return mech(fit.x), {"n": len(recs), "mape_before": mape(res(x0)),
+                         "mape_after": mape(fit.fun)}
 
 
 def record_points(records: list[dict], hardware: str, system: str = SYSTEM,

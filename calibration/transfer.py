@@ -23,9 +23,10 @@ SMs, clocks and tensor rates) with HBM3 at 3.35 TB/s instead of HBM3e at 4.8, an
 run unchanged on it. So every h200-1 value moves as it is (HOPPER_WHY says why for each kind),
 its fit's uncertainty samples with them, and the GEMM table of our kernel's own GEMM phases
 transfers: its points and their residuals stay H200's (mok_model/gemm_table.py, "A table
-transferred"), looked up on a phase mechanism (four constants) fitted to our kernel's GEMM
-phases alone measured on an H100 (HOPPER_PHASES), from h200-1's with its weight stream scaled by
-the two presets' HBM bandwidths. The spec differences come from the presets (hbm_tbps, and
+transferred"), looked up on h200-1's phase mechanism with two of its four constants, the weight
+stream and the tensor efficiency, fitted to our kernel's GEMM phases alone measured on an H100
+(HOPPER_PHASES, HOPPER_FREE), from h200-1's with the weight stream scaled by the two presets'
+HBM bandwidths. The spec differences come from the presets (hbm_tbps, and
 h100-1's local-HBM copy rate, h200-1's probe moved as the same fraction of HBM). No H100 pass
 run is fitted: the H100's pass runs test it.
 
@@ -147,14 +148,18 @@ HOPPER_WHY = ("the H100 is the H200's die (same SMs, clocks, tensor rates; HBM3 
               "a design value or an SM-side time or rate as it is, a host term with the same "
               "x86 host assumed")
 # the H100's own GEMM phases alone (system mok-gemm), the only H100 records a parameter is fitted
-# on: the GEMM table's four mechanism constants (hopper_params). No H100 pass run is fitted.
+# on: two of the GEMM table's mechanism constants (hopper_params), the weight stream (HBM3 is not
+# HBM3e) and the tensor efficiency; the per-item and per-launch times stay h200-1's (same SMs and
+# clocks). Fitting all four read the pass files no better on average and left-out shapes' phases
+# worse (mok_kernels/logs_s57/h100_mech_variants.txt). No H100 pass run is fitted.
 HOPPER_PHASES = ("calibration/runs/h100/gemm_phases_drawn21.jsonl",)
+HOPPER_FREE = ("hbm_gbps", "tensor_eff")
 
 
 def hopper_params() -> Params:
     """h100-1's parameters: h200-1's values and uncertainty samples as they are, the GEMM table
-    transferred (its points and residuals) and looked up on a mechanism fitted to the H100's own
-    GEMM phases (HOPPER_PHASES; module docstring)."""
+    transferred (its points and residuals) and looked up on a mechanism partly fitted to the
+    H100's own GEMM phases (HOPPER_PHASES, HOPPER_FREE; module docstring)."""
     from mok_model.gemm_table import transferred_table
 
     from .defaults import transferred
@@ -168,13 +173,15 @@ def hopper_params() -> Params:
     path = PARAMS_DIR / "gemm" / f"{HOPPER_TARGET}.json"
     moved = {**t.mechanism, "hbm_gbps": t.mechanism["hbm_gbps"] * ratio}
     mech, how = fit_lookup(t, HOPPER_TARGET, path, moved,
-                           read_records([str(ROOT / f) for f in HOPPER_PHASES]))
+                           read_records([str(ROOT / f) for f in HOPPER_PHASES]), free=HOPPER_FREE)
     notes = (f"transferred from {Path(t.path).name} ({HOPPER_SOURCE}, measured): its points and "
-             f"residuals, looked up on {HOPPER_TARGET}'s mechanism fitted to {how['n']} measured "
-             f"{HOPPER_TARGET} GEMM phases alone (mok-gemm records in {', '.join(HOPPER_PHASES)}; "
-             f"calibration.gemm_table.fit_lookup): "
-             + ", ".join(f"{k} {mech[k]:.4g}" for k in mech)
-             + f"; their MAPE {100 * how['mape_after']:.1f}% (h200-1's mechanism with hbm_gbps x "
+             f"residuals, looked up on {HOPPER_TARGET}'s mechanism: "
+             + ", ".join(f"{k} {mech[k]:.4g}" for k in HOPPER_FREE)
+             + f" fitted to {how['n']} measured {HOPPER_TARGET} GEMM phases alone (mok-gemm records "
+             f"in {', '.join(HOPPER_PHASES)}; calibration.gemm_table.fit_lookup), "
+             + ", ".join(f"{k} {mech[k]:.4g}" for k in mech if k not in HOPPER_FREE)
+             + f" as {HOPPER_SOURCE} measured (same SMs and clocks); the phases' MAPE "
+             f"{100 * how['mape_after']:.1f}% ({HOPPER_SOURCE}'s mechanism with hbm_gbps x "
              f"{ratio:.4f}, the HBM ratio: {100 * how['mape_before']:.1f}%); "
              f"python -m calibration.transfer --write-hopper")
     table = transferred_table(t, HOPPER_TARGET, path, mech, notes)

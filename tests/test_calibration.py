@@ -332,11 +332,11 @@ def test_transfer_tracks_the_published_rows_at_the_tuned_knobs():
 def test_hopper_transfer_is_h200_1_with_the_h100s_gemm_mechanism():
     """h100-1 by stated ratios: the shipped file is what `--write-hopper` writes now (every
     h200-1 value as it is, no H100 pass record behind it), its GEMM table h200-1's points on a
-    mechanism fitted to the H100's own GEMM phases, which it reads closer than h200-1's with the
-    weight stream scaled by hbm_tbps; a compute-bound pass is predicted about as fast as on
+    mechanism whose weight stream and tensor efficiency are fitted to the H100's own GEMM phases,
+    which it reads closer than h200-1's with the weight stream scaled by hbm_tbps; a compute-bound pass is predicted about as fast as on
     h200-1 and a weight-bound one slower, by up to the HBM ratio."""
     from calibration.gemm_table import fit_lookup
-    from calibration.transfer import HOPPER_PHASES, hopper_params
+    from calibration.transfer import HOPPER_FREE, HOPPER_PHASES, hopper_params
     from mok_model.params import PARAMS_DIR
     from mok_model.predict import predict
     from mok_model.presets import load_hardware, load_model
@@ -353,8 +353,12 @@ def test_hopper_transfer_is_h200_1_with_the_h100s_gemm_mechanism():
     assert t.lookup == pytest.approx(now.gemm_table.lookup, rel=1e-9)
     ratio = 3.35 / 4.8
     moved = {**ts.mechanism, "hbm_gbps": ts.mechanism["hbm_gbps"] * ratio}
-    _, how = fit_lookup(ts, "h100-1", t.path, moved, read_records(list(HOPPER_PHASES)))
+    _, how = fit_lookup(ts, "h100-1", t.path, moved, read_records(list(HOPPER_PHASES)),
+                        free=HOPPER_FREE)
     assert how["n"] >= 20 and how["mape_after"] < how["mape_before"]
+    # only the weight stream and the tensor efficiency are the H100's own
+    assert {k: t.lookup[k] for k in t.lookup if k not in HOPPER_FREE} == \
+        {k: ts.mechanism[k] for k in t.lookup if k not in HOPPER_FREE}
     model = load_model("kimi-k2")
     for tokens, lo, hi in ((64, 1.15, 1 / ratio + 1e-9), (4096, 1.0, 1.05)):
         ms = []
