@@ -333,8 +333,9 @@ def test_hopper_transfer_is_h200_1_with_the_h100s_gemm_mechanism():
     """h100-1 by stated ratios: the shipped file is what `--write-hopper` writes now (every
     h200-1 value as it is, no H100 pass record behind it), its GEMM table h200-1's points on a
     mechanism whose weight stream and tensor efficiency are fitted to the H100's own GEMM phases,
-    which it reads closer than h200-1's with the weight stream scaled by hbm_tbps; a compute-bound pass is predicted about as fast as on
-    h200-1 and a weight-bound one slower, by up to the HBM ratio."""
+    which it reads closer than h200-1's with the weight stream scaled by hbm_tbps; a
+    compute-bound pass is predicted about as fast as on h200-1 and a weight-bound one slower,
+    by up to the HBM ratio."""
     from calibration.gemm_table import fit_lookup
     from calibration.transfer import HOPPER_FREE, HOPPER_PHASES, hopper_params
     from mok_model.params import PARAMS_DIR

@@ -53,7 +53,7 @@ for name, free in VARIANTS.items():
     table = transferred_table(src, "h100-1", shipped.gemm_table.path, fitted(free, recs), "")
     p = shipped.with_table(table)
     cells = []
-    for f, rs in files.items():
+    for rs in files.values():
         e = predict_records(rs, p) / np.array([r["latency_ms"]["median"] for r in rs]) - 1
         cells.append(f"{100 * np.mean(np.abs(e[np.isfinite(e)])):.2f}")
     print(f"| {name} | {100 * np.mean(np.abs(loo)):.1f}% | " + " | ".join(cells) + " |", flush=True)
