@@ -546,5 +546,11 @@ def test_fit_lookup_recovers_the_mechanism_phases_were_timed_on():
     assert how["mape_after"] < 1e-3 < how["mape_before"]
     assert mech["tensor_eff"] == pytest.approx(truth["tensor_eff"], rel=0.02)
     assert mech["hbm_gbps"] == pytest.approx(truth["hbm_gbps"], rel=0.05)
+    # only the constants named free move; the others stay at the start's
+    start2 = {**truth, "hbm_gbps": 3000.0, "tensor_eff": 0.7}
+    mech2, how2 = fit_lookup(ts, "h100-1", "x.json", start2, recs, free=("hbm_gbps", "tensor_eff"))
+    assert mech2["item_us"] == truth["item_us"] and mech2["launch_us"] == truth["launch_us"]
+    assert mech2["hbm_gbps"] == pytest.approx(truth["hbm_gbps"], rel=0.05)
+    assert how2["mape_after"] < 1e-3 < how2["mape_before"]
     with pytest.raises(MokInputError, match="no measured forward BF16 mok-gemm records of h200-1"):
         fit_lookup(ts, "h200-1", "x.json", start, recs)
