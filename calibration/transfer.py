@@ -1,5 +1,6 @@
-"""Parameters moved by stated ratios, no fit on the target: H200 -> GB300 (the published GB300
-NVL72 rows predicted with no GB300 fit), h200-1 -> h100-1, and one emulating GPU -> a real fabric.
+"""Parameters moved by stated ratios, no fit to the target's layer runs: H200 -> GB300 (the
+published GB300 NVL72 rows predicted with no GB300 fit), h200-1 -> h100-1 (its GEMM lookup partly
+fitted to the H100's GEMM phases alone), and one emulating GPU -> a real fabric.
 
     python -m calibration.transfer [--terms] [--json]
     python -m calibration.transfer --write-hopper | --write-fabric OUT.json
@@ -26,9 +27,9 @@ transfers: its points and their residuals stay H200's (mok_model/gemm_table.py, 
 transferred"), looked up on h200-1's phase mechanism with two of its four constants, the weight
 stream and the tensor efficiency, fitted to our kernel's GEMM phases alone measured on an H100
 (HOPPER_PHASES, HOPPER_FREE), from h200-1's with the weight stream scaled by the two presets'
-HBM bandwidths. The spec differences come from the presets (hbm_tbps, and
-h100-1's local-HBM copy rate, h200-1's probe moved as the same fraction of HBM). No H100 pass
-run is fitted: the H100's pass runs test it.
+HBM bandwidths. The spec differences come from the presets (hbm_tbps, and h100-1's local-HBM
+copy rate, h200-1's probe moved as the same fraction of HBM). No H100 pass run is fitted: the
+H100's pass runs test it.
 
 **Emulated to real fabric: h200-1 -> h200-hgx8 / h100-1 -> h100-hgx8** (`--write-fabric OUT`,
 and h100-hgx8 with `--write-hopper`; fabric_params). A single-GPU fit (our kernel, its peers

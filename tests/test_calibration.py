@@ -408,7 +408,8 @@ def test_fabric_transfer_is_h200_1_with_the_measured_nvlink(tmp_path):
 def test_h100_hgx8_is_h100_1_with_the_measured_fabric_and_the_boxs_host():
     """The shipped HGX H100 file is what `--write-hopper` writes now: h100-1's values but the
     measured fabric (as the H200 transfer) and the 2-H200 box's host, NCCL and library-GEMM
-    terms; nothing fitted to an H100 record; the H200 box's pure transfer differs only there."""
+    terms; no H100 pass record behind it (h100-1's GEMM lookup is partly fitted to H100 GEMM
+    phases); the H200 box's pure transfer differs only there."""
     from calibration.transfer import HOST_TERMS, fabric_params
     from mok_model.params import PARAMS_DIR
 
