@@ -167,6 +167,12 @@ def _fmt(name: str, v) -> str:
             f"Spearman {rho}")
 
 
+def base_note(path: str) -> str:
+    """The first sentence of a parameters file's notes (what a fit from it started from)."""
+    note = str(json.loads(Path(path).read_text()).get("notes", "")).strip()
+    return note.split(". ")[0].rstrip(".") or "none"
+
+
 def run_calibrate(a: argparse.Namespace) -> dict:
     """Fit and write the parameters file; return what was done (the --json document)."""
     _check_engine(a.engine)
@@ -290,8 +296,10 @@ def run_calibrate(a: argparse.Namespace) -> dict:
              "residuals": result.residuals, "train_metrics": doc["train"],
              "heldout_metrics": doc["heldout"],
              "heldout_residuals": held_v.rows if held_v else [], "cross_validation": cv}
+    start = (f"{a.base} (--base; its notes: {base_note(a.base)})" if a.base is not None
+             else f"{hardware} priors (calibration/priors.py)")
     write_params(a.out, params,
-                 f"Fitted by `mok calibrate` from {hardware} priors (calibration/priors.py): "
+                 f"Fitted by `mok calibrate` from {start}: "
                  f"stage 1 {sorted(micro.fitted) or 'skipped'}, stage 2 {free}; {where}. "
                  + " ".join(notes), extra)
     if not a.json:

@@ -69,6 +69,20 @@ def test_malformed_record_names_file_and_line(tmp_path, capsys):
     assert f"{path}:2" in capsys.readouterr().err
 
 
+def test_calibrate_notes_name_its_start(syn, tmp_path, capsys):
+    """A parameters file says what its fit started from: the priors, or the --base file."""
+    path, _ = syn
+    first, second = tmp_path / "first.json", tmp_path / "second.json"
+    args = ["--free", "mok_fixed_us", "--band", "none", "--json"]
+    assert calibrate_cli([str(path), "--out", str(first), *args]) == 0
+    assert "from h200-1 priors" in json.loads(first.read_text())["notes"]
+    assert calibrate_cli([str(path), "--out", str(second), "--base", str(first), *args]) == 0
+    capsys.readouterr()
+    notes = json.loads(second.read_text())["notes"]
+    assert f"from {first} (--base; its notes: Fitted by `mok calibrate` from h200-1 priors" in notes
+    assert "from h200-1 priors (calibration" not in notes.split("its notes:")[0]
+
+
 def test_params_hardware_mismatch_refused(capsys):
     args = [str(PUBLISHED), "--params", "mok_model/params/h200-1.json", "--json"]
     assert validate_cli(args) == 2
