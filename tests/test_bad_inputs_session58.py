@@ -1,0 +1,72 @@
+"""Session 58 (a helper's fuzzing pass over the recently changed calibration tools: registered,
+heldout_errors, transfer, gemm_table, draw_shapes, register and the space sweep's CPU side). Each
+test is one fault found: an output of another kind replaced in silence, a file beside the output
+left unchecked until after the work, an environment variable left unchecked, and an empty path
+named as the current folder. CPU only, each a few seconds; nothing is written into the
+repository."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PHASES = str(ROOT / "calibration" / "runs" / "h100" / "gemm_phases_drawn21.jsonl")
+TABLE_ARGS = [PHASES, "--hardware", "h100-1", "--system", "mok-gemm"]
+
+
+def _one_error(err: str, prog: str) -> str:
+    lines = [x for x in err.splitlines() if x.strip()]
+    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), err
+    return lines[0]
+
+
+# ------------------------------------------------------------------------------ gemm_table
+
+GT = "python -m calibration.gemm_table"
+
+
+def test_gemm_table_refuses_to_replace_a_file_that_is_not_a_table(tmp_path, capsys):
+    """`--out mok_model/params/h100-1.json` (or any parameters file) was replaced by a GEMM table
+    without a word, exit 0: an existing --out must be a GEMM table."""
+    from calibration.gemm_table import main
+    params = tmp_path / "h100-1.json"
+    shutil.copy(ROOT / "mok_model" / "params" / "h100-1.json", params)
+    before = params.read_bytes()
+    assert main([*TABLE_ARGS, "--out", str(params)]) == 2
+    assert "is not a GEMM table" in _one_error(capsys.readouterr().err, GT)
+    assert params.read_bytes() == before and not (tmp_path / "points").exists()
+
+
+def test_gemm_table_says_it_replaces_a_table(tmp_path, capsys):
+    """An existing table was replaced in silence; the other whole-file writers (calibrate --out,
+    tune --table, simulate --trace) say so."""
+    from calibration.gemm_table import main
+    out = tmp_path / "t.json"
+    assert main([*TABLE_ARGS, "--out", str(out)]) == 0
+    assert "will be replaced" not in capsys.readouterr().err
+    assert main([*TABLE_ARGS, "--out", str(out)]) == 0
+    assert "exists; it will be replaced" in capsys.readouterr().err
+
+
+def test_gemm_table_checks_its_points_file_before_the_fit(tmp_path, capsys):
+    """The points file goes to points/NAME beside --out: a file named `points` there ended the
+    write, after the fit, in a FileExistsError traceback."""
+    from calibration.gemm_table import main
+    (tmp_path / "points").write_text("")
+    assert main([*TABLE_ARGS, "--out", str(tmp_path / "t.json")]) == 2
+    assert "is a file" in _one_error(capsys.readouterr().err, GT)
+    assert not (tmp_path / "t.json").exists()
+
+
+def test_gemm_table_names_an_empty_run_path_and_checks_the_environment(tmp_path, capsys,
+                                                                      monkeypatch):
+    """A run file '' was read as the folder '.' ("no such run-record file (it is a folder)"), and
+    MOK_DEBUG=garbage was taken (the tool did not go through run_tool)."""
+    from calibration.gemm_table import main
+    assert main(["", "--out", str(tmp_path / "t.json")]) == 2
+    assert "'': an empty path" in _one_error(capsys.readouterr().err, GT)
+    monkeypatch.setenv("MOK_DEBUG", "garbage")
+    assert main([*TABLE_ARGS, "--out", str(tmp_path / "t.json")]) == 2
+    assert "MOK_DEBUG" in _one_error(capsys.readouterr().err, GT)
