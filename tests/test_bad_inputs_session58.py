@@ -70,3 +70,23 @@ def test_gemm_table_names_an_empty_run_path_and_checks_the_environment(tmp_path,
     monkeypatch.setenv("MOK_DEBUG", "garbage")
     assert main([*TABLE_ARGS, "--out", str(tmp_path / "t.json")]) == 2
     assert "MOK_DEBUG" in _one_error(capsys.readouterr().err, GT)
+
+
+# ------------------------------------------------------------------ transfer, heldout_errors
+
+
+def test_transfer_write_fabric_names_an_empty_path(capsys):
+    """`--write-fabric ''` said "'.' is a folder" (the path went through Path() before its
+    check): an empty path is named as empty."""
+    from calibration.transfer import main
+    assert main(["--write-fabric", ""]) == 2
+    assert "--write-fabric '' is empty" in _one_error(capsys.readouterr().err,
+                                                     "python -m calibration.transfer")
+
+
+def test_heldout_errors_out_ending_in_a_slash_is_a_folder(tmp_path, capsys):
+    """`--out DIR/` said "'DIR' must name a .json file" (the slash was dropped before the check):
+    a path ending in a slash is a folder, as every other output says."""
+    from calibration.heldout_errors import main
+    assert main(["--hardware", "h100-1", "--out", f"{tmp_path}/x/", PHASES]) == 2
+    assert "is a folder" in _one_error(capsys.readouterr().err, "python -m calibration.heldout_errors")
