@@ -90,3 +90,30 @@ def test_heldout_errors_out_ending_in_a_slash_is_a_folder(tmp_path, capsys):
     from calibration.heldout_errors import main
     assert main(["--hardware", "h100-1", "--out", f"{tmp_path}/x/", PHASES]) == 2
     assert "is a folder" in _one_error(capsys.readouterr().err, "python -m calibration.heldout_errors")
+
+
+# ------------------------------------------------------------------------------ registered
+
+H100_RUNS = str(ROOT / "calibration" / "runs" / "h100" / "drawn21.jsonl")
+H100_PRED = ROOT / "calibration" / "predictions" / "h100_drawn21_2026-12-05.jsonl"
+
+
+def test_a_blank_hardware_name_is_refused_in_registrations_and_records(tmp_path, capsys):
+    """A registration line naming hardware "" (or a record's hardware.preset " h100-1") was
+    taken: the line met no run and the report went on without it, exit 0."""
+    from calibration.registered import main
+    lines = H100_PRED.read_text().splitlines()
+    for bad in ("", " h100-1", "h100-1 "):
+        pred = tmp_path / "p.jsonl"
+        pred.write_text(json.dumps(json.loads(lines[0]) | {"hardware": bad}) + "\n"
+                        + "\n".join(lines[1:5]) + "\n")
+        assert main([str(pred), H100_RUNS]) == 2
+        assert "hardware.preset" in _one_error(capsys.readouterr().err,
+                                               "python -m calibration.registered")
+    rec = json.loads(Path(H100_RUNS).read_text().splitlines()[0])
+    rec["hardware"]["preset"] = " h100-1"
+    runs = tmp_path / "r.jsonl"
+    runs.write_text(json.dumps(rec) + "\n")
+    assert main([str(H100_PRED), str(runs)]) == 2
+    assert "hardware.preset=' h100-1'" in _one_error(capsys.readouterr().err,
+                                                     "python -m calibration.registered")
