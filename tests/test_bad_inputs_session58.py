@@ -117,3 +117,21 @@ def test_a_blank_hardware_name_is_refused_in_registrations_and_records(tmp_path,
     assert main([str(H100_PRED), str(runs)]) == 2
     assert "hardware.preset=' h100-1'" in _one_error(capsys.readouterr().err,
                                                      "python -m calibration.registered")
+
+
+# ------------------------------------------------------------------------------- register
+
+
+def test_register_refuses_hardware_the_runs_never_name(tmp_path, capsys):
+    """`--gpus 0 --hardware gb300-nvl72` registered predictions of a real NVL72 pass for runs of
+    one GPU emulating its peers, whose records name h200-1 or h100-1: no run could ever meet
+    them (and `--gpus 2 --hardware h200-1` the other way round)."""
+    from calibration.register import main
+    grid = ["--model", "kimi-k2", "--tokens", "4096"]
+    for args in (["--gpus", "0", "--ep", "8", "--hardware", "gb300-nvl72"],
+                 ["--gpus", "2", "--hardware", "h200-1"]):
+        assert main([*args, *grid, "--out", str(tmp_path / "r.jsonl")]) == 2
+        assert "--gpus" in _one_error(capsys.readouterr().err, "python -m calibration.register")
+        assert not (tmp_path / "r.jsonl").exists()
+    assert main(["--gpus", "0", "--ep", "8", "--hardware", "h100-1", *grid,
+                 "--out", str(tmp_path / "r.jsonl")]) == 0
