@@ -25,16 +25,16 @@ import json
 import sys
 from pathlib import Path
 
-from mok_model.cli import MokParser
+from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_file
+from mok_model.fileio import check_output_file, loads_json
 import math
 
 import numpy as np
 from scipy.optimize import least_squares
 
-from mok_model.gemm_table import (IDEAL_TILE, MECHANISM, GemmTable, mechanism_seconds, table_point,
-                                  transferred_table, write_table)
+from mok_model.gemm_table import (IDEAL_TILE, MECHANISM, SCHEMAS, GemmTable, mechanism_seconds,
+                                  points_path, table_point, transferred_table, write_table)
 from mok_model.presets import load_hardware
 from mok_model.records import in_id_order, read_records, record_scenario, routing_reproduced, todays_kernel
 
@@ -148,9 +148,31 @@ def record_points(records: list[dict], hardware: str, system: str = SYSTEM,
             for r in table_records(records, hardware, system)}
 
 
+def check_out(out: str, runs: list[str]) -> None:
+    """Refuse an --out the table cannot go to, before the fit: check_output_file's rules (an
+    existing table gets its "will be replaced" warning), an existing file that is not a GEMM
+    table (a parameters file was replaced by one in silence), and the points file written
+    beside it (points/NAME: a file named `points` there ended the write in a traceback)."""
+    path = check_output_file(out, "--out", ".json", inputs=[("RUN_FILES", r) for r in runs],
+                             replaces=True)
+    if path.is_file():
+        try:
+            schema = loads_json(path.read_text(encoding="utf-8")).get("schema")
+        except (ValueError, AttributeError):
+            schema = None
+        if schema not in SCHEMAS:
+            raise MokInputError(f"--out {out!r} exists and is not a GEMM table (schema {schema!r}, "
+                                f"not one of {SCHEMAS}); name another file")
+    points = points_path(path)
+    if points.parent.exists() and not points.parent.is_dir():
+        raise MokInputError(f"--out {out!r}: its points go to {str(points)!r}, but "
+                            f"{str(points.parent)!r} is a file; name --out in another folder")
+    if points.parent.is_dir():
+        check_output_file(points, "--out's points file", ".json")
+
+
 def main(argv: list[str] | None = None) -> int:
-    p = MokParser(prog="python -m calibration.gemm_table", description=__doc__,
-                  formatter_class=argparse.RawDescriptionHelpFormatter)
+    p = doc_parser("python -m calibration.gemm_table", __doc__)
     p.add_argument("runs", nargs="+", help="run-record files")
     p.add_argument("--out", required=True, help="table file to write (.json)")
     p.add_argument("--hardware", default="h200-1")
@@ -159,19 +181,19 @@ def main(argv: list[str] | None = None) -> int:
                    help="the records time another GEMM implementation (the library's grouped "
                         "GEMM): use only the table's shape trend, times gemm_eff")
     p.add_argument("--json", action="store_true")
-    try:
-        a = p.parse_args(argv)
-        check_output_file(a.out, "--out", ".json", inputs=[("RUN_FILES", r) for r in a.runs])
-        required_text(a.hardware, "--hardware", "preset name")
-        load_hardware(a.hardware)           # a preset name or TOML file, named if unknown
-        required_text(a.system, "--system", "system name")
-        files = [str(Path(f)) for f in a.runs]
-        table = build_table(read_records(files), a.hardware, files, a.system, a.out,
-                            level="relative" if a.relative else "absolute")
-        write_table(a.out, table)
-    except MokInputError as exc:
-        print(f"{p.prog}: error: {exc}", file=sys.stderr)
-        return 2
+    return run_tool(p, _run, argv)
+
+
+def _run(a: argparse.Namespace) -> int:
+    check_out(a.out, a.runs)
+    required_text(a.hardware, "--hardware", "preset name")
+    load_hardware(a.hardware)           # a preset name or TOML file, named if unknown
+    required_text(a.system, "--system", "system name")
+    records = read_records(a.runs)      # before the names are tidied ('' is not '.')
+    files = [str(Path(f)) for f in a.runs]
+    table = build_table(records, a.hardware, files, a.system, a.out,
+                        level="relative" if a.relative else "absolute")
+    write_table(a.out, table)
     if a.json:
         print(json.dumps(table.to_json(), indent=1))
     else:

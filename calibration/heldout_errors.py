@@ -159,7 +159,8 @@ def main(argv: list[str] | None = None) -> int:
                     else HELDOUT_DIR / f"{a.hardware}.json"
                 params = shipped_params(a.hardware)
                 table = params.gemm_table.path if params.gemm_table is not None else None
-                check_output_file(out, "--out", ".json",  # never a file the command reads
+                check_output_file(out if a.out is None else a.out,  # as given: 'x/' a folder
+                                  "--out", ".json",  # never a file the command reads
                                   inputs=[("(the parameters)", params.path),
                                           ("(their GEMM table)", table),
                                           *(("(a run file)", f) for f in runs)],

@@ -33,7 +33,7 @@ from mok_model.cli import capacity_arg, distinct, doc_parser, int_at_least, numb
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, read_json_lines
 from mok_model.params import PARAMS_DIR
-from mok_model.presets import load_model, model_from_shape
+from mok_model.presets import load_hardware, load_model, model_from_shape
 from mok_model.predict import predict
 from mok_model.records import (DEFAULT_BWD, KNOBS, PASSES, SCHEMA, kernel_variant, record_config,
                                record_design, record_model, record_scenario, routing_spec,
@@ -296,6 +296,13 @@ def register(a: argparse.Namespace) -> int:
             raise MokInputError(f"--params {a.params!r} was fitted for hardware "
                                 f"{params.hardware!r}, not --hardware {a.hardware!r}")
         params_path = Path(a.params)
+    if load_hardware(a.hardware).emulated_ranks == bool(a.gpus):   # a run that never meets it
+        raise MokInputError(
+            f"--hardware {a.hardware!r} with --gpus {a.gpus}: " + (
+                f"{a.hardware} is one GPU emulating its peers; --gpus N runs N real GPUs "
+                f"(e.g. h200-hgx8)" if a.gpus else
+                f"--gpus 0 runs one GPU emulating its peers, whose records name an emulated "
+                f"preset (h200-1, h100-1), not {a.hardware}"))
     rows = []
     for i, rec in enumerate(planned_records(a)):
         scn, system = record_scenario(rec), rec["system"]

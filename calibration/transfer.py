@@ -248,9 +248,10 @@ def fabric_params(source: str = "h200-1", host: bool = False) -> Params:
                   transferred(src.uncertainty, source, drop)).with_table(src.gemm_table)
 
 
-def write_fabric(out: Path) -> Path:
+def write_fabric(out: str | Path) -> Path:
     """Write fabric_params() (h200-1 -> h200-hgx8, no host terms) to a new file `out` (checked
-    before anything is written): registrations name the file, so it is written once."""
+    as given, before anything is written: '' is empty, not '.'): registrations name the file, so
+    it is written once."""
     from mok_model.fileio import check_output_file
     from mok_model.params import write_params
 
@@ -259,7 +260,7 @@ def write_fabric(out: Path) -> Path:
     write_params(out, fabric_params(),
                  "Transferred from h200-1 with the fabric measured on two real H200s "
                  "(python -m calibration.transfer --write-fabric); no fit to multi-GPU layer runs.")
-    return out
+    return Path(out)
 
 
 def write_hopper() -> list[Path]:
@@ -383,7 +384,7 @@ def _main(a) -> int:
         if ignored or len(writers) > 1:
             raise MokInputError(f"{writers[0]} writes files and prints no report: drop "
                                 f"{' and '.join(ignored + writers[1:])}")
-        paths = write_hopper() if a.write_hopper else [write_fabric(Path(a.write_fabric))]
+        paths = write_hopper() if a.write_hopper else [write_fabric(a.write_fabric)]
         for path in paths:
             print(f"wrote {path.relative_to(ROOT) if path.is_relative_to(ROOT) else path}")
         return 0

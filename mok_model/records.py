@@ -81,8 +81,10 @@ def validate_record(rec: Any) -> None:
     if rec["ep"] < 1 or rec["tokens"] < 1:
         raise MokInputError(f"ep={rec['ep']} and tokens={rec['tokens']} must be >= 1")
     hw = rec["hardware"]
-    if not isinstance(hw.get("preset"), str):
-        raise MokInputError("hardware.preset must be a preset name")
+    preset = hw.get("preset")
+    if not isinstance(preset, str) or not preset.strip() or preset != preset.strip():
+        raise MokInputError(f"hardware.preset={preset!r} must be a preset name (not blank, no "
+                            f"surrounding spaces: such a record meets no registration or fit)")
     for key in ("gpus", "sms"):
         if key in hw and (isinstance(hw[key], bool) or not isinstance(hw[key], int) or hw[key] < 1):
             raise MokInputError(f"hardware.{key}={hw[key]!r} must be an integer >= 1")
