@@ -4,24 +4,15 @@ dispatch and pull dispatch records apart (the seven registered drawn files, ship
     PYTHONPATH=. python mok_kernels/logs_s58/push_features.py
 """
 
-import sys
-
-sys.path.insert(0, "mok_kernels/logs_s55")
 import numpy as np
 from scipy.stats import spearmanr
-from overhead_overlap_trial import HELD_OUT, forward_records
-from calibration.scoring import predict_records
-from mok_model.params import load_params
+from drawn import predicted
 
-FILES = {**HELD_OUT, "h100 drawn24": (["calibration/runs/h100/drawn24.jsonl"], "h100-1")}
 X = []
 E = []
 D = []
-for files, hw in FILES.values():
-    recs = forward_records(files)
-    meas = np.array([r["latency_ms"]["median"] for r in recs])
-    err = predict_records(recs, load_params(None, hw)) / meas - 1
-    for r, e in zip(recs, err):
+for _, _, recs, meas, pred in predicted():
+    for r, e in zip(recs, pred / meas - 1):
         m = r["model"]
         c = r["config"]
         P = r["ep"]

@@ -4,24 +4,16 @@ settings minus that of its pull ones (shipped parameters, analytic), with the wo
     PYTHONPATH=. python mok_kernels/logs_s58/push_pull_gap.py
 """
 
-import sys
-
-sys.path.insert(0, "mok_kernels/logs_s55")
 from collections import defaultdict
+
 import numpy as np
-from overhead_overlap_trial import HELD_OUT, forward_records
-from calibration.scoring import predict_records
-from mok_model.params import load_params
+from drawn import predicted
 from mok_model.records import workload_key
 
-HELD = {**HELD_OUT, "h100 drawn24": (["calibration/runs/h100/drawn24.jsonl"], "h100-1")}
 rows = []
-for name, (files, hw) in HELD.items():
-    recs = forward_records(files)
-    meas = np.array([r["latency_ms"]["median"] for r in recs])
-    err = predict_records(recs, load_params(None, hw)) / meas - 1
+for name, _, recs, meas, pred in predicted():
     g = defaultdict(lambda: defaultdict(list))
-    for r, e in zip(recs, err):
+    for r, e in zip(recs, pred / meas - 1):
         g[workload_key(r)[:8]][r["config"]["dispatch"]].append(e)
         g[workload_key(r)[:8]]["rec"] = r
     for d in g.values():

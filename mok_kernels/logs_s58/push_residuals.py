@@ -4,23 +4,14 @@ by (dispatch, combine) and tokens-per-GPU bin, shipped parameters.
     PYTHONPATH=. python mok_kernels/logs_s58/push_residuals.py
 """
 
-import sys
-
-sys.path.insert(0, "mok_kernels/logs_s55")
 from collections import defaultdict
 import numpy as np
-from overhead_overlap_trial import HELD_OUT, forward_records
-from calibration.scoring import predict_records
-from mok_model.params import load_params
+from drawn import predicted
 
-HELD = {**HELD_OUT, "h100 drawn24": (["calibration/runs/h100/drawn24.jsonl"], "h100-1")}
 BINS = (0, 512, 1024, 2048, 4096, 10**9)
 cells = defaultdict(list)
-for files, hw in HELD.values():
-    recs = forward_records(files)
-    meas = np.array([r["latency_ms"]["median"] for r in recs])
-    err = predict_records(recs, load_params(None, hw)) / meas - 1
-    for r, e in zip(recs, err):
+for _, _, recs, meas, pred in predicted():
+    for r, e in zip(recs, pred / meas - 1):
         c = r["config"]
         n = r["tokens"]
         b = next(i for i in range(len(BINS) - 1) if BINS[i] <= n < BINS[i + 1])

@@ -7,26 +7,20 @@ arguments (their card from the path).
 """
 
 import sys
-
-sys.path.insert(0, "mok_kernels/logs_s55")
 from collections import defaultdict
+
 import numpy as np
-from overhead_overlap_trial import HELD_OUT, forward_records
-from calibration.scoring import predict_records
-from mok_model.params import load_params
+from drawn import HELD, predicted
 from mok_model.records import workload_key
 
-FILES = {**HELD_OUT, "h100 drawn24": (["calibration/runs/h100/drawn24.jsonl"], "h100-1")}
+FILES = dict(HELD)
 extra = sys.argv[1:]
 for f in extra:
     FILES[f] = ([f], "h100-1" if "/h100/" in f else "h200-1")
 ANCHOR = ("pull", "push", 4096, 32)
 DELTAS = (0, 0.01, 0.02, 0.03, 0.05, 0.08)
 tot = defaultdict(list)
-for name, (files, hw) in FILES.items():
-    recs = forward_records(files)
-    meas = np.array([r["latency_ms"]["median"] for r in recs])
-    pred = predict_records(recs, load_params(None, hw))
+for name, _, recs, meas, pred in predicted(FILES):
     g = defaultdict(list)
     for i, r in enumerate(recs):
         g[workload_key(r)[:8]].append(i)
