@@ -1,5 +1,6 @@
 """Session 58: per workload, the GEMM table's error on the kernel's GEMM phases alone (mok-gemm
-records) beside the pass's mean error over its timed settings, shipped parameters.
+records of the kernel as it runs today: calibration.gemm_table.table_records) beside the pass's
+mean error over its timed settings, shipped parameters.
 
     PYTHONPATH=. python mok_kernels/logs_s58/gemm_vs_pass.py h100-1 \
         calibration/runs/h100/gemm_phases_drawn21.jsonl calibration/runs/h100/drawn21g.jsonl
@@ -11,6 +12,7 @@ sys.path.insert(0, "mok_kernels/logs_s55")
 from collections import defaultdict
 import numpy as np
 from scipy.stats import pearsonr
+from calibration.gemm_table import table_records
 from calibration.scoring import predict_records
 from mok_model.params import load_params
 from mok_model.records import model_records, read_records, record_scenario, workload_key
@@ -20,7 +22,7 @@ phases = sys.argv[2]
 passes = sys.argv[3:]
 p = load_params(None, hw)
 
-g = [r for r in read_records([phases]) if r["system"] == "mok-gemm"]
+g = table_records(read_records([phases]), hw, "mok-gemm")  # today's kernel only
 t = p.gemm_table
 gerr = {}
 for r in g:
