@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_file, warn
+from mok_model.fileio import check_beside_output, check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import (BOUNDS, PARAMS_DIR, Params, fit_record_path, read_fit_record,
                               read_params, write_params)
@@ -179,12 +179,7 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     # --base may be --out (a refit in place: calibration/defaults.py); the others are read later
     check_output_file(a.out, "--out", ".json", replaces=True,
                       inputs=[("RUN_FILES", r) for r in a.runs] + [("--gemm-table", a.gemm_table)])
-    record = fit_record_path(a.out)     # written beside it: fit/NAME (made if missing)
-    if record.parent.exists() and not record.parent.is_dir():
-        raise MokInputError(f"--out {a.out!r}: its fit record goes to {str(record)!r}, but "
-                            f"{str(record.parent)!r} is a file; name --out in another folder")
-    if record.parent.is_dir():
-        check_output_file(record, "--out's fit record", ".json")
+    check_beside_output(fit_record_path(a.out), a.out, "--out", "fit record")   # fit/NAME
     if a.holdout is not None and a.holdout_by is None:
         raise MokInputError("--holdout VALUE needs --holdout-by KEY")
     if a.holdout_by is not None:

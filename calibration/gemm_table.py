@@ -27,7 +27,7 @@ from pathlib import Path
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_file, loads_json
+from mok_model.fileio import check_beside_output, check_output_file, loads_json
 import math
 
 import numpy as np
@@ -163,12 +163,7 @@ def check_out(out: str, runs: list[str]) -> None:
         if schema not in SCHEMAS:
             raise MokInputError(f"--out {out!r} exists and is not a GEMM table (schema {schema!r}, "
                                 f"not one of {SCHEMAS}); name another file")
-    points = points_path(path)
-    if points.parent.exists() and not points.parent.is_dir():
-        raise MokInputError(f"--out {out!r}: its points go to {str(points)!r}, but "
-                            f"{str(points.parent)!r} is a file; name --out in another folder")
-    if points.parent.is_dir():
-        check_output_file(points, "--out's points file", ".json")
+    check_beside_output(points_path(path), out, "--out", "points file")   # points/NAME
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -54,6 +54,19 @@ def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = N
     return p
 
 
+def check_beside_output(path: str | os.PathLike, out: str | os.PathLike, flag: str,
+                        what: str) -> None:
+    """Refuse a file written beside an output (`what`, e.g. a fit record in fit/NAME, made with
+    its folder if missing) before the work: a file where its folder goes, or what
+    check_output_file refuses of the file itself."""
+    p = Path(path)
+    if p.parent.exists() and not p.parent.is_dir():
+        raise MokInputError(f"{flag} {str(out)!r}: its {what} goes to {str(p)!r}, but "
+                            f"{str(p.parent)!r} is a file; name {flag} in another folder")
+    if p.parent.is_dir():
+        check_output_file(p, f"{flag}'s {what}", ".json")
+
+
 def _writable(path: Path, mode: int) -> bool:
     """os.access, and (for root, whom os.access always lets write) a write bit in the mode: a
     file or folder someone made read-only (chmod a-w) is not written over."""

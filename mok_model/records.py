@@ -82,7 +82,7 @@ def validate_record(rec: Any) -> None:
         raise MokInputError(f"ep={rec['ep']} and tokens={rec['tokens']} must be >= 1")
     hw = rec["hardware"]
     preset = hw.get("preset")
-    if not isinstance(preset, str) or not preset.strip() or preset != preset.strip():
+    if not isinstance(preset, str) or not preset or preset != preset.strip():
         raise MokInputError(f"hardware.preset={preset!r} must be a preset name (not blank, no "
                             f"surrounding spaces: such a record meets no registration or fit)")
     for key in ("gpus", "sms"):
