@@ -26,10 +26,12 @@
   h200-hgx8 takes those terms as fitted on h200-1 (same GPU and kernels;
   no backward or FP8 run on two GPUs yet).
 - h100-1: h200-1 moved by stated ratios (calibration/transfer.py --write-hopper), last, its GEMM
-  lookup's weight stream and tensor efficiency fitted to the H100's own GEMM phases alone; with it
-  h100-hgx8: h100-1 with the NVLink fabric measured on the two H200s (the in-kernel copy rate by
-  h200-1's in-kernel / stand-alone ratio) and h200-hgx8's host, NCCL and library-GEMM terms
-  (transfer.fabric_params): no H100 pass record behind either.
+  lookup's weight stream and tensor efficiency fitted to the H100's own GEMM phases alone, then
+  its stage-2 terms fitted to the H100's own BF16 forward pass runs (transfer.HOPPER_PASS_RUNS;
+  the backward and FP8 terms stay h200-1's); with it h100-hgx8: h100-1 with the NVLink fabric
+  measured on the two H200s (the in-kernel copy rate by h200-1's in-kernel / stand-alone ratio)
+  and h200-hgx8's host, NCCL and library-GEMM terms (transfer.fabric_params): no multi-GPU H100
+  record behind it.
 
     python -m calibration.defaults --gb300
 

@@ -47,6 +47,7 @@ from mok_model.records import (in_id_order, predictable, read_records, record_bw
 from .checks import required_text, shipped_params
 from .defaults import H200_RUNS
 from .scoring import predict_records
+from .transfer import HOPPER_PASS_RUNS, HOPPER_PHASES
 
 ROOT = Path(__file__).resolve().parents[1]
 HELDOUT_RUNS = {"h200-1": sorted(
@@ -60,9 +61,11 @@ HELDOUT_RUNS = {"h200-1": sorted(
        "calibration/runs/h200_space/mixtral_ep8_s41.jsonl"})
     # minus what h200-1's fit reads (session 41: seed 14's "pipe" runs joined it)
     - {str(p.resolve().relative_to(ROOT)) for p in H200_RUNS}),
-    # every H100 record: h100-1 is h200-1 transferred, fitted on none of them (session 28)
-    "h100-1": sorted(str(p.relative_to(ROOT))
-                     for p in (ROOT / "calibration" / "runs" / "h100").glob("*.jsonl"))}
+    # the H100 records no fit reads: h100-1 is h200-1 transferred (session 28), its GEMM lookup
+    # fitted to GEMM phases (session 57), its stage-2 terms to pass runs (session 59)
+    "h100-1": sorted({str(p.relative_to(ROOT))
+                      for p in (ROOT / "calibration" / "runs" / "h100").glob("*.jsonl")}
+                     - set(HOPPER_PHASES) - set(HOPPER_PASS_RUNS))}
 
 
 def summarise(errors: list[float]) -> dict:

@@ -1,6 +1,6 @@
-"""Parameters moved by stated ratios, no fit to the target's layer runs: H200 -> GB300 (the
-published GB300 NVL72 rows predicted with no GB300 fit), h200-1 -> h100-1 (its GEMM lookup partly
-fitted to the H100's GEMM phases alone), and one emulating GPU -> a real fabric.
+"""Parameters moved by stated ratios: H200 -> GB300 (the published GB300 NVL72 rows predicted
+with no GB300 fit), h200-1 -> h100-1 (then its GEMM lookup partly fitted to the H100's GEMM
+phases and its stage-2 terms to the H100's pass runs), and one emulating GPU -> a real fabric.
 
     python -m calibration.transfer [--terms] [--json]
     python -m calibration.transfer --write-hopper | --write-fabric OUT.json
@@ -28,8 +28,11 @@ transferred"), looked up on h200-1's phase mechanism with two of its four consta
 stream and the tensor efficiency, fitted to our kernel's GEMM phases alone measured on an H100
 (HOPPER_PHASES, HOPPER_FREE), from h200-1's with the weight stream scaled by the two presets'
 HBM bandwidths. The spec differences come from the presets (hbm_tbps, and h100-1's local-HBM
-copy rate, h200-1's probe moved as the same fraction of HBM). No H100 pass run is fitted: the
-H100's pass runs test it.
+copy rate, h200-1's probe moved as the same fraction of HBM). Then, since session 59, the
+transferred file is the start of a fit: its stage-2 terms (`mok calibrate --base`, the default
+free set) fitted to the H100's own BF16 forward pass runs (HOPPER_PASS_RUNS; fit_hopper_passes),
+which read two blind seeds as well or better than the transfer alone (docs/calibration.md
+"Session 59"); the backward and FP8 terms stay h200-1's.
 
 **Emulated to real fabric: h200-1 -> h200-hgx8 / h100-1 -> h100-hgx8** (`--write-fabric OUT`,
 and h100-hgx8 with `--write-hopper`; fabric_params). A single-GPU fit (our kernel, its peers
@@ -148,13 +151,21 @@ HOPPER_WHY = ("the H100 is the H200's die (same SMs, clocks, tensor rates; HBM3 
               "4.8): a fraction of a spec moves as the same fraction (the spec is the preset's), "
               "a design value or an SM-side time or rate as it is, a host term with the same "
               "x86 host assumed")
-# the H100's own GEMM phases alone (system mok-gemm), the only H100 records a parameter is fitted
+# the H100's own GEMM phases alone (system mok-gemm), the H100 records the GEMM table is fitted
 # on: two of the GEMM table's mechanism constants (hopper_params), the weight stream (HBM3 is not
 # HBM3e) and the tensor efficiency; the per-item and per-launch times stay h200-1's (same SMs and
 # clocks). Fitting all four read the pass files no better on average and left-out shapes' phases
-# worse (mok_kernels/logs_s57/h100_mech_variants.txt). No H100 pass run is fitted.
+# worse (mok_kernels/logs_s57/h100_mech_variants.txt).
 HOPPER_PHASES = ("calibration/runs/h100/gemm_phases_drawn21.jsonl",)
 HOPPER_FREE = ("hbm_gbps", "tensor_eff")
+# the H100's own BF16 forward pass runs that h100-1's stage-2 terms are then fitted on (`mok
+# calibrate --base`, its default free set): seeds 8-9 and 21-24 and the push grids, 960 MoK
+# records. Registered for seed 25 before its run (7.4 / 6.5 % MAPE against the transfer's 8.3 /
+# 7.6 %) and seed 26 (5.8 / 5.5 % against 5.8 / 5.7 %): docs/calibration.md "Session 59". Seeds
+# 25 and 26 and the FP8 runs stay out, h100-1's held-out set (calibration/heldout_errors.py).
+HOPPER_PASS_RUNS = tuple(f"calibration/runs/h100/{name}.jsonl" for name in (
+    "drawn8", "drawn9", "drawn21", "drawn21g", "drawn22", "drawn22_rerun", "drawn23", "drawn24",
+    "push_lanes", "push_binds"))
 
 
 def hopper_params() -> Params:
@@ -264,9 +275,9 @@ def write_fabric(out: str | Path) -> Path:
 
 
 def write_hopper() -> list[Path]:
-    """Write h100-1's parameters file and its transferred GEMM table (hopper_params), then the
-    HGX H100 box's, h100-1's with the measured fabric and the 2-H200 box's host terms
-    (fabric_params)."""
+    """Write h100-1's parameters file and its transferred GEMM table (hopper_params), fit its
+    stage-2 terms on the H100's pass runs (fit_hopper_passes), then write the HGX H100 box's:
+    h100-1's with the measured fabric and the 2-H200 box's host terms (fabric_params)."""
     from mok_model.fileio import check_output_file
     from mok_model.gemm_table import write_table
     from mok_model.params import write_params
@@ -278,13 +289,49 @@ def write_hopper() -> list[Path]:
         check_output_file(path, "--write-hopper", ".json")
     write_table(table, params.gemm_table)
     write_params(out, params, f"Transferred from {HOPPER_SOURCE} (same GPU die and kernels; "
-                              f"python -m calibration.transfer --write-hopper); on an H100 only the GEMM "
-                              f"table's mechanism is fitted, to the kernel's GEMM phases alone.")
+                              f"python -m calibration.transfer --write-hopper); on an H100 the GEMM "
+                              f"table's mechanism is fitted to the kernel's GEMM phases alone.")
+    fit_hopper_passes(out, params)
     write_params(box, fabric_params(HOPPER_TARGET, host=True),
-                 f"Transferred from {HOPPER_TARGET} with the NVLink fabric measured on two real "
-                 f"H200s and that box's host, NCCL and library-GEMM terms (python -m "
-                 f"calibration.transfer --write-hopper); no H100 pass record behind it.")
+                 f"Transferred from {HOPPER_TARGET} (its stage-2 terms fitted to the H100's own "
+                 f"pass runs) with the NVLink fabric measured on two real H200s and that box's "
+                 f"host, NCCL and library-GEMM terms (python -m calibration.transfer "
+                 f"--write-hopper); no multi-GPU H100 record behind it.")
     return [out, table, box]
+
+
+def fit_hopper_passes(path: Path, moved: Params) -> None:
+    """Refit the transferred h100-1 file at `path` (`moved`) in place: `mok calibrate --base` on
+    HOPPER_PASS_RUNS (stage 2, its default free set, a bootstrap band of as many samples as the
+    transferred block holds), then the file's provenance
+    put back: fitted_on names h200-1, the GEMM phases and the pass runs, and the uncertainty
+    block keeps h200-1's transferred columns for every value this fit held (its other stage-2
+    terms, the backward and FP8 terms) beside this fit's own bootstrap columns."""
+    from mok_model.params import read_fit_record, write_params
+
+    from .cli import calibrate_cli
+    from .defaults import transferred
+
+    rel = str(path.relative_to(ROOT))
+    samples = ["--band-samples", str(moved.uncertainty["n"])] if moved.uncertainty else []
+    if calibrate_cli([*HOPPER_PASS_RUNS, "--base", rel, "--out", rel,
+                      "--hardware", HOPPER_TARGET, *samples]) != 0:
+        raise MokInputError(f"fitting {rel} on the H100 pass runs failed (the message above)")
+    fitted, doc = read_params(path), json.loads(path.read_text(encoding="utf-8"))
+    own = fitted.uncertainty
+    held = transferred(moved.uncertainty, HOPPER_SOURCE, own["free"] if own else [])
+    unc = own if held is None else held if own is None else {
+        **own, "free": own["free"] + held["free"], "summary": {**held["summary"], **own["summary"]},
+        "samples": [a + b for a, b in zip(own["samples"], held["samples"])],
+        "n": min(own["n"], held["n"]), "transferred_from": HOPPER_SOURCE,
+        "transferred_columns": held["free"],
+        "held": own["held"] + f"; the columns of values this fit held are {HOPPER_SOURCE}'s "
+                              f"bootstrap samples, transferred with them, paired by index"}
+    fitted_on = [str((PARAMS_DIR / f"{HOPPER_SOURCE}.json").relative_to(ROOT)), *HOPPER_PHASES,
+                 *HOPPER_PASS_RUNS]
+    write_params(path, Params(fitted.values, HOPPER_TARGET, None, fitted_on, fitted.sources,
+                              unc).with_table(fitted.gemm_table),
+                 doc["notes"], read_fit_record(path))
 
 
 def spec_ratios() -> dict:
@@ -369,7 +416,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--json", action="store_true", help="one JSON document")
     p.add_argument("--write-hopper", action="store_true",
                    help=f"write {HOPPER_TARGET}'s parameters and GEMM table, transferred from "
-                        f"{HOPPER_SOURCE} (no report)")
+                        f"{HOPPER_SOURCE} and fitted to the H100's pass runs, and h100-hgx8's "
+                        f"(no report; about two minutes)")
     p.add_argument("--write-fabric", default=None, metavar="OUT.json",
                    help="write h200-hgx8 parameters transferred from h200-1 with the measured "
                         "NVLink fabric, no 2-GPU layer fit (no report)")

@@ -124,7 +124,9 @@ def band(pred, params: Params, level: float = LEVEL) -> Band:
         notes.append("widened to contain the point prediction: the resampled predictions lie on "
                      "one side of it")
     if u.get("transferred_from"):
-        notes.append(f"the samples come from the {u['transferred_from']} fit, transferred with "
+        cols = u.get("transferred_columns")
+        which = "the samples" if cols is None else f"the samples of {', '.join(cols)}"
+        notes.append(f"{which} come from the {u['transferred_from']} fit, transferred with "
                      f"its values; the transfer's own error is not in the band")
     return Band(float(min(lo, point)), float(max(hi, point)), level, u["method"], len(finite),
                 where, note, tuple(notes))

@@ -343,16 +343,21 @@ def test_transfer_tracks_the_published_rows_at_the_tuned_knobs():
     assert out["mok"]["mape"] < 0.10 and out["mok"]["max"] < 0.20
 
 
-def test_hopper_transfer_is_h200_1_with_the_h100s_gemm_mechanism():
-    """h100-1 by stated ratios: the shipped file is what `--write-hopper` writes now (every
-    h200-1 value as it is, no H100 pass record behind it), its GEMM table h200-1's points on a
-    mechanism whose weight stream and tensor efficiency are fitted to the H100's own GEMM phases,
-    which it reads closer than h200-1's with the weight stream scaled by hbm_tbps; a
-    compute-bound pass is predicted about as fast as on h200-1 and a weight-bound one slower,
-    by up to the HBM ratio."""
+def test_hopper_transfer_is_h200_1_with_the_h100s_gemm_mechanism_and_pass_fit():
+    """h100-1 by stated ratios, then fitted: the shipped file is h200-1's values (what
+    `--write-hopper` transfers now) but for the stage-2 terms fitted to the H100's own pass runs
+    (HOPPER_PASS_RUNS, none of h100-1's held-out files), which read those runs closer than the
+    transfer does; its uncertainty block is the fit's bootstrap beside h200-1's transferred
+    columns for the values it held. Its GEMM table is h200-1's points on a mechanism whose weight
+    stream and tensor efficiency are fitted to the H100's own GEMM phases, which it reads closer
+    than h200-1's with the weight stream scaled by hbm_tbps; transferred, a compute-bound pass
+    is predicted about as fast as on h200-1 and a weight-bound one slower, by up to the HBM
+    ratio; fitted, both slower, by less than that ratio."""
     from calibration.gemm_table import fit_lookup
-    from calibration.transfer import HOPPER_FREE, HOPPER_PHASES, hopper_params
-    from mok_model.params import PARAMS_DIR
+    from calibration.heldout_errors import HELDOUT_RUNS
+    from calibration.transfer import HOPPER_FREE, HOPPER_PASS_RUNS, HOPPER_PHASES, hopper_params
+    from calibration.validate import validate
+    from mok_model.params import PARAMS_DIR, read_fit_record
     from mok_model.predict import predict
     from mok_model.presets import load_hardware, load_model
     from mok_model.records import read_records
@@ -360,9 +365,18 @@ def test_hopper_transfer_is_h200_1_with_the_h100s_gemm_mechanism():
 
     shipped, now, src = (read_params(PARAMS_DIR / "h100-1.json"), hopper_params(),
                          read_params(PARAMS_DIR / "h200-1.json"))
-    assert shipped.values == now.values == src.values and shipped.hardware == "h100-1"
-    assert shipped.fitted_on == ["mok_model/params/h200-1.json", *HOPPER_PHASES]
-    assert shipped.uncertainty["transferred_from"] == "h200-1"
+    free = read_fit_record(PARAMS_DIR / "h100-1.json")["stages"]["layer"]["free"]
+    assert now.values == src.values and shipped.hardware == "h100-1" and len(free) >= 5
+    assert {k: v for k, v in shipped.values.items() if k not in free} == \
+        {k: v for k, v in src.values.items() if k not in free}
+    assert all(shipped[k] != src[k] for k in free)
+    assert shipped.fitted_on == ["mok_model/params/h200-1.json", *HOPPER_PHASES, *HOPPER_PASS_RUNS]
+    assert not set(HOPPER_PASS_RUNS) & set(HELDOUT_RUNS["h100-1"])
+    u = shipped.uncertainty
+    assert u["transferred_from"] == "h200-1" and u["records"] >= 900
+    assert u["free"] == free + u["transferred_columns"] and not set(free) & set(u["transferred_columns"])
+    train = [r for r in read_records(["calibration/runs/h100/drawn24.jsonl"]) if r["system"] == "mok"]
+    assert validate(train, shipped).mape < validate(train, now).mape
     t, ts = shipped.gemm_table, src.gemm_table
     assert t.points == ts.points and t.mechanism == ts.mechanism and t.hardware == "h100-1"
     assert t.lookup == pytest.approx(now.gemm_table.lookup, rel=1e-9)
@@ -375,9 +389,11 @@ def test_hopper_transfer_is_h200_1_with_the_h100s_gemm_mechanism():
     assert {k: t.lookup[k] for k in t.lookup if k not in HOPPER_FREE} == \
         {k: ts.mechanism[k] for k in t.lookup if k not in HOPPER_FREE}
     model = load_model("kimi-k2")
-    for tokens, lo, hi in ((64, 1.15, 1 / ratio + 1e-9), (4096, 1.0, 1.05)):
+    # the transfer: the same die; the fitted file: slower than h200-1, never past the HBM ratio
+    for h100, tokens, lo, hi in ((now, 64, 1.15, 1 / ratio + 1e-9), (now, 4096, 1.0, 1.05),
+                                 (shipped, 64, 1.0, 1 / ratio), (shipped, 4096, 1.0, 1 / ratio)):
         ms = []
-        for hw, p in (("h200-1", src), ("h100-1", shipped)):
+        for hw, p in (("h200-1", src), ("h100-1", h100)):
             scn = Scenario(model=model, hardware=load_hardware(hw), ep=8, tokens=tokens)
             ms.append(predict(scn, default_config(scn), "mok", p).latency_ms)
         assert lo <= ms[1] / ms[0] <= hi, (tokens, ms)
@@ -422,18 +438,19 @@ def test_fabric_transfer_is_h200_1_with_the_measured_nvlink(tmp_path):
 def test_h100_hgx8_is_h100_1_with_the_measured_fabric_and_the_boxs_host():
     """The shipped HGX H100 file is what `--write-hopper` writes now: h100-1's values but the
     measured fabric (as the H200 transfer) and the 2-H200 box's host, NCCL and library-GEMM
-    terms; no H100 pass record behind it (h100-1's GEMM lookup is partly fitted to H100 GEMM
-    phases); the H200 box's pure transfer differs only there."""
+    terms; no multi-GPU H100 record behind it; the H200 box's pure transfer differs only there
+    and in h100-1's stage-2 terms fitted to the H100's pass runs."""
     from calibration.transfer import HOST_TERMS, fabric_params
-    from mok_model.params import PARAMS_DIR
+    from mok_model.params import PARAMS_DIR, read_fit_record
 
     shipped, now = read_params(PARAMS_DIR / "h100-hgx8.json"), fabric_params("h100-1", host=True)
     h100, h200 = read_params(PARAMS_DIR / "h100-1.json"), fabric_params("h200-1")
     box = read_params(PARAMS_DIR / "h200-hgx8.json")
+    fitted = read_fit_record(PARAMS_DIR / "h100-1.json")["stages"]["layer"]["free"]
     assert shipped.values == now.values and shipped.hardware == "h100-hgx8"
     assert all(shipped[k] == box[k] for k in HOST_TERMS)
-    assert h100.values == read_params(PARAMS_DIR / "h200-1.json").values   # so, as the H200 box's
-    assert all(shipped[k] == h200[k] for k in h100.values if k not in HOST_TERMS)
+    differ = {k for k in h100.values if shipped[k] != h200[k]} - set(HOST_TERMS)
+    assert differ and differ <= set(fitted) and all(shipped[k] == h100[k] for k in differ)
     assert shipped.gemm_table.hardware == "h100-1" and not any("bench_" in f for f in shipped.fitted_on)
 
 

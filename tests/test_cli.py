@@ -66,13 +66,15 @@ def test_presets(capsys):
     assert d["parameters"]["h100-hgx8"] == {**d["parameters"]["h100-hgx8"], "kind": "transfer",
                                             "from": "h100-1"}
     assert d["parameters"]["vr-nvl72"]["from"] == "gb300-nvl72"
-    # runs a transfer read beyond its source's: the H100's own GEMM phases; none for vr-nvl72
-    assert d["parameters"]["h100-1"]["own_runs"] == ["calibration/runs/h100/gemm_phases_drawn21.jsonl"]
+    # runs a transfer read beyond its source's: the H100's own GEMM phases and pass runs; none
+    # for vr-nvl72
+    from calibration.transfer import HOPPER_PASS_RUNS, HOPPER_PHASES
+    assert d["parameters"]["h100-1"]["own_runs"] == [*HOPPER_PHASES, *HOPPER_PASS_RUNS]
     assert d["parameters"]["vr-nvl72"]["own_runs"] == []
     code, out, _ = run(capsys, ["presets"])
     assert code == 0 and "gb300-nvl72" in out
     line = next(x for x in out.splitlines() if x.strip().startswith("h100-1 "))
-    assert line.endswith("transferred from h200-1 + 1 run file")
+    assert line.endswith(f"transferred from h200-1 + {1 + len(HOPPER_PASS_RUNS)} run files")
     line = next(x for x in out.splitlines() if x.strip().startswith("vr-nvl72 "))
     assert line.endswith("transferred from gb300-nvl72")
 
