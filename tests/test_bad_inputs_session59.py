@@ -88,3 +88,24 @@ def test_write_hopper_reads_the_pass_runs_from_the_repository(tmp_path, monkeypa
     base = seen["argv"][seen["argv"].index("--base") + 1]
     assert (Path(seen["cwd"]) / base).is_file()
     assert os.getcwd() == str(tmp_path)
+
+
+# ------------------------------------------------------------------------------ registered
+
+REG = "python -m calibration.registered"
+PRED = ROOT / "calibration" / "predictions" / "h100_drawn26_2026-12-06.jsonl"
+RUN = str(ROOT / "calibration" / "runs" / "h100" / "drawn26.jsonl")
+
+
+def test_registered_refuses_a_run_predicted_twice(tmp_path, capsys):
+    """A registration with one line twice (a concatenation, a hand edit) counted that run twice:
+    n, MAPE, max and Spearman were figures of runs that were not made, exit 0."""
+    from calibration.registered import main
+    lines = PRED.read_text(encoding="utf-8").splitlines()[:6]
+    (tmp_path / "twice.jsonl").write_text("\n".join([*lines, lines[0]]) + "\n")
+    (tmp_path / "once.jsonl").write_text("\n".join(lines) + "\n")
+    assert main([str(tmp_path / "once.jsonl"), RUN]) == 0
+    capsys.readouterr()
+    assert main([str(tmp_path / "twice.jsonl"), RUN]) == 2
+    err = _one_error(capsys.readouterr().err, REG)
+    assert "twice.jsonl:7: predicts the same analytic run as" in err and "twice.jsonl:1" in err
