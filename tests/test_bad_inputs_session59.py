@@ -109,3 +109,25 @@ def test_registered_refuses_a_run_predicted_twice(tmp_path, capsys):
     assert main([str(tmp_path / "twice.jsonl"), RUN]) == 2
     err = _one_error(capsys.readouterr().err, REG)
     assert "twice.jsonl:7: predicts the same analytic run as" in err and "twice.jsonl:1" in err
+
+
+# -------------------------------------------------------------------------- heldout_errors
+
+HE = "python -m calibration.heldout_errors"
+
+
+def test_heldout_errors_reads_its_default_runs_from_any_folder(tmp_path, monkeypatch, capsys):
+    """Without RUNS it read HELDOUT_RUNS (repository-relative names) from the caller's folder:
+    from any other folder it said a shipped run file did not exist, exit 2. The files are read
+    from the repository and the output still names them as listed (the minutes of prediction
+    are replaced by a stand-in here)."""
+    import json
+
+    from calibration import heldout_errors as he
+
+    monkeypatch.setattr(he, "measure", lambda *a, **k: {"groups": {}, "fingerprint": "f",
+                                                        "params": "p"})
+    monkeypatch.chdir(tmp_path)
+    out = tmp_path / "h.json"
+    assert he.main(["--hardware", "h100-1", "--out", str(out)]) == 0, capsys.readouterr().err
+    assert json.loads(out.read_text())["files"] == he.HELDOUT_RUNS["h100-1"]
