@@ -98,6 +98,12 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> lis
     return out
 
 
+def _named(path: str) -> str:
+    """A file as the output names it: relative to the repository where it lies in it."""
+    p = Path(path)
+    return str(p.relative_to(ROOT)) if p.is_absolute() and p.is_relative_to(ROOT) else path
+
+
 def measure(hardware: str, runs: list[str], sim_every: int, progress=None) -> dict:
     """{group key: summary} of the shipped parameters' signed errors on `runs`, and the fingerprint."""
     params = shipped_params(hardware)
@@ -105,8 +111,7 @@ def measure(hardware: str, runs: list[str], sim_every: int, progress=None) -> di
     for _, key, e in signed_errors(params, runs, sim_every, progress):
         errors.setdefault(key, []).append(e)
     return {"groups": {k: summarise(v) for k, v in sorted(errors.items())},
-            "fingerprint": fingerprint(params), "params": str(Path(params.path).relative_to(ROOT))
-            if Path(params.path).is_relative_to(ROOT) else params.path}
+            "fingerprint": fingerprint(params), "params": _named(params.path)}
 
 
 def coverage(errors: list[tuple]) -> list[tuple[str, int, int]]:
@@ -141,7 +146,8 @@ def main(argv: list[str] | None = None) -> int:
             check_env()                 # MOK_DEBUG / MOK_PROGRESS, as run_tool checks them
             a = ap.parse_args(argv)
             shipped_params(a.hardware)      # a hardware without shipped parameters, named first
-            runs = a.runs or HELDOUT_RUNS.get(a.hardware)
+            # the default files are the repository's, read from any folder (named as listed)
+            runs = a.runs or [str(ROOT / f) for f in HELDOUT_RUNS.get(a.hardware, ())]
             if not runs:
                 raise MokInputError(f"no held-out runs named for --hardware {a.hardware!r}; give the "
                                     f"files (known: {sorted(HELDOUT_RUNS)})")
@@ -189,7 +195,8 @@ def main(argv: list[str] | None = None) -> int:
     command = "python -m calibration.heldout_errors" + (
         f" --hardware {a.hardware}" if a.hardware != "h200-1" else "")
     doc = {"schema": SCHEMA, "hardware": a.hardware, "made": datetime.date.today().isoformat(),
-           "command": command, "files": list(runs), "sim_every": a.sim_every, **made}
+           "command": command, "files": [_named(f) for f in runs], "sim_every": a.sim_every,
+           **made}
     atomic_write_text(out, json.dumps(doc, indent=1) + "\n")
     for k, g in doc["groups"].items():
         print(f"{k:<28} n {g['n']:5d} MAPE {100 * g['mape']:5.1f}%  5% {100 * g['q05']:+6.1f}%  "

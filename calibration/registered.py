@@ -84,9 +84,18 @@ def _check_prediction(p) -> None:
 
 def read_predictions(path: str | Path) -> list[dict]:
     """The lines of a registration file, each checked; a bad line stops the reader with its file
-    and line (never skipped)."""
-    return [pred for _, _, pred in read_json_lines(path, "registration", "registered predictions",
-                                                    _check_prediction)]
+    and line (never skipped), and so does a second prediction of one run by one engine on one
+    hardware (it would count that run twice in every figure)."""
+    preds, first = [], {}
+    for where, _, pred in read_json_lines(path, "registration", "registered predictions",
+                                          _check_prediction):
+        key = (pred["engine"], pred.get("hardware"), _run_key(pred))
+        if key in first:
+            raise MokInputError(f"{where}: predicts the same {pred['engine']} run as "
+                                f"{first[key]}; a registration predicts each run once")
+        first[key] = where
+        preds.append(pred)
+    return preds
 
 
 def _run_key(p: dict) -> tuple:

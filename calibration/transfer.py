@@ -62,6 +62,7 @@ stays for what the table does not cover (FP8, MXFP8).
 
 from __future__ import annotations
 
+import contextlib
 import json
 import sys
 from pathlib import Path
@@ -168,6 +169,11 @@ HOPPER_PASS_RUNS = tuple(f"calibration/runs/h100/{name}.jsonl" for name in (
     "push_lanes", "push_binds"))
 
 
+def hopper_table() -> Path:
+    """Where h100-1's transferred GEMM table goes (write_hopper checks it before the fit)."""
+    return PARAMS_DIR / "gemm" / f"{HOPPER_TARGET}.json"
+
+
 def hopper_params() -> Params:
     """h100-1's parameters: h200-1's values and uncertainty samples as they are, the GEMM table
     transferred (its points and residuals) and looked up on a mechanism partly fitted to the
@@ -182,7 +188,7 @@ def hopper_params() -> Params:
     sources = {k: f"transferred from {HOPPER_SOURCE} ({HOPPER_WHY}): {v}"
                for k, v in src.sources.items()}
     t = src.gemm_table
-    path = PARAMS_DIR / "gemm" / f"{HOPPER_TARGET}.json"
+    path = hopper_table()
     moved = {**t.mechanism, "hbm_gbps": t.mechanism["hbm_gbps"] * ratio}
     mech, how = fit_lookup(t, HOPPER_TARGET, path, moved,
                            read_records([str(ROOT / f) for f in HOPPER_PHASES]), free=HOPPER_FREE)
@@ -278,15 +284,18 @@ def write_hopper() -> list[Path]:
     """Write h100-1's parameters file and its transferred GEMM table (hopper_params), fit its
     stage-2 terms on the H100's pass runs (fit_hopper_passes), then write the HGX H100 box's:
     h100-1's with the measured fabric and the 2-H200 box's host terms (fabric_params)."""
-    from mok_model.fileio import check_output_file
+    from mok_model.fileio import check_beside_output, check_output_file
     from mok_model.gemm_table import write_table
-    from mok_model.params import write_params
+    from mok_model.params import fit_record_path, write_params
 
-    params = hopper_params()
-    table = Path(params.gemm_table.path)
+    table = hopper_table()
     out, box = PARAMS_DIR / f"{HOPPER_TARGET}.json", PARAMS_DIR / "h100-hgx8.json"
-    for path in (out, table, box):   # all, before any is written (a chmod a-w one was replaced)
+    # all, before the minutes of fitting and before any is written (a chmod a-w one was
+    # replaced); fit_hopper_passes' calibrate also writes the fit record beside `out`
+    for path in (out, table, box):
         check_output_file(path, "--write-hopper", ".json")
+    check_beside_output(fit_record_path(out), out, "--write-hopper", "fit record")
+    params = hopper_params()
     write_table(table, params.gemm_table)
     write_params(out, params, f"Transferred from {HOPPER_SOURCE} (same GPU die and kernels; "
                               f"python -m calibration.transfer --write-hopper); on an H100 the GEMM "
@@ -314,8 +323,10 @@ def fit_hopper_passes(path: Path, moved: Params) -> None:
 
     rel = str(path.relative_to(ROOT))
     samples = ["--band-samples", str(moved.uncertainty["n"])] if moved.uncertainty else []
-    if calibrate_cli([*HOPPER_PASS_RUNS, "--base", rel, "--out", rel,
-                      "--hardware", HOPPER_TARGET, *samples]) != 0:
+    with contextlib.chdir(ROOT):   # the paths are the repository's (the file's notes name them)
+        rc = calibrate_cli([*HOPPER_PASS_RUNS, "--base", rel, "--out", rel,
+                            "--hardware", HOPPER_TARGET, *samples])
+    if rc != 0:
         raise MokInputError(f"fitting {rel} on the H100 pass runs failed (the message above)")
     fitted, doc = read_params(path), json.loads(path.read_text(encoding="utf-8"))
     own = fitted.uncertainty
