@@ -62,8 +62,8 @@ stays for what the table does not cover (FP8, MXFP8).
 
 from __future__ import annotations
 
-import contextlib
 import json
+import os
 import sys
 from pathlib import Path
 
@@ -323,9 +323,13 @@ def fit_hopper_passes(path: Path, moved: Params) -> None:
 
     rel = str(path.relative_to(ROOT))
     samples = ["--band-samples", str(moved.uncertainty["n"])] if moved.uncertainty else []
-    with contextlib.chdir(ROOT):   # the paths are the repository's (the file's notes name them)
+    here = os.getcwd()   # the paths are the repository's (the file's notes name them)
+    os.chdir(ROOT)       # (contextlib.chdir is Python 3.11+; the package supports 3.10)
+    try:
         rc = calibrate_cli([*HOPPER_PASS_RUNS, "--base", rel, "--out", rel,
                             "--hardware", HOPPER_TARGET, *samples])
+    finally:
+        os.chdir(here)
     if rc != 0:
         raise MokInputError(f"fitting {rel} on the H100 pass runs failed (the message above)")
     fitted, doc = read_params(path), json.loads(path.read_text(encoding="utf-8"))
