@@ -9,9 +9,9 @@ from dataclasses import dataclass
 import numpy as np
 from scipy.stats import rankdata
 
+from mok_model.errors import MokInputError
 from mok_model.params import Params
-
-from mok_model.records import workload_key
+from mok_model.records import predictable, workload_key
 
 from .scoring import predict_records
 
@@ -75,7 +75,13 @@ def evaluate(records: list[dict], measured, predicted) -> Validation:
 
 
 def validate(records: list[dict], params: Params, engine: str = "analytic") -> Validation:
-    """Predict every record with `params` and compare with its measured median."""
+    """Predict every record with `params` and compare with its measured median. A record of a
+    system the model does not predict (its prediction would be nan, and so every figure) is
+    refused: callers keep the predictable ones (mok_model.records.predictable)."""
+    bad = next((r for r in records if not predictable(r)), None)
+    if bad is not None:
+        raise MokInputError(f"record {bad.get('id')!r}: system {bad.get('system')!r} is not one the "
+                            f"model predicts; validate the predictable records only")
     measured = np.array([r["latency_ms"]["median"] for r in records], float)
     return evaluate(records, measured, predict_records(records, params, engine))
 

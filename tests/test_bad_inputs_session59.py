@@ -131,3 +131,22 @@ def test_heldout_errors_reads_its_default_runs_from_any_folder(tmp_path, monkeyp
     out = tmp_path / "h.json"
     assert he.main(["--hardware", "h100-1", "--out", str(out)]) == 0, capsys.readouterr().err
     assert json.loads(out.read_text())["files"] == he.HELDOUT_RUNS["h100-1"]
+
+
+# -------------------------------------------------------------------------------- validate
+
+def test_validate_refuses_records_the_model_does_not_predict():
+    """calibration.validate.validate on a run file's records as read (MoK and gemm-only) gave
+    MAPE nan, max nan and a Spearman, no error: a gemm-only record's prediction is nan. It now
+    refuses such a record by id and system; the MoK records alone still validate."""
+    from calibration.validate import validate
+    from mok_model.errors import MokInputError
+    from mok_model.params import read_params
+    from mok_model.records import read_records
+
+    records = read_records([str(ROOT / "calibration/runs/h100/drawn24.jsonl")])
+    params = read_params(ROOT / "mok_model/params/h100-1.json")
+    with pytest.raises(MokInputError, match="system 'gemm-only' is not one the model predicts"):
+        validate(records, params)
+    v = validate([r for r in records if r["system"] == "mok"], params)
+    assert v.n == 120 and 0 < v.mape < 0.2
