@@ -311,15 +311,13 @@ def write_hopper() -> list[Path]:
 
 def fit_hopper_passes(path: Path, moved: Params) -> None:
     """Refit the transferred h100-1 file at `path` (`moved`) in place: `mok calibrate --base` on
-    HOPPER_PASS_RUNS (stage 2, its default free set, a bootstrap band of as many samples as the
-    transferred block holds), then the file's provenance
-    put back: fitted_on names h200-1, the GEMM phases and the pass runs, and the uncertainty
-    block keeps h200-1's transferred columns for every value this fit held (its other stage-2
-    terms, the backward and FP8 terms) beside this fit's own bootstrap columns."""
+    HOPPER_PASS_RUNS (stage 2, its default free set, a bootstrap of as many samples as the
+    transferred block holds), then the file's provenance put back: fitted_on names h200-1, the
+    GEMM phases and the pass runs, and the uncertainty block keeps h200-1's transferred columns
+    for the values this fit held (its other stage-2 terms, the backward and FP8 terms)."""
     from mok_model.params import read_fit_record, write_params
 
     from .cli import calibrate_cli
-    from .defaults import transferred
 
     rel = str(path.relative_to(ROOT))
     samples = ["--band-samples", str(moved.uncertainty["n"])] if moved.uncertainty else []
@@ -333,20 +331,28 @@ def fit_hopper_passes(path: Path, moved: Params) -> None:
     if rc != 0:
         raise MokInputError(f"fitting {rel} on the H100 pass runs failed (the message above)")
     fitted, doc = read_params(path), json.loads(path.read_text(encoding="utf-8"))
-    own = fitted.uncertainty
-    held = transferred(moved.uncertainty, HOPPER_SOURCE, own["free"] if own else [])
-    unc = own if held is None else held if own is None else {
-        **own, "free": own["free"] + held["free"], "summary": {**held["summary"], **own["summary"]},
-        "samples": [a + b for a, b in zip(own["samples"], held["samples"])],
-        "n": min(own["n"], held["n"]), "transferred_from": HOPPER_SOURCE,
-        "transferred_columns": held["free"],
-        "held": own["held"] + f"; the columns of values this fit held are {HOPPER_SOURCE}'s "
-                              f"bootstrap samples, transferred with them, paired by index"}
     fitted_on = [str((PARAMS_DIR / f"{HOPPER_SOURCE}.json").relative_to(ROOT)), *HOPPER_PHASES,
                  *HOPPER_PASS_RUNS]
+    unc = _beside_held(fitted.uncertainty, moved.uncertainty)
     write_params(path, Params(fitted.values, HOPPER_TARGET, None, fitted_on, fitted.sources,
                               unc).with_table(fitted.gemm_table),
                  doc["notes"], read_fit_record(path))
+
+
+def _beside_held(own: dict | None, moved: dict | None) -> dict | None:
+    """The fit's bootstrap block (`own`) with the transferred block's (`moved`) columns of the
+    values the fit held appended, paired by index, and marked transferred_columns."""
+    from .defaults import transferred
+
+    held = transferred(moved, HOPPER_SOURCE, own["free"] if own else [])
+    if own is None or held is None:
+        return own or held
+    return {**own, "free": own["free"] + held["free"], "n": min(own["n"], held["n"]),
+            "summary": {**held["summary"], **own["summary"]},
+            "samples": [a + b for a, b in zip(own["samples"], held["samples"])],
+            "transferred_from": HOPPER_SOURCE, "transferred_columns": held["free"],
+            "held": own["held"] + f"; the columns of values this fit held are {HOPPER_SOURCE}'s "
+                                  f"bootstrap samples, transferred with them, paired by index"}
 
 
 def spec_ratios() -> dict:
