@@ -12,6 +12,8 @@ from pathlib import Path
 
 import pytest
 
+from cli_errors import one_error
+
 ROOT = Path(__file__).resolve().parent.parent
 SWEEP = ROOT / "calibration" / "runs" / "h200" / "mok_sweep.jsonl"
 PUBLISHED = ROOT / "calibration" / "runs" / "published" / "gb300_table1.jsonl"
@@ -33,12 +35,6 @@ def runs(tmp_path_factory) -> str:
     return str(path)
 
 
-def _one_error(err: str, prog: str) -> str:
-    lines = [x for x in err.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), err
-    return lines[0]
-
-
 # ------------------------------------------------------------------------------ knob_pairs
 
 
@@ -50,7 +46,7 @@ def test_knob_pairs_by_with_run_files_is_not_ignored(runs, capsys):
     rc = knob_pairs.main(["--by", "model", runs])
     captured = capsys.readouterr()
     assert rc == 2, captured.out[-500:]
-    assert "--by" in _one_error(captured.err, "python -m calibration.knob_pairs")
+    assert "--by" in one_error(captured.err, "python -m calibration.knob_pairs")
 
 
 # -------------------------------------------------------------------------- heldout_errors
@@ -68,7 +64,7 @@ def test_heldout_errors_out_is_not_the_parameters_file_it_reads(runs, capsys, mo
     rc = heldout_errors.main(["--out", str(PARAMS / "h200-1.json"), runs])
     captured = capsys.readouterr()
     assert written == [] and rc == 2, (written, captured.err[-500:])
-    assert "h200-1.json" in _one_error(captured.err, "python -m calibration.heldout_errors")
+    assert "h200-1.json" in one_error(captured.err, "python -m calibration.heldout_errors")
 
 
 def test_heldout_errors_coverage_of_one_file_is_refused(runs, capsys):
@@ -80,7 +76,7 @@ def test_heldout_errors_coverage_of_one_file_is_refused(runs, capsys):
     captured = capsys.readouterr()
     assert "0 of 0" not in captured.out, captured.out
     assert rc == 2
-    _one_error(captured.err, "python -m calibration.heldout_errors")
+    one_error(captured.err, "python -m calibration.heldout_errors")
 
 
 def test_heldout_errors_refusal_is_one_line(runs, tmp_path, capsys):
@@ -90,7 +86,7 @@ def test_heldout_errors_refusal_is_one_line(runs, tmp_path, capsys):
     rc = heldout_errors.main(["--out", str(tmp_path / "h.json"), "--hardware", "h100-1", runs])
     captured = capsys.readouterr()
     assert rc == 2
-    _one_error(captured.err, "python -m calibration.heldout_errors")
+    one_error(captured.err, "python -m calibration.heldout_errors")
     assert not (tmp_path / "h.json").exists()
 
 
@@ -108,7 +104,7 @@ def test_gb300_knobs_prior_named_twice_is_refused(capsys, monkeypatch):
                            "--prior", f"sm_scaling={PARAMS / 'h200-1.json'}", str(PUBLISHED)])
     captured = capsys.readouterr()
     assert rc == 2, captured.out[-300:]
-    assert "sm_scaling" in _one_error(captured.err, "python -m calibration.gb300_knobs")
+    assert "sm_scaling" in one_error(captured.err, "python -m calibration.gb300_knobs")
 
 
 def test_gb300_knobs_params_of_other_hardware_is_refused(capsys):
@@ -120,7 +116,7 @@ def test_gb300_knobs_params_of_other_hardware_is_refused(capsys):
                            str(PUBLISHED)])
     captured = capsys.readouterr()
     assert rc == 2, captured.out[-300:]
-    line = _one_error(captured.err, "python -m calibration.gb300_knobs")
+    line = one_error(captured.err, "python -m calibration.gb300_knobs")
     assert "h200-1" in line and "gb300-nvl72" in line
 
 
@@ -135,7 +131,7 @@ def test_report_passes_without_any_pass_records_is_refused(runs, capsys):
     rc = report_passes.main([runs])
     captured = capsys.readouterr()
     assert rc == 2, captured.out[-500:]
-    _one_error(captured.err, "python -m calibration.report_passes")
+    one_error(captured.err, "python -m calibration.report_passes")
 
 
 # --------------------------------------------------- a fit under another preset's default name

@@ -13,16 +13,12 @@ from pathlib import Path
 
 import pytest
 
+from cli_errors import one_error
+
 ROOT = Path(__file__).resolve().parent.parent
 H100_RUNS = ROOT / "calibration" / "runs" / "h100" / "drawn22.jsonl"
 H100_PRED = ROOT / "calibration" / "predictions" / "h100_drawn22_2026-12-05.jsonl"
 H200_PRED = ROOT / "calibration" / "predictions" / "h200_drawn8_2026-12-02.jsonl"
-
-
-def _one_error(err: str, prog: str) -> str:
-    lines = [x for x in err.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), err
-    return lines[0]
 
 
 # ------------------------------------------------------------------------------ registered
@@ -37,7 +33,7 @@ def test_registered_meets_only_runs_of_the_hardware_it_predicts(tmp_path, capsys
     pred = tmp_path / "h200.jsonl"
     pred.write_text("".join(json.dumps(p | {"hardware": "h200-1"}) + "\n" for p in lines))
     assert registered.main([str(pred), str(H100_RUNS)]) == 2
-    err = _one_error(capsys.readouterr().err, "python -m calibration.registered")
+    err = one_error(capsys.readouterr().err, "python -m calibration.registered")
     assert "same hardware" in err
     assert registered.main([str(H100_PRED), str(H100_RUNS)]) == 0     # its own hardware: as before
     assert "n 120" in capsys.readouterr().out
@@ -51,7 +47,7 @@ def test_first_timed_refuses_predictions_that_meet_no_run(capsys):
     default-minus-rest section with n 0 in every row, exit 0."""
     from calibration import first_timed
     assert first_timed.main([str(H100_RUNS), "--predictions", str(H200_PRED)]) == 2
-    assert "--predictions" in _one_error(capsys.readouterr().err, "python -m calibration.first_timed")
+    assert "--predictions" in one_error(capsys.readouterr().err, "python -m calibration.first_timed")
     assert first_timed.main([str(H100_RUNS), "--predictions", str(H100_PRED)]) == 0
     assert "default timed first" in capsys.readouterr().out
 
@@ -64,7 +60,7 @@ def test_first_timed_refuses_files_without_mok_records(tmp_path, capsys):
     runs = tmp_path / "gemm_only.jsonl"
     runs.write_text("\n".join(other) + "\n")
     assert first_timed.main([str(runs)]) == 2
-    assert "no measured MoK" in _one_error(capsys.readouterr().err,
+    assert "no measured MoK" in one_error(capsys.readouterr().err,
                                            "python -m calibration.first_timed")
 
 
@@ -94,7 +90,7 @@ def test_heldout_errors_checks_the_environment(monkeypatch, capsys):
     from calibration import heldout_errors
     monkeypatch.setenv("MOK_DEBUG", "yes")
     assert heldout_errors.main(["--hardware", "h100-1", "--coverage"]) == 2
-    assert "MOK_DEBUG" in _one_error(capsys.readouterr().err, "python -m calibration.heldout_errors")
+    assert "MOK_DEBUG" in one_error(capsys.readouterr().err, "python -m calibration.heldout_errors")
 
 
 # -------------------------------------------------------------------------------- transfer
@@ -114,7 +110,7 @@ def test_transfer_write_hopper_refuses_a_read_only_target(monkeypatch, capsys):
     monkeypatch.setattr(fileio, "_writable",
                         lambda p, mode: False if Path(p) == target else real(p, mode))
     assert transfer.main(["--write-hopper"]) == 2
-    assert "not writable" in _one_error(capsys.readouterr().err, "python -m calibration.transfer")
+    assert "not writable" in one_error(capsys.readouterr().err, "python -m calibration.transfer")
     assert not written
 
 
@@ -132,7 +128,7 @@ def test_tile_sweep_refuses_a_candidate_option_twice(candidates, tmp_path, capsy
     monkeypatch.setattr("mok_kernels.tile_sweep.time.time", lambda: pytest.fail("swept"))
     rc = tile_sweep.main(["--out", str(tmp_path / "t.jsonl"), "--candidates", candidates])
     assert rc == 2
-    _one_error(capsys.readouterr().err, "python -m mok_kernels.tile_sweep")
+    one_error(capsys.readouterr().err, "python -m mok_kernels.tile_sweep")
 
 
 # ------------------------------------------------------------------------------------ seeds
@@ -147,7 +143,7 @@ def test_a_seed_is_at_most_2_to_63_minus_1(tool, args, tmp_path, capsys):
     mod = importlib.import_module(f"calibration.{tool}")
     argv = [str(tmp_path / "d") if x == "OUT" else x for x in args]
     assert mod.main(argv + ["--seed", str(2 ** 63)]) == 2
-    assert "9223372036854775807" in _one_error(capsys.readouterr().err, f"python -m calibration.{tool}")
+    assert "9223372036854775807" in one_error(capsys.readouterr().err, f"python -m calibration.{tool}")
     assert not (tmp_path / "d").exists()
 
 
@@ -160,7 +156,7 @@ def test_space_sweep_plan_out_refuses_alternate_default(tmp_path, capsys):
     from mok_kernels import space_sweep
     out = tmp_path / "plan.jsonl"
     assert space_sweep.main(["--plan-out", str(out), "--alternate-default"]) == 2
-    assert "--alternate-default" in _one_error(capsys.readouterr().err,
+    assert "--alternate-default" in one_error(capsys.readouterr().err,
                                                "python -m mok_kernels.space_sweep")
     assert not out.exists() and os.listdir(tmp_path) == []
 

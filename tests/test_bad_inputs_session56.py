@@ -14,14 +14,10 @@ import pytest
 from mok_model.cli import main
 from mok_model.errors import MokInputError
 
+from cli_errors import one_error
+
 LAYER = ["--hardware", "h200-hgx8", "--model", "qwen3-30b-a3b", "--ep", "8"]
 SHAPE = {"hidden": 2048, "expert_width": 768, "routed_experts": 128, "top_k": 8, "shared_width": 0}
-
-
-def _one_error(err: str, prog: str = "mok") -> str:
-    lines = [x for x in err.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), err
-    return lines[0]
 
 
 # ------------------------------------------------------------------- numbers in other spellings
@@ -35,7 +31,7 @@ def test_a_digit_separator_is_not_a_number(flag, capsys):
         i = argv.index(flag)
         del argv[i:i + 2]
     assert main([*argv, flag, "1_0"]) == 2
-    assert "'1_0'" in _one_error(capsys.readouterr().err)
+    assert "'1_0'" in one_error(capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("value", [" 0.5", "0.5 ", "٠.٥", "0.5_0"])
@@ -43,7 +39,7 @@ def test_capacity_is_a_plain_number(value, capsys):
     """--capacity went through float() alone: ' 0.5', Arabic-Indic digits and '0.5_0' ran as 0.5,
     where every other number flag refuses them."""
     assert main(["predict", *LAYER, "--tokens", "256", "--capacity", value]) == 2
-    assert repr(value) in _one_error(capsys.readouterr().err)
+    assert repr(value) in one_error(capsys.readouterr().err)
 
 
 @pytest.mark.parametrize("value", [" 64,128", "64, 128", "٦٤,128", "64_0", "64,,128", "0,64"])
@@ -52,7 +48,7 @@ def test_tokens_buckets_are_plain_integers(value, tmp_path, capsys):
     wrote a table of buckets 64 and 640."""
     out = tmp_path / "t.json"
     assert main(["tune", *LAYER, "--table", str(out), "--tokens-buckets", value]) == 2
-    assert "--tokens-buckets" in _one_error(capsys.readouterr().err)
+    assert "--tokens-buckets" in one_error(capsys.readouterr().err)
     assert not out.exists()
 
 
@@ -62,7 +58,7 @@ def test_bench_integers_are_plain(flag, value, tmp_path, capsys):
     """`mok bench` read --seed, --gpus, --rank, --iters, --warmup and --timeout with int(), so
     ' 5', '٥' and '1_0' passed its checks (only the GPU check stopped them on this machine)."""
     assert main(["bench", "--out", str(tmp_path / "r.jsonl"), flag, value]) == 2
-    err = _one_error(capsys.readouterr().err, "mok bench")
+    err = one_error(capsys.readouterr().err, "mok bench")
     assert f"argument {flag}: {value!r}" in err
 
 

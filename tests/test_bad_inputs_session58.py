@@ -11,15 +11,11 @@ import json
 import shutil
 from pathlib import Path
 
+from cli_errors import one_error
+
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = str(ROOT / "calibration" / "runs" / "h100" / "gemm_phases_drawn21.jsonl")
 TABLE_ARGS = [PHASES, "--hardware", "h100-1", "--system", "mok-gemm"]
-
-
-def _one_error(err: str, prog: str) -> str:
-    lines = [x for x in err.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), err
-    return lines[0]
 
 
 # ------------------------------------------------------------------------------ gemm_table
@@ -35,7 +31,7 @@ def test_gemm_table_refuses_to_replace_a_file_that_is_not_a_table(tmp_path, caps
     shutil.copy(ROOT / "mok_model" / "params" / "h100-1.json", params)
     before = params.read_bytes()
     assert main([*TABLE_ARGS, "--out", str(params)]) == 2
-    assert "is not a GEMM table" in _one_error(capsys.readouterr().err, GT)
+    assert "is not a GEMM table" in one_error(capsys.readouterr().err, GT)
     assert params.read_bytes() == before and not (tmp_path / "points").exists()
 
 
@@ -56,7 +52,7 @@ def test_gemm_table_checks_its_points_file_before_the_fit(tmp_path, capsys):
     from calibration.gemm_table import main
     (tmp_path / "points").write_text("")
     assert main([*TABLE_ARGS, "--out", str(tmp_path / "t.json")]) == 2
-    assert "is a file" in _one_error(capsys.readouterr().err, GT)
+    assert "is a file" in one_error(capsys.readouterr().err, GT)
     assert not (tmp_path / "t.json").exists()
 
 
@@ -66,10 +62,10 @@ def test_gemm_table_names_an_empty_run_path_and_checks_the_environment(tmp_path,
     MOK_DEBUG=garbage was taken (the tool did not go through run_tool)."""
     from calibration.gemm_table import main
     assert main(["", "--out", str(tmp_path / "t.json")]) == 2
-    assert "'': an empty path" in _one_error(capsys.readouterr().err, GT)
+    assert "'': an empty path" in one_error(capsys.readouterr().err, GT)
     monkeypatch.setenv("MOK_DEBUG", "garbage")
     assert main([*TABLE_ARGS, "--out", str(tmp_path / "t.json")]) == 2
-    assert "MOK_DEBUG" in _one_error(capsys.readouterr().err, GT)
+    assert "MOK_DEBUG" in one_error(capsys.readouterr().err, GT)
 
 
 # ------------------------------------------------------------------ transfer, heldout_errors
@@ -80,7 +76,7 @@ def test_transfer_write_fabric_names_an_empty_path(capsys):
     check): an empty path is named as empty."""
     from calibration.transfer import main
     assert main(["--write-fabric", ""]) == 2
-    assert "--write-fabric '' is empty" in _one_error(capsys.readouterr().err,
+    assert "--write-fabric '' is empty" in one_error(capsys.readouterr().err,
                                                      "python -m calibration.transfer")
 
 
@@ -89,7 +85,7 @@ def test_heldout_errors_out_ending_in_a_slash_is_a_folder(tmp_path, capsys):
     a path ending in a slash is a folder, as every other output says."""
     from calibration.heldout_errors import main
     assert main(["--hardware", "h100-1", "--out", f"{tmp_path}/x/", PHASES]) == 2
-    assert "is a folder" in _one_error(capsys.readouterr().err, "python -m calibration.heldout_errors")
+    assert "is a folder" in one_error(capsys.readouterr().err, "python -m calibration.heldout_errors")
 
 
 # ------------------------------------------------------------------------------ registered
@@ -108,14 +104,14 @@ def test_a_blank_hardware_name_is_refused_in_registrations_and_records(tmp_path,
         pred.write_text(json.dumps(json.loads(lines[0]) | {"hardware": bad}) + "\n"
                         + "\n".join(lines[1:5]) + "\n")
         assert main([str(pred), H100_RUNS]) == 2
-        assert "hardware.preset" in _one_error(capsys.readouterr().err,
+        assert "hardware.preset" in one_error(capsys.readouterr().err,
                                                "python -m calibration.registered")
     rec = json.loads(Path(H100_RUNS).read_text().splitlines()[0])
     rec["hardware"]["preset"] = " h100-1"
     runs = tmp_path / "r.jsonl"
     runs.write_text(json.dumps(rec) + "\n")
     assert main([str(H100_PRED), str(runs)]) == 2
-    assert "hardware.preset=' h100-1'" in _one_error(capsys.readouterr().err,
+    assert "hardware.preset=' h100-1'" in one_error(capsys.readouterr().err,
                                                      "python -m calibration.registered")
 
 
@@ -131,7 +127,7 @@ def test_register_refuses_hardware_the_runs_never_name(tmp_path, capsys):
     for args in (["--gpus", "0", "--ep", "8", "--hardware", "gb300-nvl72"],
                  ["--gpus", "2", "--hardware", "h200-1"]):
         assert main([*args, *grid, "--out", str(tmp_path / "r.jsonl")]) == 2
-        assert "--gpus" in _one_error(capsys.readouterr().err, "python -m calibration.register")
+        assert "--gpus" in one_error(capsys.readouterr().err, "python -m calibration.register")
         assert not (tmp_path / "r.jsonl").exists()
     assert main(["--gpus", "0", "--ep", "8", "--hardware", "h100-1", *grid,
                  "--out", str(tmp_path / "r.jsonl")]) == 0

@@ -12,13 +12,9 @@ from pathlib import Path
 
 import pytest
 
+from cli_errors import one_error
+
 ROOT = Path(__file__).resolve().parent.parent
-
-
-def _one_error(err: str, prog: str) -> str:
-    lines = [x for x in err.splitlines() if x.strip()]
-    assert len(lines) == 1 and lines[0].startswith(f"{prog}: error: "), err
-    return lines[0]
 
 
 # ------------------------------------------------------------------------- transfer --write-hopper
@@ -49,7 +45,7 @@ def test_write_hopper_checks_its_outputs_before_the_fit(tmp_path, monkeypatch, c
     transfer = _params_dir(tmp_path, monkeypatch)
     os.chmod(tmp_path / "h100-1.json", 0o444)
     assert transfer.main(["--write-hopper"]) == 2
-    assert "is not writable" in _one_error(capsys.readouterr().err, TR)
+    assert "is not writable" in one_error(capsys.readouterr().err, TR)
 
 
 def test_write_hopper_checks_the_fit_record_beside_its_output(tmp_path, monkeypatch, capsys):
@@ -59,7 +55,7 @@ def test_write_hopper_checks_the_fit_record_beside_its_output(tmp_path, monkeypa
     transfer = _params_dir(tmp_path, monkeypatch)
     (tmp_path / "fit").write_text("")
     assert transfer.main(["--write-hopper"]) == 2
-    assert "is a file" in _one_error(capsys.readouterr().err, TR)
+    assert "is a file" in one_error(capsys.readouterr().err, TR)
 
 
 def test_write_hopper_reads_the_pass_runs_from_the_repository(tmp_path, monkeypatch):
@@ -107,7 +103,7 @@ def test_registered_refuses_a_run_predicted_twice(tmp_path, capsys):
     assert main([str(tmp_path / "once.jsonl"), RUN]) == 0
     capsys.readouterr()
     assert main([str(tmp_path / "twice.jsonl"), RUN]) == 2
-    err = _one_error(capsys.readouterr().err, REG)
+    err = one_error(capsys.readouterr().err, REG)
     assert "twice.jsonl:7: predicts the same analytic run as" in err and "twice.jsonl:1" in err
 
 
