@@ -91,10 +91,10 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> lis
                                 record_fp8_kernel(r), record_bwd_tiles(r))
                 out.append((f, key, p / r["latency_ms"]["median"] - 1.0))
         if progress:
-            progress(f"{f}: {len(recs)} MoK records")
+            progress(f"{_named(f)}: {len(recs)} MoK records")
     if not out:  # one line naming the files (main prints no count before it)
         raise MokInputError(f"no MoK records of {params.hardware} the model predicts in "
-                            f"{', '.join(runs)}")
+                            f"{', '.join(map(_named, runs))}")
     return out
 
 
