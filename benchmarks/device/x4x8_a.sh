@@ -18,9 +18,11 @@
 # Registered again in session 51 (h200xN_a_2026-12-05b.jsonl, `bash benchmarks/cpu/register_x4x8_s51.sh`):
 # NCCL's channels per peer (nccl-torch passes 0.35-1.0x the earlier files' predictions), MoK as
 # session 51's model; report it beside the earlier files.
+# An HGX H100 box (nvidia-h100-x4 / -x8) runs the same grid; its records name h100-hgx8 and meet
+# calibration/predictions/h100xN_a_2026-12-06.jsonl (benchmarks/cpu/register_x4x8_h100_s59.sh).
 export PYTHONPATH=.
-T0=$(date +%s); N=$(nvidia-smi -L | grep -c H200); R=$OUT/x${N}a; mkdir -p $R
-[ "$N" -ge 4 ] || { echo "needs 4 or 8 H200s, found $N"; nvidia-smi -L; exit 0; }
+T0=$(date +%s); N=$(nvidia-smi -L | grep -c "H100\|H200"); R=$OUT/x${N}a; mkdir -p $R
+[ "$N" -ge 4 ] || { echo "needs 4 or 8 H100s or H200s, found $N"; nvidia-smi -L; exit 0; }
 { nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader; nvidia-smi topo -m; date -u; } > $R/gpu.txt 2>&1
 timeout 120 python3 -m mok_kernels.group_check --gpus $N > $R/group_check.log 2>&1
 echo "group_check exit $? $(( $(date +%s) - T0 )) s" >> $R/gpu.txt

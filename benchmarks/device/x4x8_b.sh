@@ -17,9 +17,11 @@
 # Registered again in session 51 (h200xN_b_2026-12-05b.jsonl, `bash benchmarks/cpu/register_x4x8_s51.sh`):
 # NCCL's channels per peer (nccl-torch passes 0.35-1.0x the earlier files' predictions), MoK as
 # session 51's model; report it beside the earlier files.
+# An HGX H100 box (nvidia-h100-x4 / -x8) runs the same grid; its records name h100-hgx8 and meet
+# calibration/predictions/h100xN_b_2026-12-06.jsonl (benchmarks/cpu/register_x4x8_h100_s59.sh).
 export PYTHONPATH=.
-T0=$(date +%s); N=$(nvidia-smi -L | grep -c H200); R=$OUT/x${N}b; mkdir -p $R
-[ "$N" -ge 4 ] || { echo "needs 4 or 8 H200s, found $N"; nvidia-smi -L; exit 0; }
+T0=$(date +%s); N=$(nvidia-smi -L | grep -c "H100\|H200"); R=$OUT/x${N}b; mkdir -p $R
+[ "$N" -ge 4 ] || { echo "needs 4 or 8 H100s or H200s, found $N"; nvidia-smi -L; exit 0; }
 { nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader; nvidia-smi topo -m; date -u; } > $R/gpu.txt 2>&1
 REM=$(( 550 - ($(date +%s) - T0) ))
 timeout $REM python3 -m mok_kernels.bench --gpus $N --model qwen3-235b-a22b,minimax-m2 --tokens 256,1024,4096,8192 \

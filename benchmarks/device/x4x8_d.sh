@@ -12,9 +12,11 @@
 # Registered again in session 51 (h200xN_d_2026-12-05b.jsonl, `bash benchmarks/cpu/register_x4x8_s51.sh`):
 # NCCL's channels per peer (nccl-torch passes 0.35-1.0x the earlier files' predictions), MoK as
 # session 51's model; report it beside the earlier files.
+# An HGX H100 box (nvidia-h100-x4 / -x8) runs the same grid; its records name h100-hgx8 and meet
+# calibration/predictions/h100xN_d_2026-12-06.jsonl (benchmarks/cpu/register_x4x8_h100_s59.sh).
 export PYTHONPATH=.
-T0=$(date +%s); N=$(nvidia-smi -L | grep -c H200); R=$OUT/x${N}d; mkdir -p $R
-[ "$N" -ge 4 ] || { echo "needs 4 or 8 H200s, found $N"; nvidia-smi -L; exit 0; }
+T0=$(date +%s); N=$(nvidia-smi -L | grep -c "H100\|H200"); R=$OUT/x${N}d; mkdir -p $R
+[ "$N" -ge 4 ] || { echo "needs 4 or 8 H100s or H200s, found $N"; nvidia-smi -L; exit 0; }
 { nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader; date -u; git log -1 --format=%H; } > $R/gpu.txt 2>&1
 timeout 390 python3 -m mok_kernels.bench --gpus $N --model mixtral-8x7b,qwen3-30b-a3b --tokens 1024,4096 \
   --dispatch pull,push --combine push --minibatch 2048 --comm-sms 32 --source-order rank,rotated \
