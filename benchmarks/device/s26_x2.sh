@@ -9,6 +9,8 @@
 # tokens, uniform and zipf, pull / push x push / pull, minibatch 2,048, 16 / 32 comm SMs.
 # Registered again in session 41 for the senders' push that copies runs: h200x2_grid_f_2026-12-04
 # .jsonl (the same grid; report both, the newer for the kernel that runs).
+# On two H100s (nvidia-h100-x2) the records name h100-hgx8 and meet
+# calibration/predictions/h100x2_grid_f_2026-12-06.jsonl (benchmarks/cpu/register_h100_boxes_s59.sh).
 # Report: `python -m calibration.registered PRED calibration/runs/h200x2/bench_f.jsonl` (and
 # `python -m calibration.report_h200x2`) before any refit.
 export PYTHONPATH=.

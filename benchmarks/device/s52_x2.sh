@@ -10,7 +10,7 @@ export PYTHONPATH=.
 T0=$(date +%s); R=$OUT/s52x; mkdir -p $R
 { nvidia-smi --query-gpu=name,clocks.max.sm --format=csv,noheader; nvidia-smi topo -m; date -u; } \
   > $R/gpu.txt 2>&1
-[ "$(nvidia-smi -L | grep -c H200)" -ge 2 ] || { echo "needs 2 H200s"; nvidia-smi -L; exit 0; }
+[ "$(nvidia-smi -L | grep -c "H100\|H200")" -ge 2 ] || { echo "needs 2 H100s or H200s"; nvidia-smi -L; exit 0; }
 timeout 70 python3 calibration/nvlink_bench.py --gpus 2 --only nccl --out $R/nvlink_micro_nccl.jsonl \
   > $R/nccl.log 2>&1
 echo "nccl micro exit $? $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
