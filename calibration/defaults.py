@@ -47,9 +47,9 @@ writes only that pass group's terms (calibration/passes.py) into h200-1.json and
 runs: a few minutes more), every other value held as shipped (the groups share no parameter,
 so this is what the full run's last step writes for the group; groups added after the last
 full run: fp8-gluon in session 26, bwd-train, the backward on the layer's training tiles, in
-session 33; --replace fits a group the
-file holds again, e.g. when new records of it arrive: every calibration/runs/h200/*.jsonl is
-read, so a new sweep there, such as bwd_train_s33.jsonl, enters without a code change).
+session 33; --replace fits a group the file holds again, e.g. when new records of it arrive:
+every calibration/runs/h200/*.jsonl is read, so a new sweep there, such as bwd_train_s33.jsonl,
+enters without a code change).
 
 Every fitted file also gets the fit's uncertainty block (a bootstrap over whole workloads,
 calibration/fit.py); the transferred files carry gb300-nvl72's samples, marked as transferred
