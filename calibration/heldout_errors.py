@@ -31,6 +31,7 @@ from __future__ import annotations
 import argparse
 import datetime
 import json
+import math
 import sys
 from pathlib import Path
 
@@ -40,9 +41,9 @@ from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import (atomic_write_text, check_output_file, deferred_warnings,
                               flush_warnings)
-from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, SCHEMA, fingerprint, group_key
+from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, ORDER_GAPS, SCHEMA, fingerprint, group_key
 from mok_model.records import (in_id_order, predictable, read_records, record_bwd_tiles,
-                               record_fp8_kernel, superseded_kernel)
+                               record_fp8_kernel, superseded_kernel, workload_key)
 
 from .checks import required_text, shipped_params
 from .defaults import H200_RUNS
@@ -75,10 +76,13 @@ def summarise(errors: list[float]) -> dict:
             "q50": float(q50), "q95": float(q95)}
 
 
-def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> list[tuple]:
+def signed_errors(params, runs: list[str], sim_every: int, progress=None,
+                  analytic: list | None = None) -> list[tuple]:
     """(file, group key, pred / measured - 1) of every MoK record of `runs` the model predicts,
     analytic, and simulated on every `sim_every`-th record of each file in record-id order (not
-    the file's line order, so the same records in another order give the same sample)."""
+    the file's line order, so the same records in another order give the same sample). Given a
+    list `analytic`, each analytic prediction is also appended to it as (file, workload, knobs,
+    pred ms, measured ms), for misordered()."""
     out = []
     for f in runs:
         recs = [r for r in in_id_order(read_records([f]))
@@ -90,6 +94,9 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None) -> lis
                 key = group_key(engine, r["pass"], r["precision"], r["tokens"],
                                 record_fp8_kernel(r), record_bwd_tiles(r))
                 out.append((f, key, p / r["latency_ms"]["median"] - 1.0))
+                if engine == "analytic" and analytic is not None:
+                    analytic.append((f, workload_key(r), json.dumps(r["config"], sort_keys=True),
+                                     float(p), r["latency_ms"]["median"]))
         if progress:
             progress(f"{_named(f)}: {len(recs)} MoK records")
     if not out:  # one line naming the files (main prints no count before it)
@@ -104,13 +111,40 @@ def _named(path: str) -> str:
     return str(p.relative_to(ROOT)) if p.is_absolute() and p.is_relative_to(ROOT) else path
 
 
+def misordered(analytic: list[tuple]) -> list[dict]:
+    """How often the model orders two settings of one workload wrongly, by how far apart it
+    predicts them: every pair of MoK records of one workload in one file with other knobs
+    (analytic: (file, workload, knobs, pred, measured); a setting timed twice is no pair), filed
+    by the predicted gap |log(pred a / pred b)| under ORDER_GAPS; `wrong` the share whose
+    measured order is the other way (mok tune's note)."""
+    by: dict[tuple, list[tuple[str, float, float]]] = {}
+    for f, w, knobs, p, m in analytic:
+        by.setdefault((f, w), []).append((knobs, p, m))
+    edges = [0.0, *ORDER_GAPS, None]
+    counts = [[0, 0] for _ in ORDER_GAPS] + [[0, 0]]
+    for runs in by.values():
+        for i, (ka, pa, ma) in enumerate(runs):
+            for kb, pb, mb in runs[i + 1:]:
+                if ka == kb:
+                    continue
+                gap = abs(math.log(pa / pb))
+                b = sum(gap >= g for g in ORDER_GAPS)
+                counts[b][0] += 1
+                counts[b][1] += (pa - pb) * (ma - mb) < 0
+    return [{"lo": lo, "hi": hi, "n": n, "wrong": w / n if n else None}
+            for lo, hi, (n, w) in zip(edges, edges[1:], counts)]
+
+
 def measure(hardware: str, runs: list[str], sim_every: int, progress=None) -> dict:
-    """{group key: summary} of the shipped parameters' signed errors on `runs`, and the fingerprint."""
+    """{group key: summary} of the shipped parameters' signed errors on `runs`, how often they
+    order two settings wrongly (misordered), and the fingerprint."""
     params = shipped_params(hardware)
     errors: dict[str, list[float]] = {}
-    for _, key, e in signed_errors(params, runs, sim_every, progress):
+    analytic: list[tuple] = []
+    for _, key, e in signed_errors(params, runs, sim_every, progress, analytic):
         errors.setdefault(key, []).append(e)
     return {"groups": {k: summarise(v) for k, v in sorted(errors.items())},
+            "order": misordered(analytic),
             "fingerprint": fingerprint(params), "params": _named(params.path)}
 
 

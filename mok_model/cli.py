@@ -659,6 +659,8 @@ def cmd_tune(a) -> int:
     layer_cap = (layer_capacity(scn, params)
                  if scn.pass_ == "fwd" and "capacity" not in knobs else None)
 
+    risk = _order_risk(r, params, scn)
+
     def entry(s):
         return {"config": s.config.as_dict(), "latency_ms": s.latency_ms, "list_lag": s.list_lag}
 
@@ -667,7 +669,8 @@ def cmd_tune(a) -> int:
                           "evaluated": r.evaluated, "seconds": r.seconds, "engine": r.engine,
                           **scn.describe(), "domains": scn.domains,
                           "notes": scenario_notes(scn) + _what_if_notes(a),
-                          "params": params.path, "layer_capacity": layer_cap}, indent=1))
+                          "params": params.path, "layer_capacity": layer_cap,
+                          "order_risk": risk}, indent=1))
         return 0
     print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
           f"{scn.pass_} / {scn.precision}{' / gluon' if scn.fp8_kernel == 'gluon' else ''}"
@@ -681,7 +684,26 @@ def cmd_tune(a) -> int:
     if layer_cap is not None:
         print(f"note: MoKLayer runs capacity {layer_cap} here (the uniform and hot-expert "
               f"bounds, mok_model/capacity.py); `--capacity {layer_cap}` ranks at it")
+    if risk is not None:
+        apart = (f"over {risk['lo']:.0%}" if risk["hi"] is None else f"under {risk['hi']:.0%}"
+                 if risk["lo"] == 0 else f"{risk['lo']:.0%}-{risk['hi']:.0%}")
+        print(f"note: rank 2 is predicted {risk['gap']:.1%} slower than rank 1; on held-out runs "
+              f"of {scn.hardware.name} the model ordered two settings predicted {apart} apart "
+              f"the wrong way {risk['wrong']:.0%} of the time ({risk['n']} pairs; "
+              f"{risk['command']}, {risk['made']}): time both where it matters")
     return 0
+
+
+def _order_risk(r, params, scn) -> dict | None:
+    """How sure the ranking of the first two settings is (mok_model.heldout.order_risk), for the
+    analytic engine's ranking of two or more settings; None where the held-out file has none."""
+    from .heldout import order_risk
+
+    if r.engine != "analytic" or len(r.top) < 2:
+        return None
+    gap = math.log(r.top[1].latency_ms / r.top[0].latency_ms)
+    risk = order_risk(params, scn.hardware.name, gap)
+    return None if risk is None else {"gap": math.exp(gap) - 1, **risk}
 
 
 def cmd_tune_robust(a) -> int:

@@ -11,6 +11,10 @@ those runs measured between p / (1 + q95) and p / (1 + q05).
 The file names the parameters (and GEMM table) it was made with by their SHA-256; after a refit
 it no longer applies, and predictions say so instead of showing a stale range (the test suite
 checks the shipped file against the shipped parameters).
+
+The file also says how often the model ordered two settings of one held-out workload wrongly,
+by how far apart it predicted them ("order"): `mok tune` reads it to say how sure its ranking of
+the first two settings is (order_risk).
 """
 
 from __future__ import annotations
@@ -29,6 +33,9 @@ HELDOUT_DIR = PARAMS_DIR / "heldout"
 LEVEL = 0.9  # the central share of held-out runs the range covers (quantiles 5% and 95%)
 DECODE_TOKENS = 512  # token regimes: up to this many tokens per GPU ("decode"), and above
 MIN_RUNS = 20  # a group of fewer held-out runs gives no range (its 5% and 95% quantiles are noise)
+# the predicted gaps (|log| of the ratio of two settings' latencies) that file the held-out pairs
+# of settings by how often the model ordered them wrongly (the file's "order"; mok tune's note)
+ORDER_GAPS = (0.01, 0.03, 0.06, 0.10)
 
 
 def regime(tokens: int) -> str:
@@ -138,3 +145,21 @@ def heldout_range(pred, params: Params | None, directory: Path = HELDOUT_DIR) ->
     return Heldout(p / (1.0 + g["q95"]), p / (1.0 + g["q05"]), int(g["n"]),
                    f"{key}: predictions {g['q05']:+.0%} to {g['q95']:+.0%} off; "
                    f"python -m calibration.heldout_errors, {doc.get('made', '?')}")
+
+
+def order_risk(params: Params | None, hardware: str, gap: float,
+               directory: Path = HELDOUT_DIR) -> dict | None:
+    """How often the model ordered two held-out settings wrongly when it predicted them `gap`
+    apart (|log| of their latencies' ratio): {"lo", "hi", "n", "wrong", "made", "command"} of the
+    held-out file's bucket, or None (no file, a file of other parameters, no "order", or fewer
+    than MIN_RUNS pairs in the bucket)."""
+    path = directory / f"{hardware}.json"
+    if params is None or not path.is_file():
+        return None
+    doc = read_heldout(path)
+    if fingerprint(params) != doc["fingerprint"] or not doc.get("order"):
+        return None
+    b = next((b for b in doc["order"] if gap >= b["lo"] and (b["hi"] is None or gap < b["hi"])), None)
+    if b is None or b["n"] < MIN_RUNS:
+        return None
+    return {**b, "made": doc.get("made", "?"), "command": doc["command"]}
