@@ -117,7 +117,21 @@ def read_heldout(path: str | Path) -> dict:
         if not all(k in g for k in ("n", "q05", "q95")) or g["q05"] <= -1 or g["q95"] <= -1:
             raise MokInputError(f"held-out errors file {p}: group {name!r} needs n, q05 and q95 "
                                 f"above -1")
+    order = doc.get("order", [])
+    if not isinstance(order, list) or not all(_order_bucket(b) for b in order):
+        raise MokInputError(f"held-out errors file {p}: order must be a list of {{lo, hi, n, "
+                            f"wrong}} (lo >= 0, hi > lo or null, n >= 0, wrong in [0, 1] or null)")
     return doc
+
+
+def _order_bucket(b) -> bool:
+    """Whether one entry of a held-out file's "order" has the fields order_risk reads."""
+    num = (int, float)
+    return (isinstance(b, dict) and {"lo", "hi", "n", "wrong"} <= set(b)
+            and isinstance(b["lo"], num) and b["lo"] >= 0
+            and (b.get("hi") is None or isinstance(b["hi"], num) and b["hi"] > b["lo"])
+            and isinstance(b.get("n"), int) and b["n"] >= 0
+            and (b.get("wrong") is None or isinstance(b["wrong"], num) and 0 <= b["wrong"] <= 1))
 
 
 def heldout_range(pred, params: Params | None, directory: Path = HELDOUT_DIR) -> Heldout:

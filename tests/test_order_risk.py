@@ -54,3 +54,20 @@ def test_tune_names_how_sure_its_first_two_are(capsys):
     assert order_risk(p, "h200-1", 0.001) is None
     assert order_risk(load_params(None, "h200-1"), "h200-1", 0.001)["wrong"] == pytest.approx(
         risk["wrong"])
+
+
+@pytest.mark.parametrize("order", [{"lo": 0}, [{"lo": 0, "hi": 0.01, "n": 3}],
+                                   [{"lo": 0, "hi": 0.01, "n": 3, "wrong": 1.5}],
+                                   [{"lo": 0.1, "hi": 0.01, "n": 3, "wrong": 0.5}]])
+def test_a_held_out_file_with_a_bad_order_is_refused(tmp_path, order):
+    """read_heldout checks the order buckets as it checks the groups: one line, not a KeyError."""
+    from mok_model.errors import MokInputError
+    from mok_model.heldout import read_heldout
+
+    doc = json.loads((HELDOUT_DIR / "h200-1.json").read_text())
+    path = tmp_path / "h200-1.json"
+    path.write_text(json.dumps({**doc, "order": order}))
+    with pytest.raises(MokInputError, match="order must be a list"):
+        read_heldout(path)
+    path.write_text(json.dumps({k: v for k, v in doc.items() if k != "order"}))
+    assert "order" not in read_heldout(path)        # files made before session 59 still read
