@@ -76,6 +76,12 @@ def summarise(errors: list[float]) -> dict:
             "q50": float(q50), "q95": float(q95)}
 
 
+def _named(path: str) -> str:
+    """A file as the output names it: relative to the repository where it lies in it."""
+    p = Path(path)
+    return str(p.relative_to(ROOT)) if p.is_absolute() and p.is_relative_to(ROOT) else path
+
+
 def signed_errors(params, runs: list[str], sim_every: int, progress=None,
                   analytic: list | None = None) -> list[tuple]:
     """(file, group key, pred / measured - 1) of every MoK record of `runs` the model predicts,
@@ -103,12 +109,6 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None,
         raise MokInputError(f"no MoK records of {params.hardware} the model predicts in "
                             f"{', '.join(map(_named, runs))}")
     return out
-
-
-def _named(path: str) -> str:
-    """A file as the output names it: relative to the repository where it lies in it."""
-    p = Path(path)
-    return str(p.relative_to(ROOT)) if p.is_absolute() and p.is_relative_to(ROOT) else path
 
 
 def misordered(analytic: list[tuple]) -> list[dict]:

@@ -76,7 +76,7 @@ from mok_model.presets import load_hardware
 from mok_model.records import read_records, record_scenario
 from mok_model.scenario import default_config
 
-from .defaults import RUNS
+from .defaults import H200X2, RUNS, transferred
 from .fit import resolve_configs
 from .priors import BLACKWELL, prior_params
 from .validate import validate
@@ -180,7 +180,6 @@ def hopper_params() -> Params:
     H100's own GEMM phases (HOPPER_PHASES, HOPPER_FREE; module docstring)."""
     from mok_model.gemm_table import transferred_table
 
-    from .defaults import transferred
     from .gemm_table import fit_lookup
 
     src = read_params(PARAMS_DIR / f"{HOPPER_SOURCE}.json")
@@ -230,7 +229,6 @@ def fabric_params(source: str = "h200-1", host: bool = False) -> Params:
     of what it copies alone, whether its rows come from local HBM or over NVLink. With `host`,
     the HOST_TERMS of the real 2-H200 fit too (the baselines' NCCL and library GEMM, and the
     host's launch cost)."""
-    from .defaults import H200X2, transferred
     from .fit_fabric import fit_fabric
 
     if source not in FABRIC_TARGETS:
@@ -342,8 +340,6 @@ def fit_hopper_passes(path: Path, moved: Params) -> None:
 def _beside_held(own: dict | None, moved: dict | None) -> dict | None:
     """The fit's bootstrap block (`own`) with the transferred block's (`moved`) columns of the
     values the fit held appended, paired by index, and marked transferred_columns."""
-    from .defaults import transferred
-
     held = transferred(moved, HOPPER_SOURCE, own["free"] if own else [])
     if own is None or held is None:
         return own or held
