@@ -599,7 +599,8 @@ TOOLS_WITHOUT_FLAGS = [["-m", "calibration.defaults", "--bogus"],   # would rewr
                        ["benchmarks/l2_probe.py", "--bogus"],
                        ["benchmarks/bwd_saved_fwd_cost.py", "--bogus"],
                        ["benchmarks/auto_plan.py", "--workloads", "kimi-k2:8:64", "--bogus"],
-                       ["benchmarks/gluon_fp8_gemm.py", "--bogus"]]
+                       ["benchmarks/gluon_fp8_gemm.py", "--bogus"],
+                       ["benchmarks/gluon_bf16_grouped.py", "--bogus"]]
 
 
 @pytest.mark.parametrize("argv", TOOLS_WITHOUT_FLAGS, ids=[" ".join(a) for a in TOOLS_WITHOUT_FLAGS])
@@ -864,6 +865,10 @@ def test_calibration_tools_refuse_in_one_line(module, argv, want, files, capsys,
     ("benchmarks/gluon_fp8_gemm.py", ["--grouped", "--rows", "4096"], "--rows with --grouped"),
     ("benchmarks/gluon_fp8_gemm.py", ["--ffn", "--variants", "ws2p"], "--variants with --ffn"),
     ("benchmarks/gluon_fp8_gemm.py", ["--rows", "4096,4096"], "names '4096' twice"),
+    ("benchmarks/gluon_bf16_grouped.py", ["--cases", "kimi-k2-down,bogus"], "'bogus' is not one of"),
+    ("benchmarks/gluon_bf16_grouped.py", ["--forms", "tn128-s4,tn128-s4"], "names 'tn128-s4' twice"),
+    ("benchmarks/gluon_bf16_grouped.py", ["--forms", ""], "'' is not one of"),
+    ("benchmarks/gluon_bf16_grouped.py", ["--out", "{d}/missing/x.json"], "does not exist"),
 ])
 def test_scripts_refuse_in_one_line(script, argv, want, files):
     """Scripts under benchmarks/ parse their arguments too: one line, exit 2, no traceback."""
