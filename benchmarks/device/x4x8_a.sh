@@ -1,5 +1,7 @@
 #!/bin/bash
 # Issue 15, part a, prepared in session 33 for the first nvidia-h200-x4 or -x8 (not run yet; <= 560 s).
+# (The 2026-12-03 / 2026-12-04 registrations named below are archived since session 60:
+# tar -xJf calibration/predictions/multi_gpu_unrun_2026-11-30_12-04.tar.xz -C calibration/predictions.)
 # Predictions registered before any such run, with h200-hgx8's shipped parameters (fitted on at
 # most 2 GPUs): calibration/predictions/h200x4_a_2026-12-03.jsonl and h200x8_a_2026-12-03.jsonl (written by
 # `python -m calibration.register --gpus N` with this grid). Real EP = the GPU count:

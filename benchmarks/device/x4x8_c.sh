@@ -1,5 +1,7 @@
 #!/bin/bash
 # Issue 15, part c, prepared in session 46 for the first nvidia-h200-x4 or -x8 (not run yet; <= 560 s).
+# (The 2026-12-03 / 2026-12-04 registrations named below are archived since session 60:
+# tar -xJf calibration/predictions/multi_gpu_unrun_2026-11-30_12-04.tar.xz -C calibration/predictions.)
 # Where the two engines part: narrow experts whose exchanges outlast their GEMMs, so each GPU's
 # link ports carry the dispatch and the combine at once (docs/sim-study.md "K"); the simulator
 # reads these passes 4-29% slower than the analytic model. Registered before any such run, both
