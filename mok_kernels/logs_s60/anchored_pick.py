@@ -4,12 +4,9 @@ above 3 % of the registered analytic pick (m = 0) and of the anchored pick, over
 measured settings (the drawn sweeps time the default pull / push / 4,096 / 32 in every workload).
 Session 60, the 2-core CPU box; after the fact, from the registrations as they were made."""
 import collections
-import glob
-import re
 
 from calibration.noise import pick_key
-from calibration.registered import match, read_predictions
-from mok_model.records import read_records, workload_key
+from registered_drawn import registered_workloads
 
 DEFAULT = ("pull", "push", 4096, 32)
 MARGINS = (0.0, 0.01, 0.02, 0.03, 0.05, 0.08)
@@ -19,23 +16,12 @@ def knobs(c):
     return (c["dispatch"], c["combine"], c["minibatch"], c["comm_sms"])
 
 
-per_card = collections.defaultdict(list)   # card -> [(rows of (pred, meas, is default, key))]
-for pred in sorted(glob.glob("calibration/predictions/h*_drawn*_20*.jsonl")):
-    m = re.match(r".*/(h100|h200)_drawn(\d+)_2", pred)
-    if not m or "gemm" in pred or "passfit" in pred:
-        continue
-    card, seed = m.groups()
-    runs = glob.glob(f"calibration/runs/{'h100' if card == 'h100' else 'h200_drawn'}/drawn{seed}.jsonl")
-    if not runs:
-        continue
-    pairs = [(p, r) for p, r in match(read_predictions(pred), read_records(runs))
-             if p["engine"] == "analytic" and r["system"] == "mok"]
-    per = collections.defaultdict(list)
-    for p, r in pairs:
-        per[workload_key(r)].append((p["predicted_ms"], r["latency_ms"]["median"],
-                                     knobs(r["config"]) == DEFAULT, pick_key(r, p["predicted_ms"])))
-    per_card[card] += [rows for rows in per.values()
-                       if len(rows) > 1 and any(d for _, _, d, _ in rows)]
+per_card = collections.defaultdict(list)   # card -> workloads of (pred, meas, is default, key)
+for card, _, pairs in registered_workloads():
+    rows = [(p["predicted_ms"], r["latency_ms"]["median"], knobs(r["config"]) == DEFAULT,
+             pick_key(r, p["predicted_ms"])) for p, r in pairs]
+    if any(d for _, _, d, _ in rows):
+        per_card[card].append(rows)
 
 for card, workloads in sorted(per_card.items()):
     for margin in MARGINS:
