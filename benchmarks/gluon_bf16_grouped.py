@@ -160,7 +160,7 @@ def _launch_args(a, bt, c, tiles, form: str) -> tuple:
 
 
 def bf16_grouped_gemm(a, bt, counts, form: str, c=None, tiles=None):
-    """(launch, C): C[r] = A[r] B_e^T^T (bf16) for each expert e's rows (counts[e] each, one
+    """(launch, C): C[r] = A[r] @ B^T[e].T (bf16) for each expert e's rows (counts[e] each, one
     expert's after the other), descriptors and work list built once; `tiles` replaces
     grouped_tiles(counts) (a subset leaves the other rows alone)."""
     import torch
