@@ -59,38 +59,10 @@ SETS = 2
 
 if gluon is not None:
     from triton.experimental.gluon import language as gl
-    from triton.experimental.gluon.language.nvidia.hopper import (mbarrier, warpgroup_mma,
-                                                                   warpgroup_mma_wait)
 
     from benchmarks.gluon_fp8_gemm import _loader_grouped
-    from mok_kernels.gluon_fp8.core import (GROUP_M, _out_layouts, _release_blocks, _ring,
-                                            _tile)
-
-    @gluon.constexpr_function
-    def _bf16_acc_layout(num_warps, tn):
-        """The BF16 wgmma accumulator layout: warps stacked along M, 16 x tn x 16 instructions."""
-        return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                         instr_shape=[16, tn, 16])
-
-    @gluon.jit
-    def _bf16_tile(a_s, b_s, ready, empty, it, nk, ROW0: gl.constexpr, TMH: gl.constexpr,
-                   TN: gl.constexpr, mma: gl.constexpr, STAGES: gl.constexpr):
-        """One tile's K loop for rows ROW0 ... ROW0 + TMH of the ring's A blocks from ring
-        position `it`: block k's MMA issued, then block k-1's waited for and its buffer
-        released; returns the float32 sum."""
-        acc = gl.zeros((TMH, TN), dtype=gl.float32, layout=mma)
-        for k in range(nk):
-            p = it + k
-            s = p % STAGES
-            mbarrier.wait(ready.index(s), (p // STAGES) & 1)
-            acc = warpgroup_mma(a_s.index(s).slice(ROW0, TMH),
-                                b_s.index(s).slice(0, TN).permute((1, 0)), acc, is_async=True)
-            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
-            if k > 0:
-                mbarrier.arrive(empty.index((p - 1) % STAGES), count=1)
-        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
-        mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
-        return acc
+    from mok_kernels.gluon_fp8.core import (GROUP_M, _acc_layout, _bf16_tile, _out_layouts,
+                                            _release_blocks, _ring, _tile)
 
     @gluon.jit
     def _bf16_math_grouped(c_ptr, a_s, b_s, ready, empty, t_expert, t_row0, t_rows, n_tiles, N,
@@ -100,7 +72,7 @@ if gluon is not None:
         TMH: gl.constexpr = a_s.shape[1] // 2
         TN: gl.constexpr = b_s.shape[1]
         BKK: gl.constexpr = a_s.shape[2]
-        mma: gl.constexpr = _bf16_acc_layout(gl.num_warps(), TN)
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN, 16)
         layouts: gl.constexpr = _out_layouts(gl.num_warps(), TMH, TN)
         out: gl.constexpr = layouts[1]
         c_s = gl.allocate_shared_memory(gl.bfloat16, [TMH, TN], layouts[0])

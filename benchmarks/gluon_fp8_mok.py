@@ -2,9 +2,12 @@
 kernel, sm_90, plus the megakernel's epilogue, for one emulated rank; MoKLayer runs it as
 KernelConfig(precision="fp8", fp8_kernel="gluon")) in its variants (parse_variant), against the
 float32 references and, with --baseline, beside the Triton BF16 megakernel in the same run.
+`--precision bf16` does the same for the pass with BF16 operands (GluonBF16MoK, session 60; not
+in MoKLayer yet), against the float32 reference within BF16_TOL (the Triton BF16 forward's 1e-2).
 
     PYTHONPATH=. python3 benchmarks/gluon_fp8_mok.py [--models kimi-k2,glm-5] [--iters 20]
-    PYTHONPATH=. python3 benchmarks/gluon_fp8_mok.py --compile-only
+        [--precision fp8|bf16] [--baseline]
+    PYTHONPATH=. python3 benchmarks/gluon_fp8_mok.py --compile-only [--precision bf16]
 """
 
 from __future__ import annotations
@@ -15,27 +18,30 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from mok_kernels.gluon_fp8.mok import (COMM_SMS, HOME, JOIN, YS, GluonFP8MoK,  # noqa: E402
-                                       compile_mok_sm90, gluon, refusal)
+from mok_kernels.gluon_fp8.mok import (COMM_SMS, HOME, JOIN, YS, GluonBF16MoK,  # noqa: E402
+                                       GluonFP8MoK, compile_mok_sm90, gluon, refusal)
 
 CHECK_TOL = 2e-2            # home output vs reference.moe_reference(fp8=True), relative norm
+BF16_TOL = 1e-2             # the BF16 pass's home output vs the float32 reference
+PASSES = {"fp8": GluonFP8MoK, "bf16": GluonBF16MoK}
 
 
-def print_compile(builds=((1, False, 0), )) -> bool:
-    """sm_90 compile figures of each (cu, ys, qv) build; False where one spills or passes
-    227 KB."""
+def print_compile(builds=((1, False, 0), ), bf16: bool = False) -> bool:
+    """sm_90 compile figures of each (cu, ys, qv) build (bf16: the BF16 pass's); False where
+    one spills or passes 227 KB."""
     import re
     import tempfile
 
     from mok_kernels.aot import stats
     ok = True
     for cu, ys, qv in builds:
-        kernel = compile_mok_sm90(cu=cu, ys=ys, qv=qv)
+        kernel = compile_mok_sm90(cu=cu, ys=ys, qv=qv, bf16=bf16)
         st = stats(kernel, tempfile.mkdtemp(), "fp8_mok")
         ptx = kernel.asm["ptx"]
         nreg = sorted({int(r) for r in
                        re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)})
-        print(f"fp8_mok_kernel cu{cu}{' ys' if ys else ''}{' qv1' if qv else ''} (kimi-k2, EP 8, "
+        print(f"fp8_mok_kernel{' BF16' if bf16 else ''} cu{cu}{' ys' if ys else ''}"
+              f"{' qv1' if qv else ''} (kimi-k2, EP 8, "
               f"4096 tokens): "
               f"{st['regs']} registers (setmaxnreg {nreg}), spills {st['spill_st']} / "
               f"{st['spill_ld']} bytes, {st['shared']} bytes of shared memory, ptxas notes "
@@ -60,6 +66,11 @@ CHECK_SHAPES = {"kimi-k2-widths": dict(h=7168, i=2048, e=16, n=256, k=8, routing
                                        minibatch=512),
                 "glm-5-widths": dict(h=6144, i=2048, e=16, n=192, k=8, routing="zipf:1.2",
                                      minibatch=384),
+                # narrow experts under a hot rank, and I of 2.5 blocks (zero-padded by the pass)
+                "qwen3-30b-widths": dict(h=2048, i=768, e=32, n=256, k=8, routing="hot:0.1",
+                                         minibatch=512),
+                "padded-widths": dict(h=2304, i=320, e=16, n=128, k=2, routing="zipf:1.2",
+                                      minibatch=256),
                 # the timed token count and minibatch (8 minibatches of the 32,768-row ring),
                 # 64 experts (the presets' 384 / 256 take 34 / 23 GB of bf16 weights whole)
                 "kimi-k2-4096": dict(h=7168, i=2048, e=64, n=4096, k=8, routing="uniform",
@@ -115,14 +126,14 @@ def check_key(cfg: dict) -> tuple:
     return (cfg["cu"], bool(cfg["ys"]), cfg["join"] < 1000, bool(cfg["home"]), cfg["qv"])
 
 
-def run_check(name: str, configs: list[dict], ep: int = 8) -> list[str]:
+def run_check(name: str, configs: list[dict], ep: int = 8, precision: str = "fp8") -> list[str]:
     """For each config (configure's knobs, comm programs as given): all P ranks emulated in
     turn (each writes its served slots into one combine buffer), then every rank's epilogue:
     the full home output of every token against reference.moe_reference(fp8=True) (CHECK_TOL)
-    and the plain float32 one (fp8.FP8_REL_TOL); every served slot written (poisoned with NaN
-    first); rank 0's pass bitwise the same over 3 repeats; no wait timed out; home output and
-    combine buffer bitwise the first config's (the math is the same in every variant).
-    Returns the failures as (check_key, text)."""
+    and the plain float32 one (fp8.FP8_REL_TOL; the BF16 pass: the plain one only, BF16_TOL);
+    every served slot written (poisoned with NaN first); rank 0's pass bitwise the same over 3
+    repeats; no wait timed out; home output and combine buffer bitwise the first config's (the
+    math is the same in every variant). Returns the failures as (check_key, text)."""
     import torch
 
     from mok_kernels import reference as ref
@@ -137,9 +148,12 @@ def run_check(name: str, configs: list[dict], ep: int = 8) -> list[str]:
     x = torch.randn(ep * n, h, device="cuda", generator=g).to(torch.bfloat16)
     ids, wts = make_routing(ep * n, e, k, c["routing"], 0, device="cuda")
     wts = wts.float().contiguous()
-    want_q = ref.moe_reference(x.float(), ids, wts, wf, fp8=True)
+    bf16 = precision == "bf16"
     want_p = ref.moe_reference(x.float(), ids, wts, wf, fp8=False)
-    layers = [GluonFP8MoK(w, ep, n, k, r, minibatch=c["minibatch"], comm=16) for r in range(ep)]
+    want_q = want_p if bf16 else ref.moe_reference(x.float(), ids, wts, wf, fp8=True)
+    tol_q, tol_p = (BF16_TOL, BF16_TOL) if bf16 else (CHECK_TOL, FP8_REL_TOL)
+    layers = [PASSES[precision](w, ep, n, k, r, minibatch=c["minibatch"], comm=16)
+              for r in range(ep)]
     comb = layers[0].comb
     for lay in layers[1:]:
         lay.comb = comb
@@ -168,12 +182,12 @@ def run_check(name: str, configs: list[dict], ep: int = 8) -> list[str]:
             fails.append(f"{nan_slots} combine slots not written")
         eq = float((outs.float() - want_q).norm() / want_q.norm())
         ep_ = float((outs.float() - want_p).norm() / want_p.norm())
-        if not eq <= CHECK_TOL:
-            fails.append(f"home output vs the quantizing reference: rel. error {eq:.2e} > "
-                         f"{CHECK_TOL}")
-        if not ep_ <= FP8_REL_TOL:
+        if not eq <= tol_q:
+            fails.append(f"home output vs the {'float32' if bf16 else 'quantizing'} reference: "
+                         f"rel. error {eq:.2e} > {tol_q}")
+        if not ep_ <= tol_p:
             fails.append(f"home output vs the float32 reference: rel. error {ep_:.2e} > "
-                         f"{FP8_REL_TOL}")
+                         f"{tol_p}")
         if first is None:
             first = (outs, comb.clone())
         elif not (torch.equal(first[0], outs) and torch.equal(first[1], comb)):
@@ -192,16 +206,17 @@ def run_check(name: str, configs: list[dict], ep: int = 8) -> list[str]:
             lay.check()
         except RuntimeError as exc:
             fails.append(str(exc))
-        print(f"check {name} {cfg} (H {h}, I {i}, E {e}, EP {ep}, {n} tokens a rank, top-{k}, "
-              f"{c['routing']}, minibatch {c['minibatch']}): rel. error {eq:.2e} vs the FP8 "
-              f"reference (<= {CHECK_TOL}), {ep_:.2e} vs float32 (<= {FP8_REL_TOL}); "
+        print(f"check {precision} {name} {cfg} (H {h}, I {i}, E {e}, EP {ep}, {n} tokens a rank, "
+              f"top-{k}, {c['routing']}, minibatch {c['minibatch']}): rel. error {eq:.2e} vs the "
+              f"{'float32' if bf16 else 'FP8'} reference (<= {tol_q}), {ep_:.2e} vs float32 "
+              f"(<= {tol_p}); "
               + ("FAILED: " + "; ".join(fails) if fails else "ok"), flush=True)
         all_fails += [(check_key(cfg), f"{name} {cfg}: {f}") for f in fails]
     return all_fails
 
 
 def time_model(model: str, variants: list[str], iters: int, warmup: int,
-               baseline: bool = False) -> dict:
+               baseline: bool = False, precision: str = "fp8") -> dict:
     """Rank 0's pass (schedule + kernel + epilogue; modes 1 / 2 without the epilogue) of the
     Gluon FP8 MoK in each variant (parse_variant), one layer reconfigured, (with baseline) the
     Triton megakernel's BF16 path beside it, on the same inputs (bench.Workload, uniform);
@@ -228,7 +243,8 @@ def time_model(model: str, variants: list[str], iters: int, warmup: int,
         del layer, fwd, step
         torch.cuda.empty_cache()
     ref_ms = res.get("triton bf16")     # ratios only against this run's own baseline
-    layer = GluonFP8MoK(wl.w, 8, 4096, sh.topk, 0, num_experts=sh.experts, local_weights=True)
+    layer = PASSES[precision](wl.w, 8, 4096, sh.topk, 0, num_experts=sh.experts,
+                              local_weights=True)
     fwd = lambda m=layer: m.forward(wl.x, wl.ids, wl.wts)  # noqa: E731
     fwd()                        # the ring filled once (mode 2 reads it as left)
     torch.cuda.synchronize()
@@ -249,7 +265,7 @@ def time_model(model: str, variants: list[str], iters: int, warmup: int,
             print(f"{model} {v}: FAILED {type(exc).__name__}: {exc}", flush=True)
             continue
         res[v] = statistics.median(ts)
-        print(f"{model} EP 8, 4096 tokens, uniform: gluon fp8 [{v}]: {res[v]:.3f} ms"
+        print(f"{model} EP 8, 4096 tokens, uniform: gluon {precision} [{v}]: {res[v]:.3f} ms"
               + (f" ({ref_ms / res[v]:.2f}x bf16 {ref_ms:.3f} ms)" if ref_ms else ""),
               flush=True)
     sched = layer.schedule(wl.ids)
@@ -258,7 +274,7 @@ def time_model(model: str, variants: list[str], iters: int, warmup: int,
     for name, fn in parts.items():      # where a pass's time goes besides the kernel
         step = capture_graph(fn)
         res[name] = statistics.median(time_events(step, wl.refresh, iters, warmup))
-        print(f"{model} EP 8, 4096 tokens, uniform: gluon fp8 {name}: {res[name]:.3f} ms",
+        print(f"{model} EP 8, 4096 tokens, uniform: gluon {precision} {name}: {res[name]:.3f} ms",
               flush=True)
         del step
     del layer, fwd, sched
@@ -287,6 +303,8 @@ def main(argv: list[str]) -> int:
                         "are printed only then)")
     p.add_argument("--iters", type=int_at_least(1), default=20)
     p.add_argument("--warmup", type=int_at_least(0), default=5)
+    p.add_argument("--precision", default="fp8", choices=tuple(PASSES),
+                   help="the pass's operands: fp8 (GluonFP8MoK) or bf16 (GluonBF16MoK)")
     p.add_argument("--compile-only", action="store_true")
     p.add_argument("--no-time", action="store_true")
     return run_tool(p, _run, argv)
@@ -314,6 +332,12 @@ def _run(a) -> int:
     cfgs = [parse_variant(v) for v in variants]
     checks_given = ([parse_variant(v) for v in a.check_variants.split(",") if v]
                     if a.check_variants is not None else None)
+    if a.precision == "bf16":
+        for c in cfgs + (checks_given or []):
+            if c["cu"] != 1 or c["qv"] != 0:
+                raise MokInputError(f"--precision bf16: cu={c['cu']}, qv={c['qv']} are the FP8 "
+                                    f"copies' quantizing knobs; the BF16 pass copies rows as "
+                                    f"they are (cu1, qv=0 only)")
     names = [s for s in a.checks.split(",") if s]
     for name in names:
         if name not in CHECK_SHAPES:
@@ -327,7 +351,7 @@ def _run(a) -> int:
         raise MokInputError("needs Triton with Gluon (triton.experimental.gluon)")
     if a.compile_only:
         builds = sorted({(c["cu"], c["ys"], c["qv"]) for c in cfgs} | {(1, False, 0)})
-        return 0 if print_compile(builds) else 1
+        return 0 if print_compile(builds, a.precision == "bf16") else 1
     if checks_given is not None:
         checks = checks_given
     else:
@@ -338,7 +362,7 @@ def _run(a) -> int:
         checks = list(seen.values())
     failed = []
     for name in names:
-        failed += run_check(name, checks)
+        failed += run_check(name, checks, precision=a.precision)
     bad = {key for key, _ in failed}
     if failed:
         print(f"CHECK FAILED ({len(failed)}): " + "; ".join(t for _, t in failed),
@@ -354,7 +378,7 @@ def _run(a) -> int:
             else:
                 ok_variants.append(v)
         for model in [m for m in a.models.split(",") if m]:
-            time_model(model, ok_variants, a.iters, a.warmup, a.baseline)
+            time_model(model, ok_variants, a.iters, a.warmup, a.baseline, a.precision)
     return 1 if failed else 0
 
 

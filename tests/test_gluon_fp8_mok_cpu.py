@@ -319,3 +319,48 @@ def test_bench_gluon_machine_refusal(tmp_path, monkeypatch, capsys):
     err = capsys.readouterr().err
     assert err == ("mok bench: error: --fp8-kernel gluon needs an sm_90 GPU (H100 / H200); this "
                    "NVIDIA A100 is sm_80\n")
+
+
+@pytest.mark.parametrize("i, shared", [(192, True), (256, False)])
+def test_gluon_bf16_weights_are_the_layer_weights_packed(i, shared):
+    """GluonBF16MoK (session 60) packs the BF16 weights as the FP8 pass packs its e4m3 ones:
+    per 128-row block of W_gu^T the gate's rows then the up's, I zero-padded to whole blocks,
+    W_d^T (H, Ip); the values are the layer's, rounded to BF16 once, and no scale is kept."""
+    g = object.__new__(gm.GluonBF16MoK)
+    h, el = 256, 2
+    ip = -(-i // 128) * 128
+    g.H, g.I, g.ip, g.device, g.local_weights, g.rank, g.el = h, i, ip, "cpu", False, 1, el
+    g.has_shared = shared
+    w = ref.random_weights(4, h, i, i if shared else 0, seed=3)
+    wgu, sgu, wd, sd = g.quantize(w)
+    assert wgu.dtype == wd.dtype == torch.bfloat16
+    assert wgu.shape == (el + 1, 2 * ip, h) and wd.shape == (el + 1, h, ip)
+    assert sgu.numel() == sd.numel() == 1
+    blocks = wgu.view(el + 1, ip // 128, 2, 128, h)
+    mats = [(w.wg[x], w.wu[x], w.wd[x]) for x in (2, 3)] + [
+        (w.sg, w.su, w.sd) if shared else (torch.zeros(h, i),) * 2 + (torch.zeros(i, h),)]
+    for x, (g_, u_, d_) in enumerate(mats):
+        for half, src in ((0, g_), (1, u_)):
+            got = blocks[x, :, half].reshape(ip, h)
+            assert torch.equal(got[:i], src.to(torch.bfloat16).t())
+            assert not got[i:].any()
+        assert torch.equal(wd[x, :, :i], d_.to(torch.bfloat16).t())
+        assert not wd[x, :, i:].any()
+
+
+def test_pack_rows_is_pack_gate_up_without_scales():
+    from mok_kernels.gluon_fp8.core import pack_gate_up, pack_rows
+    wg, wu = torch.randn(3, 256, 384), torch.randn(3, 256, 384)
+    sg, su = torch.randn(3, 2, 3), torch.randn(3, 2, 3)
+    w, sc = pack_gate_up(wg, sg, wu, su)
+    assert torch.equal(pack_rows(wg, wu), w)
+    assert torch.equal(w.view(3, 2, 2, 128, 384)[:, 1, 0], wg[:, 128:])   # block 1's gate rows
+    assert torch.equal(sc.view(3, 2, 2, 3)[:, 1, 1], su[:, 1])              # block 1's up scales
+
+
+def test_gluon_bf16_record_tiles_name_the_bf16_pass():
+    g = object.__new__(gm.GluonBF16MoK)
+    g.join, g.ys, g.home, g.cu, g.qv = gm.JOIN, gm.YS, gm.HOME, 1, 0
+    tiles = g.tiles()
+    assert tiles["bf16_kernel"] == "gluon" and "fp8_kernel" not in tiles
+    assert tiles["block_k"] == 64 and tiles["block_m"] == 128

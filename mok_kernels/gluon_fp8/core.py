@@ -1,10 +1,12 @@
-"""Building blocks of the FP8 (e4m3) GEMM core in Gluon (Triton's explicit sm_90 frontend) that
-the Gluon FP8 MoK kernel (mok.py) and the GEMM benchmarks (benchmarks/gluon_fp8_gemm.py) share:
-the K-block ring (TMA into STAGES shared buffers, a ready and an empty mbarrier each), block
-scales, the grouped tile order, the gate/up K loop with SwiGLU and h's FP8 quantization, the K
-loop with two MMAs in flight (_dual_tile: the pass's down items, the benchmarks' ws2d / ws2d1 /
-grouped), and the host side (TMA descriptors, pack_gate_up, the sm_90 compile on a machine
-without a GPU).
+"""Building blocks of the GEMM cores in Gluon (Triton's explicit sm_90 frontend) that the Gluon
+MoK kernel (mok.py) and the GEMM benchmarks (benchmarks/gluon_fp8_gemm.py, gluon_bf16_grouped.py)
+share: the K-block ring (TMA into STAGES shared buffers, a ready and an empty mbarrier each), the
+grouped tile order and the host side (TMA descriptors, pack_gate_up / pack_rows, the sm_90
+compile on a machine without a GPU); for FP8 (e4m3) the block scales, the gate/up K loop with
+SwiGLU and h's FP8 quantization and the K loop with two MMAs in flight (_dual_tile: the pass's
+down items, the benchmarks' ws2d / ws2d1 / grouped); for BF16 the K loops _bf16_tile and
+_bf16_gate_up_tile (one async wgmma in flight a math warpgroup, no scale step between MMAs; the
+accumulator layout _acc_layout(..., 16)).
 
 C (M, N) = sum_k A_k (M, 128) B_k (128, N) x sa[m, k] x sb[k, n // 128]: A e4m3 with one scale
 per row per 128 columns, B given as B^T (N, K) (wgmma reads FP8 B K-major) with one scale per
@@ -32,10 +34,11 @@ if gluon is not None:
     GROUP_M = gl.constexpr(GROUP_ROWS)
 
     @gluon.constexpr_function
-    def _acc_layout(num_warps, tn):
-        """The wgmma accumulator layout: warps stacked along M, one 16 x tn x 32 instruction."""
+    def _acc_layout(num_warps, tn, ik=32):
+        """The wgmma accumulator layout: warps stacked along M, one 16 x tn x ik instruction
+        (ik 32 for FP8 operands, 16 for BF16)."""
         return gl.NVMMADistributedLayout(version=[3, 0], warps_per_cta=[num_warps, 1],
-                                         instr_shape=[16, tn, 32])
+                                         instr_shape=[16, tn, ik])
 
     @gluon.jit
     def _row_scales(sa_ptr, off_m, M, nk, TM: gl.constexpr, layout: gl.constexpr):
@@ -191,6 +194,52 @@ if gluon is not None:
         mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
         return gl.fma(t_fin, sc_fin[:, None], acc)
 
+    @gluon.jit
+    def _bf16_tile(a_s, b_s, ready, empty, it, nk, ROW0: gl.constexpr, TM: gl.constexpr,
+                   TN: gl.constexpr, mma: gl.constexpr, STAGES: gl.constexpr):
+        """A BF16 tile's K loop: rows ROW0 ... ROW0 + TM of the ring's A blocks against the first
+        TN rows of its B blocks, from ring position `it`, nk blocks; block k's MMA issued into
+        the sum, then block k-1's waited for and its buffer released (no scale step between
+        MMAs, so one stays in flight). Returns the float32 sum."""
+        acc = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        for k in range(nk):
+            p = it + k
+            s = p % STAGES
+            mbarrier.wait(ready.index(s), (p // STAGES) & 1)
+            acc = warpgroup_mma(a_s.index(s).slice(ROW0, TM),
+                                b_s.index(s).slice(0, TN).permute((1, 0)), acc, is_async=True)
+            acc = warpgroup_mma_wait(num_outstanding=1, deps=(acc, ))
+            if k > 0:
+                mbarrier.arrive(empty.index((p - 1) % STAGES), count=1)
+        acc = warpgroup_mma_wait(num_outstanding=0, deps=(acc, ))
+        mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
+        return acc
+
+    @gluon.jit
+    def _bf16_gate_up_tile(a_s, b_s, ready, empty, it, nk, ROW0: gl.constexpr,
+                           TM: gl.constexpr, TN: gl.constexpr, mma: gl.constexpr,
+                           STAGES: gl.constexpr):
+        """A BF16 gate/up item's K loop: per K block the gate half's MMA (the B box's first TN
+        rows) into acc_g and the up half's (the next TN) into acc_u, both in flight while the
+        previous block's two are waited for and its buffer released. Returns (acc_g, acc_u)."""
+        acc_g = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        acc_u = gl.zeros((TM, TN), dtype=gl.float32, layout=mma)
+        for k in range(nk):
+            p = it + k
+            s = p % STAGES
+            mbarrier.wait(ready.index(s), (p // STAGES) & 1)
+            a = a_s.index(s).slice(ROW0, TM)
+            acc_g = warpgroup_mma(a, b_s.index(s).slice(0, TN).permute((1, 0)), acc_g,
+                                  is_async=True)
+            acc_u = warpgroup_mma(a, b_s.index(s).slice(TN, TN).permute((1, 0)), acc_u,
+                                  is_async=True)
+            acc_g, acc_u = warpgroup_mma_wait(num_outstanding=2, deps=(acc_g, acc_u))
+            if k > 0:
+                mbarrier.arrive(empty.index((p - 1) % STAGES), count=1)
+        acc_g, acc_u = warpgroup_mma_wait(num_outstanding=0, deps=(acc_g, acc_u))
+        mbarrier.arrive(empty.index((it + nk - 1) % STAGES), count=1)
+        return acc_g, acc_u
+
     @gluon.constexpr_function
     def _out_layouts(num_warps, tm, tn):
         """(shared layout of a tm x tn bf16 tile, registers layout that reads it back as 8
@@ -260,10 +309,18 @@ def pack_gate_up(wg_t, sg, wu_t, su) -> tuple:
     and scales (E, 2I/128, H/128) alike (gate block nb's row 2 nb, up's 2 nb + 1)."""
     import torch
 
+    sc = torch.stack((sg, su), dim=2)
+    return pack_rows(wg_t, wu_t), sc.reshape(sc.shape[0], -1, sc.shape[-1]).contiguous()
+
+
+def pack_rows(wg_t, wu_t):
+    """W_gu^T (E, 2I, H) from the gate and up weights given K-major (E, I, H), any dtype: for each
+    128-row block nb the gate's rows, then the up's (pack_gate_up's weight layout)."""
+    import torch
+
     e, i, h = wg_t.shape
     w = torch.stack((wg_t.reshape(e, i // BN, BN, h), wu_t.reshape(e, i // BN, BN, h)), dim=2)
-    sc = torch.stack((sg, su), dim=2)
-    return w.reshape(e, 2 * i, h).contiguous(), sc.reshape(e, 2 * i // BN, -1).contiguous()
+    return w.reshape(e, 2 * i, h).contiguous()
 
 
 def _compile_sm90(fn, args, options):

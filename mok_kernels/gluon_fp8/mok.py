@@ -38,7 +38,7 @@ from mok_model.errors import MokInputError
 from mok_model.scenario import gluon_padded_width, gluon_shape_refusal
 
 from .core import (BK, BM, BN, FFN_STAGES, GROUP_ROWS, WS_MAXNREG, _compile_sm90, _desc, gluon,
-                   pack_gate_up)
+                   pack_gate_up, pack_rows)
 
 # Default knobs. join, ys, home: the best worst case of kimi-k2 / glm-5 EP 8, 4,096 tokens
 # (benchmarks/device/s26_fp8c.sh, mok_kernels/logs_s26/s26c/mok.log). Comm programs: 40, the
@@ -61,8 +61,9 @@ if gluon is not None:
     from triton.experimental.gluon import language as gl
     from triton.experimental.gluon.language.nvidia.hopper import mbarrier, tma
 
-    from .core import (GROUP_M, _acc_layout, _dual_tile, _ffn_gate_up_tile, _ffn_quant,
-                       _load_blocks, _out_layouts, _release_blocks, _ring, _row_scales, _tile)
+    from .core import (GROUP_M, _acc_layout, _bf16_gate_up_tile, _bf16_tile, _dual_tile,
+                       _ffn_gate_up_tile, _ffn_quant, _load_blocks, _out_layouts,
+                       _release_blocks, _ring, _row_scales, _tile)
 
     @gluon.jit
     def _fence_async_global():
@@ -141,8 +142,18 @@ if gluon is not None:
                 _quant_block(a_ptr, as_ptr, d64, m, kb + 1, nkb, H, x1, QV)
 
     @gluon.jit
+    def _copy_rows(x_ptr, a_ptr, src, dst, m, H, layout: gl.constexpr):
+        """Rows src of x into rows dst of A as they are (the BF16 pass), 128 columns a step."""
+        cols = gl.arange(0, 128, layout=gl.SliceLayout(0, layout))
+        xp = x_ptr + src.to(gl.int64)[:, None] * H + cols[None, :]
+        ap = a_ptr + dst.to(gl.int64)[:, None] * H + cols[None, :]
+        for kb in range(0, H // 128):
+            gl.store(ap + kb * 128, gl.load(xp + kb * 128, mask=m[:, None], other=0.0),
+                     mask=m[:, None])
+
+    @gluon.jit
     def _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, worker, workers, RB: gl.constexpr,
-              CU: gl.constexpr, QV: gl.constexpr):
+              CU: gl.constexpr, QV: gl.constexpr, BF16: gl.constexpr):
         """The home tokens' share of one worker (a math warpgroup), RB rows at a time (chunk c
         -> worker c mod workers), then its landed rows released to the home counter."""
         layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [gl.num_warps(), 1], [1, 0])
@@ -150,14 +161,17 @@ if gluon is not None:
         cnt = 0
         for c in range(worker * RB, NSH, workers * RB):
             rows = c + rr
-            _quant_copy(x_ptr, a_ptr, as_ptr, tok0 + rows, rows, rows < NSH, H, RB, layout, CU,
-                        QV)
+            if BF16:
+                _copy_rows(x_ptr, a_ptr, tok0 + rows, rows, rows < NSH, H, layout)
+            else:
+                _quant_copy(x_ptr, a_ptr, as_ptr, tok0 + rows, rows, rows < NSH, H, RB, layout,
+                            CU, QV)
             cnt += gl.minimum(NSH - c, RB)
         _signal(sync_ptr + 1, cnt)
 
     @gluon.jit
     def _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, worker,
-              workers, home, CU: gl.constexpr, QV: gl.constexpr):
+              workers, home, CU: gl.constexpr, QV: gl.constexpr, BF16: gl.constexpr):
         """A comm worker (one math warpgroup of a comm program): the home tokens (unless every
         program takes them, home != 0), then each minibatch's ring rows, CHUNK_ROWS at a time
         (chunk c -> worker c mod workers); after each segment its landed rows released to the
@@ -166,7 +180,8 @@ if gluon is not None:
         layout: gl.constexpr = gl.BlockedLayout([1, 8], [2, 16], [gl.num_warps(), 1], [1, 0])
         rr = gl.arange(0, RB, layout=gl.SliceLayout(1, layout))
         if home == 0:
-            _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, worker, workers, RB, CU, QV)
+            _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, worker, workers, RB, CU, QV,
+                  BF16)
         for mbi in range(gl.load(num_mb)):
             lo = gl.load(mb_row + mbi)
             hi = gl.load(mb_row + mbi + 1)
@@ -175,7 +190,10 @@ if gluon is not None:
                 j = c + rr
                 m = j < hi
                 src = gl.load(recv_src + j, mask=m, other=0)
-                _quant_copy(x_ptr, a_ptr, as_ptr, src, N + j, m, H, RB, layout, CU, QV)
+                if BF16:
+                    _copy_rows(x_ptr, a_ptr, src, N + j, m, H, layout)
+                else:
+                    _quant_copy(x_ptr, a_ptr, as_ptr, src, N + j, m, H, RB, layout, CU, QV)
                 cnt += gl.minimum(hi - c, RB)
             _signal(sync_ptr + 2 + mbi, cnt)
 
@@ -299,9 +317,15 @@ if gluon is not None:
         """Load partition (one warp) of a compute program: each item's wait, then its K blocks
         into the ring (gate/up: A rows and a 256 x 128 [gate | up] box; down: h rows and a
         128 x 128 W_d^T box in the first half of the B buffer)."""
-        TK: gl.constexpr = 128
+        TK: gl.constexpr = a_desc.block_type.shape[1]    # 128 FP8 / 64 BF16: 128 bytes
         TN: gl.constexpr = 128
         i, j0, NC, P, total, num_tiles, NBG, NBD = _mok_walk(knob_ptr, num_tiles_ptr, NSH, H, I)
+        if TK == 128:            # K blocks of a gate/up item (H) and a down item (I)
+            KGU = NBD
+            KDN = NBG
+        else:
+            KGU = H // TK
+            KDN = I // TK
         it = 0
         while i < total:
             kind, row0, end, expert, nb, _ = _take_item(
@@ -310,11 +334,11 @@ if gluon is not None:
             _fence_async_global()       # the item's inputs (generic stores) before its TMA loads
             if kind == 0:
                 n0 = expert * 2 * I + nb * 2 * TN
-                it = _load_blocks(a_desc, wgu_desc, a_s, b_s, ready, empty, row0, n0, NBD, it,
+                it = _load_blocks(a_desc, wgu_desc, a_s, b_s, ready, empty, row0, n0, KGU, it,
                                   STAGES)
             else:
                 n0 = expert * H + nb * TN
-                for k in range(NBG):
+                for k in range(KDN):
                     s = it % STAGES
                     mbarrier.wait(empty.index(s), ((it // STAGES) & 1) ^ 1)
                     mbarrier.expect(ready.index(s),
@@ -332,26 +356,29 @@ if gluon is not None:
                   tile_expert, tile_row0, tile_rows, mb_row, num_mb, sync_ptr, tok0, N, NSH, H, I,
                   EL, T_MAX, MB_MAX, knob_ptr, max_spin, ROW0: gl.constexpr,
                   STAGES: gl.constexpr, CU: gl.constexpr, YS: gl.constexpr,
-                  QV: gl.constexpr):
+                  QV: gl.constexpr, BF16: gl.constexpr):
         """A math warpgroup: in a comm program a comm worker (_comm, unless mode 2), then (join)
         the program's share of the list's tail; in a compute program rows ROW0 ... ROW0 + 64 of
         each item's tile (gate/up as --ffn's _ffn_math, down as _dual_math_grouped with the row
         scatter to the combine slots). YS: q and y stored through shared memory (one 16 KB tile
-        a warpgroup, 16-byte coalesced stores) instead of from the MMA layout."""
+        a warpgroup, 16-byte coalesced stores) instead of from the MMA layout. BF16: the BF16
+        pass (GluonBF16MoK): rows copied, not quantized; no scales; h stored in BF16; the
+        gate/up and down K loops of core.py's BF16 core (_bf16_gate_up_tile, _bf16_tile)."""
         TM: gl.constexpr = 64
         TN: gl.constexpr = 128
+        TK: gl.constexpr = a_s.shape[2]      # 128 FP8 / 64 BF16 columns: 128 bytes
         pid = gl.program_id(0)
         COMM = gl.load(knob_ptr)
         copies = gl.load(knob_ptr + 1) != 2
         home = gl.load(knob_ptr + 3)
         if copies & (home != 0):       # every program's share of the home tokens first
             _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, pid * 2 + ROW0 // TM,
-                  2 * gl.num_programs(0), 16, CU, QV)
+                  2 * gl.num_programs(0), 16, CU, QV, BF16)
         if pid < COMM:
             if copies:
                 _comm(x_ptr, a_ptr, as_ptr, recv_src, mb_row, num_mb, sync_ptr, tok0, N, NSH, H,
-                      pid * 2 + ROW0 // TM, 2 * COMM, home, CU, QV)
-        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN)
+                      pid * 2 + ROW0 // TM, 2 * COMM, home, CU, QV, BF16)
+        mma: gl.constexpr = _acc_layout(gl.num_warps(), TN, 16 if BF16 else 32)
         if YS:
             layouts: gl.constexpr = _out_layouts(gl.num_warps(), TM, TN)
             out: gl.constexpr = layouts[1]
@@ -361,6 +388,12 @@ if gluon is not None:
             q_out: gl.constexpr = gl.BlockedLayout([1, 16], [32 * 16 // TN, TN // 16],
                                                    [gl.num_warps(), 1], [1, 0])
         i, j0, NC, P, total, num_tiles, NBG, NBD = _mok_walk(knob_ptr, num_tiles_ptr, NSH, H, I)
+        if TK == 128:            # K blocks of a gate/up item (H) and a down item (I)
+            KGU = NBD
+            KDN = NBG
+        else:
+            KGU = H // TK
+            KDN = I // TK
         it = 0
         while i < total:
             # the wait acquires what the scales' plain loads read
@@ -369,38 +402,61 @@ if gluon is not None:
                 EL, NBG, NBD, T_MAX, MB_MAX, max_spin)
             off_m = row0 + ROW0
             if kind == 0:
-                if off_m < end:
-                    sa_row, rm = _row_scales(as_ptr, off_m, end, NBD, TM, mma)
-                    acc_g, acc_u = _ffn_gate_up_tile(a_s, b_s, ready, empty, sa_row, rm,
-                                                     sgu_ptr, expert * 2 * NBG + 2 * nb, NBD,
-                                                     it, ROW0, TM, TN, mma, STAGES)
-                    h, q, hsc = _ffn_quant(acc_g, acc_u)
-                    rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
-                    rmask = rows_m < end
-                    r64 = rows_m.to(gl.int64)
-                    gl.store(hs_ptr + r64 * NBG + nb, hsc, mask=rmask)
-                    if YS:
-                        q_s = c_s._reinterpret(gl.float8e4nv, [TM, TN], q_layout)
-                        q_s.store(q)
-                        rows_o = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, q_out))
-                        cols_o = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, q_out))
-                        gl.store(h_ptr + rows_o.to(gl.int64)[:, None] * I + cols_o[None, :],
-                                 q_s.load(q_out), mask=(rows_o < end)[:, None])
+                if BF16:
+                    if off_m < end:
+                        acc_g, acc_u = _bf16_gate_up_tile(a_s, b_s, ready, empty, it, KGU, ROW0,
+                                                          TM, TN, mma, STAGES)
+                        hb = (acc_g / (1.0 + gl.exp(-acc_g)) * acc_u).to(gl.bfloat16)
+                        if YS:
+                            c_s.store(hb)
+                            rows_o = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, out))
+                            cols_o = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, out))
+                            gl.store(h_ptr + rows_o.to(gl.int64)[:, None] * I + cols_o[None, :],
+                                     c_s.load(out), mask=(rows_o < end)[:, None])
+                        else:
+                            rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
+                            cols_m = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
+                            gl.store(h_ptr + rows_m.to(gl.int64)[:, None] * I + cols_m[None, :],
+                                     hb, mask=(rows_m < end)[:, None])
                     else:
-                        cols_m = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
-                        gl.store(h_ptr + r64[:, None] * I + cols_m[None, :], q,
-                                 mask=rmask[:, None])
+                        _release_blocks(ready, empty, it, KGU, STAGES)
                 else:
-                    _release_blocks(ready, empty, it, NBD, STAGES)
-                it += NBD
+                    if off_m < end:
+                        sa_row, rm = _row_scales(as_ptr, off_m, end, NBD, TM, mma)
+                        acc_g, acc_u = _ffn_gate_up_tile(a_s, b_s, ready, empty, sa_row, rm,
+                                                         sgu_ptr, expert * 2 * NBG + 2 * nb, NBD,
+                                                         it, ROW0, TM, TN, mma, STAGES)
+                        h, q, hsc = _ffn_quant(acc_g, acc_u)
+                        rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
+                        rmask = rows_m < end
+                        r64 = rows_m.to(gl.int64)
+                        gl.store(hs_ptr + r64 * NBG + nb, hsc, mask=rmask)
+                        if YS:
+                            q_s = c_s._reinterpret(gl.float8e4nv, [TM, TN], q_layout)
+                            q_s.store(q)
+                            rows_o = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, q_out))
+                            cols_o = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, q_out))
+                            gl.store(h_ptr + rows_o.to(gl.int64)[:, None] * I + cols_o[None, :],
+                                     q_s.load(q_out), mask=(rows_o < end)[:, None])
+                        else:
+                            cols_m = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
+                            gl.store(h_ptr + r64[:, None] * I + cols_m[None, :], q,
+                                     mask=rmask[:, None])
+                    else:
+                        _release_blocks(ready, empty, it, KGU, STAGES)
+                it += KGU
                 _signal(sync_ptr + 2 + MB_MAX + u, 1)
             else:
                 if off_m < end:
-                    sa_row, rm = _row_scales(hs_ptr, off_m, end, NBG, TM, mma)
                     # the W_d^T box in the first TN rows of the B buffer; no producer
-                    acc = _dual_tile(None, None, a_s, b_s, ready, empty, sa_row, rm, sd_ptr,
-                                     expert * NBD + nb, None, None, NBG, it, ROW0, TM, TN, mma,
-                                     False, STAGES)
+                    if BF16:
+                        acc = _bf16_tile(a_s, b_s, ready, empty, it, KDN, ROW0, TM, TN, mma,
+                                         STAGES)
+                    else:
+                        sa_row, rm = _row_scales(hs_ptr, off_m, end, NBG, TM, mma)
+                        acc = _dual_tile(None, None, a_s, b_s, ready, empty, sa_row, rm, sd_ptr,
+                                         expert * NBD + nb, None, None, NBG, it, ROW0, TM, TN,
+                                         mma, False, STAGES)
                     y = acc.to(gl.bfloat16)
                     if YS:
                         c_s.store(y)
@@ -426,8 +482,8 @@ if gluon is not None:
                             gl.store(comb_ptr + slot.to(gl.int64)[:, None] * H
                                      + cols_m[None, :], y, mask=rmask[:, None])
                 else:
-                    _release_blocks(ready, empty, it, NBG, STAGES)
-                it += NBG
+                    _release_blocks(ready, empty, it, KDN, STAGES)
+                it += KDN
             i = _walk_next(i, j0, NC, P)
 
     @gluon.jit
@@ -436,22 +492,23 @@ if gluon is not None:
                        t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb, sync_ptr, tok0,
                        N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, STAGES: gl.constexpr,
                        CU: gl.constexpr, YS: gl.constexpr, QV: gl.constexpr,
-                       num_warps: gl.constexpr):
+                       BF16: gl.constexpr, num_warps: gl.constexpr):
         """The whole FP8 MoK pass of one rank (module docstring): comm programs then compute
         programs, each with two math warpgroups (240 registers) and a load warp (24). knob_ptr:
-        int32 (comm programs, mode 0 pass / 1 comm only / 2 compute only, join permille)."""
+        int32 (comm programs, mode 0 pass / 1 comm only / 2 compute only, join permille).
+        BF16: the same pass with BF16 operands (GluonBF16MoK; the scale pointers unused)."""
         a_s, b_s, ready, empty = _ring(a_desc, wgu_desc, STAGES, 2)
         gl.warp_specialize([
             (_mok_math, (a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr,
                          hs_ptr, sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot,
                          num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb,
                          sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, 0,
-                         STAGES, CU, YS, QV)),
+                         STAGES, CU, YS, QV, BF16)),
             (_mok_math, (a_desc, h_desc, a_s, b_s, ready, empty, x_ptr, a_ptr, as_ptr, h_ptr,
                          hs_ptr, sgu_ptr, sd_ptr, comb_ptr, sh_ptr, recv_src, recv_slot,
                          num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row, num_mb,
                          sync_ptr, tok0, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin, 64,
-                         STAGES, CU, YS, QV)),
+                         STAGES, CU, YS, QV, BF16)),
             (_mok_loader, (a_desc, h_desc, wgu_desc, wd_desc, a_s, b_s, ready, empty,
                            num_tiles_ptr, t_mb, tile_expert, tile_row0, tile_rows, mb_row,
                            sync_ptr, N, NSH, H, I, EL, T_MAX, MB_MAX, knob_ptr, max_spin,
@@ -544,6 +601,8 @@ class GluonFP8MoK:
     times out leaves NaN output: with ``trap`` the epilogue also traps the launch; check()
     raises MegakernelStallError."""
 
+    BF16 = False     # GluonBF16MoK: the same pass with BF16 operands
+
     def __init__(self, w, ep: int, tokens: int, topk: int, rank: int, *, num_experts=None,
                  local_weights: bool = False, minibatch: int = MINIBATCH, comm: int = COMM_SMS,
                  max_spin: int = MAX_SPIN, device: str = "cuda", cu: int = 1, ys: bool = YS,
@@ -571,16 +630,18 @@ class GluonFP8MoK:
         self.local_weights, self.device, self.trap = local_weights, device, trap
         self.has_shared = ish > 0
         self.nsh = tokens if self.has_shared else 0
-        dev, f8 = device, torch.float8_e4m3fn
+        dev = device
+        op, op_gl, tk = self.operands()
         self.wgu, self.sgu, self.wd, self.sd = self.quantize(w)
         self.cap = capacity_rows(ep, tokens, topk, e, 1.0)
         self.t_max = (self.cap + BM - 1) // BM + self.el
         self.mb_max = max(1, (self.cap + minibatch - 1) // minibatch)
         rows = tokens + self.cap + BM
-        self.a = torch.zeros(rows, h, dtype=f8, device=dev)
-        self.a_s = torch.zeros(rows, h // 128, device=dev)
-        self.hq = torch.zeros(rows, ip, dtype=f8, device=dev)
-        self.h_s = torch.zeros(rows, ip // 128, device=dev)
+        scaled = 0 if self.BF16 else 1      # the BF16 pass reads no scales
+        self.a = torch.zeros(rows, h, dtype=op, device=dev)
+        self.a_s = torch.zeros(rows * scaled or 1, h // 128, device=dev)
+        self.hq = torch.zeros(rows, ip, dtype=op, device=dev)
+        self.h_s = torch.zeros(rows * scaled or 1, ip // 128, device=dev)
         self.sh_out = torch.zeros(tokens, h, dtype=torch.bfloat16, device=dev)
         self.comb = torch.randn(ep * tokens * topk, h, dtype=torch.bfloat16, device=dev)
         self.out = torch.empty(tokens, h, dtype=torch.bfloat16, device=dev)
@@ -590,15 +651,20 @@ class GluonFP8MoK:
         self.err_acc = torch.zeros(1, dtype=torch.int32, device=dev)
         self.t_idx = torch.arange(self.t_max, dtype=torch.int32, device=dev)
         self.chunk = min(1024, 1 << (h - 1).bit_length())
-        self.descs = (_desc(self.a, [BM, BK], gl.float8e4nv),
-                      _desc(self.hq, [BM, BK], gl.float8e4nv),
-                      _desc(self.wgu.view(-1, h), [2 * BN, BK], gl.float8e4nv),
-                      _desc(self.wd.view(-1, ip), [BN, BK], gl.float8e4nv))
+        self.descs = (_desc(self.a, [BM, tk], op_gl), _desc(self.hq, [BM, tk], op_gl),
+                      _desc(self.wgu.view(-1, h), [2 * BN, tk], op_gl),
+                      _desc(self.wd.view(-1, ip), [BN, tk], op_gl))
         self.epilogue_kernel = _kernels()["epilogue"]
         self.last_schedule = None
         self.knobs = torch.zeros(4, dtype=torch.int32, device=dev)
         self.grid = torch.cuda.get_device_properties(torch.device(dev)).multi_processor_count
         self.configure(comm=comm, cu=cu, ys=ys, join=join, mode=mode, home=home, qv=qv)
+
+    @staticmethod
+    def operands() -> tuple:
+        """(torch dtype, Gluon dtype, K block columns) of the pass's GEMM operands."""
+        import torch
+        return torch.float8_e4m3fn, gl.float8e4nv, BK
 
     def quantize(self, w) -> tuple:
         """This rank's experts then the shared one (zeros where there is none) in e4m3 with
@@ -681,7 +747,7 @@ class GluonFP8MoK:
                 sched.tile_expert, sched.tile_row0, sched.tile_rows, sched.mb_row, sched.num_mb,
                 self.sync, self.rank * self.n, self.n, self.nsh, self.H, self.ip, self.el,
                 self.t_max, self.mb_max, self.knobs, self.max_spin, FFN_STAGES, self.cu,
-                int(self.ys), self.qv)
+                int(self.ys), self.qv, int(self.BF16))
 
     def launch(self, x_all, sched) -> None:
         t_mb = tile_minibatch(sched.mb_tile, self.t_idx)
@@ -723,14 +789,58 @@ class GluonFP8MoK:
             self.last_schedule.check()
 
 
+class GluonBF16MoK(GluonFP8MoK):
+    """GluonFP8MoK's pass with BF16 operands (session 60; not yet run on a GPU): the comm
+    programs copy rows without quantizing them, the items run the BF16 core of core.py
+    (_bf16_gate_up_tile, _bf16_tile: one async wgmma in flight a math warpgroup, 64-column K
+    blocks, as benchmarks/gluon_bf16_grouped.py measured at 0.82-1.22x torch._grouped_mm on one
+    H100), h is stored in BF16 and no scale is read. The same frame: pull dispatch, push
+    combine, capacity 1.0, lag 1, rank emulation, the megakernel's epilogue."""
+
+    BF16 = True
+
+    @staticmethod
+    def operands() -> tuple:
+        import torch
+        return torch.bfloat16, gl.bfloat16, BK // 2
+
+    def quantize(self, w) -> tuple:
+        """This rank's experts then the shared one (zeros where there is none) in BF16, K-major,
+        I zero-padded to Ip: W_gu^T (EL+1, 2Ip, H) packed as pack_gate_up packs it, W_d^T
+        (EL+1, H, Ip); the two scale slots hold one-element placeholders (never read)."""
+        import torch
+        from torch.nn.functional import pad
+
+        h, i, dev = self.H, self.I, self.device
+        more = self.ip - i
+        lo = 0 if self.local_weights else self.rank * self.el
+        mats = [(w.wg[x], w.wu[x], w.wd[x]) for x in range(lo, lo + self.el)]
+        mats.append((w.sg, w.su, w.sd) if self.has_shared else
+                    (torch.zeros(h, i), torch.zeros(h, i), torch.zeros(i, h)))
+        gs, us, ds = [], [], []
+        for g_, u_, d_ in mats:
+            gs.append(pad(g_, (0, more)).to(dev, torch.bfloat16).t())          # (Ip, H)
+            us.append(pad(u_, (0, more)).to(dev, torch.bfloat16).t())
+            ds.append(pad(d_, (0, 0, 0, more)).to(dev, torch.bfloat16).t())    # (H, Ip)
+        none = torch.zeros(1, device=dev)
+        return (pack_rows(torch.stack(gs), torch.stack(us)), none,
+                torch.stack(ds).contiguous(), none.clone())
+
+    def tiles(self) -> dict:
+        return {k: v for k, v in super().tiles().items() if k != "fp8_kernel"} | {
+            "bf16_kernel": "gluon", "block_k": BK // 2}
+
+
 def torch_tensor(vals):
     import torch
     return torch.tensor(vals, dtype=torch.int32)
 
 
 def compile_mok_sm90(ep: int = 8, tokens: int = 4096, topk: int = 8, experts: int = 384,
-                     h: int = 7168, i: int = 2048, cu: int = 1, ys: bool = False, qv: int = 0):
-    """The kernel compiled for sm_90 on the CPU at a model's shape (CPU tensors stand in)."""
+                     h: int = 7168, i: int = 2048, cu: int = 1, ys: bool = False, qv: int = 0,
+                     bf16: bool = False):
+    """The kernel compiled for sm_90 on the CPU at a model's shape (CPU tensors stand in); bf16:
+    the BF16 pass's build (GluonBF16MoK)."""
     import torch
 
     from mok_kernels.schedule import capacity_rows
@@ -738,13 +848,13 @@ def compile_mok_sm90(ep: int = 8, tokens: int = 4096, topk: int = 8, experts: in
     cap = capacity_rows(ep, tokens, topk, experts, 1.0)
     t_max, mb_max = (cap + BM - 1) // BM + el, max(1, -(-cap // MINIBATCH))
     rows = tokens + cap + BM
-    f8 = torch.float8_e4m3fn
-    a, hq = torch.empty(rows, h, dtype=f8), torch.empty(rows, i, dtype=f8)
-    wgu, wd = torch.empty((el + 1) * 2 * i, h, dtype=f8), torch.empty((el + 1) * h, i, dtype=f8)
+    op, op_gl, tk = (GluonBF16MoK if bf16 else GluonFP8MoK).operands()
+    a, hq = torch.empty(rows, h, dtype=op), torch.empty(rows, i, dtype=op)
+    wgu, wd = torch.empty((el + 1) * 2 * i, h, dtype=op), torch.empty((el + 1) * h, i, dtype=op)
     i32 = torch.int32
     z = lambda *s, dt=i32: torch.empty(*s, dtype=dt)  # noqa: E731
-    args = (_desc(a, [BM, BK], gl.float8e4nv), _desc(hq, [BM, BK], gl.float8e4nv),
-            _desc(wgu, [2 * BN, BK], gl.float8e4nv), _desc(wd, [BN, BK], gl.float8e4nv),
+    args = (_desc(a, [BM, tk], op_gl), _desc(hq, [BM, tk], op_gl),
+            _desc(wgu, [2 * BN, tk], op_gl), _desc(wd, [BN, tk], op_gl),
             z(ep * tokens, h, dt=torch.bfloat16), a, z(rows, h // 128, dt=torch.float32), hq,
             z(rows, i // 128, dt=torch.float32), z(el + 1, 2 * i // 128, h // 128,
                                                    dt=torch.float32),
@@ -752,5 +862,5 @@ def compile_mok_sm90(ep: int = 8, tokens: int = 4096, topk: int = 8, experts: in
             z(ep * tokens * topk, h, dt=torch.bfloat16), z(tokens, h, dt=torch.bfloat16),
             z(cap), z(cap), z(1), z(3, t_max), z(t_max), z(t_max), z(t_max), z(mb_max + 1), z(1),
             z(2 + mb_max + 32 + t_max), 0, tokens, tokens, h, i, el, t_max, mb_max, z(4),
-            MAX_SPIN, FFN_STAGES, cu, int(ys), qv)
+            MAX_SPIN, FFN_STAGES, cu, int(ys), qv, int(bf16))
     return _compile_sm90(fp8_mok_kernel, args, {"num_warps": 4, "maxnreg": WS_MAXNREG})
