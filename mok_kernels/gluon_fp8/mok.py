@@ -30,6 +30,10 @@ Stage: comm and compute overlap in one launch (pull dispatch, push combine, capa
   sh_out[token]), masked to the tile's rows. Then the megakernel's epilogue kernel.
 Dependencies only point to earlier items and every program takes its items in order, so with all
 programs resident (grid <= SMs, one program an SM by shared memory) the pass cannot deadlock.
+
+GluonBF16MoK (session 60, not yet run on a GPU) is the same pass with BF16 operands: the kernel's
+BF16 constexpr makes the copies plain (no scales), the items run core.py's BF16 K loops over
+64-column K blocks (the ring's byte sizes unchanged), and h is stored in BF16.
 """
 
 from __future__ import annotations
@@ -316,7 +320,7 @@ if gluon is not None:
                     T_MAX, MB_MAX, knob_ptr, max_spin, STAGES: gl.constexpr):
         """Load partition (one warp) of a compute program: each item's wait, then its K blocks
         into the ring (gate/up: A rows and a 256 x 128 [gate | up] box; down: h rows and a
-        128 x 128 W_d^T box in the first half of the B buffer)."""
+        128 x 128 W_d^T box in the first half of the B buffer; 64 columns, not 128, in BF16)."""
         TK: gl.constexpr = a_desc.block_type.shape[1]    # 128 FP8 / 64 BF16: 128 bytes
         TN: gl.constexpr = 128
         i, j0, NC, P, total, num_tiles, NBG, NBD = _mok_walk(knob_ptr, num_tiles_ptr, NSH, H, I)
