@@ -203,17 +203,23 @@ def test_gluon_layer_needs_gluon_and_sm90(sm90, monkeypatch):
         gluon_layer()
 
 
+def pass_weights(cls, i: int, shared: bool) -> tuple:
+    """A Gluon pass object (no GPU: only what quantize() reads) as rank 1 of EP 2 with 4 experts
+    of H 256 and width i, and its layer weights: (pass, weights, H, local experts, padded I)."""
+    g = object.__new__(cls)
+    h, el = 256, 2
+    ip = -(-i // 128) * 128
+    g.H, g.I, g.ip, g.device, g.local_weights, g.rank, g.el = h, i, ip, "cpu", False, 1, el
+    g.has_shared = shared
+    return g, ref.random_weights(4, h, i, i if shared else 0, seed=3), h, el, ip
+
+
 @pytest.mark.parametrize("i, shared", [(192, True), (200, False), (64, True)])
 def test_gluon_quantize_pads_the_width_exactly(i, shared):
     """The pass computes I zero-padded to whole 128-column blocks: its quantized weights are the
     unpadded weights' (fp8.py's partial edge blocks), bit for bit, then zeros."""
     from mok_kernels.fp8 import quantize_weight
-    g = object.__new__(gm.GluonFP8MoK)
-    h, el = 256, 2
-    ip = -(-i // 128) * 128
-    g.H, g.I, g.ip, g.device, g.local_weights, g.rank, g.el = h, i, ip, "cpu", False, 1, el
-    g.has_shared = shared
-    w = ref.random_weights(4, h, i, i if shared else 0, seed=3)
+    g, w, h, el, ip = pass_weights(gm.GluonFP8MoK, i, shared)
     wgu, sgu, wd, sd = g.quantize(w)
     assert wgu.shape == (el + 1, 2 * ip, h) and wd.shape == (el + 1, h, ip)
     gate = wgu.view(el + 1, ip // 128, 2, 128, h)
@@ -326,12 +332,7 @@ def test_gluon_bf16_weights_are_the_layer_weights_packed(i, shared):
     """GluonBF16MoK (session 60) packs the BF16 weights as the FP8 pass packs its e4m3 ones:
     per 128-row block of W_gu^T the gate's rows then the up's, I zero-padded to whole blocks,
     W_d^T (H, Ip); the values are the layer's, rounded to BF16 once, and no scale is kept."""
-    g = object.__new__(gm.GluonBF16MoK)
-    h, el = 256, 2
-    ip = -(-i // 128) * 128
-    g.H, g.I, g.ip, g.device, g.local_weights, g.rank, g.el = h, i, ip, "cpu", False, 1, el
-    g.has_shared = shared
-    w = ref.random_weights(4, h, i, i if shared else 0, seed=3)
+    g, w, h, el, ip = pass_weights(gm.GluonBF16MoK, i, shared)
     wgu, sgu, wd, sd = g.quantize(w)
     assert wgu.dtype == wd.dtype == torch.bfloat16
     assert wgu.shape == (el + 1, 2 * ip, h) and wd.shape == (el + 1, h, ip)

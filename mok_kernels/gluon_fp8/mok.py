@@ -324,7 +324,9 @@ if gluon is not None:
         TK: gl.constexpr = a_desc.block_type.shape[1]    # 128 FP8 / 64 BF16: 128 bytes
         TN: gl.constexpr = 128
         i, j0, NC, P, total, num_tiles, NBG, NBD = _mok_walk(knob_ptr, num_tiles_ptr, NSH, H, I)
-        if TK == 128:            # K blocks of a gate/up item (H) and a down item (I)
+        # K blocks of a gate/up item (H) and a down item (I); written out here and in _mok_math,
+        # not in a helper, which reordered the FP8 pass's code (its PTX is checked unchanged)
+        if TK == 128:
             KGU = NBD
             KDN = NBG
         else:
