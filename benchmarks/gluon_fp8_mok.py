@@ -27,8 +27,10 @@ PASSES = {"fp8": GluonFP8MoK, "bf16": GluonBF16MoK}
 
 
 def print_compile(builds=((1, False, 0), ), bf16: bool = False) -> bool:
-    """sm_90 compile figures of each (cu, ys, qv) build (bf16: the BF16 pass's); False where
-    one spills or passes 227 KB."""
+    """sm_90 compile figures of each (cu, ys, qv) build (bf16: the BF16 pass's), with the PTX
+    code's digest (no line or debug sections: compare it before and after a change that should
+    not alter the kernel); False where one spills or passes 227 KB."""
+    import hashlib
     import re
     import tempfile
 
@@ -40,9 +42,10 @@ def print_compile(builds=((1, False, 0), ), bf16: bool = False) -> bool:
         ptx = kernel.asm["ptx"]
         nreg = sorted({int(r) for r in
                        re.findall(r"setmaxnreg\.\w+\.sync\.aligned\.u32\s+(\d+)", ptx)})
+        code = re.sub(r"\.loc.*\n|\.file.*\n", "", ptx).split(".section\t.debug")[0]
         print(f"fp8_mok_kernel{' BF16' if bf16 else ''} cu{cu}{' ys' if ys else ''}"
-              f"{' qv1' if qv else ''} (kimi-k2, EP 8, "
-              f"4096 tokens): "
+              f"{' qv1' if qv else ''} (kimi-k2, EP 8, 4096 tokens; PTX code sha256 "
+              f"{hashlib.sha256(code.encode()).hexdigest()[:16]}): "
               f"{st['regs']} registers (setmaxnreg {nreg}), spills {st['spill_st']} / "
               f"{st['spill_ld']} bytes, {st['shared']} bytes of shared memory, ptxas notes "
               f"{[c for c, _ in st['ptxas_notes']]}; e4m3 casts "
