@@ -162,8 +162,9 @@ def _check(name: str, form: str, x, bt, counts) -> tuple:
     torch.cuda.synchronize()
     if bool(torch.isnan(c[rows:]).logical_not().any()):
         fails.append("rows past the last expert's written")
-    if int(torch.isnan(c[:rows]).any(dim=1).sum()):
-        fails.append(f"{int(torch.isnan(c[:rows]).any(dim=1).sum())} rows not written (or NaN)")
+    unwritten = int(torch.isnan(c[:rows]).any(dim=1).sum())
+    if unwritten:
+        fails.append(f"{unwritten} rows not written (or NaN)")
     err, end = 0.0, 0
     for e, m in enumerate(counts.tolist()):
         if m:

@@ -15,11 +15,7 @@ if not torch.cuda.is_available():  # pragma: no cover - CPU CI
     pytest.skip("needs a CUDA GPU", allow_module_level=True)
 
 from benchmarks.gluon_fp8_mok import parse_variant, run_check  # noqa: E402
-from mok_kernels.gluon_fp8 import mok as gm  # noqa: E402
-
-needs_sm90 = pytest.mark.skipif(
-    gm.gluon is None or torch.cuda.get_device_capability() != (9, 0),
-    reason="the Gluon passes need an sm_90 GPU and Triton with Gluon")
+from tests.test_gluon_fp8_gpu import needs_sm90  # noqa: E402  (the FP8 pass's marker)
 
 
 @needs_sm90

@@ -8,24 +8,20 @@ import sys
 import numpy as np
 
 from calibration.checks import shipped_params
-from calibration.scoring import predict_records
-from mok_model.records import in_id_order, predictable, read_records, superseded_kernel
+from registered_drawn import predicted_mok
 
 hw = sys.argv[1] if len(sys.argv) > 1 else "h200-1"
-pat = "calibration/runs/h200_drawn/drawn[0-9]*.jsonl" if hw == "h200-1" else "calibration/runs/h100/drawn2[5-9].jsonl"
+pat = ("calibration/runs/h200_drawn/drawn[0-9]*.jsonl" if hw == "h200-1"
+       else "calibration/runs/h100/drawn2[5-9].jsonl")
 files = [f for f in sorted(glob.glob(pat)) if "gemm" not in f and "rerun" not in f]
 params = shipped_params(hw)
 rows = []
 for f in files:
-    recs = [r for r in in_id_order(read_records([f])) if r["system"] == "mok"
-            and r["source"] == "measured" and r["hardware"]["preset"] == hw and predictable(r)
-            and not superseded_kernel(r) and r["pass"] == "fwd" and r["precision"] == "bf16"]
-    if not recs:
-        continue
-    for r, p in zip(recs, predict_records(recs, params, "analytic")):
-        c = r["config"]
-        rows.append((f, r["tokens"], c["dispatch"], c["combine"], c["minibatch"], c["comm_sms"],
-                     p / r["latency_ms"]["median"] - 1))
+    for r, p in zip(*predicted_mok(params, f)):
+        if r["pass"] == "fwd" and r["precision"] == "bf16":
+            c = r["config"]
+            rows.append((f, r["tokens"], c["dispatch"], c["combine"], c["minibatch"],
+                         c["comm_sms"], p / r["latency_ms"]["median"] - 1))
 print(f"{hw}: {len(rows)} held-out forward BF16 MoK runs in {len(files)} files")
 
 
