@@ -36,7 +36,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from benchmarks.gluon_fp8_gemm import grouped_counts, grouped_tiles  # noqa: E402
+from benchmarks.gluon_fp8_gemm import (coverage_failures, grouped_counts,  # noqa: E402
+                                      grouped_tiles, subset_failures)
 from mok_kernels.gluon_fp8.core import WS_MAXNREG, _compile_sm90, _desc, gluon  # noqa: E402
 from mok_model.cli import distinct, doc_parser, run_tool  # noqa: E402
 from mok_model.errors import MokInputError  # noqa: E402
@@ -156,15 +157,10 @@ def _check(name: str, form: str, x, bt, counts) -> tuple:
     import torch
 
     rows, n = x.shape[0], bt.shape[1]
-    fails = []
     c = torch.full((rows + TM, n), float("nan"), device=x.device, dtype=torch.bfloat16)
     bf16_grouped_gemm(x, bt, counts, form, c=c)[0]()
     torch.cuda.synchronize()
-    if bool(torch.isnan(c[rows:]).logical_not().any()):
-        fails.append("rows past the last expert's written")
-    unwritten = int(torch.isnan(c[:rows]).any(dim=1).sum())
-    if unwritten:
-        fails.append(f"{unwritten} rows not written (or NaN)")
+    fails = coverage_failures(c, rows)
     err, end = 0.0, 0
     for e, m in enumerate(counts.tolist()):
         if m:
@@ -182,11 +178,7 @@ def _check(name: str, form: str, x, bt, counts) -> tuple:
     torch.cuda.synchronize()
     owner = torch.repeat_interleave(torch.arange(len(counts), device=x.device),
                                     counts.to(x.device))
-    mine = owner % 2 == 1
-    if not torch.equal(part[:rows][mine], c[:rows][mine]):
-        fails.append("odd experts' tiles alone: their rows differ")
-    if not bool(torch.isnan(part[:rows][~mine]).all()) or not bool(torch.isnan(part[rows:]).all()):
-        fails.append("odd experts' tiles alone wrote other rows")
+    fails += subset_failures(part, c, owner % 2 == 1, rows, "odd")
     for f in fails:
         print(f"{name} {form}: CHECK FAILED: {f}", flush=True)
     return err, fails

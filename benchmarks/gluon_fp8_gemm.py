@@ -1191,6 +1191,34 @@ def grouped_counts(experts: int, routing: str, rows: int = GROUPED_ROWS, seed: i
     return counts[torch.randperm(experts, generator=g)]
 
 
+def coverage_failures(c, rows: int) -> list[str]:
+    """What a grouped launch into C pre-filled with NaN got wrong about which rows it wrote: rows
+    past the experts' `rows` written, or rows of theirs left NaN."""
+    import torch
+
+    fails = []
+    if bool(torch.isnan(c[rows:]).logical_not().any()):
+        fails.append("rows past the last expert's written")
+    unwritten = int(torch.isnan(c[:rows]).any(dim=1).sum())
+    if unwritten:
+        fails.append(f"{unwritten} rows not written (or NaN)")
+    return fails
+
+
+def subset_failures(part, c, mine, rows: int, which: str) -> list[str]:
+    """A launch over a subset of the work list (`which` experts' tiles, rows `mine`) into `part`
+    pre-filled with NaN, against the whole launch's C: its rows bitwise C's, nothing else
+    written."""
+    import torch
+
+    fails = []
+    if not torch.equal(part[:rows][mine], c[:rows][mine]):
+        fails.append(f"{which} experts' tiles alone: their rows differ")
+    if not bool(torch.isnan(part[:rows][~mine]).all()) or not bool(torch.isnan(part[rows:]).all()):
+        fails.append(f"{which} experts' tiles alone wrote rows of other experts or past the end")
+    return fails
+
+
 def _grouped_check(name: str, sets: list, counts, n: int) -> tuple:
     """(error, failures) of the grouped kernel on the first input set: every row of C (pre-filled
     with NaN, BM rows past the last one's too) written and near the float32 product of its
@@ -1205,15 +1233,10 @@ def _grouped_check(name: str, sets: list, counts, n: int) -> tuple:
     rows = a.shape[0]
     counts_d = counts.to(a.device)
     owner = torch.repeat_interleave(torch.arange(len(counts), device=a.device), counts_d)
-    fails = []
     c = torch.full((rows + BM, n), float("nan"), device=a.device, dtype=torch.bfloat16)
     fp8_grouped_gemm(a, sa, bt, sb, counts, c=c)[0]()
     torch.cuda.synchronize()
-    if int(torch.isnan(c[rows:]).logical_not().any(dim=1).sum()):
-        fails.append("rows past the last expert's written")
-    unwritten = int(torch.isnan(c[:rows]).any(dim=1).sum())
-    if unwritten:
-        fails.append(f"{unwritten} rows not written (or NaN)")
+    fails = coverage_failures(c, rows)
     err, end = 0.0, 0
     for e, m in enumerate(counts.tolist()):
         if m:
@@ -1232,13 +1255,8 @@ def _grouped_check(name: str, sets: list, counts, n: int) -> tuple:
         fp8_grouped_gemm(a, sa, bt, sb, counts, c=part,
                          tiles=tuple(t[keep].contiguous() for t in tiles))[0]()
         torch.cuda.synchronize()
-        mine = owner % 2 == parity
-        if not torch.equal(part[:rows][mine], c[:rows][mine]):
-            fails.append(f"{'odd' if parity else 'even'} experts' tiles alone: their rows differ")
-        if not bool(torch.isnan(part[:rows][~mine]).all()) or not bool(
-                torch.isnan(part[rows:]).all()):
-            fails.append(f"{'odd' if parity else 'even'} experts' tiles alone wrote rows of "
-                         "other experts or past the end")
+        fails += subset_failures(part, c, owner % 2 == parity, rows,
+                                 "odd" if parity else "even")
     for f in fails:
         print(f"{name}: CHECK FAILED: {f}", flush=True)
     return err, fails

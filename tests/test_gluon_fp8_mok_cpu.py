@@ -365,3 +365,27 @@ def test_gluon_bf16_record_tiles_name_the_bf16_pass():
     tiles = g.tiles()
     assert tiles["bf16_kernel"] == "gluon" and "fp8_kernel" not in tiles
     assert tiles["block_k"] == 64 and tiles["block_m"] == 128
+
+
+def test_grouped_gemm_checks_name_each_wrong_write():
+    """The grouped GEMM benchmarks' checks (benchmarks/gluon_fp8_gemm.py coverage_failures,
+    subset_failures; gluon_bf16_grouped.py uses them too) on C tensors built by hand."""
+    from benchmarks.gluon_fp8_gemm import coverage_failures, subset_failures
+    nan = float("nan")
+    c = torch.full((6, 4), nan)
+    c[:4] = 1.0
+    assert coverage_failures(c, 4) == []
+    c[5, 2] = 0.0                                   # a row past the end written
+    c[1, 0] = nan                                   # an own row left NaN
+    assert coverage_failures(c, 4) == ["rows past the last expert's written",
+                                       "1 rows not written (or NaN)"]
+    whole = torch.arange(24.0).view(6, 4)
+    mine = torch.tensor([True, False, True, False])
+    part = torch.full((6, 4), nan)
+    part[:4][mine] = whole[:4][mine]
+    assert subset_failures(part, whole, mine, 4, "odd") == []
+    part[0, 0] = -1.0                               # its own row differs
+    part[1, 1] = 0.0                                # another expert's row written
+    assert subset_failures(part, whole, mine, 4, "odd") == [
+        "odd experts' tiles alone: their rows differ",
+        "odd experts' tiles alone wrote rows of other experts or past the end"]
