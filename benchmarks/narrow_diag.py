@@ -4,7 +4,8 @@ only), and the whole forward with and without its dispatch copies, each split in
 megakernel and epilogue. Diagnostic: prints a table, writes no run records.
 
     PYTHONPATH=. python3 benchmarks/narrow_diag.py --workloads qwen3-30b-a3b:8:4096,kimi-k2:8:4096 \\
-        [--comm-sms 16,32] [--minibatch 2048] [--list-lag 1]
+        [--comm-sms 16,32] [--minibatch 2048] [--list-lag 1] [--dispatch pull,push]
+        [--routing uniform] [--seed 0]
 """
 
 from __future__ import annotations
@@ -17,6 +18,8 @@ import torch
 from mok_kernels import require_cuda
 from mok_kernels.bench import MAX_ITERS
 from mok_model.cli import distinct, doc_parser, int_at_least, number_list, run_tool
+from mok_model.errors import MokInputError
+from mok_model.workload import parse_routing
 from mok_model.scenario import MAX_LIST_LAG
 
 
@@ -29,6 +32,10 @@ def main(argv: list[str]) -> int:
     p.add_argument("--iters", type=int_at_least(1, MAX_ITERS), default=10)
     p.add_argument("--list-lag", type=int_at_least(1, MAX_LIST_LAG), default=1,
                    help="the work list's lag of the MoK rows (KernelConfig.list_lag)")
+    p.add_argument("--dispatch", default="pull", help="comma list of pull, push")
+    p.add_argument("--routing", default="uniform", help="uniform | zipf:S | hot:X (as mok bench)")
+    p.add_argument("--seed", type=int_at_least(0, 2**31 - 1), default=0,
+                   help="the routing draw's seed (as mok bench --seed)")
     return run_tool(p, run, argv)
 
 
@@ -41,6 +48,11 @@ def run(a) -> int:
     workloads = _workloads(a.workloads)
     comm_sms = number_list(a.comm_sms, "--comm-sms")
     distinct("--comm-sms", a.comm_sms)
+    dispatches = distinct("--dispatch", a.dispatch)
+    for d in dispatches:
+        if d not in ("pull", "push"):
+            raise MokInputError(f"--dispatch {d!r}: allowed pull, push")
+    parse_routing(a.routing, 1)
     for cs in comm_sms:
         check_knobs(dict(minibatch=a.minibatch, comm_sms=cs, list_lag=a.list_lag), "--comm-sms")
     require_cuda()
@@ -48,15 +60,15 @@ def run(a) -> int:
 
     med = statistics.median
     for model, ep, n in workloads:
-        wl = Workload(model, ep, n, "uniform", 0, 0)
+        wl = Workload(model, ep, n, a.routing, a.seed, 0)
         lib = med(run_gemm_only(wl, a.iters, 3))
         own = med(run_mok_gemm(wl, a.iters, 3))
         print(f"{model}:{ep}:{n}: library GEMMs {lib:.3f} ms; megakernel GEMM phases alone "
               f"{own:.3f} ({own / lib:.2f}x)", flush=True)
-        for cs in comm_sms:
-            knobs = dict(dispatch="pull", combine="push", minibatch=a.minibatch, comm_sms=cs,
+        for cs, d in ((cs, d) for cs in comm_sms for d in dispatches):
+            knobs = dict(dispatch=d, combine="push", minibatch=a.minibatch, comm_sms=cs,
                          macrobatch=131072, capacity=1.0)
-            lag = f" lag {a.list_lag}" if a.list_lag != 1 else ""
+            lag = (f" lag {a.list_lag}" if a.list_lag != 1 else "") + f" {d}"
             for label, opts in (("MoK", {}), ("MoK, no copies", {"skip_copy": True}),
                                 ("MoK, comm SMs never join", {"join": False})):
                 t, bd = run_mok(wl, knobs, a.iters, 3, True, True, list_lag=a.list_lag, **opts)
