@@ -1,7 +1,8 @@
 """Where a MoK forward spends its time beyond the GEMMs (one GPU, rank 0 of an emulated EP group):
 the library's grouped GEMMs alone, the megakernel's GEMM phases alone (copies skipped, launch
-only), and the whole forward with and without its dispatch copies, each split into schedule,
-megakernel and epilogue. Diagnostic: prints a table, writes no run records.
+only), and the whole forward, without its dispatch copies (pull), with its copies and signals
+alone (no GEMM K loops) and with comm SMs that never join, each split into schedule, megakernel
+and epilogue. Diagnostic: prints a table, writes no run records.
 
     PYTHONPATH=. python3 benchmarks/narrow_diag.py --workloads qwen3-30b-a3b:8:4096,kimi-k2:8:4096 \\
         [--comm-sms 16,32] [--minibatch 2048] [--list-lag 1] [--dispatch pull,push]
@@ -69,8 +70,13 @@ def run(a) -> int:
             knobs = dict(dispatch=d, combine="push", minibatch=a.minibatch, comm_sms=cs,
                          macrobatch=131072, capacity=1.0)
             lag = (f" lag {a.list_lag}" if a.list_lag != 1 else "") + f" {d}"
-            for label, opts in (("MoK", {}), ("MoK, no copies", {"skip_copy": True}),
-                                ("MoK, comm SMs never join", {"join": False})):
+            # skip_copy is pull dispatch's diagnostic; skip_gemm (the copies and signals alone)
+            # runs in every mode
+            variants = [("MoK", {}), ("MoK, copies alone", {"skip_gemm": True}),
+                        ("MoK, comm SMs never join", {"join": False})]
+            if d == "pull":
+                variants.insert(1, ("MoK, no copies", {"skip_copy": True}))
+            for label, opts in variants:
                 t, bd = run_mok(wl, knobs, a.iters, 3, True, True, list_lag=a.list_lag, **opts)
                 print(f"  comm {cs:3d}{lag} {label:26s} {med(t):.3f} ms ({med(t) / lib:.2f}x library, "
                       f"{med(t) / own:.2f}x own GEMMs); eager schedule {bd['schedule']:.3f}, "
