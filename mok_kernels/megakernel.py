@@ -78,6 +78,7 @@ STALL_CODES = {
 
 
 FP8_KERNELS = ("v1", "v2", "v3", "v4", "v5", "gluon")   # KernelConfig.fp8_kernel
+PUSH_LOOPS = ("tiles", "ahead")                          # KernelConfig.push_loop
 
 
 class MegakernelStallError(RuntimeError):
@@ -173,6 +174,11 @@ class KernelConfig:
                                     # out of the item list; its tiles are fixed (128 x 128 x 128,
                                     # 4 stages; block_m 128) and macrobatch is not used (its ring
                                     # holds every routed row); forward only (gluon_refusal)
+    push_loop: str = "tiles"        # push dispatch's lanes: tiles (each tile's row range and
+                                    # sources loaded, then its run copied) or ahead (those loads
+                                    # two tiles ahead of the copy: copy_runs_ahead; the same ring
+                                    # contents). Opt-in until timed (mok_kernels/NOTES.md,
+                                    # session 61); no effect with pull dispatch
     source_order: str = "rank"      # an expert's received rows by source rank (rank), or with
                                     # each receiving rank's sources starting after itself
                                     # (rotated: with few experts per rank every rank's minibatch
@@ -290,6 +296,8 @@ class KernelConfig:
                              f"backward megakernel is BF16 only")
         if self.fp8_kernel not in FP8_KERNELS:
             raise MokInputError(f"fp8_kernel {self.fp8_kernel!r}: allowed {', '.join(FP8_KERNELS)}")
+        if self.push_loop not in PUSH_LOOPS:
+            raise MokInputError(f"push_loop {self.push_loop!r}: allowed {', '.join(PUSH_LOOPS)}")
         if self.source_order not in SOURCE_ORDERS:
             raise MokInputError(f"source_order {self.source_order!r}: allowed {', '.join(SOURCE_ORDERS)}")
         if self.precision == "fp8" and self.fp8_kernel == "gluon":
@@ -472,6 +480,45 @@ def _kernels() -> dict[str, Any]:
         lo = tr0 + tl.sum((tm & (tpeer < sender)).to(tl.int32))
         hi = tr0 + tl.sum((tm & (tpeer <= sender)).to(tl.int32))
         return lo, hi
+
+    @triton.jit
+    def copy_runs_ahead(t0, t1, nsub, tr0_ptr, trn_ptr, src_ptr, sender, receiver, P, N_RANK,
+                        x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr, ring_s_off, R, trow, crow,
+                        ROT: tl.constexpr, FP8: tl.constexpr, H: tl.constexpr,
+                        HB: tl.constexpr, CC: tl.constexpr, CR: tl.constexpr):
+        """Copy `sender`'s run of each row tile t0, t0 + nsub, ... < t1 of a receiver's
+        minibatch (tile rows at tr0_ptr / trn_ptr, the rows' sources at src_ptr) into the
+        receiver's ring, as the tile-by-tile push lanes do (KernelConfig.push_loop 'tiles'),
+        with the loads two tiles ahead (push_loop 'ahead'): tile t + 2*nsub's row range and
+        tile t + nsub's sources are in flight while tile t's run copies. The same rows land in
+        the same ring slots. FP8: the rows' scales at ring_s_ptr + ring_s_off (unused in BF16,
+        where ring_s_ptr is None)."""
+        a0 = tl.load(tr0_ptr + t0, mask=t0 < t1, other=0)
+        an = tl.load(trn_ptr + t0, mask=t0 < t1, other=0)
+        b0 = tl.load(tr0_ptr + t0 + nsub, mask=t0 + nsub < t1, other=0)
+        bn = tl.load(trn_ptr + t0 + nsub, mask=t0 + nsub < t1, other=0)
+        asrc = tl.load(src_ptr + a0 + trow, mask=trow < an, other=0)
+        for t in range(t0, t1, nsub):
+            tc = t + 2 * nsub
+            c0 = tl.load(tr0_ptr + tc, mask=tc < t1, other=0)
+            cn = tl.load(trn_ptr + tc, mask=tc < t1, other=0)
+            bsrc = tl.load(src_ptr + b0 + trow, mask=trow < bn, other=0)
+            tm = trow < an
+            lo, hi = sender_run(asrc // N_RANK, tm, a0, sender, receiver, P, ROT)
+            for r in range(lo, hi, CR):
+                rows = r + crow
+                m = rows < hi
+                src = tl.load(src_ptr + rows, mask=m, other=0)
+                if FP8:
+                    copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                ring_ptr, (rows % R).to(tl.int64) * H,
+                                ring_s_ptr + ring_s_off, (rows % R).to(tl.int64) * HB, m, H,
+                                CC, CR)
+                else:
+                    copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                              ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
+            a0, an, asrc = b0, bn, bsrc
+            b0, bn = c0, cn
 
     @triton.jit
     def gather_chunks(idx_ptr, r0, r1, c0, cstep, nchunk, per, keep, tab_ptr, src_ptr, dst_ptr,
@@ -869,6 +916,8 @@ def _kernels() -> dict[str, Any]:
         ROT: tl.constexpr = 0,     # 1: each rank's sources of an expert start after it
                                    # (KernelConfig.source_order 'rotated'; the push lanes find
                                    # a sender's run of a tile in that order)
+        AHEAD: tl.constexpr = 0,   # 1: the push lanes load two tiles ahead (copy_runs_ahead;
+                                   # KernelConfig.push_loop 'ahead')
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -952,24 +1001,31 @@ def _kernels() -> dict[str, Any]:
                         # in source order (schedule.py): the lane copies this sender's run of
                         # each tile, none of the other rows (as the emulated lanes below)
                         t1 = tl.load(mbt_q + mb + 1)
-                        for t in range(tl.load(mbt_q + mb) + lane // P, t1, nsub):
-                            tr0 = tl.load(tr0_q + t)
-                            tm = trow < tl.load(trn_q + t)
-                            tpeer = tl.load(src_q + tr0 + trow, mask=tm, other=0) // N_RANK
-                            lo, hi = sender_run(tpeer, tm, tr0, me, q, P, ROT)
-                            for c0 in range(lo, hi, CR):
-                                rows = c0 + crow
-                                m = rows < hi
-                                src = tl.load(src_q + rows, mask=m, other=0)
-                                if FP8:                # virtual ranks only (not GROUP)
-                                    copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                                ring_q, (rows % R).to(tl.int64) * H,
-                                                rings0 + peer_off(x_off_ptr, q, R.to(tl.int64) * HB,
-                                                                  GROUP),
-                                                (rows % R).to(tl.int64) * HB, m, H, CC, CR)
-                                else:
-                                    copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                              ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
+                        if AHEAD:
+                            copy_runs_ahead(tl.load(mbt_q + mb) + lane // P, t1, nsub, tr0_q,
+                                            trn_q, src_q, me, q, P, N_RANK, x_src_ptr, x_off_ptr,
+                                            ring_q, rings0,
+                                            peer_off(x_off_ptr, q, R.to(tl.int64) * HB, GROUP),
+                                            R, trow, crow, ROT, FP8, H, HB, CC, CR)
+                        else:
+                            for t in range(tl.load(mbt_q + mb) + lane // P, t1, nsub):
+                                tr0 = tl.load(tr0_q + t)
+                                tm = trow < tl.load(trn_q + t)
+                                tpeer = tl.load(src_q + tr0 + trow, mask=tm, other=0) // N_RANK
+                                lo, hi = sender_run(tpeer, tm, tr0, me, q, P, ROT)
+                                for c0 in range(lo, hi, CR):
+                                    rows = c0 + crow
+                                    m = rows < hi
+                                    src = tl.load(src_q + rows, mask=m, other=0)
+                                    if FP8:                # virtual ranks only (not GROUP)
+                                        copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                                    ring_q, (rows % R).to(tl.int64) * H,
+                                                    rings0 + peer_off(x_off_ptr, q, R.to(tl.int64) * HB,
+                                                                      GROUP),
+                                                    (rows % R).to(tl.int64) * HB, m, H, CC, CR)
+                                    else:
+                                        copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                                  ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
                             signal(syn_q + READY_OFF + mb * P + me, SC)
         if (pid < COMM) & (PUSH_DISPATCH != 2):
@@ -1000,24 +1056,30 @@ def _kernels() -> dict[str, Any]:
                         # a tile's rows are one expert's, in source order (schedule.py): the
                         # lane copies its source's run of each tile, none of the other rows
                         t1 = tl.load(mb_tile_ptr + mb + 1)
-                        for t in range(tl.load(mb_tile_ptr + mb) + lane // P, t1, nsub):
-                            tr0 = tl.load(tile_row0_ptr + t)
-                            trn = tl.load(tile_rows_ptr + t)
-                            tm = trow < trn
-                            tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
-                            lo, hi = sender_run(tpeer, tm, tr0, s, me, P, ROT)
-                            for c0 in range(lo, hi, CR):
-                                rows = c0 + crow
-                                m = rows < hi
-                                src = tl.load(recv_src_ptr + rows, mask=m, other=0)
-                                if FP8:
-                                    copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                                ring_ptr, (rows % R).to(tl.int64) * H,
-                                                ring_s_ptr, (rows % R).to(tl.int64) * HB, m,
-                                                H, CC, CR)
-                                else:
-                                    copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                              ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
+                        if AHEAD:
+                            copy_runs_ahead(tl.load(mb_tile_ptr + mb) + lane // P, t1, nsub,
+                                            tile_row0_ptr, tile_rows_ptr, recv_src_ptr, s, me, P,
+                                            N_RANK, x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr, 0,
+                                            R, trow, crow, ROT, FP8, H, HB, CC, CR)
+                        else:
+                            for t in range(tl.load(mb_tile_ptr + mb) + lane // P, t1, nsub):
+                                tr0 = tl.load(tile_row0_ptr + t)
+                                trn = tl.load(tile_rows_ptr + t)
+                                tm = trow < trn
+                                tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
+                                lo, hi = sender_run(tpeer, tm, tr0, s, me, P, ROT)
+                                for c0 in range(lo, hi, CR):
+                                    rows = c0 + crow
+                                    m = rows < hi
+                                    src = tl.load(recv_src_ptr + rows, mask=m, other=0)
+                                    if FP8:
+                                        copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                                    ring_ptr, (rows % R).to(tl.int64) * H,
+                                                    ring_s_ptr, (rows % R).to(tl.int64) * HB, m,
+                                                    H, CC, CR)
+                                    else:
+                                        copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                                                  ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
         if GROUP:
@@ -1963,6 +2025,7 @@ class MoKLayer:
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
             NO_GEMM=cfg.skip_gemm, DNB=cfg.dn_blocks, ROT=int(cfg.rotated),
+            AHEAD=int(cfg.push_loop == "ahead"),
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages)
 

@@ -826,3 +826,12 @@ def test_source_order_is_rank_or_rotated_and_not_the_gluon_pass():
         KernelConfig(source_order="sideways").validate()
     with pytest.raises(ValueError, match="source_order='rotated' with fp8_kernel='gluon'"):
         KernelConfig(precision="fp8", fp8_kernel="gluon", source_order="rotated").validate()
+
+
+def test_push_loop_is_tiles_or_ahead():
+    from mok_kernels.megakernel import KernelConfig
+
+    assert KernelConfig().push_loop == "tiles"          # opt-in until timed (session 61)
+    KernelConfig(push_loop="ahead").validate()
+    with pytest.raises(ValueError, match="push_loop 'later': allowed tiles, ahead"):
+        KernelConfig(push_loop="later").validate()

@@ -1,0 +1,24 @@
+#!/bin/bash
+# For session 62 (either card, <= 400 s): KernelConfig.push_loop='ahead' (the push lanes' loads
+# two tiles ahead, written in session 61 on the CPU: the default's PTX unchanged, the variant
+# compiled for sm_90). 1. Its GPU tests: the bits of 'tiles' and float32 (emulated rank,
+# virtual ranks, local group, FP8). 2. Only if they pass: seed 28's tiny shapes with pull,
+# push 'tiles' and push 'ahead' in the same run (benchmarks/narrow_diag.py), and qwen3-30b-a3b.
+# Everything lands in $OUT/s62a.tgz.
+export PYTHONPATH=.
+T0=$(date +%s); FINAL=$OUT; export OUT=/tmp/s62a; R=$OUT/s62a; mkdir -p $R
+trap 'tar -czf $FINAL/s62a.tgz -C $OUT .' EXIT
+nvidia-smi --query-gpu=name --format=csv,noheader > $R/gpu.txt
+timeout 200 python3 -m pytest -q -p no:cacheprovider tests/test_kernels_gpu.py -k "push_lanes_ahead" \
+  > $R/tests.log 2>&1
+RC=$?; echo "tests rc $RC $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
+if [ $RC -eq 0 ]; then
+  D=calibration/drawn_shapes/seed28
+  timeout 100 python3 benchmarks/narrow_diag.py --dispatch pull,push --push-loop tiles,ahead \
+    --routing hot:0.1 --seed 28 --comm-sms 32 --minibatch 2048 \
+    --workloads $D/syn28-h2560-i256-e16-k1.toml:4:4608,$D/syn28-h2816-i384-e64-k7.toml:16:2048 \
+    > $R/hot.log 2>&1
+  timeout 80 python3 benchmarks/narrow_diag.py --dispatch pull,push --push-loop tiles,ahead \
+    --comm-sms 32 --minibatch 4096 --workloads qwen3-30b-a3b:8:4096 > $R/qwen.log 2>&1
+fi
+cat $R/gpu.txt; tail -n 3 $R/tests.log; cut -c1-150 $R/hot.log $R/qwen.log 2>/dev/null
