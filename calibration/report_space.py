@@ -354,8 +354,8 @@ def _run(a: argparse.Namespace) -> int:
         param_names(value, flag)
     files = [str(Path(f)) for f in a.runs]
     # one canonical order (the records' ids), so the folds' fits, samples and figures do not
-    # depend on the order the files are named in
-    records, left = usable(in_id_order(read_records(files)), a.table_system)
+    # depend on the order the files are named in; read as named ('' is not the folder '.')
+    records, left = usable(in_id_order(read_records(a.runs)), a.table_system)
     by_id = {r["id"]: r for r in records}
     mok = [r for r in records if r["system"] == "mok"]
     if not mok:

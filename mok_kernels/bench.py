@@ -199,7 +199,7 @@ def _check_args(a: argparse.Namespace) -> None:
             raise BadInput(f"--routing {a.routing!r}: an empty item in the list (a comma list of "
                            f"uniform, zipf:S, hot:X, onehot)")
         for m in a.model.split(","):
-            parse_routing(r, shape_of(m).topk)
+            parse_routing(r, shape_of(m).topk, shape_of(m).experts)
     if a.pass_ not in ("fwd", "bwd"):
         raise BadInput(f"--pass {a.pass_!r}: allowed fwd, bwd")
     if a.pass_ == "bwd" and a.precision != "bf16":

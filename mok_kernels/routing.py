@@ -35,17 +35,22 @@ def shape_of(name: str) -> Shape:
     return Shape(m.hidden, m.expert_width, m.routed_experts, m.top_k, shared)
 
 
-def parse_routing(spec: str, top_k: int | None = None) -> tuple[str, float]:
+def parse_routing(spec: str, top_k: int | None = None,
+                  experts: int | None = None) -> tuple[str, float]:
     """'uniform' | 'zipf:S' | 'hot:X' | 'onehot' -> (kind, parameter), as `mok predict` reads them.
 
     hot:X gives expert 0 a share X of all routes (at most 1/top_k); onehot routes every token
-    once to expert 0 (hot:1/top_k). MokInputError (a ValueError) names the rule.
+    once to expert 0 (hot:1/top_k). With the model's `experts`, hot:X is also refused where the
+    other experts cannot fill a token's top_k (check_hot_fits, which make_routing applies on the
+    GPU). MokInputError (a ValueError) names the rule.
     """
     if spec == "onehot":
         return "onehot", 0.0
     kind, arg = model_routing(spec, top_k or 1)
     if kind == "file":
         raise MokInputError(f"bad routing {spec!r}; the kernel takes uniform, zipf:S, hot:X, onehot")
+    if kind == "hot" and top_k is not None and experts is not None:
+        check_hot_fits(spec, top_k, experts)
     return kind, float(arg or 0.0)
 
 
