@@ -133,7 +133,7 @@ def check_group(a) -> int:
                                 f"rerun the same configuration)")
     if a.gpus and E % a.gpus:
         raise MokInputError(f"--gpus {a.gpus} must divide the {E} experts (1, 2, 4, 8, 16, 32)")
-    parse_routing(a.routing, K, E)
+    parse_routing(a.routing, K)
     check_routing_memory(max(a.gpus, 1), a.tokens, K, a.routing)
     require_cuda()
     have = torch.cuda.device_count()

@@ -98,16 +98,3 @@ def test_narrow_diag_push_loop_is_checked_before_the_gpu(argv, want, no_cuda, ca
     err = one_error(capsys.readouterr().err, ND)
     assert want in err and "CUDA" not in err
 
-
-def test_register_refuses_hot_routing_the_model_cannot_route(tmp_path, capsys):
-    """calibration.register took hot:0.1 for a model of 8 experts, top-8 and registered
-    predictions for runs mok bench cannot make (its routes cannot be drawn): refused first."""
-    from calibration import register
-
-    (tmp_path / "e8k8.toml").write_text(EIGHT_OF_EIGHT)
-    out = tmp_path / "p.jsonl"
-    assert register.main(["--hardware", "h200-1", "--model", str(tmp_path / "e8k8.toml"),
-                          "--ep", "8", "--tokens", "256", "--routing", "hot:0.1",
-                          "--out", str(out)]) == 2
-    assert "cannot fill a token's top_k = 8" in capsys.readouterr().err
-    assert not out.exists()
