@@ -482,6 +482,25 @@ def _kernels() -> dict[str, Any]:
         return lo, hi
 
     @triton.jit
+    def copy_run(lo, hi, src_ptr, N_RANK, x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr, ring_s_off,
+                 R, crow, FP8: tl.constexpr, H: tl.constexpr, HB: tl.constexpr,
+                 CC: tl.constexpr, CR: tl.constexpr):
+        """Copy ring rows [lo, hi) (their sources at src_ptr) from the senders' buffers into the
+        ring, CR rows at a time; FP8: quantized, the scales at ring_s_ptr + ring_s_off (unused in
+        BF16, where ring_s_ptr is None)."""
+        for c0 in range(lo, hi, CR):
+            rows = c0 + crow
+            m = rows < hi
+            src = tl.load(src_ptr + rows, mask=m, other=0)
+            if FP8:
+                copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                            ring_ptr, (rows % R).to(tl.int64) * H,
+                            ring_s_ptr + ring_s_off, (rows % R).to(tl.int64) * HB, m, H, CC, CR)
+            else:
+                copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
+                          ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
+
+    @triton.jit
     def copy_runs_ahead(t0, t1, nsub, tr0_ptr, trn_ptr, src_ptr, sender, receiver, P, N_RANK,
                         x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr, ring_s_off, R, trow, crow,
                         ROT: tl.constexpr, FP8: tl.constexpr, H: tl.constexpr,
@@ -505,18 +524,8 @@ def _kernels() -> dict[str, Any]:
             bsrc = tl.load(src_ptr + b0 + trow, mask=trow < bn, other=0)
             tm = trow < an
             lo, hi = sender_run(asrc // N_RANK, tm, a0, sender, receiver, P, ROT)
-            for r in range(lo, hi, CR):
-                rows = r + crow
-                m = rows < hi
-                src = tl.load(src_ptr + rows, mask=m, other=0)
-                if FP8:
-                    copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                ring_ptr, (rows % R).to(tl.int64) * H,
-                                ring_s_ptr + ring_s_off, (rows % R).to(tl.int64) * HB, m, H,
-                                CC, CR)
-                else:
-                    copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                              ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
+            copy_run(lo, hi, src_ptr, N_RANK, x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr,
+                     ring_s_off, R, crow, FP8, H, HB, CC, CR)
             a0, an, asrc = b0, bn, bsrc
             b0, bn = c0, cn
 
@@ -1013,19 +1022,10 @@ def _kernels() -> dict[str, Any]:
                                 tm = trow < tl.load(trn_q + t)
                                 tpeer = tl.load(src_q + tr0 + trow, mask=tm, other=0) // N_RANK
                                 lo, hi = sender_run(tpeer, tm, tr0, me, q, P, ROT)
-                                for c0 in range(lo, hi, CR):
-                                    rows = c0 + crow
-                                    m = rows < hi
-                                    src = tl.load(src_q + rows, mask=m, other=0)
-                                    if FP8:                # virtual ranks only (not GROUP)
-                                        copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                                    ring_q, (rows % R).to(tl.int64) * H,
-                                                    rings0 + peer_off(x_off_ptr, q, R.to(tl.int64) * HB,
-                                                                      GROUP),
-                                                    (rows % R).to(tl.int64) * HB, m, H, CC, CR)
-                                    else:
-                                        copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                                  ring_q, (rows % R).to(tl.int64) * H, m, H, CC)
+                                copy_run(lo, hi, src_q, N_RANK, x_src_ptr, x_off_ptr, ring_q,
+                                         rings0, peer_off(x_off_ptr, q, R.to(tl.int64) * HB,
+                                                          GROUP),
+                                         R, crow, FP8, H, HB, CC, CR)   # FP8: not GROUP
                         if (STALL == 0) | (mb > 0):
                             signal(syn_q + READY_OFF + mb * P + me, SC)
         if (pid < COMM) & (PUSH_DISPATCH != 2):
@@ -1068,18 +1068,8 @@ def _kernels() -> dict[str, Any]:
                                 tm = trow < trn
                                 tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
                                 lo, hi = sender_run(tpeer, tm, tr0, s, me, P, ROT)
-                                for c0 in range(lo, hi, CR):
-                                    rows = c0 + crow
-                                    m = rows < hi
-                                    src = tl.load(recv_src_ptr + rows, mask=m, other=0)
-                                    if FP8:
-                                        copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                                    ring_ptr, (rows % R).to(tl.int64) * H,
-                                                    ring_s_ptr, (rows % R).to(tl.int64) * HB, m,
-                                                    H, CC, CR)
-                                    else:
-                                        copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
-                                                  ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
+                                copy_run(lo, hi, recv_src_ptr, N_RANK, x_src_ptr, x_off_ptr,
+                                         ring_ptr, ring_s_ptr, 0, R, crow, FP8, H, HB, CC, CR)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
         if GROUP:
