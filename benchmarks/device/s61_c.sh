@@ -1,6 +1,6 @@
 #!/bin/bash
 # Session 61 (either card, <= ${LIMIT:-470} s): the rest of seed offset 61000's random shapes
-# (its forward half: s61_b.sh): local-group + FP8 + Gluon, and the backward,
+# (its forward half: s61_e.sh): local-group + FP8 + Gluon, and the backward,
 # in parallel, each against float32. Everything lands in $OUT/s61c.tgz.
 export PYTHONPATH=.
 T0=$(date +%s); FINAL=$OUT; export OUT=/tmp/s61c; R=$OUT/rand; mkdir -p $R

@@ -1,7 +1,7 @@
 #!/bin/bash
-# Session 61 (an H100 or H200, <= ${LIMIT:-585} s), one call for what s61_b.sh and s61_d.sh
-# would do in two: seed 29's registered drawn-shape run (predictions committed in 8d13aa7),
-# alone on the GPU; then s61_d.sh's hot-routing push/pull diagnostic; then the forward random
+# Session 61 (an H100 or H200, <= ${LIMIT:-585} s): seed 29's registered drawn-shape run
+# (predictions committed in 8d13aa7), alone on the GPU; then a push / pull diagnostic on seed
+# 28's worst-read shapes (benchmarks/narrow_diag.py, hot routing); then the forward random
 # shapes of seed offset 61000 (its other 48 cases passed: s61_c.sh) for the time left.
 # Everything lands in $OUT/s61e.tgz.
 export PYTHONPATH=.
