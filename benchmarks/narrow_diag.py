@@ -39,8 +39,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int_at_least(0, 2**31 - 1), default=0,
                    help="the routing draw's seed (as mok bench --seed)")
     p.add_argument("--push-loop", default="tiles",
-                   help="comma list of tiles, ahead (KernelConfig.push_loop): push dispatch's rows "
-                        "once per loop")
+                   help="comma list of tiles, ahead (KernelConfig.push_loop): each push-dispatch "
+                        "setting is timed with each loop")
     return run_tool(p, run, argv)
 
 
