@@ -37,7 +37,8 @@ def run(a) -> None:
     distinct("--tokens", a.tokens)
     models = distinct("--model", a.model)
     for model in models:
-        parse_routing(a.routing, shape_of(model).topk, shape_of(model).experts)
+        shape = shape_of(model)
+        parse_routing(a.routing, shape.topk, shape.experts)
     check_workloads(models, [a.ep], tokens)
     require_cuda()
     for model in a.model.split(","):

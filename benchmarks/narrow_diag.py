@@ -59,7 +59,8 @@ def run(a) -> int:
         if d not in ("pull", "push"):
             raise MokInputError(f"--dispatch {d!r}: allowed pull, push")
     for model, _, _ in workloads:   # the kernel's reading (mok bench's): no file, hot:X that fits
-        parse_routing(a.routing, shape_of(model).topk, shape_of(model).experts)
+        shape = shape_of(model)
+        parse_routing(a.routing, shape.topk, shape.experts)
     loops = distinct("--push-loop", a.push_loop)
     for lp in loops:
         if lp not in PUSH_LOOPS:

@@ -58,7 +58,8 @@ def sweep(a, argv: list[str]) -> int:
         model, _, n = wspec.partition(":")
         load_model(model)
         workloads.append((wspec, model, number_list(n, f"--workloads {wspec!r} (MODEL:TOKENS)")[0]))
-        parse_routing(a.routing, shape_of(model).topk, shape_of(model).experts)
+        shape = shape_of(model)
+        parse_routing(a.routing, shape.topk, shape.experts)
         if shape_of(model).experts % EP:
             raise MokInputError(f"--workloads {wspec!r}: {model}'s {shape_of(model).experts} "
                                 f"experts do not divide over EP {EP} (the job's emulated group)")
