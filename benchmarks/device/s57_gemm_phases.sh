@@ -3,18 +3,20 @@
 # alone (system mok-gemm, copies skipped: space_sweep --gemm-phases) on the drawn workloads of
 # seeds 22-25, the plans their pass runs used. On an H100 these are the measured points an H100
 # GEMM table can be fitted on (h100-1's is transferred from h200-1): judged on the pass records of
-# the same seeds, which such a fit does not read. Writes $OUT/s57g/gemmSEED.jsonl and logs.
+# the same seeds, which such a fit does not read. Writes $OUT/${TAG:-s57g}/gemmSEED.jsonl and logs.
+# Other seeds: SEEDS="27 28 29" TAG=s62g bash benchmarks/device/s57_gemm_phases.sh
 export PYTHONPATH=.
-T0=$(date +%s); R=$OUT/s57g; J=/tmp/junk_s57g; mkdir -p $R $J; LIMIT=${LIMIT:-230}
+SEEDS=${SEEDS:-22 23 24 25}; TAG=${TAG:-s57g}
+T0=$(date +%s); R=$OUT/$TAG; J=/tmp/junk_$TAG; mkdir -p $R $J; LIMIT=${LIMIT:-230}
 nvidia-smi --query-gpu=name --format=csv,noheader | grep -q "H200\|H100" || { echo "not an H100 or H200"; exit 0; }
 { nvidia-smi --query-gpu=name,clocks.max.sm,power.limit --format=csv,noheader; date -u; git log -1 --format=%H; } > $R/gpu.txt
 args() { echo "--shapes $(ls calibration/drawn_shapes/seed$1/*.toml | paste -sd,) --per-shape 5 --tokens 128,640,2048,4608,6144 --seed $1 --gemm-phases"; }
-for s in 22 23 24 25; do
+for s in $SEEDS; do
   timeout $(( LIMIT / 2 )) python3 -m mok_kernels.space_sweep $(args $s) --compile-only > $J/warm$s.log 2>&1 &
 done
 wait
 echo "warm-up $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
-for s in 22 23 24 25; do
+for s in $SEEDS; do
   REM=$(( LIMIT - ($(date +%s) - T0) )); [ $REM -lt 20 ] && { echo "seed $s: no time left" >> $R/gpu.txt; continue; }
   timeout $REM python3 -m mok_kernels.space_sweep $(args $s) --out $R/gemm$s.jsonl \
     --deadline-s $(( REM - 10 )) > $R/gemm$s.log 2>&1
