@@ -6,7 +6,7 @@ and epilogue. Diagnostic: prints a table, writes no run records.
 
     PYTHONPATH=. python3 benchmarks/narrow_diag.py --workloads qwen3-30b-a3b:8:4096,kimi-k2:8:4096 \\
         [--comm-sms 16,32] [--minibatch 2048] [--list-lag 1] [--dispatch pull,push]
-        [--routing uniform] [--seed 0] [--push-loop tiles,ahead]
+        [--routing uniform] [--seed 0] [--push-loop tiles,lists]
 """
 
 from __future__ import annotations
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--seed", type=int_at_least(0, 2**31 - 1), default=0,
                    help="the routing draw's seed (as mok bench --seed)")
     p.add_argument("--push-loop", default="tiles",
-                   help="comma list of tiles, ahead (KernelConfig.push_loop): each push-dispatch "
+                   help="comma list of tiles, lists (KernelConfig.push_loop): each push-dispatch "
                         "setting is timed with each loop")
     return run_tool(p, run, argv)
 

@@ -88,9 +88,9 @@ def test_report_space_names_an_empty_path_as_given(capsys):
 
 
 @pytest.mark.parametrize("argv, want", [
-    (["--push-loop", "tiles,soon", "--dispatch", "push"], "--push-loop 'soon': allowed tiles, ahead"),
+    (["--push-loop", "tiles,soon", "--dispatch", "push"], "--push-loop 'soon': allowed tiles, lists"),
     # the loops are push dispatch's: with pull alone the flag would do nothing, without a word
-    (["--push-loop", "ahead"], "the loops are push dispatch's; add push to --dispatch"),
+    (["--push-loop", "lists"], "the loops are push dispatch's; add push to --dispatch"),
 ])
 def test_narrow_diag_push_loop_is_checked_before_the_gpu(argv, want, no_cuda, capsys):
     tool = importlib.import_module("benchmarks.narrow_diag")

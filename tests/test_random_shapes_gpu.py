@@ -74,9 +74,9 @@ def draw(seed: int, h_step: int, max_h: int, bwd: bool = False) -> dict:
     # forward BF16 only (0: the layer's choice); drawn after everything else, so every case
     # drawn before it (session 42) keeps its shape and knobs
     c["dn_blocks"] = int(r.choice([0, 1, 2, 3, 4, 8]))
-    # the push lanes' loop (KernelConfig.push_loop, session 61; used where the dispatch is
+    # the push lanes' loop (KernelConfig.push_loop, session 61 ('ahead' until session 62); used where the dispatch is
     # push), drawn last for the same reason
-    c["push_loop"] = str(r.choice(["tiles", "ahead"]))
+    c["push_loop"] = str(r.choice(["tiles", "lists"]))
     return c
 
 
@@ -87,7 +87,7 @@ def case_id(c: dict) -> str:
             f"-ring{c['macro']}-gm{c['group_m']}" + ("-tmaA" if c["tma_a"] else "")
             + (f"-lag{c['list_lag']}" if c["list_lag"] != 1 else "")
             + (f"-dnb{c['dn_blocks']}" if c.get("dn_blocks") else "")
-            + ("-ahead" if c.get("push_loop") == "ahead" and c["dispatch"] == "push" else ""))
+            + ("-lists" if c.get("push_loop") == "lists" and c["dispatch"] == "push" else ""))
 
 
 OFFSET = int(os.environ.get("MOK_RANDOM_SHAPES_SEED", "0"))
