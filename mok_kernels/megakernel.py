@@ -61,7 +61,7 @@ from .peers import (ArenaLayout, LocalGroup, SymmetricArena, check_same_on_every
                     emulated_offsets)
 from .reference import MoEWeights
 from .schedule import (CapacityOverflowError, Schedule, build_schedule, group_overflow,
-                       stack_schedules, with_send_lists)
+                       stack_schedules)
 from .tiles import forward_dn_blocks, forward_group_m, forward_split_dn, padded_width
 
 STALL_CODES = {
@@ -78,7 +78,6 @@ STALL_CODES = {
 
 
 FP8_KERNELS = ("v1", "v2", "v3", "v4", "v5", "gluon")   # KernelConfig.fp8_kernel
-PUSH_LOOPS = ("tiles", "lists")                          # KernelConfig.push_loop
 
 
 class MegakernelStallError(RuntimeError):
@@ -174,12 +173,6 @@ class KernelConfig:
                                     # out of the item list; its tiles are fixed (128 x 128 x 128,
                                     # 4 stages; block_m 128) and macrobatch is not used (its ring
                                     # holds every routed row); forward only (gluon_refusal)
-    push_loop: str = "tiles"        # push dispatch's lanes: tiles (each tile's sources
-                                    # loaded, then the sender's run of it copied) or lists (a
-                                    # sender's rows of a minibatch in whole chunks, from send
-                                    # lists the schedule sorts: schedule.with_send_lists,
-                                    # copy_sends; the same ring contents). Opt-in until timed
-                                    # (mok_kernels/NOTES.md, session 62); no effect with pull
     source_order: str = "rank"      # an expert's received rows by source rank (rank), or with
                                     # each receiving rank's sources starting after itself
                                     # (rotated: with few experts per rank every rank's minibatch
@@ -297,8 +290,6 @@ class KernelConfig:
                              f"backward megakernel is BF16 only")
         if self.fp8_kernel not in FP8_KERNELS:
             raise MokInputError(f"fp8_kernel {self.fp8_kernel!r}: allowed {', '.join(FP8_KERNELS)}")
-        if self.push_loop not in PUSH_LOOPS:
-            raise MokInputError(f"push_loop {self.push_loop!r}: allowed {', '.join(PUSH_LOOPS)}")
         if self.source_order not in SOURCE_ORDERS:
             raise MokInputError(f"source_order {self.source_order!r}: allowed {', '.join(SOURCE_ORDERS)}")
         if self.precision == "fp8" and self.fp8_kernel == "gluon":
@@ -500,32 +491,6 @@ def _kernels() -> dict[str, Any]:
             else:
                 copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
                           ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
-
-    @triton.jit
-    def copy_sends(row_ptr, srcl_ptr, i0, i1, c0, cstep, N_RANK, x_src_ptr, x_off_ptr, ring_ptr,
-                   ring_s_ptr, ring_s_off, R, crow, FP8: tl.constexpr, H: tl.constexpr,
-                   HB: tl.constexpr, CC: tl.constexpr, CR: tl.constexpr):
-        """Copy the chunks c0, c0 + cstep, ... of CR entries of a send list [i0, i1) (schedule
-        with_send_lists): entry i's source row srcl[i] into ring row row[i] % R. A chunk's
-        entries are loaded one chunk ahead, so its row loads wait on no dependent load. FP8:
-        quantized, the scales at ring_s_ptr + ring_s_off (unused in BF16: ring_s_ptr None)."""
-        i = i0 + c0 * CR + crow
-        m = i < i1
-        dst = tl.load(row_ptr + i, mask=m, other=0)
-        src = tl.load(srcl_ptr + i, mask=m, other=0)
-        for _c in range(i0 + c0 * CR, i1, cstep * CR):
-            i_next = i + cstep * CR
-            m_next = i_next < i1
-            dst_next = tl.load(row_ptr + i_next, mask=m_next, other=0)
-            src_next = tl.load(srcl_ptr + i_next, mask=m_next, other=0)
-            ring_row = (dst % R).to(tl.int64)
-            if FP8:
-                copy_rows_q(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
-                            ring_row * H, ring_s_ptr + ring_s_off, ring_row * HB, m, H, CC, CR)
-            else:
-                copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H), ring_ptr,
-                          ring_row * H, m, H, CC)
-            i, m, dst, src = i_next, m_next, dst_next, src_next
 
     @triton.jit
     def gather_chunks(idx_ptr, r0, r1, c0, cstep, nchunk, per, keep, tab_ptr, src_ptr, dst_ptr,
@@ -891,8 +856,6 @@ def _kernels() -> dict[str, Any]:
         recv_src_ptr, recv_slot_ptr,                  # (C,) int32
         tile_exp_ptr, tile_row0_ptr, tile_rows_ptr,   # (T_max,) int32
         mb_tile_ptr, mb_row_ptr, nmb_ptr,             # (MB_max+1,), (MB_max+1,), (1,) int32
-        send_row_ptr, send_src_ptr, send_off_ptr,     # LISTS: the push lanes' send lists (C,),
-                                                      # (C,), (MB_max*P+1,) int32 (with_send_lists)
         sync_ptr, err_ptr,                            # int32 workspace (zeroed), (16,) int32
         split_ptr,        # SPLIT > 1: fp32 partial down tiles, (V, WS_T, NB_DN, SPLIT, BM, BN_DN)
         flag_ptr, p32_ptr,   # group: int32 epoch flags (never zeroed); (P,) int64 int32-element
@@ -905,7 +868,7 @@ def _kernels() -> dict[str, Any]:
         # 1.3-1.4x slower (mok_kernels/NOTES.md, session 35)
         PUSH_DISPATCH: tl.constexpr, PULL_COMBINE: tl.constexpr, STALL, max_spin, NO_COPY,
         WORK_OFF, JOIN: tl.constexpr,
-        GRID_V, C_STRIDE, T_STRIDE, MB_STRIDE, SO_STRIDE, SYNC_STRIDE, H_ROWS, Y_ROWS,
+        GRID_V, C_STRIDE, T_STRIDE, MB_STRIDE, SYNC_STRIDE, H_ROWS, Y_ROWS,
         H: tl.constexpr, I: tl.constexpr, BM: tl.constexpr, BN_GU: tl.constexpr,
         BN_DN: tl.constexpr, BK: tl.constexpr, CR: tl.constexpr, CC: tl.constexpr,
         FUSE_GU: tl.constexpr, GROUP: tl.constexpr, SC: tl.constexpr, FP8: tl.constexpr,
@@ -925,8 +888,6 @@ def _kernels() -> dict[str, Any]:
         ROT: tl.constexpr = 0,     # 1: each rank's sources of an expert start after it
                                    # (KernelConfig.source_order 'rotated'; the push lanes find
                                    # a sender's run of a tile in that order)
-        LISTS: tl.constexpr = 0,   # 1: the push lanes copy whole send lists (copy_sends;
-                                   # KernelConfig.push_loop 'lists'), not a run per tile
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
@@ -935,7 +896,6 @@ def _kernels() -> dict[str, Any]:
         vr = VR.to(tl.int64)
         ring0, sync0, src0, mbr0, mbt0, nmb0 = ring_ptr, sync_ptr, recv_src_ptr, mb_row_ptr, mb_tile_ptr, nmb_ptr
         tr00, trn0 = tile_row0_ptr, tile_rows_ptr    # every rank's tiles (the senders' push)
-        sr0, ss0, so0 = send_row_ptr, send_src_ptr, send_off_ptr   # and send lists
         HB: tl.constexpr = H // 128                   # FP8 scale columns of a token row
         IB: tl.constexpr = I // 128                   # and of an h row
         rings0 = ring_s_ptr
@@ -957,9 +917,6 @@ def _kernels() -> dict[str, Any]:
         tile_rows_ptr += vr * T_STRIDE
         mb_tile_ptr += vr * MB_STRIDE
         mb_row_ptr += vr * MB_STRIDE
-        send_row_ptr += vr * C_STRIDE
-        send_src_ptr += vr * C_STRIDE
-        send_off_ptr += vr * SO_STRIDE
         nmb_ptr += vr
         E_BASE = VR * (EL + 1)                        # this rank's experts in the stacked weights
         NB_GU: tl.constexpr = I // BN_GU
@@ -1014,25 +971,15 @@ def _kernels() -> dict[str, Any]:
                         # in source order (schedule.py): the lane copies this sender's run of
                         # each tile, none of the other rows (as the emulated lanes below)
                         t1 = tl.load(mbt_q + mb + 1)
-                        if LISTS:
-                            # this sender's list of the receiver's minibatch, whole chunks
-                            so_q = so0 + peer_off(p32_ptr, q, SO_STRIDE, GROUP) + mb * P + me
-                            copy_sends(sr0 + peer_off(p32_ptr, q, C_STRIDE, GROUP),
-                                       ss0 + peer_off(p32_ptr, q, C_STRIDE, GROUP),
-                                       tl.load(so_q), tl.load(so_q + 1), lane // P, nsub, N_RANK,
-                                       x_src_ptr, x_off_ptr, ring_q, rings0,
-                                       peer_off(x_off_ptr, q, R.to(tl.int64) * HB, GROUP),
-                                       R, crow, FP8, H, HB, CC, CR)
-                        else:
-                            for t in range(tl.load(mbt_q + mb) + lane // P, t1, nsub):
-                                tr0 = tl.load(tr0_q + t)
-                                tm = trow < tl.load(trn_q + t)
-                                tpeer = tl.load(src_q + tr0 + trow, mask=tm, other=0) // N_RANK
-                                lo, hi = sender_run(tpeer, tm, tr0, me, q, P, ROT)
-                                copy_run(lo, hi, src_q, N_RANK, x_src_ptr, x_off_ptr, ring_q,
-                                         rings0, peer_off(x_off_ptr, q, R.to(tl.int64) * HB,
-                                                          GROUP),
-                                         R, crow, FP8, H, HB, CC, CR)   # FP8: not GROUP
+                        for t in range(tl.load(mbt_q + mb) + lane // P, t1, nsub):
+                            tr0 = tl.load(tr0_q + t)
+                            tm = trow < tl.load(trn_q + t)
+                            tpeer = tl.load(src_q + tr0 + trow, mask=tm, other=0) // N_RANK
+                            lo, hi = sender_run(tpeer, tm, tr0, me, q, P, ROT)
+                            copy_run(lo, hi, src_q, N_RANK, x_src_ptr, x_off_ptr, ring_q,
+                                     rings0, peer_off(x_off_ptr, q, R.to(tl.int64) * HB,
+                                                      GROUP),
+                                     R, crow, FP8, H, HB, CC, CR)   # FP8: not GROUP
                         if (STALL == 0) | (mb > 0):
                             signal(syn_q + READY_OFF + mb * P + me, SC)
         if (pid < COMM) & (PUSH_DISPATCH != 2):
@@ -1063,20 +1010,14 @@ def _kernels() -> dict[str, Any]:
                         # a tile's rows are one expert's, in source order (schedule.py): the
                         # lane copies its source's run of each tile, none of the other rows
                         t1 = tl.load(mb_tile_ptr + mb + 1)
-                        if LISTS:
-                            so = send_off_ptr + mb * P + s
-                            copy_sends(send_row_ptr, send_src_ptr, tl.load(so), tl.load(so + 1),
-                                       lane // P, nsub, N_RANK, x_src_ptr, x_off_ptr, ring_ptr,
-                                       ring_s_ptr, 0, R, crow, FP8, H, HB, CC, CR)
-                        else:
-                            for t in range(tl.load(mb_tile_ptr + mb) + lane // P, t1, nsub):
-                                tr0 = tl.load(tile_row0_ptr + t)
-                                trn = tl.load(tile_rows_ptr + t)
-                                tm = trow < trn
-                                tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
-                                lo, hi = sender_run(tpeer, tm, tr0, s, me, P, ROT)
-                                copy_run(lo, hi, recv_src_ptr, N_RANK, x_src_ptr, x_off_ptr,
-                                         ring_ptr, ring_s_ptr, 0, R, crow, FP8, H, HB, CC, CR)
+                        for t in range(tl.load(mb_tile_ptr + mb) + lane // P, t1, nsub):
+                            tr0 = tl.load(tile_row0_ptr + t)
+                            trn = tl.load(tile_rows_ptr + t)
+                            tm = trow < trn
+                            tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
+                            lo, hi = sender_run(tpeer, tm, tr0, s, me, P, ROT)
+                            copy_run(lo, hi, recv_src_ptr, N_RANK, x_src_ptr, x_off_ptr,
+                                     ring_ptr, ring_s_ptr, 0, R, crow, FP8, H, HB, CC, CR)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
         if GROUP:
@@ -1934,8 +1875,6 @@ class MoKLayer:
             "recv_src": (i32, (c,)), "recv_slot": (i32, (c,)),
             "tile_row0": (i32, (self.t_max,)), "tile_rows": (i32, (self.t_max,)),
             "mb_tile": (i32, (self.mb_max + 1,)), "mb_row": (i32, (self.mb_max + 1,)),
-            "send_row": (i32, (c,)), "send_src": (i32, (c,)),
-            "send_off": (i32, (self.mb_max * p + 1,)),
             "nmb": (i32, (1,)), "sync": (i32, (self.sync_stride,)), "flags": (i32, (4 * p + 2,))})
         if self.local_group:
             buf, byte_off = self.group.arena(self.rank, layout.nbytes)
@@ -1957,11 +1896,6 @@ class MoKLayer:
         self.p64 = byte_off // 8                       # int64 elements (ids)
 
     @property
-    def send_lists(self) -> bool:
-        """Whether the push lanes copy send lists (push dispatch, push_loop 'lists')."""
-        return self.cfg.dispatch == "push" and self.cfg.push_loop == "lists"
-
-    @property
     def max_spin(self) -> int:
         """Polls before a spin-wait gives up (KernelConfig.max_spin, or its default here)."""
         if self.cfg.max_spin is not None:
@@ -1978,8 +1912,6 @@ class MoKLayer:
                                  minibatch=self.cfg.minibatch, block_m=self.cfg.block_m,
                                  rotated=self.cfg.rotated)
                   for r in ranks]
-        if self.send_lists:
-            scheds = [with_send_lists(s) for s in scheds]
         return scheds[0] if len(scheds) == 1 else stack_schedules(scheds)
 
     def launch(self, x_all: torch.Tensor, sched: Schedule, x_loc: torch.Tensor | None = None,
@@ -2003,7 +1935,6 @@ class MoKLayer:
         # ranks); otherwise this rank's comm programs act for the absent senders (emulation)
         group = self.group is not None
         push = 0 if cfg.dispatch == "pull" else (2 if v > 1 or group else 1)
-        lists = self.send_lists
         if x_loc is None:
             x_loc = x_all[self.tok0:self.tok0 + v * self.ns]
         p = self.ep
@@ -2015,10 +1946,7 @@ class MoKLayer:
             self.ring_s, self.h_s, self.wg_s, self.wd_s,
             sched.recv_src, sched.recv_slot,
             sched.tile_expert, sched.tile_row0, sched.tile_rows,
-            sched.mb_tile, sched.mb_row, sched.num_mb,
-            *((sched.send_row, sched.send_src, sched.send_off) if lists else
-              (sched.recv_src, sched.recv_src, sched.mb_row)),      # (unread without lists)
-            self.sync, self.err,
+            sched.mb_tile, sched.mb_row, sched.num_mb, self.sync, self.err,
             self.sync if self.split_ws is None else self.split_ws, self.flags, self.p32,
             self.rank if group else 0, self.FLAG_SCHED * p, self.FLAG_CDONE * p,
             self.flag_epoch, self.off["dnall"],
@@ -2027,8 +1955,7 @@ class MoKLayer:
             self.off["ready"], self.off["gu"], self.off["dn"], self.off["hc"], self.off["sh"],
             push, int(cfg.combine == "pull"), self.stall_test, self.max_spin,
             int(cfg.skip_copy), self.off["work"], int(cfg.join),
-            per_rank, self.capacity, self.t_max, self.mb_max + 1, self.mb_max * p + 1,
-            self.sync_stride,
+            per_rank, self.capacity, self.t_max, self.mb_max + 1, self.sync_stride,
             self.ns + self.capacity, self.y_rows,
             H=self.H, I=self.Ip, BM=cfg.block_m, BN_GU=cfg.bn_gu, BN_DN=cfg.bn_dn, BK=cfg.block_k,
             CR=cfg.copy_rows, CC=self.chunk, FUSE_GU=cfg.fuse_gu, GROUP=group, SC="sys" if group else self.signal_scope,
@@ -2036,7 +1963,6 @@ class MoKLayer:
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
             NO_GEMM=cfg.skip_gemm, DNB=cfg.dn_blocks, ROT=int(cfg.rotated),
-            LISTS=int(lists),
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages)
 
@@ -2197,15 +2123,11 @@ class MoKLayer:
         for name, src in (("recv_src", sched.recv_src), ("recv_slot", sched.recv_slot),
                           ("tile_row0", sched.tile_row0), ("tile_rows", sched.tile_rows),
                           ("mb_tile", sched.mb_tile), ("mb_row", sched.mb_row),
-                          ("nmb", sched.num_mb), ("send_row", sched.send_row),
-                          ("send_src", sched.send_src), ("send_off", sched.send_off)):
-            if src is not None:
-                a[name].copy_(src)     # where peers read this rank's schedule
+                          ("nmb", sched.num_mb)):
+            a[name].copy_(src)     # where peers read this rank's schedule
         sched = dataclasses.replace(sched, recv_src=a["recv_src"], recv_slot=a["recv_slot"],
                                     tile_row0=a["tile_row0"], tile_rows=a["tile_rows"],
-                                    mb_tile=a["mb_tile"], mb_row=a["mb_row"], num_mb=a["nmb"],
-                                    **({k: a[k] for k in ("send_row", "send_src", "send_off")}
-                                       if self.send_lists else {}))
+                                    mb_tile=a["mb_tile"], mb_row=a["mb_row"], num_mb=a["nmb"])
         self.last_schedule = sched
         self.launch(a["send"], sched, x_loc=x)
         if cfg.combine == "push":

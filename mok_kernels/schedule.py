@@ -74,11 +74,6 @@ class Schedule:
     num_mb: torch.Tensor       # (1,) int32 minibatches in use
     overflow: torch.Tensor     # (1,) int32 rows that did not fit, plus routes naming no expert
                                # (ids outside [0, E)): 0 when every route is served
-    # the push lanes' send lists (with_send_lists; None until built): the ring rows ordered by
-    # minibatch, then sender, then row, and each (minibatch, sender) list's first entry
-    send_row: torch.Tensor | None = None   # (C,) int32 ring row of each entry
-    send_src: torch.Tensor | None = None   # (C,) int32 its source row (recv_src[send_row])
-    send_off: torch.Tensor | None = None   # (MB_max*P+1,) int32 list m*P + s starts here
 
     @property
     def max_tiles(self) -> int:
@@ -97,23 +92,6 @@ class Schedule:
                 f"schedule capacity overflow: {over} routed rows to {who} did not fit in the "
                 f"fixed capacity of {self.capacity} rows or named no expert (an id outside "
                 f"[0, E)); raise the capacity multiplier, or check the router's ids")
-
-
-def with_send_lists(s: Schedule) -> Schedule:
-    """``s`` with its send lists: the rows sender q pushes into minibatch m of this rank's ring
-    are send_row[send_off[m*P + q] : send_off[m*P + q + 1]] (ascending, whole lists instead of
-    a run per tile: KernelConfig.push_loop 'lists'), each from source row send_src of the same
-    entry. One receiving rank; fixed-size tensor ops (graph-capturable, no host read)."""
-    if s.rank is None:
-        raise ValueError("with_send_lists takes one receiving rank's schedule (stack them after)")
-    p, mb_max = s.ep, s.max_minibatches
-    pos = torch.arange(s.capacity, dtype=torch.int32, device=s.recv_src.device)
-    mb = torch.searchsorted(s.mb_row, pos, right=True).to(torch.int32) - 1
-    key = torch.where(pos < s.total, mb * p + s.recv_src // s.tokens, mb_max * p)
-    keys, order = torch.sort(key, stable=True)
-    lists = torch.arange(mb_max * p + 1, dtype=torch.int32, device=pos.device)
-    return dataclasses.replace(s, send_row=order.to(torch.int32), send_src=s.recv_src[order],
-                               send_off=torch.searchsorted(keys, lists).to(torch.int32))
 
 
 def stack_schedules(scheds: list[Schedule]) -> Schedule:

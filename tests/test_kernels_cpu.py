@@ -16,7 +16,7 @@ from mok_kernels import reference as ref
 from mok_kernels.baselines import LocalExperts, torch_grouped_rank
 from mok_kernels.routing import make_routing
 from mok_kernels.schedule import (CapacityOverflowError, build_schedule, capacity_rows,
-                                  group_overflow, with_send_lists)
+                                  group_overflow)
 
 
 def _setup(p=2, n=12, e=8, k=3, h=16, i=8, ishared=8, routing="uniform", seed=0):
@@ -162,33 +162,6 @@ def test_rotated_schedule_holds_the_same_rows_and_needs_one_rank():
         assert src_b == sorted(src_a, key=lambda q: (q - 2) % ep)
     with pytest.raises(ValueError, match="one receiving rank"):
         build_schedule(ids, **{**kw, "rank": None}, rotated=True)
-
-
-@pytest.mark.parametrize("ep,rank,routing,mult,mb,bm,rotated", [
-    (4, 1, "zipf:1.2", 1.0, 10, 4, False), (4, 2, "hot:0.3", 2.0, 7, 4, True),
-    (4, 0, "onehot", 0.3, 5, 8, False),      # overflows: only the kept rows are listed
-    (8, 7, "uniform", 1.0, 64, 16, True), (1, 0, "uniform", 1.0, 7, 4, False)])
-def test_send_lists_hold_each_senders_rows_of_each_minibatch(ep, rank, routing, mult, mb, bm,
-                                                             rotated):
-    """push_loop 'lists': list m*P + q is every kept row of minibatch m whose source rank is q,
-    ascending, with its source row beside it; rows past the kept total are in no list."""
-    e, k, n = 16, 3, 12
-    ids, _ = make_routing(ep * n, e, k, routing, seed=5)
-    s = with_send_lists(build_schedule(ids, ep=ep, num_experts=e, rank=rank,
-                                       capacity_multiplier=mult, minibatch=mb, block_m=bm,
-                                       rotated=rotated))
-    assert s.send_off.shape == (s.max_minibatches * ep + 1,)
-    assert int(s.send_off[0]) == 0 and int(s.send_off[-1]) == int(s.total)
-    src, mb_row = s.recv_src.tolist(), s.mb_row.tolist()
-    for m in range(s.max_minibatches):
-        for q in range(ep):
-            a, b = int(s.send_off[m * ep + q]), int(s.send_off[m * ep + q + 1])
-            want = [r for r in range(mb_row[m], mb_row[m + 1]) if src[r] // n == q]
-            assert s.send_row[a:b].tolist() == want
-            assert s.send_src[a:b].tolist() == [src[r] for r in want]
-    with pytest.raises(ValueError, match="one receiving rank"):
-        with_send_lists(build_schedule(ids, ep=ep, num_experts=e, rank=None,
-                                       capacity_multiplier=1.0, minibatch=mb, block_m=bm))
 
 
 @pytest.mark.parametrize("ep,rank,routing,rotated", [
@@ -853,12 +826,3 @@ def test_source_order_is_rank_or_rotated_and_not_the_gluon_pass():
         KernelConfig(source_order="sideways").validate()
     with pytest.raises(ValueError, match="source_order='rotated' with fp8_kernel='gluon'"):
         KernelConfig(precision="fp8", fp8_kernel="gluon", source_order="rotated").validate()
-
-
-def test_push_loop_is_tiles_or_lists():
-    from mok_kernels.megakernel import KernelConfig
-
-    assert KernelConfig().push_loop == "tiles"          # opt-in until timed (session 62)
-    KernelConfig(push_loop="lists").validate()
-    with pytest.raises(ValueError, match="push_loop 'later': allowed tiles, lists"):
-        KernelConfig(push_loop="later").validate()

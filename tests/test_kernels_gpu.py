@@ -362,40 +362,6 @@ def test_local_group_rotated_sources_match_reference(dispatch, combine):
     assert max(errs) <= 1e-2, errs
 
 
-@pytest.mark.parametrize("ep,rank,routing,combine,e,precision", [
-    (4, 0, "hot:0.1", "push", 16, "bf16"),     # seed 28's regret shape, top-4: short runs
-    (8, 3, "zipf:1.2", "pull", 8, "bf16"),     # one expert a rank
-    (8, None, "uniform", "push", 16, "bf16"),  # every rank in one launch: the senders' lanes
-    (4, 1, "uniform", "push", 16, "fp8"),      # quantizing copies
-    (4, None, "hot:0.2", "pull", 8, "fp8")])
-def test_push_lanes_lists_match_reference_and_the_bits_of_tiles(ep, rank, routing, combine, e,
-                                                                precision):
-    """KernelConfig.push_loop='lists' (each sender's rows of a minibatch in whole chunks from
-    the schedule's send lists, session 62) copies the same rows into the same ring slots as
-    'tiles': the output matches the float32 reference
-    and the bits of 'tiles', over several minibatches, tiles and lanes, H not a multiple of
-    1,024 (BF16)."""
-    h = 2560 if precision == "bf16" else 2048
-    shape = dict(h=h, i=768, e=e, n=192, k=4)
-    tiles = {} if precision == "bf16" else dict(precision="fp8")
-    r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, "push", combine, 256,
-                                                      shape=shape, push_loop="lists", **tiles)
-    if precision == "bf16":     # the FP8 pass's own bound is test_fp8_gpu's; bits compare here
-        assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
-    lists = output_and_served_slots(layer, x, ids, wts, rank)
-    _, _, by_tiles, _ = run_case(ep, rank, routing, "push", combine, 256, shape=shape, **tiles)
-    tiled = output_and_served_slots(by_tiles, x, ids, wts, rank)
-    torch.cuda.synchronize()
-    assert torch.equal(lists[0], tiled[0]) and torch.equal(lists[1], tiled[1])
-
-
-def test_local_group_push_lanes_lists_match_reference():
-    """Across ranks (P launches: the senders' lanes read each receiver's schedule)."""
-    errs, _, _ = run_local_group(4, "push", "push", shape=dict(e=8, h=2560, i=768, n=192),
-                                 minibatch=256, passes=2, push_loop="lists")
-    assert max(errs) <= 1e-2, errs
-
-
 def test_pointer_weight_tiles_at_gpt_oss_shape():
     # non-TMA weight loads: the masked last down block of H = 2880 and the padded I
     shape = dict(h=2880, i=2880, e=8, n=160, k=4)
