@@ -25,8 +25,8 @@ def main(params: str, files: list[str]) -> None:
         pred = (t.scenario_seconds(record_scenario(r)) + launch) * 1e3
         meas = r["latency_ms"]["median"]
         errs.append(pred / meas - 1)
-        m = r["model"]
-        print(f"{m['name']:34s} ep {r['ep']:2d} n {r['tokens']:5d} {r['routing'] if isinstance(r['routing'], str) else r['routing'].get('kind')!s:8s} "
+        rt = r["routing"] if isinstance(r["routing"], str) else r["routing"].get("kind")
+        print(f"{r['model']['name']:34s} ep {r['ep']:2d} n {r['tokens']:5d} {rt!s:8s} "
               f"measured {meas:7.3f} ms  table {pred:7.3f}  {100 * errs[-1]:+6.1f} %")
     e = np.abs(errs)
     print(f"{len(errs)} phases: MAPE {100 * e.mean():.1f} %, max {100 * e.max():.1f} %, "

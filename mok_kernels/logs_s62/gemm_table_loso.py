@@ -10,19 +10,31 @@ import numpy as np
 from calibration.gemm_table import build_table, table_records
 from mok_model.params import read_params
 from mok_model.records import read_records, record_scenario
-seeds = [21,22,23,24,25,26,27,28,29]
-files = {s: f"calibration/runs/h100/gemm_phases_drawn{s}.jsonl" for s in seeds}
-recs = {s: table_records(read_records([files[s]]), "h100-1", "mok-gemm") for s in seeds}
-ship = read_params("mok_model/params/h100-1.json").gemm_table
-def err(t, rs):
-    launch = t.lookup["launch_us"]*1e-6
-    return np.array([(t.scenario_seconds(record_scenario(r))+launch)*1e3/r["latency_ms"]["median"]-1 for r in rs])
-allt=[];alln=[]
-for s in seeds:
-    train = [r for q in seeds if q != s for r in recs[q]]
-    nat = build_table(train, "h100-1", [files[q] for q in seeds if q != s], "mok-gemm", "/tmp/x.json")
-    a, b = err(ship, recs[s]), err(nat, recs[s])
-    allt += list(a); alln += list(b)
-    print(f"seed {s}: n {len(a)}  transferred MAPE {100*np.abs(a).mean():5.1f} max {100*np.abs(a).max():5.1f} | native-LOSO MAPE {100*np.abs(b).mean():5.1f} max {100*np.abs(b).max():5.1f}")
-allt=np.abs(allt); alln=np.abs(alln)
-print(f"all: transferred {100*allt.mean():.1f} / max {100*allt.max():.1f}; native LOSO {100*alln.mean():.1f} / max {100*alln.max():.1f}")
+
+SEEDS = range(21, 30)
+FILES = {s: f"calibration/runs/h100/gemm_phases_drawn{s}.jsonl" for s in SEEDS}
+
+
+def errors(table, records) -> np.ndarray:
+    """Signed relative error of the table's lookup (plus its launch) on each record."""
+    launch = table.lookup["launch_us"] * 1e-6
+    return np.array([(table.scenario_seconds(record_scenario(r)) + launch) * 1e3
+                     / r["latency_ms"]["median"] - 1 for r in records])
+
+
+def line(name: str, e: np.ndarray) -> str:
+    return f"{name} MAPE {100 * np.abs(e).mean():5.1f} max {100 * np.abs(e).max():5.1f}"
+
+
+recs = {s: table_records(read_records([FILES[s]]), "h100-1", "mok-gemm") for s in SEEDS}
+shipped = read_params("mok_model/params/h100-1.json").gemm_table
+every_t, every_n = [], []
+for s in SEEDS:
+    others = [q for q in SEEDS if q != s]
+    native = build_table([r for q in others for r in recs[q]], "h100-1", [FILES[q] for q in others],
+                         "mok-gemm", "/tmp/x.json")
+    t, n = errors(shipped, recs[s]), errors(native, recs[s])
+    every_t += list(t)
+    every_n += list(n)
+    print(f"seed {s}: n {len(t)}  {line('transferred', t)} | {line('native-LOSO', n)}")
+print(f"all: {line('transferred', np.array(every_t))}; {line('native LOSO', np.array(every_n))}")
