@@ -2,11 +2,13 @@
 the library's grouped GEMMs alone, the megakernel's GEMM phases alone (copies skipped, launch
 only), and the whole forward, without its dispatch copies (pull), with its copies and signals
 alone (no GEMM K loops) and with comm SMs that never join, each split into schedule, megakernel
-and epilogue. Diagnostic: prints a table, writes no run records.
+and epilogue; with --trace, three passes seen from the kernel's own stamps (mok_kernels/trace.py:
+when each minibatch's rows were in, how long items waited). Diagnostic: prints a table, writes
+no run records.
 
     PYTHONPATH=. python3 benchmarks/narrow_diag.py --workloads qwen3-30b-a3b:8:4096,kimi-k2:8:4096 \\
         [--comm-sms 16,32] [--minibatch 2048] [--list-lag 1] [--dispatch pull,push]
-        [--routing uniform] [--seed 0]
+        [--routing uniform] [--seed 0] [--trace]
 """
 
 from __future__ import annotations
@@ -37,6 +39,9 @@ def main(argv: list[str]) -> int:
                    help="uniform | zipf:S | hot:X | onehot (as mok bench)")
     p.add_argument("--seed", type=int_at_least(0, 2**31 - 1), default=0,
                    help="the routing draw's seed (as mok bench --seed)")
+    p.add_argument("--trace", action="store_true",
+                   help="after each setting's timings, three traced passes (KernelConfig.trace): "
+                        "when each minibatch's rows were in, and how long the items waited")
     return run_tool(p, run, argv)
 
 
@@ -61,6 +66,7 @@ def run(a) -> int:
         check_knobs(dict(minibatch=a.minibatch, comm_sms=cs, list_lag=a.list_lag), "--comm-sms")
     require_cuda()
     from mok_kernels.bench import Workload, run_gemm_only, run_mok, run_mok_gemm
+    from mok_kernels.trace import format_summary, trace_pass
 
     med = statistics.median
     for model, ep, n in workloads:
@@ -85,6 +91,9 @@ def run(a) -> int:
                       f"{med(t) / own:.2f}x own GEMMs); eager schedule {bd['schedule']:.3f}, "
                       f"megakernel {bd['megakernel']:.3f}, epilogue {bd['epilogue']:.3f}",
                       flush=True)
+            if a.trace:
+                for summary in trace_pass(wl, knobs, list_lag=a.list_lag):
+                    print(f"  comm {cs:3d}{lag} traced: {format_summary(summary)}", flush=True)
         del wl
         torch.cuda.empty_cache()
     return 0

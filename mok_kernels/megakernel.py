@@ -62,6 +62,7 @@ from .peers import (ArenaLayout, LocalGroup, SymmetricArena, check_same_on_every
 from .reference import MoEWeights
 from .schedule import (CapacityOverflowError, Schedule, build_schedule, group_overflow,
                        stack_schedules)
+from .trace import TRACE_COLUMNS
 from .tiles import forward_dn_blocks, forward_group_m, forward_split_dn, padded_width
 
 STALL_CODES = {
@@ -129,6 +130,8 @@ class KernelConfig:
     grid: int | None = None         # programs in the persistent grid (default: SM count)
     skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
     skip_gemm: bool = False         # diagnostic only: GEMM items store zero tiles and signal
+    trace: bool = False             # diagnostic only: every program stamps its phases (the GPU's
+                                    # ns timer) into MoKLayer.last_trace (mok_kernels/trace.py)
                                     # without their K loops (the copies alone; output is zeros
                                     # where experts would write)
     join: bool = True               # comm programs join compute after dispatch (push combine)
@@ -210,7 +213,7 @@ class KernelConfig:
         """Refuse, in one line naming the field and its rule (MokInputError, a ValueError), a
         config the kernel cannot run."""
         for name in ("skip_copy", "skip_gemm", "join", "fuse_gu", "tma", "tma_a",
-                     "save_for_backward"):
+                     "save_for_backward", "trace"):
             v = getattr(self, name)
             if type(v) not in (bool, int) or v not in (0, 1):    # tile grids spell them 0 / 1
                 raise MokInputError(f"{name}={v!r}: True or False (or 1 / 0) is required")
@@ -290,6 +293,9 @@ class KernelConfig:
                              f"backward megakernel is BF16 only")
         if self.fp8_kernel not in FP8_KERNELS:
             raise MokInputError(f"fp8_kernel {self.fp8_kernel!r}: allowed {', '.join(FP8_KERNELS)}")
+        if self.trace and self.precision == "fp8" and self.fp8_kernel == "gluon":
+            raise MokInputError("trace=True with fp8_kernel='gluon': the stamps are the Triton "
+                                "megakernel's")
         if self.source_order not in SOURCE_ORDERS:
             raise MokInputError(f"source_order {self.source_order!r}: allowed {', '.join(SOURCE_ORDERS)}")
         if self.precision == "fp8" and self.fp8_kernel == "gluon":
@@ -375,6 +381,12 @@ def _kernels() -> dict[str, Any]:
         """Make this program's prior stores visible at SCOPE, then add 1 (release)."""
         tl.debug_barrier()
         tl.atomic_add(ptr, 1, sem="release", scope=SCOPE)
+
+    @triton.jit
+    def stamp():
+        """The SM's global nanosecond timer (KernelConfig.trace)."""
+        return tl.inline_asm_elementwise("mov.u64 $0, %globaltimer;", "=l", [], dtype=tl.int64,
+                                         is_pure=False, pack=1)
 
     @triton.jit
     def fence_async_proxy():
@@ -888,11 +900,25 @@ def _kernels() -> dict[str, Any]:
         ROT: tl.constexpr = 0,     # 1: each rank's sources of an expert start after it
                                    # (KernelConfig.source_order 'rotated'; the push lanes find
                                    # a sender's run of a tile in that order)
+        trace_ptr=None, TRACE_STRIDE=0,   # TRACE: int64 (programs, TRACE_STRIDE) stamps, trace.py
+        TRACE: tl.constexpr = 0,   # KernelConfig.trace (a diagnostic; 0 generates no stamps)
     ):
         # Virtual rank VR owns programs [VR*GRID_V, (VR+1)*GRID_V) and its own slice of every
         # per-rank buffer (one rank per launch: VR = 0). *0 pointers keep every rank's view.
         VR = tl.program_id(0) // GRID_V
         pid = tl.program_id(0) % GRID_V
+        # KernelConfig.trace: a program's stamp slots (mok_kernels/trace.py SLOTS, the same)
+        T_START: tl.constexpr = 0          # program start
+        T_COMM_END: tl.constexpr = 1       # its dispatch (and pull combine) loop done
+        T_COMPUTE_START: tl.constexpr = 2  # its first work-item claim
+        T_COMPUTE_END: tl.constexpr = 3    # its item loop done
+        T_WAIT_ROWS: tl.constexpr = 4      # ns its gate/up items waited for minibatch rows
+        T_WAIT_GU: tl.constexpr = 5        # ns its down items waited for their h tiles
+        T_ITEMS: tl.constexpr = 6          # work items it ran
+        T_MB: tl.constexpr = 8             # + mb: a comm program's minibatch mb copied, signalled
+        if TRACE:
+            trace_ptr += tl.program_id(0).to(tl.int64) * TRACE_STRIDE
+            tl.store(trace_ptr + T_START, stamp())
         vr = VR.to(tl.int64)
         ring0, sync0, src0, mbr0, mbt0, nmb0 = ring_ptr, sync_ptr, recv_src_ptr, mb_row_ptr, mb_tile_ptr, nmb_ptr
         tr00, trn0 = tile_row0_ptr, tile_rows_ptr    # every rank's tiles (the senders' push)
@@ -982,6 +1008,10 @@ def _kernels() -> dict[str, Any]:
                                      R, crow, FP8, H, HB, CC, CR)   # FP8: not GROUP
                         if (STALL == 0) | (mb > 0):
                             signal(syn_q + READY_OFF + mb * P + me, SC)
+                if TRACE:
+                    tl.store(trace_ptr + T_MB + mb, stamp())
+            if TRACE:
+                tl.store(trace_ptr + T_COMM_END, stamp())
         if (pid < COMM) & (PUSH_DISPATCH != 2):
             # ---------------- communication programs: pull (or emulated push) ----------------
             freed = 0
@@ -1020,6 +1050,10 @@ def _kernels() -> dict[str, Any]:
                                      ring_ptr, ring_s_ptr, 0, R, crow, FP8, H, HB, CC, CR)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
+                if TRACE:
+                    tl.store(trace_ptr + T_MB + mb, stamp())
+            if TRACE:
+                tl.store(trace_ptr + T_COMM_END, stamp())
         if GROUP:
             if (pid < COMM) & (PULL_COMBINE != 0):
                 # pull combine across ranks: the home's comm programs read every owner's staged rows
@@ -1063,6 +1097,11 @@ def _kernels() -> dict[str, Any]:
             sec_end = 0
             sec_nt = 0                                   # row tiles of the current section
             waited = 0
+            if TRACE:
+                tl.store(trace_ptr + T_COMPUTE_START, stamp())
+                wait_rows = (pid * 0).to(tl.int64)
+                wait_gu = (pid * 0).to(tl.int64)
+                items = pid * 0
             g = tl.atomic_add(sync_ptr + WORK_OFF, 1, sem="relaxed", scope="gpu")
             while g < total:
                 # the next item is claimed after this one's K loop (its latency hidden by the
@@ -1085,6 +1124,8 @@ def _kernels() -> dict[str, Any]:
                 shared = b == 0
                 if is_gu:
                     if (b > 0) & (waited < b):
+                        if TRACE:
+                            t_wait = stamp()
                         if PUSH_DISPATCH == 0:
                             wait_geq(sync_ptr + READY_OFF + mbi * P, COMM, err_ptr, 1, mbi, max_spin, "gpu")
                         else:
@@ -1099,6 +1140,8 @@ def _kernels() -> dict[str, Any]:
                         if TMA_A == 2:
                             fence_async_proxy()
                         waited = b
+                        if TRACE:
+                            wait_rows += stamp() - t_wait
                     if GM > 1:   # GM row tiles share each weight column block while it is in L2
                         grp0 = (item // (GM * NB_GU)) * GM
                         gsz = tl.minimum(sec_nt - grp0, GM)
@@ -1243,7 +1286,11 @@ def _kernels() -> dict[str, Any]:
                             tt_d, shared, t_base, tile_row0_ptr, tile_rows_ptr, tile_exp_ptr, NS, EL,
                             E_BASE, BM)
                         cnt_ptr_d = sync_ptr + tl.where(shared, SH_OFF, HC_OFF) + tile_d
+                        if TRACE:
+                            t_wait = stamp()
                         wait_geq(cnt_ptr_d, NB_GU, err_ptr, 3, tile_d, max_spin, "gpu")
+                        if TRACE:
+                            wait_gu += stamp() - t_wait
                         if TMA_A != 0:
                             fence_async_proxy()
                         rmask_d = rm < nrows_d
@@ -1289,7 +1336,11 @@ def _kernels() -> dict[str, Any]:
                             tt_d, shared, t_base, tile_row0_ptr, tile_rows_ptr, tile_exp_ptr, NS, EL,
                             E_BASE, BM)
                         cnt_ptr_d = sync_ptr + tl.where(shared, SH_OFF, HC_OFF) + tile_d
+                        if TRACE:
+                            t_wait = stamp()
                         wait_geq(cnt_ptr_d, NB_GU, err_ptr, 3, tile_d, max_spin, "gpu")
+                        if TRACE:
+                            wait_gu += stamp() - t_wait
                         if TMA_A != 0:
                             fence_async_proxy()
                         rmask_d = rm < nrows_d
@@ -1383,7 +1434,14 @@ def _kernels() -> dict[str, Any]:
                                                              scope="sys")
                                         if done == tiles_used * NB_DN - 1:
                                             publish(flag_ptr, p32_ptr, CDONE + ME, epoch, P)
+                if TRACE:
+                    items += 1
                 g = g_next
+            if TRACE:
+                tl.store(trace_ptr + T_COMPUTE_END, stamp())
+                tl.store(trace_ptr + T_WAIT_ROWS, wait_rows)
+                tl.store(trace_ptr + T_WAIT_GU, wait_gu)
+                tl.store(trace_ptr + T_ITEMS, items.to(tl.int64))
 
     @triton.jit
     def trap():
@@ -1685,6 +1743,7 @@ class MoKLayer:
             self.split_ws = torch.empty(n_ws, dtype=torch.float32, device=dev)
         self.last_schedule: Schedule | None = None
         self.saved_gu: torch.Tensor | None = None   # save_for_backward: the last forward's g, u
+        self.last_trace: torch.Tensor | None = None  # KernelConfig.trace: the last launch's stamps
         self.stall_test = 0
         # test hook: "sys" makes one GPU's pass release its cross-rank counters at system scope,
         # as group mode must (benchmarks/device/s57_scope.py times what that costs)
@@ -1963,8 +2022,18 @@ class MoKLayer:
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
             NO_GEMM=cfg.skip_gemm, DNB=cfg.dn_blocks, ROT=int(cfg.rotated),
+            **self._trace_args(per_rank * v),
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages)
+
+    def _trace_args(self, programs: int) -> dict[str, Any]:
+        """The launch's trace arguments: with KernelConfig.trace a fresh zeroed stamp buffer,
+        one row per program (kept as last_trace, read by mok_kernels.trace), else none."""
+        if not self.cfg.trace:
+            return {}
+        self.last_trace = torch.zeros(programs, TRACE_COLUMNS + self.mb_max, dtype=torch.int64,
+                                      device=self.sync.device)
+        return dict(trace_ptr=self.last_trace, TRACE_STRIDE=self.last_trace.shape[1], TRACE=1)
 
     def tma_a_mode(self) -> int:
         """TMA_A of the launch: 0 off, 1 h rows only, 2 h rows and ring rows (the ring holds

@@ -826,3 +826,43 @@ def test_source_order_is_rank_or_rotated_and_not_the_gluon_pass():
         KernelConfig(source_order="sideways").validate()
     with pytest.raises(ValueError, match="source_order='rotated' with fp8_kernel='gluon'"):
         KernelConfig(precision="fp8", fp8_kernel="gluon", source_order="rotated").validate()
+
+
+def test_trace_summary_reads_the_stamps_and_the_kernel_writes_its_slots():
+    """mok_kernels.trace: summarize() on made-up stamps (2 comm programs, 2 compute, 2
+    minibatches), and the megakernel's T_* slot constants are trace.SLOTS."""
+    import numpy as np
+
+    from mok_kernels.trace import SLOTS, TRACE_COLUMNS, format_summary, summarize
+
+    t = np.zeros((4, TRACE_COLUMNS + 3), dtype=np.int64)
+    t[:, SLOTS["start"]] = [1000, 1100, 1000, 1200]
+    t[:2, TRACE_COLUMNS:TRACE_COLUMNS + 2] = [[5000, 9000], [6000, 8000]]
+    t[:2, SLOTS["comm_end"]] = [9000, 8000]
+    t[1, SLOTS["items"]] = 2                      # comm program 1 joined the compute
+    t[1:, SLOTS["compute_start"]] = [8500, 2000, 2500]
+    t[1:, SLOTS["compute_end"]] = [12000, 14000, 13000]
+    t[1:, SLOTS["wait_rows"]] = [0, 4000, 3000]
+    t[1:, SLOTS["wait_gu"]] = [1000, 0, 2000]
+    t[2:, SLOTS["items"]] = [5, 4]
+    s = summarize(t, comm_sms=2, minibatches=2)
+    assert s["minibatch_ready_us"] == [5.0, 8.0] and s["comm_end_us"] == 8.0
+    assert s["compute_start_us"] == 1.0 and s["compute_end_us"] == 13.0 and s["pass_us"] == 13.0
+    assert s["wait_rows_us"] == 7.0 and s["wait_gu_us"] == 3.0 and s["item_programs"] == 3
+    assert s["items_per_program"] == [2, 5]
+    assert "rows in at [5.0, 8.0] us" in format_summary(s)
+    with pytest.raises(ValueError, match="stamps expected"):
+        summarize(t, comm_sms=2, minibatches=4)
+    src = (Path(__file__).resolve().parent.parent / "mok_kernels" / "megakernel.py").read_text()
+    kernel = {m.group(1).lower(): int(m.group(2))
+              for m in re.finditer(r"T_([A-Z_]+): tl\.constexpr = (\d+)", src)}
+    assert kernel == {**SLOTS, "mb": TRACE_COLUMNS}
+
+
+def test_trace_is_a_flag_and_not_the_gluon_pass():
+    from mok_kernels.megakernel import KernelConfig
+
+    with pytest.raises(ValueError, match="trace='yes': True or False"):
+        KernelConfig(trace="yes").validate()
+    with pytest.raises(ValueError, match="trace=True with fp8_kernel='gluon'"):
+        KernelConfig(precision="fp8", fp8_kernel="gluon", trace=True).validate()

@@ -362,6 +362,43 @@ def test_local_group_rotated_sources_match_reference(dispatch, combine):
     assert max(errs) <= 1e-2, errs
 
 
+@pytest.mark.parametrize("ep,rank,dispatch,combine", [
+    (4, 0, "pull", "push"), (4, 0, "push", "push"), (8, 2, "push", "pull"),
+    (4, None, "push", "push")])             # every rank in one launch: the senders' lanes
+def test_trace_stamps_a_pass_without_changing_its_bits(ep, rank, dispatch, combine):
+    """KernelConfig.trace (session 62): the traced pass matches float32 and the untraced pass's
+    bits, and its stamps are in order: every minibatch's rows in before the comm programs end,
+    the compute programs' loops inside the pass, and every work item run exactly once."""
+    from mok_kernels.trace import SLOTS, TRACE_COLUMNS, summarize
+
+    shape = dict(h=2560, i=768, e=16, n=192, k=4)
+    r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, "zipf:1.2", dispatch, combine, 256,
+                                                      shape=shape, trace=True)
+    assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+    traced = output_and_served_slots(layer, x, ids, wts, rank)
+    t = layer.last_trace.cpu()
+    sched, comm = layer.last_schedule, layer.cfg.comm_sms
+    nmb = int(sched.num_mb.max())
+    programs = t.shape[0] // layer.vranks
+    rank0 = t[:programs]
+    s = summarize(rank0, comm, int(sched.num_mb.reshape(-1)[0]))
+    assert 0 <= min(s["minibatch_ready_us"]) and max(s["minibatch_ready_us"]) <= s["comm_end_us"]
+    assert s["compute_start_us"] <= s["compute_end_us"] <= s["pass_us"]
+    assert (t[:, SLOTS["start"]] > 0).all() and t.shape[1] == TRACE_COLUMNS + layer.mb_max
+    assert nmb >= 2
+    cfg = layer.cfg                        # every work item of each rank ran exactly once
+    nb_dn = -(-layer.H // cfg.bn_dn)
+    per_tile = layer.Ip // cfg.bn_gu + -(-nb_dn // cfg.dn_blocks) * cfg.split_dn
+    ns_tiles = -(-layer.ns // cfg.block_m) if layer.has_shared else 0
+    for v in range(layer.vranks):
+        ran = int(t[v * programs:(v + 1) * programs, SLOTS["items"]].sum())
+        assert ran == (ns_tiles + int(sched.num_tiles.reshape(-1)[v])) * per_tile
+    _, _, plain, _ = run_case(ep, rank, "zipf:1.2", dispatch, combine, 256, shape=shape)
+    untraced = output_and_served_slots(plain, x, ids, wts, rank)
+    torch.cuda.synchronize()
+    assert torch.equal(traced[0], untraced[0]) and torch.equal(traced[1], untraced[1])
+
+
 def test_pointer_weight_tiles_at_gpt_oss_shape():
     # non-TMA weight loads: the masked last down block of H = 2880 and the padded I
     shape = dict(h=2880, i=2880, e=8, n=160, k=4)
