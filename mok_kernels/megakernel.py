@@ -130,10 +130,10 @@ class KernelConfig:
     grid: int | None = None         # programs in the persistent grid (default: SM count)
     skip_copy: bool = False         # diagnostic only: pull dispatch signals without copying rows
     skip_gemm: bool = False         # diagnostic only: GEMM items store zero tiles and signal
-    trace: bool = False             # diagnostic only: every program stamps its phases (the GPU's
-                                    # ns timer) into MoKLayer.last_trace (mok_kernels/trace.py)
                                     # without their K loops (the copies alone; output is zeros
                                     # where experts would write)
+    trace: bool = False             # diagnostic only: every program stamps its phases (the GPU's
+                                    # ns timer) into MoKLayer.last_trace (mok_kernels/trace.py)
     join: bool = True               # comm programs join compute after dispatch (push combine)
     fuse_gu: bool = True            # one dot per step on gate|up interleaved weights
     tma: bool = True                # weight tiles through TMA descriptors (needs fuse_gu)
