@@ -493,6 +493,20 @@ def run_local_group(ep, dispatch, combine, shape=None, routing="zipf:1.2", passe
     return errs, layers, outs
 
 
+def test_local_group_trace_stamps_every_rank():
+    """KernelConfig.trace across ranks (P launches, group mode's code, the senders' push lanes):
+    float32 still, and every rank's stamps in order."""
+    from mok_kernels.trace import summarize
+
+    errs, layers, _ = run_local_group(4, "push", "push", shape=dict(e=8, h=2560, i=768, n=192),
+                                      minibatch=256, passes=2, trace=True)
+    assert max(errs) <= 1e-2, errs
+    for layer in layers:
+        s = summarize(layer.last_trace, layer.cfg.comm_sms, int(layer.last_schedule.num_mb))
+        assert s["compute_start_us"] <= s["compute_end_us"] <= s["pass_us"]
+        assert max(s["minibatch_ready_us"]) <= s["comm_end_us"]
+
+
 @pytest.mark.parametrize("ep,dispatch,combine", [(2, "pull", "push"), (2, "push", "pull"),
                                                  (2, "push", "push"), (2, "pull", "pull"),
                                                  (4, "push", "push"), (4, "pull", "pull")])
