@@ -909,7 +909,7 @@ def _kernels() -> dict[str, Any]:
         pid = tl.program_id(0) % GRID_V
         # KernelConfig.trace: a program's stamp slots (mok_kernels/trace.py SLOTS, the same)
         T_START: tl.constexpr = 0          # program start
-        T_COMM_END: tl.constexpr = 1       # its dispatch (and pull combine) loop done
+        T_COMM_END: tl.constexpr = 1       # its dispatch loop done (a pull combine follows)
         T_COMPUTE_START: tl.constexpr = 2  # its first work-item claim
         T_COMPUTE_END: tl.constexpr = 3    # its item loop done
         T_WAIT_ROWS: tl.constexpr = 4      # ns its gate/up items waited for minibatch rows
