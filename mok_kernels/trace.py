@@ -25,7 +25,8 @@ TRACE_COLUMNS = 8          # slots before the per-minibatch stamps (T_MB): colum
 def summarize(trace, comm_sms: int, minibatches: int, programs_per_rank: int | None = None) -> dict:
     """The pass of one rank (the first `programs_per_rank` rows; all rows by default) as plain
     numbers: `minibatch_ready_us` (the last comm program's stamp of each minibatch, i.e. when
-    its rows were all in), `comm_end_us`, the compute programs' `compute_start_us` /
+    its rows were all in) and `minibatch_first_us` (the first's: the spread between the two is
+    how unevenly the comm programs shared the minibatch), `comm_end_us`, the compute programs' `compute_start_us` /
     `compute_end_us` (earliest / latest), the summed `wait_rows_us` and `wait_gu_us` of every
     program that ran items (comm programs that joined too: `item_programs`), the items each
     ran, and `pass_us` (the last stamp). Times from the first program's start."""
@@ -43,6 +44,7 @@ def summarize(trace, comm_sms: int, minibatches: int, programs_per_rank: int | N
     return {
         "programs": int(t.shape[0]), "comm_sms": int(comm_sms), "minibatches": int(minibatches),
         "minibatch_ready_us": [float(x) for x in us(ready.max(axis=0))] if len(comm) else [],
+        "minibatch_first_us": [float(x) for x in us(ready.min(axis=0))] if len(comm) else [],
         "comm_end_us": float(us(comm[:, SLOTS["comm_end"]].max())) if len(comm) else 0.0,
         "compute_start_us": float(us(compute[:, SLOTS["compute_start"]].min())),
         "compute_end_us": float(us(ran[:, SLOTS["compute_end"]].max())),
@@ -56,10 +58,12 @@ def summarize(trace, comm_sms: int, minibatches: int, programs_per_rank: int | N
 
 def format_summary(s: dict) -> str:
     """One paragraph of `summarize`'s numbers."""
-    ready = ", ".join(f"{x:.1f}" for x in s["minibatch_ready_us"])
+    ready = ", ".join(f"{a:.1f}-{b:.1f}" for a, b in zip(s["minibatch_first_us"],
+                                                          s["minibatch_ready_us"]))
     n = s["item_programs"]
     return (f"{s['programs']} programs ({s['comm_sms']} comm), {s['minibatches']} minibatches; "
-            f"rows in at [{ready}] us, comm done {s['comm_end_us']:.1f} us; compute "
+            f"minibatches copied (first-last comm program) at [{ready}] us, comm done "
+            f"{s['comm_end_us']:.1f} us; compute "
             f"{s['compute_start_us']:.1f}-{s['compute_end_us']:.1f} us, waits for rows "
             f"{s['wait_rows_us'] / max(n, 1):.1f} us and for h tiles {s['wait_gu_us'] / max(n, 1):.1f}"
             f" us a program that ran items ({n}); items a program {s['items_per_program'][0]}-"

@@ -846,11 +846,12 @@ def test_trace_summary_reads_the_stamps_and_the_kernel_writes_its_slots():
     t[1:, SLOTS["wait_gu"]] = [1000, 0, 2000]
     t[2:, SLOTS["items"]] = [5, 4]
     s = summarize(t, comm_sms=2, minibatches=2)
-    assert s["minibatch_ready_us"] == [5.0, 8.0] and s["comm_end_us"] == 8.0
+    assert s["minibatch_ready_us"] == [5.0, 8.0] and s["minibatch_first_us"] == [4.0, 7.0]
+    assert s["comm_end_us"] == 8.0
     assert s["compute_start_us"] == 1.0 and s["compute_end_us"] == 13.0 and s["pass_us"] == 13.0
     assert s["wait_rows_us"] == 7.0 and s["wait_gu_us"] == 3.0 and s["item_programs"] == 3
     assert s["items_per_program"] == [2, 5]
-    assert "rows in at [5.0, 8.0] us" in format_summary(s)
+    assert "copied (first-last comm program) at [4.0-5.0, 7.0-8.0] us" in format_summary(s)
     with pytest.raises(ValueError, match="stamps expected"):
         summarize(t, comm_sms=2, minibatches=4)
     src = (Path(__file__).resolve().parent.parent / "mok_kernels" / "megakernel.py").read_text()
