@@ -20,16 +20,19 @@ import numpy as np
 SLOTS = {"start": 0, "comm_end": 1, "compute_start": 2, "compute_end": 3, "wait_rows": 4,
          "wait_gu": 5, "items": 6}
 TRACE_COLUMNS = 8          # slots before the per-minibatch stamps (T_MB): column 8 + mb
+STAMPS = [SLOTS[k] for k in ("start", "comm_end", "compute_start", "compute_end")]  # times
 
 
 def summarize(trace, comm_sms: int, minibatches: int, programs_per_rank: int | None = None) -> dict:
     """The pass of one rank (the first `programs_per_rank` rows; all rows by default) as plain
-    numbers: `minibatch_ready_us` (the last comm program's stamp of each minibatch, i.e. when
-    its rows were all in) and `minibatch_first_us` (the first's: the spread between the two is
-    how unevenly the comm programs shared the minibatch), `comm_end_us`, the compute programs' `compute_start_us` /
-    `compute_end_us` (earliest / latest), the summed `wait_rows_us` and `wait_gu_us` of every
-    program that ran items (comm programs that joined too: `item_programs`), the items each
-    ran, and `pass_us` (the last stamp). Times from the first program's start."""
+    numbers, times in us from the first program's start:
+    - `minibatch_ready_us`: the last comm program's stamp of each minibatch (its rows all in),
+      and `minibatch_first_us`, the first's (the spread shows how evenly they shared it);
+    - `comm_end_us`: the last comm program's dispatch loop end;
+    - `compute_start_us` / `compute_end_us`: the first item loop's start, the last one's end;
+    - `wait_rows_us`, `wait_gu_us`: the waits summed over every program that ran items (comm
+      programs that joined too: `item_programs`), and the items each ran;
+    - `pass_us`: the last stamp."""
     t = np.asarray(trace.cpu() if hasattr(trace, "cpu") else trace, dtype=np.int64)
     if programs_per_rank is not None:
         t = t[:programs_per_rank]
@@ -52,7 +55,8 @@ def summarize(trace, comm_sms: int, minibatches: int, programs_per_rank: int | N
         "wait_gu_us": float(ran[:, SLOTS["wait_gu"]].sum() / 1e3),
         "item_programs": int(len(ran)),
         "items_per_program": [int(ran[:, SLOTS["items"]].min()), int(ran[:, SLOTS["items"]].max())],
-        "pass_us": float(us(t[:, :TRACE_COLUMNS + minibatches].max())),
+        "pass_us": float(us(t[:, STAMPS + list(range(TRACE_COLUMNS,
+                                                      TRACE_COLUMNS + minibatches))].max())),
     }
 
 
