@@ -156,6 +156,17 @@ if gluon is not None:
                      mask=m[:, None])
 
     @gluon.jit
+    def _store_h_staged(smem, tile, h_ptr, off_m, end, nb, I, TM: gl.constexpr,
+                        TN: gl.constexpr, layout: gl.constexpr):
+        """An h tile (rows off_m.. below end, column block nb of I) stored through shared
+        memory `smem`, read back in `layout` (the YS store)."""
+        smem.store(tile)
+        rows = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, layout))
+        cols = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, layout))
+        gl.store(h_ptr + rows.to(gl.int64)[:, None] * I + cols[None, :], smem.load(layout),
+                 mask=(rows < end)[:, None])
+
+    @gluon.jit
     def _home(x_ptr, a_ptr, as_ptr, sync_ptr, tok0, NSH, H, worker, workers, RB: gl.constexpr,
               CU: gl.constexpr, QV: gl.constexpr, BF16: gl.constexpr):
         """The home tokens' share of one worker (a math warpgroup), RB rows at a time (chunk c
@@ -414,11 +425,7 @@ if gluon is not None:
                                                           TM, TN, mma, STAGES)
                         hb = (acc_g / (1.0 + gl.exp(-acc_g)) * acc_u).to(gl.bfloat16)
                         if YS:
-                            c_s.store(hb)
-                            rows_o = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, out))
-                            cols_o = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, out))
-                            gl.store(h_ptr + rows_o.to(gl.int64)[:, None] * I + cols_o[None, :],
-                                     c_s.load(out), mask=(rows_o < end)[:, None])
+                            _store_h_staged(c_s, hb, h_ptr, off_m, end, nb, I, TM, TN, out)
                         else:
                             rows_m = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, mma))
                             cols_m = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
@@ -438,12 +445,8 @@ if gluon is not None:
                         r64 = rows_m.to(gl.int64)
                         gl.store(hs_ptr + r64 * NBG + nb, hsc, mask=rmask)
                         if YS:
-                            q_s = c_s._reinterpret(gl.float8e4nv, [TM, TN], q_layout)
-                            q_s.store(q)
-                            rows_o = off_m + gl.arange(0, TM, layout=gl.SliceLayout(1, q_out))
-                            cols_o = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, q_out))
-                            gl.store(h_ptr + rows_o.to(gl.int64)[:, None] * I + cols_o[None, :],
-                                     q_s.load(q_out), mask=(rows_o < end)[:, None])
+                            _store_h_staged(c_s._reinterpret(gl.float8e4nv, [TM, TN], q_layout),
+                                            q, h_ptr, off_m, end, nb, I, TM, TN, q_out)
                         else:
                             cols_m = nb * TN + gl.arange(0, TN, layout=gl.SliceLayout(0, mma))
                             gl.store(h_ptr + r64[:, None] * I + cols_m[None, :], q,
