@@ -198,8 +198,8 @@ def _check_args(a: argparse.Namespace) -> None:
         if not r:
             raise BadInput(f"--routing {a.routing!r}: an empty item in the list (a comma list of "
                            f"uniform, zipf:S, hot:X, onehot)")
-        for m in a.model.split(","):
-            parse_routing(r, shape_of(m).topk, shape_of(m).experts)
+        for shape in map(shape_of, a.model.split(",")):
+            parse_routing(r, shape.topk, shape.experts)
     if a.pass_ not in ("fwd", "bwd"):
         raise BadInput(f"--pass {a.pass_!r}: allowed fwd, bwd")
     if a.pass_ == "bwd" and a.precision != "bf16":

@@ -60,8 +60,8 @@ def sweep(a, argv: list[str]) -> int:
         workloads.append((wspec, model, number_list(n, f"--workloads {wspec!r} (MODEL:TOKENS)")[0]))
         shape = shape_of(model)
         parse_routing(a.routing, shape.topk, shape.experts)
-        if shape_of(model).experts % EP:
-            raise MokInputError(f"--workloads {wspec!r}: {model}'s {shape_of(model).experts} "
+        if shape.experts % EP:
+            raise MokInputError(f"--workloads {wspec!r}: {model}'s {shape.experts} "
                                 f"experts do not divide over EP {EP} (the job's emulated group)")
         check_fits(model, EP, workloads[-1][2], f"--workloads {wspec!r}: tokens")
     require_cuda()
