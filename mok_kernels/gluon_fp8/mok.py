@@ -31,9 +31,10 @@ Stage: comm and compute overlap in one launch (pull dispatch, push combine, capa
 Dependencies only point to earlier items and every program takes its items in order, so with all
 programs resident (grid <= SMs, one program an SM by shared memory) the pass cannot deadlock.
 
-GluonBF16MoK (session 60, not yet run on a GPU) is the same pass with BF16 operands: the kernel's
-BF16 constexpr makes the copies plain (no scales), the items run core.py's BF16 K loops over
-64-column K blocks (the ring's byte sizes unchanged), and h is stored in BF16.
+GluonBF16MoK is the same pass with BF16 operands: the kernel's BF16 constexpr makes the copies
+plain (no scales), the items run core.py's BF16 K loops over 64-column K blocks (the ring's byte
+sizes unchanged), and h is stored in BF16. Session 61 ran it on one H100: correct on every rank
+of EP 8, but 0.61-0.87x the Triton BF16 megakernel's speed, so it is not in MoKLayer.
 """
 
 from __future__ import annotations
@@ -799,12 +800,13 @@ class GluonFP8MoK:
 
 
 class GluonBF16MoK(GluonFP8MoK):
-    """GluonFP8MoK's pass with BF16 operands (session 60; not yet run on a GPU): the comm
-    programs copy rows without quantizing them, the items run the BF16 core of core.py
-    (_bf16_gate_up_tile, _bf16_tile: one async wgmma in flight a math warpgroup, 64-column K
-    blocks, as benchmarks/gluon_bf16_grouped.py measured at 0.82-1.22x torch._grouped_mm on one
-    H100), h is stored in BF16 and no scale is read. The same frame: pull dispatch, push
-    combine, capacity 1.0, lag 1, rank emulation, the megakernel's epilogue."""
+    """GluonFP8MoK's pass with BF16 operands (session 60): the comm programs copy rows without
+    quantizing them, the items run the BF16 core of core.py (_bf16_gate_up_tile, _bf16_tile: one
+    async wgmma in flight a math warpgroup, 64-column K blocks, as
+    benchmarks/gluon_bf16_grouped.py measured at 0.82-1.22x torch._grouped_mm on one H100), h is
+    stored in BF16 and no scale is read. The same frame: pull dispatch, push combine, capacity
+    1.0, lag 1, rank emulation, the megakernel's epilogue. Correct on one H100 (session 61), at
+    0.61-0.87x the Triton BF16 megakernel's speed."""
 
     BF16 = True
 
