@@ -8,7 +8,7 @@ no run records.
 
     PYTHONPATH=. python3 benchmarks/narrow_diag.py --workloads qwen3-30b-a3b:8:4096,kimi-k2:8:4096 \\
         [--comm-sms 16,32] [--minibatch 2048] [--list-lag 1] [--dispatch pull,push]
-        [--routing uniform] [--seed 0] [--trace]
+        [--routing uniform] [--seed 0] [--push-loop tiles,shares] [--trace]
 """
 
 from __future__ import annotations
@@ -20,6 +20,7 @@ import torch
 
 from mok_kernels import require_cuda
 from mok_kernels.bench import MAX_ITERS
+from mok_kernels.megakernel import PUSH_LOOPS
 from mok_model.cli import distinct, doc_parser, int_at_least, number_list, run_tool
 from mok_model.errors import MokInputError
 from mok_model.scenario import MAX_LIST_LAG
@@ -39,6 +40,9 @@ def main(argv: list[str]) -> int:
                    help="uniform | zipf:S | hot:X | onehot (as mok bench)")
     p.add_argument("--seed", type=int_at_least(0, 2**31 - 1), default=0,
                    help="the routing draw's seed (as mok bench --seed)")
+    p.add_argument("--push-loop", default="tiles",
+                   help="comma list of tiles, shares (KernelConfig.push_loop): each push-dispatch "
+                        "setting is timed with each loop")
     p.add_argument("--trace", action="store_true",
                    help="after each setting's timings, three traced passes (KernelConfig.trace): "
                         "when each minibatch's rows were in, and how long the items waited")
@@ -62,6 +66,13 @@ def run(a) -> int:
     for model, _, _ in workloads:   # the kernel's reading (mok bench's): no file, hot:X that fits
         shape = shape_of(model)
         parse_routing(a.routing, shape.topk, shape.experts)
+    loops = distinct("--push-loop", a.push_loop)
+    for lp in loops:
+        if lp not in PUSH_LOOPS:
+            raise MokInputError(f"--push-loop {lp!r}: allowed {', '.join(PUSH_LOOPS)}")
+    if loops != ["tiles"] and "push" not in dispatches:
+        raise MokInputError(f"--push-loop {a.push_loop}: the loops are push dispatch's; add push "
+                            f"to --dispatch")
     for cs in comm_sms:
         check_knobs(dict(minibatch=a.minibatch, comm_sms=cs, list_lag=a.list_lag), "--comm-sms")
     require_cuda()
@@ -75,10 +86,13 @@ def run(a) -> int:
         own = med(run_mok_gemm(wl, a.iters, 3))
         print(f"{model}:{ep}:{n}: library GEMMs {lib:.3f} ms; megakernel GEMM phases alone "
               f"{own:.3f} ({own / lib:.2f}x)", flush=True)
-        for cs, d in ((cs, d) for cs in comm_sms for d in dispatches):
+        runs = [(cs, d, lp) for cs in comm_sms for d in dispatches
+                for lp in (loops if d == "push" else ["tiles"])]
+        for cs, d, lp in runs:
             knobs = dict(dispatch=d, combine="push", minibatch=a.minibatch, comm_sms=cs,
                          macrobatch=131072, capacity=1.0)
-            lag = (f" lag {a.list_lag}" if a.list_lag != 1 else "") + f" {d}"
+            lag = (f" lag {a.list_lag}" if a.list_lag != 1 else "") + f" {d}" + (
+                f" {lp}" if d == "push" and len(loops) > 1 else "")
             # skip_copy is pull dispatch's diagnostic; skip_gemm (the copies and signals alone)
             # runs in every mode
             variants = [("MoK", {}), ("MoK, copies alone", {"skip_gemm": True}),
@@ -86,13 +100,14 @@ def run(a) -> int:
             if d == "pull":
                 variants.insert(1, ("MoK, no copies", {"skip_copy": True}))
             for label, opts in variants:
-                t, bd = run_mok(wl, knobs, a.iters, 3, True, True, list_lag=a.list_lag, **opts)
+                t, bd = run_mok(wl, knobs, a.iters, 3, True, True, list_lag=a.list_lag,
+                                push_loop=lp, **opts)
                 print(f"  comm {cs:3d}{lag} {label:26s} {med(t):.3f} ms ({med(t) / lib:.2f}x library, "
                       f"{med(t) / own:.2f}x own GEMMs); eager schedule {bd['schedule']:.3f}, "
                       f"megakernel {bd['megakernel']:.3f}, epilogue {bd['epilogue']:.3f}",
                       flush=True)
             if a.trace:
-                for summary in trace_pass(wl, knobs, list_lag=a.list_lag):
+                for summary in trace_pass(wl, knobs, list_lag=a.list_lag, push_loop=lp):
                     print(f"  comm {cs:3d}{lag} traced: {format_summary(summary)}", flush=True)
         del wl
         torch.cuda.empty_cache()

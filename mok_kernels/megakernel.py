@@ -79,6 +79,7 @@ STALL_CODES = {
 
 
 FP8_KERNELS = ("v1", "v2", "v3", "v4", "v5", "gluon")   # KernelConfig.fp8_kernel
+PUSH_LOOPS = ("tiles", "shares")                         # KernelConfig.push_loop
 
 
 class MegakernelStallError(RuntimeError):
@@ -176,6 +177,12 @@ class KernelConfig:
                                     # out of the item list; its tiles are fixed (128 x 128 x 128,
                                     # 4 stages; block_m 128) and macrobatch is not used (its ring
                                     # holds every routed row); forward only (gluon_refusal)
+    push_loop: str = "tiles"        # push dispatch's lanes (no effect with pull): tiles (a
+                                    # lane copies its sender's run of every nsub-th row tile) or
+                                    # shares (a lane copies every nsub-th CR-row chunk of its
+                                    # sender's runs over all the tiles: even shares however the
+                                    # runs fall; copy_share). Opt-in until timed (NOTES.md,
+                                    # session 63: the trace showed the tiles' lanes uneven)
     source_order: str = "rank"      # an expert's received rows by source rank (rank), or with
                                     # each receiving rank's sources starting after itself
                                     # (rotated: with few experts per rank every rank's minibatch
@@ -296,6 +303,8 @@ class KernelConfig:
         if self.trace and self.precision == "fp8" and self.fp8_kernel == "gluon":
             raise MokInputError("trace=True with fp8_kernel='gluon': the stamps are the Triton "
                                 "megakernel's")
+        if self.push_loop not in PUSH_LOOPS:
+            raise MokInputError(f"push_loop {self.push_loop!r}: allowed {', '.join(PUSH_LOOPS)}")
         if self.source_order not in SOURCE_ORDERS:
             raise MokInputError(f"source_order {self.source_order!r}: allowed {', '.join(SOURCE_ORDERS)}")
         if self.precision == "fp8" and self.fp8_kernel == "gluon":
@@ -474,25 +483,27 @@ def _kernels() -> dict[str, Any]:
                 v = vn
 
     @triton.jit
-    def sender_run(tpeer, tm, tr0, sender, receiver, P, ROT: tl.constexpr):
+    def sender_run(tpeer, tm, tr0, sender, receiver, P, ROT: tl.constexpr, AXIS: tl.constexpr):
         """[lo, hi): the rows of `sender` in a row tile from row tr0 whose rows (mask tm) came
         from the sources tpeer, sorted in the receiver's source order: rank order, or (ROT)
-        starting after the receiver (KernelConfig.source_order)."""
+        starting after the receiver (KernelConfig.source_order). AXIS 1: tiles by rows, (TT,
+        BM), tr0 (TT,): one run per tile."""
         if ROT:
             tpeer = (tpeer + P - 1 - receiver) % P
             sender = (sender + P - 1 - receiver) % P
-        lo = tr0 + tl.sum((tm & (tpeer < sender)).to(tl.int32))
-        hi = tr0 + tl.sum((tm & (tpeer <= sender)).to(tl.int32))
+        lo = tr0 + tl.sum((tm & (tpeer < sender)).to(tl.int32), axis=AXIS)
+        hi = tr0 + tl.sum((tm & (tpeer <= sender)).to(tl.int32), axis=AXIS)
         return lo, hi
 
     @triton.jit
-    def copy_run(lo, hi, src_ptr, N_RANK, x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr, ring_s_off,
-                 R, crow, FP8: tl.constexpr, H: tl.constexpr, HB: tl.constexpr,
+    def copy_run(lo, hi, step, src_ptr, N_RANK, x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr,
+                 ring_s_off, R, crow, FP8: tl.constexpr, H: tl.constexpr, HB: tl.constexpr,
                  CC: tl.constexpr, CR: tl.constexpr):
-        """Copy ring rows [lo, hi) (their sources at src_ptr) from the senders' buffers into the
-        ring, CR rows at a time; FP8: quantized, the scales at ring_s_ptr + ring_s_off (unused in
-        BF16, where ring_s_ptr is None)."""
-        for c0 in range(lo, hi, CR):
+        """Copy the CR-row chunks from rows lo, lo + step, ... < hi of the ring (their sources
+        at src_ptr) from the senders' buffers into the ring (step CR: rows [lo, hi)); FP8:
+        quantized, the scales at ring_s_ptr + ring_s_off (unused in BF16, where ring_s_ptr is
+        None)."""
+        for c0 in range(lo, hi, step):
             rows = c0 + crow
             m = rows < hi
             src = tl.load(src_ptr + rows, mask=m, other=0)
@@ -503,6 +514,36 @@ def _kernels() -> dict[str, Any]:
             else:
                 copy_rows(x_src_ptr, peer_row(x_off_ptr, src, N_RANK, H),
                           ring_ptr, (rows % R).to(tl.int64) * H, m, H, CC)
+
+    @triton.jit
+    def copy_share(t0, t1, sub, nsub, sender, receiver, P, tr0_ptr, trn_ptr, src_ptr, N_RANK,
+                   x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr, ring_s_off, R, crow, ROT: tl.constexpr,
+                   FP8: tl.constexpr, H: tl.constexpr, HB: tl.constexpr, CC: tl.constexpr,
+                   CR: tl.constexpr, BM: tl.constexpr, TT: tl.constexpr):
+        """Lane `sub` of `nsub` copies its share of `sender`'s rows in the receiver's row tiles
+        [t0, t1) (KernelConfig.push_loop 'shares'): the sender's runs (sender_run) taken in tile
+        order are cut into CR-row chunks numbered across the minibatch, and the lane copies the
+        chunks k with k % nsub == sub, so the sender's lanes split its rows evenly whatever
+        tiles they fall in. Each lane reads every tile's sources, TT tiles a load."""
+        tt = tl.arange(0, TT)
+        trow = tl.arange(0, BM)
+        done = t0 * 0                                   # the sender's chunks in earlier tiles
+        for b0 in range(t0, t1, TT):
+            tm1 = b0 + tt < t1
+            tr0v = tl.load(tr0_ptr + b0 + tt, mask=tm1, other=0)
+            m2 = trow[None, :] < tl.load(trn_ptr + b0 + tt, mask=tm1, other=0)[:, None]
+            peer = tl.load(src_ptr + tr0v[:, None] + trow[None, :], mask=m2, other=0) // N_RANK
+            lov, hiv = sender_run(peer, m2, tr0v, sender, receiver, P, ROT, 1)
+            nch = (hiv - lov + CR - 1) // CR
+            first = done + tl.cumsum(nch, 0) - nch      # each run's first chunk number
+            done += tl.sum(nch)
+            skip = (sub - first % nsub + nsub) % nsub   # its chunks before this lane's first
+            for i in range(0, tl.minimum(TT, t1 - b0)):
+                sel = tt == i
+                lo = tl.sum(tl.where(sel, lov + skip * CR, 0))
+                hi = tl.sum(tl.where(sel, hiv, 0))
+                copy_run(lo, hi, nsub * CR, src_ptr, N_RANK, x_src_ptr, x_off_ptr, ring_ptr,
+                         ring_s_ptr, ring_s_off, R, crow, FP8, H, HB, CC, CR)
 
     @triton.jit
     def gather_chunks(idx_ptr, r0, r1, c0, cstep, nchunk, per, keep, tab_ptr, src_ptr, dst_ptr,
@@ -900,6 +941,10 @@ def _kernels() -> dict[str, Any]:
         ROT: tl.constexpr = 0,     # 1: each rank's sources of an expert start after it
                                    # (KernelConfig.source_order 'rotated'; the push lanes find
                                    # a sender's run of a tile in that order)
+        SHARES: tl.constexpr = 0,  # 1: push lanes copy even shares of a sender's rows
+                                   # (copy_share; KernelConfig.push_loop 'shares'), 0: a run
+                                   # per tile of every nsub-th tile
+        TT: tl.constexpr = 16,     # SHARES: row tiles whose sources a lane loads at once
         trace_ptr=None, TRACE_STRIDE=0,   # TRACE: int64 (programs, TRACE_STRIDE) stamps, trace.py
         TRACE: tl.constexpr = 0,   # KernelConfig.trace (a diagnostic; 0 generates no stamps)
     ):
@@ -997,15 +1042,19 @@ def _kernels() -> dict[str, Any]:
                         # in source order (schedule.py): the lane copies this sender's run of
                         # each tile, none of the other rows (as the emulated lanes below)
                         t1 = tl.load(mbt_q + mb + 1)
-                        for t in range(tl.load(mbt_q + mb) + lane // P, t1, nsub):
-                            tr0 = tl.load(tr0_q + t)
-                            tm = trow < tl.load(trn_q + t)
-                            tpeer = tl.load(src_q + tr0 + trow, mask=tm, other=0) // N_RANK
-                            lo, hi = sender_run(tpeer, tm, tr0, me, q, P, ROT)
-                            copy_run(lo, hi, src_q, N_RANK, x_src_ptr, x_off_ptr, ring_q,
-                                     rings0, peer_off(x_off_ptr, q, R.to(tl.int64) * HB,
-                                                      GROUP),
-                                     R, crow, FP8, H, HB, CC, CR)   # FP8: not GROUP
+                        ring_sq = peer_off(x_off_ptr, q, R.to(tl.int64) * HB, GROUP)  # FP8: not GROUP
+                        if SHARES:
+                            copy_share(tl.load(mbt_q + mb), t1, lane // P, nsub, me, q, P, tr0_q,
+                                       trn_q, src_q, N_RANK, x_src_ptr, x_off_ptr, ring_q, rings0,
+                                       ring_sq, R, crow, ROT, FP8, H, HB, CC, CR, BM, TT)
+                        else:
+                            for t in range(tl.load(mbt_q + mb) + lane // P, t1, nsub):
+                                tr0 = tl.load(tr0_q + t)
+                                tm = trow < tl.load(trn_q + t)
+                                tpeer = tl.load(src_q + tr0 + trow, mask=tm, other=0) // N_RANK
+                                lo, hi = sender_run(tpeer, tm, tr0, me, q, P, ROT, 0)
+                                copy_run(lo, hi, CR, src_q, N_RANK, x_src_ptr, x_off_ptr, ring_q,
+                                         rings0, ring_sq, R, crow, FP8, H, HB, CC, CR)
                         if (STALL == 0) | (mb > 0):
                             signal(syn_q + READY_OFF + mb * P + me, SC)
                 if TRACE:
@@ -1040,14 +1089,20 @@ def _kernels() -> dict[str, Any]:
                         # a tile's rows are one expert's, in source order (schedule.py): the
                         # lane copies its source's run of each tile, none of the other rows
                         t1 = tl.load(mb_tile_ptr + mb + 1)
-                        for t in range(tl.load(mb_tile_ptr + mb) + lane // P, t1, nsub):
-                            tr0 = tl.load(tile_row0_ptr + t)
-                            trn = tl.load(tile_rows_ptr + t)
-                            tm = trow < trn
-                            tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
-                            lo, hi = sender_run(tpeer, tm, tr0, s, me, P, ROT)
-                            copy_run(lo, hi, recv_src_ptr, N_RANK, x_src_ptr, x_off_ptr,
-                                     ring_ptr, ring_s_ptr, 0, R, crow, FP8, H, HB, CC, CR)
+                        if SHARES:
+                            copy_share(tl.load(mb_tile_ptr + mb), t1, lane // P, nsub, s, me, P,
+                                       tile_row0_ptr, tile_rows_ptr, recv_src_ptr, N_RANK,
+                                       x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr, 0, R, crow,
+                                       ROT, FP8, H, HB, CC, CR, BM, TT)
+                        else:
+                            for t in range(tl.load(mb_tile_ptr + mb) + lane // P, t1, nsub):
+                                tr0 = tl.load(tile_row0_ptr + t)
+                                trn = tl.load(tile_rows_ptr + t)
+                                tm = trow < trn
+                                tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
+                                lo, hi = sender_run(tpeer, tm, tr0, s, me, P, ROT, 0)
+                                copy_run(lo, hi, CR, recv_src_ptr, N_RANK, x_src_ptr, x_off_ptr,
+                                         ring_ptr, ring_s_ptr, 0, R, crow, FP8, H, HB, CC, CR)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
                 if TRACE:
@@ -2022,6 +2077,7 @@ class MoKLayer:
             SAVE_GU=gu is not None, GM=cfg.group_m, LAG=cfg.list_lag, TMA_A=self.tma_a_mode(),
             SPLIT=cfg.split_dn, SPLIT_OFF=self.off["split"], WS_T=self.ws_tiles,
             NO_GEMM=cfg.skip_gemm, DNB=cfg.dn_blocks, ROT=int(cfg.rotated),
+            SHARES=int(cfg.push_loop == "shares" and push != 0), TT=max(1, 2048 // cfg.block_m),
             **self._trace_args(per_rank * v),
             num_warps=cfg.num_warps,
             num_stages=cfg.num_stages)

@@ -86,3 +86,15 @@ def test_report_space_names_an_empty_path_as_given(capsys):
     err = one_error(capsys.readouterr().err, "python -m calibration.report_space")
     assert "'': an empty path; name a run-record file" in err
 
+
+@pytest.mark.parametrize("argv, want", [
+    (["--push-loop", "tiles,soon", "--dispatch", "push"], "--push-loop 'soon': allowed tiles, shares"),
+    # the loops are push dispatch's: with pull alone the flag would do nothing, without a word
+    (["--push-loop", "shares"], "the loops are push dispatch's; add push to --dispatch"),
+])
+def test_narrow_diag_push_loop_is_checked_before_the_gpu(argv, want, no_cuda, capsys):
+    tool = importlib.import_module("benchmarks.narrow_diag")
+    assert tool.main(argv) == 2
+    err = one_error(capsys.readouterr().err, ND)
+    assert want in err and "CUDA" not in err
+

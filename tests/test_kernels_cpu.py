@@ -867,3 +867,12 @@ def test_trace_is_a_flag_and_not_the_gluon_pass():
         KernelConfig(trace="yes").validate()
     with pytest.raises(ValueError, match="trace=True with fp8_kernel='gluon'"):
         KernelConfig(precision="fp8", fp8_kernel="gluon", trace=True).validate()
+
+
+def test_push_loop_is_tiles_or_shares():
+    from mok_kernels.megakernel import KernelConfig
+
+    assert KernelConfig().push_loop == "tiles"          # opt-in until timed (session 63)
+    KernelConfig(push_loop="shares").validate()
+    with pytest.raises(ValueError, match="push_loop 'later': allowed tiles, shares"):
+        KernelConfig(push_loop="later").validate()

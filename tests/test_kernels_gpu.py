@@ -399,6 +399,49 @@ def test_trace_stamps_a_pass_without_changing_its_bits(ep, rank, dispatch, combi
     assert torch.equal(traced[0], untraced[0]) and torch.equal(traced[1], untraced[1])
 
 
+@pytest.mark.parametrize("ep,rank,routing,combine,e,precision", [
+    (4, 0, "hot:0.1", "push", 16, "bf16"),     # seed 28's regret shape, top-4: short runs
+    (8, 3, "zipf:1.2", "pull", 8, "bf16"),     # one expert a rank
+    (8, None, "uniform", "push", 16, "bf16"),  # every rank in one launch: the senders' lanes
+    (4, 1, "uniform", "push", 16, "fp8"),      # quantizing copies
+    (4, None, "hot:0.2", "pull", 8, "fp8"),
+    (4, 2, "uniform", "push", 4, "bf16-rotated"),   # one expert a rank, sources after the rank
+    (8, 5, "hot:0.1", "push", 64, "bf16-bm64"),     # many short runs, 64-row tiles (TT 32)
+    (4, 0, "hot:0.1", "push", 16, "bf16-wide")])    # 32 comm SMs (8 lanes a sender), more
+def test_push_lanes_shares_match_reference_and_the_bits_of_tiles(ep, rank, routing, combine, e,
+                                                                 precision):   # tiles than TT
+    """KernelConfig.push_loop='shares' (each sender's lanes copy every nsub-th chunk of its runs
+    over all the minibatch's tiles, session 63) copies the same rows into the same ring slots as
+    'tiles': the output matches the float32 reference and the bits of 'tiles', over several
+    minibatches, tiles and lanes, H not a multiple of 1,024 (BF16)."""
+    h = 2048 if precision == "fp8" else 2560
+    wide = precision == "bf16-wide"        # 4,096 rows in minibatches of 2,560: ~24 tiles each
+    shape = dict(h=h, i=768, e=e, n=1024 if wide else 192, k=4)
+    run = dict(minibatch=2560 if wide else 256, comm=32 if wide else 8)
+    tiles = {"fp8": dict(precision="fp8"), "bf16-rotated": dict(source_order="rotated"),
+             "bf16-bm64": dict(block_m=64)}.get(precision, {})
+    r_out, r_served, layer, (x, ids, wts) = run_case(ep, rank, routing, "push", combine,
+                                                      shape=shape, push_loop="shares", **run,
+                                                      **tiles)
+    if precision != "fp8":     # the FP8 pass's own bound is test_fp8_gpu's; bits compare here
+        assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
+    sched = layer.last_schedule
+    if wide:                   # minibatches of more tiles than a lane loads at once (TT 16)
+        assert int((sched.mb_tile[1:] - sched.mb_tile[:-1]).max()) > 16
+    shares = output_and_served_slots(layer, x, ids, wts, rank)
+    _, _, by_tiles, _ = run_case(ep, rank, routing, "push", combine, shape=shape, **run, **tiles)
+    tiled = output_and_served_slots(by_tiles, x, ids, wts, rank)
+    torch.cuda.synchronize()
+    assert torch.equal(shares[0], tiled[0]) and torch.equal(shares[1], tiled[1])
+
+
+def test_local_group_push_lanes_shares_match_reference():
+    """Across ranks (P launches: the senders' lanes read each receiver's schedule)."""
+    errs, _, _ = run_local_group(4, "push", "push", shape=dict(e=8, h=2560, i=768, n=192),
+                                 minibatch=256, passes=2, push_loop="shares")
+    assert max(errs) <= 1e-2, errs
+
+
 def test_pointer_weight_tiles_at_gpt_oss_shape():
     # non-TMA weight loads: the masked last down block of H = 2880 and the padded I
     shape = dict(h=2880, i=2880, e=8, n=160, k=4)

@@ -74,6 +74,9 @@ def draw(seed: int, h_step: int, max_h: int, bwd: bool = False) -> dict:
     # forward BF16 only (0: the layer's choice); drawn after everything else, so every case
     # drawn before it (session 42) keeps its shape and knobs
     c["dn_blocks"] = int(r.choice([0, 1, 2, 3, 4, 8]))
+    # the push lanes' loop (KernelConfig.push_loop: session 61 'ahead', 62 'lists', 63
+    # 'shares'; used where the dispatch is push), drawn last for the same reason
+    c["push_loop"] = str(r.choice(["tiles", "shares"]))
     return c
 
 
@@ -83,7 +86,8 @@ def case_id(c: dict) -> str:
             f"-k{s['k']}-{c['routing']}-{c['dispatch']}-{c['combine']}-mb{c['minibatch']}"
             f"-ring{c['macro']}-gm{c['group_m']}" + ("-tmaA" if c["tma_a"] else "")
             + (f"-lag{c['list_lag']}" if c["list_lag"] != 1 else "")
-            + (f"-dnb{c['dn_blocks']}" if c.get("dn_blocks") else ""))
+            + (f"-dnb{c['dn_blocks']}" if c.get("dn_blocks") else "")
+            + ("-shares" if c.get("push_loop") == "shares" and c["dispatch"] == "push" else ""))
 
 
 OFFSET = int(os.environ.get("MOK_RANDOM_SHAPES_SEED", "0"))
@@ -144,7 +148,7 @@ def test_random_shape_forward(c):
     r_out, r_served, _, _ = run_case(c["ep"], c["rank"], c["routing"], c["dispatch"], c["combine"],
                                      c["minibatch"], macro=c["macro"], seed=7, shape=c["shape"],
                                      group_m=c["group_m"], tma_a=c["tma_a"], list_lag=c["list_lag"],
-                                     dn_blocks=c["dn_blocks"] or None)
+                                     dn_blocks=c["dn_blocks"] or None, push_loop=c["push_loop"])
     assert r_served <= 1e-2 and r_out <= 1e-2, (r_served, r_out)
 
 
@@ -153,7 +157,7 @@ def test_random_shape_local_group(c):
     errs, _, _ = run_local_group(c["ep"], c["dispatch"], c["combine"], shape=c["shape"],
                                  routing=c["routing"], passes=2, seed=7,
                                  minibatch=c["minibatch"], macro=c["macro"],
-                                 list_lag=c["list_lag"])
+                                 list_lag=c["list_lag"], push_loop=c["push_loop"])
     assert max(errs) <= 1e-2, errs
 
 
@@ -161,7 +165,7 @@ def test_random_shape_local_group(c):
 def test_random_shape_fp8(c):
     quant, plain, _, _ = run_fp8(c["ep"], c["rank"], c["routing"], c["dispatch"], c["combine"],
                                  c["shape"], minibatch=c["minibatch"], macro=c["macro"], seed=7,
-                                 group_m=c["group_m"])
+                                 group_m=c["group_m"], push_loop=c["push_loop"])
     check_fp8(quant, plain)
 
 
