@@ -177,12 +177,13 @@ class KernelConfig:
                                     # out of the item list; its tiles are fixed (128 x 128 x 128,
                                     # 4 stages; block_m 128) and macrobatch is not used (its ring
                                     # holds every routed row); forward only (gluon_refusal)
-    push_loop: str = "tiles"        # push dispatch's lanes (no effect with pull): tiles (a
-                                    # lane copies its sender's run of every nsub-th row tile) or
-                                    # shares (a lane copies every nsub-th CR-row chunk of its
-                                    # sender's runs over all the tiles: even shares however the
-                                    # runs fall; copy_share). Opt-in until timed (NOTES.md,
-                                    # session 63: the trace showed the tiles' lanes uneven)
+    push_loop: str = "shares"       # push dispatch's lanes (no effect with pull): shares (a
+                                    # lane copies every nsub-th CR-row chunk of its sender's
+                                    # runs over all the minibatch's tiles: even shares however
+                                    # the runs fall; copy_share) or tiles (the loop before
+                                    # session 63: a lane copies its sender's run of every
+                                    # nsub-th row tile, uneven where a sender's runs sit at the
+                                    # same place in every expert's tiles; NOTES.md, session 63)
     source_order: str = "rank"      # an expert's received rows by source rank (rank), or with
                                     # each receiving rank's sources starting after itself
                                     # (rotated: with few experts per rank every rank's minibatch

@@ -872,7 +872,7 @@ def test_trace_is_a_flag_and_not_the_gluon_pass():
 def test_push_loop_is_tiles_or_shares():
     from mok_kernels.megakernel import KernelConfig
 
-    assert KernelConfig().push_loop == "tiles"          # opt-in until timed (session 63)
-    KernelConfig(push_loop="shares").validate()
+    assert KernelConfig().push_loop == "shares"         # the default from session 63
+    KernelConfig(push_loop="tiles").validate()
     with pytest.raises(ValueError, match="push_loop 'later': allowed tiles, shares"):
         KernelConfig(push_loop="later").validate()
