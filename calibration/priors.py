@@ -99,6 +99,10 @@ HOPPER = {  # what our megakernel would be on a Hopper box
                                  "programs walk the owners in rank order, each owner's minibatches "
                                  "in order, so the later owners' rows are read after the first "
                                  "owner's last minibatch (emulated peers walk their own only)"),
+    "push_lanes_bound": (1.0, "design: mok_kernels/megakernel.py (push dispatch): lane l serves the "
+                              "pair of ranks l % P, and a pair's ceil((lanes - s) / P) lanes copy "
+                              "its rows only, so a minibatch whose rows come from few senders is "
+                              "copied by their lanes alone (analytic.push_lane_rows)"),
     "push_release_lanes": (1.0, "design: mok_kernels/megakernel.py (push dispatch): each comm "
                                 "program copies its lanes' rows and releases that lane's receiver, "
                                 "so a GPU's releases of a minibatch are spread over its comm "

@@ -534,6 +534,12 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     prev_dn = np.where(io & (M > 1), c_join / 3, 0.0)
     compute_chain = (np.maximum(np.maximum(work_time, gate0 + M * c_join),
                                 dispatch_end + sig_after + c_join + prev_dn) + tail + sig_end)
+    # our kernel's push lanes copy their pair's rows only (push_lane_chain): where a minibatch's
+    # rows come from few senders it is in when those senders' lanes are done, the others idle
+    lane_row_s = act * cc / np.maximum(push_rate_scan, 1e-30) * stretch
+    lane = push_lane_chain(scn, p, mb, cc, dpush, lane_row_s, M * c_join)
+    compute_chain = np.maximum(compute_chain, np.where(lane > 0, lane + lat + sig_after + tail
+                                                       + sig_end, 0.0))
     # the last minibatch's GEMMs follow its dispatch (on the joined SMs where they join), with
     # the previous minibatch's down where the list waits
     c_last = np.where(epilogue, c_join, c)
@@ -715,6 +721,162 @@ def first_minibatch_end(expert_rows, mb: float, tm: float, aligned: bool) -> np.
     return np.minimum(cand.min(axis=1), total)
 
 
+def minibatch_cut(expert_rows: np.ndarray, mb: int, tm: int, aligned: bool) -> tuple[np.ndarray, np.ndarray]:
+    """(first row, end row) of each minibatch of one GPU's expert-sorted rows. By rows: every
+    `mb` rows. Tile-aligned (our kernel, mok_kernels/schedule.py): minibatch m holds the row
+    tiles (at most tm rows of one expert) whose first row lies in [m*mb, (m+1)*mb)."""
+    R = int(expert_rows.sum())
+    if R == 0:
+        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
+    if not aligned:
+        lo = np.arange(-(-R // mb), dtype=np.int64) * mb
+        return lo, np.minimum(lo + mb, R)
+    offsets = np.concatenate([[0], np.cumsum(expert_rows)[:-1]])
+    starts = np.concatenate([o + np.arange(0, n, tm) for o, n in zip(offsets, expert_rows) if n > 0])
+    mids = starts // mb
+    first = np.searchsorted(mids, np.unique(mids), side="left")
+    lo = starts[first].astype(np.int64)
+    return lo, np.append(lo[1:], R)
+
+
+@lru_cache(maxsize=4096)
+def gpu_minibatches(scn: Scenario, mb: int, tm: int, aligned: bool, rotated: bool,
+                    gpu: int) -> tuple[np.ndarray, np.ndarray]:
+    """One GPU's received rows, sorted by local expert, then source (mok_kernels/schedule.py;
+    `rotated`: source_orders), cut into minibatches (minibatch_cut): (each minibatch's first
+    row (M,), its rows by local expert and source in that GPU's order (M, L, P)). Arrays
+    read-only (cached)."""
+    P, L = scn.ep, scn.local_experts
+    order = source_orders(P, rotated)[gpu]
+    x = traffic(scn).rows[:, gpu, :].T[:, order]               # (L, P): expert, source in order
+    lo, hi = minibatch_cut(x.sum(axis=1), mb, tm, aligned)
+    c = np.clip(np.cumsum(x.reshape(-1))[None, :], lo[:, None], hi[:, None]) - lo[:, None]
+    cnt = np.diff(c, axis=1, prepend=0).reshape(len(lo), L, P)
+    lo.flags.writeable = cnt.flags.writeable = False
+    return lo, cnt
+
+
+def minibatch_sources(scn: Scenario, mb: int, tm: int, aligned: bool,
+                      rotated: bool) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """gpu_minibatches of every GPU."""
+    return tuple(gpu_minibatches(scn, mb, tm, aligned, rotated, d) for d in range(scn.ep))
+
+
+@lru_cache(maxsize=512)
+def _source_segments(scn: Scenario, rotated: bool, gpu: int) -> tuple[np.ndarray, ...]:
+    """One GPU's received rows as runs of one (local expert, source) each, in its order
+    (gpu_minibatches): (rows per local expert (L,), each run's first row, its end, its source
+    rank (L*P,), the rows of each source in the runs before run k (L*P + 1, P)). Cached."""
+    P = scn.ep
+    order = source_orders(P, rotated)[gpu]
+    x = traffic(scn).rows[:, gpu, :].T[:, order].astype(np.float64)   # (L, P)
+    run = x.reshape(-1)
+    ends = np.cumsum(run)
+    src = np.tile(order, scn.local_experts)
+    before = np.zeros((len(run) + 1, P))
+    before[np.arange(1, len(run) + 1), src] = run
+    return x.sum(axis=1), ends - run, ends, src, np.cumsum(before, axis=0)
+
+
+@lru_cache(maxsize=4096)
+def _source_totals(scn: Scenario, mb: int, tm: int, aligned: bool, rotated: bool,
+                   gpu: int) -> tuple[np.ndarray, np.ndarray]:
+    """(the share of `gpu`'s rows from each minibatch on (M,), its rows through minibatch i by
+    source rank (M, P)), from its runs (_source_segments) cut as minibatch_cut cuts them.
+    Read-only (cached)."""
+    expert_rows, starts, ends, src, before = _source_segments(scn, rotated, gpu)
+    lo, hi = minibatch_cut(expert_rows, mb, tm, aligned)
+    n = len(ends)
+    k = np.searchsorted(ends, hi, side="right")     # the run each minibatch ends inside
+    cum = before[np.minimum(k, n)].copy()
+    inside = k < n
+    kk = np.minimum(k, n - 1)
+    cum[np.nonzero(inside)[0], src[kk[inside]]] += (hi - starts[kk])[inside]
+    total = max(float(expert_rows.sum()), 1.0)
+    rest = (total - lo) / total
+    rest.flags.writeable = cum.flags.writeable = False
+    return rest, cum
+
+
+@lru_cache(maxsize=4096)
+def push_lane_rows(scn: Scenario, mb: int, tm: int, aligned: bool, rotated: bool,
+                   comm_sms: tuple[int, ...]) -> tuple[tuple[np.ndarray, np.ndarray], ...]:
+    """Per measured GPU (rank 0 alone where ranks are emulated, else every GPU): (the share of
+    its rows from each minibatch on (M,), the most rows one comm program of our kernel's push
+    dispatch has copied into its minibatches 0..i with each of `comm_sms` (len(comm_sms), M)).
+
+    mok_kernels/megakernel.py, both push dispatches: lane l < max(COMM, P) serves the pair of
+    ranks l % P, and a pair's nsub = ceil((lanes - s) / P) lanes share its rows of a minibatch
+    evenly (push_loop 'shares'); a lane copies nothing of another pair's rows, and each lane walks
+    the minibatches on its own. Where a minibatch's rows come from few sources (an expert's rows
+    outnumber a minibatch: they are in source order), those sources' lanes copy it while the
+    others idle. Emulated (one GPU's lanes act for every sender of rank 0): pair s is sender s,
+    and with fewer comm programs than ranks, program c serves the senders s = c mod COMM in
+    turn. Across GPUs: sender s's nsub lanes for receiver d copy its rows of d's minibatches;
+    with fewer comm programs than ranks, sender s's program d mod COMM also serves the other
+    receivers q = d mod COMM, minibatch after minibatch. Arrays read-only (cached)."""
+    P = scn.ep
+    cc = np.asarray(comm_sms, dtype=np.int64)
+    lanes = np.maximum(cc, P)
+    emulated = scn.hardware.emulated_ranks
+    totals = lambda d: _source_totals(scn, mb, tm, aligned, rotated, d)  # noqa: E731
+    out = []
+    for d in ([0] if emulated else range(P)):
+        rest, c = totals(d)
+        work = np.empty((len(cc), len(c)))
+        wide = cc >= P                              # one lane a program
+        if emulated:
+            nsub = np.ceil((lanes[wide, None] - np.arange(P)[None, :]) / P)   # (n, P)
+            work[wide] = (c[None, :, :] / nsub[:, None, :]).max(axis=2)
+        else:
+            work[wide] = c.max(axis=1)[None, :] / np.ceil((lanes[wide] - d) / P)[:, None]
+        for j in np.nonzero(~wide)[0]:
+            n = int(cc[j])
+            if emulated:                            # program c: the senders c, c + COMM, ...
+                per_program = np.zeros((len(c), n))
+                np.add.at(per_program.T, np.arange(P) % n, c.T)
+                work[j] = per_program.max(axis=1)
+            else:                                   # sender s's program d mod COMM
+                i = np.arange(len(c))
+                work[j] = sum(totals(q)[1][np.minimum(i, len(totals(q)[1]) - 1)]
+                              for q in range(d % n, P, n)).max(axis=1)
+        work.flags.writeable = False
+        out.append((rest, work))
+    return tuple(out)
+
+
+def push_lane_chain(scn: Scenario, p: Params, minibatch, comm_sms, dispatch_push, row_s,
+                    compute_s) -> np.ndarray:
+    """Seconds until the compute SMs can have done the pass as far as a push dispatch's lanes
+    let them (push_lane_rows), (C, G) for configs (G: 1 where ranks are emulated, else P):
+    for each minibatch i, when the busiest lane has copied minibatches 0..i (its rows at
+    `row_s`, one comm program's seconds a row) plus the compute of the rows from minibatch i on
+    (`compute_s`: the whole pass's routed compute, in proportion). 0 for pull dispatch, one rank,
+    or a design whose senders copy with every comm SM (push_lanes_bound 0)."""
+    row_s, compute_s = np.broadcast_arrays(np.asarray(row_s, np.float64),
+                                           np.asarray(compute_s, np.float64))
+    out = np.zeros(row_s.shape)
+    push = np.broadcast_to(np.asarray(dispatch_push, bool).reshape(-1), (out.shape[0],))
+    if scn.ep < 2 or p["push_lanes_bound"] < 0.5 or not push.any():
+        return out
+    tm, aligned = int(tile_rows(scn, p)), p["tile_aligned_minibatches"] >= 0.5
+    rotated = p["source_order_rotated"] >= 0.5
+    idx = np.nonzero(push)[0]
+    mb = np.broadcast_to(np.asarray(minibatch, np.float64).reshape(-1), push.shape)[idx]
+    cc = np.broadcast_to(np.asarray(comm_sms, np.float64).reshape(-1), push.shape)[idx]
+    for m in np.unique(mb):
+        at = mb == m
+        ccs = np.unique(cc[at])
+        which = np.searchsorted(ccs, cc[at])
+        rows = idx[at]
+        lanes = push_lane_rows(scn, int(m), tm, aligned, rotated, tuple(int(c) for c in ccs))
+        for g, (rest, work) in enumerate(lanes):
+            col = min(g, out.shape[1] - 1)
+            out[rows, col] = (work[which] * row_s[rows, col][:, None]
+                              + rest[None, :] * compute_s[rows, col][:, None]).max(axis=1)
+    return out
+
+
 def source_orders(P: int, rotated: bool) -> np.ndarray:
     """(P, P) the order in which each GPU's received rows of an expert come, by source rank:
     rank order (mok_kernels/schedule.py), or, rotated (source_order_rotated, a what-if), each
@@ -853,8 +1015,8 @@ def push_scan_chunks(P: int, comm_sms, minibatch_rows):
     (loading their source indices) and copies only the rows of its pair of ranks, masking the
     rest. Emulated (PUSH_DISPATCH == 1): this rank's minibatch, the rows whose source is peer s.
     Across GPUs (PUSH_DISPATCH == 2): the sender's lanes for receiver q walk q's minibatch (its
-    indices in q's memory) for the sender's own rows. (Today's "runs" loop visits row tiles
-    instead: lanes_copy_runs.) So a program visits ceil(P / COMM) lanes x
+    indices in q's memory) for the sender's own rows. (The "runs" and "shares" loops visit row
+    tiles instead: lanes_copy_runs, lanes_share_rows.) So a program visits ceil(P / COMM) lanes x
     ceil(chunks / nsub) chunks, about P times the chunks a pull dispatch's program visits
     (ceil(chunks / COMM)), most of them holding few or none of its rows."""
     return push_lane_visits(P, comm_sms, np.ceil(np.asarray(minibatch_rows, np.float64) / COPY_ROWS))
@@ -865,6 +1027,19 @@ def push_lane_visits(P: int, comm_sms, items):
     minibatch's `items` (push_scan_chunks): ceil(P / COMM) lanes, each ceil(items / nsub)."""
     cc = np.asarray(comm_sms, dtype=np.float64)
     return np.ceil(P / cc) * np.ceil(np.asarray(items, np.float64) / np.maximum(np.floor(cc / P), 1.0))
+
+
+# rows of row tiles whose sources a push lane of the "shares" loop loads at once
+# (mok_kernels/megakernel.py: TT = 2048 // block_m tiles)
+SHARE_ROWS = 2048
+
+
+def lanes_share_rows(scn: Scenario) -> bool:
+    """Whether the push dispatch's lanes split their pair's rows evenly (the Triton forward's
+    "shares" loop, KernelConfig.push_loop 'shares', both push dispatches, from 2026-12-06
+    10:29 UTC): every lane loads the sources of every row tile of the minibatch, SHARE_ROWS rows
+    of tiles at a time, and copies every nsub-th chunk of its pair's runs."""
+    return scn.copy_loop == "shares" and scn.pass_ == "fwd" and scn.fp8_kernel == "triton"
 
 
 def lanes_copy_runs(scn: Scenario) -> bool:
@@ -890,13 +1065,13 @@ def copy_load(scn: Scenario, p: Params, pull: bool) -> float:
     """How much more a comm program's copy of a byte holds its SM than copy_gbps_per_sm says
     (the rate of the forward megakernel's pull dispatch and pull combine with their row ids and
     peer offsets loaded ahead, mok_kernels/megakernel.py gather_chunks, Scenario.copy_loop
-    "ahead"): 1 / pipe_copy_scale for those copies today ("pipe" and "runs": copy_rows keeps
+    "ahead"): 1 / pipe_copy_scale for those copies today ("pipe", "runs", "shares": copy_rows keeps
     two column steps' loads in flight) where a row has two or more steps (copy_steps), else 1; 1 /
     serial_copy_scale for a loop that loads the indices step by step (push lanes, the backward
     megakernel, the Gluon FP8 pass, and every copy of a "serial" record). Plain ratios: a wait
     per chunk predicted held-out runs worse (docs/calibration.md "Session 39")."""
     if pull and scn.pass_ == "fwd" and scn.fp8_kernel == "triton" and scn.copy_loop != "serial":
-        if scn.copy_loop in ("pipe", "runs") and copy_steps(scn.model.hidden) > 1:
+        if scn.copy_loop in ("pipe", "runs", "shares") and copy_steps(scn.model.hidden) > 1:
             return 1.0 / p["pipe_copy_scale"]
         return 1.0
     return 1.0 / p["serial_copy_scale"]
@@ -909,19 +1084,27 @@ def scan_chunk_s(scn: Scenario, p: Params) -> float:
     return (p["push_scan_us"] + p["push_scan_step_us"] * copy_steps(scn.model.hidden)) * US
 
 
-def push_visits(scn: Scenario, P: int, comm_sms, rows, tiles):
+def push_visits(scn: Scenario, p: Params, P: int, comm_sms, rows, tiles):
     """What one comm program of a push dispatch visits in a minibatch of `rows` rows in `tiles`
-    row tiles: its lanes' row tiles where they copy runs (lanes_copy_runs), else the row chunks
+    row tiles: where the lanes split their pair's rows evenly (lanes_share_rows), the loads of
+    the sources of every tile, SHARE_ROWS rows of tiles a load, for each of its ceil(P / COMM)
+    lanes; its lanes' row tiles where they copy runs (lanes_copy_runs); else the row chunks
     they scan (push_scan_chunks)."""
+    if lanes_share_rows(scn):
+        per_load = max(SHARE_ROWS // int(tile_rows(scn, p)), 1)
+        return np.ceil(P / np.asarray(comm_sms, np.float64)) * np.ceil(
+            np.asarray(tiles, np.float64) / per_load)
     if lanes_copy_runs(scn):
         return push_lane_visits(P, comm_sms, tiles)
     return push_scan_chunks(P, comm_sms, rows)
 
 
 def push_visit_s(scn: Scenario, p: Params) -> float:
-    """Seconds one push_visits visit costs: a row tile's source-id load (push_scan_us) where
-    the lanes copy runs, else a chunk's scan (scan_chunk_s)."""
-    return p["push_scan_us"] * US if lanes_copy_runs(scn) else scan_chunk_s(scn, p)
+    """Seconds one push_visits visit costs: a source-id load after the tiles' row ranges
+    (push_scan_us) where the lanes copy shares or runs, else a chunk's scan (scan_chunk_s)."""
+    if lanes_share_rows(scn) or lanes_copy_runs(scn):
+        return p["push_scan_us"] * US
+    return scan_chunk_s(scn, p)
 
 
 def push_scan(scn: Scenario, p: Params, rows, tiles, M, comm_sms):
@@ -931,7 +1114,7 @@ def push_scan(scn: Scenario, p: Params, rows, tiles, M, comm_sms):
     one rank."""
     if scn.ep < 2:
         return 0.0
-    return M * push_visits(scn, scn.ep, comm_sms, rows / M, np.ceil(tiles / M)) * push_visit_s(scn, p)
+    return M * push_visits(scn, p, scn.ep, comm_sms, rows / M, np.ceil(tiles / M)) * push_visit_s(scn, p)
 
 
 def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) -> np.ndarray:

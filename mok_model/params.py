@@ -58,6 +58,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "combine_owner_order": (0.0, 1.0),  # 1: a home pulls the owners' rows owner after owner
     "push_release_lanes": (0.0, 1.0),  # 1: a push dispatch's comm programs each release the
     # receivers they copied for; 0: one writer releases every receiver in turn (push_release)
+    "push_lanes_bound": (0.0, 1.0),  # 1: a push dispatch's comm programs each copy one pair of
+    # ranks' rows (analytic.push_lane_rows); 0: a sender's rows spread over all its comm SMs
     "source_order_rotated": (0.0, 1.0),  # 1: each GPU's sources of an expert start after itself
     "mok_fixed_us": (0.0, 2000.0),  # residual per-pass overhead of the megakernel
     "mok_exposed_launches": (0.0, 10.0),  # host launches not hidden behind GPU work (no sync)
@@ -202,6 +204,10 @@ ADDED: dict[str, tuple[float, str]] = {
     "combine_owner_order": (0.0, "design: the published pull combine copies each minibatch's "
                                  "outputs as its owner finishes it, every owner's interleaved "
                                  "(mok-system.md); 1 for our kernel across GPUs (calibration/priors.py)"),
+    "push_lanes_bound": (0.0, "design: the published push dispatch copies a sender's rows with "
+                              "every comm SM it has, whichever receiver they go to "
+                              "(mok-system.md); 1 for our kernel (calibration/priors.py), as the "
+                              "model read every push dispatch before session 63"),
     "push_release_lanes": (0.0, "design: the published push dispatch has every receiver wait for "
                                 "a completion signal from each peer (mok-system.md); a writer "
                                 "releases its P - 1 receivers in turn, as the one-writer NVLink "

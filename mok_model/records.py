@@ -320,7 +320,7 @@ def _model(key: str):
 def workload_scenario(hw: str, model: str, ep: int, tokens: int, pass_: str, precision: str,
                       routing: str, seed: int, zipf_order: str = "model",
                       zero_shared_slot: bool = False, split_dn: int = 0, dn_blocks: int = 0,
-                      list_lag: int = 1, bwd_tiles: str = "recompute", copy_loop: str = "runs",
+                      list_lag: int = 1, bwd_tiles: str = "recompute", copy_loop: str = "shares",
                       fp8_kernel: str = "triton") -> Scenario:
     """The Scenario of a workload key (see workload_key); cached, records share it."""
     return Scenario(load_hardware(hw), _model(model), ep, tokens, pass_, precision, routing, seed,
@@ -408,6 +408,10 @@ COPY_PIPE_SINCE = datetime.datetime(2026, 12, 4, 9, 0, tzinfo=datetime.timezone.
 # c676f75, 12:34 that day; mok_kernels/NOTES.md "Session 41"; its A/B probe ran before, with the
 # runs behind a flag)
 COPY_RUNS_SINCE = datetime.datetime(2026, 12, 4, 12, 34, tzinfo=datetime.timezone.utc)
+# the first kernel whose push lanes split their pair's rows evenly over every row tile
+# (KernelConfig.push_loop 'shares' made the default: commit of 10:29:56 that day;
+# mok_kernels/NOTES.md "Session 63"; its A/B ran before, 'shares' behind the knob)
+COPY_SHARES_SINCE = datetime.datetime(2026, 12, 6, 10, 29, 56, tzinfo=datetime.timezone.utc)
 
 
 def record_copy_loop(rec: dict) -> str:
@@ -416,22 +420,25 @@ def record_copy_loop(rec: dict) -> str:
     "serial" before COPY_AHEAD_SINCE (each chunk's row ids, then its peer offsets, then its
     rows), "ahead" before COPY_PIPE_SINCE (ids and offsets ahead, a column step at a time),
     "pipe" before COPY_RUNS_SINCE (two column steps in flight; push lanes scan every chunk),
-    else "runs" (today's). Every other record: "runs" (the backward megakernel and the Gluon
+    "runs" before COPY_SHARES_SINCE (push lanes copy their pair's run of every nsub-th tile),
+    else "shares" (today's). Every other record: "shares" (the backward megakernel and the Gluon
     FP8 pass have loops of their own, and the model charges their copies alike)."""
     if (rec.get("system") not in KERNEL_SYSTEMS or rec.get("pass", "fwd") != "fwd"
             or rec.get("source") != "measured" or record_fp8_kernel(rec) == "gluon"):
-        return "runs"
+        return "shares"
     try:
         when = datetime.datetime.fromisoformat(str(rec.get("date", "")))
     except ValueError:
-        return "runs"
+        return "shares"
     if when.tzinfo is None:
         when = when.replace(tzinfo=datetime.timezone.utc)
     if when < COPY_AHEAD_SINCE:
         return "serial"
     if when < COPY_PIPE_SINCE:
         return "ahead"
-    return "pipe" if when < COPY_RUNS_SINCE else "runs"
+    if when < COPY_RUNS_SINCE:
+        return "pipe"
+    return "runs" if when < COPY_SHARES_SINCE else "shares"
 
 
 def record_source_order(rec: dict) -> str:

@@ -47,15 +47,17 @@ BWD_TILES = ("recompute", "training")
 # parameter source_order_rotated, `mok predict --source-order`)
 SOURCE_ORDERS = ("rank", "rotated")
 # our megakernel's comm copy loop (mok_kernels/megakernel.py gather_chunks and copy_rows), by the
-# run records made with it (records.record_copy_loop): "runs", today's (from 2026-12-04 12:34
-# UTC), the "pipe" loop whose push lanes copy their pair's run of each row tile instead of
+# run records made with it (records.record_copy_loop): "shares", today's (from 2026-12-06 10:29
+# UTC, KernelConfig.push_loop 'shares'), whose push lanes split their pair's rows evenly, every
+# lane reading every row tile's sources (copy_share); "runs" (from 2026-12-04 12:34 UTC), the
+# "pipe" loop whose push lanes copy their pair's run of every nsub-th row tile instead of
 # scanning every chunk of the minibatch (emulated lanes; the senders' lanes across GPUs from
 # commit 8ec638c); "pipe" (from 09:00 that day), whose row
 # copies issue the next column step's loads before this step's stores; "ahead" (from 00:50 that
 # day), whose pull dispatch and pull combine load a chunk's row ids and peer offsets ahead of its
 # rows, one column step at a time; "serial", the loop before, that waited on both before every
 # chunk. Push lanes load their indices step by step in all four.
-COPY_LOOPS = ("runs", "pipe", "ahead", "serial")
+COPY_LOOPS = ("shares", "runs", "pipe", "ahead", "serial")
 SYSTEMS = ("mok", "nccl-torch", "deepep", "hybridep", "comet")
 ENGINES = ("analytic", "sim")
 # The largest row count or SM count a knob may take: the model's arrays hold them as 64-bit
@@ -154,7 +156,7 @@ class Scenario:
     # "recompute" for every forward
     bwd_tiles: str = "recompute"
     # our megakernel's comm copy loop (COPY_LOOPS; records.record_copy_loop)
-    copy_loop: str = "runs"
+    copy_loop: str = "shares"
     # column blocks of our megakernel's down work items where a run record's kernel ran other
     # than the layer's choice for the shape (records.record_dn_blocks); 0: the layer's choice
     # (mok_kernels/tiles.py forward_dn_blocks, gemm_table.dn_blocks)
@@ -267,7 +269,7 @@ class Scenario:
             | ({"list_lag": self.list_lag} if self.list_lag != 1 else {}) \
             | ({"fp8_kernel": self.fp8_kernel} if self.fp8_kernel != "triton" else {}) \
             | ({"bwd_tiles": self.bwd_tiles} if self.bwd_tiles != "recompute" else {}) \
-            | ({"copy_loop": self.copy_loop} if self.copy_loop != "runs" else {})
+            | ({"copy_loop": self.copy_loop} if self.copy_loop != "shares" else {})
 
 
 @dataclass(frozen=True, slots=True)

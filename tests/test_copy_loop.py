@@ -1,7 +1,8 @@
 """The comm copy loop a record ran (records.record_copy_loop) and what the model charges for it
 (analytic.copy_load): the "ahead" pull copies load their indices ahead (session 39), today's
-"pipe" ones keep two column steps' loads in flight too (session 40), today's "runs" ones copy the
-emulated push lanes' runs of each row tile (session 41), the "serial" loop and the push lanes
+"pipe" ones keep two column steps' loads in flight too (session 40), the "runs" ones copy the
+emulated push lanes' runs of each row tile (session 41), today's "shares" ones split a pair's
+rows evenly over its lanes (session 63), the "serial" loop and the push lanes
 wait for the indices a chunk at a time (mok_kernels/NOTES.md)."""
 
 from dataclasses import replace
@@ -39,21 +40,23 @@ def record(**changes) -> dict:
     ({"date": "2026-12-04T12:33:59+00:00"}, "pipe"),
     ({"date": "2026-12-04T12:34:00+00:00"}, "runs"),           # session 41's push lanes on
     ({"date": "2026-12-05T01:00:00+00:00"}, "runs"),
-    ({"date": "not a date"}, "runs"),
-    ({"pass": "bwd"}, "runs"),                                 # the backward's own loops
-    ({"precision": "fp8", "tiles": {"fp8_kernel": "gluon"}}, "runs"),   # the Gluon pass's
-    ({"system": "nccl-torch"}, "runs"),
-    ({"source": "published"}, "runs"),
+    ({"date": "2026-12-06T10:29:55+00:00"}, "runs"),
+    ({"date": "2026-12-06T10:29:56+00:00"}, "shares"),         # session 63's push lanes on
+    ({"date": "not a date"}, "shares"),
+    ({"pass": "bwd"}, "shares"),                               # the backward's own loops
+    ({"precision": "fp8", "tiles": {"fp8_kernel": "gluon"}}, "shares"),   # the Gluon pass's
+    ({"system": "nccl-torch"}, "shares"),
+    ({"source": "published"}, "shares"),
 ])
 def test_record_copy_loop(changes, loop):
     assert record_copy_loop(record(**changes)) == loop
 
 
-def test_the_four_loops_are_four_workloads():
+def test_the_five_loops_are_five_workloads():
     keys = [workload_key(record(date=d)) for d in
             ("2026-12-03T20:00:00+00:00", "2026-12-04T01:07:07+00:00", "2026-12-04T10:00:00+00:00",
-             "2026-12-04T13:00:00+00:00")]
-    assert len(set(keys)) == 4
+             "2026-12-04T13:00:00+00:00", "2026-12-06T11:00:00+00:00")]
+    assert len(set(keys)) == 5
     assert len({k[:-2] for k in keys}) == 1
 
 
@@ -74,8 +77,10 @@ def test_copy_load_only_off_the_ahead_pull_copies():
     assert copy_load(scenario("pipe"), p, pull=True) == pytest.approx(1 / 1.25)
     assert copy_load(scenario("pipe"), p, pull=False) == slow   # push lanes: as before
     assert copy_load(scenario("pipe", pass_="bwd"), p, pull=True) == slow
-    for side in (True, False):      # the runs change which rows a push lane visits, not its copy
-        assert copy_load(scenario("runs"), p, pull=side) == copy_load(scenario("pipe"), p, pull=side)
+    for side in (True, False):      # runs and shares change which rows a push lane visits, not
+        for loop in ("runs", "shares"):                                             # its copy
+            assert copy_load(scenario(loop), p, pull=side) == copy_load(scenario("pipe"), p,
+                                                                        pull=side)
 
 
 def test_one_column_step_gains_nothing_from_two_in_flight():
@@ -87,7 +92,7 @@ def test_one_column_step_gains_nothing_from_two_in_flight():
 
 
 def test_todays_loop_is_the_default_and_measured_on_h200():
-    assert Scenario(load_hardware("h200-1"), load_model("qwen3-30b-a3b"), 8, 4096).copy_loop == "runs"
+    assert Scenario(load_hardware("h200-1"), load_model("qwen3-30b-a3b"), 8, 4096).copy_loop == "shares"
     assert H200["pipe_copy_scale"] == 1.25
     assert "logs_s40/pipe/pipe.jsonl" in H200.sources["pipe_copy_scale"]
 

@@ -38,10 +38,11 @@ from dataclasses import dataclass
 import numpy as np
 import simpy
 
-from ..analytic import (COPY_ROWS, US, copy_load, dispatch_copy_scale, dispatch_row_bytes,
-                        expert_ffn_parts, ffn_pieces, in_order_wait, iteration_rows, list_period,
-                        loads, minibatch_signals, push_visit_s, push_visits, ring_capacity,
-                        scan_chunk_s, shared_section, source_orders, tile_rows)
+from ..analytic import (COPY_ROWS, US, copy_beside_gemm, copy_load, dispatch_copy_scale,
+                        dispatch_row_bytes, expert_ffn_parts, ffn_pieces, in_order_wait,
+                        iteration_rows, list_period, loads, minibatch_signals, minibatch_sources,
+                        push_lane_rows, push_visit_s, push_visits, ring_capacity, scan_chunk_s,
+                        shared_section, source_orders, tile_rows)
 from ..params import Params
 from ..scenario import Config, Scenario
 from ..workload import traffic
@@ -127,17 +128,12 @@ def _list_bound(scn: Scenario, p: Params, gu, dn, tiles, sms):
 def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: int) -> Plan:
     """Cut every GPU's received rows (ordered by local expert, then source) into minibatches."""
     P = scn.ep
-    L = scn.local_experts
-    t = traffic(scn)
     src = source_orders(P, _param(p, "source_order_rotated") >= 0.5)  # (P, P) each GPU's order
-    # per destination: (expert, source in its order) flattened
-    x = np.take_along_axis(t.rows.transpose(1, 2, 0), src[:, None, :], axis=2).reshape(P, L * P)
-    cum = np.cumsum(x, axis=1)
-    mb = cfg.minibatch
     tm = int(tile_rows(scn, p))
-    aligned = _param(p, "tile_aligned_minibatches") >= 0.5
-    bounds = [_minibatch_rows(x[d].reshape(L, P).sum(axis=1), mb, tm, aligned) for d in range(P)]
-    M = np.array([len(lo) for lo, _ in bounds], dtype=np.int64)
+    cut = minibatch_sources(scn, int(cfg.minibatch), tm,
+                            _param(p, "tile_aligned_minibatches") >= 0.5,
+                            _param(p, "source_order_rotated") >= 0.5)
+    M = np.array([len(lo) for lo, _ in cut], dtype=np.int64)
     groups = peer_groups(net.leaf, max_peers)
     grouped = bool(groups.max() < P - 1)
     G = int(groups.max()) + 1
@@ -145,9 +141,7 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     onehot[np.arange(P), groups] = 1
     endpoints, rows_l, rr, tt, aa, ww = [], [], [], [], [], []
     for d in range(P):
-        lo, hi = bounds[d]
-        c = np.clip(cum[d][None, :], lo[:, None], hi[:, None]) - lo[:, None]
-        cnt = np.diff(c, axis=1, prepend=0).reshape(M[d], L, P)
+        cnt = cut[d][1]  # (M, L, P) by minibatch, local expert, source in d's order
         per_expert = cnt.sum(axis=2)  # (M, L)
         per_src = np.zeros((M[d], P), dtype=cnt.dtype)
         per_src[:, src[d]] = cnt.sum(axis=1)  # (M, P), by source rank
@@ -196,24 +190,6 @@ def make_plan(scn: Scenario, p: Params, cfg: Config, net: Network, max_peers: in
     return Plan(M, endpoints, rows_l, np.split(gu, splits), np.split(dn, splits),
                 np.split(gu_j, splits), np.split(dn_j, splits), [np.asarray(x) for x in tt],
                 shared, shared_split, join_scale, groups, grouped)
-
-
-def _minibatch_rows(expert_rows: np.ndarray, mb: int, tm: int, aligned: bool) -> tuple[np.ndarray, np.ndarray]:
-    """(first row, end row) of each minibatch of one GPU's expert-sorted rows. By rows: every
-    `mb` rows. Tile-aligned (our kernel, mok_kernels/schedule.py): minibatch m holds the row
-    tiles (at most tm rows of one expert) whose first row lies in [m*mb, (m+1)*mb)."""
-    R = int(expert_rows.sum())
-    if R == 0:
-        return np.zeros(1, dtype=np.int64), np.zeros(1, dtype=np.int64)
-    if not aligned:
-        lo = np.arange(-(-R // mb), dtype=np.int64) * mb
-        return lo, np.minimum(lo + mb, R)
-    offsets = np.concatenate([[0], np.cumsum(expert_rows)[:-1]])
-    starts = np.concatenate([o + np.arange(0, n, tm) for o, n in zip(offsets, expert_rows) if n > 0])
-    mids = starts // mb
-    first = np.searchsorted(mids, np.unique(mids), side="left")
-    lo = starts[first].astype(np.int64)
-    return lo, np.append(lo[1:], R)
 
 
 def _param(p: Params, name: str, default: float = 0.0) -> float:
@@ -306,7 +282,7 @@ class MokSim:
                                   / float(dispatch_copy_scale(scn, p, cfg.comm_sms)))
         # a push dispatch's lanes also visit every chunk of the receiver's minibatch for their
         # rows (analytic.push_scan): that time loads the copying comm SMs as more bytes
-        # (or its row tiles, where the lanes copy runs: analytic.lanes_copy_runs)
+        # (or its row tiles, where the lanes copy runs or shares: analytic.push_visits)
         self.scan_s = scan_chunk_s(scn, p)
         self.visit_s = push_visit_s(scn, p)
         self.push_scan = self.dpush and P > 1 and self.visit_s > 0
@@ -341,6 +317,7 @@ class MokSim:
         self.msg_trace: list | None = [] if trace_gpus else None
         sm_rate = cfg.comm_sms * p["copy_gbps_per_sm"] * 1e9
         self.sm_rate = sm_rate
+        self.lane_ready = self._lane_ready(scn, p, cfg, plan) if self.dpush else None
         E = P + (int(plan.groups.max()) + 1 if plan.grouped else 0)  # endpoints: GPUs, peer groups
         self.fab = fab = Fabric(net, plan.groups if plan.grouped else None, sm_rate)
         self.fluid = fluid = Fluid(env, fab.cap, merge_s)
@@ -458,7 +435,7 @@ class MokSim:
         flow = 2 * d * self.E
         sm_scale = self.dispatch_sm_scale
         if self.push_scan and rows.sum() > 0:  # the scan's seconds, as bytes at the SMs' rate
-            visits = push_visits(self.scn, self.P, self.cfg.comm_sms, rows.sum(),
+            visits = push_visits(self.scn, self.p, self.P, self.cfg.comm_sms, rows.sum(),
                                  self.plan.row_tiles[d][i])
             scan = float(visits) * self.visit_s
             sm_scale += scan * self.sm_rate / (float(rows.sum()) * self.act)
@@ -489,11 +466,46 @@ class MokSim:
             # one remote signal after its releases
             join.in_data().callbacks.append(lambda e, d=d, ev=ev: self._signalled(d, ev, e.value))
         else:
-            join.done.callbacks.append(lambda e, ev=ev: ev.succeed(e.value))
+            join.done.callbacks.append(lambda e, d=d, i=i, ev=ev: self._rows_in(d, i, ev, e.value))
         join.done.callbacks.append(lambda e, d=d: self._count_dispatched(d))
         join.done.callbacks.append(lambda e, d=d, i=i, t0=now: self.spans.append(
             (d, tr.DISPATCH, f"dispatch mb{i}", t0, e.value - t0)))
         return join
+
+    def _lane_ready(self, scn: Scenario, p: Params, cfg: Config, plan: Plan) -> list | None:
+        """Per GPU (None where it does not bind): the time each minibatch's rows can be in at
+        the earliest as our kernel's push lanes copy them (analytic.push_lane_chain): the most
+        rows one comm program copies into minibatches 0..i (analytic.push_lane_rows), each at
+        one program's share of the dispatch's copy time (its rows at the SMs' rate, its visits
+        beside), slowed beside the GEMMs as analytic.copy_beside_gemm."""
+        P, cc = self.P, cfg.comm_sms
+        if P < 2 or _param(p, "push_lanes_bound") < 0.5:
+            return None
+        lanes = push_lane_rows(scn, int(cfg.minibatch), int(tile_rows(scn, p)),
+                               _param(p, "tile_aligned_minibatches") >= 0.5,
+                               _param(p, "source_order_rotated") >= 0.5, (int(cc),))
+        out = [None] * P
+        for d, (_, (work,)) in zip([0] if self.emulated else range(P), lanes):
+            rows = float(sum(r.sum() for r in plan.rows[d]))
+            if rows <= 0:
+                continue
+            scan = sum(float(push_visits(scn, p, P, cc, r.sum(), t)) * self.visit_s
+                       for r, t in zip(plan.rows[d], plan.row_tiles[d])) if self.push_scan else 0.0
+            alone = rows * self.act * self.dispatch_sm_scale / self.sm_rate + scan
+            gemm = float(np.sum(plan.gate_up[d]) + np.sum(plan.down[d])) + plan.shared
+            stretch = float(copy_beside_gemm(alone, gemm, self.slowdown))
+            out[d] = np.asarray(work) * (alone * cc / rows) * stretch
+        return out
+
+    def _rows_in(self, d: int, i: int, ev, t: float) -> None:
+        """Minibatch i of GPU d is in at t, or where our push lanes bind (lane_ready) no earlier
+        than they have copied it."""
+        lane = self.lane_ready[d] if self.lane_ready is not None else None
+        at = max(t, float(lane[i])) if lane is not None and i < len(lane) else t
+        if at <= self.env.now:
+            ev.succeed(at)
+        else:
+            self.env.timeout(at - self.env.now).callbacks.append(lambda _e: ev.succeed(at))
 
     def _signalled(self, d: int, ready, t: float) -> None:
         start = max(t, self.sig_free[d])
