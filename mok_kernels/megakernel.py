@@ -8,7 +8,8 @@ Roles. Program ids < comm_sms are communication programs, the rest compute progr
   per-(minibatch, sender) signal, so compute waits on P signals per minibatch instead of one.
   With P virtual ranks in one launch the senders' comm programs do this (lane l serves receiver
   l % P, minibatch by minibatch); with one emulated rank, whose senders are absent, the rank's
-  own comm programs act for them (lane l copies peer l % P's rows).
+  own comm programs act for them (lane l copies peer l % P's rows). A pair's lanes split its
+  rows of a minibatch evenly (``push_loop`` 'shares', copy_share), and copy no other pair's.
   Before overwriting ring rows, the writer waits until the receiver's compute has finished the
   gate/up tiles that read them (back-pressure of the ring buffer).
 - Compute takes items from one atomic work counter, in a fixed list order: gate/up tiles of the
