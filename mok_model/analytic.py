@@ -1029,16 +1029,12 @@ def push_lane_visits(P: int, comm_sms, items):
     return np.ceil(P / cc) * np.ceil(np.asarray(items, np.float64) / np.maximum(np.floor(cc / P), 1.0))
 
 
-# rows of row tiles whose sources a push lane of the "shares" loop loads at once
-# (mok_kernels/megakernel.py: TT = 2048 // block_m tiles)
-SHARE_ROWS = 2048
-
-
 def lanes_share_rows(scn: Scenario) -> bool:
     """Whether the push dispatch's lanes split their pair's rows evenly (the Triton forward's
     "shares" loop, KernelConfig.push_loop 'shares', both push dispatches, from 2026-12-06
-    10:29 UTC): every lane loads the sources of every row tile of the minibatch, SHARE_ROWS rows
-    of tiles at a time, and copies every nsub-th chunk of its pair's runs."""
+    10:29 UTC): every lane loads the sources of every row tile of the minibatch, 2,048 rows of
+    tiles at a time (mok_kernels/megakernel.py TT), and copies every nsub-th chunk of its pair's
+    runs."""
     return scn.copy_loop == "shares" and scn.pass_ == "fwd" and scn.fp8_kernel == "triton"
 
 
@@ -1086,15 +1082,15 @@ def scan_chunk_s(scn: Scenario, p: Params) -> float:
 
 def push_visits(scn: Scenario, p: Params, P: int, comm_sms, rows, tiles):
     """What one comm program of a push dispatch visits in a minibatch of `rows` rows in `tiles`
-    row tiles: where the lanes split their pair's rows evenly (lanes_share_rows), the loads of
-    the sources of every tile, SHARE_ROWS rows of tiles a load, for each of its ceil(P / COMM)
-    lanes; its lanes' row tiles where they copy runs (lanes_copy_runs); else the row chunks
-    they scan (push_scan_chunks)."""
-    if lanes_share_rows(scn):
-        per_load = max(SHARE_ROWS // int(tile_rows(scn, p)), 1)
-        return np.ceil(P / np.asarray(comm_sms, np.float64)) * np.ceil(
-            np.asarray(tiles, np.float64) / per_load)
-    if lanes_copy_runs(scn):
+    row tiles: its lanes' row tiles where they copy runs (lanes_copy_runs) or shares
+    (lanes_share_rows), else the row chunks they scan (push_scan_chunks).
+
+    A "shares" lane reads every tile's sources (2,048 rows of tiles a load) but starts a
+    copy chain (source ids, rows, stores) only in the tiles that hold its chunks: about the
+    tiles a "runs" lane visits (all of them where a pair has one lane, every nsub-th in
+    total), so it is charged as those; session 63's A/B timed the two loops within -3 to +7 %
+    where the runs' lanes were even (mok_kernels/NOTES.md "Session 63")."""
+    if lanes_copy_runs(scn) or lanes_share_rows(scn):
         return push_lane_visits(P, comm_sms, tiles)
     return push_scan_chunks(P, comm_sms, rows)
 

@@ -1,13 +1,12 @@
 """Our kernel's push lanes, in the model (session 63): lane l serves the pair of ranks l % P, so a
 minibatch whose rows come from few senders is copied by their lanes alone
-(analytic.push_lane_rows, push_lane_chain; push_lanes_bound), and the "shares" loop's lanes
-read every row tile's sources, a block of tiles at a load (push_visits)."""
+(analytic.push_lane_rows, push_lane_chain; push_lanes_bound), and what the "shares" loop's
+lanes are charged for their visits (push_visits)."""
 
 import numpy as np
 import pytest
 
-from mok_model.analytic import (SHARE_ROWS, minibatch_sources, push_lane_rows, push_visits,
-                                tile_rows)
+from mok_model.analytic import minibatch_sources, push_lane_rows, push_visits
 from mok_model.params import load_params
 from mok_model.predict import analytic_mok
 from mok_model.presets import load_hardware, load_model
@@ -94,18 +93,17 @@ def test_both_engines_charge_the_idle_lanes(engine):
     assert run(pull, p) == run(pull, off)
 
 
-def test_share_lanes_read_every_tile_a_block_at_a_time():
-    """The "shares" loop: each of a program's ceil(P / COMM) lanes loads every tile's sources,
-    2,048 rows of tiles a load (mok_kernels/megakernel.py TT); the "runs" loop visits its
-    nsub-th tiles."""
+def test_share_lanes_are_charged_the_tiles_a_runs_lane_visits():
+    """The "shares" loop: a lane reads every tile's sources a block at a time, and starts a copy
+    chain in about the tiles a "runs" lane visits (every nsub-th in total; all of them where a
+    pair has one lane), which is what it is charged; the older "pipe" lanes scan chunks."""
     scn = emulated("qwen3-30b-a3b", 8, 4096, "uniform")
     p = load_params(None, "h100-1")
-    tm = int(tile_rows(scn, p))
-    assert SHARE_ROWS // tm == 16
-    assert push_visits(scn, p, 8, 32, 4096, 40) == 3             # one lane, 40 tiles: 3 loads
-    assert push_visits(scn, p, 32, 8, 4096, 40) == 4 * 3         # four lanes a program
-    runs = scn.with_(copy_loop="runs")
-    assert push_visits(runs, p, 8, 32, 4096, 40) == 10           # nsub 4: every 4th tile
+    for loop in ("shares", "runs"):
+        s = scn.with_(copy_loop=loop)
+        assert push_visits(s, p, 8, 32, 4096, 40) == 10          # nsub 4: every 4th tile
+        assert push_visits(s, p, 32, 8, 4096, 40) == 4 * 40      # four lanes, one each
+    assert push_visits(scn.with_(copy_loop="pipe"), p, 8, 32, 4096, 40) == 4096 / 16 / 4
 
 
 @pytest.mark.parametrize("mb,tm,aligned,rotated", [(64, 128, True, False), (300, 64, False, True),
