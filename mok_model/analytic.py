@@ -739,7 +739,7 @@ def minibatch_cut(expert_rows: np.ndarray, mb: int, tm: int, aligned: bool) -> t
     return lo, np.append(lo[1:], R)
 
 
-@lru_cache(maxsize=4096)
+@lru_cache(maxsize=64)   # (M, L, P) each: the simulator's cut of one config's minibatch
 def gpu_minibatches(scn: Scenario, mb: int, tm: int, aligned: bool, rotated: bool,
                     gpu: int) -> tuple[np.ndarray, np.ndarray]:
     """One GPU's received rows, sorted by local expert, then source (mok_kernels/schedule.py;
@@ -1080,7 +1080,7 @@ def scan_chunk_s(scn: Scenario, p: Params) -> float:
     return (p["push_scan_us"] + p["push_scan_step_us"] * copy_steps(scn.model.hidden)) * US
 
 
-def push_visits(scn: Scenario, p: Params, P: int, comm_sms, rows, tiles):
+def push_visits(scn: Scenario, P: int, comm_sms, rows, tiles):
     """What one comm program of a push dispatch visits in a minibatch of `rows` rows in `tiles`
     row tiles: its lanes' row tiles where they copy runs (lanes_copy_runs) or shares
     (lanes_share_rows), else the row chunks they scan (push_scan_chunks).
@@ -1110,7 +1110,7 @@ def push_scan(scn: Scenario, p: Params, rows, tiles, M, comm_sms):
     one rank."""
     if scn.ep < 2:
         return 0.0
-    return M * push_visits(scn, p, scn.ep, comm_sms, rows / M, np.ceil(tiles / M)) * push_visit_s(scn, p)
+    return M * push_visits(scn, scn.ep, comm_sms, rows / M, np.ceil(tiles / M)) * push_visit_s(scn, p)
 
 
 def in_order_wait(scn: Scenario, p: Params, tiles_per_minibatch, compute_sms) -> np.ndarray:

@@ -98,12 +98,11 @@ def test_share_lanes_are_charged_the_tiles_a_runs_lane_visits():
     chain in about the tiles a "runs" lane visits (every nsub-th in total; all of them where a
     pair has one lane), which is what it is charged; the older "pipe" lanes scan chunks."""
     scn = emulated("qwen3-30b-a3b", 8, 4096, "uniform")
-    p = load_params(None, "h100-1")
     for loop in ("shares", "runs"):
         s = scn.with_(copy_loop=loop)
-        assert push_visits(s, p, 8, 32, 4096, 40) == 10          # nsub 4: every 4th tile
-        assert push_visits(s, p, 32, 8, 4096, 40) == 4 * 40      # four lanes, one each
-    assert push_visits(scn.with_(copy_loop="pipe"), p, 8, 32, 4096, 40) == 4096 / 16 / 4
+        assert push_visits(s, 8, 32, 4096, 40) == 10          # nsub 4: every 4th tile
+        assert push_visits(s, 32, 8, 4096, 40) == 4 * 40      # four lanes, one each
+    assert push_visits(scn.with_(copy_loop="pipe"), 8, 32, 4096, 40) == 4096 / 16 / 4
 
 
 @pytest.mark.parametrize("mb,tm,aligned,rotated", [(64, 128, True, False), (300, 64, False, True),

@@ -435,7 +435,7 @@ class MokSim:
         flow = 2 * d * self.E
         sm_scale = self.dispatch_sm_scale
         if self.push_scan and rows.sum() > 0:  # the scan's seconds, as bytes at the SMs' rate
-            visits = push_visits(self.scn, self.p, self.P, self.cfg.comm_sms, rows.sum(),
+            visits = push_visits(self.scn, self.P, self.cfg.comm_sms, rows.sum(),
                                  self.plan.row_tiles[d][i])
             scan = float(visits) * self.visit_s
             sm_scale += scan * self.sm_rate / (float(rows.sum()) * self.act)
@@ -464,7 +464,8 @@ class MokSim:
             # once its rows are in, the minibatch's signalling takes its turn in the GPU's serial
             # chain of releases and polls (sig_comm apiece); a push dispatch's compute starts
             # one remote signal after its releases
-            join.in_data().callbacks.append(lambda e, d=d, ev=ev: self._signalled(d, ev, e.value))
+            join.in_data().callbacks.append(
+                lambda e, d=d, i=i, ev=ev: self._signalled(d, ev, self._lane_at(d, i, e.value)))
         else:
             join.done.callbacks.append(lambda e, d=d, i=i, ev=ev: self._rows_in(d, i, ev, e.value))
         join.done.callbacks.append(lambda e, d=d: self._count_dispatched(d))
@@ -489,7 +490,7 @@ class MokSim:
             rows = float(sum(r.sum() for r in plan.rows[d]))
             if rows <= 0:
                 continue
-            scan = sum(float(push_visits(scn, p, P, cc, r.sum(), t)) * self.visit_s
+            scan = sum(float(push_visits(scn, P, cc, r.sum(), t)) * self.visit_s
                        for r, t in zip(plan.rows[d], plan.row_tiles[d])) if self.push_scan else 0.0
             alone = rows * self.act * self.dispatch_sm_scale / self.sm_rate + scan
             gemm = float(np.sum(plan.gate_up[d]) + np.sum(plan.down[d])) + plan.shared
@@ -497,11 +498,16 @@ class MokSim:
             out[d] = np.asarray(work) * (alone * cc / rows) * stretch
         return out
 
-    def _rows_in(self, d: int, i: int, ev, t: float) -> None:
-        """Minibatch i of GPU d is in at t, or where our push lanes bind (lane_ready) no earlier
-        than they have copied it."""
+    def _lane_at(self, d: int, i: int, t: float, wait: float = 0.0) -> float:
+        """When minibatch i of GPU d is in, its copies done at t: no earlier than our push lanes
+        have copied it (lane_ready), where they bind, and `wait` (its signal) after that."""
         lane = self.lane_ready[d] if self.lane_ready is not None else None
-        at = max(t, float(lane[i])) if lane is not None and i < len(lane) else t
+        return max(t, float(lane[i]) + wait) if lane is not None and i < len(lane) else t
+
+    def _rows_in(self, d: int, i: int, ev, t: float) -> None:
+        """Fire `ev` (minibatch i of GPU d is in and signalled: the join's time t includes the
+        signal) at _lane_at."""
+        at = self._lane_at(d, i, t, self.dispatch_wait)
         if at <= self.env.now:
             ev.succeed(at)
         else:
