@@ -739,6 +739,12 @@ def minibatch_cut(expert_rows: np.ndarray, mb: int, tm: int, aligned: bool) -> t
     return lo, np.append(lo[1:], R)
 
 
+def received(scn: Scenario, rotated: bool, gpu: int) -> np.ndarray:
+    """(L, P) the rows `gpu` receives by local expert and source, the sources in its order
+    (source_orders): the order of its expert-sorted rows (mok_kernels/schedule.py)."""
+    return traffic(scn).rows[:, gpu, :].T[:, source_orders(scn.ep, rotated)[gpu]]
+
+
 @lru_cache(maxsize=64)   # (M, L, P) each: the simulator's cut of one config's minibatch
 def gpu_minibatches(scn: Scenario, mb: int, tm: int, aligned: bool, rotated: bool,
                     gpu: int) -> tuple[np.ndarray, np.ndarray]:
@@ -747,8 +753,7 @@ def gpu_minibatches(scn: Scenario, mb: int, tm: int, aligned: bool, rotated: boo
     row (M,), its rows by local expert and source in that GPU's order (M, L, P)). Arrays
     read-only (cached)."""
     P, L = scn.ep, scn.local_experts
-    order = source_orders(P, rotated)[gpu]
-    x = traffic(scn).rows[:, gpu, :].T[:, order]               # (L, P): expert, source in order
+    x = received(scn, rotated, gpu)
     lo, hi = minibatch_cut(x.sum(axis=1), mb, tm, aligned)
     c = np.clip(np.cumsum(x.reshape(-1))[None, :], lo[:, None], hi[:, None]) - lo[:, None]
     cnt = np.diff(c, axis=1, prepend=0).reshape(len(lo), L, P)
@@ -769,7 +774,7 @@ def _source_segments(scn: Scenario, rotated: bool, gpu: int) -> tuple[np.ndarray
     rank (L*P,), the rows of each source in the runs before run k (L*P + 1, P)). Cached."""
     P = scn.ep
     order = source_orders(P, rotated)[gpu]
-    x = traffic(scn).rows[:, gpu, :].T[:, order].astype(np.float64)   # (L, P)
+    x = received(scn, rotated, gpu).astype(np.float64)
     run = x.reshape(-1)
     ends = np.cumsum(run)
     src = np.tile(order, scn.local_experts)
@@ -900,8 +905,7 @@ def first_minibatch_sources(scn: Scenario, mb: float, tm: float, aligned: bool,
     t = traffic(scn)
     P, L = scn.ep, scn.local_experts
     src = source_orders(P, rotated)
-    # receiver: (expert, source in its order)
-    x = np.take_along_axis(t.rows.transpose(1, 2, 0), src[:, None, :], axis=2).reshape(P, L * P)
+    x = np.stack([received(scn, rotated, d).reshape(-1) for d in range(P)])  # (P, L * P)
     end = first_minibatch_end(t.expert_rows(), mb, tm, aligned)
     cum = np.minimum(np.cumsum(x.astype(np.float64), axis=1), end[:, None])
     ordered = np.diff(cum, axis=1, prepend=0.0).reshape(P, L, P).sum(axis=1)
@@ -1016,7 +1020,7 @@ def push_scan_chunks(P: int, comm_sms, minibatch_rows):
     rest. Emulated (PUSH_DISPATCH == 1): this rank's minibatch, the rows whose source is peer s.
     Across GPUs (PUSH_DISPATCH == 2): the sender's lanes for receiver q walk q's minibatch (its
     indices in q's memory) for the sender's own rows. (The "runs" and "shares" loops visit row
-    tiles instead: lanes_copy_runs, lanes_share_rows.) So a program visits ceil(P / COMM) lanes x
+    tiles instead: lanes_copy_runs.) So a program visits ceil(P / COMM) lanes x
     ceil(chunks / nsub) chunks, about P times the chunks a pull dispatch's program visits
     (ceil(chunks / COMM)), most of them holding few or none of its rows."""
     return push_lane_visits(P, comm_sms, np.ceil(np.asarray(minibatch_rows, np.float64) / COPY_ROWS))
@@ -1029,23 +1033,17 @@ def push_lane_visits(P: int, comm_sms, items):
     return np.ceil(P / cc) * np.ceil(np.asarray(items, np.float64) / np.maximum(np.floor(cc / P), 1.0))
 
 
-def lanes_share_rows(scn: Scenario) -> bool:
-    """Whether the push dispatch's lanes split their pair's rows evenly (the Triton forward's
-    "shares" loop, KernelConfig.push_loop 'shares', both push dispatches, from 2026-12-06
-    10:29 UTC): every lane loads the sources of every row tile of the minibatch, 2,048 rows of
-    tiles at a time (mok_kernels/megakernel.py TT), and copies every nsub-th chunk of its pair's
-    runs."""
-    return scn.copy_loop == "shares" and scn.pass_ == "fwd" and scn.fp8_kernel == "triton"
-
-
 def lanes_copy_runs(scn: Scenario) -> bool:
-    """Whether the push dispatch's lanes copy their pair's run of each row tile (the Triton
-    forward's "runs" loop, mok_kernels/megakernel.py: emulated lanes from 2026-12-04 12:34 UTC,
-    PUSH_DISPATCH 1; the senders' lanes across GPUs from 13:07, commit 8ec638c, PUSH_DISPATCH 2,
-    with no record of the scanning ones in between): a lane visits the receiver's row tiles,
-    loading each tile's source ids once (push_scan_us), and copies only its run, instead of
-    scanning every chunk for its rows."""
-    return scn.copy_loop == "runs" and scn.pass_ == "fwd" and scn.fp8_kernel == "triton"
+    """Whether the push dispatch's lanes visit the receiver's row tiles and copy their pair's run
+    of each (the Triton forward's "runs" loop, mok_kernels/megakernel.py: emulated lanes from
+    2026-12-04 12:34 UTC, PUSH_DISPATCH 1; the senders' lanes across GPUs from 13:07, commit
+    8ec638c, PUSH_DISPATCH 2, with no record of the scanning ones in between; and today's
+    "shares" loop, KernelConfig.push_loop 'shares', from 2026-12-06 10:29 UTC, whose lanes split
+    their pair's runs evenly in CR-row chunks, reading every tile's sources 2,048 rows of tiles
+    at a load), loading each tile's source ids (push_scan_us), instead of scanning every chunk
+    for their rows."""
+    return (scn.copy_loop in ("runs", "shares") and scn.pass_ == "fwd"
+            and scn.fp8_kernel == "triton")
 
 
 def copy_steps(hidden: int) -> int:
@@ -1082,25 +1080,23 @@ def scan_chunk_s(scn: Scenario, p: Params) -> float:
 
 def push_visits(scn: Scenario, P: int, comm_sms, rows, tiles):
     """What one comm program of a push dispatch visits in a minibatch of `rows` rows in `tiles`
-    row tiles: its lanes' row tiles where they copy runs (lanes_copy_runs) or shares
-    (lanes_share_rows), else the row chunks they scan (push_scan_chunks).
+    row tiles: its lanes' row tiles where they copy runs (lanes_copy_runs), else the row chunks
+    they scan (push_scan_chunks).
 
     A "shares" lane reads every tile's sources (2,048 rows of tiles a load) but starts a
     copy chain (source ids, rows, stores) only in the tiles that hold its chunks: about the
     tiles a "runs" lane visits (all of them where a pair has one lane, every nsub-th in
     total), so it is charged as those; session 63's A/B timed the two loops within -3 to +7 %
     where the runs' lanes were even (mok_kernels/NOTES.md "Session 63")."""
-    if lanes_copy_runs(scn) or lanes_share_rows(scn):
+    if lanes_copy_runs(scn):
         return push_lane_visits(P, comm_sms, tiles)
     return push_scan_chunks(P, comm_sms, rows)
 
 
 def push_visit_s(scn: Scenario, p: Params) -> float:
-    """Seconds one push_visits visit costs: a source-id load after the tiles' row ranges
-    (push_scan_us) where the lanes copy shares or runs, else a chunk's scan (scan_chunk_s)."""
-    if lanes_share_rows(scn) or lanes_copy_runs(scn):
-        return p["push_scan_us"] * US
-    return scan_chunk_s(scn, p)
+    """Seconds one push_visits visit costs: a row tile's source-id load (push_scan_us) where
+    the lanes copy runs, else a chunk's scan (scan_chunk_s)."""
+    return p["push_scan_us"] * US if lanes_copy_runs(scn) else scan_chunk_s(scn, p)
 
 
 def push_scan(scn: Scenario, p: Params, rows, tiles, M, comm_sms):
