@@ -630,7 +630,7 @@ def _knob_row(c: dict, list_lag: int) -> str:
 def cmd_tune(a) -> int:
     from .capacity import layer_capacity
     from .predict import scenario_notes
-    from .tuner import ROBUST, lag_choices, tune
+    from .tuner import DEFAULT_MARGIN, ROBUST, lag_choices, tune
 
     choice("--engine", ENGINES, a.engine)
     if a.routing is not None and not a.routing.strip():   # absent means robust / uniform; '' is a slip
@@ -670,7 +670,8 @@ def cmd_tune(a) -> int:
                           **scn.describe(), "domains": scn.domains,
                           "notes": scenario_notes(scn) + _what_if_notes(a),
                           "params": params.path, "layer_capacity": layer_cap,
-                          "order_risk": risk}, indent=1))
+                          "order_risk": risk, "default_kept_over":
+                          None if r.fastest is None else entry(r.fastest)}, indent=1))
         return 0
     print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
           f"{scn.pass_} / {scn.precision}{' / gluon' if scn.fp8_kernel == 'gluon' else ''}"
@@ -681,13 +682,18 @@ def cmd_tune(a) -> int:
     print(f"  {'rank':<5}{'latency ms':>11}  {KNOB_COLUMNS}")
     for i, s in enumerate(r.top, 1):
         print(f"  {i:<5}{s.latency_ms:>11.4f}  {_knob_row(s.config.as_dict(), s.list_lag)}")
+    if r.fastest is not None:
+        print(f"note: rank 1 is the published default knobs, kept: the fastest setting is "
+              f"predicted {1 - r.fastest.latency_ms / r.best.latency_ms:.1%} faster, under the "
+              f"{DEFAULT_MARGIN:.0%} the tuner asks (the model's error on held-out runs is "
+              f"larger; mok_model/tuner.py DEFAULT_MARGIN)")
     if layer_cap is not None:
         print(f"note: MoKLayer runs capacity {layer_cap} here (the uniform and hot-expert "
               f"bounds, mok_model/capacity.py); `--capacity {layer_cap}` ranks at it")
     if risk is not None:
         apart = (f"over {risk['lo']:.0%}" if risk["hi"] is None else f"under {risk['hi']:.0%}"
                  if risk["lo"] == 0 else f"{risk['lo']:.0%}-{risk['hi']:.0%}")
-        print(f"note: rank 2 is predicted {risk['gap']:.1%} slower than rank 1; on held-out runs "
+        print(f"note: ranks 1 and 2 are predicted {risk['gap']:.1%} apart; on held-out runs "
               f"of {scn.hardware.name} the model ordered two settings predicted {apart} apart "
               f"the wrong way {risk['wrong']:.0%} of the time ({risk['n']} pairs; "
               f"{risk['command']}, {risk['made']}): time both where it matters")
@@ -701,7 +707,7 @@ def _order_risk(r, params, scn) -> dict | None:
 
     if r.engine != "analytic" or len(r.top) < 2:
         return None
-    gap = math.log(r.top[1].latency_ms / r.top[0].latency_ms)
+    gap = abs(math.log(r.top[1].latency_ms / r.top[0].latency_ms))
     risk = order_risk(params, scn.hardware.name, gap)
     return None if risk is None else {"gap": math.exp(gap) - 1, **risk}
 

@@ -487,7 +487,7 @@ def test_progress_bar_is_on_stderr_never_stdout(capsys, monkeypatch):
     rc = main(["tune", *W, "--engine", "sim", "--top", "2", "--json"])
     cap = capsys.readouterr()
     assert rc == 0 and json.loads(cap.out)["engine"] == "sim"
-    assert "simulating 8 candidates" in cap.err
+    assert "simulating 9 candidates" in cap.err   # the top 8 and the default knobs
 
 
 def test_outputs_are_written_atomically(tmp_path, capsys):

@@ -45,7 +45,7 @@ def test_tune_names_how_sure_its_first_two_are(capsys):
     args = ["tune", "--hardware", "h200-1", "--model", "kimi-k2", "--ep", "8", "--tokens", "640"]
     assert main(args) == 0
     out = capsys.readouterr().out
-    note = next(x for x in out.splitlines() if x.startswith("note: rank 2 is predicted"))
+    note = next(x for x in out.splitlines() if x.startswith("note: ranks 1 and 2 are predicted"))
     assert "under 1% apart the wrong way" in note and "python -m calibration.heldout_errors" in note
     assert main([*args, "--json"]) == 0
     risk = json.loads(capsys.readouterr().out)["order_risk"]
