@@ -294,7 +294,7 @@ def _pick(lat: np.ndarray, defaults: np.ndarray, margin: float) -> tuple[int, in
 
 def _check_margin(margin) -> None:
     if isinstance(margin, bool) or not isinstance(margin, (int, float)) or not 0 <= margin < 1:
-        raise MokInputError(f"--default-margin {margin!r} must be a fraction in [0, 1): how much "
+        raise MokInputError(f"default_margin {margin!r} must be a fraction in [0, 1): how much "
                             f"faster another setting must be predicted than the default knobs")
 
 

@@ -89,9 +89,9 @@ def test_robust_keeps_the_default_within_the_margin_of_worst_regret():
 @pytest.mark.parametrize("margin", [-0.1, 1.0, "0.02", True, float("nan")])
 def test_a_bad_margin_is_refused(margin):
     scn, p = next(scenarios())
-    with pytest.raises(MokInputError, match="default-margin"):
+    with pytest.raises(MokInputError, match="default_margin"):
         tune(scn, p, default_margin=margin)
-    with pytest.raises(MokInputError, match="default-margin"):
+    with pytest.raises(MokInputError, match="default_margin"):
         tune_robust(scn, p, default_margin=margin)
 
 
