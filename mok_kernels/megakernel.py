@@ -548,6 +548,29 @@ def _kernels() -> dict[str, Any]:
                          ring_s_ptr, ring_s_off, R, crow, FP8, H, HB, CC, CR)
 
     @triton.jit
+    def copy_sender(t0, t1, sub, nsub, sender, receiver, P, tr0_ptr, trn_ptr, src_ptr, N_RANK,
+                    x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr, ring_s_off, R, crow, trow,
+                    ROT: tl.constexpr, SHARES: tl.constexpr, FP8: tl.constexpr, H: tl.constexpr,
+                    HB: tl.constexpr, CC: tl.constexpr, CR: tl.constexpr, BM: tl.constexpr,
+                    TT: tl.constexpr):
+        """Push lane `sub` of `nsub` copies `sender`'s rows of the receiver's row tiles [t0, t1)
+        into its ring (a tile's rows are one expert's, in source order: schedule.py).
+        SHARES (KernelConfig.push_loop 'shares'): copy_share's even share of the rows; else
+        ('tiles') the sender's run of every nsub-th tile from t0 + sub."""
+        if SHARES:
+            copy_share(t0, t1, sub, nsub, sender, receiver, P, tr0_ptr, trn_ptr, src_ptr, N_RANK,
+                       x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr, ring_s_off, R, crow, ROT, FP8,
+                       H, HB, CC, CR, BM, TT)
+        else:
+            for t in range(t0 + sub, t1, nsub):
+                tr0 = tl.load(tr0_ptr + t)
+                tm = trow < tl.load(trn_ptr + t)
+                tpeer = tl.load(src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
+                lo, hi = sender_run(tpeer, tm, tr0, sender, receiver, P, ROT, 0)
+                copy_run(lo, hi, CR, src_ptr, N_RANK, x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr,
+                         ring_s_off, R, crow, FP8, H, HB, CC, CR)
+
+    @triton.jit
     def gather_chunks(idx_ptr, r0, r1, c0, cstep, nchunk, per, keep, tab_ptr, src_ptr, dst_ptr,
                      sc_ptr, R, GATHER: tl.constexpr, FILTER: tl.constexpr, FP8: tl.constexpr,
                      H: tl.constexpr, CC: tl.constexpr, CR: tl.constexpr):
@@ -1045,18 +1068,9 @@ def _kernels() -> dict[str, Any]:
                         # each tile, none of the other rows (as the emulated lanes below)
                         t1 = tl.load(mbt_q + mb + 1)
                         ring_sq = peer_off(x_off_ptr, q, R.to(tl.int64) * HB, GROUP)  # FP8: not GROUP
-                        if SHARES:
-                            copy_share(tl.load(mbt_q + mb), t1, lane // P, nsub, me, q, P, tr0_q,
-                                       trn_q, src_q, N_RANK, x_src_ptr, x_off_ptr, ring_q, rings0,
-                                       ring_sq, R, crow, ROT, FP8, H, HB, CC, CR, BM, TT)
-                        else:
-                            for t in range(tl.load(mbt_q + mb) + lane // P, t1, nsub):
-                                tr0 = tl.load(tr0_q + t)
-                                tm = trow < tl.load(trn_q + t)
-                                tpeer = tl.load(src_q + tr0 + trow, mask=tm, other=0) // N_RANK
-                                lo, hi = sender_run(tpeer, tm, tr0, me, q, P, ROT, 0)
-                                copy_run(lo, hi, CR, src_q, N_RANK, x_src_ptr, x_off_ptr, ring_q,
-                                         rings0, ring_sq, R, crow, FP8, H, HB, CC, CR)
+                        copy_sender(tl.load(mbt_q + mb), t1, lane // P, nsub, me, q, P, tr0_q,
+                                    trn_q, src_q, N_RANK, x_src_ptr, x_off_ptr, ring_q, rings0,
+                                    ring_sq, R, crow, trow, ROT, SHARES, FP8, H, HB, CC, CR, BM, TT)
                         if (STALL == 0) | (mb > 0):
                             signal(syn_q + READY_OFF + mb * P + me, SC)
                 if TRACE:
@@ -1091,20 +1105,10 @@ def _kernels() -> dict[str, Any]:
                         # a tile's rows are one expert's, in source order (schedule.py): the
                         # lane copies its source's run of each tile, none of the other rows
                         t1 = tl.load(mb_tile_ptr + mb + 1)
-                        if SHARES:
-                            copy_share(tl.load(mb_tile_ptr + mb), t1, lane // P, nsub, s, me, P,
-                                       tile_row0_ptr, tile_rows_ptr, recv_src_ptr, N_RANK,
-                                       x_src_ptr, x_off_ptr, ring_ptr, ring_s_ptr, 0, R, crow,
-                                       ROT, FP8, H, HB, CC, CR, BM, TT)
-                        else:
-                            for t in range(tl.load(mb_tile_ptr + mb) + lane // P, t1, nsub):
-                                tr0 = tl.load(tile_row0_ptr + t)
-                                trn = tl.load(tile_rows_ptr + t)
-                                tm = trow < trn
-                                tpeer = tl.load(recv_src_ptr + tr0 + trow, mask=tm, other=0) // N_RANK
-                                lo, hi = sender_run(tpeer, tm, tr0, s, me, P, ROT, 0)
-                                copy_run(lo, hi, CR, recv_src_ptr, N_RANK, x_src_ptr, x_off_ptr,
-                                         ring_ptr, ring_s_ptr, 0, R, crow, FP8, H, HB, CC, CR)
+                        copy_sender(tl.load(mb_tile_ptr + mb), t1, lane // P, nsub, s, me, P,
+                                    tile_row0_ptr, tile_rows_ptr, recv_src_ptr, N_RANK, x_src_ptr,
+                                    x_off_ptr, ring_ptr, ring_s_ptr, 0, R, crow, trow, ROT, SHARES,
+                                    FP8, H, HB, CC, CR, BM, TT)
                         if (STALL == 0) | (mb > 0):
                             signal(sync_ptr + READY_OFF + mb * P + s, "gpu")
                 if TRACE:
