@@ -224,6 +224,12 @@ class Scenario:
             raise MokInputError(
                 f"--ep {self.ep} is larger than {hw.name}'s scale-up domain of {hw.domain_size} "
                 f"GPUs and the hardware has no scale-out link (scaleout_gbps)")
+        weights = self.weight_bytes_per_gpu
+        if weights > hw.hbm_gb * 1e9:
+            raise MokInputError(
+                f"--ep {self.ep} ({m.name}, {self.precision}): one GPU's expert weights alone need "
+                f"{weights / 1e9:.4g} GB, more than the {hw.hbm_gb:g} GB of {hw.name}'s HBM; "
+                f"raise --ep (or use a smaller model)")
         if isinstance(self.seed, bool) or not isinstance(self.seed, int) \
                 or not 0 <= self.seed <= MAX_SEED:
             raise MokInputError(f"--seed {self.seed!r} must be an integer from 0 to {MAX_SEED}")
@@ -237,6 +243,15 @@ class Scenario:
                                     f"{self.routing!r}")
             popularity_order(m.routed_experts, self.seed, self.zipf_order)  # raises if unknown
         check_routing_memory(self.ep, self.tokens, m.top_k, self.routing, m.routed_experts)
+
+    @property
+    def weight_bytes_per_gpu(self) -> float:
+        """The bytes of one GPU's expert weights (gate, up and down): its routed experts at the
+        pass's element size and the shared experts in BF16; a lower bound of its memory."""
+        m = self.model
+        per_expert = 3.0 * m.hidden * m.expert_width
+        return (self.local_experts * per_expert * ELEMENT_BYTES[self.precision]
+                + 3.0 * m.hidden * m.shared_width * m.shared_experts * ELEMENT_BYTES["bf16"])
 
     @property
     def local_experts(self) -> int:
