@@ -45,6 +45,7 @@ from typing import Any, Callable
 import torch
 
 from .reference import MoEWeights
+from .tiles import shape_refusal
 
 Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, MoEWeights], torch.Tensor]
 Routes = tuple[torch.Tensor, torch.Tensor, list]     # group_routes: token, slot, routes per expert
@@ -296,10 +297,9 @@ class MegakernelForward:
             return f"x is on {x.device}, the megakernel runs on CUDA"
         e, h, i = (int(d) for d in w.wg.shape)
         ishared = 0 if w.sg is None else int(w.sg.shape[1])
-        if h % self.cfg.block_k:
-            return f"hidden size {h} is not a multiple of {self.cfg.block_k}"
-        if ishared not in (0, i):
-            return f"shared expert width {ishared} is neither 0 nor the expert width {i}"
+        why = shape_refusal(h, i, ishared, self.cfg.block_k)
+        if why:
+            return why
         if e % self.ep:
             return f"{e} experts do not split over ep={self.ep}"
         if topk > e:

@@ -369,30 +369,36 @@ TILE_POW2_OR_0 = ("bk_x", "bw")                      # the same, or 0: chosen fr
 
 def check_bwd_tiles(spec: str, models: list[str]) -> None:
     """Refuse a --bwd-tiles set (semicolon list) with an empty item, a field that is not
-    BackwardTiles', a value that is not an integer, or one MoKBackward would refuse or clamp for
-    any of `models` (tile sizes powers of two >= 16, bn_a at most the forward's bn_gu or 256
-    with a_epi, a_epi 0 or a power of two from 16 to bn_a with saved_gu=1, tiles
-    that divide the padded expert width, booleans 0/1, diag 0-3, warps a power of two <= 32,
-    stages >= 1)."""
+    BackwardTiles', a value that is not an integer in plain ASCII digits, a field given twice, a
+    set given twice (also spelt otherwise: 'w_flat=1' and 'w_flat=01'), or a value MoKBackward
+    would refuse or clamp for any of `models` (tile sizes powers of two >= 16, bn_a at most the
+    forward's bn_gu or 256 with a_epi, a_epi 0 or a power of two from 16 to bn_a with
+    saved_gu=1, tiles that divide the padded expert width, booleans 0/1, diag 0-3, warps a power
+    of two <= 32, stages >= 1)."""
     from .backward import BackwardTiles, parse_tiles
     from .megakernel import KernelConfig
     from .tiles import padded_width
     fields = BackwardTiles.__dataclass_fields__
+    seen: dict[tuple, str] = {}     # each set's fields and values -> the set as first written
     for one in spec.split(";"):
         if not one.strip():
             raise BadInput(f"--bwd-tiles {spec!r}: an empty item (write 'default' for the "
                            f"defaults)")
-        if one.strip() == "default":
-            continue
-        for item in one.split(","):
-            name, _, val = (x.strip() for x in item.partition("="))
+        given: dict[str, int] = {}
+        for item in [] if one == "default" else one.split(","):
+            name, _, val = item.partition("=")
             if name not in fields or not val:
                 raise BadInput(f"--bwd-tiles {item!r}: expected field=value with a field of "
                                f"{', '.join(fields)}")
-            try:
-                v = int(val)
-            except ValueError:
-                raise BadInput(f"--bwd-tiles {item!r}: {val!r} is not an integer") from None
+            # int() also takes '+64', '-0', '1_28', ' 64' and '٦٤'; a negative value is left to
+            # the field's rule below, which names it
+            if not re.fullmatch(r"[0-9]+|-0*[1-9][0-9]*", val):
+                raise BadInput(f"--bwd-tiles {item!r}: {val!r} is not an integer in plain ASCII "
+                               f"digits (no sign, spaces or digit separators)")
+            if name in given:
+                raise BadInput(f"--bwd-tiles {one!r}: {name} is given twice (each field once; "
+                               f"the last value would silently win)")
+            v = given[name] = int(val)
             rule = None
             if isinstance(getattr(BackwardTiles(), name), bool):
                 rule = None if v in (0, 1) else "0 or 1 is required"
@@ -409,6 +415,14 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
                 rule = None if v >= 1 else "an integer >= 1 is required"
             if rule:
                 raise BadInput(f"--bwd-tiles {item!r}: {name}={v}: {rule}")
+        key = tuple(sorted(given.items()))
+        if key in seen:
+            again = repr(one) if seen[key] == one else f"{seen[key]!r} (and as {one!r})"
+            raise BadInput(f"--bwd-tiles {spec!r} names {again} twice: each tile set once (a "
+                           f"repeated set would rerun the same points)")
+        seen[key] = one
+        if one == "default":
+            continue
         t = parse_tiles(one)
         cfg = KernelConfig()
         if t.w_bf16 and not t.w_direct:
@@ -435,13 +449,36 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
                                    f"expert width ({width} columns)")
 
 
+def check_kernel_shapes(models: list[str], variants: list[tuple[str, str | None]],
+                        systems: list[str]) -> None:
+    """Refuse a model whose shape the megakernel refuses (tiles.shape_refusal) at the
+    K step of each (precision, --fp8-kernel variant) it runs, where `systems` run it: mok, and
+    mok-gemm (BF16). The Gluon FP8 pass has its own shape rule (gluon_fp8.mok.refusal)."""
+    from .megakernel import KernelConfig
+    from .tiles import shape_refusal
+    runs = [(pr, v) for pr, v in variants if "mok" in systems and v != "gluon"]
+    runs += [("bf16", None)] if "mok-gemm" in systems else []
+    for m in models:
+        sh = shape_of(m)
+        for pr, v in runs:
+            block_k = KernelConfig(precision=pr, **fp8_variant_tiles(v)).block_k
+            why = shape_refusal(sh.hidden, sh.inter, sh.shared, block_k)
+            if why:
+                raise BadInput(f"--model {m}" + (f" with --precision {pr}" if pr != "bf16" else "")
+                               + f": {why}")
+
+
 def _check_grid(a: argparse.Namespace) -> None:
-    """The grid's values that only the GPU run used to refuse, named on any machine: EP sizes
-    that the experts do not divide, workloads whose buffers cannot fit, comm SMs that leave no
-    compute, a ring smaller than a minibatch, backward tile values, the shapes the Gluon FP8
-    pass refuses (--fp8-kernel gluon), and every MoK grid point's KernelConfig.validate()."""
+    """The grid's values that only the GPU run used to refuse, named on any machine: model
+    shapes the megakernel refuses (check_kernel_shapes), EP sizes that the experts do not
+    divide, workloads whose buffers cannot fit, comm SMs that leave no compute, a ring smaller
+    than a minibatch, backward tile values, the shapes the Gluon FP8 pass refuses (--fp8-kernel
+    gluon), and every MoK grid point's KernelConfig.validate()."""
     from .megakernel import KernelConfig
     models, eps, tokens = a.model.split(","), _ints(a.ep, "--ep"), _ints(a.tokens, "--tokens")
+    variants = [(pr, v) for pr in a.precision.split(",")
+                for v in (a.fp8_kernel.split(",") if pr == "fp8" else [None])]
+    check_kernel_shapes(models, variants, a.systems.split(","))
     check_workloads(models, eps, tokens, group=bool(a.gpus))
     minibatches, comm = _ints(a.minibatch, "--minibatch"), _ints(a.comm_sms, "--comm-sms")
     check_comm_sms(comm)
@@ -454,8 +491,6 @@ def _check_grid(a: argparse.Namespace) -> None:
                                f"silently enlarge it)")
     if a.pass_ == "bwd" and a.bwd_tiles != "default":
         check_bwd_tiles(a.bwd_tiles, models)
-    variants = [(pr, v) for pr in a.precision.split(",")
-                for v in (a.fp8_kernel.split(",") if pr == "fp8" else [None])]
     if ("fp8", "gluon") in variants:
         from .gluon_fp8.mok import refusal
         for m in models:

@@ -64,7 +64,8 @@ from .reference import MoEWeights
 from .schedule import (CapacityOverflowError, Schedule, build_schedule, group_overflow,
                        stack_schedules)
 from .trace import TRACE_COLUMNS
-from .tiles import forward_dn_blocks, forward_group_m, forward_split_dn, padded_width
+from .tiles import (forward_dn_blocks, forward_group_m, forward_split_dn, padded_width,
+                    shape_refusal)
 
 STALL_CODES = {
     1: "compute wait for the pull-dispatch ready counter of minibatch {info}",
@@ -1700,11 +1701,9 @@ class MoKLayer:
         if e % self.ep:
             raise ValueError(f"E={e} not divisible by EP={self.ep}")
         ishared = 0 if w.sg is None else int(w.sg.shape[1])
-        if ishared not in (0, self.I):
-            raise ValueError(f"megakernel needs shared width 0 or {self.I}, got {ishared}")
-        if self.H % cfg.block_k:
-            raise ValueError(f"hidden size H={self.H} is not a multiple of {cfg.block_k} (block_k, "
-                             f"the gate/up GEMM's K step); the megakernel runs H = {cfg.block_k}*n")
+        why = shape_refusal(self.H, self.I, ishared, cfg.block_k)
+        if why:
+            raise ValueError(why)
         from .knobs import resolve_layer   # unset knobs: the model's choice (knobs.py)
         self.cfg, self.knob_source = resolve_layer(self)
         cfg = self.cfg

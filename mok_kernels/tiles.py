@@ -32,6 +32,21 @@ def padded_width(expert_width: int, bn_gu: int = 128, block_k: int = 64) -> int:
     return -(-int(expert_width) // step) * step
 
 
+def shape_refusal(h: int, i: int, ishared: int, block_k: int) -> str | None:
+    """Why the megakernel cannot run hidden size ``h``, expert width ``i`` and shared width
+    ``ishared`` (all shared experts together) at K step ``block_k`` (KernelConfig: 64 BF16, 128
+    FP8), or None: the shared experts run as one expert as wide as a routed one, and the gate/up
+    GEMM steps through H in whole K blocks. MoKLayer refuses it; mok bench names it before its
+    GPU check."""
+    if ishared not in (0, i):
+        return (f"megakernel needs shared width 0 or {i}, got {ishared} (all shared experts "
+                f"together run as one expert of the expert width)")
+    if h % block_k:
+        return (f"hidden size H={h} is not a multiple of {block_k} (block_k, the gate/up GEMM's K "
+                f"step); the megakernel runs H = {block_k}*n")
+    return None
+
+
 def forward_group_m(expert_width: int, hidden: int, bn_gu: int = 128, block_k: int = 64) -> int:
     """The group_m MoKLayer picks when KernelConfig.group_m is None: GROUP_M for wide experts
     (WIDE_BLOCKS column blocks) or a row tile's gate/up weights of L2_SPILL_MIB, else 1."""
