@@ -203,10 +203,12 @@ def resolved_pairs(records: list[dict], predicted) -> dict:
 
 def pick_key(rec: dict, predicted: float) -> tuple:
     """Sort key of the model's pick among measured configurations: the fastest prediction, and
-    on an exact tie the tuner's own preference (mok_model/tuner.py: the published pull dispatch,
-    then push combine), never the measurement."""
+    on an exact tie the tuner's own grid order (mok_model/tuner.py knob_grid: the published pull
+    dispatch, then push combine, then the smaller minibatch, fewer comm SMs, smaller ring and
+    capacity), never the measurement."""
     c = rec["config"]
-    return (predicted, c.get("dispatch") != "pull", c.get("combine") != "push")
+    return (predicted, c.get("dispatch") != "pull", c.get("combine") != "push",
+            *(c.get(k) or 0 for k in ("minibatch", "comm_sms", "macrobatch", "capacity")))
 
 
 def within_run_regret(records: list[dict], predicted) -> dict:

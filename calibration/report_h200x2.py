@@ -101,7 +101,8 @@ def print_figures(label: str, recs: list[dict], pred: list[float]) -> None:
             per[workload_key(r)].append((pick_key(r, q), r["latency_ms"]["median"]))
     # the pick: fastest predicted, exact ties as the tuner breaks them (not by the measurement,
     # which min over (predicted, measured) pairs would do)
-    regrets = [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values()]
+    regrets = [min(rows, key=lambda x: x[0])[1] / min(m for _, m in rows) - 1
+               for rows in per.values()]
     rho = "n/a" if ev.spearman is None else f"{ev.spearman:.2f}"
     per_sys = "; ".join(
         f"{s} {100 * sum(x['ape'] for r, x in zip(recs, ev.rows) if r['system'] == s) / n:.1f}%"
