@@ -22,7 +22,8 @@ from mok_model.fileio import check_beside_output, check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import (BOUNDS, PARAMS_DIR, Params, fit_record_path, read_fit_record,
                               read_params, write_params)
-from mok_model.records import KNOBS, in_id_order, model_records, read_records, record_copy_loop
+from mok_model.records import (KNOBS, in_id_order, model_records, read_records, record_copy_loop,
+                               record_where)
 from mok_model.scenario import ENGINES, MAX_SEED
 
 from .checks import param_names, params_file, required_text
@@ -144,6 +145,24 @@ def _hardware_of(records: list[dict], wanted: str | None) -> tuple[str, list[dic
     return wanted, kept
 
 
+def tuner_knobs(records: list[dict]) -> int:
+    """How many MoK records leave knobs to the tuner (published rows that name none: predicted
+    at its choice); a measured MoK record that leaves one open is refused with its file and
+    line, as a run is scored at the knobs it ran, never at the tuner's."""
+    n = 0
+    for r in records:
+        cfg = r.get("config") or {}
+        missing = [f"config.{k}" for k in KNOBS if k not in cfg]
+        if r["system"] != "mok" or not missing:
+            continue
+        if r["source"] == "measured":
+            raise MokInputError(f"{record_where(r)}: a measured MoK run without "
+                                f"{', '.join(missing)}: it would be scored at the tuner's knobs, "
+                                f"not the ones it ran; add the knobs it ran")
+        n += 1
+    return n
+
+
 def _check_engine(engine: str) -> None:
     if engine not in ENGINES:
         raise MokInputError(f"--engine {engine!r} must be one of {ENGINES}")
@@ -213,6 +232,7 @@ def run_calibrate(a: argparse.Namespace) -> dict:
                             f"these records are {hardware}'s: name {hardware}.json or a file "
                             f"outside {PARAMS_DIR.name}/")
     layer, notes = model_records(records)
+    tuner_knobs(layer)
     base = base_file if base_file is not None else priors_for(hardware)
     if base_file is not None and base.hardware != hardware:
         raise MokInputError(f"--base {a.base!r} was fitted for hardware {base.hardware!r}, not "
@@ -424,6 +444,7 @@ def run_validate(a: argparse.Namespace) -> dict:
         if why:
             raise MokInputError(f"--bands with {a.params} ({a.engine}): {why}")
     records, skipped = model_records(records)
+    tuner_knobs(records)
     if a.heldout_only:
         split_doc = read_fit_record(a.params).get("split")
         if not isinstance(split_doc, dict) or not isinstance(split_doc.get("heldout_ids"), list):
@@ -458,11 +479,15 @@ def run_validate(a: argparse.Namespace) -> dict:
     if a.plot:
         plot(records, v, a.plot, a.color_by or "minibatch", bands=bands)
     doc = v.as_json()
+    doc["tuner_knobs"] = tuned = tuner_knobs(records)    # predicted at the tuner's knobs
     if not a.json:
         for row in v.rows:
             print(f"{row['id']:<56} measured {row['measured_ms']:9.4f} ms  predicted "
                   f"{row['predicted_ms']:9.4f} ms  APE {100 * row['ape']:6.2f}%")
         print(_fmt(f"validation with {a.params} ({a.engine})", v))
+        if tuned:
+            print(f"note: {tuned} MoK record(s) name no knobs (published rows): predicted at "
+                  f"the tuner's choice under {a.params}")
         print("mean signed error / MAPE by value (bias shows where the model's form misses):")
         for key in ("model", "tokens", "system") + KNOBS:
             by = error_by(records, v, key)

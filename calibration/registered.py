@@ -7,7 +7,8 @@ A prediction (calibration.register, committed before the runs) meets the record 
 system, model, EP, tokens, routing, pass, precision, the four knobs, the work list's lag and the
 FP8 kernel (tiles.fp8_kernel "gluon" or not), made after it on the hardware it names (a line
 naming none meets a run of any; runs of hardware the registration never names are counted in
-one warning). Per engine
+one warning, and so are prediction lines that meet no run, by why: none of their run, only runs
+made before the registration, or more than one after it). Per engine
 and system: matched count, MAPE, max error, signed range, Spearman within workloads (MoK), and
 the regret of the registered pick among each workload's measured MoK configurations; ``--by``
 adds a line per value of each named field (a record field or a knob of its config); ``--worst N``
@@ -87,13 +88,14 @@ def read_predictions(path: str | Path) -> list[dict]:
     and line (never skipped), and so does a second prediction of one run by one engine on one
     hardware (it would count that run twice in every figure)."""
     preds, first = [], {}
-    for where, _, pred in read_json_lines(path, "registration", "registered predictions",
-                                          _check_prediction):
+    for where, lineno, pred in read_json_lines(path, "registration", "registered predictions",
+                                               _check_prediction):
         key = (pred["engine"], pred.get("hardware"), _run_key(pred))
         if key in first:
             raise MokInputError(f"{where}: predicts the same {pred['engine']} run as "
                                 f"{first[key]}; a registration predicts each run once")
         first[key] = where
+        pred["_file"], pred["_line"] = str(Path(path)), lineno     # as a record's (record_where)
         preds.append(pred)
     return preds
 
@@ -113,23 +115,67 @@ def _run_key(p: dict) -> tuple:
                                   "precision": p.get("precision", "bf16")}))
 
 
-def match(preds: list[dict], runs: list[dict]) -> list[tuple[dict, dict]]:
-    """(prediction, record) pairs: the one record of each predicted run made after it (instants,
-    whatever their time zones) on the hardware the prediction names (an h200-1 registration never
-    meets an h100-1 run of the same workload); runs measured more than once are left out
-    (ambiguous)."""
+def _by_key(runs: list[dict]) -> dict[tuple, list[dict]]:
     by_key: dict[tuple, list[dict]] = collections.defaultdict(list)
     for r in runs:
         by_key[_run_key(r)].append(r)
+    return by_key
+
+
+def _its_runs(p: dict, by_key: dict[tuple, list[dict]]) -> tuple[list[dict], list[dict]]:
+    """The runs of a prediction's workload and knobs on the hardware it names (a line naming none:
+    any), and those of them made after its registration (instants, whatever their time zones)."""
+    runs = [r for r in by_key.get(_run_key(p), ())
+            if p.get("hardware", r["hardware"]["preset"]) == r["hardware"]["preset"]]
+    after = _moment(p["registered"], "registered")
+    return runs, [r for r in runs if _moment(r["date"], f"{record_where(r)}: date") >= after]
+
+
+def match(preds: list[dict], runs: list[dict]) -> list[tuple[dict, dict]]:
+    """(prediction, record) pairs: the one record of each predicted run made after it on the
+    hardware the prediction names (an h200-1 registration never meets an h100-1 run of the same
+    workload); runs measured more than once are left out (ambiguous)."""
+    by_key = _by_key(runs)
     pairs = []
     for p in preds:
-        after = _moment(p["registered"], "registered")
-        hit = [r for r in by_key.get(_run_key(p), ())
-               if p.get("hardware", r["hardware"]["preset"]) == r["hardware"]["preset"]
-               and _moment(r["date"], f"{record_where(r)}: date") >= after]
-        if len(hit) == 1:
-            pairs.append((p, hit[0]))
+        after = _its_runs(p, by_key)[1]
+        if len(after) == 1:
+            pairs.append((p, after[0]))
     return pairs
+
+
+def unmet_note(preds: list[dict], met: list[dict], runs: list[dict]) -> str | None:
+    """One sentence on the prediction lines of `preds` not in `met` (None where every line met its
+    run), by why: no run of theirs, registered after every run of theirs (a prediction registered
+    after its run is not a registered prediction), or more than one run after them."""
+    seen = {id(p) for p in met}
+    left = [p for p in preds if id(p) not in seen]
+    if not left:
+        return None
+    by_key = _by_key(runs)
+    why: dict[str, list[tuple[dict, list[dict]]]] = collections.defaultdict(list)
+    for p in left:
+        its, after = _its_runs(p, by_key)
+        kind = "none" if not its else "late" if not after else "twice"
+        why[kind].append((p, its))
+    parts = []
+    if why["late"]:
+        (p, its), n = why["late"][0], len(why["late"])
+        last = max(its, key=lambda r: _moment(r["date"], "date"))
+        parts.append(f"{n} registered after every run of {'its' if n == 1 else 'their'} "
+                     f"workload (first: {record_where(p)}, registered {p['registered']}, after "
+                     f"{record_where(last)} made {last['date']}): a prediction registered after "
+                     f"its run is not a registered prediction")
+    if why["none"]:
+        parts.append(f"{len(why['none'])} with no run of the same hardware, system, model, EP, "
+                     f"tokens, routing, pass, precision and knobs (first: "
+                     f"{record_where(why['none'][0][0])})")
+    if why["twice"]:
+        parts.append(f"{len(why['twice'])} with more than one run made after the registration "
+                     f"(ambiguous; first: {record_where(why['twice'][0][0])})")
+    return (f"{len(left)} of the {len(preds)} prediction lines "
+            f"{'meets' if len(left) == 1 else 'meet'} no run, left out of the figures: "
+            + "; ".join(parts))
 
 
 def pick_regrets(recs: list[dict], pred) -> list[float]:
@@ -138,7 +184,8 @@ def pick_regrets(recs: list[dict], pred) -> list[float]:
     per = collections.defaultdict(list)
     for q, r in zip(pred, recs):
         per[workload_key(r)].append((pick_key(r, q), r["latency_ms"]["median"]))
-    return [min(rows)[1] / min(m for _, m in rows) - 1 for rows in per.values() if len(rows) > 1]
+    return [min(rows, key=lambda x: x[0])[1] / min(m for _, m in rows) - 1
+            for rows in per.values() if len(rows) > 1]
 
 
 def figures(recs: list[dict], pred: list[float], ranking: bool = True) -> str:
@@ -197,13 +244,16 @@ def report(pred_paths: list[str], runs: list[dict], by: list[str] = (), worst: i
     met = 0
     for path in pred_paths:
         preds = read_predictions(path)
-        for engine in ("analytic", "sim"):
-            for system in ("mok", "nccl-torch"):
+        systems = sorted({p["system"] for p in preds}, key=lambda s: (s != "mok", s))
+        paired = []
+        for engine in ENGINES:
+            for system in systems:
                 pairs = match([p for p in preds if p["engine"] == engine and p["system"] == system],
                               runs)
                 if not pairs:
                     continue
                 met += len(pairs)
+                paired += [p for p, _ in pairs]
                 print(f"registered {Path(path).name} {engine:8s} {system:10s}: "
                       f"{summary(pairs, system)}")
                 for name in by:
@@ -214,6 +264,8 @@ def report(pred_paths: list[str], runs: list[dict], by: list[str] = (), worst: i
                         print(f"    {name} {value:18s} {summary(groups[value], system)}")
                 for line in worst_lines(pairs, worst):
                     print(line)
+        if paired and (note := unmet_note(preds, paired, runs)):
+            warn(f"{Path(path).name}: {note}")
     return met
 
 

@@ -116,8 +116,8 @@ def _probe(folder: Path, flag: str, path) -> None:
 
 
 def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
-    """Create an output folder, or refuse one that is a file, lies under a file, or cannot be
-    created or written."""
+    """Create an output folder in a folder that exists (as every output file), or refuse one
+    that is a file, lies under a file, or cannot be created or written."""
     _not_empty(path, flag, "folder")
     _nameable(path, flag)
     p = Path(path)
@@ -129,9 +129,12 @@ def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
             if q != p and not _writable(q, os.W_OK | os.X_OK):   # never made in a chmod a-w one
                 raise MokInputError(f"{flag} {str(path)!r}: folder {str(q)!r} is not writable; "
                                     f"name another folder")
+            if q != p and q != p.parent:
+                raise MokInputError(f"{flag} {str(path)!r}: folder {str(p.parent)!r} does not "
+                                    f"exist; create it first or name another folder")
             break
     try:
-        p.mkdir(parents=True, exist_ok=True)
+        p.mkdir(exist_ok=True)
     except OSError as exc:
         raise MokInputError(f"{flag} {str(path)!r}: cannot create it ({exc.strerror or exc}); name "
                             f"another folder") from None

@@ -22,6 +22,12 @@ question), keyed by the question and a hash of the model's code, presets and par
     MOK_ROUTE_CACHE_DIR   where the entries live (default $XDG_CACHE_HOME/mok/routes, else
                           ~/.cache/mok/routes)
     MOK_ROUTE_CACHE=0     no cache (neither read nor written; also "off", "false", "no")
+
+MOK_ROUTE_CACHE_DIR is mok's own: a bad one is refused (check_env). The default folder follows
+variables every program shares, so a bad one is said in one warning and the tool runs on: an
+XDG_CACHE_HOME that is not an absolute path is ignored (the XDG Base Directory spec: relative
+paths are invalid), and a folder under a home that does not exist, under a file, or in a folder
+that cannot be written keeps no cache.
 """
 
 from __future__ import annotations
@@ -51,21 +57,69 @@ _WORKLOAD = Path(__file__).with_name("workload.py")
 
 
 def cache_dir() -> Path | None:
-    """The cache's folder, or None where MOK_ROUTE_CACHE turns it off."""
+    """The cache's folder, or None where MOK_ROUTE_CACHE turns it off or the default folder
+    cannot be used (default_dir; its warning given once a process)."""
     if os.environ.get("MOK_ROUTE_CACHE", "1").strip().lower() in _OFF:
         return None
     where = os.environ.get("MOK_ROUTE_CACHE_DIR")
     if where:
         return Path(where)
-    base = os.environ.get("XDG_CACHE_HOME") or os.path.join(os.path.expanduser("~"), ".cache")
-    return Path(base) / "mok" / "routes"
+    folder, note = default_dir(os.environ.get("XDG_CACHE_HOME", ""), os.path.expanduser("~"))
+    if note is not None and note not in _warned:
+        from .fileio import warn
+
+        _warned.add(note)
+        warn(note)
+    return folder
+
+
+_warned: set[str] = set()   # default_dir's warnings given in this process (forked workers too)
+
+
+@lru_cache(maxsize=8)
+def default_dir(xdg: str, home: str) -> tuple[Path | None, str | None]:
+    """(the default folder or None, a warning or None) from XDG_CACHE_HOME and the home folder:
+    $XDG_CACHE_HOME/mok/routes where it is an absolute path without an unexpanded $VARIABLE
+    (else it is ignored, with a warning), ~/.cache/mok/routes where the home folder exists. A
+    folder whose nearest existing folder above it is a file or cannot be written keeps no cache
+    (None and a warning), as MOK_ROUTE_CACHE_DIR would be refused."""
+    ignored = None
+    if xdg and (not os.path.isabs(xdg) or re.search(r"\$(\w|\{)", xdg)):
+        why = "is not an absolute path" if not os.path.isabs(xdg) else "holds a $VARIABLE"
+        ignored = (f"environment variable XDG_CACHE_HOME={xdg!r} {why}: ignored (the XDG Base "
+                   f"Directory spec)")
+        xdg = ""
+    if xdg:
+        folder, named = Path(xdg) / "mok" / "routes", f"XDG_CACHE_HOME={xdg!r}"
+    elif not (os.path.isabs(home) and os.path.isdir(home)):
+        why = "does not exist" if os.path.isabs(home) else "is not an absolute path"
+        return None, ((ignored + "; and " if ignored else "") + f"the home folder {home!r} "
+                      f"{why}: no route cache (MOK_ROUTE_CACHE_DIR names a folder for it, "
+                      f"MOK_ROUTE_CACHE=0 turns it off)")
+    else:
+        folder, named = Path(home) / ".cache" / "mok" / "routes", f"the home folder {home!r}"
+    from .fileio import _writable
+
+    try:
+        existing = next(q for q in (folder, *folder.parents) if q.exists())
+        why = ("is a file, not a folder" if not existing.is_dir() else None
+               if _writable(existing, os.W_OK | os.X_OK) else "is not writable")
+    except OSError as exc:      # a name too long for the file system
+        existing, why = folder, f"cannot be used ({exc.strerror or exc})"
+    if why is None:
+        return folder, (None if ignored is None else f"{ignored}; the route cache is in "
+                                                     f"{str(folder)!r}")
+    return None, ((ignored + "; and " if ignored else "") + f"the route cache's folder from "
+                  f"{named}: {str(existing)!r} {why}: no route cache (MOK_ROUTE_CACHE_DIR names "
+                  f"another folder, MOK_ROUTE_CACHE=0 turns it off)")
 
 
 def check_env() -> None:
     """Refuse, at a tool's start, a MOK_ROUTE_CACHE that is neither on nor off and a
     MOK_ROUTE_CACHE_DIR that is empty, a file, or a folder that cannot be written: the cache
     would silently be on, in the default folder, or never written (cache_dir itself stays
-    lenient: a library call never fails for its cache)."""
+    lenient: a library call never fails for its cache). A default folder that cannot be used is
+    said in one warning (default_dir)."""
     from .errors import MokInputError
     from .fileio import _nameable, _writable
 
@@ -74,7 +128,10 @@ def check_env() -> None:
         raise MokInputError(f"environment variable MOK_ROUTE_CACHE={switch!r} must be 0 or 1 "
                             f"(also off / on, false / true, no / yes; unset: on)")
     where = os.environ.get("MOK_ROUTE_CACHE_DIR")
-    if where is None or cache_dir() is None:
+    if switch is not None and switch.strip().lower() in _OFF:
+        return
+    if where is None:
+        cache_dir()     # the default folder: a warning where it cannot be used
         return
     if not where.strip():
         raise MokInputError(f"environment variable MOK_ROUTE_CACHE_DIR={where!r} is blank: name "

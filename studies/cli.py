@@ -16,6 +16,12 @@ from mok_model.scenario import ENGINES, MAX_SEED
 from .common import Options
 from .registry import STUDIES, study
 
+RUN_FLAGS = ("--engine", "--workers", "--cluster", "--seed", "--quick", "--no-progress")
+# the run flags a study does not use, refused where given, never ignored; a study not named here
+# uses them all (its grid runs through runner.sweep, its routings drawn from --seed)
+UNUSED_FLAGS = {"predicted-vs-measured": ("--workers", "--cluster", "--seed", "--quick",
+                                          "--no-progress")}
+
 
 def build_parser() -> argparse.ArgumentParser:
     p = MokParser(prog="mok study", description="Run a what-if or paper-reproduction study.")
@@ -35,8 +41,23 @@ def build_parser() -> argparse.ArgumentParser:
     return p
 
 
+def _given(a: argparse.Namespace) -> list[str]:
+    """The flags (and NAME) given on the command line."""
+    return [f for f, v in (("NAME", a.name), ("--cluster", a.cluster), ("--engine", a.engine),
+                           ("--out", a.out), ("--workers", a.workers), ("--seed", a.seed),
+                           ("--quick", a.quick or None), ("--no-progress", a.no_progress or None))
+            if v is not None]
+
+
 def options(a: argparse.Namespace) -> Options:
     """Validate the parsed flags into Options (flags not given take their defaults)."""
+    unused = UNUSED_FLAGS.get(a.name, ())
+    if given := [f for f in _given(a) if f in unused]:
+        it = "it" if len(given) == 1 else "them"
+        takes = ", ".join(["--out"] + [f for f in RUN_FLAGS if f not in unused])
+        raise MokInputError(f"{', '.join(given)}: the {a.name} study does not use {it} (it takes "
+                            f"{takes}); drop {it}")
+    given_out = a.out is not None
     for key, default in (("out", "studies/out"), ("engine", "analytic"), ("workers", 0), ("seed", 0)):
         if getattr(a, key) is None:
             setattr(a, key, default)
@@ -60,7 +81,7 @@ def options(a: argparse.Namespace) -> Options:
         except ImportError:
             raise MokInputError("--engine sim: the simulator (mok_model.sim) is not available in "
                                 "this checkout; use --engine analytic") from None
-    check_output_dir(a.out, "--out")
+    check_output_dir(a.out, "--out" if given_out else "the default --out")
     out = check_output_dir(Path(a.out) / a.name, "--out")
     names = (f"{a.name}.csv", f"{a.name}.png", "summary.md", f"{a.name}-regret.csv")
     for name in names:
@@ -80,12 +101,7 @@ def cli(argv: list[str]) -> int:
         except SystemExit as exc:  # --help
             return int(exc.code or 0)
         if a.list:
-            given = [f for f, v in (("NAME", a.name), ("--cluster", a.cluster),
-                                    ("--engine", a.engine), ("--out", a.out),
-                                    ("--workers", a.workers), ("--seed", a.seed),
-                                    ("--quick", a.quick or None), ("--no-progress",
-                                                                   a.no_progress or None))
-                     if v is not None]
+            given = _given(a)
             if given:
                 raise MokInputError(f"--list lists the studies and runs none; drop "
                                     f"{', '.join(given)}")
