@@ -521,6 +521,8 @@ def cmd_predict(a, engine: str) -> int:
             raise MokInputError(f"--degrade {a.degrade!r} is empty; {DEGRADE_HELP}")
     scn = _scenario(a)
     _healthy_links(a, scn.hardware, engine)
+    if engine == "sim" and a.degrade:   # checked before the tuner runs (applied after it)
+        scn.hardware.with_(degrade=a.degrade)
     if a.system != "mok" and (a.fp8_kernel != "triton" or a.list_lag is not None
                               or a.bwd_tiles is not None or a.source_order is not None):
         flag = (f"--fp8-kernel {a.fp8_kernel}" if a.fp8_kernel != "triton"

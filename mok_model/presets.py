@@ -187,6 +187,10 @@ def _validated_hardware(hw: Hardware) -> Hardware:
         raise MokInputError(f"hardware {hw.name!r}: two switch tiers need 0 < leaf_gpus <= "
                             f"domain_size {hw.domain_size} (got {hw.leaf_gpus})")
     if (hw.degrade or "").strip():  # parse_degrade takes a blank spec as none
+        if hw.emulated_ranks:   # the simulator would ignore it (MoK) or degrade the local copies
+            raise MokInputError(f"--degrade {hw.degrade!r}: {hw.name} emulates its peers in one "
+                                f"GPU's memory; there are no links to degrade; use a multi-GPU "
+                                f"preset such as h200-hgx8 or h100-hgx8")
         # late: the simulator imports this module; and only here: it loads networkx (0.3 s)
         from .sim.network import parse_degrade
 

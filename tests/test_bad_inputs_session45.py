@@ -124,11 +124,12 @@ def test_the_capacity_advice_stays_in_range(capsys):
 
 def test_failing_the_only_plane_says_so(capsys):
     """On one-plane hardware `--degrade gpu3.p0:0` was refused advising 'fail one plane:
-    gpuN.pK:0', the input itself."""
-    rc = main(["simulate", "--hardware", "h200-1", "--model", "deepseek-v3", "--ep", "8",
+    gpuN.pK:0', the input itself. (On rubin-ultra-nvl576: since session 64 h200-1, whose peers
+    are emulated, refuses any --degrade.)"""
+    rc = main(["simulate", "--hardware", "rubin-ultra-nvl576", "--model", "deepseek-v3", "--ep", "8",
                "--tokens", "512", "--degrade", "gpu3.p0:0"])
     _one_line(rc, capsys.readouterr().err, "mok: error: --degrade 'gpu3.p0:0' leaves no bandwidth",
-              "h200-1 has one NVLink plane, so failing it cuts the GPU off")
+              "rubin-ultra-nvl576 has one NVLink plane, so failing it cuts the GPU off")
 
 
 def test_minibatches_under_a_tile_are_costed_as_the_kernel_cuts_them(capsys):

@@ -40,17 +40,50 @@ def _prologue(scn: Scenario, p: Params, cfg: Config, refuse_overflow: bool) -> d
 # minibatches the simulator walks on the busiest GPU at most (about 5 ms of this machine's CPU
 # each: 1,461 took 7 s for glm-5 at EP 32 on gb300-nvl72); past it, a run looks like a hang
 MAX_SIM_MINIBATCHES = 4096
+# the most work (sim_work) a simulation takes on. Measured on this 2-core machine (session 64,
+# kimi-k2 on gb300-nvl72, its CPU shared with other jobs): EP 64, 16,384 tokens 0.28 million in
+# 17 s; EP 128 (2 domains), 2,048 tokens, minibatch 256 0.87 million in 26 s; EP 384 (6 domains),
+# 1,024 tokens 0.95 million in 15-28 s, minibatch 64 1.45 million in 67 s; with 4,096 tokens
+# 2.28 million in 144 s and, minibatch 256, 2.75 million in over 300 s; the scale-up-domains
+# study's EP 1,024 point 3.7 million in 422 s. The limit refuses what would take over ten minutes.
+MAX_SIM_WORK = 6e6
+CROSS_DOMAIN_COST = 4   # a flow of a pass across domains (NICs, rails) against one in one domain
 
 
-def check_minibatches(scenario: Scenario, config: Config, rows: float) -> None:
-    """Refuse a minibatch so small that the simulation would walk more than MAX_SIM_MINIBATCHES
-    minibatches on the busiest GPU (`rows` routed rows there); the analytic engine takes it."""
+def sim_work(scenario: Scenario, steps: int, rows: float, max_peers: int = 128,
+             chunk_bytes: float = 2 ** 20) -> float:
+    """About the flows a simulation schedules: every GPU's dispatch and combine messages (one per
+    minibatch and peer it has rows from: at most its `steps` minibatches plus its local experts x
+    peers) and chunks of its `rows` (the busiest GPU's), a pass across domains counting
+    CROSS_DOMAIN_COST times, plus the pass on one domain its scale_out term is split from."""
+    P = scenario.ep
+    messages = steps + scenario.local_experts * min(P - 1, max_peers)
+    chunks = rows * 2 * scenario.model.hidden / chunk_bytes
+    passes = 1 if scenario.domains == 1 else CROSS_DOMAIN_COST + 1
+    return float(passes * P * 2 * (messages + chunks))
+
+
+def check_work(scenario: Scenario, config: Config, rows: float, max_peers: int = 128,
+               chunk_bytes: float = 2 ** 20) -> None:
+    """Refuse a simulation that would look like a hang: a minibatch so small that it walks more
+    than MAX_SIM_MINIBATCHES minibatches on the busiest GPU (`rows` routed rows there), or more
+    than MAX_SIM_WORK work (minutes of CPU); the analytic engine answers both in a second."""
     steps = int(np.ceil(rows / config.minibatch))
     if steps > MAX_SIM_MINIBATCHES:
         least = int(np.ceil(rows / MAX_SIM_MINIBATCHES))
         raise MokInputError(f"--minibatch {config.minibatch}: the simulator would walk {steps} "
                             f"minibatches on the busiest GPU (at most {MAX_SIM_MINIBATCHES}); use "
                             f"--engine analytic (mok predict), or --minibatch {least} or more")
+    work = sim_work(scenario, steps, rows, max_peers, chunk_bytes)
+    if work > MAX_SIM_WORK:
+        D = scenario.domains
+        lower = "lower --tokens or --ep" + (", or raise --minibatch" if sim_work(
+            scenario, 1, rows, max_peers, chunk_bytes) <= MAX_SIM_WORK else "")
+        raise MokInputError(f"--ep {scenario.ep} --tokens {scenario.tokens} --minibatch "
+                            f"{config.minibatch}: the simulation would take over ten minutes (the work of about "
+                            f"{work / 1e6:.1f} million flows{f' across {D} domains' if D > 1 else ''}, "
+                            f"at most {MAX_SIM_WORK / 1e6:g} million); {lower}, or use --engine "
+                            f"analytic (mok predict)")
 
 
 def traced_set(ep: int, trace_gpus: int, slowest: int) -> frozenset[int]:
@@ -82,7 +115,7 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     from ..analytic import loads, one_domain
 
     if system == "mok" and isinstance(config, Config):
-        check_minibatches(scenario, config, float(np.max(loads(scenario).rows)))
+        check_work(scenario, config, float(np.max(loads(scenario).rows)), max_peers, chunk_bytes)
     if not trace:
         pred = _simulate(scenario, config, system, params, None, schedule, frozenset(), max_peers,
                          chunk_bytes, merge_s, refuse_overflow)

@@ -30,20 +30,22 @@ from ..errors import MokInputError
 # 1e-320 the simulator's rates overflowed: internal error; at 1e-300 it printed 10^300 ms)
 MIN_DEGRADE = 1e-6
 DEGRADE_HELP = ("--degrade takes TARGET:FACTOR[,TARGET:FACTOR...] with FACTOR 0 (failed) or in "
-                f"[{MIN_DEGRADE:g}, 1]; TARGET is "
+                f"[{MIN_DEGRADE:g}, 1], a plain number (ASCII, no spaces, no '_'); TARGET is "
                 "gpuN (its NVLink links, both directions), gpuN.pK (its link to plane K), nicN "
                 "(its scale-out NIC), leafD.L (leaf L of domain D: its spine links), tier (every "
                 "leaf-to-spine link) or rails (every rail-to-spine link)")
-_TARGET = re.compile(r"^(gpu(\d+)(\.p(\d+))?|nic(\d+)|leaf(\d+)\.(\d+)|tier|rails)$", re.ASCII)
+_TARGET = re.compile(r"^(gpu(\d+)(\.p(\d+))?|nic(\d+)|leaf(\d+)\.(\d+)|tier|rails)\Z", re.ASCII)
 
 
 def parse_degrade(spec: str) -> list[tuple[str, float]]:
     """[(target, factor)] of a --degrade spec ("" for none); raises MokInputError naming the bad
     part: an empty element ("gpu3:0.5,,tier:0.5") or a target named twice is refused too."""
+    from ..cli import plain_number  # late: the CLI imports this module
+
     out = []
     if not (spec or "").strip():
         return out
-    for part in (s.strip() for s in spec.split(",")):
+    for part in spec.split(","):   # as written: ' gpu3:0.5' or 'gpu3:0.5 ' is no plain number
         if not part:
             raise MokInputError(f"--degrade {spec!r} has an empty element; {DEGRADE_HELP}")
         target, _, f = part.partition(":")
@@ -53,7 +55,7 @@ def parse_degrade(spec: str) -> list[tuple[str, float]]:
             raise MokInputError(f"--degrade {spec!r} names {target} twice; give each target once "
                                 f"(its FACTOR is a share of the healthy bandwidth)")
         try:
-            factor = float(f)
+            factor = float(plain_number(f))    # float() alone reads ' 0.5', '٠.٥' and '0.5_0'
         except ValueError:
             factor = -1.0
         if not _TARGET.match(target) or not (factor == 0.0 or MIN_DEGRADE <= factor <= 1.0):
