@@ -6,7 +6,9 @@ import collections
 import glob
 import re
 
-from calibration.registered import match, read_predictions
+import numpy as np
+
+from calibration.registered import match, pick_regrets, read_predictions
 from calibration.scoring import predict_records
 from mok_model.records import (in_id_order, predictable, read_records, superseded_kernel,
                                workload_key)
@@ -44,3 +46,29 @@ def predicted_mok(params, path: str) -> tuple[list[dict], list[float]]:
             and r["hardware"]["preset"] == params.hardware and predictable(r)
             and not superseded_kernel(r)]
     return recs, list(predict_records(recs, params, "analytic")) if recs else []
+
+
+def compare(named_params, files: list[str]) -> None:
+    """Print, for each (name, parameters), per run file and pooled: analytic MAPE, max, signed
+    median by dispatch and the regret of the pick among each workload's measured settings
+    (the session-63 and -64 held-out comparisons)."""
+    for name, params in named_params:
+        every_e, every_reg, push_all = [], [], []
+        for f in files:
+            recs, pred = predicted_mok(params, f)
+            e = np.array([p / r["latency_ms"]["median"] - 1 for p, r in zip(pred, recs)])
+            reg = pick_regrets(recs, pred)
+            push = np.array([r["config"]["dispatch"] == "push" for r in recs])
+            every_e += list(e)
+            every_reg += list(reg)
+            push_all += list(push)
+            print(f"{name} {f}: n {len(e)} MAPE {100 * np.abs(e).mean():.1f}% max "
+                  f"{100 * np.abs(e).max():.1f}% signed median push {100 * np.median(e[push]):+.1f}% "
+                  f"pull {100 * np.median(e[~push]):+.1f}%; regret mean {100 * np.mean(reg):.1f}% "
+                  f"max {100 * max(reg):.1f}%")
+        e, push = np.array(every_e), np.array(push_all)
+        print(f"{name} all: n {len(e)} MAPE {100 * np.abs(e).mean():.2f}% (push "
+              f"{100 * np.abs(e[push]).mean():.2f}%, pull {100 * np.abs(e[~push]).mean():.2f}%) max "
+              f"{100 * np.abs(e).max():.1f}%; regret mean {100 * np.mean(every_reg):.2f}% max "
+              f"{100 * max(every_reg):.1f}%; workloads over 3%: "
+              f"{sum(r > 0.03 for r in every_reg)} of {len(every_reg)}")
