@@ -154,6 +154,11 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
         raise MokInputError(f"--system {system!r} must be one of {SYSTEMS}")
     if engine not in ENGINES:
         raise MokInputError(f"--engine {engine!r} must be one of {ENGINES}")
+    for name, flag in (("allow_other_hardware", allow_other_hardware),
+                       ("refuse_overflow", refuse_overflow), ("search_lag", search_lag),
+                       ("layer_capacity", layer_capacity)):
+        if not isinstance(flag, bool):
+            raise MokInputError(f"{name} {flag!r} must be True or False")
     if not isinstance(config, (Config, dict, type(None))):
         raise MokInputError(f"config {config!r}: a Config, a dict of some knobs, or None (the "
                             f"tuner picks them)")
@@ -161,6 +166,7 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
         given = sorted(config.as_dict() if isinstance(config, Config) else config)
         raise MokInputError(f"--system {system} has no MoK knobs; drop {given}")
     p = resolve_params(scenario, params, allow_other_hardware)
+    healthy = scenario.healthy(engine)      # unset knobs are tuned on healthy links
     tuned: list[str] = []
     capacity_note = ""
     if system == "mok" and not isinstance(config, Config):
@@ -170,9 +176,9 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
         fixed = dict(config or {})
         lags = lag_choices(scenario) if search_lag and len(fixed) < len(Config().as_dict()) else None
         if layer_capacity:
-            best, capacity_note = tune_as_layer(scenario, p, fixed, lags)
+            best, capacity_note = tune_as_layer(healthy, p, fixed, lags)
         else:
-            best = tune(scenario, p, fixed=fixed, top=1, list_lags=lags).best
+            best = tune(healthy, p, fixed=fixed, top=1, list_lags=lags).best
         tuned = sorted(set(best.config.as_dict()) - set(fixed))
         if lags:
             tuned.append("list_lag")

@@ -244,6 +244,19 @@ class Scenario:
             popularity_order(m.routed_experts, self.seed, self.zipf_order)  # raises if unknown
         check_routing_memory(self.ep, self.tokens, m.top_k, self.routing, m.routed_experts)
 
+    def healthy(self, engine: str = "analytic") -> "Scenario":
+        """This scenario on healthy links. The analytic engine models every link healthy, so a
+        hardware `degrade` (a simulator what-if) is refused for it; for the simulator the
+        healthy scenario is the one its unset knobs are tuned on."""
+        spec = (self.hardware.degrade or "").strip()
+        if not spec:
+            return self
+        if engine == "analytic":
+            raise MokInputError(f"hardware {self.hardware.name!r}: degrade {spec!r} is a "
+                                f"simulator what-if, and the analytic engine models every link "
+                                f"healthy: use the sim engine, or drop degrade")
+        return dataclasses.replace(self, hardware=self.hardware.with_(degrade=""))
+
     @property
     def weight_bytes_per_gpu(self) -> float:
         """The bytes of one GPU's expert weights (gate, up and down): its routed experts at the

@@ -348,6 +348,9 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     t0 = time.perf_counter()
     _check_search(params, fixed, top, engine)
     _check_margin(default_margin)
+    scenario.healthy(engine)        # the analytic engine refuses degraded links
+    if isinstance(sim_candidates, bool) or not isinstance(sim_candidates, int) or sim_candidates < 1:
+        raise MokInputError(f"sim_candidates {sim_candidates!r} must be an integer >= 1")
     fixed = _fixed_knobs(scenario, fixed)
     lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
     g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **fixed})
@@ -441,6 +444,7 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
     scenario's model."""
     _check_search(params, fixed)
     _check_margin(default_margin)
+    scenario.healthy()              # analytic: degraded links refused
     m = scenario.model
     routings = routings or robust_routings(m.top_k, m.routed_experts)
     fixed = _fixed_knobs(scenario, fixed)

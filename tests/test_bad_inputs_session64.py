@@ -33,3 +33,53 @@ def test_weights_that_cannot_fit_are_refused(tmp_path, capsys, cmd):
     assert "fp8): one GPU's expert weights alone need 412.3 GB" in capsys.readouterr().err
     if cmd == "predict":
         assert main([*args, "--ep", "8"]) == 0                      # 103 GB a GPU: it fits
+
+
+def test_the_analytic_engine_refuses_degraded_links_in_the_python_api():
+    """A Hardware with `degrade` (a simulator what-if) was predicted and tuned as healthy by the
+    analytic engine through the Python API (0.21393 ms, as healthy), while the CLI refuses it;
+    the simulator still takes it, its unset knobs tuned on healthy links."""
+    from mok_model.errors import MokInputError
+    from mok_model.params import load_params
+    from mok_model.predict import predict
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.scenario import Config, Scenario
+    from mok_model.tuner import tune, tune_robust
+
+    hw, p = load_hardware("h200-hgx8"), load_params(None, "h200-hgx8")
+    s = Scenario(hw, load_model("qwen3-30b-a3b"), 8, 512)
+    bad = s.with_(hardware=hw.with_(degrade="gpu1:0.1"))
+    knobs = Config(minibatch=2048, comm_sms=32, macrobatch=8192, capacity=0.5)
+    for call in (lambda: predict(bad, knobs), lambda: predict(bad), lambda: tune(bad, p),
+                 lambda: tune_robust(bad, p)):
+        with pytest.raises(MokInputError, match="degrade 'gpu1:0.1' is a simulator what-if"):
+            call()
+    healthy = predict(s, knobs, engine="sim").latency_ms
+    assert predict(bad, knobs, engine="sim").latency_ms > 2 * healthy
+    auto = predict(bad, engine="sim")               # unset knobs: tuned on healthy links
+    assert auto.config == predict(s, engine="sim").config
+
+
+@pytest.mark.parametrize("kw", [{"search_lag": "yes"}, {"layer_capacity": 1},
+                                {"refuse_overflow": None}])
+def test_predict_flags_are_booleans(kw):
+    from mok_model.errors import MokInputError
+    from mok_model.predict import predict
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.scenario import Scenario
+
+    with pytest.raises(MokInputError, match="must be True or False"):
+        predict(Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 8, 1024), **kw)
+
+
+@pytest.mark.parametrize("n", ["2", 0, -3, True])
+def test_sim_candidates_is_a_positive_integer(n):
+    from mok_model.errors import MokInputError
+    from mok_model.params import load_params
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.scenario import Scenario
+    from mok_model.tuner import tune
+
+    s = Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 8, 1024)
+    with pytest.raises(MokInputError, match="sim_candidates"):
+        tune(s, load_params(None, "h200-1"), engine="sim", sim_candidates=n)
