@@ -15,7 +15,7 @@ from .baselines import BASELINES, COMM_KERNELS, baseline_terms, copy_gbps
 from .errors import MokInputError
 from .heldout import Heldout, heldout_range
 from .params import Params, load_params
-from .scenario import ENGINES, GLUON_MINIBATCHES, SYSTEMS, Config, Scenario
+from .scenario import ENGINES, GLUON_MINIBATCHES, HOPPER_GPUS, SYSTEMS, Config, Scenario
 
 
 @dataclass
@@ -80,6 +80,15 @@ def scenario_notes(s: Scenario, system: str = "mok") -> list[str]:
         out.append(f"EP {s.ep} does not divide the {s.model.routed_experts} experts of "
                    f"{s.model.name}: {r} GPUs hold {q + 1} experts and {s.ep - r} hold {q} "
                    f"(uneven placement); the GPUs with more receive more rows")
+    if system == "mok" and s.hardware.gpu.startswith(HOPPER_GPUS):
+        from mok_kernels.tiles import shape_refusal   # pure Python, no torch
+
+        m = s.model
+        why = shape_refusal(m.hidden, m.expert_width, m.shared_width * m.shared_experts,
+                            128 if s.precision == "fp8" else 64)
+        if why:
+            out.append(f"our megakernel refuses this shape ({why}): the latency is the MoK "
+                       f"design's, at parameters fitted to runs of other shapes")
     if s.hardware.emulated_ranks and s.ep > 1:
         peers = "the 1 peer" if s.ep == 2 else f"the {s.ep - 1} peers"
         if system == "mok":

@@ -83,3 +83,17 @@ def test_sim_candidates_is_a_positive_integer(n):
     s = Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 8, 1024)
     with pytest.raises(MokInputError, match="sim_candidates"):
         tune(s, load_params(None, "h200-1"), engine="sim", sim_candidates=n)
+
+
+def test_a_shape_our_kernel_refuses_is_predicted_with_a_note(tmp_path, capsys):
+    """On a Hopper preset a shape the megakernel refuses (tiles.shape_refusal) is still the MoK
+    design's to predict, but says so; a shape it runs carries no such note."""
+    model = tmp_path / "h2000.toml"
+    model.write_text('name = "h2000"\nhidden = 2000\nexpert_width = 512\nrouted_experts = 16\n'
+                     'top_k = 2\nshared_experts = 0\nshared_width = 0\n')
+    args = ["predict", "--hardware", "h200-1", "--ep", "8", "--tokens", "512"]
+    assert main([*args, "--model", str(model)]) == 0
+    assert "note: our megakernel refuses this shape (hidden size H=2000 is not a multiple of 64" \
+        in capsys.readouterr().out
+    assert main([*args, "--model", "kimi-k2"]) == 0
+    assert "refuses this shape" not in capsys.readouterr().out
