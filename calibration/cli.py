@@ -457,8 +457,9 @@ def run_validate(a: argparse.Namespace) -> dict:
         keep = {r["id"] for r in in_id_order(records)[::a.thin]}
         records = [r for r in records if r["id"] in keep]
     if not records:
-        raise MokInputError("no MoE layer records to validate (micro-* and kernel-only systems "
-                            "such as torch-grouped are not predicted)")
+        why = "; ".join(skipped) or ("micro-* and kernel-only systems such as torch-grouped are "
+                                     "not predicted")
+        raise MokInputError(f"no MoE layer records to validate ({why})")
     other = sorted({r["hardware"]["preset"] for r in records} - {params.hardware})
     if other and not a.allow_params_mismatch:
         first = next(r for r in records if r["hardware"]["preset"] in other)

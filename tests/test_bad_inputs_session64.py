@@ -97,3 +97,20 @@ def test_a_shape_our_kernel_refuses_is_predicted_with_a_note(tmp_path, capsys):
         in capsys.readouterr().out
     assert main([*args, "--model", "kimi-k2"]) == 0
     assert "refuses this shape" not in capsys.readouterr().out
+
+
+def test_validate_with_every_record_skipped_says_why(tmp_path, capsys):
+    """`mok validate` on records the model skips (here a non-default backward variant) named
+    micro-* and kernel-only systems as the reason; it now gives the skip notes."""
+    import json
+
+    line = next(x for x in open("calibration/runs/h200_drawn/drawn25.jsonl")
+                if '"system": "mok"' in x)
+    rec = json.loads(line)
+    rec["pass"] = "bwd"
+    path = tmp_path / "bwd.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    assert main(["validate", "--params", "mok_model/params/h200-1.json", str(path)]) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.count("\n") == 0 and "no MoE layer records to validate (skipped 1 MoK record of " \
+        "non-default kernel variants" in err
