@@ -509,10 +509,16 @@ def record_where(rec: dict) -> str:
 
 def check_posed(rec: dict) -> None:
     """Raise MokInputError naming the record (file and line) when the model cannot pose its
-    question: an unknown preset, EP above the experts, a bad routing, knobs out of range."""
+    question: an unknown preset, EP above the experts, a bad routing, knobs out of range, or a
+    GPU whose SM count is not its preset's (the model would predict the preset's)."""
     try:
         if predictable(rec):
-            record_scenario(rec)
+            hw = record_scenario(rec).hardware
+            sms = rec["hardware"].get("sms")
+            if sms is not None and sms != hw.sms:
+                raise MokInputError(f"hardware.sms {sms!r}: preset {hw.name} has {hw.sms} SMs, "
+                                    f"and the model predicts that GPU; record the preset of the "
+                                    f"GPU it ran on")
             record_config(rec)
     except MokInputError as exc:
         raise MokInputError(f"{record_where(rec)}: {exc}") from None

@@ -114,3 +114,16 @@ def test_validate_with_every_record_skipped_says_why(tmp_path, capsys):
     err = capsys.readouterr().err.strip()
     assert err.count("\n") == 0 and "no MoE layer records to validate (skipped 1 MoK record of " \
         "non-default kernel variants" in err
+
+
+def test_a_record_of_another_sm_count_than_its_preset_is_refused(tmp_path, capsys):
+    """A run record naming h200-1 with 100 SMs was scored at the preset's 132."""
+    import json
+
+    rec = json.loads(next(x for x in open("calibration/runs/h200_drawn/drawn25.jsonl")
+                          if '"system": "mok"' in x))
+    rec["hardware"]["sms"] = 100
+    path = tmp_path / "sms.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    assert main(["validate", "--params", "mok_model/params/h200-1.json", str(path)]) == 2
+    assert "sms.jsonl:1: hardware.sms 100: preset h200-1 has 132 SMs" in capsys.readouterr().err
