@@ -29,6 +29,7 @@ import dataclasses
 import datetime
 import functools
 import json
+import math
 import numbers
 import os
 import time
@@ -508,6 +509,40 @@ def table_bucket(doc: dict, tokens: int) -> dict:
                          f"({top}); write the table with a larger --tokens-buckets")
 
 
+def _check_table_knobs(doc: dict, hw: Hardware | None, model: MoEModel, ep: int, tokens: int,
+                       bucket: dict, knobs: dict, given: dict) -> None:
+    """Refuse given knobs merged into a table bucket's as the tuner refuses them given without a
+    table: the knob set (scenario.Config: a ring that holds a minibatch), comm SMs that leave
+    compute SMs (Config.check_sms) and a given capacity that overflows at uniform routing (the
+    tuner's rule, tuner.min_capacity, with the table's parameters or the hardware's own)."""
+    where = (f"knob table {doc['_path']} bucket {bucket['tokens']} with "
+             f"{', '.join(f'{k}={given[k]!r}' for k in KNOBS if k in given)} given")
+    try:
+        Config(**knobs).check_sms(hw.sms if hw is not None else doc["sms"],
+                                  hw.name if hw is not None else doc["hardware"])
+        if "capacity" not in given:
+            return
+        if hw is None:
+            try:
+                hw = load_hardware(doc["hardware"])
+            except MokInputError:   # a hardware file's own name: no preset to read the rule from
+                return
+            if hw.sms != doc["sms"]:
+                hw = dataclasses.replace(hw, sms=doc["sms"])
+        kept = doc.get("params")
+        params = _params(hw, kept if isinstance(kept, str) and os.path.isfile(kept) else None)
+        from mok_model.tuner import min_capacity
+        least = min_capacity(Scenario(hw, model, ep, tokens, "fwd", "bf16"), params)
+        if knobs["capacity"] < least:
+            use = "1 (every routed row)" if least >= 1 else f"{math.ceil(least * 1000) / 1000:g} to 1"
+            raise MokInputError(f"capacity {knobs['capacity']!r} overflows: the schedule must hold "
+                                f"{least:.3g} of the routed rows at uniform routing (x headroom "
+                                f"{params['capacity_headroom']:g}); use capacity {use} or leave "
+                                f"it to the table")
+    except MokInputError as exc:
+        raise MokInputError(f"{where}: {exc}") from None
+
+
 def _table_choice(doc: dict, hw: Hardware | None, model: MoEModel, ep: int, tokens: int,
                   given: dict) -> Choice:
     where = f"knob table {doc['_path']}"
@@ -527,6 +562,8 @@ def _table_choice(doc: dict, hw: Hardware | None, model: MoEModel, ep: int, toke
         raise KnobTableError(f"{where}: tuned for EP {doc['ep']}, this layer has EP {ep}")
     b = table_bucket(doc, tokens)
     knobs = {**b["config"], **given}
+    if given:
+        _check_table_knobs(doc, hw, model, ep, tokens, b, knobs, given)
     source = f"table {doc['_path']} bucket {b['tokens']}"
     safe = safe_capacity(ep, tokens, model.top_k, model.routed_experts)
     raised = "capacity" not in given and knobs["capacity"] < safe

@@ -81,6 +81,7 @@ STALL_CODES = {
 
 
 FP8_KERNELS = ("v1", "v2", "v3", "v4", "v5", "gluon")   # KernelConfig.fp8_kernel
+FP8_KERNEL_DEFAULT = "v2"                                # the only one a bf16 config holds
 PUSH_LOOPS = ("tiles", "shares")                         # KernelConfig.push_loop
 
 
@@ -157,7 +158,8 @@ class KernelConfig:
     on_error: str = "trap"          # stalled wait / overflow: trap the launch, or raise in forward
     precision: str = "bf16"         # bf16 | fp8 (e4m3 with 1x128 activation and 128x128 weight
                                     # block scales; fp8.py)
-    fp8_kernel: str = "v2"          # fp8 only. v2 (default): 128-column dots (gate, up, and each
+    fp8_kernel: str = FP8_KERNEL_DEFAULT  # fp8 only (another with bf16 is refused).
+                                    # v2 (default): 128-column dots (gate, up, and each
                                     # half of a down tile) so the fresh dot result and the fp32
                                     # accumulators fit in registers, scales applied as one FFMA
                                     # per element; needs bn_gu=128, bn_dn 128 or 256. v1: one
@@ -237,6 +239,11 @@ class KernelConfig:
             if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= KNOB_MAX:
                 raise MokInputError(f"{name}={v!r}: an integer from {low} to {KNOB_MAX} is "
                                     f"required" + (" (None: chosen)" if name in self.knobs() else ""))
+        if (self.minibatch is not None and self.macrobatch is not None
+                and self.macrobatch < self.minibatch):
+            raise MokInputError(f"macrobatch={self.macrobatch} with minibatch={self.minibatch}: "
+                                f"the ring must hold at least one minibatch (macrobatch >= "
+                                f"minibatch), as for --macrobatch")
         cap = self.capacity
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
                                 or not 0 < cap <= 1):
@@ -303,6 +310,10 @@ class KernelConfig:
                              f"backward megakernel is BF16 only")
         if self.fp8_kernel not in FP8_KERNELS:
             raise MokInputError(f"fp8_kernel {self.fp8_kernel!r}: allowed {', '.join(FP8_KERNELS)}")
+        if self.fp8_kernel != FP8_KERNEL_DEFAULT and self.precision != "fp8":
+            raise MokInputError(f"fp8_kernel={self.fp8_kernel!r} with precision "
+                                f"{self.precision!r}: the FP8 kernel variant needs "
+                                f"precision='fp8' (a {self.precision} layer would ignore it)")
         if self.trace and self.precision == "fp8" and self.fp8_kernel == "gluon":
             raise MokInputError("trace=True with fp8_kernel='gluon': the stamps are the Triton "
                                 "megakernel's")
@@ -1593,10 +1604,13 @@ _WARNED_ARCHS: set = set()
 def check_gpu(device: str, precision: str) -> None:
     """Refuse a GPU the kernel cannot run on (under sm_80: no BF16 tensor cores; FP8 under
     sm_89: no e4m3 tensor cores); warn once per architecture where the kernel compiles but has
-    not been checked against float32 (CHECKED_ARCHS). Nothing on a device that is not a GPU."""
+    not been checked against float32 (CHECKED_ARCHS). A CUDA device where torch sees no CUDA GPU:
+    MokInputError (require_cuda). Nothing on a device that is not a GPU."""
     dev = torch.device(device)
-    if dev.type != "cuda" or not torch.cuda.is_available():
+    if dev.type != "cuda":
         return
+    from . import require_cuda
+    require_cuda()          # one line naming the missing GPU, not torch's lazy-init assertion
     arch = tuple(torch.cuda.get_device_capability(dev))
     if arch in CHECKED_ARCHS:
         return
@@ -1659,6 +1673,7 @@ class MoKLayer:
     knob_params: str | None = None   # parameters file for the choice (default: the hardware's)
 
     def __post_init__(self) -> None:
+        self._check_args()
         self.cfg.validate()
         w, cfg = self.weights, self.cfg
         self.loaded_key = weights_key(w)     # which weights the packed buffers hold (load_weights)
@@ -1667,6 +1682,9 @@ class MoKLayer:
         if cfg.precision == "fp8" and cfg.fp8_kernel == "gluon":
             self._init_gluon()       # sm_90 only: it refuses every other GPU
             return
+        if self.rank is not None and not 0 <= self.rank < self.ep:   # (the Gluon pass's own rule)
+            raise MokInputError(f"rank={self.rank}: must be in 0..{self.ep - 1} (ep={self.ep}), "
+                                f"or None for every rank in one launch")
         check_gpu(self.device, cfg.precision)
         if self.local_group:
             if self.group.size != self.ep or self.rank is None or not 0 <= self.rank < self.ep:
@@ -1699,7 +1717,7 @@ class MoKLayer:
             e = e * self.ep
         self.H, self.I, self.E = int(h), int(i), int(e)
         if e % self.ep:
-            raise ValueError(f"E={e} not divisible by EP={self.ep}")
+            raise MokInputError(f"E={e} not divisible by EP={self.ep}")
         ishared = 0 if w.sg is None else int(w.sg.shape[1])
         why = shape_refusal(self.H, self.I, ishared, cfg.block_k)
         if why:
@@ -1808,6 +1826,60 @@ class MoKLayer:
         # test hook: "sys" makes one GPU's pass release its cross-rank counters at system scope,
         # as group mode must (benchmarks/device/s57_scope.py times what that costs)
         self.signal_scope = "gpu"
+
+    def _check_args(self) -> None:
+        """Refuse, in one line (MokInputError, a ValueError), arguments of the wrong type or
+        range before anything reads them: ep, tokens, topk (integers >= 1), rank (None or an
+        integer; its range, 0 <= rank < ep, right after the Gluon pass's own check), cfg (a
+        KernelConfig) and the weights (MoEWeights of 3-D routed tensors (E, H, I), (E, H, I),
+        (E, I, H) and no shared expert or 2-D (H, Is), (H, Is), (Is, H))."""
+        import numbers
+
+        for name in ("ep", "tokens", "topk"):
+            v = getattr(self, name)
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise MokInputError(f"{name}={v!r}: an integer >= 1 is required")
+            setattr(self, name, int(v))
+        r = self.rank
+        if r is not None:
+            if isinstance(r, bool) or not isinstance(r, numbers.Integral):
+                raise MokInputError(f"rank={r!r}: an integer from 0 to ep-1 (or None: every "
+                                    f"rank in one launch) is required")
+            self.rank = int(r)
+        if not isinstance(self.cfg, KernelConfig):
+            raise MokInputError(f"cfg={self.cfg!r}: a KernelConfig is required")
+        w = self.weights
+        if not isinstance(w, MoEWeights):
+            raise MokInputError(f"weights: a MoEWeights (mok_kernels.reference) is required, got "
+                                f"{type(w).__name__}")
+        for name, dims in (("wg", 3), ("wu", 3), ("wd", 3)):
+            t = getattr(w, name)
+            if not isinstance(t, torch.Tensor) or t.dim() != dims:
+                got = (f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor)
+                       else type(t).__name__)
+                raise MokInputError(f"weights.{name}: a {dims}-D tensor "
+                                    f"{'(E, I, H)' if name == 'wd' else '(E, H, I)'} is "
+                                    f"required, got {got}")
+        e, h, i = w.wg.shape
+        if min(e, h, i) < 1:
+            raise MokInputError(f"weights.wg shape {tuple(w.wg.shape)}: E, H and I must be >= 1")
+        if w.wu.shape != w.wg.shape or tuple(w.wd.shape) != (e, i, h):
+            raise MokInputError(f"weights: wg {tuple(w.wg.shape)}, wu {tuple(w.wu.shape)}, wd "
+                                f"{tuple(w.wd.shape)}: wg and wu must be (E, H, I) and wd "
+                                f"(E, I, H) = {(e, i, h)}")
+        shared = (w.sg, w.su, w.sd)
+        if any(t is not None for t in shared):
+            if not all(isinstance(t, torch.Tensor) and t.dim() == 2 for t in shared):
+                got = ", ".join(f"{n} " + (str(tuple(t.shape)) if isinstance(t, torch.Tensor)
+                                           else type(t).__name__)
+                                for n, t in zip(("sg", "su", "sd"), shared))
+                raise MokInputError(f"weights' shared expert: sg, su and sd must all be 2-D "
+                                    f"tensors (or all None), got {got}")
+            hs, js = w.sg.shape
+            if hs != h or w.su.shape != w.sg.shape or tuple(w.sd.shape) != (js, h):
+                raise MokInputError(f"weights' shared expert: sg {tuple(w.sg.shape)}, su "
+                                    f"{tuple(w.su.shape)}, sd {tuple(w.sd.shape)}: sg and su "
+                                    f"must be (H, Is) and sd (Is, H) with H={h}")
 
     def _programs_per_rank(self) -> int | None:
         """Programs of one rank's share of the persistent grid (the GPU's SMs unless

@@ -83,7 +83,8 @@ def test_gluon_config_defaults_and_accepted_knobs():
     cfg.validate()
     gluon_cfg(dispatch="pull", combine="push", capacity=1.0, list_lag=1, group_m=8, minibatch=64,
               comm_sms=1, join=False, on_error="raise", max_spin=0).validate()
-    KernelConfig(fp8_kernel="gluon").validate()          # ignored for bf16, as v1-v5
+    with pytest.raises(ValueError, match="fp8_kernel='gluon' with precision 'bf16'"):
+        KernelConfig(fp8_kernel="gluon").validate()      # it would be ignored (session 64)
     with pytest.raises(ValueError, match="allowed v1, v2, v3, v4, v5, gluon"):
         gluon_cfg(fp8_kernel="v9").validate()
 
