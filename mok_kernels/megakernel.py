@@ -239,11 +239,6 @@ class KernelConfig:
             if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= KNOB_MAX:
                 raise MokInputError(f"{name}={v!r}: an integer from {low} to {KNOB_MAX} is "
                                     f"required" + (" (None: chosen)" if name in self.knobs() else ""))
-        if (self.minibatch is not None and self.macrobatch is not None
-                and self.macrobatch < self.minibatch):
-            raise MokInputError(f"macrobatch={self.macrobatch} with minibatch={self.minibatch}: "
-                                f"the ring must hold at least one minibatch (macrobatch >= "
-                                f"minibatch), as for --macrobatch")
         cap = self.capacity
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
                                 or not 0 < cap <= 1):

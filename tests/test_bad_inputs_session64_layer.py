@@ -82,18 +82,6 @@ def test_fp8_kernel_needs_fp8_precision(kernel):
         KernelConfig(fp8_kernel="v9").validate()
 
 
-def test_macrobatch_smaller_than_minibatch_is_refused():
-    with pytest.raises(MokInputError, match="^macrobatch=128 with minibatch=8192: the ring must "
-                                            "hold at least one minibatch") as exc:
-        KernelConfig(minibatch=8192, macrobatch=128).validate()
-    one_line(exc)
-    KernelConfig(minibatch=8192, macrobatch=8192).validate()
-    KernelConfig(macrobatch=128).validate()                     # the minibatch is chosen later
-    KernelConfig(minibatch=8192).validate()
-
-
-# ---------------------------------------------------------------- 3-5. MoKLayer's arguments
-
 def weights(e=16, h=256, i=128, shared=128):
     return random_weights(e, h, i, shared)
 

@@ -29,7 +29,7 @@ KNOBS = dict(dispatch="pull", combine="push", comm_sms=2, macrobatch=64, capacit
 
 def small_layer(minibatch=32, ep=4, rank=None, n=24, k=2, **cfg):
     w = ref.random_weights(8, 64, 80, 80, seed=3)
-    c = KernelConfig(minibatch=minibatch, **(KNOBS | {"macrobatch": max(64, minibatch)} | cfg))
+    c = KernelConfig(minibatch=minibatch, **(KNOBS | cfg))
     return MoKLayer(w, ep, n, k, rank, c, device="cpu")
 
 
@@ -82,7 +82,7 @@ def test_bf16_pointer_weights_past_int32_are_refused_before_packing():
     (k x 2*Ip + column): H x 2 x Ip = 2^31 wrapped. Refused before any weight is packed."""
     w = lazy_weights(2, 32768, 32768)
     cfg = KernelConfig(minibatch=256, **(KNOBS | dict(block_m=128, bn_gu=128, bn_dn=256,
-                                                      block_k=64, tma=False, macrobatch=256)))
+                                                      block_k=64, tma=False)))
     with pytest.raises(MokInputError, match=r"^tma=False: H x 2 x padded I = 32768 x 2 x 32768"):
         MoKLayer(w, 2, 16, 1, 0, cfg, device="cpu")
 
