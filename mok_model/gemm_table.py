@@ -92,7 +92,7 @@ from pathlib import Path
 import numpy as np
 
 from .errors import MokInputError
-from .fileio import atomic_write_text, loads_json
+from .fileio import JSON_INT_MAX, atomic_write_text, loads_json
 
 SCHEMA = "mok-gemm-table/2"
 # schema 1: the points in the table file, the curves made of them when it is read
@@ -131,20 +131,59 @@ class Curves:
 
     @staticmethod
     def from_json(doc, where: str) -> "Curves":
-        try:
-            by_shape = {tuple(float(v) for v in c["shape"]): (np.array(c["log2_rows"], dtype=float),
-                                                               np.array(c["values"], dtype=float))
-                        for c in doc["shapes"]}
-            curves = Curves(by_shape, frozenset(tuple(m) for m in doc["measured"]),
-                            bool(doc["uses_mechanism"]), float(doc["median_eff"]))
-        except (KeyError, TypeError, ValueError) as exc:
+        """A table file's curves, checked: shapes of three positive whole sizes, each with log2_rows
+        strictly ascending and as many values (finite positive numbers); uses_mechanism a boolean;
+        median_eff a finite positive number; measured a list of [pass, precision]."""
+        shapes = doc.get("shapes") if isinstance(doc, dict) else None
+        if not isinstance(shapes, list) or not shapes:
             raise MokInputError(f"{where}: curves must hold measured, uses_mechanism, median_eff "
-                                f"and shapes of shape, log2_rows and values ({exc!r})") from None
-        if not by_shape or any(len(s) != 3 or len(xs) != len(ys) or not len(xs)
-                               for s, (xs, ys) in by_shape.items()):
-            raise MokInputError(f"{where}: curves need shapes of three sizes, each with as many "
-                                f"log2_rows as values (at least one)")
-        return curves
+                                f"and a non-empty list of shapes")
+        if not isinstance(doc.get("uses_mechanism"), bool):
+            raise MokInputError(f"{where}: curves uses_mechanism={doc.get('uses_mechanism')!r} "
+                                f"must be true or false")
+        if not _positive(doc.get("median_eff")):
+            raise MokInputError(f"{where}: curves median_eff={doc.get('median_eff')!r} must be a "
+                                f"finite positive number")
+        measured = doc.get("measured")
+        if not isinstance(measured, list) or not all(
+                isinstance(m, list) and len(m) == 2 and all(isinstance(v, str) for v in m)
+                for m in measured):
+            raise MokInputError(f"{where}: curves measured={measured!r} must be a list of "
+                                f"[pass, precision]")
+        by_shape = {}
+        for i, c in enumerate(shapes):
+            at = f"{where}: curves shape {i}"
+            s, xs, ys = (c.get(k) if isinstance(c, dict) else None
+                         for k in ("shape", "log2_rows", "values"))
+            if not isinstance(s, list) or len(s) != 3 or not all(
+                    _positive(v) and float(v).is_integer() for v in s):
+                raise MokInputError(f"{at}: shape={s!r} must be three positive whole numbers "
+                                    f"(I, H, local experts)")
+            if not isinstance(xs, list) or not isinstance(ys, list) or not xs or len(xs) != len(ys):
+                raise MokInputError(f"{at}: needs log2_rows and values, lists of one length (at "
+                                    f"least one)")
+            for j, x in enumerate(xs):
+                if not _number(x) or (j and not x > xs[j - 1]):
+                    raise MokInputError(f"{at}: log2_rows[{j}]={x!r} must be a finite number "
+                                        f"above the one before (strictly ascending)")
+            for j, v in enumerate(ys):
+                if not _positive(v):
+                    raise MokInputError(f"{at}: values[{j}]={v!r} must be a finite positive number")
+            by_shape[tuple(float(v) for v in s)] = (np.array(xs, dtype=float),
+                                                    np.array(ys, dtype=float))
+        return Curves(by_shape, frozenset(tuple(m) for m in measured), doc["uses_mechanism"],
+                      float(doc["median_eff"]))
+
+
+def _number(v) -> bool:
+    """Whether `v` is a finite JSON number (not a boolean, not a string; nan fails the bounds,
+    an integer beyond the largest float too)."""
+    return not isinstance(v, bool) and isinstance(v, (int, float)) and abs(v) <= JSON_INT_MAX
+
+
+def _positive(v) -> bool:
+    """Whether `v` is a finite JSON number above 0."""
+    return _number(v) and v > 0
 
 
 def curves_of(points: tuple, mechanism: dict | None) -> Curves:
@@ -317,8 +356,12 @@ def read_table(path: str | Path) -> GemmTable:
     its points instead, and the curves are made of them); the points file is read only when
     the table's points are asked for."""
     path = Path(path)
+    return _table_of(path, _read_json(path, f"GEMM table {str(path)!r}"))
+
+
+def _table_of(path: Path, doc: dict) -> GemmTable:
+    """read_table of the document read from `path`."""
     where = f"GEMM table {str(path)!r}"
-    doc = _read_json(path, where)
     if doc.get("schema") not in SCHEMAS:
         raise MokInputError(f"{where}: schema must be one of {SCHEMAS}")
     if "transferred_from" in doc:
@@ -326,13 +369,19 @@ def read_table(path: str | Path) -> GemmTable:
     mech = doc.get("mechanism")
     if mech is not None:
         mech = _mechanism(mech, where)
-    meta = (str(doc.get("hardware", "")), tuple(doc.get("records", [])), str(path),
+    records = doc.get("records", [])
+    if not isinstance(records, list) or not all(isinstance(r, str) for r in records):
+        raise MokInputError(f"{where}: records={records!r} must be a list of run-record files")
+    meta = (str(doc.get("hardware", "")), tuple(records), str(path),
             str(doc.get("notes", "")), str(doc.get("level", "absolute")), mech)
     if doc["schema"] == SCHEMA:
         ref = doc.get("points_file")
         if not isinstance(ref, str) or not ref:
             raise MokInputError(f"{where}: points_file must name the points' file")
         curves = Curves.from_json(doc.get("curves"), where)
+        if curves.uses_mechanism and mech is None:
+            raise MokInputError(f"{where}: curves uses_mechanism is true but the file has no "
+                                f"mechanism")
         return GemmTable(meta[0], None, *meta[1:], curves=curves, points_file=str(path.parent / ref))
     return GemmTable(meta[0], _checked_points(doc.get("points"), where), *meta[1:])
 
@@ -376,13 +425,21 @@ def _checked_points(points, where: str) -> tuple:
 
 
 def _mechanism(mech, where: str) -> dict:
-    """A file's mechanism constants, checked (MECHANISM, each a number >= 0)."""
-    if not isinstance(mech, dict) or set(mech) < set(MECHANISM):
-        raise MokInputError(f"{where}: mechanism must hold {', '.join(MECHANISM)}")
+    """A file's mechanism constants, checked: exactly MECHANISM, each a finite number, above 0
+    where it divides (tensor_eff, hbm_gbps), else >= 0."""
+    if not isinstance(mech, dict):
+        raise MokInputError(f"{where}: mechanism must be an object of {', '.join(MECHANISM)}")
+    missing, unknown = [k for k in MECHANISM if k not in mech], sorted(set(mech) - set(MECHANISM))
+    if missing or unknown:
+        why = " and ".join(w for w in (missing and f"lacks {', '.join(missing)}",
+                                       unknown and f"has unknown {', '.join(unknown)}") if w)
+        raise MokInputError(f"{where}: mechanism must hold exactly {', '.join(MECHANISM)}: "
+                            f"it {why}")
     for k in MECHANISM:
-        v = mech[k]
-        if isinstance(v, bool) or not isinstance(v, (int, float)) or not 0 <= v < math.inf:
-            raise MokInputError(f"{where}: mechanism {k}={v!r} must be a number >= 0")
+        v, divides = mech[k], k in ("tensor_eff", "hbm_gbps")
+        if not _number(v) or not (v > 0 if divides else v >= 0):
+            raise MokInputError(f"{where}: mechanism {k}={v!r} must be a number "
+                                + ("> 0 (it divides)" if divides else ">= 0"))
     return {k: float(mech[k]) for k in MECHANISM}
 
 
@@ -393,10 +450,17 @@ def _read_transferred(path: Path, doc: dict) -> GemmTable:
     ref = doc["transferred_from"]
     if not isinstance(ref, str) or not ref:
         raise MokInputError(f"{where}: transferred_from must be the source table's file name")
-    src = read_table(path.parent / ref)
-    if src.transferred_from is not None or not src.uses_mechanism:
+    src_path = path.parent / ref
+    src_doc = _read_json(src_path, f"GEMM table {str(src_path)!r} (transferred_from of "
+                                   f"{str(path)!r})")
+    if "transferred_from" in src_doc:  # read on, a table naming itself (or a cycle) never ends
+        raise MokInputError(f"{where}: transferred_from {ref!r} must be a measured table (not "
+                            f"itself transferred): it is transferred from "
+                            f"{src_doc['transferred_from']!r}")
+    src = _table_of(src_path, src_doc)
+    if not src.uses_mechanism:
         raise MokInputError(f"{where}: transferred_from {ref!r} must be a measured table with a "
-                            f"phase mechanism (not itself transferred)")
+                            f"phase mechanism")
     return transferred_table(src, str(doc.get("hardware", "")), path,
                              _mechanism(doc.get("mechanism"), where), str(doc.get("notes", "")))
 

@@ -104,6 +104,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "fp8_gluon_fixed_us": (0.0, 200.0),  # a Gluon pass's own fixed time beyond mok_fixed_us
     "fp8_gluon_stream_scale": (0.2, 1.5),  # its weight stream rate / the megakernel's
 }
+# parameters that count (tile rows and columns, host operations, SMs), whole numbers: those
+# whose bounds are written as integers above
+COUNTS = frozenset(k for k, b in BOUNDS.items() if all(isinstance(v, int) for v in b))
 
 # Parameters added to the model after parameter files were first written: name -> (prior,
 # source). A file that lacks one of them still loads: the parameter takes this prior, its source
@@ -294,6 +297,9 @@ def _check(values: dict, where: str) -> None:
         lo, hi = BOUNDS[name]
         if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:  # nan fails
             raise MokInputError(f"{where}: {name}={v!r} must be a number in [{lo}, {hi}]")
+        if name in COUNTS and v != int(v):
+            raise MokInputError(f"{where}: {name}={v!r} must be a whole number (it counts) in "
+                                f"[{lo}, {hi}]")
 
 
 # how an uncertainty block's samples were drawn (calibration/fit.py estimate_uncertainty)
@@ -324,8 +330,10 @@ def check_uncertainty(block, where: str) -> dict:
             raise bad(f"sample {i} must list {len(free)} values (one per free parameter)")
         for name, v in zip(free, row):
             lo, hi = BOUNDS[name]
-            if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi:
-                raise bad(f"sample {i}: {name}={v!r} must be a number in [{lo}, {hi}]")
+            if isinstance(v, bool) or not isinstance(v, (int, float)) or not lo <= v <= hi \
+                    or name in COUNTS and v != int(v):
+                raise bad(f"sample {i}: {name}={v!r} must be a number in [{lo}, {hi}]"
+                          + (" (a whole number: it counts)" if name in COUNTS else ""))
     return block
 
 

@@ -48,7 +48,8 @@ def files(tmp_path_factory) -> Path:
     (d / "unknown-model.jsonl").write_text(json.dumps({**rec, "model": "nope"}) + "\n")
     (d / "huge-knob.jsonl").write_text(json.dumps({**rec, "config": {"minibatch": 10**20}}) + "\n")
     (d / "other-hw.jsonl").write_text(json.dumps({**rec, "hardware": {**rec["hardware"],
-                                                                      "preset": "h200-1"}}) + "\n")
+                                                                      "preset": "h200-1",
+                                                                      "sms": 132}}) + "\n")
     hw = (REPO / "mok_model/presets/hardware.toml").read_text()
     block = hw[hw.index("[gb300-nvl72]"):hw.index("[gb300-nvl72.sources]")]
     body = block.split("\n", 1)[1]
