@@ -104,9 +104,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "fp8_gluon_fixed_us": (0.0, 200.0),  # a Gluon pass's own fixed time beyond mok_fixed_us
     "fp8_gluon_stream_scale": (0.2, 1.5),  # its weight stream rate / the megakernel's
 }
-# parameters that count (tile rows and columns, host operations, SMs), whole numbers: those
-# whose bounds are written as integers above
-COUNTS = frozenset(k for k, b in BOUNDS.items() if all(isinstance(v, int) for v in b))
+# parameters that count (tile rows and columns, host operations, SMs): whole numbers
+COUNTS = frozenset({"gemm_tile_m", "gemm_tile_n", "fp8_tile_m", "fp8_gluon_tile_m", "nccl_ops",
+                    "deepep_sms", "deepep_ops", "hybridep_sms", "hybridep_ops", "comet_sms"})
 
 # Parameters added to the model after parameter files were first written: name -> (prior,
 # source). A file that lacks one of them still loads: the parameter takes this prior, its source
