@@ -68,10 +68,18 @@ def validate_record(rec: Any) -> None:
         raise MokInputError(f"schema {rec['schema']!r} is not {SCHEMA!r}")
     if not rec["id"].strip():
         raise MokInputError("id '' must name the record")
+    if any(c < " " or c == "\x7f" for c in rec["id"]):
+        raise MokInputError(f"id {rec['id']!r} must hold no control characters (a line break "
+                            f"would split the one-line reports that name it)")
     try:
-        datetime.datetime.fromisoformat(rec["date"])
+        made = datetime.datetime.fromisoformat(rec["date"])
     except ValueError:
         raise MokInputError(f"date {rec['date']!r} must be an ISO 8601 date and time") from None
+    if made.tzinfo is None:             # records without a zone were written in UTC
+        made = made.replace(tzinfo=datetime.timezone.utc)
+    if made > datetime.datetime.now(datetime.timezone.utc) + datetime.timedelta(days=1):
+        raise MokInputError(f"date {rec['date']!r} is in the future: a run is dated when it was "
+                            f"measured (registered predictions meet the runs made after them)")
     if rec["pass"] not in PASSES:
         raise MokInputError(f"pass {rec['pass']!r} is not one of {PASSES}")
     if rec["precision"] not in PRECISIONS:

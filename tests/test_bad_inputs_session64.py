@@ -127,3 +127,22 @@ def test_a_record_of_another_sm_count_than_its_preset_is_refused(tmp_path, capsy
     path.write_text(json.dumps(rec) + "\n")
     assert main(["validate", "--params", "mok_model/params/h200-1.json", str(path)]) == 2
     assert "sms.jsonl:1: hardware.sms 100: preset h200-1 has 132 SMs" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("change, why", [
+    ({"id": "a\nb"}, "must hold no control characters"),
+    ({"date": "2099-01-01T00:00:00+00:00"}, "is in the future"),
+    ({"date": "2099-01-01T00:00:00"}, "is in the future"),
+])
+def test_a_record_with_a_broken_id_or_a_future_date_is_refused(tmp_path, capsys, change, why):
+    """An id with a line break split the one-line reports; a run dated in the future would meet
+    every registration made before that date."""
+    import json
+
+    rec = json.loads(next(x for x in open("calibration/runs/h200_drawn/drawn25.jsonl")
+                          if '"system": "mok"' in x))
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps({**rec, **change}) + "\n")
+    assert main(["validate", "--params", "mok_model/params/h200-1.json", str(path)]) == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and why in err
