@@ -54,7 +54,7 @@ from typing import Any
 import torch
 
 from mok_model.errors import MokInputError
-from mok_model.scenario import KNOB_MAX, MAX_DN_BLOCKS, MAX_LIST_LAG, SOURCE_ORDERS
+from mok_model.scenario import KNOB_MAX, MAX_DN_BLOCKS, MAX_LIST_LAG, SOURCE_ORDERS, plain
 from mok_model.workload import parse_routing
 
 from .buffers import SPLIT_WS_MAX_BYTES, ring_rows, split_workspace_elements, stage_rows
@@ -204,6 +204,8 @@ class KernelConfig:
                                     # stays off (inference, mok bench)
 
     def __post_init__(self) -> None:
+        for f in dataclasses.fields(self):      # numpy scalars as the values they hold (as Config)
+            setattr(self, f.name, plain(getattr(self, f.name)))
         if self.block_k is None:
             self.block_k = 128 if self.precision == "fp8" else 64
         triton_fp8 = self.precision == "fp8" and self.fp8_kernel != "gluon"

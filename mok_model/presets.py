@@ -61,8 +61,9 @@ class Hardware:
         return {"bf16": self.bf16_tflops, "fp8": self.fp8_tflops, "mxfp8": self.mxfp8_tflops}[precision]
 
     def with_(self, **changes) -> "Hardware":
-        """A copy with some fields changed (what-if studies), validated again."""
-        return _validated_hardware(dataclasses.replace(self, **changes))
+        """A copy with some fields changed (what-if studies; numpy scalars as their values),
+        validated again."""
+        return _validated_hardware(dataclasses.replace(self, **_plain(changes)))
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +82,15 @@ class MoEModel:
     source: str = ""
 
     def with_(self, **changes) -> "MoEModel":
-        return _validated_model(dataclasses.replace(self, **changes))
+        """A copy with some fields changed (numpy scalars as their values), validated again."""
+        return _validated_model(dataclasses.replace(self, **_plain(changes)))
+
+
+def _plain(changes: dict) -> dict:
+    """Numpy scalars as the Python values they hold, as scenario.plain (which imports this module;
+    numpy is not imported here)."""
+    return {k: v.item() if type(v).__module__ == "numpy" and hasattr(v, "item") else v
+            for k, v in changes.items()}
 
 
 def _positive(kind: str, name: str, key: str, value, allow_zero: bool = False) -> None:

@@ -346,6 +346,7 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     `list_lags`: the kernel work-list lags to search with the knobs (e.g. LIST_LAGS; each row
     at its best, _grid_latency); None keeps the scenario's."""
     t0 = time.perf_counter()
+    top, sim_candidates = plain(top), plain(sim_candidates)    # numpy scalars as values
     _check_search(params, fixed, top, engine)
     _check_margin(default_margin)
     scenario.healthy(engine)        # the analytic engine refuses degraded links

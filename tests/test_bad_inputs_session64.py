@@ -146,3 +146,28 @@ def test_a_record_with_a_broken_id_or_a_future_date_is_refused(tmp_path, capsys,
     assert main(["validate", "--params", "mok_model/params/h200-1.json", str(path)]) == 2
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and why in err
+
+
+def test_numpy_scalars_are_read_as_their_values_everywhere():
+    """Config, Scenario and choose_knobs took numpy scalars; KernelConfig, tune(top=),
+    Hardware.with_ and MoEModel.with_ refused them: now all read them as their values (a numpy
+    bool stays a bool, refused where a number is due)."""
+    import numpy as np
+
+    from mok_kernels.megakernel import KernelConfig
+    from mok_model.errors import MokInputError
+    from mok_model.params import load_params
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.scenario import Scenario
+    from mok_model.tuner import tune
+
+    c = KernelConfig(minibatch=np.int64(2048), capacity=np.float32(0.5))
+    c.validate()
+    assert type(c.minibatch) is int and c.capacity == 0.5
+    assert type(load_hardware("h200-1").with_(sms=np.int64(100)).sms) is int
+    assert type(load_model("kimi-k2").with_(top_k=np.int64(4)).top_k) is int
+    s = Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 8, 1024)
+    p = load_params(None, "h200-1")
+    assert tune(s, p, top=np.int64(1)).best == tune(s, p, top=1).best
+    with pytest.raises(MokInputError, match="sms=True must be a number"):
+        load_hardware("h200-1").with_(sms=np.bool_(True))
