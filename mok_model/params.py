@@ -487,5 +487,6 @@ def load_params(path: str | Path | None, hardware_name: str, allow_other_hardwar
     if params.hardware != hardware_name and not allow_other_hardware:
         raise MokInputError(
             f"--params {str(path)!r} was fitted for hardware {params.hardware!r}, not "
-            f"{hardware_name!r}; pass --allow-params-mismatch to use it anyway")
+            f"{hardware_name!r}; pass --allow-params-mismatch to use it anyway (Python: "
+            f"allow_other_hardware=True; knobs.choose_knobs: allow_params_mismatch=True)")
     return params
