@@ -444,7 +444,6 @@ def run_validate(a: argparse.Namespace) -> dict:
         if why:
             raise MokInputError(f"--bands with {a.params} ({a.engine}): {why}")
     records, skipped = model_records(records)
-    tuner_knobs(records)
     if a.heldout_only:
         split_doc = read_fit_record(a.params).get("split")
         if not isinstance(split_doc, dict) or not isinstance(split_doc.get("heldout_ids"), list):
@@ -460,6 +459,7 @@ def run_validate(a: argparse.Namespace) -> dict:
         why = "; ".join(skipped) or ("micro-* and kernel-only systems such as torch-grouped are "
                                      "not predicted")
         raise MokInputError(f"no MoE layer records to validate ({why})")
+    tuned = tuner_knobs(records)        # refuses a measured run missing a knob; counts the rest
     other = sorted({r["hardware"]["preset"] for r in records} - {params.hardware})
     if other and not a.allow_params_mismatch:
         first = next(r for r in records if r["hardware"]["preset"] in other)
@@ -480,7 +480,7 @@ def run_validate(a: argparse.Namespace) -> dict:
     if a.plot:
         plot(records, v, a.plot, a.color_by or "minibatch", bands=bands)
     doc = v.as_json()
-    doc["tuner_knobs"] = tuned = tuner_knobs(records)    # predicted at the tuner's knobs
+    doc["tuner_knobs"] = tuned                          # predicted at the tuner's knobs
     if not a.json:
         for row in v.rows:
             print(f"{row['id']:<56} measured {row['measured_ms']:9.4f} ms  predicted "

@@ -86,11 +86,18 @@ class MoEModel:
         return _validated_model(dataclasses.replace(self, **_plain(changes)))
 
 
+def plain(v):
+    """A numpy scalar as the Python value it holds (np.int64(2048) -> 2048, np.float32(0.5) ->
+    0.5, np.str_('push') -> 'push'), anything else unchanged: a knob, EP, token count or lag
+    handed to the knob API or the tuner from numpy code is read as that value (and then checked
+    by check_knob / check_ep_tokens / check_list_lag; np.bool_ stays a bool, refused as one).
+    Numpy is not imported for it."""
+    return v.item() if type(v).__module__ == "numpy" and hasattr(v, "item") else v
+
+
 def _plain(changes: dict) -> dict:
-    """Numpy scalars as the Python values they hold, as scenario.plain (which imports this module;
-    numpy is not imported here)."""
-    return {k: v.item() if type(v).__module__ == "numpy" and hasattr(v, "item") else v
-            for k, v in changes.items()}
+    """A with_'s changes, numpy scalars as their values (plain)."""
+    return {k: plain(v) for k, v in changes.items()}
 
 
 def _positive(kind: str, name: str, key: str, value, allow_zero: bool = False) -> None:

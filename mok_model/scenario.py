@@ -6,10 +6,8 @@ from __future__ import annotations
 import dataclasses
 from dataclasses import dataclass
 
-import numpy as np
-
 from .errors import MokInputError
-from .presets import Hardware, MoEModel
+from .presets import Hardware, MoEModel, plain
 
 # the longest work-list lag our megakernel takes (KernelConfig.list_lag; Scenario.list_lag)
 MAX_LIST_LAG = 8
@@ -105,14 +103,6 @@ def check_list_lag(lag) -> None:
     if lag > MAX_LIST_LAG:
         raise MokInputError(f"--list-lag {lag} must be at most {MAX_LIST_LAG} "
                             f"(KernelConfig.list_lag)")
-
-
-def plain(v):
-    """A numpy scalar as the Python value it holds (np.int64(2048) -> 2048, np.float32(0.5) ->
-    0.5, np.str_('push') -> 'push'), anything else unchanged: a knob, EP, token count or lag
-    handed to the knob API or the tuner from numpy code is read as that value (and then checked
-    by check_knob / check_ep_tokens / check_list_lag; np.bool_ stays a bool, refused as one)."""
-    return v.item() if isinstance(v, np.generic) else v
 
 
 def check_ep_tokens(ep, tokens) -> None:

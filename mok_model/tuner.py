@@ -320,7 +320,8 @@ def _fixed_knobs(scenario: Scenario, fixed: dict | None) -> dict:
     return fixed
 
 
-def _check_search(params, fixed, top: int = 1, engine: str = "analytic") -> None:
+def _check_search(params, fixed, top: int = 1, engine: str = "analytic",
+                  sim_candidates: int = 1) -> None:
     """Refuse a search's arguments of the wrong kind, in one line (`mok tune` checks its flags
     the same way)."""
     if not isinstance(params, Params):
@@ -331,6 +332,8 @@ def _check_search(params, fixed, top: int = 1, engine: str = "analytic") -> None
                             f"or None")
     if isinstance(top, bool) or not isinstance(top, int) or top < 1:
         raise MokInputError(f"--top {top!r} must be an integer >= 1")
+    if isinstance(sim_candidates, bool) or not isinstance(sim_candidates, int) or sim_candidates < 1:
+        raise MokInputError(f"sim_candidates {sim_candidates!r} must be an integer >= 1")
     if engine not in ENGINES:
         raise MokInputError(f"--engine {engine!r} must be one of {ENGINES}")
 
@@ -347,11 +350,9 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     at its best, _grid_latency); None keeps the scenario's."""
     t0 = time.perf_counter()
     top, sim_candidates = plain(top), plain(sim_candidates)    # numpy scalars as values
-    _check_search(params, fixed, top, engine)
+    _check_search(params, fixed, top, engine, sim_candidates)
     _check_margin(default_margin)
     scenario.healthy(engine)        # the analytic engine refuses degraded links
-    if isinstance(sim_candidates, bool) or not isinstance(sim_candidates, int) or sim_candidates < 1:
-        raise MokInputError(f"sim_candidates {sim_candidates!r} must be an integer >= 1")
     fixed = _fixed_knobs(scenario, fixed)
     lags = tuple(sorted(set(list_lags))) if list_lags else (scenario.list_lag,)
     g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **fixed})
@@ -479,9 +480,9 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
     reg = judge(cands)                                      # (candidates, lags, routings)
     worst = reg.max(axis=-1)
     order = np.lexsort((np.arange(worst.size), reg[..., 0].ravel(), worst.ravel()))
-    defaults = set(defaults)
+    default_places = set(defaults)
     is_default = np.isin(np.arange(worst.size) // len(lags),
-                         [c for c, qi in enumerate(cands) if qi in defaults])
+                         [c for c, qi in enumerate(cands) if qi in default_places])
     # tune's rule on the worst latency ratios in ranked order (the first is the least)
     picked, _ = _pick(worst.ravel()[order], np.flatnonzero(is_default[order]), default_margin)
     c, j = divmod(int(order[picked]), len(lags))
