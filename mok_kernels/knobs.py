@@ -126,10 +126,12 @@ def _where(params) -> Any:
     return os.path.abspath(params) if isinstance(params, (str, os.PathLike)) else params
 
 
-def _params(hw: Hardware, params: str | None) -> Params:
-    key = (hw.name, _where(params))
+def _params(hw: Hardware, params: str | None, allow_mismatch: bool = False) -> Params:
+    """The parameters file for hw (its default where None); one fitted for other hardware only
+    with allow_mismatch (mok_model.params.load_params)."""
+    key = (hw.name, _where(params), allow_mismatch)
     if key not in _PARAMS:
-        _PARAMS[key] = load_params(params, hw.name)
+        _PARAMS[key] = load_params(params, hw.name, allow_mismatch)
     return _PARAMS[key]
 
 
@@ -151,20 +153,21 @@ def _preset_sms(name: str) -> int | None:
 def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, tokens: int,
                  params: str | Params | None = None, given: dict | None = None,
                  precision: str = "bf16", list_lag: int | None = None,
-                 routing: str = ROBUST) -> Choice:
+                 routing: str = ROBUST, allow_params_mismatch: bool = False) -> Choice:
     """The tuner's knobs for one question (uncached), with the capacity kept safe; `precision`
     of the forward pass (bf16 or fp8: the model's FP8 terms); `list_lag`: the kernel's work-list
     lag, or None to choose it with the knobs where the tuner searches it (tuner.lag_choices);
     `routing`: the routing the knobs are chosen for (`mok predict --routing`'s spec: the slowest
     GPU's pass is what the tuner minimizes), or "robust": the least worst regret over
-    tuner.robust_routings (tuner.tune_robust; `predicted_ms` is then uniform routing's)."""
+    tuner.robust_routings (tuner.tune_robust; `predicted_ms` is then uniform routing's);
+    `allow_params_mismatch`: take a parameters file fitted for other hardware."""
     hw, model = _hardware(hardware), layer_model(shape)
     given = dict(given or {})
     _check_given(given)
     if "macrobatch" in given and "minibatch" not in given:
         raise MokInputError(f"macrobatch={given['macrobatch']} given without minibatch: give both "
                             f"(the ring holds whole minibatches) or neither")
-    p = params if isinstance(params, Params) else _params(hw, params)
+    p = params if isinstance(params, Params) else _params(hw, params, allow_params_mismatch)
     robust = routing == ROBUST
     scn = Scenario(hw, model, ep, tokens, "fwd", precision, routing="uniform" if robust else routing,
                    list_lag=list_lag or 1)
@@ -187,12 +190,14 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
 def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: int, tokens: int,
                  table: str | os.PathLike | None = None, params: str | None = None,
                  given: dict | None = None, precision: str = "bf16",
-                 list_lag: int | None = None, routing: str | None = None) -> Choice:
+                 list_lag: int | None = None, routing: str | None = None,
+                 allow_params_mismatch: bool = False) -> Choice:
     """The knobs for one layer: `given` knobs win; the rest from `table` (its bucket for
     `tokens`) when one is named, else from the tuner for `hardware` (cached per question).
     `list_lag` None: the work-list lag too (a table's bucket lag, or the tuner's); else that lag.
     `routing`: the routing the tuner chooses for (tuned_choice); None: "robust" from the tuner,
     a table's own routing from a table (a table written for another routing is refused).
+    `allow_params_mismatch`: take a `params` file fitted for other hardware.
 
     `hardware`: a preset name, a Hardware (e.g. with the SMs one rank gets), or None with a table
     (then the table's hardware is taken as is). Raises MokInputError (a ValueError) naming the
@@ -225,24 +230,30 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
         return c if list_lag is None else dataclasses.replace(c, list_lag=list_lag)
     if hw is None:
         raise MokInputError("no hardware to ask the model for: name a hardware preset or a knob table")
+    if not isinstance(allow_params_mismatch, bool):
+        raise MokInputError(f"allow_params_mismatch={allow_params_mismatch!r}: True or False")
+    _params(hw, params, allow_params_mismatch)   # refused before any kept answer is read
     routing = ROBUST if routing is None else routing
     key = (hw, _where(params), tuple(sorted(shape_of(model).items())), ep, tokens,
            tuple(sorted(given.items())), precision, list_lag, routing)
     if key not in _CACHE:
         _CACHE[key] = _kept_choice(hw, model, ep, tokens, params, given, precision, list_lag,
-                                   routing)
+                                   routing, allow_params_mismatch)
     return _CACHE[key]
 
 
 def _kept_choice(hw: Hardware, model: MoEModel, ep: int, tokens: int, params: str | None,
-                 given: dict, precision: str, list_lag: int | None, routing: str) -> Choice:
+                 given: dict, precision: str, list_lag: int | None, routing: str,
+                 allow_params_mismatch: bool = False) -> Choice:
     """tuned_choice, kept across processes: read from the route cache's folder where an earlier
     process answered the same question from the same code, presets and parameters files
     (route_cache.answer_key), else computed and written there."""
-    key = _answer_key(hw, params, model, ep, tokens, given, precision, list_lag, routing)
+    key = _answer_key(hw, params, model, ep, tokens, given, precision, list_lag, routing,
+                      allow_params_mismatch)
     if key is not None and (kept := _kept(route_cache.load_answer(key))) is not None:
         return kept
-    c = tuned_choice(hw, model, ep, tokens, params, given, precision, list_lag, routing)
+    c = tuned_choice(hw, model, ep, tokens, params, given, precision, list_lag, routing,
+                     allow_params_mismatch)
     if key is not None:
         route_cache.store_answer(key, {"knobs": c.knobs, "source": c.source,
                                        "predicted_ms": c.predicted_ms, "list_lag": c.list_lag})
@@ -270,12 +281,12 @@ def _listed(shipped: bool) -> tuple[Path, ...]:
     return tuple(files)
 
 
-def _answer_files(hw: Hardware, params: str | None) -> list[Path]:
+def _answer_files(hw: Hardware, params: str | None, allow_mismatch: bool) -> list[Path]:
     """The files a question's answer is computed from: ANSWER_CODE, and the shipped parameters
     (params None) or the given file with the GEMM tables it names."""
     files = list(_listed(params is None))
     if params is not None:    # absolute: the same name from another folder is another file
-        p = _params(hw, params)
+        p = _params(hw, params, allow_mismatch)
         files.append(Path(p.path).resolve())
         t = p.gemm_table
         if t is not None and t.path:
@@ -286,7 +297,8 @@ def _answer_files(hw: Hardware, params: str | None) -> list[Path]:
 
 
 def _answer_key(hw: Hardware, params: str | None, model: MoEModel, ep: int, tokens: int,
-                given: dict, precision: str, list_lag: int | None, routing: str) -> dict | None:
+                given: dict, precision: str, list_lag: int | None, routing: str,
+                allow_mismatch: bool = False) -> dict | None:
     """The question's key across processes, or None where it cannot be kept: values that JSON
     does not hold exactly, a routing file (its contents may change; the route cache does not
     keep them either), or a file of the answer's changed since this process imported mok_model."""
@@ -296,7 +308,7 @@ def _answer_key(hw: Hardware, params: str | None, model: MoEModel, ep: int, toke
     if not isinstance(routing, str) or routing != ROBUST and not (
             routing == "uniform" or routing.startswith(("zipf:", "hot:"))):
         return None
-    files = _answer_files(hw, params)
+    files = _answer_files(hw, params, allow_mismatch)
     try:    # a file changed since this module was imported may not be the code that runs
         if max(f.stat().st_mtime for f in files) > mok_model.IMPORTED_AT:
             return None
@@ -654,6 +666,6 @@ def resolve_layer(layer: Any) -> tuple[Any, str]:
     shape = {"hidden": h, "expert_width": i, "routed_experts": e, "top_k": layer.topk,
              "shared_width": 0 if w.sg is None else int(w.sg.shape[1])}
     c = choose_knobs(hw, shape, layer.ep, layer.tokens, layer.knob_table, layer.knob_params, given,
-                     cfg.precision, lag, cfg.knob_routing)
+                     cfg.precision, lag, cfg.knob_routing, layer.allow_params_mismatch)
     source = c.source + (f"; list_lag {c.list_lag}" if lag is None and c.list_lag != 1 else "")
     return dataclasses.replace(cfg, **c.knobs, list_lag=c.list_lag), source

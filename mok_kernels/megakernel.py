@@ -1668,6 +1668,7 @@ class MoKLayer:
     hardware: str | None = None      # preset the unset knobs are chosen for (default: from the GPU)
     knob_table: str | None = None    # knob table (`mok tune --table`) to take unset knobs from
     knob_params: str | None = None   # parameters file for the choice (default: the hardware's)
+    allow_params_mismatch: bool = False  # take a knob_params file fitted for other hardware
 
     def __post_init__(self) -> None:
         self._check_args()
@@ -1845,6 +1846,9 @@ class MoKLayer:
             self.rank = int(r)
         if not isinstance(self.cfg, KernelConfig):
             raise MokInputError(f"cfg={self.cfg!r}: a KernelConfig is required")
+        if not isinstance(self.allow_params_mismatch, bool):
+            raise MokInputError(f"allow_params_mismatch={self.allow_params_mismatch!r}: True or "
+                                f"False is required")
         w = self.weights
         if not isinstance(w, MoEWeights):
             raise MokInputError(f"weights: a MoEWeights (mok_kernels.reference) is required, got "

@@ -488,5 +488,5 @@ def load_params(path: str | Path | None, hardware_name: str, allow_other_hardwar
         raise MokInputError(
             f"--params {str(path)!r} was fitted for hardware {params.hardware!r}, not "
             f"{hardware_name!r}; pass --allow-params-mismatch to use it anyway (Python: "
-            f"allow_other_hardware=True; knobs.choose_knobs: allow_params_mismatch=True)")
+            f"allow_other_hardware=True; MoKLayer and knobs.choose_knobs: allow_params_mismatch=True)")
     return params

@@ -33,6 +33,17 @@ LATENCY_MS = (1e-4, 1e6)
 # tile options that are strings (every other `tiles` value is an integer); a source order is
 # named only when not "rank" (record_source_order)
 STRING_TILES = ("fp8_kernel", "source_order")
+# every tile option a MoK or mok-gemm record may name: the forward's (mok_kernels.bench
+# forward_tiles), the backward's (mok_kernels.backward.BackwardTiles), the Gluon FP8 pass's
+# (gluon_fp8 MoKGluon.tiles) and the earlier kernel variants' in committed records. A name outside
+# it (a misspelling) would be read as that option's default and scored as the wrong kernel.
+TILE_KEYS = frozenset((
+    "block_m", "bn_gu", "bn_dn", "block_k", "num_warps", "num_stages", "group_m", "tma_a",
+    "list_lag", "source_order", "split_dn", "dn_blocks", "zero_shared_slot", "fp8_kernel",
+    "copy_rows", "w_stages", "w_ws",
+    "bn_a", "bn_x", "bk_x", "bw", "bw_h", "bk_rows", "w_flat", "a_fuse_gu", "saved_gu", "w_direct",
+    "w_bf16", "w_tma", "a_epi", "diag",
+    "gluon_join", "gluon_ys", "gluon_home", "gluon_cu", "gluon_qv"))
 _RANGE = f"[{LATENCY_MS[0]:g}, {LATENCY_MS[1]:g}]"
 
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
@@ -138,6 +149,10 @@ def validate_record(rec: Any) -> None:
             raise MokInputError(f"tiles={tiles!r} must be an object of tile options "
                                 f"(integers; fp8_kernel and source_order strings)")
         for k, v in tiles.items():
+            if k not in TILE_KEYS:
+                raise MokInputError(f"tiles.{k}={v!r} is not a tile option of the kernels "
+                                    f"(records.TILE_KEYS; a misspelled option would be scored as "
+                                    f"its default)")
             if isinstance(v, bool) or not isinstance(v, str if k in STRING_TILES else int):
                 raise MokInputError(f"tiles.{k}={v!r} must be "
                                     + ("a string" if k in STRING_TILES else "an integer"))
@@ -150,6 +165,8 @@ def validate_record(rec: Any) -> None:
                                 f"{', '.join(SOURCE_ORDERS)}")
     if isinstance(rec["model"], dict) and rec["system"] in LAYER_SYSTEMS:
         _model(model_key(rec))     # a layer's shape: complete and valid, as a model file is
+    if rec["system"] in LAYER_SYSTEMS:
+        _validate_layer_run(rec)
     _validate_config(rec["config"])
     routing = rec["routing"]
     if not isinstance(routing.get("kind", "uniform"), str):
@@ -169,6 +186,25 @@ LAYER_SYSTEMS = (*SYSTEMS, "mok-gemm", "gemm-only", "torch-grouped", "torch-auto
 
 # a routing's parameter: (keys that may hold it, highest value) per kind (routing_spec reads them)
 _ROUTING_ARGS = {"zipf": (("arg", "s"), 10.0), "hot": (("arg", "fraction"), 1.0)}
+
+
+def _validate_layer_run(rec: dict) -> None:
+    """A layer's record names only the tuner's knobs in its config (a misspelled knob would be
+    left to the tuner and scored at its pick) and says truly whether its peers were emulated:
+    one GPU per rank is real (hardware.gpus >= ep), fewer emulate the others in local HBM;
+    published runs are real."""
+    unknown = sorted(set(rec["config"]) - set(KNOBS))
+    if unknown:
+        raise MokInputError(f"config.{unknown[0]} is not a knob of a layer's run (one of "
+                            f"{', '.join(KNOBS)})")
+    gpus = rec["hardware"].get("gpus")
+    if rec["source"] == "published" and rec["emulated_peers"]:
+        raise MokInputError("emulated_peers=true in a published record: published runs are on "
+                            "real GPUs")
+    if gpus is not None and rec["emulated_peers"] != (rec["ep"] > gpus):
+        raise MokInputError(f"emulated_peers={str(rec['emulated_peers']).lower()} with ep="
+                            f"{rec['ep']} on hardware.gpus={gpus}: peers are emulated exactly "
+                            f"when ep > gpus")
 
 
 def _validate_routing_arg(routing: dict) -> None:

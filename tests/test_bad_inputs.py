@@ -44,7 +44,9 @@ def files(tmp_path_factory) -> Path:
     (d / "badfield.jsonl").write_text(json.dumps({**rec, "ep": "sixteen"}) + "\n")
     (d / "badknob.jsonl").write_text(json.dumps({**rec, "config": {"minibatch": "x"}}) + "\n")
     (d / "badshape.jsonl").write_text(json.dumps({**rec, "model": {"hidden": 64, "kind": "x"}}) + "\n")
-    (d / "ep-over-experts.jsonl").write_text(json.dumps({**rec, "ep": 100000}) + "\n")
+    no_gpus = {k: v for k, v in rec["hardware"].items() if k != "gpus"}   # (ep > gpus, not emulated)
+    (d / "ep-over-experts.jsonl").write_text(json.dumps({**rec, "ep": 100000,
+                                                         "hardware": no_gpus}) + "\n")
     (d / "unknown-model.jsonl").write_text(json.dumps({**rec, "model": "nope"}) + "\n")
     (d / "huge-knob.jsonl").write_text(json.dumps({**rec, "config": {"minibatch": 10**20}}) + "\n")
     (d / "other-hw.jsonl").write_text(json.dumps({**rec, "hardware": {**rec["hardware"],

@@ -103,9 +103,10 @@ def _fake_layer(cfg, group=None, **kw):
     from types import SimpleNamespace
 
     w = SimpleNamespace(wg=torch.empty(4, 5376, 384, device="meta"), sg=None)
-    return SimpleNamespace(cfg=cfg, group=group, hardware="h200-1", device="cpu", weights=w,
-                           local_weights=True, ep=4, tokens=2304, topk=1, rank=0,
-                           knob_table=None, knob_params=None, **kw)
+    return SimpleNamespace(**{"cfg": cfg, "group": group, "hardware": "h200-1", "device": "cpu",
+                              "weights": w, "local_weights": True, "ep": 4, "tokens": 2304,
+                              "topk": 1, "rank": 0, "knob_table": None, "knob_params": None,
+                              "allow_params_mismatch": False, **kw})
 
 
 def test_the_lag_is_chosen_with_the_knobs_on_one_gpu_in_bf16_only():
@@ -644,6 +645,6 @@ def test_the_kept_answers_hash_every_module_a_choice_runs():
             "                  if n.split('.')[0] in ('mok_model', 'mok_kernels')]))\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
                          env={**os.environ, "MOK_ROUTE_CACHE": "0"})
-    hashed = {p.resolve() for p in knobs._answer_files(load_hardware("h200-1"), None)}
+    hashed = {p.resolve() for p in knobs._answer_files(load_hardware("h200-1"), None, False)}
     ran = {Path(f).resolve() for f in json.loads(out.stdout)}
     assert ran and ran <= hashed, sorted(ran - hashed)
