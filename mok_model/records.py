@@ -9,6 +9,7 @@ studies all use this one reading).
 from __future__ import annotations
 
 import datetime
+import difflib
 import json
 import math
 import os
@@ -66,10 +67,23 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
 }
 
 
+# the optional fields readers act on (README "Contract extensions"); another field is kept
+# unread, unless its name is a near miss of one of these or of a required field (a misspelled
+# `tiles` would score the record as the default kernel)
+OPTIONAL_FIELDS = ("breakdown_ms", "tiles", "rel_err_vs_fp32", "rank_ms", "auto", "metrics",
+                   "measurement", "value", "diagnostic", "note")
+
+
 def validate_record(rec: Any) -> None:
     """Raise MokInputError naming the first field that breaks the mok-run/1 schema."""
     if not isinstance(rec, dict):
         raise MokInputError("a run record must be a JSON object")
+    known = (*_REQUIRED, *OPTIONAL_FIELDS)
+    for key in rec:
+        near = key not in known and difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        if near:
+            raise MokInputError(f"field {key!r} is not a run-record field; {near[0]!r} is (a "
+                                f"misspelled field would be read as absent)")
     for key, kind in _REQUIRED.items():
         if key not in rec:
             raise MokInputError(f"missing field {key!r}")

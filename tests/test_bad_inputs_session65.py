@@ -73,3 +73,17 @@ def test_a_layer_takes_other_hardwares_parameters_only_when_told():
         knobs.resolve_layer(layer)
     layer.allow_params_mismatch = True
     assert knobs.resolve_layer(layer)[0].knobs() == c.knobs
+
+
+@pytest.mark.parametrize("field, meant", [("tile", "tiles"), ("Tiles", "tiles"),
+                                          ("routings", "routing"), ("rank_ms2", "rank_ms")])
+def test_a_near_miss_of_a_record_field_is_refused(field, meant):
+    rec = _rec()
+    rec[field] = rec.pop(meant, {"block_m": 64})
+    with pytest.raises(MokInputError, match=rf"field {field!r} is not a run-record field; "
+                                            rf"{meant!r} is"):
+        validate_record(rec)
+
+
+def test_other_extra_fields_are_kept_unread():
+    validate_record(_rec(comment="rerun after a driver update", commit="abc"))
