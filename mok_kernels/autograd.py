@@ -44,6 +44,8 @@ from typing import Any, Callable
 
 import torch
 
+from mok_model.errors import MokInputError
+
 from .reference import MoEWeights
 from .tiles import shape_refusal
 
@@ -68,9 +70,9 @@ def group_routes(topk_ids: torch.Tensor, num_experts: int) -> tuple[torch.Tensor
     dup = (topk_ids.sort(dim=1).values.diff(dim=1) == 0).sum() if k > 1 else bad * 0
     info = torch.cat([counts[:num_experts], torch.stack([bad, dup])]).tolist()   # one host sync
     if info[-2]:
-        raise ValueError(f"{info[-2]} expert ids outside [0, {num_experts})")
+        raise MokInputError(f"{info[-2]} expert ids outside [0, {num_experts})")
     if info[-1]:
-        raise ValueError(f"{info[-1]} routes repeat an expert already picked by the same token; "
+        raise MokInputError(f"{info[-1]} routes repeat an expert already picked by the same token; "
                          f"each token's top-k ids must be distinct")
     return order // k, order % k, info[:num_experts]
 
@@ -243,10 +245,20 @@ class MegakernelForward:
                  bwd_tiles: Any = None, save_for_backward: bool | None = None) -> None:
         from .backward import recompute_tiles, training_tiles
         from .megakernel import KernelConfig
-        if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
-            raise ValueError(f"ep={ep!r}: an integer >= 1 is required")
-        if isinstance(bucket, bool) or not isinstance(bucket, int) or bucket < 1:
-            raise ValueError(f"bucket={bucket!r}: an integer >= 1 is required")
+        from .backward import BackwardTiles
+        import numbers
+        for name, v in (("ep", ep), ("bucket", bucket), ("max_layers", max_layers)):
+            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
+                raise MokInputError(f"{name}={v!r}: an integer >= 1 is required")
+        ep, bucket, max_layers = int(ep), int(bucket), int(max_layers)   # numpy integers too
+        if save_for_backward is not None and not isinstance(save_for_backward, bool):
+            raise MokInputError(f"save_for_backward={save_for_backward!r}: True, False or None "
+                                f"is required")
+        if cfg is not None and not isinstance(cfg, KernelConfig):
+            raise MokInputError(f"cfg={cfg!r}: a KernelConfig (or None) is required")
+        if bwd_tiles is not None and not isinstance(bwd_tiles, BackwardTiles):
+            raise MokInputError(f"bwd_tiles={bwd_tiles!r}: a BackwardTiles (or None; "
+                                f"backward.parse_tiles reads one from a string) is required")
         self.ep, self.bucket = ep, bucket
         if save_for_backward is not None:
             save = bool(save_for_backward)
@@ -260,22 +272,23 @@ class MegakernelForward:
             cfg = KernelConfig(capacity=1.0, on_error="raise", save_for_backward=save)
         elif bool(cfg.save_for_backward) != save:
             cfg = dataclasses.replace(cfg, save_for_backward=save)
+        cfg.validate()              # a bad field now, not at the first forward on the GPU
         if save and cfg.precision != "bf16":
-            raise ValueError(f"save_for_backward=True with precision {cfg.precision!r}: the backward "
+            raise MokInputError(f"save_for_backward=True with precision {cfg.precision!r}: the backward "
                              f"megakernel is BF16 only (pass save_for_backward=False)")
         for diag in ("skip_copy", "skip_gemm"):
             if getattr(cfg, diag):
-                raise ValueError(f"{diag}=True in the autograd path: a timing diagnostic, whose "
+                raise MokInputError(f"{diag}=True in the autograd path: a timing diagnostic, whose "
                                  f"outputs are not the layer's")
         if cfg.precision == "fp8" and cfg.fp8_kernel == "gluon":
-            raise ValueError("fp8_kernel='gluon' in the autograd path: its backward runs on the "
+            raise MokInputError("fp8_kernel='gluon' in the autograd path: its backward runs on the "
                              "Triton forward's buffers and ep > 1 runs virtual ranks; use "
                              "MoKLayer(..., rank=r) for the Gluon forward (inference)")
         self.cfg, self.save = cfg, save
-        self.hardware, self.knob_table, self.max_layers = hardware, knob_table, max(1, max_layers)
+        self.hardware, self.knob_table, self.max_layers = hardware, knob_table, max_layers
         self.layers: OrderedDict[tuple, Any] = OrderedDict()
         if bwd_tiles is not None and bool(bwd_tiles.saved_gu) != self.save:
-            raise ValueError(f"bwd_tiles.saved_gu={bwd_tiles.saved_gu} but save_for_backward="
+            raise MokInputError(f"bwd_tiles.saved_gu={bwd_tiles.saved_gu} but save_for_backward="
                              f"{self.save}: the backward reads saved g/u exactly when the forward "
                              f"saves them")
         self.bwd_tiles = bwd_tiles if bwd_tiles is not None else (
@@ -437,7 +450,7 @@ def resolve_forward(backend: str | Forward, x: torch.Tensor, w: MoEWeights, topk
         mk = default_megakernel()
         why = mk.why_not(x, w, topk)
         if why is not None:
-            raise ValueError(f"backend='megakernel' cannot run this layer: {why}")
+            raise MokInputError(f"backend='megakernel' cannot run this layer: {why}")
         return mk
     if backend == "auto":
         mk = default_megakernel()
@@ -449,7 +462,7 @@ def resolve_forward(backend: str | Forward, x: torch.Tensor, w: MoEWeights, topk
             warnings.warn(f"mok: the megakernel cannot run this layer ({why}); the PyTorch forward "
                           f"runs it", stacklevel=3)
         return TorchForward()
-    raise ValueError(f"backend {backend!r}: allowed auto, megakernel, torch, or a forward callable")
+    raise MokInputError(f"backend {backend!r}: allowed auto, megakernel, torch, or a forward callable")
 
 
 # ---------------------------------------------------------------------------------------------
@@ -516,19 +529,45 @@ def mok_moe(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor, weigh
     (default ``MegakernelForward``) a call that autograd will differentiate keeps g and u for
     the backward (the fastest backward measured; ``MegakernelForward(save_for_backward=False)``
     keeps nothing); under no_grad / inference_mode nothing is kept."""
+    for name, t in (("x", x), ("topk_ids", topk_ids), ("topk_w", topk_w)):
+        if not isinstance(t, torch.Tensor):
+            raise MokInputError(f"{name}: a torch.Tensor is required, got {type(t).__name__}")
+    if not isinstance(weights, MoEWeights):
+        raise MokInputError(f"weights: a MoEWeights (mok_kernels.reference) is required, got "
+                            f"{type(weights).__name__}")
+    named = (("x", x), ("topk_w", topk_w), ("topk_ids", topk_ids), *(
+        (f"weights.{n}", getattr(weights, n)) for n in ("wg", "wu", "wd", "sg", "su", "sd")))
+    for name, t in named[3:]:
+        if name in ("weights.wg", "weights.wu", "weights.wd") or weights.sg is not None \
+                or weights.su is not None or weights.sd is not None:
+            if not isinstance(t, torch.Tensor):
+                raise MokInputError(f"{name}: a tensor is required, got {type(t).__name__}"
+                                    + (" (sg, su and sd are all tensors or all None)"
+                                       if name[-2] == "s" else ""))
+    for name, t in named:
+        if t is not None and t.device != x.device:
+            raise MokInputError(f"{name} on {t.device}: every input must be on x's device "
+                                f"({x.device})")
+        if t is not None and name != "topk_ids" and not t.dtype.is_floating_point:
+            raise MokInputError(f"{name} dtype {t.dtype}: a floating-point dtype is required")
+    if weights.wg.dim() != 3:
+        raise MokInputError(f"weights.wg {tuple(weights.wg.shape)}: (E, H, I) is required")
     if x.dim() != 2 or topk_ids.dim() != 2 or topk_ids.shape != topk_w.shape \
             or topk_ids.shape[0] != x.shape[0]:
-        raise ValueError(f"x (N, H), topk_ids and topk_w (N, k) are required; got x "
+        raise MokInputError(f"x (N, H), topk_ids and topk_w (N, k) are required; got x "
                          f"{tuple(x.shape)}, ids {tuple(topk_ids.shape)}, w {tuple(topk_w.shape)}")
-    if topk_ids.dtype.is_floating_point or topk_ids.dtype == torch.bool:
-        raise ValueError(f"topk_ids must be integers, got {topk_ids.dtype}")
+    if topk_ids.dtype.is_floating_point or topk_ids.dtype.is_complex or topk_ids.dtype == torch.bool:
+        raise MokInputError(f"topk_ids must be integers, got {topk_ids.dtype}")
     e, h, i = weights.wg.shape
     if h != x.shape[1] or weights.wu.shape != weights.wg.shape or weights.wd.shape != (e, i, h):
-        raise ValueError(f"weights: wg/wu (E, H, I) and wd (E, I, H) with H = {x.shape[1]}; got "
+        raise MokInputError(f"weights: wg/wu (E, H, I) and wd (E, I, H) with H = {x.shape[1]}; got "
                          f"{tuple(weights.wg.shape)}, {tuple(weights.wu.shape)}, {tuple(weights.wd.shape)}")
-    if weights.sg is not None and (weights.sg.shape[0] != h or weights.su.shape != weights.sg.shape
+    if weights.sg is not None and (weights.sg.dim() != 2 or weights.sg.shape[0] != h
+                                   or weights.su.shape != weights.sg.shape
                                    or weights.sd.shape != weights.sg.shape[::-1]):
-        raise ValueError("shared expert: sg/su (H, Is) and sd (Is, H) are required")
+        raise MokInputError(f"shared expert: sg/su (H, Is) and sd (Is, H) with H = {h} are "
+                            f"required; got {tuple(weights.sg.shape)}, {tuple(weights.su.shape)}, "
+                            f"{tuple(weights.sd.shape)}")
     fwd = resolve_forward(backend, x, weights, int(topk_ids.shape[1]))
     tensors = (x, topk_w, weights.wg, weights.wu, weights.wd, weights.sg, weights.su, weights.sd)
     follows = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)

@@ -52,6 +52,7 @@ loads. Triton is imported lazily.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -141,20 +142,60 @@ def recompute_tiles() -> BackwardTiles:
     return parse_tiles(RECOMPUTE_TILES)
 
 
+TILE_POW2 = ("bn_a", "bn_x", "bw_h", "bk_rows")      # powers of two >= 16
+TILE_POW2_OR_0 = ("bk_x", "bw")                      # the same, or 0: chosen from the shape
+
+
+def tile_field_rule(name: str, v: int) -> str | None:
+    """The rule BackwardTiles field `name`'s value `v` breaks, or None (parse_tiles and
+    `mok bench --bwd-tiles`). a_epi's rule needs saved_gu and bn_a: MoKBackward and
+    bench.check_bwd_tiles check it."""
+    if isinstance(getattr(BackwardTiles(), name), bool):
+        return None if v in (0, 1) else "0 or 1 is required"
+    if name in TILE_POW2 or name in TILE_POW2_OR_0:
+        if (v == 0 and name in TILE_POW2_OR_0) or (v >= 16 and not v & (v - 1)):
+            return None
+        return "tile sizes must be powers of two >= 16" + (
+            " (or 0: chosen from the shape)" if name in TILE_POW2_OR_0 else "")
+    if name == "diag":
+        return None if 0 <= v <= 3 else "allowed 0 (full pass), 1, 2, 3 (timing diagnostics)"
+    if name == "num_warps":
+        return None if v in (1, 2, 4, 8, 16, 32) else "a power of two from 1 to 32"
+    if name == "num_stages":
+        return None if v >= 1 else "an integer >= 1 is required"
+    return None
+
+
 def parse_tiles(spec: str) -> BackwardTiles:
     """BackwardTiles from ``"field=value,..."`` (``""`` or ``"default"``: the defaults), e.g.
-    ``"w_flat=1,a_fuse_gu=1,bn_x=256"``; booleans as 0/1. ValueError on an unknown field."""
+    ``"w_flat=1,a_fuse_gu=1,bn_x=256"``; booleans as 0/1. MokInputError (a ValueError) on an
+    unknown field, a field given twice, a value that is not plain ASCII digits, or a value
+    MoKBackward refuses on its own (tile sizes powers of two >= 16, bk_x / bw also 0 (chosen),
+    booleans 0 / 1, diag 0-3, num_warps a power of two up to
+    32, num_stages >= 1), as `mok bench --bwd-tiles` (bench.check_bwd_tiles) refuses them."""
+    if not isinstance(spec, str):
+        raise MokInputError(f"backward tiles {spec!r}: a string 'field=value,...' is required")
     t = BackwardTiles()
     if spec.strip() in ("", "default"):
         return t
+    given: set[str] = set()
     for item in spec.split(","):
         name, _, val = item.partition("=")
         name = name.strip()
         if name not in BackwardTiles.__dataclass_fields__ or not val:
-            raise ValueError(f"backward tiles {item!r}: expected field=value with a field of "
-                             f"{', '.join(BackwardTiles.__dataclass_fields__)}")
-        cur = getattr(t, name)
-        setattr(t, name, bool(int(val)) if isinstance(cur, bool) else int(val))
+            raise MokInputError(f"backward tiles {item!r}: expected field=value with a field of "
+                                f"{', '.join(BackwardTiles.__dataclass_fields__)}")
+        if not re.fullmatch(r"[0-9]+", val):
+            raise MokInputError(f"backward tiles {item!r}: {val!r} is not an integer in plain "
+                                f"ASCII digits (no sign, spaces or digit separators)")
+        if name in given:
+            raise MokInputError(f"backward tiles {spec!r}: {name} is given twice (each field once)")
+        given.add(name)
+        v = int(val)
+        rule = tile_field_rule(name, v)
+        if rule:
+            raise MokInputError(f"backward tiles {item!r}: {name}={v}: {rule}")
+        setattr(t, name, bool(v) if isinstance(getattr(t, name), bool) else v)
     return t
 
 

@@ -363,8 +363,6 @@ def check_knobs(knobs: dict, flag: str) -> None:
         check_comm_sms([knobs["comm_sms"]], flag)
 
 
-TILE_POW2 = ("bn_a", "bn_x", "bw_h", "bk_rows")      # powers of two >= 16
-TILE_POW2_OR_0 = ("bk_x", "bw")                      # the same, or 0: chosen from the shape
 
 
 def check_bwd_tiles(spec: str, models: list[str]) -> None:
@@ -375,7 +373,7 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
     forward's bn_gu or 256 with a_epi, a_epi 0 or a power of two from 16 to bn_a with
     saved_gu=1, tiles that divide the padded expert width, booleans 0/1, diag 0-3, warps a power
     of two <= 32, stages >= 1)."""
-    from .backward import BackwardTiles, parse_tiles
+    from .backward import BackwardTiles, parse_tiles, tile_field_rule
     from .megakernel import KernelConfig
     from .tiles import padded_width
     fields = BackwardTiles.__dataclass_fields__
@@ -399,20 +397,7 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
                 raise BadInput(f"--bwd-tiles {one!r}: {name} is given twice (each field once; "
                                f"the last value would silently win)")
             v = given[name] = int(val)
-            rule = None
-            if isinstance(getattr(BackwardTiles(), name), bool):
-                rule = None if v in (0, 1) else "0 or 1 is required"
-            elif name in TILE_POW2 or name in TILE_POW2_OR_0:
-                if not (v == 0 and name in TILE_POW2_OR_0) and (v < 16 or v & (v - 1)):
-                    rule = "tile sizes must be powers of two >= 16" + (
-                        " (or 0: chosen from the shape)" if name in TILE_POW2_OR_0 else "")
-            elif name == "diag":
-                rule = (None if 0 <= v <= 3
-                        else "allowed 0 (full pass), 1, 2, 3 (timing diagnostics)")
-            elif name == "num_warps":
-                rule = None if v in (1, 2, 4, 8, 16, 32) else "a power of two from 1 to 32"
-            elif name == "num_stages":
-                rule = None if v >= 1 else "an integer >= 1 is required"
+            rule = tile_field_rule(name, v)
             if rule:
                 raise BadInput(f"--bwd-tiles {item!r}: {name}={v}: {rule}")
         key = tuple(sorted(given.items()))

@@ -47,6 +47,8 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from mok_model.errors import MokInputError
+
 from .autograd import Forward, mok_moe
 from .reference import MoEWeights
 
@@ -106,6 +108,16 @@ def block_weights(block: nn.Module, *, grad: bool = False) -> MoEWeights:
     ex = block.experts
     if isinstance(ex, nn.ModuleList):                      # transformers 4.x: one MLP per expert
         per = [_mlp_params(m, _MLP_NAMES[fam], f"experts[{j}]") for j, m in enumerate(ex)]
+        if not per:
+            raise MokInputError(f"{type(block).__name__}: its experts ModuleList is empty")
+        for j, p in enumerate(per):         # gate, up (I, H) and down (H, I), as expert 0's
+            want = [tuple(q.shape) for q in per[0]]
+            if [tuple(q.shape) for q in p] != want or len(want[0]) != 2 or want[1] != want[0] \
+                    or want[2] != want[0][::-1] or 0 in want[0]:
+                raise MokInputError(f"experts[{j}]: gate, up, down weights "
+                                    f"{[tuple(q.shape) for q in p]}: (I, H), (I, H), (H, I) "
+                                    f"as every expert's are required (a block released by "
+                                    f"replace_moe_blocks holds none until restored)")
         wg, wu, wd = (torch.stack([pick(p[j]).detach().t() for p in per]).contiguous() for j in range(3))
     else:                                                  # 5.x: 3-D tensors
         _check_fused(ex)
@@ -180,11 +192,21 @@ class MoKSparseMoE(nn.Module):
 
     def __init__(self, block: nn.Module, backend: str | Forward = "auto", release: bool = False) -> None:
         nn.Module.__init__(self)        # not the block class's __init__: nothing of it is kept
+        if not callable(backend) and backend not in ("auto", "torch", "megakernel"):
+            raise MokInputError(f"backend {backend!r}: allowed auto, megakernel, torch, or a "
+                                f"forward callable")
+        if not isinstance(release, bool):
+            raise MokInputError(f"release={release!r}: True or False is required")
         self.family = family_of(block)
         w = block_weights(block)
         self.gate = block.gate
         self.inline_router = isinstance(self.gate, nn.Linear)      # 4.x Qwen3-MoE / Mixtral
-        self.top_k = int(getattr(block, "top_k", None) or self.gate.top_k)
+        top_k = getattr(block, "top_k", None)
+        top_k = getattr(self.gate, "top_k", None) if top_k is None else top_k
+        if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= w.num_experts:
+            raise MokInputError(f"{type(block).__name__}.top_k={top_k!r}: an integer from 1 to "
+                                f"{w.num_experts} (its experts) is required")
+        self.top_k = top_k
         self.norm_topk_prob = bool(getattr(block, "norm_topk_prob", self.family == "mixtral"))
         if self.family == "mixtral":
             self.norm_topk_prob = True
@@ -254,6 +276,8 @@ def replace_moe_blocks(model: nn.Module, *, backend: str | Forward = "auto", rel
     """Replace every supported sparse-MoE block of ``model`` (SUPPORTED) by a MoKSparseMoE, in
     place; returns how many it replaced (0: none found; unsupported blocks are left as they
     are). Build the optimizer after this call: the expert weights are new parameters."""
+    if not isinstance(model, nn.Module):
+        raise MokInputError(f"model: a torch.nn.Module is required, got {type(model).__name__}")
     return _swap(model, lambda m: type(m).__name__ in SUPPORTED and not isinstance(m, MoKSparseMoE),
                  lambda m: MoKSparseMoE(m, backend=backend, release=release))
 

@@ -212,7 +212,9 @@ class KernelConfig:
         if self.block_m is None:
             self.block_m = 64 if triton_fp8 else 128
         if self.num_stages is None:
-            self.num_stages = 3 if triton_fp8 and self.block_m > 64 else 4
+            # (a block_m that is not an integer is refused by validate(), not compared here)
+            big = isinstance(self.block_m, int) and self.block_m > 64
+            self.num_stages = 3 if triton_fp8 and big else 4
 
     @property
     def rotated(self) -> bool:
@@ -241,6 +243,9 @@ class KernelConfig:
             if isinstance(v, bool) or not isinstance(v, int) or not low <= v <= KNOB_MAX:
                 raise MokInputError(f"{name}={v!r}: an integer from {low} to {KNOB_MAX} is "
                                     f"required" + (" (None: chosen)" if name in self.knobs() else ""))
+        if self.num_warps not in (1, 2, 4, 8, 16, 32):      # a power of two, at most 1024 threads
+            raise MokInputError(f"num_warps={self.num_warps!r}: a power of two from 1 to 32 is "
+                                f"required")
         cap = self.capacity
         if cap is not None and (isinstance(cap, bool) or not isinstance(cap, (int, float))
                                 or not 0 < cap <= 1):
@@ -282,7 +287,7 @@ class KernelConfig:
         if (d or 1) > 1 and self.split_dn not in (None, 1):
             raise MokInputError(f"dn_blocks={d} with split_dn={self.split_dn}: a down item walks "
                              f"whole blocks (split_dn 1)")
-        if self.split_dn not in (None, 1, 2, 4, 8, 16):
+        if self.split_dn not in (None, 1, 2, 4, 8, 16) or type(self.split_dn) not in (type(None), int):
             raise MokInputError(f"split_dn={self.split_dn!r}: allowed 1, 2, 4, 8, 16 (K slices of "
                              f"each down block; None: chosen from the shape)")
         if (self.split_dn or 1) > 1 and self.precision != "bf16":
@@ -1683,6 +1688,12 @@ class MoKLayer:
         if self.rank is not None and not 0 <= self.rank < self.ep:   # (the Gluon pass's own rule)
             raise MokInputError(f"rank={self.rank}: must be in 0..{self.ep - 1} (ep={self.ep}), "
                                 f"or None for every rank in one launch")
+        g = self.group              # (after the Gluon pass, which refuses any group itself)
+        if g is not None and not isinstance(g, LocalGroup) and not (
+                torch.distributed.is_available()
+                and isinstance(g, torch.distributed.ProcessGroup)):
+            raise MokInputError(f"group={g!r}: None, a peers.LocalGroup or a torch.distributed "
+                                f"process group is required")
         check_gpu(self.device, cfg.precision)
         if self.local_group:
             if self.group.size != self.ep or self.rank is None or not 0 <= self.rank < self.ep:
@@ -1719,7 +1730,7 @@ class MoKLayer:
         ishared = 0 if w.sg is None else int(w.sg.shape[1])
         why = shape_refusal(self.H, self.I, ishared, cfg.block_k)
         if why:
-            raise ValueError(why)
+            raise MokInputError(why)
         from .knobs import resolve_layer   # unset knobs: the model's choice (knobs.py)
         self.cfg, self.knob_source = resolve_layer(self)
         cfg = self.cfg
@@ -1740,7 +1751,8 @@ class MoKLayer:
         self.el = e // p
         self.vranks = p if self.rank is None else 1          # ranks this launch serves
         if self.local_weights and self.rank is None:
-            raise ValueError("local_weights needs a rank")
+            raise MokInputError("local_weights=True needs a rank (rank=None serves every rank's "
+                                "experts)")
         dev, bf = self.device, torch.bfloat16
         ip = self.Ip
         # the copy loop's and the epilogue's column chunk: a power of two, the last one masked
@@ -1849,7 +1861,20 @@ class MoKLayer:
         if not isinstance(self.allow_params_mismatch, bool):
             raise MokInputError(f"allow_params_mismatch={self.allow_params_mismatch!r}: True or "
                                 f"False is required")
-        w = self.weights
+        if not isinstance(self.local_weights, bool):
+            raise MokInputError(f"local_weights={self.local_weights!r}: True or False is required")
+        try:
+            torch.device(self.device)
+        except (RuntimeError, TypeError):
+            raise MokInputError(f"device={self.device!r}: a torch device such as 'cuda' or "
+                                f"'cuda:0' is required") from None
+        self._check_weights(self.weights)
+
+    @staticmethod
+    def _check_weights(w: Any) -> None:
+        """MoKLayer's rules for weights (construction and load_weights): a MoEWeights of
+        floating-point tensors holding values (not on the meta device), 3-D routed (E, H, I),
+        (E, H, I), (E, I, H) and no shared expert or 2-D (H, Is), (H, Is), (Is, H)."""
         if not isinstance(w, MoEWeights):
             raise MokInputError(f"weights: a MoEWeights (mok_kernels.reference) is required, got "
                                 f"{type(w).__name__}")
@@ -1881,6 +1906,11 @@ class MoKLayer:
                 raise MokInputError(f"weights' shared expert: sg {tuple(w.sg.shape)}, su "
                                     f"{tuple(w.su.shape)}, sd {tuple(w.sd.shape)}: sg and su "
                                     f"must be (H, Is) and sd (Is, H) with H={h}")
+        for name in ("wg", "wu", "wd", "sg", "su", "sd"):
+            t = getattr(w, name)
+            if t is not None and (not t.dtype.is_floating_point or t.is_meta):
+                raise MokInputError(f"weights.{name}: dtype {t.dtype} on {t.device}: floating-point "
+                                    f"weights holding values (not on the meta device) are required")
 
     def _programs_per_rank(self) -> int | None:
         """Programs of one rank's share of the persistent grid (the GPU's SMs unless
@@ -1995,11 +2025,12 @@ class MoKLayer:
         """Replace the layer's weights in place (training changes them every step): the same
         packing as at construction, copied into the same buffers, so the TMA descriptors and any
         captured CUDA graph stay valid. ``w`` must have the construction's shapes."""
+        self._check_weights(w)
         e = int(w.wg.shape[0]) * (self.ep if self.local_weights else 1)
         ishared = 0 if w.sg is None else int(w.sg.shape[1])
         want = (self.E, self.H, self.I, self.I if self.has_shared else 0)
         if (e, int(w.wg.shape[1]), int(w.wg.shape[2]), ishared) != want:
-            raise ValueError(f"load_weights: (E, H, I, shared width) {(e, *w.wg.shape[1:], ishared)} "
+            raise MokInputError(f"load_weights: (E, H, I, shared width) {(e, *w.wg.shape[1:], ishared)} "
                              f"differ from the layer's {want}")
         if self.gluon is not None:
             self.gluon.load_weights(w)
@@ -2242,8 +2273,10 @@ class MoKLayer:
         ``save_gu=False`` skips that for this call (a forward no backward follows: inference,
         no_grad; ``saved_gu`` is then None); True needs ``save_for_backward``; None: the config's.
         """
+        if not isinstance(save_gu, (bool, type(None))):
+            raise MokInputError(f"save_gu={save_gu!r}: True, False or None is required")
         if save_gu and not self.cfg.save_for_backward:
-            raise ValueError("save_gu=True needs a layer built with KernelConfig(save_for_backward=True)")
+            raise MokInputError("save_gu=True needs a layer built with KernelConfig(save_for_backward=True)")
         if self.group is None:
             self.check_inputs(x_all, ids_all, w_all)
         if self.gluon is not None:
@@ -2275,6 +2308,14 @@ class MoKLayer:
         row stride, dtype or id shape would give wrong numbers rather than an error. One GPU
         (emulated or virtual ranks); group mode checks its own (N, H) inputs."""
         rows, h, k = self.ep * self.tokens, self.H, self.topk
+        for name, t in (("x_all", x_all), ("ids_all", ids_all), ("w_all", w_all)):
+            if not isinstance(t, torch.Tensor):
+                raise MokInputError(f"{name}: a torch.Tensor is required, got {type(t).__name__}")
+        if ids_all.dtype.is_floating_point or ids_all.dtype.is_complex or ids_all.dtype == torch.bool:
+            raise MokInputError(f"ids_all dtype {ids_all.dtype}: integer expert ids are required")
+        if not w_all.dtype.is_floating_point:
+            raise MokInputError(f"w_all dtype {w_all.dtype}: floating-point router weights are "
+                                f"required")
         if x_all.dim() != 2 or tuple(x_all.shape) != (rows, h):
             raise MokInputError(f"x_all {tuple(x_all.shape)}: ({rows}, {h}) is required (every "
                                 f"rank's {self.tokens} tokens of width H={h})")

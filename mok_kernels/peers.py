@@ -114,7 +114,20 @@ class LocalGroup:
     ``streams[r]`` (see ``mok_kernels.megakernel.group_forward``)."""
 
     def __init__(self, ep: int, device: Any = "cuda") -> None:
-        self.size, self.device = ep, torch.device(device)
+        from mok_model.errors import MokInputError
+
+        from . import require_cuda
+        if isinstance(ep, bool) or not isinstance(ep, int) or ep < 1:
+            raise MokInputError(f"ep={ep!r}: an integer >= 1 is required")
+        try:
+            dev = torch.device(device)
+        except (RuntimeError, TypeError):
+            dev = None
+        if dev is None or dev.type != "cuda":
+            raise MokInputError(f"device={device!r}: a CUDA device is required (a LocalGroup runs "
+                                f"its ranks on one GPU's streams)")
+        require_cuda()
+        self.size, self.device = ep, dev
         self.arenas: list[torch.Tensor] = []
         self.streams = [torch.cuda.Stream(self.device) for _ in range(ep)]
         self.warm = False          # group_forward loads every kernel once before concurrent runs

@@ -18,6 +18,8 @@ from dataclasses import dataclass
 import torch
 import torch.nn.functional as F
 
+from mok_model.errors import MokInputError
+
 
 @dataclass
 class MoEWeights:
@@ -75,12 +77,62 @@ def shared_output(x: torch.Tensor, w: MoEWeights, fp8: bool = False) -> torch.Te
     return swiglu_ffn(x, w.sg, w.su, w.sd, fp8)
 
 
+def check_layer_inputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
+                       topk_w: torch.Tensor | None = None) -> None:
+    """Refuse (MokInputError, one line) inputs the reference would compute wrongly or fail on
+    deep inside: x (N, H) floating point, topk_ids (N, k) integer ids in [0, E) (an id outside
+    was silently left out of the sum), topk_w (N, k), and weights of the layer's shapes
+    (MoEWeights: wg/wu (E, H, I), wd (E, I, H), shared sg/su (H, Is), sd (Is, H) or all None),
+    all on x's device. Reads the ids' range on the host (the reference syncs anyway)."""
+    if not isinstance(w, MoEWeights):
+        raise MokInputError(f"weights: a MoEWeights is required, got {type(w).__name__}")
+    for name, t in (("x", x), ("topk_ids", topk_ids), ("topk_w", topk_w), ("wg", w.wg),
+                    ("wu", w.wu), ("wd", w.wd)):
+        if (t is not None or name != "topk_w") and not isinstance(t, torch.Tensor):
+            raise MokInputError(f"{name}: a torch.Tensor is required, got {type(t).__name__}")
+    shared = (w.sg, w.su, w.sd)
+    if any(t is not None for t in shared) and not all(isinstance(t, torch.Tensor) for t in shared):
+        raise MokInputError("weights' shared expert: sg, su and sd must all be tensors (or all None)")
+    if x.dim() != 2 or not x.dtype.is_floating_point:
+        raise MokInputError(f"x {tuple(x.shape)} {x.dtype}: a floating-point (N, H) tensor is required")
+    n, h = x.shape
+    if w.wg.dim() != 3 or w.wu.shape != w.wg.shape or w.wg.shape[1] != h \
+            or tuple(w.wd.shape) != (w.wg.shape[0], w.wg.shape[2], h):
+        raise MokInputError(f"weights wg {tuple(w.wg.shape)}, wu {tuple(w.wu.shape)}, wd "
+                            f"{tuple(w.wd.shape)}: wg and wu (E, H, I) and wd (E, I, H) with "
+                            f"H = {h} (x's width) are required")
+    if w.sg is not None and (w.sg.dim() != 2 or w.sg.shape[0] != h or w.su.shape != w.sg.shape
+                             or tuple(w.sd.shape) != tuple(w.sg.shape)[::-1]):
+        raise MokInputError(f"weights' shared expert sg {tuple(w.sg.shape)}, su "
+                            f"{tuple(w.su.shape)}, sd {tuple(w.sd.shape)}: (H, Is), (H, Is), "
+                            f"(Is, H) with H = {h} are required")
+    if topk_ids.dim() != 2 or topk_ids.shape[0] != n:
+        raise MokInputError(f"topk_ids {tuple(topk_ids.shape)}: ({n}, k) is required (x has {n} "
+                            f"tokens)")
+    if topk_ids.dtype.is_floating_point or topk_ids.dtype.is_complex or topk_ids.dtype == torch.bool:
+        raise MokInputError(f"topk_ids dtype {topk_ids.dtype}: integer expert ids are required")
+    if topk_w is not None and tuple(topk_w.shape) != tuple(topk_ids.shape):
+        raise MokInputError(f"topk_w {tuple(topk_w.shape)}: {tuple(topk_ids.shape)} is required "
+                            f"(one router weight per id)")
+    for name, t in (("topk_ids", topk_ids), ("topk_w", topk_w), *(
+            (k, getattr(w, k)) for k in ("wg", "wu", "wd", "sg", "su", "sd"))):
+        if t is not None and t.device != x.device:
+            raise MokInputError(f"{name} on {t.device}: x's device {x.device} is required")
+    e = int(w.wg.shape[0])
+    if topk_ids.numel() and (int(topk_ids.min()) < 0 or int(topk_ids.max()) >= e):
+        raise MokInputError(f"topk_ids in [{int(topk_ids.min())}, {int(topk_ids.max())}]: expert "
+                            f"ids in [0, {e}) are required")
+
+
 def routed_outputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
                    experts: range | None = None, fp8: bool = False) -> torch.Tensor:
     """Per-route expert outputs y (N, k, H) float32: y[n, j] = FFN_{ids[n,j]}(x[n]).
 
     Routes whose expert is not in ``experts`` (default: all) are left zero.
     """
+    check_layer_inputs(x, topk_ids, w)
+    if experts is not None and any(not 0 <= e < w.num_experts for e in experts):
+        raise MokInputError(f"experts {experts!r}: ids in [0, {w.num_experts}) are required")
     n, k = topk_ids.shape
     y = torch.zeros(n, k, x.shape[1], dtype=torch.float32, device=x.device)
     experts = range(w.num_experts) if experts is None else experts
@@ -104,15 +156,31 @@ def combine(shared: torch.Tensor, y: torch.Tensor, topk_w: torch.Tensor) -> torc
 def moe_reference(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
                   w: MoEWeights, fp8: bool = False) -> torch.Tensor:
     """Whole-layer reference output (N, H) float32 for tokens x (N, H)."""
+    check_layer_inputs(x, topk_ids, w, topk_w)
     return combine(shared_output(x, w, fp8), routed_outputs(x, topk_ids, w, fp8=fp8), topk_w)
 
 
 def owned_experts(rank: int, num_experts: int, ep: int) -> range:
     """Global expert ids owned by ``rank`` in an EP group of ``ep`` ranks."""
+    for name, v, low in (("ep", ep, 1), ("num_experts", num_experts, 1), ("rank", rank, 0)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < low:
+            raise MokInputError(f"{name}={v!r}: an integer >= {low} is required")
+    if rank >= ep:
+        raise MokInputError(f"rank={rank}: must be in 0..{ep - 1} (ep={ep})")
     if num_experts % ep:
-        raise ValueError(f"E={num_experts} is not divisible by EP={ep}")
+        raise MokInputError(f"E={num_experts} is not divisible by EP={ep}")
     el = num_experts // ep
     return range(rank * el, (rank + 1) * el)
+
+
+def _check_ranks(x_all: torch.Tensor, ids_all: torch.Tensor, ep: int) -> None:
+    if not isinstance(ids_all, torch.Tensor) or ids_all.dim() != 3 or not isinstance(
+            x_all, torch.Tensor) or x_all.dim() != 3 or x_all.shape[:2] != ids_all.shape[:2]:
+        raise MokInputError(f"x_all (P, N, H) and ids_all (P, N, k) are required; got "
+                            f"{tuple(getattr(x_all, 'shape', ()))}, "
+                            f"{tuple(getattr(ids_all, 'shape', ()))}")
+    if ids_all.shape[0] != ep:
+        raise MokInputError(f"ids_all {tuple(ids_all.shape)}: {ep} ranks (ep={ep}) are required")
 
 
 def served_outputs(rank: int, x_all: torch.Tensor, ids_all: torch.Tensor, w: MoEWeights,
@@ -122,6 +190,7 @@ def served_outputs(rank: int, x_all: torch.Tensor, ids_all: torch.Tensor, w: MoE
     x_all (P, N, H), ids_all (P, N, k) -> (y (P, N, k, H) float32, served mask (P, N, k) bool).
     y[s, n, j] is the output for source rank s, token n, slot j when rank ``rank`` owns that expert.
     """
+    _check_ranks(x_all, ids_all, ep)
     p, n, k = ids_all.shape
     own = owned_experts(rank, w.num_experts, ep)
     y = routed_outputs(x_all.reshape(p * n, -1), ids_all.reshape(p * n, k), w, own)
@@ -136,6 +205,12 @@ def rank_output(rank: int, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: to
     x_all (P, N, H), ids_all (P, N, k), w_all (P, N, k). Each owner rank q serves its routes
     (served_outputs); the combine brings rank ``rank``'s rows home; the epilogue sums slots in order.
     """
+    owned_experts(rank, w.num_experts, ep)         # rank, ep checked
+    _check_ranks(x_all, ids_all, ep)
+    if not isinstance(w_all, torch.Tensor) or not isinstance(ids_all, torch.Tensor) \
+            or tuple(w_all.shape) != tuple(ids_all.shape):
+        raise MokInputError(f"w_all {tuple(getattr(w_all, 'shape', ()))}: ids_all's shape "
+                            f"{tuple(getattr(ids_all, 'shape', ()))} is required")
     y_home = torch.zeros(ids_all.shape[1], ids_all.shape[2], x_all.shape[2],
                          dtype=torch.float32, device=x_all.device)
     for q in range(ep):

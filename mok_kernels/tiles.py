@@ -21,6 +21,20 @@ the kernel they describe. Pure Python (no torch): mok_model.records reads it too
 
 from __future__ import annotations
 
+from numbers import Integral
+
+from mok_model.errors import MokInputError
+
+
+def _counts(**sizes: object) -> None:
+    """Refuse (MokInputError) a size that is not an integer >= 1 (numpy integers are integers):
+    the choosers below divide by them and a zero or negative one gave ZeroDivisionError or a
+    negative tile count."""
+    for name, v in sizes.items():
+        if isinstance(v, bool) or not isinstance(v, Integral) or v < 1:
+            raise MokInputError(f"{name}={v!r}: an integer >= 1 is required")
+
+
 GROUP_M = 8          # row tiles per group where grouping pays
 WIDE_BLOCKS = 32     # gate/up column blocks from which it does (I >= 4096 at bn_gu 128)
 L2_SPILL_MIB = 64    # or gate/up weights of one row tile (BF16 H x 2I) from which it does
@@ -28,6 +42,7 @@ L2_SPILL_MIB = 64    # or gate/up weights of one row tile (BF16 H x 2I) from whi
 
 def padded_width(expert_width: int, bn_gu: int = 128, block_k: int = 64) -> int:
     """I zero-padded to whole gate/up column blocks, as MoKLayer pads it."""
+    _counts(expert_width=expert_width, bn_gu=bn_gu, block_k=block_k)
     step = max(bn_gu, block_k)
     return -(-int(expert_width) // step) * step
 
@@ -38,6 +53,9 @@ def shape_refusal(h: int, i: int, ishared: int, block_k: int) -> str | None:
     FP8), or None: the shared experts run as one expert as wide as a routed one, and the gate/up
     GEMM steps through H in whole K blocks. MoKLayer refuses it; mok bench names it before its
     GPU check."""
+    for name, v, low in (("H", h, 1), ("I", i, 1), ("shared width", ishared, 0), ("block_k", block_k, 1)):
+        if isinstance(v, bool) or not isinstance(v, Integral) or v < low:
+            return f"{name}={v!r}: the megakernel needs an integer >= {low}"
     if ishared not in (0, i):
         return (f"megakernel needs shared width 0 or {i}, got {ishared} (all shared experts "
                 f"together run as one expert of the expert width)")
@@ -70,6 +88,7 @@ LONG_K = 4096          # expert width (the down GEMM's K) from which it does
 def expected_row_tiles(tokens: int, top_k: int, experts: int, ep: int, block_m: int = 128) -> int:
     """Row tiles one rank's routed experts make under uniform routing: tokens x top_k rows
     (the EP group's tokens x top_k spread over P ranks) over its experts, whole tiles each."""
+    _counts(tokens=tokens, top_k=top_k, experts=experts, ep=ep, block_m=block_m)
     rows, local = tokens * top_k, max(experts // ep, 1)
     if rows <= local:
         return rows                     # at most one row per expert: one tile each
@@ -81,6 +100,7 @@ def forward_split_dn(tokens: int, top_k: int, experts: int, ep: int, hidden: int
                      precision: str = "bf16") -> int:
     """The split_dn MoKLayer picks when KernelConfig.split_dn is None (one GPU; group mode and
     FP8 run 1): SPLIT_DN for long K loops whose down phase has few expected items, else 1."""
+    _counts(hidden=hidden, bn_dn=bn_dn)
     if precision != "bf16" or expert_width < LONG_K:
         return 1
     items = expected_row_tiles(tokens, top_k, experts, ep, block_m) * -(-hidden // bn_dn)
@@ -108,6 +128,8 @@ def forward_dn_blocks(tokens: int, top_k: int, experts: int, ep: int, hidden: in
     mode, FP8 and split_dn > 1 run 1): the largest power of two d with d x (the padded width's K
     steps) <= DOWN_K_STEPS, d <= the down column blocks, and the expected down items
     (row tiles x ceil(blocks / d), uniform routing) at least `sms`."""
+    _counts(hidden=hidden, expert_width=expert_width, bn_dn=bn_dn, block_k=block_k, bn_gu=bn_gu,
+            split_dn=split_dn)
     if precision != "bf16" or split_dn > 1:
         return 1
     steps = padded_width(expert_width, bn_gu, block_k) // block_k
