@@ -42,8 +42,8 @@ from scipy.optimize import least_squares
 from mok_model.baselines import nccl_alltoall_s
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_file
-from mok_model.params import BOUNDS, Params, write_params
+from mok_model.fileio import check_output_file, deferred_warnings
+from mok_model.params import BOUNDS, PARAMS_DIR, Params, write_params
 from mok_model.presets import Hardware, load_hardware
 from mok_model.records import read_records
 
@@ -275,30 +275,8 @@ def main(argv: list[str]) -> int:
     p.add_argument("--allow-emulated", action="store_true", help="accept emulated-peer records")
     p.add_argument("--json", action="store_true")
     try:
-        a = p.parse_args(argv)
-        check_output_file(a.out, "--out", ".json")
-        required_text(a.hardware, "--hardware", "preset name")
-        base = params_file(a.base, "--base") if a.base is not None else None
-        records = [r for r in read_records(a.runs) if r["system"] in SYSTEMS]
-        if not records:
-            raise MokInputError(f"no records of {', '.join(SYSTEMS)} in {' '.join(a.runs)}")
-        emulated = [r for r in records if r["emulated_peers"]]
-        if emulated and not a.allow_emulated:
-            r = emulated[0]
-            raise MokInputError(f"{r['_file']}:{r['_line']}: emulated_peers is true (one GPU, the peer in "
-                                f"local HBM): not a fabric measurement; pass --allow-emulated to fit it anyway")
-        presets = sorted({r["hardware"]["preset"] for r in records})
-        hw_name = a.hardware if a.hardware is not None else (presets[0] if len(presets) == 1
-                                                             else None)
-        if hw_name is None or presets != [hw_name]:
-            raise MokInputError(f"records of hardware {presets}; --hardware names one preset and "
-                                f"every record must be of it")
-        if base is None:
-            base = shipped_params(hw_name, other="--base FILE")
-        if base.hardware != hw_name:
-            raise MokInputError(f"--base {a.base!r} is for hardware {base.hardware!r}, not "
-                                f"{hw_name!r}")
-        res = fit_fabric(records, base, load_hardware(hw_name))
+        with deferred_warnings():   # a warning waits until the input passed (one error line)
+            a, base, records, hw_name, res = _checked_fit(p, argv)
     except MokInputError as exc:
         print(f"{p.prog}: error: {exc}", file=sys.stderr)
         return 2
@@ -325,6 +303,40 @@ def main(argv: list[str]) -> int:
             print(f"note: {n}")
         print(f"wrote {a.out}")
     return 0
+
+
+def _checked_fit(p: MokParser, argv: list[str]) -> tuple:
+    """The arguments, base parameters, records, hardware and fit, every input checked first."""
+    a = p.parse_args(argv)
+    # rewritten whole (said); another preset's default file never (as mok calibrate --out)
+    check_output_file(a.out, "--out", ".json", replaces=True)
+    required_text(a.hardware, "--hardware", "preset name")
+    base = params_file(a.base, "--base") if a.base is not None else None
+    records = [r for r in read_records(a.runs) if r["system"] in SYSTEMS]
+    if not records:
+        raise MokInputError(f"no records of {', '.join(SYSTEMS)} in {' '.join(a.runs)}")
+    emulated = [r for r in records if r["emulated_peers"]]
+    if emulated and not a.allow_emulated:
+        r = emulated[0]
+        raise MokInputError(f"{r['_file']}:{r['_line']}: emulated_peers is true (one GPU, the peer in "
+                            f"local HBM): not a fabric measurement; pass --allow-emulated to fit it anyway")
+    presets = sorted({r["hardware"]["preset"] for r in records})
+    hw_name = a.hardware if a.hardware is not None else (presets[0] if len(presets) == 1
+                                                         else None)
+    if hw_name is None or presets != [hw_name]:
+        raise MokInputError(f"records of hardware {presets}; --hardware names one preset and "
+                            f"every record must be of it")
+    if base is None:
+        base = shipped_params(hw_name, other="--base FILE")
+    if base.hardware != hw_name:
+        raise MokInputError(f"--base {a.base!r} is for hardware {base.hardware!r}, not "
+                            f"{hw_name!r}")
+    out = Path(a.out).resolve()
+    if out.parent == PARAMS_DIR.resolve() and out.stem != hw_name:
+        raise MokInputError(f"--out {a.out!r} is the default parameters file of {out.stem}, and "
+                            f"these records are {hw_name}'s: name {hw_name}.json or a file "
+                            f"outside {PARAMS_DIR.name}/")
+    return a, base, records, hw_name, fit_fabric(records, base, load_hardware(hw_name))
 
 
 if __name__ == "__main__":

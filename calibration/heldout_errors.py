@@ -200,6 +200,11 @@ def main(argv: list[str] | None = None) -> int:
                     HELDOUT_DIR.mkdir(exist_ok=True)
                 out = Path(required_text(a.out, "--out")) if a.out is not None \
                     else HELDOUT_DIR / f"{a.hardware}.json"
+                if out.resolve().parent == HELDOUT_DIR.resolve() and out.stem != a.hardware:
+                    raise MokInputError(f"--out {a.out!r} is the held-out file of {out.stem}, and "
+                                        f"these are {a.hardware}'s errors: name "
+                                        f"{a.hardware}.json or a file outside "
+                                        f"{HELDOUT_DIR.name}/")
                 params = shipped_params(a.hardware)
                 table = params.gemm_table.path if params.gemm_table is not None else None
                 check_output_file(out if a.out is None else a.out,  # as given: 'x/' a folder

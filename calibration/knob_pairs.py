@@ -27,9 +27,10 @@ import numpy as np
 
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
-from mok_model.records import predictable, read_records, workload_key
+from mok_model.records import predictable, read_records, record_where, workload_key
 from mok_model.scenario import KNOBS
 
+from .checks import params_file
 from .noise import disjoint, pick_key
 from .report_h200x2 import H200X2, held_out_fits
 from .scoring import predict_shipped
@@ -135,9 +136,16 @@ def report(a) -> None:
         if a.by is not None:
             raise MokInputError(f"--by {a.by} applies to the 2-GPU report (no run files): given "
                                 f"run files are predicted with one parameters file, none held out")
-        recs = [r for r in read_records(a.runs) if r["system"] == "mok" and predictable(r)]
+        if a.params is not None:        # a bad file named before the records are read
+            params_file(a.params, "--params")
+        recs = [r for r in read_records(a.runs) if r["system"] == "mok" and predictable(r)
+                and r["source"] == "measured"]      # published rows name no knobs to pair
         if not recs:
-            raise MokInputError("no MoK records the model predicts in the files")
+            raise MokInputError("no measured MoK records the model predicts in the files")
+        bare = next((r for r in recs if not {"p10", "p90"} <= set(r["latency_ms"])), None)
+        if bare is not None:    # whether the records resolve a pair is read from them
+            raise MokInputError(f"{record_where(bare)}: latency_ms names no p10 and p90; knob pairs "
+                                f"and regrets are resolved by the runs' p10-p90 intervals")
         pred = list(predict_shipped(recs, a.params, a.engine))
         how = f"{a.engine}, shipped parameters" if a.params is None else f"{a.engine}, {a.params}"
     else:

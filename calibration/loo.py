@@ -13,6 +13,7 @@ from pathlib import Path
 import numpy as np
 
 from mok_model.cli import doc_parser, run_tool
+from mok_model.errors import MokInputError
 from mok_model.records import in_id_order, read_records
 
 from .cli import default_free, priors_for
@@ -27,6 +28,12 @@ def leave_one_out(records: list[dict], free: list[str] | None = None) -> list[di
     nine rows stops at another point of its flat directions for another row order (row 1's MoK
     LOO error read -18.2% in the file's order and -2.2% with the lines shuffled)."""
     records = in_id_order(r for r in records if predictable(r))
+    presets = sorted({r["hardware"]["preset"] for r in records})
+    if len(presets) > 1:    # each fold would fit one hardware's priors to the others' rows
+        raise MokInputError(f"the records span hardware {presets}: a fit is of one hardware's "
+                            f"records; give one hardware's files")
+    if not presets:         # a header and no rows, exit 0, was no answer
+        raise MokInputError("no records of an MoE layer system the model predicts to leave out")
     rows = []
     for i, rec in enumerate(records):
         train = records[:i] + records[i + 1:]

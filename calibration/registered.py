@@ -4,7 +4,7 @@
         calibration/runs/h100/drawn25.jsonl [--by model,ep,tokens,routing] [--worst 5]
 
 A prediction (calibration.register, committed before the runs) meets the record of its run by
-system, model, EP, tokens, routing, pass, precision, the four knobs, the work list's lag and the
+system, model, EP, tokens, routing (with its seed), pass, precision, the four knobs, the work list's lag and the
 FP8 kernel (tiles.fp8_kernel "gluon" or not), made after it on the hardware it names (a line
 naming none meets a run of any; runs of hardware the registration never names are counted in
 one warning, and so are prediction lines that meet no run, by why: none of their run, only runs
@@ -106,7 +106,8 @@ def _run_key(p: dict) -> tuple:
     routing = p.get("routing") or {}      # a record may leave uniform unnamed (routing_spec)
     cfg = (p.get("config") or {}) if p["system"] == "mok" else {}
     return (p["system"], model_key(p), p["ep"], p["tokens"], routing.get("kind", "uniform"),
-            routing.get("arg"), p.get("pass", "fwd"), p.get("precision", "bf16"), *(cfg.get(k) for k in _KNOBS),
+            routing.get("arg"), routing.get("seed", 0), p.get("pass", "fwd"),
+            p.get("precision", "bf16"), *(cfg.get(k) for k in _KNOBS),
             record_list_lag(p | {"pass": p.get("pass", "fwd")}),
             record_source_order(p | {"pass": p.get("pass", "fwd")}),
             record_fp8_kernel(p | {"pass": p.get("pass", "fwd"),

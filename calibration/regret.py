@@ -135,6 +135,9 @@ def _check_flags(a: argparse.Namespace) -> None:
         param_names(a.free, "--free")
     if a.params is not None:
         read_params(a.params)
+    elif a.allow_params_mismatch:   # it was ignored: each workload took its own hardware's file
+        raise MokInputError("--allow-params-mismatch applies to --params FILE; without it each "
+                            "workload is scored with its hardware's own parameters")
 
 
 def _run(a: argparse.Namespace) -> int:

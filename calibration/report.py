@@ -125,11 +125,12 @@ def main(argv: list[str] | None = None) -> int:
 def _check(a: argparse.Namespace) -> Path:
     """Every input checked before the first fit: the files (RUN_FILES and --also), --free; the
     output folder made."""
-    from mok_model.records import model_records, read_records
+    from mok_model.records import model_records, read_records, record_where
 
     from .split import group_values
 
-    layer, _ = model_records(read_records(a.runs))
+    records = read_records(a.runs)
+    layer, _ = model_records(records)
     for by in ("tokens", "model"):      # each held out in turn: calibrate needs two groups
         values = group_values(layer, by)
         if len(values) < 2:
@@ -138,9 +139,15 @@ def _check(a: argparse.Namespace) -> Path:
                                 f"{by} values or more")
     if a.also:
         try:
-            read_records(a.also)
+            also = read_records(a.also)
         except MokInputError as exc:
             raise MokInputError(f"--also: {exc}") from None
+        fitted = {r["id"]: r for r in records}
+        both = next((r for r in also if r["id"] in fitted), None)
+        if both is not None:    # validated as "never fitted on" after the fit read it
+            raise MokInputError(f"--also {record_where(both)}: record {both['id']!r} is also in "
+                                f"RUN_FILES ({record_where(fitted[both['id']])}), which are "
+                                f"fitted on; --also names run files never fitted on")
     param_names(a.free, "--free")
     return check_output_dir(a.out, "--out")
 

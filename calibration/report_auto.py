@@ -17,7 +17,7 @@ from typing import NamedTuple
 
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
-from mok_model.records import model_key, read_records, record_list_lag
+from mok_model.records import model_key, read_records, record_list_lag, routing_spec
 
 
 class Setting(NamedTuple):
@@ -49,6 +49,7 @@ class Workload(NamedTuple):
     routing: str
     pass_: str
     precision: str
+    spec: tuple    # the routing with its argument and seed: hot:0.1 and hot:0.05 are two workloads
 
 
 def _setting(rec: dict) -> Setting:
@@ -61,14 +62,23 @@ def _setting(rec: dict) -> Setting:
 def _workload(rec: dict) -> Workload:
     m = rec["model"]
     return Workload(m["name"] if isinstance(m, dict) else m, model_key(rec), rec["ep"],
-                    rec["tokens"], rec["routing"]["kind"], rec["pass"], rec["precision"])
+                    rec["tokens"], rec["routing"]["kind"], rec["pass"], rec["precision"],
+                    (routing_spec(rec), int(rec["routing"].get("seed", 0))))
 
 
 def rows(records: list[dict]) -> list[dict]:
-    """One row per workload with an automatic pick; each setting at its best run (ms)."""
+    """One row per workload with an automatic pick; each setting at its best run (ms). The
+    records are of one hardware (a row names no hardware, and a pick is judged by its own)."""
+    presets = sorted({(r.get("hardware") or {}).get("preset") for r in records
+                      if r["system"] in ("mok", "gemm-only")} - {None})
+    if len(presets) > 1:
+        raise MokInputError(f"the records span hardware {presets}: a pick is judged against "
+                            f"the sweep of its own hardware; give one hardware's files")
     mok: dict[Workload, dict[Setting, float]] = {}
     gemm: dict[Workload, float] = {}
     for r in records:
+        if r["system"] not in ("mok", "gemm-only"):   # microbenchmarks name no layer
+            continue
         ms, wl = r["latency_ms"]["median"], _workload(r)
         if r["system"] == "mok":
             runs = mok.setdefault(wl, {})

@@ -18,6 +18,7 @@ import sys
 import numpy as np
 
 from mok_model.cli import doc_parser, int_at_least, run_tool
+from mok_model.errors import MokInputError
 from mok_model.params import read_params
 from mok_model.records import model_records, read_records, record_zipf_order
 
@@ -61,7 +62,15 @@ def report(a) -> None:
     """One line per routing group and engine: MAPE, max, signed error, Spearman."""
     params = read_params(a.params)
     records, notes = model_records(read_records(a.runs))
+    other = sorted({r["hardware"]["preset"] for r in records} - {params.hardware})
     records = [r for r in records if r["hardware"]["preset"] == params.hardware]
+    if not records:     # notes only and exit 0 was no report
+        raise MokInputError(f"no MoE layer records of {params.hardware} (--params {a.params}) the "
+                            f"model predicts in {', '.join(a.runs)}"
+                            + (f"; their layer records are of {other}" if other else ""))
+    if other:
+        notes.append(f"records of other hardware than --params' {params.hardware} were not "
+                     f"used: {other}")
     for note in notes:
         print(f"note: {note}")
     by = collections.defaultdict(list)

@@ -352,6 +352,10 @@ def _run(a: argparse.Namespace) -> int:
             raise MokInputError(f"{flag} {','.join(items)!r} names {twice[0]!r} twice; each once")
     for flag, value in (("--free", a.free), ("--fix", a.fix)):
         param_names(value, flag)
+    if a.free is not None and a.fix is not None:    # --free P --fix P fitted nothing of P
+        raise MokInputError(f"--fix {a.fix!r} with --free {a.free!r}: --fix leaves parameters out "
+                            f"of the default choice, and --free replaces that choice; name the "
+                            f"parameters to fit in --free alone")
     files = [str(Path(f)) for f in a.runs]
     # one canonical order (the records' ids), so the folds' fits, samples and figures do not
     # depend on the order the files are named in; read as named ('' is not the folder '.')

@@ -28,7 +28,7 @@ import numpy as np
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.records import KNOBS, predictable, read_records, workload_key
+from mok_model.records import KNOBS, predictable, read_records, record_where, workload_key
 
 from .registered import figures, pick_regrets
 from .scoring import predict_shipped
@@ -127,8 +127,18 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--second", nargs="+", required=True,
                    help="run-record files of the second run")
     p.add_argument("--params", default=None, help="parameters file for the model's lines")
-    return run_tool(p, lambda a: print("\n".join(
-        report(read_records(a.first), read_records(a.second), a.params))), argv)
+    return run_tool(p, _run, argv)
+
+
+def _run(a) -> None:
+    first, second = read_records(a.first), read_records(a.second)
+    ids = {r["id"]: r for r in first}
+    again = next((r for r in second if r["id"] in ids), None)
+    if again is not None:       # one measurement on both sides: "measured twice", MAPE 0
+        raise MokInputError(f"{record_where(again)}: record {again['id']!r} is also in --first "
+                            f"({record_where(ids[again['id']])}); the two sides are two runs' "
+                            f"records")
+    print("\n".join(report(first, second, a.params)))
 
 
 if __name__ == "__main__":

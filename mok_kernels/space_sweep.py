@@ -123,8 +123,9 @@ def _key(model: str | dict, ep: int, tokens: int, routing: dict) -> tuple:
     return json.dumps(model, sort_keys=True), ep, tokens, json.dumps(routing, sort_keys=True)
 
 
-def _done(path: str | None, system: str) -> set[tuple]:
-    """Workloads with a record of ``system`` in ``path`` (started by an earlier run)."""
+def _done(path: str | None, system: str, preset: str | None = None) -> set[tuple]:
+    """Workloads with a record of ``system`` in ``path`` (started by an earlier run), of hardware
+    ``preset`` where given (a workload timed on another GPU is not done on this one)."""
     if path is None:
         return set()
     if not path.strip():      # never "skip nothing": an empty path is a mistake
@@ -133,7 +134,8 @@ def _done(path: str | None, system: str) -> set[tuple]:
                             f"--skip-done out)")
     from mok_model.records import read_records
     return {_key(r["model"], r["ep"], r["tokens"], r["routing"])
-            for r in read_records([path]) if r["system"] == system}
+            for r in read_records([path]) if r["system"] == system
+            and preset in (None, r["hardware"]["preset"])}
 
 
 def run(a: argparse.Namespace) -> int:
@@ -151,7 +153,7 @@ def run(a: argparse.Namespace) -> int:
     cmd = "python3 -m mok_kernels.space_sweep " + " ".join(a.argv)
     space = space_of(a)
     models = set(a.models.split(",")) if a.models else set(space["models"])
-    done = _done(a.skip_done, "mok-gemm" if a.gemm_phases else "gemm-only")
+    done = _done(a.skip_done, "mok-gemm" if a.gemm_phases else "gemm-only", hw["preset"])
     n_rec = 0
     for wi, w in enumerate(plan(a.seed, **space)):
         if time.time() - t0 > a.deadline_s:
