@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         doc = report(records)
         if a.predictions:
             from .registered import read_predictions
-            preds = [p for f in a.predictions for p in read_predictions(f)]
+            preds = read_predictions(*a.predictions)
             doc["default_residual"] = default_residuals(records, preds)
         print(json.dumps(doc) if a.json else render(doc))
     return run_tool(p, run, argv)

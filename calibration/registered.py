@@ -83,20 +83,22 @@ def _check_prediction(p) -> None:
     validate_record(_PREDICTION_AS_RECORD | p | {"hardware": {"preset": hardware}})
 
 
-def read_predictions(path: str | Path) -> list[dict]:
-    """The lines of a registration file, each checked; a bad line stops the reader with its file
-    and line (never skipped), and so does a second prediction of one run by one engine on one
-    hardware (it would count that run twice in every figure)."""
+def read_predictions(*paths: str | Path) -> list[dict]:
+    """The lines of one or more registration files, each checked; a bad line stops the reader
+    with its file and line (never skipped), and so does a second prediction of one run by one
+    engine on one hardware, in one file or another (it would count that run twice in every
+    figure, or let the later file's silently win)."""
     preds, first = [], {}
-    for where, lineno, pred in read_json_lines(path, "registration", "registered predictions",
-                                               _check_prediction):
-        key = (pred["engine"], pred.get("hardware"), _run_key(pred))
-        if key in first:
-            raise MokInputError(f"{where}: predicts the same {pred['engine']} run as "
-                                f"{first[key]}; a registration predicts each run once")
-        first[key] = where
-        pred["_file"], pred["_line"] = str(Path(path)), lineno     # as a record's (record_where)
-        preds.append(pred)
+    for path in paths:
+        for where, lineno, pred in read_json_lines(path, "registration", "registered predictions",
+                                                   _check_prediction):
+            key = (pred["engine"], pred.get("hardware"), _run_key(pred))
+            if key in first:
+                raise MokInputError(f"{where}: predicts the same {pred['engine']} run as "
+                                    f"{first[key]}; each run is predicted once")
+            first[key] = where
+            pred["_file"], pred["_line"] = str(Path(path)), lineno     # as a record's (record_where)
+            preds.append(pred)
     return preds
 
 

@@ -297,3 +297,13 @@ def test_space_sweep_skip_done_counts_this_hardwares_runs_only():
     assert _done(path, "mok-gemm")                      # the plan check reads every record
     assert _done(path, "mok-gemm", "h200-1")
     assert not _done(path, "mok-gemm", "h100-1")
+
+
+
+def test_first_timed_refuses_one_run_predicted_twice_across_files(capsys):
+    """Two registration files (or one twice) predicting one run: the later one silently won."""
+    from calibration import first_timed
+    pred = str(ROOT / "calibration" / "predictions" / "h100_drawn32_2026-12-06.jsonl")
+    rc = first_timed.main([str(RUNS / "h100" / "drawn32.jsonl"), "--predictions", pred, pred])
+    err = one_error(capsys.readouterr().err, "python -m calibration.first_timed")
+    assert rc == 2 and "predicts the same analytic run as" in err
