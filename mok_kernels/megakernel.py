@@ -1869,6 +1869,9 @@ class MoKLayer:
             raise MokInputError(f"device={self.device!r}: a torch device such as 'cuda' or "
                                 f"'cuda:0' is required") from None
         self._check_weights(self.weights)
+        e = int(self.weights.wg.shape[0]) * (self.ep if self.local_weights else 1)
+        if self.topk > e:       # a token's top-k ids are distinct experts
+            raise MokInputError(f"topk={self.topk}: at most the layer's {e} experts")
 
     @staticmethod
     def _check_weights(w: Any) -> None:

@@ -318,3 +318,9 @@ def test_hf_expert_shapes_are_checked():
     block.experts = torch.nn.ModuleList()
     with pytest.raises(MokInputError, match=r"its experts ModuleList is empty"):
         MoKSparseMoE(block)
+
+
+def test_layer_topk_at_most_its_experts():
+    e = int(_w().wg.shape[0])
+    with pytest.raises(MokInputError, match=rf"topk={e + 1}: at most the layer's {e} experts"):
+        _layer(topk=e + 1)
