@@ -166,35 +166,41 @@ def tile_field_rule(name: str, v: int) -> str | None:
     return None
 
 
+def tile_fields(spec: str, label: str = "backward tiles") -> dict[str, int]:
+    """The fields of one tile set ``"field=value,..."`` (``"default"``: none), each checked:
+    a BackwardTiles field, a value in plain ASCII digits (int() would also take '+64', '1_28',
+    ' 64' and '٦٤'; a negative one is read so that its field's rule names it), given once, and
+    within its field's rule (tile_field_rule). MokInputError naming ``label`` and the item."""
+    fields = BackwardTiles.__dataclass_fields__
+    given: dict[str, int] = {}
+    for item in [] if spec.strip() in ("", "default") else spec.split(","):
+        name, _, val = item.partition("=")
+        name = name.strip()
+        if name not in fields or not val:
+            raise MokInputError(f"{label} {item!r}: expected field=value with a field of "
+                                f"{', '.join(fields)}")
+        if not re.fullmatch(r"[0-9]+|-0*[1-9][0-9]*", val):
+            raise MokInputError(f"{label} {item!r}: {val!r} is not an integer in plain ASCII "
+                                f"digits (no sign, spaces or digit separators)")
+        if name in given:
+            raise MokInputError(f"{label} {spec!r}: {name} is given twice (each field once; the "
+                                f"last value would silently win)")
+        v = given[name] = int(val)
+        rule = tile_field_rule(name, v)
+        if rule:
+            raise MokInputError(f"{label} {item!r}: {name}={v}: {rule}")
+    return given
+
+
 def parse_tiles(spec: str) -> BackwardTiles:
     """BackwardTiles from ``"field=value,..."`` (``""`` or ``"default"``: the defaults), e.g.
-    ``"w_flat=1,a_fuse_gu=1,bn_x=256"``; booleans as 0/1. MokInputError (a ValueError) on an
-    unknown field, a field given twice, a value that is not plain ASCII digits, or a value
-    MoKBackward refuses on its own (tile sizes powers of two >= 16, bk_x / bw also 0 (chosen),
-    booleans 0 / 1, diag 0-3, num_warps a power of two up to
-    32, num_stages >= 1), as `mok bench --bwd-tiles` (bench.check_bwd_tiles) refuses them."""
+    ``"w_flat=1,a_fuse_gu=1,bn_x=256"``; booleans as 0/1. MokInputError (a ValueError) on a
+    field tile_fields refuses (a_epi's rule, which needs saved_gu and bn_a, is MoKBackward's
+    and `mok bench --bwd-tiles`')."""
     if not isinstance(spec, str):
         raise MokInputError(f"backward tiles {spec!r}: a string 'field=value,...' is required")
     t = BackwardTiles()
-    if spec.strip() in ("", "default"):
-        return t
-    given: set[str] = set()
-    for item in spec.split(","):
-        name, _, val = item.partition("=")
-        name = name.strip()
-        if name not in BackwardTiles.__dataclass_fields__ or not val:
-            raise MokInputError(f"backward tiles {item!r}: expected field=value with a field of "
-                                f"{', '.join(BackwardTiles.__dataclass_fields__)}")
-        if not re.fullmatch(r"[0-9]+", val):
-            raise MokInputError(f"backward tiles {item!r}: {val!r} is not an integer in plain "
-                                f"ASCII digits (no sign, spaces or digit separators)")
-        if name in given:
-            raise MokInputError(f"backward tiles {spec!r}: {name} is given twice (each field once)")
-        given.add(name)
-        v = int(val)
-        rule = tile_field_rule(name, v)
-        if rule:
-            raise MokInputError(f"backward tiles {item!r}: {name}={v}: {rule}")
+    for name, v in tile_fields(spec).items():
         setattr(t, name, bool(v) if isinstance(getattr(t, name), bool) else v)
     return t
 

@@ -373,33 +373,18 @@ def check_bwd_tiles(spec: str, models: list[str]) -> None:
     forward's bn_gu or 256 with a_epi, a_epi 0 or a power of two from 16 to bn_a with
     saved_gu=1, tiles that divide the padded expert width, booleans 0/1, diag 0-3, warps a power
     of two <= 32, stages >= 1)."""
-    from .backward import BackwardTiles, parse_tiles, tile_field_rule
+    from .backward import parse_tiles, tile_fields
     from .megakernel import KernelConfig
     from .tiles import padded_width
-    fields = BackwardTiles.__dataclass_fields__
     seen: dict[tuple, str] = {}     # each set's fields and values -> the set as first written
     for one in spec.split(";"):
         if not one.strip():
             raise BadInput(f"--bwd-tiles {spec!r}: an empty item (write 'default' for the "
                            f"defaults)")
-        given: dict[str, int] = {}
-        for item in [] if one == "default" else one.split(","):
-            name, _, val = item.partition("=")
-            if name not in fields or not val:
-                raise BadInput(f"--bwd-tiles {item!r}: expected field=value with a field of "
-                               f"{', '.join(fields)}")
-            # int() also takes '+64', '-0', '1_28', ' 64' and '٦٤'; a negative value is left to
-            # the field's rule below, which names it
-            if not re.fullmatch(r"[0-9]+|-0*[1-9][0-9]*", val):
-                raise BadInput(f"--bwd-tiles {item!r}: {val!r} is not an integer in plain ASCII "
-                               f"digits (no sign, spaces or digit separators)")
-            if name in given:
-                raise BadInput(f"--bwd-tiles {one!r}: {name} is given twice (each field once; "
-                               f"the last value would silently win)")
-            v = given[name] = int(val)
-            rule = tile_field_rule(name, v)
-            if rule:
-                raise BadInput(f"--bwd-tiles {item!r}: {name}={v}: {rule}")
+        try:
+            given = tile_fields(one, "--bwd-tiles")
+        except MokInputError as exc:
+            raise BadInput(str(exc)) from None
         key = tuple(sorted(given.items()))
         if key in seen:
             again = repr(one) if seen[key] == one else f"{seen[key]!r} (and as {one!r})"
