@@ -46,7 +46,7 @@ import torch
 
 from mok_model.errors import MokInputError
 
-from .reference import MoEWeights
+from .reference import MoEWeights, integer_ids
 from .tiles import shape_refusal
 
 Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, MoEWeights], torch.Tensor]
@@ -556,7 +556,7 @@ def mok_moe(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor, weigh
             or topk_ids.shape[0] != x.shape[0]:
         raise MokInputError(f"x (N, H), topk_ids and topk_w (N, k) are required; got x "
                          f"{tuple(x.shape)}, ids {tuple(topk_ids.shape)}, w {tuple(topk_w.shape)}")
-    if topk_ids.dtype.is_floating_point or topk_ids.dtype.is_complex or topk_ids.dtype == torch.bool:
+    if not integer_ids(topk_ids):
         raise MokInputError(f"topk_ids must be integers, got {topk_ids.dtype}")
     e, h, i = weights.wg.shape
     if h != x.shape[1] or weights.wu.shape != weights.wg.shape or weights.wd.shape != (e, i, h):

@@ -60,7 +60,7 @@ from mok_model.workload import parse_routing
 from .buffers import SPLIT_WS_MAX_BYTES, ring_rows, split_workspace_elements, stage_rows
 from .peers import (ArenaLayout, LocalGroup, SymmetricArena, check_same_on_every_rank,
                     emulated_offsets)
-from .reference import MoEWeights
+from .reference import MoEWeights, check_weights, integer_ids
 from .schedule import (CapacityOverflowError, Schedule, build_schedule, group_overflow,
                        stack_schedules)
 from .trace import TRACE_COLUMNS
@@ -287,7 +287,7 @@ class KernelConfig:
         if (d or 1) > 1 and self.split_dn not in (None, 1):
             raise MokInputError(f"dn_blocks={d} with split_dn={self.split_dn}: a down item walks "
                              f"whole blocks (split_dn 1)")
-        if self.split_dn not in (None, 1, 2, 4, 8, 16) or type(self.split_dn) not in (type(None), int):
+        if not (self.split_dn is None or type(self.split_dn) is int and self.split_dn in (1, 2, 4, 8, 16)):
             raise MokInputError(f"split_dn={self.split_dn!r}: allowed 1, 2, 4, 8, 16 (K slices of "
                              f"each down block; None: chosen from the shape)")
         if (self.split_dn or 1) > 1 and self.precision != "bf16":
@@ -1868,52 +1868,10 @@ class MoKLayer:
         except (RuntimeError, TypeError):
             raise MokInputError(f"device={self.device!r}: a torch device such as 'cuda' or "
                                 f"'cuda:0' is required") from None
-        self._check_weights(self.weights)
+        check_weights(self.weights)
         e = int(self.weights.wg.shape[0]) * (self.ep if self.local_weights else 1)
         if self.topk > e:       # a token's top-k ids are distinct experts
             raise MokInputError(f"topk={self.topk}: at most the layer's {e} experts")
-
-    @staticmethod
-    def _check_weights(w: Any) -> None:
-        """MoKLayer's rules for weights (construction and load_weights): a MoEWeights of
-        floating-point tensors holding values (not on the meta device), 3-D routed (E, H, I),
-        (E, H, I), (E, I, H) and no shared expert or 2-D (H, Is), (H, Is), (Is, H)."""
-        if not isinstance(w, MoEWeights):
-            raise MokInputError(f"weights: a MoEWeights (mok_kernels.reference) is required, got "
-                                f"{type(w).__name__}")
-        for name, dims in (("wg", 3), ("wu", 3), ("wd", 3)):
-            t = getattr(w, name)
-            if not isinstance(t, torch.Tensor) or t.dim() != dims:
-                got = (f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor)
-                       else type(t).__name__)
-                raise MokInputError(f"weights.{name}: a {dims}-D tensor "
-                                    f"{'(E, I, H)' if name == 'wd' else '(E, H, I)'} is "
-                                    f"required, got {got}")
-        e, h, i = w.wg.shape
-        if min(e, h, i) < 1:
-            raise MokInputError(f"weights.wg shape {tuple(w.wg.shape)}: E, H and I must be >= 1")
-        if w.wu.shape != w.wg.shape or tuple(w.wd.shape) != (e, i, h):
-            raise MokInputError(f"weights: wg {tuple(w.wg.shape)}, wu {tuple(w.wu.shape)}, wd "
-                                f"{tuple(w.wd.shape)}: wg and wu must be (E, H, I) and wd "
-                                f"(E, I, H) = {(e, i, h)}")
-        shared = (w.sg, w.su, w.sd)
-        if any(t is not None for t in shared):
-            if not all(isinstance(t, torch.Tensor) and t.dim() == 2 for t in shared):
-                got = ", ".join(f"{n} " + (str(tuple(t.shape)) if isinstance(t, torch.Tensor)
-                                           else type(t).__name__)
-                                for n, t in zip(("sg", "su", "sd"), shared))
-                raise MokInputError(f"weights' shared expert: sg, su and sd must all be 2-D "
-                                    f"tensors (or all None), got {got}")
-            hs, js = w.sg.shape
-            if hs != h or w.su.shape != w.sg.shape or tuple(w.sd.shape) != (js, h):
-                raise MokInputError(f"weights' shared expert: sg {tuple(w.sg.shape)}, su "
-                                    f"{tuple(w.su.shape)}, sd {tuple(w.sd.shape)}: sg and su "
-                                    f"must be (H, Is) and sd (Is, H) with H={h}")
-        for name in ("wg", "wu", "wd", "sg", "su", "sd"):
-            t = getattr(w, name)
-            if t is not None and (not t.dtype.is_floating_point or t.is_meta):
-                raise MokInputError(f"weights.{name}: dtype {t.dtype} on {t.device}: floating-point "
-                                    f"weights holding values (not on the meta device) are required")
 
     def _programs_per_rank(self) -> int | None:
         """Programs of one rank's share of the persistent grid (the GPU's SMs unless
@@ -2028,7 +1986,7 @@ class MoKLayer:
         """Replace the layer's weights in place (training changes them every step): the same
         packing as at construction, copied into the same buffers, so the TMA descriptors and any
         captured CUDA graph stay valid. ``w`` must have the construction's shapes."""
-        self._check_weights(w)
+        check_weights(w)
         e = int(w.wg.shape[0]) * (self.ep if self.local_weights else 1)
         ishared = 0 if w.sg is None else int(w.sg.shape[1])
         want = (self.E, self.H, self.I, self.I if self.has_shared else 0)
@@ -2314,7 +2272,7 @@ class MoKLayer:
         for name, t in (("x_all", x_all), ("ids_all", ids_all), ("w_all", w_all)):
             if not isinstance(t, torch.Tensor):
                 raise MokInputError(f"{name}: a torch.Tensor is required, got {type(t).__name__}")
-        if ids_all.dtype.is_floating_point or ids_all.dtype.is_complex or ids_all.dtype == torch.bool:
+        if not integer_ids(ids_all):
             raise MokInputError(f"ids_all dtype {ids_all.dtype}: integer expert ids are required")
         if not w_all.dtype.is_floating_point:
             raise MokInputError(f"w_all dtype {w_all.dtype}: floating-point router weights are "

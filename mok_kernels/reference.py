@@ -77,6 +77,53 @@ def shared_output(x: torch.Tensor, w: MoEWeights, fp8: bool = False) -> torch.Te
     return swiglu_ffn(x, w.sg, w.su, w.sd, fp8)
 
 
+def check_weights(w: MoEWeights) -> None:
+    """Refuse (MokInputError, one line) weights a layer cannot hold: a MoEWeights of
+    floating-point tensors holding values (not on the meta device), 3-D routed (E, H, I),
+    (E, H, I), (E, I, H) and no shared expert or 2-D (H, Is), (H, Is), (Is, H)."""
+    if not isinstance(w, MoEWeights):
+        raise MokInputError(f"weights: a MoEWeights (mok_kernels.reference) is required, got "
+                            f"{type(w).__name__}")
+    for name, dims in (("wg", 3), ("wu", 3), ("wd", 3)):
+        t = getattr(w, name)
+        if not isinstance(t, torch.Tensor) or t.dim() != dims:
+            got = (f"shape {tuple(t.shape)}" if isinstance(t, torch.Tensor)
+                   else type(t).__name__)
+            raise MokInputError(f"weights.{name}: a {dims}-D tensor "
+                                f"{'(E, I, H)' if name == 'wd' else '(E, H, I)'} is "
+                                f"required, got {got}")
+    e, h, i = w.wg.shape
+    if min(e, h, i) < 1:
+        raise MokInputError(f"weights.wg shape {tuple(w.wg.shape)}: E, H and I must be >= 1")
+    if w.wu.shape != w.wg.shape or tuple(w.wd.shape) != (e, i, h):
+        raise MokInputError(f"weights: wg {tuple(w.wg.shape)}, wu {tuple(w.wu.shape)}, wd "
+                            f"{tuple(w.wd.shape)}: wg and wu must be (E, H, I) and wd "
+                            f"(E, I, H) = {(e, i, h)}")
+    shared = (w.sg, w.su, w.sd)
+    if any(t is not None for t in shared):
+        if not all(isinstance(t, torch.Tensor) and t.dim() == 2 for t in shared):
+            got = ", ".join(f"{n} " + (str(tuple(t.shape)) if isinstance(t, torch.Tensor)
+                                       else type(t).__name__)
+                            for n, t in zip(("sg", "su", "sd"), shared))
+            raise MokInputError(f"weights' shared expert: sg, su and sd must all be 2-D "
+                                f"tensors (or all None), got {got}")
+        hs, js = w.sg.shape
+        if hs != h or w.su.shape != w.sg.shape or tuple(w.sd.shape) != (js, h):
+            raise MokInputError(f"weights' shared expert: sg {tuple(w.sg.shape)}, su "
+                                f"{tuple(w.su.shape)}, sd {tuple(w.sd.shape)}: sg and su "
+                                f"must be (H, Is) and sd (Is, H) with H={h}")
+    for name in ("wg", "wu", "wd", "sg", "su", "sd"):
+        t = getattr(w, name)
+        if t is not None and (not t.dtype.is_floating_point or t.is_meta):
+            raise MokInputError(f"weights.{name}: dtype {t.dtype} on {t.device}: floating-point "
+                                f"weights holding values (not on the meta device) are required")
+
+
+def integer_ids(t: torch.Tensor) -> bool:
+    """Whether tensor `t` holds integer expert ids (not floating point, complex or bool)."""
+    return not (t.dtype.is_floating_point or t.dtype.is_complex or t.dtype == torch.bool)
+
+
 def check_layer_inputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
                        topk_w: torch.Tensor | None = None) -> None:
     """Refuse (MokInputError, one line) inputs the reference would compute wrongly or fail on
@@ -84,32 +131,20 @@ def check_layer_inputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
     was silently left out of the sum), topk_w (N, k), and weights of the layer's shapes
     (MoEWeights: wg/wu (E, H, I), wd (E, I, H), shared sg/su (H, Is), sd (Is, H) or all None),
     all on x's device. Reads the ids' range on the host (the reference syncs anyway)."""
-    if not isinstance(w, MoEWeights):
-        raise MokInputError(f"weights: a MoEWeights is required, got {type(w).__name__}")
-    for name, t in (("x", x), ("topk_ids", topk_ids), ("topk_w", topk_w), ("wg", w.wg),
-                    ("wu", w.wu), ("wd", w.wd)):
+    check_weights(w)
+    for name, t in (("x", x), ("topk_ids", topk_ids), ("topk_w", topk_w)):
         if (t is not None or name != "topk_w") and not isinstance(t, torch.Tensor):
             raise MokInputError(f"{name}: a torch.Tensor is required, got {type(t).__name__}")
-    shared = (w.sg, w.su, w.sd)
-    if any(t is not None for t in shared) and not all(isinstance(t, torch.Tensor) for t in shared):
-        raise MokInputError("weights' shared expert: sg, su and sd must all be tensors (or all None)")
     if x.dim() != 2 or not x.dtype.is_floating_point:
         raise MokInputError(f"x {tuple(x.shape)} {x.dtype}: a floating-point (N, H) tensor is required")
     n, h = x.shape
-    if w.wg.dim() != 3 or w.wu.shape != w.wg.shape or w.wg.shape[1] != h \
-            or tuple(w.wd.shape) != (w.wg.shape[0], w.wg.shape[2], h):
-        raise MokInputError(f"weights wg {tuple(w.wg.shape)}, wu {tuple(w.wu.shape)}, wd "
-                            f"{tuple(w.wd.shape)}: wg and wu (E, H, I) and wd (E, I, H) with "
-                            f"H = {h} (x's width) are required")
-    if w.sg is not None and (w.sg.dim() != 2 or w.sg.shape[0] != h or w.su.shape != w.sg.shape
-                             or tuple(w.sd.shape) != tuple(w.sg.shape)[::-1]):
-        raise MokInputError(f"weights' shared expert sg {tuple(w.sg.shape)}, su "
-                            f"{tuple(w.su.shape)}, sd {tuple(w.sd.shape)}: (H, Is), (H, Is), "
-                            f"(Is, H) with H = {h} are required")
+    if w.wg.shape[1] != h:
+        raise MokInputError(f"weights wg {tuple(w.wg.shape)}: (E, H, I) with H = {h} (x's width) "
+                            f"is required")
     if topk_ids.dim() != 2 or topk_ids.shape[0] != n:
         raise MokInputError(f"topk_ids {tuple(topk_ids.shape)}: ({n}, k) is required (x has {n} "
                             f"tokens)")
-    if topk_ids.dtype.is_floating_point or topk_ids.dtype.is_complex or topk_ids.dtype == torch.bool:
+    if not integer_ids(topk_ids):
         raise MokInputError(f"topk_ids dtype {topk_ids.dtype}: integer expert ids are required")
     if topk_w is not None and tuple(topk_w.shape) != tuple(topk_ids.shape):
         raise MokInputError(f"topk_w {tuple(topk_w.shape)}: {tuple(topk_ids.shape)} is required "

@@ -72,15 +72,15 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
 # `tiles` would score the record as the default kernel)
 OPTIONAL_FIELDS = ("breakdown_ms", "tiles", "rel_err_vs_fp32", "rank_ms", "auto", "metrics",
                    "measurement", "value", "diagnostic", "note")
+_FIELDS = (*_REQUIRED, *OPTIONAL_FIELDS)
 
 
 def validate_record(rec: Any) -> None:
     """Raise MokInputError naming the first field that breaks the mok-run/1 schema."""
     if not isinstance(rec, dict):
         raise MokInputError("a run record must be a JSON object")
-    known = (*_REQUIRED, *OPTIONAL_FIELDS)
     for key in rec:
-        near = key not in known and difflib.get_close_matches(key, known, n=1, cutoff=0.8)
+        near = key not in _FIELDS and difflib.get_close_matches(key, _FIELDS, n=1, cutoff=0.8)
         if near:
             raise MokInputError(f"field {key!r} is not a run-record field; {near[0]!r} is (a "
                                 f"misspelled field would be read as absent)")
@@ -177,8 +177,6 @@ def validate_record(rec: Any) -> None:
         if tiles.get("source_order", "rank") not in SOURCE_ORDERS:
             raise MokInputError(f"tiles.source_order={tiles['source_order']!r} must be one of "
                                 f"{', '.join(SOURCE_ORDERS)}")
-    if isinstance(rec["model"], dict) and rec["system"] in LAYER_SYSTEMS:
-        _model(model_key(rec))     # a layer's shape: complete and valid, as a model file is
     if rec["system"] in LAYER_SYSTEMS:
         _validate_layer_run(rec)
     _validate_config(rec["config"])
@@ -206,7 +204,9 @@ def _validate_layer_run(rec: dict) -> None:
     """A layer's record names only the tuner's knobs in its config (a misspelled knob would be
     left to the tuner and scored at its pick) and says truly whether its peers were emulated:
     one GPU per rank is real (hardware.gpus >= ep), fewer emulate the others in local HBM;
-    published runs are real."""
+    published runs are real; an explicit shape is complete and valid, as a model file is."""
+    if isinstance(rec["model"], dict):
+        _model(model_key(rec))
     unknown = sorted(set(rec["config"]) - set(KNOBS))
     if unknown:
         raise MokInputError(f"config.{unknown[0]} is not a knob of a layer's run (one of "
