@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
 def _check(a: argparse.Namespace) -> Path:
     """Every input checked before the first fit: the files (RUN_FILES and --also), --free; the
     output folder made."""
-    from mok_model.records import model_records, read_records, record_where
+    from mok_model.records import model_records, read_records, record_where, shared_record
 
     from .split import group_values
 
@@ -142,12 +142,11 @@ def _check(a: argparse.Namespace) -> Path:
             also = read_records(a.also)
         except MokInputError as exc:
             raise MokInputError(f"--also: {exc}") from None
-        fitted = {r["id"]: r for r in records}
-        both = next((r for r in also if r["id"] in fitted), None)
-        if both is not None:    # validated as "never fitted on" after the fit read it
-            raise MokInputError(f"--also {record_where(both)}: record {both['id']!r} is also in "
-                                f"RUN_FILES ({record_where(fitted[both['id']])}), which are "
-                                f"fitted on; --also names run files never fitted on")
+        if both := shared_record(records, also):  # "never fitted on" after the fit read it
+            again, twin = both
+            raise MokInputError(f"--also {record_where(again)}: record {again['id']!r} is also in "
+                                f"RUN_FILES ({record_where(twin)}), which are fitted on; --also "
+                                f"names run files never fitted on")
     param_names(a.free, "--free")
     return check_output_dir(a.out, "--out")
 

@@ -19,7 +19,7 @@ import numpy as np
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.records import read_records, record_scenario, record_where
+from mok_model.records import read_records, record_scenario, record_where, shared_record
 
 from .checks import required_text
 from .gemm_table import build_table, record_points, table_records
@@ -66,12 +66,11 @@ def _run(a: argparse.Namespace) -> int:
                             f"empty elements)")
     recs = _table_records(a.runs, a.hardware, "RUN_FILES")
     checked = _table_records(a.check.split(","), a.hardware, "--check") if a.check else []
-    built = {r["id"]: r for r in recs}
-    seen = next((r for r in checked if r["id"] in built), None)
-    if seen is not None:    # a table predicting its own points is no check
-        raise MokInputError(f"--check {record_where(seen)}: record {seen['id']!r} is one the table "
-                            f"is built from ({record_where(built[seen['id']])}); check records "
-                            f"outside RUN_FILES")
+    if both := shared_record(recs, checked):  # a table predicting its own points is no check
+        again, twin = both
+        raise MokInputError(f"--check {record_where(again)}: record {again['id']!r} is one the "
+                            f"table is built from ({record_where(twin)}); check records outside "
+                            f"RUN_FILES")
     models = {group_value(r, "model") for r in recs}
     if len(models) < 2:
         raise MokInputError(f"RUN_FILES {', '.join(a.runs)}: {SYSTEM} records of one model "

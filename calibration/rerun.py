@@ -28,7 +28,8 @@ import numpy as np
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.records import KNOBS, predictable, read_records, record_where, workload_key
+from mok_model.records import (KNOBS, predictable, read_records, record_where, shared_record,
+                               workload_key)
 
 from .registered import figures, pick_regrets
 from .scoring import predict_shipped
@@ -132,12 +133,10 @@ def main(argv: list[str] | None = None) -> int:
 
 def _run(a) -> None:
     first, second = read_records(a.first), read_records(a.second)
-    ids = {r["id"]: r for r in first}
-    again = next((r for r in second if r["id"] in ids), None)
-    if again is not None:       # one measurement on both sides: "measured twice", MAPE 0
+    if both := shared_record(first, second):  # one measurement on both sides: MAPE 0
+        again, twin = both
         raise MokInputError(f"{record_where(again)}: record {again['id']!r} is also in --first "
-                            f"({record_where(ids[again['id']])}); the two sides are two runs' "
-                            f"records")
+                            f"({record_where(twin)}); the two sides are two runs' records")
     print("\n".join(report(first, second, a.params)))
 
 

@@ -285,6 +285,15 @@ def read_records(paths: Iterable[str | os.PathLike]) -> list[dict]:
     return out
 
 
+def shared_record(first: list[dict], second: list[dict]) -> tuple[dict, dict] | None:
+    """The first record of `second` whose id is also in `first`, with its twin there (None where
+    the two sets share none): one measurement given as two (fitted and held out, a run and its
+    re-run)."""
+    ids = {r["id"]: r for r in first}
+    again = next((r for r in second if r["id"] in ids), None)
+    return None if again is None else (again, ids[again["id"]])
+
+
 def in_id_order(records: Iterable[dict]) -> list[dict]:
     """The records sorted by id (unique, read_records): the one order a tool that fits,
     samples or breaks ties reads them in, so the same records named in another file order, or
