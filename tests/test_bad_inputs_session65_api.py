@@ -105,6 +105,18 @@ def test_layer_inputs_dtype_type_and_device():
         lay.forward(x, ids, w, save_gu="yes")
 
 
+@pytest.mark.parametrize("arg", [0, 1, 2])
+def test_layer_inputs_on_another_device_are_refused(arg):
+    """A CPU tensor given to a CUDA layer failed inside Triton; here meta stands in for it."""
+    lay = _layer()
+    args = [torch.zeros(32, 64, dtype=torch.bfloat16), torch.zeros(32, 2, dtype=torch.int64),
+            torch.zeros(32, 2)]
+    args[arg] = args[arg].to("meta")
+    name = ("x_all", "ids_all", "w_all")[arg]
+    with pytest.raises(MokInputError, match=rf"{name} on meta: the layer's device cpu"):
+        lay.check_inputs(*args)
+
+
 def test_load_weights_checks_like_construction():
     lay, w = _layer(), ref.random_weights(8, 64, 64, 0)
     with pytest.raises(MokInputError, match=r"a MoEWeights .* is required, got tuple"):
