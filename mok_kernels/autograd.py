@@ -46,7 +46,7 @@ import torch
 
 from mok_model.errors import MokInputError
 
-from .reference import MoEWeights, integer_ids
+from .reference import MoEWeights, check_weights, integer_ids
 from .tiles import shape_refusal
 
 Forward = Callable[[torch.Tensor, torch.Tensor, torch.Tensor, MoEWeights], torch.Tensor]
@@ -532,42 +532,22 @@ def mok_moe(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor, weigh
     for name, t in (("x", x), ("topk_ids", topk_ids), ("topk_w", topk_w)):
         if not isinstance(t, torch.Tensor):
             raise MokInputError(f"{name}: a torch.Tensor is required, got {type(t).__name__}")
-    if not isinstance(weights, MoEWeights):
-        raise MokInputError(f"weights: a MoEWeights (mok_kernels.reference) is required, got "
-                            f"{type(weights).__name__}")
-    named = (("x", x), ("topk_w", topk_w), ("topk_ids", topk_ids), *(
-        (f"weights.{n}", getattr(weights, n)) for n in ("wg", "wu", "wd", "sg", "su", "sd")))
-    for name, t in named[3:]:
-        if name in ("weights.wg", "weights.wu", "weights.wd") or weights.sg is not None \
-                or weights.su is not None or weights.sd is not None:
-            if not isinstance(t, torch.Tensor):
-                raise MokInputError(f"{name}: a tensor is required, got {type(t).__name__}"
-                                    + (" (sg, su and sd are all tensors or all None)"
-                                       if name[-2] == "s" else ""))
-    for name, t in named:
+    check_weights(weights)
+    for name, t in (("x", x), ("topk_w", topk_w)):
+        if not t.dtype.is_floating_point:
+            raise MokInputError(f"{name} dtype {t.dtype}: a floating-point dtype is required")
+    if not integer_ids(topk_ids):
+        raise MokInputError(f"topk_ids must be integers, got {topk_ids.dtype}")
+    for name, t in (("topk_w", topk_w), ("topk_ids", topk_ids), *(
+            (f"weights.{n}", getattr(weights, n)) for n in ("wg", "wu", "wd", "sg", "su", "sd"))):
         if t is not None and t.device != x.device:
             raise MokInputError(f"{name} on {t.device}: every input must be on x's device "
                                 f"({x.device})")
-        if t is not None and name != "topk_ids" and not t.dtype.is_floating_point:
-            raise MokInputError(f"{name} dtype {t.dtype}: a floating-point dtype is required")
-    if weights.wg.dim() != 3:
-        raise MokInputError(f"weights.wg {tuple(weights.wg.shape)}: (E, H, I) is required")
     if x.dim() != 2 or topk_ids.dim() != 2 or topk_ids.shape != topk_w.shape \
-            or topk_ids.shape[0] != x.shape[0]:
-        raise MokInputError(f"x (N, H), topk_ids and topk_w (N, k) are required; got x "
-                         f"{tuple(x.shape)}, ids {tuple(topk_ids.shape)}, w {tuple(topk_w.shape)}")
-    if not integer_ids(topk_ids):
-        raise MokInputError(f"topk_ids must be integers, got {topk_ids.dtype}")
-    e, h, i = weights.wg.shape
-    if h != x.shape[1] or weights.wu.shape != weights.wg.shape or weights.wd.shape != (e, i, h):
-        raise MokInputError(f"weights: wg/wu (E, H, I) and wd (E, I, H) with H = {x.shape[1]}; got "
-                         f"{tuple(weights.wg.shape)}, {tuple(weights.wu.shape)}, {tuple(weights.wd.shape)}")
-    if weights.sg is not None and (weights.sg.dim() != 2 or weights.sg.shape[0] != h
-                                   or weights.su.shape != weights.sg.shape
-                                   or weights.sd.shape != weights.sg.shape[::-1]):
-        raise MokInputError(f"shared expert: sg/su (H, Is) and sd (Is, H) with H = {h} are "
-                            f"required; got {tuple(weights.sg.shape)}, {tuple(weights.su.shape)}, "
-                            f"{tuple(weights.sd.shape)}")
+            or topk_ids.shape[0] != x.shape[0] or x.shape[1] != weights.wg.shape[1]:
+        raise MokInputError(f"x (N, H), topk_ids and topk_w (N, k) with H = {weights.wg.shape[1]} "
+                            f"(the weights') are required; got x {tuple(x.shape)}, ids "
+                            f"{tuple(topk_ids.shape)}, w {tuple(topk_w.shape)}")
     fwd = resolve_forward(backend, x, weights, int(topk_ids.shape[1]))
     tensors = (x, topk_w, weights.wg, weights.wu, weights.wd, weights.sg, weights.su, weights.sd)
     follows = torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)

@@ -138,9 +138,9 @@ def test_mok_moe_refuses_inputs_that_gave_wrong_numbers():
         mok_moe(x.long(), ids, tw, w)          # returned an int64 output (truncated)
     with pytest.raises(MokInputError, match=r"topk_w dtype torch.int64"):
         mok_moe(x, ids, tw.long(), w)
-    with pytest.raises(MokInputError, match=r"weights.wg dtype torch.int64"):
+    with pytest.raises(MokInputError, match=r"weights.wg: dtype torch.int64 on cpu: floating-point weights"):
         mok_moe(x, ids, tw, MoEWeights(w.wg.long(), w.wu.long(), w.wd.long()))
-    with pytest.raises(MokInputError, match=r"weights.wg on meta: every input must be on x's"):
+    with pytest.raises(MokInputError, match=r"weights.wg: dtype torch.float32 on meta: floating-point weights holding values"):
         mok_moe(x, ids, tw, w.to(device="meta"))     # returned uninitialized numbers
 
 
@@ -153,9 +153,9 @@ def test_mok_moe_refuses_wrong_types_in_one_line():
         mok_moe(x, ids.tolist(), tw, w)
     with pytest.raises(MokInputError, match=r"weights: a MoEWeights"):
         mok_moe(x, ids, tw, (w.wg, w.wu, w.wd))
-    with pytest.raises(MokInputError, match=r"weights.su: a tensor is required, got NoneType"):
+    with pytest.raises(MokInputError, match=r"shared expert: sg, su and sd must all be 2-D tensors \(or all None\), got sg \(64, 32\), su NoneType"):
         mok_moe(x, ids, tw, MoEWeights(w.wg, w.wu, w.wd, torch.zeros(64, 32)))
-    with pytest.raises(MokInputError, match=r"weights.wg \(64, 32\): \(E, H, I\) is required"):
+    with pytest.raises(MokInputError, match=r"weights.wg: a 3-D tensor \(E, H, I\) is required, got shape \(64, 32\)"):
         mok_moe(x, ids, tw, MoEWeights(w.wg[0], w.wu[0], w.wd[0]))
     with pytest.raises(MokInputError, match=r"topk_ids must be integers, got torch.complex64"):
         mok_moe(x, ids.to(torch.complex64), tw, w)
