@@ -23,8 +23,13 @@ done
 wait
 tail -n 3 $J/warm*.log > $R/warmup_tails.log 2>&1
 echo "warm-up $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
+# SM clock, power and throttle reasons every 200 ms through the timed part (do heavy GEMMs
+# run below the card's clock?): $R/clocks.csv, stopped when the timing ends
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+  --format=csv -lms 200 > $R/clocks.csv 2>&1 & CLOCKS=$!
 REM=$(( ${TOTAL:-300} - ($(date +%s) - T0) ))
 timeout $REM python3 -m mok_kernels.space_sweep $A --alternate-default --out $R/drawn$S.jsonl \
   --deadline-s $(( REM - 15 )) > $R/drawn$S.log 2>&1
 echo "sweep $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
+kill $CLOCKS 2>/dev/null
 tail -n 4 $R/drawn$S.log | cut -c1-200; cat $R/gpu.txt; wc -l $R/drawn$S.jsonl

@@ -16,10 +16,15 @@ for s in $SEEDS; do
 done
 wait
 echo "warm-up $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
+# SM clock, power and throttle reasons every 200 ms through the timed part (do heavy GEMMs
+# run below the card's clock?): $R/clocks.csv, stopped when the timing ends
+nvidia-smi --query-gpu=timestamp,clocks.sm,power.draw,temperature.gpu,clocks_event_reasons.active \
+  --format=csv -lms 200 > $R/clocks.csv 2>&1 & CLOCKS=$!
 for s in $SEEDS; do
   REM=$(( LIMIT - ($(date +%s) - T0) )); [ $REM -lt 20 ] && { echo "seed $s: no time left" >> $R/gpu.txt; continue; }
   timeout $REM python3 -m mok_kernels.space_sweep $(args $s) --out $R/gemm$s.jsonl \
     --deadline-s $(( REM - 10 )) > $R/gemm$s.log 2>&1
   echo "seed $s $(( $(date +%s) - T0 )) s: $(wc -l < $R/gemm$s.jsonl) records" >> $R/gpu.txt
 done
+kill $CLOCKS 2>/dev/null
 cat $R/gpu.txt
