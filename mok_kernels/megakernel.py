@@ -2272,7 +2272,6 @@ class MoKLayer:
         for name, t in (("x_all", x_all), ("ids_all", ids_all), ("w_all", w_all)):
             if not isinstance(t, torch.Tensor):
                 raise MokInputError(f"{name}: a torch.Tensor is required, got {type(t).__name__}")
-        for name, t in (("x_all", x_all), ("ids_all", ids_all), ("w_all", w_all)):
             if t.device != self.out.device:
                 raise MokInputError(f"{name} on {t.device}: the layer's device {self.out.device} "
                                     f"is required (the kernels read their inputs there)")
