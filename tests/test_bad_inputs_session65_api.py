@@ -140,7 +140,8 @@ def test_mok_moe_refuses_inputs_that_gave_wrong_numbers():
         mok_moe(x, ids, tw.long(), w)
     with pytest.raises(MokInputError, match=r"weights.wg: dtype torch.int64 on cpu: floating-point weights"):
         mok_moe(x, ids, tw, MoEWeights(w.wg.long(), w.wu.long(), w.wd.long()))
-    with pytest.raises(MokInputError, match=r"weights.wg: dtype torch.float32 on meta: floating-point weights holding values"):
+    with pytest.raises(MokInputError, match=r"weights.wg: dtype torch.float32 on meta: "
+                                            r"floating-point weights holding values"):
         mok_moe(x, ids, tw, w.to(device="meta"))     # returned uninitialized numbers
 
 
@@ -153,7 +154,8 @@ def test_mok_moe_refuses_wrong_types_in_one_line():
         mok_moe(x, ids.tolist(), tw, w)
     with pytest.raises(MokInputError, match=r"weights: a MoEWeights"):
         mok_moe(x, ids, tw, (w.wg, w.wu, w.wd))
-    with pytest.raises(MokInputError, match=r"shared expert: sg, su and sd must all be 2-D tensors \(or all None\), got sg \(64, 32\), su NoneType"):
+    with pytest.raises(MokInputError, match=r"shared expert: sg, su and sd must all be 2-D tensors "
+                                            r"\(or all None\), got sg \(64, 32\), su NoneType"):
         mok_moe(x, ids, tw, MoEWeights(w.wg, w.wu, w.wd, torch.zeros(64, 32)))
     with pytest.raises(MokInputError, match=r"weights.wg: a 3-D tensor \(E, H, I\) is required, got shape \(64, 32\)"):
         mok_moe(x, ids, tw, MoEWeights(w.wg[0], w.wu[0], w.wd[0]))
