@@ -261,7 +261,9 @@ def _workload_flags(p: argparse.ArgumentParser) -> None:
                         "as its default) or training (the tiles the layer trains with: g and u "
                         "saved by the forward, mok_kernels/backward.py TRAINING_TILES with "
                         "w_bf16=1; --precision bf16)")
-    p.add_argument("--seed", type=int_at_least(0, MAX_SEED), default=0)
+    p.add_argument("--seed", type=int_at_least(0, MAX_SEED), default=0,
+                   help="seed of the routing draw (token-to-expert assignment) the layer is "
+                        "predicted on (default 0; the same seed, the same answer)")
     p.add_argument("--list-lag", type=int_at_least(1), default=None,
                    help="our megakernel's work-list lag (KernelConfig.list_lag, 1-8): minibatch "
                         "i's down items after minibatch i+lag's gate/up items. Unset: chosen "
@@ -669,6 +671,7 @@ def cmd_tune(a) -> int:
     if a.json:
         print(json.dumps({"best": entry(r.best), "top": [entry(s) for s in r.top],
                           "evaluated": r.evaluated, "seconds": r.seconds, "engine": r.engine,
+                          "simulated": r.simulated,
                           **scn.describe(), "domains": scn.domains,
                           "notes": scenario_notes(scn) + _what_if_notes(a),
                           "params": params.path, "layer_capacity": layer_cap,
@@ -678,7 +681,8 @@ def cmd_tune(a) -> int:
     print(f"tuned {scn.hardware.name} / {scn.model.name} / EP {scn.ep} / {scn.tokens} tokens / "
           f"{scn.pass_} / {scn.precision}{' / gluon' if scn.fp8_kernel == 'gluon' else ''}"
           f"{' / training tiles' if scn.bwd_tiles == 'training' else ''}: "
-          f"{r.evaluated} configurations in {r.seconds:.3f} s ({r.engine})")
+          f"{r.evaluated} configurations in {r.seconds:.3f} s ({r.engine}"
+          + (f": the analytic grid's fastest {r.simulated} simulated" if r.simulated else "") + ")")
     for note in scenario_notes(scn) + _what_if_notes(a):
         print(f"note: {note}")
     print(f"  {'rank':<5}{'latency ms':>11}  {KNOB_COLUMNS}")

@@ -65,13 +65,15 @@ class Scored:
 @dataclass(frozen=True)
 class TuneResult:
     """`best` (also `top[0]`), then the fastest others; `fastest`: the fastest setting where
-    the default knobs were kept because it was predicted less than the margin faster, else None."""
+    the default knobs were kept because it was predicted less than the margin faster, else None;
+    `simulated`: how many of the analytic grid's fastest the sim engine re-timed (0: analytic)."""
     best: Scored
     top: list[Scored]
     evaluated: int
     seconds: float
     engine: str
     fastest: Scored | None = None
+    simulated: int = 0
 
 
 def comm_sms_choices(sms: int) -> list[int]:
@@ -381,7 +383,8 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     rest = [scored[i] for i in np.lexsort((order, ms)) if i != pick]
     return TuneResult(scored[pick], [scored[pick], *rest][:top], evaluated,
                       time.perf_counter() - t0, engine,
-                      None if fastest is None else scored[fastest])
+                      None if fastest is None else scored[fastest],
+                      len(scored) if engine == "sim" else 0)
 
 
 # the routings a setting is judged under when the router's skew is not known (ROBUST: MoKLayer's

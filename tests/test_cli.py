@@ -54,6 +54,17 @@ def test_tune_json(capsys):
     assert d["best"] == d["top"][0] and d["best"]["list_lag"] in (1, 2, 3, 4)
     code, out, _ = run(capsys, ["tune", *W, "--top", "3", "--list-lag", "3", "--json"])
     assert code == 0 and {t["list_lag"] for t in json.loads(out)["top"]} == {3}
+    assert json.loads(out)["simulated"] == 0
+
+
+def test_tune_sim_says_how_many_it_simulated(capsys):
+    """--engine sim re-times the analytic grid's fastest settings only: the header and the
+    JSON say how many (it once read as if every configuration were simulated)."""
+    code, out, _ = run(capsys, ["tune", *W, "--top", "2", "--engine", "sim", "--json"])
+    d = json.loads(out)
+    assert code == 0 and d["engine"] == "sim" and 8 <= d["simulated"] < d["evaluated"]
+    code, out, _ = run(capsys, ["tune", *W, "--top", "2", "--engine", "sim"])
+    assert f"(sim: the analytic grid's fastest {d['simulated']} simulated)" in out.splitlines()[0]
 
 
 def test_presets(capsys):
