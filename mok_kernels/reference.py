@@ -168,6 +168,12 @@ def routed_outputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
     check_layer_inputs(x, topk_ids, w)
     if experts is not None and any(not 0 <= e < w.num_experts for e in experts):
         raise MokInputError(f"experts {experts!r}: ids in [0, {w.num_experts}) are required")
+    return _routed(x, topk_ids, w, experts, fp8)
+
+
+def _routed(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights, experts: range | None,
+            fp8: bool) -> torch.Tensor:
+    """routed_outputs on inputs already checked (each public entry checks once)."""
     n, k = topk_ids.shape
     y = torch.zeros(n, k, x.shape[1], dtype=torch.float32, device=x.device)
     experts = range(w.num_experts) if experts is None else experts
@@ -192,7 +198,7 @@ def moe_reference(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
                   w: MoEWeights, fp8: bool = False) -> torch.Tensor:
     """Whole-layer reference output (N, H) float32 for tokens x (N, H)."""
     check_layer_inputs(x, topk_ids, w, topk_w)
-    return combine(shared_output(x, w, fp8), routed_outputs(x, topk_ids, w, fp8=fp8), topk_w)
+    return combine(shared_output(x, w, fp8), _routed(x, topk_ids, w, None, fp8), topk_w)
 
 
 def owned_experts(rank: int, num_experts: int, ep: int) -> range:
@@ -226,9 +232,22 @@ def served_outputs(rank: int, x_all: torch.Tensor, ids_all: torch.Tensor, w: MoE
     y[s, n, j] is the output for source rank s, token n, slot j when rank ``rank`` owns that expert.
     """
     _check_ranks(x_all, ids_all, ep)
-    p, n, k = ids_all.shape
     own = owned_experts(rank, w.num_experts, ep)
-    y = routed_outputs(x_all.reshape(p * n, -1), ids_all.reshape(p * n, k), w, own)
+    _check_flat(x_all, ids_all, w)
+    return _served(own, x_all, ids_all, w)
+
+
+def _check_flat(x_all: torch.Tensor, ids_all: torch.Tensor, w: MoEWeights) -> None:
+    """check_layer_inputs on every rank's tokens as one (P*N) batch."""
+    p, n, k = ids_all.shape
+    check_layer_inputs(x_all.reshape(p * n, -1), ids_all.reshape(p * n, k), w)
+
+
+def _served(own: range, x_all: torch.Tensor, ids_all: torch.Tensor,
+            w: MoEWeights) -> tuple[torch.Tensor, torch.Tensor]:
+    """served_outputs of the experts `own` on inputs already checked."""
+    p, n, k = ids_all.shape
+    y = _routed(x_all.reshape(p * n, -1), ids_all.reshape(p * n, k), w, own, False)
     mask = (ids_all >= own.start) & (ids_all < own.stop)
     return y.reshape(p, n, k, -1), mask
 
@@ -246,9 +265,10 @@ def rank_output(rank: int, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: to
             or tuple(w_all.shape) != tuple(ids_all.shape):
         raise MokInputError(f"w_all {tuple(getattr(w_all, 'shape', ()))}: ids_all's shape "
                             f"{tuple(getattr(ids_all, 'shape', ()))} is required")
+    _check_flat(x_all, ids_all, w)          # once, not once per serving rank
     y_home = torch.zeros(ids_all.shape[1], ids_all.shape[2], x_all.shape[2],
                          dtype=torch.float32, device=x_all.device)
     for q in range(ep):
-        yq, _ = served_outputs(q, x_all, ids_all, w, ep)
+        yq, _ = _served(owned_experts(q, w.num_experts, ep), x_all, ids_all, w)
         y_home = y_home + yq[rank]  # each route is served by exactly one owner
     return combine(shared_output(x_all[rank], w), y_home, w_all[rank])
