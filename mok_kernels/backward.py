@@ -150,7 +150,7 @@ def tile_field_rule(name: str, v: int) -> str | None:
     """The rule BackwardTiles field `name`'s value `v` breaks, or None (parse_tiles and
     `mok bench --bwd-tiles`). a_epi's rule needs saved_gu and bn_a: MoKBackward and
     bench.check_bwd_tiles check it."""
-    if isinstance(getattr(BackwardTiles(), name), bool):
+    if isinstance(BackwardTiles.__dataclass_fields__[name].default, bool):
         return None if v in (0, 1) else "0 or 1 is required"
     if name in TILE_POW2 or name in TILE_POW2_OR_0:
         if (v == 0 and name in TILE_POW2_OR_0) or (v >= 16 and not v & (v - 1)):

@@ -363,8 +363,6 @@ def check_knobs(knobs: dict, flag: str) -> None:
         check_comm_sms([knobs["comm_sms"]], flag)
 
 
-
-
 def check_bwd_tiles(spec: str, models: list[str]) -> None:
     """Refuse a --bwd-tiles set (semicolon list) with an empty item, a field that is not
     BackwardTiles', a value that is not an integer in plain ASCII digits, a field given twice, a
