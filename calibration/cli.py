@@ -23,7 +23,7 @@ from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import (BOUNDS, PARAMS_DIR, Params, fit_record_path, read_fit_record,
                               read_params, write_params)
 from mok_model.records import (KNOBS, in_id_order, model_records, read_records, record_copy_loop,
-                               record_where)
+                               record_where, slowed)
 from mok_model.scenario import ENGINES, MAX_SEED
 
 from .checks import param_names, params_file, required_text
@@ -423,6 +423,18 @@ def validate_parser() -> argparse.ArgumentParser:
     return p
 
 
+def slowed_note(rows: list[dict], held: list[bool]) -> str:
+    """How many records were timed with the SMs held below their clock (records.slowed), and the
+    mean signed error on them and on the others: a power- or heat-capped run is slower than the
+    parameters, fitted on runs at full clock, say."""
+    def signed(keep: bool) -> str:
+        errs = [r["predicted_ms"] / r["measured_ms"] - 1 for r, h in zip(rows, held) if h == keep]
+        return f"{100 * sum(errs) / len(errs):+.1f}%" if errs else "n/a"
+    return (f"{sum(held)} of {len(rows)} records were timed with the SMs held below their clock "
+            f"(gpu_state.throttle names a power or thermal cap): mean signed error {signed(True)} "
+            f"on them, {signed(False)} on the others")
+
+
 def run_validate(a: argparse.Namespace) -> dict:
     """Predict every layer record with the parameters file; return the --json document."""
     _check_engine(a.engine)
@@ -481,6 +493,8 @@ def run_validate(a: argparse.Namespace) -> dict:
         plot(records, v, a.plot, a.color_by or "minibatch", bands=bands)
     doc = v.as_json()
     doc["tuner_knobs"] = tuned                          # predicted at the tuner's knobs
+    held = [slowed(r) for r in records]
+    doc["slowed"] = sum(held)            # records timed with the SMs held below their clock
     if not a.json:
         for row in v.rows:
             print(f"{row['id']:<56} measured {row['measured_ms']:9.4f} ms  predicted "
@@ -489,6 +503,8 @@ def run_validate(a: argparse.Namespace) -> dict:
         if tuned:
             print(f"note: {tuned} MoK record(s) name no knobs (published rows): predicted at "
                   f"the tuner's choice under {a.params}")
+        if any(held):
+            print(f"note: {slowed_note(v.rows, held)}")
         print("mean signed error / MAPE by value (bias shows where the model's form misses):")
         for key in ("model", "tokens", "system") + KNOBS:
             by = error_by(records, v, key)

@@ -17,6 +17,7 @@ import itertools
 import math
 import os
 import re
+import subprocess
 import sys
 import uuid
 from pathlib import Path
@@ -27,7 +28,8 @@ import torch
 from mok_model.cli import MokParser, distinct, number_list, plain_int
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, path_input_error
-from mok_model.records import KERNEL_SYSTEMS, append_records, record_model
+from mok_model.records import (GPU_STATE_NUMBERS, KERNEL_SYSTEMS, THROTTLE_REASONS,
+                               append_records, record_model)
 from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG, MAX_SEED, check_source_orders
 from mok_model.tuner import ROBUST
 
@@ -497,12 +499,18 @@ WARMUP_MS = 25.0
 MAX_WARMUP_EXTRA = 1000
 
 
+class Timings(list):
+    """time_events' per-iteration times (ms), with the GPU's state read under them (records
+    `gpu_state`: clock, power, throttle reasons; None where it could not be read)."""
+    gpu_state: dict[str, Any] | None = None
+
+
 def time_events(step: Callable[[], None], refresh: Callable[[int], None], iters: int,
-                warmup: int) -> list[float]:
+                warmup: int) -> Timings:
     """Per-iteration CUDA-event times (ms) of step(), calling refresh(i) (untimed) before each,
     after `warmup` untimed iterations (each on fresh inputs) and, on the last inputs, as many
     more (at most MAX_WARMUP_EXTRA) as bring the warm-up to WARMUP_MS of GPU time (none when
-    warmup is 0)."""
+    warmup is 0); the GPU's state is read while the timed iterations run (Timings.gpu_state)."""
     s, e = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
     s.record()
     for i in range(warmup):
@@ -523,8 +531,14 @@ def time_events(step: Callable[[], None], refresh: Callable[[int], None], iters:
         step()
         e.record()
         evs.append((s, e))
-    torch.cuda.synchronize()
-    return [s.elapsed_time(e) for s, e in evs]
+    probe = start_gpu_state_probe()     # the iterations are queued: the GPU runs them now
+    try:
+        torch.cuda.synchronize()
+    finally:
+        state = finish_gpu_state_probe(probe)
+    times = Timings(s.elapsed_time(e) for s, e in evs)
+    times.gpu_state = state
+    return times
 
 
 def capture_graph(fn: Callable[[], Any]) -> Callable[[], None]:
@@ -576,13 +590,73 @@ def _software() -> dict[str, str]:
             "kernel_source": kernel_source_digest()}
 
 
+# nvidia-smi's names of the gpu_state numbers (records.GPU_STATE_NUMBERS, in that order), then
+# the clock's held reasons (a bit mask, records.THROTTLE_REASONS)
+GPU_STATE_QUERY = "clocks.sm,clocks.max.sm,power.draw,power.limit,clocks_event_reasons.active"
+
+
+def start_gpu_state_probe() -> subprocess.Popen | None:
+    """Start nvidia-smi reading this process's GPU (GPU_STATE_QUERY), by UUID (CUDA_VISIBLE_DEVICES
+    renumbers GPUs); None without CUDA or nvidia-smi. time_events starts it while the timed
+    iterations run, so it reads the GPU under their load (or just after, for a window shorter
+    than nvidia-smi's start)."""
+    if not torch.cuda.is_available():
+        return None
+    try:
+        gpu = f"GPU-{torch.cuda.get_device_properties(torch.cuda.current_device()).uuid}"
+        return subprocess.Popen(["nvidia-smi", f"--query-gpu={GPU_STATE_QUERY}",
+                                 "--format=csv,noheader,nounits", "-i", gpu],
+                                stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    except (AttributeError, RuntimeError, OSError):
+        return None
+
+
+def finish_gpu_state_probe(probe: subprocess.Popen | None) -> dict[str, Any] | None:
+    """The probe's gpu_state (parse_gpu_state), waiting at most 2 s for it; None if it failed."""
+    if probe is None:
+        return None
+    try:
+        out, _ = probe.communicate(timeout=2.0)
+    except subprocess.TimeoutExpired:
+        probe.kill()
+        probe.communicate()
+        return None
+    return parse_gpu_state(out) if probe.returncode == 0 else None
+
+
+def parse_gpu_state(text: str) -> dict[str, Any] | None:
+    """gpu_state from one line of GPU_STATE_QUERY's answer (csv, no header, no units); a field
+    the GPU does not report ("[N/A]", "[Not Supported]") is left out; None if none is usable."""
+    fields = [f.strip() for f in (text.strip().splitlines() or [""])[0].split(",")]
+    if len(fields) != len(GPU_STATE_NUMBERS) + 1:
+        return None
+    state: dict[str, Any] = {}
+    for key, field in zip(GPU_STATE_NUMBERS, fields):
+        try:
+            v = float(field)
+        except ValueError:
+            continue
+        if math.isfinite(v) and v >= 0:
+            state[key] = v
+    try:
+        mask = int(fields[-1], 16)
+    except ValueError:
+        mask = None
+    if mask is not None and mask >= 0:
+        named = [name for bit, name in THROTTLE_REASONS.items() if mask & bit]
+        state["throttle"] = named + (["other"] if mask & ~sum(THROTTLE_REASONS) else [])
+    return state or None
+
+
 def make_record(*, system: str, model: str | dict, ep: int, tokens: int, knobs: dict[str, Any],
                 routing: str, seed: int, times: list[float], breakdown: dict[str, float],
                 note: str, hardware: dict[str, Any], software: dict[str, str],
                 pass_: str = "fwd", precision: str = "bf16",
                 tiles: dict[str, Any] | None = None) -> dict[str, Any]:
     """One mok-run/1 record of a measured single-GPU rank-emulation run (``pass_`` fwd or bwd);
-    ``tiles``: the kernel's tile options (MoK records), so fits can tell kernel variants apart.
+    ``tiles``: the kernel's tile options (MoK records), so fits can tell kernel variants apart;
+    ``times`` from time_events carry the GPU's clock, power and throttle reasons read under the
+    timed iterations (Timings.gpu_state): the record's `gpu_state` where they were read.
     ``model``: a preset name, or the shape dict of a model file (records.record_model)."""
     name = (model.get("name") or f"h{model.get('hidden')}") if isinstance(model, dict) else model
     rec = {
@@ -599,6 +673,9 @@ def make_record(*, system: str, model: str | dict, ep: int, tokens: int, knobs: 
         tiles = {**(tiles or {}), "zero_shared_slot": 0}
     if tiles is not None:
         rec["tiles"] = tiles
+    state = getattr(times, "gpu_state", None)
+    if state is not None:
+        rec["gpu_state"] = state
     return rec
 
 

@@ -46,6 +46,19 @@ TILE_KEYS = frozenset((
     "w_bf16", "w_tma", "a_epi", "diag",
     "gluon_join", "gluon_ys", "gluon_home", "gluon_cu", "gluon_qv"))
 _RANGE = f"[{LATENCY_MS[0]:g}, {LATENCY_MS[1]:g}]"
+# `gpu_state` (README "Contract extensions"): the GPU under the record's timed iterations, as
+# nvidia-smi reads it (mok_kernels.bench.time_events). Its numbers, each present only where
+# the GPU reported it: SM clock and the card's maximum (MHz), power draw and limit (W).
+GPU_STATE_NUMBERS = ("sm_mhz", "sm_max_mhz", "power_w", "power_limit_w")
+# ... and why the clock was held (nvml.h's clocks event reasons, by bit); "other" for a bit not
+# named here. sw_power_cap is the one that slows a long GEMM (docs/calibration.md "Session 67").
+THROTTLE_REASONS = {0x1: "gpu_idle", 0x2: "applications_clocks_setting", 0x4: "sw_power_cap",
+                    0x8: "hw_slowdown", 0x10: "sync_boost", 0x20: "sw_thermal_slowdown",
+                    0x40: "hw_thermal_slowdown", 0x80: "hw_power_brake_slowdown",
+                    0x100: "display_clock_setting"}
+# the reasons that mean the SMs ran below the clock they would otherwise run at under load
+SLOWDOWN_REASONS = ("sw_power_cap", "hw_slowdown", "sw_thermal_slowdown", "hw_thermal_slowdown",
+                    "hw_power_brake_slowdown")
 
 _REQUIRED: dict[str, type | tuple[type, ...]] = {
     "schema": str,
@@ -71,7 +84,7 @@ _REQUIRED: dict[str, type | tuple[type, ...]] = {
 # unread, unless its name is a near miss of one of these or of a required field (a misspelled
 # `tiles` would score the record as the default kernel)
 OPTIONAL_FIELDS = ("breakdown_ms", "tiles", "rel_err_vs_fp32", "rank_ms", "auto", "metrics",
-                   "measurement", "value", "diagnostic", "note")
+                   "measurement", "value", "diagnostic", "note", "gpu_state")
 _FIELDS = (*_REQUIRED, *OPTIONAL_FIELDS)
 
 
@@ -177,6 +190,8 @@ def validate_record(rec: Any) -> None:
         if tiles.get("source_order", "rank") not in SOURCE_ORDERS:
             raise MokInputError(f"tiles.source_order={tiles['source_order']!r} must be one of "
                                 f"{', '.join(SOURCE_ORDERS)}")
+    if "gpu_state" in rec:
+        _validate_gpu_state(rec["gpu_state"])
     if rec["system"] in LAYER_SYSTEMS:
         _validate_layer_run(rec)
     _validate_config(rec["config"])
@@ -255,6 +270,30 @@ def _time(v) -> bool:
 def _times(v) -> bool:
     """A non-empty list of times within LATENCY_MS."""
     return isinstance(v, list) and bool(v) and all(_time(t) for t in v)
+
+
+def _validate_gpu_state(state) -> None:
+    """gpu_state: an object of GPU_STATE_NUMBERS (numbers >= 0) and `throttle`, a list of
+    THROTTLE_REASONS names or "other"; nothing else (a misspelled key would read as absent)."""
+    if not isinstance(state, dict) or not state:
+        raise MokInputError(f"gpu_state={state!r} must be a non-empty object")
+    reasons = (*THROTTLE_REASONS.values(), "other")
+    for k, v in state.items():
+        if k == "throttle":
+            if not (isinstance(v, list) and all(r in reasons for r in v)):
+                raise MokInputError(f"gpu_state.throttle={v!r} must be a list of "
+                                    f"{', '.join(reasons)}")
+        elif k not in GPU_STATE_NUMBERS:
+            raise MokInputError(f"gpu_state.{k}={v!r} is not a gpu_state field (one of "
+                                f"{', '.join(GPU_STATE_NUMBERS)}, throttle)")
+        elif not (_number(v) and v >= 0):
+            raise MokInputError(f"gpu_state.{k}={v!r} must be a number >= 0")
+
+
+def slowed(rec: dict) -> bool:
+    """Whether the record's gpu_state says the SMs ran held below their clock (SLOWDOWN_REASONS)."""
+    state = rec.get("gpu_state")
+    return isinstance(state, dict) and any(r in SLOWDOWN_REASONS for r in state.get("throttle", ()))
 
 
 def _validate_config(cfg: dict) -> None:

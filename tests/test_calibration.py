@@ -127,8 +127,8 @@ def test_calibrate_then_validate_json(syn, tmp_path, capsys):
     png = tmp_path / "v.png"
     assert validate_cli([str(path), "--params", str(out), "--json", "--plot", str(png)]) == 0
     v = json.loads(capsys.readouterr().out)
-    assert set(v) == {"n", "mape", "max_ape", "spearman", "rows", "tuner_knobs"}
-    assert v["tuner_knobs"] == 0
+    assert set(v) == {"n", "mape", "max_ape", "spearman", "rows", "tuner_knobs", "slowed"}
+    assert v["tuner_knobs"] == 0 and v["slowed"] == 0
     assert v["n"] == len(recs) == len(v["rows"])
     assert set(v["rows"][0]) == {"id", "measured_ms", "predicted_ms", "ape"}
     assert v["mape"] < 0.01 and v["max_ape"] < 0.02 and v["spearman"] > 0.95
