@@ -28,7 +28,7 @@ from mok_model.errors import MokInputError
 from mok_model.fileio import read_json_lines, warn
 from mok_model.records import (LATENCY_MS, SCHEMA, model_key, read_records, record_bwd_tiles,
                                record_fp8_kernel, record_list_lag, record_source_order,
-                               record_where, validate_record)
+                               record_where, slowed, validate_record)
 
 from .fit import workload_key
 from .noise import pick_key
@@ -248,7 +248,7 @@ def report(pred_paths: list[str], runs: list[dict], by: list[str] = (), worst: i
     for path in pred_paths:
         preds = read_predictions(path)
         systems = sorted({p["system"] for p in preds}, key=lambda s: (s != "mok", s))
-        paired = []
+        paired, met_runs = [], []
         for engine in ENGINES:
             for system in systems:
                 pairs = match([p for p in preds if p["engine"] == engine and p["system"] == system],
@@ -257,6 +257,7 @@ def report(pred_paths: list[str], runs: list[dict], by: list[str] = (), worst: i
                     continue
                 met += len(pairs)
                 paired += [p for p, _ in pairs]
+                met_runs += [r for _, r in pairs]
                 print(f"registered {Path(path).name} {engine:8s} {system:10s}: "
                       f"{summary(pairs, system)}")
                 for name in by:
@@ -269,6 +270,10 @@ def report(pred_paths: list[str], runs: list[dict], by: list[str] = (), worst: i
                     print(line)
         if paired and (note := unmet_note(preds, paired, runs)):
             warn(f"{Path(path).name}: {note}")
+        if held := sum(slowed(r) for r in {id(r): r for r in met_runs}.values()):
+            print(f"note: {held} of the {len({id(r) for r in met_runs})} runs met were timed with "
+                  f"the SMs held below their clock (gpu_state.throttle names a power or thermal "
+                  f"cap)")
     return met
 
 

@@ -118,3 +118,25 @@ def test_validate_counts_the_records_timed_at_a_cap(tmp_path, capsys):
                             for r in recs))
     assert validate_cli(args) == 0
     assert "held below their clock" not in capsys.readouterr().out
+
+
+def test_registered_counts_the_runs_met_that_were_timed_at_a_cap(tmp_path, capsys):
+    """`calibration.registered` says how many of the runs its predictions met ran with the SMs
+    held (each run once, though the analytic and simulator lines both meet it)."""
+    from calibration.registered import main as registered
+
+    recs = read_records(["calibration/runs/h100/drawn34.jsonl"])
+    capped = {r["id"] for r in recs if r["system"] == "mok"}
+    capped = set(sorted(capped)[:3])
+    for r in recs:
+        if r["id"] in capped:
+            r["gpu_state"] = parse_gpu_state("1425, 1980, 696.10, 700.00, 0x4")
+    runs = tmp_path / "runs.jsonl"
+    runs.write_text("".join(json.dumps({k: v for k, v in r.items() if not k.startswith("_")}) + "\n"
+                            for r in recs))
+    pred = "calibration/predictions/h100_drawn34_2026-12-06.jsonl"
+    assert registered([pred, str(runs)]) == 0
+    assert "note: 3 of the 120 runs met were timed with the SMs held below their clock" in \
+        capsys.readouterr().out
+    assert registered([pred, "calibration/runs/h100/drawn34.jsonl"]) == 0
+    assert "held below their clock" not in capsys.readouterr().out
