@@ -625,10 +625,12 @@ def finish_gpu_state_probe(probe: subprocess.Popen | None) -> dict[str, Any] | N
 
 
 def parse_gpu_state(text: str) -> dict[str, Any] | None:
-    """gpu_state from one line of GPU_STATE_QUERY's answer (csv, no header, no units); a field
+    """gpu_state from GPU_STATE_QUERY's answer (csv, no header, no units): its first line of as
+    many fields as the query names (a warning nvidia-smi prints first is passed over); a field
     the GPU does not report ("[N/A]", "[Not Supported]") is left out; None if none is usable."""
-    fields = [f.strip() for f in (text.strip().splitlines() or [""])[0].split(",")]
-    if len(fields) != len(GPU_STATE_NUMBERS) + 1:
+    lines = [[f.strip() for f in line.split(",")] for line in text.splitlines()]
+    fields = next((f for f in lines if len(f) == len(GPU_STATE_NUMBERS) + 1), None)
+    if fields is None:
         return None
     state: dict[str, Any] = {}
     for key, field in zip(GPU_STATE_NUMBERS, fields):

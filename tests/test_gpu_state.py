@@ -32,6 +32,10 @@ from mok_model.records import read_records, slowed, validate_record
       "throttle": ["other"]}),
     ("1410, 1980, 650, 700, [N/A]",
      {"sm_mhz": 1410.0, "sm_max_mhz": 1980.0, "power_w": 650.0, "power_limit_w": 700.0}),
+    # a warning line first is passed over
+    ("WARNING: infoROM is corrupted at gpu 0000:18:00.0\n1980, 1980, 146.52, 700.00, 0x0",
+     {"sm_mhz": 1980.0, "sm_max_mhz": 1980.0, "power_w": 146.52, "power_limit_w": 700.0,
+      "throttle": []}),
     # nothing usable: no field
     ("", None), ("No devices were found", None), ("1980, 1980, 700", None),
     ("[N/A], [N/A], [N/A], [N/A], [N/A]", None), ("nan, -1, inf, x, zz", None),
