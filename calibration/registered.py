@@ -270,10 +270,10 @@ def report(pred_paths: list[str], runs: list[dict], by: list[str] = (), worst: i
                     print(line)
         if paired and (note := unmet_note(preds, paired, runs)):
             warn(f"{Path(path).name}: {note}")
-        if held := sum(slowed(r) for r in {id(r): r for r in met_runs}.values()):
-            print(f"note: {held} of the {len({id(r) for r in met_runs})} runs met were timed with "
-                  f"the SMs held below their clock (gpu_state.throttle names a power or thermal "
-                  f"cap)")
+        once = {id(r): r for r in met_runs}.values()   # both engines meet each run
+        if held := sum(map(slowed, once)):
+            print(f"note: {held} of the {len(once)} runs met were timed with the SMs held below "
+                  f"their clock (gpu_state.throttle names a power or thermal cap)")
     return met
 
 
