@@ -89,7 +89,7 @@ VARIANTS = [("first path", dict(w_flat=False, fuse=False, bw=128)),
             ("saved_gu, bn_a 64", dict(saved=True)),
             ("saved_gu, bn_a 128", dict(saved=True, bn_a=128))]
 
-# README table (calibration/runs/h200/bwd_grid.jsonl, uniform routing, 2026-12-01): backward MoK
+# README table (calibration/runs/h200/bwd_grid.jsonl.gz, uniform routing, 2026-12-01): backward MoK
 # (default tiles, best of 4 knob settings), GEMMs alone, torch autograd, ms
 GRID_UNIFORM = {("glm-5", 1024): (6.20, 2.99, 4.36), ("glm-5", 2048): (10.48, 5.23, 7.35),
                 ("glm-5", 4096): (18.54, 8.96, 13.37), ("kimi-k2", 1024): (8.86, 3.77, 5.37),

@@ -23,12 +23,13 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from mok_model.cli import doc_parser, run_tool  # noqa: E402
 from mok_model.errors import MokInputError  # noqa: E402
+from mok_model.fileio import file_text  # noqa: E402
 
 
 def _times(path: Path) -> dict[tuple, float]:
     """MoK median latency (ms) per workload and knob setting."""
     out = {}
-    for line in path.open():
+    for line in file_text(path).splitlines():     # plain or archived (.jsonl.gz)
         r = json.loads(line)
         if r["system"] != "mok":
             continue

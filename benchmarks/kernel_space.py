@@ -1,6 +1,6 @@
 """MoK against the same rank's GEMMs alone over the model space, from space-sweep records.
 
-    python benchmarks/kernel_space.py calibration/runs/h200_space/space.jsonl
+    python benchmarks/kernel_space.py calibration/runs/h200_space/space.jsonl.gz
 
 Per model preset (or model file: its name) and token band (64-512 tokens per GPU: decode-size;
 1K-8K), over the workloads of the records (EP x tokens x routing): the ratio best measured MoK
@@ -10,7 +10,7 @@ the records hold (the space sweep times 4 per workload), so it is an upper bound
 kernel's ratio. Only MoK records of today's kernel count (records.ran_todays_choices: the down
 blocks an item walks as the layer picks them today, and records.todays_kernel: not the
 wide-expert presets' runs before group_m, nor the forwards that ran a zero shared expert before
-2026-12-01, measured again in calibration/runs/h200_space/space_noshared.jsonl); a workload
+2026-12-01, measured again in calibration/runs/h200_space/space_noshared.jsonl.gz); a workload
 measured again takes its latest GEMMs-alone record and the best MoK record of the same run
 (file), never a better MoK run of another day. Hot records of the draw before
 2026-12-01 that gave expert 0 more than its share (records.hot_reproduced: mixtral,

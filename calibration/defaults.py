@@ -13,7 +13,7 @@
   compute terms fitted to the real 2-GPU megakernel runs (calibration/runs/h200x2/bench_*.jsonl,
   MoK records; the fabric values stay as measured) and the NCCL terms to the nccl-torch ones.
 - h200-1: `mok calibrate` on the committed H200 runs (microbenchmarks, then the megakernel sweeps:
-  calibration/runs/h200/ at EP 16 and the space sweep calibration/runs/h200_space/space.jsonl)
+  calibration/runs/h200/ at EP 16 and the space sweep calibration/runs/h200_space/space.jsonl.gz)
   from those priors, with the GEMM efficiency table of the kernel's own GEMM phases
   (mok_model/params/gemm/h200-1.json; gemm_eff not fitted; the forward push/push records of the
   kernel with runtime mode words, before 2026-12-03 15:02 UTC, left out as another kernel:
@@ -21,7 +21,7 @@
   the FP8 forward's terms fitted to the
   default-variant backward and FP8 records of calibration/runs/h200/ (calibration/passes.py,
   everything else held), and the Gluon FP8 kernel's (fp8_gluon_gemm_eff, fp8_gluon_copy_scale)
-  to its 36 records of calibration/runs/h200_gluon/fp8_gluon.jsonl (none held out since the
+  to its 36 records of calibration/runs/h200_gluon/fp8_gluon.jsonl.gz (none held out since the
   refit of 2026-12-02: passes.FIT_HELD_OUT).
   h200-hgx8 takes those terms as fitted on h200-1 (same GPU and kernels;
   no backward or FP8 run on two GPUs yet).
@@ -48,7 +48,7 @@ runs: a few minutes more), every other value held as shipped (the groups share n
 so this is what the full run's last step writes for the group; groups added after the last
 full run: fp8-gluon in session 26, bwd-train, the backward on the layer's training tiles, in
 session 33; --replace fits a group the file holds again, e.g. when new records of it arrive:
-every calibration/runs/h200/*.jsonl is read, so a new sweep there, such as bwd_train_s33.jsonl,
+every calibration/runs/h200/*.jsonl[.gz] is read, so a new sweep there, such as bwd_train_s33.jsonl,
 enters without a code change).
 
 Every fitted file also gets the fit's uncertainty block (a bootstrap over whole workloads,
@@ -65,7 +65,7 @@ from pathlib import Path
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
 from mok_model.params import PARAMS_DIR, Params, read_fit_record, read_params, write_params
-from mok_model.records import append_records, read_records
+from mok_model.records import append_records, read_records, record_files
 
 from mok_model.presets import load_hardware
 
@@ -86,40 +86,40 @@ RUNS = Path(__file__).parent / "runs" / "published" / "gb300_table1.jsonl"
 # the latest of each) and the space sweep (11 presets x EP 4-32 x 64-8192 tokens x 3 routings:
 # without it the shipped fit saw EP 16 only and predicted the sweep with 12.4% MAPE)
 H200_RUNS = ([Path(__file__).parent / "runs" / "h200" / f
-              for f in ("micro.jsonl", "mok_sweep.jsonl", "bench_megakernel.jsonl")]
+              for f in ("micro.jsonl", "mok_sweep.jsonl.gz", "bench_megakernel.jsonl")]
              + [Path(__file__).parent / "runs" / "h200_v4" / "micro.jsonl",
-                Path(__file__).parent / "runs" / "h200_space" / "space.jsonl",
-                Path(__file__).parent / "runs" / "h200_space" / "space_noshared.jsonl",
-                Path(__file__).parent / "runs" / "h200_space" / "space_mixtral_split.jsonl",
+                Path(__file__).parent / "runs" / "h200_space" / "space.jsonl.gz",
+                Path(__file__).parent / "runs" / "h200_space" / "space_noshared.jsonl.gz",
+                Path(__file__).parent / "runs" / "h200_space" / "space_mixtral_split.jsonl.gz",
                 # today's kernel, 2026-12-02: the sweep's first 132 workloads again (no drift
                 # from the records above) and the space at 128 / 512 tokens (session 23)
-                Path(__file__).parent / "runs" / "h200_space" / "space_v2.jsonl",
-                Path(__file__).parent / "runs" / "h200_space" / "space_t128_512.jsonl",
+                Path(__file__).parent / "runs" / "h200_space" / "space_v2.jsonl.gz",
+                Path(__file__).parent / "runs" / "h200_space" / "space_t128_512.jsonl.gz",
                 # seed 13's drawn shapes on the copy loop that loads its indices ahead (session
                 # 39, megakernel.py gather_chunks): the only records of today's loop, so
                 # copy_gbps_per_sm is its rate and serial_copy_scale the old loop's over it
-                # (seed 14's run of the same day stays held out: h200_drawn/drawn14_ahead.jsonl)
-                Path(__file__).parent / "runs" / "h200_space" / "drawn13_ahead.jsonl",
+                # (seed 14's run of the same day stays held out: h200_drawn/drawn14_ahead.jsonl.gz)
+                Path(__file__).parent / "runs" / "h200_space" / "drawn13_ahead.jsonl.gz",
                 # the "pipe" loop (session 40: seed 14's drawn shapes) and the "runs" loop
                 # (session 41: ten presets at EP 8 / 32, the narrow presets' comm SMs); seeds 15
                 # and 16, the presets at EP 16 zipf and mixtral at EP 8 of the same day stay
                 # held out (h200_drawn/drawn15_pipe, drawn16_runs; h200_space/
                 # presets_zipf_ep16_s41, mixtral_ep8_s41)
-                Path(__file__).parent / "runs" / "h200_drawn" / "drawn14_pipe.jsonl",
-                Path(__file__).parent / "runs" / "h200_space" / "presets_s41.jsonl",
+                Path(__file__).parent / "runs" / "h200_drawn" / "drawn14_pipe.jsonl.gz",
+                Path(__file__).parent / "runs" / "h200_space" / "presets_s41.jsonl.gz",
                 Path(__file__).parent / "runs" / "h200_narrow" / "narrow_comm_s41.jsonl"])
 # the megakernel's own GEMM phases on the space-sweep workloads (system mok-gemm; today's variants:
 # the presets without a shared expert measured again without the zero shared slot, mixtral-8x7b
 # again with split_dn chosen from the shape, 2026-12-01; mixtral-8x7b at 384-1024 tokens between
 # those points and six narrow-expert shapes at H 4096 / 7168 (calibration/table_shapes/),
 # 2026-12-02; the space's first 72 workloads again and its 128 / 512-token points, session 23), as
-# a table (python -m calibration.gemm_table calibration/runs/h200_space/gemm_phases.jsonl
-# calibration/runs/h200_space/gemm_phases_noshared.jsonl
+# a table (python -m calibration.gemm_table calibration/runs/h200_space/gemm_phases.jsonl.gz
+# calibration/runs/h200_space/gemm_phases_noshared.jsonl.gz
 # calibration/runs/h200_space/gemm_phases_mixtral_split.jsonl
 # calibration/runs/h200_drawn/mixtral_gemm_check.jsonl
 # calibration/runs/h200_space/gemm_phases_narrow.jsonl
 # calibration/runs/h200_space/gemm_phases_v2.jsonl
-# calibration/runs/h200_space/gemm_phases_t128_512.jsonl --system mok-gemm --out
+# calibration/runs/h200_space/gemm_phases_t128_512.jsonl.gz --system mok-gemm --out
 # mok_model/params/gemm/h200-1.json): h200-1's GEMM efficiency, gemm_eff not fitted
 H200_GEMM_TABLE = PARAMS_DIR / "gemm" / "h200-1.json"
 FREE = ["gemm_eff", "mok_fixed_us", "wgrad_bytes_per_weight", "host_launch_scale", "nccl_eff"]
@@ -249,16 +249,17 @@ def transferred(block: dict | None, source: str, drop: list[str]) -> dict | None
 
 PASS_RUNS = Path(__file__).parent / "runs" / "h200"
 # the Gluon FP8 kernel's records (session 26, 2026-12-02; their BF16 records are not a pass group)
-# (fp8_gluon.jsonl; since session 27 the two registered runs of session 26, the 128 / 512-token
-# runs and the 32 / 48 / 64 comm-program runs too; drawn9.jsonl, the seed-9 shapes, held out)
-PASS_GLUON_RUNS = [Path(__file__).parent / "runs" / "h200_gluon" / f"{name}.jsonl"
-                   for name in ("fp8_gluon", "registered", "registered2", "small",
-                                "comm_programs")]
+# (fp8_gluon.jsonl.gz; since session 27 the two registered runs of session 26, the 128 / 512-token
+# runs and the 32 / 48 / 64 comm-program runs too; drawn9.jsonl.gz, the seed-9 shapes, held out)
+PASS_GLUON_RUNS = [Path(__file__).parent / "runs" / "h200_gluon" / name
+                   for name in ("fp8_gluon.jsonl.gz", "registered.jsonl", "registered2.jsonl",
+                                "small.jsonl", "comm_programs.jsonl")]
 
 
 def pass_files() -> list[Path]:
-    """The run files the pass groups are fitted to (calibration/passes.py)."""
-    return sorted(PASS_RUNS.glob("*.jsonl")) + PASS_GLUON_RUNS
+    """The run files the pass groups are fitted to (calibration/passes.py): every record file
+    of calibration/runs/h200/ (plain or archived), then the Gluon FP8 kernel's."""
+    return record_files(PASS_RUNS) + PASS_GLUON_RUNS
 
 
 def pass_sources(res, records: list[dict], root: Path, base_sources: dict) -> tuple[dict, list]:
@@ -375,8 +376,8 @@ def fit_h200_hgx8(root: Path) -> None:
     """h200-hgx8 from two real H200s: fabric from microbenchmarks, then compute and NCCL terms
     from the 2-GPU layer runs (fabric values kept as measured)."""
     rel = lambda p: str(p.relative_to(root))  # noqa: E731
-    micro_files = sorted(H200X2.glob("nvlink_micro_*.jsonl"))
-    layer_files = sorted(H200X2.glob("bench_*.jsonl"))
+    micro_files = record_files(H200X2, "nvlink_micro_*.jsonl")
+    layer_files = record_files(H200X2, "bench_*.jsonl")
     base = prior_params("h200-hgx8", HOPPER)
     fab = fit_fabric(read_records(micro_files), base, load_hardware("h200-hgx8"))
     runs = read_records(layer_files)

@@ -14,7 +14,7 @@ h200*/, the space sweep included: mok_kernels/bench.py run_gemm_only) times torc
 the library's grouped GEMM that nccl-torch runs (calibration/fit_gemm.py fits torch_gemm_eff to
 them): from those, only a `--relative` table is honest (the library's shape trend, at the level
 gemm_eff fits for the megakernel). The megakernel's own GEMM phases are system `mok-gemm`
-(mok_kernels/bench.py run_mok_gemm; calibration/runs/h200_space/gemm_phases.jsonl): the shipped
+(mok_kernels/bench.py run_mok_gemm; calibration/runs/h200_space/gemm_phases.jsonl.gz): the shipped
 h200-1 table is `--system mok-gemm` on that file (docs/calibration.md).
 """
 

@@ -43,7 +43,8 @@ from mok_model.fileio import (atomic_write_text, check_output_file, deferred_war
                               flush_warnings)
 from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, ORDER_GAPS, SCHEMA, fingerprint, group_key
 from mok_model.records import (in_id_order, predictable, read_records, record_bwd_tiles,
-                               record_fp8_kernel, superseded_kernel, workload_key)
+                               record_files, record_fp8_kernel, superseded_kernel,
+                               workload_key)
 
 from .checks import required_text, shipped_params
 from .defaults import H200_RUNS
@@ -53,19 +54,20 @@ from .transfer import HOPPER_PASS_RUNS, HOPPER_PHASES
 ROOT = Path(__file__).resolve().parents[1]
 HELDOUT_RUNS = {"h200-1": sorted(
     ({str(p.relative_to(ROOT)) for d in ("h200_drawn", "h200_unseen")
-     for p in (ROOT / "calibration" / "runs" / d).glob("*.jsonl")}
+     for p in record_files(ROOT / "calibration" / "runs" / d)}
     # the Gluon FP8 pass on the seed-9 and seed-10 shapes (sessions 27, 29; the fp8-gluon fit
     # reads the other h200_gluon files, calibration/defaults.py PASS_GLUON_RUNS)
-    | {"calibration/runs/h200_gluon/drawn9.jsonl", "calibration/runs/h200_gluon/drawn10.jsonl",
+    | {"calibration/runs/h200_gluon/drawn9.jsonl.gz",
+       "calibration/runs/h200_gluon/drawn10.jsonl.gz",
        # the presets at EP 16 zipf and mixtral at EP 8 on the "runs" loop (session 41)
-       "calibration/runs/h200_space/presets_zipf_ep16_s41.jsonl",
+       "calibration/runs/h200_space/presets_zipf_ep16_s41.jsonl.gz",
        "calibration/runs/h200_space/mixtral_ep8_s41.jsonl"})
     # minus what h200-1's fit reads (session 41: seed 14's "pipe" runs joined it)
     - {str(p.resolve().relative_to(ROOT)) for p in H200_RUNS}),
     # the H100 records no fit reads: h100-1 is h200-1 transferred (session 28), its GEMM lookup
     # fitted to GEMM phases (session 57), its stage-2 terms to pass runs (session 59)
     "h100-1": sorted({str(p.relative_to(ROOT))
-                      for p in (ROOT / "calibration" / "runs" / "h100").glob("*.jsonl")}
+                      for p in record_files(ROOT / "calibration" / "runs" / "h100")}
                      - set(HOPPER_PHASES) - set(HOPPER_PASS_RUNS))}
 
 

@@ -27,7 +27,7 @@ import numpy as np
 
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
-from mok_model.records import predictable, read_records, record_where, workload_key
+from mok_model.records import predictable, read_records, record_files, record_where, workload_key
 from mok_model.scenario import KNOBS
 
 from .checks import params_file
@@ -152,7 +152,7 @@ def report(a) -> None:
         if a.params is not None:
             raise MokInputError("--params applies to given run files; the 2-GPU report fits "
                                 "its own held-out parameters")
-        runs = read_records(sorted(H200X2.glob("bench_*.jsonl")))
+        runs = read_records(record_files(H200X2, "bench_*.jsonl"))
         a.by = a.by or "tokens"
         fits = held_out_fits(runs)
         mok = [r for r in runs if r["system"] == "mok" and predictable(r)]

@@ -1,7 +1,7 @@
 """Registered predictions against the runs they were registered for (before any refit).
 
     python -m calibration.registered calibration/predictions/h100_drawn25_2026-12-05.jsonl \\
-        calibration/runs/h100/drawn25.jsonl [--by model,ep,tokens,routing] [--worst 5]
+        calibration/runs/h100/drawn25.jsonl.gz [--by model,ep,tokens,routing] [--worst 5]
 
 A prediction (calibration.register, committed before the runs) meets the record of its run by
 system, model, EP, tokens, routing (with its seed), pass, precision, the four knobs, the work list's lag and the

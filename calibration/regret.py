@@ -14,7 +14,6 @@ Nothing is invented: without sweeps in the records the script says so and exits 
 from __future__ import annotations
 
 import argparse
-import glob
 import json
 import math
 import sys
@@ -25,7 +24,7 @@ import numpy as np
 from mok_model.cli import doc_parser, int_at_least, run_tool
 from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params, read_params
-from mok_model.records import predictable, read_records, superseded_kernel
+from mok_model.records import predictable, read_records, record_files, superseded_kernel
 from mok_model.scenario import ENGINES, Config, default_config
 from mok_model.tuner import tune
 
@@ -107,7 +106,7 @@ def refit_params(train: list[dict], hardware: str, free: list[str] | None = None
 
 def main(argv: list[str] | None = None) -> int:
     p = doc_parser("python -m calibration.regret", __doc__)
-    p.add_argument("runs", nargs="*", help="run-record files (default: calibration/runs/h200/*.jsonl)")
+    p.add_argument("runs", nargs="*", help="run-record files (default: calibration/runs/h200/*.jsonl[.gz])")
     p.add_argument("--params", default=None, help="parameters file (default: the hardware's own)")
     p.add_argument("--refit-by", default=None, help="score each workload with a fit that held "
                    "out its group of this key (tokens, model, ...)")
@@ -142,7 +141,7 @@ def _check_flags(a: argparse.Namespace) -> None:
 
 def _run(a: argparse.Namespace) -> int:
     _check_flags(a)
-    files = a.runs or sorted(glob.glob(str(H200_RUNS / "*.jsonl")))
+    files = a.runs or [str(f) for f in record_files(H200_RUNS)]
     if not files:
         print(f"no run-record files given and none in {H200_RUNS}: no regret to report")
         return 0

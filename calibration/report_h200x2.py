@@ -31,7 +31,7 @@ import numpy as np
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.presets import load_hardware
-from mok_model.records import model_key, predictable, read_records, routing_reproduced, routing_spec
+from mok_model.records import model_key, predictable, read_records, record_files, routing_reproduced, routing_spec
 
 from .defaults import H200X2, fit_h200x2_layers
 from .fit import workload_key
@@ -54,7 +54,7 @@ def registered(runs: list[dict], pattern: str = "h200x2_*.jsonl") -> None:
 def held_out_fits(runs: list[dict]) -> dict:
     """(key, held-out value) -> the layer parameters fitted without the records of that token
     count or model (its gemm-only records too), for key "tokens" and "model"."""
-    micro = read_records(sorted(H200X2.glob("nvlink_micro_*.jsonl")))
+    micro = read_records(record_files(H200X2, "nvlink_micro_*.jsonl"))
     fab = fit_fabric(micro, prior_params("h200-hgx8", HOPPER), load_hardware("h200-hgx8"))
     layer = [r for r in runs if r["system"] in ("mok", "nccl-torch") and predictable(r)]
     fits = {}
@@ -139,7 +139,8 @@ def real_over_emulated(runs: list[dict]) -> None:
         return (model_key(r), r["ep"], r["tokens"], routing_spec(r), json.dumps(r["config"],
                                                                                sort_keys=True))
     emulated = {key(r): r["latency_ms"]["median"] for r in
-                read_records(sorted(H200X2.glob("emulated_same_rank*.jsonl"))) if r["system"] == "mok"}
+                read_records(record_files(H200X2, "emulated_same_rank*.jsonl"))
+                if r["system"] == "mok"}
     by: dict[str, list[float]] = collections.defaultdict(list)
     for r in runs:
         if r["system"] == "mok" and key(r) in emulated:
@@ -152,7 +153,7 @@ def real_over_emulated(runs: list[dict]) -> None:
 
 
 def main() -> None:
-    runs = read_records(sorted(H200X2.glob("bench_*.jsonl")))
+    runs = read_records(record_files(H200X2, "bench_*.jsonl"))
     registered(runs)
     held_out(runs)
     transfer(runs)

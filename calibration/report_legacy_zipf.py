@@ -4,7 +4,7 @@ the same records predicted in the model's own order and the uniform, hot and new
 the same files; shipped parameters, no refit.
 
     python -m calibration.report_legacy_zipf --params mok_model/params/h200-1.json \\
-        calibration/runs/h200/*.jsonl calibration/runs/h200_space/space.jsonl [--sim-every K]
+        calibration/runs/h200/*.jsonl* calibration/runs/h200_space/space.jsonl.gz [--sim-every K]
 
 Per group: records, MAPE, max error, signed mean, Spearman within workloads (configurations of
 one workload, >= 3). --sim-every K adds the simulator on every K-th record of each group.

@@ -2,7 +2,7 @@
 
     python -m calibration.report_passes [RUN_FILES...] [--params FILE] [--old] [--sim] [--json]
 
-RUN_FILES default to calibration/runs/h200/*.jsonl. For each group ("bwd": backward MoK records,
+RUN_FILES default to calibration/runs/h200/*.jsonl[.gz]. For each group ("bwd": backward MoK records,
 "bwd-train": those on the layer's training tiles, "fp8": FP8 forward MoK records; default kernel
 variants only, the training tiles for bwd-train, calibration/passes.py), the group's
 free parameters (passes.PASS_FREE) are refitted leaving out each model in turn and each token
@@ -31,7 +31,7 @@ import numpy as np
 from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.params import Params, load_params
-from mok_model.records import in_id_order, read_records, routing_reproduced
+from mok_model.records import in_id_order, read_records, record_files, routing_reproduced
 
 from .checks import params_file
 from .passes import GROUPS, PASS_FREE, record_value, fit_passes, held_out, pass_group, pass_records
@@ -185,7 +185,7 @@ def render(doc: dict, out=sys.stdout) -> None:
 def main(argv: list[str] | None = None) -> int:
     p = MokParser(prog="python -m calibration.report_passes", description=__doc__,
                   formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("runs", nargs="*", help="run-record files (default calibration/runs/h200/*.jsonl)")
+    p.add_argument("runs", nargs="*", help="run-record files (default calibration/runs/h200/*.jsonl[.gz])")
     p.add_argument("--params", help="parameters file holding the forward values "
                                     "(default the shipped h200-1)")
     p.add_argument("--old", action="store_true",
@@ -196,7 +196,7 @@ def main(argv: list[str] | None = None) -> int:
         a = p.parse_args(argv)
         base = params_file(a.params, "--params") if a.params is not None \
             else load_params(None, "h200-1")
-        files = a.runs or sorted(str(f) for f in RUNS.glob("*.jsonl"))
+        files = a.runs or [str(f) for f in record_files(RUNS)]
         # one canonical order (the records' ids): the folds' fits do not follow the files' order
         records = in_id_order(read_records(files))
         # the pass records, and the BF16 forward MoK records of the files that hold FP8 ones

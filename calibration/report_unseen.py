@@ -2,7 +2,7 @@
 shapes, calibration/runs/h200_unseen/): per pass and engine, MAPE, max and signed error,
 Spearman within workloads and the tuner's regret among each workload's measured MoK settings.
 
-    python -m calibration.report_unseen calibration/runs/h200_unseen/unseen.jsonl \\
+    python -m calibration.report_unseen calibration/runs/h200_unseen/unseen.jsonl.gz \\
         calibration/runs/h200_unseen/unseen_bwd.jsonl [--hardware h200-1] [--params FILE]
 
 (`calibration.registered` compares predictions registered before a run; this one predicts with

@@ -73,7 +73,7 @@ from mok_model.gemm_table import GemmTable, read_table
 from mok_model.params import PARAMS_DIR, Params, read_params
 from mok_model.predict import predict
 from mok_model.presets import load_hardware
-from mok_model.records import read_records, record_scenario
+from mok_model.records import read_records, record_files, record_scenario
 from mok_model.scenario import default_config
 
 from .defaults import H200X2, RUNS, transferred
@@ -164,9 +164,10 @@ HOPPER_FREE = ("hbm_gbps", "tensor_eff")
 # records. Registered for seed 25 before its run (7.4 / 6.5 % MAPE against the transfer's 8.3 /
 # 7.6 %) and seed 26 (5.8 / 5.5 % against 5.8 / 5.7 %): docs/calibration.md "Session 59". Seeds
 # 25 and 26 and the FP8 runs stay out, h100-1's held-out set (calibration/heldout_errors.py).
-HOPPER_PASS_RUNS = tuple(f"calibration/runs/h100/{name}.jsonl" for name in (
-    "drawn8", "drawn9", "drawn21", "drawn21g", "drawn22", "drawn22_rerun", "drawn23", "drawn24",
-    "push_lanes", "push_binds"))
+HOPPER_PASS_RUNS = tuple(f"calibration/runs/h100/{name}" for name in (
+    "drawn8.jsonl.gz", "drawn9.jsonl.gz", "drawn21.jsonl.gz", "drawn21g.jsonl.gz",
+    "drawn22.jsonl.gz", "drawn22_rerun.jsonl.gz", "drawn23.jsonl.gz", "drawn24.jsonl.gz",
+    "push_lanes.jsonl.gz", "push_binds.jsonl"))
 
 
 def hopper_table() -> Path:
@@ -239,7 +240,7 @@ def fabric_params(source: str = "h200-1", host: bool = False) -> Params:
     inside, alone = read_params(h200)["copy_gbps_per_sm"], stages["micro"]["values"]["copy_gbps_per_sm"]
     sources = {k: f"transferred from {source} ({FABRIC_WHY}): {v}" for k, v in src.sources.items()}
     base = Params(src.values, target, None, [], sources).with_table(src.gemm_table)
-    micro = read_records(sorted(H200X2.glob("nvlink_micro_*.jsonl")))
+    micro = read_records(record_files(H200X2, "nvlink_micro_*.jsonl"))
     fab = fit_fabric(micro, base, load_hardware(target))
     values, sources = dict(fab.params.values), dict(fab.params.sources)
     for name, f in fab.fitted.items():

@@ -630,7 +630,7 @@ def resolve_layer(layer: Any) -> tuple[Any, str]:
     given = {k: getattr(cfg, k) for k in KNOBS if getattr(cfg, k) is not None}
     group_mode = layer.group is not None and not getattr(layer, "local_group", False)
     # the lag is chosen only where it was tested and measured: BF16, ranks emulated or virtual
-    # on one GPU without a group (GPU tests, calibration/runs/h200_drawn/lag_sweep.jsonl)
+    # on one GPU without a group (GPU tests, calibration/runs/h200_drawn/lag_sweep.jsonl.gz)
     lag = cfg.list_lag or (1 if layer.group is not None or cfg.precision != "bf16" else None)
     if len(given) == len(KNOBS):
         return dataclasses.replace(cfg, list_lag=lag or 1), "given"

@@ -2,7 +2,7 @@
 
     python -m mok_kernels.space_sweep --plan-out PLAN.jsonl          # CPU: the planned MoK records
     PYTHONPATH=. python3 -m mok_kernels.space_sweep --out $OUT/space.jsonl --deadline-s 400 \\
-        [--models kimi-k2,glm-5] [--skip-done calibration/runs/h200_space/space.jsonl] \\
+        [--models kimi-k2,glm-5] [--skip-done calibration/runs/h200_space/space.jsonl.gz] \\
         [--compile-only] [--gemm-phases]
     python -m mok_kernels.space_sweep --shapes A.toml,B.toml --per-shape 4 --tokens 96,1536 \
         --plan-out PLAN.jsonl        # model files (calibration/draw_shapes.py) instead of presets

@@ -276,9 +276,10 @@ JSON_INT_MAX = int(sys.float_info.max)
 def read_json_lines(path: str | os.PathLike, kind: str, what: str,
                     check: Callable[[Any], None]) -> Iterator[tuple[str, int, Any]]:
     """(where, line number, object) of every non-blank line of a JSON-lines `kind` file holding
-    `what` (e.g. "run-record", "run records"), each passed to `check` first. A missing, non-UTF-8
-    or empty file, a line that is not JSON or one `check` refuses (MokInputError) stops the reader
-    with its file and line."""
+    `what` (e.g. "run-record", "run records"), each passed to `check` first; a NAME.gz file is
+    read as gzip-compressed JSON lines (an archived record file). A missing, non-UTF-8 or empty
+    file, a .gz file that is not whole gzip data, a line that is not JSON or one `check` refuses
+    (MokInputError) stops the reader with its file and line."""
     if not str(path).strip():
         raise MokInputError(f"{str(path)!r}: an empty path; name a {kind} file")
     _nameable(path, f"{kind} file")
@@ -287,14 +288,15 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
         raise MokInputError(f"{path}: no such {kind} file"
                             + (" (it is a folder)" if path.is_dir() else ""))
     try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as exc:
-        if (bad := path_input_error(exc)) is None:
+        text = file_text(path)
+    except UnicodeDecodeError as exc:
+        raise MokInputError(f"{path}: not UTF-8 text (byte {exc.start}"
+                            f"{' of its content' if path.name.endswith('.gz') else ''}); {what} "
+                            f"are JSON lines") from None
+    except Exception as exc:    # OSError; gzip's errors (zlib.error is no OSError)
+        if (bad := _read_error(path, exc, kind, what)) is None:
             raise
         raise bad from None
-    except UnicodeDecodeError as exc:
-        raise MokInputError(f"{path}: not UTF-8 text (byte {exc.start}); {what} are JSON "
-                            f"lines") from None
     if not text.strip():
         raise MokInputError(f"{path}: holds no {what} (an empty file)")
     for lineno, line in enumerate(text.split("\n"), 1):
@@ -310,6 +312,35 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
         except MokInputError as exc:
             raise MokInputError(f"{where}: {exc}") from None
         yield where, lineno, obj
+
+
+def file_text(path: str | os.PathLike) -> str:
+    """A text file's text as Path.read_text reads it (UTF-8; CR LF and CR read as LF), a NAME.gz
+    file's decompressed first (an archived record file, calibration/archive.py). Raises what
+    reading raises: OSError, UnicodeDecodeError, and for a .gz file that is not whole gzip data
+    gzip.BadGzipFile, EOFError or zlib.error (read_json_lines turns each into one line)."""
+    path = Path(path)
+    if not path.name.endswith(".gz"):
+        return path.read_text(encoding="utf-8")
+    import gzip  # late: 2 ms to import, and only an archived file needs it
+
+    raw = gzip.decompress(path.read_bytes())
+    return raw.decode("utf-8").replace("\r\n", "\n").replace("\r", "\n")
+
+
+def _read_error(path: Path, exc: Exception, kind: str, what: str) -> MokInputError | None:
+    """The one-line MokInputError of a file that could not be read where it is the input's
+    fault (path_input_error; a .gz file that is not whole gzip data), None otherwise."""
+    if isinstance(exc, OSError) and (bad := path_input_error(exc)) is not None:
+        return bad
+    if path.name.endswith(".gz"):
+        import gzip
+        import zlib
+
+        if isinstance(exc, (gzip.BadGzipFile, EOFError, zlib.error)):
+            return MokInputError(f"{path}: not a whole gzip file ({exc}); a .gz {kind} file "
+                                 f"holds {what} as gzip-compressed JSON lines")
+    return None
 
 
 def _not_a_json_number(text: str):

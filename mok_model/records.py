@@ -290,10 +290,21 @@ def _validate_gpu_state(state) -> None:
             raise MokInputError(f"gpu_state.{k}={v!r} must be a number >= 0")
 
 
+# a clock at or above this share of the card's maximum is not held, whatever the reasons say: the
+# H200's software power cap bit was set on 594 of 1,175 records of session 68, 353 of them at
+# 98-100 % of the maximum SM clock (docs/calibration.md "Session 68")
+HELD_BELOW = 0.98
+
+
 def slowed(rec: dict) -> bool:
-    """Whether the record's gpu_state says the SMs ran held below their clock (SLOWDOWN_REASONS)."""
+    """Whether the record's gpu_state says the SMs ran held below their clock: a slowdown reason
+    (SLOWDOWN_REASONS) and, where both clocks were read, an SM clock under HELD_BELOW of the
+    maximum."""
     state = rec.get("gpu_state")
-    return isinstance(state, dict) and any(r in SLOWDOWN_REASONS for r in state.get("throttle", ()))
+    if not isinstance(state, dict) or not any(r in SLOWDOWN_REASONS for r in state.get("throttle", ())):
+        return False
+    sm, top = state.get("sm_mhz"), state.get("sm_max_mhz")
+    return sm is None or not top or sm < HELD_BELOW * top
 
 
 def _validate_config(cfg: dict) -> None:
@@ -310,8 +321,31 @@ def _validate_config(cfg: dict) -> None:
         raise MokInputError(f"config.capacity={v!r} must be a number in (0, 1]")
 
 
+def archived(path: str | os.PathLike) -> bool:
+    """Whether `path` names an archived record file: NAME.jsonl compressed with gzip as
+    NAME.jsonl.gz (python -m calibration.archive), read by every reader as NAME.jsonl was, never
+    appended to (README "Contract extensions")."""
+    return str(path).endswith(".gz")
+
+
+def record_files(directory: str | os.PathLike, pattern: str = "*.jsonl") -> list[Path]:
+    """The record files in `directory` that `pattern` (a glob ending in .jsonl, e.g.
+    "bench_*.jsonl"; "**/*.jsonl" for every folder below) names, each as it lies: NAME.jsonl or
+    its archive NAME.jsonl.gz; sorted. A file lying both ways is refused (its records twice)."""
+    if not pattern.endswith(".jsonl"):
+        raise ValueError(f"record_files: pattern {pattern!r} must end in .jsonl")
+    d = Path(directory)
+    plain, packed = set(d.glob(pattern)), set(d.glob(pattern + ".gz"))
+    both = sorted(p for p in plain if p.with_name(p.name + ".gz") in packed)
+    if both:
+        raise MokInputError(f"{both[0]} and {both[0].name}.gz: one record file both plain and "
+                            f"archived (its records twice); remove one")
+    return sorted(plain | packed)
+
+
 def read_records(paths: Iterable[str | os.PathLike]) -> list[dict]:
-    """Read and validate every record in the given JSONL files; ids must be unique."""
+    """Read and validate every record in the given JSONL files (NAME.jsonl, or NAME.jsonl.gz
+    archived); ids must be unique."""
     out: list[dict] = []
     seen: dict[str, str] = {}
     for path in paths:
@@ -341,7 +375,11 @@ def in_id_order(records: Iterable[dict]) -> list[dict]:
 
 
 def append_records(path: str | os.PathLike, records: Iterable[dict]) -> int:
-    """Validate and append records to a JSONL file (never rewrites existing lines)."""
+    """Validate and append records to a JSONL file (never rewrites existing lines); an archived
+    file (.jsonl.gz) is read-only."""
+    if archived(path):
+        raise MokInputError(f"{path}: an archived record file (.gz) is read-only; append the "
+                            f"records to a new .jsonl file")
     path = Path(path)
     existing = {r["id"] for r in read_records([path])} if path.exists() and path.stat().st_size else set()
     lines = []
@@ -876,7 +914,7 @@ def pull_block_barriers(rec: dict) -> bool:
     (PULL_BLOCK_BARRIER_SOURCES): its barrier stalled the loop's pipeline, 1.4-1.5x the pass of
     one block an item, where today's kernel (one release per item) runs 0.97-0.99x
     (mok_kernels/NOTES.md "Session 42"). Six records of seed 17 (calibration/runs/h200_drawn/
-    drawn17_blocks.jsonl) time that kernel, which no longer runs."""
+    drawn17_blocks.jsonl.gz) time that kernel, which no longer runs."""
     cfg = rec.get("config") or {}
     tiles = rec.get("tiles") if isinstance(rec.get("tiles"), dict) else {}
     return (rec["system"] in KERNEL_SYSTEMS and rec.get("source") == "measured"

@@ -26,7 +26,7 @@ BUFFER_SHARE_OF_HBM = 0.5  # policy: MoK's buffers may take at most half the HBM
 
 # work-list lags the tuner tries for our kernel (KernelConfig.list_lag) where none is given:
 # measured on one H200, lags 3 and 4 within 2% of each other everywhere, a lag near the
-# minibatch count slower with pull combine (calibration/runs/h200_drawn/lag_sweep.jsonl)
+# minibatch count slower with pull combine (calibration/runs/h200_drawn/lag_sweep.jsonl.gz)
 LIST_LAGS = (1, 2, 3, 4)
 
 # The tuner keeps the published default knobs (default_knobs) unless another setting is

@@ -1,5 +1,5 @@
 """Predicted vs measured: the calibration's validation on the measured H200 runs
-(calibration/runs/h200/*.jsonl), its plot, and a regret table (how much slower the model's choice
+(calibration/runs/h200/*.jsonl[.gz]), its plot, and a regret table (how much slower the model's choice
 among the measured configurations was than the fastest measured one).
 
 When no measured runs exist the study says so and writes empty outputs: it never invents numbers."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import numpy as np
 
-from mok_model.records import read_records
+from mok_model.records import read_records, record_files
 
 from mok_model.fileio import atomic_write_text
 
@@ -23,8 +23,9 @@ RUNS_DIR = Path(__file__).resolve().parents[1] / "calibration" / "runs" / "h200"
 
 
 def measured_records(runs_dir: Path) -> tuple[list[dict], list[str]]:
-    """Validated measured records of every *.jsonl under runs_dir, and the files read."""
-    files = sorted(str(p) for p in runs_dir.glob("*.jsonl")) if runs_dir.is_dir() else []
+    """Validated measured records of every *.jsonl (or archived *.jsonl.gz) under runs_dir, and
+    the files read."""
+    files = [str(p) for p in record_files(runs_dir)] if runs_dir.is_dir() else []
     if not files:
         return [], []
     return [r for r in read_records(files) if r["source"] == "measured"], files

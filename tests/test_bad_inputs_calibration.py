@@ -13,8 +13,8 @@ from pathlib import Path
 import pytest
 
 REPO = Path(__file__).resolve().parents[1]
-RUNS = "calibration/runs/h200_drawn/drawn8.jsonl"
-GEMM = "calibration/runs/h200_drawn/drawn2_gemm.jsonl"
+RUNS = "calibration/runs/h200_drawn/drawn8.jsonl.gz"
+GEMM = "calibration/runs/h200_drawn/drawn2_gemm.jsonl.gz"
 PRED = "calibration/predictions/h200_drawn8_2026-12-02.jsonl"
 OTHER_RUNS = "calibration/runs/published/gb300_table1.jsonl"
 K2 = ["--model", "kimi-k2", "--tokens", "64"]

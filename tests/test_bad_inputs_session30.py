@@ -267,10 +267,10 @@ def test_a_complete_shape_takes_a_model_files_defaults_not_kimi_k2s():
 def test_microbenchmark_records_keep_their_partial_shapes_and_shipped_records_are_valid():
     """micro-* records name the rows they moved ({"hidden": 7168}) and the published deepep /
     hybridep rates the exchange's dimensions; no reader makes a layer of them."""
-    from mok_model.records import LAYER_SYSTEMS, read_records, validate_record
+    from mok_model.records import LAYER_SYSTEMS, read_records, record_files, validate_record
 
     validate_record(_record(system="micro-copy", model={"hidden": 7168}))
-    files = sorted((REPO / "calibration/runs").rglob("*.jsonl"))
+    files = record_files(REPO / "calibration/runs", "**/*.jsonl")
     records = [r for f in files for r in read_records([f])]
     assert len(files) > 100 and len(records) > 20000
     partial = [r for r in records if isinstance(r["model"], dict) and "expert_width" not in r["model"]]

@@ -10,6 +10,7 @@ import pytest
 
 import mok_model.params
 from mok_model.cli import main
+from mok_model.fileio import file_text
 
 from test_bad_inputs_session30 import REPO, W, _one_line  # the same workload and one-line check
 
@@ -161,7 +162,7 @@ def test_regret_leaves_out_sweeps_the_model_cannot_draw(tmp_path, capsys, monkey
     monkeypatch.chdir(REPO)
     from mok_model.records import hot_reproduced
 
-    lines = (REPO / "calibration/runs/h200/mok_sweep_imbalanced.jsonl").read_text().splitlines()
+    lines = file_text(REPO / "calibration/runs/h200/mok_sweep_imbalanced.jsonl.gz").splitlines()
     legacy = [ln for ln in lines if ln.strip() and json.loads(ln)["system"] == "mok"
               and json.loads(ln)["routing"].get("kind") == "hot"
               and not hot_reproduced(json.loads(ln))]

@@ -13,17 +13,18 @@ import pytest
 
 from mok_kernels import knobs
 from mok_model.cli import main
-from mok_model.records import LATENCY_MS, read_records
+from mok_model.fileio import file_text
+from mok_model.records import LATENCY_MS, read_records, record_files
 
 from test_bad_inputs_session30 import REPO, _one_line
 
-RUN = "calibration/runs/h200_space/space.jsonl"
+RUN = "calibration/runs/h200_space/space.jsonl.gz"
 PARAMS = str(REPO / "mok_model/params/h200-1.json")
 
 
 def _record(**change) -> dict:
     """The first MoK record of RUN (one `mok validate` predicts), with `change`."""
-    line = next(x for x in (REPO / RUN).read_text().splitlines() if '"system": "mok"' in x)
+    line = next(x for x in file_text(REPO / RUN).splitlines() if '"system": "mok"' in x)
     return {**json.loads(line), **change}
 
 
@@ -80,7 +81,7 @@ def test_records_at_the_range_ends_and_with_typed_fields_are_read(tmp_path, caps
 
 def test_every_shipped_record_is_inside_the_range():
     """The range is wide of every record measured or published so far (about 1 us to 100 ms)."""
-    files = sorted((REPO / "calibration/runs").rglob("*.jsonl"))
+    files = record_files(REPO / "calibration/runs", "**/*.jsonl")
     records = read_records(files)
     medians = [r["latency_ms"]["median"] for r in records]
     assert len(records) > 20000
@@ -182,7 +183,7 @@ def test_kernel_space_without_pairs_is_refused(tmp_path, capsys, monkeypatch):
     micro = "calibration/runs/h200/micro.jsonl"
     _one_line(ks([micro]), capsys.readouterr().err, "benchmarks/kernel_space.py: error: ",
               f"no workload in {micro} {NO_PAIR}")
-    space = (REPO / "calibration/runs/h200_space/space.jsonl").read_text().splitlines()
+    space = file_text(REPO / "calibration/runs/h200_space/space.jsonl.gz").splitlines()
     gemm = [line for line in space if '"system": "gemm-only"' in line][:3]
     mok = [line for line in space if '"system": "mok"' in line][:3]
     assert gemm and mok
@@ -190,6 +191,6 @@ def test_kernel_space_without_pairs_is_refused(tmp_path, capsys, monkeypatch):
         (tmp_path / name).write_text("\n".join(lines) + "\n")
         _one_line(ks([str(tmp_path / name)]), capsys.readouterr().err,
                   "benchmarks/kernel_space.py: error: ", f"no workload in {tmp_path / name} {NO_PAIR}")
-    assert ks(["calibration/runs/h200_space/space.jsonl"]) == 0
+    assert ks(["calibration/runs/h200_space/space.jsonl.gz"]) == 0
     out = capsys.readouterr().out
     assert out.startswith("| preset | tokens/GPU |") and "| deepseek-v3 | 64-512 |" in out

@@ -13,9 +13,10 @@ from pathlib import Path
 import pytest
 
 from cli_errors import one_error
+from mok_model.fileio import file_text
 
 ROOT = Path(__file__).resolve().parent.parent
-SWEEP = ROOT / "calibration" / "runs" / "h200" / "mok_sweep.jsonl"
+SWEEP = ROOT / "calibration" / "runs" / "h200" / "mok_sweep.jsonl.gz"
 PUBLISHED = ROOT / "calibration" / "runs" / "published" / "gb300_table1.jsonl"
 PARAMS = ROOT / "mok_model" / "params"
 
@@ -25,7 +26,7 @@ def runs(tmp_path_factory) -> str:
     """20 measured MoK records of one workload (kimi-k2, EP 16, 1,024 tokens, h200-1): forward,
     BF16, no backward or FP8 record among them."""
     out = []
-    for line in SWEEP.read_text().splitlines():
+    for line in file_text(SWEEP).splitlines():
         if line.strip() and json.loads(line)["system"] == "mok":
             out.append(line)
         if len(out) == 20:

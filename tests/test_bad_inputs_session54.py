@@ -14,9 +14,10 @@ from pathlib import Path
 import pytest
 
 from cli_errors import one_error
+from mok_model.fileio import file_text
 
 ROOT = Path(__file__).resolve().parent.parent
-H100_RUNS = ROOT / "calibration" / "runs" / "h100" / "drawn22.jsonl"
+H100_RUNS = ROOT / "calibration" / "runs" / "h100" / "drawn22.jsonl.gz"
 H100_PRED = ROOT / "calibration" / "predictions" / "h100_drawn22_2026-12-05.jsonl"
 H200_PRED = ROOT / "calibration" / "predictions" / "h200_drawn8_2026-12-02.jsonl"
 
@@ -55,7 +56,7 @@ def test_first_timed_refuses_predictions_that_meet_no_run(capsys):
 def test_first_timed_refuses_files_without_mok_records(tmp_path, capsys):
     """Run files holding no MoK record (gemm-only alone) printed six rows of n 0, exit 0."""
     from calibration import first_timed
-    other = [x for x in H100_RUNS.read_text().splitlines() if x.strip()
+    other = [x for x in file_text(H100_RUNS).splitlines() if x.strip()
              and json.loads(x)["system"] != "mok"][:3]
     runs = tmp_path / "gemm_only.jsonl"
     runs.write_text("\n".join(other) + "\n")
@@ -70,7 +71,7 @@ def test_first_timed_refuses_files_without_mok_records(tmp_path, capsys):
 @pytest.fixture
 def r20(tmp_path) -> str:
     path = tmp_path / "r20.jsonl"
-    path.write_text("\n".join(H100_RUNS.read_text().splitlines()[:20]) + "\n")
+    path.write_text("\n".join(file_text(H100_RUNS).splitlines()[:20]) + "\n")
     return str(path)
 
 
@@ -165,12 +166,12 @@ def test_registered_warns_of_runs_of_other_hardware(tmp_path, capsys):
     """Runs of a card the registration does not name meet no prediction (since session 54's
     hardware match): the report says how many it left out, once, after its figures."""
     from calibration import registered
-    other = [json.loads(x) for x in H100_RUNS.read_text().splitlines() if x.strip()][:3]
+    other = [json.loads(x) for x in file_text(H100_RUNS).splitlines() if x.strip()][:3]
     for r in other:
         r["hardware"] = {**r["hardware"], "preset": "h200-1"}
         r["id"] += "-other"         # ids are unique across the files read
     runs = tmp_path / "mixed.jsonl"
-    runs.write_text(H100_RUNS.read_text() + "".join(json.dumps(r) + "\n" for r in other))
+    runs.write_text(file_text(H100_RUNS) + "".join(json.dumps(r) + "\n" for r in other))
     assert registered.main([str(H100_PRED), str(runs)]) == 0
     out, err = capsys.readouterr()
     assert "n 120" in out

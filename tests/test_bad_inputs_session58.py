@@ -12,6 +12,7 @@ import shutil
 from pathlib import Path
 
 from cli_errors import one_error
+from mok_model.fileio import file_text
 
 ROOT = Path(__file__).resolve().parent.parent
 PHASES = str(ROOT / "calibration" / "runs" / "h100" / "gemm_phases_drawn21.jsonl")
@@ -90,7 +91,7 @@ def test_heldout_errors_out_ending_in_a_slash_is_a_folder(tmp_path, capsys):
 
 # ------------------------------------------------------------------------------ registered
 
-H100_RUNS = str(ROOT / "calibration" / "runs" / "h100" / "drawn21.jsonl")
+H100_RUNS = str(ROOT / "calibration" / "runs" / "h100" / "drawn21.jsonl.gz")
 H100_PRED = ROOT / "calibration" / "predictions" / "h100_drawn21_2026-12-05.jsonl"
 
 
@@ -106,7 +107,7 @@ def test_a_blank_hardware_name_is_refused_in_registrations_and_records(tmp_path,
         assert main([str(pred), H100_RUNS]) == 2
         assert "hardware.preset" in one_error(capsys.readouterr().err,
                                                "python -m calibration.registered")
-    rec = json.loads(Path(H100_RUNS).read_text().splitlines()[0])
+    rec = json.loads(file_text(H100_RUNS).splitlines()[0])
     rec["hardware"]["preset"] = " h100-1"
     runs = tmp_path / "r.jsonl"
     runs.write_text(json.dumps(rec) + "\n")

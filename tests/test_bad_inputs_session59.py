@@ -90,7 +90,7 @@ def test_write_hopper_reads_the_pass_runs_from_the_repository(tmp_path, monkeypa
 
 REG = "python -m calibration.registered"
 PRED = ROOT / "calibration" / "predictions" / "h100_drawn26_2026-12-06.jsonl"
-RUN = str(ROOT / "calibration" / "runs" / "h100" / "drawn26.jsonl")
+RUN = str(ROOT / "calibration" / "runs" / "h100" / "drawn26.jsonl.gz")
 
 
 def test_registered_refuses_a_run_predicted_twice(tmp_path, capsys):
@@ -140,7 +140,7 @@ def test_validate_refuses_records_the_model_does_not_predict():
     from mok_model.params import read_params
     from mok_model.records import read_records
 
-    records = read_records([str(ROOT / "calibration/runs/h100/drawn24.jsonl")])
+    records = read_records([str(ROOT / "calibration/runs/h100/drawn24.jsonl.gz")])
     params = read_params(ROOT / "mok_model/params/h100-1.json")
     with pytest.raises(MokInputError, match="system 'gemm-only' is not one the model predicts"):
         validate(records, params)

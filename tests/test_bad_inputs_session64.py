@@ -6,6 +6,7 @@ from __future__ import annotations
 import pytest
 
 from mok_model.cli import main
+from mok_model.fileio import file_text
 
 HUGE = """name = "huge"
 hidden = 16384
@@ -104,7 +105,7 @@ def test_validate_with_every_record_skipped_says_why(tmp_path, capsys):
     micro-* and kernel-only systems as the reason; it now gives the skip notes."""
     import json
 
-    line = next(x for x in open("calibration/runs/h200_drawn/drawn25.jsonl")
+    line = next(x for x in file_text("calibration/runs/h200_drawn/drawn25.jsonl.gz").splitlines()
                 if '"system": "mok"' in x)
     rec = json.loads(line)
     rec["pass"] = "bwd"
@@ -120,7 +121,7 @@ def test_a_record_of_another_sm_count_than_its_preset_is_refused(tmp_path, capsy
     """A run record naming h200-1 with 100 SMs was scored at the preset's 132."""
     import json
 
-    rec = json.loads(next(x for x in open("calibration/runs/h200_drawn/drawn25.jsonl")
+    rec = json.loads(next(x for x in file_text("calibration/runs/h200_drawn/drawn25.jsonl.gz").splitlines()
                           if '"system": "mok"' in x))
     rec["hardware"]["sms"] = 100
     path = tmp_path / "sms.jsonl"
@@ -139,7 +140,7 @@ def test_a_record_with_a_broken_id_or_a_future_date_is_refused(tmp_path, capsys,
     every registration made before that date."""
     import json
 
-    rec = json.loads(next(x for x in open("calibration/runs/h200_drawn/drawn25.jsonl")
+    rec = json.loads(next(x for x in file_text("calibration/runs/h200_drawn/drawn25.jsonl.gz").splitlines()
                           if '"system": "mok"' in x))
     path = tmp_path / "r.jsonl"
     path.write_text(json.dumps({**rec, **change}) + "\n")

@@ -11,12 +11,13 @@ from pathlib import Path
 import pytest
 
 from cli_errors import one_error
+from mok_model.fileio import file_text
 
 ROOT = Path(__file__).resolve().parent.parent
 PRED = ROOT / "calibration" / "predictions" / "h100_drawn32_2026-12-06.jsonl"
-RUNS = ROOT / "calibration" / "runs" / "h100" / "drawn32.jsonl"
+RUNS = ROOT / "calibration" / "runs" / "h100" / "drawn32.jsonl.gz"
 PUBLISHED = ROOT / "calibration" / "runs" / "published" / "gb300_table1.jsonl"
-H200_RUNS = ROOT / "calibration" / "runs" / "h200" / "mok_sweep.jsonl"
+H200_RUNS = ROOT / "calibration" / "runs" / "h200" / "mok_sweep.jsonl.gz"
 PREDICT = ["predict", "--hardware", "h200-1", "--model", "kimi-k2", "--ep", "16", "--tokens", "4096"]
 
 
@@ -171,7 +172,7 @@ def test_study_out_is_made_only_in_a_folder_that_exists(tmp_path, capsys):
 
 @pytest.fixture
 def no_minibatch(tmp_path) -> str:
-    rec = next(r for r in map(json.loads, H200_RUNS.read_text().splitlines())
+    rec = next(r for r in map(json.loads, file_text(H200_RUNS).splitlines())
                if r["system"] == "mok" and r["source"] == "measured")
     del rec["config"]["minibatch"]
     path = tmp_path / "runs.jsonl"

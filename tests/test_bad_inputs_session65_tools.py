@@ -11,22 +11,23 @@ import json
 from pathlib import Path
 
 from cli_errors import one_error
+from mok_model.fileio import file_text
 
 ROOT = Path(__file__).resolve().parent.parent
 RUNS = ROOT / "calibration" / "runs"
-AUTO = RUNS / "h200_drawn" / "auto_s21_a.jsonl"          # `mok bench --auto` on h200-1
+AUTO = RUNS / "h200_drawn" / "auto_s21_a.jsonl.gz"          # `mok bench --auto` on h200-1
 HOT = RUNS / "h200_space" / "auto_hot_ep16_s44.jsonl"    # --auto with hot:0.1 routing
-H100 = RUNS / "h100" / "drawn21.jsonl"
+H100 = RUNS / "h100" / "drawn21.jsonl.gz"
 H100_PRED = ROOT / "calibration" / "predictions" / "h100_drawn21_2026-12-05.jsonl"
 PUBLISHED = RUNS / "published" / "gb300_table1.jsonl"
 FABRIC = RUNS / "h200x2" / "nvlink_micro_quick.jsonl"
-GEMM_PHASES = RUNS / "h200_space" / "gemm_phases.jsonl"
+GEMM_PHASES = RUNS / "h200_space" / "gemm_phases.jsonl.gz"
 
 
 def _rewrite(src: Path, dst: Path, edit, keep=lambda r: True) -> str:
     """`src`'s records, each passed through edit(record) (in place), written to `dst`."""
     out = []
-    for line in src.read_text().splitlines():
+    for line in file_text(src).splitlines():
         if line.strip() and keep(r := json.loads(line)):
             edit(r)
             out.append(json.dumps(r))
@@ -90,8 +91,8 @@ def test_report_auto_reads_past_microbenchmark_records(capsys):
 def test_rerun_refuses_one_measurement_on_both_sides(capsys):
     """`--first F --second F` printed "150 runs measured twice", MAPE 0.0%, Spearman 1.00."""
     from calibration import rerun
-    rc = rerun.main(["--first", str(RUNS / "h100" / "drawn22.jsonl"),
-                     "--second", str(RUNS / "h100" / "drawn22.jsonl")])
+    rc = rerun.main(["--first", str(RUNS / "h100" / "drawn22.jsonl.gz"),
+                     "--second", str(RUNS / "h100" / "drawn22.jsonl.gz")])
     captured = capsys.readouterr()
     assert rc == 2, captured.out[-400:]
     assert "is also in --first" in one_error(captured.err, "python -m calibration.rerun")
@@ -216,8 +217,8 @@ def test_report_also_is_not_a_fitted_run_file(tmp_path, capsys):
     """`--also` (run files never fitted on) naming a RUN_FILE reported its fitted records as
     held out."""
     from calibration import report
-    rc = report.main([str(RUNS / "h200" / "mok_sweep.jsonl"), "--also",
-                      str(RUNS / "h200" / "mok_sweep.jsonl"), "--out", str(tmp_path / "rep")])
+    rc = report.main([str(RUNS / "h200" / "mok_sweep.jsonl.gz"), "--also",
+                      str(RUNS / "h200" / "mok_sweep.jsonl.gz"), "--out", str(tmp_path / "rep")])
     captured = capsys.readouterr()
     assert rc == 2, captured.out[-400:]
     assert "is also in RUN_FILES" in one_error(captured.err, "python -m calibration.report")
@@ -262,7 +263,7 @@ def test_heldout_errors_out_is_not_another_hardwares_file(tmp_path, capsys, monk
     written = []
     monkeypatch.setattr(heldout_errors, "atomic_write_text", lambda p, t: written.append(p))
     few = tmp_path / "few.jsonl"
-    few.write_text("\n".join(AUTO.read_text().splitlines()[:20]) + "\n")
+    few.write_text("\n".join(file_text(AUTO).splitlines()[:20]) + "\n")
     rc = heldout_errors.main(["--out", str(heldout_errors.HELDOUT_DIR / "h100-1.json"),
                               "--sim-every", "1000", str(few)])
     captured = capsys.readouterr()
@@ -278,7 +279,7 @@ def test_regret_allow_params_mismatch_needs_params(capsys):
     """`--allow-params-mismatch` without `--params` was ignored (each workload takes its
     hardware's own file)."""
     from calibration import regret
-    rc = regret.main([str(RUNS / "h200" / "mok_sweep.jsonl"), "--allow-params-mismatch"])
+    rc = regret.main([str(RUNS / "h200" / "mok_sweep.jsonl.gz"), "--allow-params-mismatch"])
     captured = capsys.readouterr()
     assert rc == 2, captured.out[-400:]
     assert "--allow-params-mismatch applies to --params" in one_error(
@@ -293,7 +294,7 @@ def test_space_sweep_skip_done_counts_this_hardwares_runs_only():
     (the documented example names calibration/runs/h200_space/): the H100 sweep left them
     unmeasured. The sweep now passes its GPU's preset (run() needs CUDA; _done is its reader)."""
     from mok_kernels.space_sweep import _done
-    path = str(RUNS / "h200_space" / "gemm_phases.jsonl")
+    path = str(RUNS / "h200_space" / "gemm_phases.jsonl.gz")
     assert _done(path, "mok-gemm")                      # the plan check reads every record
     assert _done(path, "mok-gemm", "h200-1")
     assert not _done(path, "mok-gemm", "h100-1")
@@ -304,6 +305,6 @@ def test_first_timed_refuses_one_run_predicted_twice_across_files(capsys):
     """Two registration files (or one twice) predicting one run: the later one silently won."""
     from calibration import first_timed
     pred = str(ROOT / "calibration" / "predictions" / "h100_drawn32_2026-12-06.jsonl")
-    rc = first_timed.main([str(RUNS / "h100" / "drawn32.jsonl"), "--predictions", pred, pred])
+    rc = first_timed.main([str(RUNS / "h100" / "drawn32.jsonl.gz"), "--predictions", pred, pred])
     err = one_error(capsys.readouterr().err, "python -m calibration.first_timed")
     assert rc == 2 and "predicts the same analytic run as" in err

@@ -376,7 +376,7 @@ def test_hopper_transfer_is_h200_1_with_the_h100s_gemm_mechanism_and_pass_fit():
     u = shipped.uncertainty
     assert u["transferred_from"] == "h200-1" and u["records"] >= 900
     assert u["free"] == free + u["transferred_columns"] and not set(free) & set(u["transferred_columns"])
-    train = [r for r in read_records(["calibration/runs/h100/drawn24.jsonl"]) if r["system"] == "mok"]
+    train = [r for r in read_records(["calibration/runs/h100/drawn24.jsonl.gz"]) if r["system"] == "mok"]
     assert validate(train, shipped).mape < validate(train, now).mape
     t, ts = shipped.gemm_table, src.gemm_table
     assert t.points == ts.points and t.mechanism == ts.mechanism and t.hardware == "h100-1"
@@ -459,9 +459,9 @@ def test_real_over_emulated_pairs_each_real_run_with_its_emulated_twin(capsys):
     """report_h200x2's model-free line: a real 2-GPU MoK run meets the emulated run of the same
     workload and knobs; the committed runs give 100 pairs, the real one slower at the median."""
     from calibration.report_h200x2 import H200X2, real_over_emulated
-    from mok_model.records import read_records
+    from mok_model.records import read_records, record_files
 
-    real_over_emulated(read_records(sorted(H200X2.glob("bench_*.jsonl"))))
+    real_over_emulated(read_records(record_files(H200X2, "bench_*.jsonl")))
     lines = capsys.readouterr().out.splitlines()
     n, median = lines[0].split(": n ")[1].split(" median ")
     assert lines[0].startswith("real / emulated same rank, all") and int(n) == 100
@@ -507,7 +507,7 @@ def test_validate_bands_on_the_plot_and_in_json(tmp_path, capsys):
     from mok_model.predict import predict
     from mok_model.records import read_records, record_config, record_scenario
 
-    runs = "calibration/runs/h200_drawn/auto_lag.jsonl"
+    runs = "calibration/runs/h200_drawn/auto_lag.jsonl.gz"
     params = "mok_model/params/h200-1.json"
     png = tmp_path / "v.png"
     assert validate_cli([runs, "--params", params, "--plot", str(png), "--bands", "--json",
@@ -539,12 +539,12 @@ def test_report_auto_joins_runs_setting_by_setting(tmp_path, capsys):
     from calibration.report_auto import main as report_auto, rows
     from mok_model.records import read_records
 
-    one = rows(read_records(["calibration/runs/h200_drawn/auto_lag.jsonl"]))
+    one = rows(read_records(["calibration/runs/h200_drawn/auto_lag.jsonl.gz"]))
     syn4 = next(r for r in one if r["model"].startswith("syn4-h2048"))
     assert (round(syn4["best_ms"], 3), round(syn4["pick_ms"], 3)) == (0.109, 0.123)
     assert syn4["best"] == {"minibatch": 2048, "comm_sms": 64, "list_lag": 2}
     assert max(r["pick_over_best"] for r in one) == syn4["pick_over_best"]
-    runs = [f"calibration/runs/h200_drawn/auto_s21_{x}.jsonl" for x in "ab"]
+    runs = [f"calibration/runs/h200_drawn/auto_s21_{x}.jsonl.gz" for x in "ab"]
     a, b, both = (rows(read_records(f)) for f in (runs[:1], runs[1:], runs))
     for ra, rb, rj in zip(a, b, both):
         assert rj["best_ms"] == min(ra["best_ms"], rb["best_ms"])

@@ -73,7 +73,7 @@ def test_runtime_mode_words_are_old_push_push_forward_only():
 def test_model_records_skip_old_push_push_with_a_note():
     from mok_model.records import read_records
 
-    path = "calibration/runs/h200_drawn/drawn14.jsonl"
+    path = "calibration/runs/h200_drawn/drawn14.jsonl.gz"
     recs = read_records([path])
     kept, notes = model_records(recs)
     old = [r for r in recs if runtime_mode_words(r)]
@@ -90,7 +90,7 @@ def test_pull_combine_records_of_the_first_dn_blocks_kernel_are_superseded():
     from mok_model.records import (default_variant, pull_block_barriers, read_records,
                                    superseded_kernel, variant_label)
 
-    recs = [r for r in read_records(["calibration/runs/h200_drawn/drawn17_blocks.jsonl"])
+    recs = [r for r in read_records(["calibration/runs/h200_drawn/drawn17_blocks.jsonl.gz"])
             if r["system"] == "mok"]
     old = [r for r in recs if pull_block_barriers(r)]
     assert len(old) == 6 and all(superseded_kernel(r) and not default_variant(r) for r in old)

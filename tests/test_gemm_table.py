@@ -15,6 +15,7 @@ import pytest
 import calibration.report_space as rs
 from calibration.cli import priors_for
 from calibration.gemm_table import build_table
+from mok_model.fileio import file_text
 from mok_model.analytic import expert_ffn_parts, mok_terms, weight_stream_bps
 from mok_model.band import band
 from mok_model.errors import MokInputError
@@ -183,7 +184,7 @@ def _gemm_record(model: str, ep: int, tokens: int, ms: float, rid: str | None = 
 @pytest.fixture(scope="module")
 def dev_records() -> list[dict]:
     recs = read_records([RUNS / "h200" / "micro.jsonl", RUNS / "h200-tiles" / "tiles.jsonl",
-                         RUNS / "h200x2" / "emulated_same_rank_v2.jsonl"])
+                         RUNS / "h200x2" / "emulated_same_rank_v2.jsonl.gz"])
     return rs.usable(recs)[0]
 
 
@@ -275,7 +276,7 @@ def test_calibrate_with_a_table_writes_a_file_that_names_it(tmp_path, monkeypatc
     from calibration.cli import calibrate_cli
     from calibration.gemm_table import main as table_main
 
-    runs = str(RUNS / "h200x2" / "emulated_same_rank_v2.jsonl")
+    runs = str(RUNS / "h200x2" / "emulated_same_rank_v2.jsonl.gz")
     tfile, pfile = tmp_path / "t.json", tmp_path / "p.json"
     assert table_main([runs, "--out", str(tfile)]) == 0
     t = read_table(tfile)
@@ -619,7 +620,7 @@ def test_report_gemm_table_holds_out_each_model_and_checks_other_files(tmp_path,
     file's records predicted by the table of all; a missing file is one clear error (exit 2)."""
     from calibration import report_gemm_table as rg
 
-    src = [json.loads(x) for x in (RUNS / "h200_space" / "gemm_phases.jsonl").read_text().splitlines()]
+    src = [json.loads(x) for x in file_text(RUNS / "h200_space" / "gemm_phases.jsonl.gz").splitlines()]
     keep = [r for r in src if r["model"] in ("kimi-k2", "glm-5", "deepseek-v3") and r["ep"] == 8]
     train, check = tmp_path / "train.jsonl", tmp_path / "check.jsonl"
     train.write_text("".join(json.dumps(r) + "\n" for r in keep if r["model"] != "deepseek-v3"))

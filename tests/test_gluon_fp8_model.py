@@ -22,7 +22,7 @@ from mok_model.scenario import Config, Scenario
 from mok_model.tuner import tune
 
 REPO = Path(__file__).resolve().parents[1]
-RUNS = REPO / "calibration" / "runs" / "h200_gluon" / "fp8_gluon.jsonl"
+RUNS = REPO / "calibration" / "runs" / "h200_gluon" / "fp8_gluon.jsonl.gz"
 PLAN = REPO / "benchmarks" / "device" / "s26_gluon_reg_plan.jsonl"
 KNOBS = Config(dispatch="pull", combine="push", minibatch=4096, comm_sms=24, macrobatch=131072,
                capacity=1.0)

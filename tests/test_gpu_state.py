@@ -63,6 +63,10 @@ def test_a_record_carries_the_state_its_timing_read_and_none_without_it():
     assert _record(state)["gpu_state"] == state and slowed(_record(state))
     assert "gpu_state" not in _record(None) and not slowed(_record(None))
     assert not slowed(_record(parse_gpu_state("1980, 1980, 300, 700, 0x1")))   # idle: not held
+    # the cap's bit at the full clock (most capped H200 records of session 68): not held
+    assert not slowed(_record(parse_gpu_state("1965, 1980, 610, 700, 0x4")))
+    assert slowed(_record(parse_gpu_state("1935, 1980, 610, 700, 0x4")))      # under 98 %
+    assert slowed(_record({"throttle": ["sw_power_cap"]}))                      # no clock read
     plain = make_record(system="mok", model="kimi-k2", ep=8, tokens=1024, knobs={},
                         routing="uniform", seed=0, times=[1.0], breakdown={}, note="t",
                         hardware={"preset": "h100-1"}, software={})
@@ -103,7 +107,7 @@ def test_validate_counts_the_records_timed_at_a_cap(tmp_path, capsys):
     the mean signed error on them and on the others; --json carries the count."""
     from calibration.cli import validate_cli
 
-    recs = [r for r in read_records(["calibration/runs/h100/drawn34.jsonl"])
+    recs = [r for r in read_records(["calibration/runs/h100/drawn34.jsonl.gz"])
             if r["system"] == "mok"][:6]
     for r in recs[:2]:
         r["gpu_state"] = parse_gpu_state("1425, 1980, 696.10, 700.00, 0x4")
@@ -129,7 +133,7 @@ def test_registered_counts_the_runs_met_that_were_timed_at_a_cap(tmp_path, capsy
     held (each run once, though the analytic and simulator lines both meet it)."""
     from calibration.registered import main as registered
 
-    recs = read_records(["calibration/runs/h100/drawn34.jsonl"])
+    recs = read_records(["calibration/runs/h100/drawn34.jsonl.gz"])
     capped = {r["id"] for r in recs if r["system"] == "mok"}
     capped = set(sorted(capped)[:3])
     for r in recs:
@@ -142,5 +146,5 @@ def test_registered_counts_the_runs_met_that_were_timed_at_a_cap(tmp_path, capsy
     assert registered([pred, str(runs)]) == 0
     assert "note: 3 of the 120 runs met were timed with the SMs held below their clock" in \
         capsys.readouterr().out
-    assert registered([pred, "calibration/runs/h100/drawn34.jsonl"]) == 0
+    assert registered([pred, "calibration/runs/h100/drawn34.jsonl.gz"]) == 0
     assert "held below their clock" not in capsys.readouterr().out

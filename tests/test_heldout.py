@@ -21,7 +21,7 @@ from mok_model.presets import load_hardware, load_model
 from mok_model.scenario import Scenario
 
 REPO = Path(__file__).resolve().parents[1]
-DRAWN6 = REPO / "calibration" / "runs" / "h200_drawn" / "drawn6.jsonl"
+DRAWN6 = REPO / "calibration" / "runs" / "h200_drawn" / "drawn6.jsonl.gz"
 
 
 def _scenario(tokens: int = 1024) -> Scenario:
@@ -105,7 +105,7 @@ def test_the_tool_measures_a_file_and_refuses_bad_flags(tmp_path, capsys):
 
 
 def test_coverage_leaves_each_file_out_and_writes_nothing(tmp_path, capsys):
-    drawn5 = DRAWN6.with_name("drawn5.jsonl")
+    drawn5 = DRAWN6.with_name("drawn5.jsonl.gz")
     assert heldout_main(["--coverage", "--sim-every", "1000", str(DRAWN6), str(drawn5)]) == 0
     lines = capsys.readouterr().out.strip().splitlines()
     assert [ln.split(":")[0] for ln in lines] == [str(drawn5), str(DRAWN6), "all"]  # sorted
@@ -147,7 +147,7 @@ def test_no_held_out_run_is_read_by_the_fit():
     fitted = {str(p.resolve().relative_to(ROOT)) for p in H200_RUNS}
     held = set(HELDOUT_RUNS["h200-1"])
     assert not held & fitted
-    assert "calibration/runs/h200_drawn/drawn14_pipe.jsonl" in fitted
-    assert {"calibration/runs/h200_drawn/drawn15_pipe.jsonl",
-            "calibration/runs/h200_drawn/drawn16_runs.jsonl",
-            "calibration/runs/h200_space/presets_zipf_ep16_s41.jsonl"} <= held
+    assert "calibration/runs/h200_drawn/drawn14_pipe.jsonl.gz" in fitted
+    assert {"calibration/runs/h200_drawn/drawn15_pipe.jsonl.gz",
+            "calibration/runs/h200_drawn/drawn16_runs.jsonl.gz",
+            "calibration/runs/h200_space/presets_zipf_ep16_s41.jsonl.gz"} <= held

@@ -14,6 +14,7 @@ from calibration.gemm_table import build_table
 from calibration.heldout_errors import signed_errors
 from calibration.noise import drift_ceiling
 from calibration.checks import shipped_params
+from mok_model.fileio import file_text
 from mok_model.records import read_records
 
 RUNS = Path(__file__).resolve().parents[1] / "calibration" / "runs"
@@ -26,14 +27,14 @@ def _shuffled(recs: list[dict], seed: int = 52) -> list[dict]:
 
 
 def _shuffled_file(src: Path, dst: Path, seed: int = 52) -> Path:
-    lines = [ln for ln in src.read_text().splitlines() if ln.strip()]
+    lines = [ln for ln in file_text(src).splitlines() if ln.strip()]
     random.Random(seed).shuffle(lines)
     dst.write_text("\n".join(lines) + "\n")
     return dst
 
 
 def test_drift_ceiling_draws_do_not_follow_record_order():
-    recs = [r for r in read_records([str(RUNS / "h200_space" / "space_v2.jsonl")])
+    recs = [r for r in read_records([str(RUNS / "h200_space" / "space_v2.jsonl.gz")])
             if r["system"] == "mok"]
     sd = {"<=128": 0.05, "<=512": 0.011, "<=2048": 0.02, ">2048": 0.025}
     a, b = drift_ceiling(recs, sd), drift_ceiling(_shuffled(recs), sd)
@@ -62,7 +63,7 @@ def test_calibrate_fits_the_same_values_whatever_order_the_files_come_in(tmp_pat
 
 
 def test_validate_thin_picks_the_same_records_whatever_the_order(tmp_path, capsys):
-    f = RUNS / "h200_drawn" / "drawn20.jsonl"
+    f = RUNS / "h200_drawn" / "drawn20.jsonl.gz"
     params = str(Path(__file__).resolve().parents[1] / "mok_model" / "params" / "h200-1.json")
     docs = []
     for path in (f, _shuffled_file(f, tmp_path / "drawn20.jsonl")):
@@ -74,7 +75,7 @@ def test_validate_thin_picks_the_same_records_whatever_the_order(tmp_path, capsy
 
 
 def test_gemm_table_does_not_follow_record_order():
-    recs = read_records([str(RUNS / "h200_space" / f) for f in ("gemm_phases.jsonl",
+    recs = read_records([str(RUNS / "h200_space" / f) for f in ("gemm_phases.jsonl.gz",
                                                                  "gemm_phases_v2.jsonl")])
     a = build_table(recs, "h200-1", [], "mok-gemm")
     b = build_table(_shuffled(recs), "h200-1", [], "mok-gemm")

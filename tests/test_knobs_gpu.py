@@ -71,7 +71,7 @@ def test_layer_that_chooses_a_lag_matches_reference():
     """Narrow experts under a wide H (calibration/drawn_shapes/seed2/syn2-h7936-i256-e64-k6-s1,
     EP 8, 512 tokens): the tuner picks a work-list lag above 1 with the knobs (lag 2 with session
     22's parameters; at 1,024 tokens it did before that refit, measured 1.9% from the best of 30
-    swept settings, calibration/runs/h200_drawn/auto_lag.jsonl); the layer's output, as it chose
+    swept settings, calibration/runs/h200_drawn/auto_lag.jsonl.gz); the layer's output, as it chose
     it, still matches the float32 reference at this production shape."""
     from test_kernels_gpu import setup as setup_shape
 

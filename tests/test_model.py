@@ -572,7 +572,7 @@ def test_tuner_chooses_the_work_list_lag_where_the_list_binds():
     """With list_lags the tuner scores the larger lags only where the in-order list binds at the
     smallest (elsewhere a lag can only lengthen the combine tail): its pick is as good as tuning
     every lag in full. Narrow experts under a wide H (measured 0.198 -> 0.182 ms best, lag 4:
-    calibration/runs/h200_drawn/lag_sweep.jsonl) take a lag; kimi-k2's wide experts keep 1."""
+    calibration/runs/h200_drawn/lag_sweep.jsonl.gz) take a lag; kimi-k2's wide experts keep 1."""
     from mok_model.tuner import LIST_LAGS
 
     h200, p = load_hardware("h200-1"), load_params(None, "h200-1")
@@ -838,7 +838,7 @@ def test_boundary_split_share_follows_the_kernels_tile_aligned_cut():
     that is not the expert's last (mok_kernels/schedule.py): none where every expert fits one
     tile, and the analytic pass then costs what the simulator's exact cut says (glm-5, EP 32,
     64 tokens: 8 experts of about 64 rows each; measured flat across minibatch 256-2048,
-    calibration/runs/h200_drawn/auto_decode_a.jsonl)."""
+    calibration/runs/h200_drawn/auto_decode_a.jsonl.gz)."""
     from mok_model.analytic import boundary_split_share
     from mok_model.sim import simulate
 

@@ -77,7 +77,7 @@ def test_knob_pairs_of_given_run_files_use_the_shipped_parameters(capsys):
     """Run files no fit reads (an automatic-pick sweep) are predicted with the shipped
     parameters of their hardware, each knob step printed with the share ordered right."""
     from calibration.knob_pairs import main
-    assert main(["calibration/runs/h200_drawn/auto_s22_dec_a.jsonl", "--worst", "1"]) == 0
+    assert main(["calibration/runs/h200_drawn/auto_s22_dec_a.jsonl.gz", "--worst", "1"]) == 0
     out = capsys.readouterr().out
     assert "comm_sms: 16 -> 32 (analytic, shipped parameters)" in out
     assert "largest regrets (analytic, shipped parameters):" in out and "same way" in out

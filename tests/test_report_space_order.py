@@ -9,8 +9,8 @@ import random
 from calibration.report_space import every_nth_workload, usable
 from mok_model.records import read_records
 
-FILES = ["calibration/runs/h200_space/gemm_phases.jsonl", "calibration/runs/h200_space/gemm_phases_v2.jsonl",
-         "calibration/runs/h200_space/space.jsonl", "calibration/runs/h200_space/space_v2.jsonl"]
+FILES = ["calibration/runs/h200_space/gemm_phases.jsonl.gz", "calibration/runs/h200_space/gemm_phases_v2.jsonl",
+         "calibration/runs/h200_space/space.jsonl.gz", "calibration/runs/h200_space/space_v2.jsonl.gz"]
 
 
 def test_usable_and_samples_ignore_record_order():

@@ -48,7 +48,7 @@ from .core import (BK, BM, BN, FFN_STAGES, GROUP_ROWS, WS_MAXNREG, _compile_sm90
 # Default knobs. join, ys, home: the best worst case of kimi-k2 / glm-5 EP 8, 4,096 tokens
 # (benchmarks/device/s26_fp8c.sh, mok_kernels/logs_s26/s26c/mok.log). Comm programs: 40, the
 # smallest worst regret of the six counts 24-64 timed on twelve workloads (six presets, EP 8,
-# 1,024 / 4,096 tokens; calibration/runs/h200_gluon/auto.jsonl, s27_sixth.sh, 2026-12-02): 40
+# 1,024 / 4,096 tokens; calibration/runs/h200_gluon/auto.jsonl.gz, s27_sixth.sh, 2026-12-02): 40
 # at most 5.8% from the best (mean 1.1%), 48 8.1%, 32 19.8%, 24 38.7%; the model's pick among
 # them 9.7% (registered) and 8-16% in nine of the twelve automatic runs, so the layer does not
 # ask the model for it. 32 before (session 26: the better of 24 / 32 on 50 workloads; kimi-k2 /
