@@ -288,6 +288,9 @@ def check_records_out(path: str, flag: str = "--out") -> None:
     file whose lines are not valid run records (records are appended, never rewritten)."""
     from mok_model.records import read_records
     p = check_output_file(path, flag, ".jsonl")
+    if p.with_name(p.name + ".gz").exists():
+        raise MokInputError(f"{flag} {str(path)!r}: that file is archived as {p.name}.gz, which is "
+                            f"read-only; write the records to a new .jsonl file")
     if p.is_file() and p.stat().st_size:
         try:
             read_records([p])

@@ -83,6 +83,12 @@ def test_an_archived_file_is_never_appended_to(tmp_path):
     with pytest.raises(MokInputError, match="read-only"):
         append_records(tmp_path / "new.jsonl.gz", [rec])     # not even a new one
     assert gz.read_bytes() == before and not (tmp_path / "new.jsonl.gz").exists()
+    # nor is its plain name written beside it before any work (its records would lie twice)
+    from mok_kernels.bench import check_records_out
+    with pytest.raises(MokInputError, match=r"--out '.*runs.jsonl': that file is archived as "
+                                            r"runs.jsonl.gz, which is read-only"):
+        check_records_out(str(tmp_path / "runs.jsonl"))
+    assert not (tmp_path / "runs.jsonl").exists()
 
 
 def test_a_glob_reads_plain_and_archived_files_alike(tmp_path):
