@@ -285,8 +285,11 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
     _nameable(path, f"{kind} file")
     path = Path(path)
     if not path.is_file():
+        packed = path.with_name(path.name + ".gz")
         raise MokInputError(f"{path}: no such {kind} file"
-                            + (" (it is a folder)" if path.is_dir() else ""))
+                            + (" (it is a folder)" if path.is_dir() else "")
+                            + (f"; it is archived as {packed.name} (name that file)"
+                               if packed.is_file() else ""))
     try:
         text = file_text(path)
     except UnicodeDecodeError as exc:

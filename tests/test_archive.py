@@ -91,6 +91,15 @@ def test_an_archived_file_is_never_appended_to(tmp_path):
     assert not (tmp_path / "runs.jsonl").exists()
 
 
+def test_a_plain_name_of_an_archived_file_says_where_it_lies(tmp_path):
+    """A command written before a file was archived names NAME.jsonl: refused, naming the .gz."""
+    gz = tmp_path / "runs.jsonl.gz"
+    gz.write_bytes(archive.gzip_bytes(("\n".join(_lines(2)) + "\n").encode()))
+    with pytest.raises(MokInputError, match=r"runs.jsonl: no such run-record file; it is archived "
+                                            r"as runs.jsonl.gz \(name that file\)"):
+        read_records([tmp_path / "runs.jsonl"])
+
+
 def test_a_glob_reads_plain_and_archived_files_alike(tmp_path):
     lines = _lines(9)
     _plain(tmp_path / "bench_a.jsonl", lines[:3])
