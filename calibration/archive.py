@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mok_model.cli import MokParser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.fileio import atomic_path
+from mok_model.fileio import archive_of, archived, atomic_path
 from mok_model.records import read_records
 
 LEVEL = 9  # gzip compression level: fixed, so an archive's bytes depend on its records alone
@@ -41,36 +41,36 @@ def _strip(records: list[dict]) -> list[dict]:
     return [{k: v for k, v in r.items() if not k.startswith("_")} for r in records]
 
 
-def check(paths: list[str]) -> list[Path]:
-    """Refuse what `archive` refuses, before any file is written; the paths to archive."""
-    out: list[Path] = []
+def check(paths: list[str]) -> list[tuple[Path, list[dict]]]:
+    """Refuse what `archive` refuses, before any file is written; each path to archive with its
+    records as written (read once: `archive` compares its archive with them)."""
+    out: list[tuple[Path, list[dict]]] = []
     for name in paths:
         if not name.strip():
             raise MokInputError(f"{name!r}: an empty path; name a .jsonl run-record file")
         p = Path(name)
-        if p.name.endswith(".gz"):
+        if archived(p):
             raise MokInputError(f"{name}: already archived (a .gz file)")
         if p.suffix != ".jsonl":
             raise MokInputError(f"{name}: not a .jsonl run-record file")
-        target = p.with_name(p.name + ".gz")
+        target = archive_of(p)
         if (target.exists() or target.is_symlink()) and not p.exists():
             raise MokInputError(f"{name}: archived already, as {target}")
         if target.exists() or target.is_symlink():
             raise MokInputError(f"{name}: {target} exists already; remove it or keep {p.name}")
-        if p.resolve() in {q.resolve() for q in out}:
+        if p.resolve() in {q.resolve() for q, _ in out}:
             raise MokInputError(f"{name}: named twice")
-        read_records([p])            # every record valid: a file that fails is left as it is
-        out.append(p)
+        # every record valid: a file that fails is left as it is
+        out.append((p, _strip(read_records([p]))))
     return out
 
 
-def archive(path: Path) -> Path:
+def archive(path: Path, before: list[dict]) -> Path:
     """Write path.gz (gzip_bytes of path's bytes), check that it reads back as the same bytes
-    and the same records in the same order, then remove path; the archive's path. path.gz is
-    written atomically (never left behind if the check fails)."""
-    target = path.with_name(path.name + ".gz")
+    and as `before`, path's records (check), in the same order, then remove path; the archive's
+    path. path.gz is written atomically (never left behind if the check fails)."""
+    target = archive_of(path)
     data = path.read_bytes()
-    before = _strip(read_records([path]))
     with atomic_path(target) as tmp:
         tmp.write_bytes(gzip_bytes(data))
         after = _strip(read_records([tmp]))
@@ -82,10 +82,10 @@ def archive(path: Path) -> Path:
 
 
 def _run(a: argparse.Namespace) -> None:
-    for p in check(a.files):
-        before = p.stat().st_size
-        target = archive(p)
-        print(f"{p} -> {target}: {before:,} -> {target.stat().st_size:,} bytes")
+    for p, records in check(a.files):
+        size = p.stat().st_size
+        target = archive(p, records)
+        print(f"{p} -> {target}: {size:,} -> {target.stat().st_size:,} bytes")
 
 
 def main(argv: list[str] | None = None) -> int:

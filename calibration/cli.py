@@ -23,7 +23,7 @@ from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import (BOUNDS, PARAMS_DIR, Params, fit_record_path, read_fit_record,
                               read_params, write_params)
 from mok_model.records import (KNOBS, in_id_order, model_records, read_records, record_copy_loop,
-                               record_where, slowed)
+                               record_where, slowed, SLOWED_WHY)
 from mok_model.scenario import ENGINES, MAX_SEED
 
 from .checks import param_names, params_file, required_text
@@ -431,7 +431,7 @@ def slowed_note(rows: list[dict], held: list[bool]) -> str:
         errs = [r["predicted_ms"] / r["measured_ms"] - 1 for r, h in zip(rows, held) if h == keep]
         return f"{100 * sum(errs) / len(errs):+.1f}%" if errs else "n/a"
     return (f"{sum(held)} of {len(rows)} records were timed with the SMs held below their clock "
-            f"(gpu_state.throttle names a power or thermal cap): mean signed error {signed(True)} "
+            f"({SLOWED_WHY}): mean signed error {signed(True)} "
             f"on them, {signed(False)} on the others")
 
 

@@ -28,7 +28,7 @@ from mok_model.errors import MokInputError
 from mok_model.fileio import read_json_lines, warn
 from mok_model.records import (LATENCY_MS, SCHEMA, model_key, read_records, record_bwd_tiles,
                                record_fp8_kernel, record_list_lag, record_source_order,
-                               record_where, slowed, validate_record)
+                               record_where, slowed, SLOWED_WHY, validate_record)
 
 from .fit import workload_key
 from .noise import pick_key
@@ -273,7 +273,7 @@ def report(pred_paths: list[str], runs: list[dict], by: list[str] = (), worst: i
         once = {id(r): r for r in met_runs}.values()   # both engines meet each run
         if held := sum(map(slowed, once)):
             print(f"note: {held} of the {len(once)} runs met were timed with the SMs held below "
-                  f"their clock (gpu_state.throttle names a power or thermal cap)")
+                  f"their clock ({SLOWED_WHY})")
     return met
 
 

@@ -27,7 +27,7 @@ import torch
 
 from mok_model.cli import MokParser, distinct, number_list, plain_int
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_output_file, path_input_error
+from mok_model.fileio import archive_of, check_output_file, path_input_error
 from mok_model.records import (GPU_STATE_NUMBERS, KERNEL_SYSTEMS, THROTTLE_REASONS,
                                append_records, record_model)
 from mok_model.scenario import KNOB_MAX, MAX_LIST_LAG, MAX_SEED, check_source_orders
@@ -288,7 +288,7 @@ def check_records_out(path: str, flag: str = "--out") -> None:
     file whose lines are not valid run records (records are appended, never rewritten)."""
     from mok_model.records import read_records
     p = check_output_file(path, flag, ".jsonl")
-    if p.with_name(p.name + ".gz").exists():
+    if archive_of(p).exists():
         raise MokInputError(f"{flag} {str(path)!r}: that file is archived as {p.name}.gz, which is "
                             f"read-only; write the records to a new .jsonl file")
     if p.is_file() and p.stat().st_size:

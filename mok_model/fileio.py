@@ -285,7 +285,7 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
     _nameable(path, f"{kind} file")
     path = Path(path)
     if not path.is_file():
-        packed = path.with_name(path.name + ".gz")
+        packed = archive_of(path)
         raise MokInputError(f"{path}: no such {kind} file"
                             + (" (it is a folder)" if path.is_dir() else "")
                             + (f"; it is archived as {packed.name} (name that file)"
@@ -317,13 +317,26 @@ def read_json_lines(path: str | os.PathLike, kind: str, what: str,
         yield where, lineno, obj
 
 
+def archived(path: str | os.PathLike) -> bool:
+    """Whether `path` names an archived record file: NAME.jsonl compressed with gzip as
+    NAME.jsonl.gz (python -m calibration.archive), read by every reader as NAME.jsonl was, never
+    appended to (README "Contract extensions")."""
+    return str(path).endswith(".gz")
+
+
+def archive_of(path: str | os.PathLike) -> Path:
+    """Where `path`'s archive lies (NAME.jsonl -> NAME.jsonl.gz)."""
+    path = Path(path)
+    return path.with_name(path.name + ".gz")
+
+
 def file_text(path: str | os.PathLike) -> str:
     """A text file's text as Path.read_text reads it (UTF-8; CR LF and CR read as LF), a NAME.gz
     file's decompressed first (an archived record file, calibration/archive.py). Raises what
     reading raises: OSError, UnicodeDecodeError, and for a .gz file that is not whole gzip data
     gzip.BadGzipFile, EOFError or zlib.error (read_json_lines turns each into one line)."""
     path = Path(path)
-    if not path.name.endswith(".gz"):
+    if not archived(path):
         return path.read_text(encoding="utf-8")
     import gzip  # late: 2 ms to import, and only an archived file needs it
 
@@ -336,7 +349,7 @@ def _read_error(path: Path, exc: Exception, kind: str, what: str) -> MokInputErr
     fault (path_input_error; a .gz file that is not whole gzip data), None otherwise."""
     if isinstance(exc, OSError) and (bad := path_input_error(exc)) is not None:
         return bad
-    if path.name.endswith(".gz"):
+    if archived(path):
         import gzip
         import zlib
 

@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .errors import MokInputError
-from .fileio import read_json_lines
+from .fileio import archive_of, archived, read_json_lines
 from .presets import load_hardware, load_model, model_from_shape
 from .scenario import KNOB_MAX, KNOBS, MAX_DN_BLOCKS, MAX_SEED, SOURCE_ORDERS, SYSTEMS, Config, Scenario
 from .workload import legacy_zipf_table
@@ -294,6 +294,9 @@ def _validate_gpu_state(state) -> None:
 # H200's software power cap bit was set on 594 of 1,175 records of session 68, 353 of them at
 # 98-100 % of the maximum SM clock (docs/calibration.md "Session 68")
 HELD_BELOW = 0.98
+# what `slowed` counts, as the notes of mok validate and calibration.registered say it
+SLOWED_WHY = (f"gpu_state names a power or thermal cap and an SM clock under "
+              f"{100 * HELD_BELOW:.0f}% of its maximum")
 
 
 def slowed(rec: dict) -> bool:
@@ -321,13 +324,6 @@ def _validate_config(cfg: dict) -> None:
         raise MokInputError(f"config.capacity={v!r} must be a number in (0, 1]")
 
 
-def archived(path: str | os.PathLike) -> bool:
-    """Whether `path` names an archived record file: NAME.jsonl compressed with gzip as
-    NAME.jsonl.gz (python -m calibration.archive), read by every reader as NAME.jsonl was, never
-    appended to (README "Contract extensions")."""
-    return str(path).endswith(".gz")
-
-
 def record_files(directory: str | os.PathLike, pattern: str = "*.jsonl") -> list[Path]:
     """The record files in `directory` that `pattern` (a glob ending in .jsonl, e.g.
     "bench_*.jsonl"; "**/*.jsonl" for every folder below) names, each as it lies: NAME.jsonl or
@@ -336,7 +332,7 @@ def record_files(directory: str | os.PathLike, pattern: str = "*.jsonl") -> list
         raise ValueError(f"record_files: pattern {pattern!r} must end in .jsonl")
     d = Path(directory)
     plain, packed = set(d.glob(pattern)), set(d.glob(pattern + ".gz"))
-    both = sorted(p for p in plain if p.with_name(p.name + ".gz") in packed)
+    both = sorted(p for p in plain if archive_of(p) in packed)
     if both:
         raise MokInputError(f"{both[0]} and {both[0].name}.gz: one record file both plain and "
                             f"archived (its records twice); remove one")
