@@ -18,5 +18,5 @@ else
   [ $(left) -gt 90 ] && LIMIT=$(left) SEEDS="26 27" TAG=$TAG/heavy bash benchmarks/device/s57_gemm_phases.sh > $R/heavy_run.log 2>&1
 fi
 { echo "$GPU, $(( $(date +%s) - T0 )) s"; tail -n 3 $R/*.log; } > $R/summary.txt
-cd $OUT && tar czf $TAG.tgz $TAG && rm -rf $TAG && cat /dev/null
+cd $OUT && tar czf $TAG.tgz $TAG && rm -rf $TAG
 tar xzOf $TAG.tgz $TAG/summary.txt
