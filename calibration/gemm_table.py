@@ -2,7 +2,7 @@
 phases alone.
 
     python -m calibration.gemm_table RUN_FILES... --out TABLE.json [--hardware h200-1]
-                                     [--system gemm-only] [--relative] [--json]
+                                     [--system gemm-only] [--relative] [--sustain] [--json]
 
 Every measured forward BF16 record of `--system` (default `gemm-only`) on the hardware becomes one
 point: its shape (rows per active expert on the measured rank, I, H, local experts), its tile
@@ -33,8 +33,9 @@ import math
 import numpy as np
 from scipy.optimize import least_squares
 
-from mok_model.gemm_table import (IDEAL_TILE, MECHANISM, SCHEMAS, GemmTable, mechanism_seconds,
-                                  points_path, table_point, transferred_table, write_table)
+from mok_model.gemm_table import (IDEAL_TILE, MECHANISM, SCHEMAS, SUSTAIN, GemmTable,
+                                  mechanism_seconds, points_path, table_point, transferred_table,
+                                  write_table)
 from mok_model.presets import load_hardware
 from mok_model.records import in_id_order, read_records, record_scenario, routing_reproduced, todays_kernel
 
@@ -45,10 +46,13 @@ TILE_M, TILE_N = IDEAL_TILE, IDEAL_TILE  # the parameters' gemm_tile_m, gemm_til
 # the phase mechanism's starting point and bounds (mok_model/gemm_table.py): a tile at 60% of an
 # SM's peak (the kernel's large-shape efficiency, docs/results.md), 1 us per item (a K-pipeline fill),
 # the H200's measured device copy, 4.20 of its 4.8 TB/s HBM (calibration/priors.py hbm_eff: a
-# start on the bound stalled the fit in a local minimum), 20 us per launch (a graph replay)
-MECH_START = {"tensor_eff": 0.6, "item_us": 1.0, "hbm_gbps": 4200.0, "launch_us": 20.0}
+# start on the bound stalled the fit in a local minimum), 20 us per launch (a graph replay); the
+# long-phase term (SUSTAIN), where fitted, from 2% a doubling past 8 ms (session 68's fit to the
+# heavy shapes' phases on both cards: 1-6% past 4-5 ms)
+MECH_START = {"tensor_eff": 0.6, "item_us": 1.0, "hbm_gbps": 4200.0, "launch_us": 20.0,
+              "sustain_loss": 0.02, "sustain_ms": 8.0}
 MECH_BOUNDS = {"tensor_eff": (0.05, 1.0), "item_us": (1e-3, 50.0), "hbm_gbps": (100.0, 4800.0),
-               "launch_us": (1e-3, 500.0)}
+               "launch_us": (1e-3, 500.0), "sustain_loss": (1e-4, 0.3), "sustain_ms": (0.5, 200.0)}
 
 
 def table_records(records: list[dict], hardware: str, system: str = SYSTEM) -> list[dict]:
@@ -66,11 +70,13 @@ def table_records(records: list[dict], hardware: str, system: str = SYSTEM) -> l
 
 def build_table(records: list[dict], hardware: str, files: list[str], system: str = SYSTEM,
                 path: str | None = None, tile_m: int = TILE_M, tile_n: int = TILE_N,
-                level: str = "absolute", known: dict | None = None) -> GemmTable:
+                level: str = "absolute", known: dict | None = None,
+                sustain: bool = False) -> GemmTable:
     """A table of one point per record of `system` among `records` (see the module docstring);
     level "relative" for records of another GEMM implementation than the megakernel's. `known`:
     points already made from records (`record_points`, by record id) to reuse: a point depends on
-    its own record only, so a fold's table is the known points of its training records."""
+    its own record only, so a fold's table is the known points of its training records.
+    `sustain`: fit the mechanism's long-phase term too (fit_mechanism)."""
     recs = table_records(records, hardware, system)
     if not recs:
         raise MokInputError(f"no measured forward BF16 {system} records of {hardware} to build a "
@@ -83,30 +89,32 @@ def build_table(records: list[dict], hardware: str, files: list[str], system: st
     notes = (f"{len(points)} {system} records of {hardware} ({what}); "
              f"eff = tile-quantized FLOPs ({tile_m} x {tile_n} tiles) at peak on all SMs / measured "
              f"(python -m calibration.gemm_table)")
-    mech = fit_mechanism(points) if level == "absolute" else None
+    mech = fit_mechanism(points, sustain) if level == "absolute" else None
     if mech is not None:
         notes += ("; phase mechanism fitted to the points (fit_mechanism): "
                   + ", ".join(f"{k} {v:.4g}" for k, v in mech.items()))
     return GemmTable(hardware, points, tuple(files), path, notes, level, mech)
 
 
-def fit_mechanism(points) -> dict | None:
-    """The phase mechanism's constants (mok_model/gemm_table.py MECHANISM) that fit the points'
-    measured times best in log (relative) error, bounded least squares from MECH_START (a
-    deterministic fit); None if a point lacks its features (an older table)."""
+def fit_mechanism(points, sustain: bool = False) -> dict | None:
+    """The phase mechanism's constants (mok_model/gemm_table.py MECHANISM, and SUSTAIN with
+    `sustain`) that fit the points' measured times best in log (relative) error, bounded least
+    squares from MECH_START (a deterministic fit); None if a point lacks its features (an older
+    table)."""
     if not points or not all("mech" in p and "measured_ms" in p for p in points):
         return None
+    names = MECHANISM + (SUSTAIN if sustain else ())
     meas = np.array([float(p["measured_ms"]) * 1e-3 for p in points])
 
     def res(x):
-        mech = dict(zip(MECHANISM, np.exp(x)))
+        mech = dict(zip(names, np.exp(x)))
         return np.log([mechanism_seconds(p["mech"], mech) for p in points]) - np.log(meas)
 
-    lo = np.log([MECH_BOUNDS[k][0] for k in MECHANISM])
-    hi = np.log([MECH_BOUNDS[k][1] for k in MECHANISM])
-    x0 = np.clip(np.log([MECH_START[k] for k in MECHANISM]), lo, hi - 1e-9)
+    lo = np.log([MECH_BOUNDS[k][0] for k in names])
+    hi = np.log([MECH_BOUNDS[k][1] for k in names])
+    x0 = np.clip(np.log([MECH_START[k] for k in names]), lo, hi - 1e-9)
     fit = least_squares(res, x0, bounds=(lo, hi), method="trf")
-    return {k: float(math.exp(v)) for k, v in zip(MECHANISM, fit.x)}
+    return {k: float(math.exp(v)) for k, v in zip(names, fit.x)}
 
 
 def fit_lookup(src: GemmTable, hardware: str, path, start: dict, records: list[dict],
@@ -175,6 +183,9 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--relative", action="store_true",
                    help="the records time another GEMM implementation (the library's grouped "
                         "GEMM): use only the table's shape trend, times gemm_eff")
+    p.add_argument("--sustain", action="store_true",
+                   help="fit the mechanism's long-phase term too (mok_model/gemm_table.py "
+                        "sustained; the shipped h200-1 table has it since session 69)")
     p.add_argument("--json", action="store_true")
     return run_tool(p, _run, argv)
 
@@ -184,10 +195,13 @@ def _run(a: argparse.Namespace) -> int:
     required_text(a.hardware, "--hardware", "preset name")
     load_hardware(a.hardware)           # a preset name or TOML file, named if unknown
     required_text(a.system, "--system", "system name")
+    if a.relative and a.sustain:
+        raise MokInputError("--sustain fits a term of the phase mechanism, which a --relative "
+                            "table does not have: give one of them")
     records = read_records(a.runs)      # before the names are tidied ('' is not '.')
     files = [str(Path(f)) for f in a.runs]
     table = build_table(records, a.hardware, files, a.system, a.out,
-                        level="relative" if a.relative else "absolute")
+                        level="relative" if a.relative else "absolute", sustain=a.sustain)
     write_table(a.out, table)
     if a.json:
         print(json.dumps(table.to_json(), indent=1))

@@ -49,11 +49,14 @@ an SM's tensor peak or their share of HBM for their weight blocks, whichever is 
 slower than a full wave's: 4.75% to 4.62%, "The chain's last wave"); floored by the expert weights
 streamed from HBM at `hbm_gbps` (an expert's weight column block is read once per group of row
 tiles that run at the same time: group_m, else the SMs over the column blocks), plus
-`launch_us` per launch.
+`launch_us` per launch. A table fitted with the long-phase term (`sustained`, SUSTAIN:
+calibration/gemm_table.py --sustain) also slows the compute part of a phase by `sustain_loss`
+of its time for each doubling past `sustain_ms`: in long dense phases the GPU's clock settles
+under its power cap.
 The launch is the GEMM-phase record's own (one graph-replayed kernel: its start and the ramp of
 its programs), not a GEMM's: a MoK pass pays its launch in its own terms (`launch`, `fixed`), so
 the table's GEMM time leaves it out (ratio = (measured - launch) / (mechanism - launch)); with it
-left in, a 64-token pass paid about 34 us twice. Its four constants are fitted to the table's
+left in, a 64-token pass paid about 34 us twice. Its constants are fitted to the table's
 own points (calibration/gemm_table.py fit_mechanism). A held-out shape then gets its tile
 counts, waves, K-loop lengths and weight bytes from the mechanism and only the mechanism's
 residual from its neighbours: held out by model, the kernel's GEMM-phase times are predicted
@@ -107,6 +110,8 @@ LEVELS = ("absolute", "relative")
 IDEAL_TILE = 128
 # the phase mechanism's constants (module docstring), fitted by calibration/gemm_table.py
 MECHANISM = ("tensor_eff", "item_us", "hbm_gbps", "launch_us")
+# the optional long-phase term (`sustained`): a table fitted with it holds both, one without neither
+SUSTAIN = ("sustain_loss", "sustain_ms")
 # the system of records of the megakernel's own GEMM phases (mok_kernels/bench.py run_mok_gemm)
 KERNEL_SYSTEM = "mok-gemm"
 
@@ -425,22 +430,24 @@ def _checked_points(points, where: str) -> tuple:
 
 
 def _mechanism(mech, where: str) -> dict:
-    """A file's mechanism constants, checked: exactly MECHANISM, each a finite number, above 0
-    where it divides (tensor_eff, hbm_gbps), else >= 0."""
+    """A file's mechanism constants, checked: exactly MECHANISM (with both of SUSTAIN or neither),
+    each a finite number, above 0 where it divides (tensor_eff, hbm_gbps, sustain_ms), else >= 0."""
     if not isinstance(mech, dict):
         raise MokInputError(f"{where}: mechanism must be an object of {', '.join(MECHANISM)}")
-    missing, unknown = [k for k in MECHANISM if k not in mech], sorted(set(mech) - set(MECHANISM))
+    allowed = MECHANISM + (SUSTAIN if any(k in mech for k in SUSTAIN) else ())
+    missing, unknown = [k for k in allowed if k not in mech], sorted(set(mech) - set(allowed))
     if missing or unknown:
         why = " and ".join(w for w in (missing and f"lacks {', '.join(missing)}",
                                        unknown and f"has unknown {', '.join(unknown)}") if w)
-        raise MokInputError(f"{where}: mechanism must hold exactly {', '.join(MECHANISM)}: "
-                            f"it {why}")
-    for k in MECHANISM:
-        v, divides = mech[k], k in ("tensor_eff", "hbm_gbps")
+        raise MokInputError(f"{where}: mechanism must hold exactly {', '.join(MECHANISM)} (and "
+                            f"{' and '.join(SUSTAIN)} together, or neither): it {why}")
+    names = MECHANISM + (SUSTAIN if any(k in mech for k in SUSTAIN) else ())
+    for k in names:
+        v, divides = mech[k], k in ("tensor_eff", "hbm_gbps", "sustain_ms")
         if not _number(v) or not (v > 0 if divides else v >= 0):
             raise MokInputError(f"{where}: mechanism {k}={v!r} must be a number "
                                 + ("> 0 (it divides)" if divides else ">= 0"))
-    return {k: float(mech[k]) for k in MECHANISM}
+    return {k: float(mech[k]) for k in names}
 
 
 def _read_transferred(path: Path, doc: dict) -> GemmTable:
@@ -873,6 +880,20 @@ def _mechanism_time(total, phases, S, used, peak, rate, item, per_flop, weight_b
     (full_gu, last_gu, waves_gu), (full_dn, last_dn, waves_dn) = times
     chain = np.maximum((waves_gu - 1) * full_gu + last_gu + last_dn,
                        last_gu + (waves_dn - 1) * full_dn + last_dn)
-    compute = np.maximum(total / S * (S / used) ** scaling, chain)
+    compute = sustained(np.maximum(total / S * (S / used) ** scaling, chain), mech)
     stream = weight_bytes / (mech["hbm_gbps"] * 1e9) if mech["hbm_gbps"] > 0 else 0.0
     return np.maximum(compute, stream) + mech["launch_us"] * 1e-6
+
+
+def sustained(seconds, mech: dict):
+    """A phase's compute time with the mechanism's long-phase term, where it has one (SUSTAIN):
+    beyond `sustain_ms` each doubling of the time adds `sustain_loss` of it,
+    t (1 + loss max(0, log2(t / sustain_ms))). A GPU holds its clock for a few milliseconds of
+    dense tensor work, then settles under its power cap: the phases of 15 ms and more on both
+    Hopper cards ran 5-14% slower than a table of mostly shorter phases said, with the SM clock
+    below its maximum (docs/calibration.md "Session 68"). Without SUSTAIN, `seconds` as given."""
+    if "sustain_loss" not in mech:
+        return seconds
+    t0 = mech["sustain_ms"] * 1e-3
+    over = np.log2(np.maximum(np.asarray(seconds, dtype=np.float64), t0) / t0)
+    return seconds * (1.0 + mech["sustain_loss"] * over)

@@ -20,9 +20,10 @@ from mok_model.analytic import expert_ffn_parts, mok_terms, weight_stream_bps
 from mok_model.band import band
 from mok_model.errors import MokInputError
 from calibration.gemm_table import fit_mechanism
-from mok_model.gemm_table import (MECHANISM, GemmTable, curves_of, ideal_seconds, mechanism_seconds,
-                                  phase_features, points_mechanism_seconds, read_table,
-                                  scenario_eff, shape_of, table_point, write_table)
+from mok_model.gemm_table import (MECHANISM, SUSTAIN, GemmTable, curves_of, ideal_seconds,
+                                  mechanism_seconds, phase_features, points_mechanism_seconds,
+                                  read_table, scenario_eff, shape_of, sustained, table_point,
+                                  write_table)
 from mok_model.params import load_params, read_params, write_params
 from mok_model.predict import predict
 from mok_model.presets import load_hardware, load_model
@@ -456,6 +457,50 @@ def test_fit_mechanism_recovers_the_constants_that_made_the_points():
     assert fit_mechanism([{k: v for k, v in p.items() if k != "mech"} for p in pts]) is None
 
 
+def test_the_long_phase_term_slows_only_phases_past_its_duration():
+    """sustained: nothing below sustain_ms, sustain_loss of the time per doubling past it; a
+    mechanism without the term is as before; the points' all-at-once sums take it as one by one."""
+    term = {"sustain_loss": 0.05, "sustain_ms": 4.0}
+    assert sustained(0.003, term) == pytest.approx(0.003)
+    assert sustained(0.016, term) == pytest.approx(0.016 * 1.10)
+    assert sustained(np.array([0.002, 0.008]), term) == pytest.approx([0.002, 0.008 * 1.05])
+    assert sustained(0.016, dict(MECH)) == 0.016
+    short, long = phase_features(scenario(tokens=256)), phase_features(scenario(tokens=16384))
+    with_term = {**MECH, "sustain_loss": 0.05, "sustain_ms": 1.0}
+    assert mechanism_seconds(short, with_term) == pytest.approx(mechanism_seconds(short, MECH))
+    assert mechanism_seconds(long, with_term) > 1.1 * mechanism_seconds(long, MECH)
+    assert points_mechanism_seconds([short, long], with_term) == pytest.approx(
+        [mechanism_seconds(short, with_term), mechanism_seconds(long, with_term)], rel=1e-12)
+
+
+def test_fit_mechanism_with_the_term_recovers_it_and_a_file_keeps_it(tmp_path):
+    """Points made with the term (long phases included) give it back; a table file holds the six
+    constants, and a file with one of SUSTAIN alone is refused naming the rule."""
+    made = {**MECH, "sustain_loss": 0.06, "sustain_ms": 3.0}
+    pts = [_mech_point(m, ep, n, made) for m in ("kimi-k2", "qwen3-30b-a3b", "mixtral-8x7b")
+           for ep in (4, 8) for n in (64, 1024, 8192, 32768)]
+    assert max(p["measured_ms"] for p in pts) > 4 * made["sustain_ms"]
+    got = fit_mechanism(pts, sustain=True)
+    assert set(got) == set(MECHANISM + SUSTAIN)
+    for k in ("tensor_eff", "sustain_loss", "sustain_ms"):
+        assert got[k] == pytest.approx(made[k], rel=2e-2)
+    assert fit_mechanism(pts, sustain=True) == got                  # deterministic
+    without = fit_mechanism(pts)
+    assert set(without) == set(MECHANISM)
+    t = GemmTable("h200-1", tuple(pts), mechanism=got)
+    write_table(tmp_path / "t.json", t)
+    assert read_table(tmp_path / "t.json").mechanism == got
+    doc = json.loads((tmp_path / "t.json").read_text())
+    del doc["mechanism"]["sustain_ms"]
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    with pytest.raises(MokInputError, match="sustain_loss and sustain_ms together.*lacks sustain_ms"):
+        read_table(tmp_path / "t.json")
+    doc["mechanism"]["sustain_ms"] = 0
+    (tmp_path / "t.json").write_text(json.dumps(doc))
+    with pytest.raises(MokInputError, match="sustain_ms=0 must be a number > 0"):
+        read_table(tmp_path / "t.json")
+
+
 def test_a_held_out_shape_takes_the_mechanism_and_its_neighbours_residual():
     """Points that follow the mechanism up to a constant factor predict a shape the table lacks
     (llama4-maverick's I = 8192) to within a few percent (the training points never stream
@@ -714,3 +759,19 @@ def test_the_model_charges_the_list_period_to_narrow_experts_at_small_minibatche
         assert not any("in-order work list" in n for n in free.notes())
     a = predict(scn, Config(minibatch=512, **knobs), params=p)
     assert 0 < a.work_ms["list_hold"] < a.work_ms["routed_gemm"]
+
+
+def test_the_table_tool_fits_the_term_on_request_and_a_relative_table_refuses_it(tmp_path, capsys):
+    """`--sustain` writes the six constants; with `--relative` (no mechanism) it is one error."""
+    from cli_errors import one_error
+
+    from calibration.gemm_table import main as table_main
+    args = [str(RUNS / "h100" / "gemm_phases_drawn21.jsonl"), "--hardware", "h100-1",
+            "--system", "mok-gemm"]
+    assert table_main([*args, "--out", str(tmp_path / "t.json"), "--sustain"]) == 0
+    assert set(read_table(tmp_path / "t.json").mechanism) == set(MECHANISM + SUSTAIN)
+    capsys.readouterr()
+    assert table_main([*args, "--out", str(tmp_path / "r.json"), "--sustain", "--relative"]) == 2
+    assert "--sustain fits a term of the phase mechanism" in one_error(
+        capsys.readouterr().err, "python -m calibration.gemm_table")
+    assert not (tmp_path / "r.json").exists()
