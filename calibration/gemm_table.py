@@ -185,7 +185,7 @@ def main(argv: list[str] | None = None) -> int:
                         "GEMM): use only the table's shape trend, times gemm_eff")
     p.add_argument("--sustain", action="store_true",
                    help="fit the mechanism's long-phase term too (mok_model/gemm_table.py "
-                        "sustained; the shipped h200-1 table has it since session 69)")
+                        "sustained)")
     p.add_argument("--json", action="store_true")
     return run_tool(p, _run, argv)
 

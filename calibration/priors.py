@@ -117,6 +117,15 @@ HOPPER = {  # what our megakernel would be on a Hopper box
 
 H200_LOCAL = {  # one H200 emulating its peers in local memory
     **HOPPER,
+    # set into the shipped files by hand in session 40 and never here, so session 69's full
+    # `calibration.defaults` run wrote the 1.0 prior in its place (mok calibrate keeps it fixed)
+    "pipe_copy_scale": (1.25, "measured on our kernel (not fitted): the megakernel's copies alone "
+                              "(KernelConfig.skip_gemm) with copy_rows one column step at a time "
+                              "and with two steps' loads in flight, same run, seven pull-dispatch "
+                              "settings (qwen3-30b-a3b EP 8 4,096 tokens at 8-32 comm SMs, seed "
+                              "14's regret case, kimi-k2 EP 16): time ratio median 1.25 "
+                              "(1.18-1.43); mok_kernels/logs_s40/pipe/pipe.jsonl "
+                              "(benchmarks/device/s40_pipe.py, one H200, 2026-12-04)"),
     "link_eff": (0.78, "probe: row gather 1.64 TB/s at 132 blocks over the 2.1 TB/s copy ceiling"),
     "signal_remote_us": (0.43, "probe: emulated peers signal through local memory, one way 0.43 us"),
     "push_signal_per_peer_us": (0.1, "prior: emulated peers' flags are local: one L2-resident flag poll, "

@@ -138,7 +138,7 @@ def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM,
              free_arg: list[str] | None = None, fix: tuple = (), known: dict | None = None):
     """`mok calibrate`'s two stages from the h200-1 priors on `train`; with table "absolute" or
     "relative" the GEMM efficiency table of that level is built from train's GEMM-phase records
-    first, an absolute one's mechanism with its long-phase term as the shipped table's (`known`: points already made, by record id; only train's are used). `free_arg` replaces
+    first (`known`: points already made, by record id; only train's are used). `free_arg` replaces
     the layer stage's choice of free parameters; `fix` removes parameters from it (held at
     their priors). Returns (params, free parameters, table points
     or 0)."""
@@ -149,7 +149,7 @@ def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM,
             raise MokInputError(f"--table {table}: a fold has no {table_system} records to build "
                                 f"the GEMM table from")
         t = build_table(train, HARDWARE, sorted({r["_file"] for r in train if "_file" in r}),
-                        table_system, level=table, known=known, sustain=True)
+                        table_system, level=table, known=known)
         base = base.with_table(t)
         points = len(t.points)
     micro = fit_micro(train, base)

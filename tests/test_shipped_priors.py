@@ -1,0 +1,19 @@
+"""A full `python -m calibration.defaults` run starts h200-1 from calibration/priors.py, so every
+value the shipped file holds without fitting it must be the prior's: session 40 set the measured
+pipe_copy_scale (1.25) into the shipped files by hand, and session 69's full refit wrote the 1.0
+prior in its place."""
+
+from __future__ import annotations
+
+from calibration.priors import H200_LOCAL, prior_params
+from mok_model.params import load_params
+
+
+def test_every_unfitted_h200_value_is_the_prior_a_refit_starts_from():
+    shipped = load_params(None, "h200-1")
+    priors = prior_params("h200-1", H200_LOCAL)
+    unfitted = [k for k in shipped.values
+                if not shipped.sources[k].startswith(("stage 1, fitted", "stage 2, fitted", "fitted"))]
+    assert "pipe_copy_scale" in unfitted and len(unfitted) > 20
+    for k in unfitted:
+        assert priors[k] == shipped[k], k
