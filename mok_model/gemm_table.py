@@ -441,13 +441,12 @@ def _mechanism(mech, where: str) -> dict:
                                        unknown and f"has unknown {', '.join(unknown)}") if w)
         raise MokInputError(f"{where}: mechanism must hold exactly {', '.join(MECHANISM)} (and "
                             f"{' and '.join(SUSTAIN)} together, or neither): it {why}")
-    names = MECHANISM + (SUSTAIN if any(k in mech for k in SUSTAIN) else ())
-    for k in names:
+    for k in allowed:
         v, divides = mech[k], k in ("tensor_eff", "hbm_gbps", "sustain_ms")
         if not _number(v) or not (v > 0 if divides else v >= 0):
             raise MokInputError(f"{where}: mechanism {k}={v!r} must be a number "
                                 + ("> 0 (it divides)" if divides else ">= 0"))
-    return {k: float(mech[k]) for k in names}
+    return {k: float(mech[k]) for k in allowed}
 
 
 def _read_transferred(path: Path, doc: dict) -> GemmTable:
