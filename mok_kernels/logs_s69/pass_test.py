@@ -2,7 +2,9 @@
 after (`mok validate --json`, analytic and simulator): the H200's drawn seeds 28-36 and the H100's
 25-35, none read by any fit. OLD is a checkout of the commit before the refit.
 
-    PYTHONPATH=. python mok_kernels/logs_s69/pass_test.py OLD_CHECKOUT
+    PYTHONPATH=. python mok_kernels/logs_s69/pass_test.py OLD_CHECKOUT [NEW_CHECKOUT] [ENGINES]
+
+NEW_CHECKOUT (default: here) holds the parameters tested; ENGINES e.g. "analytic" (default both).
 """
 import glob
 import json
@@ -14,6 +16,8 @@ import sys
 import numpy as np
 
 OLD = sys.argv[1]
+NEW = sys.argv[2] if len(sys.argv) > 2 else "."
+ENGINES = sys.argv[3].split(",") if len(sys.argv) > 3 else ["analytic", "sim"]
 SETS = {"h200-1": [f"calibration/runs/h200_drawn/drawn{s}.jsonl.gz" for s in range(28, 37)],
         "h100-1": sorted(f for f in glob.glob("calibration/runs/h100/drawn*.jsonl*")
                          if 25 <= int(re.search(r"drawn(\d+)", f)[1]) <= 35
@@ -45,12 +49,12 @@ def long_rows(doc: dict) -> str:
 
 
 for hw, files in SETS.items():
-    for engine in ("analytic", "sim"):
+    for engine in ENGINES:
         print(f"{hw} {engine}")
         for f in files + ["pooled"]:
             fs = files if f == "pooled" else [f]
             name = "pooled" if f == "pooled" else re.search(r"drawn\d+", f)[0]
-            for label, root in (("before", OLD), ("after ", ".")):
+            for label, root in (("before", OLD), ("after ", NEW)):
                 d = validate(root, hw, fs, engine)
                 print(f"  {name:8s} {label} n {d['n']:4d} MAPE {100 * d['mape']:5.2f}% max "
                       f"{100 * d['max_ape']:5.1f}% Spearman {d['spearman']:.3f}  signed by pass "
