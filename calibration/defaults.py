@@ -51,6 +51,10 @@ session 33; --replace fits a group the file holds again, e.g. when new records o
 every calibration/runs/h200/*.jsonl[.gz] is read, so a new sweep there, such as bwd_train_s33.jsonl,
 enters without a code change).
 
+At the end every run compares the files it wrote with those it found: a value that changed
+although its source did not say it was fitted (a measured, design or set value that
+calibration/priors.py does not carry) is named in one warning line, to check before shipping.
+
 Every fitted file also gets the fit's uncertainty block (a bootstrap over whole workloads,
 calibration/fit.py); the transferred files carry gb300-nvl72's samples, marked as transferred
 (an x86 host's host_launch_scale is set, not fitted, so its column is dropped); priors-only
@@ -64,6 +68,7 @@ from pathlib import Path
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
+from mok_model.fileio import warn
 from mok_model.params import PARAMS_DIR, Params, read_fit_record, read_params, write_params
 from mok_model.records import append_records, read_records, record_files
 
@@ -409,7 +414,44 @@ def fit_h200_hgx8(root: Path) -> None:
                   "gemm_only_residuals": gemm.residuals, "residuals": layer.residuals})
 
 
+# where a value's source says it was fitted (or moved from a fitted one): a refit may change it
+FITTED_SOURCES = ("stage 1, fitted", "stage 2, fitted", "fitted", "transferred from")
+
+
+def shipped_values() -> dict:
+    """{file name: {value name: (value, source)}} of every parameters file on disk."""
+    out = {}
+    for path in sorted(PARAMS_DIR.glob("*.json")):
+        values = read_params(path)
+        out[path.name] = {k: (values[k], values.sources.get(k, "")) for k in values.values}
+    return out
+
+
+def unfitted_changes(before: dict, after: dict) -> list[str]:
+    """One line per value that a refit changed although its source before did not say it was
+    fitted: a measured, design or set value that calibration/priors.py does not carry (session
+    69: pipe_copy_scale, measured 1.25, came back as its 1.0 prior)."""
+    lines = []
+    for name, values in sorted(before.items()):
+        for k, (v, source) in sorted(values.items()):
+            new = after.get(name, {}).get(k)
+            if new is not None and new[0] != v and not source.startswith(FITTED_SOURCES):
+                lines.append(f"{name} {k}: {v:.6g} ({source[:60]}...) -> {new[0]:.6g} "
+                             f"({new[1][:60]}...)")
+    return lines
+
+
 def _main(a) -> int:
+    before = shipped_values()
+    _run_main(a)
+    changed = unfitted_changes(before, shipped_values())
+    if changed:
+        warn(f"{len(changed)} value(s) no fit moved before were changed; check each against "
+             f"calibration/priors.py before shipping: " + "; ".join(changed))
+    return 0
+
+
+def _run_main(a) -> None:
     if a.replace and a.pass_group is None:
         raise MokInputError("--replace: only with --pass-group GROUP (the full run refits "
                             "every group)")
@@ -421,7 +463,6 @@ def _main(a) -> int:
         add_h200_pass_group(Path(__file__).resolve().parents[1], a.pass_group, a.replace)
     else:
         main()
-    return 0
 
 
 def parser():

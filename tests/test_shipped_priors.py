@@ -17,3 +17,22 @@ def test_every_unfitted_h200_value_is_the_prior_a_refit_starts_from():
     assert "pipe_copy_scale" in unfitted and len(unfitted) > 20
     for k in unfitted:
         assert priors[k] == shipped[k], k
+
+
+def test_the_full_refit_names_every_value_it_moved_that_no_fit_had_moved():
+    """calibration.defaults warns about each changed value whose source was not a fit's: session
+    69's candidate h200-1 (frozen under calibration/predictions/params/) shows the one it lost."""
+    from pathlib import Path
+
+    from calibration.defaults import unfitted_changes
+    from mok_model.params import read_params
+
+    def values(path):
+        p = read_params(Path(__file__).resolve().parents[1] / path)
+        return {"h200-1.json": {k: (p[k], p.sources[k]) for k in p.values}}
+
+    shipped = values("mok_model/params/h200-1.json")
+    candidate = values("calibration/predictions/params/h200-1_sustain_2026-12-07.json")
+    changed = unfitted_changes(shipped, candidate)
+    assert len(changed) == 1 and changed[0].startswith("h200-1.json pipe_copy_scale: 1.25 (measured")
+    assert unfitted_changes(shipped, shipped) == []
