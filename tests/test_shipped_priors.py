@@ -5,6 +5,7 @@ prior in its place."""
 
 from __future__ import annotations
 
+from calibration.defaults import FITTED_SOURCES
 from calibration.priors import H200_LOCAL, prior_params
 from mok_model.params import load_params
 
@@ -12,8 +13,7 @@ from mok_model.params import load_params
 def test_every_unfitted_h200_value_is_the_prior_a_refit_starts_from():
     shipped = load_params(None, "h200-1")
     priors = prior_params("h200-1", H200_LOCAL)
-    unfitted = [k for k in shipped.values
-                if not shipped.sources[k].startswith(("stage 1, fitted", "stage 2, fitted", "fitted"))]
+    unfitted = [k for k in shipped.values if not shipped.sources[k].startswith(FITTED_SOURCES)]
     assert "pipe_copy_scale" in unfitted and len(unfitted) > 20
     for k in unfitted:
         assert priors[k] == shipped[k], k
