@@ -124,7 +124,7 @@ H200_RUNS = ([Path(__file__).parent / "runs" / "h200" / f
 # calibration/runs/h200_drawn/mixtral_gemm_check.jsonl
 # calibration/runs/h200_space/gemm_phases_narrow.jsonl
 # calibration/runs/h200_space/gemm_phases_v2.jsonl
-# calibration/runs/h200_space/gemm_phases_t128_512.jsonl.gz --system mok-gemm --out
+# calibration/runs/h200_space/gemm_phases_t128_512.jsonl.gz --system mok-gemm --sustain --out
 # mok_model/params/gemm/h200-1.json): h200-1's GEMM efficiency, gemm_eff not fitted
 H200_GEMM_TABLE = PARAMS_DIR / "gemm" / "h200-1.json"
 FREE = ["gemm_eff", "mok_fixed_us", "wgrad_bytes_per_weight", "host_launch_scale", "nccl_eff"]

@@ -149,7 +149,8 @@ def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM,
             raise MokInputError(f"--table {table}: a fold has no {table_system} records to build "
                                 f"the GEMM table from")
         t = build_table(train, HARDWARE, sorted({r["_file"] for r in train if "_file" in r}),
-                        table_system, level=table, known=known)
+                        table_system, level=table, known=known,
+                        sustain=table == "absolute")
         base = base.with_table(t)
         points = len(t.points)
     micro = fit_micro(train, base)

@@ -71,7 +71,7 @@ CASES = [  # (edit, what the one line says)
                                        r"together, or neither\): it lacks item_us and has unknown foo"),
     (mechanism(foo=1.0), r"or neither\): it has unknown foo$"),
     (mechanism(launch_us=None), r"or neither\): it lacks launch_us$"),
-    (mechanism(sustain_loss=0.05), r"or neither\): it lacks sustain_ms$"),
+    (mechanism(sustain_loss=0.05, sustain_ms=None), r"or neither\): it lacks sustain_ms$"),
     (mechanism(sustain_loss=-0.1, sustain_ms=5.0),
      r"mechanism sustain_loss=-0.1 must be a number >= 0$"),
     (mechanism(tensor_eff=0), r"mechanism tensor_eff=0 must be a number > 0 \(it divides\)"),
