@@ -32,6 +32,7 @@ import argparse
 import datetime
 import json
 import math
+import re
 import sys
 from pathlib import Path
 
@@ -47,11 +48,23 @@ from mok_model.records import (in_id_order, predictable, read_records, record_bw
                                workload_key)
 
 from .checks import required_text, shipped_params
-from .defaults import H200_RUNS
+from .defaults import H200_GEMM_TABLE, H200_RUNS
 from .scoring import predict_records
 from .transfer import HOPPER_PASS_RUNS, HOPPER_PHASES
 
 ROOT = Path(__file__).resolve().parents[1]
+
+
+def table_read(files: set[str]) -> set[str]:
+    """Of `files`, those h200-1's GEMM table reads (h100-1's is that table transferred): its
+    record files, and the pass runs of every drawn seed whose GEMM phases it holds (session 70:
+    a pass file of such a seed no longer tests a shape the model has not seen)."""
+    records = set(json.loads(H200_GEMM_TABLE.read_text())["records"])
+    seeds = {m[1] for f in records if (m := re.search(r"gemm_phases_drawn(\d+)\.jsonl", f))}
+    return {f for f in files if f in records
+            or ((m := re.search(r"(?:^|/)drawn(\d+)(?:_[^/]*)?\.jsonl", f)) and m[1] in seeds)}
+
+
 HELDOUT_RUNS = {"h200-1": sorted(
     ({str(p.relative_to(ROOT)) for d in ("h200_drawn", "h200_unseen")
      for p in record_files(ROOT / "calibration" / "runs" / d)}
@@ -62,13 +75,15 @@ HELDOUT_RUNS = {"h200-1": sorted(
        # the presets at EP 16 zipf and mixtral at EP 8 on the "runs" loop (session 41)
        "calibration/runs/h200_space/presets_zipf_ep16_s41.jsonl.gz",
        "calibration/runs/h200_space/mixtral_ep8_s41.jsonl"})
-    # minus what h200-1's fit reads (session 41: seed 14's "pipe" runs joined it)
+    # minus what h200-1's fit reads (session 41: seed 14's "pipe" runs joined it) and its table
     - {str(p.resolve().relative_to(ROOT)) for p in H200_RUNS}),
     # the H100 records no fit reads: h100-1 is h200-1 transferred (session 28), its GEMM lookup
     # fitted to GEMM phases (session 57), its stage-2 terms to pass runs (session 59)
     "h100-1": sorted({str(p.relative_to(ROOT))
                       for p in record_files(ROOT / "calibration" / "runs" / "h100")}
                      - set(HOPPER_PHASES) - set(HOPPER_PASS_RUNS))}
+HELDOUT_RUNS = {hw: [f for f in files if f not in table_read(set(files))]
+                for hw, files in HELDOUT_RUNS.items()}
 
 
 def summarise(errors: list[float]) -> dict:

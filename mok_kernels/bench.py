@@ -573,12 +573,18 @@ KERNEL_PACKAGE = Path(__file__).resolve().parent
 
 
 def kernel_source_digest(root: Path = KERNEL_PACKAGE) -> str:
-    """The first 16 hex digits of a SHA-256 over the kernel package's Python sources (every
-    *.py under `root`, by relative path, path and bytes): which kernel a record timed, where the
-    device's copy of the tree carries no usable git commit (session 35: the forward's mode words
-    changed the kernel's speed, and records of the two kernels must be told apart)."""
+    """The first 16 hex digits of a SHA-256 over the kernel package's Python modules (every *.py
+    under `root` whose folders below `root` are packages, by relative path, path and bytes):
+    which kernel a record timed, where the device's copy of the tree carries no usable git commit
+    (session 35: the forward's mode words changed the kernel's speed, and records of the two
+    kernels must be told apart). Since session 70 the session scripts in folders that are not
+    packages (logs_s*/) do not count: before, every new log script changed the digest."""
+    def module(f: Path) -> bool:
+        return all((root / Path(*f.relative_to(root).parts[:i]) / "__init__.py").exists()
+                   for i in range(1, len(f.relative_to(root).parts)))
+
     h = hashlib.sha256()
-    for f in sorted(root.rglob("*.py"), key=lambda f: f.relative_to(root).as_posix()):
+    for f in sorted(filter(module, root.rglob("*.py")), key=lambda f: f.relative_to(root).as_posix()):
         h.update(f.relative_to(root).as_posix().encode() + b"\0" + f.read_bytes() + b"\0")
     return h.hexdigest()[:16]
 

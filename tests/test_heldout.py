@@ -151,3 +151,23 @@ def test_no_held_out_run_is_read_by_the_fit():
     assert {"calibration/runs/h200_drawn/drawn15_pipe.jsonl.gz",
             "calibration/runs/h200_drawn/drawn16_runs.jsonl.gz",
             "calibration/runs/h200_space/presets_zipf_ep16_s41.jsonl.gz"} <= held
+
+
+def test_pass_runs_of_a_seed_in_the_gemm_table_are_not_held_out(tmp_path, monkeypatch):
+    """A drawn seed whose GEMM phases the table reads: its pass files leave the held-out set
+    (session 70), other seeds' stay, and the table's own record files are never held out."""
+    import calibration.heldout_errors as he
+
+    table = tmp_path / "h200-1.json"
+    table.write_text(json.dumps({"records": ["calibration/runs/h200_drawn/gemm_phases_drawn21.jsonl",
+                                             "calibration/runs/h200_space/gemm_phases.jsonl.gz"]}))
+    monkeypatch.setattr(he, "H200_GEMM_TABLE", table)
+    files = {"calibration/runs/h200_drawn/drawn21.jsonl.gz", "calibration/runs/h100/drawn21.jsonl",
+             "calibration/runs/h200_drawn/drawn21_rerun.jsonl", "calibration/runs/h200_drawn/drawn2.jsonl.gz",
+             "calibration/runs/h200_drawn/drawn212.jsonl.gz", "calibration/runs/h200_space/gemm_phases.jsonl.gz",
+             "calibration/runs/h200_drawn/gemm_phases_drawn22.jsonl"}
+    assert he.table_read(files) == {"calibration/runs/h200_drawn/drawn21.jsonl.gz",
+                                    "calibration/runs/h100/drawn21.jsonl",
+                                    "calibration/runs/h200_drawn/drawn21_rerun.jsonl",
+                                    "calibration/runs/h200_space/gemm_phases.jsonl.gz"}
+
