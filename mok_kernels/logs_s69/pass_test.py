@@ -5,7 +5,7 @@ after (`mok validate --json`, analytic and simulator): the H200's drawn seeds 28
     PYTHONPATH=. python mok_kernels/logs_s69/pass_test.py OLD_CHECKOUT [NEW_CHECKOUT] [ENGINES]
 
 NEW_CHECKOUT (default: here) holds the parameters tested; ENGINES e.g. "analytic" (default both).
-PASS_FILES="h100-1=GLOB;h200-1=GLOB" (session 70) tests those files instead.
+PASS_FILES="h100-1=GLOB,GLOB;h200-1=GLOB" (session 70) tests those files instead.
 """
 import glob
 import json
@@ -24,7 +24,7 @@ SETS = {"h200-1": [f"calibration/runs/h200_drawn/drawn{s}.jsonl.gz" for s in ran
                          if 25 <= int(re.search(r"drawn(\d+)", f)[1]) <= 35
                          and "native" not in f and "gemm" not in f)}
 if os.environ.get("PASS_FILES"):
-    SETS = {hw: sorted(glob.glob(g)) for hw, g in
+    SETS = {hw: sorted({f for g in gs.split(",") for f in glob.glob(g)}) for hw, gs in
             (item.split("=", 1) for item in os.environ["PASS_FILES"].split(";"))}
 
 
