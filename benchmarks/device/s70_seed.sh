@@ -3,8 +3,10 @@
 # Session 70: one registered drawn-seed sweep, chosen by the card, since the nvidia-h200 kind may
 # give an H100 (session 70's seed 37 ran on one it was not registered for).
 #   H200: seed 37 (h200_drawn37_before_s69_2026-12-07.jsonl with the parameters shipped before
-#         session 70, h200_drawn37_sustain2_candidate_2026-12-07.jsonl with those shipped since).
-#   H100: seed 38 (h100_drawn38_2026-12-07.jsonl, the parameters shipped in session 70).
+#         session 70, h200_drawn37_sustain2_candidate_2026-12-07.jsonl with those shipped since,
+#         h200_drawn37_plus2127_candidate_2026-12-07.jsonl with session 70's unshipped candidate).
+#   H100: seed 38 (h100_drawn38_2026-12-07.jsonl, the parameters shipped in session 70;
+#         h100_drawn38_plus2127_candidate_2026-12-07.jsonl, the candidate).
 # Everything is tarred into $OUT/TAG.tgz.
 TAG=${1:?tag}; R=$OUT/$TAG; mkdir -p $R
 GPU=$(nvidia-smi --query-gpu=name --format=csv,noheader | head -1)
