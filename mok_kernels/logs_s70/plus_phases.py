@@ -1,0 +1,38 @@
+"""Session 70: held-out GEMM phases (drawn seeds 28 on) with the shipped tables and with the
+frozen candidate's (seeds 21-27's phases added to the h200-1 table; h100-1's transferred from it).
+
+    PYTHONPATH=. python mok_kernels/logs_s70/plus_phases.py
+"""
+
+import glob
+import re
+
+import numpy as np
+
+from calibration.gemm_table import table_records
+from mok_model.gemm_table import read_table
+from mok_model.records import read_records, record_scenario
+
+CANDIDATE = "calibration/predictions/params/gemm_{}_plus2127_2026-12-07.json"
+PHASES = {"h200-1": "calibration/runs/h200_drawn/gemm_phases_drawn*.jsonl",
+          "h100-1": "calibration/runs/h100/gemm_phases_drawn*.jsonl"}
+
+
+def main() -> None:
+    for hw, pattern in PHASES.items():
+        data = [(record_scenario(r), r["latency_ms"]["median"] * 1e-3)
+                for f in sorted(glob.glob(pattern)) if int(re.search(r"drawn(\d+)", f)[1]) >= 28
+                for r in table_records(read_records([f]), hw, "mok-gemm")]
+        ms = np.array([m for _, m in data]) * 1e3
+        for name, path in (("shipped", f"mok_model/params/gemm/{hw}.json"), ("candidate", CANDIDATE.format(hw))):
+            t = read_table(path)
+            launch = t.lookup["launch_us"] * 1e-6
+            e = np.array([(t.scenario_seconds(s) + launch) / m - 1 for s, m in data])
+            sels = [(lo, hi, (ms >= lo) & (ms < hi)) for lo, hi in ((0, 0.5), (0.5, 2), (2, 5), (5, 10), (10, 1e9))]
+            bins = [f"{lo:g}-{hi:g} ms {100 * e[s].mean():+4.1f}% (n {s.sum()})" for lo, hi, s in sels]
+            print(f"{hw} {name:9s} n {len(e)} MAPE {100 * abs(e).mean():.2f}% max {100 * abs(e).max():.1f}%  "
+                  + "; ".join(bins))
+
+
+if __name__ == "__main__":
+    main()
