@@ -418,13 +418,15 @@ def fit_h200_hgx8(root: Path) -> None:
 FITTED_SOURCES = ("stage 1, fitted", "stage 2, fitted", "fitted", "transferred from")
 
 
+def file_values(path: Path) -> dict:
+    """{value name: (value, source)} of one parameters file."""
+    values = read_params(path)
+    return {k: (values[k], values.sources.get(k, "")) for k in values.values}
+
+
 def shipped_values() -> dict:
-    """{file name: {value name: (value, source)}} of every parameters file on disk."""
-    out = {}
-    for path in sorted(PARAMS_DIR.glob("*.json")):
-        values = read_params(path)
-        out[path.name] = {k: (values[k], values.sources.get(k, "")) for k in values.values}
-    return out
+    """{file name: file_values} of every parameters file on disk."""
+    return {path.name: file_values(path) for path in sorted(PARAMS_DIR.glob("*.json"))}
 
 
 def unfitted_changes(before: dict, after: dict) -> list[str]:

@@ -51,6 +51,9 @@ TILE_M, TILE_N = IDEAL_TILE, IDEAL_TILE  # the parameters' gemm_tile_m, gemm_til
 # heavy shapes' phases on both cards: 1-6% past 4-5 ms)
 MECH_START = {"tensor_eff": 0.6, "item_us": 1.0, "hbm_gbps": 4200.0, "launch_us": 20.0,
               "sustain_loss": 0.02, "sustain_ms": 8.0}
+# the shipped h200-1 table is built with --sustain (calibration/defaults.py H200_GEMM_TABLE): the
+# reports that rebuild tables per fold (report_space, report_gemm_table) build them the same way
+SHIPPED_SUSTAIN = True
 MECH_BOUNDS = {"tensor_eff": (0.05, 1.0), "item_us": (1e-3, 50.0), "hbm_gbps": (100.0, 4800.0),
                "launch_us": (1e-3, 500.0), "sustain_loss": (1e-4, 0.3), "sustain_ms": (0.5, 200.0)}
 

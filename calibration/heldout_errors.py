@@ -82,8 +82,7 @@ HELDOUT_RUNS = {"h200-1": sorted(
     "h100-1": sorted({str(p.relative_to(ROOT))
                       for p in record_files(ROOT / "calibration" / "runs" / "h100")}
                      - set(HOPPER_PHASES) - set(HOPPER_PASS_RUNS))}
-HELDOUT_RUNS = {hw: [f for f in files if f not in table_read(set(files))]
-                for hw, files in HELDOUT_RUNS.items()}
+HELDOUT_RUNS = {hw: sorted(set(files) - table_read(set(files))) for hw, files in HELDOUT_RUNS.items()}
 
 
 def summarise(errors: list[float]) -> dict:

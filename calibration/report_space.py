@@ -56,7 +56,7 @@ from .checks import param_names, required_text
 from .cli import default_free, priors_for
 from .fit import fit
 from .gemm_table import SYSTEM as TABLE_SYSTEM
-from .gemm_table import build_table, record_points, table_records
+from .gemm_table import SHIPPED_SUSTAIN, build_table, record_points, table_records
 from .micro import fit_micro
 from .rerun import ceiling, repeated
 from .split import check_key, group_value, group_values
@@ -149,8 +149,7 @@ def fit_fold(train: list[dict], table: str, table_system: str = TABLE_SYSTEM,
             raise MokInputError(f"--table {table}: a fold has no {table_system} records to build "
                                 f"the GEMM table from")
         t = build_table(train, HARDWARE, sorted({r["_file"] for r in train if "_file" in r}),
-                        table_system, level=table, known=known,
-                        sustain=table == "absolute")
+                        table_system, level=table, known=known, sustain=SHIPPED_SUSTAIN)
         base = base.with_table(t)
         points = len(t.points)
     micro = fit_micro(train, base)

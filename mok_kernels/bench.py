@@ -580,8 +580,8 @@ def kernel_source_digest(root: Path = KERNEL_PACKAGE) -> str:
     kernels must be told apart). Since session 70 the session scripts in folders that are not
     packages (logs_s*/) do not count: before, every new log script changed the digest."""
     def module(f: Path) -> bool:
-        return all((root / Path(*f.relative_to(root).parts[:i]) / "__init__.py").exists()
-                   for i in range(1, len(f.relative_to(root).parts)))
+        parts = f.relative_to(root).parts
+        return all(root.joinpath(*parts[:i], "__init__.py").exists() for i in range(1, len(parts)))
 
     h = hashlib.sha256()
     for f in sorted(filter(module, root.rglob("*.py")), key=lambda f: f.relative_to(root).as_posix()):

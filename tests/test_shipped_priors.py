@@ -24,12 +24,10 @@ def test_the_full_refit_names_every_value_it_moved_that_no_fit_had_moved():
     69's candidate h200-1 (frozen under calibration/predictions/params/) shows the one it lost."""
     from pathlib import Path
 
-    from calibration.defaults import unfitted_changes
-    from mok_model.params import read_params
+    from calibration.defaults import file_values, unfitted_changes
 
     def values(path):
-        p = read_params(Path(__file__).resolve().parents[1] / path)
-        return {"h200-1.json": {k: (p[k], p.sources[k]) for k in p.values}}
+        return {"h200-1.json": file_values(Path(__file__).resolve().parents[1] / path)}
 
     shipped = values("mok_model/params/h200-1.json")
     candidate = values("calibration/predictions/params/h200-1_sustain_2026-12-07.json")
