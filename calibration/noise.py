@@ -20,14 +20,20 @@ BESIDE plain Spearman and regret, never instead of them:
   independent across configurations, log-normal, and one SD per band; it estimates what a
   second run of every configuration would reproduce of the first's order, for every workload
   (calibration/rerun.py's `ceiling` measures that on the re-measured workloads alone).
+- `drift_regret`: the tuner regret a perfect model would still show against these records: per
+  workload, the best measured configuration (what a model that knew the kernel exactly would
+  pick, as far as one run tells) timed again with every configuration moved by its drift, over
+  the best of that second run. The same assumptions as `drift_ceiling`; its expected maximum
+  over workloads is the floor under report_space's regret max.
 - `resolved_pairs`: of the pairs of configurations inside a workload whose p10-p90 intervals do not
   overlap (the records tell them apart), the share the model orders as measured.
 
     python -m calibration.noise RUN_FILES... [--table-system gemm-only|mok-gemm] [--json]
 
 prints the drift SD of each token band (tokens per GPU, the record's `tokens`: <= 128, <= 512,
-<= 2048, > 2048) from the MoK runs measured twice among the files, with its number of pairs, and
-the drift ceiling of the files' MoK workloads (>= 3 configurations), pooled and per band. With
+<= 2048, > 2048) from the MoK runs measured twice among the files, with its number of pairs, the
+drift ceiling of the files' MoK workloads (>= 3 configurations), pooled and per band, and the
+drift regret floor (workloads of >= 4 configurations), pooled and per band. With
 --table-system, of the MoK runs calibration.report_space scores with that --table-system
 (`usable`: h200-1 forward runs of the tile of their workload's GEMM phases and of a zipf order
 the model draws), so that the ceiling sits beside its Spearman; without it, of every MoK record
@@ -177,6 +183,48 @@ def drift_ceiling(records: list[dict], sd_by_band: dict, draws: int = 200,
             "bands": bands, "no_sd": no_sd, "workloads": per}
 
 
+def drift_regret(records: list[dict], sd_by_band: dict, min_configs: int = 4, draws: int = 200,
+                 seed: int = 0) -> dict:
+    """Tuner regret a perfect model would expect against run-to-run drift (module docstring):
+    per MoK workload of >= `min_configs` configurations, the configuration of the fastest
+    measured median, timed in a second run drawn as drift_ceiling draws it (each median times
+    exp(N(0, sd)), sd of the workload's token band), over that run's fastest, minus 1.
+    `mean`: the mean over workloads of each one's expected regret; `max`: the expected largest
+    regret over all workloads (per draw, the maximum over workloads, then the mean over draws:
+    the counterpart of a report's regret max); `share_over`: the expected share of workloads
+    above each of 1 %, 3 % and 10 %; per band the same mean and max. Workloads of a band
+    without an SD are left out (`no_sd`)."""
+    rng = np.random.default_rng(seed)
+    mok = [r for r in records if r["system"] == "mok"]
+    sds = {k: float(v[0] if isinstance(v, (tuple, list)) else v) for k, v in sd_by_band.items()}
+    rows, labels, no_sd = [], [], 0
+    for ix in _groups(mok).values():
+        if len(ix) < min_configs:
+            continue
+        label = band(mok[ix[0]]["tokens"])
+        if label not in sds:
+            no_sd += 1
+            continue
+        med = np.array([mok[i]["latency_ms"]["median"] for i in ix], float)
+        moved = med * np.exp(rng.normal(0.0, sds[label], (draws, len(ix))))
+        rows.append(moved[:, int(np.argmin(med))] / moved.min(axis=1) - 1)
+        labels.append(label)
+    if not rows:
+        return {"workloads": 0, "mean": None, "max": None, "share_over": {}, "bands": {},
+                "no_sd": no_sd}
+    reg = np.array(rows)                       # workloads x draws
+    labels = np.array(labels)
+
+    def summary(r: np.ndarray) -> dict:
+        return {"workloads": int(r.shape[0]), "mean": float(r.mean()),
+                "max": float(r.max(axis=0).mean())}
+
+    return {**summary(reg), "no_sd": no_sd,
+            "share_over": {f"{t:g}": float((reg > t).mean()) for t in (0.01, 0.03, 0.10)},
+            "bands": {label: summary(reg[labels == label]) for label, _ in BANDS
+                      if (labels == label).any()}}
+
+
 def disjoint(a: dict, b: dict) -> bool:
     """Whether two records' latency_ms p10-p90 intervals do not overlap (the records resolve
     which of the two is faster)."""
@@ -258,7 +306,8 @@ def drift_report(records: list[dict], table_system: str | None = None) -> dict:
     dc = drift_ceiling(mok, sd)
     return {"records": len(mok), "table_system": table_system, "pairs": len(pairs),
             "drift_sd": {k: {"sd": v, "pairs": n} for k, (v, n) in sd.items()},
-            **{k: v for k, v in dc.items() if k != "workloads"}}
+            **{k: v for k, v in dc.items() if k != "workloads"},
+            "regret_floor": drift_regret(mok, sd)}
 
 
 def render(doc: dict) -> str:
@@ -275,6 +324,14 @@ def render(doc: dict) -> str:
             for label, v in doc["bands"].items()]
     if doc["no_sd"]:
         out.append(f"  left out: {doc['no_sd']} workloads of a band without a re-measured run")
+    rf = doc["regret_floor"]
+    if rf["workloads"]:
+        over = ", ".join(f"> {100 * float(t):g}%: {100 * v:.1f}%" for t, v in rf["share_over"].items())
+        out.append(f"drift regret floor (a perfect model's pick, workloads >= 4 configurations): "
+                   f"mean {100 * rf['mean']:.2f}%, max {100 * rf['max']:.1f}% over "
+                   f"{rf['workloads']} workloads; share of workloads {over}")
+        out += [f"  tokens {label:>6s}: mean {100 * v['mean']:.2f}%, max {100 * v['max']:.1f}% "
+                f"({v['workloads']} workloads)" for label, v in rf["bands"].items()]
     return "\n".join(out)
 
 

@@ -7,7 +7,7 @@ import math
 import numpy as np
 import pytest
 
-from calibration.noise import _rank_corr, band, drift_ceiling, drift_sd, main
+from calibration.noise import _rank_corr, band, drift_ceiling, drift_regret, drift_sd, main
 from calibration.rerun import repeated
 from calibration.validate import spearman
 
@@ -77,6 +77,25 @@ def test_each_band_takes_its_own_sd_and_a_band_without_one_is_left_out():
     assert drift_ceiling([dict(r, system="mok-gemm") for r in recs], {"<=128": 0.05})["groups"] == 0
 
 
+def test_regret_floor_is_nil_far_apart_and_the_drift_where_configurations_tie():
+    far = drift_regret(_workloads(0.5), {"<=2048": 0.02})
+    assert far["workloads"] == 10 and far["max"] < 1e-12 and far["share_over"]["0.03"] == 0
+    # four equal settings, 5% drift: the first run's pick is any one of four equals, so its
+    # expected regret is E[X1 / min(X1..X4)] - 1 for log-normal X: about 5% (1.03 SD)
+    tie = drift_regret(_workloads(1e-9), {"<=2048": 0.05}, draws=2000)
+    assert 0.04 < tie["mean"] < 0.065 and tie["max"] > tie["mean"]
+    assert tie["bands"] == {"<=2048": {k: tie[k] for k in ("workloads", "mean", "max")}}
+    assert drift_regret(_workloads(1e-9), {"<=2048": 0.05}, draws=2000) == tie  # seeded
+
+
+def test_regret_floor_counts_workloads_of_enough_configurations_in_bands_with_an_sd():
+    recs = _workloads(0.01, configs=3) + _workloads(0.01, tokens=64, start=100)
+    out = drift_regret(recs, {"<=2048": 0.05})
+    assert out["workloads"] == 0 and out["no_sd"] == 10 and out["mean"] is None
+    out = drift_regret(recs, {"<=2048": 0.05}, min_configs=3)
+    assert out["workloads"] == 10 and out["no_sd"] == 10 and set(out["bands"]) == {"<=2048"}
+
+
 def test_drift_sd_recovers_a_known_sd_and_shrugs_off_outliers():
     rng = np.random.default_rng(0)
     pairs = []
@@ -114,12 +133,15 @@ def test_cli_prints_sds_and_ceiling_and_refuses_runs_measured_once(tmp_path, cap
     out = capsys.readouterr().out
     assert "12 runs measured twice" in out and "(12 pairs)" in out
     assert "drift ceiling (Spearman within workloads): 0.9" in out and "over 3 workloads" in out
+    assert "drift regret floor (a perfect model's pick, workloads >= 4 configurations)" in out
     assert main([str(f), "--json"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert doc["groups"] == 3 and doc["drift_sd"]["<=2048"]["pairs"] == 12
     # every record is a configuration, as in report_space's Spearman: the two measurements of
     # a run (2% apart, drift SD 1.5%) swap places in some draws; the settings 50% apart never
     assert 0.9 < doc["ceiling"] < 0.99
+    # the pick is the faster of a run's two measurements, 2% apart: its twin can beat it
+    assert doc["regret_floor"]["workloads"] == 3 and 0 < doc["regret_floor"]["max"] < 0.03
 
     once = tmp_path / "once.jsonl"
     once.write_text("".join(json.dumps(r) + "\n" for r in recs))
