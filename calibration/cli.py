@@ -22,6 +22,7 @@ from mok_model.fileio import check_beside_output, check_output_file, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import (BOUNDS, PARAMS_DIR, Params, fit_record_path, read_fit_record,
                               read_params, write_params)
+from mok_model.params import SCHEMA as PARAMS_SCHEMA
 from mok_model.records import (KNOBS, in_id_order, model_records, read_records, record_copy_loop,
                                record_where, slowed, SLOWED_WHY)
 from mok_model.scenario import ENGINES, MAX_SEED
@@ -196,7 +197,7 @@ def run_calibrate(a: argparse.Namespace) -> dict:
     """Fit and write the parameters file; return what was done (the --json document)."""
     _check_engine(a.engine)
     # --base may be --out (a refit in place: calibration/defaults.py); the others are read later
-    check_output_file(a.out, "--out", ".json", replaces=True,
+    check_output_file(a.out, "--out", ".json", replaces=(PARAMS_SCHEMA,),
                       inputs=[("RUN_FILES", r) for r in a.runs] + [("--gemm-table", a.gemm_table)])
     check_beside_output(fit_record_path(a.out), a.out, "--out", "fit record")   # fit/NAME
     if a.holdout is not None and a.holdout_by is None:
@@ -439,7 +440,7 @@ def run_validate(a: argparse.Namespace) -> dict:
     """Predict every layer record with the parameters file; return the --json document."""
     _check_engine(a.engine)
     if a.plot is not None:
-        check_output_file(a.plot, "--plot", ".png", replaces=True,
+        check_output_file(a.plot, "--plot", ".png", replaces=("png",),
                           inputs=[("RUN_FILES", r) for r in a.runs] + [("--params", a.params)])
     records = read_records(a.runs)
     params = read_params(a.params)

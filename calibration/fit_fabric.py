@@ -44,6 +44,7 @@ from mok_model.cli import MokParser
 from mok_model.errors import MokInputError
 from mok_model.fileio import check_output_file, deferred_warnings
 from mok_model.params import BOUNDS, PARAMS_DIR, Params, write_params
+from mok_model.params import SCHEMA as PARAMS_SCHEMA
 from mok_model.presets import Hardware, load_hardware
 from mok_model.records import read_records
 
@@ -309,7 +310,7 @@ def _checked_fit(p: MokParser, argv: list[str]) -> tuple:
     """The arguments, base parameters, records, hardware and fit, every input checked first."""
     a = p.parse_args(argv)
     # rewritten whole (said); another preset's default file never (as mok calibrate --out)
-    check_output_file(a.out, "--out", ".json", replaces=True)
+    check_output_file(a.out, "--out", ".json", replaces=(PARAMS_SCHEMA,))
     required_text(a.hardware, "--hardware", "preset name")
     base = params_file(a.base, "--base") if a.base is not None else None
     records = [r for r in read_records(a.runs) if r["system"] in SYSTEMS]

@@ -27,7 +27,7 @@ from pathlib import Path
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_beside_output, check_output_file, loads_json
+from mok_model.fileio import check_beside_output, check_output_file
 import math
 
 import numpy as np
@@ -165,15 +165,7 @@ def check_out(out: str, runs: list[str]) -> None:
     table (a parameters file was replaced by one in silence), and the points file written
     beside it (points/NAME: a file named `points` there ended the write in a traceback)."""
     path = check_output_file(out, "--out", ".json", inputs=[("RUN_FILES", r) for r in runs],
-                             replaces=True)
-    if path.is_file():
-        try:
-            schema = loads_json(path.read_text(encoding="utf-8")).get("schema")
-        except (ValueError, AttributeError):
-            schema = None
-        if schema not in SCHEMAS:
-            raise MokInputError(f"--out {out!r} exists and is not a GEMM table (schema {schema!r}, "
-                                f"not one of {SCHEMAS}); name another file")
+                             replaces=SCHEMAS)
     check_beside_output(points_path(path), out, "--out", "points file")   # points/NAME
 
 

@@ -228,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
                                   inputs=[("(the parameters)", params.path),
                                           ("(their GEMM table)", table),
                                           *(("(a run file)", f) for f in runs)],
-                                  replaces=a.out is not None)   # the default is rewritten by design
+                                  replaces=(SCHEMA,) if a.out is not None else ())  # the default: by design
                 read_records(list(runs))    # every file readable before the first prediction
                 flush_warnings()            # the input passed: say it before the work
                 empty: list[str] = []  # files without records: said after the work, so a

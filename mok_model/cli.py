@@ -13,8 +13,8 @@ import os
 import shlex
 import sys
 
-from .errors import MokInputError, SimInvariantError
-from .fileio import check_output_file, deferred_warnings, drop_warnings, warn
+from .errors import ModelError, MokInputError, SimInvariantError
+from .fileio import TRACE_KIND, check_output_file, deferred_warnings, drop_warnings, flush_warnings, warn
 from .presets import hardware_names, load_hardware, load_model, model_names
 from .scenario import (BWD_TILES, ENGINES, FP8_KERNELS, GLUON_KNOBS, KNOBS, MAX_SEED, MODES,
                        PASSES, PRECISIONS, SOURCE_ORDERS, SYSTEMS, Config, Scenario,
@@ -373,6 +373,11 @@ def _warn_knobs(scn: Scenario, knobs: dict) -> None:
     if mb is not None and mb < 128:
         warn(f"--minibatch {mb} is below one 128-row GEMM tile: every minibatch runs padded tiles "
              f"and reloads its experts' weights (the tuner searches 256 and up)")
+    ring = knobs.get("macrobatch")
+    if ring is not None and ring < 128 and mb is None:
+        warn(f"--macrobatch {ring} is below one 128-row GEMM tile: the tuner's minibatch is at "
+             f"most the ring's {ring} rows, so every minibatch runs padded tiles and reloads its "
+             f"experts' weights (the tuner's rings hold one of its minibatches or more: 256 rows and up)")
     if cc is not None and cc > scn.hardware.sms // 2:
         warn(f"--comm-sms {cc} leaves {scn.hardware.sms - cc} of {scn.hardware.sms} SMs to the "
              f"GEMMs (the tuner searches 4 to {min(64, scn.hardware.sms // 2)})")
@@ -518,7 +523,7 @@ def cmd_predict(a, engine: str) -> int:
             raise MokInputError(f"--schedule {a.schedule} orders MoK's work; --system {a.system} "
                                 f"runs its own fixed sequence of kernels (drop --schedule)")
         if a.trace is not None:
-            check_output_file(a.trace, "--trace", ".json", inputs=_inputs(a), replaces=True)
+            check_output_file(a.trace, "--trace", ".json", inputs=_inputs(a), replaces=(TRACE_KIND,))
         if a.degrade is not None and not a.degrade.strip():
             raise MokInputError(f"--degrade {a.degrade!r} is empty; {DEGRADE_HELP}")
     scn = _scenario(a)
@@ -542,12 +547,13 @@ def cmd_predict(a, engine: str) -> int:
         from .progress import busy
         from .sim import simulate
 
-        tuned = predict(scn, knobs, a.system, params, search_lag=a.list_lag is None,
+        degrade = a.degrade or scn.hardware.degrade   # the flag's or the hardware file's
+        tuned = predict(scn.healthy("sim"), knobs, a.system, params, search_lag=a.list_lag is None,
                         layer_capacity=True) \
             if a.system == "mok" else None
         scn = tuned.scenario if tuned else scn  # with the lag the tuner chose
-        if a.degrade:  # links of the simulated network; knobs left unset are tuned on the healthy one
-            scn = scn.with_(hardware=scn.hardware.with_(degrade=a.degrade))
+        if degrade:  # links of the simulated network; knobs left unset are tuned on the healthy one
+            scn = scn.with_(hardware=scn.hardware.with_(degrade=degrade))
         with busy(f"simulating {a.system} at EP {scn.ep}"):
             pred = simulate(scn, tuned.config if tuned else None, a.system, params, trace=a.trace,
                             schedule=a.schedule)
@@ -568,14 +574,14 @@ def cmd_predict(a, engine: str) -> int:
 
 def cmd_tune_table(a) -> int:
     """`mok tune --table FILE.json`: the tuner's knobs per token bucket, written atomically."""
-    from mok_kernels.knobs import DEFAULT_BUCKETS, build_table, write_table
+    from mok_kernels.knobs import DEFAULT_BUCKETS, TABLE_SCHEMA, build_table, write_table
 
     from .tuner import ROBUST
     from .workload import parse_routing
 
     if a.tokens is not None:
         raise MokInputError("--table tunes every bucket of --tokens-buckets; drop --tokens")
-    check_output_file(a.table, "--table", ".json", inputs=_inputs(a), replaces=True)
+    check_output_file(a.table, "--table", ".json", inputs=_inputs(a), replaces=(TABLE_SCHEMA,))
     if a.top is not None:
         raise MokInputError(f"--top {a.top} lists the best configurations of one --tokens; --table "
                             f"keeps the best per bucket (drop --top)")
@@ -609,6 +615,7 @@ def cmd_tune_table(a) -> int:
     command = " ".join(shlex.quote(w) for w in words)   # the command that rewrites this table
     doc = build_table(a.hardware, a.model, a.ep, buckets, a.params, a.allow_params_mismatch,
                       knobs, command, a.list_lag, routing)
+    flush_warnings()          # every check passed: "will be replaced" is said before the write
     write_table(a.table, doc)
     if a.json:
         print(json.dumps({"table": a.table, **doc}, indent=1))
@@ -850,6 +857,9 @@ def main(argv: list[str] | None = None) -> int:
     except SimInvariantError as exc:  # a simulator bug: one line, never a traceback
         print(f"mok: internal error: the simulation broke an invariant ({exc}); please report it",
               file=sys.stderr)
+        return 1
+    except ModelError as exc:  # a model bug: one line, never a number, never a traceback
+        print(f"mok: internal error: {exc}; please report it", file=sys.stderr)
         return 1
     except SystemExit as exc:  # --help
         return int(exc.code or 0)

@@ -8,3 +8,8 @@ class MokInputError(ValueError):
 class SimInvariantError(RuntimeError):
     """An internal invariant of the simulation was broken (a bug in the simulator); here, not in
     the simulator, so that the CLI can catch it without importing SimPy."""
+
+
+class ModelError(RuntimeError):
+    """The model computed no number (NaN) where it must: a bug in mok, reported as such, never
+    as bad input and never as a number."""

@@ -21,13 +21,14 @@ from .errors import MokInputError
 
 def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = None,
                       inputs: Iterable[tuple[str, str | os.PathLike | None]] = (),
-                      replaces: bool = False) -> Path:
+                      replaces: tuple[str, ...] = ()) -> Path:
     """Refuse an output file that cannot be written: a missing or unwritable folder, a folder
     given as the file (or a path ending in a slash), an unwritable existing file, (if `suffix`)
     the wrong extension, or one of the command's `inputs` ((flag, path) pairs; a None path is
     not given): writing it would destroy what the command reads. `replaces`: the command
-    rewrites the file whole (a trace, a table, parameters), so an existing one gets a warning
-    line saying it will be replaced."""
+    rewrites the file whole (a trace, a table, parameters); the kinds (file_kind) it may replace:
+    an existing file of one of them gets a warning line saying it will be replaced, a file of
+    any other kind is refused (a parameters file is never replaced by a knob table)."""
     _not_empty(path, flag, "file")
     _nameable(path, flag)
     p = Path(path)
@@ -50,8 +51,41 @@ def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = N
                                 f"writing it would destroy what is read: name another file")
     _probe(parent, flag, path)
     if replaces and p.exists():
+        kind = file_kind(p)
+        if kind != "" and kind not in replaces:
+            raise MokInputError(f"{flag} {str(path)!r} exists and holds "
+                                f"{'an unknown kind of file' if kind is None else repr(kind)}, not "
+                                f"{' or '.join(map(repr, replaces))}, which this command writes: it "
+                                f"is not replaced; name another file (or remove that one first)")
         warn(f"{flag} {str(path)!r} exists; it will be replaced")
     return p
+
+
+PNG_MAGIC = b"\x89PNG\r\n\x1a\n"
+TRACE_KIND = "trace"   # a Chrome/Perfetto trace (traceEvents), what `mok simulate --trace` writes
+
+
+def file_kind(path: Path) -> str | None:
+    """What an existing file holds, as check_output_file's `replaces` names it: "png", a JSON
+    document's `schema` (e.g. "mok-params/1"), TRACE_KIND for a trace, "" for an empty file or
+    an empty JSON object or list (nothing to lose); None for anything else."""
+    try:
+        with open(path, "rb") as f:
+            head = f.read(len(PNG_MAGIC))
+            if not head:
+                return ""
+            if head == PNG_MAGIC:
+                return "png"
+            doc = json.loads(head + f.read())
+    except (OSError, ValueError):
+        return None
+    if doc in ({}, []):
+        return ""
+    if not isinstance(doc, dict):
+        return None
+    if isinstance(doc.get("schema"), str):
+        return doc["schema"]
+    return TRACE_KIND if "traceEvents" in doc else None
 
 
 def check_beside_output(path: str | os.PathLike, out: str | os.PathLike, flag: str,

@@ -607,7 +607,11 @@ def scenario_eff(table: GemmTable, scn) -> float | None:
     if not table.covers(scn):
         return None
     kernel = table.level == "absolute"  # the megakernel's GEMM phases
-    if table.uses_mechanism:
+    if table.uses_mechanism and _ideal(scn) == 0.0:
+        # the measured GPU has no GEMM work (no rows routed to it, no shared expert): any
+        # efficiency times no work is no time; the points' median keeps the ratio finite
+        e = table.median
+    elif table.uses_mechanism:
         e = _ideal(scn) / table.scenario_seconds(scn)
     else:
         e = table.eff(*shape_of(scn), occupancy(scn, kernel=kernel))
@@ -635,6 +639,8 @@ def eff_on(table: GemmTable, scn, sms, scaling: float):
     slower in its GEMMs than with 32 (docs/calibration.md "Drawn shapes")."""
     S = scn.hardware.sms
     used = np.asarray(sms, dtype=np.float64)
+    if _ideal(scn) == 0.0:  # no GEMM work on the measured GPU (scenario_eff)
+        return np.full_like(used, table.median)
     return _ideal(scn) * (S / used) ** scaling / table.scenario_seconds(scn, used, scaling)
 
 

@@ -94,11 +94,31 @@ def scenario_notes(s: Scenario, system: str = "mok") -> list[str]:
         if system == "mok":
             out.append(f"{s.hardware.name} emulates {peers} in local memory; the "
                        f"latency is rank 0's")
+            out += spared_rank_note(s)
         else:   # a baseline exchanges with real peers: it waits for the slowest (as both engines say)
             out.append(f"{s.hardware.name} emulates {peers} for MoK (rank 0's "
                        f"pass); a {system} pass is not emulated: its latency is the slowest of "
                        f"the {s.ep} GPUs, each on this hardware")
     return out
+
+
+# rank 0 below this share of the busiest GPU's routed rows: its emulated pass is not the step's
+SPARED_SHARE = 0.8
+
+
+def spared_rank_note(s: Scenario) -> list[str]:
+    """A note where the routing spares rank 0, the rank an emulating GPU times: its rows under
+    SPARED_SHARE of the busiest GPU's, so the pass reads shorter than the layer's step (which
+    waits for the busiest rank) and can read shorter under skew than uniform."""
+    from .analytic import loads
+
+    rows = loads(s).rows
+    busiest = int(rows.argmax())
+    if rows[busiest] <= 0 or rows[0] >= SPARED_SHARE * rows[busiest]:
+        return []
+    return [f"the routing spares rank 0: it receives {int(rows[0])} routed rows, GPU {busiest} "
+            f"{int(rows[busiest])}; this rank-0 pass is shorter than the busiest rank's, which the "
+            f"layer's step waits for (a multi-GPU preset of the same GPU predicts the slowest GPU)"]
 
 
 def resolve_params(scenario: Scenario, params: Params | str | None,

@@ -213,6 +213,10 @@ LAYER_SYSTEMS = (*SYSTEMS, "mok-gemm", "gemm-only", "torch-grouped", "torch-auto
 
 # a routing's parameter: (keys that may hold it, highest value) per kind (routing_spec reads them)
 _ROUTING_ARGS = {"zipf": (("arg", "s"), 10.0), "hot": (("arg", "fraction"), 1.0)}
+# every key a routing object of each kind may hold besides kind and seed (routing_spec,
+# record_zipf_order and the hot draw read them); any other is a misspelling, refused
+_ROUTING_KEYS = {"uniform": (), "onehot": (), "zipf": ("arg", "s", "order"),
+                 "hot": ("arg", "fraction", "draw"), "file": ("arg", "path")}
 
 
 def _validate_layer_run(rec: dict) -> None:
@@ -241,6 +245,11 @@ def _validate_routing_arg(routing: dict) -> None:
     (0, 1]) and a file routing its path; else the record could not be reproduced, and would be
     left out under the wrong reason."""
     kind = routing.get("kind", "uniform")
+    allowed = ("kind", "seed", *_ROUTING_KEYS.get(kind, ()))
+    unknown = sorted(set(routing) - set(allowed))
+    if kind in _ROUTING_KEYS and unknown:
+        raise MokInputError(f"routing.{unknown[0]} is not a key of a {kind} routing (its keys: "
+                            f"{', '.join(allowed)})")
     arg = routing.get("arg")          # part of a run's key (calibration.registered): hashable
     if arg is not None and not (_number(arg) or isinstance(arg, str)):
         raise MokInputError(f"routing.arg={arg!r} must be a number or a routing file's path")
@@ -344,7 +353,13 @@ def read_records(paths: Iterable[str | os.PathLike]) -> list[dict]:
     archived); ids must be unique."""
     out: list[dict] = []
     seen: dict[str, str] = {}
+    named: dict[str, str] = {}
     for path in paths:
+        real = os.path.realpath(path)
+        if real in named:
+            raise MokInputError(f"run-record file {str(path)!r} is named twice (first as "
+                                f"{named[real]!r}): name each file once")
+        named[real] = str(path)
         for where, lineno, rec in read_json_lines(path, "run-record", "run records", validate_record):
             if rec["id"] in seen:
                 raise MokInputError(f"{where}: duplicate id {rec['id']!r} (first in {seen[rec['id']]})")

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .analytic import list_binds, mok_terms
-from .errors import MokInputError
+from .errors import ModelError, MokInputError
 from .params import Params
 from .scenario import (ENGINES, GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
                        Config, Scenario, check_gluon_knobs, check_knob, plain)
@@ -360,6 +360,10 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     g = knob_grid(scenario, {"capacity": least_capacity(scenario, params), **fixed})
     n = len(g["minibatch"])
     lat, lag, overflow, evaluated = _grid_latency(scenario, params, g, lags)
+    if np.isnan(lat).any():   # never a pick among undefined numbers, never "infeasible" for them
+        raise ModelError(f"the analytic model gave no number (NaN) for {int(np.isnan(lat).sum())} "
+                         f"of {n} knob settings of {scenario.model.name}, EP {scenario.ep}, "
+                         f"{scenario.tokens} tokens on {scenario.hardware.name}: a bug in mok")
     mem, limit = _grid_buffers(scenario, g)
     lat[mem > limit] = np.inf
     if not np.isfinite(lat).any():

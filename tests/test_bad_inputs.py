@@ -494,9 +494,14 @@ def test_progress_bar_is_on_stderr_never_stdout(capsys, monkeypatch):
 
 
 def test_outputs_are_written_atomically(tmp_path, capsys):
-    """A trace replaces an existing file whole, and no temporary file stays behind."""
+    """A trace replaces an existing trace whole, and no temporary file stays behind; a file that
+    is not a trace is never replaced by one (session 71)."""
     f = tmp_path / "t.json"
     f.write_text("old")
+    assert main(["simulate", *W, "--trace", str(f), "--json"]) == 2
+    assert "exists and holds an unknown kind of file, not 'trace'" in capsys.readouterr().err
+    assert f.read_text() == "old"
+    f.write_text('{"traceEvents": []}')
     assert main(["simulate", *W, "--trace", str(f), "--json"]) == 0
     d = json.loads(capsys.readouterr().out)
     assert json.loads(f.read_text())["metadata"]["traced_gpus"] == d["traced_gpus"]

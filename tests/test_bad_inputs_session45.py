@@ -81,11 +81,18 @@ def test_list_lag_is_refused_for_the_backward(capsys):
 
 def test_a_knob_table_written_over_says_so(tmp_path, capsys):
     """An existing --table file was replaced without a word (a trace, parameters, a plot and a
-    study's files alike): it still is, with a warning line."""
+    study's files alike): it still is, with a warning line; a file of another kind is refused
+    and kept (session 71: a parameters file was replaced by a knob table)."""
     table = tmp_path / "t.json"
-    table.write_text('{"keep": "me"}')
-    rc = main(["tune", "--hardware", "h200-hgx8", "--model", "deepseek-v3", "--ep", "8",
-               "--table", str(table), "--tokens-buckets", "64"])
+    argv = ["tune", "--hardware", "h200-hgx8", "--model", "deepseek-v3", "--ep", "8",
+            "--table", str(table), "--tokens-buckets", "64"]
+    for other in ('{"keep": "me"}', (REPO / "mok_model" / "params" / "h200-hgx8.json").read_text()):
+        table.write_text(other)
+        assert main(argv) == 2 and table.read_text() == other
+        err = capsys.readouterr().err
+        assert err.count("\n") == 1 and "exists and holds" in err and "not 'mok-knobs/1'" in err
+    table.write_text('{"schema": "mok-knobs/1"}')
+    rc = main(argv)
     err = capsys.readouterr().err
     assert rc == 0 and err == f"mok: warning: --table {str(table)!r} exists; it will be replaced\n"
     assert "buckets" in json.loads(table.read_text())

@@ -147,8 +147,9 @@ def test_a_bad_prediction_line_is_one_line(change, words, tmp_path, capsys):
     ({"date": "2026-12-05T10:00:00"}, "date '2026-12-05T10:00:00' must be an ISO 8601 date and "
                                       "time with its time zone"),
     ({"date": "2026-12-05"}, "date '2026-12-05' must be an ISO 8601 date and time with its time"),
-    ({"routing": {"kind": "uniform", "arg": [1]}}, "routing.arg=[1] must be a number or a "
-                                                   "routing file's path"),
+    ({"routing": {"kind": "zipf", "arg": [1]}}, "routing.arg=[1] must be a number or a "
+                                                "routing file's path"),
+    ({"routing": {"kind": "uniform", "arg": [1]}}, "routing.arg is not a key of a uniform routing"),
 ])
 def test_a_record_the_report_cannot_read_is_one_line(change, words, tmp_path, capsys):
     uniform = {"kind": "uniform", "seed": 0}

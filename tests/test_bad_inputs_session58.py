@@ -32,7 +32,8 @@ def test_gemm_table_refuses_to_replace_a_file_that_is_not_a_table(tmp_path, caps
     shutil.copy(ROOT / "mok_model" / "params" / "h100-1.json", params)
     before = params.read_bytes()
     assert main([*TABLE_ARGS, "--out", str(params)]) == 2
-    assert "is not a GEMM table" in one_error(capsys.readouterr().err, GT)
+    assert "exists and holds 'mok-params/1', not 'mok-gemm-table/1' or 'mok-gemm-table/2'" in \
+        one_error(capsys.readouterr().err, GT)
     assert params.read_bytes() == before and not (tmp_path / "points").exists()
 
 

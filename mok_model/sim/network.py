@@ -166,8 +166,10 @@ def build_network(scn, p) -> Network:
         elif m.group(6) is not None:
             k = int(m.group(6)) * leaves_per_dom + int(m.group(7))
             if not two or int(m.group(7)) >= leaves_per_dom or k >= len(leaf_f):
+                has = (f"leaves leafD.L with L 0..{leaves_per_dom - 1}" if two
+                       else "one switch tier, no leaves")
                 raise MokInputError(f"--degrade {target}: {hw.name} at EP {P} has no such leaf "
-                                    f"(two tiers: {two})")
+                                    f"(it has {has})")
             leaf_f[k] *= f
         elif target == "tier":
             if not two:

@@ -9,7 +9,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from ..fileio import atomic_write_text
+from ..fileio import atomic_write_text, flush_warnings
 
 # thread ids of one GPU's process
 HOST, COMM_SMS, DISPATCH, COMBINE, COMPUTE_SMS = 0, 1, 2, 3, 4
@@ -55,5 +55,6 @@ def write_trace(path: str | Path, spans: list, gpus: frozenset, ep: int, meta: d
            "metadata": {**meta, "traced_gpus": sorted(gpus), "ep": ep,
                         "note": (f"GPUs {sorted(gpus)} of {ep} are traced (the first ones and the "
                                  f"slowest)" if len(gpus) < ep else "all GPUs traced")}}
+    flush_warnings()   # the simulation ran: a "--trace ... will be replaced" is said before the write
     atomic_write_text(path, json.dumps(doc))
     return len(events)

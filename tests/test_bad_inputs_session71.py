@@ -1,0 +1,159 @@
+"""Session 71: faults a new user's audit of the CLI found. Each test is one: a valid workload
+refused with numpy warnings and a self-contradicting memory message (rank 0 with no routed rows),
+a NaN that could reach the tuner as "infeasible", `mok simulate` refusing a hardware file's own
+degrade, an output file of another kind replaced by a command's output, a skew that spares the
+emulated rank read as a faster layer without a word, a ring under one tile picked in silence, a
+misspelled routing key, a file named twice, a raw Python value in an error. CPU only."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from cli_errors import one_error
+from mok_model.cli import main
+
+ROOT = Path(__file__).resolve().parent.parent
+PARAMS = ROOT / "mok_model" / "params"
+RUNS = ROOT / "calibration" / "runs" / "h200" / "bench_cli_v4.jsonl"
+NO_ROWS = ["--hardware", "h200-1", "--model", "gpt-oss-120b", "--ep", "128", "--tokens", "1",
+           "--routing", "zipf:1.2", "--seed", "1"]     # rank 0 receives no routed row
+
+
+@pytest.mark.parametrize("cmd", ["predict", "simulate"])
+def test_a_rank_without_rows_is_predicted_without_warnings(cmd, capsys):
+    assert main([cmd, *NO_ROWS, "--json"]) == 0
+    cap = capsys.readouterr()
+    assert cap.err == "" and 0 < json.loads(cap.out)["latency_ms"] < 1.0
+
+
+def test_a_nan_latency_is_an_internal_error_never_a_pick(monkeypatch, capsys):
+    import mok_model.tuner as tuner
+    real = tuner._grid_latency
+
+    def nan_grid(*a, **k):
+        lat, lag, overflow, evaluated = real(*a, **k)
+        lat[::2] = np.nan
+        return lat, lag, overflow, evaluated
+    monkeypatch.setattr(tuner, "_grid_latency", nan_grid)
+    assert main(["predict", "--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8",
+                 "--tokens", "256"]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("mok: internal error: the analytic model gave no number (NaN)")
+    assert err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_simulate_takes_a_hardware_files_degrade(tmp_path, capsys):
+    body = "\n".join(line for line in (ROOT / "mok_model" / "presets" / "hardware.toml")
+                     .read_text().split("[h200-hgx8]", 1)[1].split("\n[", 1)[0].splitlines()
+                     if line.strip() and not line.startswith(("name", "degrade")))
+    healthy, hurt = tmp_path / "healthy.toml", tmp_path / "hurt.toml"
+    healthy.write_text(f'name = "mine"\n{body}\n')
+    hurt.write_text(f'name = "mine"\n{body}\ndegrade = "gpu0:0.5"\n')
+    common = ["--model", "kimi-k2", "--ep", "8", "--tokens", "256", "--json",
+              "--params", str(PARAMS / "h200-hgx8.json"), "--allow-params-mismatch"]
+    got = {}
+    for name, argv in (("healthy", ["--hardware", str(healthy)]), ("file", ["--hardware", str(hurt)]),
+                       ("flag", ["--hardware", str(healthy), "--degrade", "gpu0:0.5"])):
+        assert main(["simulate", *argv, *common]) == 0, capsys.readouterr().err
+        got[name] = json.loads(capsys.readouterr().out)
+    assert got["file"]["latency_ms"] == got["flag"]["latency_ms"] > got["healthy"]["latency_ms"]
+    assert got["file"]["config"] == got["healthy"]["config"]    # knobs tuned on healthy links
+    assert main(["predict", "--hardware", str(hurt), *common]) == 2    # analytic: refused
+    assert "is a simulator what-if" in one_error(capsys.readouterr().err, "mok")
+
+
+def test_calibrate_never_replaces_a_file_of_another_kind(tmp_path, capsys):
+    table = tmp_path / "knobs.json"
+    table.write_text('{"schema": "mok-knobs/1", "buckets": []}')
+    before = table.read_text()
+    assert main(["calibrate", str(RUNS), "--out", str(table), "--band", "none"]) == 2
+    err = capsys.readouterr().err
+    assert "exists and holds 'mok-knobs/1', not 'mok-params/1'" in err and err.count("\n") == 1
+    assert table.read_text() == before and not (tmp_path / "fit").exists()
+
+
+def test_validate_plot_replaces_a_png_only(tmp_path, capsys):
+    plot = tmp_path / "p.png"
+    plot.write_text('{"schema": "mok-params/1"}')
+    assert main(["validate", str(RUNS), "--params", str(PARAMS / "h200-1.json"),
+                      "--plot", str(plot)]) == 2
+    assert "not 'png'" in capsys.readouterr().err
+    assert plot.read_text() == '{"schema": "mok-params/1"}'
+
+
+def test_replaced_table_is_said_before_it_is_written(tmp_path, capsys, monkeypatch):
+    """The warning came after the write (held back to the end of the command)."""
+    import mok_kernels.knobs as knobs
+    table = tmp_path / "t.json"
+    table.write_text('{"schema": "mok-knobs/1"}')
+    seen = []
+    real = knobs.write_table
+    monkeypatch.setattr(knobs, "write_table",
+                        lambda *a, **k: (seen.append(capsys.readouterr().err), real(*a, **k))[1])
+    assert main(["tune", "--hardware", "h200-hgx8", "--model", "deepseek-v3", "--ep", "8",
+                 "--table", str(table), "--tokens-buckets", "64"]) == 0
+    assert seen and "it will be replaced" in seen[0]
+
+
+def test_a_routing_that_spares_rank_0_says_so(capsys):
+    base = ["predict", "--hardware", "h200-1", "--model", "mixtral-8x7b", "--ep", "8",
+            "--tokens", "4096", "--json"]
+    assert main([*base, "--routing", "uniform"]) == 0
+    assert not any("spares rank 0" in n for n in json.loads(capsys.readouterr().out)["notes"])
+    assert main([*base, "--routing", "hot:0.001"]) == 0    # expert 0 (rank 0's) is cold
+    notes = json.loads(capsys.readouterr().out)["notes"]
+    assert any(n.startswith("the routing spares rank 0: it receives") for n in notes)
+
+
+def test_a_ring_under_one_tile_is_warned_about(capsys):
+    assert main(["predict", "--hardware", "h200-1", "--model", "kimi-k2", "--ep", "8",
+                 "--tokens", "512", "--macrobatch", "64"]) == 0
+    assert "mok: warning: --macrobatch 64 is below one 128-row GEMM tile" in capsys.readouterr().err
+
+
+def _one_record(tmp_path: Path, **change) -> str:
+    rec = next(r for r in map(json.loads, RUNS.read_text().splitlines()) if r["system"] == "mok")
+    rec.update(change)
+    path = tmp_path / "r.jsonl"
+    path.write_text(json.dumps(rec) + "\n")
+    return str(path)
+
+
+@pytest.mark.parametrize("routing, want", [
+    ({"kind": "hot", "f": 0.5, "seed": 0}, "routing.f is not a key of a hot routing"),
+    ({"kind": "uniform", "arg": 3, "seed": 0}, "routing.arg is not a key of a uniform routing")])
+def test_a_misspelled_routing_key_is_refused(tmp_path, capsys, routing, want):
+    path = _one_record(tmp_path, routing=routing)
+    assert main(["validate", path, "--params", str(PARAMS / "h200-1.json")]) == 2
+    assert want in one_error(capsys.readouterr().err, "mok")
+
+
+def test_a_file_named_twice_is_refused_as_such(tmp_path, capsys):
+    path = _one_record(tmp_path)
+    twice = [path, str(tmp_path / "." / "r.jsonl")]
+    assert main(["validate", *twice, "--params", str(PARAMS / "h200-1.json")]) == 2
+    assert "is named twice (first as" in one_error(capsys.readouterr().err, "mok")
+
+
+def test_a_leaf_of_a_one_tier_fabric_is_named_plainly(capsys):
+    assert main(["simulate", "--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8",
+                 "--tokens", "256", "--degrade", "leaf0.0:0.5"]) == 2
+    err = one_error(capsys.readouterr().err, "mok")
+    assert "has no such leaf (it has one switch tier, no leaves)" in err and "False" not in err
+
+
+def test_a_replaced_trace_is_said_before_it_is_written(tmp_path, capsys, monkeypatch):
+    import mok_model.sim.trace as trace
+    f = tmp_path / "t.json"
+    f.write_text('{"traceEvents": []}')
+    seen = []
+    real = trace.atomic_write_text
+    monkeypatch.setattr(trace, "atomic_write_text",
+                        lambda *a, **k: (seen.append(capsys.readouterr().err), real(*a, **k))[1])
+    assert main(["simulate", "--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8",
+                 "--tokens", "256", "--trace", str(f)]) == 0
+    assert seen and "it will be replaced" in seen[0]
