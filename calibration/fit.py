@@ -131,9 +131,12 @@ def estimate_uncertainty(records: list[dict], scored, x: np.ndarray, lo: np.ndar
 
     A workload (hardware, model, EP, tokens, pass, precision, routing and its seed) is the unit
     that is resampled: its records share the routing draw and the shape, so their errors are not
-    independent. Each of `n` replicates draws as many workloads as there are, with replacement
-    (numpy's default_rng(seed): the same records and seed give the same samples), and weights
-    each record by how often its workload was drawn. "bootstrap" refits the weighted bounded
+    independent. The draw is stratified by pass and precision: each of `n` replicates draws, in
+    each stratum, as many of its workloads as it has, with replacement (numpy's
+    default_rng(seed), strata in sorted order: the same records and seed give the same
+    samples), and weights each record by how often its workload was drawn. Unstratified, a
+    replicate without any backward workload left a backward-only parameter (wgrad_bytes_per_weight)
+    free to run to either bound, which no measurement says (session 71). "bootstrap" refits the weighted bounded
     least squares from the optimum `x` (so a parameter at its bound stays within it and its
     samples show the one-sided spread); "bootstrap-linear" solves the same problem linearized
     at `x` (one Jacobian, then a bounded linear least squares per replicate). Knobs the
@@ -155,8 +158,19 @@ def estimate_uncertainty(records: list[dict], scored, x: np.ndarray, lo: np.ndar
     of = {k: i for i, k in enumerate(groups)}
     gi = np.array([of[k] for k in keys])
     everything = np.arange(len(records))
+    stratum = {}   # workload index -> (pass, precision) of its records
+    for r, g in zip(records, gi):
+        stratum[int(g)] = (r.get("pass", "fwd"), r.get("precision", "bf16"))
+    strata = [np.array([g for g in range(G) if stratum[g] == s]) for s in sorted(set(stratum.values()))]
     rng = np.random.default_rng(seed)
-    draws = [np.bincount(rng.integers(0, G, G), minlength=G)[gi] for _ in range(n)]
+
+    def draw() -> np.ndarray:   # how often each workload is drawn, stratum by stratum
+        counts = np.zeros(G, dtype=np.int64)
+        for members in strata:
+            np.add.at(counts, members[rng.integers(0, len(members), len(members))], 1)
+        return counts
+
+    draws = [draw()[gi] for _ in range(n)]
     x = np.clip(x, lo, hi)
     samples = []
     if method == "bootstrap-linear":
@@ -186,8 +200,8 @@ def estimate_uncertainty(records: list[dict], scored, x: np.ndarray, lo: np.ndar
     summary = {f: {"value": float(v), "p05": float(np.percentile(col, 5)),
                    "p50": float(np.percentile(col, 50)), "p95": float(np.percentile(col, 95))}
                for f, v, col in zip(free, fitted, vals.T)}
-    block = {"method": method, "resample": "workloads", "seed": int(seed), "n": int(n),
-             "groups": G, "records": len(records), "free": list(free),
+    block = {"method": method, "resample": "workloads within pass and precision", "seed": int(seed),
+             "n": int(n), "groups": G, "strata": len(strata), "records": len(records), "free": list(free),
              "held": "every other value at this file's value (priors and microbenchmark fits "
                      "included); knobs the records leave open at the tuner's choice under the "
                      "fitted values",

@@ -248,3 +248,24 @@ def test_shipped_files(capsys):
                  "--tokens", "2048"]) == 0
     out = capsys.readouterr().out
     assert "90% band" in out and "transferred" in out
+
+
+def test_every_replicate_keeps_both_passes():
+    """The bootstrap draws workloads within each pass and precision: on GB300's published rows
+    (three forward, two backward workloads) no replicate lacks the backward rows, so a parameter
+    only they identify (wgrad_bytes_per_weight) is never left free to run to a bound (session 71:
+    its band read 0.002-16, the backward band's top doubled)."""
+    from calibration.fit import estimate_uncertainty
+    from mok_model.records import read_records
+    recs = read_records([Path(__file__).resolve().parents[1] / "calibration" / "runs" / "published"
+                         / "gb300_table1.jsonl"])
+    kept = []
+
+    def scored(z, keep):
+        kept.append(keep)
+        return np.asarray(z)[0] - 1.0 + 0.01 * np.arange(len(keep))
+    lo, hi, x = np.array([0.0]), np.array([2.0]), np.array([1.0])
+    block, _ = estimate_uncertainty(recs, scored, x, lo, hi, np.array([1.0]), ["gemm_eff"],
+                                    "bootstrap", 40, 0)
+    assert block["strata"] == 2 and block["groups"] == 5
+    assert kept and all({recs[i]["pass"] for i in keep} == {"fwd", "bwd"} for keep in kept)
