@@ -353,7 +353,7 @@ class MegakernelForward:
         from .backward import why_not_backward
         why = self.why_not(x, w, topk_ids.shape[1])
         if why is not None:
-            raise ValueError(f"the megakernel cannot run this layer: {why}")
+            raise MokInputError(f"the megakernel cannot run this layer: {why}")
         n_all, k = topk_ids.shape
         p = self.ep
         n = -(-max(1, -(-n_all // p)) // self.bucket) * self.bucket   # tokens per rank

@@ -20,7 +20,12 @@ Not counted: the weights (the model's, not MoK's), g / u kept for the backward
 
 from __future__ import annotations
 
+from numbers import Integral
+
 import numpy as np
+
+from mok_model.errors import MokInputError
+from mok_model.scenario import PRECISIONS
 
 SPLIT_WS_MAX_BYTES = 1 << 30   # split_dn's fp32 workspace per layer (MoKLayer refuses more)
 
@@ -63,7 +68,19 @@ def layer_bytes(*, ep: int, tokens: int, top_k: int, experts: int, hidden: int,
     """Bytes MoKLayer allocates for its buffers (module docstring), per GPU. `group`: one rank a
     GPU (symmetric-memory arena); else one GPU with every rank's combine slots in local memory,
     serving `ranks_served` ranks in one launch (1: a rank emulated; EP: virtual ranks).
-    `capacity_rows`, `minibatch`, `macrobatch` and `pull_combine` may be arrays (broadcast)."""
+    `capacity_rows`, `minibatch`, `macrobatch` and `pull_combine` may be arrays (broadcast);
+    the other sizes are integers >= 1 (MokInputError names one that is not: EP 0 divided by zero,
+    a negative one gave negative bytes) and `precision` one of scenario.PRECISIONS (fp8: the FP8
+    layer's one-byte rows with their scales; the others counted as BF16's: MoKLayer runs no
+    mxfp8)."""
+    for name, v in (("ep", ep), ("tokens", tokens), ("top_k", top_k), ("experts", experts),
+                    ("hidden", hidden), ("width_padded", width_padded),
+                    ("ranks_served", ranks_served), ("split", split), ("block_m", block_m),
+                    ("bn_dn", bn_dn)):
+        if isinstance(v, bool) or not isinstance(v, Integral) or v < 1:
+            raise MokInputError(f"{name}={v!r}: an integer >= 1 is required")
+    if precision not in PRECISIONS:
+        raise MokInputError(f"precision {precision!r}: allowed {', '.join(PRECISIONS)}")
     p, n, k, h, v = ep, tokens, top_k, hidden, (1 if group else ranks_served)
     fp8 = precision == "fp8"
     act = 1 if fp8 else 2

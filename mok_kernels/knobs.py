@@ -162,6 +162,12 @@ def tuned_choice(hardware: str | Hardware, shape: MoEModel | dict, ep: int, toke
     tuner.robust_routings (tuner.tune_robust; `predicted_ms` is then uniform routing's);
     `allow_params_mismatch`: take a parameters file fitted for other hardware."""
     hw, model = _hardware(hardware), layer_model(shape)
+    if not isinstance(given, (dict, type(None))):
+        raise MokInputError(f"given knobs {given!r}: a dict of knob values")
+    if not isinstance(params, (str, os.PathLike, Params, type(None))):
+        raise MokInputError(f"--params {params!r}: name a parameters file (JSON) or give a Params")
+    if not isinstance(allow_params_mismatch, bool):
+        raise MokInputError(f"allow_params_mismatch={allow_params_mismatch!r}: True or False")
     given = dict(given or {})
     _check_given(given)
     if "macrobatch" in given and "minibatch" not in given:
@@ -197,7 +203,9 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
     `list_lag` None: the work-list lag too (a table's bucket lag, or the tuner's); else that lag.
     `routing`: the routing the tuner chooses for (tuned_choice); None: "robust" from the tuner,
     a table's own routing from a table (a table written for another routing is refused).
-    `allow_params_mismatch`: take a `params` file fitted for other hardware.
+    `allow_params_mismatch`: take a `params` file fitted for other hardware. Every knob given:
+    those knobs ("given"), refused where the tuner or the table would refuse some of them given
+    (without either: where they are no knob set, scenario.Config).
 
     `hardware`: a preset name, a Hardware (e.g. with the SMs one rank gets), or None with a table
     (then the table's hardware is taken as is). Raises MokInputError (a ValueError) naming the
@@ -212,8 +220,12 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
     check_ep_tokens(ep, tokens)
     if list_lag is not None:
         check_list_lag(list_lag)
-    if len(given) == len(KNOBS):
-        return Choice({k: given[k] for k in KNOBS}, "given", None, list_lag or 1)
+    # every knob given: checked as the tuner or the table checks some given ones, then taken as is
+    every = Choice({k: given[k] for k in KNOBS}, "given", None, list_lag or 1) \
+        if len(given) == len(KNOBS) else None
+    if every is not None and hardware is None and table is None:
+        Config(**given)         # no hardware to check them on: the knob set's own rule
+        return every
     hw = None if hardware is None else _hardware(hardware)
     model = layer_model(shape)
     if table is not None:
@@ -227,11 +239,17 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
                                 f"table with `mok tune --table ... --routing {routing}` or leave "
                                 f"knob_routing unset")
         c = _table_choice(doc, hw, model, ep, tokens, given)
+        if every is not None:
+            return every
         return c if list_lag is None else dataclasses.replace(c, list_lag=list_lag)
     if hw is None:
         raise MokInputError("no hardware to ask the model for: name a hardware preset or a knob table")
     if not isinstance(allow_params_mismatch, bool):
         raise MokInputError(f"allow_params_mismatch={allow_params_mismatch!r}: True or False")
+    if not isinstance(params, (str, os.PathLike, type(None))):   # answers are kept by file
+        raise MokInputError("params: a Params object; choose_knobs takes a parameters file (JSON; "
+                            "knobs.tuned_choice takes a Params)" if isinstance(params, Params) else
+                            f"--params {params!r}: name a parameters file (JSON)")
     _params(hw, params, allow_params_mismatch)   # refused before any kept answer is read
     routing = ROBUST if routing is None else routing
     key = (hw, _where(params), tuple(sorted(shape_of(model).items())), ep, tokens,
@@ -239,7 +257,7 @@ def choose_knobs(hardware: str | Hardware | None, shape: MoEModel | dict, ep: in
     if key not in _CACHE:
         _CACHE[key] = _kept_choice(hw, model, ep, tokens, params, given, precision, list_lag,
                                    routing, allow_params_mismatch)
-    return _CACHE[key]
+    return _CACHE[key] if every is None else every
 
 
 def _kept_choice(hw: Hardware, model: MoEModel, ep: int, tokens: int, params: str | None,
@@ -356,6 +374,12 @@ def build_table(hardware: str, model: str | MoEModel | dict, ep: int,
     `model`: a preset name or TOML file, a MoEModel, or a layer shape dict."""
     hw = load_hardware(hardware)
     m = load_model(model) if isinstance(model, str) else layer_model(model)
+    if not isinstance(buckets, (list, tuple)) or not all(
+            isinstance(b, numbers.Integral) and not isinstance(b, bool) for b in buckets):
+        raise MokInputError(f"--tokens-buckets {buckets!r}: a list of whole token counts >= 1 is "
+                            f"required")
+    if not isinstance(given, (dict, type(None))):
+        raise MokInputError(f"given knobs {given!r}: a dict of knob values")
     given_buckets = [int(b) for b in buckets]
     buckets = sorted(set(given_buckets))
     if not buckets or buckets[0] < 1:

@@ -2240,6 +2240,8 @@ class MoKLayer:
             raise MokInputError("save_gu=True needs a layer built with KernelConfig(save_for_backward=True)")
         if self.group is None:
             self.check_inputs(x_all, ids_all, w_all)
+        if self.gluon is None:
+            self._check_runs_here()
         if self.gluon is not None:
             self._sync_gluon()
             out = self.gluon.forward(x_all, ids_all, w_all.float().contiguous())
@@ -2261,6 +2263,20 @@ class MoKLayer:
         if self.cfg.on_error == "raise" and not self.local_group:
             self.check()           # one host read per forward; raises before the output is used
         return out
+
+    def _check_runs_here(self) -> None:
+        """Refuse (MokInputError) a forward the Triton kernels cannot run: a layer built on a
+        device other than a CUDA GPU (built anywhere, a layer plans its buffers, knobs and
+        schedule: tests/test_buffers.py) or, before the kernels are first defined, no Triton."""
+        if torch.device(self.device).type != "cuda":
+            raise MokInputError(f"forward of a layer built with device={self.device!r}: the megakernel "
+                                f"runs on a CUDA GPU (build the layer with device='cuda')")
+        if not _KERNELS:
+            from . import require_triton
+            try:
+                require_triton()
+            except MokInputError as exc:
+                raise MokInputError(f"MoKLayer.forward {exc}") from None
 
     def check_inputs(self, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: torch.Tensor) -> None:
         """Refuse (MokInputError, host metadata only: no device read) inputs whose layout the

@@ -14,6 +14,7 @@ outputs of all owner ranks, exactly as dispatch + expert FFN + combine + epilogu
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral
 
 import torch
 import torch.nn.functional as F
@@ -44,7 +45,12 @@ class MoEWeights:
 
 def random_weights(e: int, h: int, i: int, i_shared: int, *, seed: int = 0,
                    device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> MoEWeights:
-    """Random weights scaled so activations stay O(1) (std 1/sqrt(fan_in))."""
+    """Random weights scaled so activations stay O(1) (std 1/sqrt(fan_in)). E, H, I: integers
+    >= 1; i_shared: the shared expert's width (0: none); seed: a generator's (0 to 2**64 - 1)."""
+    for name, v, low in (("e", e, 1), ("h", h, 1), ("i", i, 1), ("i_shared", i_shared, 0)):
+        if isinstance(v, bool) or not isinstance(v, Integral) or v < low:
+            raise MokInputError(f"{name}={v!r}: an integer >= {low} is required")
+    check_seed(seed)
     g = torch.Generator(device="cpu").manual_seed(seed)
 
     def r(*shape: int, fan_in: int) -> torch.Tensor:
@@ -54,6 +60,13 @@ def random_weights(e: int, h: int, i: int, i_shared: int, *, seed: int = 0,
     if i_shared > 0:
         sg, su, sd = r(h, i_shared, fan_in=h), r(h, i_shared, fan_in=h), r(i_shared, h, fan_in=i_shared)
     return MoEWeights(r(e, h, i, fan_in=h), r(e, h, i, fan_in=h), r(e, i, h, fan_in=i), sg, su, sd)
+
+
+def check_seed(seed: object, name: str = "seed") -> None:
+    """Refuse (MokInputError) a seed a torch generator does not take as given: an integer from 0
+    to 2**64 - 1 (a float failed inside torch, a negative one wrapped around)."""
+    if isinstance(seed, bool) or not isinstance(seed, Integral) or not 0 <= seed < 2**64:
+        raise MokInputError(f"{name}={seed!r}: an integer from 0 to 2**64 - 1 is required")
 
 
 def swiglu_ffn(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.Tensor,
@@ -72,6 +85,21 @@ def swiglu_ffn(x: torch.Tensor, wg: torch.Tensor, wu: torch.Tensor, wd: torch.Te
 
 def shared_output(x: torch.Tensor, w: MoEWeights, fp8: bool = False) -> torch.Tensor:
     """Shared-expert output (N, H) float32; zeros when the model has none."""
+    check_weights(w)
+    if not isinstance(x, torch.Tensor) or x.dim() != 2 or not x.dtype.is_floating_point \
+            or x.shape[1] != w.wg.shape[1]:
+        got = (f"{tuple(x.shape)} {x.dtype}" if isinstance(x, torch.Tensor) else type(x).__name__)
+        raise MokInputError(f"x {got}: a floating-point (N, H) tensor with H = {w.wg.shape[1]} "
+                            f"(the weights') is required")
+    for name in ("sg", "su", "sd"):
+        t = getattr(w, name)
+        if t is not None and t.device != x.device:
+            raise MokInputError(f"{name} on {t.device}: x's device {x.device} is required")
+    return _shared(x, w, fp8)
+
+
+def _shared(x: torch.Tensor, w: MoEWeights, fp8: bool) -> torch.Tensor:
+    """shared_output on inputs already checked."""
     if w.sg is None:
         return torch.zeros(x.shape[0], x.shape[1], dtype=torch.float32, device=x.device)
     return swiglu_ffn(x, w.sg, w.su, w.sd, fp8)
@@ -128,7 +156,8 @@ def check_layer_inputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
                        topk_w: torch.Tensor | None = None) -> None:
     """Refuse (MokInputError, one line) inputs the reference would compute wrongly or fail on
     deep inside: x (N, H) floating point, topk_ids (N, k) integer ids in [0, E) (an id outside
-    was silently left out of the sum), topk_w (N, k), and weights of the layer's shapes
+    was silently left out of the sum), distinct in each token's row (as mok_moe and MoKLayer
+    take them), topk_w (N, k) floating point, and weights of the layer's shapes
     (MoEWeights: wg/wu (E, H, I), wd (E, I, H), shared sg/su (H, Is), sd (Is, H) or all None),
     all on x's device. Reads the ids' range on the host (the reference syncs anyway)."""
     check_weights(w)
@@ -149,6 +178,9 @@ def check_layer_inputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
     if topk_w is not None and tuple(topk_w.shape) != tuple(topk_ids.shape):
         raise MokInputError(f"topk_w {tuple(topk_w.shape)}: {tuple(topk_ids.shape)} is required "
                             f"(one router weight per id)")
+    if topk_w is not None and not topk_w.dtype.is_floating_point:
+        raise MokInputError(f"topk_w dtype {topk_w.dtype}: floating-point router weights are "
+                            f"required")
     for name, t in (("topk_ids", topk_ids), ("topk_w", topk_w), *(
             (k, getattr(w, k)) for k in ("wg", "wu", "wd", "sg", "su", "sd"))):
         if t is not None and t.device != x.device:
@@ -157,17 +189,26 @@ def check_layer_inputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
     if topk_ids.numel() and (int(topk_ids.min()) < 0 or int(topk_ids.max()) >= e):
         raise MokInputError(f"topk_ids in [{int(topk_ids.min())}, {int(topk_ids.max())}]: expert "
                             f"ids in [0, {e}) are required")
+    dup = int((topk_ids.sort(dim=1).values.diff(dim=1) == 0).sum()) if topk_ids.shape[1] > 1 else 0
+    if dup:     # as mok_moe (autograd.group_routes) and MoKLayer: a token picks an expert once
+        raise MokInputError(f"{dup} routes repeat an expert already picked by the same token; "
+                            f"each token's top-k ids must be distinct")
 
 
 def routed_outputs(x: torch.Tensor, topk_ids: torch.Tensor, w: MoEWeights,
                    experts: range | None = None, fp8: bool = False) -> torch.Tensor:
     """Per-route expert outputs y (N, k, H) float32: y[n, j] = FFN_{ids[n,j]}(x[n]).
 
-    Routes whose expert is not in ``experts`` (default: all) are left zero.
+    Routes whose expert is not in ``experts`` (default: all; a range or a list of ids) are left
+    zero.
     """
+    check_weights(w)
+    if experts is not None and (not isinstance(experts, (range, list, tuple)) or any(
+            isinstance(e, bool) or not isinstance(e, Integral) or not 0 <= e < w.num_experts
+            for e in experts)):
+        raise MokInputError(f"experts {experts!r}: ids in [0, {w.num_experts}) are required (a "
+                            f"range or a list of integers)")
     check_layer_inputs(x, topk_ids, w)
-    if experts is not None and any(not 0 <= e < w.num_experts for e in experts):
-        raise MokInputError(f"experts {experts!r}: ids in [0, {w.num_experts}) are required")
     return _routed(x, topk_ids, w, experts, fp8)
 
 
@@ -197,8 +238,10 @@ def combine(shared: torch.Tensor, y: torch.Tensor, topk_w: torch.Tensor) -> torc
 def moe_reference(x: torch.Tensor, topk_ids: torch.Tensor, topk_w: torch.Tensor,
                   w: MoEWeights, fp8: bool = False) -> torch.Tensor:
     """Whole-layer reference output (N, H) float32 for tokens x (N, H)."""
+    if not isinstance(topk_w, torch.Tensor):
+        raise MokInputError(f"topk_w: a torch.Tensor is required, got {type(topk_w).__name__}")
     check_layer_inputs(x, topk_ids, w, topk_w)
-    return combine(shared_output(x, w, fp8), _routed(x, topk_ids, w, None, fp8), topk_w)
+    return combine(_shared(x, w, fp8), _routed(x, topk_ids, w, None, fp8), topk_w)
 
 
 def owned_experts(rank: int, num_experts: int, ep: int) -> range:
@@ -265,10 +308,12 @@ def rank_output(rank: int, x_all: torch.Tensor, ids_all: torch.Tensor, w_all: to
             or tuple(w_all.shape) != tuple(ids_all.shape):
         raise MokInputError(f"w_all {tuple(getattr(w_all, 'shape', ()))}: ids_all's shape "
                             f"{tuple(getattr(ids_all, 'shape', ()))} is required")
+    if not w_all.dtype.is_floating_point:
+        raise MokInputError(f"w_all dtype {w_all.dtype}: floating-point router weights are required")
     _check_flat(x_all, ids_all, w)          # once, not once per serving rank
     y_home = torch.zeros(ids_all.shape[1], ids_all.shape[2], x_all.shape[2],
                          dtype=torch.float32, device=x_all.device)
     for q in range(ep):
         yq, _ = _served(owned_experts(q, w.num_experts, ep), x_all, ids_all, w)
         y_home = y_home + yq[rank]  # each route is served by exactly one owner
-    return combine(shared_output(x_all[rank], w), y_home, w_all[rank])
+    return combine(_shared(x_all[rank], w, False), y_home, w_all[rank])

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
+from numbers import Integral
 
 import torch
 
@@ -10,6 +11,8 @@ from mok_model.errors import MokInputError
 from mok_model.presets import load_model
 from mok_model.workload import parse_routing as model_routing
 from mok_model.workload import check_hot_fits, zipf_order
+
+from .reference import check_seed
 
 
 @dataclass(frozen=True)
@@ -80,8 +83,17 @@ def make_routing(n: int, e: int, k: int, spec: str, seed: int,
     share X of all routes: a share X*k of the tokens put expert 0 first, the others draw among
     experts 1..E-1 only, as mok_model.workload draws it (before 2026-12-01 13:00 UTC the others
     drew expert 0 too, giving it X + (1 - X*k)/E of the routes: records.hot_reproduced); onehot:
-    every token's slot 0 is expert 0 (the rest uniform).
+    every token's slot 0 is expert 0 (the rest uniform). n >= 0, 1 <= k <= e and the seeds
+    (0 to 2**64 - 1) are integers: MokInputError names one that is not.
     """
+    for name, v, low in (("n", n, 0), ("e", e, 1), ("k", k, 1)):
+        if isinstance(v, bool) or not isinstance(v, Integral) or v < low:
+            raise MokInputError(f"{name}={v!r}: an integer >= {low} is required")
+    if k > e:
+        raise MokInputError(f"k={k}: at most the {e} experts (a token's top-k ids are distinct)")
+    check_seed(seed)
+    if popularity_seed is not None:
+        check_seed(popularity_seed, "popularity_seed")
     kind, par = parse_routing(spec, k)
     dev = torch.device(device)
     g = torch.Generator(device=dev).manual_seed(seed)

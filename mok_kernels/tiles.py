@@ -24,6 +24,7 @@ from __future__ import annotations
 from numbers import Integral
 
 from mok_model.errors import MokInputError
+from mok_model.scenario import PRECISIONS
 
 
 def _counts(**sizes: object) -> None:
@@ -33,6 +34,13 @@ def _counts(**sizes: object) -> None:
     for name, v in sizes.items():
         if isinstance(v, bool) or not isinstance(v, Integral) or v < 1:
             raise MokInputError(f"{name}={v!r}: an integer >= 1 is required")
+
+
+def _precision(precision: object) -> None:
+    """Refuse (MokInputError) a precision the model does not name (scenario.PRECISIONS): the
+    choosers below split only BF16, and 'BF16' or 'fp16' silently ran as another."""
+    if precision not in PRECISIONS:
+        raise MokInputError(f"precision {precision!r}: allowed {', '.join(PRECISIONS)}")
 
 
 GROUP_M = 8          # row tiles per group where grouping pays
@@ -68,6 +76,7 @@ def shape_refusal(h: int, i: int, ishared: int, block_k: int) -> str | None:
 def forward_group_m(expert_width: int, hidden: int, bn_gu: int = 128, block_k: int = 64) -> int:
     """The group_m MoKLayer picks when KernelConfig.group_m is None: GROUP_M for wide experts
     (WIDE_BLOCKS column blocks) or a row tile's gate/up weights of L2_SPILL_MIB, else 1."""
+    _counts(hidden=hidden)
     width = padded_width(expert_width, bn_gu, block_k)
     weights_mib = int(hidden) * 2 * width * 2 / 2**20
     return GROUP_M if width // bn_gu >= WIDE_BLOCKS or weights_mib >= L2_SPILL_MIB else 1
@@ -100,7 +109,9 @@ def forward_split_dn(tokens: int, top_k: int, experts: int, ep: int, hidden: int
                      precision: str = "bf16") -> int:
     """The split_dn MoKLayer picks when KernelConfig.split_dn is None (one GPU; group mode and
     FP8 run 1): SPLIT_DN for long K loops whose down phase has few expected items, else 1."""
-    _counts(hidden=hidden, bn_dn=bn_dn)
+    _counts(tokens=tokens, top_k=top_k, experts=experts, ep=ep, hidden=hidden,
+            expert_width=expert_width, block_m=block_m, bn_dn=bn_dn)
+    _precision(precision)
     if precision != "bf16" or expert_width < LONG_K:
         return 1
     items = expected_row_tiles(tokens, top_k, experts, ep, block_m) * -(-hidden // bn_dn)
@@ -128,8 +139,10 @@ def forward_dn_blocks(tokens: int, top_k: int, experts: int, ep: int, hidden: in
     mode, FP8 and split_dn > 1 run 1): the largest power of two d with d x (the padded width's K
     steps) <= DOWN_K_STEPS, d <= the down column blocks, and the expected down items
     (row tiles x ceil(blocks / d), uniform routing) at least `sms`."""
-    _counts(hidden=hidden, expert_width=expert_width, bn_dn=bn_dn, block_k=block_k, bn_gu=bn_gu,
-            split_dn=split_dn)
+    _counts(tokens=tokens, top_k=top_k, experts=experts, ep=ep, hidden=hidden,
+            expert_width=expert_width, sms=sms, block_m=block_m, bn_dn=bn_dn, block_k=block_k,
+            bn_gu=bn_gu, split_dn=split_dn)
+    _precision(precision)
     if precision != "bf16" or split_dn > 1:
         return 1
     steps = padded_width(expert_width, bn_gu, block_k) // block_k
