@@ -549,20 +549,21 @@ def cmd_predict(a, engine: str) -> int:
 
         degrade = a.degrade or scn.hardware.degrade   # the flag's or the hardware file's
         tuned = predict(scn.healthy("sim"), knobs, a.system, params, search_lag=a.list_lag is None,
-                        layer_capacity=True) \
+                        layer_capacity=True, allow_other_hardware=a.allow_params_mismatch) \
             if a.system == "mok" else None
         scn = tuned.scenario if tuned else scn  # with the lag the tuner chose
         if degrade:  # links of the simulated network; knobs left unset are tuned on the healthy one
             scn = scn.with_(hardware=scn.hardware.with_(degrade=degrade))
         with busy(f"simulating {a.system} at EP {scn.ep}"):
             pred = simulate(scn, tuned.config if tuned else None, a.system, params, trace=a.trace,
+                            allow_other_hardware=a.allow_params_mismatch,
                             schedule=a.schedule)
         pred.tuned = tuned.tuned if tuned else []
         pred.extra["knob_notes"] = tuned.extra.get("knob_notes", []) if tuned else []
         add_notes(pred, params)
     else:
         pred = predict(scn, knobs, a.system, params, engine, search_lag=a.list_lag is None,
-                       layer_capacity=True)
+                       layer_capacity=True, allow_other_hardware=a.allow_params_mismatch)
     pred.extra["notes"] = list(pred.extra.get("notes", [])) + _what_if_notes(a)
     pred.with_band(params).with_heldout(params)
     _print_prediction(pred, a.json)

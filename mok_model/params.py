@@ -9,6 +9,7 @@ of its own, fit/NAME beside the file, which the file names (`read_fit_record`).
 from __future__ import annotations
 
 import json
+import math
 import os
 import dataclasses
 from dataclasses import dataclass, field
@@ -249,7 +250,8 @@ class Params:
         them, so the copy has no uncertainty block."""
         unknown = sorted(set(changes) - set(BOUNDS))
         if unknown:
-            raise ValueError(f"with_values: unknown parameters {unknown}")
+            raise MokInputError(f"with_values: unknown parameters {unknown}; known: {sorted(BOUNDS)}")
+        changes = {name: _within_bounds(name, v) for name, v in changes.items()}
         return Params({**self.values, **changes}, self.hardware, None, self.fitted_on, self.sources,
                       None, tuple(f for f in self.filled if f not in changes), self.gemm_table)
 
@@ -285,6 +287,25 @@ class Params:
         return (f"parameters file {self.path or '(given)'} lacks "
                 + ", ".join(f"{f} (using its prior {self.values[f]:g})" for f in self.filled)
                 + ": written before the parameter existed; see mok_model/params.py ADDED")
+
+
+def _within_bounds(name: str, v) -> float:
+    """A changed value (with_values) as a float within its BOUNDS: a real number (numpy's too,
+    never a bool or NaN); one a rounding past a bound (a bounded fit's scaled step) is put back
+    on it; any other value outside is refused (a NaN link efficiency or a negative fixed cost
+    gave NaN and negative latencies)."""
+    import numbers
+    lo, hi = BOUNDS[name]
+    if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)):
+        raise MokInputError(f"with_values: {name}={v!r} must be a number in [{lo}, {hi}]")
+    v, slack = float(v), 1e-9 * max(1.0, abs(lo), abs(hi))
+    if not lo - slack <= v <= hi + slack:
+        raise MokInputError(f"with_values: {name}={v!r} must be a number in [{lo}, {hi}]")
+    v = min(max(v, lo), hi)
+    if name in COUNTS and v != int(v):
+        raise MokInputError(f"with_values: {name}={v!r} must be a whole number (it counts) in "
+                            f"[{lo}, {hi}]")
+    return int(v) if name in COUNTS else v
 
 
 def _check(values: dict, where: str) -> None:
@@ -387,8 +408,24 @@ def read_params(path: str | Path) -> Params:
         if not isinstance(ref, str):
             raise MokInputError(f"--params {str(path)!r}: gemm_table must be a file name")
         table = read_table(path.parent / ref)
+        _same_gpu(table, doc.get("hardware", ""), path)
     return Params(values, doc.get("hardware", ""), str(path), fitted_on, sources,
                   block, filled, table)
+
+
+def _same_gpu(table, hardware: str, path: Path) -> None:
+    """Refuse a GEMM table measured on another GPU than the parameters' hardware (both presets;
+    h100-hgx8 reading h100-1's table is one GPU): its efficiencies are another card's."""
+    from .presets import hardware_names, load_hardware
+
+    names = hardware_names()
+    if hardware not in names or table.hardware not in names:
+        return
+    mine, theirs = load_hardware(hardware).gpu, load_hardware(table.hardware).gpu
+    if mine != theirs:
+        raise MokInputError(f"--params {str(path)!r}: its gemm_table {table.path!r} was measured on "
+                            f"{table.hardware} ({theirs}), the parameters are for {hardware} ({mine}): "
+                            f"name a table of the same GPU")
 
 
 def write_params(path: str | Path, params: Params, notes: str, extra: dict | None = None) -> None:

@@ -58,7 +58,13 @@ class Prediction:
         return d
 
     def with_band(self, params: Params, level: float = LEVEL) -> "Prediction":
-        """Attach the uncertainty band of the parameters' fit (mok_model.band); returns self."""
+        """Attach the uncertainty band of the parameters' fit (mok_model.band); returns self.
+        The parameters are the ones the prediction was made with (another file's fit is not
+        this prediction's band)."""
+        if not isinstance(params, Params) or (self.params is not None and params.path is not None
+                                              and str(params.path) != str(self.params)):
+            raise MokInputError(f"with_band: the band comes from the parameters the prediction was "
+                                f"made with ({self.params}), not {getattr(params, 'path', params)!r}")
         self.band = band(self, params, level)
         return self
 
@@ -123,7 +129,7 @@ def spared_rank_note(s: Scenario) -> list[str]:
 
 def resolve_params(scenario: Scenario, params: Params | str | None,
                    allow_other_hardware: bool = False) -> Params:
-    if isinstance(params, Params):
+    if isinstance(params, Params):   # an object is used as given (studies pass derived hardware)
         return params
     return load_params(params, scenario.hardware.name, allow_other_hardware)
 
@@ -179,6 +185,8 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
     as MoKLayer does (tuner.lag_choices; the prediction's scenario carries it), instead of
     keeping the scenario's. ``layer_capacity``: where the tuner picks the capacity, it is raised
     to the bounds MoKLayer's is (capacity.tune_as_layer; the prediction's notes say so)."""
+    if not isinstance(scenario, Scenario):
+        raise MokInputError(f"predict: scenario {scenario!r} must be a mok_model Scenario")
     if system not in SYSTEMS:
         raise MokInputError(f"--system {system!r} must be one of {SYSTEMS}")
     if engine not in ENGINES:
@@ -217,7 +225,7 @@ def predict(scenario: Scenario, config: Config | dict | None = None, system: str
         from .sim import simulate
 
         pred = simulate(scenario, config if system == "mok" else None, system, p,
-                        refuse_overflow=refuse_overflow)
+                        refuse_overflow=refuse_overflow, allow_other_hardware=allow_other_hardware)
     elif system == "mok":
         pred = analytic_mok(scenario, config, p, refuse_overflow)
     else:

@@ -323,9 +323,15 @@ def _fixed_knobs(scenario: Scenario, fixed: dict | None) -> dict:
 
 
 def _check_search(params, fixed, top: int = 1, engine: str = "analytic",
-                  sim_candidates: int = 1) -> None:
+                  sim_candidates: int = 1, scenario=None, list_lags=None) -> None:
     """Refuse a search's arguments of the wrong kind, in one line (`mok tune` checks its flags
     the same way)."""
+    if not isinstance(scenario, Scenario):
+        raise MokInputError(f"scenario {scenario!r} must be a mok_model Scenario")
+    if list_lags is not None and (not isinstance(list_lags, (tuple, list)) or not list_lags or any(
+            isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in list_lags)):
+        raise MokInputError(f"list_lags {list_lags!r} must be None or a tuple of whole numbers >= 1, "
+                            f"e.g. (1, 2, 3, 4)")
     if not isinstance(params, Params):
         raise MokInputError(f"params {params!r} must be a Params (load_params(PATH, HARDWARE); "
                             f"predict() also takes a path or None)")
@@ -352,7 +358,7 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     at its best, _grid_latency); None keeps the scenario's."""
     t0 = time.perf_counter()
     top, sim_candidates = plain(top), plain(sim_candidates)    # numpy scalars as values
-    _check_search(params, fixed, top, engine, sim_candidates)
+    _check_search(params, fixed, top, engine, sim_candidates, scenario, list_lags)
     _check_margin(default_margin)
     scenario.healthy(engine)        # the analytic engine refuses degraded links
     fixed = _fixed_knobs(scenario, fixed)
@@ -451,7 +457,7 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
     over its routings' bests is `default_margin` lower than theirs (tune's rule). MokInputError
     where no setting runs under the first routing. `routings`: None, robust_routings of the
     scenario's model."""
-    _check_search(params, fixed)
+    _check_search(params, fixed, scenario=scenario, list_lags=list_lags)
     _check_margin(default_margin)
     scenario.healthy()              # analytic: degraded links refused
     m = scenario.model

@@ -157,3 +157,89 @@ def test_a_replaced_trace_is_said_before_it_is_written(tmp_path, capsys, monkeyp
     assert main(["simulate", "--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8",
                  "--tokens", "256", "--trace", str(f)]) == 0
     assert seen and "it will be replaced" in seen[0]
+
+
+# ------------------------------------------------------------------ the Python API (mok_model)
+
+def _api():
+    from mok_model.params import load_params
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.scenario import Config, Scenario
+    s = Scenario(load_hardware("h200-1"), load_model("kimi-k2"), 16, 1024)
+    return s, load_params(None, "h200-1"), Config(comm_sms=32, macrobatch=16384, capacity=0.25)
+
+
+@pytest.mark.parametrize("change", [{"link_eff": float("nan")}, {"mok_fixed_us": -1e6},
+                                    {"link_eff": 0.0}, {"mok_fixed_us": "x"}, {"mok_fixed_us": True}])
+def test_with_values_keeps_a_parameter_in_its_bounds(change):
+    """NaN and negative latencies came out of a NaN link efficiency and a negative fixed cost."""
+    from mok_model.errors import MokInputError
+    _, p, _ = _api()
+    with pytest.raises(MokInputError, match="with_values: .* must be a number in"):
+        p.with_values(**change)
+    from mok_model.params import BOUNDS
+    hi = BOUNDS["link_eff"][1]
+    assert p.with_values(link_eff=hi * (1 + 1e-12))["link_eff"] == hi   # a rounding: put back
+
+
+def test_a_band_comes_from_the_prediction_own_parameters():
+    from mok_model.errors import MokInputError
+    from mok_model.params import load_params
+    from mok_model.predict import predict
+    s, p, c = _api()
+    pred = predict(s, c, params=p)
+    with pytest.raises(MokInputError, match="with_band: the band comes from the parameters"):
+        pred.with_band(load_params(None, "h100-1"))
+    assert pred.with_band(p).band is not None
+
+
+def test_a_gemm_table_of_another_gpu_is_refused(tmp_path):
+    from mok_model.errors import MokInputError
+    from mok_model.params import read_params
+    doc = json.loads((PARAMS / "h200-1.json").read_text())
+    doc["gemm_table"] = str(PARAMS / "gemm" / "h100-1.json")
+    (tmp_path / "p.json").write_text(json.dumps(doc))
+    with pytest.raises(MokInputError, match=r"measured on h100-1 \(H100 SXM\), the parameters are for h200-1"):
+        read_params(tmp_path / "p.json")
+    assert read_params(PARAMS / "h100-hgx8.json").gemm_table is not None   # one GPU: taken
+
+
+@pytest.mark.parametrize("kwargs, want", [
+    ({"system": "deepep"}, "system deepep has no MoK knobs"),
+    ({"merge_s": 1e-3}, "merge_s=0.001 must be None"),
+    ({"schedule": "fast"}, "schedule 'fast' must be one of"),
+    ({"chunk_bytes": 0}, "chunk_bytes=0 must be"),
+    ({"max_peers": 0}, "max_peers=0 must be"),
+    ({"refuse_overflow": "no"}, "refuse_overflow='no' must be True or False")])
+def test_simulate_refuses_its_arguments_in_one_line(kwargs, want):
+    from mok_model.errors import MokInputError
+    from mok_model.sim import simulate
+    s, p, c = _api()
+    with pytest.raises(MokInputError, match=want.replace("(", r"\(")):
+        simulate(s.with_(ep=8), c, params=p, **kwargs)
+    with pytest.raises(MokInputError, match="must be a Config or None"):
+        simulate(s, {"minibatch": 512}, params=p)
+    with pytest.raises(MokInputError, match="must be a mok_model Scenario"):
+        simulate(None)
+
+
+def test_the_searches_refuse_what_is_not_a_scenario_or_lags():
+    from mok_model.errors import MokInputError
+    from mok_model.predict import predict
+    from mok_model.tuner import tune
+    s, p, _ = _api()
+    for call in (lambda: predict("h200-1"), lambda: tune(None, p), lambda: tune(s, p, list_lags=2)):
+        with pytest.raises(MokInputError):
+            call()
+
+
+@pytest.mark.parametrize("args, want", [
+    (("uniform", 2, 4, 8, 2, None), "seed=None must be a whole number >= 0"),
+    (("uniform", 2, 0, 8, 2, 0), "tokens=0 must be"),
+    (("uniform", 2, 4, 4, 8, 0), "experts=4 must be a whole number >= 8"),
+    (("hot:0.1", 2, 4, 8, 0, 0), "top_k=0 must be a whole number >= 1")])
+def test_make_routing_refuses_what_it_cannot_draw_the_same_way_twice(args, want):
+    from mok_model.errors import MokInputError
+    from mok_model.workload import make_routing
+    with pytest.raises(MokInputError, match=want):
+        make_routing(*args)

@@ -25,10 +25,43 @@ def _events(env) -> int:
     return int(next(eid)) if eid is not None else -1
 
 
-def _resolve(scenario: Scenario, params) -> Params:
+def _resolve(scenario: Scenario, params, allow_other_hardware: bool = False) -> Params:
     from ..predict import resolve_params
 
-    return resolve_params(scenario, params)
+    return resolve_params(scenario, params, allow_other_hardware)
+
+
+SCHEDULES = ("published", "naive")
+MERGE_MAX_S = 1e-4   # merge windows the simulator is meant for: docs/sim-study.md measures 0-6 us
+
+
+def _check_args(scenario, config, system, schedule, trace_gpus, max_peers, chunk_bytes, merge_s,
+                refuse_overflow, allow_other_hardware) -> None:
+    """Refuse simulate()'s arguments the way the CLI refuses its flags: one line each."""
+    if not isinstance(scenario, Scenario):
+        raise MokInputError(f"simulate: scenario {scenario!r} must be a mok_model Scenario")
+    if system not in SYSTEMS:
+        raise MokInputError(f"simulate: system {system!r} must be one of {SYSTEMS}")
+    if config is not None and not isinstance(config, Config):
+        raise MokInputError(f"simulate: config {config!r} must be a Config or None (predict() tunes "
+                            f"the knobs a dict leaves out)")
+    if system != "mok" and config is not None:
+        raise MokInputError(f"simulate: system {system} has no MoK knobs; drop the config")
+    if schedule not in SCHEDULES:
+        raise MokInputError(f"simulate: schedule {schedule!r} must be one of {SCHEDULES}")
+    for name, v in (("trace_gpus", trace_gpus), ("max_peers", max_peers)):
+        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+            raise MokInputError(f"simulate: {name}={v!r} must be a whole number >= 1")
+    if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, float, np.number)) \
+            or not np.isfinite(chunk_bytes) or chunk_bytes < 1:
+        raise MokInputError(f"simulate: chunk_bytes={chunk_bytes!r} must be a finite number >= 1")
+    if merge_s is not None and (isinstance(merge_s, bool) or not isinstance(merge_s, (int, float, np.number))
+                                or not 0 <= merge_s <= MERGE_MAX_S):
+        raise MokInputError(f"simulate: merge_s={merge_s!r} must be None (the default window) or a "
+                            f"number of seconds in [0, {MERGE_MAX_S:g}]")
+    for name, v in (("refuse_overflow", refuse_overflow), ("allow_other_hardware", allow_other_hardware)):
+        if not isinstance(v, bool):
+            raise MokInputError(f"simulate: {name}={v!r} must be True or False")
 
 
 def _prologue(scn: Scenario, p: Params, cfg: Config, refuse_overflow: bool) -> dict[str, float]:
@@ -99,7 +132,7 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
              params: Params | str | None = None, trace: str | Path | None = None,
              schedule: str = "published", trace_gpus: int = TRACE_GPUS,
              max_peers: int = 128, chunk_bytes: float = 2 ** 20, merge_s: float | None = None,
-             refuse_overflow: bool = True):
+             refuse_overflow: bool = True, allow_other_hardware: bool = False):
     """Simulate one layer pass on every GPU; the pass ends when the slowest GPU ends.
 
     schedule: "published" (comm and compute walk the work in different orders) or "naive"
@@ -111,8 +144,16 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     rows is guessed first, and a missed guess reruns the (deterministic) simulation.
     refuse_overflow=False: a measured run's config is simulated even where the capacity headroom
     would refuse it (calibration.scoring; the run happened, so its schedule held).
+    allow_other_hardware: parameters fitted for other hardware are used anyway (predict's flag).
     """
     from ..analytic import loads, one_domain
+
+    _check_args(scenario, config, system, schedule, trace_gpus, max_peers, chunk_bytes, merge_s,
+                refuse_overflow, allow_other_hardware)
+    if trace:
+        from ..fileio import check_output_file
+        check_output_file(trace, "trace", ".json")   # a folder, a missing one: one line
+    params = _resolve(scenario, params, allow_other_hardware)
 
     if system == "mok" and isinstance(config, Config):
         check_work(scenario, config, float(np.max(loads(scenario).rows)), max_peers, chunk_bytes)
