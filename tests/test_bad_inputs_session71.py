@@ -85,18 +85,23 @@ def test_validate_plot_replaces_a_png_only(tmp_path, capsys):
     assert plot.read_text() == '{"schema": "mok-params/1"}'
 
 
+def _said_before_writing(monkeypatch, capsys, module, writer: str, argv: list[str]) -> None:
+    """Run `mok argv`, catching stderr when module.writer is called: the "will be replaced"
+    warning must be out by then (it came after the write, held back to the command's end)."""
+    seen, real = [], getattr(module, writer)
+    monkeypatch.setattr(module, writer,
+                        lambda *a, **k: (seen.append(capsys.readouterr().err), real(*a, **k))[1])
+    assert main(argv) == 0
+    assert seen and "it will be replaced" in seen[0]
+
+
 def test_replaced_table_is_said_before_it_is_written(tmp_path, capsys, monkeypatch):
-    """The warning came after the write (held back to the end of the command)."""
     import mok_kernels.knobs as knobs
     table = tmp_path / "t.json"
     table.write_text('{"schema": "mok-knobs/1"}')
-    seen = []
-    real = knobs.write_table
-    monkeypatch.setattr(knobs, "write_table",
-                        lambda *a, **k: (seen.append(capsys.readouterr().err), real(*a, **k))[1])
-    assert main(["tune", "--hardware", "h200-hgx8", "--model", "deepseek-v3", "--ep", "8",
-                 "--table", str(table), "--tokens-buckets", "64"]) == 0
-    assert seen and "it will be replaced" in seen[0]
+    _said_before_writing(monkeypatch, capsys, knobs, "write_table",
+                         ["tune", "--hardware", "h200-hgx8", "--model", "deepseek-v3", "--ep", "8",
+                          "--table", str(table), "--tokens-buckets", "64"])
 
 
 def test_a_routing_that_spares_rank_0_says_so(capsys):
@@ -150,13 +155,9 @@ def test_a_replaced_trace_is_said_before_it_is_written(tmp_path, capsys, monkeyp
     import mok_model.sim.trace as trace
     f = tmp_path / "t.json"
     f.write_text('{"traceEvents": []}')
-    seen = []
-    real = trace.atomic_write_text
-    monkeypatch.setattr(trace, "atomic_write_text",
-                        lambda *a, **k: (seen.append(capsys.readouterr().err), real(*a, **k))[1])
-    assert main(["simulate", "--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8",
-                 "--tokens", "256", "--trace", str(f)]) == 0
-    assert seen and "it will be replaced" in seen[0]
+    _said_before_writing(monkeypatch, capsys, trace, "atomic_write_text",
+                         ["simulate", "--hardware", "h200-hgx8", "--model", "kimi-k2", "--ep", "8",
+                          "--tokens", "256", "--trace", str(f)])
 
 
 # ------------------------------------------------------------------ the Python API (mok_model)
