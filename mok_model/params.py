@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import math
+import numbers
 import os
 import dataclasses
 from dataclasses import dataclass, field
@@ -294,7 +295,6 @@ def _within_bounds(name: str, v) -> float:
     never a bool or NaN); one a rounding past a bound (a bounded fit's scaled step) is put back
     on it; any other value outside is refused (a NaN link efficiency or a negative fixed cost
     gave NaN and negative latencies)."""
-    import numbers
     lo, hi = BOUNDS[name]
     if isinstance(v, bool) or not isinstance(v, numbers.Real) or not math.isfinite(float(v)):
         raise MokInputError(f"with_values: {name}={v!r} must be a number in [{lo}, {hi}]")
