@@ -13,6 +13,10 @@ and system: matched count, MAPE, max error, signed range, Spearman within worklo
 the regret of the registered pick among each workload's measured MoK configurations; ``--by``
 adds a line per value of each named field (a record field or a knob of its config); ``--worst N``
 lists the N predictions furthest from their runs (signed error, workload, knobs, both times).
+``--drift-from FILES`` (run records holding MoK runs measured twice, e.g. a sweep and its
+re-run) adds the regret a perfect model would still show on the met runs from run-to-run drift
+alone (calibration/noise.py `drift_regret`, the drift SD of each token band from those files):
+the floor under the regret line.
 """
 
 from __future__ import annotations
@@ -31,7 +35,7 @@ from mok_model.records import (LATENCY_MS, SCHEMA, model_key, read_records, reco
                                record_where, slowed, SLOWED_WHY, validate_record)
 
 from .fit import workload_key
-from .noise import pick_key
+from .noise import drift_regret, drift_sd, pick_key
 from .validate import evaluate
 
 _KNOBS = ("dispatch", "combine", "minibatch", "comm_sms")
@@ -241,9 +245,25 @@ def worst_lines(pairs: list[tuple[dict, dict]], n: int) -> list[str]:
     return lines
 
 
-def report(pred_paths: list[str], runs: list[dict], by: list[str] = (), worst: int = 0) -> int:
+def floor_line(runs: list[dict], sd: dict) -> str:
+    """The drift regret floor (noise.drift_regret, workloads of 2+ configurations) of the MoK
+    runs `runs` under the per-band drift `sd` (noise.drift_sd's)."""
+    out = drift_regret([r for r in runs if r["system"] == "mok"], sd, min_configs=2)
+    if not out["workloads"]:
+        return (f"drift regret floor: no workload of 3+ MoK runs in a band with a drift SD "
+                f"({out['no_sd']} without one)")
+    line = (f"drift regret floor (a perfect model, run-to-run drift alone): mean "
+            f"{100 * out['mean']:.2f}%, expected max {100 * out['max']:.1f}% over "
+            f"{out['workloads']} workloads")
+    return line + (f"; {out['no_sd']} workloads of a band without a drift SD left out"
+                   if out["no_sd"] else "")
+
+
+def report(pred_paths: list[str], runs: list[dict], by: list[str] = (), worst: int = 0,
+           sd: dict | None = None) -> int:
     """Print the figures of each registration file against ``runs`` (and the `worst`
-    predictions furthest from their runs); return how many predictions met their run."""
+    predictions furthest from their runs; with `sd`, noise.drift_sd's bands, the drift regret
+    floor of the met runs); return how many predictions met their run."""
     met = 0
     for path in pred_paths:
         preds = read_predictions(path)
@@ -271,6 +291,8 @@ def report(pred_paths: list[str], runs: list[dict], by: list[str] = (), worst: i
         if paired and (note := unmet_note(preds, paired, runs)):
             warn(f"{Path(path).name}: {note}")
         once = {id(r): r for r in met_runs}.values()   # both engines meet each run
+        if sd is not None and once:
+            print(f"    {floor_line(list(once), sd)}")
         if held := sum(map(slowed, once)):
             print(f"note: {held} of the {len(once)} runs met were timed with the SMs held below "
                   f"their clock ({SLOWED_WHY})")
@@ -284,6 +306,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--by", default=None, help="comma list of record fields to break down by")
     p.add_argument("--worst", type=int_at_least(0), default=0,
                    help="list the N predictions furthest from their runs (default 0)")
+    p.add_argument("--drift-from", nargs="+", default=None, metavar="FILE",
+                   help="run records with MoK runs measured twice: print the drift regret floor")
     return run_tool(p, _run, argv)
 
 
@@ -295,6 +319,14 @@ def _run(a: argparse.Namespace) -> int:
         raise MokInputError(f"--by {a.by!r}: names a field twice (each field once)")
     preds = read_predictions(a.predictions)  # a bad registration stops before the records are read
     runs = read_records(a.runs)
+    sd = None
+    if a.drift_from is not None:
+        from .rerun import repeated   # rerun imports this module: imported here
+        pairs = repeated([r for r in read_records(a.drift_from) if r["system"] == "mok"])
+        if not pairs:
+            raise MokInputError(f"--drift-from {' '.join(a.drift_from)}: no MoK run measured twice "
+                                f"(same workload, knobs and tiles: calibration/rerun.py run_key)")
+        sd = drift_sd(pairs)
     named = {p.get("hardware") for p in preds}
     if None not in named:       # every prediction names its hardware: runs of any other meet none
         other = collections.Counter(r["hardware"]["preset"] for r in runs
@@ -303,7 +335,7 @@ def _run(a: argparse.Namespace) -> int:
             which = ", ".join(f"{n} of {h}" for h, n in sorted(other.items()))
             warn(f"run records of other hardware meet no prediction ({which}): "
                  f"{Path(a.predictions).name} registers {', '.join(sorted(named))}")
-    if not report([a.predictions], runs, by, a.worst):
+    if not report([a.predictions], runs, by, a.worst, sd):
         raise MokInputError(f"{a.predictions}: none of its {len(preds)} predictions meets exactly "
                             f"one run in {', '.join(a.runs)} (same hardware, system, model, EP, "
                             f"tokens, routing, pass, precision and knobs, made after the "

@@ -155,3 +155,23 @@ def test_cli_prints_sds_and_ceiling_and_refuses_runs_measured_once(tmp_path, cap
         assert main(argv) == 2
         err = capsys.readouterr().err
         assert text in err and err.count("\n") == 1 and "Traceback" not in err
+
+
+def test_registered_prints_the_floor_from_runs_measured_twice(capsys):
+    """`calibration.registered --drift-from` (session 71): the floor of the met runs, as
+    mok_kernels/logs_s71/seed_floor.py computes it for seed 35 on the H100."""
+    from pathlib import Path
+
+    from calibration.registered import main as registered
+    root = Path(__file__).resolve().parents[1]
+    runs = root / "calibration" / "runs" / "h100"
+    argv = [str(root / "calibration" / "predictions" / "h100_drawn35_2026-12-06.jsonl"),
+            f"{runs}/drawn35.jsonl"]
+    twice = [f"{runs}/drawn22.jsonl.gz", f"{runs}/drawn22_rerun.jsonl.gz"]
+    assert registered([*argv, "--drift-from", *twice]) == 0
+    out = capsys.readouterr().out
+    assert out.count("drift regret floor (a perfect model, run-to-run drift alone): mean 0.17%, "
+                     "expected max 2.7% over 30 workloads") == 1
+    assert registered(argv) == 0 and "drift regret floor" not in capsys.readouterr().out
+    assert registered([*argv, "--drift-from", f"{runs}/drawn35.jsonl"]) == 2
+    assert "no MoK run measured twice" in capsys.readouterr().err
