@@ -22,7 +22,7 @@ from pathlib import Path
 
 from mok_model.cli import MokParser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.fileio import archive_of, archived, atomic_path
+from mok_model.fileio import writable, archive_of, archived, atomic_path
 from mok_model.records import read_records
 
 LEVEL = 9  # gzip compression level: fixed, so an archive's bytes depend on its records alone
@@ -60,6 +60,12 @@ def check(paths: list[str]) -> list[tuple[Path, list[dict]]]:
             raise MokInputError(f"{name}: {target} exists already; remove it or keep {p.name}")
         if p.resolve() in {q.resolve() for q, _ in out}:
             raise MokInputError(f"{name}: named twice")
+        folder = p.parent if str(p.parent) else Path(".")
+        if p.exists() and not (writable(folder, os.W_OK | os.X_OK) and writable(p, os.W_OK)):
+            # archiving writes NAME.gz beside it and removes NAME: a read-only file or folder
+            # says neither may change (the rule every output follows, root included)
+            raise MokInputError(f"{name}: it or its folder is read-only; archiving would write "
+                                f"{target.name} and remove {p.name}: make both writable first")
         # every record valid: a file that fails is left as it is
         out.append((p, _strip(read_records([p]))))
     return out

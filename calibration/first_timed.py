@@ -198,6 +198,13 @@ def main(argv: list[str] | None = None) -> int:
             from .registered import read_predictions
             preds = read_predictions(*a.predictions)
             doc["default_residual"] = default_residuals(records, preds)
+        rows = [g["all"]["n"] for g in doc["summary"].values()]
+        rows += [g["all"]["n"] for g in doc.get("default_residual", {}).values()]
+        if not any(rows):   # every row n 0, exit 0, was no answer (session 71)
+            raise MokInputError(f"nothing to report in {', '.join(a.files)}: no MoK run measured "
+                                "twice on the same work" + (" and no workload whose default "
+                                "setting and another met a registered prediction"
+                                if a.predictions else ""))
         print(json.dumps(doc) if a.json else render(doc))
     return run_tool(p, run, argv)
 

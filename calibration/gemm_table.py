@@ -27,7 +27,7 @@ from pathlib import Path
 
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_beside_output, check_output_file
+from mok_model.fileio import check_beside_output, check_output_file, flush_warnings
 import math
 
 import numpy as np
@@ -42,6 +42,7 @@ from mok_model.records import in_id_order, read_records, record_scenario, routin
 from .checks import required_text
 
 SYSTEM = "gemm-only"
+GEMM_SYSTEMS = ("gemm-only", "mok-gemm")   # records of GEMM phases alone (the library's, ours)
 TILE_M, TILE_N = IDEAL_TILE, IDEAL_TILE  # the parameters' gemm_tile_m, gemm_tile_n (priors.py)
 # the phase mechanism's starting point and bounds (mok_model/gemm_table.py): a tile at 60% of an
 # SM's peak (the kernel's large-shape efficiency, docs/results.md), 1 us per item (a K-pipeline fill),
@@ -159,13 +160,20 @@ def record_points(records: list[dict], hardware: str, system: str = SYSTEM,
             for r in table_records(records, hardware, system)}
 
 
-def check_out(out: str, runs: list[str]) -> None:
+def check_out(out: str, runs: list[str], hardware: str) -> None:
     """Refuse an --out the table cannot go to, before the fit: check_output_file's rules (an
     existing table gets its "will be replaced" warning), an existing file that is not a GEMM
-    table (a parameters file was replaced by one in silence), and the points file written
-    beside it (points/NAME: a file named `points` there ended the write in a traceback)."""
+    table (a parameters file was replaced by one in silence), a table of another hardware (an
+    h100-1 table was written over the shipped h200-1 one, session 71), and the points file
+    written beside it (points/NAME: a file named `points` there ended the write in a
+    traceback)."""
     path = check_output_file(out, "--out", ".json", inputs=[("RUN_FILES", r) for r in runs],
                              replaces=SCHEMAS)
+    if path.is_file() and path.stat().st_size:
+        had = json.loads(path.read_text(encoding="utf-8")).get("hardware")   # a table (above)
+        if had is not None and had != hardware:
+            raise MokInputError(f"--out {out!r} is a GEMM table of {had}, not of --hardware "
+                                f"{hardware}: it is not replaced; name another file")
     check_beside_output(points_path(path), out, "--out", "points file")   # points/NAME
 
 
@@ -186,10 +194,13 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _run(a: argparse.Namespace) -> int:
-    check_out(a.out, a.runs)
     required_text(a.hardware, "--hardware", "preset name")
+    check_out(a.out, a.runs, a.hardware)
     load_hardware(a.hardware)           # a preset name or TOML file, named if unknown
     required_text(a.system, "--system", "system name")
+    if a.system not in GEMM_SYSTEMS:    # a layer's pass (mok) is not a GEMM phase
+        raise MokInputError(f"--system {a.system!r}: records of GEMM phases alone, one of "
+                            f"{', '.join(GEMM_SYSTEMS)}")
     if a.relative and a.sustain:
         raise MokInputError("--sustain fits a term of the phase mechanism, which a --relative "
                             "table does not have: give one of them")
@@ -197,6 +208,7 @@ def _run(a: argparse.Namespace) -> int:
     files = [str(Path(f)) for f in a.runs]
     table = build_table(records, a.hardware, files, a.system, a.out,
                         level="relative" if a.relative else "absolute", sustain=a.sustain)
+    flush_warnings()        # every check passed: "will be replaced" is said before the write
     write_table(a.out, table)
     if a.json:
         print(json.dumps(table.to_json(), indent=1))

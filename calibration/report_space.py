@@ -56,6 +56,7 @@ from .checks import param_names, required_text
 from .cli import default_free, priors_for
 from .fit import fit
 from .gemm_table import SYSTEM as TABLE_SYSTEM
+from .gemm_table import GEMM_SYSTEMS as TABLE_SYSTEMS
 from .gemm_table import SHIPPED_SUSTAIN, build_table, record_points, table_records
 from .micro import fit_micro
 from .rerun import ceiling, repeated
@@ -65,9 +66,6 @@ from .validate import evaluate, validate
 HARDWARE = "h200-1"
 REGRET_CONFIGS = 8
 GOALS = {"mape": 0.06, "max_ape": 0.25, "spearman": 0.9, "regret": 0.03}
-# the systems whose records time GEMM phases alone (calibration/gemm_table.py): the library's
-# grouped GEMM (bench run_gemm_only) and the megakernel's own phases (run_mok_gemm)
-TABLE_SYSTEMS = ("gemm-only", "mok-gemm")
 
 
 # the kernel's BF16 default tile options (mok_kernels/megakernel.py KernelConfig); records that

@@ -40,10 +40,10 @@ def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = N
     if not parent.is_dir():
         raise MokInputError(f"{flag} {str(path)!r}: folder {str(parent)!r} does not exist; create it "
                             f"first or name another path")
-    if not _writable(parent, os.W_OK | os.X_OK):
+    if not writable(parent, os.W_OK | os.X_OK):
         raise MokInputError(f"{flag} {str(path)!r}: folder {str(parent)!r} is not writable; name "
                             f"another path")
-    if p.exists() and not _writable(p, os.W_OK):
+    if p.exists() and not writable(p, os.W_OK):
         raise MokInputError(f"{flag} {str(path)!r} exists and is not writable; name another path")
     for in_flag, in_path in inputs:
         if in_path is not None and str(in_path).strip() and _same_file(p, Path(in_path)):
@@ -101,7 +101,7 @@ def check_beside_output(path: str | os.PathLike, out: str | os.PathLike, flag: s
         check_output_file(p, f"{flag}'s {what}", ".json")
 
 
-def _writable(path: Path, mode: int) -> bool:
+def writable(path: Path, mode: int) -> bool:
     """os.access, and (for root, whom os.access always lets write) a write bit in the mode: a
     file or folder someone made read-only (chmod a-w) is not written over."""
     try:
@@ -160,7 +160,7 @@ def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
             if not q.is_dir():
                 what = "is a file" if q == p else f"lies under the file {str(q)!r}"
                 raise MokInputError(f"{flag} {str(path)!r} {what}; name a folder")
-            if q != p and not _writable(q, os.W_OK | os.X_OK):   # never made in a chmod a-w one
+            if q != p and not writable(q, os.W_OK | os.X_OK):   # never made in a chmod a-w one
                 raise MokInputError(f"{flag} {str(path)!r}: folder {str(q)!r} is not writable; "
                                     f"name another folder")
             if q != p and q != p.parent:
@@ -172,7 +172,7 @@ def check_output_dir(path: str | os.PathLike, flag: str) -> Path:
     except OSError as exc:
         raise MokInputError(f"{flag} {str(path)!r}: cannot create it ({exc.strerror or exc}); name "
                             f"another folder") from None
-    if not _writable(p, os.W_OK | os.X_OK):
+    if not writable(p, os.W_OK | os.X_OK):
         raise MokInputError(f"{flag} {str(path)!r} is not writable; name another folder")
     _probe(p, flag, path)
     return p

@@ -524,6 +524,7 @@ def load_params(path: str | Path | None, hardware_name: str, allow_other_hardwar
     if params.hardware != hardware_name and not allow_other_hardware:
         raise MokInputError(
             f"--params {str(path)!r} was fitted for hardware {params.hardware!r}, not "
-            f"{hardware_name!r}; pass --allow-params-mismatch to use it anyway (Python: "
-            f"allow_other_hardware=True; MoKLayer and knobs.choose_knobs: allow_params_mismatch=True)")
+            f"{hardware_name!r}; name that hardware's file (the mok commands take "
+            f"--allow-params-mismatch to use it anyway; Python: allow_other_hardware=True; MoKLayer "
+            f"and knobs.choose_knobs: allow_params_mismatch=True)")
     return params

@@ -98,12 +98,12 @@ def default_dir(xdg: str, home: str) -> tuple[Path | None, str | None]:
                       f"MOK_ROUTE_CACHE=0 turns it off)")
     else:
         folder, named = Path(home) / ".cache" / "mok" / "routes", f"the home folder {home!r}"
-    from .fileio import _writable
+    from .fileio import writable
 
     try:
         existing = next(q for q in (folder, *folder.parents) if q.exists())
         why = ("is a file, not a folder" if not existing.is_dir() else None
-               if _writable(existing, os.W_OK | os.X_OK) else "is not writable")
+               if writable(existing, os.W_OK | os.X_OK) else "is not writable")
     except OSError as exc:      # a name too long for the file system
         existing, why = folder, f"cannot be used ({exc.strerror or exc})"
     if why is None:
@@ -121,7 +121,7 @@ def check_env() -> None:
     lenient: a library call never fails for its cache). A default folder that cannot be used is
     said in one warning (default_dir)."""
     from .errors import MokInputError
-    from .fileio import _nameable, _writable
+    from .fileio import _nameable, writable
 
     switch = os.environ.get("MOK_ROUTE_CACHE")
     if switch is not None and switch.strip().lower() not in _OFF + _ON:
@@ -148,7 +148,7 @@ def check_env() -> None:
     if existing is not None and not existing.is_dir():
         raise MokInputError(f"environment variable MOK_ROUTE_CACHE_DIR={where!r}: "
                             f"{str(existing)!r} is a file, not a folder")
-    if existing is not None and not _writable(existing, os.W_OK | os.X_OK):
+    if existing is not None and not writable(existing, os.W_OK | os.X_OK):
         raise MokInputError(f"environment variable MOK_ROUTE_CACHE_DIR={where!r}: "
                             f"{str(existing)!r} is not writable (MOK_ROUTE_CACHE=0 turns the "
                             f"cache off)")

@@ -175,7 +175,7 @@ CASES = [
     ([*W, "--params", "{d}/params-schema.json"], "schema must be 'mok-params/1'"),
     ([*W, "--params", "{d}/params-values.json"], "values must be an object"),
     ([*W, "--params", "{d}/params-range.json"], "gemm_eff=7.0 must be a number in"),
-    ([*W, "--params", "mok_model/params/h200-1.json"], "pass --allow-params-mismatch"),
+    ([*W, "--params", "mok_model/params/h200-1.json"], "take --allow-params-mismatch to use it anyway"),
     ([*W, "--params", ""], "--params '' is empty; name a parameters file"),
     ([*W, "--params", "{d}/folder"], "no such file (it is a folder)"),
     ([*W, "--params", "{d}/fitted-on-str.json"], "fitted_on='x' must be a list of run-record files"),

@@ -106,9 +106,9 @@ def test_transfer_write_hopper_refuses_a_read_only_target(monkeypatch, capsys):
     written = []
     monkeypatch.setattr("mok_model.gemm_table.write_table", lambda *a, **k: written.append(a))
     monkeypatch.setattr("mok_model.params.write_params", lambda *a, **k: written.append(a))
-    real = fileio._writable
+    real = fileio.writable
     target = transfer.PARAMS_DIR / f"{transfer.HOPPER_TARGET}.json"
-    monkeypatch.setattr(fileio, "_writable",
+    monkeypatch.setattr(fileio, "writable",
                         lambda p, mode: False if Path(p) == target else real(p, mode))
     assert transfer.main(["--write-hopper"]) == 2
     assert "not writable" in one_error(capsys.readouterr().err, "python -m calibration.transfer")

@@ -244,3 +244,46 @@ def test_make_routing_refuses_what_it_cannot_draw_the_same_way_twice(args, want)
     from mok_model.workload import make_routing
     with pytest.raises(MokInputError, match=want):
         make_routing(*args)
+
+
+# ------------------------------------------------------------------ the calibration tools
+
+def test_gemm_table_keeps_another_hardwares_table_and_takes_gemm_phases_only(tmp_path, capsys):
+    from calibration.gemm_table import main as gemm_table
+    out = tmp_path / "t.json"
+    out.write_text((PARAMS / "gemm" / "h100-1.json").read_text())
+    before = out.read_text()
+    phases = str(ROOT / "calibration" / "runs" / "h100" / "gemm_phases_drawn21.jsonl")
+    assert gemm_table([phases, "--hardware", "h200-1", "--system", "mok-gemm", "--out", str(out)]) == 2
+    assert "is a GEMM table of h100-1, not of --hardware h200-1" in capsys.readouterr().err
+    assert out.read_text() == before
+    layer = str(ROOT / "calibration" / "runs" / "h100" / "drawn35.jsonl")
+    assert gemm_table([layer, "--hardware", "h100-1", "--system", "mok", "--out",
+                       str(tmp_path / "y.json")]) == 2
+    assert "--system 'mok': records of GEMM phases alone" in capsys.readouterr().err
+
+
+def test_archive_leaves_a_read_only_folder_alone(tmp_path, capsys):
+    import os
+
+    from calibration.archive import main as archive
+    ro = tmp_path / "ro"
+    ro.mkdir()
+    f = ro / "x.jsonl"
+    f.write_text("".join(RUNS.read_text().splitlines(keepends=True)[:3]))
+    os.chmod(ro, 0o555)
+    try:
+        assert archive([str(f)]) == 2
+        assert "it or its folder is read-only" in capsys.readouterr().err
+        assert f.exists() and not (ro / "x.jsonl.gz").exists()
+    finally:
+        os.chmod(ro, 0o755)
+
+
+def test_first_timed_says_when_there_is_nothing_to_report(tmp_path, capsys):
+    from calibration.first_timed import main as first_timed
+    once = tmp_path / "once.jsonl"
+    once.write_text(next(line for line in RUNS.read_text().splitlines() if '"system": "mok"' in line)
+                    + "\n")
+    assert first_timed([str(once)]) == 2
+    assert "nothing to report" in capsys.readouterr().err
