@@ -165,8 +165,9 @@ def measure(hardware: str, runs: list[str], sim_every: int, progress=None) -> di
 
 
 def coverage(errors: list[tuple]) -> list[tuple[str, int, int]]:
-    """Per file: (file, its runs, how many fall inside the 5%-95% range of the other files' errors
-    of the same group): whether the range holds for a set of runs it was not made from."""
+    """Per file: (file, its predictions' errors (a run's analytic one and, for some runs, the
+    simulator's: one per engine), how many fall inside the 5%-95% range of the other files'
+    errors of the same group): whether the range holds for a set of runs it was not made from."""
     out = []
     for f in sorted({f for f, _, _ in errors}):
         rest: dict[str, list[float]] = {}
@@ -188,7 +189,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--out", default=None, help="default mok_model/params/heldout/HARDWARE.json")
     ap.add_argument("--coverage", action="store_true",
                     help="write nothing; print, leaving out each file in turn, the share of its "
-                         "runs inside the other files' range")
+                         "runs' predictions (analytic, and the simulator's of every --sim-every-th "
+                         "run) inside the other files' range")
     from mok_model.progress import check_env
 
     try:
@@ -242,7 +244,8 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     if a.coverage:
         for f, n, inside in rows:
-            print(f"{f}: {inside} of {n} runs inside the other files' 90% range"
+            print(f"{f}: {inside} of {n} predictions (each run's analytic one, and the simulator's "
+                  f"of every --sim-every-th) inside the other files' 90% range"
                   + (f" ({inside / n:.0%})" if n else ""))
         n, inside = sum(r[1] for r in rows), sum(r[2] for r in rows)
         print(f"all: {inside} of {n} ({inside / max(n, 1):.1%})")
