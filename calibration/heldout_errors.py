@@ -41,7 +41,7 @@ import numpy as np
 from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
 from mok_model.fileio import (atomic_write_text, check_output_file, deferred_warnings,
-                              flush_warnings)
+                              flush_warnings, warn)
 from mok_model.heldout import HELDOUT_DIR, MIN_RUNS, ORDER_GAPS, SCHEMA, fingerprint, group_key
 from mok_model.records import (in_id_order, predictable, read_records, record_bwd_tiles,
                                record_files, record_fp8_kernel, superseded_kernel,
@@ -105,12 +105,13 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None,
     the file's line order, so the same records in another order give the same sample). Given a
     list `analytic`, each analytic prediction is also appended to it as (file, workload, knobs,
     pred ms, measured ms), for misordered()."""
-    out = []
+    out, others = [], 0
     for f in runs:
-        recs = [r for r in in_id_order(read_records([f]))
-                if r["system"] == "mok" and r["source"] == "measured"
-                and r["hardware"]["preset"] == params.hardware and predictable(r)
+        mine = [r for r in in_id_order(read_records([f]))
+                if r["system"] == "mok" and r["source"] == "measured"]
+        recs = [r for r in mine if r["hardware"]["preset"] == params.hardware and predictable(r)
                 and not superseded_kernel(r)]   # a kernel that no longer runs
+        others += sum(r["hardware"]["preset"] != params.hardware for r in mine)
         for engine, part in (("analytic", recs), ("sim", recs[::sim_every])):
             for r, p in zip(part, predict_records(part, params, engine)):
                 key = group_key(engine, r["pass"], r["precision"], r["tokens"],
@@ -123,7 +124,10 @@ def signed_errors(params, runs: list[str], sim_every: int, progress=None,
             progress(f"{_named(f)}: {len(recs)} MoK records")
     if not out:  # one line naming the files (main prints no count before it)
         raise MokInputError(f"no MoK records of {params.hardware} the model predicts in "
-                            f"{', '.join(map(_named, runs))}")
+                            f"{', '.join(map(_named, runs))}"
+                            + (f" ({others} of other hardware)" if others else ""))
+    if others:   # each hardware's errors are its own
+        warn(f"{others} MoK records of other hardware than {params.hardware} left out")
     return out
 
 

@@ -42,8 +42,12 @@ def _run(a: argparse.Namespace) -> None:
         if params.hardware != a.hardware:
             raise MokInputError(f"--params {a.params!r} was fitted for hardware "
                                 f"{params.hardware!r}, not --hardware {a.hardware!r}")
-    recs = [r for r in read_records(a.runs) if r["system"] == "mok"
-            and r["hardware"]["preset"] == a.hardware]
+    mok = [r for r in read_records(a.runs) if r["system"] == "mok"]
+    recs = [r for r in mok if r["hardware"]["preset"] == a.hardware]
+    if len(recs) < len(mok):   # another card's runs are not this hardware's question
+        others = sorted({r["hardware"]["preset"] for r in mok} - {a.hardware})
+        warn(f"{len(mok) - len(recs)} MoK records of other hardware ({', '.join(others)}) left "
+             f"out: --hardware {a.hardware} predicts its own")
     # as heldout_errors: a routing the model cannot draw, or a kernel that no longer runs, is
     # not a question of today's model
     kept = [r for r in recs if predictable(r) and not superseded_kernel(r)]

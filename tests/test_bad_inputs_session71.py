@@ -287,3 +287,20 @@ def test_first_timed_says_when_there_is_nothing_to_report(tmp_path, capsys):
                     + "\n")
     assert first_timed([str(once)]) == 2
     assert "nothing to report" in capsys.readouterr().err
+
+
+def test_another_cards_records_are_said_to_be_left_out(tmp_path, capsys):
+    """report_unseen and heldout_errors dropped another hardware's MoK records without a word."""
+    from calibration.heldout_errors import main as heldout_errors
+    from calibration.report_unseen import main as report_unseen
+    h100 = [json.loads(x) for x in (ROOT / "calibration" / "runs" / "h100" / "drawn35.jsonl")
+            .read_text().splitlines()[:8]]
+    h200 = [dict(r, id="h200-" + r["id"], hardware=dict(r["hardware"], preset="h200-1",
+                                                         gpu="NVIDIA H200")) for r in h100]
+    mixed = tmp_path / "mixed.jsonl"
+    mixed.write_text("".join(json.dumps(r) + "\n" for r in h100 + h200))
+    n = sum(r["system"] == "mok" for r in h200)
+    assert report_unseen([str(mixed), "--hardware", "h100-1"]) == 0
+    assert f"{n} MoK records of other hardware (h200-1) left out" in capsys.readouterr().err
+    assert heldout_errors(["--hardware", "h100-1", "--out", str(tmp_path / "h.json"), str(mixed)]) == 0
+    assert f"{n} MoK records of other hardware than h100-1 left out" in capsys.readouterr().err
