@@ -135,8 +135,9 @@ def estimate_uncertainty(records: list[dict], scored, x: np.ndarray, lo: np.ndar
     each stratum, as many of its workloads as it has, with replacement (numpy's
     default_rng(seed), strata in sorted order: the same records and seed give the same
     samples), and weights each record by how often its workload was drawn. Unstratified, a
-    replicate without any backward workload left a backward-only parameter (wgrad_bytes_per_weight)
-    free to run to either bound, which no measurement says (session 71). "bootstrap" refits the weighted bounded
+    replicate without any backward workload left a backward-only parameter
+    (wgrad_bytes_per_weight) free to run to either bound, which no measurement says (session
+    71). "bootstrap" refits the weighted bounded
     least squares from the optimum `x` (so a parameter at its bound stays within it and its
     samples show the one-sided spread); "bootstrap-linear" solves the same problem linearized
     at `x` (one Jacobian, then a bounded linear least squares per replicate). Knobs the
