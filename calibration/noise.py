@@ -146,6 +146,27 @@ def _rank_corr(x, ys: np.ndarray) -> np.ndarray:
         return np.where(den > 0, ry @ rx / den, np.nan)
 
 
+def _drifted(records: list[dict], sd_by_band: dict, draws: int, seed: int, keep) -> tuple:
+    """([(workload key, band, measured medians, `draws` x configs medians each moved by its
+    band's drift)], workloads left out for a band without an SD) over the MoK workloads of
+    >= 3 configurations (`_groups`) whose medians `keep` takes; one generator seeded `seed`,
+    drawn in `_groups`' order (drift_ceiling and drift_regret: module docstring)."""
+    rng = np.random.default_rng(seed)
+    mok = [r for r in records if r["system"] == "mok"]
+    sds = {k: float(v[0] if isinstance(v, (tuple, list)) else v) for k, v in sd_by_band.items()}
+    out, no_sd = [], 0
+    for key, ix in _groups(mok).items():
+        med = np.array([mok[i]["latency_ms"]["median"] for i in ix], float)
+        if not keep(med):
+            continue
+        label = band(mok[ix[0]]["tokens"])
+        if label not in sds:
+            no_sd += 1
+            continue
+        out.append((key, label, med, med * np.exp(rng.normal(0.0, sds[label], (draws, len(ix))))))
+    return out, no_sd
+
+
 def drift_ceiling(records: list[dict], sd_by_band: dict, draws: int = 200,
                   seed: int = 0) -> dict:
     """Expected within-workload Spearman of the measured medians against the same medians each
@@ -158,21 +179,9 @@ def drift_ceiling(records: list[dict], sd_by_band: dict, draws: int = 200,
     (`ceiling`), their number (`groups`), each band's mean and number (`bands`), each
     workload's value (`workloads`), and how many workloads had no SD for their band (`no_sd`:
     left out)."""
-    rng = np.random.default_rng(seed)
-    mok = [r for r in records if r["system"] == "mok"]
-    sds = {k: float(v[0] if isinstance(v, (tuple, list)) else v) for k, v in sd_by_band.items()}
-    per, no_sd = {}, 0
-    for key, ix in _groups(mok).items():
-        med = np.array([mok[i]["latency_ms"]["median"] for i in ix], float)
-        if np.ptp(med) == 0:
-            continue
-        label = band(mok[ix[0]]["tokens"])
-        if label not in sds:
-            no_sd += 1
-            continue
-        moved = med * np.exp(rng.normal(0.0, sds[label], (draws, len(ix))))
-        per[key] = {"ceiling": float(np.nanmean(_rank_corr(med, moved))), "band": label,
-                    "configs": len(ix)}
+    drifted, no_sd = _drifted(records, sd_by_band, draws, seed, lambda med: np.ptp(med) > 0)
+    per = {key: {"ceiling": float(np.nanmean(_rank_corr(med, moved))), "band": label,
+                 "configs": len(med)} for key, label, med, moved in drifted}
     bands = {}
     for label, _ in BANDS:
         vals = [v["ceiling"] for v in per.values() if v["band"] == label]
@@ -194,21 +203,9 @@ def drift_regret(records: list[dict], sd_by_band: dict, min_configs: int = 4, dr
     the counterpart of a report's regret max); `share_over`: the expected share of workloads
     above each of 1 %, 3 % and 10 %; per band the same mean and max. Workloads of a band
     without an SD are left out (`no_sd`)."""
-    rng = np.random.default_rng(seed)
-    mok = [r for r in records if r["system"] == "mok"]
-    sds = {k: float(v[0] if isinstance(v, (tuple, list)) else v) for k, v in sd_by_band.items()}
-    rows, labels, no_sd = [], [], 0
-    for ix in _groups(mok).values():
-        if len(ix) < min_configs:
-            continue
-        label = band(mok[ix[0]]["tokens"])
-        if label not in sds:
-            no_sd += 1
-            continue
-        med = np.array([mok[i]["latency_ms"]["median"] for i in ix], float)
-        moved = med * np.exp(rng.normal(0.0, sds[label], (draws, len(ix))))
-        rows.append(moved[:, int(np.argmin(med))] / moved.min(axis=1) - 1)
-        labels.append(label)
+    drifted, no_sd = _drifted(records, sd_by_band, draws, seed, lambda med: len(med) >= min_configs)
+    rows = [moved[:, int(np.argmin(med))] / moved.min(axis=1) - 1 for _, _, med, moved in drifted]
+    labels = [label for _, label, _, _ in drifted]
     if not rows:
         return {"workloads": 0, "mean": None, "max": None, "share_over": {}, "bands": {},
                 "no_sd": no_sd}

@@ -248,7 +248,7 @@ def worst_lines(pairs: list[tuple[dict, dict]], n: int) -> list[str]:
 def floor_line(runs: list[dict], sd: dict) -> str:
     """The drift regret floor (noise.drift_regret, workloads of 2+ configurations) of the MoK
     runs `runs` under the per-band drift `sd` (noise.drift_sd's)."""
-    out = drift_regret([r for r in runs if r["system"] == "mok"], sd, min_configs=2)
+    out = drift_regret(runs, sd, min_configs=2)      # it takes the MoK runs among them
     if not out["workloads"]:
         return (f"drift regret floor: no workload of 3+ MoK runs in a band with a drift SD "
                 f"({out['no_sd']} without one)")

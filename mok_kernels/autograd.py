@@ -44,7 +44,7 @@ from typing import Any, Callable
 
 import torch
 
-from mok_model.errors import MokInputError
+from mok_model.errors import MokInputError, check_whole
 
 from .reference import MoEWeights, check_weights, integer_ids
 from .tiles import shape_refusal
@@ -246,10 +246,7 @@ class MegakernelForward:
         from .backward import recompute_tiles, training_tiles
         from .megakernel import KernelConfig
         from .backward import BackwardTiles
-        import numbers
-        for name, v in (("ep", ep), ("bucket", bucket), ("max_layers", max_layers)):
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                raise MokInputError(f"{name}={v!r}: an integer >= 1 is required")
+        check_whole(ep=ep, bucket=bucket, max_layers=max_layers)
         ep, bucket, max_layers = int(ep), int(bucket), int(max_layers)   # numpy integers too
         if save_for_backward is not None and not isinstance(save_for_backward, bool):
             raise MokInputError(f"save_for_backward={save_for_backward!r}: True, False or None "

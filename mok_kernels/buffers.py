@@ -20,11 +20,9 @@ Not counted: the weights (the model's, not MoK's), g / u kept for the backward
 
 from __future__ import annotations
 
-from numbers import Integral
-
 import numpy as np
 
-from mok_model.errors import MokInputError
+from mok_model.errors import MokInputError, check_whole
 from mok_model.scenario import PRECISIONS
 
 SPLIT_WS_MAX_BYTES = 1 << 30   # split_dn's fp32 workspace per layer (MoKLayer refuses more)
@@ -73,12 +71,9 @@ def layer_bytes(*, ep: int, tokens: int, top_k: int, experts: int, hidden: int,
     a negative one gave negative bytes) and `precision` one of scenario.PRECISIONS (fp8: the FP8
     layer's one-byte rows with their scales; the others counted as BF16's: MoKLayer runs no
     mxfp8)."""
-    for name, v in (("ep", ep), ("tokens", tokens), ("top_k", top_k), ("experts", experts),
-                    ("hidden", hidden), ("width_padded", width_padded),
-                    ("ranks_served", ranks_served), ("split", split), ("block_m", block_m),
-                    ("bn_dn", bn_dn)):
-        if isinstance(v, bool) or not isinstance(v, Integral) or v < 1:
-            raise MokInputError(f"{name}={v!r}: an integer >= 1 is required")
+    check_whole(ep=ep, tokens=tokens, top_k=top_k, experts=experts, hidden=hidden,
+                width_padded=width_padded, ranks_served=ranks_served, split=split,
+                block_m=block_m, bn_dn=bn_dn)
     if precision not in PRECISIONS:
         raise MokInputError(f"precision {precision!r}: allowed {', '.join(PRECISIONS)}")
     p, n, k, h, v = ep, tokens, top_k, hidden, (1 if group else ranks_served)

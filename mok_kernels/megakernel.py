@@ -53,7 +53,7 @@ from typing import Any
 
 import torch
 
-from mok_model.errors import MokInputError
+from mok_model.errors import MokInputError, check_whole
 from mok_model.scenario import KNOB_MAX, MAX_DN_BLOCKS, MAX_LIST_LAG, SOURCE_ORDERS, plain
 from mok_model.workload import parse_routing
 
@@ -1845,14 +1845,12 @@ class MoKLayer:
         (E, I, H) and no shared expert or 2-D (H, Is), (H, Is), (Is, H))."""
         import numbers
 
+        check_whole(ep=self.ep, tokens=self.tokens, topk=self.topk)
         for name in ("ep", "tokens", "topk"):
-            v = getattr(self, name)
-            if isinstance(v, bool) or not isinstance(v, numbers.Integral) or v < 1:
-                raise MokInputError(f"{name}={v!r}: an integer >= 1 is required")
-            setattr(self, name, int(v))
+            setattr(self, name, int(getattr(self, name)))
         r = self.rank
         if r is not None:
-            if isinstance(r, bool) or not isinstance(r, numbers.Integral):
+            if isinstance(r, bool) or not isinstance(r, numbers.Integral):   # range: below
                 raise MokInputError(f"rank={r!r}: an integer from 0 to ep-1 (or None: every "
                                     f"rank in one launch) is required")
             self.rank = int(r)

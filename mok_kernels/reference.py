@@ -19,7 +19,7 @@ from numbers import Integral
 import torch
 import torch.nn.functional as F
 
-from mok_model.errors import MokInputError
+from mok_model.errors import MokInputError, check_whole
 
 
 @dataclass
@@ -47,9 +47,8 @@ def random_weights(e: int, h: int, i: int, i_shared: int, *, seed: int = 0,
                    device: str | torch.device = "cpu", dtype: torch.dtype = torch.float32) -> MoEWeights:
     """Random weights scaled so activations stay O(1) (std 1/sqrt(fan_in)). E, H, I: integers
     >= 1; i_shared: the shared expert's width (0: none); seed: a generator's (0 to 2**64 - 1)."""
-    for name, v, low in (("e", e, 1), ("h", h, 1), ("i", i, 1), ("i_shared", i_shared, 0)):
-        if isinstance(v, bool) or not isinstance(v, Integral) or v < low:
-            raise MokInputError(f"{name}={v!r}: an integer >= {low} is required")
+    check_whole(e=e, h=h, i=i)
+    check_whole(0, i_shared=i_shared)
     check_seed(seed)
     g = torch.Generator(device="cpu").manual_seed(seed)
 

@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from numbers import Integral
 
 import torch
 
-from mok_model.errors import MokInputError
+from mok_model.errors import MokInputError, check_whole
 from mok_model.presets import load_model
 from mok_model.workload import parse_routing as model_routing
 from mok_model.workload import check_hot_fits, zipf_order
@@ -86,9 +85,8 @@ def make_routing(n: int, e: int, k: int, spec: str, seed: int,
     every token's slot 0 is expert 0 (the rest uniform). n >= 0, 1 <= k <= e and the seeds
     (0 to 2**64 - 1) are integers: MokInputError names one that is not.
     """
-    for name, v, low in (("n", n, 0), ("e", e, 1), ("k", k, 1)):
-        if isinstance(v, bool) or not isinstance(v, Integral) or v < low:
-            raise MokInputError(f"{name}={v!r}: an integer >= {low} is required")
+    check_whole(0, n=n)
+    check_whole(e=e, k=k)
     if k > e:
         raise MokInputError(f"k={k}: at most the {e} experts (a token's top-k ids are distinct)")
     check_seed(seed)

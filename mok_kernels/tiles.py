@@ -21,19 +21,9 @@ the kernel they describe. Pure Python (no torch): mok_model.records reads it too
 
 from __future__ import annotations
 
-from numbers import Integral
 
-from mok_model.errors import MokInputError
+from mok_model.errors import MokInputError, check_whole, is_whole
 from mok_model.scenario import PRECISIONS
-
-
-def _counts(**sizes: object) -> None:
-    """Refuse (MokInputError) a size that is not an integer >= 1 (numpy integers are integers):
-    the choosers below divide by them and a zero or negative one gave ZeroDivisionError or a
-    negative tile count."""
-    for name, v in sizes.items():
-        if isinstance(v, bool) or not isinstance(v, Integral) or v < 1:
-            raise MokInputError(f"{name}={v!r}: an integer >= 1 is required")
 
 
 def _precision(precision: object) -> None:
@@ -50,7 +40,7 @@ L2_SPILL_MIB = 64    # or gate/up weights of one row tile (BF16 H x 2I) from whi
 
 def padded_width(expert_width: int, bn_gu: int = 128, block_k: int = 64) -> int:
     """I zero-padded to whole gate/up column blocks, as MoKLayer pads it."""
-    _counts(expert_width=expert_width, bn_gu=bn_gu, block_k=block_k)
+    check_whole(expert_width=expert_width, bn_gu=bn_gu, block_k=block_k)
     step = max(bn_gu, block_k)
     return -(-int(expert_width) // step) * step
 
@@ -62,7 +52,7 @@ def shape_refusal(h: int, i: int, ishared: int, block_k: int) -> str | None:
     GEMM steps through H in whole K blocks. MoKLayer refuses it; mok bench names it before its
     GPU check."""
     for name, v, low in (("H", h, 1), ("I", i, 1), ("shared width", ishared, 0), ("block_k", block_k, 1)):
-        if isinstance(v, bool) or not isinstance(v, Integral) or v < low:
+        if not is_whole(v, low):
             return f"{name}={v!r}: the megakernel needs an integer >= {low}"
     if ishared not in (0, i):
         return (f"megakernel needs shared width 0 or {i}, got {ishared} (all shared experts "
@@ -76,7 +66,7 @@ def shape_refusal(h: int, i: int, ishared: int, block_k: int) -> str | None:
 def forward_group_m(expert_width: int, hidden: int, bn_gu: int = 128, block_k: int = 64) -> int:
     """The group_m MoKLayer picks when KernelConfig.group_m is None: GROUP_M for wide experts
     (WIDE_BLOCKS column blocks) or a row tile's gate/up weights of L2_SPILL_MIB, else 1."""
-    _counts(hidden=hidden)
+    check_whole(hidden=hidden)
     width = padded_width(expert_width, bn_gu, block_k)
     weights_mib = int(hidden) * 2 * width * 2 / 2**20
     return GROUP_M if width // bn_gu >= WIDE_BLOCKS or weights_mib >= L2_SPILL_MIB else 1
@@ -97,7 +87,7 @@ LONG_K = 4096          # expert width (the down GEMM's K) from which it does
 def expected_row_tiles(tokens: int, top_k: int, experts: int, ep: int, block_m: int = 128) -> int:
     """Row tiles one rank's routed experts make under uniform routing: tokens x top_k rows
     (the EP group's tokens x top_k spread over P ranks) over its experts, whole tiles each."""
-    _counts(tokens=tokens, top_k=top_k, experts=experts, ep=ep, block_m=block_m)
+    check_whole(tokens=tokens, top_k=top_k, experts=experts, ep=ep, block_m=block_m)
     rows, local = tokens * top_k, max(experts // ep, 1)
     if rows <= local:
         return rows                     # at most one row per expert: one tile each
@@ -109,7 +99,7 @@ def forward_split_dn(tokens: int, top_k: int, experts: int, ep: int, hidden: int
                      precision: str = "bf16") -> int:
     """The split_dn MoKLayer picks when KernelConfig.split_dn is None (one GPU; group mode and
     FP8 run 1): SPLIT_DN for long K loops whose down phase has few expected items, else 1."""
-    _counts(tokens=tokens, top_k=top_k, experts=experts, ep=ep, hidden=hidden,
+    check_whole(tokens=tokens, top_k=top_k, experts=experts, ep=ep, hidden=hidden,
             expert_width=expert_width, block_m=block_m, bn_dn=bn_dn)
     _precision(precision)
     if precision != "bf16" or expert_width < LONG_K:
@@ -139,7 +129,7 @@ def forward_dn_blocks(tokens: int, top_k: int, experts: int, ep: int, hidden: in
     mode, FP8 and split_dn > 1 run 1): the largest power of two d with d x (the padded width's K
     steps) <= DOWN_K_STEPS, d <= the down column blocks, and the expected down items
     (row tiles x ceil(blocks / d), uniform routing) at least `sms`."""
-    _counts(tokens=tokens, top_k=top_k, experts=experts, ep=ep, hidden=hidden,
+    check_whole(tokens=tokens, top_k=top_k, experts=experts, ep=ep, hidden=hidden,
             expert_width=expert_width, sms=sms, block_m=block_m, bn_dn=bn_dn, block_k=block_k,
             bn_gu=bn_gu, split_dn=split_dn)
     _precision(precision)

@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 import numpy as np
 
 from .analytic import list_binds, mok_terms
-from .errors import ModelError, MokInputError
+from .errors import ModelError, MokInputError, is_whole
 from .params import Params
 from .scenario import (ENGINES, GLUON_COMM_SMS, GLUON_KNOBS, GLUON_MINIBATCHES, MODES,
                        Config, Scenario, check_gluon_knobs, check_knob, plain)
@@ -328,8 +328,8 @@ def _check_search(params, fixed, top: int = 1, engine: str = "analytic",
     the same way)."""
     if not isinstance(scenario, Scenario):
         raise MokInputError(f"scenario {scenario!r} must be a mok_model Scenario")
-    if list_lags is not None and (not isinstance(list_lags, (tuple, list)) or not list_lags or any(
-            isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1 for v in list_lags)):
+    if list_lags is not None and (not isinstance(list_lags, (tuple, list)) or not list_lags
+                                  or not all(map(is_whole, list_lags))):
         raise MokInputError(f"list_lags {list_lags!r} must be None or a tuple of whole numbers >= 1, "
                             f"e.g. (1, 2, 3, 4)")
     if not isinstance(params, Params):

@@ -19,7 +19,7 @@ import numpy as np
 from numpy.random import default_rng  # with the module, not at the first draw (numpy loads it lazily)
 
 from . import route_cache
-from .errors import MokInputError
+from .errors import MokInputError, is_whole
 
 ROUTING_KINDS = ("uniform", "zipf:S", "hot:F", "FILE (.npy, .csv or whitespace text of top-k ids)")
 ROUTING_SUFFIXES = (".npy", ".txt", ".csv")
@@ -32,7 +32,7 @@ LEGACY_ZIPF_ORDERS = Path(__file__).parent / "presets" / "legacy_zipf_orders.jso
 
 def parse_routing(spec: str, top_k: int) -> tuple[str, float | str | None]:
     """Parse a --routing value into (kind, argument), or raise naming the rule."""
-    if isinstance(top_k, bool) or not isinstance(top_k, (int, np.integer)) or top_k < 1:
+    if not is_whole(top_k):
         raise MokInputError(f"top_k={top_k!r} must be a whole number >= 1")
     if not isinstance(spec, str):
         raise MokInputError(f"--routing {spec!r}: a routing spec such as uniform, zipf:1.2, "
@@ -289,14 +289,14 @@ def make_routings(spec: str, ep: int, tokens: int, experts: int, top_k: int, see
     kind, arg = parse_routing(spec, top_k)
     for name, v, low in (("ep", ep, 1), ("tokens", tokens, 1), ("experts", experts, top_k),
                          ("seed", seed, 0)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < low:
+        if not is_whole(v, low):
             raise MokInputError(f"make_routing: {name}={v!r} must be a whole number >= {low}"
                                 + (" (top_k: a token routes to distinct experts)" if name == "experts" else "")
                                 + (" (the same seed, the same draw; None would draw fresh bits)"
                                    if name == "seed" else ""))
     draws = list(draws)
     for d in draws:
-        if d is not None and (isinstance(d, bool) or not isinstance(d, (int, np.integer)) or d < 0):
+        if d is not None and not is_whole(d, 0):
             raise MokInputError(f"make_routing: draw={d!r} must be None or a whole number >= 0")
     step = max(1, BATCH_ROUTES // (ep * tokens * top_k))
     for a in range(0, len(draws), step):

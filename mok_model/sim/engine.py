@@ -9,7 +9,7 @@ from pathlib import Path
 import numpy as np
 
 from ..analytic import mok_config_terms, scale_out_time
-from ..errors import MokInputError
+from ..errors import MokInputError, is_whole
 from ..params import Params
 from ..scenario import SYSTEMS, Config, Scenario, default_config
 from . import trace as tr
@@ -50,7 +50,7 @@ def _check_args(scenario, config, system, schedule, trace_gpus, max_peers, chunk
     if schedule not in SCHEDULES:
         raise MokInputError(f"simulate: schedule {schedule!r} must be one of {SCHEDULES}")
     for name, v in (("trace_gpus", trace_gpus), ("max_peers", max_peers)):
-        if isinstance(v, bool) or not isinstance(v, (int, np.integer)) or v < 1:
+        if not is_whole(v):
             raise MokInputError(f"simulate: {name}={v!r} must be a whole number >= 1")
     if isinstance(chunk_bytes, bool) or not isinstance(chunk_bytes, (int, float, np.number)) \
             or not np.isfinite(chunk_bytes) or chunk_bytes < 1:
