@@ -27,7 +27,9 @@ this way against 11.1% interpolating eff itself: docs/calibration.md). Lookup (`
 1. for every shape (I, H, L) in the table, the efficiency per occupied SM at the queried rows
    per expert, linear in log2(rows) between that shape's points (flat beyond its first and last),
    each point but the first and last taken as the median of itself and its two neighbours (one
-   point off its neighbours, a run's outlier, is not a trend: session 21's mixtral point);
+   point off its neighbours, a run's outlier, is not a trend: session 21's mixtral point); with
+   the phase mechanism (below), the shape's measured times are first made non-decreasing in the
+   mechanism's time (`monotone_in_work`: more work at one shape never takes less time);
 2. the shape itself when the table has it; otherwise the inverse-square-distance mean of the
    `NEIGHBOURS` nearest shapes, distance measured in log2 I, log2 H and log2 L;
 3. times the query's occupancy (a table point's own occupancy at its own shape and rows, so a
@@ -193,14 +195,15 @@ def _positive(v) -> bool:
 
 def curves_of(points: tuple, mechanism: dict | None) -> Curves:
     """A table's curves (module docstring, lookup step 1) from its points: each shape's points at
-    one rows value averaged, then a 3-point running median."""
+    one rows value averaged, then a 3-point running median; with a mechanism, each shape's
+    measured times are first made non-decreasing in the mechanism's (monotone_in_work)."""
     uses_mechanism = mechanism is not None and all("mech" in p and "measured_ms" in p
                                                    for p in points)
     if uses_mechanism:  # measured / mechanism, both less the launch
         launch = mechanism["launch_us"] * 1e-6
-        measured = np.array([float(pt["measured_ms"]) for pt in points]) * 1e-3
-        mech_s = np.array(points_mechanism_seconds([pt["mech"] for pt in points], mechanism))
-        values = ((measured - launch) / (mech_s - launch)).tolist()
+        measured = np.array([float(pt["measured_ms"]) for pt in points]) * 1e-3 - launch
+        mech_s = np.array(points_mechanism_seconds([pt["mech"] for pt in points], mechanism)) - launch
+        values = (monotone_in_work(points, measured, mech_s) / mech_s).tolist()
     else:               # efficiency per occupied SM
         values = [float(pt["eff"]) / float(pt.get("occupancy", 1.0)) for pt in points]
     by: dict[tuple, dict[float, list[float]]] = {}
@@ -220,6 +223,29 @@ def curves_of(points: tuple, mechanism: dict | None) -> Curves:
     median = float(effs[half]) if len(effs) % 2 else float((effs[half - 1] + effs[half]) / 2)
     measured = frozenset((p.get("pass", "fwd"), p.get("precision", "bf16")) for p in points)
     return Curves(by_shape, measured, uses_mechanism, median)
+
+
+def monotone_in_work(points: tuple, seconds: np.ndarray, mech_s: np.ndarray) -> np.ndarray:
+    """The points' measured `seconds` made non-decreasing, shape by shape, in the mechanism's
+    seconds `mech_s` (ties in rows per expert): an isotonic regression (scipy's pool adjacent
+    violators). At one shape (I, H, local experts) more work by the mechanism (row tiles, shared
+    tiles, weight bytes) never takes less time; two points that say otherwise (run-to-run drift,
+    runs of different days, or routings whose rows per expert cross) are pooled to their mean
+    instead of letting the curve dip, which read as a pass faster with more tokens (h200-1,
+    glm-4.5 EP 32, 96 then 128 tokens: 0.213 then 0.188 ms before; docs/calibration.md
+    "Session 72")."""
+    from scipy.optimize import isotonic_regression  # at build time only: files hold the curves
+
+    out = np.asarray(seconds, dtype=np.float64).copy()
+    by: dict[tuple, list[int]] = {}
+    for i, pt in enumerate(points):
+        by.setdefault((pt["expert_width"], pt["hidden"], pt["local_experts"]), []).append(i)
+    rows = np.array([float(pt["rows_per_expert"]) for pt in points])
+    for idx in by.values():
+        idx = np.array(idx)
+        order = idx[np.lexsort((rows[idx], mech_s[idx]))]
+        out[order] = isotonic_regression(out[order]).x
+    return out
 
 
 @dataclass(frozen=True, eq=False)  # hashed by identity: scenario_eff caches per table

@@ -21,7 +21,8 @@ from mok_model.band import band
 from mok_model.errors import MokInputError
 from calibration.gemm_table import fit_mechanism
 from mok_model.gemm_table import (MECHANISM, SUSTAIN, GemmTable, curves_of, ideal_seconds,
-                                  mechanism_seconds, phase_features, points_mechanism_seconds,
+                                  mechanism_seconds, monotone_in_work, phase_features,
+                                  points_mechanism_seconds,
                                   read_table, scenario_eff, shape_of, sustained, table_point,
                                   write_table)
 from mok_model.params import load_params, read_params, write_params
@@ -776,3 +777,41 @@ def test_the_table_tool_fits_the_term_on_request_and_a_relative_table_refuses_it
     assert "--sustain fits a term of the phase mechanism" in one_error(
         capsys.readouterr().err, "python -m calibration.gemm_table")
     assert not (tmp_path / "r.json").exists()
+
+
+def test_measured_times_are_made_monotone_in_the_mechanism_shape_by_shape():
+    """At one shape a point with more mechanism work but less measured time is pooled with the
+    one it undercuts (their mean); points in order keep their times, and another shape's points
+    never pool with them."""
+    pts = [{"expert_width": 1536, "hidden": 5120, "local_experts": 5, "rows_per_expert": r}
+           for r in (40, 150, 200, 400)] + [{"expert_width": 512, "hidden": 2048,
+                                             "local_experts": 8, "rows_per_expert": 150}]
+    mech = np.array([1.0, 2.0, 2.1, 3.0, 1.5])
+    measured = np.array([1.2, 2.6, 2.2, 3.5, 0.5])
+    out = monotone_in_work(tuple(pts), measured, mech)
+    assert out.tolist() == pytest.approx([1.2, 2.4, 2.4, 3.5, 0.5])
+    assert measured.tolist() == [1.2, 2.6, 2.2, 3.5, 0.5]   # the caller's array is left alone
+
+
+def test_a_curve_holds_no_point_faster_than_one_with_less_work():
+    """A table whose 128-token point of glm-4.5 EP 32 took twice the mechanism's time and whose
+    256-token point took it (less time than the smaller pass, as points of mixed runs did; the
+    running median keeps a first point as measured): the curve's times (residual x mechanism)
+    do not fall from one point to the next."""
+    pts = [_mech_point("glm-4.5", 32, n, scale=2.0 if n == 128 else 1.0) for n in (128, 256, 1024)]
+    (xs, ys), = curves_of(tuple(pts), MECH).by_shape.values()
+    launch = MECH["launch_us"] * 1e-6
+    work = np.array(points_mechanism_seconds([p["mech"] for p in pts], MECH)) - launch
+    assert np.all(np.diff([p["rows_per_expert"] for p in pts]) > 0) and np.all(np.diff(work) > 0)
+    times = ys * work  # one point per rows value, in rows order
+    assert np.all(np.diff(times) >= -1e-12)
+    assert times[0] < pts[0]["measured_ms"] * 1e-3 - launch - 1e-9   # pooled with the next point
+
+
+def test_the_shipped_table_reads_no_faster_gemms_with_more_tokens_at_glm_4_5_ep_32():
+    """The case that showed the dip: h200-1's GEMM phases of glm-4.5 EP 32, uniform, 96 then 128
+    tokens (both two row tiles an expert) read 126 then 101 us before the measured times were
+    made monotone in the mechanism's (a 20% drop); now within 1%."""
+    t = load_params(None, "h200-1").gemm_table
+    at = [t.scenario_seconds(scenario("glm-4.5", 32, n)) for n in (96, 128)]
+    assert at[1] >= 0.99 * at[0]
