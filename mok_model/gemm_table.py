@@ -63,8 +63,8 @@ own points (calibration/gemm_table.py fit_mechanism). A held-out shape then gets
 counts, waves, K-loop lengths and weight bytes from the mechanism and only the mechanism's
 residual from its neighbours: held out by model, the kernel's GEMM-phase times are predicted
 with 8.1% mean error this way against 9.7% interpolating eff / occupancy (docs/calibration.md).
-A point is reproduced exactly, less the
-launch: its efficiency in use is ideal / (measured - launch_us), its `eff` field ideal / measured.
+A point that the monotone step and the median keep is reproduced exactly, less the launch: its
+efficiency in use is ideal / (measured - launch_us), its `eff` field ideal / measured.
 
 **A table transferred to another GPU** (a file with `transferred_from`: calibration/transfer.py
 writes h100-1's from h200-1's): the source's points and residuals, measured against the source's
