@@ -1,6 +1,8 @@
 """Session 72: leave-one-workload-out within each shape of the shipped h200-1 GEMM table: the
 residual (measured / mechanism, both less the launch) read in log2 rows per active expert (the
-table's axis) or in log2 of the mechanism's time, with and without monotone_in_work.
+table's axis) or in log2 of the mechanism's time, with and without monotone_in_work; then the
+rows axis with the time bracketed by the shape's other points of less and of more work (their
+monotone times): a candidate for the token steps the monotone table leaves.
 
     PYTHONPATH=. python mok_kernels/logs_s72/loo_axis.py   (output: loo_axis.txt)
 """
@@ -53,3 +55,21 @@ for name, axis in (("rows", rows), ("work", work)):
         e = np.abs(errs)
         print(f"axis {name:4s} iso {monotone!s:5s}: n {len(e)} MAPE {100 * e.mean():.2f}% "
               f"p90 {100 * np.quantile(e, 0.9):.1f}% max {100 * e.max():.0f}%")
+
+
+errs = []
+for idx in by_shape.values():
+    if len(idx) < 4:
+        continue
+    for i in idx:
+        rest = np.array([j for j in idx if workload(j) != workload(i)])
+        xs, ys = curve(list(rest), rows, True)
+        t = np.interp(math.log2(rows[i]), xs, ys) * work[i]
+        fit = G.monotone_in_work(tuple(pts[j] for j in rest), meas[rest], work[rest])
+        below, above = fit[work[rest] <= work[i]], fit[work[rest] >= work[i]]
+        lo = below.max() if len(below) else -np.inf
+        hi = above.min() if len(above) else np.inf
+        errs.append(float(np.clip(t, min(lo, hi), max(lo, hi))) / meas[i] - 1)
+e = np.abs(errs)
+print(f"axis rows iso True  bracketed: n {len(e)} MAPE {100 * e.mean():.2f}% "
+      f"p90 {100 * np.quantile(e, 0.9):.1f}% max {100 * e.max():.0f}%")
