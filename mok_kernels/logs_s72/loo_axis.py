@@ -2,7 +2,8 @@
 residual (measured / mechanism, both less the launch) read in log2 rows per active expert (the
 table's axis) or in log2 of the mechanism's time, with and without monotone_in_work; then the
 rows axis with the time bracketed by the shape's other points of less and of more work (their
-monotone times): a candidate for the token steps the monotone table leaves.
+monotone times), and the rows axis with each point's curve made of its own routing kind's points
+where the shape has two or more: candidates for the token steps the monotone table leaves.
 
     PYTHONPATH=. python mok_kernels/logs_s72/loo_axis.py   (output: loo_axis.txt)
 """
@@ -72,4 +73,17 @@ for idx in by_shape.values():
         errs.append(float(np.clip(t, min(lo, hi), max(lo, hi))) / meas[i] - 1)
 e = np.abs(errs)
 print(f"axis rows iso True  bracketed: n {len(e)} MAPE {100 * e.mean():.2f}% "
+      f"p90 {100 * np.quantile(e, 0.9):.1f}% max {100 * e.max():.0f}%")
+
+errs = []
+for idx in by_shape.values():
+    if len(idx) < 4:
+        continue
+    for i in idx:
+        rest = [j for j in idx if workload(j) != workload(i)]
+        same = [j for j in rest if workload(j)[3].split(":")[0] == workload(i)[3].split(":")[0]]
+        xs, ys = curve(same if len(same) >= 2 else rest, rows, True)
+        errs.append(np.interp(math.log2(rows[i]), xs, ys) * work[i] / meas[i] - 1)
+e = np.abs(errs)
+print(f"axis rows iso True  own routing: n {len(e)} MAPE {100 * e.mean():.2f}% "
       f"p90 {100 * np.quantile(e, 0.9):.1f}% max {100 * e.max():.0f}%")
