@@ -44,46 +44,46 @@ def curve(idx: list[int], axis: np.ndarray, monotone: bool) -> tuple[np.ndarray,
     return np.array(xs), ys
 
 
+def left_out(label: str, predict) -> None:
+    """Each point of a shape of 4+ predicted by `predict(i, rest)` (seconds, less the launch)
+    from its shape's points of other workloads; MAPE, p90 and max printed under `label`."""
+    errs = []
+    for idx in by_shape.values():
+        if len(idx) < 4:
+            continue
+        for i in idx:
+            rest = [j for j in idx if workload(j) != workload(i)]
+            errs.append(predict(i, rest) / meas[i] - 1)
+    e = np.abs(errs)
+    print(f"axis {label}: n {len(e)} MAPE {100 * e.mean():.2f}% "
+          f"p90 {100 * np.quantile(e, 0.9):.1f}% max {100 * e.max():.0f}%")
+
+
+def read(i: int, rest: list[int], axis: np.ndarray = rows, monotone: bool = True) -> float:
+    """Point i's time read off the curve of `rest` on `axis`."""
+    xs, ys = curve(rest, axis, monotone)
+    return float(np.interp(math.log2(axis[i]), xs, ys)) * work[i]
+
+
+def bracketed(i: int, rest: list[int]) -> float:
+    """read(), clipped between the monotone times of rest's points of less and of more work."""
+    r = np.array(rest)
+    fit = G.monotone_in_work(tuple(pts[j] for j in r), meas[r], work[r])
+    below, above = fit[work[r] <= work[i]], fit[work[r] >= work[i]]
+    lo = below.max() if len(below) else -np.inf
+    hi = above.min() if len(above) else np.inf
+    return float(np.clip(read(i, rest), min(lo, hi), max(lo, hi)))
+
+
+def own_routing(i: int, rest: list[int]) -> float:
+    """read() from rest's points of i's routing kind where there are two or more."""
+    same = [j for j in rest if workload(j)[3].split(":")[0] == workload(i)[3].split(":")[0]]
+    return read(i, same if len(same) >= 2 else rest)
+
+
 for name, axis in (("rows", rows), ("work", work)):
     for monotone in (False, True):
-        errs = []
-        for idx in by_shape.values():
-            if len(idx) < 4:
-                continue
-            for i in idx:
-                xs, ys = curve([j for j in idx if workload(j) != workload(i)], axis, monotone)
-                errs.append(np.interp(math.log2(axis[i]), xs, ys) * work[i] / meas[i] - 1)
-        e = np.abs(errs)
-        print(f"axis {name:4s} iso {monotone!s:5s}: n {len(e)} MAPE {100 * e.mean():.2f}% "
-              f"p90 {100 * np.quantile(e, 0.9):.1f}% max {100 * e.max():.0f}%")
-
-
-errs = []
-for idx in by_shape.values():
-    if len(idx) < 4:
-        continue
-    for i in idx:
-        rest = np.array([j for j in idx if workload(j) != workload(i)])
-        xs, ys = curve(list(rest), rows, True)
-        t = np.interp(math.log2(rows[i]), xs, ys) * work[i]
-        fit = G.monotone_in_work(tuple(pts[j] for j in rest), meas[rest], work[rest])
-        below, above = fit[work[rest] <= work[i]], fit[work[rest] >= work[i]]
-        lo = below.max() if len(below) else -np.inf
-        hi = above.min() if len(above) else np.inf
-        errs.append(float(np.clip(t, min(lo, hi), max(lo, hi))) / meas[i] - 1)
-e = np.abs(errs)
-print(f"axis rows iso True  bracketed: n {len(e)} MAPE {100 * e.mean():.2f}% "
-      f"p90 {100 * np.quantile(e, 0.9):.1f}% max {100 * e.max():.0f}%")
-
-errs = []
-for idx in by_shape.values():
-    if len(idx) < 4:
-        continue
-    for i in idx:
-        rest = [j for j in idx if workload(j) != workload(i)]
-        same = [j for j in rest if workload(j)[3].split(":")[0] == workload(i)[3].split(":")[0]]
-        xs, ys = curve(same if len(same) >= 2 else rest, rows, True)
-        errs.append(np.interp(math.log2(rows[i]), xs, ys) * work[i] / meas[i] - 1)
-e = np.abs(errs)
-print(f"axis rows iso True  own routing: n {len(e)} MAPE {100 * e.mean():.2f}% "
-      f"p90 {100 * np.quantile(e, 0.9):.1f}% max {100 * e.max():.0f}%")
+        left_out(f"{name:4s} iso {monotone!s:5s}",
+                 lambda i, rest, a=axis, m=monotone: read(i, rest, a, m))
+left_out("rows iso True  bracketed", bracketed)
+left_out("rows iso True  own routing", own_routing)
