@@ -18,7 +18,8 @@ def push_key(rec: dict):
     return band(rec), rec["ep"], "H<=3072" if record_scenario(rec).model.hidden <= 3072 else "H>3072"
 
 
-for hw, patterns in SEEDS.items():
-    print(f"{hw}: push dispatch, within-workload error by tokens, EP, hidden")
-    print_groups(within(drawn_errors(hw, patterns)[1], push_key),
-                 lambda k: f"  {k[0]:>5} EP {k[1]:>2} {k[2]:>7}")
+if __name__ == "__main__":
+    for hw, patterns in SEEDS.items():
+        print(f"{hw}: push dispatch, within-workload error by tokens, EP, hidden")
+        print_groups(within(drawn_errors(hw, patterns)[1], push_key),
+                     lambda k: f"  {k[0]:>5} EP {k[1]:>2} {k[2]:>7}")
