@@ -1,0 +1,42 @@
+"""Session 73: the held-out drawn seeds (H100 25-39, H200 28-36) read by the shipped parameters
+and by variants of them (values changed, no refit): analytic MAPE, max error, mean Spearman and
+regret within workloads (the tuner's pick, the argmin), to judge a model change before a refit
+(the 2-core CPU box).
+
+    PYTHONPATH=.:mok_kernels/logs_s72 python mok_kernels/logs_s73/variant_eval.py [NAME=VALUE ...]
+"""
+import sys
+
+import numpy as np
+from knob_bias import drawn_errors
+from scipy.stats import spearmanr
+
+from calibration.checks import shipped_params
+
+SEEDS = {"h100-1": ["calibration/runs/h100/drawn2[5-9].jsonl*", "calibration/runs/h100/drawn3[0-9].jsonl*"],
+         "h200-1": ["calibration/runs/h200_drawn/drawn2[89].jsonl*",
+                    "calibration/runs/h200_drawn/drawn3[0-9].jsonl*"]}
+
+
+def summary(by_workload: dict) -> str:
+    errs, rhos, regrets = [], [], []
+    for runs in by_workload.values():
+        meas = np.array([r["latency_ms"]["median"] for r, _ in runs])
+        pred = meas * np.exp([e for _, e in runs])
+        errs += list(pred / meas - 1)
+        if len(runs) >= 3:
+            rhos.append(spearmanr(pred, meas)[0])
+            regrets.append(meas[np.argmin(pred)] / meas.min() - 1)
+    errs = np.abs(errs)
+    return (f"MAPE {100 * errs.mean():.2f}% max {100 * errs.max():.1f}%; Spearman {np.nanmean(rhos):.3f}; "
+            f"regret mean {100 * np.mean(regrets):.2f}% max {100 * np.max(regrets):.1f}% "
+            f"({len(regrets)} workloads)")
+
+
+if __name__ == "__main__":
+    import knob_bias
+    changes = {k: float(v) for k, v in (a.split("=") for a in sys.argv[1:])}
+    for hw, patterns in SEEDS.items():
+        base = shipped_params(hw)
+        knob_bias.shipped_params = lambda _hw, p=base.with_values(**changes) if changes else base: p
+        print(f"{hw} {changes or 'shipped'}: {summary(drawn_errors(hw, patterns)[1])}", flush=True)
