@@ -3,7 +3,10 @@ and by variants of them (values changed, no refit): analytic MAPE, max error, me
 regret within workloads (the tuner's pick, the argmin), to judge a model change before a refit
 (the 2-core CPU box).
 
-    PYTHONPATH=.:mok_kernels/logs_s72 python mok_kernels/logs_s73/variant_eval.py [NAME=VALUE ...]
+    PYTHONPATH=.:mok_kernels/logs_s72 python mok_kernels/logs_s73/variant_eval.py [HW=FILE] [NAME=VALUE ...]
+
+HW=FILE reads hardware HW (h100-1, h200-1) with that parameters file instead of the shipped one,
+and only HW.
 """
 import sys
 
@@ -12,6 +15,7 @@ from knob_bias import drawn_errors
 from scipy.stats import spearmanr
 
 from calibration.checks import shipped_params
+from mok_model.params import read_params
 
 SEEDS = {"h100-1": ["calibration/runs/h100/drawn2[5-9].jsonl*", "calibration/runs/h100/drawn3[0-9].jsonl*"],
          "h200-1": ["calibration/runs/h200_drawn/drawn2[89].jsonl*",
@@ -35,8 +39,12 @@ def summary(by_workload: dict) -> str:
 
 if __name__ == "__main__":
     import knob_bias
-    changes = {k: float(v) for k, v in (a.split("=") for a in sys.argv[1:])}
+    pairs = [a.split("=") for a in sys.argv[1:]]
+    files = {k: v for k, v in pairs if k in SEEDS}
+    changes = {k: float(v) for k, v in pairs if k not in SEEDS}
     for hw, patterns in SEEDS.items():
-        base = shipped_params(hw)
+        if files and hw not in files:
+            continue
+        base = read_params(files[hw]) if hw in files else shipped_params(hw)
         knob_bias.shipped_params = lambda _hw, p=base.with_values(**changes) if changes else base: p
-        print(f"{hw} {changes or 'shipped'}: {summary(drawn_errors(hw, patterns)[1])}", flush=True)
+        print(f"{hw} {files.get(hw, 'shipped')} {changes or ''}: {summary(drawn_errors(hw, patterns)[1])}", flush=True)
