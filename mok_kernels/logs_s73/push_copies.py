@@ -16,9 +16,10 @@ from mok_model.scenario import Config, Scenario
 
 D = "mok_kernels/logs_s73/dev"
 # (log, workload as narrow_diag named it, run file holding a record of the drawn shape or None)
-CASES = [(f"{D}/s73t/h1024.log", "syn30-h1024-i576-e128-k5-s1", 8, 640, 512, 64, "calibration/runs/h100/drawn30.jsonl.gz"),
-         (f"{D}/s73t/h3072.log", "syn30-h3072-i320-e64-k3", 4, 640, 4096, 32, "calibration/runs/h100/drawn30.jsonl.gz"),
-         (f"{D}/s73t/h3584.log", "syn34-h3584-i384-e128-k3", 4, 2048, 4096, 32, "calibration/runs/h100/drawn34.jsonl.gz"),
+R30, R34 = "calibration/runs/h100/drawn30.jsonl.gz", "calibration/runs/h100/drawn34.jsonl.gz"
+CASES = [(f"{D}/s73t/h1024.log", "syn30-h1024-i576-e128-k5-s1", 8, 640, 512, 64, R30),
+         (f"{D}/s73t/h3072.log", "syn30-h3072-i320-e64-k3", 4, 640, 4096, 32, R30),
+         (f"{D}/s73t/h3584.log", "syn34-h3584-i384-e128-k3", 4, 2048, 4096, 32, R34),
          (f"{D}/s73q/qwen3-30b-a3b.log", "qwen3-30b-a3b", 8, 640, 512, 32, None),
          (f"{D}/s73q/gpt-oss-120b.log", "gpt-oss-120b", 8, 640, 512, 32, None),
          (f"{D}/s73q/kimi-k2.log", "kimi-k2", 8, 640, 512, 32, None)]

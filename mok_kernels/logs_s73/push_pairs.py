@@ -21,7 +21,7 @@ def pairs(by_workload: dict) -> list[tuple]:
         for rec, err in runs:
             c = rec["config"]
             by_knobs[(c["combine"], c["minibatch"], c["comm_sms"])][c["dispatch"]] = (rec, err)
-        for knobs, d in by_knobs.items():
+        for d in by_knobs.values():
             if "push" in d and "pull" in d:
                 (push, e_push), (pull, e_pull) = d["push"], d["pull"]
                 measured = push["latency_ms"]["median"] / pull["latency_ms"]["median"]

@@ -46,5 +46,7 @@ if __name__ == "__main__":
         if files and hw not in files:
             continue
         base = read_params(files[hw]) if hw in files else shipped_params(hw)
-        knob_bias.shipped_params = lambda _hw, p=base.with_values(**changes) if changes else base: p
-        print(f"{hw} {files.get(hw, 'shipped')} {changes or ''}: {summary(drawn_errors(hw, patterns)[1])}", flush=True)
+        params = base.with_values(**changes) if changes else base
+        knob_bias.shipped_params = lambda _hw, p=params: p
+        print(f"{hw} {files.get(hw, 'shipped')} {changes or ''}: "
+              f"{summary(drawn_errors(hw, patterns)[1])}", flush=True)
