@@ -21,7 +21,9 @@ def test_every_unfitted_h200_value_is_the_prior_a_refit_starts_from():
 
 def test_the_full_refit_names_every_value_it_moved_that_no_fit_had_moved():
     """calibration.defaults warns about each changed value whose source was not a fit's: session
-    69's candidate h200-1 (frozen under calibration/predictions/params/) shows the one it lost."""
+    69's candidate h200-1 (frozen under calibration/predictions/params/) shows the one it lost,
+    and the share of joining comm SMs it fitted where the shipped file holds the design value
+    (session 73)."""
     from pathlib import Path
 
     from calibration.defaults import file_values, unfitted_changes
@@ -32,5 +34,7 @@ def test_the_full_refit_names_every_value_it_moved_that_no_fit_had_moved():
     shipped = values("mok_model/params/h200-1.json")
     candidate = values("calibration/predictions/params/h200-1_sustain_2026-12-07.json")
     changed = unfitted_changes(shipped, candidate)
-    assert len(changed) == 1 and changed[0].startswith("h200-1.json pipe_copy_scale: 1.25 (measured")
+    assert len(changed) == 2
+    assert changed[0].startswith("h200-1.json comm_join_share: 1 (design: mok_kernels/megakernel.py")
+    assert changed[1].startswith("h200-1.json pipe_copy_scale: 1.25 (measured")
     assert unfitted_changes(shipped, shipped) == []
