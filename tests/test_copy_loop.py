@@ -157,3 +157,14 @@ def test_calibrate_frees_serial_scale_beside_a_newer_loop_and_never_the_measured
     free = default_free(recs, set())
     assert ("serial_copy_scale" in free) == serial
     assert "pipe_copy_scale" not in free
+
+
+def test_calibrate_frees_how_compute_scales_with_its_sms_but_not_the_joining_share():
+    """Records varying the comm SMs free sm_scaling; comm_join_share stays at its design value
+    (every comm program joins): h100-1's fitted 0.914 put a pass's GEMMs on 126.5 SMs, one
+    short of its items' single wave, and read it 36% slow (session 73)."""
+    from calibration.cli import default_free
+    recs = [record(date="2026-12-04T13:00:00+00:00", config={"comm_sms": cs}) for cs in (8, 32)]
+    free = default_free(recs, set())
+    assert "sm_scaling" in free and "comm_join_share" not in free
+    assert "sm_scaling" not in default_free(recs[:1], set())
