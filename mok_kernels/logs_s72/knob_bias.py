@@ -22,15 +22,16 @@ def band(rec: dict) -> str:
     return "<=640" if rec["tokens"] <= 640 else ">640"
 
 
-def drawn_errors(hw: str, patterns: list[str]) -> tuple[int, dict]:
+def drawn_errors(hw: str, patterns: list[str], params=None) -> tuple[int, dict]:
     """(files read, {workload: [(record, log(predicted / measured))]}) of the forward BF16 MoK
-    runs of the drawn-seed files matching `patterns`, with hardware `hw`'s shipped parameters."""
+    runs of the drawn-seed files matching `patterns`, with `params` (default: hardware `hw`'s
+    shipped parameters)."""
     sys.path.insert(0, "mok_kernels/logs_s60")
     from registered_drawn import predicted_mok
 
     files = [f for p in patterns for f in sorted(glob.glob(p))
              if "gemm" not in f and "rerun" not in f and "native" not in f]
-    params = shipped_params(hw)
+    params = shipped_params(hw) if params is None else params
     by_workload = collections.defaultdict(list)
     for f in files:
         for rec, pred in zip(*predicted_mok(params, f)):

@@ -12,17 +12,15 @@ import sys
 
 import numpy as np
 from knob_bias import drawn_errors
+from push_bias import SEEDS
 from scipy.stats import spearmanr
 
 from calibration.checks import shipped_params
 from mok_model.params import read_params
 
-SEEDS = {"h100-1": ["calibration/runs/h100/drawn2[5-9].jsonl*", "calibration/runs/h100/drawn3[0-9].jsonl*"],
-         "h200-1": ["calibration/runs/h200_drawn/drawn2[89].jsonl*",
-                    "calibration/runs/h200_drawn/drawn3[0-9].jsonl*"]}
-
 
 def summary(by_workload: dict) -> str:
+    """MAPE, max error, mean within-workload Spearman and argmin regret of drawn_errors' runs."""
     errs, rhos, regrets = [], [], []
     for runs in by_workload.values():
         meas = np.array([r["latency_ms"]["median"] for r, _ in runs])
@@ -38,7 +36,6 @@ def summary(by_workload: dict) -> str:
 
 
 if __name__ == "__main__":
-    import knob_bias
     pairs = [a.split("=") for a in sys.argv[1:]]
     files = {k: v for k, v in pairs if k in SEEDS}
     changes = {k: float(v) for k, v in pairs if k not in SEEDS}
@@ -47,6 +44,5 @@ if __name__ == "__main__":
             continue
         base = read_params(files[hw]) if hw in files else shipped_params(hw)
         params = base.with_values(**changes) if changes else base
-        knob_bias.shipped_params = lambda _hw, p=params: p
         print(f"{hw} {files.get(hw, 'shipped')} {changes or ''}: "
-              f"{summary(drawn_errors(hw, patterns)[1])}", flush=True)
+              f"{summary(drawn_errors(hw, patterns, params)[1])}", flush=True)
