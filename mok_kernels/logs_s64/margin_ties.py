@@ -5,6 +5,8 @@ robust pick (worst predicted ratio over tuner.robust_routings). Regret: the pick
 time over the workload's best measured, minus 1 (session 64, the 2-core CPU box).
 
     PYTHONPATH=.:mok_kernels/logs_s60 python mok_kernels/logs_s64/margin_ties.py HARDWARE FILE ...
+
+HARDWARE=PARAMS (session 73) reads with that parameters file of HARDWARE instead of the shipped one.
 """
 import collections
 import dataclasses
@@ -33,7 +35,8 @@ def pick(score, knobs, margin):
     return d if score[best] > score[d] * (1 - margin) else best
 
 
-params = load_params(None, sys.argv[1])
+hardware, _, params_file = sys.argv[1].partition("=")
+params = load_params(params_file or None, hardware)
 told = {m: [] for m in MARGINS}
 robust = {m: [] for m in MARGINS}
 for f in sys.argv[2:]:
