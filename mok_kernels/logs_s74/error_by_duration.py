@@ -1,0 +1,25 @@
+"""Session 74: the shipped parameters' analytic read / measured on the held-out drawn passes
+(H200 seeds 28-41, H100 seeds 25-40), by the pass's measured time: where the GEMM table's drift
+(logs_s74/table_drift.txt: short phases faster today, long ones slower) would show (the 2-core
+CPU box).
+
+    PYTHONPATH=.:mok_kernels/logs_s72 python mok_kernels/logs_s74/error_by_duration.py   (error_by_duration.txt)
+"""
+import numpy as np
+from knob_bias import drawn_errors
+
+SEEDS = {"h200-1": ["calibration/runs/h200_drawn/drawn2[89].jsonl*", "calibration/runs/h200_drawn/drawn3[0-9].jsonl*",
+                    "calibration/runs/h200_drawn/drawn4[01].jsonl*"],
+         "h100-1": ["calibration/runs/h100/drawn2[5-9].jsonl*", "calibration/runs/h100/drawn3[0-9].jsonl*",
+                    "calibration/runs/h100/drawn40.jsonl*"]}
+BANDS = ((0, .25), (.25, .5), (.5, 1), (1, 2), (2, 5), (5, 10), (10, np.inf))
+
+if __name__ == "__main__":
+    for hw, patterns in SEEDS.items():
+        _, by_workload = drawn_errors(hw, patterns)
+        a = np.array([(r["latency_ms"]["median"], e) for runs in by_workload.values() for r, e in runs])
+        print(f"{hw}: {len(a)} passes, read / measured - 1 by measured time")
+        for lo, hi in BANDS:
+            s = (a[:, 0] >= lo) & (a[:, 0] < hi)
+            print(f"  {lo:>5}-{hi:<5} ms n {s.sum():4d}: mean {100 * (np.exp(a[s, 1]).mean() - 1):+5.1f}%, "
+                  f"median {100 * (np.exp(np.median(a[s, 1])) - 1):+5.1f}%")
