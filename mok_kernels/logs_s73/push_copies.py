@@ -25,14 +25,20 @@ CASES = [(f"{D}/s73t/h1024.log", "syn30-h1024-i576-e128-k5-s1", 8, 640, 512, 64,
          (f"{D}/s73q/kimi-k2.log", "kimi-k2", 8, 640, 512, 32, None)]
 
 
-def copies_alone(log: str) -> dict:
-    """{"pull" | "push" (the shares loop): ms} of the log's "MoK, copies alone" lines."""
+def mok_times(log: str, mode: str = "") -> dict:
+    """{"pull" | "push" (the shares loop): ms} of the log's first "MoK<mode>" line of each
+    (mode "": the whole pass; ", copies alone": the GEMMs skipped)."""
     out = {}
     for line in open(log):
-        m = re.match(r"\s+comm\s+\d+ (pull|push)( shares)? MoK, copies alone\s+([\d.]+) ms", line)
+        m = re.match(r"\s+comm\s+\d+ (pull|push)( shares)? MoK" + re.escape(mode) + r"\s+([\d.]+) ms", line)
         if m:
             out.setdefault(m.group(1), float(m.group(3)))
     return out
+
+
+def copies_alone(log: str) -> dict:
+    """{"pull" | "push": ms} of the log's "MoK, copies alone" lines."""
+    return mok_times(log, ", copies alone")
 
 
 def scenario(name, ep, tokens, runs) -> Scenario:

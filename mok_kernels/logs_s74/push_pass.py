@@ -6,32 +6,21 @@ copy closes it only where the copies are on the critical path (the 2-core CPU bo
 
     PYTHONPATH=. python mok_kernels/logs_s74/push_pass.py   (push_pass.txt)
 """
-import re
 import sys
 
 sys.path.insert(0, "mok_kernels/logs_s73")
-from push_copies import CASES, scenario  # noqa: E402
+from push_copies import CASES, mok_times, scenario  # noqa: E402
 
 from calibration.checks import shipped_params  # noqa: E402
 from mok_model.analytic import mok_config_terms  # noqa: E402
 from mok_model.scenario import Config  # noqa: E402
 
 
-def measured(log: str) -> dict:
-    """{"pull" | "push": ms} of the log's first whole-pass "MoK" line of each (push: shares)."""
-    out = {}
-    for line in open(log):
-        m = re.match(r"\s+comm\s+\d+ (pull|push)( shares)? MoK\s+([\d.]+) ms", line)
-        if m:
-            out.setdefault(m.group(1), float(m.group(3)))
-    return out
-
-
 if __name__ == "__main__":
     base = shipped_params("h100-1")
     print("case: measured push - pull (us); read push - pull (us) at push_copy_scale 1 / 0.8 / 0.6")
     for log, name, ep, tokens, mb, cs, runs in CASES:
-        t, scn, read = measured(log), scenario(name, ep, tokens, runs), []
+        t, scn, read = mok_times(log), scenario(name, ep, tokens, runs), []
         for s in (1.0, 0.8, 0.6):
             p = base.with_values(push_copy_scale=s)
             ms = {d: mok_config_terms(scn, p, Config(dispatch=d, combine="push", minibatch=mb, comm_sms=cs,
