@@ -14,12 +14,21 @@ SEEDS = {"h200-1": ["calibration/runs/h200_drawn/drawn2[89].jsonl*", "calibratio
                     "calibration/runs/h100/drawn40.jsonl*"]}
 BANDS = ((0, .25), (.25, .5), (.5, 1), (1, 2), (2, 5), (5, 10), (10, np.inf))
 
+
+def by_time(by_workload: dict, bands=BANDS) -> list[tuple]:
+    """(lo, hi, runs, mean and median read / measured - 1) of drawn_errors' runs by measured ms."""
+    a = np.array([(r["latency_ms"]["median"], e) for runs in by_workload.values() for r, e in runs])
+    rows = []
+    for lo, hi in bands:
+        e = a[(a[:, 0] >= lo) & (a[:, 0] < hi), 1]
+        rows.append((lo, hi, e.size, np.exp(e).mean() - 1, np.exp(np.median(e)) - 1))
+    return rows
+
+
 if __name__ == "__main__":
     for hw, patterns in SEEDS.items():
         _, by_workload = drawn_errors(hw, patterns)
-        a = np.array([(r["latency_ms"]["median"], e) for runs in by_workload.values() for r, e in runs])
-        print(f"{hw}: {len(a)} passes, read / measured - 1 by measured time")
-        for lo, hi in BANDS:
-            s = (a[:, 0] >= lo) & (a[:, 0] < hi)
-            print(f"  {lo:>5}-{hi:<5} ms n {s.sum():4d}: mean {100 * (np.exp(a[s, 1]).mean() - 1):+5.1f}%, "
-                  f"median {100 * (np.exp(np.median(a[s, 1])) - 1):+5.1f}%")
+        rows = by_time(by_workload)
+        print(f"{hw}: {sum(r[2] for r in rows)} passes, read / measured - 1 by measured time")
+        for lo, hi, n, mean, median in rows:
+            print(f"  {lo:>5}-{hi:<5} ms n {n:4d}: mean {100 * mean:+5.1f}%, median {100 * median:+5.1f}%")

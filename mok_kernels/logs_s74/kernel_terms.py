@@ -3,11 +3,13 @@ kernel) with the shipped parameters and with another parameters file: MAPE, max,
 within-workload Spearman, argmin regret, and read / measured - 1 by the pass's measured time
 (the 2-core CPU box).
 
-    PYTHONPATH=.:mok_kernels/logs_s72:mok_kernels/logs_s73 python mok_kernels/logs_s74/kernel_terms.py FILE.json
+    PYTHONPATH=.:mok_kernels/logs_s72:mok_kernels/logs_s73:mok_kernels/logs_s74 \
+        python mok_kernels/logs_s74/kernel_terms.py FILE.json
 """
 import sys
 
 import numpy as np
+from error_by_duration import by_time
 from knob_bias import drawn_errors
 from variant_eval import summary
 
@@ -20,7 +22,6 @@ BANDS = ((0, .25), (.25, 1), (1, 5), (5, np.inf))
 if __name__ == "__main__":
     for name, params in (("shipped", shipped_params("h200-1")), (sys.argv[1], read_params(sys.argv[1]))):
         _, by_workload = drawn_errors("h200-1", HELD_OUT, params)
-        a = np.array([(r["latency_ms"]["median"], e) for runs in by_workload.values() for r, e in runs])
-        bands = ", ".join(f"{lo:g}-{hi:g} ms {100 * (np.exp(a[(a[:, 0] >= lo) & (a[:, 0] < hi), 1]).mean() - 1):+.1f}%"
-                          for lo, hi in BANDS)
+        bands = ", ".join(f"{lo:g}-{hi:g} ms {100 * mean:+.1f}%"
+                          for lo, hi, _, mean, _ in by_time(by_workload, BANDS))
         print(f"{name}: {summary(by_workload)}; by time: {bands}", flush=True)
