@@ -17,7 +17,9 @@
   from those priors, with the GEMM efficiency table of the kernel's own GEMM phases
   (mok_model/params/gemm/h200-1.json; gemm_eff not fitted; the forward push/push records of the
   kernel with runtime mode words, before 2026-12-03 15:02 UTC, left out as another kernel:
-  mok_model/records.py runtime_mode_words); then the backward megakernel's and
+  mok_model/records.py runtime_mode_words); then its stage-2 pass terms fitted again on today's
+  kernel's H200 runs (H200_PASS_RUNS, the drawn seeds 28-33 of 2026-12-06; everything else held:
+  most of the runs above timed the kernel of 2026-12-01/02); then the backward megakernel's and
   the FP8 forward's terms fitted to the
   default-variant backward and FP8 records of calibration/runs/h200/ (calibration/passes.py,
   everything else held), and the Gluon FP8 kernel's (fp8_gluon_gemm_eff, fp8_gluon_copy_scale)
@@ -63,6 +65,7 @@ files have none, and their predictions say so.
 
 from __future__ import annotations
 
+import json
 import sys
 from pathlib import Path
 
@@ -113,6 +116,14 @@ H200_RUNS = ([Path(__file__).parent / "runs" / "h200" / f
                 Path(__file__).parent / "runs" / "h200_drawn" / "drawn14_pipe.jsonl.gz",
                 Path(__file__).parent / "runs" / "h200_space" / "presets_s41.jsonl.gz",
                 Path(__file__).parent / "runs" / "h200_narrow" / "narrow_comm_s41.jsonl"])
+# today's kernel's H200 forward runs (seeds 28-33's drawn shapes, the "shares" push loop,
+# sessions 68-69, 2026-12-06): h200-1's stage-2 pass terms are fitted on them again after the
+# fit on H200_RUNS (fit_h200_kernel_terms), as h100-1's are on the H100's own pass runs. Most of
+# H200_RUNS timed the kernel of 2026-12-01/02, whose per-pass fixed time and copies today's no
+# longer has: fitted on those alone, h200-1 read today's passes under 0.25 ms 4.4 % slow
+# (docs/calibration.md "Session 74"). Seeds 34 and later stay held out.
+H200_PASS_RUNS = [Path(__file__).parent / "runs" / "h200_drawn" / f"drawn{seed}.jsonl.gz"
+                  for seed in range(28, 34)]
 # the megakernel's own GEMM phases on the space-sweep workloads (system mok-gemm; today's variants:
 # the presets without a shared expert measured again without the zero shared slot, mixtral-8x7b
 # again with split_dn chosen from the shape, 2026-12-01; mixtral-8x7b at 384-1024 tokens between
@@ -187,6 +198,7 @@ def main() -> None:
                   + ["--out", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
                      "--base", str((PARAMS_DIR / "h200-1.json").relative_to(root)),
                      "--gemm-table", str(H200_GEMM_TABLE.relative_to(root))])
+    fit_h200_kernel_terms(root)
     fit_h200_passes(root)
     from .transfer import write_hopper   # transfer imports this module: imported here
     write_hopper()
@@ -244,6 +256,12 @@ def write_gb300():
 def transferred(block: dict | None, source: str, drop: list[str]) -> dict | None:
     """An uncertainty block carried to a file whose values were transferred from `source`'s
     fit, without the columns of parameters the transfer sets rather than takes (`drop`)."""
+    kept = drop_columns(block, drop)
+    return None if kept is None else {**kept, "transferred_from": source}
+
+
+def drop_columns(block: dict | None, drop: list[str]) -> dict | None:
+    """An uncertainty block without the columns of the parameters `drop` (None if none is left)."""
     if block is None:
         return None
     keep = [i for i, f in enumerate(block["free"]) if f not in drop]
@@ -251,8 +269,7 @@ def transferred(block: dict | None, source: str, drop: list[str]) -> dict | None
         return None
     return {**block, "free": [block["free"][i] for i in keep],
             "summary": {f: v for f, v in block["summary"].items() if f not in drop},
-            "samples": [[row[i] for i in keep] for row in block["samples"]],
-            "transferred_from": source}
+            "samples": [[row[i] for i in keep] for row in block["samples"]]}
 
 
 PASS_RUNS = Path(__file__).parent / "runs" / "h200"
@@ -289,13 +306,54 @@ def pass_sources(res, records: list[dict], root: Path, base_sources: dict) -> tu
     return sources, used
 
 
+def fit_h200_kernel_terms(root: Path) -> None:
+    """h200-1's stage-2 pass terms fitted again on today's kernel's runs (H200_PASS_RUNS; `mok
+    calibrate --base`, its default free set, a bootstrap of as many samples as the fit before),
+    every other value held at the fit on H200_RUNS; the file's uncertainty block keeps that fit's
+    bootstrap columns for the values this one held (beside_held)."""
+    path = PARAMS_DIR / "h200-1.json"
+    base, rel = read_params(path), str(path.relative_to(root))
+    record = read_fit_record(path)
+    samples = ["--band-samples", str(base.uncertainty["n"])] if base.uncertainty else []
+    rc = calibrate_cli([str(f.relative_to(root)) for f in H200_PASS_RUNS]
+                       + ["--base", rel, "--out", rel, "--hardware", "h200-1",
+                          "--gemm-table", str(H200_GEMM_TABLE.relative_to(root)), *samples])
+    if rc != 0:
+        raise MokInputError(f"fitting {rel} on today's kernel's H200 runs failed (the message above)")
+    fitted, doc = read_params(path), json.loads(path.read_text(encoding="utf-8"))
+    fitted_on = list(base.fitted_on) + [str(f.relative_to(root)) for f in H200_PASS_RUNS]
+    unc = beside_held(fitted.uncertainty, base.uncertainty)
+    write_params(path, Params(fitted.values, "h200-1", None, fitted_on, fitted.sources, unc)
+                 .with_table(fitted.gemm_table),
+                 doc["notes"], {**record, "kernel_terms": read_fit_record(path)})
+
+
+def beside_held(own: dict | None, base: dict | None, source: str | None = None) -> dict | None:
+    """A refit's bootstrap block (`own`, the columns of the values it fitted) with the columns of
+    the values it held taken from the block of the file it started from (`base`; marked as
+    transferred from `source` where that file's values were), paired by index."""
+    held = drop_columns(base, own["free"] if own else [])
+    if held is not None and source is not None:
+        held = {**held, "transferred_from": source}
+    if own is None or held is None:
+        return own or held
+    note = (f"the columns of values this fit held are {source}'s bootstrap samples, transferred "
+            f"with them" if source else "the columns of values this fit held are the earlier "
+            "fit's bootstrap samples")
+    out = {**own, "free": own["free"] + held["free"], "n": min(own["n"], held["n"]),
+           "summary": {**held["summary"], **own["summary"]},
+           "samples": [a + b for a, b in zip(own["samples"], held["samples"])],
+           "held": own["held"] + f"; {note}, paired by index"}
+    if source is not None:
+        out.update(transferred_from=source, transferred_columns=held["free"])
+    return out
+
+
 def fit_h200_passes(root: Path) -> None:
     """h200-1's backward and FP8 terms (calibration/passes.py), fitted to the default-variant
     records among calibration/runs/h200/*.jsonl with every value of the forward fit held, the
     fit's own bootstrap columns added to the file's uncertainty block; then the same values
     written into h200-hgx8.json (same GPU and kernels)."""
-    import json
-
     path = PARAMS_DIR / "h200-1.json"
     base = read_params(path)
     records = read_records(pass_files())
@@ -315,8 +373,6 @@ def fit_h200_passes(root: Path) -> None:
 def pass_terms_to_hgx8(params: Params, sources: dict, names: list[str]) -> None:
     """The pass terms `names` as fitted on h200-1 written into h200-hgx8.json (same GPU and
     kernels), each source marked as transferred; the rest of that file kept."""
-    import json
-
     hx = PARAMS_DIR / "h200-hgx8.json"
     hdoc, hp = json.loads(hx.read_text()), read_params(hx)
     values = {**hp.values, **{n: params[n] for n in names}}
@@ -342,7 +398,6 @@ def add_h200_pass_group(root: Path, group: str, replace: bool = False) -> None:
     h200-hgx8.json (transferred). For a group the file already holds residuals of: refused,
     or with `replace` its residuals and bootstrap columns (the block's by_group) taken out
     first and the group fitted again."""
-    import json
 
     from .passes import add_uncertainty, drop_uncertainty
 

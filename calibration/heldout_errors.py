@@ -48,7 +48,7 @@ from mok_model.records import (in_id_order, predictable, read_records, record_bw
                                workload_key)
 
 from .checks import required_text, shipped_params
-from .defaults import H200_GEMM_TABLE, H200_RUNS
+from .defaults import H200_GEMM_TABLE, H200_PASS_RUNS, H200_RUNS
 from .scoring import predict_records
 from .transfer import HOPPER_PASS_RUNS, HOPPER_PHASES
 
@@ -75,8 +75,9 @@ HELDOUT_RUNS = {"h200-1": sorted(
        # the presets at EP 16 zipf and mixtral at EP 8 on the "runs" loop (session 41)
        "calibration/runs/h200_space/presets_zipf_ep16_s41.jsonl.gz",
        "calibration/runs/h200_space/mixtral_ep8_s41.jsonl"})
-    # minus what h200-1's fit reads (session 41: seed 14's "pipe" runs joined it) and its table
-    - {str(p.resolve().relative_to(ROOT)) for p in H200_RUNS}),
+    # minus what h200-1's fit reads (session 41: seed 14's "pipe" runs joined it; session 74:
+    # today's kernel's seeds 28-33, H200_PASS_RUNS) and its table
+    - {str(p.resolve().relative_to(ROOT)) for p in [*H200_RUNS, *H200_PASS_RUNS]}),
     # the H100 records no fit reads: h100-1 is h200-1 transferred (session 28), its GEMM lookup
     # fitted to GEMM phases (session 57), its stage-2 terms to pass runs (session 59)
     "h100-1": sorted({str(p.relative_to(ROOT))

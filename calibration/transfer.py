@@ -76,7 +76,7 @@ from mok_model.presets import load_hardware
 from mok_model.records import read_records, record_files, record_scenario
 from mok_model.scenario import default_config
 
-from .defaults import H200X2, RUNS, transferred
+from .defaults import H200X2, RUNS, beside_held, transferred
 from .fit import resolve_configs
 from .priors import BLACKWELL, prior_params
 from .validate import validate
@@ -332,24 +332,10 @@ def fit_hopper_passes(path: Path, moved: Params) -> None:
     fitted, doc = read_params(path), json.loads(path.read_text(encoding="utf-8"))
     fitted_on = [str((PARAMS_DIR / f"{HOPPER_SOURCE}.json").relative_to(ROOT)), *HOPPER_PHASES,
                  *HOPPER_PASS_RUNS]
-    unc = _beside_held(fitted.uncertainty, moved.uncertainty)
+    unc = beside_held(fitted.uncertainty, moved.uncertainty, HOPPER_SOURCE)
     write_params(path, Params(fitted.values, HOPPER_TARGET, None, fitted_on, fitted.sources,
                               unc).with_table(fitted.gemm_table),
                  doc["notes"], read_fit_record(path))
-
-
-def _beside_held(own: dict | None, moved: dict | None) -> dict | None:
-    """The fit's bootstrap block (`own`) with the transferred block's (`moved`) columns of the
-    values the fit held appended, paired by index, and marked transferred_columns."""
-    held = transferred(moved, HOPPER_SOURCE, own["free"] if own else [])
-    if own is None or held is None:
-        return own or held
-    return {**own, "free": own["free"] + held["free"], "n": min(own["n"], held["n"]),
-            "summary": {**held["summary"], **own["summary"]},
-            "samples": [a + b for a, b in zip(own["samples"], held["samples"])],
-            "transferred_from": HOPPER_SOURCE, "transferred_columns": held["free"],
-            "held": own["held"] + f"; the columns of values this fit held are {HOPPER_SOURCE}'s "
-                                  f"bootstrap samples, transferred with them, paired by index"}
 
 
 def spec_ratios() -> dict:

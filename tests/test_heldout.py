@@ -140,17 +140,40 @@ def test_a_missing_fit_record_is_one_line(tmp_path):
 
 
 def test_no_held_out_run_is_read_by_the_fit():
-    """The held-out ranges are made of runs h200-1's fit never reads (calibration/defaults.py
-    H200_RUNS), and the day's held-out drawn seeds and preset runs are among them."""
-    from calibration.defaults import H200_RUNS
+    """The held-out ranges are made of runs h200-1's fits never read (calibration/defaults.py
+    H200_RUNS and today's kernel's H200_PASS_RUNS), and the day's held-out drawn seeds and
+    preset runs are among them."""
+    from calibration.defaults import H200_PASS_RUNS, H200_RUNS
     from calibration.heldout_errors import HELDOUT_RUNS, ROOT
-    fitted = {str(p.resolve().relative_to(ROOT)) for p in H200_RUNS}
+    fitted = {str(p.resolve().relative_to(ROOT)) for p in [*H200_RUNS, *H200_PASS_RUNS]}
     held = set(HELDOUT_RUNS["h200-1"])
     assert not held & fitted
-    assert "calibration/runs/h200_drawn/drawn14_pipe.jsonl.gz" in fitted
+    assert {"calibration/runs/h200_drawn/drawn14_pipe.jsonl.gz",
+            "calibration/runs/h200_drawn/drawn28.jsonl.gz",
+            "calibration/runs/h200_drawn/drawn33.jsonl.gz"} <= fitted
     assert {"calibration/runs/h200_drawn/drawn15_pipe.jsonl.gz",
             "calibration/runs/h200_drawn/drawn16_runs.jsonl.gz",
+            "calibration/runs/h200_drawn/drawn34.jsonl.gz",
+            "calibration/runs/h200_drawn/drawn41.jsonl.gz",
             "calibration/runs/h200_space/presets_zipf_ep16_s41.jsonl.gz"} <= held
+
+
+def test_a_refit_keeps_the_earlier_fits_columns_for_what_it_held():
+    """defaults.beside_held: a refit's bootstrap columns first, then the columns of the values it
+    held from the block it started from (paired by index, as many samples as both have), and a
+    transferred block marked with its source."""
+    from calibration.defaults import beside_held
+    base = {"free": ["a", "b", "c"], "n": 3, "summary": {"a": 1, "b": 2, "c": 3}, "held": "h",
+            "samples": [[1, 2, 3], [4, 5, 6], [7, 8, 9]]}
+    own = {"free": ["b"], "n": 2, "summary": {"b": 20}, "held": "refit", "samples": [[20], [50]]}
+    out = beside_held(own, base)
+    assert out["free"] == ["b", "a", "c"] and out["n"] == 2
+    assert out["samples"] == [[20, 1, 3], [50, 4, 6]]
+    assert out["summary"] == {"a": 1, "b": 20, "c": 3} and "transferred_from" not in out
+    assert out["held"].startswith("refit; the columns of values this fit held are the earlier")
+    moved = beside_held(own, base, "h200-1")
+    assert moved["transferred_from"] == "h200-1" and moved["transferred_columns"] == ["a", "c"]
+    assert beside_held(None, base) == {**base} and beside_held(own, None) == own
 
 
 def test_pass_runs_of_a_seed_in_the_gemm_table_are_not_held_out(tmp_path, monkeypatch):
