@@ -124,6 +124,13 @@ H200_RUNS = ([Path(__file__).parent / "runs" / "h200" / f
 # (docs/calibration.md "Session 74"). Seeds 34 and later stay held out.
 H200_PASS_RUNS = [Path(__file__).parent / "runs" / "h200_drawn" / f"drawn{seed}.jsonl.gz"
                   for seed in range(28, 34)]
+# the terms fitted on them: `mok calibrate`'s default free set for those records (gemm_eff left to
+# the table) without push_scan_step_us, which costs a chunk-scanning push loop's column steps:
+# today's lanes visit row tiles (analytic.lanes_copy_runs), so those runs move a pass by under
+# 2e-5 of its time whatever its value (0.043 or 0.151 us: the same cost to 1e-8) and the value
+# left would follow the optimizer's path, not the runs (docs/calibration.md "Session 75")
+H200_KERNEL_TERMS = ["mok_fixed_us", "minibatch_overhead_us", "copy_gbps_per_sm",
+                     "copy_slowdown_beside_gemm", "push_scan_us", "sm_scaling"]
 # the megakernel's own GEMM phases on the space-sweep workloads (system mok-gemm; today's variants:
 # the presets without a shared expert measured again without the zero shared slot, mixtral-8x7b
 # again with split_dn chosen from the shape, 2026-12-01; mixtral-8x7b at 384-1024 tokens between
@@ -307,8 +314,8 @@ def pass_sources(res, records: list[dict], root: Path, base_sources: dict) -> tu
 
 
 def fit_h200_kernel_terms(root: Path) -> None:
-    """h200-1's stage-2 pass terms fitted again on today's kernel's runs (H200_PASS_RUNS; `mok
-    calibrate --base`, its default free set, a bootstrap of as many samples as the fit before),
+    """h200-1's stage-2 pass terms (H200_KERNEL_TERMS) fitted again on today's kernel's runs
+    (H200_PASS_RUNS; `mok calibrate --base`, a bootstrap of as many samples as the fit before),
     every other value held at the fit on H200_RUNS; the file's uncertainty block keeps that fit's
     bootstrap columns for the values this one held (beside_held)."""
     path = PARAMS_DIR / "h200-1.json"
@@ -317,7 +324,8 @@ def fit_h200_kernel_terms(root: Path) -> None:
     samples = ["--band-samples", str(base.uncertainty["n"])] if base.uncertainty else []
     rc = calibrate_cli([str(f.relative_to(root)) for f in H200_PASS_RUNS]
                        + ["--base", rel, "--out", rel, "--hardware", "h200-1",
-                          "--gemm-table", str(H200_GEMM_TABLE.relative_to(root)), *samples])
+                          "--gemm-table", str(H200_GEMM_TABLE.relative_to(root)),
+                          "--free", ",".join(H200_KERNEL_TERMS), *samples])
     if rc != 0:
         raise MokInputError(f"fitting {rel} on today's kernel's H200 runs failed (the message above)")
     fitted, doc = read_params(path), json.loads(path.read_text(encoding="utf-8"))
