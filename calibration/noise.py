@@ -56,7 +56,7 @@ from mok_model.errors import MokInputError
 from mok_model.records import read_records, workload_key
 
 from .checks import required_text
-from .validate import spearman
+from .validate import spearman, tie_rounded
 
 # token bands of the drift SD (tokens per GPU, the record's `tokens`): (label, largest tokens)
 BANDS = (("<=128", 128), ("<=512", 512), ("<=2048", 2048), (">2048", math.inf))
@@ -248,11 +248,11 @@ def resolved_pairs(records: list[dict], predicted) -> dict:
 
 def pick_key(rec: dict, predicted: float) -> tuple:
     """Sort key of the model's pick among measured configurations: the fastest prediction, and
-    on an exact tie the tuner's own grid order (mok_model/tuner.py knob_grid: the published pull
-    dispatch, then push combine, then the smaller minibatch, fewer comm SMs, smaller ring and
-    capacity), never the measurement."""
+    on a tie (equal to validate.TIE_DIGITS significant digits: tie_rounded) the tuner's own grid
+    order (mok_model/tuner.py knob_grid: the published pull dispatch, then push combine, then the
+    smaller minibatch, fewer comm SMs, smaller ring and capacity), never the measurement."""
     c = rec["config"]
-    return (predicted, c.get("dispatch") != "pull", c.get("combine") != "push",
+    return (float(tie_rounded(predicted)), c.get("dispatch") != "pull", c.get("combine") != "push",
             *(c.get(k) or 0 for k in ("minibatch", "comm_sms", "macrobatch", "capacity")))
 
 

@@ -152,6 +152,23 @@ def test_spearman_hand_examples():
     assert grouped_spearman(recs, meas, pred) == (pytest.approx(0.0), 2)
 
 
+def test_float_rounding_ties_rank_and_pick_as_ties():
+    """Two predictions equal but for float rounding (0.1 + 0.2 against 0.3) tie: average ranks in
+    Spearman, and the pick goes to the tuner's grid order (pull dispatch first), not the last bit."""
+    from calibration.noise import pick_key
+    from calibration.validate import tie_rounded
+
+    assert 0.1 + 0.2 != 0.3 and tie_rounded(0.1 + 0.2) == tie_rounded(0.3)
+    assert tie_rounded(0.3) != tie_rounded(0.3 * (1 + 1e-9))      # a real difference stays
+    assert list(tie_rounded([np.inf, 0.0, np.nan])[:2]) == [np.inf, 0.0]
+    assert spearman([1, 2, 3], [0.3, 0.1 + 0.2, 0.5]) == pytest.approx(
+        spearman([1, 2, 3], [0.3, 0.3, 0.5]))
+    push = {"config": {"dispatch": "push", "combine": "push", "minibatch": 512, "comm_sms": 16}}
+    pull = {"config": {"dispatch": "pull", "combine": "push", "minibatch": 4096, "comm_sms": 32}}
+    assert min([(push, 0.3), (pull, 0.1 + 0.2)], key=lambda rq: pick_key(*rq))[0] is pull
+    assert min([(push, 0.3 * (1 - 1e-9)), (pull, 0.3)], key=lambda rq: pick_key(*rq))[0] is push
+
+
 def test_record_config_reads_kernel_records():
     rec = {"config": {"dispatch": "pull", "combine": "push", "minibatch": 4096, "comm_sms": 32,
                       "macrobatch": 2048, "capacity": 0.5}}
