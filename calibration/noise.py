@@ -54,9 +54,10 @@ from scipy.stats import rankdata
 from mok_model.cli import doc_parser, run_tool
 from mok_model.errors import MokInputError
 from mok_model.records import read_records, workload_key
+from mok_model.tuner import tie_rounded
 
 from .checks import required_text
-from .validate import spearman, tie_rounded
+from .validate import spearman
 
 # token bands of the drift SD (tokens per GPU, the record's `tokens`): (label, largest tokens)
 BANDS = (("<=128", 128), ("<=512", 512), ("<=2048", 2048), (">2048", math.inf))
@@ -248,7 +249,7 @@ def resolved_pairs(records: list[dict], predicted) -> dict:
 
 def pick_key(rec: dict, predicted: float) -> tuple:
     """Sort key of the model's pick among measured configurations: the fastest prediction, and
-    on a tie (equal to validate.TIE_DIGITS significant digits: tie_rounded) the tuner's own grid
+    on a tie (equal to tuner.TIE_DIGITS significant digits: tie_rounded) the tuner's own grid
     order (mok_model/tuner.py knob_grid: the published pull dispatch, then push combine, then the
     smaller minibatch, fewer comm SMs, smaller ring and capacity), never the measurement."""
     c = rec["config"]

@@ -12,27 +12,14 @@ from scipy.stats import rankdata
 from mok_model.errors import MokInputError
 from mok_model.params import Params
 from mok_model.records import predictable, workload_key
+from mok_model.tuner import tie_rounded
 
 from .scoring import predict_records
 
 
-TIE_DIGITS = 12
-
-
-def tie_rounded(values) -> np.ndarray:
-    """`values` rounded to TIE_DIGITS significant digits, so that numbers equal but for float
-    rounding rank as the tie they are: the model gives two knob settings the same time summed in
-    another order (a hidden copy, a minibatch count that leaves the GEMMs alone) and they differed
-    in the last bits, which then ordered them (docs/calibration.md "Session 75")."""
-    x = np.asarray(values, float)
-    with np.errstate(divide="ignore", invalid="ignore"):
-        q = 10.0 ** (np.floor(np.log10(np.abs(x))) - (TIE_DIGITS - 1))
-        return np.where(np.isfinite(x) & (x != 0), np.round(x / q) * q, x)
-
-
 def spearman(x, y) -> float:
     """Spearman rank correlation of two equal-length sequences (average ranks for ties, values
-    equal to TIE_DIGITS significant digits tied: tie_rounded).
+    equal to tuner.TIE_DIGITS significant digits tied: mok_model.tuner.tie_rounded).
 
     nan when fewer than 3 points or when either side is constant (no ranking to compare).
     """

@@ -37,6 +37,21 @@ LIST_LAGS = (1, 2, 3, 4)
 # -> 0.79 %); held out on H100 seed 32, the robust pick 1.23 % -> 0.86 %, told the routing even.
 DEFAULT_MARGIN = 0.02
 
+# Predictions equal to TIE_DIGITS significant digits are one: the model gives two settings the
+# same time summed in another order (a hidden copy, a minibatch count that leaves the GEMMs
+# alone) and float rounding leaves them apart in the last bits, which would otherwise order them
+# (and could order them differently on another machine's numpy). Ties go to the grid order.
+TIE_DIGITS = 12
+
+
+def tie_rounded(values) -> np.ndarray:
+    """`values` rounded to TIE_DIGITS significant digits (inf, nan and 0 kept): the key every
+    ranking of predictions sorts by, here and in calibration's held-out figures."""
+    x = np.asarray(values, float)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        q = 10.0 ** (np.floor(np.log10(np.abs(x))) - (TIE_DIGITS - 1))
+        return np.where(np.isfinite(x) & (x != 0), np.round(x / q) * q, x)
+
 
 def default_knobs(sms: int) -> dict:
     """The published default knobs (mok-system.md section 3): pull dispatch, push combine,
@@ -266,7 +281,7 @@ def _grid_latency(scenario: Scenario, params: Params, g: dict, lags: tuple[int, 
     lat, overflow, lag = lat_all[:n], overflow[:n], np.full(n, lags[0])
     for i, more in enumerate(lags[1:]):  # where a larger lag scores lower, it is the choice
         lat_l = lat_all[n + i * len(rows):n + (i + 1) * len(rows)]
-        better = lat_l < lat[rows]
+        better = tie_rounded(lat_l) < tie_rounded(lat[rows])
         lat[rows[better]], lag[rows[better]] = lat_l[better], more
     return lat, lag, overflow, len(lat_all)
 
@@ -286,9 +301,10 @@ def _pick(lat: np.ndarray, defaults: np.ndarray, margin: float) -> tuple[int, in
     """(picked, fastest) positions in `lat`: the fastest (ties: the first), unless the fastest
     of `defaults` is finite and the fastest is not `margin` faster than it: then that default,
     and `fastest` is where the fastest was (None where the pick is the fastest)."""
-    fastest = int(np.lexsort((np.arange(len(lat)), lat))[0])
+    key = tie_rounded(lat)
+    fastest = int(np.lexsort((np.arange(len(lat)), key))[0])
     if len(defaults):
-        d = int(defaults[np.lexsort((defaults, lat[defaults]))[0]])
+        d = int(defaults[np.lexsort((defaults, key[defaults]))[0]])
         if np.isfinite(lat[d]) and d != fastest and lat[fastest] > lat[d] * (1 - margin):
             return d, fastest
     return fastest, None
@@ -375,10 +391,11 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
     if not np.isfinite(lat).any():
         raise MokInputError(_infeasible(scenario, params, fixed, overflow, mem, limit))
     k = max(top, sim_candidates if engine == "sim" else top)
-    order = np.lexsort((np.arange(n), lat))[:k]  # ties broken by grid order: deterministic
+    key = tie_rounded(lat)
+    order = np.lexsort((np.arange(n), key))[:k]  # ties broken by grid order: deterministic
     defaults = _default_rows(scenario, g, fixed)
     if len(defaults):        # the fastest default row is a candidate too
-        order = np.append(order, defaults[np.lexsort((defaults, lat[defaults]))[0]])
+        order = np.append(order, defaults[np.lexsort((defaults, key[defaults]))[0]])
     order = np.unique(order[np.isfinite(lat[order])])
     scored = [Scored(_config_at(g, i), float(lat[i]) * 1e3, int(lag[i])) for i in order]
     if engine == "sim":
@@ -390,7 +407,7 @@ def tune(scenario: Scenario, params: Params, fixed: dict | None = None, top: int
                   for s in bar(scored, f"simulating {len(scored)} candidates at EP {scenario.ep}")]
     ms = np.array([s.latency_ms for s in scored])
     pick, fastest = _pick(ms, np.flatnonzero(np.isin(order, defaults)), default_margin)
-    rest = [scored[i] for i in np.lexsort((order, ms)) if i != pick]
+    rest = [scored[i] for i in np.lexsort((order, tie_rounded(ms))) if i != pick]
     return TuneResult(scored[pick], [scored[pick], *rest][:top], evaluated,
                       time.perf_counter() - t0, engine,
                       None if fastest is None else scored[fastest],
@@ -481,7 +498,8 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
         return np.stack([_routing_scores(scns[r], params, g, lags, each_lag=True) / best[r]
                          for r in kept], axis=-1)
 
-    seeds = [(q, int(i)) for q in kept for i in np.argsort(own[q], kind="stable")[:_SEED_CANDIDATES]]
+    seeds = [(q, int(i)) for q in kept
+             for i in np.argsort(tie_rounded(own[q]), kind="stable")[:_SEED_CANDIDATES]]
     bound = judge(seeds).max(axis=-1).min()
     defaults = [(q, int(i)) for q in kept for i in _default_rows(scns[q], grids[q], fixed)]
     cands = [(q, int(i)) for q in kept for i in np.flatnonzero(own[q] / best[q] <= bound)]
@@ -492,7 +510,8 @@ def tune_robust(scenario: Scenario, params: Params, fixed: dict | None = None,
     cands = list(keys.values())
     reg = judge(cands)                                      # (candidates, lags, routings)
     worst = reg.max(axis=-1)
-    order = np.lexsort((np.arange(worst.size), reg[..., 0].ravel(), worst.ravel()))
+    order = np.lexsort((np.arange(worst.size), tie_rounded(reg[..., 0].ravel()),
+                        tie_rounded(worst.ravel())))
     default_places = set(defaults)
     is_default = np.isin(np.arange(worst.size) // len(lags),
                          [c for c, qi in enumerate(cands) if qi in default_places])

@@ -154,9 +154,10 @@ def test_spearman_hand_examples():
 
 def test_float_rounding_ties_rank_and_pick_as_ties():
     """Two predictions equal but for float rounding (0.1 + 0.2 against 0.3) tie: average ranks in
-    Spearman, and the pick goes to the tuner's grid order (pull dispatch first), not the last bit."""
+    Spearman, and the pick (held-out figures and the tuner's own) goes to the grid order (pull
+    dispatch first), not the last bit."""
     from calibration.noise import pick_key
-    from calibration.validate import tie_rounded
+    from mok_model.tuner import _pick, tie_rounded
 
     assert 0.1 + 0.2 != 0.3 and tie_rounded(0.1 + 0.2) == tie_rounded(0.3)
     assert tie_rounded(0.3) != tie_rounded(0.3 * (1 + 1e-9))      # a real difference stays
@@ -167,6 +168,9 @@ def test_float_rounding_ties_rank_and_pick_as_ties():
     pull = {"config": {"dispatch": "pull", "combine": "push", "minibatch": 4096, "comm_sms": 32}}
     assert min([(push, 0.3), (pull, 0.1 + 0.2)], key=lambda rq: pick_key(*rq))[0] is pull
     assert min([(push, 0.3 * (1 - 1e-9)), (pull, 0.3)], key=lambda rq: pick_key(*rq))[0] is push
+    # the tuner's own pick: the first grid row of a tie, wherever the last bit fell
+    assert _pick(np.array([0.1 + 0.2, 0.3]), np.array([], int), 0.0) == (0, None)
+    assert _pick(np.array([0.3, 0.3 * (1 - 1e-9)]), np.array([], int), 0.0) == (1, None)
 
 
 def test_record_config_reads_kernel_records():
