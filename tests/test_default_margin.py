@@ -31,7 +31,8 @@ def scenarios():
     """Workloads on both one-GPU presets, so that some keep the default and some do not."""
     for hw in ("h200-1", "h100-1"):
         for model, ep, tokens in (("deepseek-v3", 16, 4096), ("qwen3-30b-a3b", 8, 2048),
-                                  ("kimi-k2", 8, 640), ("gpt-oss-120b", 16, 6144)):
+                                  ("kimi-k2", 8, 640), ("gpt-oss-120b", 16, 6144),
+                                  ("qwen3-30b-a3b", 8, 256), ("qwen3-30b-a3b", 32, 64)):
             yield Scenario(load_hardware(hw), load_model(model), ep, tokens), load_params(None, hw)
 
 

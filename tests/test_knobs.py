@@ -464,9 +464,9 @@ def test_knobs_told_the_routing_are_the_tuners_for_it():
     another routing refuses it; a malformed spec is refused when the config is made."""
     m = load_model("qwen3-next-80b-a3b")
     shape = knobs.shape_of(m)
-    told = knobs.choose_knobs("h200-1", shape, 4, 512, routing="hot:0.1")
-    plain = knobs.choose_knobs("h200-1", shape, 4, 512)
-    scn = Scenario(load_hardware("h200-1"), m, 4, 512, routing="hot:0.1")
+    told = knobs.choose_knobs("h200-1", shape, 8, 512, routing="hot:0.1")  # EP 8: session 75's
+    plain = knobs.choose_knobs("h200-1", shape, 8, 512)    # refit picks alike at EP 4
+    scn = Scenario(load_hardware("h200-1"), m, 8, 512, routing="hot:0.1")
     best = tune(scn, load_params(None, "h200-1"), top=1, list_lags=LIST_LAGS).best
     assert told.knobs == best.config.as_dict() != plain.knobs
     assert told.source.endswith("h200-1.json for routing hot:0.1")

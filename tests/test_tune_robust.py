@@ -14,15 +14,16 @@ from mok_model.presets import load_hardware, load_model
 from mok_model.scenario import Scenario
 from mok_model.tuner import (BUFFER_SHARE_OF_HBM, DEFAULT_MARGIN, LIST_LAGS, ROBUST_ROUTINGS,
                              _config_at, _score, buffer_bytes, default_knobs, knob_grid,
-                             least_capacity, tune, tune_robust)
+                             least_capacity, tie_rounded, tune, tune_robust)
 
 HW = load_hardware("h200-1")
 PARAMS = load_params(None, "h200-1")
 
 
 def brute_force(scn: Scenario, fixed: dict, lags: tuple[int, ...]):
-    """Every row of every routing's grid at every lag under every routing: (config, lag,
-    regret per routing kept) of the least worst regret, ties to the faster under uniform, then
+    """Every row of every kept routing's grid (one that some setting runs under) at every lag
+    under every kept routing: (config, lag, regret per routing kept) of the least worst regret
+    (predictions equal to tuner.TIE_DIGITS digits tied), ties to the faster under uniform, then
     the first in (grid, row, lag) order, unless the default knobs' least worst regret is not
     DEFAULT_MARGIN more (then that); each routing's best: the fastest `tune` finds told it."""
     scns = [replace(scn, routing=r) for r in ROBUST_ROUTINGS]
@@ -34,7 +35,8 @@ def brute_force(scn: Scenario, fixed: dict, lags: tuple[int, ...]):
         except ValueError:      # MokInputError: nothing runs under this routing
             best.append(np.inf)
     kept = [i for i, b in enumerate(best) if np.isfinite(b)]
-    grids = [knob_grid(s, {"capacity": least_capacity(s, PARAMS), **fixed}) for s in scns]
+    grids = [knob_grid(scns[r], {"capacity": least_capacity(scns[r], PARAMS), **fixed})
+             for r in kept]
     g = {k: np.concatenate([gr[k] for gr in grids]) for k in grids[0]}
     n = len(g["minibatch"])
     reg = np.empty((n, len(lags), len(kept)))
@@ -47,7 +49,8 @@ def brute_force(scn: Scenario, fixed: dict, lags: tuple[int, ...]):
             lat[over | too_big] = np.inf
             reg[:, j, m] = lat / best[r]
     worst = reg.max(axis=-1)
-    order = np.lexsort((np.arange(worst.size), reg[..., 0].ravel(), worst.ravel()))
+    order = np.lexsort((np.arange(worst.size), tie_rounded(reg[..., 0].ravel()),
+                        tie_rounded(worst.ravel())))   # ties as the tuner breaks them
     want = {**default_knobs(scn.hardware.sms), **fixed}
     is_default = ((g["dispatch_push"] == (want["dispatch"] == "push"))
                   & (g["combine_push"] == (want["combine"] == "push"))
