@@ -66,7 +66,8 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
     they vary the comm SMs (starting from the microbenchmarks' values), serial_copy_scale when
     they mix the oldest copy loop and a newer one (records.record_copy_loop; pipe_copy_scale is
     measured, never freed here); push_copy_scale
-    when they mix push and pull across GPUs, push_scan_us when emulated-peer runs do;
+    when they mix push and pull across GPUs, push_scan_us when emulated-peer runs do,
+    push_pass_us when forward runs do;
     ring_refill_overlap when a ring holds under two minibatches;
     wgrad_bytes_per_weight with published backward records, bwd_gemm_eff_scale and wgrad_tile_us
     with measured ones (our backward megakernel), fp8_gemm_eff with FP8 records. Baselines:
@@ -111,6 +112,11 @@ def default_free(records: list[dict], micro_fitted: set[str]) -> list[str]:
                 free.append("push_copy_scale")
             if emulated and any((r.get("config") or {}).get("dispatch") == "push" for r in emulated):
                 free += ["push_scan_us", "push_scan_step_us"]
+            # and a push pass's own time beyond its copies (analytic.push_pass), told by the
+            # forward passes of both dispatches
+            if {r["config"].get("dispatch") for r in mok if r.get("pass", "fwd") == "fwd"
+                    and isinstance(r.get("config"), dict)} >= {"push", "pull"}:
+                free.append("push_pass_us")
         if len(knob_values("comm_sms")) > 1:
             # how the compute scales with the SMs left to it is only seen when the comm SMs
             # vary. comm_join_share stays at the kernel's design value (priors: every comm

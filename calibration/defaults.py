@@ -130,7 +130,7 @@ H200_PASS_RUNS = [Path(__file__).parent / "runs" / "h200_drawn" / f"drawn{seed}.
 # 2e-5 of its time whatever its value (0.043 or 0.151 us: the same cost to 1e-8) and the value
 # left would follow the optimizer's path, not the runs (docs/calibration.md "Session 75")
 H200_KERNEL_TERMS = ["mok_fixed_us", "minibatch_overhead_us", "copy_gbps_per_sm",
-                     "copy_slowdown_beside_gemm", "push_scan_us", "sm_scaling"]
+                     "copy_slowdown_beside_gemm", "push_scan_us", "sm_scaling", "push_pass_us"]
 # the megakernel's own GEMM phases on the space-sweep workloads (system mok-gemm; today's variants:
 # the presets without a shared expert measured again without the zero shared slot, mixtral-8x7b
 # again with split_dn chosen from the shape, 2026-12-01; mixtral-8x7b at 384-1024 tokens between

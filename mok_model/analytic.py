@@ -590,7 +590,8 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
     reduction = scn.tokens * H * 2.0 * (k + 2) / (hw.hbm_tbps * 1e12 * p["hbm_eff"])
     quantize = quantize_time(scn, p)
     launch = p["mok_exposed_launches"] * hw.launch_us * p["host_launch_scale"] * US
-    fixed = (p["mok_fixed_us"] + (p["fp8_gluon_fixed_us"] if gluon_fp8(scn) else 0.0)) * US
+    fixed = (p["mok_fixed_us"] + (p["fp8_gluon_fixed_us"] if gluon_fp8(scn) else 0.0)
+             + push_pass(scn, p) * dpush.ravel()) * US
 
     C = per_gpu.shape[0]
     rows_ix = np.arange(C)
@@ -622,7 +623,7 @@ def mok_terms(scn: Scenario, p: Params, dispatch_push, combine_push, minibatch, 
         "load_imbalance": per_gpu[rows_ix, slow] - at(per_gpu),
         "reduction": np.full(C, reduction),
         "quantize": np.full(C, quantize),
-        "fixed": np.full(C, fixed),
+        "fixed": np.broadcast_to(fixed, (C,)).copy(),
     }
     total = sum(terms.values())
     if totals_only:
@@ -1044,6 +1045,15 @@ def lanes_copy_runs(scn: Scenario) -> bool:
     for their rows."""
     return (scn.copy_loop in ("runs", "shares") and scn.pass_ == "fwd"
             and scn.fp8_kernel == "triton")
+
+
+def push_pass(scn: Scenario, p: Params) -> float:
+    """Microseconds a forward pass with push dispatch (Triton megakernel) costs beyond its
+    copies, scans and signals (push_pass_us): in traced passes the compute waited 3-29 us longer
+    for its first rows under push and the dispatch ended 20-58 us later (docs/calibration.md
+    "Session 74"), the same at every number of minibatches; the backward and Gluon FP8 passes'
+    push is not fitted (0)."""
+    return p["push_pass_us"] if scn.pass_ == "fwd" and scn.fp8_kernel == "triton" else 0.0
 
 
 def copy_steps(hidden: int) -> int:

@@ -44,6 +44,8 @@ BOUNDS: dict[str, tuple[float, float]] = {
     # (push dispatch lanes; our pull combine across GPUs: analytic.push_scan, pull_scan_chunks)
     "push_scan_step_us": (0.0, 5.0),  # more per column step of the visited chunk's masked row loop
     # (analytic.copy_steps: H in steps of up to 1,024 columns, each issued whether masked or not)
+    "push_pass_us": (0.0, 200.0),  # a push dispatch's time per pass beyond its copies and scans
+    # (the compute's later first rows and the dispatch's later end: analytic.mok_terms "fixed")
     "serial_copy_scale": (0.3, 1.0),  # the copy rate of a comm loop that loads its row ids and
     # peer offsets step by step, over the pull copies' that load them ahead (analytic.copy_load)
     "pipe_copy_scale": (1.0, 2.0),  # today's pull copies' rate (two column steps' loads in
@@ -192,6 +194,9 @@ ADDED: dict[str, tuple[float, str]] = {
     "push_scan_step_us": (0.0, "prior: a chunk visit costs push_scan_us whatever the hidden size, "
                                "as before the masked row loop's column steps were modelled; "
                                "h200-1's fitted in calibration/priors.py"),
+    "push_pass_us": (0.0, "prior: a push dispatch costs its copies, scans and signals only, as "
+                          "before its per-pass time was modelled (docs/calibration.md "
+                          "\"Session 75\")"),
     "serial_copy_scale": (1.0, "prior: a copy step that loads its row ids and peer offsets "
                                "before its rows copies as fast as one that loaded them ahead, "
                                "as the model read every copy before session 39 "

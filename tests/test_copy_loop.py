@@ -168,3 +168,13 @@ def test_calibrate_frees_how_compute_scales_with_its_sms_but_not_the_joining_sha
     free = default_free(recs, set())
     assert "sm_scaling" in free and "comm_join_share" not in free
     assert "sm_scaling" not in default_free(recs[:1], set())
+
+
+def test_calibrate_frees_the_push_pass_time_where_forward_runs_mix_the_dispatches():
+    """push_pass_us (analytic.push_pass) is freed where forward runs time both push and pull
+    dispatch, never from one dispatch alone or from backward runs."""
+    from calibration.cli import default_free
+    both = [record(config={"dispatch": d, "comm_sms": 32}) for d in ("push", "pull")]
+    assert "push_pass_us" in default_free(both, set())
+    assert "push_pass_us" not in default_free(both[:1], set())
+    assert "push_pass_us" not in default_free([{**r, "pass": "bwd"} for r in both], set())

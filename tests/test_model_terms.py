@@ -188,3 +188,23 @@ def test_both_engines_name_the_same_limiter():
         sim = predict(s, a.config, engine="sim")
         assert a.extra["limiter"] == sim.extra["limiter"] == want
         assert a.extra["bound"] == sim.extra["bound"] == ("compute" if want == "compute SMs" else "comm")
+
+
+@pytest.mark.parametrize("engine", ["analytic", "sim"])
+def test_push_pass_time_lands_on_forward_push_dispatch_only(engine):
+    """push_pass_us adds itself to the fixed term of a forward pass with push dispatch, in both
+    engines, and nothing to pull dispatch or the backward pass."""
+    from dataclasses import replace
+
+    p0 = load_params(None, "h200-1").with_values(push_pass_us=0.0)
+    p1 = p0.with_values(push_pass_us=7.0)
+    s = scn(hw="h200-1", model="qwen3-30b-a3b", ep=8, tokens=512)
+    push, pull = replace(CFG, dispatch="push"), replace(CFG, dispatch="pull")
+
+    def fixed(sc, cfg, p):
+        return predict(sc, cfg, "mok", p, engine=engine).breakdown_ms["fixed"]
+
+    assert fixed(s, push, p1) - fixed(s, push, p0) == pytest.approx(7e-3)
+    assert fixed(s, pull, p1) == fixed(s, pull, p0)
+    bwd = scn(hw="h200-1", model="qwen3-30b-a3b", ep=8, tokens=512, pass_="bwd")
+    assert fixed(bwd, push, p1) == fixed(bwd, push, p0)
