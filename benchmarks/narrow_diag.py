@@ -1,14 +1,14 @@
 """Where a MoK forward spends its time beyond the GEMMs (one GPU, rank 0 of an emulated EP group):
 the library's grouped GEMMs alone, the megakernel's GEMM phases alone (copies skipped, launch
 only), and the whole forward, without its dispatch copies (pull), with its copies and signals
-alone (no GEMM K loops) and with comm SMs that never join, each split into schedule, megakernel
-and epilogue; with --trace, three passes seen from the kernel's own stamps (mok_kernels/trace.py:
-when each minibatch's rows were in, how long items waited). Diagnostic: prints a table, writes
-no run records.
+alone (no GEMM K loops) and with comm SMs that never join (push combine: a pull combine's never
+do), each split into schedule, megakernel and epilogue; with --trace, three passes seen from the
+kernel's own stamps (mok_kernels/trace.py: when each minibatch's rows were in, how long items
+waited). Diagnostic: prints a table, writes no run records.
 
     PYTHONPATH=. python3 benchmarks/narrow_diag.py --workloads qwen3-30b-a3b:8:4096,kimi-k2:8:4096 \\
         [--comm-sms 16,32] [--minibatch 2048] [--list-lag 1] [--dispatch pull,push]
-        [--routing uniform] [--seed 0] [--push-loop tiles,shares] [--trace]
+        [--combine push,pull] [--routing uniform] [--seed 0] [--push-loop tiles,shares] [--trace]
 """
 
 from __future__ import annotations
@@ -36,6 +36,7 @@ def main(argv: list[str]) -> int:
     p.add_argument("--list-lag", type=int_at_least(1, MAX_LIST_LAG), default=1,
                    help="the work list's lag of the MoK rows (KernelConfig.list_lag)")
     p.add_argument("--dispatch", default="pull", help="comma list of pull, push")
+    p.add_argument("--combine", default="push", help="comma list of push, pull")
     p.add_argument("--routing", default="uniform",
                    help="uniform | zipf:S | hot:X | onehot (as mok bench)")
     p.add_argument("--seed", type=int_at_least(0, 2**31 - 1), default=0,
@@ -60,9 +61,11 @@ def run(a) -> int:
     comm_sms = number_list(a.comm_sms, "--comm-sms")
     distinct("--comm-sms", a.comm_sms)
     dispatches = distinct("--dispatch", a.dispatch)
-    for d in dispatches:
-        if d not in ("pull", "push"):
-            raise MokInputError(f"--dispatch {d!r}: allowed pull, push")
+    combines = distinct("--combine", a.combine)
+    for flag, modes in (("--dispatch", dispatches), ("--combine", combines)):
+        for m in modes:
+            if m not in ("pull", "push"):
+                raise MokInputError(f"{flag} {m!r}: allowed pull, push")
     for model, _, _ in workloads:   # the kernel's reading (mok bench's): no file, hot:X that fits
         shape = shape_of(model)
         parse_routing(a.routing, shape.topk, shape.experts)
@@ -86,17 +89,19 @@ def run(a) -> int:
         own = med(run_mok_gemm(wl, a.iters, 3))
         print(f"{model}:{ep}:{n}: library GEMMs {lib:.3f} ms; megakernel GEMM phases alone "
               f"{own:.3f} ({own / lib:.2f}x)", flush=True)
-        runs = [(cs, d, lp) for cs in comm_sms for d in dispatches
+        runs = [(cs, d, k, lp) for cs in comm_sms for d in dispatches for k in combines
                 for lp in (loops if d == "push" else ["tiles"])]
-        for cs, d, lp in runs:
-            knobs = dict(dispatch=d, combine="push", minibatch=a.minibatch, comm_sms=cs,
+        for cs, d, k, lp in runs:
+            knobs = dict(dispatch=d, combine=k, minibatch=a.minibatch, comm_sms=cs,
                          macrobatch=131072, capacity=1.0)
             lag = (f" lag {a.list_lag}" if a.list_lag != 1 else "") + f" {d}" + (
-                f" {lp}" if d == "push" and len(loops) > 1 else "")
+                f" {lp}" if d == "push" and len(loops) > 1 else "") + (
+                f" / {k} combine" if len(combines) > 1 else "")
             # skip_copy is pull dispatch's diagnostic; skip_gemm (the copies and signals alone)
-            # runs in every mode
-            variants = [("MoK", {}), ("MoK, copies alone", {"skip_gemm": True}),
-                        ("MoK, comm SMs never join", {"join": False})]
+            # runs in every mode; comm SMs join only beside a push combine
+            variants = [("MoK", {}), ("MoK, copies alone", {"skip_gemm": True})]
+            if k == "push":
+                variants.append(("MoK, comm SMs never join", {"join": False}))
             if d == "pull":
                 variants.insert(1, ("MoK, no copies", {"skip_copy": True}))
             for label, opts in variants:

@@ -726,6 +726,8 @@ GPU_TOOLS = [
     ("benchmarks.narrow_diag", ["--workloads", "kimi-k2:8:64,kimi-k2:8:64"],
      "names 'kimi-k2:8:64' twice"),
     ("benchmarks.narrow_diag", ["--comm-sms", "16,16"], "names '16' twice"),
+    ("benchmarks.narrow_diag", ["--combine", "push,epilogue"], "--combine 'epilogue': allowed pull, push"),
+    ("benchmarks.narrow_diag", ["--combine", "pull,pull"], "names 'pull' twice"),
     ("benchmarks.bwd_saved_fwd_cost", ["--ep", "7"], "do not divide over 7 ranks"),
     ("benchmarks.bwd_saved_fwd_cost", ["--tokens", "64,64"], "names '64' twice"),
     ("benchmarks.l2_probe", ["--mb", "8,8"], "names '8' twice"),
