@@ -26,4 +26,5 @@ print("band      dispatch combine comm_sms   n   mean   median")
 for k in sorted(cells):
     e = np.array(cells[k])
     if len(e) >= 5:
-        print(f"{k[0]:8s} {k[1]:5s} {k[2]:5s} {k[3]:3d} {len(e):5d} {100 * e.mean():+6.1f}% {100 * np.median(e):+6.1f}%")
+        print(f"{k[0]:8s} {k[1]:5s} {k[2]:5s} {k[3]:3d} {len(e):5d} {100 * e.mean():+6.1f}% "
+              f"{100 * np.median(e):+6.1f}%")
