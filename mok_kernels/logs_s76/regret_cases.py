@@ -12,10 +12,10 @@ from registered_drawn import predicted_mok
 
 from mok_model.params import load_params
 from mok_model.records import workload_key
-from mok_model.tuner import tie_rounded
+from mok_model.tuner import DEFAULT_MARGIN, tie_rounded
 
+KNOBS = ("dispatch", "combine", "minibatch", "comm_sms")
 DEFAULT = ("pull", "push", 4096, 32)
-MARGIN = 0.02
 
 
 def grid_order(k):
@@ -25,7 +25,7 @@ def grid_order(k):
 def pick(score, knobs):
     order = sorted(range(len(knobs)), key=lambda i: (tie_rounded(score[i]), grid_order(knobs[i])))
     best, d = order[0], knobs.index(DEFAULT)
-    return d if score[best] > score[d] * (1 - MARGIN) else best
+    return d if score[best] > score[d] * (1 - DEFAULT_MARGIN) else best
 
 
 params = load_params(None, sys.argv[1])
@@ -38,8 +38,7 @@ for f in sys.argv[2:]:
     for r, q in zip(recs, pred):
         per[workload_key(r)].append((r, q))
     for runs in per.values():
-        knobs = [tuple(r["config"][k] for k in ("dispatch", "combine", "minibatch", "comm_sms"))
-                 for r, _ in runs]
+        knobs = [tuple(r["config"][k] for k in KNOBS) for r, _ in runs]
         if len(runs) < 2 or DEFAULT not in knobs:
             continue
         n += 1
@@ -49,14 +48,14 @@ for f in sys.argv[2:]:
         reg = meas[p] / meas[b] - 1
         if reg <= 0.03:
             continue
-        for name, i in zip(("dispatch", "combine", "minibatch", "comm_sms"), range(4)):
+        for i, name in enumerate(KNOBS):
             if knobs[p][i] != knobs[b][i]:
                 axes[name] += 1
         r0 = runs[0][0]
         rows.append((reg, f.split("/")[-1], r0["model"]["name"], r0["ep"], r0["tokens"], meas[b],
-                     knobs[p], q[p] / q.min(), knobs[b], q[b] / q.min(), meas[p] / meas[b]))
+                     knobs[p], q[p] / q.min(), knobs[b], q[b] / q.min()))
 rows.sort(reverse=True)
 print(f"{len(rows)} of {n} workloads over 3 %; the axis where pick and best differ: {dict(axes)}")
 print("regret  file  model  ep  tokens  best_ms  | picked knobs (pred/min)  | best knobs (pred/min)")
-for reg, f, m, ep, t, bm, kp, qp, kb, qb, _ in rows:
+for reg, f, m, ep, t, bm, kp, qp, kb, qb in rows:
     print(f"{100 * reg:5.1f}%  {f:22s} {m:34s} ep{ep:<3d} {t:5d} {bm:7.3f} | {kp} {qp:.3f} | {kb} {qb:.3f}")
