@@ -1,6 +1,6 @@
-"""Session 77: does a long pass's SM clock (gpu_state, read under its timed iterations) depend on
-its combine and comm SMs? Pairs within a workload: pull-combine run's clock against the
-push-combine run's (the 2-core CPU box).
+"""Session 77: does a pass's SM clock (gpu_state, read under its timed iterations) depend on its
+combine and comm SMs? The median clock and power of the forward MoK runs by pass-length band,
+combine and comm SMs (the 2-core CPU box).
 
     PYTHONPATH=. python mok_kernels/logs_s77/clock_by_combine.py FILE ...
 """
@@ -9,24 +9,17 @@ import sys
 
 import numpy as np
 
-from mok_model.records import read_records, workload_key
+from mok_model.records import read_records
 
-per = collections.defaultdict(list)
-for f in sys.argv[1:]:
-    for r in read_records([f]):
-        g = r.get("gpu_state") or {}
-        if r.get("system") != "mok" or "sm_mhz" not in g or r["pass"] != "fwd":
-            continue
-        per[(f, workload_key(r))].append(r)
 rows = collections.defaultdict(list)
-for runs in per.values():
-    mdef = [r for r in runs if r["config"]["combine"] == "push"]
-    for r in runs:
-        m = r["latency_ms"]["median"]
-        band = "<0.5ms" if m < 0.5 else ("0.5-3ms" if m < 3 else ">3ms")
-        c = r["config"]
-        rows[(band, c["combine"], c["comm_sms"])].append(
-            (r["gpu_state"]["sm_mhz"], r["gpu_state"].get("power_w", np.nan)))
+for r in read_records(sys.argv[1:]):
+    g = r.get("gpu_state") or {}
+    if r.get("system") != "mok" or "sm_mhz" not in g or r["pass"] != "fwd":
+        continue
+    m = r["latency_ms"]["median"]
+    band = "<0.5ms" if m < 0.5 else ("0.5-3ms" if m < 3 else ">3ms")
+    c = r["config"]
+    rows[(band, c["combine"], c["comm_sms"])].append((g["sm_mhz"], g.get("power_w", np.nan)))
 print("band     combine comm_sms   n   sm_mhz median (p10-p90)   power_w median")
 for k in sorted(rows):
     a = np.array(rows[k])
