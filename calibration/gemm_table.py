@@ -170,7 +170,8 @@ def check_out(out: str, runs: list[str], hardware: str) -> None:
     path = check_output_file(out, "--out", ".json", inputs=[("RUN_FILES", r) for r in runs],
                              replaces=SCHEMAS)
     if path.is_file() and path.stat().st_size:
-        had = json.loads(path.read_text(encoding="utf-8")).get("hardware")   # a table (above)
+        doc = json.loads(path.read_text(encoding="utf-8"))   # a table, {} or [] (above)
+        had = doc.get("hardware") if isinstance(doc, dict) else None
         if had is not None and had != hardware:
             raise MokInputError(f"--out {out!r} is a GEMM table of {had}, not of --hardware "
                                 f"{hardware}: it is not replaced; name another file")
