@@ -114,6 +114,13 @@ IDEAL_TILE = 128
 MECHANISM = ("tensor_eff", "item_us", "hbm_gbps", "launch_us")
 # the optional long-phase term (`sustained`): a table fitted with it holds both, one without neither
 SUSTAIN = ("sustain_loss", "sustain_ms")
+# the range a file's mechanism constant may take (a plausible range for any real or future GPU,
+# wide around calibration/gemm_table.py's fit bounds): a tile at 1% to 150% of an SM's peak,
+# HBM as presets.HARDWARE_MIN / HARDWARE_MAX's 0.01 to 10^4 TB/s, times up to 10^4 us (presets'
+# launch_us), a loss of at most the whole time per doubling past 0.01 ms or more. Outside it a
+# value is a slip: sustain_loss 1e300 printed a latency of 10^302 ms, launch_us 1e300 divided by 0
+MECHANISM_RANGE = {"tensor_eff": (0.01, 1.5), "item_us": (0.0, 1e4), "hbm_gbps": (10.0, 1e7),
+                   "launch_us": (0.0, 1e4), "sustain_loss": (0.0, 1.0), "sustain_ms": (0.01, 1e6)}
 # the system of records of the megakernel's own GEMM phases (mok_kernels/bench.py run_mok_gemm)
 KERNEL_SYSTEM = "mok-gemm"
 
@@ -472,6 +479,10 @@ def _mechanism(mech, where: str) -> dict:
         if not _number(v) or not (v > 0 if divides else v >= 0):
             raise MokInputError(f"{where}: mechanism {k}={v!r} must be a number "
                                 + ("> 0 (it divides)" if divides else ">= 0"))
+        lo, hi = MECHANISM_RANGE[k]
+        if not lo <= v <= hi:
+            raise MokInputError(f"{where}: mechanism {k}={v!r} must be in [{lo:g}, {hi:g}] (a "
+                                f"plausible range for any real or future GPU)")
     return {k: float(mech[k]) for k in allowed}
 
 

@@ -1,16 +1,51 @@
 """Session 78 (helper's fuzz pass of the code changed since 2026-12-06 15:00): each test is one
-fault found: `calibration.gemm_table --out` over an existing file holding `[]` (an empty JSON
-list, which the output check lets be replaced) ending in AttributeError. CPU only; nothing is
-written into the repository."""
+fault found: a GEMM table whose phase-mechanism constant is far outside any GPU's (sustain_loss
+1e300 printed a latency of 10^302 ms, exit 0; launch_us 1e300 divided by zero), and
+`calibration.gemm_table --out` over an existing file holding `[]` (an empty JSON list, which
+the output check lets be replaced) ending in AttributeError. CPU only; nothing is written into
+the repository."""
 
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
+import pytest
+
+from cli_errors import one_error
+from mok_model.cli import main
 
 ROOT = Path(__file__).resolve().parent.parent
+PARAMS = ROOT / "mok_model" / "params"
 GEMM_PHASES = ROOT / "calibration" / "runs" / "h200_space" / "gemm_phases.jsonl.gz"
+PREDICT = ["predict", "--hardware", "h200-1", "--model", "kimi-k2", "--ep", "8", "--tokens",
+           "8192", "--json"]
+
+
+def _params_with_mechanism(tmp_path: Path, **changes) -> Path:
+    """A copy of h200-1's parameters and GEMM table (its points file beside), the table's
+    mechanism constants changed."""
+    (tmp_path / "gemm").mkdir()
+    shutil.copytree(PARAMS / "gemm" / "points", tmp_path / "gemm" / "points")
+    shutil.copy(PARAMS / "h200-1.json", tmp_path / "h200-1.json")
+    doc = json.loads((PARAMS / "gemm" / "h200-1.json").read_text())
+    doc["mechanism"].update(changes)
+    (tmp_path / "gemm" / "h200-1.json").write_text(json.dumps(doc))
+    return tmp_path / "h200-1.json"
+
+
+@pytest.mark.parametrize("key,value", [("sustain_loss", 1e300), ("launch_us", 1e300),
+                                       ("tensor_eff", 1e-300), ("hbm_gbps", 1e-300),
+                                       ("item_us", 1e300), ("sustain_ms", 1e-300)])
+def test_a_gemm_tables_mechanism_far_outside_any_gpu_is_refused(tmp_path, capsys, key, value):
+    """Each was read: a latency of 5e302 ms (tensor_eff 1e-300), 1e304 ms (hbm_gbps 1e-300),
+    819 ms for 10.5 (sustain_ms 1e-300), or numpy's divide-by-zero warnings and 1.79 ms
+    (launch_us 1e300), exit 0."""
+    params = _params_with_mechanism(tmp_path, **{key: value})
+    assert main([*PREDICT, "--params", str(params)]) == 2
+    err = one_error(capsys.readouterr().err)
+    assert f"mechanism {key}={value!r} must be in [" in err and "plausible range" in err
 
 
 def test_gemm_table_out_over_an_empty_json_list(tmp_path, capsys):
