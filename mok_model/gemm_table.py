@@ -121,6 +121,10 @@ SUSTAIN = ("sustain_loss", "sustain_ms")
 # value is a slip: sustain_loss 1e300 printed a latency of 10^302 ms, launch_us 1e300 divided by 0
 MECHANISM_RANGE = {"tensor_eff": (0.01, 1.5), "item_us": (0.0, 1e4), "hbm_gbps": (10.0, 1e7),
                    "launch_us": (0.0, 1e4), "sustain_loss": (0.0, 1.0), "sustain_ms": (0.01, 1e6)}
+# ... and a curve's values (a shape's measured / mechanism time ratios, or its efficiencies per
+# occupied SM): 0.15 to 1.5 in the shipped tables; 1e300 printed a latency of 10^300 ms, 1e-300
+# overflowed to a wrong one
+CURVE_RANGE = (1e-3, 100.0)
 # the system of records of the megakernel's own GEMM phases (mok_kernels/bench.py run_mok_gemm)
 KERNEL_SYSTEM = "mok-gemm"
 
@@ -183,6 +187,10 @@ class Curves:
             for j, v in enumerate(ys):
                 if not _positive(v):
                     raise MokInputError(f"{at}: values[{j}]={v!r} must be a finite positive number")
+                if not CURVE_RANGE[0] <= v <= CURVE_RANGE[1]:
+                    raise MokInputError(f"{at}: values[{j}]={v!r} must be in [{CURVE_RANGE[0]:g}, "
+                                        f"{CURVE_RANGE[1]:g}] (a measured / mechanism time ratio or "
+                                        f"an efficiency per occupied SM)")
             by_shape[tuple(float(v) for v in s)] = (np.array(xs, dtype=float),
                                                     np.array(ys, dtype=float))
         return Curves(by_shape, frozenset(tuple(m) for m in measured), doc["uses_mechanism"],

@@ -59,3 +59,18 @@ def test_gemm_table_out_over_an_empty_json_list(tmp_path, capsys):
     cap = capsys.readouterr()
     assert rc == 0 and "Traceback" not in cap.err, cap.err[-600:]
     assert json.loads(out.read_text())["hardware"] == "h200-1"
+
+
+@pytest.mark.parametrize("value", [1e300, 1e-300])
+def test_a_gemm_tables_curve_value_far_outside_any_gpu_is_refused(tmp_path, capsys, value):
+    """A shape's curve values of 1e300 printed a latency of 10^300 ms; of 1e-300, numpy's
+    overflow warning and a latency, exit 0."""
+    params = _params_with_mechanism(tmp_path)
+    table = tmp_path / "gemm" / "h200-1.json"
+    doc = json.loads(table.read_text())
+    for shape in doc["curves"]["shapes"]:
+        shape["values"] = [value] * len(shape["values"])
+    table.write_text(json.dumps(doc))
+    assert main([*PREDICT, "--params", str(params)]) == 2
+    err = one_error(capsys.readouterr().err)
+    assert f"values[0]={value!r} must be in [0.001, 100]" in err
