@@ -429,7 +429,11 @@ def _table_of(path: Path, doc: dict) -> GemmTable:
             raise MokInputError(f"{where}: curves uses_mechanism is true but the file has no "
                                 f"mechanism")
         return GemmTable(meta[0], None, *meta[1:], curves=curves, points_file=str(path.parent / ref))
-    return GemmTable(meta[0], _checked_points(doc.get("points"), where), *meta[1:])
+    table = GemmTable(meta[0], _checked_points(doc.get("points"), where), *meta[1:])
+    # the curves made of the points, held to a schema-2 file's rules (a point's measured time far
+    # from its mechanism's made a curve of 10^300 and a latency of 10^300 ms)
+    Curves.from_json(table.curves.as_json(), f"{where} (made of its points)")
+    return table
 
 
 def read_points(path: str | Path) -> tuple:
@@ -467,7 +471,40 @@ def _checked_points(points, where: str) -> tuple:
             raise MokInputError(f"{where}: point {i}: occupancy={occ!r} must be in (0, 1]")
         if pt["eff"] > 1.5:
             raise MokInputError(f"{where}: point {i}: eff={pt['eff']} is above 1.5 of peak")
+        ms = pt.get("measured_ms")
+        if ms is not None and not (_number(ms) and MEASURED_MS[0] <= ms <= MEASURED_MS[1]):
+            raise MokInputError(f"{where}: point {i}: measured_ms={ms!r} must be a time in "
+                                f"[{MEASURED_MS[0]:g}, {MEASURED_MS[1]:g}] ms")
+        if "mech" in pt:
+            _checked_features(pt["mech"], f"{where}: point {i}")
     return tuple(points)
+
+
+# a point's measured time: a run record's (records.LATENCY_MS)
+MEASURED_MS = (1e-4, 1e6)
+
+
+def _checked_features(f, at: str) -> None:
+    """A point's phase features (phase_features), checked: gu and dn lists of [items, FLOPs per
+    item] (numbers >= 0), weight bytes (and bytes per FLOP, if given) >= 0, the SMs a whole number
+    in [1, 16384] and the peak in [1, 10^6] TFLOP/s (presets.HARDWARE_MIN / HARDWARE_MAX): an SM
+    count of 0 divided by zero, a string among the items ended in a TypeError."""
+    if not isinstance(f, dict):
+        raise MokInputError(f"{at}: mech={f!r} must be an object of its phase features")
+    for phase in ("gu", "dn"):
+        blocks = f.get(phase)
+        if not isinstance(blocks, list) or not all(
+                isinstance(b, list) and len(b) == 2 and all(_number(v) and v >= 0 for v in b)
+                for b in blocks):
+            raise MokInputError(f"{at}: mech {phase}={blocks!r} must be a list of [items, FLOPs "
+                                f"per item] pairs of numbers >= 0")
+    for key, lo, hi in (("weight_bytes", 0, math.inf), ("weight_bytes_per_flop", 0, math.inf),
+                        ("sms", 1, 16_384), ("peak_tflops", 1, 1e6)):
+        v = f.get(key, 0 if key == "weight_bytes_per_flop" else None)
+        if not (_number(v) and lo <= v <= hi) or key == "sms" and not float(v).is_integer():
+            raise MokInputError(f"{at}: mech {key}={v!r} must be a"
+                                + (" whole number" if key == "sms" else " number")
+                                + (f" >= {lo}" if hi == math.inf else f" in [{lo:g}, {hi:g}]"))
 
 
 def _mechanism(mech, where: str) -> dict:

@@ -74,3 +74,41 @@ def test_a_gemm_tables_curve_value_far_outside_any_gpu_is_refused(tmp_path, caps
     assert main([*PREDICT, "--params", str(params)]) == 2
     err = one_error(capsys.readouterr().err)
     assert f"values[0]={value!r} must be in [0.001, 100]" in err
+
+
+def _schema1_table(tmp_path: Path, edit) -> Path:
+    """h200-1's parameters naming a GEMM table of schema mok-gemm-table/1 (its points in the
+    file, its curves made of them when read): h200-1's points, each passed through edit."""
+    params = _params_with_mechanism(tmp_path)
+    shipped = json.loads((PARAMS / "gemm" / "h200-1.json").read_text())
+    points = json.loads((PARAMS / "gemm" / "points" / "h200-1.json").read_text())["points"]
+    for pt in points:
+        edit(pt)
+    (tmp_path / "gemm" / "h200-1.json").write_text(json.dumps({
+        "schema": "mok-gemm-table/1", "hardware": "h200-1", "level": "absolute",
+        "mechanism": shipped["mechanism"], "records": shipped["records"], "points": points}))
+    return params
+
+
+@pytest.mark.parametrize("edit,why", [
+    # a latency of 10^300 ms, exit 0
+    (lambda pt: pt.update(measured_ms=1e300), "point 0: measured_ms=1e+300 must be a time in"),
+    # mok: internal error: ValueError, exit 1
+    (lambda pt: pt.update(measured_ms="x"), "point 0: measured_ms='x' must be a time in"),
+    # numpy's divide-by-zero warnings, then an internal error (NaN), exit 1
+    (lambda pt: pt["mech"].update(sms=0), "point 0: mech sms=0 must be a whole number in [1, "),
+    # mok: internal error: TypeError, exit 1
+    (lambda pt: pt["mech"].update(gu="bad"), "point 0: mech gu='bad' must be a list of"),
+])
+def test_a_schema1_gemm_tables_bad_point_is_refused(tmp_path, capsys, edit, why):
+    params = _schema1_table(tmp_path, edit)
+    assert main([*PREDICT, "--params", str(params)]) == 2
+    assert why in one_error(capsys.readouterr().err)
+
+
+def test_a_schema1_gemm_tables_curves_are_held_to_the_range(tmp_path, capsys):
+    """A point measured at 10^6 ms (a run record's largest time) made a curve value of 2.7e6."""
+    params = _schema1_table(tmp_path, lambda pt: pt.update(measured_ms=1e6))
+    assert main([*PREDICT, "--params", str(params)]) == 2
+    err = one_error(capsys.readouterr().err)
+    assert "(made of its points): curves shape 0: values[0]=" in err and "[0.001, 100]" in err
