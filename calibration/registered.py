@@ -14,7 +14,7 @@ the regret of the registered pick among each workload's measured MoK configurati
 adds a line per value of each named field (a record field or a knob of its config); ``--worst N``
 lists the N predictions furthest from their runs (signed error, workload, knobs, both times).
 ``--drift-from FILES`` (run records holding MoK runs measured twice, e.g. a sweep and its
-re-run) adds the regret a perfect model would still show on the met runs from run-to-run drift
+re-run, on the registration's hardware: another card's are refused) adds the regret a perfect model would still show on the met runs from run-to-run drift
 alone (calibration/noise.py `drift_regret`, the drift SD of each token band from those files):
 the floor under the regret line.
 """
@@ -319,6 +319,7 @@ def _run(a: argparse.Namespace) -> int:
         raise MokInputError(f"--by {a.by!r}: names a field twice (each field once)")
     preds = read_predictions(a.predictions)  # a bad registration stops before the records are read
     runs = read_records(a.runs)
+    named = {p.get("hardware") for p in preds}
     sd = None
     if a.drift_from is not None:
         from .rerun import repeated   # rerun imports this module: imported here
@@ -326,8 +327,13 @@ def _run(a: argparse.Namespace) -> int:
         if not pairs:
             raise MokInputError(f"--drift-from {' '.join(a.drift_from)}: no MoK run measured twice "
                                 f"(same workload, knobs and tiles: calibration/rerun.py run_key)")
+        cards = {r["hardware"]["preset"] for pair in pairs for r in pair}
+        if None not in named and not cards <= named:   # another card's drift is not this one's
+            raise MokInputError(f"--drift-from {' '.join(a.drift_from)}: runs of "
+                                f"{', '.join(sorted(cards - named))}, but {Path(a.predictions).name} "
+                                f"registers {', '.join(sorted(named))}: the drift floor needs re-runs "
+                                f"of the same hardware")
         sd = drift_sd(pairs)
-    named = {p.get("hardware") for p in preds}
     if None not in named:       # every prediction names its hardware: runs of any other meet none
         other = collections.Counter(r["hardware"]["preset"] for r in runs
                                     if r["hardware"]["preset"] not in named)

@@ -112,3 +112,17 @@ def test_a_schema1_gemm_tables_curves_are_held_to_the_range(tmp_path, capsys):
     assert main([*PREDICT, "--params", str(params)]) == 2
     err = one_error(capsys.readouterr().err)
     assert "(made of its points): curves shape 0: values[0]=" in err and "[0.001, 100]" in err
+
+
+def test_registered_refuses_another_cards_drift(capsys):
+    """`calibration.registered --drift-from` read an H100 sweep and its re-run as the drift of
+    an H200 registration's runs without a word (session 78's fuzz pass): a floor of the wrong card."""
+    from calibration.registered import main as registered
+
+    h100 = ROOT / "calibration" / "runs" / "h100"
+    argv = [str(ROOT / "calibration" / "predictions" / "h200_drawn35_2026-12-06.jsonl"),
+            str(ROOT / "calibration" / "runs" / "h200_drawn" / "drawn35.jsonl.gz"),
+            "--drift-from", str(h100 / "drawn22.jsonl.gz"), str(h100 / "drawn22_rerun.jsonl.gz")]
+    assert registered(argv) == 2
+    err = one_error(capsys.readouterr().err, "python -m calibration.registered")
+    assert "runs of h100-1, but h200_drawn35_2026-12-06.jsonl registers h200-1" in err
