@@ -18,7 +18,7 @@ from pathlib import Path
 
 from mok_model.cli import MokParser, int_at_least
 from mok_model.errors import MokInputError
-from mok_model.fileio import check_beside_output, check_output_file, warn
+from mok_model.fileio import check_beside_output, check_output_file, flush_warnings, warn
 from mok_model.gemm_table import read_table, replaces_gemm_eff
 from mok_model.params import (BOUNDS, PARAMS_DIR, Params, fit_record_path, read_fit_record,
                               read_params, write_params)
@@ -500,6 +500,7 @@ def run_validate(a: argparse.Namespace) -> dict:
         for row, b in zip(v.rows, bands):
             row["band_ms"] = None if b is None else {"lo": b[0], "hi": b[1]}
     if a.plot:
+        flush_warnings()    # every check passed: "will be replaced" is said before the write
         plot(records, v, a.plot, a.color_by or "minibatch", bands=bands)
     doc = v.as_json()
     doc["tuner_knobs"] = tuned                          # predicted at the tuner's knobs
