@@ -126,3 +126,35 @@ def test_registered_refuses_another_cards_drift(capsys):
     assert registered(argv) == 2
     err = one_error(capsys.readouterr().err, "python -m calibration.registered")
     assert "runs of h100-1, but h200_drawn35_2026-12-06.jsonl registers h200-1" in err
+
+
+def test_simulate_from_python_never_replaces_a_file_that_is_not_a_trace(tmp_path):
+    """mok_model.sim.simulate(trace=...) wrote its trace over any existing .json (a parameters
+    file, say); the command line refused it (session 78's fuzz pass). A trace it replaces."""
+    from mok_model.errors import MokInputError
+    from mok_model.presets import load_hardware, load_model
+    from mok_model.scenario import Scenario
+    from mok_model.sim import simulate
+
+    scn = Scenario(load_hardware("h200-hgx8"), load_model("mixtral-8x7b"), 8, 256)
+    params = tmp_path / "params.json"
+    params.write_text(json.dumps({"schema": "mok-params/1"}))
+    with pytest.raises(MokInputError, match="exists and holds 'mok-params/1'"):
+        simulate(scn, trace=params)
+    assert json.loads(params.read_text()) == {"schema": "mok-params/1"}
+    trace = tmp_path / "t.json"
+    simulate(scn, trace=trace)
+    simulate(scn, trace=trace)          # its own kind: replaced
+    assert "traceEvents" in json.loads(trace.read_text())
+
+
+def test_simulate_trace_over_a_trace_warns_once(tmp_path, capsys):
+    """`mok simulate --trace T.json` over an existing trace: one "will be replaced" line, though
+    the command and the engine both check the path."""
+    trace = tmp_path / "t.json"
+    argv = ["simulate", "--hardware", "h200-hgx8", "--model", "mixtral-8x7b", "--ep", "8",
+            "--tokens", "256", "--trace", str(trace)]
+    assert main(argv) == 0
+    capsys.readouterr()
+    assert main(argv) == 0
+    assert capsys.readouterr().err.count("will be replaced") == 1

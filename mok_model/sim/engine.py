@@ -151,8 +151,13 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     _check_args(scenario, config, system, schedule, trace_gpus, max_peers, chunk_bytes, merge_s,
                 refuse_overflow, allow_other_hardware)
     if trace:
-        from ..fileio import check_output_file
+        from ..fileio import TRACE_KIND, check_output_file, file_kind
         check_output_file(trace, "trace", ".json")   # a folder, a missing one: one line
+        kind = file_kind(Path(trace)) if Path(trace).exists() else ""
+        if kind not in ("", TRACE_KIND):             # a trace is replaced, anything else kept
+            raise MokInputError(f"trace {str(trace)!r} exists and holds "
+                                f"{'an unknown kind of file' if kind is None else repr(kind)}, not "
+                                f"a trace: it is not replaced; name another file")
     params = _resolve(scenario, params, allow_other_hardware)
 
     if system == "mok" and isinstance(config, Config):
