@@ -14,9 +14,10 @@ the regret of the registered pick among each workload's measured MoK configurati
 adds a line per value of each named field (a record field or a knob of its config); ``--worst N``
 lists the N predictions furthest from their runs (signed error, workload, knobs, both times).
 ``--drift-from FILES`` (run records holding MoK runs measured twice, e.g. a sweep and its
-re-run, on the registration's hardware: another card's are refused) adds the regret a perfect model would still show on the met runs from run-to-run drift
-alone (calibration/noise.py `drift_regret`, the drift SD of each token band from those files):
-the floor under the regret line.
+re-run, on the registration's hardware: another card's are refused) adds the regret a perfect
+model would still show on the met runs from run-to-run drift alone (calibration/noise.py
+`drift_regret`, the drift SD of each token band from those files): the floor under the regret
+line.
 """
 
 from __future__ import annotations
