@@ -1,5 +1,6 @@
 #!/bin/bash
-# Usage: bash benchmarks/device/s78_trace.sh TAG   (an H100 or H200, <= 330 s)
+# Usage: [ONLY=REGEX] bash benchmarks/device/s78_trace.sh TAG   (an H100 or H200, <= 330 s;
+#   ONLY: the runs whose name matches, e.g. ONLY=s28)
 # Session 78: the settings the model orders the wrong way inside two held-out H100 workloads
 # (mok_kernels/logs_s77/misorder_worst_h100.txt), each timed with narrow_diag's phases (GEMMs
 # alone, no copies, copies alone, comm SMs never joining) and three traced passes
@@ -18,8 +19,10 @@ trap 'tar -czf $FINAL/$TAG.tgz -C $OUT .' EXIT
 { nvidia-smi --query-gpu=name --format=csv,noheader; date -u; git log -1 --format=%H; } > $R/gpu.txt
 D=calibration/drawn_shapes
 one() {   # name shape ep tokens routing seed dispatch combine minibatch comm_sms
+  [[ -n "$ONLY" && ! "$1" =~ $ONLY ]] && return
+  LOOP=; [[ "$7" == *push* ]] && LOOP="--push-loop shares"   # push dispatch's loop only
   timeout 75 python3 benchmarks/narrow_diag.py --workloads $2:$3:$4 --routing $5 --seed $6 \
-    --dispatch $7 --combine $8 --minibatch $9 --comm-sms ${10} --push-loop shares --trace \
+    --dispatch $7 --combine $8 --minibatch $9 --comm-sms ${10} $LOOP --trace \
     > $R/$1.log 2>&1
   echo "$1 rc $? $(( $(date +%s) - T0 )) s" >> $R/gpu.txt
 }
