@@ -8,8 +8,8 @@
 # minibatch of 3,072 at 64, lag 1; the lag sweep measured 0.182 ms at best, 32 comm SMs only),
 # minibatch {512, 1,024, 3,072} x comm SMs {32, 64} x lag {1, 2, 3, 4}; and syn28's H 2,560 /
 # I 448 shape at EP 8 x 4,608 zipf:1.2 seed 28, minibatch {512, 1,024, 4,096} x comm SMs {8, 16,
-# 32}, lag 1 (six pipelined). Pull dispatch, push combine, capacity 0.5 and 1.0 as the earlier runs. Records in
-# $OUT/TAG/chain_test.jsonl, everything in $OUT/TAG.tgz.
+# 32}, lag 1 (six pipelined). Pull dispatch, push combine, capacity 0.5 and 1.0 as the earlier
+# runs. Records in $OUT/TAG/chain_test.jsonl, everything in $OUT/TAG.tgz.
 export PYTHONPATH=.
 TAG=${1:?tag}
 T0=$(date +%s); FINAL=$OUT; export OUT=/tmp/$TAG; R=$OUT/$TAG; mkdir -p $R
