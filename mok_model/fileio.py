@@ -50,15 +50,23 @@ def check_output_file(path: str | os.PathLike, flag: str, suffix: str | None = N
             raise MokInputError(f"{flag} {str(path)!r} is also the input {in_flag} {str(in_path)!r}; "
                                 f"writing it would destroy what is read: name another file")
     _probe(parent, flag, path)
-    if replaces and p.exists():
-        kind = file_kind(p)
-        if kind != "" and kind not in replaces:
-            raise MokInputError(f"{flag} {str(path)!r} exists and holds "
-                                f"{'an unknown kind of file' if kind is None else repr(kind)}, not "
-                                f"{' or '.join(map(repr, replaces))}, which this command writes: it "
-                                f"is not replaced; name another file (or remove that one first)")
+    if replaces and refuse_other_kind(p, flag, replaces):
         warn(f"{flag} {str(path)!r} exists; it will be replaced")
     return p
+
+
+def refuse_other_kind(path: Path, flag: str, replaces: tuple[str, ...]) -> bool:
+    """Whether `path` exists (and may be replaced); refused where it holds a kind (file_kind)
+    other than `replaces`, the kinds the command writes."""
+    if not path.exists():
+        return False
+    kind = file_kind(path)
+    if kind != "" and kind not in replaces:
+        raise MokInputError(f"{flag} {str(path)!r} exists and holds "
+                            f"{'an unknown kind of file' if kind is None else repr(kind)}, not "
+                            f"{' or '.join(map(repr, replaces))}, which this command writes: it "
+                            f"is not replaced; name another file (or remove that one first)")
+    return True
 
 
 PNG_MAGIC = b"\x89PNG\r\n\x1a\n"

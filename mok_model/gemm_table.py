@@ -184,17 +184,23 @@ class Curves:
                 if not _number(x) or (j and not x > xs[j - 1]):
                     raise MokInputError(f"{at}: log2_rows[{j}]={x!r} must be a finite number "
                                         f"above the one before (strictly ascending)")
-            for j, v in enumerate(ys):
-                if not _positive(v):
-                    raise MokInputError(f"{at}: values[{j}]={v!r} must be a finite positive number")
-                if not CURVE_RANGE[0] <= v <= CURVE_RANGE[1]:
-                    raise MokInputError(f"{at}: values[{j}]={v!r} must be in [{CURVE_RANGE[0]:g}, "
-                                        f"{CURVE_RANGE[1]:g}] (a measured / mechanism time ratio or "
-                                        f"an efficiency per occupied SM)")
+            check_curve_values(ys, at)
             by_shape[tuple(float(v) for v in s)] = (np.array(xs, dtype=float),
                                                     np.array(ys, dtype=float))
         return Curves(by_shape, frozenset(tuple(m) for m in measured), doc["uses_mechanism"],
                       float(doc["median_eff"]))
+
+
+def check_curve_values(ys, at: str) -> None:
+    """A curve's values, checked: finite positive numbers in CURVE_RANGE (`at` names the curve)."""
+    for j, v in enumerate(ys):
+        v = float(v) if isinstance(v, np.floating) else v
+        if not _positive(v):
+            raise MokInputError(f"{at}: values[{j}]={v!r} must be a finite positive number")
+        if not CURVE_RANGE[0] <= v <= CURVE_RANGE[1]:
+            raise MokInputError(f"{at}: values[{j}]={v!r} must be in [{CURVE_RANGE[0]:g}, "
+                                f"{CURVE_RANGE[1]:g}] (a measured / mechanism time ratio or an "
+                                f"efficiency per occupied SM)")
 
 
 def _number(v) -> bool:
@@ -430,9 +436,10 @@ def _table_of(path: Path, doc: dict) -> GemmTable:
                                 f"mechanism")
         return GemmTable(meta[0], None, *meta[1:], curves=curves, points_file=str(path.parent / ref))
     table = GemmTable(meta[0], _checked_points(doc.get("points"), where), *meta[1:])
-    # the curves made of the points, held to a schema-2 file's rules (a point's measured time far
+    # the curves made of the points, held to a schema-2 file's values (a point's measured time far
     # from its mechanism's made a curve of 10^300 and a latency of 10^300 ms)
-    Curves.from_json(table.curves.as_json(), f"{where} (made of its points)")
+    for i, (_, ys) in enumerate(table.curves.by_shape.values()):
+        check_curve_values(ys, f"{where} (made of its points): curves shape {i}")
     return table
 
 

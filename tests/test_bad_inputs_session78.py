@@ -1,9 +1,9 @@
-"""Session 78 (helper's fuzz pass of the code changed since 2026-12-06 15:00): each test is one
-fault found: a GEMM table whose phase-mechanism constant is far outside any GPU's (sustain_loss
-1e300 printed a latency of 10^302 ms, exit 0; launch_us 1e300 divided by zero), and
-`calibration.gemm_table --out` over an existing file holding `[]` (an empty JSON list, which
-the output check lets be replaced) ending in AttributeError. CPU only; nothing is written into
-the repository."""
+"""Session 78's fuzz pass of the code changed since 2026-12-06 15:00: each test is one fault
+found. GEMM tables whose mechanism constants, curve values or (schema 1) points were far
+outside any GPU's (latencies of 10^300 ms, divisions by zero, internal errors);
+`calibration.gemm_table --out` over an existing `[]` (AttributeError); `calibration.registered
+--drift-from` taking another card's re-runs; `sim.simulate(trace=...)` from Python writing over
+any existing .json. CPU only; nothing is written into the repository."""
 
 from __future__ import annotations
 

@@ -151,13 +151,9 @@ def simulate(scenario: Scenario, config: Config | None = None, system: str = "mo
     _check_args(scenario, config, system, schedule, trace_gpus, max_peers, chunk_bytes, merge_s,
                 refuse_overflow, allow_other_hardware)
     if trace:
-        from ..fileio import TRACE_KIND, check_output_file, file_kind
+        from ..fileio import TRACE_KIND, check_output_file, refuse_other_kind
         check_output_file(trace, "trace", ".json")   # a folder, a missing one: one line
-        kind = file_kind(Path(trace)) if Path(trace).exists() else ""
-        if kind not in ("", TRACE_KIND):             # a trace is replaced, anything else kept
-            raise MokInputError(f"trace {str(trace)!r} exists and holds "
-                                f"{'an unknown kind of file' if kind is None else repr(kind)}, not "
-                                f"a trace: it is not replaced; name another file")
+        refuse_other_kind(Path(trace), "trace", (TRACE_KIND,))   # the command line warns, not here
     params = _resolve(scenario, params, allow_other_hardware)
 
     if system == "mok" and isinstance(config, Config):
